@@ -1,0 +1,1 @@
+"""ExecuTorch backend-options hardware-in-the-loop harness."""

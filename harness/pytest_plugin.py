@@ -1,0 +1,1 @@
+"""pytest plugin: ``--device`` and the fixtures device test suites use."""
