@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from harness.options import Option, OptionsMap, OptionValue
+from harness.options import BackendOptions, Option, OptionsMap, OptionValue
 
 
 class Action(enum.IntEnum):
@@ -52,7 +52,11 @@ class Request:
 
     @classmethod
     def register(cls, names: tuple[str, ...]) -> Request:
-        return cls(Action.REGISTER, OptionsMap.from_dict({n: {} for n in names}))
+        """REGISTER probes ``names`` (up to the registry's 16, more than a map's 8)."""
+        backends = tuple(BackendOptions(name) for name in names)
+        for index, backend in enumerate(backends):
+            backend.validate(f"names[{index}]")
+        return cls(Action.REGISTER, OptionsMap.unchecked(backends))
 
 
 @dataclass(frozen=True)

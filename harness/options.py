@@ -94,6 +94,19 @@ class Option:
     key: str
     value: OptionValue
 
+    def __eq__(self, other: object) -> bool:
+        # Python has True == 1; the runtime's bool and int options differ, and so must these.
+        if not isinstance(other, Option):
+            return NotImplemented
+        return (self.key, type(self.value), self.value) == (
+            other.key,
+            type(other.value),
+            other.value,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.key, type(self.value), self.value))
+
     @property
     def type(self) -> OptionType:
         return OptionType.of(self.value)
@@ -129,6 +142,9 @@ class BackendOptions:
 
     backend_id: str
     options: tuple[Option, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", tuple(self.options))
 
     def validate(self, path: str) -> None:
         """Raise :class:`MapValidationError` for a bad id, option or duplicate key."""

@@ -1,0 +1,11 @@
+/*
+ * mcu_exit.h - exit statuses the firmware ends the emulator with (semihosting),
+ * besides the status an EXIT frame asks for.
+ */
+#ifndef MCU_EXIT_H
+#define MCU_EXIT_H
+
+#define MCU_EXIT_FAULT 240u       /* a CPU fault or an unexpected exception */
+#define MCU_EXIT_MAIN_RETURNED 241u
+
+#endif /* MCU_EXIT_H */

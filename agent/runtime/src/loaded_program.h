@@ -1,0 +1,69 @@
+// A program loaded from a file and its method "forward", with everything the
+// method needs kept alive beside it.
+#pragma once
+
+#include <executorch/extension/data_loader/file_data_loader.h>
+#include <executorch/extension/memory_allocator/malloc_memory_allocator.h>
+#include <executorch/runtime/backend/backend_options_map.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/program.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace etb {
+
+namespace et = executorch::runtime;
+
+// What a failed step returns: the runtime's Error and a sentence for the report.
+struct StepResult {
+  et::Error error = et::Error::Ok;
+  std::string message;
+
+  bool ok() const { return error == et::Error::Ok; }
+};
+
+// One LOAD: open -> check_delegates -> load_method -> execute (repeatable).
+// Never moved once created; destroying it destroys the method first, then
+// its memory, the program and the loader.
+class LoadedProgram {
+ public:
+  static constexpr const char* kMethodName = "forward";
+
+  LoadedProgram() = default;
+  LoadedProgram(const LoadedProgram&) = delete;
+  LoadedProgram& operator=(const LoadedProgram&) = delete;
+
+  StepResult open(const std::string& path);
+
+  // The delegate ids of the method, in program order.
+  StepResult delegate_ids(std::vector<std::string>* out) const;
+
+  // Loads the method with the given map. options_storage holds the arrays the
+  // map's spans point to; it is kept alive as long as the method.
+  StepResult load_method(
+      const et::LoadBackendOptionsMap& map,
+      std::vector<std::vector<et::BackendOption>> options_storage,
+      int64_t* load_us);
+
+  StepResult execute(int64_t* execute_us);
+
+  bool has_method() const { return method_.has_value(); }
+
+ private:
+  std::unique_ptr<executorch::extension::FileDataLoader> loader_;
+  std::optional<et::Program> program_;
+  std::vector<std::vector<et::BackendOption>> options_storage_;
+  executorch::extension::MallocMemoryAllocator method_allocator_;
+  executorch::extension::MallocMemoryAllocator temp_allocator_;
+  std::vector<std::vector<uint8_t>> planned_buffers_;
+  std::vector<et::Span<uint8_t>> planned_spans_;
+  std::optional<et::HierarchicalAllocator> planned_memory_;
+  std::optional<et::MemoryManager> memory_manager_;
+  std::optional<et::Method> method_;
+};
+
+}  // namespace etb

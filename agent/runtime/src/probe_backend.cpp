@@ -1,0 +1,119 @@
+#include "probe_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "runtime_options.h"
+
+namespace etb {
+
+namespace {
+
+// Orders first calls across all probes (the runtime calls them on one thread).
+uint64_t g_call_clock = 0;
+
+bool same_options(et::Span<const et::BackendOption> a, const std::vector<et::BackendOption>& b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (option_key(a[i]) != option_key(b[i]) || a[i].value != b[i].value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+ProbeBackend::ProbeBackend(std::string name) : name_(std::move(name)) {}
+
+void ProbeBackend::begin_request() {
+  record_ = Record{};
+}
+
+void ProbeBackend::reset() {
+  record_ = Record{};
+  state_.clear();
+}
+
+void ProbeBackend::note_call() const {
+  if (record_.first_call == 0) {
+    record_.first_call = ++g_call_clock;
+  }
+}
+
+et::Result<et::DelegateHandle*> ProbeBackend::init(
+    et::BackendInitContext& context,
+    et::FreeableBuffer* processed,
+    et::ArrayRef<et::CompileSpec> compile_specs) const {
+  note_call();
+  const et::Span<const et::BackendOption> specs = context.runtime_specs();
+  if (record_.init_calls == 0) {
+    record_.received.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
+  } else if (!same_options(specs, record_.received)) {
+    record_.specs_diverged = true;
+  }
+  ++record_.init_calls;
+  if (processed != nullptr) {
+    processed->Free();
+  }
+  // Any non-null handle will do: execute() ignores it.
+  return static_cast<et::DelegateHandle*>(const_cast<ProbeBackend*>(this));
+}
+
+et::Error ProbeBackend::execute(
+    et::BackendExecutionContext& context,
+    et::DelegateHandle* handle,
+    et::Span<et::EValue*> args) const {
+  note_call();
+  ++record_.execute_calls;
+  return et::Error::Ok;
+}
+
+et::Error ProbeBackend::set_option(
+    et::BackendOptionContext& context,
+    const et::Span<et::BackendOption>& options) {
+  note_call();
+  ++record_.set_calls;
+  for (const et::BackendOption& option : options) {
+    if (record_.received.size() < kMaxRecordedOptions) {
+      record_.received.push_back(option);
+    }
+    bool replaced = false;
+    for (et::BackendOption& held : state_) {
+      if (option_key(held) == option_key(option)) {
+        held.value = option.value;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) {
+      if (state_.size() >= kMaxStateOptions) {
+        return et::Error::MemoryAllocationFailed;
+      }
+      state_.push_back(option);
+    }
+  }
+  return et::Error::Ok;
+}
+
+et::Error ProbeBackend::get_option(
+    et::BackendOptionContext& context,
+    et::Span<et::BackendOption>& options) {
+  note_call();
+  ++record_.get_calls;
+  // Like real backends: fill the keys this probe knows, leave the others as they are.
+  for (et::BackendOption& wanted : options) {
+    for (const et::BackendOption& held : state_) {
+      if (option_key(held) == option_key(wanted)) {
+        wanted.value = held.value;
+        break;
+      }
+    }
+  }
+  return et::Error::Ok;
+}
+
+}  // namespace etb

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything the harness needs on Debian 12 (run as root), idempotently:
+# compilers and emulators from Debian, the harness and its Python dependencies in
+# .venv. The ExecuTorch SDK (the pinned executorch wheel) is fetched on first use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  python3 python3-venv python3-dev   # the harness
+  gcc g++ make                       # C codec, device agent
+  clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm   # MCU firmware, mcu-emu
+  g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user
+  adb                                # the real adb client (adb-emu, Android devices)
+  openssh-server openssh-client      # ssh-emu
+  iproute2 util-linux procps         # network namespaces, unshare, ps
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "ci/setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e .
+echo "ci/setup.sh: ready (.venv/bin/pytest, .venv/bin/et-harness)"

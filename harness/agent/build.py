@@ -1,0 +1,246 @@
+"""Building the device agent (``agent/runtime``) against the real ExecuTorch SDK.
+
+:func:`ensure_agent` configures and builds ``et-agent`` with CMake for one ABI
+and installs it, with the runtime libraries it loads, into one directory that
+can be copied to a device as it is (the binary finds the libraries through its
+``$ORIGIN`` RUNPATH). Builds are cached under the harness cache, keyed by a hash
+of the agent and codec sources, the toolchain file and the SDK version, and
+serialised by a file lock so parallel test workers build once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+from harness.sdk import SdkPaths, cache_root, ensure_sdk
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"
+CODEC_SOURCE_DIR = REPO_ROOT / "agent" / "codec"
+TOOLCHAIN_DIR = REPO_ROOT / "agent" / "cmake"
+AGENT_BINARY_NAME = "et-agent"
+
+# ABI -> (toolchain file or None for a native build, rough build time in seconds).
+_TARGETS: dict[str, tuple[str | None, int]] = {
+    "x86_64": (None, 15),
+    "aarch64": ("aarch64-linux-gnu.cmake", 25),
+}
+_MIN_CMAKE = (3, 28)
+_BUILD_TIMEOUT_S = 900
+_LOG_TAIL_LINES = 40
+
+
+class AgentBuildError(Exception):
+    """The device agent could not be built."""
+
+
+class UnsupportedAgentAbi(AgentBuildError):
+    """No build recipe exists for the requested ABI on this host."""
+
+
+class ToolMissing(AgentBuildError):
+    """CMake (>= 3.28) or a compiler needed for the build is not installed."""
+
+
+class AgentBuildFailed(AgentBuildError):
+    """A CMake step failed; the message names the build log."""
+
+    def __init__(self, message: str, log: Path) -> None:
+        super().__init__(message)
+        self.log = log
+
+
+@dataclass(frozen=True)
+class AgentBuild:
+    """A built agent: the directory to deploy and what is in it."""
+
+    abi: str
+    dist_dir: Path  # et-agent and the runtime libraries, side by side
+    binary: Path
+    libraries: tuple[Path, ...]  # the shared libraries et-agent loads from dist_dir
+    sdk: SdkPaths
+
+    def deploy_files(self) -> tuple[Path, ...]:
+        """Every file a device needs, binary first."""
+        return (self.binary, *self.libraries)
+
+
+def ensure_agent(abi: str = "x86_64") -> AgentBuild:
+    """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use."""
+    if abi not in _TARGETS:
+        raise UnsupportedAgentAbi(
+            f"no agent build for ABI {abi!r} on this host; supported: {', '.join(_TARGETS)}. "
+            "For Android see agent/cmake/android-arm64.md"
+        )
+    toolchain_name, estimate_s = _TARGETS[abi]
+    toolchain = TOOLCHAIN_DIR / toolchain_name if toolchain_name else None
+    sdk = ensure_sdk(abi)
+    key = _build_key(abi, sdk, toolchain)
+    builds = cache_root() / "agent"
+    target = builds / f"{abi}-{key}"
+    build = _describe(abi, target, sdk)
+    if build is not None:
+        return build
+    builds.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(target) + ".lock"):
+        build = _describe(abi, target, sdk)
+        if build is not None:
+            return build
+        print(
+            f"building ExecuTorch device agent for {abi} (first run, ~{estimate_s} s)...",
+            file=sys.stderr,
+            flush=True,
+        )
+        _build(abi, sdk, toolchain, target, builds / f"{abi}-{key}.log")
+    build = _describe(abi, target, sdk)
+    if build is None:
+        raise AgentBuildFailed(
+            f"the build of {target} finished without producing {AGENT_BINARY_NAME}",
+            builds / f"{abi}-{key}.log",
+        )
+    return build
+
+
+def _describe(abi: str, target: Path, sdk: SdkPaths) -> AgentBuild | None:
+    dist = target / "dist"
+    binary = dist / AGENT_BINARY_NAME
+    if not (target / "complete").is_file() or not binary.is_file():
+        return None
+    libraries = tuple(sorted(p for p in dist.iterdir() if p.name.endswith(".so") or ".so." in p.name))
+    return AgentBuild(abi=abi, dist_dir=dist, binary=binary, libraries=libraries, sdk=sdk)
+
+
+def _source_files() -> list[Path]:
+    files = []
+    for root in (AGENT_SOURCE_DIR, CODEC_SOURCE_DIR):
+        for path in root.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                files.append(path)
+    return sorted(files)
+
+
+def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"abi={abi}\nexecutorch={sdk.version}\n".encode())
+    inputs = _source_files() + ([toolchain] if toolchain else [])
+    for path in inputs:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def find_cmake() -> Path:
+    """A CMake of at least 3.28 (the executorch package's imported targets need it)."""
+    candidates: list[Path] = []
+    try:
+        import cmake  # the PyPI package the project depends on
+
+        candidates.append(Path(cmake.CMAKE_BIN_DIR) / "cmake")
+    except ImportError:
+        pass
+    candidates.append(Path(sys.executable).parent / "cmake")
+    found = shutil.which("cmake")
+    if found:
+        candidates.append(Path(found))
+    for candidate in candidates:
+        if candidate.is_file() and _cmake_version(candidate) >= _MIN_CMAKE:
+            return candidate
+    raise ToolMissing(
+        "CMake >= 3.28 is needed to build the device agent (the executorch package's "
+        f"imported targets require it); install it with: {sys.executable} -m pip install 'cmake>=3.28'"
+    )
+
+
+def _cmake_version(cmake: Path) -> tuple[int, int]:
+    try:
+        out = subprocess.run(
+            [str(cmake), "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except OSError:
+        return (0, 0)
+    parts = out.split()
+    if len(parts) < 3:
+        return (0, 0)
+    numbers = parts[2].split(".")
+    try:
+        return (int(numbers[0]), int(numbers[1]))
+    except (ValueError, IndexError):
+        return (0, 0)
+
+
+def _build(abi: str, sdk: SdkPaths, toolchain: Path | None, target: Path, log: Path) -> None:
+    cmake = find_cmake()
+    if toolchain is not None:
+        compiler = "aarch64-linux-gnu-g++"
+        if shutil.which(compiler) is None:
+            raise ToolMissing(
+                f"cross compiler {compiler} not found; install it with: "
+                "apt-get install -y g++-aarch64-linux-gnu"
+            )
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    build_dir = partial / "build"
+    dist_dir = partial / "dist"
+    configure = [
+        str(cmake), "-S", str(AGENT_SOURCE_DIR), "-B", str(build_dir),
+        "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+        f"-Dexecutorch_DIR={sdk.cmake_dir}",
+        f"-DETB_CODEC_DIR={CODEC_SOURCE_DIR}",
+    ]  # fmt: skip
+    if shutil.which("ninja"):
+        configure += ["-G", "Ninja"]
+    if toolchain is not None:
+        configure.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
+    steps = [
+        configure,
+        [str(cmake), "--build", str(build_dir), "--parallel", "2"],
+        [str(cmake), "--install", str(build_dir), "--prefix", str(dist_dir)],
+    ]
+    started = time.monotonic()
+    with log.open("w") as sink:
+        for argv in steps:
+            sink.write(f"$ {' '.join(argv)}\n")
+            sink.flush()
+            try:
+                result = subprocess.run(
+                    argv, stdout=sink, stderr=subprocess.STDOUT, timeout=_BUILD_TIMEOUT_S,
+                    check=False, env=_build_env(),
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                raise AgentBuildFailed(
+                    f"building the agent for {abi} took over {_BUILD_TIMEOUT_S} s; log: {log}", log
+                ) from None
+            if result.returncode != 0:
+                sink.flush()
+                raise AgentBuildFailed(
+                    f"building the agent for {abi} failed at `{' '.join(argv[:2])} ...` "
+                    f"(exit code {result.returncode}). Full log: {log}\n{_tail(log)}",
+                    log,
+                )
+        sink.write(f"# built in {time.monotonic() - started:.1f} s\n")
+    (partial / "complete").write_text(f"{sdk.version}\n")
+    if target.exists():
+        shutil.rmtree(target)
+    partial.rename(target)
+
+
+def _build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", "2")
+    return env
+
+
+def _tail(log: Path) -> str:
+    lines = log.read_text(errors="replace").splitlines()
+    return "\n".join(lines[-_LOG_TAIL_LINES:])

@@ -1,0 +1,82 @@
+"""An agent session: requests in, reports out, over one byte stream.
+
+The device agent serves wire-format messages back to back on its stdin and
+stdout (docs/wire-format.md). A session numbers each request and checks that the
+report it reads back answers that request, so a report can never be attributed
+to the wrong case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Protocol
+
+from harness import wire
+from harness.messages import Report, Request
+from harness.transport.base import ByteStream, TransportError
+
+
+class AgentProtocolError(TransportError):
+    """The agent answered with bytes that are not the report that was due."""
+
+
+class AgentLink(Protocol):
+    """Anything that carries requests to a device agent and brings reports back."""
+
+    def request(self, request: Request) -> Report: ...
+
+    def send_raw(self, frame: bytes, seq: int) -> Report: ...
+
+    def close(self) -> None: ...
+
+
+class AgentSession:
+    """Requests and reports over a :class:`ByteStream` to a running agent process."""
+
+    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent") -> None:
+        self._stream = stream
+        self._timeout = timeout
+        self._name = name
+        self._seq = itertools.count(1)
+
+    @property
+    def stream(self) -> ByteStream:
+        return self._stream
+
+    def next_seq(self) -> int:
+        """A fresh sequence number, for frames built by hand."""
+        return next(self._seq)
+
+    def request(self, request: Request) -> Report:
+        """Send ``request`` (numbered afresh) and return the device's report."""
+        numbered = dataclasses.replace(request, seq=self.next_seq())
+        return self.send_raw(wire.encode_request(numbered), numbered.seq)
+
+    def send_raw(self, frame: bytes, seq: int) -> Report:
+        """Send arbitrary bytes (e.g. a deliberately malformed frame); read the report.
+
+        ``seq`` is the sequence number the report must echo.
+        """
+        self._stream.write(frame)
+        report = self._read_report()
+        if report.seq != seq:
+            raise AgentProtocolError(
+                f"{self._name}: expected the report for request #{seq}, got one for #{report.seq}"
+            )
+        return report
+
+    def _read_report(self) -> Report:
+        head = self._stream.read_exact(wire.HEADER_SIZE, self._timeout)
+        try:
+            header = wire.peek_header(head)
+            body = self._stream.read_exact(header.length - wire.HEADER_SIZE, self._timeout)
+            return wire.decode_report(head + body)
+        except wire.WireError as exc:
+            raise AgentProtocolError(
+                f"{self._name}: unreadable report ({exc}); agent stderr:\n"
+                f"{self._stream.stderr_tail()}"
+            ) from None
+
+    def close(self) -> None:
+        self._stream.close()

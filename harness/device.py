@@ -1,0 +1,127 @@
+"""A device brought up from its profile: emulator (if any), transport, deployed agent.
+
+:class:`Device` is the one place that knows how profile fields become a
+transport, where the agent and probe programs go on the device, and how the agent
+is started. Everything above it talks to :class:`harness.agent.session.AgentLink`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import posixpath
+from pathlib import Path
+
+from harness.agent.build import AgentBuild, ensure_agent
+from harness.agent.session import AgentLink, AgentSession
+from harness.probe_program import probe_program
+from harness.profile import DeviceProfile, ProfileError
+from harness.transport.base import Transport, TransportError
+from harness.transport.local import LocalTransport
+
+# Device ABI (as the device reports it) -> agent build that runs there natively.
+_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
+
+
+class DeviceSetupError(TransportError):
+    """The device could not be prepared (agent not deployable, emulator not starting)."""
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+class Device:
+    """One device: its profile, its transport and the files the harness put there."""
+
+    def __init__(self, profile: DeviceProfile, transport: Transport,
+                 emulator: contextlib.AbstractContextManager | None = None) -> None:
+        self.profile = profile
+        self.transport = transport
+        self._emulator = emulator
+        self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
+        self._agent_path: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @property
+    def work_dir(self) -> str:
+        return self.transport.facts().work_dir
+
+    # ---- files ---------------------------------------------------------------------
+
+    def push_once(self, local: Path, remote: str) -> None:
+        """Push ``local`` unless the device already has identical content there."""
+        digest = _sha256(local)
+        if self._pushed.get(remote) == digest:
+            return
+        if self.transport.sha256(remote) != digest:
+            self.transport.push(local, remote)
+        self._pushed[remote] = digest
+
+    # ---- the agent -----------------------------------------------------------------
+
+    def agent_build(self) -> AgentBuild:
+        """The agent build this device runs (profile ``abi`` or the device's own)."""
+        abi = self.profile.abi or self.transport.facts().abi
+        build = _AGENT_BUILD_FOR_ABI.get(abi)
+        if build is None:
+            where = self.profile.where("abi")
+            raise DeviceSetupError(
+                f"{where}: no agent build runs on ABI {abi!r} here; known: "
+                f"{', '.join(_AGENT_BUILD_FOR_ABI)} (Android builds need the NDK: "
+                "see agent/cmake/android-arm64.md)"
+            )
+        return ensure_agent(build)
+
+    def deploy_agent(self) -> str:
+        """Put the agent and its libraries on the device; return the agent's path there.
+
+        The directory is named after the build's content hash, so devices keep one
+        copy per build and a run never overwrites files another run is using.
+        """
+        if self._agent_path is None:
+            build = self.agent_build()
+            remote_dir = posixpath.join(self.work_dir, "agent", build.dist_dir.parent.name)
+            for local in build.deploy_files():
+                self.push_once(local, posixpath.join(remote_dir, local.name))
+            self._agent_path = posixpath.join(remote_dir, build.binary.name)
+        return self._agent_path
+
+    def start_link(self) -> AgentLink:
+        """Start a fresh agent process in session mode and return its link."""
+        argv = [*self.profile.agent.wrapper, self.deploy_agent()]
+        stream = self.transport.open_stream(argv, env=dict(self.profile.agent.env) or None)
+        return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name)
+
+    def program_for(self, delegates: tuple[str, ...]) -> str:
+        """Device path of a probe program calling ``delegates``, pushed if needed."""
+        local = probe_program(delegates)
+        remote = posixpath.join(self.work_dir, "programs", local.name)
+        self.push_once(local, remote)
+        return remote
+
+    def close(self) -> None:
+        """Release the transport and stop the emulator, if the harness started one."""
+        try:
+            self.transport.close()
+        finally:
+            if self._emulator is not None:
+                emulator, self._emulator = self._emulator, None
+                emulator.__exit__(None, None, None)
+
+
+def open_device(profile: DeviceProfile) -> Device:
+    """Bring up the device ``profile`` describes (starting its emulator, if any)."""
+    if profile.transport == "local":
+        unknown = sorted(profile.settings)
+        if unknown:
+            raise ProfileError(f"{profile.where('transport.' + unknown[0])}: unknown field; "
+                               "the local transport takes none")
+        return Device(profile, LocalTransport(profile.work_dir))
+    raise ProfileError(
+        f"{profile.where('transport.kind')}: transport {profile.transport!r} is not wired up yet"
+    )

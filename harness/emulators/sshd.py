@@ -1,0 +1,521 @@
+"""ssh-emu: an emulated Linux board served by the real OpenSSH server.
+
+A private ``/usr/sbin/sshd`` runs as root with its own host key, config and log,
+logs clients in as an unprivileged device user, and by default lives in a network
+namespace of its own: it listens on 127.0.0.1 *inside* that namespace and is
+reached through an ssh ``ProxyCommand`` (``ip netns exec NS socat ...``), so the
+board has no network path to the host and the host none to it except that
+channel. Where namespaces cannot be made the daemon listens on the host's
+127.0.0.1 instead (:attr:`Isolation.AUTO` falls back, :attr:`Isolation.NETNS`
+refuses). See docs/ssh-emu.md.
+
+Needs root (it creates a user and runs sshd), openssh-server, iproute2 and socat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import enum
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from harness.transport.ssh import SshProfile, fingerprint_of_public_key
+
+SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = Path("/run/sshd")
+DEVICE_USER = "etdevice"
+DEFAULT_ALIAS = "ssh-emu"
+LISTEN_HOST = "127.0.0.1"
+_BIND_ATTEMPTS = 5
+_LOG_TAIL_LINES = 30
+
+
+class SshdError(RuntimeError):
+    """The emulated board could not be set up, started or stopped."""
+
+
+class Isolation(enum.Enum):
+    """Where the board's sshd listens."""
+
+    NETNS = "netns"  # 127.0.0.1 inside a network namespace of its own
+    LOOPBACK = "loopback"  # the host's 127.0.0.1
+    AUTO = "auto"  # NETNS where namespaces can be made, else LOOPBACK
+
+
+class NetworkNamespace:
+    """A network namespace with only its loopback interface up; deleted on exit.
+
+    Deleting it kills every process still inside, so nothing it held outlives it.
+    """
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or f"et-ssh-{secrets.token_hex(4)}"
+        self._created = False
+
+    def create(self) -> None:
+        """Add the namespace and bring its ``lo`` up."""
+        _run_checked(["ip", "netns", "add", self.name], "create network namespace")
+        self._created = True
+        try:
+            _run_checked(["ip", "-n", self.name, "link", "set", "lo", "up"], "bring up lo")
+        except SshdError:
+            self.delete()
+            raise
+
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` run inside the namespace."""
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def pids(self) -> list[int]:
+        """Processes currently inside the namespace."""
+        done = subprocess.run(
+            ["ip", "netns", "pids", self.name], capture_output=True, text=True, check=False
+        )
+        return [int(p) for p in done.stdout.split()]
+
+    def delete(self) -> None:
+        """Kill what is left inside and remove the namespace; safe to call twice."""
+        if not self._created:
+            return
+        _kill_all(self.pids())
+        _run_checked(["ip", "netns", "del", self.name], "delete network namespace")
+        self._created = False
+
+    def __enter__(self) -> NetworkNamespace:
+        self.create()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.delete()
+
+
+class SshdEmulator:
+    """One emulated board: a real sshd, its keys, and client files to reach it.
+
+    After :meth:`start`, ``directory`` holds ``ssh_config`` (host ``alias``),
+    ``known_hosts``, the client key ``id_ed25519`` and ``sshd.log``: ``ssh -F
+    DIR/ssh_config ALIAS`` logs in. The host key is kept across restarts in the
+    same directory. Several emulators may share one ``netns`` (give each a port).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        user: str = DEVICE_USER,
+        alias: str = DEFAULT_ALIAS,
+        isolation: Isolation = Isolation.AUTO,
+        netns: NetworkNamespace | None = None,
+        port: int | None = None,
+        start_timeout: float = 10.0,
+    ) -> None:
+        self.directory = directory.resolve()
+        self.user = user
+        self.alias = alias
+        self.host = LISTEN_HOST
+        self._isolation = isolation
+        self._shared_netns = netns
+        self._requested_port = port
+        self._start_timeout = start_timeout
+        self._token = secrets.token_hex(4)
+        self._netns: NetworkNamespace | None = None
+        self._owns_netns = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: _SshdLog | None = None
+        self._authorized_keys: Path | None = None
+        self.port = 0
+
+    # Files the emulator writes; stable names so people can find them.
+    @property
+    def host_key(self) -> Path:
+        return self.directory / "ssh_host_ed25519_key"
+
+    @property
+    def client_key(self) -> Path:
+        return self.directory / "id_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.directory / "known_hosts"
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.directory / "ssh_config"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "sshd.log"
+
+    @property
+    def host_public_key(self) -> str:
+        """``ssh-ed25519 AAAA...``: pin this in a profile's ``host_key``."""
+        kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
+        return f"{kind} {blob}"
+
+    @property
+    def host_key_fingerprint(self) -> str:
+        """``SHA256:...`` of the host key, as ``ssh-keygen -l`` shows it."""
+        return fingerprint_of_public_key(self.host_public_key)
+
+    @property
+    def known_hosts_name(self) -> str:
+        """How ssh names this endpoint in known_hosts: ``[127.0.0.1]:PORT``."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    @property
+    def proxy_command(self) -> str | None:
+        """The ProxyCommand that reaches the daemon, or None on plain loopback."""
+        if self._netns is None:
+            return None
+        argv = self._netns.command(["socat", "STDIO", f"TCP:{self.host}:{self.port}"])
+        return " ".join(argv)
+
+    @property
+    def netns(self) -> NetworkNamespace | None:
+        """The namespace the daemon lives in, if any."""
+        return self._netns
+
+    def profile(self, **overrides: object) -> SshProfile:
+        """An :class:`SshProfile` that reaches this board through its ``ssh_config``."""
+        fields: dict[str, object] = {"host": self.alias, "ssh_config": self.ssh_config}
+        fields.update(overrides)
+        return SshProfile(**fields)  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        """Set up user, keys and namespace, start sshd and wait until it listens."""
+        if self._process is not None:
+            raise SshdError("ssh-emu is already running")
+        _require_tools()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            _ensure_privsep_dir()
+            home = _ensure_user(self.user)
+            _ensure_key(self.host_key, "ssh-emu host key")
+            _ensure_key(self.client_key, "ssh-emu client key")
+            self._authorized_keys = _install_authorized_key(
+                home, self.user, self._token, self.client_key.with_suffix(".pub").read_text()
+            )
+            self._netns = self._choose_netns()
+            self._spawn_listening_daemon()
+            self._write_client_files()
+        except BaseException:
+            self.stop()
+            raise
+
+    def pids(self) -> list[int]:
+        """The listening daemon first, then every process of the sessions it serves."""
+        if self._process is None or self._process.poll() is not None:
+            return []
+        return [self._process.pid, *_descendants(self._process.pid)]
+
+    def kill(self) -> None:
+        """SIGKILL the daemon and every session it serves, as a crash or power cut would."""
+        if self._process is None:
+            return
+        _kill_all(self.pids())
+        self._process.wait()
+
+    def stop(self) -> None:
+        """Kill everything the board runs and remove what :meth:`start` added outside
+        ``directory`` (namespace, authorized key); safe to call twice."""
+        self.kill()
+        self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._netns is not None and self._owns_netns:
+            self._netns.delete()
+        self._netns = None
+        if self._authorized_keys is not None:
+            self._authorized_keys.unlink(missing_ok=True)
+            self._authorized_keys = None
+
+    def wait(self) -> int:
+        """Block until the daemon exits; its exit code."""
+        if self._process is None:
+            raise SshdError("ssh-emu is not running")
+        return self._process.wait()
+
+    def log_tail(self) -> str:
+        """The last lines sshd logged (connections, errors)."""
+        return self._log.tail() if self._log else ""
+
+    def __enter__(self) -> SshdEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _choose_netns(self) -> NetworkNamespace | None:
+        if self._shared_netns is not None:
+            return self._shared_netns
+        if self._isolation is Isolation.LOOPBACK:
+            return None
+        netns = NetworkNamespace()
+        try:
+            netns.create()
+        except SshdError:
+            if self._isolation is Isolation.NETNS:
+                raise
+            return None
+        self._owns_netns = True
+        return netns
+
+    def _spawn_listening_daemon(self) -> None:
+        for _ in range(_BIND_ATTEMPTS):
+            self.port = self._requested_port or self._pick_port()
+            self._write_sshd_config()
+            argv = [SSHD, "-D", "-e", "-f", str(self.directory / "sshd_config")]
+            if self._netns is not None:
+                argv = self._netns.command(argv)
+            self._process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            self._log = _SshdLog(self._process, self.log_path, f"port {self.port}.")
+            if self._log.wait_listening(self._start_timeout):
+                return
+            self.kill()
+            self._process = None
+            self._log.close()
+            bind_race = "Address already in use" in self._log.tail()
+            if not (bind_race and self._requested_port is None):
+                break
+        raise SshdError(
+            f"sshd did not start listening on {self.host}:{self.port} within "
+            f"{self._start_timeout:.0f} s; its log ({self.log_path}) ends with:\n"
+            f"{self._log.tail() if self._log else '(nothing)'}"
+        )
+
+    def _pick_port(self) -> int:
+        if self._netns is not None:
+            return 22  # the namespace is ours alone
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((self.host, 0))
+            return probe.getsockname()[1]
+
+    def _write_sshd_config(self) -> None:
+        assert self._authorized_keys is not None
+        lines = [
+            f"Port {self.port}",
+            f"ListenAddress {self.host}",
+            "AddressFamily inet",
+            f"HostKey {self.host_key}",
+            f"PidFile {self.directory / 'sshd.pid'}",
+            # Relative to the device user's home: sshd reads it as that user.
+            f"AuthorizedKeysFile .ssh/{self._authorized_keys.name}",
+            f"AllowUsers {self.user}",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "PrintMotd no",
+            "MaxSessions 100",
+            "Subsystem sftp internal-sftp",
+            "LogLevel INFO",
+        ]
+        _write_private(self.directory / "sshd_config", "\n".join(lines) + "\n")
+
+    def _write_client_files(self) -> None:
+        _write_private(self.known_hosts, f"{self.known_hosts_name} {self.host_public_key}\n")
+        lines = [
+            f"Host {self.alias}",
+            f"    HostName {self.host}",
+            f"    Port {self.port}",
+            f"    User {self.user}",
+            f'    IdentityFile "{self.client_key}"',
+            "    IdentitiesOnly yes",
+            f'    UserKnownHostsFile "{self.known_hosts}"',
+            "    StrictHostKeyChecking yes",
+        ]
+        if self.proxy_command:
+            lines.append(f"    ProxyCommand {self.proxy_command}")
+        _write_private(self.ssh_config, "\n".join(lines) + "\n")
+
+
+class _SshdLog:
+    """Copies sshd's stderr to a file, keeps a tail, and notices when it listens."""
+
+    def __init__(self, process: subprocess.Popen[bytes], path: Path, listening: str) -> None:
+        assert process.stderr is not None
+        self._stderr = process.stderr
+        self._file = path.open("ab")
+        self._listening_marker = listening
+        self._lines: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL_LINES)
+        self._listening = False
+        self._settled = threading.Event()  # listening, or the daemon's stderr closed
+        self._thread = threading.Thread(target=self._pump, name="sshd-log", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        for raw in iter(self._stderr.readline, b""):
+            self._file.write(raw)
+            self._file.flush()
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            self._lines.append(line)
+            if line.startswith("Server listening on") and line.endswith(self._listening_marker):
+                self._listening = True
+                self._settled.set()
+        self._settled.set()
+
+    def wait_listening(self, timeout: float) -> bool:
+        self._settled.wait(timeout)
+        return self._listening
+
+    def tail(self) -> str:
+        return "\n".join(self._lines)
+
+    def close(self) -> None:
+        self._thread.join(timeout=5)
+        self._stderr.close()
+        self._file.close()
+
+
+def _require_tools() -> None:
+    if os.geteuid() != 0:
+        raise SshdError("ssh-emu needs root: it creates the device user and runs sshd")
+    missing = [t for t in (SSHD, "ssh-keygen", "ip", "socat", "useradd") if not shutil.which(t)]
+    if missing:
+        raise SshdError(
+            f"ssh-emu needs {', '.join(missing)}: apt-get install -y openssh-server "
+            "openssh-client iproute2 socat passwd"
+        )
+
+
+def _ensure_privsep_dir() -> None:
+    """sshd refuses to start without its privilege separation directory."""
+    PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+
+
+def _ensure_user(name: str) -> Path:
+    """Create the device user (plain /bin/sh, unlocked for key logins); its home."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        done = subprocess.run(
+            ["useradd", "-m", "-s", "/bin/sh", name], capture_output=True, text=True, check=False
+        )
+        if done.returncode not in (0, 9):  # 9: another emulator created it meanwhile
+            raise SshdError(f"useradd {name} failed: {done.stderr.strip()}") from None
+        # sshd with UsePAM no refuses accounts whose password is locked ("!").
+        _run_checked(["usermod", "-p", "*", name], f"unlock user {name}")
+        entry = pwd.getpwnam(name)
+    home = Path(entry.pw_dir)
+    ssh_dir = home / ".ssh"
+    for directory in (home, ssh_dir):
+        if not directory.is_dir():
+            directory.mkdir(mode=0o700, parents=True)
+            os.chown(directory, entry.pw_uid, entry.pw_gid)
+    return home
+
+
+def _install_authorized_key(home: Path, user: str, token: str, public_key: str) -> Path:
+    """A per-emulator authorized_keys file in the user's ~/.ssh (sshd reads it as the user)."""
+    entry = pwd.getpwnam(user)
+    path = home / ".ssh" / f"authorized_keys.et-{token}"
+    _write_private(path, public_key)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    return path
+
+
+def _ensure_key(path: Path, comment: str) -> None:
+    if path.is_file() and path.with_suffix(".pub").is_file():
+        return
+    path.unlink(missing_ok=True)
+    path.with_suffix(".pub").unlink(missing_ok=True)
+    _run_checked(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        f"generate {path}",
+    )
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
+def _run_checked(argv: list[str], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SshdError(f"cannot {what}: `{' '.join(argv)}` said: {done.stderr.strip()}")
+
+
+def _descendants(root: int) -> list[int]:
+    """All live descendants of ``root`` (sshd forks a monitor and a shell per session)."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children[ppid].append(int(entry.name))
+    found: list[int] = []
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.emulators.sshd --dir DIR``: run a board until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, required=True, help="where keys, config and log go")
+    parser.add_argument("--user", default=DEVICE_USER, help="device user (created if missing)")
+    parser.add_argument("--alias", default=DEFAULT_ALIAS, help="Host name in DIR/ssh_config")
+    parser.add_argument("--port", type=int, help="port to listen on (default: a free one)")
+    parser.add_argument(
+        "--isolation", choices=[i.value for i in Isolation], default=Isolation.AUTO.value
+    )
+    args = parser.parse_args(argv)
+    emulator = SshdEmulator(
+        args.dir, user=args.user, alias=args.alias, port=args.port,
+        isolation=Isolation(args.isolation),
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with emulator:
+        where = f"namespace {emulator.netns.name}" if emulator.netns else "the host"
+        print(
+            f"ssh-emu: {emulator.user}@{emulator.host}:{emulator.port} in {where}\n"
+            f"  host key {emulator.host_key_fingerprint}\n"
+            f"  try: ssh -F {emulator.ssh_config} {emulator.alias} uname -a\n"
+            f"  log: {emulator.log_path}   (Ctrl-C stops it)",
+            flush=True,
+        )
+        try:
+            code = emulator.wait()
+        except KeyboardInterrupt:
+            return 0
+        print(f"ssh-emu: sshd exited with {code}:\n{emulator.log_tail()}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

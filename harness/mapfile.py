@@ -1,0 +1,281 @@
+"""Options map files: the YAML or JSON documents users write (docs/map-files.md).
+
+```yaml
+backends:
+  XnnpackBackend:
+    - {key: workspace_sharing_mode, value: 1}
+    - {key: packed_cache_path, value: /data/local/tmp/cache, type: string}
+```
+
+Every error is a :class:`MapFileError` whose message starts with the file name and
+the bad entry's path (``backends.XnnpackBackend[1].value``) or line, and says how to
+fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from harness.options import BackendOptions, MapValidationError, Option, OptionsMap
+
+_OPTION_FIELDS = ("key", "value", "type")
+_TYPES = {"bool": bool, "int": int, "string": str}
+_YAML12_BOOLS = {"true", "True", "TRUE", "false", "False", "FALSE"}
+_YAML12_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
+
+
+class MapFileError(ValueError):
+    """A map file that cannot be read or is not a valid map.
+
+    ``source`` is the file name, ``location`` the entry path or line (or None),
+    ``problem`` what is wrong and how to fix it.
+    """
+
+    def __init__(self, source: str, location: str | None, problem: str) -> None:
+        self.source = source
+        self.location = location
+        self.problem = problem
+        where = f"{source}: {location}" if location else source
+        super().__init__(f"{where}: {problem}")
+
+
+class _MapLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses duplicate keys and scalars only YAML 1.1 reads as bool or int."""
+
+    source = "<yaml>"
+
+    def _refuse(self, node: yaml.Node, problem: str) -> MapFileError:
+        mark = node.start_mark
+        return MapFileError(self.source, f"line {mark.line + 1}, column {mark.column + 1}", problem)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        first_lines: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = first_lines.get(key)
+            except TypeError:  # an unhashable key: the base class explains it
+                continue
+            if first is not None:
+                raise self._refuse(
+                    key_node,
+                    f"key {key!r} appears twice in one mapping (first at line {first}); "
+                    "a later one would silently replace it: merge or rename them",
+                )
+            first_lines[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+    def construct_strict_bool(self, node: yaml.ScalarNode) -> bool:
+        if node.value not in _YAML12_BOOLS:
+            raise self._refuse(
+                node,
+                f"{node.value!r} is a bool only in YAML 1.1 (other tools read a string): "
+                f"write true or false for a bool, or quote it ('{node.value}') for a string",
+            )
+        return self.construct_yaml_bool(node)
+
+    def construct_strict_int(self, node: yaml.ScalarNode) -> int:
+        number = self.construct_yaml_int(node)
+        if not _YAML12_INT.fullmatch(node.value):
+            raise self._refuse(
+                node,
+                f"{node.value!r} is the int {number} only in YAML 1.1 (octal, binary, "
+                f"sexagesimal or with '_'); write {number} for the int, or quote it "
+                f"('{node.value}') for a string",
+            )
+        return number
+
+
+_MapLoader.add_constructor("tag:yaml.org,2002:bool", _MapLoader.construct_strict_bool)
+_MapLoader.add_constructor("tag:yaml.org,2002:int", _MapLoader.construct_strict_int)
+
+
+def _read_yaml(text: str, source: str) -> object:
+    loader = _MapLoader(text)
+    loader.source = source
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        location = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise MapFileError(source, location, f"not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise MapFileError(source, None, f"not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def _read_json(text: str, source: str) -> object:
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [key for key, _ in pairs]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise MapFileError(
+                    source,
+                    None,
+                    f"key {key!r} appears twice in one JSON object; merge or rename them",
+                )
+        return dict(pairs)
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise MapFileError(
+            source, f"line {exc.lineno}, column {exc.colno}", f"not valid JSON: {exc.msg}"
+        ) from None
+
+
+_READERS = {".yaml": _read_yaml, ".yml": _read_yaml, ".json": _read_json}
+
+
+def load_map(path: str | os.PathLike[str]) -> OptionsMap:
+    """Read and validate a map file; ``.yaml``/``.yml`` or ``.json`` by suffix."""
+    source = str(path)
+    reader = _READERS.get(Path(path).suffix.lower())
+    if reader is None:
+        raise MapFileError(
+            source, None, f"unknown suffix {Path(path).suffix!r}; name the file .yaml, .yml or .json"
+        )
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise MapFileError(source, None, f"cannot read the file: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MapFileError(
+            source, f"byte {exc.start}", "not UTF-8; save the file as UTF-8"
+        ) from None
+    return parse_map(reader(text, source), source)
+
+
+def _describe(value: object) -> str:
+    """``null``, ``bool true``, ``float 1.5``, ``mapping {'a': 1}``: as a map author sees it."""
+    if value is None:
+        return "null"
+    if type(value) is bool:
+        return f"bool {str(value).lower()}"
+    kind = {dict: "mapping", str: "string"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} {text if len(text) <= 60 else text[:60] + '...'}"
+
+
+def _value(data: Mapping[object, object], path: str, source: str) -> object:
+    """The value of the option at ``path``, checked against its optional type."""
+    value = data["value"]
+    if value is None:
+        raise MapFileError(
+            source,
+            f"{path}.value",
+            "the value is empty (null); write a value, or '' for an empty string",
+        )
+    if type(value) not in _TYPES.values():
+        raise MapFileError(
+            source,
+            f"{path}.value",
+            f"{_describe(value)} is not an option value; options are bool, int (32-bit) "
+            "or string: write one of those, or quote the value to make it a string",
+        )
+    declared = data.get("type")
+    if declared is None:
+        return value
+    if type(declared) is not str or declared not in _TYPES:
+        raise MapFileError(
+            source,
+            f"{path}.type",
+            f"type {declared!r} is unknown; write bool, int or string (or leave type out)",
+        )
+    if type(value) is not _TYPES[declared]:
+        fix = "quote it" if declared == "string" else f"write a {declared}"
+        raise MapFileError(
+            source,
+            f"{path}.value",
+            f"{_describe(value)} does not match 'type: {declared}': {fix}, or change the type",
+        )
+    return value
+
+
+def _option(data: object, path: str, source: str) -> Option:
+    if not isinstance(data, Mapping):
+        raise MapFileError(
+            source, path, f"an option is a mapping {{key: ..., value: ...}}; got {_describe(data)}"
+        )
+    unknown = [field for field in data if field not in _OPTION_FIELDS]
+    if unknown and "key" not in data and len(data) == 1:
+        (key, value), = data.items()
+        raise MapFileError(
+            source, path, f"write {{key: {key}, value: {value}}} instead of {{{key}: {value}}}"
+        )
+    if unknown:
+        raise MapFileError(
+            source, path, f"unknown field {unknown[0]!r}; an option has key, value and optional type"
+        )
+    for field in ("key", "value"):
+        if field not in data:
+            raise MapFileError(source, path, f"missing {field}; write {{key: ..., value: ...}}")
+    key = data["key"]
+    if type(key) is not str:
+        raise MapFileError(
+            source, f"{path}.key", f"the key must be a string; got {_describe(key)}: quote it"
+        )
+    return Option(key, _value(data, path, source))  # type: ignore[arg-type]
+
+
+def _backend(backend_id: object, options: object, source: str) -> BackendOptions:
+    path = f"backends.{backend_id}"
+    if type(backend_id) is not str:
+        raise MapFileError(
+            source, path, f"the backend id must be a string; got {_describe(backend_id)}: quote it"
+        )
+    if options is None:
+        raise MapFileError(
+            source, path, "no options (null); write [] for a backend without options"
+        )
+    if not isinstance(options, list):
+        raise MapFileError(
+            source,
+            path,
+            f"options are a list of {{key, value}} entries, one '- {{key: ..., value: ...}}' "
+            f"line each; got {_describe(options)}",
+        )
+    return BackendOptions(
+        backend_id, tuple(_option(o, f"{path}[{i}]", source) for i, o in enumerate(options))
+    )
+
+
+def parse_map(data: object, source: str) -> OptionsMap:
+    """Validate a loaded map document (``{"backends": {...}}``); ``source`` names it in errors."""
+    if data is None:
+        raise MapFileError(source, None, "the file is empty; a map file starts with 'backends:'")
+    if not isinstance(data, Mapping):
+        raise MapFileError(
+            source, None, f"a map file is a mapping with the field 'backends'; got {_describe(data)}"
+        )
+    unknown = [field for field in data if field != "backends"]
+    if unknown:
+        raise MapFileError(
+            source, None, f"unknown field {unknown[0]!r}; the only top-level field is 'backends'"
+        )
+    if "backends" not in data:
+        raise MapFileError(source, None, "missing 'backends'; write 'backends: {}' for an empty map")
+    backends = data["backends"]
+    if not isinstance(backends, Mapping):
+        raise MapFileError(
+            source,
+            "backends",
+            f"a mapping of backend id to options; got {_describe(backends)} "
+            "(write 'backends: {}' for an empty map)",
+        )
+    parsed = tuple(_backend(b, options, source) for b, options in backends.items())
+    try:
+        return OptionsMap(parsed)
+    except MapValidationError as exc:
+        raise MapFileError(source, exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None

@@ -1,0 +1,203 @@
+"""Device profiles: YAML files in ``devices/`` that say where a device is and how to use it.
+
+A profile maps one-to-one onto :class:`DeviceProfile`; every error names the file
+and the field. See docs/device-profiles.md for the format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
+
+TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
+EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
+
+
+class ProfileError(ValueError):
+    """A device profile is missing or malformed; the message names file and field."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds allowed for each layer of work on the device."""
+
+    connect: float = 20.0
+    command: float = 120.0
+    case: float = 30.0
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How the device agent process is started."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    wrapper: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """One device, as a profile file describes it."""
+
+    name: str
+    path: Path | None
+    transport: str
+    settings: Mapping[str, Any]  # the transport's own fields, checked by the transport
+    description: str = ""
+    abi: str | None = None
+    work_dir: str = "/tmp/et-harness"
+    agent: AgentConfig = AgentConfig()
+    emulator: str | None = None
+    backends: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    timeouts: Timeouts = Timeouts()
+
+    def where(self, field_path: str) -> str:
+        """``devices/x.yaml: transport.port`` for error messages."""
+        return f"{self.path or self.name}: {field_path}"
+
+
+_TOP_FIELDS = {
+    "name", "description", "transport", "abi", "work_dir", "agent", "emulator",
+    "backends", "tags", "timeouts",
+}
+
+
+def profile_names() -> list[str]:
+    """Names of the profiles shipped in ``devices/``."""
+    return sorted(p.stem for p in DEVICES_DIR.glob("*.yaml"))
+
+
+def resolve(spec: str) -> Path:
+    """A profile name from ``devices/`` or a path to a YAML file."""
+    candidate = Path(spec)
+    if candidate.suffix in (".yaml", ".yml") or "/" in spec:
+        if not candidate.is_file():
+            raise ProfileError(f"{spec}: no such profile file")
+        return candidate
+    shipped = DEVICES_DIR / f"{spec}.yaml"
+    if not shipped.is_file():
+        raise ProfileError(
+            f"unknown device {spec!r}: no {shipped}; known devices: "
+            f"{', '.join(profile_names())} (or give a path to a YAML profile)"
+        )
+    return shipped
+
+
+def load_profile(spec: str) -> DeviceProfile:
+    """Load and validate the profile named or pointed to by ``spec``."""
+    path = resolve(spec)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: not valid YAML: {exc}") from None
+    return parse_profile(data, path)
+
+
+def parse_profile(data: object, path: Path | None, default_name: str = "") -> DeviceProfile:
+    """Validate profile data (as loaded from YAML) into a :class:`DeviceProfile`."""
+    src = str(path) if path else default_name or "<profile>"
+    if not isinstance(data, dict):
+        raise ProfileError(f"{src}: a profile is a mapping of fields; got {type(data).__name__}")
+    unknown = sorted(set(data) - _TOP_FIELDS)
+    if unknown:
+        raise ProfileError(
+            f"{src}: {unknown[0]}: unknown field; allowed: {', '.join(sorted(_TOP_FIELDS))}"
+        )
+    name = _str(data, "name", src, default=path.stem if path else default_name)
+    transport = data.get("transport")
+    if not isinstance(transport, dict) or "kind" not in transport:
+        raise ProfileError(
+            f"{src}: transport: required, a mapping with 'kind' "
+            f"(one of {', '.join(TRANSPORT_KINDS)})"
+        )
+    kind = transport["kind"]
+    if kind not in TRANSPORT_KINDS:
+        raise ProfileError(
+            f"{src}: transport.kind: {kind!r} is not one of {', '.join(TRANSPORT_KINDS)}"
+        )
+    emulator = data.get("emulator")
+    if emulator is not None and emulator not in EMULATOR_KINDS:
+        raise ProfileError(
+            f"{src}: emulator: {emulator!r} is not one of {', '.join(EMULATOR_KINDS)}"
+        )
+    return DeviceProfile(
+        name=name,
+        path=path,
+        transport=kind,
+        settings={k: v for k, v in transport.items() if k != "kind"},
+        description=_str(data, "description", src, default=""),
+        abi=_str(data, "abi", src, default=None),
+        work_dir=_str(data, "work_dir", src, default="/tmp/et-harness"),
+        agent=_agent(data.get("agent", {}), src),
+        emulator=emulator,
+        backends=_str_list(data, "backends", src),
+        tags=_str_list(data, "tags", src),
+        timeouts=_timeouts(data.get("timeouts", {}), src),
+    )
+
+
+def _str(data: dict, key: str, src: str, default: Any) -> Any:
+    value = data.get(key, default)
+    if value is not default and not isinstance(value, str):
+        raise ProfileError(f"{src}: {key}: must be a string; got {value!r}")
+    return value
+
+
+def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ProfileError(f"{src}: {key}: must be a list of strings; got {value!r}")
+    return tuple(value)
+
+
+def _agent(data: object, src: str) -> AgentConfig:
+    if not isinstance(data, dict):
+        raise ProfileError(f"{src}: agent: must be a mapping with 'env' and/or 'wrapper'")
+    unknown = sorted(set(data) - {"env", "wrapper"})
+    if unknown:
+        raise ProfileError(f"{src}: agent.{unknown[0]}: unknown field; allowed: env, wrapper")
+    env = data.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
+        for k, v in env.items()
+    ):
+        raise ProfileError(
+            f"{src}: agent.env: must map variable names to strings; got {env!r}"
+        )
+    for key in env:
+        if not key.replace("_", "a").isalnum() or key[0].isdigit():
+            raise ProfileError(
+                f"{src}: agent.env.{key}: not a valid environment variable name "
+                "(letters, digits and _; not starting with a digit)"
+            )
+    wrapper = data.get("wrapper", [])
+    if isinstance(wrapper, str):
+        raise ProfileError(
+            f"{src}: agent.wrapper: must be a list of arguments, e.g. "
+            f"[valgrind, --error-exitcode=1]; got the string {wrapper!r}"
+        )
+    if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
+        raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {wrapper!r}")
+    return AgentConfig(env={k: str(v) for k, v in env.items()}, wrapper=tuple(wrapper))
+
+
+def _timeouts(data: object, src: str) -> Timeouts:
+    if not isinstance(data, dict):
+        raise ProfileError(f"{src}: timeouts: must be a mapping of seconds")
+    allowed = {"connect", "command", "case"}
+    values = {}
+    for key, value in data.items():
+        if key not in allowed:
+            raise ProfileError(
+                f"{src}: timeouts.{key}: unknown field; allowed: {', '.join(sorted(allowed))}"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ProfileError(f"{src}: timeouts.{key}: must be seconds > 0; got {value!r}")
+        values[key] = float(value)
+    return Timeouts(**values)

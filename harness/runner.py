@@ -1,0 +1,215 @@
+"""Option-map cases on one device: probes registered, programs provided, verdicts checked.
+
+:class:`CaseRunner` is what test suites talk to (through the ``et`` fixture). It
+owns one agent link, keeps track of which probe backends the device's registry
+holds, and turns "send this map" into the right requests and a :class:`Verdict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from harness.agent.session import AgentLink
+from harness.check import Verdict, check_get, check_load, check_set
+from harness.messages import Action, Outcome, Report, Request
+from harness.options import OptionsMap
+from harness.runtime_error import RuntimeErrorCode
+
+DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
+
+
+class RunnerError(Exception):
+    """A case asked for something the device cannot do; the message says what to change."""
+
+
+class CaseRunner:
+    """Runs cases on one device through an agent link that it starts and restarts.
+
+    ``start_link`` starts a fresh agent (a new process, or a rebooted MCU) and
+    returns its link; ``program_for`` returns the device path of a probe program
+    whose delegates are the given ids, pushing it first if needed ("" on devices
+    without a file system).
+    """
+
+    def __init__(
+        self,
+        start_link: Callable[[], AgentLink],
+        program_for: Callable[[tuple[str, ...]], str],
+    ) -> None:
+        self._start_link = start_link
+        self._program_for = program_for
+        self._link: AgentLink | None = None
+        self._hello: Report | None = None
+        self._registered: list[str] = []
+        self._dirty = False  # state was set since the last reset: a restart would lose it
+        self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
+
+    # ---- the agent -----------------------------------------------------------------
+
+    @property
+    def link(self) -> AgentLink:
+        """The running agent's link, started on first use."""
+        if self._link is None:
+            self._link = self._start_link()
+            self._hello = self._link.request(Request(Action.HELLO))
+            if self._hello.outcome is not Outcome.OK:
+                raise RunnerError(f"the agent refused HELLO: {self._hello.message}")
+            self._registered = [entry.name for entry in self._hello.entries]
+        return self._link
+
+    @property
+    def hello(self) -> Report:
+        """The agent's HELLO report: facts and the backends registered at start."""
+        _ = self.link
+        assert self._hello is not None
+        return self._hello
+
+    @property
+    def registered(self) -> tuple[str, ...]:
+        """Backend names the device's registry holds now."""
+        _ = self.link
+        return tuple(self._registered)
+
+    @property
+    def capacity(self) -> int:
+        value = self.hello.fact("registry_capacity")
+        return value if isinstance(value, int) else DEFAULT_REGISTRY_CAPACITY
+
+    def restart(self) -> None:
+        """Stop the agent; the next request starts a fresh one (empty registry)."""
+        self.close()
+
+    def close(self) -> None:
+        if self._link is not None:
+            link, self._link = self._link, None
+            self._hello = None
+            self._registered = []
+            self._dirty = False
+            link.close()
+
+    # ---- probes --------------------------------------------------------------------
+
+    def prepare(self, names: Sequence[str]) -> None:
+        """Make sure probe backends named ``names`` are registered.
+
+        Registered names stay for the agent's lifetime (the runtime cannot
+        unregister), so when the registry lacks room the agent is restarted; that is
+        only allowed between cases. Call this first in a case that needs many names.
+        """
+        missing = [n for n in dict.fromkeys(names) if n not in self.registered]
+        if not missing:
+            return
+        if len(self._registered) + len(missing) > self.capacity:
+            if self._dirty:
+                raise RunnerError(
+                    f"the registry has no room for {missing} and this case has already set "
+                    "state that a restart would lose; call et.prepare(all names) at the start "
+                    "of the case"
+                )
+            self.restart()
+            missing = [n for n in dict.fromkeys(names) if n not in self.registered]
+            room = self.capacity - len(self._registered)
+            if len(missing) > room:
+                raise RunnerError(
+                    f"{len(missing)} probe backends needed but the registry holds "
+                    f"{self.capacity} and the device registers {self._registered} itself: "
+                    f"at most {room} probes fit"
+                )
+        report = self.register(missing)
+        failed = [e for e in report.entries if e.status != RuntimeErrorCode.Ok]
+        if failed:
+            raise RunnerError(
+                "registering probe backends failed: "
+                + ", ".join(f"{e.name}: status 0x{e.status:02x}" for e in failed)
+            )
+
+    def register(self, names: Sequence[str]) -> Report:
+        """Send REGISTER for ``names`` as they are and return the report unchecked."""
+        report = self.link.request(Request.register(tuple(names)))
+        for entry in report.entries:
+            if entry.status == RuntimeErrorCode.Ok and entry.name not in self._registered:
+                self._registered.append(entry.name)
+        return report
+
+    # ---- cases ---------------------------------------------------------------------
+
+    def load(
+        self,
+        options: OptionsMap,
+        delegates: Sequence[str] | None = None,
+        *,
+        unobserved: Sequence[str] = (),
+    ) -> Verdict:
+        """Load a probe program with ``options`` as its load-time map; check every init.
+
+        ``delegates`` defaults to the map's backend ids; ``unobserved`` names real
+        (non-probe) backends among them.
+        """
+        program_ids = tuple(options.backend_ids if delegates is None else delegates)
+        self.prepare([d for d in program_ids if d not in unobserved])
+        program = self._program_for(program_ids)
+        self._dirty = True
+        report = self.link.request(Request.load(program, program_ids, options))
+        return self._record(check_load(options, program_ids, report, unobserved=unobserved))
+
+    def execute(self) -> Report:
+        """Execute the loaded program once more."""
+        return self.link.request(Request(Action.EXECUTE))
+
+    def set(
+        self, options: OptionsMap, expected_status: Mapping[str, int] | None = None
+    ) -> Verdict:
+        """``set_option`` for each backend of ``options``; check status and delivery.
+
+        Probes are registered first, except names expected to give NotFound.
+        """
+        expected_status = dict(expected_status or {})
+        self._prepare_calls(options, expected_status)
+        self._dirty = True
+        report = self.link.request(Request(Action.SET, options))
+        return self._record(check_set(options, report, expected_status))
+
+    def get(
+        self,
+        requested: OptionsMap,
+        expected: OptionsMap | None = None,
+        expected_status: Mapping[str, int] | None = None,
+    ) -> Verdict:
+        """``get_option`` for each backend of ``requested``; check the values read back."""
+        expected_status = dict(expected_status or {})
+        self._prepare_calls(requested, expected_status)
+        report = self.link.request(Request(Action.GET, requested))
+        return self._record(check_get(requested, report, expected, expected_status))
+
+    def reset(self) -> Report:
+        """Forget the loaded program and everything the probes recorded or were set."""
+        report = self.link.request(Request(Action.RESET))
+        if report.outcome is not Outcome.OK:
+            raise RunnerError(f"the agent refused RESET: {report.message}")
+        self._dirty = False
+        return report
+
+    def send(self, request: Request) -> Report:
+        """Send any request as it is (no registration, no checks)."""
+        self._dirty = True
+        return self.link.request(request)
+
+    def send_raw(self, frame: bytes, seq: int) -> Report:
+        """Send raw bytes, e.g. a deliberately malformed frame, and read the report."""
+        self._dirty = True
+        return self.link.send_raw(frame, seq)
+
+    def _record(self, verdict: Verdict) -> Verdict:
+        if self.on_verdict is not None:
+            self.on_verdict(verdict)
+        return verdict
+
+    def _prepare_calls(self, options: OptionsMap, expected_status: Mapping[str, int]) -> None:
+        self.prepare(
+            [
+                name
+                for name in options.backend_ids
+                if expected_status.get(name) != RuntimeErrorCode.NotFound
+                and name not in self.registered
+            ]
+        )

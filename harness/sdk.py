@@ -1,0 +1,224 @@
+"""The ExecuTorch C++ SDK, taken from the ``executorch`` wheel on PyPI.
+
+The device agent is built against the real runtime: the headers, shared
+libraries and CMake package inside the ``executorch`` wheel, plus the program
+schema and the ``flatc`` binary it ships. :func:`ensure_sdk` downloads the wheel
+for one ABI with ``pip download --no-deps --require-hashes`` (so none of its
+heavy Python dependencies is installed), extracts only those parts into the
+harness cache and returns where they are. The version and the wheels' hashes are
+pinned in ``agent/executorch-sdk.lock``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+LOCK_FILE = Path(__file__).resolve().parent.parent / "agent" / "executorch-sdk.lock"
+
+# ABI name -> the manylinux platform tag of its wheel.
+WHEEL_PLATFORMS = {
+    "x86_64": "manylinux_2_28_x86_64",
+    "aarch64": "manylinux_2_28_aarch64",
+}
+WHEEL_PYTHON_VERSION = "3.11"
+
+# Parts of the wheel's ``executorch/`` package the SDK keeps, relative to it.
+_KEPT_PREFIXES = ("include/", "lib/", "share/cmake/", "schema/")
+_KEPT_FILES = ("data/bin/flatc",)
+
+_PIP_TIMEOUT_S = 600
+
+
+class SdkError(Exception):
+    """The ExecuTorch SDK could not be provided."""
+
+
+class UnsupportedAbi(SdkError):
+    """No executorch wheel is pinned for the requested ABI."""
+
+
+class SdkDownloadFailed(SdkError):
+    """``pip download`` of the executorch wheel failed."""
+
+
+class SdkExtractFailed(SdkError):
+    """The downloaded wheel lacks the parts the SDK needs, or cannot be unpacked."""
+
+
+def _read_locked_version(lock_file: Path = LOCK_FILE) -> str:
+    match = re.search(r"^executorch==([0-9][^\s\\]*)", lock_file.read_text(), re.MULTILINE)
+    if match is None:
+        raise SdkError(f"{lock_file} has no 'executorch==VERSION' line")
+    return match.group(1)
+
+
+EXECUTORCH_VERSION = _read_locked_version()
+
+
+def cache_root() -> Path:
+    """The harness cache: ``$ET_HARNESS_CACHE`` or ``~/.cache/et-harness``."""
+    override = os.environ.get("ET_HARNESS_CACHE")
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".cache" / "et-harness"
+
+
+@dataclass(frozen=True)
+class SdkPaths:
+    """Where one ABI's ExecuTorch SDK lives in the cache."""
+
+    root: Path  # the wheel's ``executorch/`` package directory, trimmed
+    abi: str
+    version: str
+
+    @property
+    def include(self) -> Path:
+        return self.root / "include"
+
+    @property
+    def lib(self) -> Path:
+        return self.root / "lib"
+
+    @property
+    def cmake_dir(self) -> Path:
+        """Directory holding ``executorch-config.cmake`` (pass as ``executorch_DIR``)."""
+        return self.root / "share" / "cmake"
+
+    @property
+    def schema(self) -> Path:
+        """Directory holding ``program.fbs`` and ``scalar_type.fbs``."""
+        return self.root / "schema"
+
+    @property
+    def flatc(self) -> Path:
+        """The wheel's ``flatc``; it runs only on a host of this SDK's ABI."""
+        return self.root / "data" / "bin" / "flatc"
+
+
+def host_abi() -> str:
+    """The ABI of this machine, in :data:`WHEEL_PLATFORMS` spelling."""
+    machine = os.uname().machine
+    return {"arm64": "aarch64"}.get(machine, machine)
+
+
+def sdk_dir(abi: str) -> Path:
+    """Where :func:`ensure_sdk` puts the SDK for ``abi``."""
+    return cache_root() / "sdk" / f"executorch-{EXECUTORCH_VERSION}-{abi}"
+
+
+def ensure_sdk(abi: str) -> SdkPaths:
+    """The ExecuTorch SDK for ``abi`` ("x86_64" or "aarch64"), fetched on first use.
+
+    Safe to call from parallel processes: one downloads and extracts under a
+    file lock, the others wait and reuse the result.
+    """
+    if abi not in WHEEL_PLATFORMS:
+        raise UnsupportedAbi(
+            f"no executorch wheel for ABI {abi!r}; supported: {', '.join(sorted(WHEEL_PLATFORMS))}"
+        )
+    target = sdk_dir(abi)
+    paths = SdkPaths(root=target, abi=abi, version=EXECUTORCH_VERSION)
+    if _is_complete(paths):
+        return paths
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(target) + ".lock"):
+        if _is_complete(paths):
+            return paths
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
+            wheel = _download_wheel(abi, Path(tmp) / "wheel")
+            staging = Path(tmp) / "sdk"
+            _extract_sdk(wheel, staging)
+            if target.exists():  # a partial tree from an interrupted run: replace it
+                shutil.rmtree(target)
+            staging.rename(target)
+    return paths
+
+
+def _is_complete(paths: SdkPaths) -> bool:
+    return (
+        (paths.lib / "libexecutorch.so").is_file()
+        and (paths.cmake_dir / "executorch-config.cmake").is_file()
+        and (paths.schema / "program.fbs").is_file()
+        and paths.flatc.is_file()
+    )
+
+
+def _download_wheel(abi: str, dest: Path) -> Path:
+    platform = WHEEL_PLATFORMS[abi]
+    argv = [
+        sys.executable, "-m", "pip", "download",
+        "--no-deps", "--only-binary=:all:",
+        "--platform", platform,
+        "--python-version", WHEEL_PYTHON_VERSION,
+        "--require-hashes", "-r", str(LOCK_FILE),
+        "--dest", str(dest),
+        "--disable-pip-version-check", "--quiet",
+    ]  # fmt: skip
+    try:
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise SdkDownloadFailed(
+            f"pip download of executorch=={EXECUTORCH_VERSION} for {platform} took over "
+            f"{_PIP_TIMEOUT_S} s; check access to PyPI and retry"
+        ) from None
+    wheels = sorted(dest.glob("executorch-*.whl")) if dest.is_dir() else []
+    if result.returncode != 0 or len(wheels) != 1:
+        output = (result.stderr.strip() or result.stdout.strip())[-2000:]
+        raise SdkDownloadFailed(
+            f"could not download the executorch {EXECUTORCH_VERSION} wheel for {platform} "
+            f"(pip exit code {result.returncode}). Check that PyPI is reachable, or run by hand:\n"
+            f"  {' '.join(argv)}\n"
+            f"A hash mismatch means {LOCK_FILE} and the wheel on PyPI disagree.\n"
+            f"pip said:\n{output}"
+        )
+    return wheels[0]
+
+
+def _extract_sdk(wheel: Path, staging: Path) -> None:
+    prefix = "executorch/"
+    kept = 0
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                if info.is_dir() or not info.filename.startswith(prefix):
+                    continue
+                relative = info.filename[len(prefix) :]
+                if not (relative.startswith(_KEPT_PREFIXES) or relative in _KEPT_FILES):
+                    continue
+                if ".." in Path(relative).parts:
+                    raise SdkExtractFailed(f"{wheel.name}: unsafe member path {info.filename!r}")
+                destination = staging / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as source, destination.open("wb") as sink:
+                    shutil.copyfileobj(source, sink)
+                mode = (info.external_attr >> 16) & 0o777
+                destination.chmod(mode or 0o644)
+                kept += 1
+    except zipfile.BadZipFile as exc:
+        raise SdkExtractFailed(f"{wheel} is not a valid wheel: {exc}") from None
+    flatc = staging / _KEPT_FILES[0]
+    if flatc.exists():
+        flatc.chmod(0o755)
+    missing = [
+        name
+        for name in ("lib/libexecutorch.so", "share/cmake/executorch-config.cmake",
+                     "schema/program.fbs", _KEPT_FILES[0])
+        if not (staging / name).is_file()
+    ]  # fmt: skip
+    if missing:
+        raise SdkExtractFailed(
+            f"{wheel.name} lacks {', '.join(missing)} ({kept} files kept); "
+            "the pinned executorch version may not ship its C++ SDK"
+        )

@@ -1,0 +1,61 @@
+"""Hypothesis strategies for valid options maps, for property-based device suites."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from harness.options import (
+    INT32_MAX,
+    INT32_MIN,
+    MAX_KEY_BYTES,
+    MAX_LOAD_BACKENDS,
+    MAX_STRING_BYTES,
+    BackendOptions,
+    Option,
+    OptionsMap,
+)
+
+# Any code point but surrogates (not UTF-8) and NUL (the runtime's strings end at it).
+_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\0")
+
+
+def _text_within(min_bytes: int, max_bytes: int) -> st.SearchStrategy[str]:
+    return st.text(_CHARS, min_size=min_bytes, max_size=max_bytes).filter(
+        lambda s: min_bytes <= len(s.encode("utf-8")) <= max_bytes
+    )
+
+
+keys = _text_within(1, MAX_KEY_BYTES)
+"""Option keys: 1..63 bytes of UTF-8."""
+
+values = st.one_of(
+    st.booleans(),
+    st.integers(INT32_MIN, INT32_MAX),
+    st.sampled_from([INT32_MIN, INT32_MAX, 0, -1]),
+    _text_within(0, MAX_STRING_BYTES),
+)
+"""Option values: bool, int32 (limits favoured), or strings of 0..255 bytes."""
+
+
+def backend_options(backend_id: str, max_options: int = 8) -> st.SearchStrategy[BackendOptions]:
+    """Options for ``backend_id`` with distinct keys."""
+    return st.lists(
+        st.tuples(keys, values), max_size=max_options, unique_by=lambda pair: pair[0]
+    ).map(lambda pairs: BackendOptions(backend_id, tuple(Option(k, v) for k, v in pairs)))
+
+
+@st.composite
+def options_maps(
+    draw: st.DrawFn,
+    backend_ids: Sequence[str],
+    max_backends: int = MAX_LOAD_BACKENDS,
+    max_options: int = 8,
+) -> OptionsMap:
+    """Valid maps over a subset of ``backend_ids`` (a fixed pool keeps registries small)."""
+    chosen = draw(
+        st.lists(st.sampled_from(tuple(backend_ids)), unique=True,
+                 max_size=min(max_backends, len(backend_ids)))
+    )
+    return OptionsMap(tuple(draw(backend_options(b, max_options)) for b in chosen))

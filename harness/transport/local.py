@@ -1,0 +1,92 @@
+"""The host itself as a device: files are copied, programs run as child processes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from harness.transport.base import (
+    CommandResult,
+    DeviceFacts,
+    Transport,
+    TransportError,
+    TransportTimeout,
+)
+from harness.transport.process_stream import ProcessStream
+
+
+class LocalTransport(Transport):
+    """Runs on this machine; ``work_dir`` plays the device's scratch directory."""
+
+    def __init__(self, work_dir: str) -> None:
+        self._work_dir = work_dir
+
+    def facts(self) -> DeviceFacts:
+        return DeviceFacts(abi=platform.machine(), os="linux", work_dir=self._work_dir)
+
+    def push(self, local: Path, remote: str) -> None:
+        target = Path(remote)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+        shutil.copy2(local, tmp)
+        os.replace(tmp, target)
+
+    def pull(self, remote: str, local: Path) -> None:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(remote, local)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes = b"",
+    ) -> CommandResult:
+        try:
+            done = subprocess.run(
+                list(argv),
+                input=stdin,
+                capture_output=True,
+                timeout=timeout,
+                env=_merged_env(env),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise TransportTimeout(f"host: {argv[0]} ran longer than {timeout:.1f} s") from None
+        except OSError as exc:
+            raise TransportError(f"host: cannot run {argv[0]}: {exc}") from None
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+    def open_stream(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> ProcessStream:
+        try:
+            process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_merged_env(env),
+            )
+        except OSError as exc:
+            raise TransportError(f"host: cannot start {argv[0]}: {exc}") from None
+        return ProcessStream(process, f"host: {Path(argv[0]).name}")
+
+    def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
+        try:
+            with open(remote, "rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        except FileNotFoundError:
+            return None
+
+
+def _merged_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    if not env:
+        return None
+    return {**os.environ, **env}

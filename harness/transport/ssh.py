@@ -1,0 +1,909 @@
+"""Linux boards over SSH, with paramiko.
+
+One SSH connection per transport, opened on first use, kept alive with keepalives
+and reopened when it has died. Commands run in exec channels as ``sh -c`` text
+built from argv with :func:`shell_command` (every word quoted, so arguments are
+data); files move over SFTP. The route to the board follows the profile and
+``~/.ssh/config`` (Host aliases, HostName, Port, User, IdentityFile,
+UserKnownHostsFile, ProxyJump, ProxyCommand).
+
+Host keys are always verified, against a key or fingerprint pinned in the profile
+or against known_hosts; an unknown or changed key raises :class:`HostKeyUnknown` /
+:class:`HostKeyMismatch` and nothing is sent to the host.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import getpass
+import hashlib
+import os
+import posixpath
+import re
+import secrets
+import select
+import shlex
+import socket
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import paramiko
+
+from harness.transport.base import (
+    ByteStream,
+    CommandResult,
+    DeviceFacts,
+    DeviceUnavailable,
+    Transport,
+    TransportError,
+    TransportLost,
+    TransportTimeout,
+)
+
+if TYPE_CHECKING:
+    from harness.profile import DeviceProfile
+
+DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
+DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+_ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MAX_JUMPS = 8
+_STDERR_TAIL_BYTES = 8192
+_STREAM_CLOSE_GRACE = 2.0
+_KILL_TIMEOUT = 5.0
+
+
+class SshConfigError(ValueError):
+    """The SSH settings are malformed or contradict each other; the message says which."""
+
+
+class HostKeyRejected(DeviceUnavailable):
+    """The host's key could not be verified, so the connection was refused."""
+
+
+class HostKeyUnknown(HostKeyRejected):
+    """The host offered a key that neither the profile nor known_hosts knows."""
+
+
+class HostKeyMismatch(HostKeyRejected):
+    """The host offered a key other than the one pinned or recorded for it."""
+
+
+@dataclass(frozen=True)
+class SshProfile:
+    """Where a board is and how to log in; unset fields come from the ssh config.
+
+    ``host_key`` pins the board's key, as ``"ssh-ed25519 AAAA..."`` (a known_hosts
+    or ``.pub`` line) or as ``"SHA256:..."`` (what ``ssh-keygen -lf`` prints); when
+    it is set, known_hosts is not consulted for the board (jump hosts still are).
+    """
+
+    host: str  # a host name, an address, or a Host alias of the ssh config
+    port: int | None = None
+    user: str | None = None
+    identity_file: Path | None = None
+    ssh_config: Path | None = None  # None: ~/.ssh/config if it exists
+    known_hosts: Path | None = None  # None: UserKnownHostsFile, else ~/.ssh/known_hosts
+    host_key: str | None = None
+    proxy_jump: str | None = None  # "[user@]host[:port][,...]", overrides the config
+    use_agent: bool = True
+    work_dir: str = "/tmp/et-harness"
+    connect_timeout: float = 20.0
+    keepalive_interval: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.host_key is not None:
+            _HostKeyPin.parse(self.host_key)
+
+    @classmethod
+    def from_device(cls, device: DeviceProfile) -> SshProfile:
+        """The ``transport:`` fields of a device profile (kind ``ssh``)."""
+        from harness.profile import ProfileError
+
+        settings = dict(device.settings)
+        unknown = sorted(set(settings) - _SETTING_TYPES)
+        if unknown:
+            raise ProfileError(
+                f"{device.where('transport.' + unknown[0])}: unknown field; allowed: "
+                f"{', '.join(sorted(_SETTING_TYPES))}"
+            )
+        if not isinstance(settings.get("host"), str):
+            raise ProfileError(f"{device.where('transport.host')}: required, a host or alias")
+        base = device.path.parent if device.path else Path.cwd()
+        fields: dict[str, Any] = {}
+        for key, value in settings.items():
+            kind = _SETTING_TYPES[key]
+            if kind is Path and isinstance(value, str):
+                value = base / Path(value).expanduser()
+            elif kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ProfileError(f"{device.where('transport.' + key)}: must be an integer")
+            elif kind is bool and not isinstance(value, bool):
+                raise ProfileError(f"{device.where('transport.' + key)}: must be true or false")
+            elif kind is float and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ProfileError(f"{device.where('transport.' + key)}: must be seconds")
+            elif kind in (str, Path) and not isinstance(value, str):
+                raise ProfileError(f"{device.where('transport.' + key)}: must be a string")
+            fields[key] = value
+        try:
+            return cls(
+                **fields, work_dir=device.work_dir, connect_timeout=device.timeouts.connect
+            )
+        except SshConfigError as exc:
+            raise ProfileError(f"{device.where('transport.host_key')}: {exc}") from None
+
+
+_SETTING_TYPES: dict[str, type] = {
+    "host": str, "port": int, "user": str, "identity_file": Path, "ssh_config": Path,
+    "known_hosts": Path, "host_key": str, "proxy_jump": str, "use_agent": bool,
+    "keepalive_interval": float,
+}
+
+
+def fingerprint_of_public_key(public_key: str) -> str:
+    """``SHA256:...`` of ``"ssh-ed25519 AAAA..."``, as ``ssh-keygen -l`` prints it."""
+    try:
+        blob = base64.b64decode(public_key.split()[1], validate=True)
+    except (IndexError, binascii.Error):
+        raise SshConfigError(f"not a public key line ('TYPE BASE64'): {public_key!r}") from None
+    digest = base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii")
+    return "SHA256:" + digest.rstrip("=")
+
+
+def shell_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """POSIX shell text that runs ``argv`` with ``env`` added, every word quoted.
+
+    Arguments reach the program byte for byte whatever they contain; NUL cannot be
+    passed in argv and is refused.
+    """
+    if not argv:
+        raise ValueError("cannot run an empty argv")
+    env = dict(env or {})
+    for word in [*argv, *env, *env.values()]:
+        if "\0" in word:
+            raise ValueError(f"NUL byte in {word!r}: it cannot be passed to a program")
+    for name in env:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{name!r} is not an environment variable name")
+    words = list(argv)
+    if env or argv[0].startswith("-"):
+        if "=" in argv[0]:
+            raise ValueError(f"program name {argv[0]!r} contains '=': env would read it as NAME=VALUE")
+        words = ["env", "--", *(f"{k}={v}" for k, v in env.items()), *argv]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _tracked(command: str) -> str:
+    """``command`` behind a line with the shell's pid, which leads its process group.
+
+    The shell stays the parent (``exit $?`` keeps it from exec'ing), so the exit
+    code reports a death by signal N as 128+N, and the group can be killed.
+    """
+    return f"echo $$; {command}; exit $?"
+
+
+@dataclass(frozen=True)
+class _HostKeyPin:
+    """A key or fingerprint the profile insists the board has."""
+
+    fingerprint: str
+    key: paramiko.PKey | None
+
+    @classmethod
+    def parse(cls, text: str) -> _HostKeyPin:
+        text = text.strip()
+        if text.startswith("SHA256:"):
+            digest = text[len("SHA256:"):]
+            try:
+                raw = base64.b64decode(digest + "=" * (-len(digest) % 4), validate=True)
+            except binascii.Error:
+                raw = b""
+            if len(raw) != 32:
+                raise SshConfigError(f"host_key {text!r}: not a SHA256 fingerprint")
+            return cls(fingerprint=text, key=None)
+        parts = text.split()
+        if len(parts) < 2:
+            raise SshConfigError(
+                f"host_key {text!r}: give 'ssh-ed25519 AAAA...' or 'SHA256:...'"
+            )
+        try:
+            key = paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
+        except (binascii.Error, paramiko.SSHException, ValueError) as exc:
+            raise SshConfigError(f"host_key {text[:40]!r}...: not a usable key: {exc}") from None
+        return cls(fingerprint=key.fingerprint, key=key)
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """One SSH server on the route to the board, with its settings resolved."""
+
+    name: str  # as the profile or ProxyJump wrote it
+    hostname: str
+    port: int
+    user: str
+    identity_files: tuple[Path, ...]
+    known_hosts: tuple[Path, ...]
+    proxy_command: str | None
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.hostname}:{self.port}"
+
+
+def _load_ssh_config(path: Path | None) -> paramiko.SSHConfig:
+    if path is None:
+        default = DEFAULT_SSH_CONFIG.expanduser()
+        return paramiko.SSHConfig.from_path(str(default)) if default.is_file() else paramiko.SSHConfig()
+    if not path.is_file():
+        raise SshConfigError(f"ssh config {path} does not exist")
+    return paramiko.SSHConfig.from_path(str(path))
+
+
+def _resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
+    """Jump hosts first, the board last."""
+    config = _load_ssh_config(profile.ssh_config)
+    return tuple(
+        _resolve(
+            config, profile.host, profile.port, profile.user, profile.identity_file,
+            profile.known_hosts, profile.proxy_jump, depth=0,
+        )
+    )
+
+
+def _resolve(
+    config: paramiko.SSHConfig,
+    host: str,
+    port: int | None,
+    user: str | None,
+    identity_file: Path | None,
+    known_hosts: Path | None,
+    proxy_jump: str | None,
+    depth: int,
+) -> list[_Hop]:
+    if depth > _MAX_JUMPS:
+        raise SshConfigError(f"ProxyJump chain to {host} is longer than {_MAX_JUMPS}: a loop?")
+    entry = config.lookup(host)
+    jump = _unless_none(proxy_jump if proxy_jump is not None else entry.get("proxyjump"))
+    proxy_command = _unless_none(entry.get("proxycommand"))
+    if jump and proxy_command:
+        raise SshConfigError(f"{host}: both ProxyJump and ProxyCommand are set; keep one")
+    try:
+        resolved_port = port or int(entry.get("port", 22))
+    except ValueError:
+        raise SshConfigError(f"{host}: Port {entry.get('port')!r} is not a number") from None
+    if identity_file is not None:
+        identities: tuple[Path, ...] = (identity_file,)
+    else:
+        identities = tuple(Path(p).expanduser() for p in entry.get("identityfile", []))
+    if known_hosts is not None:
+        known: tuple[Path, ...] = (known_hosts,)
+    elif "userknownhostsfile" in entry:
+        known = tuple(Path(p).expanduser() for p in shlex.split(entry["userknownhostsfile"]))
+    else:
+        known = (DEFAULT_KNOWN_HOSTS.expanduser(),)
+    hop = _Hop(
+        name=host,
+        hostname=entry.get("hostname", host),
+        port=resolved_port,
+        user=user or entry.get("user") or getpass.getuser(),
+        identity_files=identities,
+        known_hosts=known,
+        proxy_command=proxy_command,
+    )
+    if not jump:
+        return [hop]
+    specs = [_parse_jump(spec) for spec in jump.split(",")]
+    first_user, first_host, first_port = specs[0]
+    route = _resolve(config, first_host, first_port, first_user, None, known_hosts, None, depth + 1)
+    for jump_user, jump_host, jump_port in specs[1:]:
+        route += _resolve(config, jump_host, jump_port, jump_user, None, known_hosts, "none", depth + 1)
+    return [*route, hop]
+
+
+def _unless_none(value: str | None) -> str | None:
+    return None if value is None or value.strip().lower() in ("", "none") else value
+
+
+def _parse_jump(spec: str) -> tuple[str | None, str, int | None]:
+    """``[user@]host[:port]`` (``[v6addr]:port`` too)."""
+    user, _, rest = spec.strip().rpartition("@")
+    match = re.fullmatch(r"\[(?P<h6>[^\]]+)\](?::(?P<p6>\d+))?|(?P<h>[^:\[\]]+)(?::(?P<p>\d+))?", rest)
+    if not match:
+        raise SshConfigError(f"ProxyJump entry {spec!r}: expected [user@]host[:port]")
+    host = match["h6"] or match["h"]
+    port = match["p6"] or match["p"]
+    return (user or None), host, (int(port) if port else None)
+
+
+class _VerifyHostKey(paramiko.MissingHostKeyPolicy):
+    """Called for keys known_hosts lacks: accept only a pinned fingerprint, else refuse."""
+
+    def __init__(self, hop: _Hop, pin: _HostKeyPin | None) -> None:
+        self._hop = hop
+        self._pin = pin
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        if self._pin is not None and self._pin.key is None:
+            if key.fingerprint == self._pin.fingerprint:
+                return
+            raise HostKeyMismatch(
+                f"{hostname} offered host key {key.get_name()} {key.fingerprint}, but the "
+                f"profile pins {self._pin.fingerprint}. The device may have been re-imaged, "
+                "or someone is intercepting the connection. If the new key is right, set "
+                f"host_key: \"{key.get_name()} {key.get_base64()}\" in the profile."
+            )
+        files = ", ".join(str(p) for p in self._hop.known_hosts)
+        raise HostKeyUnknown(
+            f"{hostname} offered host key {key.get_name()} {key.fingerprint}, which is not "
+            f"in {files} and not pinned. Check the fingerprint on the device "
+            f"(ssh-keygen -lf /etc/ssh/ssh_host_{_key_file_kind(key)}_key.pub); if it matches, "
+            f"pin it in the profile as host_key: \"{key.get_name()} {key.get_base64()}\" "
+            f"(or host_key: \"{key.fingerprint}\"), or add this line to {self._hop.known_hosts[0]}:\n"
+            f"{hostname} {key.get_name()} {key.get_base64()}"
+        )
+
+
+def _key_file_kind(key: paramiko.PKey) -> str:
+    name = key.get_name()
+    return {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa"}.get(name, "ecdsa")
+
+
+class _Watchdog:
+    """Closes a channel whose operation outlives ``seconds``: paramiko waits for some
+    replies (exec, subsystem) without a timeout, and a frozen host never sends them."""
+
+    def __init__(self, channel: paramiko.Channel, seconds: float) -> None:
+        self._channel = channel
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+        self.expired = False
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._channel.close()
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+class _Connection:
+    """One live route: an SSHClient per hop (the board last) and the ProxyCommand, if any."""
+
+    def __init__(self, clients: list[paramiko.SSHClient], proxy: subprocess.Popen[bytes] | None) -> None:
+        self.clients = clients
+        self.proxy = proxy
+        self.sftp: paramiko.SFTPClient | None = None
+
+    @property
+    def transport(self) -> paramiko.Transport:
+        transport = self.clients[-1].get_transport()
+        assert transport is not None
+        return transport
+
+    def alive(self) -> bool:
+        transport = self.clients[-1].get_transport()
+        return transport is not None and transport.is_active()
+
+    def close(self) -> None:
+        if self.sftp is not None:
+            self.sftp.close()
+        for client in reversed(self.clients):
+            client.close()
+        if self.proxy is not None:
+            _end_process(self.proxy)
+
+
+def _spawn_proxy_command(command: str) -> tuple[socket.socket, subprocess.Popen[bytes]]:
+    """Run an ssh config ProxyCommand (trusted config text, run as OpenSSH does, with
+    ``sh -c``) on one end of a socket pair; paramiko gets the other end, so the
+    proxy's exit reads as a closed socket."""
+    ours, theirs = socket.socketpair()
+    with theirs:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", f"exec {command}"],
+            stdin=theirs,
+            stdout=theirs,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    return ours, process
+
+
+def _end_process(process: subprocess.Popen[bytes]) -> str:
+    """Stop a local helper process; what it wrote to stderr."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        _, err = process.communicate(timeout=2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return (err or b"").decode("utf-8", "replace").strip()
+
+
+class SshTransport(Transport):
+    """A Linux board reached over SSH (see the module docstring)."""
+
+    def __init__(self, profile: SshProfile) -> None:
+        self.profile = profile
+        self.route = _resolve_route(profile)
+        self._pin = _HostKeyPin.parse(profile.host_key) if profile.host_key else None
+        self._connection: _Connection | None = None
+        self._lock = threading.Lock()
+        self._facts: DeviceFacts | None = None
+        self.name = f"ssh {profile.host}"
+
+    # -- connection ---------------------------------------------------------
+
+    def connect(self) -> None:
+        """Open the connection now (it is otherwise opened on first use)."""
+        self._live()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _live(self) -> _Connection:
+        with self._lock:
+            if self._connection is not None and self._connection.alive():
+                return self._connection
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+            self._connection = self._open_route()
+            return self._connection
+
+    def _open_route(self) -> _Connection:
+        timeout = self.profile.connect_timeout
+        clients: list[paramiko.SSHClient] = []
+        proxy: subprocess.Popen[bytes] | None = None
+        sock: Any = None
+        try:
+            for index, hop in enumerate(self.route):
+                if index == 0 and hop.proxy_command:
+                    sock, proxy = _spawn_proxy_command(hop.proxy_command)
+                is_board = index == len(self.route) - 1
+                clients.append(self._login(hop, sock, self._pin if is_board else None))
+                if not is_board:
+                    sock = self._tunnel(clients[-1], hop, self.route[index + 1], timeout)
+        except BaseException as exc:
+            for client in reversed(clients):
+                client.close()
+            proxy_said = _end_process(proxy) if proxy is not None else ""
+            if proxy_said and isinstance(exc, DeviceUnavailable) and not isinstance(exc, HostKeyRejected):
+                raise DeviceUnavailable(f"{exc}; the ProxyCommand said: {proxy_said}") from exc
+            raise
+        return _Connection(clients, proxy)
+
+    def _login(self, hop: _Hop, sock: Any, pin: _HostKeyPin | None) -> paramiko.SSHClient:
+        timeout = self.profile.connect_timeout
+        client = paramiko.SSHClient()
+        if pin is not None and pin.key is not None:
+            client.get_host_keys().add(hop.known_hosts_name, pin.key.get_name(), pin.key)
+        elif pin is None:
+            for path in hop.known_hosts:
+                if path.is_file():
+                    try:
+                        client.load_system_host_keys(str(path))
+                    except (OSError, paramiko.SSHException) as exc:
+                        raise SshConfigError(f"known_hosts {path} is unreadable: {exc}") from None
+        client.set_missing_host_key_policy(_VerifyHostKey(hop, pin))
+        identities = [str(p) for p in hop.identity_files if p.is_file()]
+        try:
+            client.connect(
+                hop.hostname,
+                hop.port,
+                username=hop.user,
+                key_filename=identities or None,
+                allow_agent=self.profile.use_agent,
+                look_for_keys=not hop.identity_files,
+                timeout=timeout,
+                banner_timeout=timeout,
+                auth_timeout=timeout,
+                channel_timeout=timeout,
+                sock=sock,
+            )
+        except HostKeyRejected:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            source = "the profile's host_key" if pin else ", ".join(str(p) for p in hop.known_hosts)
+            raise HostKeyMismatch(
+                f"{hop.known_hosts_name} offered host key {exc.key.get_name()} "
+                f"{exc.key.fingerprint}, but {source} has {exc.expected_key.get_name()} "
+                f"{exc.expected_key.fingerprint}. The device may have been re-imaged, or someone "
+                "is intercepting the connection. If the new key is right, remove the old one "
+                f"(ssh-keygen -R '{hop.known_hosts_name}' -f FILE) and pin the new one: "
+                f"host_key: \"{exc.key.get_name()} {exc.key.get_base64()}\"."
+            ) from None
+        except paramiko.AuthenticationException as exc:
+            client.close()
+            tried = ", ".join(identities) or "no key files"
+            agent = " and the ssh-agent" if self.profile.use_agent else ""
+            raise DeviceUnavailable(
+                f"{hop}: authentication failed ({exc}); tried {tried}{agent}. Add your public "
+                f"key to ~{hop.user}/.ssh/authorized_keys on the device, or set identity_file "
+                "(encrypted keys must be loaded into ssh-agent)."
+            ) from None
+        except socket.timeout:
+            client.close()
+            raise DeviceUnavailable(
+                f"{hop}: no answer within {timeout:.0f} s: is the device on and reachable?"
+            ) from None
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            client.close()
+            raise DeviceUnavailable(
+                f"{hop}: cannot connect: {exc or type(exc).__name__}. Is sshd running "
+                "there and the address and port right?"
+            ) from None
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(self.profile.keepalive_interval)
+        return client
+
+    @staticmethod
+    def _tunnel(client: paramiko.SSHClient, hop: _Hop, target: _Hop, timeout: float) -> paramiko.Channel:
+        transport = client.get_transport()
+        assert transport is not None
+        try:
+            return transport.open_channel(
+                "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout
+            )
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise DeviceUnavailable(
+                f"jump host {hop} could not reach {target.hostname}:{target.port}: "
+                f"{exc or type(exc).__name__}"
+            ) from None
+
+    # -- processes ----------------------------------------------------------
+
+    def _start(self, command: str, timeout: float) -> paramiko.Channel:
+        """An exec channel running ``command``; reconnects once if the link had died."""
+        for attempt in (1, 2):
+            connection = self._live()
+            try:
+                channel = connection.transport.open_session(timeout=timeout)
+                break
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                if connection.alive():
+                    raise TransportTimeout(
+                        f"{self.name}: no channel within {timeout:.1f} s ({exc}): the device "
+                        "is not answering"
+                    ) from None
+                if attempt == 2:
+                    raise TransportLost(f"{self.name}: connection lost while opening a channel") from None
+        with _Watchdog(channel, timeout) as watchdog:
+            try:
+                channel.exec_command(command)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                channel.close()
+                if watchdog.expired:
+                    raise TransportTimeout(
+                        f"{self.name}: the device did not start the command within {timeout:.1f} s"
+                    ) from None
+                raise self._lost_or_refused(f"starting the command: {exc}") from None
+        return channel
+
+    def _lost_or_refused(self, what: str) -> TransportError:
+        connection = self._connection
+        if connection is None or not connection.alive():
+            return TransportLost(f"{self.name}: connection lost while {what}")
+        return TransportError(f"{self.name}: the device refused {what}")
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes = b"",
+    ) -> CommandResult:
+        command = shell_command(argv, env)
+        deadline = time.monotonic() + timeout
+        channel = self._start(_tracked(command), timeout)
+        stdout = bytearray()
+        stderr = bytearray()
+        try:
+            finished = self._exchange(channel, stdin, deadline, stdout, stderr)
+        finally:
+            channel.close()
+        pid, _, output = bytes(stdout).partition(b"\n")
+        if not finished:
+            self._kill_group(pid)
+            raise TransportTimeout(
+                f"{self.name}: `{shlex.join(argv)[:200]}` did not finish within {timeout:.1f} s"
+                " (it was killed)"
+            )
+        connection = self._connection
+        if channel.exit_status == -1 and (connection is None or not connection.alive()):
+            raise TransportLost(
+                f"{self.name}: connection lost while `{shlex.join(argv)[:200]}` ran"
+            )
+        if not pid.isdigit():
+            raise TransportError(
+                f"{self.name}: the login shell printed {pid[:80]!r} before the command's "
+                "output; make the device user's shell start-up silent"
+            )
+        return CommandResult(tuple(argv), channel.exit_status, output, bytes(stderr))
+
+    @staticmethod
+    def _exchange(
+        channel: paramiko.Channel, stdin: bytes, deadline: float,
+        stdout: bytearray, stderr: bytearray,
+    ) -> bool:
+        """Feed stdin, collect both outputs until the exit status; False on timeout."""
+        try:
+            channel.settimeout(max(deadline - time.monotonic(), 0.001))
+            if stdin:
+                channel.sendall(stdin)
+            channel.shutdown_write()
+        except socket.timeout:
+            return False
+        except (OSError, paramiko.SSHException, EOFError):
+            pass  # the process is gone; its outputs and status tell the rest
+        channel.settimeout(0.0)
+        out_open = err_open = True
+        while out_open or err_open:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([channel], [], [], remaining)[0]:
+                return False
+            out_open = out_open and _drain(channel.recv, stdout)
+            err_open = err_open and _drain(channel.recv_stderr, stderr)
+        return channel.status_event.wait(max(deadline - time.monotonic(), 0.0))
+
+    def _kill_group(self, pid: bytes) -> None:
+        """Best effort: kill the process group a timed-out or abandoned command leads."""
+        if not pid.isdigit():
+            return
+        try:
+            channel = self._start(shell_command(["kill", "-KILL", "--", f"-{int(pid)}"]), _KILL_TIMEOUT)
+            channel.close()
+        except TransportError:
+            pass  # the device is unreachable; the caller reports the original trouble
+
+    def open_stream(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> SshStream:
+        command = shell_command(argv, env)
+        timeout = self.profile.connect_timeout
+        channel = self._start(_tracked(command), timeout)
+        describe = f"{self.name}: {posixpath.basename(argv[0])}"
+        stream = SshStream(channel, describe, self._connection_alive, self._kill_group)
+        stream.read_pid(timeout)
+        return stream
+
+    def _connection_alive(self) -> bool:
+        connection = self._connection
+        return connection is not None and connection.alive()
+
+    # -- files --------------------------------------------------------------
+
+    def _sftp(self) -> paramiko.SFTPClient:
+        connection = self._live()
+        if connection.sftp is not None:
+            return connection.sftp
+        timeout = self.profile.connect_timeout
+        try:
+            channel = connection.transport.open_session(timeout=timeout)
+            with _Watchdog(channel, timeout):
+                channel.invoke_subsystem("sftp")
+            channel.settimeout(timeout)
+            connection.sftp = paramiko.SFTPClient(channel)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise self._lost_or_refused(f"opening SFTP: {exc or type(exc).__name__}") from None
+        return connection.sftp
+
+    def push(self, local: Path, remote: str) -> None:
+        sftp = self._sftp()
+        directory, name = posixpath.split(remote)
+        staging = posixpath.join(directory, f".{name}.et-{secrets.token_hex(4)}")
+        try:
+            _make_dirs(sftp, directory)
+            sftp.put(str(local), staging)
+            sftp.chmod(staging, stat.S_IMODE(local.stat().st_mode))
+            # Renaming in place keeps a running copy intact (no ETXTBSY) and never
+            # leaves a half-written file under the real name.
+            sftp.posix_rename(staging, remote)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            self._file_failure(exc, f"pushing {local} to {remote}")
+
+    def pull(self, remote: str, local: Path) -> None:
+        sftp = self._sftp()
+        local.parent.mkdir(parents=True, exist_ok=True)
+        staging = local.with_name(f".{local.name}.et-{secrets.token_hex(4)}")
+        try:
+            sftp.get(remote, str(staging))
+            os.replace(staging, local)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            staging.unlink(missing_ok=True)
+            self._file_failure(exc, f"pulling {remote}")
+
+    def _file_failure(self, exc: BaseException, what: str) -> None:
+        if isinstance(exc, socket.timeout):
+            raise TransportTimeout(f"{self.name}: no answer while {what}") from None
+        if not self._connection_alive():
+            raise TransportLost(f"{self.name}: connection lost while {what}") from None
+        if isinstance(exc, FileNotFoundError) or getattr(exc, "errno", None) == 2:
+            raise FileNotFoundError(f"{self.name}: {what}: no such file or directory") from None
+        raise TransportError(f"{self.name}: {what} failed: {exc}") from None
+
+    # -- facts --------------------------------------------------------------
+
+    def facts(self) -> DeviceFacts:
+        if self._facts is None:
+            result = self.run(["uname", "-s", "-m"], timeout=self.profile.connect_timeout)
+            words = result.stdout.decode("utf-8", "replace").split()
+            if result.exit_code != 0 or len(words) != 2:
+                raise TransportError(f"{self.name}: `uname -s -m` failed: {result.stderr!r}")
+            system, machine = words
+            self._facts = DeviceFacts(
+                abi=_ABIS.get(machine, machine), os=system.lower(), work_dir=self.profile.work_dir
+            )
+        return self._facts
+
+    def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
+        result = self.run(["sha256sum", "--", remote], timeout=timeout)
+        if result.exit_code != 0:
+            return None
+        return result.stdout.split(b" ", 1)[0].decode("ascii")
+
+
+def _drain(read: Callable[[int], bytes], into: bytearray) -> bool:
+    """Take what is buffered without blocking; False once the stream has ended."""
+    while True:
+        try:
+            chunk = read(65536)
+        except socket.timeout:
+            return True
+        if not chunk:
+            return False
+        into += chunk
+
+
+def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
+    if directory in ("", "/", "."):
+        return
+    try:
+        sftp.stat(directory)
+        return
+    except FileNotFoundError:
+        pass
+    _make_dirs(sftp, posixpath.dirname(directory.rstrip("/")))
+    try:
+        sftp.mkdir(directory)
+    except OSError:
+        sftp.stat(directory)  # made meanwhile by someone else is fine; else raise
+
+
+class SshStream(ByteStream):
+    """A remote process's stdin and stdout over one exec channel; stderr is kept as a tail."""
+
+    def __init__(
+        self,
+        channel: paramiko.Channel,
+        describe: str,
+        connection_alive: Callable[[], bool],
+        kill_group: Callable[[bytes], None],
+        write_timeout: float = 30.0,
+    ) -> None:
+        self._channel = channel
+        self._describe = describe
+        self._connection_alive = connection_alive
+        self._kill_group = kill_group
+        self._write_timeout = write_timeout
+        self._buffer = bytearray()
+        self._stderr = bytearray()
+        self._pid = b""
+        self._closed = False
+        self._stderr_thread = threading.Thread(
+            target=self._drain_stderr, name=f"stderr:{describe}", daemon=True
+        )
+        self._stderr_thread.start()
+
+    def _drain_stderr(self) -> None:
+        while True:
+            try:
+                chunk = self._channel.recv_stderr(4096)
+            except socket.timeout:
+                continue  # the channel's timeout is set by the reader; keep waiting
+            if not chunk:
+                return
+            self._stderr += chunk
+            del self._stderr[:-_STDERR_TAIL_BYTES]
+
+    def read_pid(self, timeout: float) -> None:
+        """Read the line the tracking wrapper prints first (see :func:`_tracked`)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            self._fill(deadline, timeout)
+        pid, _, rest = bytes(self._buffer).partition(b"\n")
+        self._pid = pid
+        self._buffer = bytearray(rest)
+
+    def _lost(self, what: str) -> TransportLost:
+        if not self._connection_alive():
+            cause = "the connection to the device was lost"
+        elif self._channel.exit_status_ready():
+            cause = f"the process exited with status {self._channel.exit_status}"
+        else:
+            cause = "the process closed its output"
+        tail = self.stderr_tail()
+        detail = f"; its stderr ends with:\n{tail}" if tail else ""
+        return TransportLost(f"{self._describe}: {what}: {cause}{detail}")
+
+    def _fill(self, deadline: float, timeout: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TransportTimeout(
+                f"{self._describe}: no answer within {timeout:.1f} s "
+                f"(have {len(self._buffer)} bytes)"
+            )
+        self._channel.settimeout(remaining)
+        try:
+            chunk = self._channel.recv(65536)
+        except socket.timeout:
+            return
+        except (OSError, paramiko.SSHException, EOFError):
+            chunk = b""
+        if not chunk:
+            self._stderr_thread.join(timeout=1)
+            raise self._lost("reading")
+        self._buffer += chunk
+
+    def read_exact(self, size: int, timeout: float) -> bytes:
+        deadline = time.monotonic() + timeout
+        while len(self._buffer) < size:
+            self._fill(deadline, timeout)
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    def write(self, data: bytes) -> None:
+        if self._channel.closed or self._channel.exit_status_ready():
+            raise self._lost("writing")
+        self._channel.settimeout(self._write_timeout)
+        try:
+            self._channel.sendall(data)
+        except socket.timeout:
+            raise TransportTimeout(
+                f"{self._describe}: the process took no input for {self._write_timeout:.0f} s"
+            ) from None
+        except (OSError, paramiko.SSHException, EOFError):
+            raise self._lost("writing") from None
+
+    def stderr_tail(self) -> str:
+        lines = bytes(self._stderr).decode("utf-8", "replace").splitlines()
+        return "\n".join(lines[-40:])
+
+    def close(self) -> None:
+        """Close stdin; kill the process group if it has not exited within a grace period."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._channel.exit_status_ready():
+                try:
+                    self._channel.shutdown_write()
+                except (OSError, paramiko.SSHException, EOFError):
+                    pass
+                if not self._channel.status_event.wait(_STREAM_CLOSE_GRACE):
+                    self._kill_group(self._pid)
+        finally:
+            self._channel.close()
+            self._stderr_thread.join(timeout=1)

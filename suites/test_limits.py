@@ -1,0 +1,72 @@
+"""Values at every limit arrive intact, with their types, through both paths."""
+
+from __future__ import annotations
+
+import pytest
+from maps import single
+
+from harness.options import BackendOptions, Option, OptionsMap
+
+VALUES = {
+    "int32-min": -(2**31),
+    "int32-max": 2**31 - 1,
+    "int-zero": 0,
+    "int-minus-one": -1,
+    "true": True,
+    "false": False,
+    "empty-string": "",
+    "string-255-bytes": "s" * 255,
+    "string-255-bytes-multibyte": "é" * 127 + "x",
+    "utf8-2-byte": "ümlaut",
+    "utf8-3-byte": "日本語のオプション",
+    "utf8-4-byte": "🚀🧪",
+    "string-looks-like-int": "1",
+    "string-looks-like-bool": "true",
+}
+
+KEYS = {
+    "key-1-byte": "k",
+    "key-63-bytes": "k" * 63,
+    "key-63-bytes-multibyte": "ключ" * 7 + "k" * 7,
+    "key-utf8": "clé_日本",
+}
+
+IDS = {
+    "id-1-byte": "P",
+    "id-63-bytes": "P" * 63,
+    "id-utf8": "Пробa🚀",
+}
+
+
+@pytest.mark.parametrize("path", ["load", "set"])
+@pytest.mark.parametrize("value", VALUES.values(), ids=VALUES.keys())
+def test_value_at_limit(et, path, value):
+    options = single("ProbeA", Option("value", value))
+    verdict = et.load(options) if path == "load" else et.set(options)
+    verdict.raise_for_differences()
+
+
+@pytest.mark.parametrize("path", ["load", "set"])
+@pytest.mark.parametrize("key", KEYS.values(), ids=KEYS.keys())
+def test_key_at_limit(et, path, key):
+    options = single("ProbeA", Option(key, 7), Option("other", "x"))
+    verdict = et.load(options) if path == "load" else et.set(options)
+    verdict.raise_for_differences()
+
+
+@pytest.mark.parametrize("path", ["load", "set"])
+@pytest.mark.parametrize("backend_id", IDS.values(), ids=IDS.keys())
+def test_backend_id_at_limit(et, path, backend_id):
+    options = single(backend_id, Option("threads", 2))
+    verdict = et.load(options) if path == "load" else et.set(options)
+    verdict.raise_for_differences()
+
+
+@pytest.mark.parametrize("path", ["load", "set"])
+def test_64_options_of_every_type(et, path):
+    kinds = (lambda i: i * 1000 - 31000, lambda i: i % 3 == 0, lambda i: f"value-{i}-" + "v" * i)
+    options = OptionsMap(
+        (BackendOptions("ProbeA", tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(64))),)
+    )
+    verdict = et.load(options) if path == "load" else et.set(options)
+    verdict.raise_for_differences()

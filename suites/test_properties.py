@@ -1,0 +1,28 @@
+"""Property-based: generated valid maps go through the real runtime exactly."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+
+from harness.strategies import options_maps
+
+# A fixed pool of names keeps the device's registry (16 slots) from filling up.
+NAMES = tuple(f"Gen{i}" for i in range(10))
+
+_SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@_SETTINGS
+@given(options=options_maps(backend_ids=NAMES))
+def test_generated_maps_are_delivered_exactly_at_load(et, options):
+    et.reset()
+    et.load(options, delegates=options.backend_ids or NAMES[:1]).raise_for_differences()
+
+
+@_SETTINGS
+@given(options=options_maps(backend_ids=NAMES))
+def test_generated_maps_are_delivered_exactly_by_set_option(et, options):
+    et.reset()
+    et.set(options).raise_for_differences()

@@ -1,0 +1,575 @@
+"""The device agent, built against the real ExecuTorch 1.5.1 runtime, run on this host.
+
+Each test starts its own agent process (the runtime cannot unregister backends,
+so registrations never leak between tests) and talks wire format v1 to it over
+pipes, in session mode, or through files in one-shot mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import selectors
+import shutil
+import struct
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import wire
+from harness.agent.build import AgentBuild, ensure_agent
+from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.options import Option, OptionsMap
+from harness.probe_program import probe_program
+from harness.runtime_error import RuntimeErrorCode as E
+
+TIMEOUT_S = 20.0
+
+
+class AgentDied(Exception):
+    """The agent closed its stdout or did not answer in time."""
+
+
+class AgentProcess:
+    """An et-agent in session mode: requests to its stdin, reports from its stdout."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.proc.stdout, selectors.EVENT_READ)
+        self._seq = 0
+
+    def request(self, request: Request) -> Report:
+        self._seq += 1
+        report = self.send_raw(wire.encode_request(dataclasses.replace(request, seq=self._seq)))
+        assert report.seq == self._seq, f"report answers seq {report.seq}, expected {self._seq}"
+        return report
+
+    def send_raw(self, data: bytes) -> Report:
+        self.write(data)
+        return self.read_report()
+
+    def write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read_report(self) -> Report:
+        head = self._read_exact(wire.HEADER_SIZE)
+        header = wire.peek_header(head, expect=wire.MessageType.REPORT)
+        return wire.decode_report(head + self._read_exact(header.length - wire.HEADER_SIZE))
+
+    def _read_exact(self, size: int) -> bytes:
+        data = b""
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._selector.select(remaining):
+                raise AgentDied(f"no report within {TIMEOUT_S} s; stderr: {self.stderr()}")
+            chunk = os.read(self.proc.stdout.fileno(), size - len(data))
+            if not chunk:
+                raise AgentDied(f"agent closed stdout (exit {self.proc.poll()}): {self.stderr()}")
+            data += chunk
+        return data
+
+    def stderr(self) -> str:
+        if self.proc.poll() is None:
+            return "(still running)"
+        return self.proc.stderr.read().decode(errors="replace")[-2000:]
+
+    def finish(self) -> tuple[int, str]:
+        """Close stdin (EOF) and return the exit code and stderr."""
+        try:
+            _, err = self.proc.communicate(timeout=TIMEOUT_S)  # closes stdin first
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AgentDied("agent did not exit after EOF on stdin") from None
+        finally:
+            self._selector.close()
+        return self.proc.returncode, err.decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def build() -> AgentBuild:
+    return ensure_agent("x86_64")
+
+
+@pytest.fixture
+def agent(build: AgentBuild) -> Iterator[AgentProcess]:
+    process = AgentProcess([str(build.binary)])
+    yield process
+    if process.proc.poll() is None:
+        code, err = process.finish()
+        assert code == 0, f"agent exited {code} at EOF: {err}"
+
+
+def opts(**values: object) -> tuple[Option, ...]:
+    return tuple(Option(k, v) for k, v in values.items())
+
+
+def entry(report: Report, name: str) -> ReportEntry:
+    found = report.entry(name)
+    assert found is not None, f"no entry {name!r} in {report}"
+    return found
+
+
+def register(agent: AgentProcess, *names: str) -> Report:
+    report = agent.request(Request.register(names))
+    assert report.outcome is Outcome.OK
+    assert [(e.name, e.status, e.flags) for e in report.entries] == [
+        (n, E.Ok, ENTRY_FLAG_PROBE) for n in names
+    ]
+    return report
+
+
+def load(agent: AgentProcess, delegates: tuple[str, ...], options: OptionsMap) -> Report:
+    return agent.request(Request.load(str(probe_program(delegates)), delegates, options))
+
+
+def set_options(agent: AgentProcess, data: dict) -> Report:
+    return agent.request(Request(Action.SET, OptionsMap.from_dict(data)))
+
+
+def get_options(agent: AgentProcess, data: dict) -> Report:
+    return agent.request(Request(Action.GET, OptionsMap.from_dict(data)))
+
+
+# --------------------------------------------------------------------------- HELLO, REGISTER
+
+
+def test_hello_describes_the_device_and_the_real_registry(agent: AgentProcess) -> None:
+    report = agent.request(Request(Action.HELLO))
+    assert report.outcome is Outcome.OK
+    assert report.fact("runtime") == "executorch 1.5.1"
+    assert report.fact("wire_version") == 1
+    assert report.fact("abi") == "x86_64"
+    assert report.fact("max_message") == wire.MAX_MESSAGE
+    assert report.fact("registry_capacity") == 16
+    assert report.fact("capabilities") == "load,execute,set,get,reset,register,hello"
+    assert isinstance(report.fact("agent_version"), str)
+    # Linking libexecutorch_backend_xnnpack.so registered the real XNNPACK backend.
+    assert [(e.name, e.status, e.flags) for e in report.entries] == [("XnnpackBackend", 0, 0)]
+
+
+def test_register_reports_register_backends_real_status(agent: AgentProcess) -> None:
+    register(agent, "ProbeA", "ProbeB")
+    again = agent.request(Request.register(("ProbeA", "XnnpackBackend", "ProbeC")))
+    assert [(e.name, e.status, e.flags) for e in again.entries] == [
+        ("ProbeA", E.InvalidArgument, 0),  # duplicate name
+        ("XnnpackBackend", E.InvalidArgument, 0),
+        ("ProbeC", E.Ok, ENTRY_FLAG_PROBE),
+    ]
+    hello = agent.request(Request(Action.HELLO))
+    assert [(e.name, e.flags) for e in hello.entries] == [
+        ("XnnpackBackend", 0),
+        ("ProbeA", ENTRY_FLAG_PROBE),
+        ("ProbeB", ENTRY_FLAG_PROBE),
+        ("ProbeC", ENTRY_FLAG_PROBE),
+    ]
+
+
+def test_full_registry_gives_internal(agent: AgentProcess) -> None:
+    # XnnpackBackend holds one of the 16 slots.
+    register(agent, *(f"P{i}" for i in range(8)))
+    names = tuple(f"P{i}" for i in range(8, 16))
+    report = agent.request(Request.register(names))
+    assert [(e.name, e.status) for e in report.entries] == [
+        *((n, E.Ok) for n in names[:7]),
+        ("P15", E.Internal),
+    ]
+    hello = agent.request(Request(Action.HELLO))
+    assert len(hello.entries) == 16
+
+
+# --------------------------------------------------------------------------- LOAD, EXECUTE
+
+
+def test_load_hands_each_probe_exactly_its_own_options(agent: AgentProcess) -> None:
+    register(agent, "ProbeA", "ProbeB", "ProbeC", "ProbeD")
+    options = OptionsMap.from_dict(
+        {
+            "ProbeB": {"mode": "fast ⚡", "level": -7},
+            "ProbeA": {"threads": 4, "fp16": True, "cache": "/data/local/tmp/a"},
+            "ProbeD": {"unused": 1},  # no delegate in the program: never delivered
+            "NotRegistered": {"x": False},
+        }
+    )
+    report = load(agent, ("ProbeA", "ProbeB", "ProbeC", "ProbeA"), options)
+    assert report.outcome is Outcome.OK, report.message
+    assert [e.name for e in report.entries] == ["ProbeA", "ProbeB", "ProbeC"]  # first-init order
+    a, b, c = report.entries
+    assert a.options == opts(threads=4, fp16=True, cache="/data/local/tmp/a")
+    assert (a.calls, a.executes, a.flags, a.status) == (2, 2, ENTRY_FLAG_PROBE, 0)
+    assert b.options == opts(mode="fast ⚡", level=-7)
+    assert (b.calls, b.executes) == (1, 1)
+    assert c.options == ()  # no map entry: an empty runtime_specs span
+    assert (c.calls, c.executes) == (1, 1)
+    assert isinstance(report.fact("load_us"), int) and report.fact("load_us") >= 0
+    assert isinstance(report.fact("execute_us"), int) and report.fact("execute_us") >= 0
+
+    again = agent.request(Request(Action.EXECUTE))
+    assert again.outcome is Outcome.OK
+    assert [(e.name, e.calls, e.executes, e.options) for e in again.entries] == [
+        ("ProbeA", 0, 2, ()),
+        ("ProbeB", 0, 1, ()),
+        ("ProbeC", 0, 1, ()),
+    ]
+    assert again.fact("execute_us") is not None
+
+
+def test_load_with_eight_backends_and_unicode_names(agent: AgentProcess) -> None:
+    names = tuple(f"Проба-{i}-🙂" for i in range(8))
+    register(agent, *names)
+    options = OptionsMap.from_dict(
+        {name: {"index": i, "name": name, "odd": bool(i % 2)} for i, name in enumerate(names)}
+    )
+    report = load(agent, names, options)
+    assert report.outcome is Outcome.OK, report.message
+    assert [e.name for e in report.entries] == list(names)
+    for i, name in enumerate(names):
+        assert entry(report, name).options == opts(index=i, name=name, odd=bool(i % 2))
+
+
+def test_load_with_limit_sized_keys_and_values(agent: AgentProcess) -> None:
+    register(agent, "P")
+    many = {f"k{i:02d}-" + "x" * 58: "v" * 255 for i in range(64)}
+    report = load(agent, ("P",), OptionsMap.from_dict({"P": many}))
+    assert report.outcome is Outcome.OK, report.message
+    assert entry(report, "P").options == tuple(Option(k, v) for k, v in many.items())
+
+
+def test_load_refuses_a_program_whose_delegates_differ(agent: AgentProcess) -> None:
+    register(agent, "ProbeA", "ProbeB")
+    program = probe_program(("ProbeA", "ProbeB"))
+    report = agent.request(Request.load(str(program), ("ProbeB", "ProbeA"), OptionsMap()))
+    assert report.outcome is Outcome.RUNTIME_ERROR
+    assert report.detail == E.InvalidProgram
+    assert '["ProbeA", "ProbeB"]' in report.message and '["ProbeB", "ProbeA"]' in report.message
+    assert report.entries == ()
+
+
+def test_load_failures_carry_the_runtime_error(agent: AgentProcess, tmp_path: Path) -> None:
+    missing = agent.request(Request.load(str(tmp_path / "absent.pte"), ("P",), OptionsMap()))
+    assert (missing.outcome, missing.detail) == (Outcome.RUNTIME_ERROR, E.AccessFailed)
+    assert "absent.pte" in missing.message
+
+    garbage = tmp_path / "garbage.pte"
+    garbage.write_bytes(b"\0" * 256)
+    refused = agent.request(Request.load(str(garbage), ("P",), OptionsMap()))
+    assert refused.outcome is Outcome.RUNTIME_ERROR and refused.detail != 0
+
+    unregistered = load(agent, ("NobodyHere",), OptionsMap())
+    assert (unregistered.outcome, unregistered.detail) == (Outcome.RUNTIME_ERROR, E.NotFound)
+    assert 'delegate "NobodyHere" has no registered backend' in unregistered.message
+
+    not_loaded = agent.request(Request(Action.EXECUTE))
+    assert (not_loaded.outcome, not_loaded.detail) == (Outcome.RUNTIME_ERROR, E.InvalidState)
+
+
+def test_xnnpack_refuses_a_probe_blob_at_init(agent: AgentProcess) -> None:
+    report = load(agent, ("XnnpackBackend",), OptionsMap.from_dict({"XnnpackBackend": {}}))
+    assert report.outcome is Outcome.RUNTIME_ERROR
+    assert report.detail == E.InvalidArgument  # XNNCompiler: "XNNHeader may be corrupt"
+
+
+# --------------------------------------------------------------------------- SET, GET
+
+
+def test_set_and_get_reach_only_the_named_probe(agent: AgentProcess) -> None:
+    register(agent, "ProbeA", "ProbeB")
+    report = set_options(agent, {"ProbeA": {"k": 1, "s": "x", "b": True}, "ProbeB": {"k": 2}})
+    assert report.outcome is Outcome.OK
+    assert [(e.name, e.status, e.calls, e.flags) for e in report.entries] == [
+        ("ProbeA", 0, 1, ENTRY_FLAG_PROBE),
+        ("ProbeB", 0, 1, ENTRY_FLAG_PROBE),
+    ]
+    assert entry(report, "ProbeA").options == opts(k=1, s="x", b=True)
+    assert entry(report, "ProbeB").options == opts(k=2)
+
+    got = get_options(
+        agent,
+        {"ProbeA": {"b": False, "k": 0, "unknown": 5, "s": ""}, "ProbeB": {"k": 0, "s": "keep"}},
+    )
+    assert got.outcome is Outcome.OK
+    assert entry(got, "ProbeA").options == opts(b=True, k=1, unknown=5, s="x")
+    assert entry(got, "ProbeB").options == opts(k=2, s="keep")  # ProbeA's "s" stayed with ProbeA
+    assert (entry(got, "ProbeA").calls, entry(got, "ProbeA").flags) == (1, ENTRY_FLAG_PROBE)
+
+
+def test_unknown_backend_name_is_not_found(agent: AgentProcess) -> None:
+    for report in (set_options(agent, {"Nobody": {"k": 1}}), get_options(agent, {"Nobody": {"k": 1}})):
+        assert report.outcome is Outcome.OK
+        assert [(e.name, e.status, e.flags) for e in report.entries] == [("Nobody", E.NotFound, 0)]
+    assert get_options(agent, {"Nobody": {"k": 1}}).entries[0].options == opts(k=1)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "status"),
+    [
+        ("workspace_sharing_mode", 0, E.Ok),
+        ("workspace_sharing_mode", 2, E.Ok),
+        ("workspace_sharing_mode", 3, E.InvalidArgument),
+        ("workspace_sharing_mode", -1, E.InvalidArgument),
+        ("workspace_sharing_mode", True, E.InvalidArgument),
+        ("workspace_sharing_mode", "1", E.InvalidArgument),
+        ("weight_cache_enabled", False, E.Ok),
+        ("weight_cache_enabled", 1, E.InvalidArgument),
+        ("packed_cache_path", "/tmp/packed", E.Ok),
+        ("packed_cache_path", 7, E.InvalidArgument),
+        ("not_an_xnnpack_key", 1, E.Ok),  # unknown keys are ignored
+    ],
+)
+def test_xnnpack_set_option_statuses(agent: AgentProcess, key: str, value: object, status: int) -> None:
+    report = set_options(agent, {"XnnpackBackend": {key: value}})
+    assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
+        ("XnnpackBackend", status, 0, ())
+    ]
+
+
+def test_xnnpack_get_reads_back_what_set_stored(agent: AgentProcess) -> None:
+    placeholders = {
+        "workspace_sharing_mode": -5,
+        "weight_cache_enabled": True,
+        "packed_cache_path": "placeholder",
+        "not_an_xnnpack_key": 42,
+    }
+    stored = {"workspace_sharing_mode": 1, "weight_cache_enabled": False, "packed_cache_path": "/tmp/pc"}
+    assert set_options(agent, {"XnnpackBackend": stored}).entries[0].status == E.Ok
+    refused = set_options(agent, {"XnnpackBackend": {"workspace_sharing_mode": 9}})
+    assert refused.entries[0].status == E.InvalidArgument
+    got = get_options(agent, {"XnnpackBackend": placeholders})
+    (xnn,) = got.entries
+    assert (xnn.name, xnn.status, xnn.flags) == ("XnnpackBackend", E.Ok, 0)
+    # The refused 9 changed nothing; the unknown key is left as it was sent.
+    assert xnn.options == opts(**stored, not_an_xnnpack_key=42)
+
+
+# --------------------------------------------------------------------------- RESET
+
+
+def test_reset_forgets_program_and_probe_state_but_not_registrations(agent: AgentProcess) -> None:
+    register(agent, "ProbeA")
+    assert set_options(agent, {"ProbeA": {"k": 1}}).entries[0].status == E.Ok
+    assert load(agent, ("ProbeA",), OptionsMap.from_dict({"ProbeA": {"t": 1}})).outcome is Outcome.OK
+
+    reset = agent.request(Request(Action.RESET))
+    assert (reset.outcome, reset.entries) == (Outcome.OK, ())
+
+    assert get_options(agent, {"ProbeA": {"k": 0}}).entries[0].options == opts(k=0)
+    after = agent.request(Request(Action.EXECUTE))
+    assert (after.outcome, after.detail) == (Outcome.RUNTIME_ERROR, E.InvalidState)
+    assert "ProbeA" in [e.name for e in agent.request(Request(Action.HELLO)).entries]
+    assert agent.request(Request.register(("ProbeA",))).entries[0].status == E.InvalidArgument
+    reloaded = load(agent, ("ProbeA",), OptionsMap())
+    assert (reloaded.outcome, entry(reloaded, "ProbeA").options) == (Outcome.OK, ())
+
+
+# --------------------------------------------------------------------------- malformed input
+
+
+def _hello_frame(seq: int) -> bytes:
+    return wire.encode_request(Request(Action.HELLO, seq=seq))
+
+
+def _assert_rejected(report: Report, error: wire.WireErrorCode, seq: int) -> None:
+    assert (report.action, report.outcome, report.detail, report.seq) == (
+        Action.NONE,
+        Outcome.REJECTED,
+        error,
+        seq,
+    ), report
+
+
+def test_malformed_frames_are_rejected_and_the_agent_keeps_serving(agent: AgentProcess) -> None:
+    good = _hello_frame(41)
+
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 0xFF
+    _assert_rejected(agent.send_raw(bytes(bad_crc)), wire.WireErrorCode.CRC, 41)
+
+    other_version = bytearray(good)
+    other_version[4] = 2
+    _assert_rejected(agent.send_raw(bytes(other_version)), wire.WireErrorCode.VERSION, 41)
+
+    a_report = wire.encode_report(Report(Action.HELLO, Outcome.OK, seq=42))
+    _assert_rejected(agent.send_raw(a_report), wire.WireErrorCode.MSG_TYPE, 42)
+
+    unknown_action = bytearray(good[:-4])
+    unknown_action[16] = 99
+    _assert_rejected(agent.send_raw(wire.seal(bytes(unknown_action))), wire.WireErrorCode.ACTION, 41)
+
+    trailing = wire.seal(good[:-4] + b"\0")
+    _assert_rejected(agent.send_raw(trailing), wire.WireErrorCode.TRAILING, 41)
+
+    # Garbage, then a message: one BAD_MAGIC report, then the message's report.
+    agent.write(b"\x00garbage bytes\xffETB" + _hello_frame(43))
+    _assert_rejected(agent.read_report(), wire.WireErrorCode.BAD_MAGIC, 0)
+    assert agent.read_report().seq == 43
+
+    # A length field over 1 MiB cannot be skipped: the agent resynchronises.
+    huge = bytearray(good)
+    struct.pack_into("<I", huge, 8, wire.MAX_MESSAGE + 1)
+    agent.write(bytes(huge) + _hello_frame(44))
+    _assert_rejected(agent.read_report(), wire.WireErrorCode.LENGTH, 41)
+    assert agent.read_report().seq == 44
+
+    assert agent.request(Request(Action.HELLO)).outcome is Outcome.OK
+
+
+def test_truncated_input_at_eof_is_rejected_then_clean_exit(build: AgentBuild) -> None:
+    process = AgentProcess([str(build.binary)])
+    process.write(_hello_frame(7)[:20])  # header and 4 of its 25 bytes
+    process.proc.stdin.close()
+    _assert_rejected(process.read_report(), wire.WireErrorCode.TRUNCATED, 7)
+    assert process.proc.wait(timeout=TIMEOUT_S) == 0
+
+
+def test_runtime_logs_go_to_stderr_never_into_the_report_stream(build: AgentBuild) -> None:
+    process = AgentProcess([str(build.binary)])
+    report = set_options(process, {"XnnpackBackend": {"workspace_sharing_mode": 7}})
+    assert report.entries[0].status == E.InvalidArgument
+    code, err = process.finish()
+    assert code == 0
+    assert "workspace sharing mode must be between 0 and 2" in err
+
+
+# --------------------------------------------------------------------------- one-shot, CLI, deployment
+
+
+def test_oneshot_mode_answers_a_file_of_requests(build: AgentBuild, tmp_path: Path) -> None:
+    program = probe_program(("ProbeA",))
+    requests = [
+        Request(Action.HELLO, seq=1),
+        dataclasses.replace(Request.register(("ProbeA",)), seq=2),
+        dataclasses.replace(
+            Request.load(str(program), ("ProbeA",), OptionsMap.from_dict({"ProbeA": {"n": 3}})),
+            seq=3,
+        ),
+    ]
+    blob = b"".join(wire.encode_request(r) for r in requests) + b"junk" + _hello_frame(4)
+    (tmp_path / "requests.bin").write_bytes(blob)
+    result = subprocess.run(
+        [str(build.binary), "--oneshot", str(tmp_path / "requests.bin"), str(tmp_path / "reports.bin")],
+        capture_output=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b""
+    data = (tmp_path / "reports.bin").read_bytes()
+    reports = []
+    while data:
+        length = wire.peek_header(data).length
+        reports.append(wire.decode_report(data[:length]))
+        data = data[length:]
+    assert [(r.seq, r.action, r.outcome) for r in reports] == [
+        (1, Action.HELLO, Outcome.OK),
+        (2, Action.REGISTER, Outcome.OK),
+        (3, Action.LOAD, Outcome.OK),
+        (0, Action.NONE, Outcome.REJECTED),
+        (4, Action.HELLO, Outcome.OK),
+    ]
+    assert entry(reports[2], "ProbeA").options == opts(n=3)
+
+
+def test_cli_usage_errors(build: AgentBuild) -> None:
+    bad = subprocess.run([str(build.binary), "--bogus"], capture_output=True, timeout=TIMEOUT_S)
+    assert bad.returncode == 2 and b"usage: et-agent" in bad.stderr
+    version = subprocess.run([str(build.binary), "--version"], capture_output=True, timeout=TIMEOUT_S)
+    assert version.returncode == 0 and b"executorch 1.5.1" in version.stdout
+
+
+def test_deployed_copy_runs_on_its_own_libraries(build: AgentBuild, tmp_path: Path) -> None:
+    device_dir = tmp_path / "device"
+    device_dir.mkdir()
+    for path in build.deploy_files():
+        shutil.copy2(path, device_dir / path.name)
+    assert {p.name for p in build.libraries} >= {
+        "libexecutorch.so",
+        "libexecutorch_backend_xnnpack.so",
+    }
+    process = AgentProcess([str(device_dir / "et-agent")])
+    assert process.request(Request(Action.HELLO)).outcome is Outcome.OK
+    maps = Path(f"/proc/{process.proc.pid}/maps").read_text()
+    for name in ("libexecutorch.so", "libexecutorch_backend_xnnpack.so"):
+        assert str(device_dir / name) in maps, f"{name} not loaded from the deployed directory"
+    code, err = process.finish()
+    assert code == 0, err
+
+
+def test_mutated_streams_never_crash_the_agent(build: AgentBuild) -> None:
+    """Bit flips, cuts and resealed (CRC-valid) mutations of real requests, to EOF."""
+    rng = random.Random(1234)
+    program = str(probe_program(("ProbeA", "ProbeB")))
+    seeds = [
+        wire.encode_request(r)
+        for r in (
+            Request.register(("ProbeA", "ProbeB")),
+            Request.load(
+                program,
+                ("ProbeA", "ProbeB"),
+                OptionsMap.from_dict({"ProbeA": {"t": 4, "s": "x" * 40}, "ProbeB": {"b": True}}),
+            ),
+            Request(Action.SET, OptionsMap.from_dict({"ProbeA": {"k": 1}, "XnnpackBackend": {"x": 2}})),
+            Request(Action.GET, OptionsMap.from_dict({"ProbeB": {"k": "v"}})),
+            Request(Action.EXECUTE),
+        )
+    ]
+    chunks = list(seeds)
+    for _ in range(400):
+        frame = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            frame[rng.randrange(wire.HEADER_SIZE, len(frame) - 4)] = rng.randrange(256)
+        mutated = wire.seal(bytes(frame[:-4])) if rng.random() < 0.7 else bytes(frame)
+        if rng.random() < 0.1:
+            mutated = mutated[: rng.randrange(len(mutated))]
+        chunks.append(mutated)
+    result = subprocess.run(
+        [str(build.binary)], input=b"".join(chunks), capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
+    data, reports = result.stdout, 0
+    while data:
+        length = wire.peek_header(data).length
+        wire.decode_report(data[:length])
+        data, reports = data[length:], reports + 1
+    assert reports >= len(seeds)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None,
+    reason="needs apt packages g++-aarch64-linux-gnu and qemu-user",
+)
+def test_arm64_agent_under_qemu(tmp_path: Path) -> None:
+    """The agent cross-built against the aarch64 wheel serves the same requests under QEMU."""
+    arm = ensure_agent("aarch64")
+    assert arm.binary.read_bytes()[18:20] == struct.pack("<H", 183)  # ELF e_machine EM_AARCH64
+    device_dir = tmp_path / "arm64-device"
+    device_dir.mkdir()
+    for path in arm.deploy_files():
+        shutil.copy2(path, device_dir / path.name)
+    process = AgentProcess(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(device_dir / "et-agent")])
+    hello = process.request(Request(Action.HELLO))
+    assert (hello.fact("abi"), hello.fact("runtime")) == ("aarch64", "executorch 1.5.1")
+    register(process, "ProbeA", "ProbeB")
+    report = load(
+        process,
+        ("ProbeB", "ProbeA"),
+        OptionsMap.from_dict({"ProbeA": {"n": 1}, "ProbeB": {"s": "arm64"}}),
+    )
+    assert report.outcome is Outcome.OK, report.message
+    assert [(e.name, e.options) for e in report.entries] == [
+        ("ProbeB", opts(s="arm64")),
+        ("ProbeA", opts(n=1)),
+    ]
+    refused = set_options(process, {"XnnpackBackend": {"workspace_sharing_mode": 3}})
+    assert refused.entries[0].status == E.InvalidArgument
+    code, err = process.finish()
+    assert code == 0, err

@@ -1,0 +1,132 @@
+"""ssh-emu: the real OpenSSH server as an emulated Linux board, checked with the real ssh client."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ssh-emu needs root")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _ssh(emulator: SshdEmulator, *command: str) -> subprocess.CompletedProcess[str]:
+    """The real OpenSSH client, with only the files the emulator wrote."""
+    return subprocess.run(
+        ["ssh", "-F", str(emulator.ssh_config), "-o", "BatchMode=yes", emulator.alias, *command],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+
+
+def _alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for init to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _netns_names() -> set[str]:
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return {line.split()[0] for line in listing.stdout.splitlines() if line.strip()}
+
+
+def test_board_in_its_own_namespace_serves_ssh_and_cleans_up(tmp_path: Path) -> None:
+    emulator = SshdEmulator(tmp_path / "board", isolation=Isolation.NETNS)
+    with emulator:
+        assert emulator.netns is not None and emulator.netns.name in _netns_names()
+        done = _ssh(emulator, "id -un; uname -m; cat /proc/net/dev")
+        assert done.returncode == 0, done.stderr
+        user, machine, *netdev = done.stdout.splitlines()
+        assert (user, machine) == (emulator.user, os.uname().machine)
+        interfaces = {line.split(":")[0].strip() for line in netdev if ":" in line}
+        assert interfaces == {"lo"}, "the board sees only its own loopback"
+        pids = emulator.pids()
+        authorized = list(Path(f"~{emulator.user}/.ssh").expanduser().glob("authorized_keys.et-*"))
+        assert authorized
+        namespace = emulator.netns.name
+    assert namespace not in _netns_names()
+    assert not [pid for pid in pids if _alive(pid)]
+    assert not any(path.exists() for path in authorized)
+
+
+def test_loopback_board_listens_on_a_free_port(tmp_path: Path) -> None:
+    with SshdEmulator(tmp_path / "board", isolation=Isolation.LOOPBACK) as emulator:
+        assert emulator.netns is None and emulator.port not in (0, 22)
+        with socket.create_connection((emulator.host, emulator.port), timeout=5) as sock:
+            assert sock.recv(64).startswith(b"SSH-2.0-OpenSSH")
+        done = _ssh(emulator, "echo", "hello")
+        assert (done.returncode, done.stdout) == (0, "hello\n"), done.stderr
+
+
+def test_host_key_is_kept_across_restarts(tmp_path: Path) -> None:
+    with SshdEmulator(tmp_path) as first:
+        fingerprint = first.host_key_fingerprint
+    with SshdEmulator(tmp_path) as second:
+        assert second.host_key_fingerprint == fingerprint
+        assert fingerprint in subprocess.run(
+            ["ssh-keygen", "-lf", str(second.host_key.with_suffix(".pub"))],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        assert _ssh(second, "true").returncode == 0
+
+
+def test_two_boards_share_a_namespace(tmp_path: Path) -> None:
+    with NetworkNamespace() as netns, \
+            SshdEmulator(tmp_path / "a", netns=netns, alias="a") as a, \
+            SshdEmulator(tmp_path / "b", netns=netns, alias="b", port=2200) as b:
+        assert (a.port, b.port) == (22, 2200)
+        assert _ssh(a, "true").returncode == 0 and _ssh(b, "true").returncode == 0
+    assert netns.name not in _netns_names()
+
+
+def test_command_line_from_a_fresh_run_dir(tmp_path: Path) -> None:
+    """``python -m harness.emulators.sshd`` with an empty /run (no /run/sshd, no
+    /run/netns), as on a machine that never ran sshd: a private mount namespace."""
+    board = tmp_path / "board"
+    script = (
+        "mount -t tmpfs tmpfs /run && exec "
+        f"{sys.executable} -m harness.emulators.sshd --dir {board} --isolation loopback"
+    )
+    process = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        banner = _read_until(process, "try: ", timeout=20)
+        assert "ssh-emu: etdevice@127.0.0.1:" in banner
+        emulator_view = SshdEmulator(board)  # only to name the files it wrote
+        done = subprocess.run(
+            ["ssh", "-F", str(emulator_view.ssh_config), "-o", "BatchMode=yes", "ssh-emu", "echo ok"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+        assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0, process.stderr.read() if process.stderr else ""
+
+
+def _read_until(process: subprocess.Popen[str], marker: str, timeout: float) -> str:
+    assert process.stdout is not None
+    seen = ""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while marker not in seen:
+            if not selector.select(timeout):
+                raise AssertionError(f"no {marker!r} within {timeout} s; got {seen!r}")
+            line = process.stdout.readline()
+            if not line:
+                err = process.stderr.read() if process.stderr else ""
+                raise AssertionError(f"emulator exited: {seen}{err}")
+            seen += line
+    return seen

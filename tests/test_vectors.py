@@ -1,0 +1,96 @@
+"""The golden vectors in tests/vectors against harness.wire, and against their generator."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from harness.messages import Report, Request
+from harness.wire import (
+    WireError,
+    WireErrorCode,
+    decode_report,
+    decode_request,
+    encode_report,
+    encode_request,
+    from_readable,
+    to_readable,
+)
+
+VECTORS = Path(__file__).resolve().parent / "vectors"
+
+
+def load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vector_generator", VECTORS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def vector_names() -> list[str]:
+    return sorted(p.stem for p in VECTORS.glob("*.json"))
+
+
+def load(name: str) -> tuple[bytes, dict[str, object]]:
+    data = (VECTORS / f"{name}.bin").read_bytes()
+    return data, json.loads((VECTORS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def decode(data: bytes, kind: object) -> Request | Report:
+    assert kind in ("request", "report"), kind
+    return decode_request(data) if kind == "request" else decode_report(data)
+
+
+def encode(msg: Request | Report) -> bytes:
+    return encode_request(msg) if isinstance(msg, Request) else encode_report(msg)
+
+
+def test_committed_vectors_are_what_generate_py_writes() -> None:
+    expected = load_generator().expected_files()
+    committed = {
+        p.name: p.read_bytes() for p in VECTORS.iterdir() if p.suffix in (".bin", ".json")
+    }
+    assert sorted(committed) == sorted(expected), "run: python tests/vectors/generate.py"
+    changed = [name for name in expected if committed[name] != expected[name]]
+    assert not changed, f"stale vectors {changed}; run: python tests/vectors/generate.py"
+
+
+def test_vectors_cover_every_error_bytes_can_produce() -> None:
+    errors = {load(name)[1].get("error") for name in vector_names()}
+    expected = {code.name for code in WireErrorCode} - {"OK", "CAPACITY"}
+    assert expected <= errors, f"no vector for {sorted(expected - errors)}"
+
+
+def test_vectors_cover_every_action_in_both_directions() -> None:
+    seen = {
+        (readable["type"], readable["action"])
+        for readable in (load(name)[1] for name in vector_names())
+        if "error" not in readable
+    }
+    actions = {"load", "execute", "set", "get", "reset", "register", "hello"}
+    assert {a for t, a in seen if t == "request"} == actions
+    assert {a for t, a in seen if t == "report"} == actions | {"none"}
+
+
+@pytest.mark.parametrize("name", vector_names())
+def test_vector(name: str) -> None:
+    data, expected = load(name)
+    if "error" in expected:
+        assert set(expected) == {"error", "expect", "about"}
+        with pytest.raises(WireError) as info:
+            decode(data, expected["expect"])
+        assert info.value.code.name == expected["error"], str(info.value)
+        return
+    msg = decode(data, expected["type"])
+    readable = to_readable(msg)
+    # json.dumps tells true from 1, which == on dicts does not.
+    assert json.dumps(readable) == json.dumps(expected)
+    assert encode(msg) == data
+    assert encode(from_readable(expected)) == data
