@@ -64,6 +64,28 @@ def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     return int(pytest.main([str(SUITES_DIR), "--device", args.device, *pytest_args]))
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from harness.benchmark import benchmark, format_figures
+    from harness.device import open_device
+    from harness.runner import CaseRunner
+
+    results = []
+    for name in args.device.split(","):
+        device = open_device(load_profile(name))
+        runner = CaseRunner(device.start_link, device.program_for)
+        try:
+            figures = benchmark(device, runner, args.cases, args.per_case_cases, args.growth_cases)
+        finally:
+            runner.close()
+            device.close()
+        print(format_figures(figures), flush=True)
+        results.append(figures.as_json())
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"figures written to {args.json}")
+    return 0
+
+
 def _cmd_devices(_: argparse.Namespace) -> int:
     for name in profile_names():
         profile = load_profile(name)
@@ -90,12 +112,21 @@ def main(argv: list[str] | None = None) -> int:
 
     commands.add_parser("devices", help="list device profiles")
 
+    bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
+    bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")
+    bench_cmd.add_argument("--cases", type=int, default=300, help="session-mode cases")
+    bench_cmd.add_argument("--per-case-cases", type=int, default=30,
+                           help="cases done the per-case way (push, run one-shot, pull)")
+    bench_cmd.add_argument("--growth-cases", type=int, default=30,
+                           help="cases per map shape when measuring growth")
+    bench_cmd.add_argument("--json", help="write all figures to this JSON file")
+
     args, rest = parser.parse_known_args(argv)
     if args.command == "run":
         return _cmd_run(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return {"map": _cmd_map, "devices": _cmd_devices}[args.command](args)
+    return {"map": _cmd_map, "devices": _cmd_devices, "bench": _cmd_bench}[args.command](args)
 
 
 if __name__ == "__main__":

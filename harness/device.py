@@ -42,6 +42,7 @@ class Device:
         self._emulator = emulator
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
         self._agent_path: str | None = None
+        self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
 
     @property
     def name(self) -> str:
@@ -99,9 +100,12 @@ class Device:
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a probe program calling ``delegates``, pushed if needed."""
-        local = probe_program(delegates)
-        remote = posixpath.join(self.work_dir, "programs", local.name)
-        self.push_once(local, remote)
+        remote = self._programs.get(delegates)
+        if remote is None:
+            local = probe_program(delegates)
+            remote = posixpath.join(self.work_dir, "programs", local.name)
+            self.push_once(local, remote)
+            self._programs[delegates] = remote
         return remote
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ from harness.options import BackendOptions, MapValidationError, Option, OptionsM
 
 _OPTION_FIELDS = ("key", "value", "type")
 _TYPES = {"bool": bool, "int": int, "string": str}
+_KINDS: dict[type, str] = {dict: "mapping", str: "string"}  # YAML's names where Python's differ
 _YAML12_BOOLS = {"true", "True", "TRUE", "false", "False", "FALSE"}
 _YAML12_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
 
@@ -106,7 +107,8 @@ def _read_yaml(text: str, source: str) -> object:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         location = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise MapFileError(source, location, f"not valid YAML: {exc.problem}") from None
+        problem = ", ".join(part for part in (exc.context, exc.problem) if part)
+        raise MapFileError(source, location, f"not valid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise MapFileError(source, None, f"not valid YAML: {exc}") from None
     finally:
@@ -142,7 +144,9 @@ def load_map(path: str | os.PathLike[str]) -> OptionsMap:
     reader = _READERS.get(Path(path).suffix.lower())
     if reader is None:
         raise MapFileError(
-            source, None, f"unknown suffix {Path(path).suffix!r}; name the file .yaml, .yml or .json"
+            source,
+            None,
+            f"unknown suffix {Path(path).suffix!r}; name the file .yaml, .yml or .json",
         )
     try:
         raw = Path(path).read_bytes()
@@ -163,7 +167,7 @@ def _describe(value: object) -> str:
         return "null"
     if type(value) is bool:
         return f"bool {str(value).lower()}"
-    kind = {dict: "mapping", str: "string"}.get(type(value), type(value).__name__)
+    kind = _KINDS.get(type(value), type(value).__name__)
     text = repr(value)
     return f"{kind} {text if len(text) <= 60 else text[:60] + '...'}"
 
@@ -210,13 +214,15 @@ def _option(data: object, path: str, source: str) -> Option:
         )
     unknown = [field for field in data if field not in _OPTION_FIELDS]
     if unknown and "key" not in data and len(data) == 1:
-        (key, value), = data.items()
+        ((key, value),) = data.items()
         raise MapFileError(
             source, path, f"write {{key: {key}, value: {value}}} instead of {{{key}: {value}}}"
         )
     if unknown:
         raise MapFileError(
-            source, path, f"unknown field {unknown[0]!r}; an option has key, value and optional type"
+            source,
+            path,
+            f"unknown field {unknown[0]!r}; an option has key, value and optional type",
         )
     for field in ("key", "value"):
         if field not in data:
@@ -257,7 +263,9 @@ def parse_map(data: object, source: str) -> OptionsMap:
         raise MapFileError(source, None, "the file is empty; a map file starts with 'backends:'")
     if not isinstance(data, Mapping):
         raise MapFileError(
-            source, None, f"a map file is a mapping with the field 'backends'; got {_describe(data)}"
+            source,
+            None,
+            f"a map file is a mapping with the field 'backends'; got {_describe(data)}",
         )
     unknown = [field for field in data if field != "backends"]
     if unknown:
@@ -265,7 +273,9 @@ def parse_map(data: object, source: str) -> OptionsMap:
             source, None, f"unknown field {unknown[0]!r}; the only top-level field is 'backends'"
         )
     if "backends" not in data:
-        raise MapFileError(source, None, "missing 'backends'; write 'backends: {}' for an empty map")
+        raise MapFileError(
+            source, None, "missing 'backends'; write 'backends: {}' for an empty map"
+        )
     backends = data["backends"]
     if not isinstance(backends, Mapping):
         raise MapFileError(

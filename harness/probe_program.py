@@ -127,9 +127,7 @@ def _cache_path(delegates: tuple[str, ...], sdk: SdkPaths) -> Path:
 def _generate(delegates: tuple[str, ...], sdk: SdkPaths, target: Path) -> None:
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".probe-") as tmp:
         source = Path(tmp) / "program.json"
-        source.write_text(
-            json.dumps(program_json(delegates), ensure_ascii=False), encoding="utf-8"
-        )
+        source.write_text(json.dumps(program_json(delegates), ensure_ascii=False), encoding="utf-8")
         argv = [str(sdk.flatc), "--binary", "-o", tmp, str(sdk.schema / "program.fbs"), str(source)]
         try:
             result = subprocess.run(

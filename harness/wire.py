@@ -196,7 +196,8 @@ def _check_text_bytes(raw: bytes, offset: int, limit: _Limit, what: str) -> None
         raise WireError(
             WireErrorCode.UTF8,
             offset + 2 + exc.start,
-            f"{what} is not valid UTF-8 at index {exc.start} ({exc.reason}): {raw[exc.start:exc.end]!r}",
+            f"{what} is not valid UTF-8 at index {exc.start} ({exc.reason}): "
+            f"{raw[exc.start : exc.end]!r}",
         ) from None
 
 
@@ -223,7 +224,9 @@ def _check_header(data: bytes, max_message: int, expect: MessageType | None) -> 
             f"version {version}; this decoder reads version {WIRE_VERSION} only",
         )
     if msg_type not in tuple(MessageType):
-        raise WireError(WireErrorCode.MSG_TYPE, 5, f"type {msg_type} is neither request (1) nor report (2)")
+        raise WireError(
+            WireErrorCode.MSG_TYPE, 5, f"type {msg_type} is neither request (1) nor report (2)"
+        )
     if expect is not None and msg_type != expect:
         raise WireError(
             WireErrorCode.MSG_TYPE,
@@ -281,7 +284,7 @@ def _open_frame(data: bytes, expect: MessageType) -> tuple[Header, _Reader]:
     return header, _Reader(data, HEADER_SIZE, crc_offset)
 
 
-def seal(frame_without_crc: bytes) -> bytes:
+def seal(frame_without_crc: bytes | bytearray) -> bytes:
     """Set the length field of a header+body and append its CRC.
 
     For negative tests: tamper with an encoded message's bytes (``frame[:-4]``),
@@ -292,7 +295,9 @@ def seal(frame_without_crc: bytes) -> bytes:
         raise ValueError(f"{len(frame)} bytes cannot hold the header's length field")
     length = len(frame) + CRC_SIZE
     if length > 0xFFFFFFFF:
-        raise WireError(WireErrorCode.LENGTH, _LENGTH_OFFSET, f"{length} bytes exceed the u32 length")
+        raise WireError(
+            WireErrorCode.LENGTH, _LENGTH_OFFSET, f"{length} bytes exceed the u32 length"
+        )
     _U32.pack_into(frame, _LENGTH_OFFSET, length)
     frame += _U32.pack(zlib.crc32(frame))
     return bytes(frame)
@@ -429,7 +434,9 @@ def decode_report(data: bytes) -> Report:
         status = reader.number(_U32, f"status of {name!r}")
         calls = reader.number(_U16, f"calls of {name!r}")
         executes = reader.number(_U16, f"executes of {name!r}")
-        flags = reader.bounded(_U8, _ENTRY_FLAGS, f"flags of {name!r}")
+        flags = reader.bounded(
+            _U8, _ENTRY_FLAGS, f"flags of {name!r} (only bit 0, PROBE, is defined)"
+        )
         option_count = reader.bounded(_U8, _OPTIONS, f"option count of {name!r}")
         options = tuple(reader.option(None) for _ in range(option_count))
         entries.append(ReportEntry(name, status, calls, executes, flags, options))
@@ -498,12 +505,11 @@ class _Writer:
                     f"key {option.key!r} appears twice in one backend",
                 )
             keys.add(option.key)
-        kind = option.type
-        self.buf += _U8.pack(kind)
+        self.buf += _U8.pack(option.type)  # TypeError for a value of no option type
         value = option.value
-        if kind is OptionType.BOOL:
+        if isinstance(value, bool):
             self.buf += _U8.pack(1 if value else 0)
-        elif kind is OptionType.INT:
+        elif isinstance(value, int):
             low, high = (INT32_MIN, INT32_MAX) if self.checked else (-(2**63), 2**63 - 1)
             if not low <= value <= high:
                 raise WireError(
@@ -582,7 +588,9 @@ def encode_report(rep: Report, *, checked: bool = True) -> bytes:
         writer.number(_U32, entry.status, f"status of {entry.name!r}")
         writer.number(_U16, entry.calls, f"calls of {entry.name!r}")
         writer.number(_U16, entry.executes, f"executes of {entry.name!r}")
-        writer.bounded(entry.flags, _ENTRY_FLAGS, f"flags of {entry.name!r}")
+        writer.bounded(
+            entry.flags, _ENTRY_FLAGS, f"flags of {entry.name!r} (only bit 0, PROBE, is defined)"
+        )
         writer.bounded(len(entry.options), _OPTIONS, f"option count of {entry.name!r}")
         for option in entry.options:
             writer.option(option, None)
@@ -678,7 +686,9 @@ def _list(value: object, path: str) -> list[object]:
 def _option_from_readable(data: object, path: str) -> Option:
     key, type_name, value = _fields(data, path, ("key", "type", "value"))
     if type_name not in _TYPES_BY_NAME:
-        raise ReadableFormError(f"{path}.type: {type_name!r} is not one of {sorted(_TYPES_BY_NAME)}")
+        raise ReadableFormError(
+            f"{path}.type: {type_name!r} is not one of {sorted(_TYPES_BY_NAME)}"
+        )
     expected = _PYTHON_TYPES[_TYPES_BY_NAME[type_name]]
     if type(value) is not expected:
         raise _wrong(value, f"a {type_name} as the type says", f"{path}.value")
@@ -686,9 +696,7 @@ def _option_from_readable(data: object, path: str) -> Option:
 
 
 def _options_from_readable(data: object, path: str) -> tuple[Option, ...]:
-    return tuple(
-        _option_from_readable(o, f"{path}[{i}]") for i, o in enumerate(_list(data, path))
-    )
+    return tuple(_option_from_readable(o, f"{path}[{i}]") for i, o in enumerate(_list(data, path)))
 
 
 def _action(value: object) -> Action:

@@ -303,7 +303,10 @@ def test_set_and_get_reach_only_the_named_probe(agent: AgentProcess) -> None:
 
 
 def test_unknown_backend_name_is_not_found(agent: AgentProcess) -> None:
-    for report in (set_options(agent, {"Nobody": {"k": 1}}), get_options(agent, {"Nobody": {"k": 1}})):
+    for report in (
+        set_options(agent, {"Nobody": {"k": 1}}),
+        get_options(agent, {"Nobody": {"k": 1}}),
+    ):
         assert report.outcome is Outcome.OK
         assert [(e.name, e.status, e.flags) for e in report.entries] == [("Nobody", E.NotFound, 0)]
     assert get_options(agent, {"Nobody": {"k": 1}}).entries[0].options == opts(k=1)
@@ -325,7 +328,9 @@ def test_unknown_backend_name_is_not_found(agent: AgentProcess) -> None:
         ("not_an_xnnpack_key", 1, E.Ok),  # unknown keys are ignored
     ],
 )
-def test_xnnpack_set_option_statuses(agent: AgentProcess, key: str, value: object, status: int) -> None:
+def test_xnnpack_set_option_statuses(
+    agent: AgentProcess, key: str, value: object, status: int
+) -> None:
     report = set_options(agent, {"XnnpackBackend": {key: value}})
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
         ("XnnpackBackend", status, 0, ())
@@ -339,7 +344,11 @@ def test_xnnpack_get_reads_back_what_set_stored(agent: AgentProcess) -> None:
         "packed_cache_path": "placeholder",
         "not_an_xnnpack_key": 42,
     }
-    stored = {"workspace_sharing_mode": 1, "weight_cache_enabled": False, "packed_cache_path": "/tmp/pc"}
+    stored = {
+        "workspace_sharing_mode": 1,
+        "weight_cache_enabled": False,
+        "packed_cache_path": "/tmp/pc",
+    }
     assert set_options(agent, {"XnnpackBackend": stored}).entries[0].status == E.Ok
     refused = set_options(agent, {"XnnpackBackend": {"workspace_sharing_mode": 9}})
     assert refused.entries[0].status == E.InvalidArgument
@@ -356,7 +365,9 @@ def test_xnnpack_get_reads_back_what_set_stored(agent: AgentProcess) -> None:
 def test_reset_forgets_program_and_probe_state_but_not_registrations(agent: AgentProcess) -> None:
     register(agent, "ProbeA")
     assert set_options(agent, {"ProbeA": {"k": 1}}).entries[0].status == E.Ok
-    assert load(agent, ("ProbeA",), OptionsMap.from_dict({"ProbeA": {"t": 1}})).outcome is Outcome.OK
+    assert (
+        load(agent, ("ProbeA",), OptionsMap.from_dict({"ProbeA": {"t": 1}})).outcome is Outcome.OK
+    )
 
     reset = agent.request(Request(Action.RESET))
     assert (reset.outcome, reset.entries) == (Outcome.OK, ())
@@ -402,7 +413,9 @@ def test_malformed_frames_are_rejected_and_the_agent_keeps_serving(agent: AgentP
 
     unknown_action = bytearray(good[:-4])
     unknown_action[16] = 99
-    _assert_rejected(agent.send_raw(wire.seal(bytes(unknown_action))), wire.WireErrorCode.ACTION, 41)
+    _assert_rejected(
+        agent.send_raw(wire.seal(bytes(unknown_action))), wire.WireErrorCode.ACTION, 41
+    )
 
     trailing = wire.seal(good[:-4] + b"\0")
     _assert_rejected(agent.send_raw(trailing), wire.WireErrorCode.TRAILING, 41)
@@ -439,7 +452,7 @@ def test_runtime_logs_go_to_stderr_never_into_the_report_stream(build: AgentBuil
     assert "workspace sharing mode must be between 0 and 2" in err
 
 
-# --------------------------------------------------------------------------- one-shot, CLI, deployment
+# ------------------------------------------------------------------ one-shot, CLI, deployment
 
 
 def test_oneshot_mode_answers_a_file_of_requests(build: AgentBuild, tmp_path: Path) -> None:
@@ -455,7 +468,12 @@ def test_oneshot_mode_answers_a_file_of_requests(build: AgentBuild, tmp_path: Pa
     blob = b"".join(wire.encode_request(r) for r in requests) + b"junk" + _hello_frame(4)
     (tmp_path / "requests.bin").write_bytes(blob)
     result = subprocess.run(
-        [str(build.binary), "--oneshot", str(tmp_path / "requests.bin"), str(tmp_path / "reports.bin")],
+        [
+            str(build.binary),
+            "--oneshot",
+            str(tmp_path / "requests.bin"),
+            str(tmp_path / "reports.bin"),
+        ],
         capture_output=True,
         timeout=TIMEOUT_S,
         check=False,
@@ -481,7 +499,9 @@ def test_oneshot_mode_answers_a_file_of_requests(build: AgentBuild, tmp_path: Pa
 def test_cli_usage_errors(build: AgentBuild) -> None:
     bad = subprocess.run([str(build.binary), "--bogus"], capture_output=True, timeout=TIMEOUT_S)
     assert bad.returncode == 2 and b"usage: et-agent" in bad.stderr
-    version = subprocess.run([str(build.binary), "--version"], capture_output=True, timeout=TIMEOUT_S)
+    version = subprocess.run(
+        [str(build.binary), "--version"], capture_output=True, timeout=TIMEOUT_S
+    )
     assert version.returncode == 0 and b"executorch 1.5.1" in version.stdout
 
 
@@ -516,7 +536,9 @@ def test_mutated_streams_never_crash_the_agent(build: AgentBuild) -> None:
                 ("ProbeA", "ProbeB"),
                 OptionsMap.from_dict({"ProbeA": {"t": 4, "s": "x" * 40}, "ProbeB": {"b": True}}),
             ),
-            Request(Action.SET, OptionsMap.from_dict({"ProbeA": {"k": 1}, "XnnpackBackend": {"x": 2}})),
+            Request(
+                Action.SET, OptionsMap.from_dict({"ProbeA": {"k": 1}, "XnnpackBackend": {"x": 2}})
+            ),
             Request(Action.GET, OptionsMap.from_dict({"ProbeB": {"k": "v"}})),
             Request(Action.EXECUTE),
         )
@@ -555,7 +577,9 @@ def test_arm64_agent_under_qemu(tmp_path: Path) -> None:
     device_dir.mkdir()
     for path in arm.deploy_files():
         shutil.copy2(path, device_dir / path.name)
-    process = AgentProcess(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(device_dir / "et-agent")])
+    process = AgentProcess(
+        ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(device_dir / "et-agent")]
+    )
     hello = process.request(Request(Action.HELLO))
     assert (hello.fact("abi"), hello.fact("runtime")) == ("aarch64", "executorch 1.5.1")
     register(process, "ProbeA", "ProbeB")
@@ -573,3 +597,36 @@ def test_arm64_agent_under_qemu(tmp_path: Path) -> None:
     assert refused.entries[0].status == E.InvalidArgument
     code, err = process.finish()
     assert code == 0, err
+
+
+def test_a_failing_build_names_its_log(
+    build: AgentBuild,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from harness.agent import build as agent_build
+
+    broken = tmp_path / "runtime"
+    shutil.copytree(agent_build.AGENT_SOURCE_DIR, broken)
+    cmake_lists = broken / "CMakeLists.txt"
+    cmake_lists.write_text(cmake_lists.read_text() + '\nmessage(FATAL_ERROR "broken on purpose")\n')
+    cache = tmp_path / "cache"
+    (cache / "sdk").mkdir(parents=True)
+    (cache / "sdk" / build.sdk.root.name).symlink_to(build.sdk.root)  # no second download
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(cache))
+    monkeypatch.setattr(agent_build, "AGENT_SOURCE_DIR", broken)
+
+    with pytest.raises(agent_build.AgentBuildFailed) as failure:
+        agent_build.ensure_agent("x86_64")
+    assert failure.value.log.is_file() and str(failure.value.log) in str(failure.value)
+    assert "broken on purpose" in str(failure.value)  # the log's tail is in the message
+    assert "building ExecuTorch device agent for x86_64 (first run" in capsys.readouterr().err
+    assert not list((cache / "agent").glob("*/complete"))  # nothing passes for a build
+
+
+def test_unknown_abi_has_no_build() -> None:
+    from harness.agent.build import UnsupportedAgentAbi
+
+    with pytest.raises(UnsupportedAgentAbi, match="android-arm64.md"):
+        ensure_agent("arm64-v8a")

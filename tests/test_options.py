@@ -31,9 +31,7 @@ def refused(build) -> MapValidationError:  # type: ignore[no-untyped-def]
 
 
 def test_a_map_keeps_backend_and_option_order() -> None:
-    m = OptionsMap.from_dict(
-        {"B": [("z", 1), ("a", True)], "A": {"path": "/tmp", "n": -1}}
-    )
+    m = OptionsMap.from_dict({"B": [("z", 1), ("a", True)], "A": {"path": "/tmp", "n": -1}})
     assert m.backend_ids == ("B", "A")
     assert m.to_dict() == {"B": [("z", 1), ("a", True)], "A": [("path", "/tmp"), ("n", -1)]}
     assert m.for_backend("A") == BackendOptions("A", (Option("path", "/tmp"), Option("n", -1)))
@@ -93,7 +91,9 @@ def test_keys_up_to_63_bytes(key: str) -> None:
     assert one(1, key=key).backends[0].options[0].key == key
 
 
-@pytest.mark.parametrize("key", ["k" * 64, "😀" * 16, ""], ids=["64_bytes", "16_chars_64_bytes", "empty"])
+@pytest.mark.parametrize(
+    "key", ["k" * 64, "😀" * 16, ""], ids=["64_bytes", "16_chars_64_bytes", "empty"]
+)
 def test_keys_beyond_63_bytes_or_empty(key: str) -> None:
     error = refused(lambda: one(1, key=key))
     size = len(key.encode())
@@ -207,8 +207,10 @@ def test_the_error_points_at_the_option_index() -> None:
 
 def test_unchecked_maps_hold_anything_and_compare_equal_to_checked_ones() -> None:
     wild = OptionsMap.unchecked(
-        [BackendOptions(f"P{i}", (Option("k" * 70, 2**40), Option("k" * 70, "\0")))
-         for i in range(12)]
+        [
+            BackendOptions(f"P{i}", (Option("k" * 70, 2**40), Option("k" * 70, "\0")))
+            for i in range(12)
+        ]
     )
     assert wild.checked is False and len(wild.backends) == 12
     with pytest.raises(MapValidationError):

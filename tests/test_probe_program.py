@@ -61,7 +61,9 @@ def test_eight_delegates_in_order_with_duplicates(tmp_path: Path) -> None:
 def test_unicode_and_limit_length_ids(tmp_path: Path) -> None:
     ids = ("Проба 🙂 テスト", "x" * 63, "é" * 31)
     program = probe_program(ids)
-    assert tuple(d["id"] for d in decode(program, tmp_path)["execution_plan"][0]["delegates"]) == ids
+    assert (
+        tuple(d["id"] for d in decode(program, tmp_path)["execution_plan"][0]["delegates"]) == ids
+    )
 
 
 def test_cache_hit_returns_the_same_file_untouched() -> None:

@@ -34,11 +34,17 @@ def test_host_sdk_has_the_parts_the_agent_needs() -> None:
     assert paths.version == EXECUTORCH_VERSION and paths.abi == "x86_64"
     assert (paths.include / "executorch/runtime/backend/backend_options_map.h").is_file()
     assert (paths.include / "executorch/runtime/core/portable_type/c10").is_dir()
-    for name in ("libexecutorch.so", "libexecutorch_backend_xnnpack.so", "libexecutorch_threadpool.so"):
+    for name in (
+        "libexecutorch.so",
+        "libexecutorch_backend_xnnpack.so",
+        "libexecutorch_threadpool.so",
+    ):
         assert (paths.lib / name).is_file(), name
     assert (paths.cmake_dir / "executorch-config.cmake").is_file()
     assert (paths.schema / "program.fbs").is_file() and (paths.schema / "scalar_type.fbs").is_file()
-    version = subprocess.run([str(paths.flatc), "--version"], capture_output=True, text=True, timeout=30)
+    version = subprocess.run(
+        [str(paths.flatc), "--version"], capture_output=True, text=True, timeout=30
+    )
     assert version.returncode == 0 and version.stdout.startswith("flatc version")
     # Only the C++ SDK is kept, not the wheel's Python package.
     assert not (paths.root / "exir").exists()
@@ -56,7 +62,9 @@ def test_unknown_abi_is_refused() -> None:
         ensure_sdk("armv7m")
 
 
-def test_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_cache_root_follows_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path))
     assert cache_root() == tmp_path
     assert sdk_dir("aarch64") == tmp_path / "sdk" / f"executorch-{EXECUTORCH_VERSION}-aarch64"

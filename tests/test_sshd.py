@@ -100,11 +100,11 @@ def test_command_line_from_a_fresh_run_dir(tmp_path: Path) -> None:
     )
     process = subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
-        banner = _read_until(process, "try: ", timeout=20)
-        assert "ssh-emu: etdevice@127.0.0.1:" in banner
+        banner = _read_until(process, b"try: ", timeout=20)
+        assert b"ssh-emu: etdevice@127.0.0.1:" in banner
         emulator_view = SshdEmulator(board)  # only to name the files it wrote
         done = subprocess.run(
             ["ssh", "-F", str(emulator_view.ssh_config), "-o", "BatchMode=yes", "ssh-emu", "echo ok"],
@@ -116,17 +116,17 @@ def test_command_line_from_a_fresh_run_dir(tmp_path: Path) -> None:
         assert process.wait(timeout=20) == 0, process.stderr.read() if process.stderr else ""
 
 
-def _read_until(process: subprocess.Popen[str], marker: str, timeout: float) -> str:
+def _read_until(process: subprocess.Popen[bytes], marker: bytes, timeout: float) -> bytes:
     assert process.stdout is not None
-    seen = ""
+    seen = b""
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
         while marker not in seen:
             if not selector.select(timeout):
                 raise AssertionError(f"no {marker!r} within {timeout} s; got {seen!r}")
-            line = process.stdout.readline()
-            if not line:
-                err = process.stderr.read() if process.stderr else ""
-                raise AssertionError(f"emulator exited: {seen}{err}")
-            seen += line
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                err = process.stderr.read() if process.stderr else b""
+                raise AssertionError(f"emulator exited: {seen!r} {err!r}")
+            seen += chunk
     return seen

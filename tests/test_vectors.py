@@ -54,9 +54,7 @@ def encode(msg: Request | Report) -> bytes:
 
 def test_committed_vectors_are_what_generate_py_writes() -> None:
     expected = load_generator().expected_files()
-    committed = {
-        p.name: p.read_bytes() for p in VECTORS.iterdir() if p.suffix in (".bin", ".json")
-    }
+    committed = {p.name: p.read_bytes() for p in VECTORS.iterdir() if p.suffix in (".bin", ".json")}
     assert sorted(committed) == sorted(expected), "run: python tests/vectors/generate.py"
     changed = [name for name in expected if committed[name] != expected[name]]
     assert not changed, f"stale vectors {changed}; run: python tests/vectors/generate.py"

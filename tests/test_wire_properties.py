@@ -43,9 +43,7 @@ def utf8_text(least: int, most: int, max_chars: int) -> st.SearchStrategy[str]:
 
 KEYS = utf8_text(1, 63, 63)
 IDS = utf8_text(1, 63, 63)
-VALUES = st.one_of(
-    st.booleans(), st.integers(INT32_MIN, INT32_MAX), utf8_text(0, 255, 80)
-)
+VALUES = st.one_of(st.booleans(), st.integers(INT32_MIN, INT32_MAX), utf8_text(0, 255, 80))
 OPTIONS = st.builds(Option, KEYS, VALUES)
 
 
@@ -71,9 +69,7 @@ LOAD_REQUESTS = st.builds(
 GLOBAL_REQUESTS = st.builds(
     Request, st.sampled_from([Action.SET, Action.GET]), backends(16, unique_options(8)), seq=SEQ
 )
-REGISTER_REQUESTS = st.builds(
-    Request, st.just(Action.REGISTER), backends(16, st.just(())), seq=SEQ
-)
+REGISTER_REQUESTS = st.builds(Request, st.just(Action.REGISTER), backends(16, st.just(())), seq=SEQ)
 BARE_REQUESTS = st.builds(
     Request, st.sampled_from([Action.EXECUTE, Action.RESET, Action.HELLO]), seq=SEQ
 )
@@ -162,8 +158,13 @@ MUTATIONS = st.sampled_from(["flip", "insert", "delete", "truncate", "replace"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(MESSAGES, st.lists(st.tuples(MUTATIONS, st.integers(0, 2**16), st.integers(0, 255)),
-                          min_size=1, max_size=4), st.booleans())
+@given(
+    MESSAGES,
+    st.lists(
+        st.tuples(MUTATIONS, st.integers(0, 2**16), st.integers(0, 255)), min_size=1, max_size=4
+    ),
+    st.booleans(),
+)
 def test_mutated_frames_raise_only_wire_errors(
     msg: Request | Report, mutations: list[tuple[str, int, int]], reseal: bool
 ) -> None:

@@ -31,8 +31,8 @@ AGENT_BINARY_NAME = "et-agent"
 
 # ABI -> (toolchain file or None for a native build, rough build time in seconds).
 _TARGETS: dict[str, tuple[str | None, int]] = {
-    "x86_64": (None, 15),
-    "aarch64": ("aarch64-linux-gnu.cmake", 25),
+    "x86_64": (None, 10),
+    "aarch64": ("aarch64-linux-gnu.cmake", 15),
 }
 _MIN_CMAKE = (3, 28)
 _BUILD_TIMEOUT_S = 900
@@ -115,25 +115,41 @@ def _describe(abi: str, target: Path, sdk: SdkPaths) -> AgentBuild | None:
     binary = dist / AGENT_BINARY_NAME
     if not (target / "complete").is_file() or not binary.is_file():
         return None
-    libraries = tuple(sorted(p for p in dist.iterdir() if p.name.endswith(".so") or ".so." in p.name))
+    libraries = tuple(
+        sorted(p for p in dist.iterdir() if p.name.endswith(".so") or ".so." in p.name)
+    )
     return AgentBuild(abi=abi, dist_dir=dist, binary=binary, libraries=libraries, sdk=sdk)
 
 
-def _source_files() -> list[Path]:
+_SOURCE_SUFFIXES = {".c", ".h", ".cc", ".cpp", ".hpp", ".cmake", ".ld"}
+
+
+def _source_files() -> list[tuple[str, Path]]:
+    """The files a build reads, with stable names: sources and CMake files, no build trees."""
     files = []
     for root in (AGENT_SOURCE_DIR, CODEC_SOURCE_DIR):
+        if not root.is_dir():
+            raise AgentBuildError(
+                f"agent sources not found at {root}; the harness must run from a source "
+                "checkout (pip install -e .)"
+            )
         for path in root.rglob("*"):
-            if path.is_file() and "__pycache__" not in path.parts:
-                files.append(path)
+            parts = path.relative_to(root).parts
+            if any(p.startswith((".", "build")) or p == "CMakeFiles" for p in parts[:-1]):
+                continue
+            if path.is_file() and (
+                path.suffix in _SOURCE_SUFFIXES or path.name == "CMakeLists.txt"
+            ):
+                files.append((f"{root.name}/{'/'.join(parts)}", path))
     return sorted(files)
 
 
 def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None) -> str:
     digest = hashlib.sha256()
     digest.update(f"abi={abi}\nexecutorch={sdk.version}\n".encode())
-    inputs = _source_files() + ([toolchain] if toolchain else [])
-    for path in inputs:
-        digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
+    inputs = _source_files() + ([(f"cmake/{toolchain.name}", toolchain)] if toolchain else [])
+    for name, path in inputs:
+        digest.update(name.encode() + b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
@@ -157,7 +173,8 @@ def find_cmake() -> Path:
             return candidate
     raise ToolMissing(
         "CMake >= 3.28 is needed to build the device agent (the executorch package's "
-        f"imported targets require it); install it with: {sys.executable} -m pip install 'cmake>=3.28'"
+        "imported targets require it); install it with: "
+        f"{sys.executable} -m pip install 'cmake>=3.28'"
     )
 
 

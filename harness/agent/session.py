@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from typing import Protocol
 
 from harness import wire
@@ -25,6 +26,29 @@ class AgentLink(Protocol):
     """Anything that carries requests to a device agent and brings reports back."""
 
     def request(self, request: Request) -> Report: ...
+
+    def pipeline(self, requests: Sequence[Request], window: int = 8) -> list[Report]:
+        """Send ``requests`` keeping up to ``window`` in flight; reports in request order.
+
+        The agent serves requests strictly in order, so several may travel at once:
+        on a link with latency this hides the round trip.
+        """
+        numbered = [dataclasses.replace(r, seq=self.next_seq()) for r in requests]
+        reports: list[Report] = []
+        sent = 0
+        while len(reports) < len(numbered):
+            while sent < len(numbered) and sent - len(reports) < window:
+                self._stream.write(wire.encode_request(numbered[sent]))
+                sent += 1
+            report = self._read_report()
+            expected = numbered[len(reports)].seq
+            if report.seq != expected:
+                raise AgentProtocolError(
+                    f"{self._name}: expected the report for request #{expected}, "
+                    f"got one for #{report.seq}"
+                )
+            reports.append(report)
+        return reports
 
     def send_raw(self, frame: bytes, seq: int) -> Report: ...
 
@@ -52,6 +76,29 @@ class AgentSession:
         """Send ``request`` (numbered afresh) and return the device's report."""
         numbered = dataclasses.replace(request, seq=self.next_seq())
         return self.send_raw(wire.encode_request(numbered), numbered.seq)
+
+    def pipeline(self, requests: Sequence[Request], window: int = 8) -> list[Report]:
+        """Send ``requests`` keeping up to ``window`` in flight; reports in request order.
+
+        The agent serves requests strictly in order, so several may travel at once:
+        on a link with latency this hides the round trip.
+        """
+        numbered = [dataclasses.replace(r, seq=self.next_seq()) for r in requests]
+        reports: list[Report] = []
+        sent = 0
+        while len(reports) < len(numbered):
+            while sent < len(numbered) and sent - len(reports) < window:
+                self._stream.write(wire.encode_request(numbered[sent]))
+                sent += 1
+            report = self._read_report()
+            expected = numbered[len(reports)].seq
+            if report.seq != expected:
+                raise AgentProtocolError(
+                    f"{self._name}: expected the report for request #{expected}, "
+                    f"got one for #{report.seq}"
+                )
+            reports.append(report)
+        return reports
 
     def send_raw(self, frame: bytes, seq: int) -> Report:
         """Send arbitrary bytes (e.g. a deliberately malformed frame); read the report.

@@ -126,13 +126,16 @@ class DeviceNamespace:
 
         Killing the returned process (``unshare``) kills everything the command started:
         ``--kill-child`` takes down the namespace's init, and with it the namespace.
-        ``setpriv --pdeathsig`` does the same if the daemon itself dies.
+        ``setpriv --pdeathsig`` does the same if the daemon itself dies. The init is a
+        plain ``sh`` that waits for the command, so the command is not PID 1 (which the
+        kernel shields from its own ``kill``/``raise``) and its exit status is passed on.
         """
         tools = self._tools  # host paths under /usr, which the device root shares
         return [
             tools["nsenter"], f"--target={self.keeper_pid}", "--mount", "--root", "--wd",
             tools["setpriv"], "--pdeathsig", "KILL", "--",
             tools["unshare"], "--pid", "--fork", "--kill-child", "--",
+            "/bin/sh", "-c", '"$@"; exit "$?"', "adb-emu-init",
             *shell_argv,
         ]  # fmt: skip
 

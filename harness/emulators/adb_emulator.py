@@ -79,8 +79,11 @@ class AdbEmulator:
             sys.executable, "-m", "harness.emulators.adbd",
             "--root", str(self.root), "--host", self._host, "--port", str(self._port),
             "--model", self.properties.model, "--device", self.properties.device,
-            "--abi", self.properties.abi,
+            "--name", self.properties.name, "--abi", self.properties.abi,
+            "--abilist", self.properties.abilist,
         ]  # fmt: skip
+        for key, value in self.properties.extra.items():
+            argv += ["--prop", f"{key}={value}"]
         if self.adb_keys is not None:
             argv += ["--adb-keys", str(self.adb_keys)]
         if self.verbose:

@@ -117,7 +117,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="TCP port, not 5555-5585 (default: a free one)")
     parser.add_argument("--model", default=DeviceProperties.model, help="ro.product.model")
     parser.add_argument("--device", default=DeviceProperties.device, help="ro.product.device")
+    parser.add_argument("--name", default=DeviceProperties.name, help="ro.product.name")
     parser.add_argument("--abi", default=DeviceProperties.abi, help="ro.product.cpu.abi")
+    parser.add_argument(
+        "--abilist", help="ro.product.cpu.abilist (default: the --abi value)"
+    )
+    parser.add_argument(
+        "--prop", action="append", default=[], metavar="KEY=VALUE", help="another property"
+    )
     parser.add_argument(
         "--adb-keys",
         type=Path,
@@ -137,7 +144,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         check_port(args.port)
-        properties = DeviceProperties(model=args.model, device=args.device, abi=args.abi, abilist=args.abi)
+        extra = dict(prop.split("=", 1) for prop in args.prop if "=" in prop)
+        properties = DeviceProperties(
+            model=args.model,
+            device=args.device,
+            name=args.name,
+            abi=args.abi,
+            abilist=args.abilist or args.abi,
+            extra=extra,
+        )
         keys = load_adb_keys(args.adb_keys) if args.adb_keys else None
     except (ValueError, OSError) as exc:
         print(f"adb-emu: {exc}", file=sys.stderr)

@@ -534,13 +534,7 @@ class SshTransport(Transport):
             ) from None
         except paramiko.AuthenticationException as exc:
             client.close()
-            tried = ", ".join(identities) or "no key files"
-            agent = " and the ssh-agent" if self.profile.use_agent else ""
-            raise DeviceUnavailable(
-                f"{hop}: authentication failed ({exc}); tried {tried}{agent}. Add your public "
-                f"key to ~{hop.user}/.ssh/authorized_keys on the device, or set identity_file "
-                "(encrypted keys must be loaded into ssh-agent)."
-            ) from None
+            raise self._authentication_failed(hop, identities, str(exc)) from None
         except socket.timeout:
             client.close()
             raise DeviceUnavailable(
@@ -548,6 +542,8 @@ class SshTransport(Transport):
             ) from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             client.close()
+            if "No authentication methods available" in str(exc):  # paramiko had no key at all
+                raise self._authentication_failed(hop, identities, "no key to offer") from None
             raise DeviceUnavailable(
                 f"{hop}: cannot connect: {exc or type(exc).__name__}. Is sshd running "
                 "there and the address and port right?"
@@ -556,6 +552,15 @@ class SshTransport(Transport):
         assert transport is not None
         transport.set_keepalive(self.profile.keepalive_interval)
         return client
+
+    def _authentication_failed(self, hop: _Hop, identities: list[str], why: str) -> DeviceUnavailable:
+        tried = ", ".join(identities) or "no key files"
+        agent = " and the ssh-agent" if self.profile.use_agent else ""
+        return DeviceUnavailable(
+            f"{hop}: authentication failed ({why}); tried {tried}{agent}. Add your public "
+            f"key to ~{hop.user}/.ssh/authorized_keys on the device, or set identity_file "
+            "(encrypted keys must be loaded into ssh-agent)."
+        )
 
     @staticmethod
     def _tunnel(client: paramiko.SSHClient, hop: _Hop, target: _Hop, timeout: float) -> paramiko.Channel:

@@ -107,7 +107,9 @@ def report(action: Action = Action.LOAD, outcome: Outcome = Outcome.OK, **fields
     return Report(action, outcome, **fields)  # type: ignore[arg-type]
 
 
-def probe_entry(name: str, options: Mapping[str, object] = PROBE_OPTIONS, **fields: object) -> ReportEntry:
+def probe_entry(
+    name: str, options: Mapping[str, object] = PROBE_OPTIONS, **fields: object
+) -> ReportEntry:
     values = {"status": 0, "calls": 1, "executes": 1, "flags": 1} | fields
     return ReportEntry(name, options=tuple(Option(k, v) for k, v in options.items()), **values)  # type: ignore[arg-type]
 
@@ -137,30 +139,54 @@ def header(
 
 def valid_requests() -> Iterator[tuple[str, Request]]:
     yield "req_load_empty_map", request(Action.LOAD, seq=0)
-    yield "req_load", request(
-        Action.LOAD,
-        {"ProbeA": PROBE_OPTIONS, "ProbeB": {}},
-        program="/data/local/tmp/et-harness/two_probes.pte",
-        delegates=("ProbeA", "ProbeB"),
-        seq=7,
+    yield (
+        "req_load",
+        request(
+            Action.LOAD,
+            {"ProbeA": PROBE_OPTIONS, "ProbeB": {}},
+            program="/data/local/tmp/et-harness/two_probes.pte",
+            delegates=("ProbeA", "ProbeB"),
+            seq=7,
+        ),
     )
     yield "req_execute", request(Action.EXECUTE, seq=8)
-    yield "req_set", request(
-        Action.SET, {"XnnpackBackend": XNNPACK_OPTIONS, "ProbeA": PROBE_OPTIONS}, seq=9
+    yield (
+        "req_set",
+        request(Action.SET, {"XnnpackBackend": XNNPACK_OPTIONS, "ProbeA": PROBE_OPTIONS}, seq=9),
     )
-    yield "req_get", request(
-        Action.GET,
-        {"XnnpackBackend": {"workspace_sharing_mode": 0, "weight_cache_enabled": False,
-                            "packed_cache_path": ""}},
-        seq=10,
+    yield (
+        "req_get",
+        request(
+            Action.GET,
+            {
+                "XnnpackBackend": {
+                    "workspace_sharing_mode": 0,
+                    "weight_cache_enabled": False,
+                    "packed_cache_path": "",
+                }
+            },
+            seq=10,
+        ),
     )
     yield "req_reset", request(Action.RESET, seq=11)
     yield "req_register", request(Action.REGISTER, {n: {} for n in ("ProbeA", "ProbeB", "ProbeC")})
     yield "req_hello", request(Action.HELLO, seq=0xFFFFFFFF)
-    yield "req_types", request(
-        Action.SET,
-        {"ProbeA": [("on", True), ("off", False), ("zero", 0), ("minus_one", -1), ("one", 1),
-                    ("empty", ""), ("text", "x")]},
+    yield (
+        "req_types",
+        request(
+            Action.SET,
+            {
+                "ProbeA": [
+                    ("on", True),
+                    ("off", False),
+                    ("zero", 0),
+                    ("minus_one", -1),
+                    ("one", 1),
+                    ("empty", ""),
+                    ("text", "x"),
+                ]
+            },
+        ),
     )
     yield "req_int32_min", request(Action.SET, {"ProbeA": {"n": INT32_MIN}})
     yield "req_int32_max", request(Action.SET, {"ProbeA": {"n": INT32_MAX}})
@@ -175,153 +201,242 @@ def valid_requests() -> Iterator[tuple[str, Request]]:
     yield "req_delegate_id_63", request(Action.LOAD, delegates=("D" * 63, TWO * 31 + "D"))
     yield "req_program_1024", request(Action.LOAD, program="/" + "p" * 1023)
     yield "req_program_1024_multibyte", request(Action.LOAD, program=FOUR * 256)
-    yield "req_load_8_backends", request(
-        Action.LOAD, {i: {"index": n} for n, i in enumerate(ids("Probe", 8))}
+    yield (
+        "req_load_8_backends",
+        request(Action.LOAD, {i: {"index": n} for n, i in enumerate(ids("Probe", 8))}),
     )
     for action in (Action.SET, Action.GET):
-        yield f"req_{action.name.lower()}_16_backends", request(
-            action, {i: {"index": n} for n, i in enumerate(ids("Probe", 16))}, checked=False
+        yield (
+            f"req_{action.name.lower()}_16_backends",
+            request(
+                action, {i: {"index": n} for n, i in enumerate(ids("Probe", 16))}, checked=False
+            ),
         )
-    yield "req_register_16", request(
-        Action.REGISTER, {i: {} for i in ids("Probe", 16)}, checked=False
+    yield (
+        "req_register_16",
+        request(Action.REGISTER, {i: {} for i in ids("Probe", 16)}, checked=False),
     )
-    yield "req_options_64", request(
-        Action.LOAD, {"ProbeA": {k: n for n, k in enumerate(ids("key", 64))}}
+    yield (
+        "req_options_64",
+        request(Action.LOAD, {"ProbeA": {k: n for n, k in enumerate(ids("key", 64))}}),
     )
-    yield "req_set_options_64", request(
-        Action.SET, {"ProbeA": {k: n % 2 == 0 for n, k in enumerate(ids("flag", 64))}}
+    yield (
+        "req_set_options_64",
+        request(Action.SET, {"ProbeA": {k: n % 2 == 0 for n, k in enumerate(ids("flag", 64))}}),
     )
     yield "req_delegates_8", request(Action.LOAD, delegates=ids("Probe", 8))
-    yield "req_delegates_repeated", request(
-        Action.LOAD, {"ProbeA": {"k": 1}}, delegates=("ProbeA", "ProbeA", "ProbeB")
+    yield (
+        "req_delegates_repeated",
+        request(Action.LOAD, {"ProbeA": {"k": 1}}, delegates=("ProbeA", "ProbeA", "ProbeB")),
     )
-    yield "req_same_key_in_two_backends", request(
-        Action.LOAD, {"ProbeA": {"threads": 1}, "ProbeB": {"threads": 2}}
+    yield (
+        "req_same_key_in_two_backends",
+        request(Action.LOAD, {"ProbeA": {"threads": 1}, "ProbeB": {"threads": 2}}),
     )
     yield "req_backend_without_options", request(Action.SET, {"ProbeA": {}, "ProbeB": {"k": 1}})
-    yield "req_utf8", request(
-        Action.LOAD,
-        {f"Probe{MULTIBYTE}": {f"clé_{THREE}_{FOUR}": f"värde {THREE}uro {FOUR}",
-                                "tid": "時間", "ok": True},
-         "ProbeB": {"emoji_🙂": "🙂🙃"}},
-        program=f"/data/local/tmp/{MULTIBYTE}.pte",
-        delegates=(f"Probe{MULTIBYTE}", "ProbeB"),
-        seq=42,
+    yield (
+        "req_utf8",
+        request(
+            Action.LOAD,
+            {
+                f"Probe{MULTIBYTE}": {
+                    f"clé_{THREE}_{FOUR}": f"värde {THREE}uro {FOUR}",
+                    "tid": "時間",
+                    "ok": True,
+                },
+                "ProbeB": {"emoji_🙂": "🙂🙃"},
+            },
+            program=f"/data/local/tmp/{MULTIBYTE}.pte",
+            delegates=(f"Probe{MULTIBYTE}", "ProbeB"),
+            seq=42,
+        ),
     )
-    yield "req_utf8_edges", request(
-        Action.SET,
-        {"ProbeA": {"u0080": "\u0080", "u07ff": "\u07ff", "u0800": "\u0800", "uffff": "\uffff",
-                    "u10000": "\U00010000", "u10ffff": "\U0010ffff", "ctrl": "\x01\t\n\x7f"}},
+    yield (
+        "req_utf8_edges",
+        request(
+            Action.SET,
+            {
+                "ProbeA": {
+                    "u0080": "\u0080",
+                    "u07ff": "\u07ff",
+                    "u0800": "\u0800",
+                    "uffff": "\uffff",
+                    "u10000": "\U00010000",
+                    "u10ffff": "\U0010ffff",
+                    "ctrl": "\x01\t\n\x7f",
+                }
+            },
+        ),
     )
 
 
 def valid_reports() -> Iterator[tuple[str, Report]]:
-    yield "rep_hello", report(
-        Action.HELLO,
-        facts=HELLO_FACTS,
-        entries=(
-            ReportEntry("XnnpackBackend", 0),
-            ReportEntry("ProbeA", 0, flags=1),
-            ReportEntry("ProbeB", 0, flags=1),
+    yield (
+        "rep_hello",
+        report(
+            Action.HELLO,
+            facts=HELLO_FACTS,
+            entries=(
+                ReportEntry("XnnpackBackend", 0),
+                ReportEntry("ProbeA", 0, flags=1),
+                ReportEntry("ProbeB", 0, flags=1),
+            ),
+            seq=1,
         ),
-        seq=1,
     )
-    yield "rep_load", report(
-        Action.LOAD,
-        facts=(Option("load_us", 120), Option("execute_us", 35)),
-        entries=(probe_entry("ProbeA"), probe_entry("ProbeB", {})),
-        seq=7,
-    )
-    yield "rep_execute", report(
-        Action.EXECUTE,
-        entries=(probe_entry("ProbeA", {}, calls=0, executes=2),),
-        facts=(Option("execute_us", 12),),
-        seq=8,
-    )
-    yield "rep_set_not_found", report(
-        Action.SET,
-        entries=(
-            probe_entry("ProbeA", calls=1, executes=0),
-            ReportEntry("NoSuchBackend", NOT_FOUND),
-            ReportEntry("XnnpackBackend", INVALID_ARGUMENT, calls=1),
+    yield (
+        "rep_load",
+        report(
+            Action.LOAD,
+            facts=(Option("load_us", 120), Option("execute_us", 35)),
+            entries=(probe_entry("ProbeA"), probe_entry("ProbeB", {})),
+            seq=7,
         ),
-        seq=9,
     )
-    yield "rep_get", report(
-        Action.GET,
-        entries=(
-            ReportEntry("XnnpackBackend", 0, calls=1, options=tuple(
-                Option(k, v) for k, v in XNNPACK_OPTIONS.items())),
-            ReportEntry("Missing", NOT_FOUND, options=(Option("k", 0),)),
+    yield (
+        "rep_execute",
+        report(
+            Action.EXECUTE,
+            entries=(probe_entry("ProbeA", {}, calls=0, executes=2),),
+            facts=(Option("execute_us", 12),),
+            seq=8,
         ),
-        seq=10,
+    )
+    yield (
+        "rep_set_not_found",
+        report(
+            Action.SET,
+            entries=(
+                probe_entry("ProbeA", calls=1, executes=0),
+                ReportEntry("NoSuchBackend", NOT_FOUND),
+                ReportEntry("XnnpackBackend", INVALID_ARGUMENT, calls=1),
+            ),
+            seq=9,
+        ),
+    )
+    yield (
+        "rep_get",
+        report(
+            Action.GET,
+            entries=(
+                ReportEntry(
+                    "XnnpackBackend",
+                    0,
+                    calls=1,
+                    options=tuple(Option(k, v) for k, v in XNNPACK_OPTIONS.items()),
+                ),
+                ReportEntry("Missing", NOT_FOUND, options=(Option("k", 0),)),
+            ),
+            seq=10,
+        ),
     )
     yield "rep_reset", report(Action.RESET, seq=11)
-    yield "rep_register", report(
-        Action.REGISTER,
-        entries=(ReportEntry("ProbeA", 0), ReportEntry("ProbeA", INVALID_ARGUMENT),
-                 ReportEntry("ProbeC", RuntimeErrorCode.Internal)),
-        seq=12,
-    )
-    yield "rep_rejected", report(
-        Action.NONE,
-        Outcome.REJECTED,
-        detail=WireErrorCode.KEY_LENGTH,
-        message="KEY_LENGTH at byte 40: key is 64 bytes, limit 1..63 bytes",
-        seq=13,
-    )
-    yield "rep_rejected_without_seq", report(
-        Action.NONE, Outcome.REJECTED, detail=WireErrorCode.TRUNCATED, seq=0
-    )
-    yield "rep_runtime_error", report(
-        Action.LOAD,
-        Outcome.RUNTIME_ERROR,
-        detail=RuntimeErrorCode.InvalidProgram,
-        message="load_method(forward) failed: InvalidProgram (0x23)",
-        facts=(Option("load_us", 5),),
-        seq=14,
-    )
-    yield "rep_unsupported", report(
-        Action.LOAD, Outcome.UNSUPPORTED, message="this device has no program loader", seq=15
-    )
-    yield "rep_duplicates", report(
-        Action.LOAD,
-        facts=(Option("load_us", 1), Option("load_us", 2)),
-        entries=(
-            probe_entry("ProbeA", {}, calls=1),
-            ReportEntry("ProbeA", 0, calls=1, executes=1, flags=1,
-                        options=(Option("k", 1), Option("k", "again"), Option("k", False))),
+    yield (
+        "rep_register",
+        report(
+            Action.REGISTER,
+            entries=(
+                ReportEntry("ProbeA", 0),
+                ReportEntry("ProbeA", INVALID_ARGUMENT),
+                ReportEntry("ProbeC", RuntimeErrorCode.Internal),
+            ),
+            seq=12,
         ),
-        seq=16,
     )
-    yield "rep_field_maxima", report(
-        Action.EXECUTE,
-        detail=0xFFFFFFFF,
-        entries=(ReportEntry("ProbeA", 0xFFFFFFFF, 0xFFFF, 0xFFFF, 1),),
-        seq=0xFFFFFFFF,
+    yield (
+        "rep_rejected",
+        report(
+            Action.NONE,
+            Outcome.REJECTED,
+            detail=WireErrorCode.KEY_LENGTH,
+            message="KEY_LENGTH at byte 40: key is 64 bytes, limit 1..63 bytes",
+            seq=13,
+        ),
     )
-    yield "rep_facts_32", report(
-        Action.HELLO, facts=tuple(Option(k, n) for n, k in enumerate(ids("fact", 32)))
+    yield (
+        "rep_rejected_without_seq",
+        report(Action.NONE, Outcome.REJECTED, detail=WireErrorCode.TRUNCATED, seq=0),
     )
-    yield "rep_entries_16", report(
-        Action.SET, entries=tuple(ReportEntry(n, NOT_FOUND) for n in ids("Backend", 16))
+    yield (
+        "rep_runtime_error",
+        report(
+            Action.LOAD,
+            Outcome.RUNTIME_ERROR,
+            detail=RuntimeErrorCode.InvalidProgram,
+            message="load_method(forward) failed: InvalidProgram (0x23)",
+            facts=(Option("load_us", 5),),
+            seq=14,
+        ),
     )
-    yield "rep_entry_options_64", report(
-        Action.LOAD,
-        entries=(probe_entry("ProbeA", {k: f"v{n}" for n, k in enumerate(ids("key", 64))}),),
+    yield (
+        "rep_unsupported",
+        report(
+            Action.LOAD, Outcome.UNSUPPORTED, message="this device has no program loader", seq=15
+        ),
     )
-    yield "rep_message_1024", report(Action.LOAD, Outcome.RUNTIME_ERROR, detail=1,
-                                     message="m" * 1024)
-    yield "rep_message_1024_multibyte", report(Action.LOAD, Outcome.RUNTIME_ERROR, detail=1,
-                                               message=FOUR * 256)
-    yield "rep_entry_name_63", report(
-        Action.LOAD, entries=(probe_entry("N" * 63, {}), probe_entry(THREE * 21, {}))
+    yield (
+        "rep_duplicates",
+        report(
+            Action.LOAD,
+            facts=(Option("load_us", 1), Option("load_us", 2)),
+            entries=(
+                probe_entry("ProbeA", {}, calls=1),
+                ReportEntry(
+                    "ProbeA",
+                    0,
+                    calls=1,
+                    executes=1,
+                    flags=1,
+                    options=(Option("k", 1), Option("k", "again"), Option("k", False)),
+                ),
+            ),
+            seq=16,
+        ),
     )
-    yield "rep_utf8", report(
-        Action.LOAD,
-        message=f"ok {MULTIBYTE}",
-        facts=(Option(f"fact_{MULTIBYTE}", f"värde {FOUR}"),),
-        entries=(probe_entry(f"Probe{MULTIBYTE}", {f"clé{THREE}": f"{FOUR}"}),),
+    yield (
+        "rep_field_maxima",
+        report(
+            Action.EXECUTE,
+            detail=0xFFFFFFFF,
+            entries=(ReportEntry("ProbeA", 0xFFFFFFFF, 0xFFFF, 0xFFFF, 1),),
+            seq=0xFFFFFFFF,
+        ),
+    )
+    yield (
+        "rep_facts_32",
+        report(Action.HELLO, facts=tuple(Option(k, n) for n, k in enumerate(ids("fact", 32)))),
+    )
+    yield (
+        "rep_entries_16",
+        report(Action.SET, entries=tuple(ReportEntry(n, NOT_FOUND) for n in ids("Backend", 16))),
+    )
+    yield (
+        "rep_entry_options_64",
+        report(
+            Action.LOAD,
+            entries=(probe_entry("ProbeA", {k: f"v{n}" for n, k in enumerate(ids("key", 64))}),),
+        ),
+    )
+    yield (
+        "rep_message_1024",
+        report(Action.LOAD, Outcome.RUNTIME_ERROR, detail=1, message="m" * 1024),
+    )
+    yield (
+        "rep_message_1024_multibyte",
+        report(Action.LOAD, Outcome.RUNTIME_ERROR, detail=1, message=FOUR * 256),
+    )
+    yield (
+        "rep_entry_name_63",
+        report(Action.LOAD, entries=(probe_entry("N" * 63, {}), probe_entry(THREE * 21, {}))),
+    )
+    yield (
+        "rep_utf8",
+        report(
+            Action.LOAD,
+            message=f"ok {MULTIBYTE}",
+            facts=(Option(f"fact_{MULTIBYTE}", f"värde {FOUR}"),),
+            entries=(probe_entry(f"Probe{MULTIBYTE}", {f"clé{THREE}": f"{FOUR}"}),),
+        ),
     )
 
 
@@ -333,263 +448,641 @@ def header_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str, str]]:
     hello = encode_request(request(Action.HELLO))
     report_bytes = encode_report(report(Action.RESET))
     yield "bad_empty", b"", WireErrorCode.TRUNCATED, "request", "no bytes at all"
-    yield "bad_header_15_bytes", hello[:15], WireErrorCode.TRUNCATED, "request", (
-        "15 bytes: shorter than the 16-byte header")
+    yield (
+        "bad_header_15_bytes",
+        hello[:15],
+        WireErrorCode.TRUNCATED,
+        "request",
+        ("15 bytes: shorter than the 16-byte header"),
+    )
     yield "bad_magic", b"ETBX" + hello[4:], WireErrorCode.BAD_MAGIC, "request", "magic ETBX"
-    yield "bad_magic_lowercase", b"etbo" + hello[4:], WireErrorCode.BAD_MAGIC, "request", (
-        "magic etbo: the magic is case-sensitive")
+    yield (
+        "bad_magic_lowercase",
+        b"etbo" + hello[4:],
+        WireErrorCode.BAD_MAGIC,
+        "request",
+        ("magic etbo: the magic is case-sensitive"),
+    )
     for version in (0, 2):
-        yield (f"bad_version_{version}", seal(hello[:4] + bytes([version]) + hello[5:-4]),
-               WireErrorCode.VERSION, "request", f"version {version}, valid CRC")
+        yield (
+            f"bad_version_{version}",
+            seal(hello[:4] + bytes([version]) + hello[5:-4]),
+            WireErrorCode.VERSION,
+            "request",
+            f"version {version}, valid CRC",
+        )
     for msg_type in (0, 3):
-        yield (f"bad_type_{msg_type}", seal(hello[:5] + bytes([msg_type]) + hello[6:-4]),
-               WireErrorCode.MSG_TYPE, "request", f"type {msg_type}, valid CRC")
-    yield "bad_report_as_request", report_bytes, WireErrorCode.MSG_TYPE, "request", (
-        "a valid report given to the request decoder")
-    yield "bad_request_as_report", hello, WireErrorCode.MSG_TYPE, "report", (
-        "a valid request given to the report decoder")
+        yield (
+            f"bad_type_{msg_type}",
+            seal(hello[:5] + bytes([msg_type]) + hello[6:-4]),
+            WireErrorCode.MSG_TYPE,
+            "request",
+            f"type {msg_type}, valid CRC",
+        )
+    yield (
+        "bad_report_as_request",
+        report_bytes,
+        WireErrorCode.MSG_TYPE,
+        "request",
+        ("a valid report given to the request decoder"),
+    )
+    yield (
+        "bad_request_as_report",
+        hello,
+        WireErrorCode.MSG_TYPE,
+        "report",
+        ("a valid request given to the report decoder"),
+    )
     for flags in (1, 0x8000):
-        yield (f"bad_header_flags_{flags:04x}",
-               seal(hello[:6] + struct.pack("<H", flags) + hello[8:-4]),
-               WireErrorCode.FLAGS, "request", f"reserved header flags 0x{flags:04x}")
-    yield "bad_length_20", header(length=20) + b"\0\0\0\0", WireErrorCode.LENGTH, "request", (
-        "length field 20, below the minimum 21 (buffer of 20 bytes)")
-    yield "bad_length_0", header(length=0) + b"\0" * 5, WireErrorCode.LENGTH, "request", (
-        "length field 0")
-    yield ("bad_length_above_max", header(length=MAX_MESSAGE + 1) + b"\x05\0\0\0\0\0\0",
-           WireErrorCode.LENGTH, "request",
-           "length field 1048577, above MAX_MESSAGE; the buffer is short, but LENGTH comes first")
-    yield "bad_truncated_message", hello[:-1], WireErrorCode.TRUNCATED, "request", (
-        "the buffer is one byte shorter than the length field")
-    yield "bad_buffer_longer_than_length", hello + b"\0", WireErrorCode.TRAILING, "request", (
-        "one byte after the message's length")
-    yield ("bad_crc", hello[:-1] + bytes([hello[-1] ^ 0x01]), WireErrorCode.CRC, "request",
-           "last CRC bit flipped")
-    yield ("bad_crc_body_changed", patched(hello, b"\x07\x00\x00", b"\x05\x00\x00", reseal=False),
-           WireErrorCode.CRC, "request", "action byte changed from HELLO to RESET, CRC kept")
-    yield ("bad_report_crc", report_bytes[:-4] + b"\0\0\0\0", WireErrorCode.CRC, "report",
-           "report with a zero CRC")
-    yield ("bad_order_magic_before_version", b"ETBX" + bytes([9]) + hello[5:],
-           WireErrorCode.BAD_MAGIC, "request", "bad magic and version 9: magic is checked first")
-    yield ("bad_order_version_before_type", header(version=2, msg_type=9, length=21) + b"\0" * 5,
-           WireErrorCode.VERSION, "request", "version 2 and type 9: version is checked first")
-    yield ("bad_order_type_before_flags", header(msg_type=2, flags=1) + b"\0" * 5,
-           WireErrorCode.MSG_TYPE, "request",
-           "a report with header flags, given to the request decoder: type comes before flags")
-    yield ("bad_order_flags_before_length", header(flags=4, length=5) + b"\0" * 5,
-           WireErrorCode.FLAGS, "request", "flags 4 and length 5: flags come before length")
-    yield ("bad_order_length_before_truncated", header(length=20)[:16],
-           WireErrorCode.LENGTH, "request", "16 bytes with length 20: length before buffer size")
-    yield ("bad_order_truncated_before_crc", hello[:20], WireErrorCode.TRUNCATED, "request",
-           "buffer ends inside the CRC: buffer size is checked before the CRC")
-    yield ("bad_order_crc_before_body", patched(hello, b"\x07\x00\x00", b"\x09\x00\x00",
-                                                reseal=False),
-           WireErrorCode.CRC, "request", "unknown action 9 under a wrong CRC: CRC comes first")
+        yield (
+            f"bad_header_flags_{flags:04x}",
+            seal(hello[:6] + struct.pack("<H", flags) + hello[8:-4]),
+            WireErrorCode.FLAGS,
+            "request",
+            f"reserved header flags 0x{flags:04x}",
+        )
+    yield (
+        "bad_length_20",
+        header(length=20) + b"\0\0\0\0",
+        WireErrorCode.LENGTH,
+        "request",
+        ("length field 20, below the minimum 21 (buffer of 20 bytes)"),
+    )
+    yield (
+        "bad_length_0",
+        header(length=0) + b"\0" * 5,
+        WireErrorCode.LENGTH,
+        "request",
+        ("length field 0"),
+    )
+    yield (
+        "bad_length_above_max",
+        header(length=MAX_MESSAGE + 1) + b"\x05\0\0\0\0\0\0",
+        WireErrorCode.LENGTH,
+        "request",
+        "length field 1048577, above MAX_MESSAGE; the buffer is short, but LENGTH comes first",
+    )
+    yield (
+        "bad_truncated_message",
+        hello[:-1],
+        WireErrorCode.TRUNCATED,
+        "request",
+        ("the buffer is one byte shorter than the length field"),
+    )
+    yield (
+        "bad_buffer_longer_than_length",
+        hello + b"\0",
+        WireErrorCode.TRAILING,
+        "request",
+        ("one byte after the message's length"),
+    )
+    yield (
+        "bad_crc",
+        hello[:-1] + bytes([hello[-1] ^ 0x01]),
+        WireErrorCode.CRC,
+        "request",
+        "last CRC bit flipped",
+    )
+    yield (
+        "bad_crc_body_changed",
+        patched(hello, b"\x07\x00\x00", b"\x05\x00\x00", reseal=False),
+        WireErrorCode.CRC,
+        "request",
+        "action byte changed from HELLO to RESET, CRC kept",
+    )
+    yield (
+        "bad_report_crc",
+        report_bytes[:-4] + b"\0\0\0\0",
+        WireErrorCode.CRC,
+        "report",
+        "report with a zero CRC",
+    )
+    yield (
+        "bad_order_magic_before_version",
+        b"ETBX" + bytes([9]) + hello[5:],
+        WireErrorCode.BAD_MAGIC,
+        "request",
+        "bad magic and version 9: magic is checked first",
+    )
+    yield (
+        "bad_order_version_before_type",
+        header(version=2, msg_type=9, length=21) + b"\0" * 5,
+        WireErrorCode.VERSION,
+        "request",
+        "version 2 and type 9: version is checked first",
+    )
+    yield (
+        "bad_order_type_before_flags",
+        header(msg_type=2, flags=1) + b"\0" * 5,
+        WireErrorCode.MSG_TYPE,
+        "request",
+        "a report with header flags, given to the request decoder: type comes before flags",
+    )
+    yield (
+        "bad_order_flags_before_length",
+        header(flags=4, length=5) + b"\0" * 5,
+        WireErrorCode.FLAGS,
+        "request",
+        "flags 4 and length 5: flags come before length",
+    )
+    yield (
+        "bad_order_length_before_truncated",
+        header(length=20)[:16],
+        WireErrorCode.LENGTH,
+        "request",
+        "16 bytes with length 20: length before buffer size",
+    )
+    yield (
+        "bad_order_truncated_before_crc",
+        hello[:20],
+        WireErrorCode.TRUNCATED,
+        "request",
+        "buffer ends inside the CRC: buffer size is checked before the CRC",
+    )
+    yield (
+        "bad_order_crc_before_body",
+        patched(hello, b"\x07\x00\x00", b"\x09\x00\x00", reseal=False),
+        WireErrorCode.CRC,
+        "request",
+        "unknown action 9 under a wrong CRC: CRC comes first",
+    )
 
 
 def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
     """(name, bytes, error, about) for request bodies."""
     key64 = "k" * 64
-    yield "bad_request_action_0", encode_request(raw_request(0, [])), WireErrorCode.ACTION, (
-        "request action 0 (none exists only in reports)")
-    yield "bad_request_action_8", encode_request(raw_request(8, [])), WireErrorCode.ACTION, (
-        "request action 8")
-    yield "bad_request_action_255", encode_request(raw_request(255, [])), WireErrorCode.ACTION, (
-        "request action 255")
+    yield (
+        "bad_request_action_0",
+        encode_request(raw_request(0, [])),
+        WireErrorCode.ACTION,
+        ("request action 0 (none exists only in reports)"),
+    )
+    yield (
+        "bad_request_action_8",
+        encode_request(raw_request(8, [])),
+        WireErrorCode.ACTION,
+        ("request action 8"),
+    )
+    yield (
+        "bad_request_action_255",
+        encode_request(raw_request(255, [])),
+        WireErrorCode.ACTION,
+        ("request action 255"),
+    )
     # Lengths one past each limit, and empty where the minimum is 1.
-    yield "bad_key_64", encode_request(one_option(Action.SET, key64, 1)), WireErrorCode.KEY_LENGTH, (
-        "key of 64 bytes")
-    yield ("bad_key_64_multibyte", encode_request(one_option(Action.SET, FOUR * 16, 1)),
-           WireErrorCode.KEY_LENGTH, "key of 16 four-byte characters: 64 bytes, 16 characters")
-    yield "bad_key_empty", encode_request(one_option(Action.LOAD, "", 1)), WireErrorCode.KEY_LENGTH, (
-        "empty key")
-    yield ("bad_string_256", encode_request(one_option(Action.SET, "s", "v" * 256)),
-           WireErrorCode.STRING_LENGTH, "string value of 256 bytes")
-    yield ("bad_string_256_multibyte", encode_request(one_option(Action.SET, "s", FOUR * 64)),
-           WireErrorCode.STRING_LENGTH, "string value of 64 four-byte characters: 256 bytes")
+    yield (
+        "bad_key_64",
+        encode_request(one_option(Action.SET, key64, 1)),
+        WireErrorCode.KEY_LENGTH,
+        ("key of 64 bytes"),
+    )
+    yield (
+        "bad_key_64_multibyte",
+        encode_request(one_option(Action.SET, FOUR * 16, 1)),
+        WireErrorCode.KEY_LENGTH,
+        "key of 16 four-byte characters: 64 bytes, 16 characters",
+    )
+    yield (
+        "bad_key_empty",
+        encode_request(one_option(Action.LOAD, "", 1)),
+        WireErrorCode.KEY_LENGTH,
+        ("empty key"),
+    )
+    yield (
+        "bad_string_256",
+        encode_request(one_option(Action.SET, "s", "v" * 256)),
+        WireErrorCode.STRING_LENGTH,
+        "string value of 256 bytes",
+    )
+    yield (
+        "bad_string_256_multibyte",
+        encode_request(one_option(Action.SET, "s", FOUR * 64)),
+        WireErrorCode.STRING_LENGTH,
+        "string value of 64 four-byte characters: 256 bytes",
+    )
     for name, backend_id, about in (
         ("bad_id_64", "P" * 64, "backend id of 64 bytes"),
         ("bad_id_64_multibyte", FOUR * 16, "backend id of 16 four-byte characters: 64 bytes"),
         ("bad_id_empty", "", "empty backend id"),
     ):
-        yield (name, encode_request(raw_request(Action.SET, [BackendOptions(backend_id)])),
-               WireErrorCode.ID_LENGTH, about)
-    yield ("bad_register_id_64", encode_request(raw_request(Action.REGISTER, [BackendOptions("R" * 64)])),
-           WireErrorCode.ID_LENGTH, "REGISTER id of 64 bytes")
-    yield ("bad_delegate_id_64", encode_request(raw_request(Action.LOAD, [], delegates=("D" * 64,))),
-           WireErrorCode.ID_LENGTH, "delegate id of 64 bytes")
-    yield ("bad_delegate_id_empty", encode_request(raw_request(Action.LOAD, [], delegates=("A", ""))),
-           WireErrorCode.ID_LENGTH, "second delegate id empty")
-    yield ("bad_program_1025", encode_request(raw_request(Action.LOAD, [], program="/" + "p" * 1024)),
-           WireErrorCode.TEXT_LENGTH, "LOAD program path of 1025 bytes")
-    for name, value in (("bad_int_above_int32", INT32_MAX + 1), ("bad_int_below_int32", INT32_MIN - 1),
-                        ("bad_int_i64_max", 2**63 - 1), ("bad_int_i64_min", -(2**63))):
-        yield (name, encode_request(one_option(Action.SET, "n", value)), WireErrorCode.INT_RANGE,
-               f"int value {value}, outside int32")
+        yield (
+            name,
+            encode_request(raw_request(Action.SET, [BackendOptions(backend_id)])),
+            WireErrorCode.ID_LENGTH,
+            about,
+        )
+    yield (
+        "bad_register_id_64",
+        encode_request(raw_request(Action.REGISTER, [BackendOptions("R" * 64)])),
+        WireErrorCode.ID_LENGTH,
+        "REGISTER id of 64 bytes",
+    )
+    yield (
+        "bad_delegate_id_64",
+        encode_request(raw_request(Action.LOAD, [], delegates=("D" * 64,))),
+        WireErrorCode.ID_LENGTH,
+        "delegate id of 64 bytes",
+    )
+    yield (
+        "bad_delegate_id_empty",
+        encode_request(raw_request(Action.LOAD, [], delegates=("A", ""))),
+        WireErrorCode.ID_LENGTH,
+        "second delegate id empty",
+    )
+    yield (
+        "bad_program_1025",
+        encode_request(raw_request(Action.LOAD, [], program="/" + "p" * 1024)),
+        WireErrorCode.TEXT_LENGTH,
+        "LOAD program path of 1025 bytes",
+    )
+    for name, value in (
+        ("bad_int_above_int32", INT32_MAX + 1),
+        ("bad_int_below_int32", INT32_MIN - 1),
+        ("bad_int_i64_max", 2**63 - 1),
+        ("bad_int_i64_min", -(2**63)),
+    ):
+        yield (
+            name,
+            encode_request(one_option(Action.SET, "n", value)),
+            WireErrorCode.INT_RANGE,
+            f"int value {value}, outside int32",
+        )
     # Counts one past each limit.
-    yield ("bad_load_9_backends",
-           encode_request(request(Action.LOAD, {i: {} for i in ids("Probe", 9)}, checked=False)),
-           WireErrorCode.TOO_MANY_BACKENDS, "LOAD with 9 backends (LoadBackendOptionsMap holds 8)")
+    yield (
+        "bad_load_9_backends",
+        encode_request(request(Action.LOAD, {i: {} for i in ids("Probe", 9)}, checked=False)),
+        WireErrorCode.TOO_MANY_BACKENDS,
+        "LOAD with 9 backends (LoadBackendOptionsMap holds 8)",
+    )
     for action in (Action.SET, Action.GET, Action.REGISTER):
-        yield (f"bad_{action.name.lower()}_17_backends",
-               encode_request(request(action, {i: {} for i in ids("Probe", 17)}, checked=False)),
-               WireErrorCode.TOO_MANY_BACKENDS, f"{action.name} with 17 backends")
+        yield (
+            f"bad_{action.name.lower()}_17_backends",
+            encode_request(request(action, {i: {} for i in ids("Probe", 17)}, checked=False)),
+            WireErrorCode.TOO_MANY_BACKENDS,
+            f"{action.name} with 17 backends",
+        )
     for action in (Action.LOAD, Action.SET):
-        yield (f"bad_{action.name.lower()}_options_65",
-               encode_request(request(action, {"ProbeA": {k: 1 for k in ids("key", 65)}},
-                                      checked=False)),
-               WireErrorCode.TOO_MANY_OPTIONS, f"{action.name} backend with 65 options")
-    yield ("bad_delegates_9", encode_request(raw_request(Action.LOAD, [], delegates=ids("Probe", 9))),
-           WireErrorCode.TOO_MANY_DELEGATES, "LOAD with 9 delegates")
+        yield (
+            f"bad_{action.name.lower()}_options_65",
+            encode_request(
+                request(action, {"ProbeA": {k: 1 for k in ids("key", 65)}}, checked=False)
+            ),
+            WireErrorCode.TOO_MANY_OPTIONS,
+            f"{action.name} backend with 65 options",
+        )
+    yield (
+        "bad_delegates_9",
+        encode_request(raw_request(Action.LOAD, [], delegates=ids("Probe", 9))),
+        WireErrorCode.TOO_MANY_DELEGATES,
+        "LOAD with 9 delegates",
+    )
     # Uniqueness.
     for action in (Action.LOAD, Action.SET, Action.GET):
-        yield (f"bad_{action.name.lower()}_duplicate_key",
-               encode_request(request(action, {"ProbeA": [("k", 1), ("other", 2), ("k", 1)]},
-                                      checked=False)),
-               WireErrorCode.DUPLICATE_KEY, f"{action.name}: key k twice in one backend")
-    yield ("bad_duplicate_key_different_types",
-           encode_request(request(Action.SET, {"ProbeA": [("k", True), ("k", "x")]}, checked=False)),
-           WireErrorCode.DUPLICATE_KEY, "key k twice, as bool and as string")
+        yield (
+            f"bad_{action.name.lower()}_duplicate_key",
+            encode_request(
+                request(action, {"ProbeA": [("k", 1), ("other", 2), ("k", 1)]}, checked=False)
+            ),
+            WireErrorCode.DUPLICATE_KEY,
+            f"{action.name}: key k twice in one backend",
+        )
+    yield (
+        "bad_duplicate_key_different_types",
+        encode_request(request(Action.SET, {"ProbeA": [("k", True), ("k", "x")]}, checked=False)),
+        WireErrorCode.DUPLICATE_KEY,
+        "key k twice, as bool and as string",
+    )
     for action in (Action.LOAD, Action.SET, Action.REGISTER):
-        yield (f"bad_{action.name.lower()}_duplicate_backend",
-               encode_request(raw_request(action, [BackendOptions("ProbeA"), BackendOptions("ProbeB"),
-                                                   BackendOptions("ProbeA")])),
-               WireErrorCode.DUPLICATE_BACKEND, f"{action.name}: backend ProbeA twice")
+        yield (
+            f"bad_{action.name.lower()}_duplicate_backend",
+            encode_request(
+                raw_request(
+                    action,
+                    [BackendOptions("ProbeA"), BackendOptions("ProbeB"), BackendOptions("ProbeA")],
+                )
+            ),
+            WireErrorCode.DUPLICATE_BACKEND,
+            f"{action.name}: backend ProbeA twice",
+        )
     # Fields an action does not have.
-    for action in (Action.EXECUTE, Action.SET, Action.GET, Action.RESET, Action.REGISTER,
-                   Action.HELLO):
+    for action in (
+        Action.EXECUTE,
+        Action.SET,
+        Action.GET,
+        Action.RESET,
+        Action.REGISTER,
+        Action.HELLO,
+    ):
         lower = action.name.lower()
-        yield (f"bad_{lower}_program", encode_request(raw_request(action, [], program="/p.pte")),
-               WireErrorCode.UNEXPECTED_FIELD, f"{action.name} with a program")
-        yield (f"bad_{lower}_delegates", encode_request(raw_request(action, [], delegates=("ProbeA",))),
-               WireErrorCode.UNEXPECTED_FIELD, f"{action.name} with a delegate")
+        yield (
+            f"bad_{lower}_program",
+            encode_request(raw_request(action, [], program="/p.pte")),
+            WireErrorCode.UNEXPECTED_FIELD,
+            f"{action.name} with a program",
+        )
+        yield (
+            f"bad_{lower}_delegates",
+            encode_request(raw_request(action, [], delegates=("ProbeA",))),
+            WireErrorCode.UNEXPECTED_FIELD,
+            f"{action.name} with a delegate",
+        )
     for action in (Action.EXECUTE, Action.RESET, Action.HELLO):
-        yield (f"bad_{action.name.lower()}_backends",
-               encode_request(raw_request(action, [BackendOptions("ProbeA")])),
-               WireErrorCode.UNEXPECTED_FIELD, f"{action.name} with a backend")
-    yield ("bad_register_options", encode_request(one_option(Action.REGISTER, "k", 1)),
-           WireErrorCode.UNEXPECTED_FIELD, "REGISTER with an option")
+        yield (
+            f"bad_{action.name.lower()}_backends",
+            encode_request(raw_request(action, [BackendOptions("ProbeA")])),
+            WireErrorCode.UNEXPECTED_FIELD,
+            f"{action.name} with a backend",
+        )
+    yield (
+        "bad_register_options",
+        encode_request(one_option(Action.REGISTER, "k", 1)),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "REGISTER with an option",
+    )
     # Values.
     tagged = encode_request(one_option(Action.SET, "tagged", True))
     for tag in (0, 4, 255):
-        yield (f"bad_tag_{tag}", patched(tagged, b"tagged\x01", b"tagged" + bytes([tag])),
-               WireErrorCode.TAG, f"option type tag {tag}")
+        yield (
+            f"bad_tag_{tag}",
+            patched(tagged, b"tagged\x01", b"tagged" + bytes([tag])),
+            WireErrorCode.TAG,
+            f"option type tag {tag}",
+        )
     for byte in (2, 255):
-        yield (f"bad_bool_{byte}", patched(tagged, b"tagged\x01\x01", b"tagged\x01" + bytes([byte])),
-               WireErrorCode.BOOL, f"bool byte {byte}")
+        yield (
+            f"bad_bool_{byte}",
+            patched(tagged, b"tagged\x01\x01", b"tagged\x01" + bytes([byte])),
+            WireErrorCode.BOOL,
+            f"bool byte {byte}",
+        )
     # NUL and UTF-8.
-    yield ("bad_nul_in_key", encode_request(one_option(Action.SET, "a\0b", 1)), WireErrorCode.NUL,
-           "NUL inside a key")
-    yield ("bad_nul_in_value", encode_request(one_option(Action.SET, "k", "value\0")),
-           WireErrorCode.NUL, "NUL at the end of a string value")
-    yield ("bad_nul_in_id", encode_request(raw_request(Action.SET, [BackendOptions("\0Probe")])),
-           WireErrorCode.NUL, "NUL at the start of a backend id")
-    yield ("bad_nul_in_program", encode_request(raw_request(Action.LOAD, [], program="/p\0.pte")),
-           WireErrorCode.NUL, "NUL inside the LOAD program path")
-    yield ("bad_nul_in_delegate", encode_request(raw_request(Action.LOAD, [], delegates=("Pro\0be",))),
-           WireErrorCode.NUL, "NUL inside a delegate id")
-    utf8 = encode_request(raw_request(
-        Action.LOAD,
-        [BackendOptions("ProbeI", (Option("keyK", "valueV"),))],
-        program="/progP", delegates=("delegD",)))
+    yield (
+        "bad_nul_in_key",
+        encode_request(one_option(Action.SET, "a\0b", 1)),
+        WireErrorCode.NUL,
+        "NUL inside a key",
+    )
+    yield (
+        "bad_nul_in_value",
+        encode_request(one_option(Action.SET, "k", "value\0")),
+        WireErrorCode.NUL,
+        "NUL at the end of a string value",
+    )
+    yield (
+        "bad_nul_in_id",
+        encode_request(raw_request(Action.SET, [BackendOptions("\0Probe")])),
+        WireErrorCode.NUL,
+        "NUL at the start of a backend id",
+    )
+    yield (
+        "bad_nul_in_program",
+        encode_request(raw_request(Action.LOAD, [], program="/p\0.pte")),
+        WireErrorCode.NUL,
+        "NUL inside the LOAD program path",
+    )
+    yield (
+        "bad_nul_in_delegate",
+        encode_request(raw_request(Action.LOAD, [], delegates=("Pro\0be",))),
+        WireErrorCode.NUL,
+        "NUL inside a delegate id",
+    )
+    utf8 = encode_request(
+        raw_request(
+            Action.LOAD,
+            [BackendOptions("ProbeI", (Option("keyK", "valueV"),))],
+            program="/progP",
+            delegates=("delegD",),
+        )
+    )
     for name, old, new, about in (
         ("bad_utf8_overlong_key", b"keyK", b"ke\xc1\xbf", "overlong 2-byte form C1 BF in a key"),
-        ("bad_utf8_overlong_3_byte", b"valueV", b"val\xe0\x80\xaf", "overlong 3-byte form E0 80 AF in a value"),
-        ("bad_utf8_overlong_nul", b"keyK", b"ke\xc0\x80", "overlong NUL C0 80 in a key: UTF8, not NUL"),
-        ("bad_utf8_surrogate", b"valueV", b"val\xed\xa0\x80", "surrogate U+D800 (ED A0 80) in a value"),
-        ("bad_utf8_low_surrogate", b"ProbeI", b"Pro\xed\xbf\xbf", "surrogate U+DFFF (ED BF BF) in a backend id"),
-        ("bad_utf8_above_max", b"ProbeI", b"Pr\xf4\x90\x80\x80", "U+110000 (F4 90 80 80) in a backend id"),
+        (
+            "bad_utf8_overlong_3_byte",
+            b"valueV",
+            b"val\xe0\x80\xaf",
+            "overlong 3-byte form E0 80 AF in a value",
+        ),
+        (
+            "bad_utf8_overlong_nul",
+            b"keyK",
+            b"ke\xc0\x80",
+            "overlong NUL C0 80 in a key: UTF8, not NUL",
+        ),
+        (
+            "bad_utf8_surrogate",
+            b"valueV",
+            b"val\xed\xa0\x80",
+            "surrogate U+D800 (ED A0 80) in a value",
+        ),
+        (
+            "bad_utf8_low_surrogate",
+            b"ProbeI",
+            b"Pro\xed\xbf\xbf",
+            "surrogate U+DFFF (ED BF BF) in a backend id",
+        ),
+        (
+            "bad_utf8_above_max",
+            b"ProbeI",
+            b"Pr\xf4\x90\x80\x80",
+            "U+110000 (F4 90 80 80) in a backend id",
+        ),
         ("bad_utf8_f5", b"keyK", b"key\xf5", "byte F5, never valid in UTF-8, in a key"),
-        ("bad_utf8_truncated_sequence", b"valueV", b"valu\xe2\x82", "value ends inside a 3-byte sequence E2 82"),
-        ("bad_utf8_truncated_4_byte", b"keyK", b"k\xf0\x9f\x98", "key ends inside a 4-byte sequence F0 9F 98"),
-        ("bad_utf8_lone_continuation", b"/progP", b"/prog\x80", "lone continuation byte 80 in the program path"),
+        (
+            "bad_utf8_truncated_sequence",
+            b"valueV",
+            b"valu\xe2\x82",
+            "value ends inside a 3-byte sequence E2 82",
+        ),
+        (
+            "bad_utf8_truncated_4_byte",
+            b"keyK",
+            b"k\xf0\x9f\x98",
+            "key ends inside a 4-byte sequence F0 9F 98",
+        ),
+        (
+            "bad_utf8_lone_continuation",
+            b"/progP",
+            b"/prog\x80",
+            "lone continuation byte 80 in the program path",
+        ),
         ("bad_utf8_in_delegate", b"delegD", b"deleg\xff", "byte FF in a delegate id"),
     ):
         yield name, patched(utf8, old, new), WireErrorCode.UTF8, about
     # Truncation and trailing bytes inside the length.
     hello = encode_request(request(Action.HELLO))
-    yield ("bad_body_only_action", seal(hello[:17]), WireErrorCode.TRUNCATED,
-           "21-byte request: the program's length prefix is missing")
-    yield ("bad_body_half_length_prefix", seal(hello[:18]), WireErrorCode.TRUNCATED,
-           "the program's length prefix has one of its two bytes")
+    yield (
+        "bad_body_only_action",
+        seal(hello[:17]),
+        WireErrorCode.TRUNCATED,
+        "21-byte request: the program's length prefix is missing",
+    )
+    yield (
+        "bad_body_half_length_prefix",
+        seal(hello[:18]),
+        WireErrorCode.TRUNCATED,
+        "the program's length prefix has one of its two bytes",
+    )
     key_bytes = encode_request(one_option(Action.SET, "keyK", 1))
     cut_key = key_bytes[: key_bytes.index(b"keyK") + 2]
-    yield ("bad_truncated_key_bytes", seal(cut_key), WireErrorCode.TRUNCATED,
-           "body ends after 2 of the key's 4 bytes")
-    yield ("bad_truncated_before_tag", seal(key_bytes[: key_bytes.index(b"keyK") + 4]),
-           WireErrorCode.TRUNCATED, "body ends after the key, before its type tag")
-    yield ("bad_truncated_int_value", seal(key_bytes[: key_bytes.index(b"keyK") + 5 + 4]),
-           WireErrorCode.TRUNCATED, "body ends after 4 of an int's 8 bytes")
+    yield (
+        "bad_truncated_key_bytes",
+        seal(cut_key),
+        WireErrorCode.TRUNCATED,
+        "body ends after 2 of the key's 4 bytes",
+    )
+    yield (
+        "bad_truncated_before_tag",
+        seal(key_bytes[: key_bytes.index(b"keyK") + 4]),
+        WireErrorCode.TRUNCATED,
+        "body ends after the key, before its type tag",
+    )
+    yield (
+        "bad_truncated_int_value",
+        seal(key_bytes[: key_bytes.index(b"keyK") + 5 + 4]),
+        WireErrorCode.TRUNCATED,
+        "body ends after 4 of an int's 8 bytes",
+    )
     string_bytes = encode_request(one_option(Action.SET, "keyK", "valueV"))
-    yield ("bad_truncated_string_value", seal(string_bytes[: string_bytes.index(b"valueV") + 3]),
-           WireErrorCode.TRUNCATED, "body ends inside a string value")
-    yield ("bad_truncated_before_backends", seal(hello[:20]), WireErrorCode.TRUNCATED,
-           "body ends before the backend count")
-    yield ("bad_missing_options", seal(key_bytes[: key_bytes.index(b"keyK") - 2]),
-           WireErrorCode.TRUNCATED, "a backend with option count 1 and no option")
-    yield ("bad_trailing_in_body", seal(hello[:-4] + b"\0"), WireErrorCode.TRAILING,
-           "one zero byte between the last field and the CRC, length and CRC valid")
-    yield ("bad_trailing_after_options", seal(key_bytes[:-4] + b"\x01\x00k"), WireErrorCode.TRAILING,
-           "three bytes after the last option")
+    yield (
+        "bad_truncated_string_value",
+        seal(string_bytes[: string_bytes.index(b"valueV") + 3]),
+        WireErrorCode.TRUNCATED,
+        "body ends inside a string value",
+    )
+    yield (
+        "bad_truncated_before_backends",
+        seal(hello[:20]),
+        WireErrorCode.TRUNCATED,
+        "body ends before the backend count",
+    )
+    yield (
+        "bad_missing_options",
+        seal(key_bytes[: key_bytes.index(b"keyK") - 2]),
+        WireErrorCode.TRUNCATED,
+        "a backend with option count 1 and no option",
+    )
+    yield (
+        "bad_trailing_in_body",
+        seal(hello[:-4] + b"\0"),
+        WireErrorCode.TRAILING,
+        "one zero byte between the last field and the CRC, length and CRC valid",
+    )
+    yield (
+        "bad_trailing_after_options",
+        seal(key_bytes[:-4] + b"\x01\x00k"),
+        WireErrorCode.TRAILING,
+        "three bytes after the last option",
+    )
     # Order within the body.
-    yield ("bad_order_count_before_elements",
-           seal(encode_request(request(Action.LOAD))[:-5] + b"\x09"),
-           WireErrorCode.TOO_MANY_BACKENDS,
-           "LOAD backend count 9 and no backends: the count is checked before its elements")
-    yield ("bad_order_delegate_count_before_elements",
-           seal(encode_request(request(Action.LOAD))[:-6] + b"\x09"),
-           WireErrorCode.TOO_MANY_DELEGATES,
-           "LOAD delegate count 9, body ends there: the count is checked before its elements")
-    yield ("bad_order_truncated_before_key_length",
-           seal(key_bytes[: key_bytes.index(b"keyK") - 2] + b"\x40\x00kkkk"),
-           WireErrorCode.TRUNCATED, "key length 64 with 4 bytes left: TRUNCATED, not KEY_LENGTH")
-    yield ("bad_order_key_length_before_nul", encode_request(one_option(Action.SET, "k\0" * 32, 1)),
-           WireErrorCode.KEY_LENGTH, "64-byte key with NUL bytes: the length is checked first")
-    yield ("bad_order_key_length_before_utf8",
-           patched(encode_request(one_option(Action.SET, "k" * 64, 1)), b"k" * 64, b"\xff" * 64),
-           WireErrorCode.KEY_LENGTH, "64-byte key of FF bytes: the length is checked first")
-    yield ("bad_order_nul_before_utf8",
-           patched(encode_request(one_option(Action.SET, "k", "ab\x01")), b"ab\x01", b"\xff\xfe\x00"),
-           WireErrorCode.NUL, "value FF FE 00: NUL is checked before UTF-8, wherever it is")
-    yield ("bad_order_duplicate_key_before_tag",
-           patched(encode_request(request(Action.SET, {"ProbeA": [("k", True), ("k", True)]},
-                                          checked=False)),
-                   b"\x01\x00k\x01\x01\x01\x00k\x01\x01", b"\x01\x00k\x01\x01\x01\x00k\x09\x01"),
-           WireErrorCode.DUPLICATE_KEY, "second k has tag 9: the duplicate is found before the tag")
-    yield ("bad_order_duplicate_backend_before_count",
-           patched(encode_request(raw_request(Action.SET, [BackendOptions("ProbeA"),
-                                                           BackendOptions("ProbeA")])),
-                   b"ProbeA\x00\x06\x00ProbeA\x00", b"ProbeA\x00\x06\x00ProbeA\x41"),
-           WireErrorCode.DUPLICATE_BACKEND,
-           "second ProbeA has option count 65 and no options: the duplicate is found first")
-    yield ("bad_order_unexpected_before_text_length",
-           encode_request(raw_request(Action.EXECUTE, [], program="p" * 1025)),
-           WireErrorCode.UNEXPECTED_FIELD,
-           "EXECUTE with a 1025-byte program: a non-empty field is UNEXPECTED_FIELD, whatever its size")
-    yield ("bad_order_unexpected_before_nul",
-           encode_request(raw_request(Action.SET, [], program="\0")),
-           WireErrorCode.UNEXPECTED_FIELD, "SET with program \\0: UNEXPECTED_FIELD before NUL")
-    yield ("bad_order_unexpected_before_delegate_count",
-           encode_request(raw_request(Action.GET, [], delegates=ids("D", 9))),
-           WireErrorCode.UNEXPECTED_FIELD,
-           "GET with 9 delegates: UNEXPECTED_FIELD, not TOO_MANY_DELEGATES")
-    yield ("bad_order_unexpected_before_option_count",
-           encode_request(raw_request(Action.REGISTER, [BackendOptions(
-               "ProbeA", tuple(Option(k, 1) for k in ids("key", 65)))])),
-           WireErrorCode.UNEXPECTED_FIELD,
-           "REGISTER id with 65 options: UNEXPECTED_FIELD, not TOO_MANY_OPTIONS")
-    yield ("bad_order_unexpected_before_backend_count",
-           encode_request(raw_request(Action.HELLO, [BackendOptions(i) for i in ids("P", 17)])),
-           WireErrorCode.UNEXPECTED_FIELD,
-           "HELLO with 17 backends: UNEXPECTED_FIELD, not TOO_MANY_BACKENDS")
-    yield ("bad_order_int_range_before_trailing",
-           seal(encode_request(one_option(Action.SET, "n", 2**31))[:-4] + b"\0"),
-           WireErrorCode.INT_RANGE, "int 2^31 followed by a trailing byte")
-    yield ("bad_order_first_field_wins",
-           encode_request(raw_request(Action.LOAD, [BackendOptions("P" * 64, (Option("", 1),))],
-                                      delegates=("",))),
-           WireErrorCode.ID_LENGTH,
-           "empty delegate id, 64-byte backend id, empty key: the first field's error wins")
+    yield (
+        "bad_order_count_before_elements",
+        seal(encode_request(request(Action.LOAD))[:-5] + b"\x09"),
+        WireErrorCode.TOO_MANY_BACKENDS,
+        "LOAD backend count 9 and no backends: the count is checked before its elements",
+    )
+    yield (
+        "bad_order_delegate_count_before_elements",
+        seal(encode_request(request(Action.LOAD))[:-6] + b"\x09"),
+        WireErrorCode.TOO_MANY_DELEGATES,
+        "LOAD delegate count 9, body ends there: the count is checked before its elements",
+    )
+    yield (
+        "bad_order_truncated_before_key_length",
+        seal(key_bytes[: key_bytes.index(b"keyK") - 2] + b"\x40\x00kkkk"),
+        WireErrorCode.TRUNCATED,
+        "key length 64 with 4 bytes left: TRUNCATED, not KEY_LENGTH",
+    )
+    yield (
+        "bad_order_key_length_before_nul",
+        encode_request(one_option(Action.SET, "k\0" * 32, 1)),
+        WireErrorCode.KEY_LENGTH,
+        "64-byte key with NUL bytes: the length is checked first",
+    )
+    yield (
+        "bad_order_key_length_before_utf8",
+        patched(encode_request(one_option(Action.SET, "k" * 64, 1)), b"k" * 64, b"\xff" * 64),
+        WireErrorCode.KEY_LENGTH,
+        "64-byte key of FF bytes: the length is checked first",
+    )
+    yield (
+        "bad_order_nul_before_utf8",
+        patched(encode_request(one_option(Action.SET, "k", "ab\x01")), b"ab\x01", b"\xff\xfe\x00"),
+        WireErrorCode.NUL,
+        "value FF FE 00: NUL is checked before UTF-8, wherever it is",
+    )
+    yield (
+        "bad_order_duplicate_key_before_tag",
+        patched(
+            encode_request(
+                request(Action.SET, {"ProbeA": [("k", True), ("k", True)]}, checked=False)
+            ),
+            b"\x01\x00k\x01\x01\x01\x00k\x01\x01",
+            b"\x01\x00k\x01\x01\x01\x00k\x09\x01",
+        ),
+        WireErrorCode.DUPLICATE_KEY,
+        "second k has tag 9: the duplicate is found before the tag",
+    )
+    yield (
+        "bad_order_duplicate_backend_before_count",
+        patched(
+            encode_request(
+                raw_request(Action.SET, [BackendOptions("ProbeA"), BackendOptions("ProbeA")])
+            ),
+            b"ProbeA\x00\x06\x00ProbeA\x00",
+            b"ProbeA\x00\x06\x00ProbeA\x41",
+        ),
+        WireErrorCode.DUPLICATE_BACKEND,
+        "second ProbeA has option count 65 and no options: the duplicate is found first",
+    )
+    yield (
+        "bad_order_unexpected_before_text_length",
+        encode_request(raw_request(Action.EXECUTE, [], program="p" * 1025)),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "EXECUTE with a 1025-byte program: a non-empty field is UNEXPECTED_FIELD, any size",
+    )
+    yield (
+        "bad_order_unexpected_before_nul",
+        encode_request(raw_request(Action.SET, [], program="\0")),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "SET with program \\0: UNEXPECTED_FIELD before NUL",
+    )
+    yield (
+        "bad_order_unexpected_before_delegate_count",
+        encode_request(raw_request(Action.GET, [], delegates=ids("D", 9))),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "GET with 9 delegates: UNEXPECTED_FIELD, not TOO_MANY_DELEGATES",
+    )
+    yield (
+        "bad_order_unexpected_before_option_count",
+        encode_request(
+            raw_request(
+                Action.REGISTER,
+                [BackendOptions("ProbeA", tuple(Option(k, 1) for k in ids("key", 65)))],
+            )
+        ),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "REGISTER id with 65 options: UNEXPECTED_FIELD, not TOO_MANY_OPTIONS",
+    )
+    yield (
+        "bad_order_unexpected_before_backend_count",
+        encode_request(raw_request(Action.HELLO, [BackendOptions(i) for i in ids("P", 17)])),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "HELLO with 17 backends: UNEXPECTED_FIELD, not TOO_MANY_BACKENDS",
+    )
+    yield (
+        "bad_order_int_range_before_trailing",
+        seal(encode_request(one_option(Action.SET, "n", 2**31))[:-4] + b"\0"),
+        WireErrorCode.INT_RANGE,
+        "int 2^31 followed by a trailing byte",
+    )
+    yield (
+        "bad_order_first_field_wins",
+        encode_request(
+            raw_request(Action.LOAD, [BackendOptions("P" * 64, (Option("", 1),))], delegates=("",))
+        ),
+        WireErrorCode.ID_LENGTH,
+        "empty delegate id, 64-byte backend id, empty key: the first field's error wins",
+    )
 
 
 def report_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
@@ -602,54 +1095,135 @@ def report_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
     yield "bad_report_action_8", raw(action=8), WireErrorCode.ACTION, "report action 8"
     yield "bad_report_outcome_4", raw(outcome=4), WireErrorCode.OUTCOME, "outcome 4"
     yield "bad_report_outcome_255", raw(outcome=255), WireErrorCode.OUTCOME, "outcome 255"
-    yield ("bad_order_action_before_outcome", raw(action=9, outcome=9), WireErrorCode.ACTION,
-           "action 9 and outcome 9: action comes first")
+    yield (
+        "bad_order_action_before_outcome",
+        raw(action=9, outcome=9),
+        WireErrorCode.ACTION,
+        "action 9 and outcome 9: action comes first",
+    )
     for flags in (2, 3, 0x80):
-        yield (f"bad_entry_flags_{flags:02x}",
-               raw(entries=(probe_entry("ProbeA", {}, flags=flags),)), WireErrorCode.FLAGS,
-               f"entry flags 0x{flags:02x}: only bit 0 is defined")
-    yield ("bad_report_message_1025", raw(message="m" * 1025), WireErrorCode.TEXT_LENGTH,
-           "report message of 1025 bytes")
-    yield ("bad_report_facts_33", raw(facts=tuple(Option(k, 1) for k in ids("fact", 33))),
-           WireErrorCode.TOO_MANY_OPTIONS, "33 facts")
-    yield ("bad_report_entries_17", raw(entries=tuple(ReportEntry(n, 0) for n in ids("B", 17))),
-           WireErrorCode.TOO_MANY_BACKENDS, "17 entries")
-    yield ("bad_entry_options_65",
-           raw(entries=(probe_entry("ProbeA", {k: 1 for k in ids("key", 65)}),)),
-           WireErrorCode.TOO_MANY_OPTIONS, "entry with 65 options")
-    yield ("bad_entry_name_64", raw(entries=(probe_entry("N" * 64, {}),)), WireErrorCode.ID_LENGTH,
-           "entry name of 64 bytes")
-    yield ("bad_entry_name_empty", raw(entries=(entry, probe_entry("", {}))),
-           WireErrorCode.ID_LENGTH, "second entry's name empty")
-    yield ("bad_report_fact_key_64", raw(facts=(Option("f" * 64, 1),)), WireErrorCode.KEY_LENGTH,
-           "fact key of 64 bytes")
-    yield ("bad_report_fact_string_256", raw(facts=(Option("f", "v" * 256),)),
-           WireErrorCode.STRING_LENGTH, "fact string of 256 bytes")
-    yield ("bad_report_int_range", raw(entries=(probe_entry("ProbeA", {"n": -(2**31) - 1}),)),
-           WireErrorCode.INT_RANGE, "entry option int below int32")
-    yield ("bad_report_nul_in_message", raw(message="bad\0news"), WireErrorCode.NUL,
-           "NUL inside the report message")
-    yield ("bad_report_nul_in_name", raw(entries=(probe_entry("Probe\0A", {}),)), WireErrorCode.NUL,
-           "NUL inside an entry name")
+        yield (
+            f"bad_entry_flags_{flags:02x}",
+            raw(entries=(probe_entry("ProbeA", {}, flags=flags),)),
+            WireErrorCode.FLAGS,
+            f"entry flags 0x{flags:02x}: only bit 0 is defined",
+        )
+    yield (
+        "bad_report_message_1025",
+        raw(message="m" * 1025),
+        WireErrorCode.TEXT_LENGTH,
+        "report message of 1025 bytes",
+    )
+    yield (
+        "bad_report_facts_33",
+        raw(facts=tuple(Option(k, 1) for k in ids("fact", 33))),
+        WireErrorCode.TOO_MANY_OPTIONS,
+        "33 facts",
+    )
+    yield (
+        "bad_report_entries_17",
+        raw(entries=tuple(ReportEntry(n, 0) for n in ids("B", 17))),
+        WireErrorCode.TOO_MANY_BACKENDS,
+        "17 entries",
+    )
+    yield (
+        "bad_entry_options_65",
+        raw(entries=(probe_entry("ProbeA", {k: 1 for k in ids("key", 65)}),)),
+        WireErrorCode.TOO_MANY_OPTIONS,
+        "entry with 65 options",
+    )
+    yield (
+        "bad_entry_name_64",
+        raw(entries=(probe_entry("N" * 64, {}),)),
+        WireErrorCode.ID_LENGTH,
+        "entry name of 64 bytes",
+    )
+    yield (
+        "bad_entry_name_empty",
+        raw(entries=(entry, probe_entry("", {}))),
+        WireErrorCode.ID_LENGTH,
+        "second entry's name empty",
+    )
+    yield (
+        "bad_report_fact_key_64",
+        raw(facts=(Option("f" * 64, 1),)),
+        WireErrorCode.KEY_LENGTH,
+        "fact key of 64 bytes",
+    )
+    yield (
+        "bad_report_fact_string_256",
+        raw(facts=(Option("f", "v" * 256),)),
+        WireErrorCode.STRING_LENGTH,
+        "fact string of 256 bytes",
+    )
+    yield (
+        "bad_report_int_range",
+        raw(entries=(probe_entry("ProbeA", {"n": -(2**31) - 1}),)),
+        WireErrorCode.INT_RANGE,
+        "entry option int below int32",
+    )
+    yield (
+        "bad_report_nul_in_message",
+        raw(message="bad\0news"),
+        WireErrorCode.NUL,
+        "NUL inside the report message",
+    )
+    yield (
+        "bad_report_nul_in_name",
+        raw(entries=(probe_entry("Probe\0A", {}),)),
+        WireErrorCode.NUL,
+        "NUL inside an entry name",
+    )
     named = raw(message="msgM", entries=(probe_entry("ProbeA", {"keyK": "valueV"}),))
-    yield ("bad_report_utf8_in_name", patched(named, b"ProbeA", b"Probe\xc0"), WireErrorCode.UTF8,
-           "byte C0 in an entry name")
-    yield ("bad_report_utf8_in_message", patched(named, b"msgM", b"msg\xed"), WireErrorCode.UTF8,
-           "message ends inside a 3-byte sequence")
-    yield ("bad_report_surrogate_in_value", patched(named, b"valueV", b"val\xed\xb2\x80"),
-           WireErrorCode.UTF8, "surrogate U+DC80 in an entry's string option")
-    yield ("bad_report_tag_4", patched(named, b"keyK\x03", b"keyK\x04"), WireErrorCode.TAG,
-           "entry option with tag 4")
-    yield ("bad_report_bool_2",
-           patched(raw(facts=(Option("factF", True),)), b"factF\x01\x01", b"factF\x01\x02"),
-           WireErrorCode.BOOL, "fact bool byte 2")
-    yield ("bad_report_trailing", seal(named[:-4] + b"\0\0"), WireErrorCode.TRAILING,
-           "two bytes after the last entry")
-    yield ("bad_report_truncated_entry", seal(named[: named.index(b"ProbeA") + 6 + 5]),
-           WireErrorCode.TRUNCATED, "body ends inside an entry's fixed fields")
+    yield (
+        "bad_report_utf8_in_name",
+        patched(named, b"ProbeA", b"Probe\xc0"),
+        WireErrorCode.UTF8,
+        "byte C0 in an entry name",
+    )
+    yield (
+        "bad_report_utf8_in_message",
+        patched(named, b"msgM", b"msg\xed"),
+        WireErrorCode.UTF8,
+        "message ends inside a 3-byte sequence",
+    )
+    yield (
+        "bad_report_surrogate_in_value",
+        patched(named, b"valueV", b"val\xed\xb2\x80"),
+        WireErrorCode.UTF8,
+        "surrogate U+DC80 in an entry's string option",
+    )
+    yield (
+        "bad_report_tag_4",
+        patched(named, b"keyK\x03", b"keyK\x04"),
+        WireErrorCode.TAG,
+        "entry option with tag 4",
+    )
+    yield (
+        "bad_report_bool_2",
+        patched(raw(facts=(Option("factF", True),)), b"factF\x01\x01", b"factF\x01\x02"),
+        WireErrorCode.BOOL,
+        "fact bool byte 2",
+    )
+    yield (
+        "bad_report_trailing",
+        seal(named[:-4] + b"\0\0"),
+        WireErrorCode.TRAILING,
+        "two bytes after the last entry",
+    )
+    yield (
+        "bad_report_truncated_entry",
+        seal(named[: named.index(b"ProbeA") + 6 + 5]),
+        WireErrorCode.TRUNCATED,
+        "body ends inside an entry's fixed fields",
+    )
     one_entry = raw(entries=(entry,))
-    yield ("bad_report_missing_entries", seal(one_entry[: one_entry.index(b"ProbeA") - 2]),
-           WireErrorCode.TRUNCATED, "entry count 1 and no entry")
+    yield (
+        "bad_report_missing_entries",
+        seal(one_entry[: one_entry.index(b"ProbeA") - 2]),
+        WireErrorCode.TRUNCATED,
+        "entry count 1 and no entry",
+    )
 
 
 # ------------------------------------------------------------------------ assembly

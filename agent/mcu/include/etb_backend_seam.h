@@ -2,7 +2,7 @@
  * etb_backend_seam.h - the C seam between the MCU agent and a backend runtime.
  *
  * Every call the agent makes into "the runtime" goes through these functions.
- * Each one mirrors an ExecuTorch call (executorch 1.5, runtime/backend/*.h) and
+ * Each one mirrors an ExecuTorch call (executorch 1.5, runtime/backend/ headers) and
  * has its semantics, error codes included:
  *
  *   seam                               ExecuTorch

@@ -278,7 +278,7 @@ static size_t finish_report(uint8_t *out, size_t cap) {
     report_start(rep.seq, rep.action);
     report_outcome(ETB_OUTCOME_REJECTED, status, "the report could not be encoded: ");
     append_text(etb_status_name(status));
-    append_text(" (the device's report buffer is " "6144" " bytes)");
+    append_text(" (larger than the device's report buffer)");
     if (etb_encode_report(&rep, out, cap, &len) != ETB_OK) {
       len = 0;
     }

@@ -1,0 +1,273 @@
+"""What one option-map case costs on a device, three ways (``et-harness bench``).
+
+(a) session mode: the agent keeps running and serves case after case over one
+    stream (one request, one report per case), also pipelined;
+(b) the per-case way: push the request file, run the agent one-shot, pull the
+    report file (how ExecuTorch's own on-device test scripts work);
+(c) the floor: an empty round trip of the same size over the same transport, plus
+    the runtime's own load and execute time as the agent measures it.
+
+Figures are printed and written as JSON; docs/performance.md says how to read them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import wire
+from harness.agent.session import AgentSession
+from harness.device import Device
+from harness.messages import Action, Outcome, Report, Request
+from harness.options import BackendOptions, Option, OptionsMap
+from harness.runner import CaseRunner
+
+
+class BenchmarkError(Exception):
+    """A benchmark case did not come back correct; figures would be meaningless."""
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Per-case wall times of one way of running cases."""
+
+    cases: int
+    total_s: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+
+    @property
+    def per_second(self) -> float:
+        return self.cases / self.total_s if self.total_s else 0.0
+
+    @classmethod
+    def of(cls, samples_s: Sequence[float], total_s: float | None = None) -> Latency:
+        ordered = sorted(samples_s)
+        pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
+        return cls(len(ordered), total_s if total_s is not None else sum(ordered),
+                   pick(0.5), pick(0.9), pick(0.99))
+
+
+def case_map(backends: int, options: int, string_bytes: int) -> OptionsMap:
+    """A map of ``backends`` probes with ``options`` options each, every type present."""
+    def value(b: int, i: int) -> bool | int | str:
+        kind = i % 3
+        if kind == 0:
+            return b * 1000 + i
+        if kind == 1:
+            return (b + i) % 2 == 0
+        return (f"{b}.{i}:" + "v" * string_bytes)[:string_bytes]
+
+    return OptionsMap(tuple(
+        BackendOptions(f"Bench{b}", tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options)))
+        for b in range(backends)
+    ))
+
+
+def _timed(cases: int, one_case: Callable[[], None]) -> Latency:
+    samples = []
+    start = time.perf_counter()
+    for _ in range(cases):
+        begin = time.perf_counter()
+        one_case()
+        samples.append(time.perf_counter() - begin)
+    return Latency.of(samples, time.perf_counter() - start)
+
+
+def session_mode(runner: CaseRunner, options: OptionsMap, cases: int) -> Latency:
+    """(a) one LOAD request per case over the running agent, verdict checked."""
+    def one_case() -> None:
+        verdict = runner.load(options)
+        if not verdict.ok:
+            raise BenchmarkError(verdict.render())
+
+    one_case()  # warm: registration, program push
+    return _timed(cases, one_case)
+
+
+def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, cases: int,
+                      window: int = 8) -> Latency:
+    """(a') the same cases with up to ``window`` requests in flight."""
+    link = runner.link
+    if not isinstance(link, AgentSession):
+        raise BenchmarkError("pipelining needs a stream agent session")
+    runner.load(options)
+    request = Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
+    start = time.perf_counter()
+    reports = link.pipeline([request] * cases, window)
+    total = time.perf_counter() - start
+    _expect_ok(reports)
+    return Latency.of([total / cases] * cases, total)
+
+
+def per_case_way(device: Device, runner: CaseRunner, options: OptionsMap,
+                 cases: int) -> Latency:
+    """(b) push a request file, run the agent one-shot, pull the report file, per case."""
+    agent = device.deploy_agent()
+    program = device.program_for(options.backend_ids)
+    requests = (
+        wire.encode_request(Request.register(options.backend_ids))
+        + wire.encode_request(Request.load(program, options.backend_ids, options))
+    )
+    remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
+    remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
+    argv = [*device.profile.agent.wrapper, agent, "--oneshot", remote_in, remote_out]
+    env = dict(device.profile.agent.env) or None
+    timeout = device.profile.timeouts.command
+    with tempfile.TemporaryDirectory() as tmp:
+        local_in, local_out = Path(tmp, "requests.bin"), Path(tmp, "reports.bin")
+        local_in.write_bytes(requests)
+
+        def one_case() -> None:
+            device.transport.push(local_in, remote_in)
+            result = device.transport.run(argv, timeout=timeout, env=env)
+            if result.exit_code != 0:
+                raise BenchmarkError(f"one-shot agent exited {result.exit_code}: "
+                                     f"{result.stderr.decode(errors='replace')[-500:]}")
+            device.transport.pull(remote_out, local_out)
+            _expect_ok(_split_reports(local_out.read_bytes()))
+
+        return _timed(cases, one_case)
+
+
+def floor_round_trip(device: Device, size: int, rounds: int) -> Latency:
+    """(c) ``size`` bytes echoed by ``cat`` on the device over the same kind of stream."""
+    stream = device.transport.open_stream(["cat"])
+    payload = bytes(range(256)) * (size // 256 + 1)
+    payload = payload[:size]
+    try:
+        def one_round() -> None:
+            stream.write(payload)
+            if stream.read_exact(size, device.profile.timeouts.case) != payload:
+                raise BenchmarkError("the echo came back different")
+
+        one_round()
+        return _timed(rounds, one_round)
+    finally:
+        stream.close()
+
+
+def runtime_time_us(runner: CaseRunner, options: OptionsMap) -> tuple[int, int]:
+    """(load_us, execute_us) the agent measured inside the runtime for one LOAD."""
+    report = runner.load(options).report
+    return int(report.fact("load_us") or 0), int(report.fact("execute_us") or 0)
+
+
+def _split_reports(data: bytes) -> list[Report]:
+    reports: list[Report] = []
+    offset = 0
+    while offset < len(data):
+        header = wire.peek_header(data[offset:offset + wire.HEADER_SIZE])
+        reports.append(wire.decode_report(data[offset:offset + header.length]))
+        offset += header.length
+    return reports
+
+
+def _expect_ok(reports: Sequence[Report]) -> None:
+    for report in reports:
+        if report.outcome is not Outcome.OK or any(e.status for e in report.entries):
+            raise BenchmarkError(f"a case failed: {report}")
+        if report.action is Action.LOAD and not report.entries:
+            raise BenchmarkError("a LOAD report named no backend")
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """Everything measured on one device."""
+
+    device: str
+    cases: int
+    session: Latency
+    pipelined: Latency | None
+    per_case: Latency | None
+    floor: Latency | None
+    load_us: int
+    execute_us: int
+    growth: tuple[dict, ...]
+
+    @property
+    def throughput_ratio(self) -> float | None:
+        """a/b: how many times more cases per second session mode runs."""
+        if self.per_case is None:
+            return None
+        return self.session.per_second / self.per_case.per_second
+
+    @property
+    def floor_ratio(self) -> float | None:
+        """a/c: session-mode median latency over (floor round trip + runtime time)."""
+        if self.floor is None:
+            return None
+        floor_ms = self.floor.p50_ms + (self.load_us + self.execute_us) / 1000
+        return self.session.p50_ms / floor_ms
+
+    def as_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["throughput_ratio"] = self.throughput_ratio
+        data["floor_ratio"] = self.floor_ratio
+        for key in ("session", "pipelined", "per_case", "floor"):
+            figures = getattr(self, key)
+            if figures is not None:
+                data[key]["per_second"] = figures.per_second
+        return data
+
+
+GROWTH_SHAPES = (
+    (1, 1, 8), (2, 8, 8), (4, 8, 8), (8, 8, 8),
+    (1, 16, 8), (1, 32, 8), (1, 64, 8),
+    (1, 8, 64), (1, 8, 255), (8, 64, 255),
+)
+
+
+def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: int,
+              growth_cases: int) -> DeviceFigures:
+    """Measure (a), (b), (c) and how cost grows with the map, on one device."""
+    options = case_map(backends=4, options=8, string_bytes=16)
+    runner.prepare([f"Bench{b}" for b in range(8)])
+    session = session_mode(runner, options, cases)
+    streams = isinstance(runner.link, AgentSession)
+    pipelined = session_pipelined(device, runner, options, cases) if streams else None
+    per_case = per_case_way(device, runner, options, per_case_cases) if streams else None
+    size = len(wire.encode_request(Request.load("/x" * 20, options.backend_ids, options)))
+    floor = floor_round_trip(device, size, cases) if streams else None
+    load_us, execute_us = runtime_time_us(runner, options)
+    growth = []
+    for backends, count, string_bytes in GROWTH_SHAPES:
+        shape = case_map(backends, count, string_bytes)
+        figures = session_mode(runner, shape, growth_cases)
+        growth.append({"backends": backends, "options": count, "string_bytes": string_bytes,
+                       "request_bytes": len(wire.encode_request(Request(Action.LOAD, shape))),
+                       "p50_ms": figures.p50_ms, "per_second": figures.per_second})
+    return DeviceFigures(device.name, cases, session, pipelined, per_case, floor,
+                         load_us, execute_us, tuple(growth))
+
+
+def format_figures(figures: DeviceFigures) -> str:
+    """A few lines of text for the terminal."""
+    def line(name: str, lat: Latency | None) -> str:
+        if lat is None:
+            return f"  {name:<22} n/a"
+        return (f"  {name:<22} {lat.per_second:9.1f} cases/s   p50 {lat.p50_ms:8.3f} ms   "
+                f"p90 {lat.p90_ms:8.3f} ms   p99 {lat.p99_ms:8.3f} ms")
+
+    ratio = lambda r: "n/a" if r is None else f"{r:.1f}x"  # noqa: E731
+    lines = [
+        f"{figures.device}: {figures.cases} cases (4 backends x 8 options)",
+        line("(a) session", figures.session),
+        line("(a) session, pipelined", figures.pipelined),
+        line("(b) per-case way", figures.per_case),
+        line("(c) floor round trip", figures.floor),
+        f"  runtime inside the agent: load {figures.load_us} us, execute {figures.execute_us} us",
+        f"  a/b throughput {ratio(figures.throughput_ratio)}   "
+        f"a/c latency {ratio(figures.floor_ratio)} of the floor",
+        "  growth (session p50 ms): " + ", ".join(
+            f"{g['backends']}x{g['options']}x{g['string_bytes']}B={g['p50_ms']:.2f}"
+            for g in figures.growth),
+    ]
+    return "\n".join(lines)
+

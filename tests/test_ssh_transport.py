@@ -1,0 +1,478 @@
+"""SshTransport against the real OpenSSH server (ssh-emu boards in network namespaces)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
+from harness.profile import ProfileError, parse_profile
+from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
+from harness.transport.ssh import (
+    HostKeyMismatch,
+    HostKeyUnknown,
+    SshConfigError,
+    SshProfile,
+    SshTransport,
+    shell_command,
+)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ssh-emu needs root")
+
+HOSTILE_ARGS = [
+    "",
+    "two words",
+    "it's",
+    'say "hi"',
+    "$(touch /tmp/et-pwned)",
+    "`id`",
+    "a; rm -rf /tmp/et-nothing",
+    "line\nbreak\r\n",
+    "tab\there",
+    "-n",
+    "--help",
+    "*",
+    "~",
+    "$HOME ${PATH}",
+    "\\",
+    "'\"'\"'",
+    "ünïcödé ✓ 日本",
+    "!$&|<>(){}[]#",
+    "\x1b[31m",
+]
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdEmulator]:
+    with SshdEmulator(tmp_path_factory.mktemp("board"), isolation=Isolation.NETNS) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def ssh(board: SshdEmulator) -> Iterator[SshTransport]:
+    transport = SshTransport(board.profile())
+    yield transport
+    transport.close()
+
+
+@pytest.fixture
+def own_board(tmp_path: Path) -> Iterator[SshdEmulator]:
+    """A board this test may kill."""
+    with SshdEmulator(tmp_path / "own", isolation=Isolation.NETNS) as emulator:
+        yield emulator
+
+
+def _logins(board: SshdEmulator) -> int:
+    return board.log_path.read_text().count("Accepted publickey")
+
+
+# -- host keys ---------------------------------------------------------------
+
+
+def test_connects_with_known_hosts_from_the_ssh_config(board: SshdEmulator) -> None:
+    transport = SshTransport(board.profile())
+    try:
+        assert transport.run(["id", "-un"], timeout=10).stdout == b"etdevice\n"
+    finally:
+        transport.close()
+
+
+def test_connects_with_a_known_hosts_path_from_the_profile(board: SshdEmulator, tmp_path: Path) -> None:
+    known = tmp_path / "known"
+    known.write_text(board.known_hosts.read_text())
+    transport = SshTransport(board.profile(known_hosts=known))
+    try:
+        assert transport.run(["true"], timeout=10).exit_code == 0
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize("pin", ["key", "fingerprint"])
+def test_connects_with_a_pinned_host_key(board: SshdEmulator, tmp_path: Path, pin: str) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    host_key = board.host_public_key if pin == "key" else board.host_key_fingerprint
+    transport = SshTransport(board.profile(known_hosts=empty, host_key=host_key))
+    try:
+        assert transport.run(["true"], timeout=10).exit_code == 0
+    finally:
+        transport.close()
+
+
+def test_unknown_host_key_is_refused_with_its_fingerprint(board: SshdEmulator, tmp_path: Path) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    before = _logins(board)
+    with pytest.raises(HostKeyUnknown) as refused:
+        SshTransport(board.profile(known_hosts=empty)).connect()
+    message = str(refused.value)
+    assert board.host_key_fingerprint in message
+    assert f'host_key: "{board.host_public_key}"' in message
+    assert _logins(board) == before, "no authentication may happen before the key is trusted"
+
+
+def test_changed_host_key_is_refused(board: SshdEmulator, tmp_path: Path) -> None:
+    impostor = tmp_path / "impostor"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(impostor)], check=True)
+    wrong_key = " ".join(impostor.with_suffix(".pub").read_text().split()[:2])
+    known = tmp_path / "known"
+    known.write_text(f"{board.known_hosts_name} {wrong_key}\n")
+    before = _logins(board)
+    for profile in (
+        board.profile(known_hosts=known),
+        board.profile(host_key=wrong_key),
+    ):
+        with pytest.raises(HostKeyMismatch) as refused:
+            SshTransport(profile).connect()
+        assert board.host_key_fingerprint in str(refused.value)
+    with pytest.raises(HostKeyMismatch) as refused:
+        SshTransport(board.profile(host_key="SHA256:" + "A" * 43)).connect()
+    assert board.host_key_fingerprint in str(refused.value)
+    assert _logins(board) == before
+
+
+def test_malformed_pins_are_configuration_errors(board: SshdEmulator) -> None:
+    for bad in ("SHA256:short", "ssh-ed25519", "ssh-ed25519 !!!notbase64", "nonsense"):
+        with pytest.raises(SshConfigError):
+            board.profile(host_key=bad)
+
+
+# -- routes --------------------------------------------------------------------
+
+
+def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
+    """The board listens only inside a namespace that the jump host shares; the host
+    reaches the jump host through its ProxyCommand, and the board through the jump."""
+    with NetworkNamespace() as netns, \
+            SshdEmulator(tmp_path / "jump", netns=netns, alias="jump") as jump, \
+            SshdEmulator(tmp_path / "board", netns=netns, port=2200) as board:
+        config = tmp_path / "ssh_config"
+        config.write_text(
+            jump.ssh_config.read_text()
+            + f"Host lab-board\n    HostName 127.0.0.1\n    Port {board.port}\n"
+            f"    User {board.user}\n    IdentityFile {board.client_key}\n"
+            "    ProxyJump jump\n"
+        )
+        known = tmp_path / "known_hosts"
+        known.write_text(jump.known_hosts.read_text() + board.known_hosts.read_text())
+        via_config = SshTransport(SshProfile(host="lab-board", ssh_config=config, known_hosts=known))
+        try:
+            assert [hop.hostname + f":{hop.port}" for hop in via_config.route] == [
+                "127.0.0.1:22", "127.0.0.1:2200"
+            ]
+            assert via_config.run(["id", "-un"], timeout=10).stdout == b"etdevice\n"
+            assert _logins(jump) == 1 and _logins(board) == 1
+        finally:
+            via_config.close()
+        via_profile = SshTransport(SshProfile(
+            host="127.0.0.1", port=board.port, user=board.user, identity_file=board.client_key,
+            ssh_config=config, known_hosts=known, proxy_jump=f"{jump.user}@jump",
+        ))
+        try:
+            assert via_profile.run(["true"], timeout=10).exit_code == 0
+        finally:
+            via_profile.close()
+        direct = SshTransport(SshProfile(
+            host="127.0.0.1", port=board.port, ssh_config=config, known_hosts=known,
+            user=board.user, identity_file=board.client_key, connect_timeout=5,
+        ))
+        with pytest.raises(DeviceUnavailable):
+            direct.connect()  # the board is not on the host's network
+
+
+def test_ssh_config_alias_and_agent(board: SshdEmulator, tmp_path: Path) -> None:
+    """A Host alias with no IdentityFile: the key comes from a private ssh-agent."""
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host my-board\n    HostName {board.host}\n    Port {board.port}\n    User {board.user}\n"
+        f"    UserKnownHostsFile {board.known_hosts}\n    ProxyCommand {board.proxy_command}\n"
+    )
+    agent_socket = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(agent_socket)], stdout=subprocess.DEVNULL)
+    try:
+        added = subprocess.run(
+            ["ssh-add", str(board.client_key)], env={**os.environ, "SSH_AUTH_SOCK": str(agent_socket)},
+            capture_output=True, timeout=10, check=False,
+        )
+        assert added.returncode == 0, added.stderr
+        os.environ["SSH_AUTH_SOCK"] = str(agent_socket)
+        try:
+            transport = SshTransport(SshProfile(host="my-board", ssh_config=config))
+            assert transport.run(["id", "-un"], timeout=10).stdout == b"etdevice\n"
+            transport.close()
+        finally:
+            del os.environ["SSH_AUTH_SOCK"]
+        no_agent = SshTransport(SshProfile(host="my-board", ssh_config=config, use_agent=False))
+        with pytest.raises(DeviceUnavailable, match="authentication failed"):
+            no_agent.connect()
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+
+
+def test_refused_port_is_device_unavailable(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    transport = SshTransport(SshProfile(host="127.0.0.1", port=port, user="nobody",
+                                        known_hosts=tmp_path / "none", connect_timeout=5))
+    started = time.monotonic()
+    with pytest.raises(DeviceUnavailable, match="cannot connect") as refused:
+        transport.connect()
+    assert time.monotonic() - started < 5
+    assert f"127.0.0.1:{port}" in str(refused.value)
+
+
+def test_wrong_key_is_an_authentication_failure(board: SshdEmulator, tmp_path: Path) -> None:
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    transport = SshTransport(board.profile(identity_file=stranger, use_agent=False))
+    with pytest.raises(DeviceUnavailable, match="authentication failed") as refused:
+        transport.connect()
+    assert str(stranger) in str(refused.value)
+
+
+def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None:
+    data = {
+        "name": "emulated",
+        "work_dir": "/tmp/et-harness-ssh",
+        "transport": {"kind": "ssh", "host": board.alias, "ssh_config": str(board.ssh_config)},
+    }
+    profile = SshProfile.from_device(parse_profile(data, tmp_path / "emulated.yaml"))
+    transport = SshTransport(profile)
+    try:
+        facts = transport.facts()
+        assert (facts.abi, facts.os, facts.work_dir) == (
+            {"x86_64": "x86_64", "aarch64": "aarch64"}[os.uname().machine],
+            "linux",
+            "/tmp/et-harness-ssh",
+        )
+    finally:
+        transport.close()
+    data["transport"] = {"kind": "ssh", "host": "x", "port": "22"}
+    with pytest.raises(ProfileError, match="transport.port"):
+        SshProfile.from_device(parse_profile(data, tmp_path / "bad.yaml"))
+
+
+# -- commands ------------------------------------------------------------------
+
+
+def test_one_connection_serves_many_commands(ssh: SshTransport, board: SshdEmulator) -> None:
+    before = _logins(board)
+    for _ in range(5):
+        assert ssh.run(["true"], timeout=10).exit_code == 0
+    assert _logins(board) == before + 1
+
+
+def test_exit_codes_outputs_stdin_and_env(ssh: SshTransport) -> None:
+    result = ssh.run(["sh", "-c", "echo out; echo err >&2; exit 7"], timeout=10)
+    assert (result.exit_code, result.stdout, result.stderr) == (7, b"out\n", b"err\n")
+    assert ssh.run(["cat"], timeout=10, stdin=b"\x00\xffdata").stdout == b"\x00\xffdata"
+    env = {"PLAIN": "1", "HOSTILE": "$(id) `id` ' \" ;\n", "EMPTY": ""}
+    result = ssh.run(["sh", "-c", 'printf "%s|" "$PLAIN" "$HOSTILE" "$EMPTY"'], timeout=10, env=env)
+    assert result.stdout == b"1|$(id) `id` ' \" ;\n||"
+    assert ssh.run(["no-such-program-et"], timeout=10).exit_code == 127
+    assert ssh.run(["sh", "-c", "kill -SEGV $$"], timeout=10).exit_code == 128 + signal.SIGSEGV
+
+
+def test_hostile_arguments_arrive_exactly(ssh: SshTransport) -> None:
+    result = ssh.run(["printf", "%s\\0", *HOSTILE_ARGS], timeout=10)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split(b"\0")[:-1] == [a.encode() for a in HOSTILE_ARGS]
+    assert not Path("/tmp/et-pwned").exists()
+    dashed = ssh.run(["-n"], timeout=10)  # a program named "-n" must not become an option
+    assert dashed.exit_code == 127 and b"-n" in dashed.stderr
+
+
+def test_commands_that_cannot_be_expressed_are_refused() -> None:
+    with pytest.raises(ValueError, match="NUL"):
+        shell_command(["echo", "a\0b"])
+    with pytest.raises(ValueError, match="environment variable"):
+        shell_command(["true"], {"A B": "1"})
+    with pytest.raises(ValueError, match="empty"):
+        shell_command([])
+
+
+def test_timeout_kills_the_command(ssh: SshTransport) -> None:
+    marker = f"et-timeout-{os.getpid()}"
+    started = time.monotonic()
+    with pytest.raises(TransportTimeout, match="did not finish within 0.5 s"):
+        ssh.run(["sh", "-c", f"sleep 30; : {marker}"], timeout=0.5)
+    assert time.monotonic() - started < 3
+    assert ssh.run(["pgrep", "-f", marker], timeout=10).exit_code == 1, "still running"
+
+
+def test_frozen_device_times_out(own_board: SshdEmulator) -> None:
+    transport = SshTransport(own_board.profile(connect_timeout=2))
+    try:
+        assert transport.run(["true"], timeout=5).exit_code == 0
+        frozen = own_board.pids()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(TransportTimeout):
+                transport.run(["true"], timeout=1)
+            assert time.monotonic() - started < 4
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        assert transport.run(["true"], timeout=5).exit_code == 0
+    finally:
+        transport.close()
+
+
+def test_reconnects_after_the_connection_dropped(own_board: SshdEmulator) -> None:
+    transport = SshTransport(own_board.profile())
+    try:
+        assert transport.run(["true"], timeout=5).exit_code == 0
+        daemon, *sessions = own_board.pids()
+        for pid in sessions:
+            os.kill(pid, signal.SIGKILL)
+        assert transport.run(["echo", "back"], timeout=10).stdout == b"back\n"
+        assert _logins(own_board) == 2
+    finally:
+        transport.close()
+
+
+def test_facts_and_sha256(ssh: SshTransport, tmp_path: Path) -> None:
+    facts = ssh.facts()
+    assert (facts.os, facts.work_dir) == ("linux", "/tmp/et-harness")
+    assert facts.abi == {"x86_64": "x86_64", "aarch64": "aarch64"}[os.uname().machine]
+    assert ssh.sha256("/nonexistent/et-file") is None
+
+
+# -- files ---------------------------------------------------------------------
+
+
+def test_push_pull_round_trip_of_a_large_file(ssh: SshTransport, tmp_path: Path) -> None:
+    payload = os.urandom(8 * 1024 * 1024)
+    local = tmp_path / "payload.bin"
+    local.write_bytes(payload)
+    local.chmod(0o755)
+    remote_dir = f"/tmp/et-ssh-test-{os.getpid()}"
+    remote = f"{remote_dir}/nested/deeper/payload.bin"
+    try:
+        started = time.monotonic()
+        ssh.push(local, remote)
+        pushed = time.monotonic() - started
+        assert ssh.sha256(remote) == hashlib.sha256(payload).hexdigest()
+        mode = ssh.run(["stat", "-c", "%a", remote], timeout=10).stdout.strip()
+        assert mode == b"755", "the executable bit travels with the file"
+        started = time.monotonic()
+        back = tmp_path / "new" / "dir" / "back.bin"
+        ssh.pull(remote, back)
+        pulled = time.monotonic() - started
+        assert back.read_bytes() == payload
+        print(f"\nSFTP 8 MiB: push {pushed * 1000:.0f} ms, pull {pulled * 1000:.0f} ms")
+        with pytest.raises(FileNotFoundError):
+            ssh.pull(f"{remote_dir}/missing", tmp_path / "missing")
+    finally:
+        ssh.run(["rm", "-rf", remote_dir], timeout=10)
+
+
+def test_push_replaces_a_running_program(ssh: SshTransport, tmp_path: Path) -> None:
+    program = tmp_path / "sleeper"
+    program.write_bytes(Path("/bin/sleep").read_bytes())
+    program.chmod(0o755)
+    remote = f"/tmp/et-ssh-test-{os.getpid()}-sleeper"
+    ssh.push(program, remote)
+    running = ssh.open_stream([remote, "30"])
+    try:
+        ssh.push(program, remote)  # no "text file busy"
+        assert ssh.sha256(remote) == hashlib.sha256(program.read_bytes()).hexdigest()
+    finally:
+        running.close()
+        ssh.run(["rm", "-f", remote], timeout=10)
+
+
+# -- streams -------------------------------------------------------------------
+
+
+def test_stream_round_trips_many_small_messages(ssh: SshTransport) -> None:
+    stream = ssh.open_stream(["cat"])
+    try:
+        times = []
+        for index in range(2000):
+            message = index.to_bytes(4, "little") * 16
+            started = time.perf_counter()
+            stream.write(message)
+            assert stream.read_exact(len(message), timeout=5) == message
+            times.append(time.perf_counter() - started)
+        median = statistics.median(times)
+        p99 = sorted(times)[int(len(times) * 0.99)]
+        print(f"\nstream round trip of 64 B: median {median * 1e3:.3f} ms, p99 {p99 * 1e3:.3f} ms")
+        assert median < 0.05
+    finally:
+        stream.close()
+
+
+def test_stream_timeout_keeps_partial_data_and_exit_is_lost(ssh: SshTransport) -> None:
+    stream = ssh.open_stream(["sh", "-c", "head -c 3; echo bye >&2; exit 5"])
+    try:
+        stream.write(b"abc")
+        with pytest.raises(TransportTimeout):
+            stream.read_exact(4, timeout=0.3)
+        with pytest.raises(TransportLost, match="exited with status 5") as lost:
+            stream.read_exact(4, timeout=5)
+        assert "bye" in str(lost.value) and stream.stderr_tail() == "bye"
+    finally:
+        stream.close()
+
+
+def test_stream_close_ends_the_process(ssh: SshTransport) -> None:
+    marker = f"et-stream-{os.getpid()}"
+    stream = ssh.open_stream(["sh", "-c", f"trap '' HUP; sleep 30; : {marker}"])
+    stream.close()
+    stream.close()
+    assert ssh.run(["pgrep", "-f", marker], timeout=10).exit_code == 1
+
+
+def test_killing_sshd_mid_stream_is_lost_quickly(own_board: SshdEmulator) -> None:
+    transport = SshTransport(own_board.profile())
+    stream = transport.open_stream(["cat"])
+    try:
+        stream.write(b"ping")
+        assert stream.read_exact(4, timeout=5) == b"ping"
+        own_board.kill()
+        started = time.monotonic()
+        with pytest.raises(TransportLost, match="connection to the device was lost"):
+            stream.read_exact(4, timeout=30)
+        elapsed = time.monotonic() - started
+        print(f"\nsshd killed mid-stream: TransportLost after {elapsed * 1000:.1f} ms")
+        assert elapsed < 2
+        with pytest.raises(TransportLost):
+            stream.write(b"more")
+        with pytest.raises(DeviceUnavailable):
+            transport.run(["true"], timeout=5)  # reconnect finds nobody listening
+    finally:
+        stream.close()
+        transport.close()
+
+
+def test_measurements(board: SshdEmulator) -> None:
+    """Figures for the docs: connect, one command, one stream round trip."""
+    transport = SshTransport(board.profile())
+    try:
+        started = time.perf_counter()
+        transport.connect()
+        connect = time.perf_counter() - started
+        runs = []
+        for _ in range(20):
+            started = time.perf_counter()
+            transport.run(["true"], timeout=10)
+            runs.append(time.perf_counter() - started)
+        print(f"\nconnect {connect * 1e3:.1f} ms; run(['true']) median "
+              f"{statistics.median(runs) * 1e3:.1f} ms, max {max(runs) * 1e3:.1f} ms")
+        assert connect < 5 and statistics.median(runs) < 1
+    finally:
+        transport.close()
