@@ -12,7 +12,7 @@ APT_PACKAGES=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm   # MCU firmware, mcu-emu
   g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user
   adb                                # the real adb client (adb-emu, Android devices)
-  openssh-server openssh-client      # ssh-emu
+  openssh-server openssh-client socat passwd   # ssh-emu
   iproute2 util-linux procps         # network namespaces, unshare, ps
 )
 

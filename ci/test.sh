@@ -9,3 +9,7 @@ echo "== project tests (tests/)"
 "${PYTEST[@]}" tests -q
 echo "== device suites on host"
 "${PYTEST[@]}" suites -q --device host
+echo "== device suites on ssh-emu (OpenSSH in a netns, arm64 runtime under qemu-user)"
+"${PYTEST[@]}" suites -q --device ssh-emu
+echo "== device suites on adb-emu (real adb client, arm64 runtime under qemu-user)"
+"${PYTEST[@]}" suites -q --device adb-emu

@@ -8,16 +8,25 @@ is started. Everything above it talks to :class:`harness.agent.session.AgentLink
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import posixpath
+import shutil
+import tempfile
 from pathlib import Path
 
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentLink, AgentSession
+from harness.emulators.adb_emulator import AdbEmulator
+from harness.emulators.adb_server import PrivateAdbServer
+from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
+from harness.sdk import cache_root
+from harness.transport.adb import AdbTransport
 from harness.transport.base import Transport, TransportError
 from harness.transport.local import LocalTransport
+from harness.transport.ssh import SshProfile, SshTransport
 
 # Device ABI (as the device reports it) -> agent build that runs there natively.
 _AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
@@ -36,7 +45,7 @@ class Device:
     """One device: its profile, its transport and the files the harness put there."""
 
     def __init__(self, profile: DeviceProfile, transport: Transport,
-                 emulator: contextlib.AbstractContextManager | None = None) -> None:
+                 emulator: contextlib.ExitStack | None = None) -> None:
         self.profile = profile
         self.transport = transport
         self._emulator = emulator
@@ -115,17 +124,53 @@ class Device:
         finally:
             if self._emulator is not None:
                 emulator, self._emulator = self._emulator, None
-                emulator.__exit__(None, None, None)
+                emulator.close()
 
 
 def open_device(profile: DeviceProfile) -> Device:
     """Bring up the device ``profile`` describes (starting its emulator, if any)."""
+    with contextlib.ExitStack() as stack:
+        if profile.emulator is not None:
+            profile = _start_emulator(profile, stack)
+        device = Device(profile, _transport(profile), stack.pop_all())
+    return device
+
+
+def _transport(profile: DeviceProfile) -> Transport:
     if profile.transport == "local":
         unknown = sorted(profile.settings)
         if unknown:
             raise ProfileError(f"{profile.where('transport.' + unknown[0])}: unknown field; "
                                "the local transport takes none")
-        return Device(profile, LocalTransport(profile.work_dir))
+        return LocalTransport(profile.work_dir)
+    if profile.transport == "adb":
+        return AdbTransport.from_profile(profile)
+    if profile.transport == "ssh":
+        return SshTransport(SshProfile.from_device(profile))
     raise ProfileError(
         f"{profile.where('transport.kind')}: transport {profile.transport!r} is not wired up yet"
     )
+
+
+def _emulator_dir(profile: DeviceProfile, stack: contextlib.ExitStack) -> Path:
+    """A private directory for one emulated device, removed when the device closes."""
+    base = cache_root() / "emulators"
+    base.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"{profile.name}-", dir=base))
+    stack.callback(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def _start_emulator(profile: DeviceProfile, stack: contextlib.ExitStack) -> DeviceProfile:
+    """Start the emulated device; return the profile with the transport fields it needs."""
+    home = _emulator_dir(profile, stack)
+    if profile.emulator == "adbd":
+        server = stack.enter_context(PrivateAdbServer(home / "adb-server"))
+        endpoint = stack.enter_context(AdbEmulator(home / "device-root"))
+        settings = {**profile.settings, "connect": endpoint.serial, "server_port": server.port}
+        return dataclasses.replace(profile, settings=settings)
+    if profile.emulator == "sshd":
+        board = stack.enter_context(SshdEmulator(home / "sshd"))
+        settings = {**profile.settings, "host": board.alias, "ssh_config": str(board.ssh_config)}
+        return dataclasses.replace(profile, settings=settings)
+    raise ProfileError(f"{profile.where('emulator')}: {profile.emulator!r} is not wired up yet")

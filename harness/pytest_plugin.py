@@ -1,4 +1,4 @@
-"""pytest plugin: ``--device`` and the fixtures device test suites use.
+"""pytest plugin: ``--device`` (one device or a farm of them) and the fixtures suites use.
 
 Fixtures (the user interface):
 
@@ -13,73 +13,235 @@ Fixtures (the user interface):
 Markers: ``@pytest.mark.capability("load")`` skips a test on devices whose agent
 does not serve that action; ``@pytest.mark.backend("XnnpackBackend")`` skips it on
 devices whose runtime does not register that backend.
+
+Many devices (docs/device-farm.md): ``--device a,b``, ``--device all`` or
+``--device tag:NAME`` run every test that uses a device fixture once per device,
+its id starting with the device (``test_x[host-2-backends]``); other tests run
+once. With ``-n N`` each device's tests stay on one worker, and a file lock keeps
+each device to one holder across processes. Device trouble
+(:class:`~harness.transport.base.TransportError`) is an infrastructure error
+(outcome ``infra``, letter ``I``, JUnit ``<error>``): retried after an agent
+restart, counted towards quarantine. Results go to ``results.jsonl`` as tests
+end, and to an HTML report. This module is glue: the logic is in
+:mod:`harness.farm`.
 """
 
 from __future__ import annotations
 
-import collections
+import dataclasses
+import os
+import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.check import Verdict
-from harness.device import Device, open_device
-from harness.profile import DeviceProfile, ProfileError, load_profile
+from harness.device import Device
+from harness.farm.deadline import RunDeadline
+from harness.farm.distribution import DistributionError, distribution_mode
+from harness.farm.health import DeviceQuarantined
+from harness.farm.infra import infrastructure_error
+from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY, amend_junit
+from harness.farm.labgrid import LabgridPlace, find_client
+from harness.farm.lock import default_lock_dir
+from harness.farm.policy import FarmPolicy
+from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
+from harness.farm.results import (
+    ARTIFACTS_DIR,
+    REPORT_FILE,
+    ResultsRecorder,
+    RunInfo,
+    default_results_dir,
+)
+from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.farm.slot import FACT_KEYS, DeviceSlot, DeviceSlots, describe_error
+from harness.farm.summary import backend_table, devices_in_order, outcome_table
+from harness.farm.summary import quarantined_devices
+from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
-from harness.transport.base import TransportError
+from harness.transport.base import TransportError, TransportLost
 
-_PROFILE_KEY = pytest.StashKey[DeviceProfile]()
-_VERDICTS_KEY = pytest.StashKey[list[tuple[str, Verdict]]]()
+DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
+
+_SLOTS = pytest.StashKey[DeviceSlots]()
+_RESULTS_DIR = pytest.StashKey[Path]()
+_VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
+_FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
+_COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
+_ARTIFACTS = pytest.StashKey[list[str]]()  # per test
+
+
+# ---- options and configuration -----------------------------------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("et-harness", "ExecuTorch backend-options harness")
     group.addoption(
-        "--device",
-        default="host",
-        help="device profile: a name from devices/ (host, ssh-emu, adb-emu, mcu-emu, ...) "
-        "or a path to a YAML profile (default: host)",
+        "--device", default=None,
+        help="device profile(s): a name from devices/ (host, ssh-emu, adb-emu, mcu-emu, ...), "
+        "a path to a YAML profile, 'all', 'tag:NAME', or a comma-separated list (default: host)",
     )
+    group.addoption("--devices-dir", type=Path, default=DEVICES_DIR,
+                    help="where device names, 'all' and 'tag:' look (default: devices/)")
+    group.addoption("--lock-dir", type=Path, default=None,
+                    help="directory of the per-device lock files (default: "
+                    "$ET_HARNESS_CACHE/locks or ~/.cache/et-harness/locks)")
+    group.addoption("--lock-timeout", type=float, default=FarmPolicy.lock_timeout,
+                    metavar="SECONDS",
+                    help="longest wait for a device another process holds (default: %(default)s)")
+    group.addoption("--run-timeout", type=float, default=None, metavar="SECONDS",
+                    help="after this long, remaining tests end at once as infrastructure errors")
+    group.addoption("--infra-retries", type=int, default=FarmPolicy.infra_retries, metavar="N",
+                    help="tries after an infrastructure error, each with a fresh agent "
+                    "(default: %(default)s)")
+    group.addoption("--quarantine-after", type=int, default=FarmPolicy.quarantine_after,
+                    metavar="K",
+                    help="health-check a device after K tests in a row ended in infrastructure "
+                    "errors; quarantine it if the check fails (default: %(default)s)")
+    group.addoption("--results-dir", type=Path, default=None,
+                    help="where results.jsonl, run.json, report.html and artifacts go "
+                    "(default: results/<timestamp>-<pid>)")
+    group.addoption("--html-report", type=Path, default=None, metavar="PATH",
+                    help="the self-contained HTML report (default: <results dir>/report.html)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
+    worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     try:
-        config.stash[_PROFILE_KEY] = load_profile(config.getoption("device"))
-    except ProfileError as exc:
+        profiles = select_profiles(config.getoption("device") or "host",
+                                   config.getoption("devices_dir"))
+        for profile in profiles:
+            if LabgridPlace.of(profile) is not None:
+                find_client(profile)
+        deadline = (RunDeadline(**worker["et_deadline"]) if worker
+                    else RunDeadline.starting_now(config.getoption("run_timeout")))
+        policy = FarmPolicy(
+            infra_retries=config.getoption("infra_retries"),
+            quarantine_after=config.getoption("quarantine_after"),
+            lock_timeout=config.getoption("lock_timeout"),
+            lock_dir=config.getoption("lock_dir") or default_lock_dir(),
+            deadline=deadline,
+        )
+    except (DeviceSelectionError, ProfileError, ValueError) as exc:
         raise pytest.UsageError(f"--device: {exc}") from None
-    config.stash[_VERDICTS_KEY] = []
+    config.stash[_SLOTS] = DeviceSlots(profiles, policy)
+    if worker is not None:
+        config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
+        if worker["et_loadgroup"]:
+            config.option.loadgroup = True  # xdist's worker flag for @group node ids
+        return
+    _configure_controller(config, profiles)
+
+
+def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
+    dist = config.getoption("dist", default="no")
+    try:
+        config.option.dist = distribution_mode(dist, config.getoption("device") is not None)
+    except DistributionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    base = config.invocation_params.dir
+    explicit = config.getoption("results_dir")
+    results_dir = base / explicit if explicit else default_results_dir(base)
+    html = config.getoption("html_report")
+    config.stash[_RESULTS_DIR] = results_dir
+    recorder = ResultsRecorder(
+        results_dir,
+        RunInfo.starting(results_dir.name, config.invocation_params.args,
+                         (p.name for p in profiles)),
+        html_path=base / html if html else results_dir / REPORT_FILE,
+        eager=bool(explicit or html),
+    )
+    config.pluginmanager.register(ControllerReporting(config, recorder), "et-harness-reporting")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: hand each worker the run's deadline, results dir and group mode."""
+    config = node.config
+    deadline = config.stash[_SLOTS].policy.deadline
+    node.workerinput["et_deadline"] = {"expires_at": deadline.expires_at,
+                                       "seconds": deadline.seconds}
+    node.workerinput["et_results_dir"] = str(config.stash[_RESULTS_DIR])
+    node.workerinput["et_loadgroup"] = config.option.dist == "loadgroup"
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    slots = config.stash[_SLOTS]
+    policy = slots.policy
+    timeout = f"{policy.deadline.seconds:g} s" if policy.deadline.seconds else "none"
+    return [
+        f"devices: {', '.join(slots.names)}",
+        f"device farm: infra retries {policy.infra_retries}, quarantine after "
+        f"{policy.quarantine_after}, lock timeout {policy.lock_timeout:g} s, run timeout "
+        f"{timeout}, locks in {policy.lock_dir}",
+    ]
+
+
+# ---- one test per device -------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if DEVICE_PARAM in metafunc.fixturenames:
+        names = metafunc.config.stash[_SLOTS].names
+        metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("loadgroup", default=False):
+        for item in items:
+            name = _device_of(item)
+            if name is not None:
+                item.add_marker(pytest.mark.xdist_group(name))
+
+
+def _device_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get(DEVICE_PARAM) if callspec is not None else None
+
+
+def _slot_of(item: pytest.Item) -> DeviceSlot | None:
+    name = _device_of(item)
+    return item.config.stash[_SLOTS][name] if name is not None else None
+
+
+# ---- fixtures ----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def device_profile(pytestconfig: pytest.Config) -> DeviceProfile:
+def device_profile(request: pytest.FixtureRequest) -> DeviceProfile:
     """The profile of the device under test."""
-    return pytestconfig.stash[_PROFILE_KEY]
+    return request.config.stash[_SLOTS].profiles[request.param]
 
 
 @pytest.fixture(scope="session")
-def device(device_profile: DeviceProfile) -> Iterator[Device]:
-    """The device under test, brought up once for the run."""
-    dev = open_device(device_profile)
+def device(device_profile: DeviceProfile, request: pytest.FixtureRequest) -> Iterator[Device]:
+    """The device under test: held (lock), brought up and health-checked once."""
+    slot = request.config.stash[_SLOTS][device_profile.name]
     try:
-        yield dev
+        yield slot.open()
     finally:
-        dev.close()
+        slot.close()
 
 
 @pytest.fixture(scope="session")
-def _et_runner(device: Device) -> Iterator[CaseRunner]:
-    runner = CaseRunner(device.start_link, device.program_for)
-    try:
-        yield runner
-    finally:
-        runner.close()
+def _et_runner(device: Device, request: pytest.FixtureRequest) -> CaseRunner:
+    runner = request.config.stash[_SLOTS][device.name].runner
+    assert runner is not None, "the device slot was closed while its tests run"
+    return runner
 
 
 @pytest.fixture
-def et(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> CaseRunner:
+def et(_et_runner: CaseRunner, device_profile: DeviceProfile,
+       request: pytest.FixtureRequest) -> CaseRunner:
     """The case runner, reset so that nothing leaks in from an earlier test."""
+    slot = request.config.stash[_SLOTS][device_profile.name]
+    slot.reset(request.node.stash.setdefault(_FAILED_TRIES, []))
     for marker in request.node.iter_markers("capability"):
         served = str(_et_runner.hello.fact("capabilities") or "").split(",")
         if marker.args[0] not in served:
@@ -89,10 +251,9 @@ def et(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> CaseRunner:
         if marker.args[0] not in _et_runner.registered:
             pytest.skip(f"the device does not register backend {marker.args[0]!r} "
                         f"(registered: {', '.join(_et_runner.registered) or 'none'})")
-    _et_runner.reset()
-    _et_runner.on_verdict = lambda verdict: request.config.stash[_VERDICTS_KEY].append(
-        (request.node.nodeid, verdict)
-    )
+    verdicts: list[Verdict] = []
+    request.node.stash[_VERDICTS] = verdicts
+    _et_runner.on_verdict = verdicts.append
     return _et_runner
 
 
@@ -102,45 +263,157 @@ def probe_program(device: Device):
     return device.program_for
 
 
+# ---- running: deadline, quarantine, retries ----------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.config.stash[_SLOTS].policy.deadline.check()
+    slot = _slot_of(item)
+    if slot is not None:
+        slot.health.ensure_usable()
+        slot.check_if_due()
+        slot.begin_test()
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item):
+    slot = _slot_of(item)
+    try:
+        return (yield)
+    except Exception as exc:
+        if slot is None or infrastructure_error(exc) is None:
+            raise
+        verdicts = item.stash.get(_VERDICTS, None)
+
+        def again() -> None:
+            if verdicts is not None:
+                verdicts.clear()
+            item.runtest()
+
+        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []))
+        return []
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if call.excinfo is not None and call.excinfo.errisinstance(TransportError):
-        report.user_properties.append(("infrastructure_error", call.excinfo.typename))
-        report.sections.append(
-            ("device trouble", "infrastructure error: the device or its link failed, "
-             "not the runtime under test")
-        )
+    payload: dict[str, Any] = {}
+    slot = _slot_of(item)
+    infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None
+    if infra is not None and report.failed:
+        payload["infra"] = {"type": type(infra).__name__, "message": str(infra),
+                            "phase": report.when}
+        item.user_properties += [(INFRA_PROPERTY, describe_error(infra)),
+                                 (INFRA_PHASE_PROPERTY, report.when)]
+        report.sections.append(("device trouble", "infrastructure error: the device or its "
+                                "link failed, not the runtime under test"))
+        if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
+            item.stash[_COUNTS_AS_INFRA] = True
+    if slot is not None:
+        payload.update(_device_payload(item, slot, report, infra))
+    if payload:
+        setattr(report, FARM_ATTR, payload)
     return report
 
 
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    verdicts = config.stash.get(_VERDICTS_KEY, [])
-    if not verdicts:
-        return
-    profile = config.stash[_PROFILE_KEY]
-    per_backend: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for _, verdict in verdicts:
-        for outcome in verdict.backends:
-            per_backend[outcome.name]["ok" if outcome.ok else "wrong"] += 1
-    terminalreporter.section(f"backend options delivery on {profile.name}")
-    rows = sorted(per_backend.items(), key=lambda item: (-sum(item[1].values()), item[0]))
-    shown = rows[:25]
-    width = max(len(name) for name, _ in shown)
-    terminalreporter.write_line(f"{'backend':<{width}}  checks  exact  wrong")
-    for name, counts in shown:
-        total = counts["ok"] + counts["wrong"]
-        terminalreporter.write_line(
-            f"{name:<{width}}  {total:>6}  {counts['ok']:>5}  {counts['wrong']:>5}"
-        )
-    if len(rows) > len(shown):
-        rest = rows[len(shown):]
-        wrong = sum(c["wrong"] for _, c in rest)
-        terminalreporter.write_line(
-            f"... and {len(rest)} more backends (generated names): "
-            f"{sum(sum(c.values()) for _, c in rest)} checks, {wrong} wrong"
-        )
-    failed = [(node, v) for node, v in verdicts if not v.ok]
-    terminalreporter.write_line(
-        f"{len(verdicts)} verdicts, {len(verdicts) - len(failed)} exact, {len(failed)} with differences"
-    )
+def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestReport,
+                    infra: BaseException | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"device": slot.name}
+    facts = slot.facts or ({"abi": slot.profile.abi} if slot.profile.abi else {})
+    tries = item.stash.get(_FAILED_TRIES, [])
+    if report.when == "setup":
+        item.user_properties.append(("device", slot.name))
+        item.user_properties += [(key, facts[key]) for key in FACT_KEYS if key in facts]
+    if report.when in ("setup", "call") and _ARTIFACTS not in item.stash and any(
+        isinstance(e, TransportLost) for e in [*tries, infra]
+    ):
+        item.stash[_ARTIFACTS] = _pull_core_files(item, slot)
+    if report.failed:
+        report.sections += slot.stderr_tails()
+    if report.when == "call":
+        payload["verdicts"] = [
+            dataclasses.asdict(VerdictRecord.of(v)) for v in item.stash.get(_VERDICTS, [])
+        ]
+    if report.when == "teardown":
+        slot.health.test_ended(item.stash.get(_COUNTS_AS_INFRA, False))
+        payload["facts"] = facts
+        payload["failed_tries"] = [describe_error(e) for e in tries]
+        payload["artifacts"] = item.stash.get(_ARTIFACTS, [])
+        if tries:
+            item.user_properties.append(
+                ("infrastructure_retries", "; ".join(payload["failed_tries"]))
+            )
+    return payload
+
+
+def _pull_core_files(item: pytest.Item, slot: DeviceSlot) -> list[str]:
+    results_dir = item.config.stash[_RESULTS_DIR]
+    test = re.sub(r"[^A-Za-z0-9._-]+", "_", item.name)[:120]
+    dest = results_dir / ARTIFACTS_DIR / slot.name / test
+    return [os.path.relpath(p, results_dir) for p in slot.collect_core_files(dest)]
+
+
+# ---- reporting ---------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
+    if is_infrastructure_report(report):
+        return "infra", "I", ("INFRA", {"yellow": True})
+    return None
+
+
+class ControllerReporting:
+    """The controller's (or only process's) hooks: results, HTML, JUnit, terminal tables."""
+
+    def __init__(self, config: pytest.Config, recorder: ResultsRecorder) -> None:
+        self.config = config
+        self.recorder = recorder
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.recorder.add(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        self.recorder.finish(int(exitstatus))
+        xmlpath = self.config.getoption("xmlpath", default=None)
+        if xmlpath and self.recorder.active:
+            path = self.config.invocation_params.dir / os.path.expanduser(
+                os.path.expandvars(xmlpath)
+            )
+            if path.is_file():
+                amend_junit(path, self.recorder.results)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.recorder.active:
+            return
+        results = self.recorder.results
+        for device in devices_in_order(results):
+            lines = backend_table(results, device)
+            if lines:
+                terminalreporter.section(f"backend options delivery on {device}")
+                for line in lines:
+                    terminalreporter.write_line(line)
+        infra = [r for r in results if r.infra is not None]
+        if infra:
+            terminalreporter.section(
+                "infrastructure errors (device trouble, not test failures)", yellow=True
+            )
+            for result in infra:
+                assert result.infra is not None
+                first = (result.infra.message.splitlines() or [""])[0]
+                terminalreporter.write_line(f"INFRA {result.nodeid} ({result.infra.phase}): "
+                                            f"{result.infra.type}: {first}")
+        terminalreporter.section("device farm")
+        for line in outcome_table(results):
+            terminalreporter.write_line(line)
+        for device, reason in quarantined_devices(results).items():
+            terminalreporter.write_line(f"quarantined: {device}: {reason}", yellow=True)
+        terminalreporter.write_line(f"results: {self.recorder.results_dir}")
+        terminalreporter.write_line(f"report:  {self.recorder.html_path}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[_SLOTS].close()

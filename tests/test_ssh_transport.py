@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
 from harness.profile import ProfileError, parse_profile
@@ -71,8 +73,9 @@ def own_board(tmp_path: Path) -> Iterator[SshdEmulator]:
         yield emulator
 
 
-def _logins(board: SshdEmulator) -> int:
-    return board.log_path.read_text().count("Accepted publickey")
+LOGIN = "Accepted publickey"
+LOGOUT = "Connection closed by"  # logged at LogLevel VERBOSE, with or without login
+REFUSED_BEFORE_LOGIN = "[preauth]"  # sshd's line for a client that left before logging in
 
 
 # -- host keys ---------------------------------------------------------------
@@ -86,7 +89,9 @@ def test_connects_with_known_hosts_from_the_ssh_config(board: SshdEmulator) -> N
         transport.close()
 
 
-def test_connects_with_a_known_hosts_path_from_the_profile(board: SshdEmulator, tmp_path: Path) -> None:
+def test_connects_with_a_known_hosts_path_from_the_profile(
+    board: SshdEmulator, tmp_path: Path
+) -> None:
     known = tmp_path / "known"
     known.write_text(board.known_hosts.read_text())
     transport = SshTransport(board.profile(known_hosts=known))
@@ -108,25 +113,28 @@ def test_connects_with_a_pinned_host_key(board: SshdEmulator, tmp_path: Path, pi
         transport.close()
 
 
-def test_unknown_host_key_is_refused_with_its_fingerprint(board: SshdEmulator, tmp_path: Path) -> None:
+def test_unknown_host_key_is_refused_with_its_fingerprint(
+    own_board: SshdEmulator, tmp_path: Path
+) -> None:
+    board = own_board
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
-    before = _logins(board)
     with pytest.raises(HostKeyUnknown) as refused:
         SshTransport(board.profile(known_hosts=empty)).connect()
     message = str(refused.value)
     assert board.host_key_fingerprint in message
     assert f'host_key: "{board.host_public_key}"' in message
-    assert _logins(board) == before, "no authentication may happen before the key is trusted"
+    assert board.wait_for_log(REFUSED_BEFORE_LOGIN)
+    assert board.log_count(LOGIN) == 0, "no login may happen before the key is trusted"
 
 
-def test_changed_host_key_is_refused(board: SshdEmulator, tmp_path: Path) -> None:
+def test_changed_host_key_is_refused(own_board: SshdEmulator, tmp_path: Path) -> None:
+    board = own_board
     impostor = tmp_path / "impostor"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(impostor)], check=True)
     wrong_key = " ".join(impostor.with_suffix(".pub").read_text().split()[:2])
     known = tmp_path / "known"
     known.write_text(f"{board.known_hosts_name} {wrong_key}\n")
-    before = _logins(board)
     for profile in (
         board.profile(known_hosts=known),
         board.profile(host_key=wrong_key),
@@ -137,7 +145,8 @@ def test_changed_host_key_is_refused(board: SshdEmulator, tmp_path: Path) -> Non
     with pytest.raises(HostKeyMismatch) as refused:
         SshTransport(board.profile(host_key="SHA256:" + "A" * 43)).connect()
     assert board.host_key_fingerprint in str(refused.value)
-    assert _logins(board) == before
+    assert board.wait_for_log(REFUSED_BEFORE_LOGIN, count=3)
+    assert board.log_count(LOGIN) == 0
 
 
 def test_malformed_pins_are_configuration_errors(board: SshdEmulator) -> None:
@@ -152,9 +161,11 @@ def test_malformed_pins_are_configuration_errors(board: SshdEmulator) -> None:
 def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
     """The board listens only inside a namespace that the jump host shares; the host
     reaches the jump host through its ProxyCommand, and the board through the jump."""
-    with NetworkNamespace() as netns, \
-            SshdEmulator(tmp_path / "jump", netns=netns, alias="jump") as jump, \
-            SshdEmulator(tmp_path / "board", netns=netns, port=2200) as board:
+    with (
+        NetworkNamespace() as netns,
+        SshdEmulator(tmp_path / "jump", netns=netns, alias="jump") as jump,
+        SshdEmulator(tmp_path / "board", netns=netns, port=2200) as board,
+    ):
         config = tmp_path / "ssh_config"
         config.write_text(
             jump.ssh_config.read_text()
@@ -164,27 +175,53 @@ def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
         )
         known = tmp_path / "known_hosts"
         known.write_text(jump.known_hosts.read_text() + board.known_hosts.read_text())
-        via_config = SshTransport(SshProfile(host="lab-board", ssh_config=config, known_hosts=known))
+        via_config = SshTransport(
+            SshProfile(host="lab-board", ssh_config=config, known_hosts=known)
+        )
         try:
             assert [hop.hostname + f":{hop.port}" for hop in via_config.route] == [
-                "127.0.0.1:22", "127.0.0.1:2200"
+                "127.0.0.1:22",
+                "127.0.0.1:2200",
             ]
             assert via_config.run(["id", "-un"], timeout=10).stdout == b"etdevice\n"
-            assert _logins(jump) == 1 and _logins(board) == 1
+            runs = []
+            for _ in range(10):
+                started = time.perf_counter()
+                via_config.run(["true"], timeout=10)
+                runs.append(time.perf_counter() - started)
+            print(
+                f"\nthrough ProxyJump: run(['true']) median {statistics.median(runs) * 1e3:.1f} ms"
+            )
         finally:
             via_config.close()
-        via_profile = SshTransport(SshProfile(
-            host="127.0.0.1", port=board.port, user=board.user, identity_file=board.client_key,
-            ssh_config=config, known_hosts=known, proxy_jump=f"{jump.user}@jump",
-        ))
+        assert board.wait_for_log(LOGOUT) and jump.wait_for_log(LOGOUT)
+        assert (jump.log_count(LOGIN), board.log_count(LOGIN)) == (1, 1)
+        via_profile = SshTransport(
+            SshProfile(
+                host="127.0.0.1",
+                port=board.port,
+                user=board.user,
+                identity_file=board.client_key,
+                ssh_config=config,
+                known_hosts=known,
+                proxy_jump=f"{jump.user}@jump",
+            )
+        )
         try:
             assert via_profile.run(["true"], timeout=10).exit_code == 0
         finally:
             via_profile.close()
-        direct = SshTransport(SshProfile(
-            host="127.0.0.1", port=board.port, ssh_config=config, known_hosts=known,
-            user=board.user, identity_file=board.client_key, connect_timeout=5,
-        ))
+        direct = SshTransport(
+            SshProfile(
+                host="127.0.0.1",
+                port=board.port,
+                ssh_config=config,
+                known_hosts=known,
+                user=board.user,
+                identity_file=board.client_key,
+                connect_timeout=5,
+            )
+        )
         with pytest.raises(DeviceUnavailable):
             direct.connect()  # the board is not on the host's network
 
@@ -197,11 +234,22 @@ def test_ssh_config_alias_and_agent(board: SshdEmulator, tmp_path: Path) -> None
         f"    UserKnownHostsFile {board.known_hosts}\n    ProxyCommand {board.proxy_command}\n"
     )
     agent_socket = tmp_path / "agent.sock"
-    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(agent_socket)], stdout=subprocess.DEVNULL)
+    # Without -D ssh-agent returns once its socket listens, and says its pid.
+    started = subprocess.run(
+        ["ssh-agent", "-s", "-a", str(agent_socket)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    agent_pid = int(started.stdout.split("SSH_AGENT_PID=")[1].split(";")[0])
     try:
         added = subprocess.run(
-            ["ssh-add", str(board.client_key)], env={**os.environ, "SSH_AUTH_SOCK": str(agent_socket)},
-            capture_output=True, timeout=10, check=False,
+            ["ssh-add", str(board.client_key)],
+            env={**os.environ, "SSH_AUTH_SOCK": str(agent_socket)},
+            capture_output=True,
+            timeout=10,
+            check=False,
         )
         assert added.returncode == 0, added.stderr
         os.environ["SSH_AUTH_SOCK"] = str(agent_socket)
@@ -215,16 +263,22 @@ def test_ssh_config_alias_and_agent(board: SshdEmulator, tmp_path: Path) -> None
         with pytest.raises(DeviceUnavailable, match="authentication failed"):
             no_agent.connect()
     finally:
-        agent.terminate()
-        agent.wait(timeout=10)
+        os.kill(agent_pid, signal.SIGTERM)
 
 
 def test_refused_port_is_device_unavailable(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    transport = SshTransport(SshProfile(host="127.0.0.1", port=port, user="nobody",
-                                        known_hosts=tmp_path / "none", connect_timeout=5))
+    transport = SshTransport(
+        SshProfile(
+            host="127.0.0.1",
+            port=port,
+            user="nobody",
+            known_hosts=tmp_path / "none",
+            connect_timeout=5,
+        )
+    )
     started = time.monotonic()
     with pytest.raises(DeviceUnavailable, match="cannot connect") as refused:
         transport.connect()
@@ -259,18 +313,20 @@ def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None
     finally:
         transport.close()
     data["transport"] = {"kind": "ssh", "host": "x", "port": "22"}
-    with pytest.raises(ProfileError, match="transport.port"):
+    with pytest.raises(ProfileError, match=r"transport\.port"):
         SshProfile.from_device(parse_profile(data, tmp_path / "bad.yaml"))
 
 
 # -- commands ------------------------------------------------------------------
 
 
-def test_one_connection_serves_many_commands(ssh: SshTransport, board: SshdEmulator) -> None:
-    before = _logins(board)
+def test_one_connection_serves_many_commands(own_board: SshdEmulator) -> None:
+    transport = SshTransport(own_board.profile())
     for _ in range(5):
-        assert ssh.run(["true"], timeout=10).exit_code == 0
-    assert _logins(board) == before + 1
+        assert transport.run(["true"], timeout=10).exit_code == 0
+    transport.close()
+    assert own_board.wait_for_log(LOGOUT)
+    assert own_board.log_count(LOGIN) == 1
 
 
 def test_exit_codes_outputs_stdin_and_env(ssh: SshTransport) -> None:
@@ -293,6 +349,28 @@ def test_hostile_arguments_arrive_exactly(ssh: SshTransport) -> None:
     assert dashed.exit_code == 127 and b"-n" in dashed.stderr
 
 
+_ANY_ARG = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)))
+
+
+def test_any_argv_and_env_round_trip(board: SshdEmulator) -> None:
+    transport = SshTransport(board.profile())
+
+    @settings(max_examples=150, deadline=None)
+    @given(args=st.lists(_ANY_ARG, max_size=6), value=_ANY_ARG)
+    def round_trip(args: list[str], value: str) -> None:
+        script = 'printf "%s\\0" "$ET_VALUE" "$@"'
+        result = transport.run(
+            ["sh", "-c", script, "sh", *args], timeout=10, env={"ET_VALUE": value}
+        )
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.split(b"\0")[:-1] == [w.encode() for w in [value, *args]]
+
+    try:
+        round_trip()
+    finally:
+        transport.close()
+
+
 def test_commands_that_cannot_be_expressed_are_refused() -> None:
     with pytest.raises(ValueError, match="NUL"):
         shell_command(["echo", "a\0b"])
@@ -304,11 +382,12 @@ def test_commands_that_cannot_be_expressed_are_refused() -> None:
 
 def test_timeout_kills_the_command(ssh: SshTransport) -> None:
     marker = f"et-timeout-{os.getpid()}"
+    pattern = f"[e]{marker[1:]}"  # matches the sleeper's command line, not pgrep's own
     started = time.monotonic()
-    with pytest.raises(TransportTimeout, match="did not finish within 0.5 s"):
+    with pytest.raises(TransportTimeout, match=r"did not finish within 0\.5 s"):
         ssh.run(["sh", "-c", f"sleep 30; : {marker}"], timeout=0.5)
     assert time.monotonic() - started < 3
-    assert ssh.run(["pgrep", "-f", marker], timeout=10).exit_code == 1, "still running"
+    assert ssh.run(["pgrep", "-f", pattern], timeout=10).exit_code == 1, "still running"
 
 
 def test_frozen_device_times_out(own_board: SshdEmulator) -> None:
@@ -335,13 +414,14 @@ def test_reconnects_after_the_connection_dropped(own_board: SshdEmulator) -> Non
     transport = SshTransport(own_board.profile())
     try:
         assert transport.run(["true"], timeout=5).exit_code == 0
-        daemon, *sessions = own_board.pids()
+        _daemon, *sessions = own_board.pids()
         for pid in sessions:
             os.kill(pid, signal.SIGKILL)
         assert transport.run(["echo", "back"], timeout=10).stdout == b"back\n"
-        assert _logins(own_board) == 2
     finally:
         transport.close()
+    assert own_board.wait_for_log(LOGOUT)
+    assert own_board.log_count(LOGIN) == 2
 
 
 def test_facts_and_sha256(ssh: SshTransport, tmp_path: Path) -> None:
@@ -380,6 +460,21 @@ def test_push_pull_round_trip_of_a_large_file(ssh: SshTransport, tmp_path: Path)
         ssh.run(["rm", "-rf", remote_dir], timeout=10)
 
 
+def test_hostile_file_names(ssh: SshTransport, tmp_path: Path) -> None:
+    local = tmp_path / "local"
+    local.write_bytes(b"payload")
+    remote_dir = f"/tmp/et-ssh-names-{os.getpid()}"
+    try:
+        for name in ("two words", "line\nbreak", "back\\slash", "-dash", "$(x);`y`", "ü✓"):
+            remote = f"{remote_dir}/{name}/{name}"
+            ssh.push(local, remote)
+            assert ssh.sha256(remote) == hashlib.sha256(b"payload").hexdigest(), name
+            ssh.pull(remote, tmp_path / "back")
+            assert (tmp_path / "back").read_bytes() == b"payload"
+    finally:
+        ssh.run(["rm", "-rf", "--", remote_dir], timeout=10)
+
+
 def test_push_replaces_a_running_program(ssh: SshTransport, tmp_path: Path) -> None:
     program = tmp_path / "sleeper"
     program.write_bytes(Path("/bin/sleep").read_bytes())
@@ -416,25 +511,39 @@ def test_stream_round_trips_many_small_messages(ssh: SshTransport) -> None:
         stream.close()
 
 
-def test_stream_timeout_keeps_partial_data_and_exit_is_lost(ssh: SshTransport) -> None:
+def test_stream_timeout_keeps_partial_data(ssh: SshTransport) -> None:
+    stream = ssh.open_stream(["cat"])
+    try:
+        stream.write(b"abc")
+        with pytest.raises(TransportTimeout, match="have 3 bytes"):
+            stream.read_exact(4, timeout=0.3)
+        stream.write(b"d")
+        assert stream.read_exact(4, timeout=5) == b"abcd"
+    finally:
+        stream.close()
+
+
+def test_stream_of_an_exited_process_is_lost(ssh: SshTransport) -> None:
     stream = ssh.open_stream(["sh", "-c", "head -c 3; echo bye >&2; exit 5"])
     try:
         stream.write(b"abc")
-        with pytest.raises(TransportTimeout):
-            stream.read_exact(4, timeout=0.3)
+        assert stream.read_exact(3, timeout=5) == b"abc"
         with pytest.raises(TransportLost, match="exited with status 5") as lost:
-            stream.read_exact(4, timeout=5)
+            stream.read_exact(1, timeout=5)
         assert "bye" in str(lost.value) and stream.stderr_tail() == "bye"
+        with pytest.raises(TransportLost):
+            stream.write(b"more")
     finally:
         stream.close()
 
 
 def test_stream_close_ends_the_process(ssh: SshTransport) -> None:
     marker = f"et-stream-{os.getpid()}"
+    pattern = f"[e]{marker[1:]}"
     stream = ssh.open_stream(["sh", "-c", f"trap '' HUP; sleep 30; : {marker}"])
     stream.close()
     stream.close()
-    assert ssh.run(["pgrep", "-f", marker], timeout=10).exit_code == 1
+    assert ssh.run(["pgrep", "-f", pattern], timeout=10).exit_code == 1
 
 
 def test_killing_sshd_mid_stream_is_lost_quickly(own_board: SshdEmulator) -> None:
@@ -471,8 +580,10 @@ def test_measurements(board: SshdEmulator) -> None:
             started = time.perf_counter()
             transport.run(["true"], timeout=10)
             runs.append(time.perf_counter() - started)
-        print(f"\nconnect {connect * 1e3:.1f} ms; run(['true']) median "
-              f"{statistics.median(runs) * 1e3:.1f} ms, max {max(runs) * 1e3:.1f} ms")
+        print(
+            f"\nconnect {connect * 1e3:.1f} ms; run(['true']) median "
+            f"{statistics.median(runs) * 1e3:.1f} ms, max {max(runs) * 1e3:.1f} ms"
+        )
         assert connect < 5 and statistics.median(runs) < 1
     finally:
         transport.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
+from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator, SshdError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ssh-emu needs root")
 
@@ -23,7 +23,10 @@ def _ssh(emulator: SshdEmulator, *command: str) -> subprocess.CompletedProcess[s
     """The real OpenSSH client, with only the files the emulator wrote."""
     return subprocess.run(
         ["ssh", "-F", str(emulator.ssh_config), "-o", "BatchMode=yes", emulator.alias, *command],
-        capture_output=True, text=True, timeout=30, check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
 
 
@@ -52,12 +55,13 @@ def test_board_in_its_own_namespace_serves_ssh_and_cleans_up(tmp_path: Path) -> 
         interfaces = {line.split(":")[0].strip() for line in netdev if ":" in line}
         assert interfaces == {"lo"}, "the board sees only its own loopback"
         pids = emulator.pids()
-        authorized = list(Path(f"~{emulator.user}/.ssh").expanduser().glob("authorized_keys.et-*"))
-        assert authorized
+        authorized = emulator.authorized_keys_file
+        assert authorized is not None and authorized.is_file()
+        assert authorized.parent == Path(f"~{emulator.user}/.ssh").expanduser()
         namespace = emulator.netns.name
     assert namespace not in _netns_names()
     assert not [pid for pid in pids if _alive(pid)]
-    assert not any(path.exists() for path in authorized)
+    assert not authorized.exists()
 
 
 def test_loopback_board_listens_on_a_free_port(tmp_path: Path) -> None:
@@ -69,22 +73,40 @@ def test_loopback_board_listens_on_a_free_port(tmp_path: Path) -> None:
         assert (done.returncode, done.stdout) == (0, "hello\n"), done.stderr
 
 
+def test_a_daemon_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        emulator = SshdEmulator(tmp_path, isolation=Isolation.LOOPBACK, port=port)
+        with pytest.raises(SshdError, match="Address already in use"):
+            emulator.start()
+    assert emulator.pids() == []
+
+
 def test_host_key_is_kept_across_restarts(tmp_path: Path) -> None:
     with SshdEmulator(tmp_path) as first:
         fingerprint = first.host_key_fingerprint
     with SshdEmulator(tmp_path) as second:
         assert second.host_key_fingerprint == fingerprint
-        assert fingerprint in subprocess.run(
-            ["ssh-keygen", "-lf", str(second.host_key.with_suffix(".pub"))],
-            capture_output=True, text=True, check=True,
-        ).stdout
+        assert (
+            fingerprint
+            in subprocess.run(
+                ["ssh-keygen", "-lf", str(second.host_key.with_suffix(".pub"))],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         assert _ssh(second, "true").returncode == 0
 
 
 def test_two_boards_share_a_namespace(tmp_path: Path) -> None:
-    with NetworkNamespace() as netns, \
-            SshdEmulator(tmp_path / "a", netns=netns, alias="a") as a, \
-            SshdEmulator(tmp_path / "b", netns=netns, alias="b", port=2200) as b:
+    with (
+        NetworkNamespace() as netns,
+        SshdEmulator(tmp_path / "a", netns=netns, alias="a") as a,
+        SshdEmulator(tmp_path / "b", netns=netns, alias="b", port=2200) as b,
+    ):
         assert (a.port, b.port) == (22, 2200)
         assert _ssh(a, "true").returncode == 0 and _ssh(b, "true").returncode == 0
     assert netns.name not in _netns_names()
@@ -100,15 +122,28 @@ def test_command_line_from_a_fresh_run_dir(tmp_path: Path) -> None:
     )
     process = subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         banner = _read_until(process, b"try: ", timeout=20)
         assert b"ssh-emu: etdevice@127.0.0.1:" in banner
         emulator_view = SshdEmulator(board)  # only to name the files it wrote
         done = subprocess.run(
-            ["ssh", "-F", str(emulator_view.ssh_config), "-o", "BatchMode=yes", "ssh-emu", "echo ok"],
-            capture_output=True, text=True, timeout=30, check=False,
+            [
+                "ssh",
+                "-F",
+                str(emulator_view.ssh_config),
+                "-o",
+                "BatchMode=yes",
+                "ssh-emu",
+                "echo ok",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         )
         assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -168,7 +169,9 @@ class AdbConnection:
     async def serve(self) -> None:
         """Handshake, then dispatch messages until the host disconnects."""
         try:
-            first = await asyncio.wait_for(read_message(self._reader, MAX_PAYLOAD), HANDSHAKE_TIMEOUT)
+            first = await asyncio.wait_for(
+                read_message(self._reader, MAX_PAYLOAD), HANDSHAKE_TIMEOUT
+            )
             await self._handshake(first)
             while True:
                 await self._dispatch(await read_message(self._reader, MAX_PAYLOAD))
@@ -188,27 +191,28 @@ class AdbConnection:
             await self._writer.drain()
 
     async def _handshake(self, message: Message) -> None:
-        while True:
-            if message.command is Command.CNXN:
-                self._with_checksum = message.arg0 < ADB_VERSION
-                self.max_send = max(256, min(message.arg1, MAX_PAYLOAD))
-                if self._identity.adb_keys is None:
-                    break
-                token = os.urandom(TOKEN_SIZE)
-                await self.send(Message(Command.AUTH, AuthType.TOKEN, 0, token))
-            elif message.command is Command.AUTH and message.arg0 == AuthType.SIGNATURE:
-                if any(key.verifies(token, message.payload) for key in self._identity.adb_keys or ()):
-                    break
-                token = os.urandom(TOKEN_SIZE)
-                await self.send(Message(Command.AUTH, AuthType.TOKEN, 0, token))
-            elif message.command is Command.AUTH and message.arg0 == AuthType.RSAPUBLICKEY:
+        """CNXN from the host; with adb_keys, AUTH tokens until a known key signs one."""
+        if message.command is not Command.CNXN:
+            raise ProtocolError(f"{message.command.name} before CNXN")
+        self._with_checksum = message.arg0 < ADB_VERSION
+        self.max_send = max(256, min(message.arg1, MAX_PAYLOAD))
+        keys = self._identity.adb_keys
+        while keys is not None:
+            token = os.urandom(TOKEN_SIZE)
+            await self.send(Message(Command.AUTH, AuthType.TOKEN, 0, token))
+            reply = await read_message(self._reader, MAX_PAYLOAD)
+            while reply.command is Command.AUTH and reply.arg0 == AuthType.RSAPUBLICKEY:
                 log.warning(
                     "%s: host offered a key that is not in adb_keys; it stays unauthorized",
                     self.peer,
                 )
-            else:
-                raise ProtocolError(f"{message.command.name} before the connection was authorized")
-            message = await read_message(self._reader, MAX_PAYLOAD)
+                reply = await read_message(self._reader, MAX_PAYLOAD)
+            if reply.command is Command.CNXN:
+                continue  # the host started over: new token
+            if reply.command is not Command.AUTH or reply.arg0 != AuthType.SIGNATURE:
+                raise ProtocolError(f"{reply.command.name} before the connection was authorized")
+            if any(key.verifies(token, reply.payload) for key in keys):
+                break
         await self.send(Message(Command.CNXN, ADB_VERSION, MAX_PAYLOAD, self._identity.banner))
         log.info("%s: connected", self.peer)
 
@@ -259,10 +263,8 @@ class AdbConnection:
             self._tasks.pop(stream.local_id, None)
             if self._streams.pop(stream.local_id, None) is not None:
                 stream.mark_closed()
-                try:
+                with contextlib.suppress(ConnectionError):
                     await self.send(Message(Command.CLSE, stream.local_id, stream.remote_id))
-                except ConnectionError:
-                    pass
 
     async def _close_all(self) -> None:
         for stream in self._streams.values():

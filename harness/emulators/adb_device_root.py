@@ -30,10 +30,14 @@ DEVICE_PATH = "/system/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 _GETPROP = r"""#!/bin/sh
 # getprop for adb-emu: reads key=value lines from /system/build.prop.
 if [ "$#" -eq 0 ]; then
-    exec awk '{ i = index($0, "="); if (i) printf "[%s]: [%s]\n", substr($0, 1, i - 1), substr($0, i + 1) }' /system/build.prop
+    exec awk '{ i = index($0, "=")
+                if (i) printf "[%s]: [%s]\n", substr($0, 1, i - 1), substr($0, i + 1) }' \
+        /system/build.prop
 fi
 KEY="$1" FALLBACK="${2-}" exec awk '
-    { i = index($0, "="); if (i && substr($0, 1, i - 1) == ENVIRON["KEY"]) { print substr($0, i + 1); found = 1; exit } }
+    { i = index($0, "=")
+      if (i && substr($0, 1, i - 1) == ENVIRON["KEY"]) {
+          print substr($0, i + 1); found = 1; exit } }
     END { if (!found) print ENVIRON["FALLBACK"] }' /system/build.prop
 """
 
@@ -92,7 +96,16 @@ class DeviceNamespace:
                 raise DeviceRootError(f"{tool} not found: install util-linux and coreutils")
             self._tools[tool] = found
         self._keeper = subprocess.Popen(
-            [self._tools["unshare"], "--mount", "--propagation", "private", "--", "/bin/sh", "-c", self._mount_script()],
+            [
+                self._tools["unshare"],
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "/bin/sh",
+                "-c",
+                self._mount_script(),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -103,9 +116,8 @@ class DeviceNamespace:
         if ready != b"ready\n":
             _, stderr = self._keeper.communicate(timeout=10)
             self._keeper = None
-            raise DeviceRootError(
-                f"could not enter device root {self.root}: {stderr.decode(errors='replace').strip()}"
-            )
+            reason = stderr.decode(errors="replace").strip()
+            raise DeviceRootError(f"could not enter device root {self.root}: {reason}")
 
     def stop(self) -> None:
         """End the keeper; device processes still running keep their own view."""

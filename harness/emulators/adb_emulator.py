@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from harness.emulators.adb_properties import DeviceProperties
+from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
 
 START_TIMEOUT = 15.0
 
@@ -44,7 +44,7 @@ class AdbEmulator:
         self,
         root: Path,
         *,
-        properties: DeviceProperties = DeviceProperties(),
+        properties: DeviceProperties = DEFAULT_PROPERTIES,
         host: str = "127.0.0.1",
         port: int = 0,
         adb_keys: Path | None = None,

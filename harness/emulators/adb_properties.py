@@ -72,3 +72,6 @@ class DeviceProperties:
     def build_prop(self) -> str:
         """The text of ``/system/build.prop`` that the device's ``getprop`` reads."""
         return "".join(f"{key}={value}\n" for key, value in sorted(self.as_dict().items()))
+
+
+DEFAULT_PROPERTIES = DeviceProperties()

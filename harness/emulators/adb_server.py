@@ -60,7 +60,9 @@ class PrivateAdbServer:
         """The host key this server signs AUTH tokens with (made at first start)."""
         return self.home / ".android" / "adbkey.pub"
 
-    def adb(self, *args: str, timeout: float = 30.0, check: bool = False) -> subprocess.CompletedProcess[str]:
+    def adb(
+        self, *args: str, timeout: float = 30.0, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``adb -P PORT ARGS`` against this server."""
         return subprocess.run(
             [self.adb_path, "-P", str(self.port), *args],

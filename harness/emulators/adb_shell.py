@@ -5,18 +5,25 @@ sends stdin, close-stdin and window-size packets; the device sends stdout, stder
 one exit packet (``u8`` code) before closing the stream. ``shell:`` (v1) and ``exec:``
 carry raw bytes: stdin in, stdout and stderr mixed out, no exit code.
 
-Processes get pipes, never a pty (see docs/adb-emu.md). Closing the stream kills the
+Commands get pipes (``raw``); an interactive ``adb shell`` gets a pty, with the shell
+as session leader and the host's window size applied. Closing the stream kills the
 process and everything it started.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
+import errno
+import fcntl
+import os
+import re
 import signal
 import struct
-from asyncio.subprocess import Process
+import termios
 from dataclasses import dataclass
+from typing import Protocol
 
 from harness.emulators.adb_connection import DeviceStream, StreamClosed
 from harness.emulators.adb_device_root import DEVICE_PATH, DeviceNamespace
@@ -43,6 +50,7 @@ class ShellRequest:
 
     command: str
     v2: bool
+    pty: bool = False
     term: str | None = None
 
     @classmethod
@@ -55,7 +63,14 @@ class ShellRequest:
         if not sep or options[0] != "shell":
             return None
         term = next((o[len("TERM=") :] for o in options if o.startswith("TERM=")), None)
-        return cls(command, v2="v2" in options[1:], term=term)
+        # As adbd: a pty when asked for, or by default for an interactive shell.
+        pty = "pty" in options or ("raw" not in options and not command)
+        return cls(command, v2="v2" in options[1:], pty=pty, term=term)
+
+    def shell_argv(self) -> list[str]:
+        """``sh -c COMMAND`` or an interactive ``sh``; with a pty, as its session leader."""
+        shell = [DEVICE_SHELL, "-c", self.command] if self.command else [DEVICE_SHELL]
+        return ["setsid", "--ctty", *shell] if self.pty else shell
 
 
 def device_environment(term: str | None) -> dict[str, str]:
@@ -75,37 +90,138 @@ def device_environment(term: str | None) -> dict[str, str]:
     return env
 
 
-async def serve_shell(stream: DeviceStream, namespace: DeviceNamespace, request: ShellRequest) -> None:
-    """Run the request's command (or an interactive ``sh -i``) and relay its I/O."""
-    shell_argv = [DEVICE_SHELL, "-c", request.command] if request.command else [DEVICE_SHELL, "-i"]
-    process = await asyncio.create_subprocess_exec(
-        *namespace.command_argv(shell_argv),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE if request.v2 else asyncio.subprocess.STDOUT,
-        env=device_environment(request.term),
-        start_new_session=True,
-    )
+async def serve_shell(
+    stream: DeviceStream, namespace: DeviceNamespace, request: ShellRequest
+) -> None:
+    """Run the request's command (or an interactive shell) and relay its I/O."""
+    argv = namespace.command_argv(request.shell_argv())
+    env = device_environment(request.term)
+    pipe = asyncio.subprocess.PIPE
+    terminal = _Terminal() if request.pty else None
+    if terminal is not None:
+        slave = terminal.slave
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+        )
+        input_side: _Input = terminal
+        outputs = [(await terminal.reader(), PacketId.STDOUT)]
+    else:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=pipe,
+            stdout=pipe,
+            stderr=pipe if request.v2 else asyncio.subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        input_side = _PipeInput(process.stdin)
+        outputs = [(process.stdout, PacketId.STDOUT)]
+        if process.stderr is not None:
+            outputs.append((process.stderr, PacketId.STDERR))
     feeder = asyncio.create_task(
-        _feed_packets(stream, process) if request.v2 else _feed_raw(stream, process)
+        _feed_packets(stream, input_side) if request.v2 else _feed_raw(stream, input_side)
     )
     try:
+        await asyncio.gather(
+            *(_relay(source, stream, kind if request.v2 else None) for source, kind in outputs)
+        )
+        code = _exit_status(await process.wait())
         if request.v2:
-            await asyncio.gather(
-                _relay(process.stdout, stream, PacketId.STDOUT),
-                _relay(process.stderr, stream, PacketId.STDERR),
-            )
-            code = _exit_status(await process.wait())
             await stream.write(_packet(PacketId.EXIT, bytes([code])))
-        else:
-            await _relay(process.stdout, stream, None)
-            await process.wait()
     finally:
         feeder.cancel()
         await asyncio.gather(feeder, return_exceptions=True)
         if process.returncode is None:
             process.kill()  # unshare: --kill-child ends the PID namespace with it
             await process.wait()
+        if terminal is not None:
+            terminal.close()
+
+
+class _Input(Protocol):
+    """Where the host's input goes: a stdin pipe or a pty master."""
+
+    async def write(self, data: bytes) -> bool:
+        """Deliver ``data``; False once the process no longer reads."""
+
+    def end_input(self) -> None:
+        """The host closed stdin."""
+
+    def resize(self, spec: bytes) -> None:
+        """The host's terminal is now ``ROWSxCOLS,XPIXELSxYPIXELS``."""
+
+
+class _PipeInput:
+    """The process's stdin pipe."""
+
+    def __init__(self, pipe: asyncio.StreamWriter) -> None:
+        self._pipe = pipe
+
+    async def write(self, data: bytes) -> bool:
+        try:
+            self._pipe.write(data)
+            await self._pipe.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+        return True
+
+    def end_input(self) -> None:
+        self._pipe.close()
+
+    def resize(self, spec: bytes) -> None:
+        pass  # no terminal to resize
+
+
+class _Terminal:
+    """A pty: the process gets the slave side, the service reads and writes the master."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        self._transport: asyncio.ReadTransport | None = None
+
+    async def reader(self) -> asyncio.StreamReader:
+        """A reader of the master side; call after the process has a copy of the slave."""
+        os.close(self.slave)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        master = os.fdopen(os.dup(self.master), "rb", buffering=0)
+        self._transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), master
+        )
+        return reader
+
+    async def write(self, data: bytes) -> bool:
+        loop = asyncio.get_running_loop()
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.master, view) :]
+            except BlockingIOError:
+                writable = loop.create_future()
+                loop.add_writer(self.master, writable.set_result, None)
+                try:
+                    await writable
+                finally:
+                    loop.remove_writer(self.master)
+            except OSError:
+                return False
+        return True
+
+    def end_input(self) -> None:
+        pass  # a pty cannot close just its input; closing it all could lose output (as adbd)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        with contextlib.suppress(OSError):
+            os.close(self.master)
+
+    def resize(self, spec: bytes) -> None:
+        rows, cols, x_pixels, y_pixels = (int(n) for n in re.findall(rb"\d+", spec)[:4])
+        winsize = struct.pack("HHHH", rows, cols, x_pixels, y_pixels)
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, winsize)
 
 
 def _packet(packet_id: PacketId, data: bytes) -> bytes:
@@ -119,53 +235,51 @@ def _exit_status(returncode: int) -> int:
     return returncode & 0xFF
 
 
-async def _relay(source: asyncio.StreamReader | None, stream: DeviceStream, packet_id: PacketId | None) -> None:
-    """Copy a process output pipe to the host, as v2 packets or raw bytes."""
-    assert source is not None
+async def _relay(
+    source: asyncio.StreamReader, stream: DeviceStream, packet_id: PacketId | None
+) -> None:
+    """Copy process output to the host, as v2 packets or raw bytes."""
     overhead = _PACKET_HEADER.size if packet_id is not None else 0
     chunk = max(1, stream.max_write - overhead)
-    while data := await source.read(chunk):
+    while True:
+        try:
+            data = await source.read(chunk)
+        except OSError as exc:  # EIO: a pty master whose slave side is all closed
+            if exc.errno != errno.EIO:
+                raise
+            return
+        if not data:
+            return
         await stream.write(_packet(packet_id, data) if packet_id is not None else data)
 
 
-async def _feed_packets(stream: DeviceStream, process: Process) -> None:
-    """Apply the host's v2 packets to the process (stdin data, close-stdin)."""
+async def _feed_packets(stream: DeviceStream, target: _Input) -> None:
+    """Apply the host's v2 packets: stdin data, close-stdin, window size."""
     stdin_open = True
     try:
         while True:
-            packet_id, length = _PACKET_HEADER.unpack(await stream.read_exactly(_PACKET_HEADER.size))
+            packet_id, length = _PACKET_HEADER.unpack(
+                await stream.read_exactly(_PACKET_HEADER.size)
+            )
             if length > MAX_PAYLOAD:
                 raise StreamClosed(f"shell packet of {length} bytes is too large")
             data = await stream.read_exactly(length)
             if packet_id == PacketId.STDIN and stdin_open:
-                stdin_open = await _write_stdin(process, data)
+                stdin_open = await target.write(data)
             elif packet_id == PacketId.CLOSE_STDIN and stdin_open:
                 stdin_open = False
-                _close_stdin(process)
-            # WINDOW_SIZE_CHANGE has no pty to apply to; unknown ids are ignored as adbd does.
+                target.end_input()
+            elif packet_id == PacketId.WINDOW_SIZE_CHANGE:
+                with contextlib.suppress(ValueError, OSError):
+                    target.resize(data)
+            # Unknown ids are ignored, as adbd does.
     except StreamClosed:
         pass
 
 
-async def _feed_raw(stream: DeviceStream, process: Process) -> None:
-    """Copy the host's bytes to the process's stdin until the stream ends."""
+async def _feed_raw(stream: DeviceStream, target: _Input) -> None:
+    """Copy the host's bytes to the process until the stream ends."""
     stdin_open = True
     while data := await stream.read_some():
         if stdin_open:
-            stdin_open = await _write_stdin(process, data)
-
-
-async def _write_stdin(process: Process, data: bytes) -> bool:
-    """Write to the process's stdin; False once the process no longer reads it."""
-    assert process.stdin is not None
-    try:
-        process.stdin.write(data)
-        await process.stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        return False
-    return True
-
-
-def _close_stdin(process: Process) -> None:
-    assert process.stdin is not None
-    process.stdin.close()
+            stdin_open = await target.write(data)

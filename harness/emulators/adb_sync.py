@@ -100,7 +100,7 @@ async def _list(replies: _Replies, namespace: DeviceNamespace, path: str) -> Non
 async def _send_file(replies: _Replies, namespace: DeviceNamespace, path: str) -> None:
     """RECV: the host pulls a device file."""
     try:
-        source = open(namespace.host_path(path), "rb")
+        source = namespace.host_path(path).open("rb")
     except OSError as exc:
         await replies.fail(exc.strerror or str(exc))
         return
@@ -110,7 +110,9 @@ async def _send_file(replies: _Replies, namespace: DeviceNamespace, path: str) -
     await replies.add(_HEADER.pack(b"DONE", 0))
 
 
-async def _receive_file(stream: DeviceStream, replies: _Replies, namespace: DeviceNamespace, spec: str) -> None:
+async def _receive_file(
+    stream: DeviceStream, replies: _Replies, namespace: DeviceNamespace, spec: str
+) -> None:
     """SEND ``path,mode``: the host pushes a file; parent directories are created."""
     device_path, comma, mode_text = spec.rpartition(",")
     if not comma:
@@ -172,10 +174,7 @@ def _prepare_target(namespace: DeviceNamespace, device_path: str) -> Path:
     target.parent.mkdir(mode=0o775, parents=True, exist_ok=True)
     if target.is_dir() and not target.is_symlink():
         raise OSError(errno.EISDIR, os.strerror(errno.EISDIR))
-    try:
-        target.unlink()
-    except FileNotFoundError:
-        pass
+    target.unlink(missing_ok=True)
     return target
 
 

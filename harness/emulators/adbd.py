@@ -23,7 +23,7 @@ from pathlib import Path
 from harness.emulators.adb_auth import AdbPublicKey, load_adb_keys
 from harness.emulators.adb_connection import AdbConnection, Identity, Service
 from harness.emulators.adb_device_root import DeviceNamespace, prepare_device_root
-from harness.emulators.adb_properties import DeviceProperties
+from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
 from harness.emulators.adb_shell import ShellRequest, serve_shell
 from harness.emulators.adb_sync import serve_sync
 
@@ -53,7 +53,7 @@ class AdbDaemon:
     def __init__(
         self,
         root: Path,
-        properties: DeviceProperties = DeviceProperties(),
+        properties: DeviceProperties = DEFAULT_PROPERTIES,
         adb_keys: tuple[AdbPublicKey, ...] | None = None,
     ) -> None:
         self._root = root
@@ -112,16 +112,20 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m harness.emulators.adbd",
         description="adb-emu: an emulated Android device for the real adb client.",
     )
-    parser.add_argument("--root", type=Path, required=True, help="the device's private root directory")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="TCP port, not 5555-5585 (default: a free one)")
+    parser.add_argument(
+        "--root", type=Path, required=True, help="the device's private root directory"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="TCP port, not 5555-5585 (default: a free one)"
+    )
     parser.add_argument("--model", default=DeviceProperties.model, help="ro.product.model")
     parser.add_argument("--device", default=DeviceProperties.device, help="ro.product.device")
     parser.add_argument("--name", default=DeviceProperties.name, help="ro.product.name")
     parser.add_argument("--abi", default=DeviceProperties.abi, help="ro.product.cpu.abi")
-    parser.add_argument(
-        "--abilist", help="ro.product.cpu.abilist (default: the --abi value)"
-    )
+    parser.add_argument("--abilist", help="ro.product.cpu.abilist (default: the --abi value)")
     parser.add_argument(
         "--prop", action="append", default=[], metavar="KEY=VALUE", help="another property"
     )
@@ -130,7 +134,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="require AUTH and accept only these host keys (adbkey.pub lines); default: no AUTH",
     )
-    parser.add_argument("--verbose", "-v", action="store_true", help="log every connection and stream")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="log every connection and stream"
+    )
     return parser.parse_args(argv)
 
 

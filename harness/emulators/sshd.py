@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import enum
 import os
 import pwd
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from harness.transport.ssh import SshProfile, fingerprint_of_public_key
 
@@ -36,6 +38,8 @@ DEVICE_USER = "etdevice"
 DEFAULT_ALIAS = "ssh-emu"
 LISTEN_HOST = "127.0.0.1"
 _BIND_ATTEMPTS = 5
+_DAEMON_TOOLS = {SSHD: "openssh-server", "ssh-keygen": "openssh-client", "useradd": "passwd"}
+_NETNS_TOOLS = {"ip": "iproute2", "socat": "socat"}
 _LOG_TAIL_LINES = 30
 
 
@@ -176,25 +180,34 @@ class SshdEmulator:
         """The ProxyCommand that reaches the daemon, or None on plain loopback."""
         if self._netns is None:
             return None
-        argv = self._netns.command(["socat", "STDIO", f"TCP:{self.host}:{self.port}"])
+        # -t 0: end as soon as one side closes (socat's default lingers 0.5 s), so a
+        # dead board reads as a closed connection at once. nodelay: with Nagle on,
+        # every command waits ~40 ms for a delayed ACK.
+        address = f"TCP:{self.host}:{self.port},nodelay"
+        argv = self._netns.command(["socat", "-t", "0", "STDIO", address])
         return " ".join(argv)
+
+    @property
+    def authorized_keys_file(self) -> Path | None:
+        """This board's authorized_keys, in the device user's ~/.ssh while it runs."""
+        return self._authorized_keys
 
     @property
     def netns(self) -> NetworkNamespace | None:
         """The namespace the daemon lives in, if any."""
         return self._netns
 
-    def profile(self, **overrides: object) -> SshProfile:
+    def profile(self, **overrides: Any) -> SshProfile:
         """An :class:`SshProfile` that reaches this board through its ``ssh_config``."""
-        fields: dict[str, object] = {"host": self.alias, "ssh_config": self.ssh_config}
+        fields: dict[str, Any] = {"host": self.alias, "ssh_config": self.ssh_config}
         fields.update(overrides)
-        return SshProfile(**fields)  # type: ignore[arg-type]
+        return SshProfile(**fields)
 
     def start(self) -> None:
         """Set up user, keys and namespace, start sshd and wait until it listens."""
         if self._process is not None:
             raise SshdError("ssh-emu is already running")
-        _require_tools()
+        _require_root_and(_DAEMON_TOOLS)
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             _ensure_privsep_dir()
@@ -249,6 +262,15 @@ class SshdEmulator:
         """The last lines sshd logged (connections, errors)."""
         return self._log.tail() if self._log else ""
 
+    def log_count(self, text: str) -> int:
+        """How many lines sshd has logged so far that contain ``text``."""
+        return self._log.count(text) if self._log else 0
+
+    def wait_for_log(self, text: str, count: int = 1, timeout: float = 5.0) -> bool:
+        """Whether sshd logged ``count`` lines containing ``text`` within ``timeout``
+        (e.g. ``"Connection closed by"`` once a client has gone)."""
+        return self._log is not None and self._log.wait_for(text, count, timeout)
+
     def __enter__(self) -> SshdEmulator:
         self.start()
         return self
@@ -258,9 +280,13 @@ class SshdEmulator:
 
     def _choose_netns(self) -> NetworkNamespace | None:
         if self._shared_netns is not None:
+            _require_root_and(_NETNS_TOOLS)
             return self._shared_netns
         if self._isolation is Isolation.LOOPBACK:
             return None
+        if self._isolation is Isolation.AUTO and _missing(_NETNS_TOOLS):
+            return None
+        _require_root_and(_NETNS_TOOLS)
         netns = NetworkNamespace()
         try:
             netns.create()
@@ -285,8 +311,9 @@ class SshdEmulator:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
-            self._log = _SshdLog(self._process, self.log_path, f"port {self.port}.")
-            if self._log.wait_listening(self._start_timeout):
+            self._log = _SshdLog(self._process, self.log_path)
+            listening = f"Server listening on {self.host} port {self.port}."
+            if self._log.wait_for(listening, 1, self._start_timeout):
                 return
             self.kill()
             self._process = None
@@ -326,7 +353,7 @@ class SshdEmulator:
             "PrintMotd no",
             "MaxSessions 100",
             "Subsystem sftp internal-sftp",
-            "LogLevel INFO",
+            "LogLevel VERBOSE",
         ]
         _write_private(self.directory / "sshd_config", "\n".join(lines) + "\n")
 
@@ -348,16 +375,15 @@ class SshdEmulator:
 
 
 class _SshdLog:
-    """Copies sshd's stderr to a file, keeps a tail, and notices when it listens."""
+    """Copies sshd's stderr to a file and keeps its lines, so callers can wait for one."""
 
-    def __init__(self, process: subprocess.Popen[bytes], path: Path, listening: str) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], path: Path) -> None:
         assert process.stderr is not None
         self._stderr = process.stderr
         self._file = path.open("ab")
-        self._listening_marker = listening
-        self._lines: collections.deque[str] = collections.deque(maxlen=_LOG_TAIL_LINES)
-        self._listening = False
-        self._settled = threading.Event()  # listening, or the daemon's stderr closed
+        self._lines: list[str] = []
+        self._ended = False  # the daemon and every session closed stderr
+        self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._pump, name="sshd-log", daemon=True)
         self._thread.start()
 
@@ -365,19 +391,26 @@ class _SshdLog:
         for raw in iter(self._stderr.readline, b""):
             self._file.write(raw)
             self._file.flush()
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            self._lines.append(line)
-            if line.startswith("Server listening on") and line.endswith(self._listening_marker):
-                self._listening = True
-                self._settled.set()
-        self._settled.set()
+            with self._changed:
+                self._lines.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
 
-    def wait_listening(self, timeout: float) -> bool:
-        self._settled.wait(timeout)
-        return self._listening
+    def count(self, text: str) -> int:
+        with self._changed:
+            return sum(text in line for line in self._lines)
+
+    def wait_for(self, text: str, count: int, timeout: float) -> bool:
+        """Whether ``count`` lines containing ``text`` arrived within ``timeout``."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._ended or self.count(text) >= count, timeout)
+            return self.count(text) >= count
 
     def tail(self) -> str:
-        return "\n".join(self._lines)
+        with self._changed:
+            return "\n".join(self._lines[-_LOG_TAIL_LINES:])
 
     def close(self) -> None:
         self._thread.join(timeout=5)
@@ -385,15 +418,16 @@ class _SshdLog:
         self._file.close()
 
 
-def _require_tools() -> None:
+def _missing(tools: dict[str, str]) -> list[str]:
+    return [package for tool, package in tools.items() if not shutil.which(tool)]
+
+
+def _require_root_and(tools: dict[str, str]) -> None:
     if os.geteuid() != 0:
         raise SshdError("ssh-emu needs root: it creates the device user and runs sshd")
-    missing = [t for t in (SSHD, "ssh-keygen", "ip", "socat", "useradd") if not shutil.which(t)]
+    missing = _missing(tools)
     if missing:
-        raise SshdError(
-            f"ssh-emu needs {', '.join(missing)}: apt-get install -y openssh-server "
-            "openssh-client iproute2 socat passwd"
-        )
+        raise SshdError(f"ssh-emu needs: apt-get install -y {' '.join(sorted(set(missing)))}")
 
 
 def _ensure_privsep_dir() -> None:
@@ -478,10 +512,8 @@ def _descendants(root: int) -> list[int]:
 
 def _kill_all(pids: list[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,7 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     emulator = SshdEmulator(
-        args.dir, user=args.user, alias=args.alias, port=args.port,
+        args.dir,
+        user=args.user,
+        alias=args.alias,
+        port=args.port,
         isolation=Isolation(args.isolation),
     )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

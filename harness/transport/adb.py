@@ -19,16 +19,13 @@ import secrets
 import select
 import shlex
 import subprocess
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import (
-    ByteStream,
     CommandResult,
     DeviceFacts,
     DeviceUnavailable,
@@ -37,10 +34,12 @@ from harness.transport.base import (
     TransportLost,
     TransportTimeout,
 )
+from harness.transport.process_stream import ProcessStream
 
 DEFAULT_WORK_DIR = "/data/local/tmp/et-harness"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_TRANSIENT_STATES = ("connecting", "authorizing", "offline")
+_TRANSIENT_STATES = ("connecting", "authorizing")
+_OFFLINE_SETTLE = 3.0  # seconds an offline device may take to come up (fresh USB or connect)
 _SETTINGS = ("serial", "server_host", "server_port", "connect", "adb")
 
 
@@ -64,10 +63,8 @@ class AdbTarget:
     write_timeout: float = 30.0  # one ByteStream.write
 
     @classmethod
-    def from_profile(cls, profile: Any) -> AdbTarget:
-        """Build from a :class:`harness.profile.DeviceProfile` whose transport kind is adb."""
-        from harness.profile import ProfileError
-
+    def from_profile(cls, profile: DeviceProfile) -> AdbTarget:
+        """Build from a device profile whose transport kind is adb."""
         settings = dict(profile.settings)
         unknown = sorted(set(settings) - set(_SETTINGS))
         if unknown:
@@ -81,7 +78,9 @@ class AdbTarget:
                     f"{profile.where('transport.' + key)}: must be a string; got {settings[key]!r}"
                 )
         port = settings.get("server_port")
-        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        if port is not None and (
+            isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
+        ):
             raise ProfileError(
                 f"{profile.where('transport.server_port')}: must be a TCP port; got {port!r}"
             )
@@ -121,6 +120,11 @@ class AdbTransport(Transport):
         self.target = target
         self._serial: str | None = None
         self._facts: DeviceFacts | None = None
+
+    @classmethod
+    def from_profile(cls, profile: DeviceProfile) -> AdbTransport:
+        """The transport a device profile with ``transport.kind: adb`` describes."""
+        return cls(AdbTarget.from_profile(profile))
 
     # -- device selection ------------------------------------------------------------
 
@@ -175,6 +179,8 @@ class AdbTransport(Transport):
         assert self.target.connect is not None
         result = self._adb(["connect", self.target.connect], timeout=self.target.query_timeout)
         said = _text(result.stdout + result.stderr)
+        if "failed to authenticate" in said:
+            return  # attached but unauthorized: _await_ready says what to do
         if result.returncode != 0 or "connected to" not in said:
             raise DeviceUnavailable(
                 f"adb connect {self.target.connect} failed: {said}; "
@@ -183,7 +189,9 @@ class AdbTransport(Transport):
 
     def _await_ready(self, serial: str) -> None:
         """Wait (bounded) through transient states; raise a precise error for the rest."""
-        deadline = time.monotonic() + self.target.query_timeout
+        started = time.monotonic()
+        deadline = started + self.target.query_timeout
+        offline_deadline = started + min(_OFFLINE_SETTLE, self.target.query_timeout)
         reconnected = False
         while True:
             attached = self.devices()
@@ -196,7 +204,10 @@ class AdbTransport(Transport):
                 self._connect()
                 reconnected = True
                 continue
-            if state in _TRANSIENT_STATES and time.monotonic() < deadline:
+            now = time.monotonic()
+            if (state in _TRANSIENT_STATES and now < deadline) or (
+                state == "offline" and now < offline_deadline
+            ):
                 time.sleep(0.05)
                 continue
             raise DeviceUnavailable(_state_problem(serial, state, attached, self._server()))
@@ -236,8 +247,9 @@ class AdbTransport(Transport):
             what=f"adb push {local} {remote}",
         )
         if result.returncode != 0:
-            self._raise_for_client_error(serial, f"push {local} to {remote}", result.stderr)
-            raise TransportError(f"adb push {local} to {serial}:{remote} failed: {_text(result.stderr)}")
+            said = result.stdout + result.stderr  # adb 1.0.41 reports sync errors on stdout
+            self._raise_for_client_error(serial, f"push {local} to {remote}", said)
+            raise TransportError(f"adb push {local} to {serial}:{remote} failed: {_tail(said)}")
 
     def pull(self, remote: str, local: Path) -> None:
         _require_absolute(remote)
@@ -256,10 +268,11 @@ class AdbTransport(Transport):
                 return
         finally:
             partial.unlink(missing_ok=True)
-        if b"does not exist" in result.stderr or b"No such file" in result.stderr:
+        said = result.stdout + result.stderr  # adb 1.0.41 reports sync errors on stdout
+        self._raise_for_client_error(serial, f"pull {remote}", said)
+        if b"does not exist" in said or b"No such file" in said:
             raise FileNotFoundError(f"{serial}:{remote} does not exist")
-        self._raise_for_client_error(serial, f"pull {remote}", result.stderr)
-        raise TransportError(f"adb pull {serial}:{remote} failed: {_text(result.stderr)}")
+        raise TransportError(f"adb pull {serial}:{remote} failed: {_tail(said)}")
 
     def run(
         self,
@@ -284,7 +297,8 @@ class AdbTransport(Transport):
             self._raise_for_client_error(serial, shlex.join(argv), result.stderr)
             raise TransportLost(
                 f"{shlex.join(argv)} on {serial} was cut off before it finished (adb exit "
-                f"{result.returncode}, device now {self._state_now(serial)}): {_tail(result.stderr)}"
+                f"{result.returncode}, device now {self._state_now(serial)}): "
+                f"{_tail(result.stderr)}"
             )
         return CommandResult(
             argv=tuple(argv),
@@ -304,7 +318,9 @@ class AdbTransport(Transport):
             return None
         return result.stdout.split(b" ", 1)[0].decode("ascii")
 
-    def open_stream(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> ByteStream:
+    def open_stream(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> AdbShellStream:
         serial = self.serial
         command = shlex.join(argv)
         process = subprocess.Popen(
@@ -315,7 +331,7 @@ class AdbTransport(Transport):
         )
         return AdbShellStream(
             process,
-            description=f"{command} on {serial}",
+            f"{command} on {serial}",
             write_timeout=self.target.write_timeout,
             device_state=lambda: self._state_now(serial),
         )
@@ -378,119 +394,46 @@ class AdbTransport(Transport):
             )
 
 
-class AdbShellStream(ByteStream):
-    """stdin and stdout of a device process, through an ``adb shell`` client process."""
+class AdbShellStream(ProcessStream):
+    """stdin and stdout of a device process, through a local ``adb shell`` client.
+
+    Writes are bounded in time (a device that stops reading its input raises
+    :class:`TransportTimeout` instead of blocking), and closing ends the client at once:
+    the adb server then closes the stream and adbd kills the device process.
+    """
 
     def __init__(
-        self,
-        process: subprocess.Popen[bytes],
-        *,
-        description: str,
-        write_timeout: float,
+        self, process: subprocess.Popen[bytes], describe: str, write_timeout: float,
         device_state: Callable[[], str],
-    ) -> None:
-        self._process = process
-        self._description = description
+    ) -> None:  # fmt: skip
+        super().__init__(process, describe, lost_hint=lambda: f"; device state: {device_state()}")
         self._write_timeout = write_timeout
-        self._device_state = device_state
-        self._buffer = bytearray()
-        self._eof = False
-        self._ready = threading.Condition()
-        self._stderr: deque[str] = deque(maxlen=20)
-        self._closed = False
         assert process.stdin is not None
-        os.set_blocking(process.stdin.fileno(), False)
-        self._threads = [
-            threading.Thread(target=self._pump_stdout, daemon=True),
-            threading.Thread(target=self._pump_stderr, daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._stdin_fd = process.stdin.fileno()
+        os.set_blocking(self._stdin_fd, False)
 
     def write(self, data: bytes) -> None:
-        if self._closed:
-            raise TransportLost(f"{self._description}: the stream is closed")
-        assert self._process.stdin is not None
-        fd = self._process.stdin.fileno()
         view = memoryview(data)
         deadline = time.monotonic() + self._write_timeout
         while view:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TransportTimeout(
-                    f"{self._description}: could not send {len(view)} more bytes within "
+                    f"{self._describe}: could not send {len(view)} more bytes within "
                     f"{self._write_timeout:g} s (the device does not read its input)"
                 )
-            select.select([], [fd], [], remaining)
+            select.select([], [self._stdin_fd], [], remaining)
             try:
-                view = view[os.write(fd, view) :]
+                view = view[os.write(self._stdin_fd, view) :]
             except BlockingIOError:
                 continue
-            except BrokenPipeError:
-                raise self._lost("could not write") from None
-
-    def read_exact(self, size: int, timeout: float) -> bytes:
-        deadline = time.monotonic() + timeout
-        with self._ready:
-            while len(self._buffer) < size and not self._eof:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TransportTimeout(
-                        f"{self._description}: {len(self._buffer)} of {size} bytes arrived "
-                        f"within {timeout:g} s"
-                    )
-                self._ready.wait(remaining)
-            if len(self._buffer) < size:
-                raise self._lost(f"the output ended after {len(self._buffer)} of {size} bytes")
-            data = bytes(self._buffer[:size])
-            del self._buffer[:size]
-            return data
+            except (BrokenPipeError, ValueError, OSError) as exc:
+                raise self._lost(f"writing failed: {exc}") from None
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        assert self._process.stdin is not None
-        try:
-            self._process.stdin.close()
-        except OSError:
-            pass
         if self._process.poll() is None:
-            self._process.terminate()  # the server closes the stream; adbd kills the process
-            try:
-                self._process.wait(5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        for thread in self._threads:
-            thread.join(5)
-
-    def stderr_tail(self) -> str:
-        return "\n".join(self._stderr)
-
-    def _lost(self, what: str) -> TransportLost:
-        code = self._process.poll()
-        return TransportLost(
-            f"{self._description}: {what}; adb shell "
-            f"{'is still running' if code is None else f'exited with {code}'}, device "
-            f"{self._device_state()}; stderr: {self.stderr_tail() or '(empty)'}"
-        )
-
-    def _pump_stdout(self) -> None:
-        assert self._process.stdout is not None
-        fd = self._process.stdout.fileno()
-        while chunk := os.read(fd, 65536):
-            with self._ready:
-                self._buffer += chunk
-                self._ready.notify_all()
-        with self._ready:
-            self._eof = True
-            self._ready.notify_all()
-
-    def _pump_stderr(self) -> None:
-        assert self._process.stderr is not None
-        for line in self._process.stderr:
-            self._stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
+            self._process.terminate()
+        super().close()
 
 
 def _exec_line(argv: Sequence[str], env: Mapping[str, str] | None) -> str:

@@ -106,7 +106,9 @@ class Transport(abc.ABC):
 
     def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
         """SHA-256 of a device file in hex, or None if it does not exist."""
-        result = self.run(["sha256sum", remote], timeout=timeout)
+        # Read on stdin: sha256sum escapes odd file names in its output, and a name
+        # starting with "-" would be taken for an option.
+        result = self.run(["sh", "-c", 'exec sha256sum < "$1"', "sh", remote], timeout=timeout)
         if result.exit_code != 0:
             return None
         return result.stdout.split(b" ", 1)[0].decode("ascii")

@@ -22,6 +22,8 @@ void uart_init(uint32_t baud) {
 
 void uart0_rx_irq_handler(void);
 void uart0_rx_irq_handler(void) {
+  /* Clear first, then drain: a byte arriving after the last check raises the interrupt again. */
+  UART0->intstatus = UART_INT_RX;
   while (UART0->state & UART_STATE_RX_FULL) {
     uint8_t byte = (uint8_t)UART0->data;
     uint32_t head = rx_head;
@@ -32,10 +34,9 @@ void uart0_rx_irq_handler(void) {
       rx_head = head + 1u;
     }
   }
-  UART0->intstatus = UART_INT_RX;
 }
 
-/* Only wakes the core from wfi in uart_write; there is nothing else to do. */
+/* Only wakes the core from wfi in uart_write. */
 void uart0_tx_irq_handler(void);
 void uart0_tx_irq_handler(void) { UART0->intstatus = UART_INT_TX; }
 

@@ -86,13 +86,9 @@ int serve(int in_fd, int out_fd) {
     } else {
       const etb_status_t status = etb_decode_request(item.data, item.size, &buffers->request,
           buffers->option_pool.data(), buffers->option_pool.size());
-      const uint32_t seq = item.size >= ETB_HEADER_SIZE
-          ? static_cast<uint32_t>(item.data[12]) | (static_cast<uint32_t>(item.data[13]) << 8) |
-              (static_cast<uint32_t>(item.data[14]) << 16) | (static_cast<uint32_t>(item.data[15]) << 24)
-          : 0;
       if (status != ETB_OK) {
-        std::fprintf(stderr, "et-agent: refused request seq %u: %s\n", seq, etb_status_name(status));
-        reject(buffers->report, seq, status);
+        std::fprintf(stderr, "et-agent: refused request seq %u: %s\n", item.seq, etb_status_name(status));
+        reject(buffers->report, item.seq, status);
       } else {
         buffers->report.start(buffers->request.seq, buffers->request.action);
         agent.handle(buffers->request, buffers->report);

@@ -25,7 +25,7 @@ class MessageReader {
     Kind kind = Kind::kEnd;
     const uint8_t* data = nullptr;  // valid until the next call to next()
     size_t size = 0;
-    uint32_t seq = 0;
+    uint32_t seq = 0;  // from the header; 0 when none could be read (BAD_MAGIC, short input)
     etb_status_t error = ETB_OK;
   };
 

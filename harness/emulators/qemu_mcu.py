@@ -1,0 +1,304 @@
+"""qemu-mcu: the MCU agent firmware on an emulated Cortex-M3 board (QEMU mps2-an385).
+
+:func:`build_firmware` builds ``agent/mcu`` with Debian's ``arm-none-eabi-gcc``
+once per source hash (cached under ``.cache/mcu-firmware/``, safe to call from
+parallel test workers). :class:`QemuMcu` starts ``qemu-system-arm`` with the
+board's UART0 on a TCP server socket (``-serial tcp:127.0.0.1:PORT,server=on,
+wait=on,nodelay=on``): the firmware starts when the first client connects, so
+its boot HELLO is never lost. Connect with :mod:`harness.transport.serial`
+(``socket://127.0.0.1:PORT``); stop with :meth:`QemuMcu.shutdown` (the firmware
+exits through semihosting with the status asked for) or :meth:`QemuMcu.stop`.
+See docs/mcu.md.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from filelock import FileLock
+
+from harness.serial_link import SerialLink
+from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRMWARE_SOURCES = ROOT / "agent" / "mcu"
+CODEC_SOURCES = ROOT / "agent" / "codec"
+DEFAULT_CACHE = ROOT / ".cache" / "mcu-firmware"
+FIRMWARE_NAME = "etb-mcu.elf"
+QEMU = "qemu-system-arm"
+MACHINE = "mps2-an385"
+CROSS_GCC = "arm-none-eabi-gcc"
+LISTEN_HOST = "127.0.0.1"
+_BUILD_TIMEOUT_S = 300
+_BIND_ATTEMPTS = 5
+_STDERR_TAIL_LINES = 20
+_WAITING = re.compile(r"waiting for connection on: .*:(\d+),server")
+
+
+class FirmwareBuildError(RuntimeError):
+    """The firmware could not be built; the message carries the compiler's output."""
+
+
+class QemuError(DeviceUnavailable):
+    """QEMU could not be started, or did not start listening in time."""
+
+
+class QemuTimeout(TransportTimeout):
+    """QEMU went on running when it should have ended."""
+
+
+def firmware_source_hash() -> str:
+    """SHA-256 over the firmware and codec sources, the Makefile and the compiler version."""
+    digest = hashlib.sha256()
+    files = [
+        *sorted(FIRMWARE_SOURCES.rglob("*")),
+        *sorted((CODEC_SOURCES / "include").rglob("*")),
+        *sorted((CODEC_SOURCES / "src").rglob("*")),
+    ]
+    for path in files:
+        if path.is_file() and path.suffix in (".c", ".h", ".ld", "") and "build" not in path.parts:
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    digest.update(_compiler_version().encode())
+    return digest.hexdigest()
+
+
+def _compiler_version() -> str:
+    if shutil.which(CROSS_GCC) is None:
+        raise FirmwareBuildError(
+            f"{CROSS_GCC} not found: install Debian's gcc-arm-none-eabi and libnewlib-arm-none-eabi"
+        )
+    done = subprocess.run([CROSS_GCC, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.splitlines()[0] if done.stdout else ""
+
+
+def build_firmware(cache_dir: Path = DEFAULT_CACHE, *, jobs: int = 2) -> Path:
+    """The firmware ELF for the current sources, built if not cached yet."""
+    source_hash = firmware_source_hash()
+    target = cache_dir / source_hash
+    elf = target / FIRMWARE_NAME
+    if elf.is_file():
+        return elf
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache_dir / f"{source_hash}.lock")):
+        if elf.is_file():
+            return elf
+        staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=cache_dir))
+        try:
+            done = subprocess.run(
+                [
+                    "make",
+                    "-C",
+                    str(FIRMWARE_SOURCES),
+                    f"-j{jobs}",
+                    f"BUILD={staging}",
+                    f"BUILD_ID={source_hash[:12]}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=_BUILD_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise FirmwareBuildError(
+                    f"building the MCU firmware failed (make exit {done.returncode}):\n"
+                    f"{(done.stdout + done.stderr)[-4000:]}"
+                )
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return elf
+
+
+def firmware_size(elf: Path) -> dict[str, int]:
+    """``text``, ``data`` and ``bss`` bytes of a firmware ELF (arm-none-eabi-size)."""
+    done = subprocess.run(
+        ["arm-none-eabi-size", str(elf)], capture_output=True, text=True, check=True
+    )
+    header, values = done.stdout.splitlines()[:2]
+    return {k: int(v) for k, v in zip(header.split()[:3], values.split()[:3])}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LISTEN_HOST, 0))
+        return probe.getsockname()[1]
+
+
+class QemuMcu:
+    """One QEMU mps2-an385 running the agent firmware, its UART0 on a local TCP port."""
+
+    def __init__(self, firmware: Path, *, qemu: str = QEMU, start_timeout: float = 10.0) -> None:
+        self.firmware = firmware
+        self._qemu = qemu
+        self._start_timeout = start_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
+        self._listening = threading.Event()
+        self._reader: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        """The pyserial URL of the board's UART0."""
+        return f"socket://{LISTEN_HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise QemuError("QEMU is not running; call start() first")
+        return self._process.pid
+
+    def argv(self, port: int) -> list[str]:
+        """The QEMU command line for a UART0 server socket on ``port``."""
+        return [
+            self._qemu,
+            "-M",
+            MACHINE,
+            "-nographic",
+            "-monitor",
+            "none",
+            "-no-reboot",
+            "-semihosting-config",
+            "enable=on,target=native",
+            "-kernel",
+            str(self.firmware),
+            "-serial",
+            f"tcp:{LISTEN_HOST}:{port},server=on,wait=on,nodelay=on",
+        ]
+
+    def start(self) -> QemuMcu:
+        """Start QEMU and return once its UART0 socket listens (the CPU waits for a client)."""
+        if shutil.which(self._qemu) is None:
+            raise QemuError(f"{self._qemu} not found: install Debian's qemu-system-arm")
+        for _ in range(_BIND_ATTEMPTS):
+            port = _free_port()
+            if self._launch(port):
+                self.port = port
+                return self
+        raise QemuError(
+            f"QEMU could not listen on a free local port in {_BIND_ATTEMPTS} attempts; "
+            f"last output:\n{self.stderr_tail()}"
+        )
+
+    def _launch(self, port: int) -> bool:
+        """True once QEMU listens on ``port``; False if the port was taken meanwhile."""
+        self._listening.clear()
+        self._stderr.clear()
+        self._process = subprocess.Popen(
+            self.argv(port),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self._reader = threading.Thread(
+            target=self._read_stderr, args=(self._process,), daemon=True
+        )
+        self._reader.start()
+        deadline = time.monotonic() + self._start_timeout
+        while not self._listening.wait(0.05):
+            if self._process.poll() is not None:
+                self._reader.join()
+                if "Address already in use" in self.stderr_tail():
+                    return False
+                raise QemuError(
+                    f"QEMU exited with status {self._process.returncode} before listening:\n"
+                    f"{self.stderr_tail()}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise QemuError(
+                    f"QEMU did not listen on port {port} within {self._start_timeout:g} s:\n"
+                    f"{self.stderr_tail()}"
+                )
+        return True
+
+    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stderr is not None
+        for raw in process.stderr:
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            self._stderr.append(line)
+            if _WAITING.search(line):
+                self._listening.set()
+
+    def stderr_tail(self) -> str:
+        """QEMU's last lines of stderr."""
+        return "\n".join(self._stderr)
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time QEMU has used so far (from /proc/PID/stat)."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def poll(self) -> int | None:
+        """QEMU's exit status, or None while it runs."""
+        return None if self._process is None else self._process.poll()
+
+    def wait(self, timeout: float) -> int:
+        """QEMU's exit status once it ends; :class:`QemuTimeout` if it runs on past ``timeout``."""
+        if self._process is None:
+            raise QemuError("QEMU was never started")
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise QemuTimeout(
+                f"QEMU (pid {self._process.pid}) still runs after {timeout:g} s"
+            ) from None
+
+    def shutdown(
+        self, link: SerialLink, code: int = 0, *, timeout: float = 2.0, attempts: int = 3
+    ) -> int:
+        """Ask the firmware to exit with ``code`` (semihosting); returns QEMU's exit status.
+
+        The EXIT frame is resent if QEMU still runs (it may be lost on a faulty
+        link); after ``attempts`` QEMU is killed and :class:`QemuTimeout` raised.
+        """
+        for _ in range(attempts):
+            try:
+                link.exit_device(code)
+            except TransportError:
+                pass  # the connection may already be gone because QEMU has exited
+            try:
+                return self.wait(timeout)
+            except QemuTimeout:
+                continue
+        self.stop()
+        raise QemuTimeout(
+            f"the firmware did not exit after {attempts} EXIT frames; QEMU was killed"
+        )
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """End QEMU (terminate, then kill); returns its exit status. Safe to call twice."""
+        process = self._process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._reader is not None:
+            self._reader.join(timeout)
+        if process.stderr is not None:
+            process.stderr.close()
+        return process.returncode
+
+    def __enter__(self) -> QemuMcu:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

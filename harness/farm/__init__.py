@@ -1,0 +1,20 @@
+"""Device-farm runs: many devices at once, held exclusively, retried, quarantined, reported.
+
+The pytest plugin (:mod:`harness.pytest_plugin`) is glue; the logic lives here,
+one concept per module:
+
+- :mod:`~harness.farm.selection`: which profiles ``--device`` names;
+- :mod:`~harness.farm.lock`: one holder per device across processes on a host;
+- :mod:`~harness.farm.labgrid`: reserving and locking a labgrid place;
+- :mod:`~harness.farm.deadline`: the whole-run timeout;
+- :mod:`~harness.farm.infra`: what counts as an infrastructure error;
+- :mod:`~harness.farm.health`: consecutive infrastructure errors and quarantine;
+- :mod:`~harness.farm.slot`: one device as a run uses it (bring-up, restarts, retries);
+- :mod:`~harness.farm.artifacts`: core files pulled after the agent died;
+- :mod:`~harness.farm.records`, :mod:`~harness.farm.results`: one JSON line per test;
+- :mod:`~harness.farm.summary`, :mod:`~harness.farm.html_report`,
+  :mod:`~harness.farm.junit`: terminal tables, the HTML report, JUnit additions;
+- :mod:`~harness.farm.merge`: many runs' results into one report.
+
+See docs/device-farm.md.
+"""

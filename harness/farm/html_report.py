@@ -1,0 +1,258 @@
+"""One self-contained HTML file for a run (or many merged runs): no scripts, no external assets.
+
+The page shows the devices (facts and outcome counts, quarantine reasons) and a
+matrix: one column per device; per suite, a row of test outcomes and a row per
+backend its verdicts checked. Each cell links to the list of its cases, and each
+case to its details: outcome, infrastructure error and failed tries, every
+verdict's summary and, where options differed, the rendered diff
+(:meth:`harness.check.Verdict.render`), the failure text, agent stderr and crash
+artifacts.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import html
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.farm.records import CaseResult
+from harness.farm.summary import NO_DEVICE, devices_in_order, outcome_counts, quarantined_devices
+
+# Worst first: a cell takes the colour of its worst outcome.
+_SEVERITY = ("failed", "error", "xpassed", "infra", "passed", "xfailed", "skipped")
+_LETTER = {"passed": "✓", "failed": "✗", "error": "E", "infra": "I", "skipped": "s",
+           "xfailed": "x", "xpassed": "X"}
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; } h3 { font-size: 1em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.suite th { background: #e6e6f0; }
+td.backend { padding-left: 1.8em; font-family: monospace; }
+a { color: inherit; }
+.failed, .error, .xpassed { background: #f6c9c9; }
+.infra { background: #fbe3a8; }
+.passed { background: #cdeccd; }
+.skipped, .xfailed { background: #e4e4e4; }
+.none { background: #fff; color: #999; }
+.badge { display: inline-block; min-width: 4.5em; padding: 0 .4em; border-radius: 3px;
+         text-align: center; font-size: .85em; font-weight: 600; }
+pre { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto;
+      white-space: pre; font-size: 12px; }
+section.case { border-top: 1px solid #ddd; padding: .4em 0; }
+section.case:target, section.cell:target { outline: 3px solid #6b8de3; }
+.muted { color: #777; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _worst(outcomes: collections.Counter) -> str:
+    return next((o for o in _SEVERITY if outcomes[o]), "none")
+
+
+def _counts_text(outcomes: collections.Counter) -> str:
+    return " ".join(f"{_LETTER[o]}{outcomes[o]}" for o in _SEVERITY if outcomes[o])
+
+
+def _badge(outcome: str) -> str:
+    return f'<span class="badge {_e(outcome)}">{_e(outcome)}</span>'
+
+
+class _Page:
+    """Builds the report; ids are numbers so that any test or backend name is safe."""
+
+    def __init__(self, results: Sequence[CaseResult], title: str, artifacts_prefix: str) -> None:
+        self.results = list(results)
+        self.title = title
+        self.artifacts_prefix = artifacts_prefix
+        self.devices = devices_in_order(self.results)
+        self.suites = list(dict.fromkeys(r.suite for r in self.results))
+        self.case_id = {id(r): f"c{n}" for n, r in enumerate(self.results)}
+        self.runs = sorted({r.run for r in self.results if r.run})
+
+    def render(self) -> str:
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{_e(self.title)}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>{_e(self.title)}</h1>",
+            self._overview(),
+            self._devices(),
+            "<h2>Matrix: suites and backends by device</h2>",
+            '<p class="muted">Suite rows count tests (✓ passed, ✗ failed, E error, '
+            "I infrastructure error, s skipped); backend rows count option checks "
+            "(exact / all). Click a cell for its cases.</p>",
+            self._matrix(),
+            self._not_passed(),
+            "<h2>Cells</h2>",
+            self._cells(),
+            "<h2>Cases</h2>",
+            *(self._case(r) for r in self.results),
+            "</body></html>",
+        ]
+        return "\n".join(parts)
+
+    def _overview(self) -> str:
+        total = collections.Counter(r.outcome for r in self.results)
+        when = datetime.datetime.now().isoformat(timespec="seconds")
+        runs = f"; runs: {', '.join(self.runs)}" if self.runs else ""
+        return (
+            f"<p>{len(self.results)} tests on {len(self.devices)} device(s): "
+            f"{_e(', '.join(f'{n} {o}' for o, n in total.most_common()))}. "
+            f'<span class="muted">Generated {when}{_e(runs)}.</span></p>'
+        )
+
+    def _devices(self) -> str:
+        counts = outcome_counts(self.results)
+        quarantined = quarantined_devices(self.results)
+        facts: dict[str, dict[str, str]] = {}
+        for r in self.results:
+            if r.facts:
+                facts.setdefault(r.device or NO_DEVICE, dict(r.facts))
+        rows = []
+        for device in self.devices:
+            c, f = counts[device], facts.get(device, {})
+            rows.append(
+                f'<tr><th class="{_worst(c)}">{_e(device)}</th>'
+                f"<td>{_e(f.get('abi', ''))}</td><td>{_e(f.get('runtime', ''))}</td>"
+                f"<td>{_e(f.get('agent_version', ''))}</td>"
+                + "".join(f'<td class="num">{c[o]}</td>' for o in _SEVERITY)
+                + f"<td>{_e(quarantined.get(device, ''))}</td></tr>"
+            )
+        head = "".join(f"<th>{o}</th>" for o in _SEVERITY)
+        return (
+            "<h2>Devices</h2><table><tr><th>device</th><th>ABI</th><th>runtime</th>"
+            f"<th>agent</th>{head}<th>quarantined</th></tr>{''.join(rows)}</table>"
+        )
+
+    def _backends_of(self, suite: str) -> list[str]:
+        names: dict[str, None] = {}
+        for r in self.results:
+            if r.suite == suite:
+                for verdict in r.verdicts:
+                    names.update(dict.fromkeys(name for name, _ in verdict.backends))
+        return list(names)
+
+    def _matrix(self) -> str:
+        head = "".join(f"<th>{_e(d)}</th>" for d in self.devices)
+        rows = [f"<table><tr><th>suite / backend</th>{head}</tr>"]
+        for s, suite in enumerate(self.suites):
+            cells = []
+            for d, device in enumerate(self.devices):
+                outcomes = collections.Counter(r.outcome for r in self._cases(suite, device))
+                cells.append(
+                    f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
+                    f"{_e(_counts_text(outcomes) or '-')}</a></td>"
+                )
+            rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
+            for b, backend in enumerate(self._backends_of(suite)):
+                cells = []
+                for d, device in enumerate(self.devices):
+                    checks = [ok for r in self._cases(suite, device) for v in r.verdicts
+                              for name, ok in v.backends if name == backend]
+                    if not checks:
+                        cells.append('<td class="none">-</td>')
+                        continue
+                    exact = sum(checks)
+                    css = "passed" if exact == len(checks) else "failed"
+                    cells.append(f'<td class="{css} num"><a href="#s{s}b{b}d{d}">'
+                                 f"{exact}/{len(checks)}</a></td>")
+                rows.append(f'<tr><td class="backend">{_e(backend)}</td>{"".join(cells)}</tr>')
+        rows.append("</table>")
+        return "\n".join(rows)
+
+    def _cases(self, suite: str, device: str) -> list[CaseResult]:
+        return [r for r in self.results if r.suite == suite and (r.device or NO_DEVICE) == device]
+
+    def _link(self, result: CaseResult, note: str = "") -> str:
+        extra = f' <span class="muted">{_e(note)}</span>' if note else ""
+        return (f'<li>{_badge(result.outcome)} <a href="#{self.case_id[id(result)]}">'
+                f"{_e(result.name)}</a>{extra}</li>")
+
+    def _not_passed(self) -> str:
+        bad = [r for r in self.results if r.outcome in ("failed", "error", "infra", "xpassed")]
+        if not bad:
+            return "<h2>Not passed</h2><p>Every test passed or was skipped.</p>"
+        items = "".join(self._link(r, f"on {r.device or NO_DEVICE}") for r in bad)
+        return f"<h2>Not passed ({len(bad)})</h2><ul>{items}</ul>"
+
+    def _cells(self) -> str:
+        parts = []
+        for s, suite in enumerate(self.suites):
+            for d, device in enumerate(self.devices):
+                cases = self._cases(suite, device)
+                if cases:
+                    items = "".join(self._link(r) for r in cases)
+                    parts.append(f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
+                                 f"{_e(device)}</h3><ul>{items}</ul></section>")
+                for b, backend in enumerate(self._backends_of(suite)):
+                    items = []
+                    for r in cases:
+                        checks = [ok for v in r.verdicts for n, ok in v.backends if n == backend]
+                        if checks:
+                            items.append(self._link(r, f"{sum(checks)}/{len(checks)} exact"))
+                    if items:
+                        parts.append(
+                            f'<section class="cell" id="s{s}b{b}d{d}"><h3>{_e(backend)} in '
+                            f"{_e(suite)} on {_e(device)}</h3><ul>{''.join(items)}</ul></section>"
+                        )
+        return "\n".join(parts)
+
+    def _case(self, r: CaseResult) -> str:
+        facts = ", ".join(f"{k} {v}" for k, v in r.facts.items())
+        run = f", run {r.run}" if len(self.runs) > 1 else ""
+        parts = [
+            f'<section class="case" id="{self.case_id[id(r)]}">',
+            f"<h3>{_badge(r.outcome)} {_e(r.nodeid)}</h3>",
+            f'<p class="muted">device {_e(r.device or NO_DEVICE)}; {r.duration:.3f} s'
+            f"{_e('; ' + facts if facts else '')}{_e(run)}</p>",
+        ]
+        if r.infra:
+            parts.append(f"<p><b>Infrastructure error ({_e(r.infra.phase)}):</b> "
+                         f"{_e(r.infra.type)}</p><pre>{_e(r.infra.message)}</pre>")
+        if r.failed_tries:
+            tries = "".join(f"<li>{_e(t)}</li>" for t in r.failed_tries)
+            parts.append(f"<p>Failed tries (the agent was restarted after each):</p><ul>{tries}</ul>")
+        for v in r.verdicts:
+            parts.append(f'<p>{_badge("passed" if v.ok else "failed")} {_e(v.summary)}</p>')
+            if v.render:
+                parts.append(f"<pre>{_e(v.render)}</pre>")
+        if r.longrepr and r.outcome != "passed":
+            parts.append(f"<details open><summary>failure</summary><pre>{_e(r.longrepr)}</pre>"
+                         "</details>")
+        for title, text in r.sections:
+            parts.append(f"<details><summary>{_e(title)}</summary><pre>{_e(text)}</pre></details>")
+        if r.artifacts:
+            links = "".join(f'<li><a href="{_e(self.artifacts_prefix + a)}">{_e(a)}</a></li>'
+                            for a in r.artifacts)
+            parts.append(f"<p>Crash artifacts:</p><ul>{links}</ul>")
+        parts.append("</section>")
+        return "\n".join(parts)
+
+
+def render_report(results: Sequence[CaseResult], title: str = "ExecuTorch device farm",
+                  artifacts_prefix: str = "") -> str:
+    """The whole report as one HTML document.
+
+    Artifact links are the results' artifact paths (relative to their results
+    directory) prefixed with ``artifacts_prefix``.
+    """
+    return _Page(results, title, artifacts_prefix).render()
+
+
+def write_report(path: Path, results: Sequence[CaseResult], results_dir: Path,
+                 title: str = "ExecuTorch device farm") -> None:
+    """Write :func:`render_report` to ``path``; artifact links lead into ``results_dir``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = os.path.relpath(results_dir.resolve(), path.parent.resolve())
+    prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+    path.write_text(render_report(results, title, prefix), "utf-8")

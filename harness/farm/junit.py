@@ -1,0 +1,74 @@
+"""Additions to pytest's JUnit XML (``--junitxml``) for device-farm runs.
+
+pytest writes a failing test's call phase as ``<failure>``. For infrastructure
+errors that is wrong: :func:`amend_junit` turns them into ``<error>`` with the
+exception's ``type`` and ``message`` (fixing the suite's counts), and adds the
+run's devices with their HELLO facts as ``<testsuite>`` properties. Each test
+case already carries ``device``, ``abi``, ``runtime`` and ``agent_version``
+properties, and ``infrastructure_error`` where it had one.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.farm.records import CaseResult
+
+INFRA_PROPERTY = "infrastructure_error"  # "TransportLost: message"
+INFRA_PHASE_PROPERTY = "infrastructure_phase"  # setup, call or teardown
+_MESSAGE_CHARS = 500
+
+
+def amend_junit(path: Path, results: Sequence[CaseResult]) -> None:
+    """Rewrite ``path`` in place: infrastructure errors as ``<error>``, device properties."""
+    tree = ET.parse(path)
+    root = tree.getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    for suite in suites:
+        moved = sum(_mark_infrastructure_errors(case) for case in suite.iter("testcase"))
+        if moved:
+            suite.set("failures", str(int(suite.get("failures", "0")) - moved))
+            suite.set("errors", str(int(suite.get("errors", "0")) + moved))
+        _add_device_properties(suite, results)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _mark_infrastructure_errors(case: ET.Element) -> int:
+    """Give the case's infrastructure errors their type; return how many failures became errors."""
+    properties = case.findall("properties/property")
+    errors = [p.get("value", "") for p in properties if p.get("name") == INFRA_PROPERTY]
+    phases = [p.get("value", "") for p in properties if p.get("name") == INFRA_PHASE_PROPERTY]
+    moved = 0
+    for error, phase in zip(errors, phases):
+        kind, _, message = error.partition(": ")
+        tag = "failure" if phase == "call" else "error"
+        node = case.find(tag)
+        if node is None:
+            continue
+        if tag == "failure":
+            node.tag = "error"
+            moved += 1
+        node.set("type", kind)
+        node.set("message", message[:_MESSAGE_CHARS])
+    return moved
+
+
+def _add_device_properties(suite: ET.Element, results: Sequence[CaseResult]) -> None:
+    facts: dict[str, dict[str, str]] = {}
+    for result in results:
+        if result.device:
+            known = facts.setdefault(result.device, {})
+            for key, value in result.facts.items():
+                known.setdefault(key, value)
+    if not facts:
+        return
+    properties = suite.find("properties")
+    if properties is None:
+        properties = ET.Element("properties")
+        suite.insert(0, properties)
+    ET.SubElement(properties, "property", name="devices", value=",".join(facts))
+    for device, known in facts.items():
+        for key, value in known.items():
+            ET.SubElement(properties, "property", name=f"device.{device}.{key}", value=value)

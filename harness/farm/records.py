@@ -1,0 +1,206 @@
+"""One result per test, as the results file stores it, and how it is built from reports.
+
+Workers attach what only they know (device, HELLO facts, verdicts, infrastructure
+errors, failed tries, crash artifacts) to each :class:`pytest.TestReport` as a
+plain dict under :data:`FARM_ATTR`, which xdist carries to the controller; there
+:class:`ResultAssembler` turns a test's setup, call and teardown reports into
+one :class:`CaseResult`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pytest
+
+from harness.check import Verdict
+
+FARM_ATTR = "et_farm"  # the report attribute holding the worker's additions
+
+OUTCOMES = ("passed", "failed", "infra", "error", "skipped", "xfailed", "xpassed")
+
+
+@dataclass(frozen=True)
+class VerdictRecord:
+    """A verdict as stored: its summary, differences and (if any) the rendered diff."""
+
+    action: str
+    ok: bool
+    summary: str
+    differences: tuple[str, ...] = ()
+    backends: tuple[tuple[str, bool], ...] = ()  # (backend, delivered exactly)
+    render: str = ""  # Verdict.render(), kept when there are differences
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> VerdictRecord:
+        return cls(
+            action=verdict.action.name.lower(),
+            ok=verdict.ok,
+            summary=verdict.summary(),
+            differences=tuple(d.describe() for d in verdict.differences),
+            backends=tuple((b.name, b.ok) for b in verdict.backends),
+            render="" if verdict.ok else verdict.render(),
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VerdictRecord:
+        return cls(
+            action=data["action"],
+            ok=data["ok"],
+            summary=data["summary"],
+            differences=tuple(data.get("differences", ())),
+            backends=tuple((name, ok) for name, ok in data.get("backends", ())),
+            render=data.get("render", ""),
+        )
+
+
+@dataclass(frozen=True)
+class InfraRecord:
+    """The infrastructure error a test ended with."""
+
+    type: str
+    message: str
+    phase: str  # setup, call or teardown
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One test on one device (or on none), as one line of ``results.jsonl``."""
+
+    nodeid: str
+    device: str | None
+    outcome: str  # one of OUTCOMES
+    duration: float
+    started: float  # seconds since the epoch
+    run: str = ""  # the run (results directory name) it came from
+    facts: Mapping[str, str] = field(default_factory=dict)  # abi, runtime, agent_version
+    verdicts: tuple[VerdictRecord, ...] = ()
+    infra: InfraRecord | None = None
+    failed_tries: tuple[str, ...] = ()  # infrastructure errors of tries before the last
+    longrepr: str = ""
+    sections: tuple[tuple[str, str], ...] = ()  # (title, text): agent stderr, captured output
+    artifacts: tuple[str, ...] = ()  # paths relative to the results directory
+
+    @property
+    def suite(self) -> str:
+        """The test module, e.g. ``suites/test_dispatch.py``."""
+        return self.nodeid.split("::", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The test's name with its parameters, e.g. ``test_x[host-2-backends]``."""
+        return self.nodeid.rsplit("::", 1)[-1]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> CaseResult:
+        data = json.loads(line)
+        infra = data.get("infra")
+        return cls(
+            nodeid=data["nodeid"],
+            device=data.get("device"),
+            outcome=data["outcome"],
+            duration=data.get("duration", 0.0),
+            started=data.get("started", 0.0),
+            run=data.get("run", ""),
+            facts=dict(data.get("facts", {})),
+            verdicts=tuple(VerdictRecord.from_dict(v) for v in data.get("verdicts", ())),
+            infra=InfraRecord(**infra) if infra else None,
+            failed_tries=tuple(data.get("failed_tries", ())),
+            longrepr=data.get("longrepr", ""),
+            sections=tuple((title, text) for title, text in data.get("sections", ())),
+            artifacts=tuple(data.get("artifacts", ())),
+        )
+
+
+def farm_payload(report: pytest.TestReport) -> dict[str, Any]:
+    """What the worker attached to ``report`` (empty if nothing)."""
+    return getattr(report, FARM_ATTR, None) or {}
+
+
+def is_infrastructure_report(report: pytest.TestReport) -> bool:
+    """True for a failed report whose error was an infrastructure error."""
+    return report.failed and "infra" in farm_payload(report)
+
+
+class ResultAssembler:
+    """Collects each test's reports and returns its :class:`CaseResult` once complete."""
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self._pending: dict[str, list[pytest.TestReport]] = {}
+
+    def add(self, report: pytest.TestReport) -> CaseResult | None:
+        """Take one report; after the test's teardown report, return its result."""
+        reports = self._pending.setdefault(report.nodeid, [])
+        reports.append(report)
+        if report.when != "teardown":
+            return None
+        del self._pending[report.nodeid]
+        return self._assemble(reports)
+
+    def _assemble(self, reports: list[pytest.TestReport]) -> CaseResult:
+        merged: dict[str, Any] = {}
+        for report in reports:
+            merged.update(farm_payload(report))
+        device = merged.get("device")
+        failed = [r for r in reports if r.failed]
+        infra = next((r for r in failed if "infra" in farm_payload(r)), None)
+        return CaseResult(
+            nodeid=_plain_nodeid(reports[0].nodeid, device),
+            device=device,
+            outcome=_outcome(reports),
+            duration=round(sum(r.duration for r in reports), 6),
+            started=getattr(reports[0], "start", 0.0),
+            run=self.run,
+            facts=merged.get("facts", {}),
+            verdicts=tuple(VerdictRecord.from_dict(v) for v in merged.get("verdicts", ())),
+            infra=InfraRecord(**farm_payload(infra)["infra"]) if infra else None,
+            failed_tries=tuple(merged.get("failed_tries", ())),
+            longrepr=_longrepr(reports),
+            sections=tuple(
+                (title, text) for r in failed for title, text in r.sections
+            ),
+            artifacts=tuple(merged.get("artifacts", ())),
+        )
+
+
+def _plain_nodeid(nodeid: str, device: str | None) -> str:
+    """The node id without xdist's ``@group`` suffix (the group is the device)."""
+    suffix = f"@{device}"
+    return nodeid[: -len(suffix)] if device and nodeid.endswith(suffix) else nodeid
+
+
+def _outcome(reports: list[pytest.TestReport]) -> str:
+    if any(is_infrastructure_report(r) for r in reports):
+        return "infra"
+    by_phase = {r.when: r for r in reports}
+    setup, call = by_phase.get("setup"), by_phase.get("call")
+    if setup is not None and setup.failed:
+        return "error"
+    if setup is not None and setup.skipped:
+        return "xfailed" if hasattr(setup, "wasxfail") else "skipped"
+    if call is not None:
+        if hasattr(call, "wasxfail"):
+            return "xfailed" if call.skipped else "xpassed"
+        if call.outcome != "passed":
+            return call.outcome
+    if any(r.failed for r in reports):
+        return "error"
+    return "passed"
+
+
+def _longrepr(reports: list[pytest.TestReport]) -> str:
+    texts = []
+    for report in reports:
+        if report.skipped and isinstance(report.longrepr, tuple):
+            texts.append(str(report.longrepr[2]))
+        elif report.failed:
+            header = f"[{report.when}] " if report.when != "call" else ""
+            texts.append(header + report.longreprtext)
+    return "\n\n".join(texts)

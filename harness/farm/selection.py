@@ -1,0 +1,79 @@
+"""Which device profiles a run uses: ``--device a,b,c``, ``all``, ``tag:NAME``, paths.
+
+Names, ``all`` and ``tag:`` look in one profiles directory (the repository's
+``devices/`` unless ``--devices-dir`` says otherwise); items ending in ``.yaml``
+or ``.yml``, or containing ``/``, are paths to profile files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
+
+ALL = "all"
+TAG_PREFIX = "tag:"
+
+
+class DeviceSelectionError(ValueError):
+    """``--device`` names no profile, an unknown one, or two profiles with one name."""
+
+
+def select_profiles(spec: str, devices_dir: Path = DEVICES_DIR) -> tuple[DeviceProfile, ...]:
+    """The profiles ``spec`` selects, in the order given, each once.
+
+    Raises :class:`DeviceSelectionError` (or :class:`~harness.profile.ProfileError`
+    for a malformed profile) with a message saying what to change.
+    """
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    if not items:
+        raise DeviceSelectionError(
+            "--device is empty; give profile names (host,ssh-emu), 'all' or 'tag:NAME'"
+        )
+    chosen: dict[str, DeviceProfile] = {}
+    for item in items:
+        for profile in _expand(item, devices_dir):
+            known = chosen.get(profile.name)
+            if known is not None and known.path != profile.path:
+                raise DeviceSelectionError(
+                    f"two profiles are named {profile.name!r}: {known.path} and {profile.path}; "
+                    "device names must be unique in a run (set 'name:' in one of them)"
+                )
+            chosen.setdefault(profile.name, profile)
+    return tuple(chosen.values())
+
+
+def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:
+    if item == ALL:
+        profiles = _directory(devices_dir)
+        if not profiles:
+            raise DeviceSelectionError(f"--device all: {devices_dir} holds no *.yaml profiles")
+        return profiles
+    if item.startswith(TAG_PREFIX):
+        tag = item[len(TAG_PREFIX):]
+        profiles = _directory(devices_dir)
+        tagged = [p for p in profiles if tag in p.tags]
+        if not tagged:
+            present = sorted({t for p in profiles for t in p.tags})
+            raise DeviceSelectionError(
+                f"--device {item}: no profile in {devices_dir} has tag {tag!r}; "
+                f"tags there: {', '.join(present) or 'none'}"
+            )
+        return tagged
+    if item.endswith((".yaml", ".yml")) or "/" in item:
+        return [load_profile(item)]
+    path = devices_dir / f"{item}.yaml"
+    if not path.is_file():
+        names = ", ".join(p.stem for p in sorted(devices_dir.glob("*.yaml")))
+        raise DeviceSelectionError(
+            f"unknown device {item!r}: no {path}; known devices: {names or 'none'} "
+            "(or 'all', 'tag:NAME', or a path to a YAML profile)"
+        )
+    return [load_profile(str(path))]
+
+
+def _directory(devices_dir: Path) -> list[DeviceProfile]:
+    if not devices_dir.is_dir():
+        raise DeviceSelectionError(f"--devices-dir {devices_dir}: no such directory")
+    return [load_profile(str(path)) for path in sorted(devices_dir.glob("*.yaml"))]
+

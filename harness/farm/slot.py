@@ -1,0 +1,217 @@
+"""One device as a run uses it: held, brought up, health-checked, restarted, quarantined.
+
+A :class:`DeviceSlot` takes the device's lock (and labgrid place), brings the
+device up, starts its agent and checks it answers HELLO before the first test.
+It restarts the agent between tries of a test after an infrastructure error,
+re-checks the device after consecutive infrastructure errors, and quarantines it
+when a check fails. It keeps the links it started so that a failing test can
+show the agent's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.agent.session import AgentLink
+from harness.device import Device, open_device
+from harness.farm.artifacts import collect_core_files
+from harness.farm.health import DeviceHealth, DeviceQuarantined
+from harness.farm.infra import infrastructure_error
+from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
+from harness.farm.lock import DeviceLock
+from harness.farm.policy import FarmPolicy
+from harness.profile import DeviceProfile
+from harness.runner import CaseRunner, RunnerError
+from harness.transport.base import TransportError
+
+FACT_KEYS = ("abi", "runtime", "agent_version")  # HELLO facts recorded with every result
+
+
+def describe_error(exc: BaseException) -> str:
+    """``TransportLost: host: ...``: the type and the first line of the message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+class DeviceSlot:
+    """One device in this process's share of the run."""
+
+    def __init__(self, profile: DeviceProfile, policy: FarmPolicy) -> None:
+        self.profile = profile
+        self.policy = policy
+        self.health = DeviceHealth(profile.name, policy.quarantine_after)
+        self.device: Device | None = None
+        self.runner: CaseRunner | None = None
+        self.facts: dict[str, str] = {}
+        self._place = LabgridPlace.of(profile)
+        self._lock = DeviceLock(profile.name, policy.lock_dir)
+        self._held = contextlib.ExitStack()
+        self._links: list[AgentLink] = []
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    # ---- bring-up and health ---------------------------------------------------------
+
+    def open(self) -> Device:
+        """The device, held and checked; brought up on first use.
+
+        An infrastructure error while bringing it up or in its first HELLO
+        quarantines it (and is raised for the test that asked).
+        """
+        self.health.ensure_usable()
+        if self.device is not None:
+            return self.device
+        try:
+            self._hold()
+            device = open_device(without_labgrid(self.profile))
+            self._held.callback(device.close)
+            self.device = device
+            self.runner = CaseRunner(self._start_link, device.program_for)
+            self._held.callback(self.runner.close)
+        except BaseException as exc:
+            if infrastructure_error(exc) is not None:
+                self.health.quarantine(f"bring-up failed: {describe_error(exc)}")
+            self.close()
+            raise
+        self._check("the health check before its first test")
+        return device
+
+    def check_if_due(self) -> None:
+        """After consecutive infrastructure errors, restart the agent and check it again."""
+        if not self.health.needs_check or self.runner is None:
+            return
+        self.runner.restart()
+        self._check(
+            f"the health check after {self.health.consecutive_infra_errors} consecutive "
+            "infrastructure errors"
+        )
+
+    def _check(self, which: str) -> None:
+        assert self.runner is not None
+        try:
+            hello = self.runner.hello
+        except (TransportError, RunnerError) as exc:
+            self.health.quarantine(f"{which} failed: {describe_error(exc)}")
+            self.close()
+            raise DeviceQuarantined(
+                f"device {self.name!r} failed {which} and is quarantined for the rest of "
+                f"this run: {describe_error(exc)}"
+            ) from exc
+        self.facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        self.health.check_passed()
+
+    def _hold(self) -> None:
+        wait = self.policy.deadline.bound(self.policy.lock_timeout)
+        self._lock.acquire(wait)
+        self._held.callback(self._lock.release)
+        if self._place is not None:
+            reservation = LabgridReservation(self._place, find_client(self.profile))
+            reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
+            self._held.callback(reservation.release)
+
+    def close(self) -> None:
+        """Stop the agent, release the device, its labgrid place and its lock."""
+        try:
+            self._held.close()
+        finally:
+            self.device = None
+            self.runner = None
+
+    # ---- the agent -------------------------------------------------------------------
+
+    def _start_link(self) -> AgentLink:
+        assert self.device is not None
+        link = self.device.start_link()
+        self._links.append(link)
+        return link
+
+    def begin_test(self) -> None:
+        """Forget agents that ended before this test (their stderr is not this test's)."""
+        self._links = self._links[-1:]
+
+    def stderr_tails(self) -> list[tuple[str, str]]:
+        """(title, last stderr lines) of each agent that ran during the current test."""
+        tails = []
+        for number, link in enumerate(self._links, 1):
+            stream = getattr(link, "stream", None)
+            tail = stream.stderr_tail() if stream is not None else ""
+            if tail:
+                which = f", agent {number} of {len(self._links)}" if len(self._links) > 1 else ""
+                tails.append((f"agent stderr on {self.name}{which}", tail))
+        return tails
+
+    def restart(self) -> None:
+        """Stop the agent; the next request starts a fresh one."""
+        if self.runner is not None:
+            self.runner.restart()
+
+    def reset(self, failed_tries: list[BaseException]) -> None:
+        """Reset the agent before a test, restarting and retrying on infrastructure errors."""
+        assert self.runner is not None
+        try:
+            self.runner.reset()
+        except Exception as exc:
+            if infrastructure_error(exc) is None:
+                raise
+            self.retry(self.runner.reset, exc, failed_tries)
+
+    def retry(self, attempt: Callable[[], object], error: BaseException,
+              failed_tries: list[BaseException]) -> None:
+        """After ``error`` (an infrastructure error), restart the agent and try again.
+
+        At most ``infra_retries`` more tries, none once the device is quarantined or
+        the run's time is up. Each failed try is appended to ``failed_tries``; when
+        every try failed, the last error is raised.
+        """
+        failed_tries.append(error)
+        for _ in range(self.policy.infra_retries):
+            if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
+                break
+            self.restart()
+            try:
+                attempt()
+                return
+            except Exception as exc:
+                if infrastructure_error(exc) is None:
+                    raise
+                error = exc
+                failed_tries.append(exc)
+        raise error
+
+    def collect_core_files(self, dest: Path) -> list[Path]:
+        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`)."""
+        if self.device is None:
+            return []
+        return collect_core_files(
+            self.device.transport, self.device.work_dir, dest, self.profile.timeouts.command
+        )
+
+
+class DeviceSlots:
+    """The run's devices, by name; a slot is created when a test first needs it."""
+
+    def __init__(self, profiles: tuple[DeviceProfile, ...], policy: FarmPolicy) -> None:
+        self.profiles = {profile.name: profile for profile in profiles}
+        self.policy = policy
+        self._slots: dict[str, DeviceSlot] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.profiles)
+
+    def __getitem__(self, name: str) -> DeviceSlot:
+        if name not in self._slots:
+            self._slots[name] = DeviceSlot(self.profiles[name], self.policy)
+        return self._slots[name]
+
+    def get(self, name: str) -> DeviceSlot | None:
+        """The slot of ``name`` if one was created."""
+        return self._slots.get(name)
+
+    def close(self) -> None:
+        for slot in self._slots.values():
+            slot.close()

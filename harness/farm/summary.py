@@ -1,0 +1,99 @@
+"""Plain-text tables of a run's results for the terminal.
+
+- :func:`outcome_table`: devices x outcomes (passed, failed, infra, ...), with
+  the tests that passed only after a retry;
+- :func:`quarantined_devices`: each quarantined device and why;
+- :func:`backend_table`: per backend, the option checks that were exact or wrong.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Sequence
+
+from harness.farm.records import OUTCOMES, CaseResult
+
+NO_DEVICE = "(no device)"
+_QUARANTINED = "DeviceQuarantined"
+_SHOWN_BACKENDS = 25
+
+
+def devices_in_order(results: Iterable[CaseResult]) -> list[str]:
+    """Device names in the order they first appear (tests without a device last)."""
+    seen = dict.fromkeys(r.device or NO_DEVICE for r in results)
+    names = [n for n in seen if n != NO_DEVICE]
+    return names + ([NO_DEVICE] if NO_DEVICE in seen else [])
+
+
+def outcome_counts(results: Iterable[CaseResult]) -> dict[str, collections.Counter]:
+    """Per device, how many tests ended in each outcome (and ``retried``: passed after a retry)."""
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for result in results:
+        row = counts[result.device or NO_DEVICE]
+        row[result.outcome] += 1
+        if result.failed_tries and result.outcome == "passed":
+            row["retried"] += 1
+    return counts
+
+
+def outcome_table(results: Sequence[CaseResult]) -> list[str]:
+    """``device  passed  failed  infra ...`` with one row per device and a total row."""
+    counts = outcome_counts(results)
+    columns = [o for o in OUTCOMES if o in ("passed", "failed", "infra")
+               or any(c[o] for c in counts.values())]
+    if any(c["retried"] for c in counts.values()):
+        columns.append("retried")
+    rows = [(name, counts[name]) for name in devices_in_order(results)]
+    total = sum((c for _, c in rows), collections.Counter())
+    width = max([len("device"), len("total"), *(len(name) for name, _ in rows)])
+    lines = ["  ".join([f"{'device':<{width}}", *(f"{c:>7}" for c in columns)])]
+    for name, row in [*rows, ("total", total)]:
+        lines.append("  ".join([f"{name:<{width}}", *(f"{row[c]:>7}" for c in columns)]))
+    return lines
+
+
+def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:
+    """Device -> the message of the first test that ended because it was quarantined."""
+    found: dict[str, str] = {}
+    for result in results:
+        if result.infra and result.infra.type == _QUARANTINED and result.device:
+            found.setdefault(result.device, result.infra.message.splitlines()[0])
+    return found
+
+
+def backend_counts(results: Iterable[CaseResult]) -> dict[str, dict[str, collections.Counter]]:
+    """Device -> backend -> Counter(ok=..., wrong=...) over every verdict."""
+    counts: dict[str, dict[str, collections.Counter]] = collections.defaultdict(
+        lambda: collections.defaultdict(collections.Counter)
+    )
+    for result in results:
+        for verdict in result.verdicts:
+            for backend, ok in verdict.backends:
+                counts[result.device or NO_DEVICE][backend]["ok" if ok else "wrong"] += 1
+    return counts
+
+
+def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
+    """The per-backend delivery table of ``device`` (the busiest backends first)."""
+    per_backend = backend_counts(results).get(device, {})
+    verdicts = [v for r in results if (r.device or NO_DEVICE) == device for v in r.verdicts]
+    if not verdicts:
+        return []
+    rows = sorted(per_backend.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+    shown = rows[:_SHOWN_BACKENDS]
+    width = max([len("backend"), *(len(name) for name, _ in shown)])
+    lines = [f"{'backend':<{width}}  checks  exact  wrong"]
+    for name, c in shown:
+        lines.append(f"{name:<{width}}  {c['ok'] + c['wrong']:>6}  {c['ok']:>5}  {c['wrong']:>5}")
+    if len(rows) > len(shown):
+        rest = rows[len(shown):]
+        lines.append(
+            f"... and {len(rest)} more backends (generated names): "
+            f"{sum(sum(c.values()) for _, c in rest)} checks, "
+            f"{sum(c['wrong'] for _, c in rest)} wrong"
+        )
+    wrong = sum(1 for v in verdicts if not v.ok)
+    lines.append(
+        f"{len(verdicts)} verdicts, {len(verdicts) - wrong} exact, {wrong} with differences"
+    )
+    return lines

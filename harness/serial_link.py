@@ -1,0 +1,566 @@
+"""Host side of the framed serial protocol (docs/serial-protocol.md).
+
+A :class:`SerialLink` carries wire-format v1 requests to a device over a byte
+port (a pyserial port: a UART, ``socket://`` to QEMU, ``rfc2217://``) and brings
+its reports back. Frames are COBS-encoded and delimited by 0x00, protected by a
+CRC-32 and numbered; DATA frames are acknowledged, lost ones resent (go-back-N
+within the window the device announces), and a request whose report does not
+come is resent after a resynchronisation; the device answers a resent request
+from its cache instead of executing it twice.
+
+Every failure ends in a :mod:`harness.transport.base` error within bounded
+time; a report is returned only for the request whose sequence number it
+echoes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+import logging
+import secrets
+import select
+import struct
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import serial
+from cobs import cobs
+
+from harness import wire
+from harness.messages import Action, Report, Request
+from harness.transport.base import (
+    DeviceUnavailable,
+    TransportError,
+    TransportLost,
+    TransportTimeout,
+)
+
+log = logging.getLogger(__name__)
+
+LINK_VERSION = 1
+FRAME_HEADER = 3  # kind, seq, flags
+FRAME_CRC = 4
+FLAG_START = 0x01
+FLAG_END = 0x02
+CAP_EXIT = 0x100  # HELLO capabilities: bit n serves wire action n; this bit EXIT frames
+_HELLO_FIXED = struct.Struct("<BBHHBBIII")
+_U32 = struct.Struct("<I")
+_READ_CHUNK = 4096
+_MAX_UNDELIMITED = 65536  # encoded bytes without a 0x00 before they are dropped as garbage
+
+
+class FrameKind(enum.IntEnum):
+    """The first byte of a decoded frame."""
+
+    DATA = 1
+    ACK = 2
+    NAK = 3
+    HELLO = 4
+    HELLO_REQUEST = 5
+    EXIT = 6
+
+
+class SerialProtocolError(TransportError):
+    """The device broke the serial protocol (e.g. sent a report that does not decode)."""
+
+
+class MessageTooLarge(ValueError):
+    """A message is larger than the device's announced ``max_message``."""
+
+
+class FrameError(ValueError):
+    """Bytes between two delimiters that are not a valid frame."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One decoded frame."""
+
+    kind: int
+    seq: int
+    flags: int = 0
+    payload: bytes = b""
+
+    def encode(self) -> bytes:
+        """COBS bytes of the frame with its CRC, followed by the 0x00 delimiter."""
+        packet = bytes((self.kind, self.seq & 0xFF, self.flags)) + self.payload
+        return cobs.encode(packet + _U32.pack(zlib.crc32(packet))) + b"\0"
+
+
+def decode_frame(encoded: bytes) -> Frame:
+    """The frame in ``encoded`` (delimiter removed); :class:`FrameError` if invalid."""
+    try:
+        packet = cobs.decode(encoded)
+    except cobs.DecodeError as exc:
+        raise FrameError(f"not COBS: {exc}") from None
+    if len(packet) < FRAME_HEADER + FRAME_CRC:
+        raise FrameError(f"{len(packet)} bytes, shorter than a frame's header and CRC")
+    (crc,) = _U32.unpack_from(packet, len(packet) - FRAME_CRC)
+    if crc != zlib.crc32(packet[:-FRAME_CRC]):
+        raise FrameError("CRC mismatch")
+    return Frame(packet[0], packet[1], packet[2], bytes(packet[FRAME_HEADER:-FRAME_CRC]))
+
+
+@dataclass(frozen=True)
+class DeviceHello:
+    """What a device announces in its HELLO frame."""
+
+    link_version: int
+    wire_version: int
+    rx_buffer: int  # bytes of the device's receive buffer
+    max_frame: int  # largest decoded frame (header, payload and CRC) it accepts
+    window: int  # DATA frames the host may have unacknowledged
+    tx_window: int  # DATA frames the device sends before waiting for an ACK
+    max_message: int  # largest wire-format request it accepts
+    session: int  # the HELLO_REQUEST's session number it answers; 0 at boot
+    capabilities: int
+    firmware_version: str
+
+    @classmethod
+    def parse(cls, payload: bytes) -> DeviceHello:
+        """Decode a HELLO frame's payload; :class:`SerialProtocolError` if malformed."""
+        if len(payload) < _HELLO_FIXED.size + 1:
+            raise SerialProtocolError(f"HELLO payload of {len(payload)} bytes is too short")
+        fields = _HELLO_FIXED.unpack_from(payload)
+        text_len = payload[_HELLO_FIXED.size]
+        text = payload[_HELLO_FIXED.size + 1 :]
+        if len(text) != text_len:
+            raise SerialProtocolError(
+                f"HELLO firmware version says {text_len} bytes, {len(text)} follow"
+            )
+        return cls(*fields, text.decode("utf-8", errors="replace"))
+
+    def serves(self, action: Action) -> bool:
+        """True if the device announced that it serves ``action``."""
+        return bool(self.capabilities & (1 << int(action)))
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """Timeouts and limits of the host side. Seconds unless noted."""
+
+    hello_timeout: float = 5.0  # the handshake: HELLO_REQUEST until a HELLO answers
+    hello_interval: float = 0.25  # between HELLO_REQUESTs while waiting
+    wait_boot: bool = False  # first wait for the HELLO the device sends at boot
+    boot_timeout: float = 5.0  # ... for this long
+    ack_timeout: float = 0.3  # silence after which frames are resent or polled for
+    max_retries: int = 8  # consecutive resends or polls without progress
+    request_timeout: float = 20.0  # one request, all attempts together
+    attempts: int = 3  # times one request is sent (resynchronising in between)
+    max_frame: int = 1024  # the host's own limit on frames it sends
+    window: int = 8  # the host's own limit on frames in flight
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """Counters since the link was opened."""
+
+    frames_sent: int = 0
+    frames_received: int = 0
+    bad_frames: int = 0
+    resent_frames: int = 0
+    polls: int = 0
+    naks_sent: int = 0
+    duplicates: int = 0
+    resyncs: int = 0
+    request_retries: int = 0
+    stale_reports: int = 0
+
+
+class SerialPortLike(Protocol):
+    """The part of a pyserial port the link uses."""
+
+    timeout: float | None
+
+    def read(self, size: int = 1) -> bytes: ...
+
+    def write(self, data: bytes) -> int | None: ...
+
+    @property
+    def in_waiting(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class _NoProgress(Exception):
+    """This attempt at an exchange stalled; the link resynchronises and tries again."""
+
+
+class SerialLink:
+    """Requests and reports over a framed serial link to one device.
+
+    Build it with :meth:`open`, which waits for the device's HELLO and adapts the
+    frame size and window to what the device announces.
+    """
+
+    def __init__(self, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"):
+        self._port = port
+        self._config = config
+        self._name = name
+        self._session = secrets.randbits(32) or 1
+        self._seq = itertools.count(1)
+        self._stats: dict[str, int] = {f.name: 0 for f in dataclasses.fields(LinkStats)}
+        self._closed = False
+        self._fileno = _selectable_fileno(port)
+        if self._fileno is not None:
+            port.timeout = 0  # reads return what has arrived; select() does the waiting
+        self._undelimited = bytearray()
+        self._hello: DeviceHello | None = None
+        self._boot_hello: DeviceHello | None = None
+        self._foreign_hello: DeviceHello | None = None
+        self._handshake_done = False
+        self._needs_resync = True
+        self._tx_seq = 0
+        self._rx_expected = 0
+        self._nak_sent = False
+        self._partial: bytearray | None = None
+        self._rx_progress = 0
+        self._messages: deque[bytes] = deque()
+        self._acks: deque[Frame] = deque()
+
+    # ------------------------------------------------------------------ public API
+
+    @classmethod
+    def open(cls, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu") -> SerialLink:
+        """A link on ``port`` after the HELLO handshake; closes the port if it fails."""
+        link = cls(port, config, name=name)
+        try:
+            if config.wait_boot:
+                link._wait_boot_hello()
+            link._resync(DeviceUnavailable)
+        except BaseException:
+            link.close()
+            raise
+        return link
+
+    @property
+    def hello(self) -> DeviceHello:
+        """What the device announced in the last handshake."""
+        if self._hello is None:
+            raise DeviceUnavailable(f"{self._name}: no HELLO from the device yet")
+        return self._hello
+
+    @property
+    def boot_hello(self) -> DeviceHello | None:
+        """The HELLO the device sent when it booted, if the link saw it."""
+        return self._boot_hello
+
+    def stats(self) -> LinkStats:
+        """Counters since the link was opened."""
+        return LinkStats(**self._stats)
+
+    def next_seq(self) -> int:
+        """A fresh wire sequence number, for messages built by hand."""
+        return next(self._seq)
+
+    def request(self, req: Request) -> Report:
+        """Send ``req`` (numbered afresh by the link) and return the device's report for it."""
+        numbered = dataclasses.replace(req, seq=self.next_seq())
+        return self._exchange(wire.encode_request(numbered), numbered.seq, numbered.action.name)
+
+    def send_raw(self, frame: bytes, seq: int | None = None) -> Report:
+        """Send arbitrary message bytes (e.g. a malformed request) and return the report.
+
+        ``seq`` is the sequence number the report must echo; by default the one in
+        bytes 12..15 of ``frame`` (0 if it is shorter), as the device echoes it.
+        """
+        if seq is None:
+            seq = _U32.unpack_from(frame, 12)[0] if len(frame) >= wire.HEADER_SIZE else 0
+        return self._exchange(bytes(frame), seq, "raw message")
+
+    def exit_device(self, code: int) -> None:
+        """Ask the device to end itself with exit status ``code`` (QEMU: semihosting)."""
+        self._check_open()
+        if not self.hello.capabilities & CAP_EXIT:
+            raise DeviceUnavailable(f"{self._name}: the device does not serve EXIT frames")
+        self._write(b"\0" + Frame(FrameKind.EXIT, 0, 0, _U32.pack(code)).encode())
+
+    def close(self) -> None:
+        """Close the port; safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            try:
+                self._port.close()
+            except (serial.SerialException, OSError) as exc:
+                log.debug("%s: closing the port failed: %s", self._name, exc)
+
+    def __enter__(self) -> SerialLink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ exchange
+
+    def _exchange(self, message: bytes, seq: int, what: str) -> Report:
+        self._check_open()
+        if len(message) > self.hello.max_message:
+            raise MessageTooLarge(
+                f"{self._name}: the {what} #{seq} is {len(message)} bytes; the device accepts "
+                f"at most {self.hello.max_message} (max_message in its HELLO): make the request smaller"
+            )
+        deadline = time.monotonic() + self._config.request_timeout
+        problems = []
+        for attempt in range(1, self._config.attempts + 1):
+            if time.monotonic() >= deadline:
+                break
+            if attempt > 1:
+                self._count("request_retries")
+                log.info("%s: resending %s #%d (attempt %d): %s", self._name, what, seq, attempt, problems[-1])
+            try:
+                if self._needs_resync:
+                    self._resync(TransportTimeout)
+                self._send_message(message, deadline)
+                return self._await_report(seq, deadline)
+            except _NoProgress as exc:
+                self._needs_resync = True
+                problems.append(str(exc))
+        raise TransportTimeout(
+            f"{self._name}: no report for {what} #{seq} within {self._config.request_timeout:g} s "
+            f"({len(problems)} attempt(s): {'; '.join(problems) or 'out of time'}); "
+            "check the device is running and the cable or emulator is connected"
+        )
+
+    def _send_message(self, message: bytes, deadline: float) -> None:
+        """Deliver ``message`` as DATA frames; returns when all are acknowledged."""
+        size = min(self._config.max_frame, self.hello.max_frame) - FRAME_HEADER - FRAME_CRC
+        window = max(1, min(self._config.window, self.hello.window))
+        segments = [message[i : i + size] for i in range(0, len(message), size)] or [b""]
+        count = len(segments)
+        seq0 = self._tx_seq
+        base = sent = 0
+        stalls = 0
+        self._acks.clear()
+        while base < count:
+            while sent < count and sent - base < window:
+                flags = (FLAG_START if sent == 0 else 0) | (FLAG_END if sent == count - 1 else 0)
+                self._write(Frame(FrameKind.DATA, seq0 + sent, flags, segments[sent]).encode())
+                sent += 1
+            self._wait(min(self._config.ack_timeout, deadline - time.monotonic()), lambda: bool(self._acks))
+            if not self._acks:
+                stalls += 1
+                if stalls > self._config.max_retries or time.monotonic() >= deadline:
+                    raise _NoProgress(f"frame {base + 1} of {count} not acknowledged after {stalls} resends")
+                self._count("resent_frames", sent - base)
+                sent = base
+                continue
+            while self._acks:
+                ack = self._acks.popleft()
+                acked = (ack.seq - (seq0 + base)) & 0xFF
+                if acked > sent - base:
+                    continue  # acknowledges nothing outstanding: an old ACK
+                if acked:
+                    base += acked
+                    stalls = 0
+                if ack.kind == FrameKind.NAK and base < sent:
+                    stalls += 1
+                    if stalls > self._config.max_retries:
+                        raise _NoProgress(f"frame {base + 1} of {count} refused {stalls} times")
+                    self._count("resent_frames", sent - base)
+                    sent = base
+        self._tx_seq = (seq0 + count) & 0xFF
+
+    def _await_report(self, seq: int, deadline: float) -> Report:
+        polls = 0
+        while True:
+            while self._messages:
+                report = self._decode_report(self._messages.popleft())
+                if report.seq == seq:
+                    return report
+                self._count("stale_reports")
+                log.warning("%s: dropped a report for #%d while waiting for #%d", self._name, report.seq, seq)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _NoProgress(f"report for #{seq} not complete in time")
+            progress = self._rx_progress
+            self._wait(min(self._config.ack_timeout, remaining), lambda: bool(self._messages))
+            if self._messages or self._rx_progress != progress:
+                polls = 0
+                continue
+            polls += 1
+            if polls > self._config.max_retries:
+                raise _NoProgress(f"no report frames after {polls - 1} polls")
+            self._count("polls")
+            self._write(Frame(FrameKind.NAK, self._rx_expected).encode())
+
+    def _decode_report(self, message: bytes) -> Report:
+        try:
+            return wire.decode_report(message)
+        except wire.WireError as exc:
+            raise SerialProtocolError(
+                f"{self._name}: the device sent a report that does not decode ({exc}); "
+                "the firmware's encoder or the link is broken"
+            ) from None
+
+    # ------------------------------------------------------------------ handshake
+
+    def _wait_boot_hello(self) -> None:
+        self._wait(self._config.boot_timeout, lambda: self._boot_hello is not None)
+        if self._boot_hello is None:
+            raise DeviceUnavailable(
+                f"{self._name}: no boot HELLO within {self._config.boot_timeout:g} s; "
+                "check the port, the baud rate and that the firmware starts (reset the board)"
+            )
+
+    def _resync(self, error: type[TransportError]) -> None:
+        """HELLO handshake: both sides restart their frame numbering."""
+        self._count("resyncs")
+        self._handshake_done = False
+        request = b"\0" + Frame(FrameKind.HELLO_REQUEST, 0, 0, _U32.pack(self._session)).encode()
+        deadline = time.monotonic() + self._config.hello_timeout
+        while not self._handshake_done:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise error(
+                    f"{self._name}: no HELLO answered the handshake within "
+                    f"{self._config.hello_timeout:g} s; check the port, the baud rate and "
+                    "that the firmware is running"
+                )
+            self._write(request)
+            self._wait(min(self._config.hello_interval, remaining), lambda: self._handshake_done)
+        hello = self.hello
+        if hello.link_version != LINK_VERSION or hello.wire_version != wire.WIRE_VERSION:
+            raise DeviceUnavailable(
+                f"{self._name}: the device speaks link v{hello.link_version} / wire "
+                f"v{hello.wire_version}; this host speaks link v{LINK_VERSION} / wire "
+                f"v{wire.WIRE_VERSION}: update the firmware or the harness"
+            )
+        self._needs_resync = False
+
+    def _on_hello(self, hello: DeviceHello) -> None:
+        if hello.session == self._session:
+            # Everything the device sent before this HELLO belongs to the old numbering.
+            self._hello = hello
+            self._handshake_done = True
+            self._tx_seq = 0
+            self._rx_expected = 0
+            self._nak_sent = False
+            self._partial = None
+            self._messages.clear()
+            self._acks.clear()
+        elif hello.session == 0 and not self._handshake_done and self._hello is None:
+            self._boot_hello = hello
+        else:
+            self._foreign_hello = hello
+
+    # ------------------------------------------------------------------ frames in
+
+    def _on_frame(self, frame: Frame) -> None:
+        self._count("frames_received")
+        if frame.kind == FrameKind.DATA:
+            self._on_data(frame)
+        elif frame.kind in (FrameKind.ACK, FrameKind.NAK):
+            self._acks.append(frame)
+        elif frame.kind == FrameKind.HELLO:
+            self._on_hello(DeviceHello.parse(frame.payload))
+        else:
+            self._count("bad_frames")
+
+    def _on_data(self, frame: Frame) -> None:
+        ahead = (frame.seq - self._rx_expected) & 0xFF
+        if ahead:
+            if ahead >= 128:
+                self._count("duplicates")
+                self._write(Frame(FrameKind.ACK, self._rx_expected).encode())
+            elif not self._nak_sent:
+                self._nak_sent = True
+                self._count("naks_sent")
+                self._write(Frame(FrameKind.NAK, self._rx_expected).encode())
+            return
+        self._rx_expected = (self._rx_expected + 1) & 0xFF
+        self._nak_sent = False
+        self._rx_progress += 1
+        if frame.flags & FLAG_START:
+            self._partial = bytearray()
+        if self._partial is not None:
+            self._partial += frame.payload
+            if frame.flags & FLAG_END:
+                self._messages.append(bytes(self._partial))
+                self._partial = None
+        self._write(Frame(FrameKind.ACK, self._rx_expected).encode())
+
+    # ------------------------------------------------------------------ bytes
+
+    def _wait(self, timeout: float, done: Callable[[], bool]) -> None:
+        """Handle incoming frames until ``done()`` or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while not done():
+            if self._foreign_hello is not None:
+                hello, self._foreign_hello = self._foreign_hello, None
+                self._needs_resync = True
+                raise TransportLost(
+                    f"{self._name}: the device restarted or another host took it over "
+                    f"(HELLO for session {hello.session}, firmware {hello.firmware_version}); "
+                    "the outcome of the current request is unknown"
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._feed(self._read(remaining))
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            end = data.find(b"\0")
+            if end < 0:
+                self._undelimited += data
+                if len(self._undelimited) > _MAX_UNDELIMITED:
+                    self._count("bad_frames")
+                    self._undelimited.clear()
+                return
+            self._undelimited += data[:end]
+            data = data[end + 1 :]
+            if self._undelimited:
+                encoded = bytes(self._undelimited)
+                self._undelimited.clear()
+                try:
+                    frame = decode_frame(encoded)
+                except FrameError as exc:
+                    self._count("bad_frames")
+                    log.debug("%s: dropped a bad frame: %s", self._name, exc)
+                    continue
+                self._on_frame(frame)
+
+    def _read(self, timeout: float) -> bytes:
+        try:
+            if self._fileno is not None:
+                ready, _, _ = select.select([self._fileno], [], [], timeout)
+                return self._port.read(_READ_CHUNK) if ready else b""
+            self._port.timeout = timeout
+            data = self._port.read(1)
+            waiting = self._port.in_waiting if data else 0
+            return data + self._port.read(waiting) if waiting else data
+        except (serial.SerialException, OSError, ValueError) as exc:
+            self.close()
+            raise TransportLost(f"{self._name}: the serial connection failed while reading: {exc}") from None
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._port.write(data)
+        except (serial.SerialException, OSError, ValueError) as exc:
+            self.close()
+            raise TransportLost(f"{self._name}: the serial connection failed while writing: {exc}") from None
+        self._count("frames_sent")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TransportLost(f"{self._name}: the serial link is closed; open a new one")
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        self._stats[name] += amount
+
+
+def _selectable_fileno(port: SerialPortLike) -> int | None:
+    """The port's file descriptor if select() can wait on it, else None."""
+    fileno = getattr(port, "fileno", None)
+    if fileno is None:
+        return None
+    try:
+        return int(fileno())
+    except (AttributeError, OSError, ValueError, TypeError, serial.SerialException):
+        return None

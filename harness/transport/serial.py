@@ -1,0 +1,178 @@
+"""Serial ports for MCU devices: open one from a profile's settings, reset the board, connect.
+
+A port is anything pyserial's ``serial_for_url`` opens: a device path
+(``/dev/ttyACM0``), ``socket://127.0.0.1:PORT`` (QEMU's ``-serial tcp:...``) or
+``rfc2217://host:port`` (a networked serial server). The framed protocol on top
+is :mod:`harness.serial_link`. Profile fields (``transport:`` with
+``kind: serial``)::
+
+    port: /dev/ttyACM0          # or url: socket://127.0.0.1:4321
+    baudrate: 115200
+    rtscts: false               # hardware flow control
+    xonxoff: false              # software flow control
+    reset: none                 # none | dtr | rts: pulse this line to reset the board
+    reset_pulse: 0.1            # seconds the reset line is held
+    wait_boot: false            # require the boot HELLO (implied by a reset)
+    boot_timeout: 5.0
+    hello_timeout: 5.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import serial
+
+from harness.serial_link import LinkConfig, SerialLink
+from harness.transport.base import DeviceUnavailable
+
+
+class SerialConfigError(ValueError):
+    """Serial settings in a profile are missing or malformed; the message names the field."""
+
+
+class ResetLine(enum.Enum):
+    """The modem-control line wired to the board's reset, if any."""
+
+    NONE = "none"
+    DTR = "dtr"
+    RTS = "rts"
+
+
+@dataclass(frozen=True)
+class SerialPortConfig:
+    """Where a serial device is and how to talk to it."""
+
+    url: str
+    baudrate: int = 115200
+    rtscts: bool = False
+    xonxoff: bool = False
+    reset: ResetLine = ResetLine.NONE
+    reset_pulse: float = 0.1
+    wait_boot: bool = False
+    boot_timeout: float = 5.0
+    hello_timeout: float = 5.0
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], where: str = "transport") -> SerialPortConfig:
+        """Validate a profile's transport settings; errors name ``where.field``."""
+        known = {
+            "port", "url", "baudrate", "rtscts", "xonxoff", "reset", "reset_pulse",
+            "wait_boot", "boot_timeout", "hello_timeout",
+        }
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise SerialConfigError(
+                f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(sorted(known))}"
+            )
+        if ("port" in settings) == ("url" in settings):
+            raise SerialConfigError(
+                f"{where}: give exactly one of 'port' (a device path such as /dev/ttyACM0) "
+                "or 'url' (socket://HOST:PORT, rfc2217://HOST:PORT)"
+            )
+        url = settings.get("port", settings.get("url"))
+        if not isinstance(url, str) or not url:
+            field = "port" if "port" in settings else "url"
+            raise SerialConfigError(f"{where}.{field}: must be a non-empty string; got {url!r}")
+        reset_text = settings.get("reset", "none")
+        try:
+            reset = ResetLine(reset_text)
+        except ValueError:
+            raise SerialConfigError(
+                f"{where}.reset: {reset_text!r} is not one of none, dtr, rts"
+            ) from None
+        return cls(
+            url=url,
+            baudrate=_positive(settings, "baudrate", 115200, int, where),
+            rtscts=_flag(settings, "rtscts", where),
+            xonxoff=_flag(settings, "xonxoff", where),
+            reset=reset,
+            reset_pulse=_positive(settings, "reset_pulse", 0.1, float, where),
+            wait_boot=_flag(settings, "wait_boot", where),
+            boot_timeout=_positive(settings, "boot_timeout", 5.0, float, where),
+            hello_timeout=_positive(settings, "hello_timeout", 5.0, float, where),
+        )
+
+
+def _flag(settings: Mapping[str, Any], key: str, where: str) -> bool:
+    value = settings.get(key, False)
+    if not isinstance(value, bool):
+        raise SerialConfigError(f"{where}.{key}: must be true or false; got {value!r}")
+    return value
+
+
+def _positive(settings: Mapping[str, Any], key: str, default: float, kind: type, where: str) -> Any:
+    value = settings.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise SerialConfigError(f"{where}.{key}: must be a number > 0; got {value!r}")
+    if kind is int and value != int(value):
+        raise SerialConfigError(f"{where}.{key}: must be a whole number; got {value!r}")
+    return kind(value)
+
+
+def open_port(config: SerialPortConfig) -> serial.SerialBase:
+    """Open the port; :class:`DeviceUnavailable` if it cannot be opened."""
+    try:
+        port = serial.serial_for_url(
+            config.url,
+            baudrate=config.baudrate,
+            rtscts=config.rtscts,
+            xonxoff=config.xonxoff,
+            timeout=0,
+        )
+    except (serial.SerialException, OSError, ValueError) as exc:
+        raise DeviceUnavailable(
+            f"cannot open serial port {config.url}: {exc}; check the device is attached "
+            "(or the emulator is listening) and that you may open it"
+        ) from None
+    if config.url.startswith("socket://"):
+        _disable_nagle(port)
+    return port
+
+
+def _disable_nagle(port: serial.SerialBase) -> None:
+    """TCP_NODELAY on a socket:// port: otherwise each small frame can wait ~40 ms for an ACK."""
+    with socket.socket(fileno=os.dup(port.fileno())) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def pulse_reset(port: serial.SerialBase, config: SerialPortConfig) -> None:
+    """Hold the configured reset line asserted for ``reset_pulse`` seconds, then release it."""
+    if config.reset is ResetLine.NONE:
+        return
+    try:
+        setattr(port, config.reset.value, True)
+        time.sleep(config.reset_pulse)  # the board needs the line held: a hardware timing
+        setattr(port, config.reset.value, False)
+    except (serial.SerialException, OSError) as exc:
+        raise DeviceUnavailable(
+            f"cannot drive {config.reset.value.upper()} on {config.url} to reset the board: {exc}"
+        ) from None
+
+
+def connect(config: SerialPortConfig, *, name: str = "mcu", link: LinkConfig | None = None) -> SerialLink:
+    """Open the port, reset the board if configured, and complete the HELLO handshake.
+
+    After a reset (or with ``wait_boot``) the board's boot HELLO must arrive within
+    ``boot_timeout``; the handshake then has ``hello_timeout``.
+    """
+    link_config = dataclasses.replace(
+        link or LinkConfig(),
+        hello_timeout=config.hello_timeout,
+        wait_boot=config.wait_boot or config.reset is not ResetLine.NONE,
+        boot_timeout=config.boot_timeout,
+    )
+    port = open_port(config)
+    try:
+        pulse_reset(port, config)
+    except DeviceUnavailable:
+        port.close()
+        raise
+    return SerialLink.open(port, link_config, name=name)
