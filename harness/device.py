@@ -14,6 +14,7 @@ import posixpath
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Protocol
 
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentLink, AgentSession
@@ -32,6 +33,13 @@ from harness.transport.ssh import SshProfile, SshTransport
 _AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
 
 
+class Emulator(Protocol):
+    """An emulated device the harness started."""
+
+    def kill(self) -> None:
+        """End it abruptly, as a crash or a pulled cable would."""
+
+
 class DeviceSetupError(TransportError):
     """The device could not be prepared (agent not deployable, emulator not starting)."""
 
@@ -45,10 +53,12 @@ class Device:
     """One device: its profile, its transport and the files the harness put there."""
 
     def __init__(self, profile: DeviceProfile, transport: Transport,
-                 emulator: contextlib.ExitStack | None = None) -> None:
+                 resources: contextlib.ExitStack | None = None,
+                 emulator: Emulator | None = None) -> None:
         self.profile = profile
         self.transport = transport
-        self._emulator = emulator
+        self.emulator = emulator  # the emulated device the harness started, if any
+        self._resources = resources
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
         self._agent_path: str | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
@@ -122,17 +132,18 @@ class Device:
         try:
             self.transport.close()
         finally:
-            if self._emulator is not None:
-                emulator, self._emulator = self._emulator, None
-                emulator.close()
+            if self._resources is not None:
+                resources, self._resources = self._resources, None
+                resources.close()
 
 
 def open_device(profile: DeviceProfile) -> Device:
     """Bring up the device ``profile`` describes (starting its emulator, if any)."""
     with contextlib.ExitStack() as stack:
+        emulator = None
         if profile.emulator is not None:
-            profile = _start_emulator(profile, stack)
-        device = Device(profile, _transport(profile), stack.pop_all())
+            profile, emulator = _start_emulator(profile, stack)
+        device = Device(profile, _transport(profile), stack.pop_all(), emulator)
     return device
 
 
@@ -161,16 +172,19 @@ def _emulator_dir(profile: DeviceProfile, stack: contextlib.ExitStack) -> Path:
     return path
 
 
-def _start_emulator(profile: DeviceProfile, stack: contextlib.ExitStack) -> DeviceProfile:
+def _start_emulator(
+    profile: DeviceProfile, stack: contextlib.ExitStack
+) -> tuple[DeviceProfile, Emulator]:
     """Start the emulated device; return the profile with the transport fields it needs."""
     home = _emulator_dir(profile, stack)
     if profile.emulator == "adbd":
         server = stack.enter_context(PrivateAdbServer(home / "adb-server"))
-        endpoint = stack.enter_context(AdbEmulator(home / "device-root"))
+        phone = AdbEmulator(home / "device-root")
+        endpoint = stack.enter_context(phone)
         settings = {**profile.settings, "connect": endpoint.serial, "server_port": server.port}
-        return dataclasses.replace(profile, settings=settings)
+        return dataclasses.replace(profile, settings=settings), phone
     if profile.emulator == "sshd":
         board = stack.enter_context(SshdEmulator(home / "sshd"))
         settings = {**profile.settings, "host": board.alias, "ssh_config": str(board.ssh_config)}
-        return dataclasses.replace(profile, settings=settings)
+        return dataclasses.replace(profile, settings=settings), board
     raise ProfileError(f"{profile.where('emulator')}: {profile.emulator!r} is not wired up yet")

@@ -40,7 +40,12 @@ import pytest
 from harness.check import Verdict
 from harness.device import Device
 from harness.farm.deadline import RunDeadline
-from harness.farm.distribution import DistributionError, distribution_mode
+from harness.farm.distribution import (
+    GROUPED_MODES,
+    DeviceScheduling,
+    DistributionError,
+    check_distribution_mode,
+)
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
 from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY, amend_junit
@@ -131,16 +136,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SLOTS] = DeviceSlots(profiles, policy)
     if worker is not None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
-        if worker["et_loadgroup"]:
-            config.option.loadgroup = True  # xdist's worker flag for @group node ids
         return
     _configure_controller(config, profiles)
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
-    dist = config.getoption("dist", default="no")
     try:
-        config.option.dist = distribution_mode(dist, config.getoption("device") is not None)
+        check_distribution_mode(config.getoption("dist", default="no"),
+                                config.getoption("device") is not None)
     except DistributionError as exc:
         raise pytest.UsageError(str(exc)) from None
     base = config.invocation_params.dir
@@ -160,13 +163,20 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist controller: hand each worker the run's deadline, results dir and group mode."""
+    """xdist controller: hand each worker the run's deadline and results directory."""
     config = node.config
     deadline = config.stash[_SLOTS].policy.deadline
     node.workerinput["et_deadline"] = {"expires_at": deadline.expires_at,
                                        "seconds": deadline.seconds}
     node.workerinput["et_results_dir"] = str(config.stash[_RESULTS_DIR])
-    node.workerinput["et_loadgroup"] = config.option.dist == "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> DeviceScheduling | None:
+    """xdist controller: keep each device's tests on one worker."""
+    if config.getoption("dist") not in GROUPED_MODES:
+        return None
+    return DeviceScheduling(config, config.stash[_SLOTS].names, log)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -189,15 +199,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
         names = metafunc.config.stash[_SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("loadgroup", default=False):
-        for item in items:
-            name = _device_of(item)
-            if name is not None:
-                item.add_marker(pytest.mark.xdist_group(name))
 
 
 def _device_of(item: pytest.Item) -> str | None:

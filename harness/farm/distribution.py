@@ -1,31 +1,60 @@
 """Spreading devices over pytest-xdist workers: all of one device's tests on one worker.
 
-xdist's ``loadgroup`` mode sends tests of one ``xdist_group`` to one worker; the
-plugin gives each device test the group of its device. Plain ``-n N`` means
-``--dist load``, which is switched to ``loadgroup`` (tests without a device are
-spread as before). Modes that split a group (``loadscope``, ``loadfile``,
+With ``-n N`` the plugin gives xdist :class:`DeviceScheduling`: xdist's
+scope-based scheduler with each device's tests as one scope, so that one worker
+holds a device for all its tests while other workers run other devices; tests
+without a device are spread one by one. (xdist's own ``loadgroup`` mode cannot
+be used: with pytest 9.2 it silently stops grouping, pytest-xdist issue #1386.)
+Modes that split a device's tests on purpose (``loadscope``, ``loadfile``,
 ``worksteal``, ``each``) would make workers queue for each other's devices, so
 they are refused for device runs.
 """
 
 from __future__ import annotations
 
-_KEPT = ("no", "loadgroup")
+from collections.abc import Sequence
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+GROUPED_MODES = ("load", "loadgroup")  # served by DeviceScheduling
+_DEVICE_SCOPE = "device:"
 
 
 class DistributionError(ValueError):
     """The requested xdist mode cannot keep each device on one worker."""
 
 
-def distribution_mode(dist: str, device_run: bool) -> str:
-    """The ``--dist`` mode to use instead of ``dist``."""
-    if dist in _KEPT:
-        return dist
-    if dist == "load":
-        return "loadgroup"
-    if device_run:
+def check_distribution_mode(dist: str, device_run: bool) -> None:
+    """Raise :class:`DistributionError` if ``--dist`` would split devices over workers."""
+    if device_run and dist not in ("no", *GROUPED_MODES):
         raise DistributionError(
             f"--dist {dist} would split a device's tests over several workers that then "
-            "queue for the device; use -n N alone (or --dist loadgroup)"
+            "queue for the device; use -n N alone (or --dist load)"
         )
-    return dist
+
+
+def device_of_nodeid(nodeid: str, devices: Sequence[str]) -> str | None:
+    """The device a test id names first in its parameters (``test_x[host-a-2]`` -> host-a).
+
+    When one device name continues another (``host``, ``host-a``) the longest
+    matching name wins.
+    """
+    start = nodeid.find("[")
+    if start < 0 or not nodeid.endswith("]"):
+        return None
+    params = nodeid[start + 1 : -1]
+    found = [d for d in devices if params == d or params.startswith(f"{d}-")]
+    return max(found, key=len) if found else None
+
+
+class DeviceScheduling(LoadScopeScheduling):
+    """xdist scheduling with one work unit per device (and one per test without a device)."""
+
+    def __init__(self, config: pytest.Config, devices: Sequence[str], log=None) -> None:
+        super().__init__(config, log)
+        self.devices = tuple(devices)
+
+    def _split_scope(self, nodeid: str) -> str:
+        device = device_of_nodeid(nodeid, self.devices)
+        return nodeid if device is None else _DEVICE_SCOPE + device

@@ -152,7 +152,7 @@ class ResultAssembler:
         failed = [r for r in reports if r.failed]
         infra = next((r for r in failed if "infra" in farm_payload(r)), None)
         return CaseResult(
-            nodeid=_plain_nodeid(reports[0].nodeid, device),
+            nodeid=reports[0].nodeid,
             device=device,
             outcome=_outcome(reports),
             duration=round(sum(r.duration for r in reports), 6),
@@ -168,12 +168,6 @@ class ResultAssembler:
             ),
             artifacts=tuple(merged.get("artifacts", ())),
         )
-
-
-def _plain_nodeid(nodeid: str, device: str | None) -> str:
-    """The node id without xdist's ``@group`` suffix (the group is the device)."""
-    suffix = f"@{device}"
-    return nodeid[: -len(suffix)] if device and nodeid.endswith(suffix) else nodeid
 
 
 def _outcome(reports: list[pytest.TestReport]) -> str:
