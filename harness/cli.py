@@ -4,6 +4,10 @@
   decode it again and print it (with ``--hex``, the bytes too);
 - ``et-harness run [--device NAME] [PYTEST ARGS]``: run the device suites on a
   device and print a per-backend summary;
+- ``et-harness send FILE --device NAME``: send one map to one device, print verdicts;
+- ``et-harness doctor``: bring each device up and report its health;
+- ``et-harness emu NAME``: keep an emulated device up until Ctrl-C;
+- ``et-harness bench``: measure what a case costs (docs/performance.md);
 - ``et-harness devices``: list the device profiles.
 """
 
@@ -11,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import time
 from pathlib import Path
 
 from harness import wire
@@ -86,6 +92,83 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open(name: str):
+    from harness.device import open_device
+    from harness.runner import CaseRunner
+
+    device = open_device(load_profile(name))
+    return device, CaseRunner(device.start_link, device.program_for)
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    try:
+        options = load_map(args.file)
+    except (MapFileError, OSError) as exc:
+        print(f"et-harness send: {exc}", file=sys.stderr)
+        return 2
+    device, runner = _open(args.device)
+    try:
+        if args.action == "load":
+            verdict = runner.load(options)
+        elif args.action == "set":
+            verdict = runner.set(options)
+        else:
+            verdict = runner.get(options)
+        print(verdict.render())
+        return 0 if verdict.ok else 1
+    finally:
+        runner.close()
+        device.close()
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from harness.transport.base import TransportError
+
+    names = profile_names() if args.device == "all" else args.device.split(",")
+    unhealthy = 0
+    for name in names:
+        started = time.monotonic()
+        try:
+            device, runner = _open(name)
+        except (ProfileError, TransportError, OSError) as exc:
+            print(f"{name:<12} UNAVAILABLE  {exc}")
+            unhealthy += 1
+            continue
+        try:
+            hello = runner.hello
+            print(f"{name:<12} ok  {time.monotonic() - started:5.1f} s  "
+                  f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
+                  f"agent={hello.fact('agent_version')}  "
+                  f"backends={','.join(runner.registered) or '-'}")
+        except Exception as exc:  # noqa: BLE001 - doctor reports whatever the device does
+            print(f"{name:<12} UNHEALTHY  {type(exc).__name__}: {exc}")
+            unhealthy += 1
+        finally:
+            runner.close()
+            device.close()
+    return 1 if unhealthy else 0
+
+
+def _cmd_emu(args: argparse.Namespace) -> int:
+    from harness.device import open_device
+
+    profile = load_profile(args.device)
+    if profile.emulator is None:
+        print(f"et-harness emu: {args.device} is not an emulated device", file=sys.stderr)
+        return 2
+    device = open_device(profile)
+    try:
+        print(f"{profile.name} is up ({profile.emulator}); transport settings:")
+        for key, value in device.profile.settings.items():
+            print(f"  {key}: {value}")
+        print("Ctrl-C brings it down.", flush=True)
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        device.close()
+        print(f"{profile.name} is down")
+    return 0
+
+
 def _cmd_devices(_: argparse.Namespace) -> int:
     for name in profile_names():
         profile = load_profile(name)
@@ -112,6 +195,17 @@ def main(argv: list[str] | None = None) -> int:
 
     commands.add_parser("devices", help="list device profiles")
 
+    send_cmd = commands.add_parser("send", help="send one map file to one device, print verdicts")
+    send_cmd.add_argument("file", help="YAML or JSON map file")
+    send_cmd.add_argument("--device", default="host", help="profile name or YAML path")
+    send_cmd.add_argument("--action", choices=["load", "set", "get"], default="load")
+
+    doctor_cmd = commands.add_parser("doctor", help="bring devices up and report their health")
+    doctor_cmd.add_argument("--device", default="all", help="comma-separated profiles, or all")
+
+    emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
+    emu_cmd.add_argument("device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu")
+
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
     bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")
     bench_cmd.add_argument("--cases", type=int, default=300, help="session-mode cases")
@@ -126,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         return _cmd_run(args, rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return {"map": _cmd_map, "devices": _cmd_devices, "bench": _cmd_bench}[args.command](args)
+    handlers = {"map": _cmd_map, "devices": _cmd_devices, "bench": _cmd_bench,
+                "send": _cmd_send, "doctor": _cmd_doctor, "emu": _cmd_emu}
+    return handlers[args.command](args)
 
 
 if __name__ == "__main__":
