@@ -509,10 +509,16 @@ def _align(
         rows = tuple(OptionRow(i, o, None, None) for i, o in enumerate(expected))
         nothing = Difference(DifferenceKind.NOTHING_DELIVERED, name, None, tuple(expected), ())
         return rows, (nothing,)
+    if values_checked and expected == received:  # the usual case: exact delivery
+        return tuple(OptionRow(i, o, i, o) for i, o in enumerate(received)), ()
     unused = dict(enumerate(received))
+    by_key: dict[str, list[int]] = {}
+    for j, got in enumerate(received):
+        by_key.setdefault(got.key, []).append(j)
     rows = []
     for i, option in enumerate(expected):
-        j = next((j for j, got in unused.items() if got.key == option.key), None)
+        candidates = by_key.get(option.key)
+        j = candidates.pop(0) if candidates else None
         if j is None:
             missing = Difference(DifferenceKind.MISSING_OPTION, name, option.key, option.value)
             rows.append(OptionRow(i, option, None, None, missing))

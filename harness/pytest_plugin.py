@@ -273,8 +273,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     slot = _slot_of(item)
     if slot is not None:
         slot.health.ensure_usable()
-        slot.check_if_due()
         slot.begin_test()
+        slot.check_if_due()
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)
@@ -330,7 +330,7 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
         isinstance(e, TransportLost) for e in [*tries, infra]
     ):
         item.stash[_ARTIFACTS] = _pull_core_files(item, slot)
-    if report.failed:
+    if report.failed and not isinstance(infra, DeviceQuarantined):
         report.sections += slot.stderr_tails()
     if report.when == "call":
         payload["verdicts"] = [

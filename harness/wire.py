@@ -29,6 +29,7 @@ from harness.options import (
     Option,
     OptionsMap,
     OptionType,
+    OptionValue,
 )
 
 MAGIC = b"ETBO"
@@ -343,6 +344,72 @@ class _Reader:
 
     def option(self, keys: set[str] | None) -> Option:
         """One option; ``keys`` collects a request backend's keys to refuse duplicates."""
+        start = self.pos
+        option = self._valid_option(keys)
+        if option is not None:
+            return option
+        self.pos = start
+        return self._checked_option(keys)
+
+    def _valid_option(self, keys: set[str] | None) -> Option | None:
+        """The hot path: an option that breaks no rule, or None to let
+        :meth:`_checked_option` find and describe the first problem."""
+        data, pos, end = self.data, self.pos, self.end
+        if pos + 2 > end:
+            return None
+        size = _U16.unpack_from(data, pos)[0]
+        pos += 2
+        if not 1 <= size <= MAX_KEY_BYTES or pos + size + 1 > end:
+            return None
+        raw = data[pos : pos + size]
+        pos += size
+        if 0 in raw:
+            return None
+        try:
+            key = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if keys is not None and key in keys:
+            return None
+        tag = data[pos]
+        pos += 1
+        value: OptionValue
+        if tag == OptionType.BOOL:
+            if pos + 1 > end or data[pos] > 1:
+                return None
+            value = data[pos] == 1
+            pos += 1
+        elif tag == OptionType.INT:
+            if pos + 8 > end:
+                return None
+            value = _I64.unpack_from(data, pos)[0]
+            if not INT32_MIN <= value <= INT32_MAX:
+                return None
+            pos += 8
+        elif tag == OptionType.STRING:
+            if pos + 2 > end:
+                return None
+            size = _U16.unpack_from(data, pos)[0]
+            pos += 2
+            if size > MAX_STRING_BYTES or pos + size > end:
+                return None
+            raw = data[pos : pos + size]
+            pos += size
+            if 0 in raw:
+                return None
+            try:
+                value = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        else:
+            return None
+        if keys is not None:
+            keys.add(key)
+        self.pos = pos
+        return Option(key, value)
+
+    def _checked_option(self, keys: set[str] | None) -> Option:
+        """One option, checked rule by rule in the specification's order."""
         offset = self.pos
         key = self.text(_KEY, "key")
         if keys is not None:
@@ -457,6 +524,12 @@ def _unsigned(value: object, fmt: struct.Struct, what: str) -> int:
     return int(value)
 
 
+_BOOL_TRUE = bytes((OptionType.BOOL, 1))
+_BOOL_FALSE = bytes((OptionType.BOOL, 0))
+_INT_TAG = bytes((OptionType.INT,))
+_STRING_TAG = bytes((OptionType.STRING,))
+
+
 class _Writer:
     """Appends body fields after a header placeholder, so offsets are message offsets.
 
@@ -495,6 +568,45 @@ class _Writer:
 
     def option(self, option: Option, keys: set[str] | None) -> None:
         """One option; ``keys`` (checked requests) collects keys to refuse duplicates."""
+        if not (self.checked and self._valid_option(option, keys)):
+            self._checked_option(option, keys)
+
+    def _valid_option(self, option: Option, keys: set[str] | None) -> bool:
+        """The hot path: append an option that breaks no rule and return True, or
+        return False (appending nothing) to let :meth:`_checked_option` describe it."""
+        key, value = option.key, option.value
+        if type(key) is not str or (keys is not None and key in keys):
+            return False
+        try:
+            raw_key = key.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        if not 1 <= len(raw_key) <= MAX_KEY_BYTES or 0 in raw_key:
+            return False
+        kind = type(value)
+        if kind is bool:
+            tail = _BOOL_TRUE if value else _BOOL_FALSE
+        elif kind is int:
+            if not INT32_MIN <= value <= INT32_MAX:
+                return False
+            tail = _INT_TAG + _I64.pack(value)
+        elif kind is str:
+            try:
+                raw = value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+            if len(raw) > MAX_STRING_BYTES or 0 in raw:
+                return False
+            tail = _STRING_TAG + _U16.pack(len(raw)) + raw
+        else:
+            return False
+        if keys is not None:
+            keys.add(key)
+        self.buf += _U16.pack(len(raw_key)) + raw_key + tail
+        return True
+
+    def _checked_option(self, option: Option, keys: set[str] | None) -> None:
+        """One option, checked rule by rule; raises for the first rule it breaks."""
         offset = len(self.buf)
         self.text(option.key, _KEY, "key")
         if keys is not None:

@@ -23,6 +23,7 @@ from harness.farm.summary import NO_DEVICE, devices_in_order, outcome_counts, qu
 
 # Worst first: a cell takes the colour of its worst outcome.
 _SEVERITY = ("failed", "error", "xpassed", "infra", "passed", "xfailed", "skipped")
+_SHOWN = ("passed", "failed", "error", "infra", "skipped", "xfailed", "xpassed")
 _LETTER = {"passed": "✓", "failed": "✗", "error": "E", "infra": "I", "skipped": "s",
            "xfailed": "x", "xpassed": "X"}
 
@@ -60,7 +61,7 @@ def _worst(outcomes: collections.Counter) -> str:
 
 
 def _counts_text(outcomes: collections.Counter) -> str:
-    return " ".join(f"{_LETTER[o]}{outcomes[o]}" for o in _SEVERITY if outcomes[o])
+    return " ".join(f"{_LETTER[o]}{outcomes[o]}" for o in _SHOWN if outcomes[o])
 
 
 def _badge(outcome: str) -> str:
@@ -125,10 +126,10 @@ class _Page:
                 f'<tr><th class="{_worst(c)}">{_e(device)}</th>'
                 f"<td>{_e(f.get('abi', ''))}</td><td>{_e(f.get('runtime', ''))}</td>"
                 f"<td>{_e(f.get('agent_version', ''))}</td>"
-                + "".join(f'<td class="num">{c[o]}</td>' for o in _SEVERITY)
+                + "".join(f'<td class="num">{c[o]}</td>' for o in _SHOWN)
                 + f"<td>{_e(quarantined.get(device, ''))}</td></tr>"
             )
-        head = "".join(f"<th>{o}</th>" for o in _SEVERITY)
+        head = "".join(f"<th>{o}</th>" for o in _SHOWN)
         return (
             "<h2>Devices</h2><table><tr><th>device</th><th>ABI</th><th>runtime</th>"
             f"<th>agent</th>{head}<th>quarantined</th></tr>{''.join(rows)}</table>"

@@ -29,10 +29,15 @@ from harness.transport.base import TransportError
 FACT_KEYS = ("abi", "runtime", "agent_version")  # HELLO facts recorded with every result
 
 
+_DESCRIBED_CHARS = 300
+
+
 def describe_error(exc: BaseException) -> str:
-    """``TransportLost: host: ...``: the type and the first line of the message."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    """``TransportLost: host: ...``: the type and the message on one line, shortened."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if len(text) > _DESCRIBED_CHARS:
+        text = text[: _DESCRIBED_CHARS - 3] + "..."
+    return f"{type(exc).__name__}: {text}"
 
 
 class DeviceSlot:

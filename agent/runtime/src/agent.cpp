@@ -131,7 +131,9 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
     return;
   }
   auto program = std::make_unique<LoadedProgram>();
-  StepResult step = program->open(path);
+  int64_t program_load_us = 0;
+  StepResult step = program->open(path, &program_load_us);
+  report.add_fact("program_load_us", clamp_us(program_load_us));
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
     return;

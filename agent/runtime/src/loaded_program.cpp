@@ -25,7 +25,14 @@ std::string code(et::Error error) {
 
 }  // namespace
 
-StepResult LoadedProgram::open(const std::string& path) {
+StepResult LoadedProgram::open(const std::string& path, int64_t* open_us) {
+  const Clock::time_point start = Clock::now();
+  const StepResult result = open_file(path);
+  *open_us = micros_since(start);
+  return result;
+}
+
+StepResult LoadedProgram::open_file(const std::string& path) {
   auto loader = executorch::extension::FileDataLoader::from(path.c_str());
   if (!loader.ok()) {
     return fail(loader.error(), "cannot open program " + path + ": FileDataLoader::from returned " + code(loader.error()));

@@ -37,7 +37,8 @@ class LoadedProgram {
   LoadedProgram(const LoadedProgram&) = delete;
   LoadedProgram& operator=(const LoadedProgram&) = delete;
 
-  StepResult open(const std::string& path);
+  // Opens the file and runs Program::load; *open_us is the time both took.
+  StepResult open(const std::string& path, int64_t* open_us);
 
   // The delegate ids of the method, in program order.
   StepResult delegate_ids(std::vector<std::string>* out) const;
@@ -54,6 +55,7 @@ class LoadedProgram {
   bool has_method() const { return method_.has_value(); }
 
  private:
+  StepResult open_file(const std::string& path);
   std::unique_ptr<executorch::extension::FileDataLoader> loader_;
   std::optional<et::Program> program_;
   std::vector<std::vector<et::BackendOption>> options_storage_;
