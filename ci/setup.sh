@@ -14,6 +14,7 @@ APT_PACKAGES=(
   adb                                # the real adb client (adb-emu, Android devices)
   openssh-server openssh-client socat passwd   # ssh-emu
   iproute2 util-linux procps         # network namespaces, unshare, ps
+  chromium                           # the HTML report, checked in a real browser
 )
 
 missing=()

@@ -62,8 +62,13 @@ from harness.farm.results import (
 )
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, DeviceSlot, DeviceSlots, describe_error
-from harness.farm.summary import backend_table, devices_in_order, outcome_table
-from harness.farm.summary import quarantined_devices
+from harness.farm.summary import (
+    backend_table,
+    devices_in_order,
+    infrastructure_lines,
+    outcome_table,
+    quarantined_devices,
+)
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError, TransportLost
@@ -122,8 +127,11 @@ def pytest_configure(config: pytest.Config) -> None:
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
                 find_client(profile)
-        deadline = (RunDeadline(**worker["et_deadline"]) if worker
-                    else RunDeadline.starting_now(config.getoption("run_timeout")))
+    except (DeviceSelectionError, ProfileError) as exc:
+        raise pytest.UsageError(f"--device: {exc}") from None
+    deadline = (RunDeadline(**worker["et_deadline"]) if worker
+                else RunDeadline.starting_now(config.getoption("run_timeout")))
+    try:
         policy = FarmPolicy(
             infra_retries=config.getoption("infra_retries"),
             quarantine_after=config.getoption("quarantine_after"),
@@ -131,8 +139,8 @@ def pytest_configure(config: pytest.Config) -> None:
             lock_dir=config.getoption("lock_dir") or default_lock_dir(),
             deadline=deadline,
         )
-    except (DeviceSelectionError, ProfileError, ValueError) as exc:
-        raise pytest.UsageError(f"--device: {exc}") from None
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_SLOTS] = DeviceSlots(profiles, policy)
     if worker is not None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
@@ -396,16 +404,13 @@ class ControllerReporting:
                 terminalreporter.section(f"backend options delivery on {device}")
                 for line in lines:
                     terminalreporter.write_line(line)
-        infra = [r for r in results if r.infra is not None]
+        infra = infrastructure_lines(results)
         if infra:
             terminalreporter.section(
                 "infrastructure errors (device trouble, not test failures)", yellow=True
             )
-            for result in infra:
-                assert result.infra is not None
-                first = (result.infra.message.splitlines() or [""])[0]
-                terminalreporter.write_line(f"INFRA {result.nodeid} ({result.infra.phase}): "
-                                            f"{result.infra.type}: {first}")
+            for line in infra:
+                terminalreporter.write_line(line)
         terminalreporter.section("device farm")
         for line in outcome_table(results):
             terminalreporter.write_line(line)

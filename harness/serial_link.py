@@ -149,7 +149,8 @@ class LinkConfig:
     hello_interval: float = 0.25  # between HELLO_REQUESTs while waiting
     wait_boot: bool = False  # first wait for the HELLO the device sends at boot
     boot_timeout: float = 5.0  # ... for this long
-    ack_timeout: float = 0.3  # silence after which frames are resent or polled for
+    ack_timeout: float = 0.5  # silence after which frames are resent or polled for, at most
+    min_ack_timeout: float = 0.02  # ... at least; in between it follows the measured round trip
     max_retries: int = 8  # consecutive resends or polls without progress
     request_timeout: float = 20.0  # one request, all attempts together
     attempts: int = 3  # times one request is sent (resynchronising in between)
@@ -223,6 +224,9 @@ class SerialLink:
         self._rx_progress = 0
         self._messages: deque[bytes] = deque()
         self._acks: deque[Frame] = deque()
+        self._srtt: float | None = None  # smoothed round trip of a DATA frame and its ACK
+        self._rttvar = 0.0
+        self._rto = config.ack_timeout
 
     # ------------------------------------------------------------------ public API
 
@@ -328,25 +332,42 @@ class SerialLink:
         )
 
     def _send_message(self, message: bytes, deadline: float) -> None:
-        """Deliver ``message`` as DATA frames; returns when all are acknowledged."""
+        """Deliver ``message`` as DATA frames; returns when the device has it all.
+
+        That is when every frame is acknowledged, or when the report's first frame
+        arrives: the device answers only a complete request, and frames of older
+        reports cannot arrive in order (they were all received, or the handshake
+        renumbered the link).
+        """
         size = min(self._config.max_frame, self.hello.max_frame) - FRAME_HEADER - FRAME_CRC
         window = max(1, min(self._config.window, self.hello.window))
         segments = [message[i : i + size] for i in range(0, len(message), size)] or [b""]
         count = len(segments)
+        sent_at = [0.0] * count
+        resent = [False] * count
         seq0 = self._tx_seq
         base = sent = 0
         stalls = 0
+        answered_at = self._rx_progress
         self._acks.clear()
-        while base < count:
+        while base < count and self._rx_progress == answered_at:
             while sent < count and sent - base < window:
                 flags = (FLAG_START if sent == 0 else 0) | (FLAG_END if sent == count - 1 else 0)
+                resent[sent] = sent_at[sent] > 0.0
+                sent_at[sent] = time.monotonic()
                 self._write(Frame(FrameKind.DATA, seq0 + sent, flags, segments[sent]).encode())
                 sent += 1
-            self._wait(min(self._config.ack_timeout, deadline - time.monotonic()), lambda: bool(self._acks))
+            self._wait(
+                min(self._rto, deadline - time.monotonic()),
+                lambda: bool(self._acks) or self._rx_progress != answered_at,
+            )
+            if self._rx_progress != answered_at:
+                break
             if not self._acks:
                 stalls += 1
                 if stalls > self._config.max_retries or time.monotonic() >= deadline:
                     raise _NoProgress(f"frame {base + 1} of {count} not acknowledged after {stalls} resends")
+                self._back_off()
                 self._count("resent_frames", sent - base)
                 sent = base
                 continue
@@ -358,6 +379,8 @@ class SerialLink:
                 if acked:
                     base += acked
                     stalls = 0
+                    if not resent[base - 1]:  # Karn: only frames sent once give a sample
+                        self._sample_round_trip(time.monotonic() - sent_at[base - 1])
                 if ack.kind == FrameKind.NAK and base < sent:
                     stalls += 1
                     if stalls > self._config.max_retries:
@@ -365,6 +388,21 @@ class SerialLink:
                     self._count("resent_frames", sent - base)
                     sent = base
         self._tx_seq = (seq0 + count) & 0xFF
+
+    def _sample_round_trip(self, sample: float) -> None:
+        """Retransmission timeout from measured round trips (RFC 6298), clamped to the config."""
+        if self._srtt is None:
+            self._srtt, self._rttvar = sample, sample / 2
+        else:
+            self._rttvar = 0.75 * self._rttvar + 0.25 * abs(self._srtt - sample)
+            self._srtt = 0.875 * self._srtt + 0.125 * sample
+        self._rto = min(
+            self._config.ack_timeout,
+            max(self._config.min_ack_timeout, self._srtt + 4 * self._rttvar),
+        )
+
+    def _back_off(self) -> None:
+        self._rto = min(self._config.ack_timeout, self._rto * 2)
 
     def _await_report(self, seq: int, deadline: float) -> Report:
         polls = 0
@@ -379,13 +417,14 @@ class SerialLink:
             if remaining <= 0:
                 raise _NoProgress(f"report for #{seq} not complete in time")
             progress = self._rx_progress
-            self._wait(min(self._config.ack_timeout, remaining), lambda: bool(self._messages))
+            self._wait(min(self._rto, remaining), lambda: bool(self._messages))
             if self._messages or self._rx_progress != progress:
                 polls = 0
                 continue
             polls += 1
             if polls > self._config.max_retries:
                 raise _NoProgress(f"no report frames after {polls - 1} polls")
+            self._back_off()
             self._count("polls")
             self._write(Frame(FrameKind.NAK, self._rx_expected).encode())
 
@@ -462,6 +501,17 @@ class SerialLink:
         else:
             self._count("bad_frames")
 
+    def _on_bad_frame(self) -> None:
+        """A damaged frame may have been the DATA frame expected next: ask for it at once.
+
+        Unlike the device, the host NAKs every damaged frame (a resent frame may be
+        damaged again); the frames that follow a gap are not NAKed again.
+        """
+        self._count("bad_frames")
+        self._nak_sent = True
+        self._count("naks_sent")
+        self._write(Frame(FrameKind.NAK, self._rx_expected).encode())
+
     def _on_data(self, frame: Frame) -> None:
         ahead = (frame.seq - self._rx_expected) & 0xFF
         if ahead:
@@ -521,8 +571,8 @@ class SerialLink:
                 try:
                     frame = decode_frame(encoded)
                 except FrameError as exc:
-                    self._count("bad_frames")
                     log.debug("%s: dropped a bad frame: %s", self._name, exc)
+                    self._on_bad_frame()
                     continue
                 self._on_frame(frame)
 

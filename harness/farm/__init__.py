@@ -4,6 +4,8 @@ The pytest plugin (:mod:`harness.pytest_plugin`) is glue; the logic lives here,
 one concept per module:
 
 - :mod:`~harness.farm.selection`: which profiles ``--device`` names;
+- :mod:`~harness.farm.distribution`: each device's tests on one xdist worker;
+- :mod:`~harness.farm.policy`: the run's rules (retries, quarantine, waits);
 - :mod:`~harness.farm.lock`: one holder per device across processes on a host;
 - :mod:`~harness.farm.labgrid`: reserving and locking a labgrid place;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;

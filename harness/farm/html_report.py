@@ -107,7 +107,8 @@ class _Page:
         when = datetime.datetime.now().isoformat(timespec="seconds")
         runs = f"; runs: {', '.join(self.runs)}" if self.runs else ""
         return (
-            f"<p>{len(self.results)} tests on {len(self.devices)} device(s): "
+            f"<p>{len(self.results)} tests on "
+            f"{len([d for d in self.devices if d != NO_DEVICE])} device(s): "
             f"{_e(', '.join(f'{n} {o}' for o, n in total.most_common()))}. "
             f'<span class="muted">Generated {when}{_e(runs)}.</span></p>'
         )
@@ -150,10 +151,11 @@ class _Page:
             cells = []
             for d, device in enumerate(self.devices):
                 outcomes = collections.Counter(r.outcome for r in self._cases(suite, device))
-                cells.append(
-                    f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
-                    f"{_e(_counts_text(outcomes) or '-')}</a></td>"
-                )
+                if not outcomes:
+                    cells.append('<td class="none">-</td>')
+                    continue
+                cells.append(f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
+                             f"{_e(_counts_text(outcomes))}</a></td>")
             rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
             for b, backend in enumerate(self._backends_of(suite)):
                 cells = []
@@ -222,9 +224,12 @@ class _Page:
                          f"{_e(r.infra.type)}</p><pre>{_e(r.infra.message)}</pre>")
         if r.failed_tries:
             tries = "".join(f"<li>{_e(t)}</li>" for t in r.failed_tries)
-            parts.append(f"<p>Failed tries (the agent was restarted after each):</p><ul>{tries}</ul>")
+            parts.append(f"<p>Failed tries (a fresh agent for each next try):</p><ul>{tries}</ul>")
         for v in r.verdicts:
             parts.append(f'<p>{_badge("passed" if v.ok else "failed")} {_e(v.summary)}</p>')
+            if v.differences:
+                parts.append("<ul>" + "".join(f"<li>{_e(d)}</li>" for d in v.differences)
+                             + "</ul>")
             if v.render:
                 parts.append(f"<pre>{_e(v.render)}</pre>")
         if r.longrepr and r.outcome != "passed":

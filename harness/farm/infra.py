@@ -29,3 +29,9 @@ def infrastructure_error(exc: BaseException) -> BaseException | None:
         if found and all(found):
             return found[0]
     return None
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` (e.g. an error message with a stderr tail) on one line, at most ``limit`` chars."""
+    joined = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return joined if len(joined) <= limit else joined[: limit - 3] + "..."

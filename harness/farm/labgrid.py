@@ -59,7 +59,9 @@ class LabgridPlace:
             return None
         where = profile.where(f"transport.{SETTING}")
         if not isinstance(data, Mapping):
-            raise ProfileError(f"{where}: must be a mapping with 'place' and optional 'coordinator'")
+            raise ProfileError(
+                f"{where}: must be a mapping with 'place' and optional 'coordinator'"
+            )
         unknown = sorted(set(data) - {"place", "coordinator"})
         if unknown:
             raise ProfileError(f"{where}.{unknown[0]}: unknown field; allowed: coordinator, place")

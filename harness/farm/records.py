@@ -136,10 +136,14 @@ class ResultAssembler:
         self._pending: dict[str, list[pytest.TestReport]] = {}
 
     def add(self, report: pytest.TestReport) -> CaseResult | None:
-        """Take one report; after the test's teardown report, return its result."""
+        """Take one report; after the test's last report, return its result.
+
+        The last is the teardown report, or xdist's report for a test whose worker
+        crashed (phase ``???``).
+        """
         reports = self._pending.setdefault(report.nodeid, [])
         reports.append(report)
-        if report.when != "teardown":
+        if report.when in ("setup", "call"):
             return None
         del self._pending[report.nodeid]
         return self._assemble(reports)

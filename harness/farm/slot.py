@@ -18,7 +18,7 @@ from harness.agent.session import AgentLink
 from harness.device import Device, open_device
 from harness.farm.artifacts import collect_core_files
 from harness.farm.health import DeviceHealth, DeviceQuarantined
-from harness.farm.infra import infrastructure_error
+from harness.farm.infra import infrastructure_error, one_line
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
 from harness.farm.lock import DeviceLock
 from harness.farm.policy import FarmPolicy
@@ -29,15 +29,9 @@ from harness.transport.base import TransportError
 FACT_KEYS = ("abi", "runtime", "agent_version")  # HELLO facts recorded with every result
 
 
-_DESCRIBED_CHARS = 300
-
-
 def describe_error(exc: BaseException) -> str:
     """``TransportLost: host: ...``: the type and the message on one line, shortened."""
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    if len(text) > _DESCRIBED_CHARS:
-        text = text[: _DESCRIBED_CHARS - 3] + "..."
-    return f"{type(exc).__name__}: {text}"
+    return f"{type(exc).__name__}: {one_line(str(exc))}"
 
 
 class DeviceSlot:

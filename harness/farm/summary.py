@@ -3,6 +3,7 @@
 - :func:`outcome_table`: devices x outcomes (passed, failed, infra, ...), with
   the tests that passed only after a retry;
 - :func:`quarantined_devices`: each quarantined device and why;
+- :func:`infrastructure_lines`: the infrastructure errors, not-started tests counted;
 - :func:`backend_table`: per backend, the option checks that were exact or wrong.
 """
 
@@ -11,10 +12,16 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Sequence
 
+from harness.farm.infra import one_line
 from harness.farm.records import OUTCOMES, CaseResult
 
 NO_DEVICE = "(no device)"
 _QUARANTINED = "DeviceQuarantined"
+# Infrastructure errors in setup that mean the test was never started, and why.
+_NOT_STARTED = {
+    _QUARANTINED: "the device is quarantined",
+    "RunTimeExpired": "the run's time was up",
+}
 _SHOWN_BACKENDS = 25
 
 
@@ -57,7 +64,7 @@ def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:
     found: dict[str, str] = {}
     for result in results:
         if result.infra and result.infra.type == _QUARANTINED and result.device:
-            found.setdefault(result.device, result.infra.message.splitlines()[0])
+            found.setdefault(result.device, one_line(result.infra.message))
     return found
 
 
@@ -96,4 +103,21 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
     lines.append(
         f"{len(verdicts)} verdicts, {len(verdicts) - wrong} exact, {wrong} with differences"
     )
+    return lines
+
+
+def infrastructure_lines(results: Sequence[CaseResult]) -> list[str]:
+    """One line per infrastructure error; tests that were not started are counted per cause."""
+    lines, not_started = [], collections.Counter()
+    for result in results:
+        infra = result.infra
+        if infra is None:
+            continue
+        if infra.phase == "setup" and infra.type in _NOT_STARTED:
+            not_started[(result.device or NO_DEVICE, infra.type)] += 1
+            continue
+        lines.append(f"INFRA {result.nodeid} ({infra.phase}): {infra.type}: "
+                     f"{one_line(infra.message)}")
+    for (device, kind), count in not_started.items():
+        lines.append(f"INFRA {count} test(s) on {device} not started: {_NOT_STARTED[kind]}")
     return lines

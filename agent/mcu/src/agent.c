@@ -18,6 +18,8 @@ static etb_request_t request;
 static etb_option_t pool[MCU_OPTION_POOL];
 static etb_method_t method;
 
+static uint32_t requests_handled; /* since boot, resent requests answered from the cache excluded */
+
 static etb_report_t rep;
 static etb_option_t facts[ETB_MAX_FACTS];
 static uint8_t text[MESSAGE_CAP];
@@ -260,6 +262,7 @@ static void do_hello(void) {
   fact_int("link_duplicates", (int32_t)stats.duplicates);
   fact_int("link_replays", (int32_t)stats.replays);
   fact_int("rx_overruns", (int32_t)stats.rx_overruns);
+  fact_int("requests_handled", (int32_t)requests_handled);
   for (k = 0; k < count; k++) {
     const etb_seam_backend_t *backend = etb_seam_get_backend_class(etb_seam_backend_name(k));
     const probe_t *probe = probe_of(backend);
@@ -303,6 +306,7 @@ static uint32_t seq_of(const uint8_t *message, size_t len) {
 
 static size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   etb_status_t status = etb_decode_request(message, len, &request, pool, MCU_OPTION_POOL);
+  requests_handled++;
   if (status != ETB_OK) {
     return reject(seq_of(message, len), status, out, cap);
   }

@@ -191,11 +191,20 @@ static void on_ack(uint8_t expected, bool go_back) {
   }
 }
 
+/* A damaged frame may have been the DATA frame expected next: ask for it at once. */
+static void on_bad_frame(void) {
+  stats.frames_bad++;
+  if (!nak_sent) {
+    nak_sent = true;
+    send_frame(LINK_KIND_NAK, rx_expected, 0, NULL, 0);
+  }
+}
+
 static void on_frame(const uint8_t *frame, size_t len) {
   size_t payload_len;
   if (len < FRAME_HEADER + ETB_CRC_SIZE ||
       get_u32(&frame[len - ETB_CRC_SIZE]) != etb_crc32(0, frame, len - ETB_CRC_SIZE)) {
-    stats.frames_bad++;
+    on_bad_frame();
     return;
   }
   payload_len = len - FRAME_HEADER - ETB_CRC_SIZE;
@@ -235,8 +244,9 @@ static void on_frame(const uint8_t *frame, size_t len) {
 
 static void on_encoded_frame(void) {
   size_t len = 0;
-  if (rx_encoded_overflow || !cobs_decode(rx_encoded, rx_encoded_len, rx_frame, sizeof rx_frame, &len)) {
-    stats.frames_bad++;
+  if (rx_encoded_overflow ||
+      !cobs_decode(rx_encoded, rx_encoded_len, rx_frame, sizeof rx_frame, &len)) {
+    on_bad_frame();
     return;
   }
   on_frame(rx_frame, len);

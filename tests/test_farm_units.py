@@ -1,0 +1,412 @@
+"""The device-farm modules on their own: selection, locks, health, records, reports, merge."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.check import check_set
+from harness.farm.artifacts import collect_core_files
+from harness.farm.deadline import RunDeadline, RunTimeExpired
+from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
+from harness.farm.health import DeviceHealth, DeviceQuarantined
+from harness.farm.html_report import render_report, write_report
+from harness.farm.infra import InfrastructureError, infrastructure_error
+from harness.farm.junit import amend_junit
+from harness.farm.labgrid import (
+    LabgridNotInstalled,
+    LabgridPlace,
+    LabgridReservation,
+    find_client,
+    without_labgrid,
+)
+from harness.farm.lock import DeviceBusy, DeviceLock
+from harness.farm.merge import main as merge_main
+from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
+from harness.farm.results import ResultsFileError, ResultsWriter, read_results
+from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.farm.summary import (
+    backend_table,
+    infrastructure_lines,
+    outcome_table,
+    quarantined_devices,
+)
+from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry
+from harness.options import Option, OptionsMap
+from harness.profile import ProfileError, parse_profile
+from harness.transport.base import TransportLost, TransportTimeout
+from harness.transport.local import LocalTransport
+
+# ---- selection -------------------------------------------------------------------------------
+
+
+def _profiles_dir(tmp_path: Path, specs: dict[str, list[str]]) -> Path:
+    devices = tmp_path / "devices"
+    devices.mkdir()
+    for name, tags in specs.items():
+        (devices / f"{name}.yaml").write_text(
+            yaml.safe_dump({"transport": {"kind": "local"}, "tags": tags}), "utf-8"
+        )
+    return devices
+
+
+def test_selection_by_names_all_tags_and_paths(tmp_path):
+    devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": ["lab", "arm"], "c": []})
+    names = lambda spec: [p.name for p in select_profiles(spec, devices)]  # noqa: E731
+    assert names("b,a") == ["b", "a"]
+    assert names("all") == ["a", "b", "c"]
+    assert names("tag:lab") == ["a", "b"]
+    assert names("tag:arm, a ,b") == ["b", "a"]  # each device once, in first-named order
+    assert names(str(devices / "c.yaml")) == ["c"]
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nope", "unknown device 'nope'.*known devices: a, b"),
+        ("tag:gpu", "no profile in .* has tag 'gpu'; tags there: lab"),
+        (" , ", "--device is empty"),
+    ],
+)
+def test_selection_errors_say_what_exists(tmp_path, spec, message):
+    devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": []})
+    with pytest.raises(DeviceSelectionError, match=message):
+        select_profiles(spec, devices)
+
+
+def test_two_profiles_with_one_name_are_refused(tmp_path):
+    devices = _profiles_dir(tmp_path, {"a": []})
+    other = tmp_path / "other.yaml"
+    other.write_text("name: a\ntransport: {kind: local}\n", "utf-8")
+    with pytest.raises(DeviceSelectionError, match="two profiles are named 'a'"):
+        select_profiles(f"a,{other}", devices)
+
+
+# ---- distribution ----------------------------------------------------------------------------
+
+
+def test_device_of_nodeid_takes_the_longest_device_name():
+    devices = ("host", "host-a")
+    assert device_of_nodeid("t.py::test_x[host-a-2-backends]", devices) == "host-a"
+    assert device_of_nodeid("t.py::test_x[host-2-backends]", devices) == "host"
+    assert device_of_nodeid("t.py::test_x[host]", devices) == "host"
+    assert device_of_nodeid("t.py::test_x[other-1]", devices) is None
+    assert device_of_nodeid("t.py::test_plain", devices) is None
+
+
+def test_modes_that_split_devices_are_refused_for_device_runs():
+    for mode in ("no", "load", "loadgroup"):
+        check_distribution_mode(mode, device_run=True)
+    check_distribution_mode("loadfile", device_run=False)
+    with pytest.raises(DistributionError, match="--dist loadfile would split"):
+        check_distribution_mode("loadfile", device_run=True)
+
+
+# ---- lock ------------------------------------------------------------------------------------
+
+
+def test_a_held_device_is_busy_and_the_message_names_the_holder(tmp_path):
+    first, second = DeviceLock("dev/1", tmp_path), DeviceLock("dev/1", tmp_path)
+    first.acquire(timeout=1)
+    assert first.path.name == "dev_1.lock"
+    holder = second.holder()
+    assert holder is not None and holder.pid == __import__("os").getpid()
+    started = time.monotonic()
+    with pytest.raises(DeviceBusy, match=r"in use by pid \d+ on .*command: .*waiting 0\.2 s"):
+        second.acquire(timeout=0.2)
+    assert time.monotonic() - started < 2
+    first.release()
+    assert second.holder() is None  # the note goes with the lock
+    second.acquire(timeout=0)
+    second.release()
+
+
+# ---- health, deadline, what is infrastructure -------------------------------------------------
+
+
+def test_health_asks_for_a_check_after_k_consecutive_infrastructure_errors():
+    health = DeviceHealth("dev", quarantine_after=2)
+    health.test_ended(infrastructure_error=True)
+    health.test_ended(infrastructure_error=False)  # a verdict in between resets the count
+    health.test_ended(infrastructure_error=True)
+    assert not health.needs_check
+    health.test_ended(infrastructure_error=True)
+    assert health.needs_check
+    health.quarantine("HELLO timed out")
+    health.quarantine("a later reason")
+    assert not health.needs_check
+    with pytest.raises(DeviceQuarantined, match="'dev' is quarantined .*: HELLO timed out"):
+        health.ensure_usable()
+
+
+def test_deadline_bounds_waits_and_expires():
+    assert RunDeadline().remaining() is None
+    assert RunDeadline().bound(5) == 5
+    RunDeadline.starting_now(60).check()
+    assert RunDeadline.starting_now(60).bound(600) <= 60
+    expired = RunDeadline(time.time() - 1, 10)
+    with pytest.raises(RunTimeExpired, match="--run-timeout 10 s"):
+        expired.check()
+
+
+def test_infrastructure_errors_are_transport_and_farm_errors_and_groups_of_them():
+    lost, late = TransportLost("gone"), TransportTimeout("late")
+    assert infrastructure_error(lost) is lost
+    assert infrastructure_error(RunTimeExpired("up")) is not None
+    assert isinstance(RunTimeExpired("up"), InfrastructureError)
+    assert infrastructure_error(ExceptionGroup("flaky", [lost, late])) is lost
+    assert infrastructure_error(ExceptionGroup("mixed", [lost, ValueError()])) is None
+    assert infrastructure_error(AssertionError("wrong option")) is None
+
+
+# ---- labgrid ---------------------------------------------------------------------------------
+
+
+def _labgrid_profile(labgrid: object):
+    return parse_profile({"transport": {"kind": "local", "labgrid": labgrid}}, None, "board")
+
+
+def test_labgrid_place_commands_are_argv_lists():
+    profile = _labgrid_profile({"place": "board-7", "coordinator": "lab:20408"})
+    place = LabgridPlace.of(profile)
+    assert place == LabgridPlace("board-7", "lab:20408")
+    assert "labgrid" not in without_labgrid(profile).settings
+    reservation = LabgridReservation(place, "/opt/lg/labgrid-client")
+    base = ["/opt/lg/labgrid-client", "-x", "lab:20408"]
+    assert reservation.reserve_command() == [*base, "reserve", "--shell", "name=board-7"]
+    assert reservation.wait_command("T0K") == [*base, "wait", "T0K"]
+    assert reservation.acquire_command("T0K") == [*base, "-p", "+T0K", "acquire"]
+    assert reservation.release_command("T0K") == [*base, "-p", "+T0K", "release"]
+    assert reservation.cancel_command("T0K") == [*base, "cancel-reservation", "T0K"]
+    no_coordinator = LabgridReservation(LabgridPlace("p"), "lgc")
+    assert no_coordinator.reserve_command() == ["lgc", "reserve", "--shell", "name=p"]
+
+
+@pytest.mark.parametrize(
+    "labgrid, message",
+    [
+        ("board-7", "must be a mapping"),
+        ({"coordinator": "x"}, "place: required"),
+        ({"place": "p", "url": "x"}, "labgrid.url: unknown field"),
+    ],
+)
+def test_labgrid_settings_errors_name_the_field(labgrid, message):
+    with pytest.raises(ProfileError, match=message):
+        LabgridPlace.of(_labgrid_profile(labgrid))
+
+
+def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
+    profile = _labgrid_profile({"place": "board-7"})
+    with pytest.raises(LabgridNotInstalled, match="labgrid-client is not installed.*pip install"):
+        find_client(profile, search_path=str(tmp_path))
+
+
+# ---- artifacts -------------------------------------------------------------------------------
+
+
+def test_core_files_are_pulled_and_removed_from_the_device(tmp_path):
+    work = tmp_path / "device"
+    work.mkdir()
+    (work / "core").write_bytes(b"\x7fELF core")
+    (work / "core.4242").write_bytes(b"\x7fELF core 2")
+    (work / "corefile.txt").write_text("not a core", "utf-8")
+    (work / "agent").mkdir()
+    pulled = collect_core_files(LocalTransport(str(work)), str(work), tmp_path / "out", 10)
+    assert sorted(p.name for p in pulled) == ["core", "core.4242"]
+    assert (tmp_path / "out" / "core").read_bytes() == b"\x7fELF core"
+    assert sorted(p.name for p in work.iterdir()) == ["agent", "corefile.txt"]
+    assert collect_core_files(LocalTransport(str(work)), str(work), tmp_path / "out", 10) == []
+
+
+# ---- results, summaries, reports --------------------------------------------------------------
+
+
+def _wrong_value_verdict():
+    sent = OptionsMap.from_dict({"ProbeA": {"threads": 4, "mode": "fast"}})
+    report = Report(Action.SET, Outcome.OK, entries=(
+        ReportEntry("ProbeA", 0, calls=1, flags=ENTRY_FLAG_PROBE,
+                    options=(Option("threads", 5), Option("mode", "fast"))),
+    ))
+    verdict = check_set(sent, report)
+    assert not verdict.ok
+    return verdict
+
+
+def _results() -> list[CaseResult]:
+    bad = VerdictRecord.of(_wrong_value_verdict())
+    good = VerdictRecord("set", True, "set: ok, 1 backend as expected", (), (("ProbeA", True),))
+    facts = {"abi": "x86_64", "runtime": "executorch 1.5.1", "agent_version": "0.1.0"}
+    return [
+        CaseResult("suites/test_a.py::test_x[alpha-1]", "alpha", "passed", 0.1, 1.0,
+                   facts=facts, verdicts=(good,)),
+        CaseResult("suites/test_a.py::test_x[alpha-2]", "alpha", "failed", 0.1, 2.0,
+                   facts=facts, verdicts=(bad,), longrepr="DeliveryMismatch: <b>diff</b>"),
+        CaseResult("suites/test_a.py::test_x[beta-1]", "beta", "passed", 0.1, 1.0,
+                   verdicts=(good,), failed_tries=("TransportLost: gone",)),
+        CaseResult("suites/test_a.py::test_x[beta-2]", "beta", "infra", 0.0, 2.0,
+                   infra=InfraRecord("DeviceQuarantined", "device 'beta' is quarantined: x",
+                                     "setup")),
+        CaseResult("suites/test_b.py::test_plain", None, "passed", 0.0, 3.0),
+    ]
+
+
+def test_results_round_trip_and_a_cut_short_last_line_is_skipped(tmp_path):
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path)
+    for result in _results():
+        writer.write(result)
+    writer.close()
+    assert read_results(path) == _results()
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"nodeid": "suites/test_a.py::cut')
+    assert read_results(path) == _results()
+    lines = path.read_text("utf-8").splitlines()
+    path.write_text("\n".join([lines[0], "garbage", *lines[1:]]) + "\n", "utf-8")
+    with pytest.raises(ResultsFileError, match=r"results.jsonl:2: not a test result"):
+        read_results(path)
+
+
+def test_terminal_tables_count_outcomes_per_device_and_backend():
+    table = outcome_table(_results())
+    assert table[0].split() == ["device", "passed", "failed", "infra", "retried"]
+    assert table[1].split() == ["alpha", "1", "1", "0", "0"]
+    assert table[2].split() == ["beta", "1", "0", "1", "1"]
+    assert table[3].split() == ["(no", "device)", "1", "0", "0", "0"]
+    assert table[4].split() == ["total", "3", "1", "1", "1"]
+    assert quarantined_devices(_results()) == {"beta": "device 'beta' is quarantined: x"}
+    lost = CaseResult("t.py::test_y[beta-0]", "beta", "infra", 0.1, 0.5,
+                      infra=InfraRecord("TransportLost", "gone;\nstderr:\nboom", "call"))
+    assert infrastructure_lines([lost, *_results()]) == [
+        "INFRA t.py::test_y[beta-0] (call): TransportLost: gone; stderr: boom",
+        "INFRA 1 test(s) on beta not started: the device is quarantined",
+    ]
+    assert backend_table(_results(), "alpha") == [
+        "backend  checks  exact  wrong",
+        "ProbeA        2      1      1",
+        "2 verdicts, 1 exact, 1 with differences",
+    ]
+
+
+def test_html_report_has_the_matrix_links_and_the_rendered_diff(tmp_path):
+    page = render_report(_results(), "nightly")
+    assert page.startswith("<!DOCTYPE html>") and "nightly" in page
+    assert "<script" not in page and "http" not in page.replace("http-equiv", "")
+    assert '<th>alpha</th><th>beta</th><th>(no device)</th>' in page
+    # suite row, then the backend row; each cell links to its list of cases
+    assert '<a href="#s0d0">✓1 ✗1</a>' in page
+    assert '<a href="#s0d1">✓1 I1</a>' in page
+    assert '<td class="failed num"><a href="#s0b0d0">1/2</a>' in page
+    assert 'id="s0b0d0"' in page and 'href="#c1"' in page and 'id="c1"' in page
+    assert "ProbeA: option threads: sent int 4, received int 5" in page  # the differences
+    assert "[0] threads: int 4         [0] threads: int 5         &lt;- WRONG_VALUE" in page
+    assert "DeliveryMismatch: &lt;b&gt;diff&lt;/b&gt;" in page  # escaped
+    assert "device &#x27;beta&#x27; is quarantined: x" in page
+    write_report(tmp_path / "sub" / "report.html", _results(), tmp_path)
+    assert (tmp_path / "sub" / "report.html").read_text("utf-8").count('class="case"') == 5
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_html_report_renders_in_a_real_browser(tmp_path):
+    report = tmp_path / "report.html"
+    write_report(report, _results(), tmp_path)
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1200,900", report.as_uri()],
+                   capture_output=True, timeout=90, check=True)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1200, 900)
+    dom = subprocess.run([*flags, "--dump-dom", report.as_uri()],
+                         capture_output=True, timeout=90, check=True, text=True).stdout
+    assert 'id="s0b0d0"' in dom and "[0] threads: int 4 " in dom
+
+
+def test_junit_infrastructure_failures_become_typed_errors_with_device_properties(tmp_path):
+    path = tmp_path / "junit.xml"
+    path.write_text(
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" '
+        'failures="2" skipped="0" tests="2"><testcase classname="t" name="test_x[beta-1]">'
+        '<properties><property name="device" value="beta"/>'
+        '<property name="infrastructure_error" value="TransportLost: host: gone"/>'
+        '<property name="infrastructure_phase" value="call"/></properties>'
+        '<failure message="TransportLost: host: gone">trace</failure></testcase>'
+        '<testcase classname="t" name="test_x[alpha-1]"><failure message="assert">t</failure>'
+        "</testcase></testsuite></testsuites>",
+        "utf-8",
+    )
+    amend_junit(path, _results())
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "1")
+    infra, real = suite.findall("testcase")
+    assert infra.find("failure") is None
+    assert infra.find("error").attrib == {"message": "host: gone", "type": "TransportLost"}
+    assert real.find("failure") is not None
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["devices"] == "alpha,beta"
+    assert props["device.alpha.runtime"] == "executorch 1.5.1"
+
+
+def test_merge_combines_runs_into_one_results_file_and_report(tmp_path, capsys):
+    results = _results()
+    for run, chunk in (("run-alpha", results[:2]), ("run-beta", results[2:])):
+        writer = ResultsWriter(tmp_path / "downloads" / run / "results.jsonl")
+        for result in chunk:
+            writer.write(result)
+        writer.close()
+    out = tmp_path / "merged"
+    assert merge_main([str(out), str(tmp_path / "downloads")]) == 0
+    merged = read_results(out / "results.jsonl")
+    assert [r.nodeid for r in merged] == [r.nodeid for r in results]
+    assert {r.run for r in merged} == {"run-alpha", "run-beta"}
+    page = (out / "report.html").read_text("utf-8")
+    assert "<th>alpha</th><th>beta</th>" in page and "run-alpha" in page
+    printed = capsys.readouterr().out
+    assert "total" in printed and "quarantined: beta" in printed
+    assert merge_main([str(tmp_path / "empty-out"), str(tmp_path / "merged" / "nothing")]) == 2
+    (tmp_path / "none").mkdir()
+    assert merge_main([str(tmp_path / "empty-out"), str(tmp_path / "none")]) == 2
+
+
+def test_merge_runs_as_a_module(tmp_path):
+    writer = ResultsWriter(tmp_path / "in" / "results.jsonl")
+    writer.write(_results()[0])
+    writer.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.farm.merge", str(tmp_path / "out"), str(tmp_path / "in")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "results.jsonl").read_text("utf-8"))["device"] == "alpha"
+
+
+# ---- CI ----------------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_nightly_workflow_runs_every_device_and_merges_the_results():
+    workflow = yaml.safe_load((REPO / "ci" / "nightly.yml").read_text("utf-8"))
+    jobs = workflow["jobs"]
+    assert set(jobs) == {"emulated", "lab", "report"}
+    assert jobs["lab"]["runs-on"] == ["self-hosted", "et-farm", "${{ matrix.device }}"]
+    assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
+    steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
+    assert any("python -m harness.farm.merge merged all-results" in s for s in steps)
+    assert sum("upload-artifact" in str(s.get("uses")) for j in jobs.values()
+               for s in j["steps"]) == 3
+    script = REPO / "ci" / "run-emulated.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    assert "--device tag:emulated -n" in script.read_text("utf-8")

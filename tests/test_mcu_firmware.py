@@ -1,0 +1,334 @@
+"""The MCU agent firmware on a real emulated Cortex-M3 (QEMU mps2-an385), over the framed link.
+
+Each test boots a fresh QEMU (about 30 ms), so registrations never leak between
+tests. The firmware ends through semihosting with the status the test asks for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import wire
+from harness.emulators.qemu_mcu import QemuMcu, build_firmware, firmware_size
+from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
+from harness.options import Option, OptionsMap
+from harness.runtime_error import RuntimeErrorCode
+from harness.serial_link import MessageTooLarge, SerialLink
+from harness.transport.serial import SerialPortConfig, connect
+
+pytestmark = pytest.mark.skipif(
+    subprocess.run(["which", "qemu-system-arm", "arm-none-eabi-gcc"], capture_output=True).returncode != 0,
+    reason="needs qemu-system-arm and gcc-arm-none-eabi (Debian packages)",
+)
+
+PROBES = tuple(f"Probe{i}" for i in range(8))
+
+
+@pytest.fixture(scope="session")
+def firmware() -> Path:
+    return build_firmware()
+
+
+@pytest.fixture
+def mcu(firmware: Path) -> Iterator[QemuMcu]:
+    with QemuMcu(firmware) as running:
+        yield running
+
+
+@pytest.fixture
+def link(mcu: QemuMcu) -> Iterator[SerialLink]:
+    with connect(SerialPortConfig(url=mcu.url, wait_boot=True)) as opened:
+        yield opened
+        if mcu.poll() is None:
+            assert mcu.shutdown(opened, 0) == 0
+
+
+def ok(report: Report) -> Report:
+    assert report.outcome == Outcome.OK, report
+    return report
+
+
+def register(link: SerialLink, names: tuple[str, ...]) -> Report:
+    report = ok(link.request(Request.register(names)))
+    assert [(e.name, e.status) for e in report.entries] == [(n, 0) for n in names]
+    return report
+
+
+def fact(report: Report, key: str) -> object:
+    value = report.fact(key)
+    assert value is not None, f"no fact {key!r} in {report.facts}"
+    return value
+
+
+# --------------------------------------------------------------------------- build
+
+
+def test_firmware_builds_warning_free_without_allocator(firmware: Path) -> None:
+    symbols = subprocess.run(["arm-none-eabi-nm", str(firmware)], capture_output=True, text=True, check=True).stdout
+    names = {line.split()[-1] for line in symbols.splitlines() if line.strip()}
+    assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r"}
+    assert {"etb_decode_request", "etb_encode_report", "etb_crc32"} <= names  # the codec, compiled in
+    size = firmware_size(firmware)
+    assert size["text"] < 32 * 1024
+    assert size["data"] + size["bss"] < 60 * 1024  # + 4 KiB stack within the 64 KiB the linker allows
+
+
+# --------------------------------------------------------------------------- boot, hello, exit
+
+
+def test_boot_hello_announces_link_limits(link: SerialLink) -> None:
+    boot = link.boot_hello
+    assert boot is not None and boot.session == 0
+    hello = link.hello
+    assert hello.session != 0 and hello.link_version == 1 and hello.wire_version == 1
+    assert hello.max_message == 4096 and hello.max_frame == 135 and hello.window == 3
+    assert hello.rx_buffer == 1024
+    assert all(hello.serves(action) for action in Action if action != Action.NONE)
+    assert re.fullmatch(r"0\.1\.0\+[0-9a-f]{12}", hello.firmware_version)
+
+
+def test_hello_action_reports_device_facts(link: SerialLink) -> None:
+    register(link, ("Alpha", "Beta"))
+    report = ok(link.request(Request(Action.HELLO)))
+    assert fact(report, "abi") == "armv7m"
+    assert fact(report, "runtime") == "etb-mcu-registry (ExecuTorch stand-in)"
+    assert fact(report, "wire_version") == 1
+    assert fact(report, "max_message") == link.hello.max_message
+    assert fact(report, "registry_capacity") == 16
+    assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello"
+    assert fact(report, "agent_version") == link.hello.firmware_version
+    assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
+        ("Alpha", 0, ENTRY_FLAG_PROBE, ()),
+        ("Beta", 0, ENTRY_FLAG_PROBE, ()),
+    ]
+
+
+def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: QemuMcu) -> None:
+    link = connect(SerialPortConfig(url=mcu.url))
+    try:
+        assert mcu.shutdown(link, 42) == 42
+    finally:
+        link.close()
+
+
+def test_idle_firmware_sleeps(mcu: QemuMcu, link: SerialLink, record_property) -> None:
+    ok(link.request(Request(Action.HELLO)))
+    before, start = mcu.cpu_seconds(), time.monotonic()
+    time.sleep(2.0)  # measuring idle CPU needs an idle interval
+    used = mcu.cpu_seconds() - before
+    share = used / (time.monotonic() - start)
+    record_property("qemu_idle_cpu_share", share)
+    assert share < 0.03, f"QEMU used {share:.1%} of a core while the firmware was idle"
+    ok(link.request(Request(Action.HELLO)))
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@pytest.mark.parametrize("count", range(1, 9))
+def test_load_hands_each_backend_exactly_its_own_options(link: SerialLink, count: int) -> None:
+    register(link, PROBES)
+    names = PROBES[:count]
+    bystander = {PROBES[count]: {"never": True}} if count < len(PROBES) else {}  # registered, no delegate
+    options = OptionsMap.from_dict(
+        {
+            name: [("index", i), ("name", name), ("even", i % 2 == 0), ("pad", "x" * (20 * i))]
+            for i, name in enumerate(names)
+        }
+        | bystander
+    )
+    report = ok(link.request(Request.load("", names, options)))
+    assert {f.key for f in report.facts} == {"load_us", "execute_us"}
+    assert [e.name for e in report.entries] == list(names)
+    for entry in report.entries:
+        expected = options.for_backend(entry.name)
+        assert expected is not None
+        assert entry.options == expected.options
+        assert (entry.status, entry.calls, entry.executes, entry.flags) == (0, 1, 1, ENTRY_FLAG_PROBE)
+
+
+def test_load_without_entry_gives_empty_specs_and_repeated_delegates_init_twice(link: SerialLink) -> None:
+    register(link, ("A", "B"))
+    options = OptionsMap.from_dict({"A": {"k": 1}})
+    report = ok(link.request(Request.load("", ("A", "B", "A"), options)))
+    assert [(e.name, e.calls, e.executes, e.options) for e in report.entries] == [
+        ("A", 2, 2, (Option("k", 1),)),
+        ("B", 1, 1, ()),
+    ]
+
+
+def test_load_of_unregistered_delegate_is_not_found(link: SerialLink) -> None:
+    register(link, ("A",))
+    report = link.request(Request.load("", ("A", "Ghost"), OptionsMap.from_dict({"A": {"k": 1}})))
+    assert report.outcome == Outcome.RUNTIME_ERROR
+    assert report.detail == RuntimeErrorCode.NotFound
+    assert "Ghost" in report.message
+    assert [(e.name, e.calls, e.executes) for e in report.entries] == [("A", 1, 0)]
+    failed = link.request(Request(Action.EXECUTE))
+    assert (failed.outcome, failed.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState)
+
+
+def test_execute_runs_the_loaded_method_again(link: SerialLink) -> None:
+    register(link, ("A", "B"))
+    ok(link.request(Request.load("", ("B", "A"), OptionsMap.from_dict({"A": {"k": 1}}))))
+    report = ok(link.request(Request(Action.EXECUTE)))
+    assert [(e.name, e.calls, e.executes, e.options) for e in report.entries] == [
+        ("B", 0, 1, ()),
+        ("A", 0, 1, ()),
+    ]
+    assert isinstance(report.fact("execute_us"), int)
+
+
+def test_set_then_get_round_trips_and_unknown_names_are_not_found(link: SerialLink) -> None:
+    register(link, ("A", "B"))
+    settings = OptionsMap.from_dict({"A": {"threads": 4, "mode": "perf"}, "Nobody": {"x": 1}, "B": {"on": True}})
+    report = ok(link.request(Request(Action.SET, settings)))
+    assert [(e.name, e.status, e.calls, e.flags, e.options) for e in report.entries] == [
+        ("A", 0, 1, ENTRY_FLAG_PROBE, (Option("threads", 4), Option("mode", "perf"))),
+        ("Nobody", RuntimeErrorCode.NotFound, 0, 0, ()),
+        ("B", 0, 1, ENTRY_FLAG_PROBE, (Option("on", True),)),
+    ]
+    wanted = OptionsMap.from_dict(
+        {"A": {"threads": 0, "mode": "", "unset": 7}, "B": {"on": False}, "Nobody": {"x": 0}}
+    )
+    got = ok(link.request(Request(Action.GET, wanted)))
+    assert [(e.name, e.status, e.options) for e in got.entries] == [
+        ("A", 0, (Option("threads", 4), Option("mode", "perf"), Option("unset", 7))),
+        ("B", 0, (Option("on", True),)),
+        ("Nobody", RuntimeErrorCode.NotFound, (Option("x", 0),)),
+    ]
+
+
+def test_reset_forgets_program_and_settings_but_not_registrations(link: SerialLink) -> None:
+    register(link, ("A",))
+    ok(link.request(Request(Action.SET, OptionsMap.from_dict({"A": {"k": 5}}))))
+    ok(link.request(Request.load("", ("A",), OptionsMap())))
+    assert ok(link.request(Request(Action.RESET))).entries == ()
+    got = ok(link.request(Request(Action.GET, OptionsMap.from_dict({"A": {"k": 0}}))))
+    assert got.entries[0].options == (Option("k", 0),)
+    assert link.request(Request(Action.EXECUTE)).detail == RuntimeErrorCode.InvalidState
+    assert [e.name for e in ok(link.request(Request(Action.HELLO))).entries] == ["A"]
+
+
+def test_registry_rejects_duplicates_and_is_full_at_sixteen(link: SerialLink) -> None:
+    names = tuple(f"R{i:02d}" for i in range(16))
+    register(link, names[:10])
+    report = ok(link.request(Request.register(("R03", *names[10:], "Extra"))))
+    assert [(e.name, e.status) for e in report.entries] == [
+        ("R03", RuntimeErrorCode.InvalidArgument),
+        *[(n, 0) for n in names[10:]],
+        ("Extra", RuntimeErrorCode.Internal),
+    ]
+    assert [e.name for e in ok(link.request(Request(Action.HELLO))).entries] == list(names)
+    unknown = ok(link.request(Request(Action.SET, OptionsMap.from_dict({"Extra": {"k": 1}}))))
+    assert unknown.entries[0].status == RuntimeErrorCode.NotFound
+
+
+# --------------------------------------------------------------------------- malformed requests
+
+
+def _tamper(link: SerialLink, offset: int, value: int) -> bytes:
+    good = wire.encode_request(dataclasses.replace(Request(Action.HELLO), seq=link.next_seq()))
+    frame = bytearray(good)
+    frame[offset] = value
+    return wire.seal(bytes(frame[:-4])) if offset < len(frame) - 4 else bytes(frame)
+
+
+def _malformed(link: SerialLink) -> list[tuple[str, bytes]]:
+    load = Request.load("", ("A",), OptionsMap.from_dict({"A": {"key": 1}}))
+    good_load = wire.encode_request(dataclasses.replace(load, seq=link.next_seq()))
+    key_offset = good_load.index(b"key")
+    bad_tag = bytearray(good_load[:-4])
+    bad_tag[key_offset + 3] = 9
+    nine_delegates = Request(
+        Action.LOAD, OptionsMap.unchecked(()), "", tuple(f"D{i}" for i in range(9)), link.next_seq()
+    )
+    return [
+        ("bad magic", _tamper(link, 0, ord("X"))),
+        ("version 2", _tamper(link, 4, 2)),
+        ("report type", _tamper(link, 5, 2)),
+        ("crc", _tamper(link, 22, 0xFF)),
+        ("unknown action", _tamper(link, 16, 0x42)),
+        ("truncated", good_load[:10]),
+        ("trailing", good_load + b"\x01"),
+        ("bad tag", wire.seal(bytes(bad_tag))),
+        ("nine delegates", wire.encode_request(nine_delegates)),
+    ]
+
+
+def test_malformed_requests_are_rejected_and_the_firmware_keeps_serving(link: SerialLink) -> None:
+    for name, frame in _malformed(link):
+        try:
+            wire.decode_request(frame)
+        except wire.WireError as exc:
+            expected = exc.code
+        else:
+            pytest.fail(f"{name}: the Python decoder accepted the frame")
+        report = link.send_raw(frame)
+        assert (report.action, report.outcome, report.detail) == (Action.NONE, Outcome.REJECTED, expected), name
+        assert expected.name in report.message
+        ok(link.request(Request(Action.HELLO)))
+
+
+def test_too_large_message_is_refused_before_sending(link: SerialLink) -> None:
+    huge = OptionsMap.from_dict({"A": {f"k{i}": "v" * 255 for i in range(20)}})
+    with pytest.raises(MessageTooLarge, match="max_message"):
+        link.request(Request(Action.SET, huge))
+    ok(link.request(Request(Action.HELLO)))
+
+
+def test_resent_request_is_answered_from_cache_not_executed_twice(link: SerialLink) -> None:
+    registration = dataclasses.replace(Request.register(("Once",)), seq=link.next_seq())
+    frame = wire.encode_request(registration)
+    first = link.send_raw(frame)
+    again = link.send_raw(frame)  # the same bytes and seq: a retransmission
+    assert first == again and first.entries[0].status == 0
+    hello = ok(link.request(Request(Action.HELLO)))
+    assert [e.name for e in hello.entries] == ["Once"]
+    assert fact(hello, "link_replays") == 1
+    fresh = link.request(Request.register(("Once",)))  # a new request: executed
+    assert fresh.entries[0].status == RuntimeErrorCode.InvalidArgument
+
+
+def test_multi_frame_requests_and_reports(link: SerialLink) -> None:
+    names = tuple(f"Big{i}" for i in range(4))
+    register(link, names)
+    options = OptionsMap.from_dict({n: {f"key{k}": "s" * 60 for k in range(12)} for n in names})
+    request = Request(Action.SET, options)
+    assert len(wire.encode_request(request)) > 8 * link.hello.max_frame
+    report = ok(link.request(request))
+    assert [e.options for e in report.entries] == [b.options for b in options.backends]
+    assert fact(ok(link.request(Request(Action.HELLO))), "rx_overruns") == 0
+
+
+# --------------------------------------------------------------------------- a device-path port
+
+
+def test_link_over_a_pty_device_path(firmware: Path) -> None:
+    """QEMU's UART on a pseudo-terminal: the port is opened as a device path, like a real board."""
+    qemu = QemuMcu(firmware)
+    argv = qemu.argv(0)
+    argv[argv.index("-serial") + 1] = "pty"
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        match = re.search(r"(/dev/pts/\d+)", line)
+        assert match, line
+        with connect(SerialPortConfig(url=match.group(1), baudrate=115200)) as link:
+            assert ok(link.request(Request(Action.HELLO))).fact("abi") == "armv7m"
+            link.exit_device(5)
+            assert process.wait(5) == 5
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        assert process.stderr is not None
+        process.stderr.close()
