@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# The project's tests, then the device suites on every emulated device.
+# The project's tests, then the device suites on every emulated device at once
+# (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in parallel, with reports).
 # Run after ci/setup.sh. Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTEST=(.venv/bin/python -m pytest -p no:cacheprovider)
 
 echo "== project tests (tests/)"
-"${PYTEST[@]}" tests -q
-echo "== device suites on host"
-"${PYTEST[@]}" suites -q --device host
-echo "== device suites on ssh-emu (OpenSSH in a netns, arm64 runtime under qemu-user)"
-"${PYTEST[@]}" suites -q --device ssh-emu
-echo "== device suites on adb-emu (real adb client, arm64 runtime under qemu-user)"
-"${PYTEST[@]}" suites -q --device adb-emu
+.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2
+echo "== device suites on every emulated device (suites/)"
+bash ci/run-emulated.sh results/ci
