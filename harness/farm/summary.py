@@ -22,7 +22,8 @@ _NOT_STARTED = {
     _QUARANTINED: "the device is quarantined",
     "RunTimeExpired": "the run's time was up",
 }
-_SHOWN_BACKENDS = 25
+_SHOWN_BACKENDS = 12
+_NAME_WIDTH = 32
 
 
 def devices_in_order(results: Iterable[CaseResult]) -> list[str]:
@@ -80,22 +81,30 @@ def backend_counts(results: Iterable[CaseResult]) -> dict[str, dict[str, collect
     return counts
 
 
+def _clip(name: str) -> str:
+    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+
+
 def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
     """The per-backend delivery table of ``device`` (the busiest backends first)."""
     per_backend = backend_counts(results).get(device, {})
     verdicts = [v for r in results if (r.device or NO_DEVICE) == device for v in r.verdicts]
     if not verdicts:
         return []
-    rows = sorted(per_backend.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+    # Wrong deliveries first, then the busiest backends.
+    rows = sorted(
+        per_backend.items(), key=lambda item: (-item[1]["wrong"], -sum(item[1].values()), item[0])
+    )
     shown = rows[:_SHOWN_BACKENDS]
-    width = max([len("backend"), *(len(name) for name, _ in shown)])
+    names = [_clip(name) for name, _ in shown]
+    width = max([len("backend"), *(len(name) for name in names)])
     lines = [f"{'backend':<{width}}  checks  exact  wrong"]
-    for name, c in shown:
+    for name, (_, c) in zip(names, shown):
         lines.append(f"{name:<{width}}  {c['ok'] + c['wrong']:>6}  {c['ok']:>5}  {c['wrong']:>5}")
     if len(rows) > len(shown):
         rest = rows[len(shown):]
         lines.append(
-            f"... and {len(rest)} more backends (generated names): "
+            f"... and {len(rest)} more backends: "
             f"{sum(sum(c.values()) for _, c in rest)} checks, "
             f"{sum(c['wrong'] for _, c in rest)} wrong"
         )
