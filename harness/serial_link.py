@@ -172,6 +172,7 @@ class LinkStats:
     resyncs: int = 0
     request_retries: int = 0
     stale_reports: int = 0
+    max_in_flight: int = 0  # most DATA frames ever unacknowledged at once
 
 
 class SerialPortLike(Protocol):
@@ -357,6 +358,7 @@ class SerialLink:
                 sent_at[sent] = time.monotonic()
                 self._write(Frame(FrameKind.DATA, seq0 + sent, flags, segments[sent]).encode())
                 sent += 1
+                self._stats["max_in_flight"] = max(self._stats["max_in_flight"], sent - base)
             self._wait(
                 min(self._rto, deadline - time.monotonic()),
                 lambda: bool(self._acks) or self._rx_progress != answered_at,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import select
 import subprocess
 import time
 from collections.abc import Iterator
@@ -313,15 +314,15 @@ def test_multi_frame_requests_and_reports(link: SerialLink) -> None:
 
 def test_link_over_a_pty_device_path(firmware: Path) -> None:
     """QEMU's UART on a pseudo-terminal: the port is opened as a device path, like a real board."""
-    qemu = QemuMcu(firmware)
-    argv = qemu.argv(0)
+    argv = QemuMcu(firmware).argv(0)
     argv[argv.index("-serial") + 1] = "pty"
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 10.0)
+        line = process.stdout.readline().decode() if ready else ""
         match = re.search(r"(/dev/pts/\d+)", line)
-        assert match, line
+        assert match, f"QEMU did not name its pty within 10 s: {line!r}"
         with connect(SerialPortConfig(url=match.group(1), baudrate=115200)) as link:
             assert ok(link.request(Request(Action.HELLO))).fact("abi") == "armv7m"
             link.exit_device(5)
@@ -330,5 +331,5 @@ def test_link_over_a_pty_device_path(firmware: Path) -> None:
         if process.poll() is None:
             process.kill()
         process.wait()
-        assert process.stderr is not None
-        process.stderr.close()
+        assert process.stdout is not None
+        process.stdout.close()

@@ -27,29 +27,6 @@ class AgentLink(Protocol):
 
     def request(self, request: Request) -> Report: ...
 
-    def pipeline(self, requests: Sequence[Request], window: int = 8) -> list[Report]:
-        """Send ``requests`` keeping up to ``window`` in flight; reports in request order.
-
-        The agent serves requests strictly in order, so several may travel at once:
-        on a link with latency this hides the round trip.
-        """
-        numbered = [dataclasses.replace(r, seq=self.next_seq()) for r in requests]
-        reports: list[Report] = []
-        sent = 0
-        while len(reports) < len(numbered):
-            while sent < len(numbered) and sent - len(reports) < window:
-                self._stream.write(wire.encode_request(numbered[sent]))
-                sent += 1
-            report = self._read_report()
-            expected = numbered[len(reports)].seq
-            if report.seq != expected:
-                raise AgentProtocolError(
-                    f"{self._name}: expected the report for request #{expected}, "
-                    f"got one for #{report.seq}"
-                )
-            reports.append(report)
-        return reports
-
     def send_raw(self, frame: bytes, seq: int) -> Report: ...
 
     def close(self) -> None: ...
@@ -90,14 +67,7 @@ class AgentSession:
             while sent < len(numbered) and sent - len(reports) < window:
                 self._stream.write(wire.encode_request(numbered[sent]))
                 sent += 1
-            report = self._read_report()
-            expected = numbered[len(reports)].seq
-            if report.seq != expected:
-                raise AgentProtocolError(
-                    f"{self._name}: expected the report for request #{expected}, "
-                    f"got one for #{report.seq}"
-                )
-            reports.append(report)
+            reports.append(self._read_report(numbered[len(reports)].seq))
         return reports
 
     def send_raw(self, frame: bytes, seq: int) -> Report:
@@ -106,24 +76,25 @@ class AgentSession:
         ``seq`` is the sequence number the report must echo.
         """
         self._stream.write(frame)
-        report = self._read_report()
-        if report.seq != seq:
-            raise AgentProtocolError(
-                f"{self._name}: expected the report for request #{seq}, got one for #{report.seq}"
-            )
-        return report
+        return self._read_report(seq)
 
-    def _read_report(self) -> Report:
+    def _read_report(self, seq: int) -> Report:
+        """The next report, which must answer request ``seq``."""
         head = self._stream.read_exact(wire.HEADER_SIZE, self._timeout)
         try:
             header = wire.peek_header(head)
             body = self._stream.read_exact(header.length - wire.HEADER_SIZE, self._timeout)
-            return wire.decode_report(head + body)
+            report = wire.decode_report(head + body)
         except wire.WireError as exc:
             raise AgentProtocolError(
                 f"{self._name}: unreadable report ({exc}); agent stderr:\n"
                 f"{self._stream.stderr_tail()}"
             ) from None
+        if report.seq != seq:
+            raise AgentProtocolError(
+                f"{self._name}: expected the report for request #{seq}, got one for #{report.seq}"
+            )
+        return report
 
     def close(self) -> None:
         self._stream.close()
