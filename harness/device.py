@@ -20,13 +20,17 @@ from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentLink, AgentSession
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
+from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
 from harness.sdk import cache_root
+from harness.serial_link import SerialLink
 from harness.transport.adb import AdbTransport
 from harness.transport.base import Transport, TransportError
 from harness.transport.local import LocalTransport
+from harness.transport.serial import ResetLine, SerialConfigError, SerialPortConfig
+from harness.transport.serial import connect as connect_serial
 from harness.transport.ssh import SshProfile, SshTransport
 
 # Device ABI (as the device reports it) -> agent build that runs there natively.
@@ -52,12 +56,14 @@ def _sha256(path: Path) -> str:
 class Device:
     """One device: its profile, its transport and the files the harness put there."""
 
-    def __init__(self, profile: DeviceProfile, transport: Transport,
+    def __init__(self, profile: DeviceProfile, transport: Transport | None,
                  resources: contextlib.ExitStack | None = None,
-                 emulator: Emulator | None = None) -> None:
+                 emulator: Emulator | None = None,
+                 board: SerialBoard | None = None) -> None:
         self.profile = profile
-        self.transport = transport
+        self.transport = transport  # None for a board reached only through its serial agent
         self.emulator = emulator  # the emulated device the harness started, if any
+        self._board = board
         self._resources = resources
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
         self._agent_path: str | None = None
@@ -69,7 +75,15 @@ class Device:
 
     @property
     def work_dir(self) -> str:
-        return self.transport.facts().work_dir
+        return self._files().facts().work_dir
+
+    def _files(self) -> Transport:
+        if self.transport is None:
+            raise DeviceSetupError(
+                f"{self.name}: a serial board has no file system or processes for the harness "
+                "to use; its firmware is the agent"
+            )
+        return self.transport
 
     # ---- files ---------------------------------------------------------------------
 
@@ -78,15 +92,15 @@ class Device:
         digest = _sha256(local)
         if self._pushed.get(remote) == digest:
             return
-        if self.transport.sha256(remote) != digest:
-            self.transport.push(local, remote)
+        if self._files().sha256(remote) != digest:
+            self._files().push(local, remote)
         self._pushed[remote] = digest
 
     # ---- the agent -----------------------------------------------------------------
 
     def agent_build(self) -> AgentBuild:
         """The agent build this device runs (profile ``abi`` or the device's own)."""
-        abi = self.profile.abi or self.transport.facts().abi
+        abi = self.profile.abi or self._files().facts().abi
         build = _AGENT_BUILD_FOR_ABI.get(abi)
         if build is None:
             where = self.profile.where("abi")
@@ -112,13 +126,21 @@ class Device:
         return self._agent_path
 
     def start_link(self) -> AgentLink:
-        """Start a fresh agent process in session mode and return its link."""
+        """Start a fresh agent (a new process, or a reset board) and return its link."""
+        if self._board is not None:
+            return self._board.fresh_link()
         argv = [*self.profile.agent.wrapper, self.deploy_agent()]
-        stream = self.transport.open_stream(argv, env=dict(self.profile.agent.env) or None)
+        stream = self._files().open_stream(argv, env=dict(self.profile.agent.env) or None)
         return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
-        """Device path of a probe program calling ``delegates``, pushed if needed."""
+        """Device path of a probe program calling ``delegates``, pushed if needed.
+
+        A serial board has no file system: its LOAD takes the request's delegate
+        list as the program, so the path is empty.
+        """
+        if self._board is not None:
+            return ""
         remote = self._programs.get(delegates)
         if remote is None:
             local = probe_program(delegates)
@@ -130,21 +152,63 @@ class Device:
     def close(self) -> None:
         """Release the transport and stop the emulator, if the harness started one."""
         try:
-            self.transport.close()
+            if self.transport is not None:
+                self.transport.close()
         finally:
             if self._resources is not None:
                 resources, self._resources = self._resources, None
                 resources.close()
 
 
+class SerialBoard:
+    """A board whose firmware is the agent, on a serial port.
+
+    A fresh agent means a fresh registry, so every link after the first resets the
+    board: an emulated board is restarted; a real one is reset through DTR or RTS
+    when its profile wires one (``transport.reset``), else it keeps its state.
+    """
+
+    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None) -> None:
+        self._profile = profile
+        self._qemu = qemu
+        self._links = 0
+        where = profile.where("transport")
+        settings = {"url": qemu.url} if qemu is not None else profile.settings
+        try:
+            self._config = SerialPortConfig.from_settings(settings, where)
+        except SerialConfigError as exc:
+            raise ProfileError(str(exc)) from None
+
+    def fresh_link(self) -> SerialLink:
+        if self._qemu is not None:
+            if self._links:
+                self._qemu.stop()
+                self._qemu.start()
+            self._links += 1
+            return self._qemu.connect()
+        config = self._config
+        if self._links and config.reset is ResetLine.NONE:
+            config = dataclasses.replace(config, wait_boot=False)
+        self._links += 1
+        return connect_serial(config, name=self._profile.name)
+
+
 def open_device(profile: DeviceProfile) -> Device:
     """Bring up the device ``profile`` describes (starting its emulator, if any)."""
     with contextlib.ExitStack() as stack:
+        if profile.transport == "serial":
+            qemu = None
+            if profile.emulator == "qemu-mcu":
+                qemu = stack.enter_context(QemuMcu(build_firmware()))
+            elif profile.emulator is not None:
+                raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
+                                   f"is qemu-mcu; got {profile.emulator!r}")
+            board = SerialBoard(profile, qemu)
+            return Device(profile, None, stack.pop_all(), qemu, board)
         emulator = None
         if profile.emulator is not None:
             profile, emulator = _start_emulator(profile, stack)
-        device = Device(profile, _transport(profile), stack.pop_all(), emulator)
-    return device
+        return Device(profile, _transport(profile), stack.pop_all(), emulator)
 
 
 def _transport(profile: DeviceProfile) -> Transport:

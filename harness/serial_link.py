@@ -198,10 +198,13 @@ class SerialLink:
     """Requests and reports over a framed serial link to one device.
 
     Build it with :meth:`open`, which waits for the device's HELLO and adapts the
-    frame size and window to what the device announces.
+    frame size and window to what the device announces. One request at a time: a
+    link is not thread-safe.
     """
 
-    def __init__(self, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"):
+    def __init__(
+        self, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"
+    ):
         self._port = port
         self._config = config
         self._name = name
@@ -232,7 +235,9 @@ class SerialLink:
     # ------------------------------------------------------------------ public API
 
     @classmethod
-    def open(cls, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu") -> SerialLink:
+    def open(
+        cls, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"
+    ) -> SerialLink:
         """A link on ``port`` after the HELLO handshake; closes the port if it fails."""
         link = cls(port, config, name=name)
         try:
@@ -307,8 +312,9 @@ class SerialLink:
         self._check_open()
         if len(message) > self.hello.max_message:
             raise MessageTooLarge(
-                f"{self._name}: the {what} #{seq} is {len(message)} bytes; the device accepts "
-                f"at most {self.hello.max_message} (max_message in its HELLO): make the request smaller"
+                f"{self._name}: the {what} #{seq} is {len(message)} bytes; the device "
+                f"accepts at most {self.hello.max_message} (max_message in its HELLO): "
+                "make the request smaller"
             )
         deadline = time.monotonic() + self._config.request_timeout
         problems = []
@@ -317,7 +323,14 @@ class SerialLink:
                 break
             if attempt > 1:
                 self._count("request_retries")
-                log.info("%s: resending %s #%d (attempt %d): %s", self._name, what, seq, attempt, problems[-1])
+                log.info(
+                    "%s: resending %s #%d (attempt %d): %s",
+                    self._name,
+                    what,
+                    seq,
+                    attempt,
+                    problems[-1],
+                )
             try:
                 if self._needs_resync:
                     self._resync(TransportTimeout)
@@ -368,7 +381,9 @@ class SerialLink:
             if not self._acks:
                 stalls += 1
                 if stalls > self._config.max_retries or time.monotonic() >= deadline:
-                    raise _NoProgress(f"frame {base + 1} of {count} not acknowledged after {stalls} resends")
+                    raise _NoProgress(
+                        f"frame {base + 1} of {count} not acknowledged after {stalls} resends"
+                    )
                 self._back_off()
                 self._count("resent_frames", sent - base)
                 sent = base
@@ -414,7 +429,12 @@ class SerialLink:
                 if report.seq == seq:
                     return report
                 self._count("stale_reports")
-                log.warning("%s: dropped a report for #%d while waiting for #%d", self._name, report.seq, seq)
+                log.warning(
+                    "%s: dropped a report for #%d while waiting for #%d",
+                    self._name,
+                    report.seq,
+                    seq,
+                )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _NoProgress(f"report for #{seq} not complete in time")
@@ -589,14 +609,18 @@ class SerialLink:
             return data + self._port.read(waiting) if waiting else data
         except (serial.SerialException, OSError, ValueError) as exc:
             self.close()
-            raise TransportLost(f"{self._name}: the serial connection failed while reading: {exc}") from None
+            raise TransportLost(
+                f"{self._name}: the serial connection failed while reading: {exc}"
+            ) from None
 
     def _write(self, data: bytes) -> None:
         try:
             self._port.write(data)
         except (serial.SerialException, OSError, ValueError) as exc:
             self.close()
-            raise TransportLost(f"{self._name}: the serial connection failed while writing: {exc}") from None
+            raise TransportLost(
+                f"{self._name}: the serial connection failed while writing: {exc}"
+            ) from None
         self._count("frames_sent")
 
     def _check_open(self) -> None:

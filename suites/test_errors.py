@@ -119,8 +119,10 @@ def test_registering_a_name_twice_gives_invalid_argument(et):
 def test_full_registry_gives_internal(et):
     et.restart()
     room = et.capacity - len(et.registered)
-    names = [f"Filler{i}" for i in range(room + 1)]
-    report = et.register(names)
-    statuses = [e.status for e in report.entries]
-    assert statuses == [RuntimeErrorCode.Ok] * room + [RuntimeErrorCode.Internal]
+    filled = et.register([f"Filler{i}" for i in range(room)])
+    assert [e.status for e in filled.entries] == [RuntimeErrorCode.Ok] * room
+    overflow = et.register(["OneTooMany"])
+    assert [(e.name, e.status) for e in overflow.entries] == [
+        ("OneTooMany", RuntimeErrorCode.Internal)
+    ]
     et.restart()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import re
 import select
+import socket
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,13 +23,17 @@ from harness.emulators.qemu_mcu import QemuMcu, build_firmware, firmware_size
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
-from harness.serial_link import MessageTooLarge, SerialLink
-from harness.transport.serial import SerialPortConfig, connect
-
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["which", "qemu-system-arm", "arm-none-eabi-gcc"], capture_output=True).returncode != 0,
-    reason="needs qemu-system-arm and gcc-arm-none-eabi (Debian packages)",
+from harness.serial_link import (
+    FLAG_END,
+    FLAG_START,
+    DeviceHello,
+    Frame,
+    FrameKind,
+    MessageTooLarge,
+    SerialLink,
+    decode_frame,
 )
+from harness.transport.serial import SerialPortConfig, connect
 
 PROBES = tuple(f"Probe{i}" for i in range(8))
 
@@ -45,7 +51,7 @@ def mcu(firmware: Path) -> Iterator[QemuMcu]:
 
 @pytest.fixture
 def link(mcu: QemuMcu) -> Iterator[SerialLink]:
-    with connect(SerialPortConfig(url=mcu.url, wait_boot=True)) as opened:
+    with mcu.connect() as opened:
         yield opened
         if mcu.poll() is None:
             assert mcu.shutdown(opened, 0) == 0
@@ -72,13 +78,21 @@ def fact(report: Report, key: str) -> object:
 
 
 def test_firmware_builds_warning_free_without_allocator(firmware: Path) -> None:
-    symbols = subprocess.run(["arm-none-eabi-nm", str(firmware)], capture_output=True, text=True, check=True).stdout
+    symbols = subprocess.run(
+        ["arm-none-eabi-nm", str(firmware)], capture_output=True, text=True, check=True
+    ).stdout
     names = {line.split()[-1] for line in symbols.splitlines() if line.strip()}
     assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r"}
-    assert {"etb_decode_request", "etb_encode_report", "etb_crc32"} <= names  # the codec, compiled in
+    assert {
+        "etb_decode_request",
+        "etb_encode_report",
+        "etb_crc32",
+    } <= names  # the codec, compiled in
     size = firmware_size(firmware)
     assert size["text"] < 32 * 1024
-    assert size["data"] + size["bss"] < 60 * 1024  # + 4 KiB stack within the 64 KiB the linker allows
+    assert (
+        size["data"] + size["bss"] < 60 * 1024
+    )  # + 4 KiB stack within the 64 KiB the linker allows
 
 
 # --------------------------------------------------------------------------- boot, hello, exit
@@ -137,7 +151,9 @@ def test_idle_firmware_sleeps(mcu: QemuMcu, link: SerialLink, record_property) -
 def test_load_hands_each_backend_exactly_its_own_options(link: SerialLink, count: int) -> None:
     register(link, PROBES)
     names = PROBES[:count]
-    bystander = {PROBES[count]: {"never": True}} if count < len(PROBES) else {}  # registered, no delegate
+    bystander = (
+        {PROBES[count]: {"never": True}} if count < len(PROBES) else {}
+    )  # registered, no delegate
     options = OptionsMap.from_dict(
         {
             name: [("index", i), ("name", name), ("even", i % 2 == 0), ("pad", "x" * (20 * i))]
@@ -152,10 +168,17 @@ def test_load_hands_each_backend_exactly_its_own_options(link: SerialLink, count
         expected = options.for_backend(entry.name)
         assert expected is not None
         assert entry.options == expected.options
-        assert (entry.status, entry.calls, entry.executes, entry.flags) == (0, 1, 1, ENTRY_FLAG_PROBE)
+        assert (entry.status, entry.calls, entry.executes, entry.flags) == (
+            0,
+            1,
+            1,
+            ENTRY_FLAG_PROBE,
+        )
 
 
-def test_load_without_entry_gives_empty_specs_and_repeated_delegates_init_twice(link: SerialLink) -> None:
+def test_load_without_entry_gives_empty_specs_and_repeated_delegates_init_twice(
+    link: SerialLink,
+) -> None:
     register(link, ("A", "B"))
     options = OptionsMap.from_dict({"A": {"k": 1}})
     report = ok(link.request(Request.load("", ("A", "B", "A"), options)))
@@ -189,7 +212,9 @@ def test_execute_runs_the_loaded_method_again(link: SerialLink) -> None:
 
 def test_set_then_get_round_trips_and_unknown_names_are_not_found(link: SerialLink) -> None:
     register(link, ("A", "B"))
-    settings = OptionsMap.from_dict({"A": {"threads": 4, "mode": "perf"}, "Nobody": {"x": 1}, "B": {"on": True}})
+    settings = OptionsMap.from_dict(
+        {"A": {"threads": 4, "mode": "perf"}, "Nobody": {"x": 1}, "B": {"on": True}}
+    )
     report = ok(link.request(Request(Action.SET, settings)))
     assert [(e.name, e.status, e.calls, e.flags, e.options) for e in report.entries] == [
         ("A", 0, 1, ENTRY_FLAG_PROBE, (Option("threads", 4), Option("mode", "perf"))),
@@ -273,7 +298,11 @@ def test_malformed_requests_are_rejected_and_the_firmware_keeps_serving(link: Se
         else:
             pytest.fail(f"{name}: the Python decoder accepted the frame")
         report = link.send_raw(frame)
-        assert (report.action, report.outcome, report.detail) == (Action.NONE, Outcome.REJECTED, expected), name
+        assert (report.action, report.outcome, report.detail) == (
+            Action.NONE,
+            Outcome.REJECTED,
+            expected,
+        ), name
         assert expected.name in report.message
         ok(link.request(Request(Action.HELLO)))
 
@@ -316,7 +345,9 @@ def test_link_over_a_pty_device_path(firmware: Path) -> None:
     """QEMU's UART on a pseudo-terminal: the port is opened as a device path, like a real board."""
     argv = QemuMcu(firmware).argv(0)
     argv[argv.index("-serial") + 1] = "pty"
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     try:
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], 10.0)
@@ -333,3 +364,95 @@ def test_link_over_a_pty_device_path(firmware: Path) -> None:
         process.wait()
         assert process.stdout is not None
         process.stdout.close()
+
+
+# ----------------------------------------------------------------- the link, frame by frame
+
+
+class RawLink:
+    """A scripted host speaking frames directly, to check the firmware's link rules."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("socket://").split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=5.0)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.pending = b""
+
+    def send(self, frame: Frame) -> None:
+        self.sock.sendall(frame.encode())
+
+    def receive(self, timeout: float = 2.0) -> Frame | None:
+        """The next valid frame, or None if none comes within ``timeout``."""
+        self.sock.settimeout(timeout)
+        while b"\0" not in self.pending:
+            try:
+                chunk = self.sock.recv(4096)
+            except TimeoutError:
+                return None
+            assert chunk, "QEMU closed the connection"
+            self.pending += chunk
+        encoded, _, self.pending = self.pending.partition(b"\0")
+        return decode_frame(encoded) if encoded else self.receive(timeout)
+
+    def handshake(self) -> DeviceHello:
+        self.send(Frame(FrameKind.HELLO_REQUEST, 0, 0, struct.pack("<I", 77)))
+        while (frame := self.receive()) is not None:
+            if frame.kind == FrameKind.HELLO and DeviceHello.parse(frame.payload).session == 77:
+                return DeviceHello.parse(frame.payload)
+        pytest.fail("no HELLO answered the HELLO_REQUEST")
+
+    def report(self) -> Report:
+        """Collect (and acknowledge) the DATA frames of one report."""
+        message = b""
+        while (frame := self.receive()) is not None:
+            if frame.kind != FrameKind.DATA:
+                continue
+            message += frame.payload
+            self.send(Frame(FrameKind.ACK, frame.seq + 1))
+            if frame.flags & FLAG_END:
+                return wire.decode_report(message)
+        pytest.fail("the report did not arrive")
+
+
+def _one_frame_request(seq: int, link_seq: int) -> Frame:
+    message = wire.encode_request(dataclasses.replace(Request(Action.HELLO), seq=seq))
+    return Frame(FrameKind.DATA, link_seq, FLAG_START | FLAG_END, message)
+
+
+def test_firmware_link_rules_frame_by_frame(mcu: QemuMcu) -> None:
+    raw = RawLink(mcu.url)
+    assert raw.handshake().window == 3
+    raw.send(_one_frame_request(9, 1))  # ahead of 0: a gap
+    assert raw.receive() == Frame(FrameKind.NAK, 0)
+    raw.send(_one_frame_request(9, 2))  # the same gap: no second NAK
+    raw.sock.sendall(b"\x13\x37garbage\x00")  # garbage: a damaged frame, already NAKed
+    raw.send(_one_frame_request(9, 0))
+    assert raw.receive() == Frame(FrameKind.ACK, 1)
+    first = raw.report()
+    assert first.seq == 9 and first.fact("requests_handled") == 1
+    raw.send(_one_frame_request(9, 0))  # resent frame whose ACK was "lost"
+    assert raw.receive() == Frame(FrameKind.ACK, 1)
+    raw.send(_one_frame_request(10, 1))
+    assert raw.receive() == Frame(FrameKind.ACK, 2)
+    second = raw.report()
+    assert second.seq == 10 and second.fact("requests_handled") == 2  # the duplicate never ran
+    assert second.fact("link_duplicates") == 1
+
+
+def test_firmware_refuses_a_message_longer_than_max_message(mcu: QemuMcu) -> None:
+    raw = RawLink(mcu.url)
+    hello = raw.handshake()
+    header = struct.pack("<4sBBHII", b"ETBO", 1, 1, 0, hello.max_message + 200, 31)
+    message = header + bytes(hello.max_message + 200 - len(header))
+    size = hello.max_frame - 7
+    chunks = [message[i : i + size] for i in range(0, len(message), size)]
+    for number, chunk in enumerate(chunks):
+        flags = (FLAG_START if number == 0 else 0) | (FLAG_END if number == len(chunks) - 1 else 0)
+        raw.send(Frame(FrameKind.DATA, number, flags, chunk))
+        assert raw.receive() == Frame(FrameKind.ACK, (number + 1) & 0xFF)
+    report = raw.report()
+    assert (report.seq, report.outcome, report.detail) == (
+        31,
+        Outcome.REJECTED,
+        wire.WireErrorCode.LENGTH,
+    )

@@ -54,7 +54,13 @@ class _FaultyPipe:
         self.name = name
         self._rates = rates
         self._rng = random.Random(f"{seed}:{name}")
-        self._counts = {"bytes_in": 0, "bytes_out": 0, "corrupted": 0, "dropped": 0, "duplicated": 0}
+        self._counts = {
+            "bytes_in": 0,
+            "bytes_out": 0,
+            "corrupted": 0,
+            "dropped": 0,
+            "duplicated": 0,
+        }
         self._lock = threading.Lock()
 
     def damage(self, data: bytes) -> bytes:
@@ -144,7 +150,9 @@ class FaultRelay:
         upstream.settimeout(None)
         upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sockets.append(upstream)
-        accept = threading.Thread(target=self._serve, args=(upstream,), name="fault-relay", daemon=True)
+        accept = threading.Thread(
+            target=self._serve, args=(upstream,), name="fault-relay", daemon=True
+        )
         self._threads.append(accept)
         accept.start()
         return self
@@ -158,7 +166,10 @@ class FaultRelay:
         client.settimeout(None)
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         back = threading.Thread(
-            target=self._to_host.run, args=(upstream, client), name="fault-relay-to-host", daemon=True
+            target=self._to_host.run,
+            args=(upstream, client),
+            name="fault-relay-to-host",
+            daemon=True,
         )
         with self._lock:
             self._sockets.append(client)

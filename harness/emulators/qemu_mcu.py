@@ -27,8 +27,10 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from harness.serial_link import SerialLink
+from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
+from harness.transport.serial import SerialPortConfig
+from harness.transport.serial import connect as connect_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRMWARE_SOURCES = ROOT / "agent" / "mcu"
@@ -126,7 +128,7 @@ def firmware_size(elf: Path) -> dict[str, int]:
         ["arm-none-eabi-size", str(elf)], capture_output=True, text=True, check=True
     )
     header, values = done.stdout.splitlines()[:2]
-    return {k: int(v) for k, v in zip(header.split()[:3], values.split()[:3])}
+    return {k: int(v) for k, v in zip(header.split()[:3], values.split()[:3], strict=True)}
 
 
 def _free_port() -> int:
@@ -146,6 +148,7 @@ class QemuMcu:
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._listening = threading.Event()
         self._reader: threading.Thread | None = None
+        self._clients = 0
         self.port = 0
 
     @property
@@ -257,6 +260,15 @@ class QemuMcu:
                 f"QEMU (pid {self._process.pid}) still runs after {timeout:g} s"
             ) from None
 
+    def connect(self, link: LinkConfig | None = None) -> SerialLink:
+        """A :class:`SerialLink` to the firmware; the first one also checks its boot HELLO.
+
+        QEMU serves one client at a time: close a link before connecting another.
+        """
+        config = SerialPortConfig(url=self.url, wait_boot=self._clients == 0)
+        self._clients += 1
+        return connect_port(config, link=link)
+
     def shutdown(
         self, link: SerialLink, code: int = 0, *, timeout: float = 2.0, attempts: int = 3
     ) -> int:
@@ -278,6 +290,11 @@ class QemuMcu:
         raise QemuTimeout(
             f"the firmware did not exit after {attempts} EXIT frames; QEMU was killed"
         )
+
+    def kill(self) -> None:
+        """SIGKILL QEMU, as a board losing power would; stop() then reaps it."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
 
     def stop(self, timeout: float = 5.0) -> int | None:
         """End QEMU (terminate, then kill); returns its exit status. Safe to call twice."""

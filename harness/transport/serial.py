@@ -57,15 +57,25 @@ class SerialPortConfig:
     reset: ResetLine = ResetLine.NONE
     reset_pulse: float = 0.1
     wait_boot: bool = False
-    boot_timeout: float = 5.0
-    hello_timeout: float = 5.0
+    boot_timeout: float | None = None  # None: the link's (LinkConfig, 5 s)
+    hello_timeout: float | None = None
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], where: str = "transport") -> SerialPortConfig:
+    def from_settings(
+        cls, settings: Mapping[str, Any], where: str = "transport"
+    ) -> SerialPortConfig:
         """Validate a profile's transport settings; errors name ``where.field``."""
         known = {
-            "port", "url", "baudrate", "rtscts", "xonxoff", "reset", "reset_pulse",
-            "wait_boot", "boot_timeout", "hello_timeout",
+            "port",
+            "url",
+            "baudrate",
+            "rtscts",
+            "xonxoff",
+            "reset",
+            "reset_pulse",
+            "wait_boot",
+            "boot_timeout",
+            "hello_timeout",
         }
         unknown = sorted(set(settings) - known)
         if unknown:
@@ -96,8 +106,8 @@ class SerialPortConfig:
             reset=reset,
             reset_pulse=_positive(settings, "reset_pulse", 0.1, float, where),
             wait_boot=_flag(settings, "wait_boot", where),
-            boot_timeout=_positive(settings, "boot_timeout", 5.0, float, where),
-            hello_timeout=_positive(settings, "hello_timeout", 5.0, float, where),
+            boot_timeout=_positive(settings, "boot_timeout", None, float, where),
+            hello_timeout=_positive(settings, "hello_timeout", None, float, where),
         )
 
 
@@ -108,8 +118,12 @@ def _flag(settings: Mapping[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def _positive(settings: Mapping[str, Any], key: str, default: float, kind: type, where: str) -> Any:
+def _positive(
+    settings: Mapping[str, Any], key: str, default: float | None, kind: type, where: str
+) -> Any:
     value = settings.get(key, default)
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise SerialConfigError(f"{where}.{key}: must be a number > 0; got {value!r}")
     if kind is int and value != int(value):
@@ -157,17 +171,21 @@ def pulse_reset(port: serial.SerialBase, config: SerialPortConfig) -> None:
         ) from None
 
 
-def connect(config: SerialPortConfig, *, name: str = "mcu", link: LinkConfig | None = None) -> SerialLink:
+def connect(
+    config: SerialPortConfig, *, name: str = "mcu", link: LinkConfig | None = None
+) -> SerialLink:
     """Open the port, reset the board if configured, and complete the HELLO handshake.
 
     After a reset (or with ``wait_boot``) the board's boot HELLO must arrive within
-    ``boot_timeout``; the handshake then has ``hello_timeout``.
+    ``boot_timeout``; the handshake then has ``hello_timeout``. Those two come from
+    ``config`` when set there, else from ``link``; the rest of ``link`` applies as given.
     """
+    link_config = link or LinkConfig()
     link_config = dataclasses.replace(
-        link or LinkConfig(),
-        hello_timeout=config.hello_timeout,
+        link_config,
+        hello_timeout=config.hello_timeout or link_config.hello_timeout,
+        boot_timeout=config.boot_timeout or link_config.boot_timeout,
         wait_boot=config.wait_boot or config.reset is not ResetLine.NONE,
-        boot_timeout=config.boot_timeout,
     )
     port = open_port(config)
     try:

@@ -36,7 +36,7 @@
 #define MCU_OPTION_POOL 256u     /* options of one decoded request, all backends */
 
 /* Stand-in runtime (etb_backend_seam.h). */
-#define MCU_SETTING_SLOTS 32u    /* options kept by set_option across requests, all probes */
+#define MCU_SETTING_SLOTS 64u    /* options kept by set_option across requests, all probes */
 
 #if (2u * MCU_RX_WINDOW * MCU_MAX_ENCODED_FRAME + MCU_CONTROL_RESERVE) > MCU_RX_RING_SIZE
 #error "the receive ring cannot hold two windows of frames"

@@ -129,9 +129,9 @@ static void explain_load_failure(etb_rt_error_t error) {
   if (error == ETB_RT_NOT_FOUND) {
     for (k = 0; k < request.delegate_count; k++) {
       if (etb_seam_get_backend_class(request.delegates[k]) == NULL) {
-        report_outcome(ETB_OUTCOME_RUNTIME_ERROR, error, "load_method: delegate \"");
+        report_outcome(ETB_OUTCOME_RUNTIME_ERROR, error, "delegate \"");
         append_str(request.delegates[k]);
-        append_text("\" is not a registered backend (REGISTER it first)");
+        append_text("\" has no registered backend (REGISTER it first)");
         return;
       }
     }

@@ -31,11 +31,11 @@ static bool nak_sent; /* one NAK per gap, so a gap never multiplies retransmissi
 /* Sending the current report, frame by frame. */
 static uint8_t report[MCU_REPORT_BUFFER];
 static size_t report_len;
-static uint8_t tx_seq0;   /* link seq of the report's first frame */
+static uint8_t tx_seq0;     /* link seq of the report's first frame */
 static uint8_t tx_seq_free; /* link seq the next report starts at */
-static size_t tx_count;   /* frames of the report */
-static size_t tx_base;    /* first frame not acknowledged */
-static size_t tx_next;    /* next frame to send */
+static size_t tx_count;     /* frames of the report */
+static size_t tx_base;      /* first frame not acknowledged */
+static size_t tx_next;      /* next frame to send */
 static bool tx_active;
 static uint8_t tx_frame[MCU_MAX_FRAME];
 static uint8_t tx_encoded[MCU_MAX_ENCODED_FRAME];
@@ -83,8 +83,11 @@ static void send_frame(uint8_t kind, uint8_t seq, uint8_t flags, const uint8_t *
 
 static void send_hello(void) {
   static const char version[] = VERSION_TEXT;
-  uint8_t payload[HELLO_PAYLOAD_FIXED + 1u + sizeof version];
+  uint8_t payload[MCU_FRAME_PAYLOAD];
   size_t version_len = sizeof version - 1u;
+  if (version_len > sizeof payload - HELLO_PAYLOAD_FIXED - 1u) {
+    version_len = sizeof payload - HELLO_PAYLOAD_FIXED - 1u; /* a very long BUILD_ID */
+  }
   payload[0] = MCU_LINK_VERSION;
   payload[1] = ETB_WIRE_VERSION;
   put_u16(&payload[2], MCU_RX_RING_SIZE);

@@ -17,6 +17,12 @@ void uart_init(uint32_t baud) {
   UART0->bauddiv = MCU_CPU_HZ / baud;
   UART0->intstatus = UART_INT_TX | UART_INT_RX;
   UART0->ctrl = UART_CTRL_TX_EN | UART_CTRL_RX_EN | UART_CTRL_RX_IRQ_EN | UART_CTRL_TX_IRQ_EN;
+  /*
+   * Reading DATA drops a stale byte on hardware. On QEMU it also tells the
+   * emulator that the UART takes input now: without it QEMU may not look at the
+   * socket again until an unrelated timer, delaying the first request ~0.7 s.
+   */
+  (void)UART0->data;
   NVIC_ISER0 = (1u << UART0_RX_IRQ) | (1u << UART0_TX_IRQ);
 }
 
