@@ -153,6 +153,18 @@ def floor_round_trip(device: Device, size: int, rounds: int) -> Latency:
         stream.close()
 
 
+def empty_request(runner: CaseRunner, rounds: int) -> Latency:
+    """(c) for devices without processes (MCU firmware): the round trip of the smallest
+    request the agent serves (RESET), which moves a few bytes and touches no option."""
+    link = runner.link
+
+    def one_round() -> None:
+        if link.request(Request(Action.RESET)).outcome is not Outcome.OK:
+            raise BenchmarkError("RESET failed")
+
+    return _timed(rounds, one_round)
+
+
 def runtime_time_us(runner: CaseRunner, options: OptionsMap, rounds: int = 20) -> int:
     """Median microseconds the runtime itself spent on one LOAD, as the agent measures
     it: ``Program::load`` (program_load_us), ``load_method`` with every backend's
@@ -239,15 +251,21 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     pipelined = session_pipelined(device, runner, options, cases) if streams else None
     per_case = per_case_way(device, runner, options, per_case_cases) if streams else None
     size = len(wire.encode_request(Request.load("/x" * 20, options.backend_ids, options)))
-    floor = floor_round_trip(device, size, cases) if streams else None
+    floor = floor_round_trip(device, size, cases) if streams else empty_request(runner, cases)
     runtime_us = runtime_time_us(runner, options)
+    max_message = runner.hello.fact("max_message")
     growth = []
     for backends, count, string_bytes in GROWTH_SHAPES:
         shape = case_map(backends, count, string_bytes)
-        figures = session_mode(runner, shape, growth_cases)
-        growth.append({"backends": backends, "options": count, "string_bytes": string_bytes,
-                       "request_bytes": len(wire.encode_request(Request(Action.LOAD, shape))),
-                       "p50_ms": figures.p50_ms, "per_second": figures.per_second})
+        request_bytes = len(wire.encode_request(Request(Action.LOAD, shape)))
+        row = {"backends": backends, "options": count, "string_bytes": string_bytes,
+               "request_bytes": request_bytes}
+        if isinstance(max_message, int) and request_bytes > max_message:
+            row["skipped"] = f"request exceeds the device's max_message ({max_message} bytes)"
+        else:
+            figures = session_mode(runner, shape, growth_cases)
+            row.update(p50_ms=figures.p50_ms, per_second=figures.per_second)
+        growth.append(row)
     return DeviceFigures(device.name, cases, session, pipelined, per_case, floor,
                          runtime_us, tuple(growth))
 
@@ -266,13 +284,14 @@ def format_figures(figures: DeviceFigures) -> str:
         line("(a) session", figures.session),
         line("(a) session, pipelined", figures.pipelined),
         line("(b) per-case way", figures.per_case),
-        line("(c) floor round trip", figures.floor),
+        line("(c) floor round trip" if figures.per_case else "(c) floor: RESET", figures.floor),
         f"  runtime inside the agent (Program::load + load_method + execute): "
         f"{figures.runtime_us} us",
         f"  a/b throughput {ratio(figures.throughput_ratio)}   "
         f"a/c latency {ratio(figures.floor_ratio)} of the floor",
         "  growth (session p50 ms): " + ", ".join(
-            f"{g['backends']}x{g['options']}x{g['string_bytes']}B={g['p50_ms']:.2f}"
+            f"{g['backends']}x{g['options']}x{g['string_bytes']}B="
+            + (f"{g['p50_ms']:.2f}" if "p50_ms" in g else "n/a")
             for g in figures.growth),
     ]
     return "\n".join(lines)

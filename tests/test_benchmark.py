@@ -1,0 +1,31 @@
+"""The benchmark command runs end to end and writes its figures (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.benchmark import case_map
+from harness.cli import main
+from harness.options import OptionType
+
+
+def test_case_map_has_every_type_and_the_requested_shape():
+    options = case_map(backends=3, options=6, string_bytes=255)
+    assert len(options.backends) == 3
+    assert all(len(b.options) == 6 for b in options.backends)
+    assert {o.type for b in options.backends for o in b.options} == set(OptionType)
+    strings = [o.value for b in options.backends for o in b.options if o.type is OptionType.STRING]
+    assert all(len(s.encode()) == 255 for s in strings)
+
+
+def test_bench_on_host_writes_all_figures(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--device", "host", "--cases", "20", "--per-case-cases", "3",
+                 "--growth-cases", "2", "--json", str(out)]) == 0
+    (figures,) = json.loads(out.read_text())
+    assert figures["device"] == "host"
+    for way in ("session", "pipelined", "per_case", "floor"):
+        assert figures[way]["cases"] > 0 and figures[way]["per_second"] > 0
+    assert figures["throughput_ratio"] > 1  # session mode beats a process per case
+    assert len(figures["growth"]) == 10 and all("p50_ms" in g for g in figures["growth"])
+    assert "a/b throughput" in capsys.readouterr().out
