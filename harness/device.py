@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from harness.agent.build import AgentBuild, ensure_agent
+from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.session import AgentLink, AgentSession
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
@@ -114,16 +114,31 @@ class Device:
     def deploy_agent(self) -> str:
         """Put the agent and its libraries on the device; return the agent's path there.
 
-        The directory is named after the build's content hash, so devices keep one
-        copy per build and a run never overwrites files another run is using.
+        The directory is named after the files' content hash, so devices keep one copy
+        per build and a run never overwrites files another run is using.
         """
         if self._agent_path is None:
-            build = self.agent_build()
-            remote_dir = posixpath.join(self.work_dir, "agent", build.dist_dir.parent.name)
-            for local in build.deploy_files():
+            files = self._agent_files()
+            digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
+            remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
+            for local in files:
                 self.push_once(local, posixpath.join(remote_dir, local.name))
-            self._agent_path = posixpath.join(remote_dir, build.binary.name)
+            self._agent_path = posixpath.join(remote_dir, files[0].name)
         return self._agent_path
+
+    def _agent_files(self) -> tuple[Path, ...]:
+        """The agent binary first, then the libraries it loads from its own directory."""
+        prebuilt = self.profile.agent.prebuilt
+        if prebuilt is None:
+            return self.agent_build().deploy_files()
+        binary = prebuilt / AGENT_BINARY_NAME
+        if not binary.is_file():
+            raise DeviceSetupError(
+                f"{self.profile.where('agent.prebuilt')}: no {AGENT_BINARY_NAME} in {prebuilt}; "
+                "build it as agent/cmake/android-arm64.md says and point here at the install dir"
+            )
+        libraries = sorted(p for p in prebuilt.iterdir() if ".so" in p.name and p.is_file())
+        return (binary, *libraries)
 
     def start_link(self) -> AgentLink:
         """Start a fresh agent (a new process, or a reset board) and return its link."""

@@ -38,6 +38,7 @@ class AgentConfig:
 
     env: Mapping[str, str] = field(default_factory=dict)
     wrapper: tuple[str, ...] = ()
+    prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         description=_str(data, "description", src, default=""),
         abi=_str(data, "abi", src, default=None),
         work_dir=_str(data, "work_dir", src, default="/tmp/et-harness"),
-        agent=_agent(data.get("agent", {}), src),
+        agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
         emulator=emulator,
         backends=_str_list(data, "backends", src),
         tags=_str_list(data, "tags", src),
@@ -156,12 +157,20 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _agent(data: object, src: str) -> AgentConfig:
+def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
-        raise ProfileError(f"{src}: agent: must be a mapping with 'env' and/or 'wrapper'")
-    unknown = sorted(set(data) - {"env", "wrapper"})
+        raise ProfileError(f"{src}: agent: must be a mapping of env, wrapper, prebuilt")
+    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt"})
     if unknown:
-        raise ProfileError(f"{src}: agent.{unknown[0]}: unknown field; allowed: env, wrapper")
+        raise ProfileError(
+            f"{src}: agent.{unknown[0]}: unknown field; allowed: env, wrapper, prebuilt"
+        )
+    prebuilt = data.get("prebuilt")
+    if prebuilt is not None and not isinstance(prebuilt, str):
+        raise ProfileError(
+            f"{src}: agent.prebuilt: must be the path of a directory holding et-agent and its "
+            f"libraries; got {prebuilt!r}"
+        )
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
@@ -184,7 +193,11 @@ def _agent(data: object, src: str) -> AgentConfig:
         )
     if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
         raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {wrapper!r}")
-    return AgentConfig(env={k: str(v) for k, v in env.items()}, wrapper=tuple(wrapper))
+    return AgentConfig(
+        env={k: str(v) for k, v in env.items()},
+        wrapper=tuple(wrapper),
+        prebuilt=base / Path(prebuilt).expanduser() if prebuilt else None,
+    )
 
 
 def _timeouts(data: object, src: str) -> Timeouts:

@@ -26,6 +26,5 @@ def test_bench_on_host_writes_all_figures(tmp_path, capsys):
     assert figures["device"] == "host"
     for way in ("session", "pipelined", "per_case", "floor"):
         assert figures[way]["cases"] > 0 and figures[way]["per_second"] > 0
-    assert figures["throughput_ratio"] > 1  # session mode beats a process per case
     assert len(figures["growth"]) == 10 and all("p50_ms" in g for g in figures["growth"])
     assert "a/b throughput" in capsys.readouterr().out

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
+from harness.agent.build import ensure_agent
 from harness.device import Device, DeviceSetupError, open_device
 from harness.options import OptionsMap
 from harness.profile import load_profile, parse_profile
@@ -65,6 +67,34 @@ def test_program_is_pushed_once_per_delegate_set(tmp_path):
     assert [n for n in transport.pushed if n.endswith(".pte")] == [
         posixpath.basename(first), posixpath.basename(device.program_for(("ProbeB", "ProbeA")))
     ]
+
+
+def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path):
+    prebuilt = tmp_path / "agent-dist"
+    shutil.copytree(ensure_agent("x86_64").dist_dir, prebuilt)
+    profile = parse_profile(
+        {"transport": {"kind": "local"}, "work_dir": str(tmp_path / "dev"),
+         "abi": "arm64-v8a", "agent": {"prebuilt": "agent-dist"}},
+        tmp_path / "profile.yaml",
+    )
+    assert profile.agent.prebuilt == prebuilt
+    device = open_device(profile)
+    runner = CaseRunner(device.start_link, device.program_for)
+    try:
+        runner.load(MAP).raise_for_differences()
+        assert device.deploy_agent().startswith(str(tmp_path / "dev" / "agent"))
+    finally:
+        runner.close()
+        device.close()
+
+
+def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path):
+    profile = parse_profile(
+        {"transport": {"kind": "local"}, "work_dir": str(tmp_path), "agent": {"prebuilt": "nope"}},
+        tmp_path / "profile.yaml",
+    )
+    with pytest.raises(DeviceSetupError, match="agent.prebuilt: no et-agent"):
+        open_device(profile).deploy_agent()
 
 
 def test_android_abi_without_an_ndk_build_is_a_clear_setup_error(tmp_path):
