@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +28,9 @@ from harness.device import Device
 from harness.messages import Action, Outcome, Report, Request
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
+
+
+SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 
 
 class BenchmarkError(Exception):
@@ -268,6 +273,23 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
         growth.append(row)
     return DeviceFigures(device.name, cases, session, pipelined, per_case, floor,
                          runtime_us, tuple(growth))
+
+
+def run_scaling(devices: Sequence[str]) -> list[dict]:
+    """Wall time of the whole suite run over the first 1..N ``devices``, one xdist worker
+    per device, each run a fresh pytest process (emulators started inside)."""
+    rows = []
+    for count in range(1, len(devices) + 1):
+        chosen = ",".join(devices[:count])
+        argv = [sys.executable, "-m", "pytest", str(SUITES_DIR), "-q", "-p", "no:cacheprovider",
+                "--device", chosen, "-n", str(count)]
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise BenchmarkError(f"suite run on {chosen} failed:\n{done.stdout[-2000:]}")
+        rows.append({"devices": chosen, "workers": count, "wall_s": round(wall, 2)})
+    return rows
 
 
 def format_figures(figures: DeviceFigures) -> str:

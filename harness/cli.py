@@ -81,8 +81,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             device.close()
         print(format_figures(figures), flush=True)
         results.append(figures.as_json())
+    output: dict = {"devices": results}
+    if args.scaling:
+        from harness.benchmark import run_scaling
+
+        output["scaling"] = run_scaling(args.device.split(","))
+        for row in output["scaling"]:
+            print(f"suites on {row['devices']} with {row['workers']} workers: {row['wall_s']} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        Path(args.json).write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
         print(f"figures written to {args.json}")
     return 0
 
@@ -209,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                            help="cases done the per-case way (push, run one-shot, pull)")
     bench_cmd.add_argument("--growth-cases", type=int, default=30,
                            help="cases per map shape when measuring growth")
+    bench_cmd.add_argument("--scaling", action="store_true",
+                           help="also time the whole suite run on 1..N of the devices, "
+                           "one xdist worker per device")
     bench_cmd.add_argument("--json", help="write all figures to this JSON file")
 
     args, rest = parser.parse_known_args(argv)

@@ -25,7 +25,7 @@ from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
 from harness.sdk import cache_root
-from harness.serial_link import SerialLink
+from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.adb import AdbTransport
 from harness.transport.base import Transport, TransportError
 from harness.transport.local import LocalTransport
@@ -195,12 +195,13 @@ class SerialBoard:
             raise ProfileError(str(exc)) from None
 
     def fresh_link(self) -> SerialLink:
+        timeout = self._profile.timeouts.connect
         if self._qemu is not None:
             if self._links:
                 self._qemu.stop()
                 self._qemu.start()
             self._links += 1
-            return self._qemu.connect()
+            return self._qemu.connect(LinkConfig(hello_timeout=timeout, boot_timeout=timeout))
         config = self._config
         if self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)

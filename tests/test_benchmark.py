@@ -22,7 +22,7 @@ def test_bench_on_host_writes_all_figures(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert main(["bench", "--device", "host", "--cases", "20", "--per-case-cases", "3",
                  "--growth-cases", "2", "--json", str(out)]) == 0
-    (figures,) = json.loads(out.read_text())
+    (figures,) = json.loads(out.read_text())["devices"]
     assert figures["device"] == "host"
     for way in ("session", "pipelined", "per_case", "floor"):
         assert figures[way]["cases"] > 0 and figures[way]["per_second"] > 0
