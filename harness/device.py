@@ -18,13 +18,13 @@ from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.session import AgentLink, AgentSession
+from harness.cache import cache_root
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
-from harness.sdk import cache_root
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.adb import AdbTransport
 from harness.transport.base import Transport, TransportError

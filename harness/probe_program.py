@@ -22,7 +22,8 @@ from pathlib import Path
 import filelock
 
 from harness.options import MAX_ID_BYTES
-from harness.sdk import SdkPaths, cache_root, ensure_sdk, host_abi
+from harness.cache import cache_root
+from harness.sdk import SdkPaths, ensure_sdk, host_abi
 
 MAX_DELEGATES = 8  # wire format v1: delegate_count limit
 FORMAT_REVISION = 1  # bump when the generated program changes shape

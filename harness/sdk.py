@@ -23,6 +23,8 @@ from pathlib import Path
 
 import filelock
 
+from harness.cache import cache_root
+
 LOCK_FILE = Path(__file__).resolve().parent.parent / "agent" / "executorch-sdk.lock"
 
 # ABI name -> the manylinux platform tag of its wheel.
@@ -63,14 +65,6 @@ def _read_locked_version(lock_file: Path = LOCK_FILE) -> str:
 
 
 EXECUTORCH_VERSION = _read_locked_version()
-
-
-def cache_root() -> Path:
-    """The harness cache: ``$ET_HARNESS_CACHE`` or ``~/.cache/et-harness``."""
-    override = os.environ.get("ET_HARNESS_CACHE")
-    if override:
-        return Path(override).expanduser()
-    return Path.home() / ".cache" / "et-harness"
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from harness import sdk
+from harness.cache import cache_root
 from harness.sdk import (
     EXECUTORCH_VERSION,
     LOCK_FILE,
     SdkDownloadFailed,
     UnsupportedAbi,
-    cache_root,
     ensure_sdk,
     sdk_dir,
 )

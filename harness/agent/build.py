@@ -21,7 +21,8 @@ from pathlib import Path
 
 import filelock
 
-from harness.sdk import SdkPaths, cache_root, ensure_sdk
+from harness.cache import cache_root
+from harness.sdk import SdkPaths, ensure_sdk
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"

@@ -2,4 +2,9 @@
 
 - :mod:`harness.emulators.adbd` — ``adb-emu``, a device-side ADB daemon that the real
   ``adb`` client talks to; :class:`harness.emulators.adb_emulator.AdbEmulator` starts it.
+- :mod:`harness.emulators.sshd` — ``ssh-emu``, the real OpenSSH server in a network
+  namespace of its own.
+- :mod:`harness.emulators.qemu_mcu` — ``mcu-emu``, QEMU's mps2-an385 running the agent
+  firmware; :mod:`harness.emulators.fault_relay` corrupts, drops and duplicates the
+  bytes between it and the host.
 """

@@ -1,7 +1,7 @@
 """qemu-mcu: the MCU agent firmware on an emulated Cortex-M3 board (QEMU mps2-an385).
 
 :func:`build_firmware` builds ``agent/mcu`` with Debian's ``arm-none-eabi-gcc``
-once per source hash (cached under ``.cache/mcu-firmware/``, safe to call from
+once per source hash (cached under the harness cache, ``mcu-firmware/``, safe to call from
 parallel test workers). :class:`QemuMcu` starts ``qemu-system-arm`` with the
 board's UART0 on a TCP server socket (``-serial tcp:127.0.0.1:PORT,server=on,
 wait=on,nodelay=on``): the firmware starts when the first client connects, so
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from harness.cache import cache_root
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
 from harness.transport.serial import SerialPortConfig
@@ -35,7 +36,7 @@ from harness.transport.serial import connect as connect_port
 ROOT = Path(__file__).resolve().parents[2]
 FIRMWARE_SOURCES = ROOT / "agent" / "mcu"
 CODEC_SOURCES = ROOT / "agent" / "codec"
-DEFAULT_CACHE = ROOT / ".cache" / "mcu-firmware"
+DEFAULT_CACHE = cache_root() / "mcu-firmware"
 FIRMWARE_NAME = "etb-mcu.elf"
 QEMU = "qemu-system-arm"
 MACHINE = "mps2-an385"

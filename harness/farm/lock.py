@@ -23,7 +23,7 @@ from pathlib import Path
 
 import filelock
 
-from harness.sdk import cache_root
+from harness.cache import cache_root
 from harness.transport.base import DeviceUnavailable
 
 _COMMAND_CHARS = 300
