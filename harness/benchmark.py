@@ -296,7 +296,7 @@ def format_figures(figures: DeviceFigures) -> str:
     """A few lines of text for the terminal."""
     def line(name: str, lat: Latency | None) -> str:
         if lat is None:
-            return f"  {name:<22} n/a"
+            return f"  {name:<22} {'n/a':>9}"
         return (f"  {name:<22} {lat.per_second:9.1f} cases/s   p50 {lat.p50_ms:8.3f} ms   "
                 f"p90 {lat.p90_ms:8.3f} ms   p99 {lat.p99_ms:8.3f} ms")
 
@@ -307,7 +307,7 @@ def format_figures(figures: DeviceFigures) -> str:
         line("(a) session, pipelined", figures.pipelined),
         line("(b) per-case way", figures.per_case),
         line("(c) floor round trip" if figures.per_case else "(c) floor: RESET", figures.floor),
-        f"  runtime inside the agent (Program::load + load_method + execute): "
+        f"  inside the runtime per case, as the agent measures it (load and execute): "
         f"{figures.runtime_us} us",
         f"  a/b throughput {ratio(figures.throughput_ratio)}   "
         f"a/c latency {ratio(figures.floor_ratio)} of the floor",

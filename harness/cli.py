@@ -25,6 +25,7 @@ from harness.check import format_value
 from harness.mapfile import MapFileError, load_map
 from harness.messages import Action, Request
 from harness.profile import ProfileError, load_profile, profile_names
+from harness.transport.base import TransportError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO_ROOT / "suites"
@@ -43,7 +44,8 @@ def _cmd_map(args: argparse.Namespace) -> int:
         print("et-harness map: the decoded request differs from the encoded one", file=sys.stderr)
         return 1
     backends = ", ".join(f"{b.backend_id} ({len(b.options)})" for b in options.backends)
-    print(f"{args.file}: valid, {len(options.backends)} backends: {backends or 'none'}")
+    count = len(options.backends)
+    print(f"{args.file}: valid, {count} backend{'' if count == 1 else 's'}: {backends or 'none'}")
     print(f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
           f"decoded back identical")
     if args.json:
@@ -111,7 +113,16 @@ def _cmd_send(args: argparse.Namespace) -> int:
     device, runner = _open(args.device)
     try:
         if args.action == "load":
-            verdict = runner.load(options)
+            # Only probes can show what init received: real backends in the map have no
+            # delegate in a probe program, so their entries are reported as ignored.
+            delegates = tuple(b for b in options.backend_ids if b not in runner.registered)
+            if not delegates:
+                print("et-harness send: the load-time path needs at least one backend that is "
+                      f"not one of the device's real backends ({', '.join(runner.registered)}): "
+                      "its options reach probes only; use --action set or get for those",
+                      file=sys.stderr)
+                return 2
+            verdict = runner.load(options, delegates)
         elif args.action == "set":
             verdict = runner.set(options)
         else:
@@ -124,30 +135,32 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from harness.transport.base import TransportError
+    from harness.device import DeviceSetupError
+    from harness.farm.selection import select_profiles
+    from harness.transport.base import DeviceUnavailable
 
-    names = profile_names() if args.device == "all" else args.device.split(",")
     unhealthy = 0
-    for name in names:
+    for profile in select_profiles(args.device):
         started = time.monotonic()
+        device = runner = None
         try:
-            device, runner = _open(name)
-        except (ProfileError, TransportError, OSError) as exc:
-            print(f"{name:<12} UNAVAILABLE  {exc}")
-            unhealthy += 1
-            continue
-        try:
+            device, runner = _open(str(profile.path or profile.name))
             hello = runner.hello
-            print(f"{name:<12} ok  {time.monotonic() - started:5.1f} s  "
+            print(f"{profile.name:<12} {'ok':<11} {time.monotonic() - started:5.1f} s  "
                   f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
                   f"agent={hello.fact('agent_version')}  "
                   f"backends={','.join(runner.registered) or '-'}")
+        except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
+            print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")
+            unhealthy += 1
         except Exception as exc:  # noqa: BLE001 - doctor reports whatever the device does
-            print(f"{name:<12} UNHEALTHY  {type(exc).__name__}: {exc}")
+            print(f"{profile.name:<12} {'UNHEALTHY':<11} {type(exc).__name__}: {exc}")
             unhealthy += 1
         finally:
-            runner.close()
-            device.close()
+            if runner is not None:
+                runner.close()
+            if device is not None:
+                device.close()
     return 1 if unhealthy else 0
 
 
@@ -158,13 +171,17 @@ def _cmd_emu(args: argparse.Namespace) -> int:
     if profile.emulator is None:
         print(f"et-harness emu: {args.device} is not an emulated device", file=sys.stderr)
         return 2
+    # Blocked first, so that SIGINT or SIGTERM ends the wait below and the emulator is
+    # brought down, never left running.
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     device = open_device(profile)
     try:
         print(f"{profile.name} is up ({profile.emulator}); transport settings:")
         for key, value in device.profile.settings.items():
             print(f"  {key}: {value}")
         print("Ctrl-C brings it down.", flush=True)
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        signal.sigwait(stop_signals)
     finally:
         device.close()
         print(f"{profile.name} is down")
@@ -204,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     send_cmd.add_argument("--action", choices=["load", "set", "get"], default="load")
 
     doctor_cmd = commands.add_parser("doctor", help="bring devices up and report their health")
-    doctor_cmd.add_argument("--device", default="all", help="comma-separated profiles, or all")
+    doctor_cmd.add_argument("--device", default="all",
+                            help="profiles: a,b,c; all; tag:NAME (default: all)")
 
     emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
     emu_cmd.add_argument("device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu")
@@ -228,7 +246,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {"map": _cmd_map, "devices": _cmd_devices, "bench": _cmd_bench,
                 "send": _cmd_send, "doctor": _cmd_doctor, "emu": _cmd_emu}
-    return handlers[args.command](args)
+    try:
+        return handlers[args.command](args)
+    except (ProfileError, TransportError) as exc:
+        print(f"et-harness {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

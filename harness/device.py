@@ -137,7 +137,10 @@ class Device:
                 f"{self.profile.where('agent.prebuilt')}: no {AGENT_BINARY_NAME} in {prebuilt}; "
                 "build it as agent/cmake/android-arm64.md says and point here at the install dir"
             )
-        libraries = sorted(p for p in prebuilt.iterdir() if ".so" in p.name and p.is_file())
+        libraries = sorted(
+            p for p in prebuilt.iterdir()
+            if (p.suffix == ".so" or ".so." in p.name) and p.is_file()
+        )
         return (binary, *libraries)
 
     def start_link(self) -> AgentLink:

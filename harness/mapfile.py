@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
 
 from harness.options import BackendOptions, MapValidationError, Option, OptionsMap
+from harness.strict_yaml import YamlError, read_yaml
 
 _OPTION_FIELDS = ("key", "value", "type")
 _TYPES = {"bool": bool, "int": int, "string": str}
 _KINDS: dict[type, str] = {dict: "mapping", str: "string"}  # YAML's names where Python's differ
-_YAML12_BOOLS = {"true", "True", "TRUE", "false", "False", "FALSE"}
-_YAML12_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
 
 
 class MapFileError(ValueError):
@@ -46,73 +43,11 @@ class MapFileError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-class _MapLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses duplicate keys and scalars only YAML 1.1 reads as bool or int."""
-
-    source = "<yaml>"
-
-    def _refuse(self, node: yaml.Node, problem: str) -> MapFileError:
-        mark = node.start_mark
-        return MapFileError(self.source, f"line {mark.line + 1}, column {mark.column + 1}", problem)
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
-        first_lines: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = first_lines.get(key)
-            except TypeError:  # an unhashable key: the base class explains it
-                continue
-            if first is not None:
-                raise self._refuse(
-                    key_node,
-                    f"key {key!r} appears twice in one mapping (first at line {first}); "
-                    "a later one would silently replace it: merge or rename them",
-                )
-            first_lines[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep)
-
-    def construct_strict_bool(self, node: yaml.ScalarNode) -> bool:
-        if node.value not in _YAML12_BOOLS:
-            raise self._refuse(
-                node,
-                f"{node.value!r} is a bool only in YAML 1.1 (other tools read a string): "
-                f"write true or false for a bool, or quote it ('{node.value}') for a string",
-            )
-        return self.construct_yaml_bool(node)
-
-    def construct_strict_int(self, node: yaml.ScalarNode) -> int:
-        number = self.construct_yaml_int(node)
-        if not _YAML12_INT.fullmatch(node.value):
-            raise self._refuse(
-                node,
-                f"{node.value!r} is the int {number} only in YAML 1.1 (octal, binary, "
-                f"sexagesimal or with '_'); write {number} for the int, or quote it "
-                f"('{node.value}') for a string",
-            )
-        return number
-
-
-_MapLoader.add_constructor("tag:yaml.org,2002:bool", _MapLoader.construct_strict_bool)
-_MapLoader.add_constructor("tag:yaml.org,2002:int", _MapLoader.construct_strict_int)
-
-
 def _read_yaml(text: str, source: str) -> object:
-    loader = _MapLoader(text)
-    loader.source = source
     try:
-        return loader.get_single_data()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        location = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = ", ".join(part for part in (exc.context, exc.problem) if part)
-        raise MapFileError(source, location, f"not valid YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise MapFileError(source, None, f"not valid YAML: {exc}") from None
-    finally:
-        loader.dispose()
+        return read_yaml(text, source)
+    except YamlError as exc:
+        raise MapFileError(exc.source, exc.location, exc.problem) from None
 
 
 def _read_json(text: str, source: str) -> object:
@@ -198,7 +133,8 @@ def _value(data: Mapping[object, object], path: str, source: str) -> object:
             f"type {declared!r} is unknown; write bool, int or string (or leave type out)",
         )
     if type(value) is not _TYPES[declared]:
-        fix = "quote it" if declared == "string" else f"write a {declared}"
+        article = "an" if declared == "int" else "a"
+        fix = "quote it" if declared == "string" else f"write {article} {declared}"
         raise MapFileError(
             source,
             f"{path}.value",

@@ -6,12 +6,14 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from harness.strict_yaml import YamlError, read_yaml
 
 DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
 
@@ -63,6 +65,8 @@ class DeviceProfile:
         return f"{self.path or self.name}: {field_path}"
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 _TOP_FIELDS = {
     "name", "description", "transport", "abi", "work_dir", "agent", "emulator",
     "backends", "tags", "timeouts",
@@ -78,8 +82,10 @@ def resolve(spec: str) -> Path:
     """A profile name from ``devices/`` or a path to a YAML file."""
     candidate = Path(spec)
     if candidate.suffix in (".yaml", ".yml") or "/" in spec:
-        if not candidate.is_file():
+        if not candidate.exists():
             raise ProfileError(f"{spec}: no such profile file")
+        if not candidate.is_file():
+            raise ProfileError(f"{spec}: not a file; give the path of a YAML profile")
         return candidate
     shipped = DEVICES_DIR / f"{spec}.yaml"
     if not shipped.is_file():
@@ -94,9 +100,15 @@ def load_profile(spec: str) -> DeviceProfile:
     """Load and validate the profile named or pointed to by ``spec``."""
     path = resolve(spec)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: not valid YAML: {exc}") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror}") from None
+    try:
+        data = read_yaml(text, str(path))
+    except YamlError as exc:
+        raise ProfileError(str(exc)) from None
     return parse_profile(data, path)
 
 
@@ -180,7 +192,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
             f"{src}: agent.env: must map variable names to strings; got {env!r}"
         )
     for key in env:
-        if not key.replace("_", "a").isalnum() or key[0].isdigit():
+        if not _ENV_NAME.fullmatch(key):
             raise ProfileError(
                 f"{src}: agent.env.{key}: not a valid environment variable name "
                 "(letters, digits and _; not starting with a digit)"
@@ -196,7 +208,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
     return AgentConfig(
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),
-        prebuilt=base / Path(prebuilt).expanduser() if prebuilt else None,
+        prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
     )
 
 
@@ -210,7 +222,12 @@ def _timeouts(data: object, src: str) -> Timeouts:
             raise ProfileError(
                 f"{src}: timeouts.{key}: unknown field; allowed: {', '.join(sorted(allowed))}"
             )
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise ProfileError(f"{src}: timeouts.{key}: must be seconds > 0; got {value!r}")
         values[key] = float(value)
     return Timeouts(**values)

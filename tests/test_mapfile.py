@@ -198,8 +198,8 @@ def test_bad_options(tmp_path: Path, option: str, expected: str) -> None:
     [
         (
             "on",
-            "'on' is a bool only in YAML 1.1 (other tools read a string): write true or "
-            "false for a bool, or quote it ('on') for a string",
+            "'on' is a bool only in YAML 1.1 (other tools read a string): quote it ('on') "
+            "for a string, or write true or false for a bool",
         ),
         ("yes", "'yes' is a bool only in YAML 1.1"),
         ("Off", "'Off' is a bool only in YAML 1.1"),

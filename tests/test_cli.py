@@ -1,0 +1,37 @@
+"""The et-harness command line: results and errors as a person sees them."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+
+SAMPLE = "examples/maps/sample.yaml"
+
+
+def test_map_validates_encodes_and_decodes_the_sample(capsys):
+    assert main(["map", SAMPLE, "--hex"]) == 0
+    out = capsys.readouterr().out
+    assert "valid, 3 backends" in out and "decoded back identical" in out
+    assert "packed_cache_path: string '/data/local/tmp/cache'" in out
+    assert "00000000  45 54 42 4f 01 01" in out  # magic, version 1, request
+
+
+def test_map_error_names_file_and_entry(capsys):
+    assert main(["map", "examples/maps/broken.yaml"]) == 2
+    assert "examples/maps/broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
+
+
+def test_send_reports_each_backend_and_ignored_real_backends(capsys):
+    assert main(["send", SAMPLE, "--device", "host"]) == 0
+    out = capsys.readouterr().out
+    assert "backend ProbeA: ok, 6 options exact" in out
+    assert "ignored backends: XnnpackBackend" in out
+
+
+@pytest.mark.parametrize("command", [["send", SAMPLE, "--device", "nope"], ["emu", "nope"],
+                                     ["bench", "--device", "nope"]])
+def test_unknown_device_is_one_clear_line(capsys, command):
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"et-harness {command[0]}: unknown device 'nope'") and "Traceback" not in err

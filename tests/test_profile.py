@@ -1,0 +1,63 @@
+"""Device profiles: every shipped profile loads; every error names the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.profile import ProfileError, load_profile, profile_names
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_every_shipped_profile_loads(name):
+    profile = load_profile(name)
+    assert profile.name == name and profile.transport in ("local", "ssh", "adb", "serial")
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "board.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("transport: {kind: local}\ncolour: red\n", "board.yaml: colour: unknown field"),
+        ("description: no transport\n", "board.yaml: transport: required"),
+        ("transport: {kind: usb}\n", "board.yaml: transport.kind: 'usb' is not one of"),
+        ("transport: {kind: local}\ntimeouts: {case: -1}\n", "timeouts.case: must be seconds > 0"),
+        ("transport: {kind: local}\ntimeouts: {case: .nan}\n", "timeouts.case: must be seconds > 0"),
+        ("transport: {kind: local}\ntimeouts: {cse: 3}\n", "timeouts.cse: unknown field"),
+        ("transport: {kind: local}\nagent: {wrapper: valgrind}\n", "agent.wrapper: must be a list"),
+        ("transport: {kind: local}\nagent: {env: {'é': x}}\n", "agent.env.é: not a valid"),
+        ("transport: {kind: local}\nagent: {prebuilt: 3}\n", "agent.prebuilt: must be the path"),
+        ("transport: {kind: local}\nemulator: vm\n", "emulator: 'vm' is not one of"),
+        ("transport: {kind: local}\ntags: emulated\n", "tags: must be a list of strings"),
+        ("transport: {kind: local}\ntransport: {kind: ssh}\n", "line 2, column 1: key 'transport' appears twice"),
+        ("transport: {kind: local}\nabi: [x\n", "not valid YAML"),
+    ],
+)
+def test_bad_profiles_are_refused_naming_file_and_field(tmp_path, text, expected):
+    with pytest.raises(ProfileError) as refused:
+        load_profile(write(tmp_path, text))
+    assert expected in str(refused.value)
+    assert "board.yaml" in str(refused.value)
+
+
+def test_a_profile_that_is_not_utf8_is_refused(tmp_path):
+    path = tmp_path / "board.yaml"
+    path.write_bytes(b"description: \xff\ntransport: {kind: local}\n")
+    with pytest.raises(ProfileError, match="not UTF-8"):
+        load_profile(str(path))
+
+
+def test_unknown_device_names_the_known_ones():
+    with pytest.raises(ProfileError, match="known devices: .*host"):
+        load_profile("no-such-device")
+
+
+def test_prebuilt_path_is_relative_to_the_profile(tmp_path):
+    profile = load_profile(write(tmp_path, "transport: {kind: local}\nagent: {prebuilt: dist}\n"))
+    assert profile.agent.prebuilt == (tmp_path / "dist").resolve()
