@@ -96,6 +96,26 @@ def session_mode(runner: CaseRunner, options: OptionsMap, cases: int) -> Latency
     return _timed(cases, one_case)
 
 
+def session_round_trip(device: Device, runner: CaseRunner, options: OptionsMap,
+                       cases: int) -> Latency:
+    """(a) the device's part of each case: from the request's first byte sent to the
+    report's last byte received (the host encodes before and decodes and checks after)."""
+    link = runner.link
+    request = Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
+    if not isinstance(link, AgentSession):  # a serial link frames and decodes inside
+        return _timed(cases, lambda: _expect_ok([link.request(request)]))
+    samples = []
+    start = time.perf_counter()
+    for _ in range(cases):
+        seq = link.next_seq()
+        frame = wire.encode_request(dataclasses.replace(request, seq=seq))
+        begin = time.perf_counter()
+        data = link.exchange(frame)
+        samples.append(time.perf_counter() - begin)
+        _expect_ok([link.decode(data, seq)])
+    return Latency.of(samples, time.perf_counter() - start)
+
+
 def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, cases: int,
                       window: int = 8) -> Latency:
     """(a') the same cases with up to ``window`` requests in flight."""
@@ -158,15 +178,22 @@ def floor_round_trip(device: Device, size: int, rounds: int) -> Latency:
         stream.close()
 
 
-def empty_request(runner: CaseRunner, rounds: int) -> Latency:
-    """(c) for devices without processes (MCU firmware): the round trip of the smallest
-    request the agent serves (RESET), which moves a few bytes and touches no option."""
+def same_size_unregistered(runner: CaseRunner, options: OptionsMap, rounds: int) -> Latency:
+    """(c) for devices without processes (MCU firmware), where nothing can echo: a GET of
+    the same options for backends that are not registered. The agent answers NotFound
+    for each and returns the options untouched, so about as many bytes travel each way
+    as in a case, and no backend does any work."""
+    ghosts = OptionsMap.unchecked(
+        BackendOptions(f"Unregistered{b.backend_id}", b.options) for b in options.backends
+    )
     link = runner.link
 
     def one_round() -> None:
-        if link.request(Request(Action.RESET)).outcome is not Outcome.OK:
-            raise BenchmarkError("RESET failed")
+        report = link.request(Request(Action.GET, ghosts))
+        if report.outcome is not Outcome.OK or any(e.status != 0x20 for e in report.entries):
+            raise BenchmarkError(f"the unregistered GET did not come back NotFound: {report}")
 
+    one_round()
     return _timed(rounds, one_round)
 
 
@@ -207,6 +234,7 @@ class DeviceFigures:
     device: str
     cases: int
     session: Latency
+    round_trip: Latency
     pipelined: Latency | None
     per_case: Latency | None
     floor: Latency | None
@@ -222,17 +250,17 @@ class DeviceFigures:
 
     @property
     def floor_ratio(self) -> float | None:
-        """a/c: session-mode median latency over (floor round trip + runtime time)."""
+        """a/c: session-mode median round trip over (floor round trip + runtime time)."""
         if self.floor is None:
             return None
         floor_ms = self.floor.p50_ms + self.runtime_us / 1000
-        return self.session.p50_ms / floor_ms
+        return self.round_trip.p50_ms / floor_ms
 
     def as_json(self) -> dict:
         data = dataclasses.asdict(self)
         data["throughput_ratio"] = self.throughput_ratio
         data["floor_ratio"] = self.floor_ratio
-        for key in ("session", "pipelined", "per_case", "floor"):
+        for key in ("session", "round_trip", "pipelined", "per_case", "floor"):
             figures = getattr(self, key)
             if figures is not None:
                 data[key]["per_second"] = figures.per_second
@@ -252,11 +280,13 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     options = case_map(backends=4, options=8, string_bytes=16)
     runner.prepare([f"Bench{b}" for b in range(8)])
     session = session_mode(runner, options, cases)
+    round_trip = session_round_trip(device, runner, options, cases)
     streams = isinstance(runner.link, AgentSession)
     pipelined = session_pipelined(device, runner, options, cases) if streams else None
     per_case = per_case_way(device, runner, options, per_case_cases) if streams else None
     size = len(wire.encode_request(Request.load("/x" * 20, options.backend_ids, options)))
-    floor = floor_round_trip(device, size, cases) if streams else empty_request(runner, cases)
+    floor = (floor_round_trip(device, size, cases) if streams
+             else same_size_unregistered(runner, options, cases))
     runtime_us = runtime_time_us(runner, options)
     max_message = runner.hello.fact("max_message")
     growth = []
@@ -271,7 +301,7 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
             figures = session_mode(runner, shape, growth_cases)
             row.update(p50_ms=figures.p50_ms, per_second=figures.per_second)
         growth.append(row)
-    return DeviceFigures(device.name, cases, session, pipelined, per_case, floor,
+    return DeviceFigures(device.name, cases, session, round_trip, pipelined, per_case, floor,
                          runtime_us, tuple(growth))
 
 
@@ -303,14 +333,15 @@ def format_figures(figures: DeviceFigures) -> str:
     ratio = lambda r: "n/a" if r is None else f"{r:.1f}x"  # noqa: E731
     lines = [
         f"{figures.device}: {figures.cases} cases (4 backends x 8 options)",
-        line("(a) session", figures.session),
+        line("(a) session, whole case", figures.session),
+        line("(a) session, round trip", figures.round_trip),
         line("(a) session, pipelined", figures.pipelined),
         line("(b) per-case way", figures.per_case),
-        line("(c) floor round trip" if figures.per_case else "(c) floor: RESET", figures.floor),
+        line("(c) floor: echo" if figures.per_case else "(c) floor: no-op GET", figures.floor),
         f"  inside the runtime per case, as the agent measures it (load and execute): "
         f"{figures.runtime_us} us",
         f"  a/b throughput {ratio(figures.throughput_ratio)}   "
-        f"a/c latency {ratio(figures.floor_ratio)} of the floor",
+        f"a/c round trip {ratio(figures.floor_ratio)} of the floor",
         "  growth (session p50 ms): " + ", ".join(
             f"{g['backends']}x{g['options']}x{g['string_bytes']}B="
             + (f"{g['p50_ms']:.2f}" if "p50_ms" in g else "n/a")

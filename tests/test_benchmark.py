@@ -24,7 +24,7 @@ def test_bench_on_host_writes_all_figures(tmp_path, capsys):
                  "--growth-cases", "2", "--json", str(out)]) == 0
     (figures,) = json.loads(out.read_text())["devices"]
     assert figures["device"] == "host"
-    for way in ("session", "pipelined", "per_case", "floor"):
+    for way in ("session", "round_trip", "pipelined", "per_case", "floor"):
         assert figures[way]["cases"] > 0 and figures[way]["per_second"] > 0
     assert len(figures["growth"]) == 10 and all("p50_ms" in g for g in figures["growth"])
     assert "a/b throughput" in capsys.readouterr().out

@@ -78,18 +78,36 @@ class AgentSession:
         self._stream.write(frame)
         return self._read_report(seq)
 
-    def _read_report(self, seq: int) -> Report:
-        """The next report, which must answer request ``seq``."""
+    def exchange(self, frame: bytes) -> bytes:
+        """Send one frame and return the next report's bytes, undecoded: the device's
+        whole part of a case (the benchmark times exactly this)."""
+        self._stream.write(frame)
+        return self._read_report_bytes()
+
+    def _read_report_bytes(self) -> bytes:
         head = self._stream.read_exact(wire.HEADER_SIZE, self._timeout)
         try:
             header = wire.peek_header(head)
-            body = self._stream.read_exact(header.length - wire.HEADER_SIZE, self._timeout)
-            report = wire.decode_report(head + body)
         except wire.WireError as exc:
-            raise AgentProtocolError(
-                f"{self._name}: unreadable report ({exc}); agent stderr:\n"
-                f"{self._stream.stderr_tail()}"
-            ) from None
+            raise self._unreadable(exc) from None
+        return head + self._stream.read_exact(header.length - wire.HEADER_SIZE, self._timeout)
+
+    def _unreadable(self, exc: wire.WireError) -> AgentProtocolError:
+        return AgentProtocolError(
+            f"{self._name}: unreadable report ({exc}); agent stderr:\n"
+            f"{self._stream.stderr_tail()}"
+        )
+
+    def _read_report(self, seq: int) -> Report:
+        """The next report, which must answer request ``seq``."""
+        return self.decode(self._read_report_bytes(), seq)
+
+    def decode(self, data: bytes, seq: int) -> Report:
+        """The report in ``data`` (as :meth:`exchange` returns it), which must answer ``seq``."""
+        try:
+            report = wire.decode_report(data)
+        except wire.WireError as exc:
+            raise self._unreadable(exc) from None
         if report.seq != seq:
             raise AgentProtocolError(
                 f"{self._name}: expected the report for request #{seq}, got one for #{report.seq}"
