@@ -218,6 +218,12 @@ def open_device(profile: DeviceProfile) -> Device:
         if profile.transport == "serial":
             qemu = None
             if profile.emulator == "qemu-mcu":
+                if profile.settings:
+                    raise ProfileError(
+                        f"{profile.where('transport.' + sorted(profile.settings)[0])}: the "
+                        "qemu-mcu emulator sets the port itself; an emulated board takes no "
+                        "transport fields"
+                    )
                 qemu = stack.enter_context(QemuMcu(build_firmware()))
             elif profile.emulator is not None:
                 raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
@@ -255,10 +261,21 @@ def _emulator_dir(profile: DeviceProfile, stack: contextlib.ExitStack) -> Path:
     return path
 
 
+# Transport fields each emulator fills in itself.
+_EMULATOR_SETTINGS = {"adbd": ("connect", "server_port"), "sshd": ("host", "ssh_config")}
+
+
 def _start_emulator(
     profile: DeviceProfile, stack: contextlib.ExitStack
 ) -> tuple[DeviceProfile, Emulator]:
     """Start the emulated device; return the profile with the transport fields it needs."""
+    owned = _EMULATOR_SETTINGS.get(profile.emulator, ())
+    clash = sorted(set(profile.settings) & set(owned))
+    if clash:
+        raise ProfileError(
+            f"{profile.where('transport.' + clash[0])}: set by the {profile.emulator} emulator "
+            f"the harness starts ({', '.join(owned)}); remove it from the profile"
+        )
     home = _emulator_dir(profile, stack)
     if profile.emulator == "adbd":
         server = stack.enter_context(PrivateAdbServer(home / "adb-server"))

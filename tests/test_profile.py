@@ -61,3 +61,19 @@ def test_unknown_device_names_the_known_ones():
 def test_prebuilt_path_is_relative_to_the_profile(tmp_path):
     profile = load_profile(write(tmp_path, "transport: {kind: local}\nagent: {prebuilt: dist}\n"))
     assert profile.agent.prebuilt == (tmp_path / "dist").resolve()
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("transport: {kind: ssh, host: board}\nemulator: sshd\n", "transport.host: set by the sshd"),
+        ("transport: {kind: adb, connect: 'h:1'}\nemulator: adbd\n", "transport.connect: set by"),
+        ("transport: {kind: serial, baudrate: 9600}\nemulator: qemu-mcu\n",
+         "transport.baudrate: the qemu-mcu emulator sets the port itself"),
+    ],
+)
+def test_emulated_profiles_refuse_fields_the_emulator_sets(tmp_path, text, expected):
+    from harness.device import open_device
+
+    with pytest.raises(ProfileError, match=expected):
+        open_device(load_profile(write(tmp_path, text)))
