@@ -190,12 +190,14 @@ class SerialBoard:
         self._profile = profile
         self._qemu = qemu
         self._links = 0
-        where = profile.where("transport")
-        settings = {"url": qemu.url} if qemu is not None else profile.settings
-        try:
-            self._config = SerialPortConfig.from_settings(settings, where)
-        except SerialConfigError as exc:
-            raise ProfileError(str(exc)) from None
+        self._config: SerialPortConfig | None = None
+        if qemu is None:
+            try:
+                self._config = SerialPortConfig.from_settings(
+                    profile.settings, profile.where("transport")
+                )
+            except SerialConfigError as exc:
+                raise ProfileError(str(exc)) from None
 
     def fresh_link(self) -> SerialLink:
         timeout = self._profile.timeouts.connect
@@ -206,6 +208,7 @@ class SerialBoard:
             self._links += 1
             return self._qemu.connect(LinkConfig(hello_timeout=timeout, boot_timeout=timeout))
         config = self._config
+        assert config is not None  # a real board always has its port settings
         if self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
