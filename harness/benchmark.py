@@ -29,7 +29,6 @@ from harness.messages import Action, Outcome, Report, Request
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
 
-
 SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 
 

@@ -19,7 +19,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-
 from harness.options import BackendOptions, MapValidationError, Option, OptionsMap
 from harness.strict_yaml import YamlError, read_yaml
 

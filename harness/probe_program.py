@@ -21,8 +21,8 @@ from pathlib import Path
 
 import filelock
 
-from harness.options import MAX_ID_BYTES
 from harness.cache import cache_root
+from harness.options import MAX_ID_BYTES
 from harness.sdk import SdkPaths, ensure_sdk, host_abi
 
 MAX_DELEGATES = 8  # wire format v1: delegate_count limit

@@ -99,7 +99,7 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
     names = [_clip(name) for name, _ in shown]
     width = max([len("backend"), *(len(name) for name in names)])
     lines = [f"{'backend':<{width}}  checks  exact  wrong"]
-    for name, (_, c) in zip(names, shown):
+    for name, (_, c) in zip(names, shown, strict=True):
         lines.append(f"{name:<{width}}  {c['ok'] + c['wrong']:>6}  {c['ok']:>5}  {c['wrong']:>5}")
     if len(rows) > len(shown):
         rest = rows[len(shown):]
