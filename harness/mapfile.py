@@ -27,19 +27,12 @@ _TYPES = {"bool": bool, "int": int, "string": str}
 _KINDS: dict[type, str] = {dict: "mapping", str: "string"}  # YAML's names where Python's differ
 
 
-class MapFileError(ValueError):
+class MapFileError(YamlError):
     """A map file that cannot be read or is not a valid map.
 
     ``source`` is the file name, ``location`` the entry path or line (or None),
     ``problem`` what is wrong and how to fix it.
     """
-
-    def __init__(self, source: str, location: str | None, problem: str) -> None:
-        self.source = source
-        self.location = location
-        self.problem = problem
-        where = f"{source}: {location}" if location else source
-        super().__init__(f"{where}: {problem}")
 
 
 def _read_yaml(text: str, source: str) -> object:
