@@ -116,7 +116,7 @@ def test_modes_that_split_devices_are_refused_for_device_runs():
 def test_a_held_device_is_busy_and_the_message_names_the_holder(tmp_path):
     first, second = DeviceLock("dev/1", tmp_path), DeviceLock("dev/1", tmp_path)
     first.acquire(timeout=1)
-    assert first.path.name == "dev_1.lock"
+    assert first.path.name.startswith("dev_1-") and first.path.suffix == ".lock"
     holder = second.holder()
     assert holder is not None and holder.pid == __import__("os").getpid()
     started = time.monotonic()
@@ -410,3 +410,34 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
     script = REPO / "ci" / "run-emulated.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
     assert "--device tag:emulated -n" in script.read_text("utf-8")
+
+
+def test_two_profiles_for_one_board_share_one_lock(tmp_path):
+    from harness.farm.lock import device_key
+    from harness.profile import parse_profile
+
+    def profile(name: str, transport: dict, emulator: str | None = None):
+        data = {"name": name, "transport": transport}
+        if emulator:
+            data["emulator"] = emulator
+        return parse_profile(data, None, name)
+
+    rpi = profile("rpi5", {"kind": "ssh", "host": "rpi5.lab", "user": "et"})
+    copy = profile("rpi5-nightly", {"kind": "ssh", "host": "rpi5.lab", "user": "et"})
+    other = profile("rpi4", {"kind": "ssh", "host": "rpi4.lab", "user": "et"})
+    assert device_key(rpi) == device_key(copy) != device_key(other)
+    board = profile("nucleo", {"kind": "serial", "port": "/dev/ttyACM0"})
+    again = profile("nucleo-debug", {"kind": "serial", "port": "/dev/ttyACM0"})
+    assert device_key(board) == device_key(again)
+    emulated = profile("ssh-emu", {"kind": "ssh"}, emulator="sshd")
+    assert device_key(emulated) != device_key(profile("ssh-emu-2", {"kind": "ssh"}, "sshd"))
+
+    first = DeviceLock("rpi5", tmp_path, device_key(rpi))
+    second = DeviceLock("rpi5-nightly", tmp_path, device_key(copy))
+    assert first.path == second.path != DeviceLock("rpi4", tmp_path, device_key(other)).path
+    first.acquire(timeout=1)
+    try:
+        with pytest.raises(DeviceBusy, match="rpi5-nightly"):
+            second.acquire(timeout=0.2)
+    finally:
+        first.release()

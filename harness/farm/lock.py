@@ -11,6 +11,7 @@ lab-wide lock (labgrid, see :mod:`harness.farm.labgrid`).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 import filelock
 
 from harness.cache import cache_root
+from harness.profile import DeviceProfile
 from harness.transport.base import DeviceUnavailable
 
 _COMMAND_CHARS = 300
@@ -64,14 +66,38 @@ class LockHolder:
         )
 
 
-class DeviceLock:
-    """Exclusive use of the device named ``device`` by this process."""
+def device_key(profile: DeviceProfile) -> str:
+    """What identifies the hardware behind a profile, so that two profiles naming one
+    board (a copy of rpi5.yaml, /dev/ttyACM0 in two files) share one lock.
 
-    def __init__(self, device: str, lock_dir: Path) -> None:
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", device)
+    Emulated devices and the host are their profile's name: each run starts its own
+    emulator, and host profiles differ by work directory."""
+    settings = profile.settings
+    if profile.emulator is not None or profile.transport == "local":
+        return profile.name
+    if profile.transport == "ssh":
+        return f"ssh:{settings.get('user', '')}@{settings.get('host')}:{settings.get('port', 22)}"
+    if profile.transport == "adb":
+        server = f"{settings.get('server_host', 'localhost')}:{settings.get('server_port', '')}"
+        target = settings.get("serial") or settings.get("connect") or "the only device"
+        return f"adb:{server}/{target}"
+    return f"serial:{settings.get('port') or settings.get('url')}"
+
+
+class DeviceLock:
+    """Exclusive use of one device by this process.
+
+    ``device`` names it in messages; ``key`` (default: the name) identifies it, see
+    :func:`device_key`.
+    """
+
+    def __init__(self, device: str, lock_dir: Path, key: str | None = None) -> None:
+        key = key or device
+        readable = re.sub(r"[^A-Za-z0-9._-]", "_", key)[:40]
+        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
         self.device = device
-        self.path = lock_dir / f"{safe}.lock"
-        self.holder_path = lock_dir / f"{safe}.holder.json"
+        self.path = lock_dir / f"{readable}-{digest}.lock"
+        self.holder_path = lock_dir / f"{readable}-{digest}.holder.json"
         self._lock = filelock.FileLock(self.path)
 
     @property

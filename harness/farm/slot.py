@@ -20,7 +20,7 @@ from harness.farm.artifacts import collect_core_files
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
-from harness.farm.lock import DeviceLock
+from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
@@ -45,7 +45,7 @@ class DeviceSlot:
         self.runner: CaseRunner | None = None
         self.facts: dict[str, str] = {}
         self._place = LabgridPlace.of(profile)
-        self._lock = DeviceLock(profile.name, policy.lock_dir)
+        self._lock = DeviceLock(profile.name, policy.lock_dir, device_key(profile))
         self._held = contextlib.ExitStack()
         self._links: list[AgentLink] = []
 
