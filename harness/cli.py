@@ -189,10 +189,19 @@ def _cmd_emu(args: argparse.Namespace) -> int:
 
 
 def _cmd_devices(_: argparse.Namespace) -> int:
+    from harness.device import check_transport_settings
+
+    invalid = 0
     for name in profile_names():
-        profile = load_profile(name)
+        try:
+            profile = load_profile(name)
+            check_transport_settings(profile)
+        except ProfileError as exc:
+            print(f"{name:<12} INVALID {exc}")
+            invalid += 1
+            continue
         print(f"{name:<12} {profile.transport:<7} {profile.description}")
-    return 0
+    return 1 if invalid else 0
 
 
 def main(argv: list[str] | None = None) -> int:

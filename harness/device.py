@@ -26,7 +26,7 @@ from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
 from harness.serial_link import LinkConfig, SerialLink
-from harness.transport.adb import AdbTransport
+from harness.transport.adb import AdbTarget, AdbTransport
 from harness.transport.base import Transport, TransportError
 from harness.transport.local import LocalTransport
 from harness.transport.serial import ResetLine, SerialConfigError, SerialPortConfig
@@ -231,6 +231,7 @@ def open_device(profile: DeviceProfile) -> Device:
             elif profile.emulator is not None:
                 raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
                                    f"is qemu-mcu; got {profile.emulator!r}")
+            check_transport_settings(profile)
             board = SerialBoard(profile, qemu)
             return Device(profile, None, stack.pop_all(), qemu, board)
         emulator = None
@@ -239,12 +240,31 @@ def open_device(profile: DeviceProfile) -> Device:
         return Device(profile, _transport(profile), stack.pop_all(), emulator)
 
 
+def check_transport_settings(profile: DeviceProfile) -> None:
+    """Validate the profile's transport fields without reaching the device.
+
+    :class:`ProfileError` names the file and the field; devices are opened later,
+    so this lets a listing or a run refuse a broken profile before anything starts.
+    """
+    if profile.emulator is not None:
+        return  # the emulator supplies them; open_device refuses fields it would set
+    if profile.transport == "local" and profile.settings:
+        raise ProfileError(f"{profile.where('transport.' + sorted(profile.settings)[0])}: "
+                           "unknown field; the local transport takes none")
+    if profile.transport == "ssh":
+        SshProfile.from_device(profile)
+    elif profile.transport == "adb":
+        AdbTarget.from_profile(profile)
+    elif profile.transport == "serial":
+        try:
+            SerialPortConfig.from_settings(profile.settings, profile.where("transport"))
+        except SerialConfigError as exc:
+            raise ProfileError(str(exc)) from None
+
+
 def _transport(profile: DeviceProfile) -> Transport:
+    check_transport_settings(profile)
     if profile.transport == "local":
-        unknown = sorted(profile.settings)
-        if unknown:
-            raise ProfileError(f"{profile.where('transport.' + unknown[0])}: unknown field; "
-                               "the local transport takes none")
         return LocalTransport(profile.work_dir)
     if profile.transport == "adb":
         return AdbTransport.from_profile(profile)

@@ -77,3 +77,20 @@ def test_emulated_profiles_refuse_fields_the_emulator_sets(tmp_path, text, expec
 
     with pytest.raises(ProfileError, match=expected):
         open_device(load_profile(write(tmp_path, text)))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("transport: {kind: ssh, hots: board}\n", "transport.hots: unknown field"),
+        ("transport: {kind: ssh, host: board, port: '22'}\n", "transport.port: must be an integer"),
+        ("transport: {kind: adb, server_port: 0}\n", "transport.server_port: must be a TCP port"),
+        ("transport: {kind: serial, baudrate: 9600}\n", "give exactly one of 'port'"),
+        ("transport: {kind: local, host: x}\n", "transport.host: unknown field"),
+    ],
+)
+def test_transport_fields_are_checked_before_the_device_is_reached(tmp_path, text, expected):
+    from harness.device import check_transport_settings
+
+    with pytest.raises(ProfileError, match=expected):
+        check_transport_settings(load_profile(write(tmp_path, text)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.device import check_transport_settings
 from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
 
 ALL = "all"
@@ -40,6 +41,8 @@ def select_profiles(spec: str, devices_dir: Path = DEVICES_DIR) -> tuple[DeviceP
                     "device names must be unique in a run (set 'name:' in one of them)"
                 )
             chosen.setdefault(profile.name, profile)
+    for profile in chosen.values():
+        check_transport_settings(profile)
     return tuple(chosen.values())
 
 
