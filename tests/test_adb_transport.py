@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import shutil
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.emulators.adb_emulator import AdbEmulator, AdbEndpoint
 from harness.emulators.adb_server import PrivateAdbServer, free_port
@@ -19,10 +19,10 @@ from harness.profile import ProfileError, parse_profile
 from harness.transport.adb import AdbTarget, AdbTransport, device_command
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("adb") is None or os.geteuid() != 0,
-    reason="needs the adb client (apt-get install adb) and root for the device root's mounts",
-)
+
+@pytest.fixture(autouse=True)
+def _prerequisites() -> None:
+    require("adb", root=True)
 
 WORK = "/data/local/tmp/et-harness"
 HOSTILE_NAMES = [

@@ -10,13 +10,13 @@ import asyncio
 import hashlib
 import os
 import secrets
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.emulators.adb_auth import AdbKeyError, AdbPublicKey, load_adb_keys
 from harness.emulators.adb_emulator import AdbEmulator, AdbEmulatorError, AdbEndpoint
@@ -25,10 +25,10 @@ from harness.emulators.adb_protocol import Command, Message, ProtocolError, read
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.adbd import PortInScanRange, check_port
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("adb") is None or os.geteuid() != 0,
-    reason="needs the adb client (apt-get install adb) and root for the device root's mounts",
-)
+
+@pytest.fixture(autouse=True)
+def _prerequisites() -> None:
+    require("adb", root=True)
 
 PROPERTIES = DeviceProperties(model="EtbEmu_64", device="etb_emu_arm64", name="etb_emu")
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness import wire
 from harness.agent.build import AgentBuild, ensure_agent
@@ -565,12 +566,9 @@ def test_mutated_streams_never_crash_the_agent(build: AgentBuild) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None,
-    reason="needs apt packages g++-aarch64-linux-gnu and qemu-user",
-)
 def test_arm64_agent_under_qemu(tmp_path: Path) -> None:
     """The agent cross-built against the aarch64 wheel serves the same requests under QEMU."""
+    require("aarch64-linux-gnu-g++", "qemu-aarch64")
     arm = ensure_agent("aarch64")
     assert arm.binary.read_bytes()[18:20] == struct.pack("<H", 183)  # ELF e_machine EM_AARCH64
     device_dir = tmp_path / "arm64-device"

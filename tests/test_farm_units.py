@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prerequisites import require
 
 from harness.check import check_set
 from harness.farm.artifacts import collect_core_files
@@ -313,14 +313,11 @@ def test_html_report_has_the_matrix_links_and_the_rendered_diff(tmp_path):
     assert (tmp_path / "sub" / "report.html").read_text("utf-8").count('class="case"') == 5
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_html_report_renders_in_a_real_browser(tmp_path):
+    require("chromium")
     report = tmp_path / "report.html"
     write_report(report, _results(), tmp_path)
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+    flags = ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update", "--no-first-run",
              f"--user-data-dir={tmp_path / 'profile'}"]
     shot = tmp_path / "shot.png"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prerequisites import require
 
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
 from harness.profile import ProfileError, parse_profile
@@ -28,7 +29,10 @@ from harness.transport.ssh import (
     shell_command,
 )
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ssh-emu needs root")
+
+@pytest.fixture(autouse=True)
+def _prerequisites() -> None:
+    require("/usr/sbin/sshd", root=True)
 
 HOSTILE_ARGS = [
     "",

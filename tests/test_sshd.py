@@ -11,10 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator, SshdError
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="ssh-emu needs root")
+
+@pytest.fixture(autouse=True)
+def _prerequisites() -> None:
+    require("/usr/sbin/sshd", root=True)
 
 REPO = Path(__file__).resolve().parent.parent
 
