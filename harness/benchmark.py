@@ -95,12 +95,17 @@ def session_mode(runner: CaseRunner, options: OptionsMap, cases: int) -> Latency
     return _timed(cases, one_case)
 
 
+def _case_request(device: Device, options: OptionsMap) -> Request:
+    """The LOAD request of one case, with the device path of its probe program."""
+    return Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
+
+
 def session_round_trip(device: Device, runner: CaseRunner, options: OptionsMap,
                        cases: int) -> Latency:
     """(a) the device's part of each case: from the request's first byte sent to the
     report's last byte received (the host encodes before and decodes and checks after)."""
     link = runner.link
-    request = Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
+    request = _case_request(device, options)
     if not isinstance(link, AgentSession):  # a serial link frames and decodes inside
         return _timed(cases, lambda: _expect_ok([link.request(request)]))
     samples = []
@@ -122,7 +127,7 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
     if not isinstance(link, AgentSession):
         raise BenchmarkError("pipelining needs a stream agent session")
     runner.load(options)
-    request = Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
+    request = _case_request(device, options)
     start = time.perf_counter()
     reports = link.pipeline([request] * cases, window)
     total = time.perf_counter() - start
@@ -130,14 +135,12 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
     return Latency.of([total / cases] * cases, total)
 
 
-def per_case_way(device: Device, runner: CaseRunner, options: OptionsMap,
-                 cases: int) -> Latency:
+def per_case_way(device: Device, options: OptionsMap, cases: int) -> Latency:
     """(b) push a request file, run the agent one-shot, pull the report file, per case."""
     agent = device.deploy_agent()
-    program = device.program_for(options.backend_ids)
     requests = (
         wire.encode_request(Request.register(options.backend_ids))
-        + wire.encode_request(Request.load(program, options.backend_ids, options))
+        + wire.encode_request(_case_request(device, options))
     )
     remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
     remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
@@ -282,8 +285,8 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     round_trip = session_round_trip(device, runner, options, cases)
     streams = isinstance(runner.link, AgentSession)
     pipelined = session_pipelined(device, runner, options, cases) if streams else None
-    per_case = per_case_way(device, runner, options, per_case_cases) if streams else None
-    size = len(wire.encode_request(Request.load("/x" * 20, options.backend_ids, options)))
+    per_case = per_case_way(device, options, per_case_cases) if streams else None
+    size = len(wire.encode_request(_case_request(device, options)))
     floor = (floor_round_trip(device, size, cases) if streams
              else same_size_unregistered(runner, options, cases))
     runtime_us = runtime_time_us(runner, options)

@@ -206,10 +206,5 @@ class CaseRunner:
 
     def _prepare_calls(self, options: OptionsMap, expected_status: Mapping[str, int]) -> None:
         self.prepare(
-            [
-                name
-                for name in options.backend_ids
-                if expected_status.get(name) != RuntimeErrorCode.NotFound
-                and name not in self.registered
-            ]
+            [n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound]
         )
