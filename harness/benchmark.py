@@ -12,13 +12,14 @@ Figures are printed and written as JSON; docs/performance.md says how to read th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import posixpath
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,19 @@ def _timed(cases: int, one_case: Callable[[], None]) -> Latency:
     return Latency.of(samples, time.perf_counter() - start)
 
 
+def sample_alternately(rounds: int, first: Callable[[], float],
+                second: Callable[[], float]) -> tuple[Latency, Latency]:
+    """Sample ``first`` and ``second`` (each returns the seconds it measured) in turn,
+    so both see the same machine: on a shared machine the cost of waking another
+    process swings by several times between minutes, which would skew their ratio."""
+    first(), second()  # warm
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(first())
+        b.append(second())
+    return Latency.of(a), Latency.of(b)
+
+
 def session_mode(runner: CaseRunner, options: OptionsMap, cases: int) -> Latency:
     """(a) one LOAD request per case over the running agent, verdict checked."""
     def one_case() -> None:
@@ -100,24 +114,30 @@ def _case_request(device: Device, options: OptionsMap) -> Request:
     return Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
 
 
-def session_round_trip(device: Device, runner: CaseRunner, options: OptionsMap,
-                       cases: int) -> Latency:
-    """(a) the device's part of each case: from the request's first byte sent to the
-    report's last byte received (the host encodes before and decodes and checks after)."""
+def round_trip_sampler(device: Device, runner: CaseRunner,
+                       options: OptionsMap) -> Callable[[], float]:
+    """(a) the device's part of one case: from the request's first byte sent to the
+    report's last byte received (the host encodes before, decodes and checks after)."""
     link = runner.link
     request = _case_request(device, options)
     if not isinstance(link, AgentSession):  # a serial link frames and decodes inside
-        return _timed(cases, lambda: _expect_ok([link.request(request)]))
-    samples = []
-    start = time.perf_counter()
-    for _ in range(cases):
+        def framed_round_trip() -> float:
+            begin = time.perf_counter()
+            report = link.request(request)
+            elapsed = time.perf_counter() - begin
+            _expect_ok([report])
+            return elapsed
+        return framed_round_trip
+
+    def round_trip() -> float:
         seq = link.next_seq()
         frame = wire.encode_request(dataclasses.replace(request, seq=seq))
         begin = time.perf_counter()
         data = link.exchange(frame)
-        samples.append(time.perf_counter() - begin)
+        elapsed = time.perf_counter() - begin
         _expect_ok([link.decode(data, seq)])
-    return Latency.of(samples, time.perf_counter() - start)
+        return elapsed
+    return round_trip
 
 
 def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, cases: int,
@@ -163,24 +183,29 @@ def per_case_way(device: Device, options: OptionsMap, cases: int) -> Latency:
         return _timed(cases, one_case)
 
 
-def floor_round_trip(device: Device, size: int, rounds: int) -> Latency:
+@contextlib.contextmanager
+def echo_sampler(device: Device, size: int) -> Iterator[Callable[[], float]]:
     """(c) ``size`` bytes echoed by ``cat`` on the device over the same kind of stream."""
     stream = device.transport.open_stream(["cat"])
-    payload = bytes(range(256)) * (size // 256 + 1)
-    payload = payload[:size]
-    try:
-        def one_round() -> None:
-            stream.write(payload)
-            if stream.read_exact(size, device.profile.timeouts.case) != payload:
-                raise BenchmarkError("the echo came back different")
+    payload = (bytes(range(256)) * (size // 256 + 1))[:size]
+    timeout = device.profile.timeouts.case
 
-        one_round()
-        return _timed(rounds, one_round)
+    def echo() -> float:
+        begin = time.perf_counter()
+        stream.write(payload)
+        echoed = stream.read_exact(size, timeout)
+        elapsed = time.perf_counter() - begin
+        if echoed != payload:
+            raise BenchmarkError("the echo came back different")
+        return elapsed
+
+    try:
+        yield echo
     finally:
         stream.close()
 
 
-def same_size_unregistered(runner: CaseRunner, options: OptionsMap, rounds: int) -> Latency:
+def unregistered_get_sampler(runner: CaseRunner, options: OptionsMap) -> Callable[[], float]:
     """(c) for devices without processes (MCU firmware), where nothing can echo: a GET of
     the same options for backends that are not registered. The agent answers NotFound
     for each and returns the options untouched, so about as many bytes travel each way
@@ -190,13 +215,14 @@ def same_size_unregistered(runner: CaseRunner, options: OptionsMap, rounds: int)
     )
     link = runner.link
 
-    def one_round() -> None:
+    def unregistered_get() -> float:
+        begin = time.perf_counter()
         report = link.request(Request(Action.GET, ghosts))
+        elapsed = time.perf_counter() - begin
         if report.outcome is not Outcome.OK or any(e.status != 0x20 for e in report.entries):
             raise BenchmarkError(f"the unregistered GET did not come back NotFound: {report}")
-
-    one_round()
-    return _timed(rounds, one_round)
+        return elapsed
+    return unregistered_get
 
 
 def runtime_time_us(runner: CaseRunner, options: OptionsMap, rounds: int = 20) -> int:
@@ -251,17 +277,31 @@ class DeviceFigures:
         return self.session.per_second / self.per_case.per_second
 
     @property
-    def floor_ratio(self) -> float | None:
-        """a/c: session-mode median round trip over (floor round trip + runtime time)."""
+    def floor_ms(self) -> float | None:
+        """(c): the median empty round trip plus the runtime's own time per case."""
         if self.floor is None:
             return None
-        floor_ms = self.floor.p50_ms + self.runtime_us / 1000
-        return self.round_trip.p50_ms / floor_ms
+        return self.floor.p50_ms + self.runtime_us / 1000
+
+    @property
+    def floor_ratio(self) -> float | None:
+        """a/c: session-mode median round trip over the floor."""
+        floor_ms = self.floor_ms
+        return None if floor_ms is None else self.round_trip.p50_ms / floor_ms
+
+    @property
+    def whole_case_floor_ratio(self) -> float | None:
+        """Session-mode median whole case (with the host's encode, decode and check)
+        over the floor."""
+        floor_ms = self.floor_ms
+        return None if floor_ms is None else self.session.p50_ms / floor_ms
 
     def as_json(self) -> dict:
         data = dataclasses.asdict(self)
         data["throughput_ratio"] = self.throughput_ratio
+        data["floor_ms"] = self.floor_ms
         data["floor_ratio"] = self.floor_ratio
+        data["whole_case_floor_ratio"] = self.whole_case_floor_ratio
         for key in ("session", "round_trip", "pipelined", "per_case", "floor"):
             figures = getattr(self, key)
             if figures is not None:
@@ -282,13 +322,17 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     options = case_map(backends=4, options=8, string_bytes=16)
     runner.prepare([f"Bench{b}" for b in range(8)])
     session = session_mode(runner, options, cases)
-    round_trip = session_round_trip(device, runner, options, cases)
     streams = isinstance(runner.link, AgentSession)
+    round_trip_of_case = round_trip_sampler(device, runner, options)
+    if streams:
+        size = len(wire.encode_request(_case_request(device, options)))
+        with echo_sampler(device, size) as echo:
+            round_trip, floor = sample_alternately(cases, round_trip_of_case, echo)
+    else:
+        round_trip, floor = sample_alternately(
+            cases, round_trip_of_case, unregistered_get_sampler(runner, options))
     pipelined = session_pipelined(device, runner, options, cases) if streams else None
     per_case = per_case_way(device, options, per_case_cases) if streams else None
-    size = len(wire.encode_request(_case_request(device, options)))
-    floor = (floor_round_trip(device, size, cases) if streams
-             else same_size_unregistered(runner, options, cases))
     runtime_us = runtime_time_us(runner, options)
     max_message = runner.hello.fact("max_message")
     growth = []
@@ -343,7 +387,8 @@ def format_figures(figures: DeviceFigures) -> str:
         f"  inside the runtime per case, as the agent measures it (load and execute): "
         f"{figures.runtime_us} us",
         f"  a/b throughput {ratio(figures.throughput_ratio)}   "
-        f"a/c round trip {ratio(figures.floor_ratio)} of the floor",
+        f"a/c round trip {ratio(figures.floor_ratio)} of the floor "
+        f"(whole case {ratio(figures.whole_case_floor_ratio)})",
         "  growth (session p50 ms): " + ", ".join(
             f"{g['backends']}x{g['options']}x{g['string_bytes']}B="
             + (f"{g['p50_ms']:.2f}" if "p50_ms" in g else "n/a")

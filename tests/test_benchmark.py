@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.benchmark import case_map
+from harness.benchmark import sample_alternately, case_map
 from harness.cli import main
 from harness.options import OptionType
 
@@ -26,5 +26,22 @@ def test_bench_on_host_writes_all_figures(tmp_path, capsys):
     assert figures["device"] == "host"
     for way in ("session", "round_trip", "pipelined", "per_case", "floor"):
         assert figures[way]["cases"] > 0 and figures[way]["per_second"] > 0
+    assert figures["floor_ms"] > 0 and figures["floor_ratio"] > 0
+    assert figures["whole_case_floor_ratio"] > figures["floor_ratio"]
     assert len(figures["growth"]) == 10 and all("p50_ms" in g for g in figures["growth"])
     assert "a/b throughput" in capsys.readouterr().out
+
+
+def test_floor_and_round_trip_are_sampled_in_turn():
+    calls = []
+
+    def sampler(name: str, seconds: float):
+        def sample() -> float:
+            calls.append(name)
+            return seconds
+        return sample
+
+    first, second = sample_alternately(3, sampler("case", 0.002), sampler("echo", 0.001))
+    assert calls == ["case", "echo"] * 4  # one warm-up round, then three measured
+    assert (first.cases, first.p50_ms) == (3, 2.0)
+    assert (second.cases, second.p50_ms) == (3, 1.0)
