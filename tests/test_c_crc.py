@@ -1,4 +1,4 @@
-"""Both CRC variants of the C codec (byte table, and ETB_CRC_SMALL) equal zlib's CRC-32."""
+"""Every CRC variant of the C codec (slicing-by-8, byte table, nibble table) equals zlib's CRC-32."""
 
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("variant", [[], ["-DETB_CRC_SMALL"]], ids=["byte-table", "small"])
+@pytest.mark.parametrize(
+    "variant",
+    [[], ["-DETB_CRC_BYTE"], ["-DETB_CRC_SMALL"], ["-ffreestanding"]],
+    ids=["default-slice8", "byte-table", "small", "freestanding-default"],
+)
 def test_crc_matches_zlib(tmp_path, variant):
     source = tmp_path / "crc.c"
     source.write_text(PROGRAM)

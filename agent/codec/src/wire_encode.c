@@ -6,6 +6,10 @@
  */
 #include "wire_internal.h"
 
+#if __STDC_HOSTED__
+#include <string.h>
+#endif
+
 typedef struct {
   uint8_t *buf;
   size_t cap;
@@ -31,6 +35,14 @@ static void put_u32(writer_t *w, uint32_t v) {
 
 static void put_bytes(writer_t *w, const uint8_t *p, uint16_t n) {
   uint16_t i;
+#if __STDC_HOSTED__
+  /* Hosted builds copy with memcpy; freestanding ones need no library function. */
+  if (n != 0u && w->pos < w->cap && w->cap - w->pos >= n) {
+    memcpy(w->buf + w->pos, p, n);
+    w->pos += n;
+    return;
+  }
+#endif
   for (i = 0; i < n; i++) {
     put_u8(w, p[i]);
   }

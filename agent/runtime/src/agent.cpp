@@ -3,6 +3,7 @@
 #include <executorch/runtime/backend/interface.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "runtime_options.h"
@@ -24,13 +25,42 @@ int32_t clamp_us(int64_t us) {
   return static_cast<int32_t>(std::min<int64_t>(us, INT32_MAX));
 }
 
-std::vector<et::BackendOption> runtime_options_of(const etb_backend_t& backend) {
-  std::vector<et::BackendOption> options;
-  options.reserve(backend.option_count);
-  for (uint8_t i = 0; i < backend.option_count; ++i) {
-    options.push_back(to_runtime_option(backend.options[i]));
+// Makes options hold at least count elements; it never shrinks, so that its
+// elements are reused from request to request.
+void reserve_options(std::vector<et::BackendOption>& options, size_t count) {
+  if (options.size() < count) {
+    options.resize(count);
   }
-  return options;
+}
+
+// The runtime options of a backend, written into options[first...], which the
+// caller has made large enough with reserve_options.
+et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend,
+    std::vector<et::BackendOption>& options, size_t first) {
+  for (uint8_t i = 0; i < backend.option_count; ++i) {
+    to_runtime_option(backend.options[i], options[first + i]);
+  }
+  return et::Span<et::BackendOption>(options.data() + first, backend.option_count);
+}
+
+// A wire string as a NUL-terminated C string, in a buffer of ETB_MAX_ID + 1 bytes.
+const char* c_id(etb_str_t id, char (&buf)[ETB_MAX_ID + 1]) {
+  const size_t len = std::min<size_t>(id.len, ETB_MAX_ID);
+  std::memcpy(buf, id.ptr, len);
+  buf[len] = '\0';
+  return buf;
+}
+
+bool same_ids(const std::vector<std::string>& ids, const etb_request_t& request) {
+  if (ids.size() != request.delegate_count) {
+    return false;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != view(request.delegates[i])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::string join(const std::vector<std::string>& ids) {
@@ -95,7 +125,8 @@ ProbeBackend* Agent::find_probe(std::string_view name) const {
 }
 
 void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
-  std::vector<const ProbeBackend*> called;
+  std::vector<const ProbeBackend*>& called = called_;
+  called.clear();
   for (const auto& probe : probes_) {
     if (probe->record().first_call != 0) {
       called.push_back(probe.get());
@@ -138,40 +169,45 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
     return;
   }
-  std::vector<std::string> actual;
+  std::vector<std::string>& actual = delegate_ids_;
   step = program->delegate_ids(&actual);
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
     return;
   }
-  std::vector<std::string> expected;
-  for (uint8_t i = 0; i < request.delegate_count; ++i) {
-    expected.emplace_back(view(request.delegates[i]));
-  }
-  if (actual != expected) {
+  if (!same_ids(actual, request)) {
+    std::vector<std::string> expected;
+    for (uint8_t i = 0; i < request.delegate_count; ++i) {
+      expected.emplace_back(view(request.delegates[i]));
+    }
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidProgram),
         "program " + path + " delegates to " + join(actual) + ", the request names " + join(expected));
     return;
   }
 
-  // The map holds spans into these arrays and the backend ids by value.
-  std::vector<std::vector<et::BackendOption>> storage;
-  storage.reserve(request.backend_count);
+  // The map holds spans into load_options_ and the backend ids by value.
+  size_t total = 0;
+  for (uint8_t i = 0; i < request.backend_count; ++i) {
+    total += request.backends[i].option_count;
+  }
+  reserve_options(load_options_, total);
   et::LoadBackendOptionsMap map;
+  size_t used = 0;
   for (uint8_t i = 0; i < request.backend_count; ++i) {
     const etb_backend_t& backend = request.backends[i];
-    storage.push_back(runtime_options_of(backend));
-    const std::string id(view(backend.id));
-    const et::Error error = map.set_options(id.c_str(), et::Span<et::BackendOption>(storage.back().data(), storage.back().size()));
+    const et::Span<et::BackendOption> options = runtime_options_of(backend, load_options_, used);
+    used += options.size();
+    char id[ETB_MAX_ID + 1];
+    const et::Error error = map.set_options(c_id(backend.id, id), options);
     if (error != et::Error::Ok) {
       report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(error),
-          "LoadBackendOptionsMap::set_options(\"" + id + "\") refused the entry");
+          "LoadBackendOptionsMap::set_options(\"" + std::string(view(backend.id)) + "\") refused the entry");
       return;
     }
   }
 
   int64_t load_us = 0;
-  step = program->load_method(map, std::move(storage), &load_us);
+  step = program->load_method(map, &load_us);
   report.add_fact("load_us", clamp_us(load_us));
   if (step.ok()) {
     int64_t execute_us = 0;
@@ -210,9 +246,10 @@ void Agent::execute(ReportBuilder& report) {
 void Agent::set(const etb_request_t& request, ReportBuilder& report) {
   for (uint8_t i = 0; i < request.backend_count; ++i) {
     const etb_backend_t& backend = request.backends[i];
-    const std::string id(view(backend.id));
-    std::vector<et::BackendOption> options = runtime_options_of(backend);
-    const et::Error error = et::set_option(id.c_str(), et::Span<et::BackendOption>(options.data(), options.size()));
+    char id[ETB_MAX_ID + 1];
+    reserve_options(call_options_, backend.option_count);
+    const et::Span<et::BackendOption> options = runtime_options_of(backend, call_options_, 0);
+    const et::Error error = et::set_option(c_id(backend.id, id), options);
     if (const ProbeBackend* probe = find_probe(id)) {
       const ProbeBackend::Record& record = probe->record();
       report.add_entry(probe->name(), status_of(error), record.set_calls, 0, ETB_ENTRY_FLAG_PROBE);
@@ -228,9 +265,10 @@ void Agent::set(const etb_request_t& request, ReportBuilder& report) {
 void Agent::get(const etb_request_t& request, ReportBuilder& report) {
   for (uint8_t i = 0; i < request.backend_count; ++i) {
     const etb_backend_t& backend = request.backends[i];
-    const std::string id(view(backend.id));
-    std::vector<et::BackendOption> options = runtime_options_of(backend);
-    const et::Error error = et::get_option(id.c_str(), et::Span<et::BackendOption>(options.data(), options.size()));
+    char id[ETB_MAX_ID + 1];
+    reserve_options(call_options_, backend.option_count);
+    et::Span<et::BackendOption> options = runtime_options_of(backend, call_options_, 0);
+    const et::Error error = et::get_option(c_id(backend.id, id), options);
     if (const ProbeBackend* probe = find_probe(id)) {
       report.add_entry(probe->name(), status_of(error), probe->record().get_calls, 0, ETB_ENTRY_FLAG_PROBE);
     } else {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +39,18 @@ class Agent {
   // Registered probes; the runtime holds pointers to them until the process ends.
   std::vector<std::unique_ptr<ProbeBackend>> probes_;
   std::unique_ptr<LoadedProgram> program_;
+
+  // Reused from request to request, so that serving one allocates little:
+  // The runtime options of a LOAD, all backends back to back; the map of the
+  // loaded method points into them, so they are only rewritten once program_
+  // is gone (at the start of load()).
+  std::vector<et::BackendOption> load_options_;
+  // The runtime options of one backend of a SET or GET.
+  std::vector<et::BackendOption> call_options_;
+  // The delegate ids of the program being loaded.
+  std::vector<std::string> delegate_ids_;
+  // The probes whose hooks ran, for add_probe_entries.
+  mutable std::vector<const ProbeBackend*> called_;
 };
 
 // Facts every HELLO report carries.

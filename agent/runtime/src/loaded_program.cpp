@@ -62,11 +62,7 @@ StepResult LoadedProgram::delegate_ids(std::vector<std::string>* out) const {
   return {};
 }
 
-StepResult LoadedProgram::load_method(
-    const et::LoadBackendOptionsMap& map,
-    std::vector<std::vector<et::BackendOption>> options_storage,
-    int64_t* load_us) {
-  options_storage_ = std::move(options_storage);
+StepResult LoadedProgram::load_method(const et::LoadBackendOptionsMap& map, int64_t* load_us) {
   auto meta = program_->method_meta(kMethodName);
   if (!meta.ok()) {
     return fail(meta.error(), std::string("program has no method \"") + kMethodName + "\"");

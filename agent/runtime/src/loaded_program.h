@@ -43,12 +43,9 @@ class LoadedProgram {
   // The delegate ids of the method, in program order.
   StepResult delegate_ids(std::vector<std::string>* out) const;
 
-  // Loads the method with the given map. options_storage holds the arrays the
-  // map's spans point to; it is kept alive as long as the method.
-  StepResult load_method(
-      const et::LoadBackendOptionsMap& map,
-      std::vector<std::vector<et::BackendOption>> options_storage,
-      int64_t* load_us);
+  // Loads the method with the given map. The caller keeps the arrays the
+  // map's spans point to alive, unchanged, as long as this object.
+  StepResult load_method(const et::LoadBackendOptionsMap& map, int64_t* load_us);
 
   StepResult execute(int64_t* execute_us);
 
@@ -58,7 +55,6 @@ class LoadedProgram {
   StepResult open_file(const std::string& path);
   std::unique_ptr<executorch::extension::FileDataLoader> loader_;
   std::optional<et::Program> program_;
-  std::vector<std::vector<et::BackendOption>> options_storage_;
   executorch::extension::MallocMemoryAllocator method_allocator_;
   executorch::extension::MallocMemoryAllocator temp_allocator_;
   std::vector<std::vector<uint8_t>> planned_buffers_;

@@ -30,11 +30,15 @@ bool same_options(et::Span<const et::BackendOption> a, const std::vector<et::Bac
 ProbeBackend::ProbeBackend(std::string name) : name_(std::move(name)) {}
 
 void ProbeBackend::begin_request() {
+  // A fresh record whose received keeps its memory for this request.
+  std::vector<et::BackendOption> received = std::move(record_.received);
+  received.clear();
   record_ = Record{};
+  record_.received = std::move(received);
 }
 
 void ProbeBackend::reset() {
-  record_ = Record{};
+  begin_request();
   state_.clear();
 }
 

@@ -10,6 +10,8 @@ namespace etb {
 namespace {
 
 constexpr size_t kOptionPool = ETB_MAX_BACKENDS * ETB_MAX_OPTIONS;
+// Holds every text of a typical report in one block.
+constexpr size_t kTextBlock = 16 * 1024;
 
 // The longest prefix of text of at most max bytes that ends on a UTF-8
 // character boundary.
@@ -26,7 +28,7 @@ std::string_view utf8_prefix(std::string_view text, size_t max) {
 
 }  // namespace
 
-ReportBuilder::ReportBuilder() {
+ReportBuilder::ReportBuilder() : texts_(kTextBlock) {
   facts_.reserve(ETB_MAX_FACTS);
   options_.reserve(kOptionPool);
 }
@@ -57,8 +59,7 @@ void ReportBuilder::append_message(std::string_view text) {
 }
 
 etb_str_t ReportBuilder::keep(std::string_view text) {
-  texts_.emplace_back(text.substr(0, UINT16_MAX));
-  const std::string& kept = texts_.back();
+  const std::string_view kept = texts_.keep(text.substr(0, UINT16_MAX));
   return etb_str_t{reinterpret_cast<const uint8_t*>(kept.data()), static_cast<uint16_t>(kept.size())};
 }
 

@@ -4,12 +4,12 @@
 #include <executorch/runtime/backend/options.h>
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "etb/wire.h"
+#include "text_arena.h"
 
 namespace etb {
 
@@ -47,7 +47,7 @@ class ReportBuilder {
   etb_option_t* next_option(std::vector<etb_option_t>& pool, size_t limit, std::string_view what);
 
   etb_report_t report_{};
-  std::deque<std::string> texts_;
+  TextArena texts_;
   std::vector<etb_option_t> facts_;
   std::vector<etb_option_t> options_;
   std::string message_;

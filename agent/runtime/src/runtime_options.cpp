@@ -8,11 +8,10 @@ namespace etb {
 using executorch::runtime::kMaxOptionKeyLength;
 using executorch::runtime::kMaxOptionValueLength;
 
-BackendOption to_runtime_option(const etb_option_t& option) {
-  BackendOption out;
+void to_runtime_option(const etb_option_t& option, BackendOption& out) {
   const size_t key_len = std::min<size_t>(option.key.len, kMaxOptionKeyLength - 1);
+  std::memset(out.key, 0, sizeof(out.key));
   std::memcpy(out.key, option.key.ptr, key_len);
-  out.key[key_len] = '\0';
   switch (option.type) {
     case ETB_TYPE_BOOL:
       out.value = option.b;
@@ -21,14 +20,13 @@ BackendOption to_runtime_option(const etb_option_t& option) {
       out.value = static_cast<int>(option.i);
       break;
     default: {
-      std::array<char, kMaxOptionValueLength> text{};
+      // emplace value-initialises the array (all zero) where it lives.
+      auto& text = out.value.emplace<std::array<char, kMaxOptionValueLength>>();
       const size_t len = std::min<size_t>(option.s.len, kMaxOptionValueLength - 1);
       std::memcpy(text.data(), option.s.ptr, len);
-      out.value = text;
       break;
     }
   }
-  return out;
 }
 
 std::string_view option_key(const BackendOption& option) {

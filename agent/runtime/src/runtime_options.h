@@ -11,12 +11,14 @@ namespace etb {
 
 using executorch::runtime::BackendOption;
 
-// A runtime option holding the key and value of a decoded wire option. Keys
-// are written into BackendOption directly because they are only known at run
-// time (BackendOptions<N>::set_option accepts only compile-time keys). The
-// codec has already checked the limits (key <= 63 bytes, string <= 255 bytes,
-// no NUL), so both fit with their terminating NUL.
-BackendOption to_runtime_option(const etb_option_t& option);
+// Makes out hold the key and value of a decoded wire option, as a freshly
+// constructed BackendOption would (unused key and string bytes are zero), in
+// place so that arrays of options can be reused. Keys are written into
+// BackendOption directly because they are only known at run time
+// (BackendOptions<N>::set_option accepts only compile-time keys). The codec has
+// already checked the limits (key <= 63 bytes, string <= 255 bytes, no NUL), so
+// both fit with their terminating NUL.
+void to_runtime_option(const etb_option_t& option, BackendOption& out);
 
 // The key of a runtime option, up to its first NUL (at most 63 bytes).
 std::string_view option_key(const BackendOption& option);
