@@ -405,10 +405,12 @@ def test_results_survive_a_run_killed_with_sigkill(farm):
 
 
 def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
+    # Where the kernel writes the core is the machine's setting, not the harness's: with
+    # a plain file name it lands in the agent's directory and must be kept; piped to a
+    # crash handler (systemd-coredump, apport), there is none and none may be invented.
+    # Collecting itself is tested apart from the kernel in tests/test_farm_units.py.
     pattern = Path("/proc/sys/kernel/core_pattern").read_text("utf-8").strip()
-    if pattern.startswith("|") or "/" in pattern:
-        pytest.skip(f"core files are not written to the agent's directory here "
-                    f"(kernel.core_pattern is {pattern!r})")
+    kernel_writes_core_here = not (pattern.startswith("|") or "/" in pattern)
     crash_work = tmp_path / "crash-work"
     farm.profile("crashy", work_dir=crash_work, relay=[
         "--state", str(farm.root / "crashy.state"), "--after", str(fails_in_call_of(3)),
@@ -419,9 +421,12 @@ def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
     crashed = run.results()["test_set[crashy-3]"]
     assert crashed["outcome"] == "passed"
     assert crashed["failed_tries"][0].startswith("TransportLost: ")
-    assert crashed["artifacts"] == ["artifacts/crashy/test_set_crashy-3_/core"]
-    core = run.results_dir / crashed["artifacts"][0]
-    assert core.read_bytes()[:4] == b"\x7fELF"
+    if kernel_writes_core_here:
+        assert crashed["artifacts"] == ["artifacts/crashy/test_set_crashy-3_/core"]
+        core = run.results_dir / crashed["artifacts"][0]
+        assert core.read_bytes()[:4] == b"\x7fELF"
+    else:
+        assert crashed["artifacts"] == []
     assert not (crash_work / "core").exists()
     assert "retried" in run.stdout
 
