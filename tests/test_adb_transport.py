@@ -16,7 +16,7 @@ from prerequisites import require
 from harness.emulators.adb_emulator import AdbEmulator, AdbEndpoint
 from harness.emulators.adb_server import PrivateAdbServer, free_port
 from harness.profile import ProfileError, parse_profile
-from harness.transport.adb import AdbTarget, AdbTransport, device_command
+from harness.transport.adb import AdbTarget, AdbTransport
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 
 
@@ -92,15 +92,6 @@ def _processes_with(marker: str) -> list[int]:
 
 
 # -- command lines -------------------------------------------------------------------
-
-
-def test_device_command_quotes_every_word() -> None:
-    line = device_command(["printf", "%s", "a b", "$(x)"], {"K": "v w'"})
-    assert line == "export K='v w'\"'\"''; printf %s 'a b' '$(x)'"
-    with pytest.raises(ValueError, match="environment variable name"):
-        device_command(["true"], {"BAD-NAME": "x"})
-    with pytest.raises(ValueError, match="argv is empty"):
-        device_command([])
 
 
 def test_target_from_profile(tmp_path: Path) -> None:

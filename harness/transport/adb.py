@@ -1,9 +1,9 @@
 """Android devices through the real ``adb`` client.
 
 Every host-side call is an argv list. The device side of ``adb shell`` is one shell
-command line, so it is built here from argv with :func:`shlex.quote` on every word
-(:func:`device_command`). Commands use shell protocol v2 (Android 7+): separate
-stdout and stderr, stdin that streams, and exit codes.
+command line, built from argv with every word quoted
+(:func:`harness.transport.shell_line.shell_line`). Commands use shell protocol v2
+(Android 7+): separate stdout and stderr, stdin that streams, and exit codes.
 
 adb 1.0.41 exits 0 when a device disappears in the middle of ``adb shell``, so
 :meth:`AdbTransport.run` does not trust the client's exit code: the device command
@@ -35,9 +35,9 @@ from harness.transport.base import (
     TransportTimeout,
 )
 from harness.transport.process_stream import ProcessStream
+from harness.transport.shell_line import shell_line
 
 DEFAULT_WORK_DIR = "/data/local/tmp/et-harness"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TRANSIENT_STATES = ("connecting", "authorizing")
 _OFFLINE_SETTLE = 3.0  # seconds an offline device may take to come up (fresh USB or connect)
 _SETTINGS = ("serial", "server_host", "server_port", "connect", "adb")
@@ -99,18 +99,6 @@ class AdbTarget:
             query_timeout=profile.timeouts.connect,
             transfer_timeout=profile.timeouts.command,
         )
-
-
-def device_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
-    """The device shell line that runs ``argv`` with ``env``, every word quoted."""
-    if not argv:
-        raise ValueError("argv is empty: give the program to run")
-    exports = []
-    for key, value in (env or {}).items():
-        if not _ENV_NAME.match(key):
-            raise ValueError(f"environment variable name {key!r}: use letters, digits and _")
-        exports.append(f"export {key}={shlex.quote(value)}; ")
-    return "".join(exports) + shlex.join(argv)
 
 
 class AdbTransport(Transport):
@@ -283,7 +271,7 @@ class AdbTransport(Transport):
         stdin: bytes = b"",
     ) -> CommandResult:
         marker = f"et-harness-exit-{secrets.token_hex(8)}"
-        script = f"{device_command(argv, env)}; printf '%s:%d\\n' {marker} \"$?\" >&2"
+        script = f"{shell_line(argv, env)}; printf '%s:%d\\n' {marker} \"$?\" >&2"
         serial = self.serial
         result = self._adb(
             ["-s", serial, "shell", script],
@@ -324,7 +312,7 @@ class AdbTransport(Transport):
         serial = self.serial
         command = shlex.join(argv)
         process = subprocess.Popen(
-            [*self._base_argv(), "-s", serial, "shell", _exec_line(argv, env)],
+            [*self._base_argv(), "-s", serial, "shell", shell_line(argv, env, exec_program=True)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -434,12 +422,6 @@ class AdbShellStream(ProcessStream):
         if self._process.poll() is None:
             self._process.terminate()
         super().close()
-
-
-def _exec_line(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
-    """Like :func:`device_command`, with ``exec`` so the shell becomes the program."""
-    exports = device_command(["true"], env).removesuffix("true")
-    return exports + "exec " + shlex.join(argv)
 
 
 def _require_absolute(remote: str) -> None:

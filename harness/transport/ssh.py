@@ -1,9 +1,9 @@
 """Linux boards over SSH, with paramiko.
 
 One SSH connection per transport, opened on first use, kept alive with keepalives
-and reopened when it has died. Commands run in exec channels as ``sh -c`` text
-built from argv with :func:`shell_command` (every word quoted, so arguments are
-data); files move over SFTP. The route to the board follows the profile and
+and reopened when it has died. Commands run in exec channels as shell text built
+from argv with :func:`harness.transport.shell_line.shell_line` (every word quoted, so
+arguments are data); files move over SFTP. The route to the board follows the profile and
 ``~/.ssh/config`` (Host aliases, HostName, Port, User, IdentityFile,
 UserKnownHostsFile, ProxyJump, ProxyCommand).
 
@@ -47,6 +47,7 @@ from harness.transport.base import (
     TransportLost,
     TransportTimeout,
 )
+from harness.transport.shell_line import shell_line
 
 if TYPE_CHECKING:
     from harness.profile import DeviceProfile
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 _ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_JUMPS = 8
 _STDERR_TAIL_BYTES = 8192
 _STREAM_CLOSE_GRACE = 2.0
@@ -161,31 +161,6 @@ def fingerprint_of_public_key(public_key: str) -> str:
         raise SshConfigError(f"not a public key line ('TYPE BASE64'): {public_key!r}") from None
     digest = base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii")
     return "SHA256:" + digest.rstrip("=")
-
-
-def shell_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
-    """POSIX shell text that runs ``argv`` with ``env`` added, every word quoted.
-
-    Arguments reach the program byte for byte whatever they contain; NUL cannot be
-    passed in argv and is refused.
-    """
-    if not argv:
-        raise ValueError("cannot run an empty argv")
-    env = dict(env or {})
-    for word in [*argv, *env, *env.values()]:
-        if "\0" in word:
-            raise ValueError(f"NUL byte in {word!r}: it cannot be passed to a program")
-    for name in env:
-        if not _ENV_NAME.match(name):
-            raise ValueError(f"{name!r} is not an environment variable name")
-    words = list(argv)
-    if env or argv[0].startswith("-"):
-        if "=" in argv[0]:
-            raise ValueError(
-                f"program name {argv[0]!r} contains '=': env would read it as NAME=VALUE"
-            )
-        words = ["env", "--", *(f"{k}={v}" for k, v in env.items()), *argv]
-    return " ".join(shlex.quote(w) for w in words)
 
 
 def _tracked(command: str) -> str:
@@ -676,7 +651,7 @@ class SshTransport(Transport):
         env: Mapping[str, str] | None = None,
         stdin: bytes = b"",
     ) -> CommandResult:
-        command = shell_command(argv, env)
+        command = shell_line(argv, env)
         deadline = time.monotonic() + timeout
         channel = self._start(_tracked(command), timeout)
         stdout = bytearray()
@@ -737,7 +712,7 @@ class SshTransport(Transport):
         whether the device confirmed it."""
         if not pid.isdigit():
             return False
-        command = shell_command(["kill", "-9", f"-{int(pid)}"])  # the form every sh accepts
+        command = shell_line(["kill", "-9", f"-{int(pid)}"])  # the form every sh accepts
         try:
             channel = self._start(command, _KILL_TIMEOUT)
         except TransportError:
@@ -752,7 +727,7 @@ class SshTransport(Transport):
     def open_stream(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
     ) -> SshStream:
-        command = shell_command(argv, env)
+        command = shell_line(argv, env)
         timeout = self.profile.connect_timeout
         channel = self._start(_tracked(command), timeout)
         describe = f"{self.name}: {posixpath.basename(argv[0])}"
