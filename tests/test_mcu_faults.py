@@ -12,14 +12,13 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from harness.emulators.fault_relay import FaultRates, FaultRelay
-from harness.emulators.qemu_mcu import QemuMcu, build_firmware
+from harness.emulators.qemu_mcu import QemuMcu
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.options import Option, OptionsMap
 from harness.serial_link import LinkConfig
@@ -37,16 +36,6 @@ SEED = 20240611
 ONE_IN_A_THOUSAND = FaultRates(corrupt=0.001, drop=0.0005, duplicate=0.0005)
 QUICK = LinkConfig(hello_timeout=1.0, ack_timeout=0.2, max_retries=4, request_timeout=4.0)
 
-
-@pytest.fixture(scope="module")
-def firmware() -> Path:
-    return build_firmware()
-
-
-@pytest.fixture
-def mcu(firmware: Path) -> Iterator[QemuMcu]:
-    with QemuMcu(firmware) as running:
-        yield running
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness import wire
-from harness.emulators.qemu_mcu import QemuMcu, build_firmware, firmware_size
+from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
@@ -37,16 +37,6 @@ from harness.transport.serial import SerialPortConfig, connect
 
 PROBES = tuple(f"Probe{i}" for i in range(8))
 
-
-@pytest.fixture(scope="session")
-def firmware() -> Path:
-    return build_firmware()
-
-
-@pytest.fixture
-def mcu(firmware: Path) -> Iterator[QemuMcu]:
-    with QemuMcu(firmware) as running:
-        yield running
 
 
 @pytest.fixture
