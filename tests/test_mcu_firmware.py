@@ -385,11 +385,21 @@ class RawLink:
         return decode_frame(encoded) if encoded else self.receive(timeout)
 
     def handshake(self) -> DeviceHello:
-        self.send(Frame(FrameKind.HELLO_REQUEST, 0, 0, struct.pack("<I", 77)))
-        while (frame := self.receive()) is not None:
-            if frame.kind == FrameKind.HELLO and DeviceHello.parse(frame.payload).session == 77:
-                return DeviceHello.parse(frame.payload)
-        pytest.fail("no HELLO answered the HELLO_REQUEST")
+        """HELLO_REQUEST every 0.25 s until a HELLO answers it, as the spec has the host do
+        (a request that arrives while the firmware is still booting is not heard). Each
+        request has a new session number and only the answer to the latest is taken: the
+        device answers in order, so no HELLO can follow it."""
+        deadline = time.monotonic() + 5.0
+        session = 76
+        while time.monotonic() < deadline:
+            session += 1
+            self.send(Frame(FrameKind.HELLO_REQUEST, 0, 0, struct.pack("<I", session)))
+            while (frame := self.receive(timeout=0.25)) is not None:
+                if frame.kind == FrameKind.HELLO:
+                    hello = DeviceHello.parse(frame.payload)
+                    if hello.session == session:
+                        return hello
+        pytest.fail("no HELLO answered the HELLO_REQUESTs within 5 s")
 
     def report(self) -> Report:
         """Collect (and acknowledge) the DATA frames of one report."""
