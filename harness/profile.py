@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.strict_yaml import YamlError, read_yaml
-from harness.value_rules import ValueRuleError, check_seconds, check_work_dir
+from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
 DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
 
@@ -125,6 +125,11 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
             f"{src}: {unknown[0]}: unknown field; allowed: {', '.join(sorted(_TOP_FIELDS))}"
         )
     name = _str(data, "name", src, default=path.stem if path else default_name)
+    try:
+        check_name(name)
+    except ValueRuleError as exc:
+        field = "name" if "name" in data else "name (taken from the file name)"
+        raise ProfileError(f"{src}: {field}: {exc}") from None
     transport = data.get("transport")
     if not isinstance(transport, dict) or "kind" not in transport:
         raise ProfileError(

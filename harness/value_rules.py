@@ -19,7 +19,7 @@ import re
 
 MAX_SECONDS = 86400  # one day: a longer bound is a typo, and would keep a hung test alive
 MAX_HOST_LENGTH = 253  # a DNS name's limit
-MAX_USER_LENGTH = 64
+MAX_USER_LENGTH = 64  # login and device names
 MAX_WORD_LENGTH = 255
 MAX_PATH_LENGTH = 1024
 _SHOWN = 40  # characters of a bad value quoted in a message
@@ -141,6 +141,20 @@ def check_word(value: object, what: str) -> str:
         raise ValueRuleError(f"{shown(value)} starts with '-', which a tool reads as an option")
     if not re.fullmatch(_WORD_CHAR + "+", value):
         _refuse(value, _WORD_CHAR, allowed)
+    return value
+
+
+def check_name(value: object) -> str:
+    """A device name: it becomes part of file and directory names, so a plain word."""
+    allowed = "give a name of letters, digits, '.', '-' and '_', not starting with '.' or '-'"
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
+    if len(value) > MAX_USER_LENGTH:
+        raise ValueRuleError(f"{shown(value)} is longer than {MAX_USER_LENGTH} characters")
+    if value[0] in ".-":
+        raise ValueRuleError(f"{shown(value)} starts with {value[0]!r}; {allowed}")
+    if not _NAME.fullmatch(value):
+        _refuse(value, _NAME_CHAR, allowed)
     return value
 
 

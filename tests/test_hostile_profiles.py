@@ -262,6 +262,9 @@ LOCAL = "{kind: local}"
         (LOCAL, "emulator: sshd\n", "emulator", "sshd emulates a device reached over ssh"),
         (LOCAL, "emulator: qemu-mcu\n", "emulator", "set transport.kind: serial"),
         (ADB % "serial: x", "emulator: sshd\n", "emulator", "not over adb"),
+        (LOCAL, "name: ../../../tmp/evil\n", "name", "starts with '.'"),
+        (LOCAL, "name: 'a/b'\n", "name", "holds '/'"),
+        (LOCAL, "name: ''\n", "name", "must be a non-empty string"),
         (LOCAL, "timeouts: {case: 100000000000000000000000000000000}\n", "timeouts.case",
          "at most 86400 (24 h)"),
         (LOCAL, "timeouts: {connect: 86401}\n", "timeouts.connect", "lower it"),
@@ -272,6 +275,14 @@ def test_hostile_fields_are_refused(tmp_path, transport, extra, field, expected)
     message = refusal(write_profile(tmp_path, transport, extra))
     assert f"hostile.yaml: {field}: " in message and expected in message, message
     assert not (tmp_path / "MARKER").exists() and not Path("MARKER").exists()
+
+
+def test_a_name_from_the_file_name_is_checked_too(tmp_path):
+    path = tmp_path / "my board.yaml"
+    path.write_text(f"transport: {LOCAL}\n", encoding="utf-8")
+    with pytest.raises(ProfileError, match=r"my board.yaml: name \(taken from the file name\): "
+                       r"'my board' holds whitespace; give a name"):
+        load_profile(str(path))
 
 
 @pytest.mark.parametrize(
