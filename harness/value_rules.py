@@ -26,7 +26,7 @@ _SHOWN = 40  # characters of a bad value quoted in a message
 
 _NAME_CHAR = r"[A-Za-z0-9_.-]"
 _WORD_CHAR = r"[A-Za-z0-9_.:@/+\[\]-]"
-_PATH_CHAR = r"[A-Za-z0-9_.@+/-]"
+_PATH_CHAR = r"[A-Za-z0-9_.:@+/-]"  # ":" for /dev/serial/by-path/pci-0000:00:14.0-...
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _HOST_PORT = re.compile(r"\[(?P<v6>[^\]]*)\]:(?P<p6>[^:]*)|(?P<host>[^:\[\]]*):(?P<port>[^:]*)")
 
@@ -160,7 +160,7 @@ def check_name(value: object) -> str:
 
 def check_absolute_path(value: object, what: str) -> str:
     """An absolute, normalised path: no ``..``, ``.``, ``//`` or trailing ``/``."""
-    allowed = f"give {what} as an absolute path of letters, digits and . _ - + @ /"
+    allowed = f"give {what} as an absolute path of letters, digits and . _ - + @ : /"
     if not isinstance(value, str) or not value:
         raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
     if len(value) > MAX_PATH_LENGTH:

@@ -324,6 +324,23 @@ def test_usual_work_dirs_are_accepted(work_dir):
     assert check_work_dir(work_dir) == work_dir
 
 
+@pytest.mark.parametrize(
+    "transport",
+    [
+        SERIAL % "port: /dev/serial/by-path/pci-0000:00:14.0-usb-0:1:1.0-port0",
+        SERIAL % "url: 'rfc2217://lab-host:4001'",
+        SERIAL % "url: 'socket://[::1]:4321'",
+        ADB % "serial: 'adb-38141FDJH000XY-abc._adb-tls-connect._tcp'",
+        ADB % "connect: '[::1]:5555'",
+        ADB % "adb: /opt/android-sdk/platform-tools/adb",
+        SSH % "user: et.lab, port: 2222, proxy_jump: 'me@bastion.lab:22,[fd00::2]'",
+    ],
+)
+def test_ordinary_transport_fields_pass(tmp_path, monkeypatch, transport):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    check_transport_settings(load_profile(str(write_profile(tmp_path, transport))))
+
+
 # -- the rules themselves, for values that never pass through YAML --------------------------
 
 
