@@ -64,6 +64,13 @@ def _show(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
+def backend_path(backend_id: object, limit: int = 80) -> str:
+    """``backends.<id>``, the path of a backend's entry in errors; an id too long to read
+    (a file can hold one of a megabyte) is cut to ``limit`` characters."""
+    text = str(backend_id)
+    return f"backends.{text if len(text) <= limit else text[:limit] + '...'}"
+
+
 def _utf8_len(text: str, path: str) -> int:
     try:
         return len(text.encode("utf-8"))
@@ -225,7 +232,7 @@ class OptionsMap:
             )
         seen: set[str] = set()
         for backend in self.backends:
-            path = f"backends.{backend.backend_id}"
+            path = backend_path(backend.backend_id)
             backend.validate(path)
             if backend.backend_id in seen:
                 raise MapValidationError(

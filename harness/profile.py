@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.strict_yaml import YamlError, read_yaml
+from harness.strict_yaml import read_yaml
+from harness.untrusted_input import InputFileError, read_bounded_text
 
 DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
 
@@ -100,14 +101,8 @@ def load_profile(spec: str) -> DeviceProfile:
     """Load and validate the profile named or pointed to by ``spec``."""
     path = resolve(spec)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror}") from None
-    try:
-        data = read_yaml(text, str(path))
-    except YamlError as exc:
+        data = read_yaml(read_bounded_text(path), str(path))
+    except InputFileError as exc:  # YamlError is one
         raise ProfileError(str(exc)) from None
     return parse_profile(data, path)
 
