@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.options import BackendOptions, MapValidationError, Option, OptionsMap, backend_path
 from harness.strict_yaml import MAX_NUMBER_CHARS, YamlError, read_yaml
-from harness.untrusted_input import BRIEF_CHARS, InputFileError, brief, read_bounded_text
+from harness.untrusted_input import InputFileError, brief, brief_plain, read_bounded_text
 
 _OPTION_FIELDS = ("key", "value", "type")
 _TYPES = {"bool": bool, "int": int, "string": str}
@@ -114,11 +114,6 @@ def _describe(value: object) -> str:
     return f"{kind} {brief(value)}"
 
 
-def _short(value: object) -> str:
-    """``value`` as a map author writes it (``mode``, ``1``); a long one by its first characters."""
-    return value if type(value) is str and len(value) <= BRIEF_CHARS else brief(value)
-
-
 def _value(data: Mapping[object, object], path: str, source: str) -> object:
     """The value of the option at ``path``, checked against its optional type."""
     value = data["value"]
@@ -162,7 +157,7 @@ def _option(data: object, path: str, source: str) -> Option:
         )
     unknown = [field for field in data if field not in _OPTION_FIELDS]
     if unknown and "key" not in data and len(data) == 1:
-        key, value = (_short(part) for part in next(iter(data.items())))
+        key, value = (brief_plain(part) for part in next(iter(data.items())))
         raise MapFileError(
             source, path, f"write {{key: {key}, value: {value}}} instead of {{{key}: {value}}}"
         )

@@ -133,3 +133,8 @@ def brief(value: object) -> str:
     """
     text = _PREFIX.repr(value)
     return text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS] + "..."
+
+
+def brief_plain(value: object) -> str:
+    """A short string as it is (``mode``), unquoted; anything else as :func:`brief`."""
+    return value if type(value) is str and len(value) <= BRIEF_CHARS else brief(value)
