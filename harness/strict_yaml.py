@@ -261,7 +261,8 @@ def read_yaml(text: str, source: str) -> object:
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
         problem = ", ".join(part for part in (exc.context, exc.problem) if part)
-        raise YamlError(source, _at(exc.problem_mark), f"not valid YAML: {_clip(problem)}") from None
+        location = _at(exc.problem_mark)
+        raise YamlError(source, location, f"not valid YAML: {_clip(problem)}") from None
     except yaml.YAMLError as exc:
         raise YamlError(source, None, f"not valid YAML: {_clip(str(exc))}") from None
     finally:
