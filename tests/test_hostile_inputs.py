@@ -21,7 +21,7 @@ from harness import cli
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.mapfile import MapFileError, load_map
 from harness.profile import ProfileError, load_profile
-from harness.strict_yaml import MAX_DEPTH, MAX_VALUES, YamlError, read_yaml
+from harness.strict_yaml import MAX_DEPTH, MAX_NUMBER_CHARS, MAX_VALUES, YamlError, read_yaml
 from harness.untrusted_input import (
     BRIEF_CHARS,
     MAX_INPUT_BYTES,
@@ -520,3 +520,10 @@ def test_output_into_a_closed_pipe_ends_quietly(args: list[str]) -> None:
         err = process.stderr.read().decode()
         code = process.wait(timeout=HANG_TIMEOUT_S)
     assert (code, err) == (141, "")  # 128 + SIGPIPE, as a shell reports a tool cut off
+
+
+def test_the_documented_limits_are_the_enforced_ones() -> None:
+    limits = (ROOT / "docs" / "map-files.md").read_text(encoding="utf-8").split("## Limits")[1]
+    assert f"{MAX_INPUT_BYTES // (1 << 20)} MiB ({MAX_INPUT_BYTES:,} bytes)" in limits
+    assert f"{MAX_DEPTH} levels" in limits and f"{MAX_VALUES:,} in the document" in limits
+    assert f"{MAX_NUMBER_CHARS} characters" in limits and f"first {BRIEF_CHARS} characters" in limits
