@@ -13,6 +13,8 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harness.untrusted_input import brief
+
 OptionValue = bool | int | str
 
 MAX_KEY_BYTES = 63  # kMaxOptionKeyLength - 1 (NUL)
@@ -56,12 +58,7 @@ class MapValidationError(ValueError):
         self.path = path
         self.problem = problem
         self.value = value
-        super().__init__(f"{path}: {problem}; got {_show(value)}")
-
-
-def _show(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+        super().__init__(f"{path}: {problem}; got {brief(value)}")
 
 
 def backend_path(backend_id: object, limit: int = 80) -> str:
