@@ -26,7 +26,7 @@ MAX_NUMBER_CHARS = 32  # an int64 takes 20
 
 _YAML12_BOOLS = {"true", "True", "TRUE", "false", "False", "FALSE"}
 _YAML12_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
-_YAML12_OCTAL = re.compile(r"0o[0-7]+")
+_YAML12_ONLY_INT = re.compile(r"0o(?P<octal>[0-7]+)|[-+]?[0-9]+")  # 0o17, 09 (str in YAML 1.1)
 _YAML12_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -137,7 +137,7 @@ class _StrictLoader(yaml.SafeLoader):
             kind is yaml.ScalarNode
             and implicit[0]
             and tag == _STR_TAG
-            and (_YAML12_FLOAT.fullmatch(value) or _YAML12_OCTAL.fullmatch(value))
+            and (_YAML12_FLOAT.fullmatch(value) or _YAML12_ONLY_INT.fullmatch(value))
         ):
             return _YAML12_ONLY_TAG
         return tag
@@ -198,15 +198,17 @@ class _StrictLoader(yaml.SafeLoader):
 
     def construct_yaml12_number(self, node: yaml.ScalarNode) -> str:
         self._check_number_length(node)
-        if _YAML12_OCTAL.fullmatch(node.value):
-            kind, spelling = "int", str(int(node.value, 8))
+        as_int = _YAML12_ONLY_INT.fullmatch(node.value)
+        if as_int:
+            octal = as_int["octal"]
+            kind, spelling = "int", str(int(octal, 8) if octal else int(node.value))
         else:
             kind, spelling = "float", _yaml11_float(float(node.value))
         raise self._refuse(
             node,
-            f"{node.value!r} is {'an' if kind == 'int' else 'a'} {kind} only in YAML 1.2 (this "
-            f"reader, like PyYAML, reads a string): write {spelling} for the {kind}, or quote it "
-            f"('{node.value}') for a string",
+            f"{node.value!r} is {'an' if kind == 'int' else 'a'} {kind} only in YAML 1.2 (a "
+            f"string in YAML 1.1, which the harness reads): write {spelling} for the {kind}, "
+            f"or quote it ('{node.value}') for a string",
         )
 
     def construct_checked_timestamp(self, node: yaml.ScalarNode) -> object:
