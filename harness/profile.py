@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.strict_yaml import YamlError, read_yaml
+from harness.strict_yaml import read_yaml
+from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
 DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
@@ -92,7 +93,7 @@ def resolve(spec: str) -> Path:
     shipped = DEVICES_DIR / f"{spec}.yaml"
     if not shipped.is_file():
         raise ProfileError(
-            f"unknown device {spec!r}: no {shipped}; known devices: "
+            f"unknown device {brief(spec)}: no {shipped}; known devices: "
             f"{', '.join(profile_names())} (or give a path to a YAML profile)"
         )
     return shipped
@@ -102,14 +103,8 @@ def load_profile(spec: str) -> DeviceProfile:
     """Load and validate the profile named or pointed to by ``spec``."""
     path = resolve(spec)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror}") from None
-    try:
-        data = read_yaml(text, str(path))
-    except YamlError as exc:
+        data = read_yaml(read_bounded_text(path), str(path))
+    except InputFileError as exc:  # YamlError is one
         raise ProfileError(str(exc)) from None
     return parse_profile(data, path)
 
@@ -139,12 +134,12 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     kind = transport["kind"]
     if kind not in TRANSPORT_KINDS:
         raise ProfileError(
-            f"{src}: transport.kind: {kind!r} is not one of {', '.join(TRANSPORT_KINDS)}"
+            f"{src}: transport.kind: {brief(kind)} is not one of {', '.join(TRANSPORT_KINDS)}"
         )
     emulator = data.get("emulator")
     if emulator is not None and emulator not in EMULATOR_KINDS:
         raise ProfileError(
-            f"{src}: emulator: {emulator!r} is not one of {', '.join(EMULATOR_KINDS)}"
+            f"{src}: emulator: {brief(emulator)} is not one of {', '.join(EMULATOR_KINDS)}"
         )
     if emulator is not None and _EMULATOR_TRANSPORT[emulator] != kind:
         raise ProfileError(
@@ -171,7 +166,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
 def _str(data: dict, key: str, src: str, default: Any) -> Any:
     value = data.get(key, default)
     if value is not default and not isinstance(value, str):
-        raise ProfileError(f"{src}: {key}: must be a string; got {value!r}")
+        raise ProfileError(f"{src}: {key}: must be a string; got {brief(value)}")
     return value
 
 
@@ -187,7 +182,7 @@ def _work_dir(data: dict, src: str) -> str:
 def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ProfileError(f"{src}: {key}: must be a list of strings; got {value!r}")
+        raise ProfileError(f"{src}: {key}: must be a list of strings; got {brief(value)}")
     return tuple(value)
 
 
@@ -203,7 +198,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if prebuilt is not None and not isinstance(prebuilt, str):
         raise ProfileError(
             f"{src}: agent.prebuilt: must be the path of a directory holding et-agent and its "
-            f"libraries; got {prebuilt!r}"
+            f"libraries; got {brief(prebuilt)}"
         )
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
@@ -211,7 +206,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         for k, v in env.items()
     ):
         raise ProfileError(
-            f"{src}: agent.env: must map variable names to strings; got {env!r}"
+            f"{src}: agent.env: must map variable names to strings; got {brief(env)}"
         )
     for key in env:
         if not _ENV_NAME.fullmatch(key):
@@ -223,10 +218,12 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if isinstance(wrapper, str):
         raise ProfileError(
             f"{src}: agent.wrapper: must be a list of arguments, e.g. "
-            f"[valgrind, --error-exitcode=1]; got the string {wrapper!r}"
+            f"[valgrind, --error-exitcode=1]; got the string {brief(wrapper)}"
         )
     if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
-        raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {wrapper!r}")
+        raise ProfileError(
+            f"{src}: agent.wrapper: must be a list of strings; got {brief(wrapper)}"
+        )
     return AgentConfig(
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),

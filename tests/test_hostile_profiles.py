@@ -265,7 +265,7 @@ LOCAL = "{kind: local}"
         (LOCAL, "name: ../../../tmp/evil\n", "name", "starts with '.'"),
         (LOCAL, "name: 'a/b'\n", "name", "holds '/'"),
         (LOCAL, "name: ''\n", "name", "must be a non-empty string"),
-        (LOCAL, "timeouts: {case: 100000000000000000000000000000000}\n", "timeouts.case",
+        (LOCAL, "timeouts: {case: 100000000000000000000000000000}\n", "timeouts.case",
          "at most 86400 (24 h)"),
         (LOCAL, "timeouts: {connect: 86401}\n", "timeouts.connect", "lower it"),
         (LOCAL, "timeouts: {command: 0}\n", "timeouts.command", "must be seconds > 0"),

@@ -37,13 +37,13 @@ from harness.transport.base import (
 )
 from harness.transport.process_stream import ProcessStream
 from harness.transport.shell_line import shell_line
+from harness.untrusted_input import brief
 from harness.value_rules import (
     ValueRuleError,
     check_absolute_path,
     check_host,
     check_port,
     check_word,
-    shown,
     split_host_port,
 )
 
@@ -117,7 +117,7 @@ def _check_client(value: object) -> str:
     path = check_absolute_path(value, "the adb client ('adb' from PATH, or /path/to/adb)")
     if posixpath.basename(path) != "adb":
         raise ValueRuleError(
-            f"{shown(path)} is not an adb client: give 'adb' (from PATH) or a path ending in /adb"
+            f"{brief(path)} is not an adb client: give 'adb' (from PATH) or a path ending in /adb"
         )
     return path
 

@@ -32,12 +32,12 @@ import serial
 
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable
+from harness.untrusted_input import brief
 from harness.value_rules import (
     ValueRuleError,
     check_absolute_path,
     check_count,
     check_seconds,
-    shown,
     split_host_port,
 )
 
@@ -152,7 +152,7 @@ def _check_url(value: object) -> str:
     scheme, separator, address = value.partition("://") if isinstance(value, str) else ("", "", "")
     if not separator or scheme not in _URL_SCHEMES:
         raise ValueRuleError(
-            f"{shown(value)} is not socket://HOST:PORT or rfc2217://HOST:PORT; for a local "
+            f"{brief(value)} is not socket://HOST:PORT or rfc2217://HOST:PORT; for a local "
             "device give port: /dev/..."
         )
     split_host_port(address)

@@ -48,6 +48,7 @@ from harness.transport.base import (
     TransportTimeout,
 )
 from harness.transport.shell_line import shell_line
+from harness.untrusted_input import brief
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -55,7 +56,6 @@ from harness.value_rules import (
     check_seconds,
     check_user,
     port_from_text,
-    shown,
 )
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def fingerprint_of_public_key(public_key: str) -> str:
         blob = base64.b64decode(public_key.split()[1], validate=True)
     except (IndexError, binascii.Error):
         raise SshConfigError(
-            f"not a public key line ('TYPE BASE64'): {shown(public_key)}", "host_key"
+            f"not a public key line ('TYPE BASE64'): {brief(public_key)}", "host_key"
         ) from None
     digest = base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii")
     return "SHA256:" + digest.rstrip("=")
@@ -240,19 +240,19 @@ class _HostKeyPin:
                 raw = b""
             if len(raw) != 32:
                 raise SshConfigError(
-                    f"host_key {shown(text)}: not a SHA256 fingerprint", "host_key"
+                    f"host_key {brief(text)}: not a SHA256 fingerprint", "host_key"
                 )
             return cls(fingerprint=text, key=None)
         parts = text.split()
         if len(parts) < 2:
             raise SshConfigError(
-                f"host_key {shown(text)}: give 'ssh-ed25519 AAAA...' or 'SHA256:...'", "host_key"
+                f"host_key {brief(text)}: give 'ssh-ed25519 AAAA...' or 'SHA256:...'", "host_key"
             )
         try:
             key = paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
         except (binascii.Error, paramiko.SSHException, ValueError) as exc:
             raise SshConfigError(
-                f"host_key {shown(text)}: not a usable key: {exc}", "host_key"
+                f"host_key {brief(text)}: not a usable key: {exc}", "host_key"
             ) from None
         return cls(fingerprint=key.fingerprint, key=key)
 
@@ -468,7 +468,7 @@ def _parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
             r"\[(?P<h6>[^\]]+)\](?::(?P<p6>[^:]*))?|(?P<h>[^:\[\]]+)(?::(?P<p>[^:]*))?", rest
         )
         if not match:
-            raise ValueRuleError(f"ProxyJump entry {shown(spec)}: expected [user@]host[:port]")
+            raise ValueRuleError(f"ProxyJump entry {brief(spec)}: expected [user@]host[:port]")
         port = match["p6"] if match["p6"] is not None else match["p"]
         specs.append((
             check_user(user) if user else None,
