@@ -80,8 +80,8 @@ def _too_large(source: str, size: str, limit: int) -> InputFileError:
     return InputFileError(
         source,
         None,
-        f"{size}, limit {limit} bytes ({limit / (1 << 20):g} MiB); this is not a profile "
-        "or map file: check the path, or split the file",
+        f"{size}, limit {limit} bytes ({limit / (1 << 20):g} MiB); check the path, or "
+        "split the file",
     )
 
 

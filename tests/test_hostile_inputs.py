@@ -148,8 +148,8 @@ def test_a_50_mb_map_is_refused_by_its_size_before_a_byte_is_read(tmp_path: Path
         sparse.truncate(50 * 1024 * 1024)
     message = cli_error("map", str(path))
     assert message == (
-        f"et-harness map: {path}: 52428800 bytes, limit 1048576 bytes (1 MiB); this is not a "
-        "profile or map file: check the path, or split the file"
+        f"et-harness map: {path}: 52428800 bytes, limit 1048576 bytes (1 MiB); check the path, "
+        "or split the file"
     )
 
 

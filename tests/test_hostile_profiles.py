@@ -197,9 +197,9 @@ def test_home_config_values_are_checked_too(home, tmp_path):
     "make, expected",
     [
         (lambda d: d / "absent", "does not exist; fix the path in transport.ssh_config"),
-        (lambda d: Path("/dev/zero"), "is not a regular file"),
-        (lambda d: (os.mkfifo(d / "fifo"), d / "fifo")[1], "is not a regular file"),
-        (lambda d: (d / "big").write_text("# x\n" * 20_000) and d / "big", "larger than 64 KiB"),
+        (lambda d: Path("/dev/zero"), "not a regular file"),
+        (lambda d: (os.mkfifo(d / "fifo"), d / "fifo")[1], "not a regular file"),
+        (lambda d: (d / "big").write_text("# x\n" * 20_000) and d / "big", "limit 65536 bytes"),
         (lambda d: (d / "bin").write_bytes(b"Host \xff\n") and d / "bin", "not UTF-8"),
     ],
 )

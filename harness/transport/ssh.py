@@ -48,7 +48,7 @@ from harness.transport.base import (
     TransportTimeout,
 )
 from harness.transport.shell_line import shell_line
-from harness.untrusted_input import brief
+from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -315,30 +315,16 @@ def _read_ssh_config(path: Path | None, commands: bool) -> _SshConfigText:
         field = "host"
         if not path.exists():
             return _SshConfigText(None, "", commands, field)
-    fix = "fix the path in transport.ssh_config, or remove it to use ~/.ssh/config"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise SshConfigError(f"ssh config {path} does not exist; {fix}", field) from None
-    except OSError as exc:
-        raise SshConfigError(f"ssh config {path}: cannot read it: {exc.strerror}", field) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise SshConfigError(f"ssh config {path} is not a regular file; {fix}", field)
-        data = handle.read(_MAX_CONFIG_BYTES + 1)
-    if len(data) > _MAX_CONFIG_BYTES:
+    if not path.exists():
         raise SshConfigError(
-            f"ssh config {path} is larger than {_MAX_CONFIG_BYTES >> 10} KiB; give a smaller "
-            "file holding the hosts this profile needs",
+            f"ssh config {path} does not exist; fix the path in transport.ssh_config, or "
+            "remove it to use ~/.ssh/config",
             field,
         )
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SshConfigError(
-            f"ssh config {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8", field
-        ) from None
+        text = read_bounded_text(path, _MAX_CONFIG_BYTES)
+    except InputFileError as exc:
+        raise SshConfigError(f"ssh config {exc}", field) from None
     config = _SshConfigText(path, text, commands, field)
     if not commands:
         _refuse_match_exec(config)
