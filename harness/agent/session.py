@@ -92,9 +92,10 @@ class AgentSession:
         units: list[StreamUnit] = []
         while not units:
             units = reader.feed(self._stream.read_exact(reader.wanted(), self._timeout))
-        if isinstance(units[0], StreamRefusal):
-            raise self._unreadable(units[0].error)
-        return units[0].data
+        (unit,) = units  # the reader never gets more than one unit's bytes
+        if isinstance(unit, StreamRefusal):
+            raise self._unreadable(unit.error)
+        return unit.data
 
     def _unreadable(self, exc: wire.WireError) -> AgentProtocolError:
         return AgentProtocolError(

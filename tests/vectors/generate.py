@@ -1285,8 +1285,8 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "short_garbage_at_end",
         b"xyz",
         [Answer(3, 0, t)],
-        "3 bytes, then the end: TRUNCATED, not BAD_MAGIC; a header is judged only once its "
-        "16 bytes are at hand",
+        ("3 bytes, then the end: TRUNCATED, not BAD_MAGIC; a header is judged only once its "
+         "16 bytes are at hand"),
     )
     yield (
         "partial_header_at_end",
@@ -1312,8 +1312,8 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "short_garbage_then_message",
         stream,
         [Answer(len(garbage), u32_at(stream, 12), s.BAD_MAGIC), Answer(n, 43, h)],
-        "9 stray bytes, then a request: BAD_MAGIC for the 16 bytes judged (seq = their bytes "
-        "12..15, which belong to the request), then the request's report",
+        ("9 stray bytes, then a request: BAD_MAGIC for the 16 bytes judged (seq = their bytes "
+         "12..15, which belong to the request), then the request's report"),
     )
     yield (
         "long_garbage_is_one_unit",
@@ -1360,19 +1360,20 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "two runs of garbage, each before a request: one report per run",
     )
     flagged_report = header(msg_type=2, flags=1) + b"\0" * 5
+    assert flagged_report.hex() == "4554424f0102010015000000010000000000000000"  # issue 11
     yield (
         "report_type_with_flags",
         flagged_report + hello(2),
         [Answer(21, 1, s.MSG_TYPE), Answer(n, 2, h)],
-        "a report-typed header with flags 1 and a usable length (the message vector "
-        "bad_order_type_before_flags): MSG_TYPE, not FLAGS; its 21 bytes are skipped",
+        ("a report-typed header with flags 1 and a usable length (the message vector "
+         "bad_order_type_before_flags): MSG_TYPE, not FLAGS; its 21 bytes are skipped"),
     )
     yield (
         "report_type_with_bad_length",
         header(msg_type=2, flags=1, length=5) + hello(3),
         [Answer(16, 1, s.MSG_TYPE), Answer(n, 3, h)],
-        "a report-typed header with flags and length 5: MSG_TYPE, then the length is "
-        "unusable, so the reader looks for the next magic",
+        ("a report-typed header with flags and length 5: MSG_TYPE, then the length is "
+         "unusable, so the reader looks for the next magic"),
     )
     a_report = encode_report(report(Action.HELLO, seq=9))
     yield (
@@ -1397,8 +1398,8 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "refused_header_answered_at_end",
         (header(version=2, length=100, seq=7) + b"\0" * 20)[:30],
         [Answer(30, 7, s.VERSION)],
-        "a version-2 header of length 100, then the end after 30 bytes: VERSION, not "
-        "TRUNCATED; a refused header is answered when its 16 bytes are read",
+        ("a version-2 header of length 100, then the end after 30 bytes: VERSION, not "
+         "TRUNCATED; a refused header is answered when its 16 bytes are read"),
     )
     yield (
         "flags_header_alone_at_end",
@@ -1411,15 +1412,15 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "skipped_unit_hides_a_message",
         header(version=2, length=16 + len(hidden) + 4, seq=9) + hidden + b"\0" * 4 + hello(11),
         [Answer(16 + len(hidden) + 4, 9, s.VERSION), Answer(n, 11, h)],
-        "a version-2 message whose body holds a whole request: the request inside is skipped "
-        "unseen; the next one is served",
+        ("a version-2 message whose body holds a whole request: the request inside is skipped "
+         "unseen; the next one is served"),
     )
     yield (
         "length_20_resynchronises",
         header(length=20, seq=12) + hello(13),
         [Answer(16, 12, s.LENGTH), Answer(n, 13, h)],
-        "length field 20: LENGTH; the next message cannot be located, so the reader looks "
-        "for the next magic",
+        ("length field 20: LENGTH; the next message cannot be located, so the reader looks "
+         "for the next magic"),
     )
     above = header(length=MAX_MESSAGE + 1, seq=14) + b"\x07" + b"\0" * 8
     yield (
@@ -1433,9 +1434,9 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "magic_inside_refused_header",
         inside + hello(2),
         [Answer(8, 1, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE), Answer(n, 2, h)],
-        "a header whose length field reads ETBO: LENGTH; the search from its second byte "
-        "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
-        "from there finds the request",
+        ("a header whose length field reads ETBO: LENGTH; the search from its second byte "
+         "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
+         "from there finds the request"),
     )
     bad_crc = bytearray(hello(17))
     bad_crc[-1] ^= 0xFF
