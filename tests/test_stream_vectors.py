@@ -10,6 +10,7 @@ which gets each unit as one link message (what its serial framing delivers).
 from __future__ import annotations
 
 import json
+import random
 import struct
 import subprocess
 from collections.abc import Iterator
@@ -68,6 +69,10 @@ def split_reports(data: bytes) -> list[Report]:
         reports.append(wire.decode_report(data[:length]))
         data = data[length:]
     return reports
+
+
+def header(*, version: int = 1, msg_type: int = 1, flags: int = 0, length: int, seq: int) -> bytes:
+    return b"ETBO" + struct.pack("<BBHII", version, msg_type, flags, length, seq)
 
 
 # --------------------------------------------------------------------------- the files
@@ -153,7 +158,7 @@ def test_python_reader_answers_as_soon_as_the_deciding_bytes_are_in(name: str) -
     """A whole message at its last byte, a refused header at its 16th, the rest at the end."""
     stream, vector = load(name)
     reader = StreamReader(wire.MessageType.REQUEST)
-    seen_at = []
+    seen_at: list[tuple[int | None, StreamUnit]] = []
     for position in range(len(stream)):
         seen_at += [(position + 1, unit) for unit in reader.feed(stream[position : position + 1])]
     seen_at += [(None, unit) for unit in reader.end()]
@@ -205,6 +210,29 @@ def test_hosted_agent(build: AgentBuild, name: str) -> None:
     assert agent_answers([str(build.binary)], stream) == expected(vector)
 
 
+def random_stream(rng: random.Random) -> bytes:
+    """Pieces that exercise every rule, cut and joined at random."""
+    hello = wire.encode_request(Request(Action.HELLO, seq=rng.randrange(1 << 32)))
+    pieces = [
+        hello,
+        hello[: rng.randrange(1, len(hello))],
+        b"ETBO"[: rng.randrange(1, 5)],
+        bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))),
+        header(version=rng.choice((1, 2)), msg_type=rng.randrange(4), flags=rng.choice((0, 1)),
+               length=rng.choice((0, 20, 21, 25, 60, wire.MAX_MESSAGE + 1)), seq=rng.randrange(9)),
+    ]
+    return b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 25)))
+
+
+def test_hosted_agent_agrees_with_the_python_reader_on_random_streams(build: AgentBuild) -> None:
+    rng = random.Random(11)
+    for _ in range(100):
+        stream = random_stream(rng)
+        reader = StreamReader(wire.MessageType.REQUEST)
+        python = [python_answer(u)[0] for u in reader.feed(stream) + reader.end()]
+        assert agent_answers([str(build.binary)], stream) == python, stream.hex()
+
+
 @pytest.fixture
 def session(build: AgentBuild) -> Iterator[AgentSession]:
     process = subprocess.Popen(
@@ -214,10 +242,6 @@ def session(build: AgentBuild) -> Iterator[AgentSession]:
     yield agent
     agent.close()
     assert process.returncode == 0
-
-
-def header(*, version: int = 1, msg_type: int = 1, flags: int = 0, length: int, seq: int) -> bytes:
-    return b"ETBO" + struct.pack("<BBHII", version, msg_type, flags, length, seq)
 
 
 def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentSession) -> None:
