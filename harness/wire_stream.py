@@ -62,6 +62,11 @@ class _State(enum.Enum):
     RESYNC = "discarding bytes up to the next magic"
 
 
+# Module-level names: looking a member up on an enum class is slow, and a host reads
+# every report through here.
+_HEADER, _MESSAGE, _SKIP, _RESYNC = _State.HEADER, _State.MESSAGE, _State.SKIP, _State.RESYNC
+
+
 class StreamReader:
     """Cuts a byte stream into units, for a reader that expects ``expect`` messages.
 
@@ -77,16 +82,16 @@ class StreamReader:
         self._buffer = bytearray()
         self._start = 0  # stream offset of the current unit
         self._position = 0  # stream offset of self._buffer[0]
-        self._state = _State.HEADER
+        self._state = _HEADER
         self._count = 0  # MESSAGE: the unit's length; SKIP: bytes still to discard
 
     def wanted(self) -> int:
         """Bytes the reader certainly consumes before it can move on: at least 1."""
-        if self._state is _State.HEADER:
+        if self._state is _HEADER:
             return HEADER_SIZE - len(self._buffer)
-        if self._state is _State.MESSAGE:
+        if self._state is _MESSAGE:
             return self._count - len(self._buffer)
-        if self._state is _State.SKIP:
+        if self._state is _SKIP:
             return self._count
         return 1
 
@@ -101,13 +106,13 @@ class StreamReader:
     def end(self) -> list[StreamUnit]:
         """The input ended: the refusal of an unfinished unit that still needs an answer."""
         units: list[StreamUnit] = []
-        if self._state is _State.HEADER and self._buffer:
+        if self._state is _HEADER and self._buffer:
             units.append(self._refuse(WireError(
                 WireErrorCode.TRUNCATED,
                 len(self._buffer),
                 f"the input ends {len(self._buffer)} bytes into a {HEADER_SIZE}-byte header",
             ), seq=0))
-        elif self._state is _State.MESSAGE:
+        elif self._state is _MESSAGE:
             (seq,) = _U32.unpack_from(self._buffer, _SEQ_OFFSET)
             units.append(self._refuse(WireError(
                 WireErrorCode.TRUNCATED,
@@ -116,22 +121,22 @@ class StreamReader:
                 "the length field says",
             ), seq=seq))
         self._drop(len(self._buffer))
-        self._state = _State.HEADER
+        self._state = _HEADER
         return units
 
     def _step(self, units: list[StreamUnit]) -> bool:
         """Advance by one state change if the buffer allows it."""
-        if self._state is _State.HEADER:
+        if self._state is _HEADER:
             if len(self._buffer) < HEADER_SIZE:
                 return False
             self._judge_header(units)
-        elif self._state is _State.MESSAGE:
+        elif self._state is _MESSAGE:
             if len(self._buffer) < self._count:
                 return False
             units.append(StreamMessage(self._start, bytes(self._buffer[: self._count])))
             self._drop(self._count)
             self._next_unit()
-        elif self._state is _State.SKIP:
+        elif self._state is _SKIP:
             discarded = min(self._count, len(self._buffer))
             self._drop(discarded)
             self._count -= discarded
@@ -149,22 +154,21 @@ class StreamReader:
         return True
 
     def _judge_header(self, units: list[StreamUnit]) -> None:
-        head = bytes(self._buffer[:HEADER_SIZE])
         try:
-            header = peek_header(head, self._max_message, expect=self._expect)
+            header = peek_header(self._buffer, self._max_message, expect=self._expect)
         except WireError as exc:
             # Answered now, before any more of the unit is read.
-            (seq,) = _U32.unpack_from(head, _SEQ_OFFSET)
+            (seq,) = _U32.unpack_from(self._buffer, _SEQ_OFFSET)
             units.append(self._refuse(exc, seq))
-            (length,) = _U32.unpack_from(head, _LENGTH_OFFSET)
+            (length,) = _U32.unpack_from(self._buffer, _LENGTH_OFFSET)
             if exc.code is not WireErrorCode.BAD_MAGIC and MIN_MESSAGE <= length <= MAX_MESSAGE:
                 self._drop(HEADER_SIZE)
-                self._state, self._count = _State.SKIP, length - HEADER_SIZE
+                self._state, self._count = _SKIP, length - HEADER_SIZE
             else:
                 self._drop(1)  # the next magic is searched from the unit's second byte on
-                self._state = _State.RESYNC
+                self._state = _RESYNC
             return
-        self._state, self._count = _State.MESSAGE, header.length
+        self._state, self._count = _MESSAGE, header.length
 
     def _refuse(self, error: WireError, seq: int) -> StreamRefusal:
         return StreamRefusal(self._start, seq, error)
@@ -174,5 +178,5 @@ class StreamReader:
         self._position += size
 
     def _next_unit(self) -> None:
-        self._state = _State.HEADER
+        self._state = _HEADER
         self._start = self._position
