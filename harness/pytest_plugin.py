@@ -69,6 +69,7 @@ from harness.farm.summary import (
     outcome_table,
     quarantined_devices,
 )
+from harness.lifecycle.signals import stop_on_sigterm
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError, TransportLost
@@ -120,6 +121,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
+    stop_on_sigterm(_interrupted_by_sigterm)  # then teardown stops the emulators, as on Ctrl-C
     worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     try:
         profiles = select_profiles(config.getoption("device") or "host",
@@ -146,6 +148,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
         return
     _configure_controller(config, profiles)
+
+
+def _interrupted_by_sigterm() -> None:
+    pytest.exit("SIGTERM: the run stops; its devices are brought down",
+                returncode=pytest.ExitCode.INTERRUPTED)
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
