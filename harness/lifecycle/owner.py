@@ -64,6 +64,7 @@ class Owner:
         self._processes: dict[int, RecordedProcess] = {}
         self._netns: list[str] = []
         self._paths: list[str] = []
+        self.janitor_pid: int | None = None
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._lock_fd = os.open(
@@ -133,7 +134,7 @@ class Owner:
             processes=tuple(self._processes.values()),
             netns=tuple(self._netns),
             paths=tuple(self._paths),
-            janitor=getattr(self, "janitor_pid", None),
+            janitor=self.janitor_pid,
             command=" ".join(sys.argv)[:200],
         )
         staging = self.record_path.with_suffix(".tmp")
