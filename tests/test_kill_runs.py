@@ -34,7 +34,7 @@ TOKEN_VARIABLE = "ET_KILL_TEST_TOKEN"
 BRING_UP_TIMEOUT = 300.0  # several emulators and agents starting on a loaded 2-core machine
 GONE_WITHIN = 15.0  # "within seconds": the janitor needs ~2, the rest is load headroom
 
-CASES = '''\
+CASES = """\
 import os
 import pathlib
 import time
@@ -53,7 +53,7 @@ def test_hold(et, device):
     flag.write_text(str(os.getpid()))
     time.sleep(180)  # the outer test signals the run while this test runs
     pytest.fail("the run was not signalled")
-'''
+"""
 
 # What each device runs while a test holds it: a cmdline substring the footprint must show.
 DEVICE_PROCESSES = {
@@ -293,22 +293,27 @@ def test_a_signalled_run_leaves_nothing(held_run, device: str, signum: int) -> N
 
 
 PAIRS = [("ssh-emu", "mcu-emu"), ("adb-emu", "host")]
+# How a run is signalled: its controller only (`kill PID`, the OOM killer), or its whole
+# process group, controller and workers (what `timeout` and a terminal do).
+HOW = {"SIGTERM": (signal.SIGTERM, False), "SIGTERM-group": (signal.SIGTERM, True),
+       "SIGKILL": (signal.SIGKILL, False)}  # fmt: skip
 
 
 @pytest.mark.parametrize("devices", PAIRS, ids=["+".join(p) for p in PAIRS])
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_a_signalled_xdist_run_leaves_nothing(
-    held_run, devices: tuple[str, str], signum: int
-) -> None:
+@pytest.mark.parametrize("how", HOW)
+def test_a_signalled_xdist_run_leaves_nothing(held_run, devices: tuple[str, str], how: str) -> None:
+    signum, to_group = HOW[how]
     run = held_run(devices, "-n", "2")
     holders = run.wait_until_held()
     assert len(set(holders.values())) == 2, f"each device on its own worker: {holders}"
     footprint = run.footprint(holders)
-    os.kill(run.process.pid, signum)  # the controller only, as `kill PID` or the OOM killer
+    if to_group:
+        os.killpg(run.process.pid, signum)  # emulators and janitors are in sessions of their own
+    else:
+        os.kill(run.process.pid, signum)
     code = run.process.wait(60)
-    took = assert_gone(footprint, run.token, f"{devices} under -n 2 after {signum!r}")
-    print(f"{'+'.join(devices)} -n 2 {signal.Signals(signum).name}: exit {code}, "
-          f"all gone {took:.1f} s later")  # fmt: skip
+    took = assert_gone(footprint, run.token, f"{devices} under -n 2 after {how}")
+    print(f"{'+'.join(devices)} -n 2 {how}: exit {code}, all gone {took:.1f} s later")
     if signum == signal.SIGTERM:
         assert code == pytest.ExitCode.INTERRUPTED, run.log
         _passed_before(run)
@@ -322,9 +327,15 @@ def test_a_signalled_xdist_worker_stops_its_devices(held_run) -> None:
     assert_runs(ssh_side, "ssh-emu")
     assert_runs(adb_side, "adb-emu")
     worker = holders["ssh-emu"]
-    emulator = Footprint(netns=ssh_side.netns, paths=ssh_side.paths, processes={
-        pid: entry for pid, entry in ssh_side.processes.items()
-        if pid not in (worker, _janitor_of(worker))})  # the worker's own end is xdist's affair
+    emulator = Footprint(
+        netns=ssh_side.netns,
+        paths=ssh_side.paths,
+        processes={
+            pid: entry
+            for pid, entry in ssh_side.processes.items()
+            if pid not in (worker, _janitor_of(worker))
+        },
+    )  # the worker's own end is xdist's affair
     os.kill(worker, signal.SIGTERM)
     took = assert_gone(emulator, None, "ssh-emu after its worker's SIGTERM")
     print(f"worker SIGTERM: ssh-emu gone {took:.1f} s later")
@@ -400,7 +411,9 @@ def test_emu_stops_in_about_two_seconds(tmp_path: Path, device: str, signum: int
 
 
 def _janitor_of(pid: int) -> int:
-    found = [child for child in descendants({pid}) if "harness.lifecycle.janitor" in _cmdline(child)]
+    found = [
+        child for child in descendants({pid}) if "harness.lifecycle.janitor" in _cmdline(child)
+    ]
     assert len(found) == 1, f"one janitor under {pid}: {found}"
     return found[0]
 

@@ -87,9 +87,13 @@ def _record(of: owner.Owner) -> OwnerRecord:
     return OwnerRecord.from_json(of.record_path.read_text())
 
 
-def _write_record(directory: Path, name: str, **fields: object) -> Path:
-    record = OwnerRecord(owner=name, pid=1, start=1, boot_id=boot_id(),
-                         host=socket.gethostname(), **fields)  # type: ignore[arg-type]
+def _write_record(
+    directory: Path, name: str, processes: tuple[RecordedProcess, ...], paths: tuple[str, ...]
+) -> Path:
+    record = OwnerRecord(
+        owner=name, pid=1, start=1, boot_id=boot_id(), host=socket.gethostname(),
+        processes=processes, paths=paths,
+    )  # fmt: skip
     (directory / f"{name}.json").write_text(record.to_json())
     lock = directory / f"{name}.lock"
     lock.touch()

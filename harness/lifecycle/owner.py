@@ -146,11 +146,13 @@ class Owner:
         env = {k: v for k, v in os.environ.items() if k != MARKER_VARIABLE}
         try:
             janitor = subprocess.Popen(
-                [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory),
-                 self.name],
-                stdin=read_end, stdout=subprocess.DEVNULL, env=env,
-                start_new_session=True, preexec_fn=reset_in_child,
-            )  # fmt: skip
+                [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory), self.name],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=reset_in_child,  # noqa: PLW1509 (see harness.lifecycle.signals)
+            )
         finally:
             os.close(read_end)
         return write_end, janitor.pid

@@ -53,7 +53,7 @@ def popen(
     marked = {**(os.environ if env is None else env), **owner.current().marker}
     return subprocess.Popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=marked, cwd=cwd,
-        start_new_session=True, preexec_fn=reset_in_child,
+        start_new_session=True, preexec_fn=reset_in_child,  # noqa: PLW1509 (see signals)
     )  # fmt: skip
 
 
@@ -168,9 +168,7 @@ class ManagedProcess:
         """Whether ``count`` stderr lines containing ``text`` arrived within ``timeout``;
         False as soon as stderr has ended without them (the child and its children exited)."""
         with self._changed:
-            self._changed.wait_for(
-                lambda: self._ended or self.stderr_count(text) >= count, timeout
-            )
+            self._changed.wait_for(lambda: self._ended or self.stderr_count(text) >= count, timeout)
             return self.stderr_count(text) >= count
 
     def wait_for_stderr_end(self, timeout: float) -> bool:

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,7 +194,7 @@ def _stats() -> list[tuple[int, list[str]]]:
     return found
 
 
-def _signal_all(pids: dict[int, int | None], signum: int) -> None:
+def _signal_all(pids: Mapping[int, int | None], signum: int) -> None:
     for pid, start in pids.items():
         if start is not None and start_time(pid) == start:
             with contextlib.suppress(ProcessLookupError):

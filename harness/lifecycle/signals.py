@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import threading
 from collections.abc import Callable
@@ -16,7 +18,11 @@ _RESET_IN_CHILD = (
 
 
 def reset_in_child() -> None:
-    """``preexec_fn``: nothing blocked, default dispositions (runs in the forked child)."""
+    """``preexec_fn``: nothing blocked, default dispositions (runs in the forked child).
+
+    Python 3.11's subprocess has no parameter for either. It only makes the two
+    system calls, taking no lock, so it is safe in a process with threads.
+    """
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
     for signum in _RESET_IN_CHILD:
         signal.signal(signum, signal.SIG_DFL)
@@ -37,3 +43,25 @@ def stop_on_sigterm(stop: Callable[[], None]) -> None:
         stop()
 
     signal.signal(signal.SIGTERM, handler)
+
+
+def sigterm_when_orphaned() -> None:
+    """Send this process SIGTERM as soon as its parent process is gone.
+
+    For pytest-xdist workers: when the controller is SIGKILLed, a worker would
+    otherwise learn of it only through execnet, which interrupts it after about 5 s.
+    """
+    parent = os.getppid()
+    try:
+        handle = os.pidfd_open(parent)
+    except ProcessLookupError:
+        os.kill(os.getpid(), signal.SIGTERM)  # gone already
+        return
+    except OSError:
+        return  # a kernel without pidfds (before 5.3): execnet's own 5 s then apply
+
+    def watch() -> None:
+        select.select([handle], [], [])  # readable once the parent has exited
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()

@@ -431,8 +431,8 @@ def _spawn_proxy_command(command: str) -> tuple[socket.socket, ManagedProcess]:
     ours, theirs = socket.socketpair()
     with theirs:
         process = ManagedProcess(
-            ["/bin/sh", "-c", f"exec {command}"], name="ProxyCommand", stdin=theirs,
-            stdout=theirs,
+            ["/bin/sh", "-c", f"exec {command}"], name="ProxyCommand",
+            stdin=theirs.fileno(), stdout=theirs.fileno(),
         )  # fmt: skip
     return ours, process
 
