@@ -33,11 +33,12 @@ def main(argv: list[str]) -> int:
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         record = OwnerRecord.from_json(record_path.read_text())
-    except FileNotFoundError:
-        return 0
-    reap(record)
-    record_path.unlink(missing_ok=True)
-    lock_path.unlink(missing_ok=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        record = None  # reaped already by a sweep, or unreadable
+    if record is not None:
+        reap(record)
+    for leftover in (record_path, record_path.with_suffix(".tmp"), lock_path):
+        leftover.unlink(missing_ok=True)
     return 0
 
 

@@ -190,8 +190,8 @@ def sweep(directory: Path) -> list[str]:
                 reap(record)
             elif record is not None:
                 reap(_files_only(record))  # processes and namespaces did not survive the boot
-            record_path.unlink(missing_ok=True)
-            lock_path.unlink(missing_ok=True)
+            for leftover in (record_path, record_path.with_suffix(".tmp"), lock_path):
+                leftover.unlink(missing_ok=True)  # .tmp: the owner died while saving
             reaped.append(lock_path.stem)
     return reaped
 
