@@ -20,8 +20,8 @@ _RESET_IN_CHILD = (
 def reset_in_child() -> None:
     """``preexec_fn``: nothing blocked, default dispositions (runs in the forked child).
 
-    Python 3.11's subprocess has no parameter for either. It only makes the two
-    system calls, taking no lock, so it is safe in a process with threads.
+    Python 3.11's subprocess has no parameter for either. It only sets the signal
+    mask and dispositions, taking no lock, so it is safe in a process with threads.
     """
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
     for signum in _RESET_IN_CHILD:
