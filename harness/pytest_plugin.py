@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ import pytest
 
 from harness.check import Verdict
 from harness.device import Device
+from harness.farm.artifacts import TestArtifacts
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
     GROUPED_MODES,
@@ -54,14 +54,13 @@ from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.results import (
-    ARTIFACTS_DIR,
     REPORT_FILE,
     ResultsRecorder,
     RunInfo,
     default_results_dir,
 )
 from harness.farm.selection import DeviceSelectionError, select_profiles
-from harness.farm.slot import FACT_KEYS, DeviceSlot, DeviceSlots, describe_error
+from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.summary import (
     backend_table,
     devices_in_order,
@@ -71,7 +70,7 @@ from harness.farm.summary import (
 )
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
-from harness.transport.base import TransportError, TransportLost
+from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
 
@@ -80,7 +79,7 @@ _RESULTS_DIR = pytest.StashKey[Path]()
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
-_ARTIFACTS = pytest.StashKey[list[str]]()  # per test
+_ARTIFACTS = pytest.StashKey[TestArtifacts]()  # per test
 
 
 # ---- options and configuration -----------------------------------------------------------
@@ -250,7 +249,8 @@ def et(_et_runner: CaseRunner, device_profile: DeviceProfile,
        request: pytest.FixtureRequest) -> CaseRunner:
     """The case runner, reset so that nothing leaks in from an earlier test."""
     slot = request.config.stash[_SLOTS][device_profile.name]
-    slot.reset(request.node.stash.setdefault(_FAILED_TRIES, []))
+    slot.reset(request.node.stash.setdefault(_FAILED_TRIES, []),
+               _keep_artifacts(request.node, slot))
     for marker in request.node.iter_markers("capability"):
         served = str(_et_runner.hello.fact("capabilities") or "").split(",")
         if marker.args[0] not in served:
@@ -300,7 +300,8 @@ def pytest_runtest_call(item: pytest.Item):
                 verdicts.clear()
             item.runtest()
 
-        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []))
+        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
+                   _keep_artifacts(item, slot))
         return []
 
 
@@ -320,24 +321,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
             item.stash[_COUNTS_AS_INFRA] = True
     if slot is not None:
-        payload.update(_device_payload(item, slot, report, infra))
+        error = call.excinfo.value if call.excinfo is not None else None
+        payload.update(_device_payload(item, slot, report, infra, error))
     if payload:
         setattr(report, FARM_ATTR, payload)
     return report
 
 
 def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestReport,
-                    infra: BaseException | None) -> dict[str, Any]:
+                    infra: BaseException | None,
+                    call_error: BaseException | None) -> dict[str, Any]:
     payload: dict[str, Any] = {"device": slot.name}
     facts = slot.facts or ({"abi": slot.profile.abi} if slot.profile.abi else {})
     tries = item.stash.get(_FAILED_TRIES, [])
     if report.when == "setup":
         item.user_properties.append(("device", slot.name))
         item.user_properties += [(key, facts[key]) for key in FACT_KEYS if key in facts]
-    if report.when in ("setup", "call") and _ARTIFACTS not in item.stash and any(
-        isinstance(e, TransportLost) for e in [*tries, infra]
-    ):
-        item.stash[_ARTIFACTS] = _pull_core_files(item, slot)
+    if report.when in ("setup", "call") and call_error is not None:
+        _keep_artifacts(item, slot)(call_error, len(tries) + 1)  # unless a retry kept them
     if report.failed and not isinstance(infra, DeviceQuarantined):
         report.sections += slot.stderr_tails()
     if report.when == "call":
@@ -348,7 +349,7 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
         slot.health.test_ended(item.stash.get(_COUNTS_AS_INFRA, False))
         payload["facts"] = facts
         payload["failed_tries"] = [describe_error(e) for e in tries]
-        payload["artifacts"] = item.stash.get(_ARTIFACTS, [])
+        payload["artifacts"] = item.stash[_ARTIFACTS].paths if _ARTIFACTS in item.stash else []
         if tries:
             item.user_properties.append(
                 ("infrastructure_retries", "; ".join(payload["failed_tries"]))
@@ -356,11 +357,13 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
     return payload
 
 
-def _pull_core_files(item: pytest.Item, slot: DeviceSlot) -> list[str]:
-    results_dir = item.config.stash[_RESULTS_DIR]
-    test = re.sub(r"[^A-Za-z0-9._-]+", "_", item.name)[:120]
-    dest = results_dir / ARTIFACTS_DIR / slot.name / test
-    return [os.path.relpath(p, results_dir) for p in slot.collect_core_files(dest)]
+def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
+    """What to do after a failed try of ``item``: keep what a lost agent left behind."""
+    if _ARTIFACTS not in item.stash:
+        item.stash[_ARTIFACTS] = TestArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
+                                               item.name)
+    artifacts = item.stash[_ARTIFACTS]
+    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_core_files)
 
 
 # ---- reporting ---------------------------------------------------------------------------

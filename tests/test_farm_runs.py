@@ -422,7 +422,7 @@ def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
     assert crashed["outcome"] == "passed"
     assert crashed["failed_tries"][0].startswith("TransportLost: ")
     if kernel_writes_core_here:
-        assert crashed["artifacts"] == ["artifacts/crashy/test_set_crashy-3_/core"]
+        assert crashed["artifacts"] == ["artifacts/crashy/test_set_crashy-3_/try-1/core"]
         core = run.results_dir / crashed["artifacts"][0]
         assert core.read_bytes()[:4] == b"\x7fELF"
     else:

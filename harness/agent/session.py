@@ -3,7 +3,8 @@
 The device agent serves wire-format messages back to back on its stdin and
 stdout (docs/wire-format.md). A session numbers each request and checks that the
 report it reads back answers that request, so a report can never be attributed
-to the wrong case.
+to the wrong case. Each read waits at most the case timeout, and no longer than
+the session's :class:`TimeLimit` (e.g. the run's ``--run-timeout``) allows.
 """
 
 from __future__ import annotations
@@ -15,11 +16,23 @@ from typing import Protocol
 
 from harness import wire
 from harness.messages import Report, Request
-from harness.transport.base import ByteStream, TransportError
+from harness.transport.base import ByteStream, TransportError, TransportTimeout
 
 
 class AgentProtocolError(TransportError):
     """The agent answered with bytes that are not the report that was due."""
+
+
+class TimeLimit(Protocol):
+    """A limit beyond the case timeout, e.g. the run's deadline."""
+
+    def bound(self, seconds: float) -> float:
+        """``seconds``, or less if the limit is reached sooner."""
+        ...
+
+    def check(self) -> None:
+        """Raise (an infrastructure error saying why) if the limit is reached."""
+        ...
 
 
 class AgentLink(Protocol):
@@ -35,10 +48,12 @@ class AgentLink(Protocol):
 class AgentSession:
     """Requests and reports over a :class:`ByteStream` to a running agent process."""
 
-    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent") -> None:
+    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent",
+                 time_limit: TimeLimit | None = None) -> None:
         self._stream = stream
         self._timeout = timeout
         self._name = name
+        self._time_limit = time_limit
         self._seq = itertools.count(1)
 
     @property
@@ -65,7 +80,7 @@ class AgentSession:
         sent = 0
         while len(reports) < len(numbered):
             while sent < len(numbered) and sent - len(reports) < window:
-                self._stream.write(wire.encode_request(numbered[sent]))
+                self._write(wire.encode_request(numbered[sent]))
                 sent += 1
             reports.append(self._read_report(numbered[len(reports)].seq))
         return reports
@@ -75,22 +90,38 @@ class AgentSession:
 
         ``seq`` is the sequence number the report must echo.
         """
-        self._stream.write(frame)
+        self._write(frame)
         return self._read_report(seq)
 
     def exchange(self, frame: bytes) -> bytes:
         """Send one frame and return the next report's bytes, undecoded: the device's
         whole part of a case (the benchmark times exactly this)."""
-        self._stream.write(frame)
+        self._write(frame)
         return self._read_report_bytes()
 
+    def _write(self, data: bytes) -> None:
+        if self._time_limit is not None:
+            self._time_limit.check()
+        self._stream.write(data)
+
+    def _read_exact(self, size: int) -> bytes:
+        """``size`` bytes within the case timeout, cut short by the time limit."""
+        limit = self._time_limit
+        timeout = self._timeout if limit is None else limit.bound(self._timeout)
+        try:
+            return self._stream.read_exact(size, timeout)
+        except TransportTimeout:
+            if limit is not None:
+                limit.check()  # the limit, not the device, ended the wait: say so
+            raise
+
     def _read_report_bytes(self) -> bytes:
-        head = self._stream.read_exact(wire.HEADER_SIZE, self._timeout)
+        head = self._read_exact(wire.HEADER_SIZE)
         try:
             header = wire.peek_header(head)
         except wire.WireError as exc:
             raise self._unreadable(exc) from None
-        return head + self._stream.read_exact(header.length - wire.HEADER_SIZE, self._timeout)
+        return head + self._read_exact(header.length - wire.HEADER_SIZE)
 
     def _unreadable(self, exc: wire.WireError) -> AgentProtocolError:
         return AgentProtocolError(

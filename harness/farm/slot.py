@@ -28,6 +28,8 @@ from harness.transport.base import TransportError
 
 FACT_KEYS = ("abi", "runtime", "agent_version")  # HELLO facts recorded with every result
 
+AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
+
 
 def describe_error(exc: BaseException) -> str:
     """``TransportLost: host: ...``: the type and the message on one line, shortened."""
@@ -124,7 +126,7 @@ class DeviceSlot:
 
     def _start_link(self) -> AgentLink:
         assert self.device is not None
-        link = self.device.start_link()
+        link = self.device.start_link(time_limit=self.policy.deadline)
         self._links.append(link)
         return link
 
@@ -148,7 +150,7 @@ class DeviceSlot:
         if self.runner is not None:
             self.runner.restart()
 
-    def reset(self, failed_tries: list[BaseException]) -> None:
+    def reset(self, failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
         """Reset the agent before a test, restarting and retrying on infrastructure errors."""
         assert self.runner is not None
         try:
@@ -156,17 +158,19 @@ class DeviceSlot:
         except Exception as exc:
             if infrastructure_error(exc) is None:
                 raise
-            self.retry(self.runner.reset, exc, failed_tries)
+            self.retry(self.runner.reset, exc, failed_tries, after_failure)
 
     def retry(self, attempt: Callable[[], object], error: BaseException,
-              failed_tries: list[BaseException]) -> None:
+              failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
         """After ``error`` (an infrastructure error), restart the agent and try again.
 
         At most ``infra_retries`` more tries, none once the device is quarantined or
-        the run's time is up. Each failed try is appended to ``failed_tries``; when
-        every try failed, the last error is raised.
+        the run's time is up. Each failed try is appended to ``failed_tries`` and
+        handed to ``after_failure(error, try number)`` before the agent restarts
+        (e.g. to keep its core file); when every try failed, the last error is raised.
         """
         failed_tries.append(error)
+        after_failure(error, len(failed_tries))
         for _ in range(self.policy.infra_retries):
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
@@ -179,15 +183,23 @@ class DeviceSlot:
                     raise
                 error = exc
                 failed_tries.append(exc)
+                after_failure(exc, len(failed_tries))
         raise error
 
     def collect_core_files(self, dest: Path) -> list[Path]:
-        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`)."""
-        if self.device is None:
+        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`).
+
+        None from a board without a file system (a serial board) or from a device
+        that cannot be reached any more.
+        """
+        device = self.device
+        if device is None or device.transport is None:
             return []
-        return collect_core_files(
-            self.device.transport, self.device.work_dir, dest, self.profile.timeouts.command
-        )
+        try:
+            work_dir = device.work_dir
+        except TransportError:
+            return []
+        return collect_core_files(device.transport, work_dir, dest, self.profile.timeouts.command)
 
 
 class DeviceSlots:

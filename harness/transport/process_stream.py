@@ -30,6 +30,7 @@ class ProcessStream(ByteStream):
         self._describe = describe
         self._lost_hint = lost_hint
         self._buffer = bytearray()
+        self._stalled = False  # a read timed out: the process is not answering
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._stderr_thread = threading.Thread(
             target=self._drain_stderr, name=f"stderr:{describe}", daemon=True
@@ -66,6 +67,7 @@ class ProcessStream(ByteStream):
         while len(self._buffer) < size:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._stalled = True
                 raise TransportTimeout(
                     f"{self._describe}: no answer within {timeout:.1f} s "
                     f"(got {len(self._buffer)} of {size} bytes)"
@@ -90,6 +92,11 @@ class ProcessStream(ByteStream):
         return self._process.pid
 
     def close(self) -> None:
+        """End the process: its stdin is closed and it gets 5 s to exit, then SIGKILL.
+
+        A process that let a read time out gets no grace period (it would only be
+        waited out).
+        """
         if self._process.poll() is None:
             try:
                 assert self._process.stdin is not None
@@ -97,7 +104,7 @@ class ProcessStream(ByteStream):
             except OSError:
                 pass
             try:
-                self._process.wait(timeout=5)
+                self._process.wait(timeout=0 if self._stalled else 5)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
