@@ -59,6 +59,7 @@ from harness.farm.results import (
     RunInfo,
     default_results_dir,
 )
+from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.summary import (
@@ -114,6 +115,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "(default: results/<timestamp>-<pid>)")
     group.addoption("--html-report", type=Path, default=None, metavar="PATH",
                     help="the self-contained HTML report (default: <results dir>/report.html)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """``--device /abs/x.yaml`` must not move pytest's rootdir (see harness.farm.rootdir)."""
+    settle_rootdir(early_config, args)
 
 
 def pytest_configure(config: pytest.Config) -> None:
