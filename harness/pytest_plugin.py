@@ -58,6 +58,7 @@ from harness.farm.results import (
     ResultsRecorder,
     RunInfo,
     default_results_dir,
+    unwritable_reason,
 )
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
@@ -164,14 +165,25 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
     explicit = config.getoption("results_dir")
     results_dir = base / explicit if explicit else default_results_dir(base)
     html = config.getoption("html_report")
+    html_path = base / html if html else results_dir / REPORT_FILE
+    for option, target, directory in (("--results-dir", results_dir, results_dir),
+                                      ("--html-report", html_path, html_path.parent)):
+        reason = unwritable_reason(directory)
+        if reason is not None:
+            raise pytest.UsageError(f"{option}: cannot write {target}: {reason}; "
+                                    "give a place this user can write")
     config.stash[_RESULTS_DIR] = results_dir
-    recorder = ResultsRecorder(
-        results_dir,
-        RunInfo.starting(results_dir.name, config.invocation_params.args,
-                         (p.name for p in profiles)),
-        html_path=base / html if html else results_dir / REPORT_FILE,
-        eager=bool(explicit or html),
-    )
+    try:
+        recorder = ResultsRecorder(
+            results_dir,
+            RunInfo.starting(results_dir.name, config.invocation_params.args,
+                             (p.name for p in profiles)),
+            html_path=html_path,
+            eager=bool(explicit or html),
+        )
+    except OSError as exc:
+        raise pytest.UsageError(f"--results-dir: cannot write {results_dir}: {exc.strerror}; "
+                                "give a place this user can write") from None
     config.pluginmanager.register(ControllerReporting(config, recorder), "et-harness-reporting")
 
 

@@ -1,4 +1,5 @@
-"""Path options with absolute paths never move pytest's rootdir or change what it collects.
+"""Path options: absolute paths never move pytest's rootdir or change what it collects,
+and a place the run cannot write is refused at once with a one-line usage error.
 
 Each test runs pytest in a subprocess in a small project of its own (a
 ``pyproject.toml`` whose ``testpaths`` name ``suite/``, and a ``unit/`` directory
@@ -82,3 +83,19 @@ def test_explicit_test_paths_still_win(project, elsewhere):
     assert [line for line in run.stdout.splitlines() if "::" in line] == [
         "unit/test_unit.py::test_unit_only"
     ]
+
+
+@pytest.mark.parametrize("option", [
+    ["--results-dir", "{file}/results"],
+    ["--html-report", "{file}/report.html"],
+    ["--results-dir", "/proc/et-harness-results"],
+])
+def test_an_unwritable_results_place_is_a_one_line_usage_error(project, elsewhere, option):
+    blocker = elsewhere / "a-file"
+    blocker.write_text("", "utf-8")
+    args = [arg.format(file=blocker) for arg in option]
+    run = _pytest(project, "--device", str(elsewhere / "outside.yaml"), *args)
+    assert run.returncode == 4, run.stdout + run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR: {option[0]}: cannot write "), errors
+    assert "Traceback" not in run.stdout + run.stderr
