@@ -367,7 +367,7 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
     if report.when == "teardown":
         slot.health.test_ended(item.stash.get(_COUNTS_AS_INFRA, False))
         payload["facts"] = facts
-        payload["failed_tries"] = [describe_error(e) for e in tries]
+        payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
         payload["artifacts"] = item.stash[_ARTIFACTS].paths if _ARTIFACTS in item.stash else []
         if tries:
             item.user_properties.append(
