@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_farm_runs import Farm, fails_in_call_of, work_dir  # noqa: F401 (a fixture)
+import pytest
+from test_farm_runs import Farm, fails_in_call_of
 
 CASE_TIMEOUT = 3.0
 
@@ -41,6 +42,12 @@ def test_after(et):
 # REGISTER (ProbeB) and one SET per example. So after 8 requests the property test has
 # run a few examples and is in the middle of its run.
 INTO_THE_PROPERTY_TEST = 8
+
+
+@pytest.fixture(scope="module")
+def work_dir(tmp_path_factory) -> Path:
+    """One device work directory for the module: the agent is copied there once."""
+    return tmp_path_factory.mktemp("device-work")
 
 
 def _property_farm(tmp_path: Path, work_dir: Path) -> Farm:
