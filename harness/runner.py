@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from harness.agent.session import AgentLink
+from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.messages import Action, Outcome, Report, Request
 from harness.options import OptionsMap
@@ -39,16 +39,19 @@ class CaseRunner:
     ``start_link`` starts a fresh agent (a new process, or a rebooted MCU) and
     returns its link; ``program_for`` returns the device path of a probe program
     whose delegates are the given ids, pushing it first if needed ("" on devices
-    without a file system).
+    without a file system); ``time_limit`` (e.g. the run's deadline) is checked
+    before every request.
     """
 
     def __init__(
         self,
         start_link: Callable[[], AgentLink],
         program_for: Callable[[tuple[str, ...]], str],
+        time_limit: TimeLimit | None = None,
     ) -> None:
         self._start_link = start_link
         self._program_for = program_for
+        self._time_limit = time_limit  # checked before every request (e.g. the run's deadline)
         self._link: AgentLink | None = None
         self._hello: Report | None = None
         self._registered: list[str] = []
@@ -82,7 +85,9 @@ class CaseRunner:
         return self._link
 
     def _exchange(self, send: Callable[[AgentLink], Report]) -> Report:
-        """``send(link)``; device trouble on the way marks the link broken."""
+        """``send(link)`` within the time limit; device trouble marks the link broken."""
+        if self._time_limit is not None:
+            self._time_limit.check()
         link = self.link
         try:
             return send(link)

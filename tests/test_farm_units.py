@@ -232,6 +232,15 @@ def test_after_device_trouble_nothing_more_is_sent_until_the_agent_restarts():
     assert [link.requests for link in links] == [3, 2]
 
 
+def test_no_request_is_sent_once_the_runs_time_is_up():
+    link = _SilentAfter(answers=100)
+    deadline = RunDeadline(time.time() - 1, 5)
+    runner = CaseRunner(lambda: link, lambda delegates: "", time_limit=deadline)
+    with pytest.raises(RunTimeExpired):
+        runner.send(Request(Action.GET))
+    assert link.requests == 0
+
+
 class _StalledStream(ByteStream):
     def __init__(self) -> None:
         self.timeouts: list[float] = []
@@ -255,9 +264,9 @@ def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
         session.request(Request(Action.HELLO))
     assert stream.timeouts[0] <= 0.2
     ended = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() - 1, 5))
-    with pytest.raises(RunTimeExpired, match="--run-timeout 5 s"):
+    with pytest.raises(RunTimeExpired, match="--run-timeout 5 s"):  # not the device's fault
         ended.request(Request(Action.HELLO))
-    assert stream.written == 1  # nothing sent once the run's time is up
+    assert stream.timeouts[-1] == 0
     plain = AgentSession(stream, timeout=7)
     with pytest.raises(TransportTimeout):
         plain.request(Request(Action.HELLO))

@@ -80,7 +80,7 @@ class AgentSession:
         sent = 0
         while len(reports) < len(numbered):
             while sent < len(numbered) and sent - len(reports) < window:
-                self._write(wire.encode_request(numbered[sent]))
+                self._stream.write(wire.encode_request(numbered[sent]))
                 sent += 1
             reports.append(self._read_report(numbered[len(reports)].seq))
         return reports
@@ -90,19 +90,14 @@ class AgentSession:
 
         ``seq`` is the sequence number the report must echo.
         """
-        self._write(frame)
+        self._stream.write(frame)
         return self._read_report(seq)
 
     def exchange(self, frame: bytes) -> bytes:
         """Send one frame and return the next report's bytes, undecoded: the device's
         whole part of a case (the benchmark times exactly this)."""
-        self._write(frame)
+        self._stream.write(frame)
         return self._read_report_bytes()
-
-    def _write(self, data: bytes) -> None:
-        if self._time_limit is not None:
-            self._time_limit.check()
-        self._stream.write(data)
 
     def _read_exact(self, size: int) -> bytes:
         """``size`` bytes within the case timeout, cut short by the time limit."""

@@ -71,7 +71,8 @@ class DeviceSlot:
             device = open_device(without_labgrid(self.profile))
             self._held.callback(device.close)
             self.device = device
-            self.runner = CaseRunner(self._start_link, device.program_for)
+            self.runner = CaseRunner(self._start_link, device.program_for,
+                                     time_limit=self.policy.deadline)
             self._held.callback(self.runner.close)
         except BaseException as exc:
             if infrastructure_error(exc) is not None:
