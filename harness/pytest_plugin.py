@@ -105,8 +105,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-timeout", type=float, default=None, metavar="SECONDS",
                     help="after this long, remaining tests end at once as infrastructure errors")
     group.addoption("--infra-retries", type=int, default=FarmPolicy.infra_retries, metavar="N",
-                    help="tries after an infrastructure error, each with a fresh agent "
-                    "(default: %(default)s)")
+                    help="tries of a test after infrastructure errors, each with a fresh "
+                    "agent (default: %(default)s)")
     group.addoption("--quarantine-after", type=int, default=FarmPolicy.quarantine_after,
                     metavar="K",
                     help="health-check a device after K tests in a row ended in infrastructure "

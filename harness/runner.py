@@ -84,6 +84,11 @@ class CaseRunner:
             self._registered = [entry.name for entry in self._hello.entries]
         return self._link
 
+    @property
+    def broken(self) -> bool:
+        """True once a request failed with device trouble, until the agent is restarted."""
+        return self._broken is not None
+
     def _exchange(self, send: Callable[[AgentLink], Report]) -> Report:
         """``send(link)`` within the time limit; device trouble marks the link broken."""
         if self._time_limit is not None:
@@ -222,12 +227,7 @@ class CaseRunner:
         return self._record(check_get(requested, report, expected, expected_status))
 
     def reset(self) -> Report:
-        """Forget the loaded program and everything the probes recorded or were set.
-
-        An agent whose link broke is restarted first: a reset is between cases.
-        """
-        if self._broken is not None:
-            self.restart()
+        """Forget the loaded program and everything the probes recorded or were set."""
         report = self._exchange(lambda link: link.request(Request(Action.RESET)))
         if report.outcome is not Outcome.OK:
             raise RunnerError(f"the agent refused RESET: {report.message}")

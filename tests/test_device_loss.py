@@ -31,6 +31,7 @@ def test_before(et):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(k=st.integers(0, 10**6), s=st.text("abc", max_size=8))
 def test_property(et, k, s):
+    et.reset()  # as suites/test_properties.py does per example
     et.set(OptionsMap.from_dict({"ProbeA": {"k": k}, "ProbeB": {"s": s}})).raise_for_differences()
 
 
@@ -39,8 +40,8 @@ def test_after(et):
 '''
 
 # Requests: HELLO; test_before: RESET, REGISTER (ProbeA), SET; test_property: RESET, then
-# REGISTER (ProbeB) and one SET per example. So after 8 requests the property test has
-# run a few examples and is in the middle of its run.
+# per example RESET, (REGISTER ProbeB the first time) and SET. So after 8 requests the
+# property test has run its first example and is in the middle of its run.
 INTO_THE_PROPERTY_TEST = 8
 
 

@@ -152,8 +152,15 @@ class DeviceSlot:
             self.runner.restart()
 
     def reset(self, failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
-        """Reset the agent before a test, restarting and retrying on infrastructure errors."""
+        """Reset the agent before a test, restarting and retrying on infrastructure errors.
+
+        An agent whose link broke in an earlier test is restarted first: within a
+        test it refuses every request (:class:`~harness.runner.LinkBroken`), even a
+        reset, until the test's retry restarts it.
+        """
         assert self.runner is not None
+        if self.runner.broken:
+            self.runner.restart()
         try:
             self.runner.reset()
         except Exception as exc:
@@ -165,14 +172,18 @@ class DeviceSlot:
               failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
         """After ``error`` (an infrastructure error), restart the agent and try again.
 
-        At most ``infra_retries`` more tries, none once the device is quarantined or
-        the run's time is up. Each failed try is appended to ``failed_tries`` and
-        handed to ``after_failure(error, try number)`` before the agent restarts
-        (e.g. to keep its core file); when every try failed, the last error is raised.
+        At most ``infra_retries`` more tries per test (``failed_tries`` is the test's:
+        a retry its setup used is not there for its call), none once the device is
+        quarantined or the run's time is up; so a device that stops answering ends a
+        test within about ``infra_retries + 1`` case timeouts. Each failed try is
+        appended to ``failed_tries`` and handed to ``after_failure(error, try
+        number)`` before the agent restarts (e.g. to keep its core file); when every
+        try failed, the last error is raised.
         """
+        retries_used = len(failed_tries)  # every earlier failed try of this test was retried
         failed_tries.append(error)
         after_failure(error, len(failed_tries))
-        for _ in range(self.policy.infra_retries):
+        for _ in range(max(0, self.policy.infra_retries - retries_used)):
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
             self.restart()
