@@ -38,7 +38,7 @@ import pytest
 
 from harness.check import Verdict
 from harness.device import Device
-from harness.farm.artifacts import TestArtifacts
+from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
     GROUPED_MODES,
@@ -81,7 +81,7 @@ _RESULTS_DIR = pytest.StashKey[Path]()
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
-_ARTIFACTS = pytest.StashKey[TestArtifacts]()  # per test
+_ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
 
 
 # ---- options and configuration -----------------------------------------------------------
@@ -379,7 +379,7 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
 def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
     """What to do after a failed try of ``item``: keep what a lost agent left behind."""
     if _ARTIFACTS not in item.stash:
-        item.stash[_ARTIFACTS] = TestArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
+        item.stash[_ARTIFACTS] = CrashArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
                                                item.name)
     artifacts = item.stash[_ARTIFACTS]
     return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_core_files)

@@ -15,7 +15,7 @@ from prerequisites import require
 
 from harness.agent.session import AgentSession
 from harness.check import check_set
-from harness.farm.artifacts import TestArtifacts, collect_core_files
+from harness.farm.artifacts import CrashArtifacts, collect_core_files
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined
@@ -349,7 +349,7 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
     def crash(content: bytes) -> None:
         (work / "core").write_bytes(content)
 
-    artifacts = TestArtifacts(results, "dev", "test_x[dev-1]")
+    artifacts = CrashArtifacts(results, "dev", "test_x[dev-1]")
     crash(b"first")
     first = _raised(TransportLost("gone"))
     artifacts.after_failure(first, 1, collect)
@@ -363,7 +363,7 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
     assert artifacts.paths == ["artifacts/dev/test_x_dev-1_/try-1/core",
                                "artifacts/dev/test_x_dev-1_/try-2/core"]
     assert [(results / p).read_bytes() for p in artifacts.paths] == [b"first", b"second"]
-    again = TestArtifacts(results, "dev", "test_x[dev-1]")  # the results directory reused
+    again = CrashArtifacts(results, "dev", "test_x[dev-1]")  # the results directory reused
     again.after_failure(_raised(TransportLost("gone")), 1, collect)
     assert again.paths == ["artifacts/dev/test_x_dev-1_/try-1-2/core"]
     assert (results / again.paths[0]).read_bytes() == b"not a loss"

@@ -4,7 +4,7 @@ Kept modest on purpose. When a test's agent died (the link was lost), the
 harness lists regular files named ``core`` or ``core.*`` directly in the
 device's work directory, pulls each into the results directory and removes it
 from the device, so that the next crash leaves new files. Each try of a test that
-lost its agent gets a directory of its own (:class:`TestArtifacts`), collected as
+lost its agent gets a directory of its own (:class:`CrashArtifacts`), collected as
 soon as the try failed (before the agent is restarted), so no crash's files
 overwrite another's. Whether a crash
 writes a core file there is the device's business: its ``kernel.core_pattern``
@@ -75,20 +75,18 @@ def lost_the_agent(exc: BaseException) -> bool:
     return any(isinstance(e, TransportLost) for e in every_exception(exc))
 
 
-class TestArtifacts:
+class CrashArtifacts:
     """The crash artifacts of one test: ``<results>/artifacts/<device>/<test>/try-N/``.
 
     ``N`` is the try that lost its agent; a directory already there (a results
     directory used again) is never written into: the next free ``try-N-K`` is.
     """
 
-    __test__ = False  # not a test class, whatever pytest thinks of the name
-
     def __init__(self, results_dir: Path, device: str, test: str) -> None:
         self.results_dir = results_dir
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", test)[:120]
         self._base = results_dir / ARTIFACTS_DIR / device / name
-        self._handled: set[int] = set()
+        self._handled: list[BaseException] = []  # kept alive, so compared by identity
         self.paths: list[str] = []  # relative to the results directory
 
     def after_failure(self, exc: BaseException, attempt: int,
@@ -97,9 +95,9 @@ class TestArtifacts:
 
         Each exception is handled once, however many hooks see it.
         """
-        if id(exc) in self._handled or not lost_the_agent(exc):
+        if any(seen is exc for seen in self._handled) or not lost_the_agent(exc):
             return
-        self._handled.add(id(exc))
+        self._handled.append(exc)
         dest = self._base / f"try-{attempt}"
         again = 1
         while dest.exists():
