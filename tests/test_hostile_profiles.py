@@ -176,6 +176,7 @@ def test_a_profile_named_config_may_not_run_commands(home, tmp_path):
         ("ProxyJump $(touch MARKER)", r"ProxyJump: '\$\(touch MARKER\)' holds '\$'"),
         ("ProxyJump -J", "ProxyJump: '-J' starts with '-'"),
         ("ProxyJump u@jump:0", "ProxyJump: must be a TCP port, 1..65535; got 0"),
+        ("ProxyJump " + ",".join(["j"] * 30_000), "30000 ProxyJump entries; at most 8"),
     ],
 )
 def test_ssh_config_values_are_checked(home, tmp_path, lines, expected):
@@ -233,6 +234,8 @@ LOCAL = "{kind: local}"
         (SSH % "port: -1", "", "transport.port", "1..65535; got -1"),
         (SSH % "proxy_jump: 'u@j;touch MARKER'", "", "transport.proxy_jump", "holds ';'"),
         (SSH % "proxy_jump: 'j:0'", "", "transport.proxy_jump", "1..65535; got 0"),
+        (SSH % f"proxy_jump: '{','.join(['j'] * 9)}'", "", "transport.proxy_jump",
+         "9 ProxyJump entries; at most 8"),
         (SSH % "keepalive_interval: 1000000000000", "", "transport.keepalive_interval",
          "at most 86400"),
         (ADB % "serial: -a", "", "transport.serial", "starts with '-'"),

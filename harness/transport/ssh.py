@@ -446,9 +446,15 @@ def _unless_none(value: str | None) -> str | None:
 
 
 def _parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
-    """``[user@]host[:port][,...]`` (``[v6addr]:port`` too), every part checked."""
+    """``[user@]host[:port][,...]`` (``[v6addr]:port`` too), every part checked; at most
+    :data:`_MAX_JUMPS` entries (each costs an ssh config lookup when the route is resolved)."""
+    entries = text.split(",")
+    if len(entries) > _MAX_JUMPS:
+        raise ValueRuleError(
+            f"{len(entries)} ProxyJump entries; at most {_MAX_JUMPS} jump hosts are allowed"
+        )
     specs = []
-    for spec in text.split(","):
+    for spec in entries:
         user, _, rest = spec.strip().rpartition("@")
         match = re.fullmatch(
             r"\[(?P<h6>[^\]]+)\](?::(?P<p6>[^:]*))?|(?P<h>[^:\[\]]+)(?::(?P<p>[^:]*))?", rest
