@@ -19,7 +19,7 @@ import pytest
 from harness.device import check_transport_settings
 from harness.profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
-from harness.transport.ssh import SshProfile, SshTransport, _resolve_route
+from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, _resolve_route
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -370,3 +370,14 @@ def test_long_values_are_quoted_short():
                                   "ssh-emu", "A-B.c"])
 def test_ordinary_hosts_pass(good):
     assert check_host(good) == good
+
+
+def test_a_huge_known_hosts_file_is_refused_before_paramiko_reads_it(home, tmp_path):
+    """paramiko reads a known_hosts file whole; a profile may name any file there."""
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_bytes(b"a" * (5 << 20))
+    path = write_profile(tmp_path, f"{{kind: ssh, host: 127.0.0.1, known_hosts: {known_hosts}}}")
+    transport = SshTransport(SshProfile.from_device(load_profile(str(path))))
+    with pytest.raises(SshConfigError, match=r"known_hosts .*limit 4194304 bytes") as refused:
+        transport._login(transport.route[-1], None, None)
+    assert refused.value.field == "known_hosts"

@@ -351,6 +351,8 @@ _COMMANDS_FIX = (
 # Over a thousand Host blocks. paramiko's lookup costs ~0.5 ms per block (5.1, measured:
 # 2.6 s for 256 KiB), and the route to a board takes one lookup per hop.
 _MAX_CONFIG_BYTES = 64 << 10
+# About ten thousand hashed entries; a known_hosts file is read once per connection.
+_MAX_KNOWN_HOSTS_BYTES = 4 << 20
 
 
 def _resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
@@ -666,7 +668,12 @@ class SshTransport(Transport):
             for path in hop.known_hosts:
                 if path.is_file():
                     try:
+                        # Bounded first: paramiko reads the whole file, and a profile may
+                        # name any file here (/proc/self/pagemap: 256 GB of one line).
+                        read_bounded_text(path, _MAX_KNOWN_HOSTS_BYTES)
                         client.load_system_host_keys(str(path))
+                    except InputFileError as exc:
+                        raise SshConfigError(f"known_hosts {exc}", "known_hosts") from None
                     except (OSError, paramiko.SSHException) as exc:
                         raise SshConfigError(
                             f"known_hosts {path} is unreadable: {exc}", "known_hosts"
