@@ -381,3 +381,15 @@ def test_a_huge_known_hosts_file_is_refused_before_paramiko_reads_it(home, tmp_p
     with pytest.raises(SshConfigError, match=r"known_hosts .*limit 4194304 bytes") as refused:
         transport._login(transport.route[-1], None, None)
     assert refused.value.field == "known_hosts"
+
+
+@pytest.mark.parametrize("name", ["id_test", "id_test-cert.pub"])
+def test_a_huge_identity_file_is_refused_before_paramiko_reads_it(home, tmp_path, name):
+    identity = tmp_path / "id_test"
+    identity.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (tmp_path / name).write_bytes(b"a" * (1 << 20))
+    path = write_profile(tmp_path, f"{{kind: ssh, host: 127.0.0.1, identity_file: {identity}}}")
+    transport = SshTransport(SshProfile.from_device(load_profile(str(path))))
+    with pytest.raises(SshConfigError, match=rf"identity file .*{name}: .*limit 65536") as refused:
+        transport._login(transport.route[-1], None, None)
+    assert refused.value.field == "identity_file"

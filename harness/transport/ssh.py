@@ -353,6 +353,7 @@ _COMMANDS_FIX = (
 _MAX_CONFIG_BYTES = 64 << 10
 # About ten thousand hashed entries; a known_hosts file is read once per connection.
 _MAX_KNOWN_HOSTS_BYTES = 4 << 20
+_MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
 
 
 def _resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
@@ -680,6 +681,13 @@ class SshTransport(Transport):
                         ) from None
         client.set_missing_host_key_policy(_VerifyHostKey(hop, pin))
         identities = [str(p) for p in hop.identity_files if p.is_file()]
+        for identity in identities:  # paramiko reads a key file whole, and its -cert.pub
+            for key_file in (Path(identity), Path(f"{identity}-cert.pub")):
+                if key_file.is_file():
+                    try:
+                        read_bounded_text(key_file, _MAX_KEY_FILE_BYTES)
+                    except InputFileError as exc:
+                        raise SshConfigError(f"identity file {exc}", "identity_file") from None
         try:
             client.connect(
                 hop.hostname,
