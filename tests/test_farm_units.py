@@ -581,3 +581,17 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
             second.acquire(timeout=0.2)
     finally:
         first.release()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_leaves_complete_results(tmp_path, capsys):
+    from harness.farm.results import RunInfo, ResultsRecorder
+
+    results_dir = tmp_path / "results"
+    (tmp_path / "blocker").write_text("")  # a file where the report's directory should be
+    gone = tmp_path / "blocker" / "report.html"
+    recorder = ResultsRecorder(results_dir, RunInfo.starting("r", ("-q",), ("host",)),
+                               html_path=gone, eager=True)
+    recorder.finish(0)
+    assert json.loads((results_dir / "run.json").read_text())["exit_status"] == 0
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"et-harness: --html-report {gone}: "), said
