@@ -393,3 +393,14 @@ def test_a_huge_identity_file_is_refused_before_paramiko_reads_it(home, tmp_path
     with pytest.raises(SshConfigError, match=rf"identity file .*{name}: .*limit 65536") as refused:
         transport._login(transport.route[-1], None, None)
     assert refused.value.field == "identity_file"
+
+
+@pytest.mark.parametrize("value", ["always", "yes"])
+def test_a_profile_named_config_may_not_canonicalize_host_names(home, tmp_path, value):
+    """paramiko makes a DNS query per CanonicalDomains entry while the config is read."""
+    config = tmp_path / "lab_ssh_config"
+    domains = " ".join(["d.invalid"] * 3000)
+    config.write_text(f"Host board\n    CanonicalizeHostname {value}\n"
+                      f"    CanonicalDomains {domains}\n")
+    message = refusal(write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {config}}}"))
+    assert f"line 2: 'CanonicalizeHostname {value}' makes DNS queries" in message, message

@@ -48,7 +48,7 @@ from harness.transport.base import (
     TransportTimeout,
 )
 from harness.transport.shell_line import shell_line
-from harness.untrusted_input import InputFileError, brief, read_bounded_text
+from harness.untrusted_input import InputFileError, brief, brief_plain, read_bounded_text
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -327,14 +327,28 @@ def _read_ssh_config(path: Path | None, commands: bool) -> _SshConfigText:
         raise SshConfigError(f"ssh config {exc}", field) from None
     config = _SshConfigText(path, text, commands, field)
     if not commands:
-        _refuse_match_exec(config)
+        _refuse_untrusted_directives(config)
     return config
 
 
-def _refuse_match_exec(config: _SshConfigText) -> None:
-    """``Match exec`` runs its command while the config is looked up: refuse it up front."""
+def _refuse_untrusted_directives(config: _SshConfigText) -> None:
+    """What paramiko acts on while the config is looked up, refused up front: ``Match
+    exec`` runs a command; ``CanonicalizeHostname`` makes a DNS query per
+    ``CanonicalDomains`` entry (3000 of them kept a profile's check busy past 120 s)."""
     for number, line in enumerate(config.text.splitlines(), 1):
         words = line.strip().replace("=", " ", 1).split()
+        if (
+            len(words) > 1
+            and words[0].lower() == "canonicalizehostname"
+            and words[1].lower() != "no"
+        ):
+            raise SshConfigError(
+                f"ssh config {config.path} line {number}: 'CanonicalizeHostname "
+                f"{brief_plain(words[1])}' makes DNS queries while the profile is read, "
+                "which could keep the harness waiting; write HostName in full, or put the "
+                "line in your own ~/.ssh/config (and drop transport.ssh_config)",
+                config.field,
+            )
         if words and words[0].lower() == "match" and any(
             word.lstrip("!").lower() == "exec" for word in words[1:]
         ):
