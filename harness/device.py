@@ -278,7 +278,7 @@ def check_transport_settings(profile: DeviceProfile) -> None:
 def _transport(profile: DeviceProfile) -> Transport:
     check_transport_settings(profile)
     if profile.transport == "local":
-        return LocalTransport(profile.work_dir)
+        return LocalTransport(profile.work_dir, profile.where("work_dir"))
     if profile.transport == "adb":
         return AdbTransport.from_profile(profile)
     if profile.transport == "ssh":

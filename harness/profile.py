@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cache import cache_root
 from harness.strict_yaml import read_yaml
 from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
@@ -154,7 +155,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         settings={k: v for k, v in transport.items() if k != "kind"},
         description=_str(data, "description", src, default=""),
         abi=_str(data, "abi", src, default=None),
-        work_dir=_work_dir(data, src),
+        work_dir=_work_dir(data, src, kind, name),
         agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
         emulator=emulator,
         backends=_str_list(data, "backends", src),
@@ -170,8 +171,10 @@ def _str(data: dict, key: str, src: str, default: Any) -> Any:
     return value
 
 
-def _work_dir(data: dict, src: str) -> str:
+def _work_dir(data: dict, src: str, kind: str, name: str) -> str:
     if "work_dir" not in data:
+        if kind == "local":  # this machine: a directory of the user's own, not a shared /tmp
+            return str(cache_root() / "host-work" / name)
         return DEFAULT_WORK_DIR
     try:
         return check_work_dir(data["work_dir"])
