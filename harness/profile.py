@@ -6,6 +6,7 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,10 +15,11 @@ from typing import Any
 
 from harness.cache import cache_root
 from harness.strict_yaml import read_yaml
+from harness.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
 from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
-DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
+DEVICES_DIR = SHIPPED_DEVICES_DIR
 
 TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
 EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
@@ -148,6 +150,10 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
             f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
         )
+    agent_data = data.get("agent", {})
+    agent = _agent(agent_data, src, path.parent if path else Path.cwd())
+    if kind == "local" or emulator is not None:
+        _check_trusted_for_this_machine(agent_data, src, path)
     return DeviceProfile(
         name=name,
         path=path,
@@ -156,12 +162,29 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         description=_str(data, "description", src, default=""),
         abi=_str(data, "abi", src, default=None),
         work_dir=_work_dir(data, src, kind, name),
-        agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
+        agent=agent,
         emulator=emulator,
         backends=_str_list(data, "backends", src),
         tags=_str_list(data, "tags", src),
         timeouts=_timeouts(data.get("timeouts", {}), src),
     )
+
+
+# Agent fields that run things where the agent runs: on this machine, for a local or
+# emulated device.
+_RUNS_THINGS = ("wrapper", "env", "prebuilt")
+
+
+def _check_trusted_for_this_machine(agent: dict, src: str, path: Path | None) -> None:
+    """Refuse agent fields that would run code here, unless the user trusts the file."""
+    used = [key for key in _RUNS_THINGS if key in agent]
+    if used and not profile_is_trusted(path):
+        raise ProfileError(
+            f"{src}: agent.{used[0]}: this device is this machine (local or emulated), so "
+            f"the field runs things here and is honoured only in a trusted profile; if you "
+            f"trust this file, add it (or its directory) to {TRUSTED_PROFILES_ENV} "
+            f"(paths separated by '{os.pathsep}') in your environment"
+        )
 
 
 def _str(data: dict, key: str, src: str, default: Any) -> Any:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.trust import TRUSTED_PROFILES_ENV
 from harness.profile import ProfileError, load_profile, profile_names
 
 
@@ -66,7 +67,8 @@ def test_unknown_device_names_the_known_ones():
         load_profile("no-such-device")
 
 
-def test_prebuilt_path_is_relative_to_the_profile(tmp_path):
+def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))  # its agent fields run here
     profile = load_profile(write(tmp_path, "transport: {kind: local}\nagent: {prebuilt: dist}\n"))
     assert profile.agent.prebuilt == (tmp_path / "dist").resolve()
 
