@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Sequence
 
+from harness.check import show_name
 from harness.farm.infra import one_line
 from harness.farm.records import OUTCOMES, CaseResult
 
@@ -96,7 +97,7 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
         per_backend.items(), key=lambda item: (-item[1]["wrong"], -sum(item[1].values()), item[0])
     )
     shown = rows[:_SHOWN_BACKENDS]
-    names = [_clip(name) for name, _ in shown]
+    names = [_clip(show_name(name)) for name, _ in shown]
     width = max([len("backend"), *(len(name) for name in names)])
     lines = [f"{'backend':<{width}}  checks  exact  wrong"]
     for name, (_, c) in zip(names, shown, strict=True):
