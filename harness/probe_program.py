@@ -1,7 +1,9 @@
-"""Probe programs: ``.pte`` files whose one method only calls delegates.
+"""Probe programs: ``.pte`` files whose methods only call delegates.
 
-A probe program has one method, ``forward``, holding a single ``Int`` value and
-one ``DelegateCall`` instruction per delegate, in order, each on that value. No
+A probe program has two methods, ``forward`` and ``second``, each holding a single
+``Int`` value and one ``DelegateCall`` instruction per delegate, in order, each on
+that value. ``second`` lets a case load a method into a program or module whose
+``forward`` is already loaded (LOAD with KEEP). No
 torch is needed: the program is written as JSON following the wheel's
 ``schema/program.fbs`` and compiled to a flatbuffer by the wheel's own ``flatc``.
 Loading it makes the runtime ``init`` each delegate's backend with that backend's
@@ -26,7 +28,8 @@ from harness.options import MAX_ID_BYTES
 from harness.sdk import SdkPaths, ensure_sdk, host_abi
 
 MAX_DELEGATES = 8  # wire format v1: delegate_count limit
-FORMAT_REVISION = 1  # bump when the generated program changes shape
+FORMAT_REVISION = 2  # bump when the generated program changes shape
+METHODS = ("forward", "second")
 _FLATC_TIMEOUT_S = 60
 
 
@@ -56,38 +59,7 @@ def program_json(delegates: tuple[str, ...]) -> dict:
     """The program as flatc JSON, following ``schema/program.fbs``."""
     return {
         "version": 0,
-        "execution_plan": [
-            {
-                "name": "forward",
-                "values": [{"val_type": "Int", "val": {"int_val": 0}}],
-                "inputs": [],
-                "outputs": [0],
-                "chains": [
-                    {
-                        "inputs": [],
-                        "outputs": [0],
-                        "instructions": [
-                            {
-                                "instr_args_type": "DelegateCall",
-                                "instr_args": {"delegate_index": index, "args": [0]},
-                            }
-                            for index in range(len(delegates))
-                        ],
-                    }
-                ],
-                "operators": [],
-                "delegates": [
-                    {
-                        "id": backend_id,
-                        "processed": {"location": "INLINE", "index": index},
-                        "compile_specs": [],
-                    }
-                    for index, backend_id in enumerate(delegates)
-                ],
-                # Buffer 0 is reserved by the runtime; no memory-planned tensors.
-                "non_const_buffer_sizes": [0],
-            }
-        ],
+        "execution_plan": [_method_json(name, delegates) for name in METHODS],
         "constant_buffer": [],
         "backend_delegate_data": [
             {"data": list(f"etb-probe delegate {index}".encode("ascii"))}
@@ -97,6 +69,40 @@ def program_json(delegates: tuple[str, ...]) -> dict:
         # The runtime refuses a program without constant data unless this
         # (empty) placeholder is present: offsets [0] means "no constants".
         "constant_segment": {"segment_index": 0, "offsets": [0]},
+    }
+
+
+def _method_json(name: str, delegates: tuple[str, ...]) -> dict:
+    """One method calling ``delegates`` in order; their blobs are shared by all methods."""
+    return {
+        "name": name,
+        "values": [{"val_type": "Int", "val": {"int_val": 0}}],
+        "inputs": [],
+        "outputs": [0],
+        "chains": [
+            {
+                "inputs": [],
+                "outputs": [0],
+                "instructions": [
+                    {
+                        "instr_args_type": "DelegateCall",
+                        "instr_args": {"delegate_index": index, "args": [0]},
+                    }
+                    for index in range(len(delegates))
+                ],
+            }
+        ],
+        "operators": [],
+        "delegates": [
+            {
+                "id": backend_id,
+                "processed": {"location": "INLINE", "index": index},
+                "compile_specs": [],
+            }
+            for index, backend_id in enumerate(delegates)
+        ],
+        # Buffer 0 is reserved by the runtime; no memory-planned tensors.
+        "non_const_buffer_sizes": [0],
     }
 
 
