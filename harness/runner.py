@@ -83,6 +83,12 @@ class CaseRunner:
         return tuple(known[name] for name in announced.split(",") if name in known)
 
     @property
+    def load_flags(self) -> tuple[str, ...]:
+        """The LOAD flags the agent honours (HELLO ``load_flags``, e.g. ``keep``)."""
+        announced = self.hello.fact("load_flags")
+        return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
+
+    @property
     def capacity(self) -> int:
         value = self.hello.fact("registry_capacity")
         return value if isinstance(value, int) else DEFAULT_REGISTRY_CAPACITY

@@ -23,10 +23,13 @@ PAIR = ("ProbeA", "ProbeB")
 MODULE_PATHS = [p for p in LoadPath if p is not LoadPath.PROGRAM]
 
 
-def needs(et, *paths: LoadPath) -> None:
+def needs(et, *paths: LoadPath, keep: bool = True) -> None:
+    """Skip unless the agent serves ``paths`` (and, with ``keep``, the KEEP flag)."""
     missing = [p.label for p in paths if p not in et.load_paths]
     if missing:
         pytest.skip(f"the device's agent does not serve load paths {missing}")
+    if keep and "keep" not in et.load_flags:
+        pytest.skip("the device's agent does not honour LOAD's KEEP flag (HELLO load_flags)")
 
 
 def shifted(names: tuple[str, ...], by: int) -> OptionsMap:
@@ -40,7 +43,7 @@ def shifted(names: tuple[str, ...], by: int) -> OptionsMap:
 
 
 def test_module_load_keeps_its_own_copy_of_a_map_the_caller_released(et):
-    needs(et, LoadPath.MODULE)
+    needs(et, LoadPath.MODULE, keep=False)
     every_type = OptionsMap(
         tuple(
             BackendOptions(name, (*distinct_options(i, name), Option("text", "t" * 255)))
@@ -63,7 +66,7 @@ def test_stored_copy_survives_the_caller_and_serves_a_method_loaded_later(et):
 
 
 def test_explicit_map_replaces_the_stored_map_wholly(et):
-    needs(et, LoadPath.MODULE_BOTH)
+    needs(et, LoadPath.MODULE_BOTH, keep=False)
     stored = distinct_map(("ProbeA", "ProbeB", "ProbeC"))
     explicit = single("ProbeA", Option("explicit", True), Option("threads", 42))
     verdict = et.load(explicit, delegates=("ProbeA", "ProbeB", "ProbeC"),
@@ -74,7 +77,7 @@ def test_explicit_map_replaces_the_stored_map_wholly(et):
 
 
 def test_explicit_empty_map_delivers_nothing(et):
-    needs(et, LoadPath.MODULE_BOTH)
+    needs(et, LoadPath.MODULE_BOTH, keep=False)
     verdict = et.load(OptionsMap(), delegates=PAIR, path=LoadPath.MODULE_BOTH,
                       stored=distinct_map(PAIR))
     verdict.raise_for_differences()
@@ -132,6 +135,7 @@ def test_module_method_explicit_map_is_not_stored_for_later_methods(et):
 
 
 def test_program_path_gives_each_method_the_map_it_was_loaded_with(et):
+    needs(et, LoadPath.PROGRAM)
     et.load(distinct_map(PAIR), path=LoadPath.PROGRAM).raise_for_differences()
     et.load(shifted(PAIR, 3), path=LoadPath.PROGRAM, keep=True,
             method="second").raise_for_differences()
@@ -147,6 +151,7 @@ def test_keep_without_a_loaded_program_is_invalid_state(et, probe_program, path)
 
 
 def test_every_module_path_refuses_a_method_the_program_lacks(et):
+    needs(et, keep=True)
     for path in MODULE_PATHS:
         if path not in et.load_paths:
             continue

@@ -17,6 +17,7 @@ namespace et = executorch::runtime;
 constexpr int32_t kRegistryCapacity = 16;  // kMaxRegisteredBackends in runtime/backend/interface.cpp
 constexpr const char* kCapabilities = "load,execute,set,get,reset,register,hello";
 constexpr const char* kLoadPaths = "program,module,module_method,module_both";
+constexpr const char* kLoadFlags = "keep";
 constexpr const char* kDefaultMethod = "forward";
 
 const char* path_label(uint8_t path) {
@@ -114,6 +115,7 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("registry_capacity", kRegistryCapacity);
   report.add_fact("capabilities", kCapabilities);
   report.add_fact("load_paths", kLoadPaths);
+  report.add_fact("load_flags", kLoadFlags);
 }
 
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
