@@ -53,3 +53,12 @@ def test_after_reset_nothing_leaks_into_the_next_case(et, load_path):
     verdict = et.load(OptionsMap(), delegates=("ProbeA",), path=load_path)
     verdict.raise_for_differences()
     assert verdict.report.entry("ProbeA").calls == 1
+
+
+def test_load_time_specs_do_not_change_the_global_get_option(et, load_path):
+    et.set(single("ProbeA", Option("shared", 1))).raise_for_differences()
+    et.load(single("ProbeA", Option("shared", 2), Option("load_only", True)),
+            path=load_path).raise_for_differences()
+    et.get(single("ProbeA", Option("shared", 0), Option("load_only", False)),
+           expected=single("ProbeA", Option("shared", 1), Option("load_only", False)),
+           ).raise_for_differences()

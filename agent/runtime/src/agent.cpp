@@ -181,8 +181,13 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
         report.add_option(option);
       }
       if (record.specs_diverged) {
+        // A second entry under the same name: what the first diverging init got.
+        report.add_entry(probe->name(), 0, 1, 0, ETB_ENTRY_FLAG_PROBE);
+        for (const et::BackendOption& option : record.diverged) {
+          report.add_option(option);
+        }
         report.append_message(std::string("probe ") + probe->name() +
-            ": a later init received runtime_specs different from the first");
+            ": a later init received runtime_specs different from the first (second entry)");
       }
     }
   }

@@ -56,8 +56,9 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
   const et::Span<const et::BackendOption> specs = context.runtime_specs();
   if (record_.init_calls == 0) {
     record_.received.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
-  } else if (!same_options(specs, record_.received)) {
+  } else if (!record_.specs_diverged && !same_options(specs, record_.received)) {
     record_.specs_diverged = true;
+    record_.diverged.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
   }
   ++record_.init_calls;
   if (processed != nullptr) {

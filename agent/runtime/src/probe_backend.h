@@ -33,8 +33,10 @@ class ProbeBackend final : public et::BackendInterface {
     uint64_t first_call = 0;
     // init: runtime_specs of the first init; set_option: the options received.
     std::vector<et::BackendOption> received;
-    // init ran again with runtime_specs that differ from the first ones.
+    // init ran again with runtime_specs that differ from the first ones:
+    // the first such specs (reported as a second entry, so a check sees them).
     bool specs_diverged = false;
+    std::vector<et::BackendOption> diverged;
   };
 
   explicit ProbeBackend(std::string name);
