@@ -288,12 +288,15 @@ StepResult Agent::load_module(const etb_request_t& request, const std::string& p
   StepResult step;
   int64_t load_us = 0;
   int64_t us = 0;
+  // The caller's map: handed to Module::load, then overwritten before the method
+  // loads, as a caller that releases its map at once would do. Its storage stays
+  // allocated (poisoned) until this request ends, so a runtime that kept a pointer
+  // to it delivers the poison, visibly, rather than whatever reuses the memory.
+  std::unique_ptr<OwnedOptionsMap> stored;
   if (spec.path == ETB_LOAD_MODULE_METHOD) {
     step = module_->load(&us);
   } else {
-    // The caller's map: handed to Module::load, then overwritten before the
-    // method loads, as a caller that releases its map at once would do.
-    auto stored = build_map(request.backends, request.backend_count, "LOAD stored map", &step);
+    stored = build_map(request.backends, request.backend_count, "LOAD stored map", &step);
     if (!stored) {
       return step;
     }
