@@ -43,7 +43,6 @@ import pytest
 
 from harness.check import Verdict
 from harness.device import Device
-from harness.messages import LoadPath
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
     GROUPED_MODES,
@@ -74,6 +73,7 @@ from harness.farm.summary import (
     outcome_table,
     quarantined_devices,
 )
+from harness.messages import LoadPath
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError, TransportLost

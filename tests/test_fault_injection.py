@@ -13,6 +13,7 @@ printed (``-s`` shows it).
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import os
 import subprocess
@@ -135,14 +136,16 @@ def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Faul
     with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
         futures = {name: pool.submit(run_suites, shim, name, base) for name in ["none", *FAULTS]}
         done = {name: future.result() for name, future in futures.items()}
-    print("\nfault                          caught  by (tests failing with a delivery diff)")
+    print("\nfault                        caught  by (tests failing with a delivery diff, "
+          "per test function)")
     for name in FAULTS:
         run = done[name]
-        shown = ", ".join(run.caught_by[:4]) + (f", +{len(run.caught_by) - 4} more"
-                                                if len(run.caught_by) > 4 else "")
-        print(f"{name:<30} {len(run.caught_by):>6}  {shown or '-- NOT CAUGHT --'}")
+        functions = collections.Counter(test.split("[", 1)[0] for test in run.caught_by)
+        shown = ", ".join(f"{f} x{n}" for f, n in functions.most_common(3))
+        more = f", +{len(functions) - 3} more" if len(functions) > 3 else ""
+        print(f"{name:<28} {len(run.caught_by):>6}  {shown + more or '-- NOT CAUGHT --'}")
     inert = done["none"]
-    print(f"{'(inert shim)':<30} {len(inert.failed):>6}  failures in "
+    print(f"{'(inert shim)':<28} {len(inert.failed):>6}  failures in "
           f"{len(inert.results)} tests")
     return done
 
