@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -31,12 +32,26 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO_ROOT / "suites"
 
 
+class CliError(Exception):
+    """A command cannot do what it was asked; the message says what to change."""
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """What the commands report as one line (exit 2) rather than as a traceback: each
+    says what went wrong and what to change; anything else is a bug and keeps its
+    traceback. Imported only when needed: device modules (paramiko) take a while."""
+    from harness.agent.build import AgentBuildError
+    from harness.benchmark import BenchmarkError
+    from harness.farm.selection import DeviceSelectionError
+    from harness.runner import RunnerError
+    from harness.serial_link import MessageTooLarge
+
+    return (CliError, ProfileError, DeviceSelectionError, MapFileError, TransportError,
+            AgentBuildError, RunnerError, MessageTooLarge, BenchmarkError)
+
+
 def _cmd_map(args: argparse.Namespace) -> int:
-    try:
-        options = load_map(args.file)
-    except (MapFileError, OSError) as exc:
-        print(f"et-harness map: {exc}", file=sys.stderr)
-        return 2
+    options = load_map(args.file)
     request = Request(Action(Action[args.action.upper()]), options)
     frame = wire.encode_request(request)
     decoded = wire.decode_request(frame)
@@ -67,13 +82,29 @@ def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     return int(pytest.main([str(SUITES_DIR), "--device", args.device, *pytest_args]))
 
 
+def _check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, before the work that fills it."""
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise CliError(f"--json {path}: cannot write there ({exc.strerror}); "
+                       "give a writable file path") from None
+    if not existed:
+        path.unlink()
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from harness.benchmark import benchmark, format_figures
     from harness.device import open_device
+    from harness.farm.selection import device_items
     from harness.runner import CaseRunner
 
+    if args.json:
+        _check_writable(Path(args.json))
     results = []
-    for name in args.device.split(","):
+    for name in device_items(args.device):
         device = open_device(load_profile(name))
         runner = CaseRunner(device.start_link, device.program_for)
         try:
@@ -87,11 +118,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.scaling:
         from harness.benchmark import run_scaling
 
-        output["scaling"] = run_scaling(args.device.split(","))
+        output["scaling"] = run_scaling(device_items(args.device))
         for row in output["scaling"]:
             print(f"suites on {row['devices']} with {row['workers']} workers: {row['wall_s']} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
+        try:
+            Path(args.json).write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"--json {args.json}: writing the figures failed "
+                           f"({exc.strerror}); the text figures above are complete") from None
         print(f"figures written to {args.json}")
     return 0
 
@@ -105,11 +140,7 @@ def _open(name: str):
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
-    try:
-        options = load_map(args.file)
-    except (MapFileError, OSError) as exc:
-        print(f"et-harness send: {exc}", file=sys.stderr)
-        return 2
+    options = load_map(args.file)
     device, runner = _open(args.device)
     try:
         if args.action == "load":
@@ -204,7 +235,34 @@ def _cmd_devices(_: argparse.Namespace) -> int:
     return 1 if invalid else 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    return number
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its output may go to a pipe that closes early (``| head``)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return code
+    except BrokenPipeError:
+        # The reader has all it wanted. Point stdout at /dev/null so that the
+        # interpreter's own final flush does not fail again, and exit as a tool
+        # killed by SIGPIPE does.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 128 + signal.SIGPIPE
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="et-harness", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -238,10 +296,10 @@ def main(argv: list[str] | None = None) -> int:
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
     bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")
-    bench_cmd.add_argument("--cases", type=int, default=300, help="session-mode cases")
-    bench_cmd.add_argument("--per-case-cases", type=int, default=30,
+    bench_cmd.add_argument("--cases", type=_positive_int, default=300, help="session-mode cases")
+    bench_cmd.add_argument("--per-case-cases", type=_positive_int, default=30,
                            help="cases done the per-case way (push, run one-shot, pull)")
-    bench_cmd.add_argument("--growth-cases", type=int, default=30,
+    bench_cmd.add_argument("--growth-cases", type=_positive_int, default=30,
                            help="cases per map shape when measuring growth")
     bench_cmd.add_argument("--scaling", action="store_true",
                            help="also time the whole suite run on 1..N of the devices, "
@@ -249,17 +307,26 @@ def main(argv: list[str] | None = None) -> int:
     bench_cmd.add_argument("--json", help="write all figures to this JSON file")
 
     args, rest = parser.parse_known_args(argv)
-    if args.command == "run":
-        return _cmd_run(args, rest)
-    if rest:
+    if rest and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {"map": _cmd_map, "devices": _cmd_devices, "bench": _cmd_bench,
                 "send": _cmd_send, "doctor": _cmd_doctor, "emu": _cmd_emu}
     try:
+        if args.command != "emu" and getattr(args, "device", None) is not None:
+            from harness.farm.selection import device_items
+
+            device_items(args.device)  # an empty --device is refused, never read as host
+        if args.command == "run":
+            return _cmd_run(args, rest)
         return handlers[args.command](args)
-    except (ProfileError, TransportError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
         print(f"et-harness {args.command}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"et-harness {args.command}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.options import BackendOptions, MapValidationError, Option, OptionsMap
-from harness.strict_yaml import YamlError, read_yaml
+from harness.options import BackendOptions, MapValidationError, Option, OptionsMap, backend_path
+from harness.strict_yaml import MAX_NUMBER_CHARS, YamlError, read_yaml
+from harness.untrusted_input import InputFileError, brief, brief_plain, read_bounded_text
 
 _OPTION_FIELDS = ("key", "value", "type")
 _TYPES = {"bool": bool, "int": int, "string": str}
@@ -44,21 +45,39 @@ def _read_yaml(text: str, source: str) -> object:
 
 def _read_json(text: str, source: str) -> object:
     def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        keys = [key for key, _ in pairs]
-        for key in keys:
-            if keys.count(key) > 1:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
                 raise MapFileError(
                     source,
                     None,
-                    f"key {key!r} appears twice in one JSON object; merge or rename them",
+                    f"key {brief(key)} appears twice in one JSON object; merge or rename them",
                 )
+            seen.add(key)
         return dict(pairs)
 
+    def bounded_int(digits: str) -> int:
+        if len(digits) > MAX_NUMBER_CHARS:
+            raise MapFileError(
+                source,
+                None,
+                f"the number {brief(digits)} is {len(digits)} characters long, limit "
+                f"{MAX_NUMBER_CHARS}: no option takes a number that large; quote it for a string",
+            )
+        return int(digits)
+
     try:
-        return json.loads(text, object_pairs_hook=unique)
+        return json.loads(text, object_pairs_hook=unique, parse_int=bounded_int)
     except json.JSONDecodeError as exc:
         raise MapFileError(
             source, f"line {exc.lineno}, column {exc.colno}", f"not valid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise MapFileError(
+            source,
+            None,
+            "nested too deeply for the JSON reader (it allows about a thousand levels; a map "
+            "file needs 4): remove the extra brackets",
         ) from None
 
 
@@ -66,7 +85,10 @@ _READERS = {".yaml": _read_yaml, ".yml": _read_yaml, ".json": _read_json}
 
 
 def load_map(path: str | os.PathLike[str]) -> OptionsMap:
-    """Read and validate a map file; ``.yaml``/``.yml`` or ``.json`` by suffix."""
+    """Read and validate a map file; ``.yaml``/``.yml`` or ``.json`` by suffix.
+
+    Only a regular file of at most 1 MiB is read (harness.untrusted_input).
+    """
     source = str(path)
     reader = _READERS.get(Path(path).suffix.lower())
     if reader is None:
@@ -76,15 +98,9 @@ def load_map(path: str | os.PathLike[str]) -> OptionsMap:
             f"unknown suffix {Path(path).suffix!r}; name the file .yaml, .yml or .json",
         )
     try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise MapFileError(source, None, f"cannot read the file: {exc.strerror}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MapFileError(
-            source, f"byte {exc.start}", "not UTF-8; save the file as UTF-8"
-        ) from None
+        text = read_bounded_text(path)
+    except InputFileError as exc:
+        raise MapFileError(exc.source, exc.location, exc.problem) from None
     return parse_map(reader(text, source), source)
 
 
@@ -95,8 +111,7 @@ def _describe(value: object) -> str:
     if type(value) is bool:
         return f"bool {str(value).lower()}"
     kind = _KINDS.get(type(value), type(value).__name__)
-    text = repr(value)
-    return f"{kind} {text if len(text) <= 60 else text[:60] + '...'}"
+    return f"{kind} {brief(value)}"
 
 
 def _value(data: Mapping[object, object], path: str, source: str) -> object:
@@ -122,7 +137,7 @@ def _value(data: Mapping[object, object], path: str, source: str) -> object:
         raise MapFileError(
             source,
             f"{path}.type",
-            f"type {declared!r} is unknown; write bool, int or string (or leave type out)",
+            f"type {brief(declared)} is unknown; write bool, int or string (or leave type out)",
         )
     if type(value) is not _TYPES[declared]:
         article = "an" if declared == "int" else "a"
@@ -142,7 +157,7 @@ def _option(data: object, path: str, source: str) -> Option:
         )
     unknown = [field for field in data if field not in _OPTION_FIELDS]
     if unknown and "key" not in data and len(data) == 1:
-        ((key, value),) = data.items()
+        key, value = (brief_plain(part) for part in next(iter(data.items())))
         raise MapFileError(
             source, path, f"write {{key: {key}, value: {value}}} instead of {{{key}: {value}}}"
         )
@@ -150,7 +165,7 @@ def _option(data: object, path: str, source: str) -> Option:
         raise MapFileError(
             source,
             path,
-            f"unknown field {unknown[0]!r}; an option has key, value and optional type",
+            f"unknown field {brief(unknown[0])}; an option has key, value and optional type",
         )
     for field in ("key", "value"):
         if field not in data:
@@ -164,7 +179,7 @@ def _option(data: object, path: str, source: str) -> Option:
 
 
 def _backend(backend_id: object, options: object, source: str) -> BackendOptions:
-    path = f"backends.{backend_id}"
+    path = backend_path(backend_id)
     if type(backend_id) is not str:
         raise MapFileError(
             source, path, f"the backend id must be a string; got {_describe(backend_id)}: quote it"
@@ -198,7 +213,9 @@ def parse_map(data: object, source: str) -> OptionsMap:
     unknown = [field for field in data if field != "backends"]
     if unknown:
         raise MapFileError(
-            source, None, f"unknown field {unknown[0]!r}; the only top-level field is 'backends'"
+            source,
+            None,
+            f"unknown field {brief(unknown[0])}; the only top-level field is 'backends'",
         )
     if "backends" not in data:
         raise MapFileError(

@@ -13,6 +13,8 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harness.untrusted_input import brief
+
 OptionValue = bool | int | str
 
 MAX_KEY_BYTES = 63  # kMaxOptionKeyLength - 1 (NUL)
@@ -56,12 +58,14 @@ class MapValidationError(ValueError):
         self.path = path
         self.problem = problem
         self.value = value
-        super().__init__(f"{path}: {problem}; got {_show(value)}")
+        super().__init__(f"{path}: {problem}; got {brief(value)}")
 
 
-def _show(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+def backend_path(backend_id: object, limit: int = 80) -> str:
+    """``backends.<id>``, the path of a backend's entry in errors; an id too long to read
+    (a file can hold one of a megabyte) is cut to ``limit`` characters."""
+    text = str(backend_id)
+    return f"backends.{text if len(text) <= limit else text[:limit] + '...'}"
 
 
 def _utf8_len(text: str, path: str) -> int:
@@ -225,7 +229,7 @@ class OptionsMap:
             )
         seen: set[str] = set()
         for backend in self.backends:
-            path = f"backends.{backend.backend_id}"
+            path = backend_path(backend.backend_id)
             backend.validate(path)
             if backend.backend_id in seen:
                 raise MapValidationError(

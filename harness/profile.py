@@ -6,19 +6,22 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.strict_yaml import YamlError, read_yaml
+from harness.strict_yaml import read_yaml
+from harness.untrusted_input import InputFileError, brief, read_bounded_text
+from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
 DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
 
 TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
 EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
+_EMULATOR_TRANSPORT = {"sshd": "ssh", "adbd": "adb", "qemu-mcu": "serial"}
+DEFAULT_WORK_DIR = "/tmp/et-harness"
 
 
 class ProfileError(ValueError):
@@ -53,7 +56,7 @@ class DeviceProfile:
     settings: Mapping[str, Any]  # the transport's own fields, checked by the transport
     description: str = ""
     abi: str | None = None
-    work_dir: str = "/tmp/et-harness"
+    work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
     backends: tuple[str, ...] = ()
@@ -90,7 +93,7 @@ def resolve(spec: str) -> Path:
     shipped = DEVICES_DIR / f"{spec}.yaml"
     if not shipped.is_file():
         raise ProfileError(
-            f"unknown device {spec!r}: no {shipped}; known devices: "
+            f"unknown device {brief(spec)}: no {shipped}; known devices: "
             f"{', '.join(profile_names())} (or give a path to a YAML profile)"
         )
     return shipped
@@ -100,14 +103,8 @@ def load_profile(spec: str) -> DeviceProfile:
     """Load and validate the profile named or pointed to by ``spec``."""
     path = resolve(spec)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror}") from None
-    try:
-        data = read_yaml(text, str(path))
-    except YamlError as exc:
+        data = read_yaml(read_bounded_text(path), str(path))
+    except InputFileError as exc:  # YamlError is one
         raise ProfileError(str(exc)) from None
     return parse_profile(data, path)
 
@@ -123,6 +120,11 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
             f"{src}: {unknown[0]}: unknown field; allowed: {', '.join(sorted(_TOP_FIELDS))}"
         )
     name = _str(data, "name", src, default=path.stem if path else default_name)
+    try:
+        check_name(name)
+    except ValueRuleError as exc:
+        field = "name" if "name" in data else "name (taken from the file name)"
+        raise ProfileError(f"{src}: {field}: {exc}") from None
     transport = data.get("transport")
     if not isinstance(transport, dict) or "kind" not in transport:
         raise ProfileError(
@@ -132,12 +134,18 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     kind = transport["kind"]
     if kind not in TRANSPORT_KINDS:
         raise ProfileError(
-            f"{src}: transport.kind: {kind!r} is not one of {', '.join(TRANSPORT_KINDS)}"
+            f"{src}: transport.kind: {brief(kind)} is not one of {', '.join(TRANSPORT_KINDS)}"
         )
     emulator = data.get("emulator")
     if emulator is not None and emulator not in EMULATOR_KINDS:
         raise ProfileError(
-            f"{src}: emulator: {emulator!r} is not one of {', '.join(EMULATOR_KINDS)}"
+            f"{src}: emulator: {brief(emulator)} is not one of {', '.join(EMULATOR_KINDS)}"
+        )
+    if emulator is not None and _EMULATOR_TRANSPORT[emulator] != kind:
+        raise ProfileError(
+            f"{src}: emulator: {emulator} emulates a device reached over "
+            f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
+            f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
         )
     return DeviceProfile(
         name=name,
@@ -146,7 +154,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         settings={k: v for k, v in transport.items() if k != "kind"},
         description=_str(data, "description", src, default=""),
         abi=_str(data, "abi", src, default=None),
-        work_dir=_str(data, "work_dir", src, default="/tmp/et-harness"),
+        work_dir=_work_dir(data, src),
         agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
         emulator=emulator,
         backends=_str_list(data, "backends", src),
@@ -158,14 +166,23 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
 def _str(data: dict, key: str, src: str, default: Any) -> Any:
     value = data.get(key, default)
     if value is not default and not isinstance(value, str):
-        raise ProfileError(f"{src}: {key}: must be a string; got {value!r}")
+        raise ProfileError(f"{src}: {key}: must be a string; got {brief(value)}")
     return value
+
+
+def _work_dir(data: dict, src: str) -> str:
+    if "work_dir" not in data:
+        return DEFAULT_WORK_DIR
+    try:
+        return check_work_dir(data["work_dir"])
+    except ValueRuleError as exc:
+        raise ProfileError(f"{src}: work_dir: {exc}") from None
 
 
 def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ProfileError(f"{src}: {key}: must be a list of strings; got {value!r}")
+        raise ProfileError(f"{src}: {key}: must be a list of strings; got {brief(value)}")
     return tuple(value)
 
 
@@ -181,7 +198,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if prebuilt is not None and not isinstance(prebuilt, str):
         raise ProfileError(
             f"{src}: agent.prebuilt: must be the path of a directory holding et-agent and its "
-            f"libraries; got {prebuilt!r}"
+            f"libraries; got {brief(prebuilt)}"
         )
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
@@ -189,7 +206,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         for k, v in env.items()
     ):
         raise ProfileError(
-            f"{src}: agent.env: must map variable names to strings; got {env!r}"
+            f"{src}: agent.env: must map variable names to strings; got {brief(env)}"
         )
     for key in env:
         if not _ENV_NAME.fullmatch(key):
@@ -201,10 +218,12 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if isinstance(wrapper, str):
         raise ProfileError(
             f"{src}: agent.wrapper: must be a list of arguments, e.g. "
-            f"[valgrind, --error-exitcode=1]; got the string {wrapper!r}"
+            f"[valgrind, --error-exitcode=1]; got the string {brief(wrapper)}"
         )
     if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
-        raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {wrapper!r}")
+        raise ProfileError(
+            f"{src}: agent.wrapper: must be a list of strings; got {brief(wrapper)}"
+        )
     return AgentConfig(
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),
@@ -222,12 +241,8 @@ def _timeouts(data: object, src: str) -> Timeouts:
             raise ProfileError(
                 f"{src}: timeouts.{key}: unknown field; allowed: {', '.join(sorted(allowed))}"
             )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise ProfileError(f"{src}: timeouts.{key}: must be seconds > 0; got {value!r}")
-        values[key] = float(value)
+        try:
+            values[key] = check_seconds(value)
+        except ValueRuleError as exc:
+            raise ProfileError(f"{src}: timeouts.{key}: {exc}") from None
     return Timeouts(**values)

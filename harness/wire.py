@@ -68,6 +68,9 @@ class MessageType(enum.IntEnum):
     REPORT = 2
 
 
+_MESSAGE_TYPES = frozenset(MessageType)
+
+
 class WireErrorCode(enum.IntEnum):
     """The specification's error codes, shared with the C codec."""
 
@@ -244,7 +247,7 @@ def _check_header(data: bytes, max_message: int, expect: MessageType | None) -> 
             4,
             f"version {version}; this decoder reads version {WIRE_VERSION} only",
         )
-    if msg_type not in tuple(MessageType):
+    if msg_type not in _MESSAGE_TYPES:
         raise WireError(
             WireErrorCode.MSG_TYPE, 5, f"type {msg_type} is neither request (1) nor report (2)"
         )

@@ -421,9 +421,13 @@ def test_malformed_frames_are_rejected_and_the_agent_keeps_serving(agent: AgentP
     trailing = wire.seal(good[:-4] + b"\0")
     _assert_rejected(agent.send_raw(trailing), wire.WireErrorCode.TRAILING, 41)
 
-    # Garbage, then a message: one BAD_MAGIC report, then the message's report.
-    agent.write(b"\x00garbage bytes\xffETB" + _hello_frame(43))
-    _assert_rejected(agent.read_report(), wire.WireErrorCode.BAD_MAGIC, 0)
+    # Garbage, then a message: one BAD_MAGIC report (echoing bytes 12..15 of the 16
+    # judged), then the message's report.
+    garbage = b"\x00garbage bytes\xffETB"
+    agent.write(garbage + _hello_frame(43))
+    _assert_rejected(
+        agent.read_report(), wire.WireErrorCode.BAD_MAGIC, struct.unpack_from("<I", garbage, 12)[0]
+    )
     assert agent.read_report().seq == 43
 
     # A length field over 1 MiB cannot be skipped: the agent resynchronises.
@@ -466,7 +470,9 @@ def test_oneshot_mode_answers_a_file_of_requests(build: AgentBuild, tmp_path: Pa
             seq=3,
         ),
     ]
-    blob = b"".join(wire.encode_request(r) for r in requests) + b"junk" + _hello_frame(4)
+    served = b"".join(wire.encode_request(r) for r in requests)
+    blob = served + b"junk" + _hello_frame(4)
+    junk_seq = struct.unpack_from("<I", blob, len(served) + 12)[0]  # bytes 12..15 judged
     (tmp_path / "requests.bin").write_bytes(blob)
     result = subprocess.run(
         [
@@ -491,7 +497,7 @@ def test_oneshot_mode_answers_a_file_of_requests(build: AgentBuild, tmp_path: Pa
         (1, Action.HELLO, Outcome.OK),
         (2, Action.REGISTER, Outcome.OK),
         (3, Action.LOAD, Outcome.OK),
-        (0, Action.NONE, Outcome.REJECTED),
+        (junk_seq, Action.NONE, Outcome.REJECTED),
         (4, Action.HELLO, Outcome.OK),
     ]
     assert entry(reports[2], "ProbeA").options == opts(n=3)

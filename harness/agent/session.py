@@ -16,6 +16,7 @@ from typing import Protocol
 from harness import wire
 from harness.messages import Report, Request
 from harness.transport.base import ByteStream, TransportError
+from harness.wire_stream import StreamReader, StreamRefusal, StreamUnit
 
 
 class AgentProtocolError(TransportError):
@@ -85,12 +86,16 @@ class AgentSession:
         return self._read_report_bytes()
 
     def _read_report_bytes(self) -> bytes:
-        head = self._stream.read_exact(wire.HEADER_SIZE, self._timeout)
-        try:
-            header = wire.peek_header(head)
-        except wire.WireError as exc:
-            raise self._unreadable(exc) from None
-        return head + self._stream.read_exact(header.length - wire.HEADER_SIZE, self._timeout)
+        # The spec's stream rules; a device sends only whole reports, so a refused
+        # unit means the link is broken: no resynchronising.
+        reader = StreamReader(wire.MessageType.REPORT)
+        units: list[StreamUnit] = []
+        while not units:
+            units = reader.feed(self._stream.read_exact(reader.wanted(), self._timeout))
+        (unit,) = units  # the reader never gets more than one unit's bytes
+        if isinstance(unit, StreamRefusal):
+            raise self._unreadable(unit.error)
+        return unit.data
 
     def _unreadable(self, exc: wire.WireError) -> AgentProtocolError:
         return AgentProtocolError(

@@ -11,28 +11,42 @@ from pathlib import Path
 
 from harness.device import check_transport_settings
 from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
+from harness.untrusted_input import brief_plain
 
 ALL = "all"
 TAG_PREFIX = "tag:"
+DEFAULT_DEVICE = "host"  # when --device is not given at all
+_TAGS_SHOWN = 12  # an unknown tag's error lists this many of those present
 
 
 class DeviceSelectionError(ValueError):
     """``--device`` names no profile, an unknown one, or two profiles with one name."""
 
 
-def select_profiles(spec: str, devices_dir: Path = DEVICES_DIR) -> tuple[DeviceProfile, ...]:
-    """The profiles ``spec`` selects, in the order given, each once.
+def device_items(spec: str | None) -> list[str]:
+    """The comma-separated items of ``--device``; None (not given) means the default
+    device, but an empty value is refused rather than read as the default."""
+    if spec is None:
+        return [DEFAULT_DEVICE]
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    if not items:
+        raise DeviceSelectionError(
+            f"--device is empty ({spec!r}); give profile names (host,ssh-emu), a path to a "
+            f"YAML profile, 'all' or 'tag:NAME', or leave --device out for {DEFAULT_DEVICE}"
+        )
+    return items
+
+
+def select_profiles(
+    spec: str | None, devices_dir: Path = DEVICES_DIR
+) -> tuple[DeviceProfile, ...]:
+    """The profiles ``spec`` selects, in the order given, each once (see :func:`device_items`).
 
     Raises :class:`DeviceSelectionError` (or :class:`~harness.profile.ProfileError`
     for a malformed profile) with a message saying what to change.
     """
-    items = [item.strip() for item in spec.split(",") if item.strip()]
-    if not items:
-        raise DeviceSelectionError(
-            "--device is empty; give profile names (host,ssh-emu), 'all' or 'tag:NAME'"
-        )
     chosen: dict[str, DeviceProfile] = {}
-    for item in items:
+    for item in device_items(spec):
         for profile in _expand(item, devices_dir):
             known = chosen.get(profile.name)
             if known is not None and known.path != profile.path:
@@ -58,9 +72,11 @@ def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:
         tagged = [p for p in profiles if tag in p.tags]
         if not tagged:
             present = sorted({t for p in profiles for t in p.tags})
+            shown = ", ".join(brief_plain(t) for t in present[:_TAGS_SHOWN])
+            more = f" and {len(present) - _TAGS_SHOWN} more" if len(present) > _TAGS_SHOWN else ""
             raise DeviceSelectionError(
                 f"--device {item}: no profile in {devices_dir} has tag {tag!r}; "
-                f"tags there: {', '.join(present) or 'none'}"
+                f"tags there: {shown or 'none'}{more}"
             )
         return tagged
     if item.endswith((".yaml", ".yml")) or "/" in item:

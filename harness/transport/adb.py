@@ -14,6 +14,7 @@ a run whose stderr lacks it was cut off (:class:`TransportLost`).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import secrets
 import select
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.lifecycle.process import ManagedProcess
 from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import (
     CommandResult,
@@ -34,8 +36,17 @@ from harness.transport.base import (
     TransportLost,
     TransportTimeout,
 )
-from harness.transport.process_stream import ProcessStream
+from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.transport.shell_line import shell_line
+from harness.untrusted_input import brief
+from harness.value_rules import (
+    ValueRuleError,
+    check_absolute_path,
+    check_host,
+    check_port,
+    check_word,
+    split_host_port,
+)
 
 DEFAULT_WORK_DIR = "/data/local/tmp/et-harness"
 _TRANSIENT_STATES = ("connecting", "authorizing")
@@ -72,33 +83,44 @@ class AdbTarget:
                 f"{profile.where('transport.' + unknown[0])}: unknown adb setting; "
                 f"allowed: {', '.join(_SETTINGS)}"
             )
-        for key in ("serial", "server_host", "connect", "adb"):
-            if key in settings and not isinstance(settings[key], str):
-                raise ProfileError(
-                    f"{profile.where('transport.' + key)}: must be a string; got {settings[key]!r}"
-                )
-        port = settings.get("server_port")
-        if port is not None and (
-            isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
-        ):
-            raise ProfileError(
-                f"{profile.where('transport.server_port')}: must be a TCP port; got {port!r}"
-            )
-        connect = settings.get("connect")
-        if connect is not None and not re.fullmatch(r"[^\s:]+:\d+|\[[0-9a-fA-F:.]+\]:\d+", connect):
-            raise ProfileError(
-                f"{profile.where('transport.connect')}: must be host:port; got {connect!r}"
-            )
+        checks: dict[str, Callable[[object], object]] = {
+            "serial": lambda v: check_word(v, "the device's serial, as `adb devices` lists it"),
+            "server_host": check_host,
+            "server_port": check_port,
+            "connect": split_host_port,
+            "adb": _check_client,
+        }
+        for key, check in checks.items():
+            if key in settings:
+                try:
+                    check(settings[key])
+                except ValueRuleError as exc:
+                    raise ProfileError(f"{profile.where('transport.' + key)}: {exc}") from None
         return cls(
             serial=settings.get("serial"),
             server_host=settings.get("server_host"),
-            server_port=port,
-            connect=connect,
+            server_port=settings.get("server_port"),
+            connect=settings.get("connect"),
             adb=settings.get("adb", "adb"),
             work_dir=profile.work_dir,
             query_timeout=profile.timeouts.connect,
             transfer_timeout=profile.timeouts.command,
         )
+
+
+def _check_client(value: object) -> str:
+    """The adb client to run: ``adb`` from PATH, or an absolute path to a file named adb.
+
+    A profile chooses which adb runs, never some other program.
+    """
+    if value == "adb":
+        return value
+    path = check_absolute_path(value, "the adb client ('adb' from PATH, or /path/to/adb)")
+    if posixpath.basename(path) != "adb":
+        raise ValueRuleError(
+            f"{brief(path)} is not an adb client: give 'adb' (from PATH) or a path ending in /adb"
+        )
+    return path
 
 
 class AdbTransport(Transport):
@@ -311,11 +333,9 @@ class AdbTransport(Transport):
     ) -> AdbShellStream:
         serial = self.serial
         command = shlex.join(argv)
-        process = subprocess.Popen(
+        process = start_stream_process(
             [*self._base_argv(), "-s", serial, "shell", shell_line(argv, env, exec_program=True)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            name="adb shell",
         )
         return AdbShellStream(
             process,
@@ -391,13 +411,13 @@ class AdbShellStream(ProcessStream):
     """
 
     def __init__(
-        self, process: subprocess.Popen[bytes], describe: str, write_timeout: float,
+        self, process: ManagedProcess, describe: str, write_timeout: float,
         device_state: Callable[[], str],
     ) -> None:  # fmt: skip
         super().__init__(process, describe, lost_hint=lambda: f"; device state: {device_state()}")
         self._write_timeout = write_timeout
-        assert process.stdin is not None
-        self._stdin_fd = process.stdin.fileno()
+        assert process.popen.stdin is not None
+        self._stdin_fd = process.popen.stdin.fileno()
         os.set_blocking(self._stdin_fd, False)
 
     def write(self, data: bytes) -> None:

@@ -5,8 +5,10 @@
 deletes every ``*.bin`` / ``*.json`` here and writes them again, deterministically.
 A valid vector's JSON is its readable form; an invalid vector's JSON is
 ``{"error": CODE, "expect": "request" | "report", "about": ...}``: decoding the bytes
-as ``expect`` must fail with exactly ``CODE``. Every vector is checked against
-:mod:`harness.wire` before it is written. ``tests/test_vectors.py`` fails when the
+as ``expect`` must fail with exactly ``CODE``. Stream vectors (``stream/``) are a byte
+stream and the reports a device owes it (docs/wire-format.md, "Stream reading"). Every
+vector is checked against :mod:`harness.wire` (and :mod:`harness.wire_stream`) before it
+is written. ``tests/test_vectors.py`` and ``tests/test_stream_vectors.py`` fail when the
 committed files differ from what this script produces.
 """
 
@@ -23,7 +25,9 @@ from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry, Req
 from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.wire import (
+    HEADER_SIZE,
     MAX_MESSAGE,
+    MessageType,
     WireError,
     WireErrorCode,
     decode_report,
@@ -33,6 +37,7 @@ from harness.wire import (
     seal,
     to_readable,
 )
+from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
 
 HERE = Path(__file__).resolve().parent
 
@@ -1372,6 +1377,284 @@ def report_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
     )
 
 
+# ------------------------------------------------------------------------ streams
+
+STREAM_DIR = HERE / "stream"
+FRAMED_MAX_MESSAGE = 4096  # framed answers hold for devices that accept this much (the MCU's)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The report a device owes one unit of a stream: a served request or a refusal."""
+
+    size: int  # bytes of the unit; units follow each other from offset 0
+    seq: int
+    outcome: Action | WireErrorCode  # the action served, or the error of the REJECTED report
+
+    def readable(self, start: int) -> dict[str, object]:
+        span = [start, start + self.size]
+        if isinstance(self.outcome, Action):
+            return {"span": span, "seq": self.seq, "action": self.outcome.name.lower()}
+        return {"span": span, "seq": self.seq, "error": self.outcome.name}
+
+
+def hello(seq: int) -> bytes:
+    return encode_request(request(Action.HELLO, seq=seq))
+
+
+def reset(seq: int) -> bytes:
+    return encode_request(request(Action.RESET, seq=seq))
+
+
+def u32_at(data: bytes, offset: int) -> int:
+    return int(struct.unpack_from("<I", data, offset)[0])
+
+
+def retyped(frame: bytes, offset: int, value: int) -> bytes:
+    """``frame`` with header byte ``offset`` set to ``value``, resealed."""
+    return seal(frame[:offset] + bytes([value]) + frame[offset + 1 : -4])
+
+
+def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
+    """(name, stream, answers, about); the answers are written out by hand from the spec."""
+    s, t = WireErrorCode, WireErrorCode.TRUNCATED
+    h, r = Action.HELLO, Action.RESET
+    n = len(hello(1))  # every HELLO request (and stream offsets below) depends on it
+    yield "empty", b"", [], "no bytes: the stream ends without a report"
+    yield (
+        "two_messages",
+        hello(1) + reset(2),
+        [Answer(n, 1, h), Answer(len(reset(2)), 2, r)],
+        "two requests back to back: two reports",
+    )
+    yield (
+        "short_garbage_at_end",
+        b"xyz",
+        [Answer(3, 0, t)],
+        ("3 bytes, then the end: TRUNCATED, not BAD_MAGIC; a header is judged only once its "
+         "16 bytes are at hand"),
+    )
+    yield (
+        "partial_header_at_end",
+        b"ETBO\x01",
+        [Answer(5, 0, t)],
+        "the start of a header, then the end: TRUNCATED, seq 0",
+    )
+    yield (
+        "message_then_short_tail",
+        hello(1) + b"\x00\x01",
+        [Answer(n, 1, h), Answer(2, 0, t)],
+        "a request, then 2 bytes and the end",
+    )
+    yield (
+        "truncated_message_at_end",
+        hello(16)[:20],
+        [Answer(20, 16, t)],
+        "a valid header, then the end 5 bytes before its length: TRUNCATED with its seq",
+    )
+    garbage = b"\x00garbage\xff"
+    stream = garbage + hello(43)
+    yield (
+        "short_garbage_then_message",
+        stream,
+        [Answer(len(garbage), u32_at(stream, 12), s.BAD_MAGIC), Answer(n, 43, h)],
+        ("9 stray bytes, then a request: BAD_MAGIC for the 16 bytes judged (seq = their bytes "
+         "12..15, which belong to the request), then the request's report"),
+    )
+    yield (
+        "long_garbage_is_one_unit",
+        b"\xaa" * 100 + hello(2),
+        [Answer(100, 0xAAAAAAAA, s.BAD_MAGIC), Answer(n, 2, h)],
+        "100 bytes of garbage cost one report, however many 16-byte windows they span",
+    )
+    partial = b"xE ET ETB ETBX ETB"
+    yield (
+        "garbage_with_partial_magics",
+        partial + hello(3),
+        [Answer(len(partial), u32_at(partial, 12), s.BAD_MAGIC), Answer(n, 3, h)],
+        "garbage holding E, ET, ETB and ETBX, then ETB right before a request's ETBO",
+    )
+    yield (
+        "garbage_to_end",
+        b"\xaa" * 20 + b"ETB",
+        [Answer(23, 0xAAAAAAAA, s.BAD_MAGIC)],
+        "garbage to the end of the input, ending in ETB: one unit, one report",
+    )
+    yield (
+        "garbage_then_magic_at_end",
+        b"\xaa" * 20 + b"ETBO\x01",
+        [Answer(20, 0xAAAAAAAA, s.BAD_MAGIC), Answer(5, 0, t)],
+        "garbage, then a magic and one byte at the end: BAD_MAGIC, then TRUNCATED",
+    )
+    stray = hello(26) + b"\x00" + hello(27)
+    yield (
+        "stray_byte_between_messages",
+        stray,
+        [Answer(n, 26, h), Answer(1, u32_at(stray, n + 12), s.BAD_MAGIC), Answer(n, 27, h)],
+        "one zero byte between two requests: one BAD_MAGIC report between theirs",
+    )
+    runs = b"ab" + hello(24) + b"cd" + reset(25)
+    yield (
+        "one_report_per_run",
+        runs,
+        [
+            Answer(2, u32_at(runs, 12), s.BAD_MAGIC),
+            Answer(n, 24, h),
+            Answer(2, u32_at(runs, n + 2 + 12), s.BAD_MAGIC),
+            Answer(len(reset(25)), 25, r),
+        ],
+        "two runs of garbage, each before a request: one report per run",
+    )
+    flagged_report = header(msg_type=2, flags=1) + b"\0" * 5
+    assert flagged_report.hex() == "4554424f0102010015000000010000000000000000"  # issue 11
+    yield (
+        "report_type_with_flags",
+        flagged_report + hello(2),
+        [Answer(21, 1, s.MSG_TYPE), Answer(n, 2, h)],
+        ("a report-typed header with flags 1 and a usable length (the message vector "
+         "bad_order_type_before_flags): MSG_TYPE, not FLAGS; its 21 bytes are skipped"),
+    )
+    yield (
+        "report_type_with_bad_length",
+        header(msg_type=2, flags=1, length=5) + hello(3),
+        [Answer(16, 1, s.MSG_TYPE), Answer(n, 3, h)],
+        ("a report-typed header with flags and length 5: MSG_TYPE, then the length is "
+         "unusable, so the reader looks for the next magic"),
+    )
+    a_report = encode_report(report(Action.HELLO, seq=9))
+    yield (
+        "report_skipped_whole",
+        a_report + hello(4),
+        [Answer(len(a_report), 9, s.MSG_TYPE), Answer(n, 4, h)],
+        "a whole valid report sent to a device: MSG_TYPE, skipped by its length",
+    )
+    yield (
+        "version_2_skipped_whole",
+        retyped(hello(5), 4, 2) + hello(6),
+        [Answer(n, 5, s.VERSION), Answer(n, 6, h)],
+        "a version-2 message: VERSION, skipped by its length",
+    )
+    yield (
+        "unknown_type_skipped_whole",
+        retyped(hello(21), 5, 3) + hello(22),
+        [Answer(n, 21, s.MSG_TYPE), Answer(n, 22, h)],
+        "a message of type 3: MSG_TYPE, skipped by its length",
+    )
+    yield (
+        "refused_header_answered_at_end",
+        (header(version=2, length=100, seq=7) + b"\0" * 20)[:30],
+        [Answer(30, 7, s.VERSION)],
+        ("a version-2 header of length 100, then the end after 30 bytes: VERSION, not "
+         "TRUNCATED; a refused header is answered when its 16 bytes are read"),
+    )
+    yield (
+        "flags_header_alone_at_end",
+        header(flags=1, length=25, seq=8),
+        [Answer(16, 8, s.FLAGS)],
+        "16 bytes: a header with flags 1 and length 25, then the end: FLAGS",
+    )
+    hidden = hello(10)
+    yield (
+        "skipped_unit_hides_a_message",
+        header(version=2, length=16 + len(hidden) + 4, seq=9) + hidden + b"\0" * 4 + hello(11),
+        [Answer(16 + len(hidden) + 4, 9, s.VERSION), Answer(n, 11, h)],
+        ("a version-2 message whose body holds a whole request: the request inside is skipped "
+         "unseen; the next one is served"),
+    )
+    yield (
+        "length_20_resynchronises",
+        header(length=20, seq=12) + hello(13),
+        [Answer(16, 12, s.LENGTH), Answer(n, 13, h)],
+        ("length field 20: LENGTH; the next message cannot be located, so the reader looks "
+         "for the next magic"),
+    )
+    above = header(length=MAX_MESSAGE + 1, seq=14) + b"\x07" + b"\0" * 8
+    yield (
+        "length_above_max_resynchronises",
+        above + hello(15),
+        [Answer(len(above), 14, s.LENGTH), Answer(n, 15, h)],
+        "length field 1048577: LENGTH, then the bytes up to the next magic are one unit",
+    )
+    inside = header(length=u32_at(b"ETBO", 0), seq=1)
+    yield (
+        "magic_inside_refused_header",
+        inside + hello(2),
+        [Answer(8, 1, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE), Answer(n, 2, h)],
+        ("a header whose length field reads ETBO: LENGTH; the search from its second byte "
+         "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
+         "from there finds the request"),
+    )
+    bad_crc = bytearray(hello(17))
+    bad_crc[-1] ^= 0xFF
+    yield (
+        "crc_error_keeps_sync",
+        bytes(bad_crc) + hello(18),
+        [Answer(n, 17, s.CRC), Answer(n, 18, h)],
+        "a request with a bad CRC: CRC, and the next request is found by length",
+    )
+    yield (
+        "body_error_keeps_sync",
+        retyped(hello(19), HEADER_SIZE, 99) + hello(20),
+        [Answer(n, 19, s.ACTION), Answer(n, 20, h)],
+        "a request with action 99: ACTION, and the next request is found by length",
+    )
+
+
+def _unit_answer(unit: StreamUnit) -> tuple[int, Action | WireErrorCode]:
+    """What a device answers a unit the Python reader cut: (seq, action or error)."""
+    if not isinstance(unit, StreamMessage):
+        return unit.seq, unit.error.code
+    try:
+        decoded = decode_request(unit.data)
+    except WireError as exc:
+        return u32_at(unit.data, 12), exc.code
+    return decoded.seq, decoded.action
+
+
+def _framed_answer(data: bytes) -> dict[str, object]:
+    """What a framed device answers ``data`` delivered as one link message."""
+    try:
+        decoded = decode_request(data)
+    except WireError as exc:
+        seq = u32_at(data, 12) if len(data) >= HEADER_SIZE else 0
+        return {"seq": seq, "error": exc.code.name}
+    return {"seq": decoded.seq, "action": decoded.action.name.lower()}
+
+
+def stream_vector(name: str, stream: bytes, answers: list[Answer], about: str) -> Vector:
+    """The vector, after checking that harness.wire_stream cuts and answers it as written."""
+    expected = [(a.seq, a.outcome) for a in answers]
+    starts = [sum(a.size for a in answers[:i]) for i in range(len(answers))]
+    assert sum(a.size for a in answers) == len(stream), f"{name}: units do not cover the stream"
+    whole = StreamReader(MessageType.REQUEST)
+    units = whole.feed(stream) + whole.end()
+    assert [_unit_answer(u) for u in units] == expected, f"{name}: {units}"
+    assert [u.offset for u in units] == starts, f"{name}: unit offsets {units}"
+    trickle = StreamReader(MessageType.REQUEST)
+    units = [u for i in range(len(stream)) for u in trickle.feed(stream[i : i + 1])]
+    assert [_unit_answer(u) for u in units + trickle.end()] == expected, f"{name}: byte by byte"
+    readable = []
+    for start, answer in zip(starts, answers):
+        entry = answer.readable(start)
+        unit = stream[start : start + answer.size]
+        assert len(unit) <= FRAMED_MAX_MESSAGE, f"{name}: a unit too long for a framed device"
+        framed = _framed_answer(unit)
+        if framed != {k: v for k, v in entry.items() if k != "span"}:
+            assert len(unit) < HEADER_SIZE and framed == {"seq": 0, "error": "TRUNCATED"}, name
+            entry["framed"] = framed
+        readable.append(entry)
+    return Vector(name, stream, {"expect": "request", "about": about, "answers": readable})
+
+
+def build_streams() -> list[Vector]:
+    """Every stream vector, in a fixed order."""
+    vectors = [stream_vector(*fields) for fields in streams()]
+    names = [v.name for v in vectors]
+    assert len(set(names)) == len(names), "stream vector names used twice"
+    return vectors
+
+
+
 # ------------------------------------------------------------------------ assembly
 
 
@@ -1411,20 +1694,33 @@ def build() -> list[Vector]:
 
 
 def expected_files() -> dict[str, bytes]:
-    """File name -> content of everything this script writes."""
+    """File name -> content of everything this script writes here."""
     files: dict[str, bytes] = {}
     for vector in build():
         files.update(vector.files())
     return files
 
 
-def main(directory: Path = HERE) -> int:
-    files = expected_files()
+def expected_stream_files() -> dict[str, bytes]:
+    """File name -> content of everything this script writes into stream/."""
+    files: dict[str, bytes] = {}
+    for vector in build_streams():
+        files.update(vector.files())
+    return files
+
+
+def write(directory: Path, files: dict[str, bytes]) -> None:
+    directory.mkdir(exist_ok=True)
     for stale in [*directory.glob("*.bin"), *directory.glob("*.json")]:
         stale.unlink()
     for name, content in files.items():
         (directory / name).write_bytes(content)
     print(f"wrote {len(files) // 2} vectors to {directory}")
+
+
+def main(directory: Path = HERE) -> int:
+    write(directory, expected_files())
+    write(directory / STREAM_DIR.name, expected_stream_files())
     return 0
 
 

@@ -183,8 +183,8 @@ static etb_status_t check_header(const uint8_t *buf, size_t len, size_t max_mess
 }
 
 etb_status_t etb_peek_header(const uint8_t *buf, size_t len, size_t max_message,
-                             etb_header_t *out) {
-  return check_header(buf, len, max_message, 0u, out);
+                             uint8_t expected_type, etb_header_t *out) {
+  return check_header(buf, len, max_message, expected_type, out);
 }
 
 /* Steps 1-5; on success *r reads the body. */

@@ -325,8 +325,16 @@ static uint32_t seq_of(const uint8_t *message, size_t len) {
          ((uint32_t)message[15] << 24);
 }
 
+/*
+ * One link message is one unit (docs/wire-format.md, "Stream reading", framed links):
+ * decoded whole, with this device's max_message as the limit of step 3.
+ */
 static size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
-  etb_status_t status = etb_decode_request(message, len, &request, pool, MCU_OPTION_POOL);
+  etb_header_t header;
+  etb_status_t status = etb_peek_header(message, len, MCU_MAX_MESSAGE, ETB_MSG_REQUEST, &header);
+  if (status == ETB_OK) {
+    status = etb_decode_request(message, len, &request, pool, MCU_OPTION_POOL);
+  }
   requests_handled++;
   if (status != ETB_OK) {
     return reject(seq_of(message, len), status, out, cap);

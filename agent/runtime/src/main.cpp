@@ -74,7 +74,7 @@ void reject(etb::ReportBuilder& report, uint32_t seq, etb_status_t error) {
 int serve(int in_fd, int out_fd) {
   etb::Agent agent;
   auto buffers = std::make_unique<Buffers>();
-  etb::MessageReader reader(in_fd, ETB_MAX_MESSAGE);
+  etb::MessageReader reader(in_fd, ETB_MSG_REQUEST, ETB_MAX_MESSAGE);
   for (;;) {
     const etb::MessageReader::Item item = reader.next();
     if (item.kind == etb::MessageReader::Kind::kEnd) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,8 +20,11 @@ uint32_t read_u32le(const uint8_t* p) {
 
 }  // namespace
 
-MessageReader::MessageReader(int fd, size_t max_message)
-    : fd_(fd), max_message_(max_message), buffer_(max_message + ETB_HEADER_SIZE) {}
+MessageReader::MessageReader(int fd, uint8_t expected_type, size_t max_message)
+    : fd_(fd),
+      expected_type_(expected_type),
+      max_message_(max_message),
+      buffer_(max_message + ETB_HEADER_SIZE) {}
 
 bool MessageReader::fill(size_t n) {
   if (available() >= n) {
@@ -45,37 +49,32 @@ bool MessageReader::fill(size_t n) {
   return available() >= n;
 }
 
-bool MessageReader::starts_with_garbage() {
-  // Decide as soon as the bytes at hand differ from the magic, so a host that
-  // sent a few stray bytes gets its REJECTED report without sending more.
-  for (size_t i = 0; i < sizeof(kMagic); ++i) {
-    if (!fill(i + 1)) {
-      return false;  // end of input inside a possible magic: handled by the caller
-    }
-    if (head()[i] != kMagic[i]) {
+bool MessageReader::discard(size_t n) {
+  for (;;) {
+    const size_t now = std::min(n, available());
+    drop(now);
+    n -= now;
+    if (n == 0) {
       return true;
     }
+    if (!fill(1)) {
+      return false;
+    }
   }
-  return false;
 }
 
 bool MessageReader::resynchronise() {
+  drop(1);  // the search for the next magic starts after the unit's first byte
   for (;;) {
-    const uint8_t* found = nullptr;
     const size_t n = available();
     for (size_t i = 0; i + sizeof(kMagic) <= n; ++i) {
       if (std::memcmp(head() + i, kMagic, sizeof(kMagic)) == 0) {
-        found = head() + i;
-        break;
+        drop(i);
+        return true;
       }
     }
-    if (found != nullptr) {
-      drop(static_cast<size_t>(found - head()));
-      return true;
-    }
-    // Keep a possible partial magic at the end, drop the rest, read more.
-    const size_t keep = n < sizeof(kMagic) - 1 ? n : sizeof(kMagic) - 1;
-    drop(n - keep);
+    // Keep what may be the start of a magic, drop the rest, read more.
+    drop(n - std::min(n, sizeof(kMagic) - 1));
     if (!fill(available() + 1)) {
       drop(available());
       return false;
@@ -87,57 +86,55 @@ MessageReader::Item MessageReader::next() {
   drop(pending_drop_);
   pending_drop_ = 0;
   Item item;
+  if (pending_skip_ > 0) {
+    const size_t skip = pending_skip_;
+    pending_skip_ = 0;
+    if (!discard(skip)) {
+      return item;  // kEnd: the input ended inside a refused unit
+    }
+  }
   if (resyncing_) {
     resyncing_ = false;
     if (!resynchronise()) {
       return item;  // kEnd
     }
   }
-  if (!fill(1)) {
-    return item;  // clean end of input
-  }
-  if (starts_with_garbage()) {
-    item.kind = Kind::kRejected;
-    item.error = ETB_ERR_BAD_MAGIC;
-    drop(1);
-    resyncing_ = true;
-    return item;
-  }
   if (!fill(ETB_HEADER_SIZE)) {
-    item.kind = Kind::kRejected;
+    if (available() == 0) {
+      return item;  // clean end of input
+    }
+    item.kind = Kind::kRejected;  // 1..15 bytes at the end, whatever they are
     item.error = ETB_ERR_TRUNCATED;
     drop(available());
     return item;
   }
-  etb_header_t header{};
-  const etb_status_t status = etb_peek_header(head(), ETB_HEADER_SIZE, max_message_, &header);
   item.seq = read_u32le(head() + 12);
-  // Bytes 0..15 keep their meaning in every version, so a message of another
-  // version or type can be skipped whole when its length is plausible.
-  const uint32_t length = read_u32le(head() + 8);
-  const bool length_ok = length >= ETB_MIN_MESSAGE && length <= max_message_;
-  if (status != ETB_OK && (status == ETB_ERR_LENGTH || !length_ok)) {
+  etb_header_t header{};
+  const etb_status_t status =
+      etb_peek_header(head(), ETB_HEADER_SIZE, max_message_, expected_type_, &header);
+  if (status != ETB_OK) {
+    // Answered now, before the rest of the unit is read.
     item.kind = Kind::kRejected;
     item.error = status;
-    drop(1);
-    resyncing_ = true;
+    const uint32_t length = read_u32le(head() + 8);
+    if (status != ETB_ERR_BAD_MAGIC && length >= ETB_MIN_MESSAGE && length <= ETB_MAX_MESSAGE) {
+      drop(ETB_HEADER_SIZE);
+      pending_skip_ = length - ETB_HEADER_SIZE;
+    } else {
+      resyncing_ = true;
+    }
     return item;
   }
-  if (!fill(length)) {
+  if (!fill(header.length)) {
     item.kind = Kind::kRejected;
     item.error = ETB_ERR_TRUNCATED;
     drop(available());
     return item;
   }
-  pending_drop_ = length;
-  if (status != ETB_OK) {
-    item.kind = Kind::kRejected;
-    item.error = status;
-    return item;
-  }
+  pending_drop_ = header.length;
   item.kind = Kind::kMessage;
   item.data = head();
-  item.size = length;
+  item.size = header.length;
   return item;
 }
 

@@ -9,15 +9,16 @@
 
 namespace etb {
 
-// Splits a byte stream into messages using their 16-byte headers
-// (docs/wire-format.md, "Decoding"). Bytes that cannot start a message are
-// reported once per run as BAD_MAGIC or LENGTH and then skipped until the next
-// magic. Buffers are bounded by max_message.
+// Cuts a byte stream into units by the rules of docs/wire-format.md, "Stream
+// reading": each call to next() returns one unit, which gets one report. A
+// refused header is returned as soon as its 16 bytes are read; the rest of its
+// unit (a message of usable length, or the bytes up to the next magic) is
+// discarded by the following call. Buffers are bounded by max_message.
 class MessageReader {
  public:
   enum class Kind {
     kMessage,   // data/size hold one whole message whose header is valid
-    kRejected,  // error says why; seq is the header's when it could be read
+    kRejected,  // a refused unit: error says why
     kEnd,       // end of input (or a read error, logged)
   };
 
@@ -25,11 +26,12 @@ class MessageReader {
     Kind kind = Kind::kEnd;
     const uint8_t* data = nullptr;  // valid until the next call to next()
     size_t size = 0;
-    uint32_t seq = 0;  // from the header; 0 when none could be read (BAD_MAGIC, short input)
+    uint32_t seq = 0;  // bytes 12..15 of the unit's first 16; 0 if the input ended sooner
     etb_status_t error = ETB_OK;
   };
 
-  MessageReader(int fd, size_t max_message);
+  // expected_type: ETB_MSG_REQUEST for a device.
+  MessageReader(int fd, uint8_t expected_type, size_t max_message);
 
   Item next();
 
@@ -39,18 +41,21 @@ class MessageReader {
   size_t available() const { return end_ - start_; }
   const uint8_t* head() const { return buffer_.data() + start_; }
   void drop(size_t n) { start_ += n; }
-  // Skips bytes until the buffer starts with the magic; false at end of input.
+  // Discards the next n bytes; false if the input ends first.
+  bool discard(size_t n);
+  // Drops the refused unit's first byte and the bytes up to the next magic;
+  // false at end of input.
   bool resynchronise();
-  // The first bytes available do not start the magic (reads only as needed).
-  bool starts_with_garbage();
 
   int fd_;
+  uint8_t expected_type_;
   size_t max_message_;
   std::vector<uint8_t> buffer_;
   size_t start_ = 0;
   size_t end_ = 0;
   size_t pending_drop_ = 0;  // size of the message handed out last
-  bool resyncing_ = false;
+  size_t pending_skip_ = 0;  // rest of a refused unit of usable length
+  bool resyncing_ = false;   // the last unit was refused and ends at the next magic
   bool eof_ = false;
 };
 

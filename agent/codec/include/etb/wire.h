@@ -182,10 +182,13 @@ const char *etb_status_name(etb_status_t status);
 /*
  * Checks the first 16 bytes of a message (decoding steps 1-3 of the spec) and
  * fills *out. max_message is the reader's own limit (<= ETB_MAX_MESSAGE, 0 for
- * ETB_MAX_MESSAGE). Stream readers call this before reading the rest.
+ * ETB_MAX_MESSAGE); expected_type the type it reads (ETB_MSG_REQUEST on a
+ * device, ETB_MSG_REPORT on a host; 0 accepts either), checked before the flags.
+ * Stream readers call this on the 16 bytes that start each unit (spec, "Stream
+ * reading") before reading the rest.
  */
 etb_status_t etb_peek_header(const uint8_t *buf, size_t len, size_t max_message,
-                             etb_header_t *out);
+                             uint8_t expected_type, etb_header_t *out);
 
 /*
  * Decodes one whole request of exactly len bytes. Options of all backends are
