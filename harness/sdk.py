@@ -36,7 +36,10 @@ WHEEL_PYTHON_VERSION = "3.11"
 
 # Parts of the wheel's ``executorch/`` package the SDK keeps, relative to it.
 _KEPT_PREFIXES = ("include/", "lib/", "share/cmake/", "schema/")
-_KEPT_FILES = ("data/bin/flatc",)
+_KEPT_FILES = ("data/bin/flatc", "backends/xnnpack/serialization/schema.fbs")
+# Bumped when the kept parts change, so that an older extraction is not taken
+# for a complete one (and is left alone for whoever still uses it).
+_LAYOUT_REVISION = 2
 
 _PIP_TIMEOUT_S = 600
 
@@ -94,6 +97,11 @@ class SdkPaths:
         return self.root / "schema"
 
     @property
+    def xnnpack_schema(self) -> Path:
+        """XNNPACK's delegate blob schema (``backends/xnnpack/serialization/schema.fbs``)."""
+        return self.root / _KEPT_FILES[1]
+
+    @property
     def flatc(self) -> Path:
         """The wheel's ``flatc``; it runs only on a host of this SDK's ABI."""
         return self.root / "data" / "bin" / "flatc"
@@ -107,7 +115,7 @@ def host_abi() -> str:
 
 def sdk_dir(abi: str) -> Path:
     """Where :func:`ensure_sdk` puts the SDK for ``abi``."""
-    return cache_root() / "sdk" / f"executorch-{EXECUTORCH_VERSION}-{abi}"
+    return cache_root() / "sdk" / f"executorch-{EXECUTORCH_VERSION}-{abi}-r{_LAYOUT_REVISION}"
 
 
 def ensure_sdk(abi: str) -> SdkPaths:
@@ -144,6 +152,7 @@ def _is_complete(paths: SdkPaths) -> bool:
         and (paths.cmake_dir / "executorch-config.cmake").is_file()
         and (paths.schema / "program.fbs").is_file()
         and paths.flatc.is_file()
+        and paths.xnnpack_schema.is_file()
     )
 
 
@@ -208,7 +217,7 @@ def _extract_sdk(wheel: Path, staging: Path) -> None:
     missing = [
         name
         for name in ("lib/libexecutorch.so", "share/cmake/executorch-config.cmake",
-                     "schema/program.fbs", _KEPT_FILES[0])
+                     "schema/program.fbs", *_KEPT_FILES)
         if not (staging / name).is_file()
     ]  # fmt: skip
     if missing:

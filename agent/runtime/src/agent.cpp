@@ -214,6 +214,7 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
     step = program->execute(&execute_us);
     report.add_fact("execute_us", clamp_us(execute_us));
   }
+  const et::Error init_status = program->has_method() ? et::Error::Ok : step.error;
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
     for (const std::string& id : actual) {
@@ -222,10 +223,33 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
       }
     }
   }
+  add_output_fact(*program, report);
   if (program->has_method()) {
     program_ = std::move(program);
   }
   add_probe_entries(report, /*with_received=*/true);
+  add_real_backend_entries(actual, init_status, report);
+}
+
+void Agent::add_real_backend_entries(const std::vector<std::string>& delegates, et::Error init_status,
+    ReportBuilder& report) const {
+  for (size_t i = 0; i < delegates.size(); ++i) {
+    const std::string& id = delegates[i];
+    const bool seen = std::find(delegates.begin(), delegates.begin() + i, id) != delegates.begin() + i;
+    if (seen || find_probe(id) != nullptr || et::get_backend_class(id.c_str()) == nullptr) {
+      continue;
+    }
+    // A real backend records nothing the agent can read: what is observable
+    // is whether the method's delegates initialised, i.e. load_method's result.
+    report.add_entry(id, status_of(init_status), 0, 0, 0);
+  }
+}
+
+void Agent::add_output_fact(const LoadedProgram& program, ReportBuilder& report) {
+  const std::string outputs = program.float_outputs();
+  if (!outputs.empty()) {
+    report.add_fact("outputs", outputs.substr(0, ETB_MAX_STRING));
+  }
 }
 
 void Agent::execute(ReportBuilder& report) {
@@ -240,6 +264,7 @@ void Agent::execute(ReportBuilder& report) {
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
   }
+  add_output_fact(*program_, report);
   add_probe_entries(report, /*with_received=*/false);
 }
 

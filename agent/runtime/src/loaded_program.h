@@ -7,6 +7,7 @@
 #include <executorch/runtime/backend/backend_options_map.h>
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
 
 #include <cstdint>
 #include <memory>
@@ -47,12 +48,21 @@ class LoadedProgram {
   // map's spans point to alive, unchanged, as long as this object.
   StepResult load_method(const et::LoadBackendOptionsMap& map, int64_t* load_us);
 
+  // Executes the method once. A program with tensor inputs (the XNNPACK
+  // program) gets every input set to a float tensor of ones before each
+  // execute (other input types are refused); probe programs have no inputs.
   StepResult execute(int64_t* execute_us);
+
+  // The method's float tensor outputs after the last execute, as text: the
+  // elements of each output joined by ",", outputs joined by ";" (%g), or ""
+  // when the method has none.
+  std::string float_outputs() const;
 
   bool has_method() const { return method_.has_value(); }
 
  private:
   StepResult open_file(const std::string& path);
+  StepResult set_inputs();
   std::unique_ptr<executorch::extension::FileDataLoader> loader_;
   std::optional<et::Program> program_;
   executorch::extension::MallocMemoryAllocator method_allocator_;
@@ -62,6 +72,17 @@ class LoadedProgram {
   std::optional<et::HierarchicalAllocator> planned_memory_;
   std::optional<et::MemoryManager> memory_manager_;
   std::optional<et::Method> method_;
+
+  // An input the agent owns and hands to Method::set_input.
+  struct InputTensor {
+    size_t index = 0;
+    std::vector<executorch::aten::SizesType> sizes;
+    std::vector<executorch::aten::DimOrderType> dim_order;
+    std::vector<executorch::aten::StridesType> strides;
+    std::vector<float> data;
+    std::optional<executorch::aten::TensorImpl> impl;
+  };
+  std::vector<InputTensor> inputs_;
 };
 
 }  // namespace etb
