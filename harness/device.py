@@ -24,6 +24,7 @@ from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
+from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.profile import DeviceProfile, ProfileError
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.adb import AdbTarget, AdbTransport
@@ -152,16 +153,21 @@ class Device:
         return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
-        """Device path of a probe program calling ``delegates``, pushed if needed.
+        """Device path of a program calling ``delegates``, pushed if needed.
 
-        A serial board has no file system: its LOAD takes the request's delegate
-        list as the program, so the path is empty.
+        Delegates ending in one ``XnnpackBackend`` get the XNNPACK program (a real
+        XNNPACK graph, the other delegates as probes before it); any other tuple a
+        probe program. A serial board has no file system: its LOAD takes the
+        request's delegate list as the program, so the path is empty.
         """
         if self._board is not None:
             return ""
         remote = self._programs.get(delegates)
         if remote is None:
-            local = probe_program(delegates)
+            if delegates and delegates[-1] == XNNPACK_BACKEND and XNNPACK_BACKEND not in delegates[:-1]:
+                local = xnnpack_program(delegates[:-1])
+            else:
+                local = probe_program(delegates)
             remote = posixpath.join(self.work_dir, "programs", local.name)
             self.push_once(local, remote)
             self._programs[delegates] = remote

@@ -33,7 +33,7 @@ def probe_program(delegates: tuple[str, ...]) -> Path:
     Each id is 1..63 bytes of UTF-8 without NUL; 1..8 ids, duplicates allowed.
     """
     delegates = tuple(delegates)
-    _validate(delegates)
+    validate_delegates(delegates)
     sdk = ensure_sdk(host_abi())
 
     def generate() -> bytes:
@@ -94,10 +94,12 @@ def program_json(delegates: tuple[str, ...]) -> dict:
     }
 
 
-def _validate(delegates: tuple[str, ...]) -> None:
-    if not 1 <= len(delegates) <= MAX_DELEGATES:
+def validate_delegates(delegates: tuple[str, ...], min_count: int = 1,
+                       max_count: int = MAX_DELEGATES) -> None:
+    """Refuse a delegate tuple a generated program cannot carry (ValueError, TypeError)."""
+    if not min_count <= len(delegates) <= max_count:
         raise ValueError(
-            f"a probe program calls 1..{MAX_DELEGATES} delegates; got {len(delegates)}"
+            f"this program calls {min_count}..{max_count} probe delegates; got {len(delegates)}"
         )
     for index, backend_id in enumerate(delegates):
         if type(backend_id) is not str:

@@ -12,8 +12,12 @@ offset and size, constant-data offset and size), each part padded to 16 bytes.
 A fully connected node is chosen because XNNPACK packs its weight: with the weight
 cache on, the packed weight goes through XNNPACK's weights cache (and, with a
 ``packed_cache_path``, into that file), which is an effect visible from outside
-the backend. ``x`` and ``y`` are memory-planned, so the program executes without
-inputs being set: ``x`` is all zeros and ``y`` comes out equal to ``b``.
+the backend. ``x`` and ``y`` are memory-planned: the agent sets ``x`` to ones, so ``y`` is each row
+sum of ``W`` plus ``b`` (:func:`expected_output`).
+
+``xnnpack_program(("ProbeA",))`` puts probe delegates before the XNNPACK one (each
+called on ``x``), so one program shows what a probe received next to what XNNPACK
+did with the same map.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import struct
 from pathlib import Path
 
 from harness.flatc import FlatcError, cached_program, compile_json
+from harness.probe_program import MAX_DELEGATES, validate_delegates
 from harness.sdk import SdkPaths, ensure_sdk, host_abi
 
 XNNPACK_BACKEND = "XnnpackBackend"
@@ -44,24 +49,33 @@ class XnnpackProgramError(Exception):
     """The XNNPACK program could not be generated."""
 
 
-def xnnpack_program() -> Path:
-    """The path of the XNNPACK program (generated once, cached like probe programs)."""
+def xnnpack_program(probes: tuple[str, ...] = ()) -> Path:
+    """The path of the XNNPACK program, probe delegates ``probes`` first (generated once).
+
+    Probe ids follow :func:`harness.probe_program.probe_program`'s rules; at most 7,
+    none of them ``XnnpackBackend``.
+    """
+    probes = tuple(probes)
+    validate_delegates(probes, min_count=0, max_count=MAX_DELEGATES - 1)
+    if XNNPACK_BACKEND in probes:
+        raise ValueError(f"the probes of an XNNPACK program cannot be named {XNNPACK_BACKEND}")
     sdk = ensure_sdk(host_abi())
 
     def generate() -> bytes:
         try:
             blob = delegate_blob(sdk)
-            return compile_json(sdk.flatc, sdk.schema / "program.fbs", program_json(blob),
+            return compile_json(sdk.flatc, sdk.schema / "program.fbs", program_json(blob, probes),
                                 "the XNNPACK program")
         except FlatcError as exc:
             raise XnnpackProgramError(str(exc)) from None
 
-    return cached_program("xnnpack", [FORMAT_REVISION, sdk.version], generate)
+    return cached_program("xnnpack", [FORMAT_REVISION, sdk.version, list(probes)], generate)
 
 
-def expected_output() -> tuple[float, ...]:
-    """``y`` for the all-zero ``x`` the program runs on: the bias."""
-    return BIAS
+def expected_output() -> str:
+    """``y`` for the ``x`` of ones the agent sets, as the agent's ``outputs`` fact prints it."""
+    rows = (sum(WEIGHT[r * FEATURES:(r + 1) * FEATURES]) + BIAS[r] for r in range(FEATURES))
+    return ",".join(f"{value:g}" for value in rows)
 
 
 def graph_json() -> dict:
@@ -119,9 +133,15 @@ def delegate_blob(sdk: SdkPaths) -> bytes:
     return _pad(header) + _pad(flatbuffer) + constants
 
 
-def program_json(blob: bytes) -> dict:
+def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
     """The program as flatc JSON, following ``schema/program.fbs``."""
     row_bytes = 4 * FEATURES
+    delegates = (*probes, XNNPACK_BACKEND)
+
+    def call(index: int) -> dict:
+        args = [0, 1] if delegates[index] == XNNPACK_BACKEND else [0]
+        return {"instr_args_type": "DelegateCall",
+                "instr_args": {"delegate_index": index, "args": args}}
 
     def planned(offset: int) -> dict:
         return {"val_type": "Tensor", "val": {
@@ -141,18 +161,22 @@ def program_json(blob: bytes) -> dict:
             "chains": [{
                 "inputs": [0],
                 "outputs": [1],
-                "instructions": [{"instr_args_type": "DelegateCall",
-                                  "instr_args": {"delegate_index": 0, "args": [0, 1]}}],
+                "instructions": [call(index) for index in range(len(delegates))],
             }],
             "operators": [],
-            "delegates": [{"id": XNNPACK_BACKEND,
-                           "processed": {"location": "INLINE", "index": 0},
-                           "compile_specs": []}],
+            "delegates": [{"id": backend_id,
+                           "processed": {"location": "INLINE", "index": index},
+                           "compile_specs": []}
+                          for index, backend_id in enumerate(delegates)],
             # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
             "non_const_buffer_sizes": [0, 2 * row_bytes],
         }],
         "constant_buffer": [],
-        "backend_delegate_data": [{"data": list(blob)}],
+        "backend_delegate_data": [
+            {"data": list(blob) if backend_id == XNNPACK_BACKEND
+             else list(f"etb-probe delegate {index}".encode("ascii"))}
+            for index, backend_id in enumerate(delegates)
+        ],
         "segments": [],
         "constant_segment": {"segment_index": 0, "offsets": [0]},
     }
