@@ -156,6 +156,7 @@ def test_hello_describes_the_device_and_the_real_registry(agent: AgentProcess) -
     assert report.fact("max_message") == wire.MAX_MESSAGE
     assert report.fact("registry_capacity") == 16
     assert report.fact("capabilities") == "load,execute,set,get,reset,register,hello"
+    assert report.fact("directives") == "etb.dup:,etb.id_suffix"
     assert isinstance(report.fact("agent_version"), str)
     # Linking the wheel's backend libraries registered its real backends.
     assert [(e.name, e.status, e.flags) for e in report.entries] == [

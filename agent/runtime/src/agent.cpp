@@ -43,6 +43,36 @@ et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend,
   return et::Span<et::BackendOption>(options.data() + first, backend.option_count);
 }
 
+// LOAD directives (docs/wire-format.md, "Agent directives"): keys a request
+// cannot otherwise express. "etb.dup:KEY" is delivered as KEY, so a span can
+// hold one key twice; "etb.id_suffix" (string) is appended to the backend id
+// given to LoadBackendOptionsMap::set_options and not delivered.
+constexpr std::string_view kDupPrefix = "etb.dup:";
+constexpr std::string_view kIdSuffixKey = "etb.id_suffix";
+constexpr const char* kDirectives = "etb.dup:,etb.id_suffix";
+
+// One backend of a LOAD as the runtime gets it: its id (directives applied)
+// and its options, written into options[first...].
+et::Span<et::BackendOption> load_entry_of(const etb_backend_t& backend,
+    std::vector<et::BackendOption>& options, size_t first, std::string* id) {
+  id->assign(view(backend.id));
+  size_t count = 0;
+  for (uint8_t i = 0; i < backend.option_count; ++i) {
+    etb_option_t option = backend.options[i];
+    const std::string_view key = view(option.key);
+    if (key == kIdSuffixKey && option.type == ETB_TYPE_STRING) {
+      id->append(view(option.s));
+      continue;
+    }
+    if (key.substr(0, kDupPrefix.size()) == kDupPrefix && key.size() > kDupPrefix.size()) {
+      option.key.ptr += kDupPrefix.size();
+      option.key.len = static_cast<uint16_t>(option.key.len - kDupPrefix.size());
+    }
+    to_runtime_option(option, options[first + count++]);
+  }
+  return et::Span<et::BackendOption>(options.data() + first, count);
+}
+
 // A wire string as a NUL-terminated C string, in a buffer of ETB_MAX_ID + 1 bytes.
 const char* c_id(etb_str_t id, char (&buf)[ETB_MAX_ID + 1]) {
   const size_t len = std::min<size_t>(id.len, ETB_MAX_ID);
@@ -81,6 +111,7 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("max_message", static_cast<int32_t>(ETB_MAX_MESSAGE));
   report.add_fact("registry_capacity", kRegistryCapacity);
   report.add_fact("capabilities", kCapabilities);
+  report.add_fact("directives", kDirectives);
 }
 
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
@@ -145,6 +176,9 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
       for (const et::BackendOption& option : record.received) {
         report.add_option(option);
       }
+      for (const et::BackendOption& option : record.lookups) {
+        report.add_option(option);
+      }
       if (record.specs_diverged) {
         report.append_message(std::string("probe ") + probe->name() +
             ": a later init received runtime_specs different from the first");
@@ -193,15 +227,15 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   reserve_options(load_options_, total);
   et::LoadBackendOptionsMap map;
   size_t used = 0;
+  std::string id;
   for (uint8_t i = 0; i < request.backend_count; ++i) {
-    const etb_backend_t& backend = request.backends[i];
-    const et::Span<et::BackendOption> options = runtime_options_of(backend, load_options_, used);
+    const et::Span<et::BackendOption> options = load_entry_of(request.backends[i], load_options_, used, &id);
     used += options.size();
-    char id[ETB_MAX_ID + 1];
-    const et::Error error = map.set_options(c_id(backend.id, id), options);
+    const et::Error error = map.set_options(id.c_str(), options);
     if (error != et::Error::Ok) {
       report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(error),
-          "LoadBackendOptionsMap::set_options(\"" + std::string(view(backend.id)) + "\") refused the entry");
+          "LoadBackendOptionsMap::set_options(\"" + id + "\") refused the entry (id of " +
+          std::to_string(id.size()) + " bytes)");
       return;
     }
   }

@@ -35,6 +35,11 @@ class ProbeBackend final : public et::BackendInterface {
     std::vector<et::BackendOption> received;
     // init ran again with runtime_specs that differ from the first ones.
     bool specs_diverged = false;
+    // For each key the first init's runtime_specs hold more than once: what
+    // BackendInitContext::get_runtime_spec<T>(key) returned, T the type of the
+    // key's last occurrence, as "etb.lookup:KEY" = the value found or
+    // "etb.lookup_error:KEY" = the Error code (int).
+    std::vector<et::BackendOption> lookups;
   };
 
   explicit ProbeBackend(std::string name);
@@ -68,6 +73,7 @@ class ProbeBackend final : public et::BackendInterface {
 
  private:
   void note_call() const;
+  void look_up_repeated_keys(const et::BackendInitContext& context) const;
 
   const std::string name_;
   // init and execute are const in BackendInterface; recording is their effect.
