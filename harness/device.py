@@ -26,6 +26,7 @@ from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
 from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.profile import DeviceProfile, ProfileError
+from harness.sdk_prefix import sdk_from_prefix
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.adb import AdbTarget, AdbTransport
 from harness.transport.base import Transport, TransportError
@@ -100,7 +101,12 @@ class Device:
     # ---- the agent -----------------------------------------------------------------
 
     def agent_build(self) -> AgentBuild:
-        """The agent build this device runs (profile ``abi`` or the device's own)."""
+        """The agent build this device runs (profile ``abi`` or the device's own).
+
+        It is built against the profile's ``agent.sdk`` prefix if set, else as
+        :func:`~harness.agent.build.ensure_agent` chooses (``$ET_HARNESS_SDK`` or the
+        pinned wheel).
+        """
         abi = self.profile.abi or self._files().facts().abi
         build = _AGENT_BUILD_FOR_ABI.get(abi)
         if build is None:
@@ -110,7 +116,9 @@ class Device:
                 f"{', '.join(_AGENT_BUILD_FOR_ABI)} (Android builds need the NDK: "
                 "see agent/cmake/android-arm64.md)"
             )
-        return ensure_agent(build)
+        own = self.profile.agent.sdk
+        sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
+        return ensure_agent(build, sdk)
 
     def deploy_agent(self) -> str:
         """Put the agent and its libraries on the device; return the agent's path there.
