@@ -12,6 +12,7 @@ import os
 import random
 import selectors
 import shutil
+import signal
 import struct
 import subprocess
 import time
@@ -287,6 +288,22 @@ def test_xnnpack_refuses_a_probe_blob_at_init(agent: AgentProcess) -> None:
     assert [(e.name, e.status, e.flags) for e in report.entries] == [
         ("XnnpackBackend", E.InvalidArgument, 0)
     ]
+
+
+def test_qnn_init_crashes_on_a_foreign_blob_today(agent: AgentProcess) -> None:
+    """Observed in 1.5.1 without the QNN SDK: QnnBackend::init dies with SIGSEGV."""
+    with pytest.raises(AgentDied, match="agent closed stdout"):
+        load(agent, ("QnnBackend",), OptionsMap())
+    assert agent.proc.wait(timeout=TIMEOUT_S) == -signal.SIGSEGV
+
+
+@pytest.mark.xfail(strict=True, raises=AgentDied, reason=(
+    "QnnBackend 1.5.1 crashes (SIGSEGV) in init on a processed blob that is not a QNN "
+    "context, instead of returning an Error the runtime could report"))
+def test_qnn_init_refuses_a_foreign_blob_with_an_error(agent: AgentProcess) -> None:
+    report = load(agent, ("QnnBackend",), OptionsMap())
+    assert report.outcome is Outcome.RUNTIME_ERROR
+    assert report.entry("QnnBackend").status != E.Ok
 
 
 # --------------------------------------------------------------------------- SET, GET
