@@ -24,7 +24,6 @@ from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
 from harness.probe_program import probe_program
-from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.profile import DeviceProfile, ProfileError
 from harness.sdk_prefix import sdk_from_prefix
 from harness.serial_link import LinkConfig, SerialLink
@@ -34,6 +33,7 @@ from harness.transport.local import LocalTransport
 from harness.transport.serial import ResetLine, SerialConfigError, SerialPortConfig
 from harness.transport.serial import connect as connect_serial
 from harness.transport.ssh import SshProfile, SshTransport
+from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 
 # Device ABI (as the device reports it) -> agent build that runs there natively.
 _AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
@@ -172,8 +172,9 @@ class Device:
             return ""
         remote = self._programs.get(delegates)
         if remote is None:
-            if delegates and delegates[-1] == XNNPACK_BACKEND and XNNPACK_BACKEND not in delegates[:-1]:
-                local = xnnpack_program(delegates[:-1])
+            *probes, last = delegates or ("",)
+            if last == XNNPACK_BACKEND and XNNPACK_BACKEND not in probes:
+                local = xnnpack_program(tuple(probes))
             else:
                 local = probe_program(delegates)
             remote = posixpath.join(self.work_dir, "programs", local.name)

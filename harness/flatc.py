@@ -44,8 +44,8 @@ def compile_json(flatc: Path, schema: Path, data: object, what: str) -> bytes:
         outputs = [p for p in Path(tmp).iterdir() if p.name.startswith("data.") and p != source]
         if result.returncode != 0 or len(outputs) != 1:
             raise FlatcError(
-                f"flatc failed (exit code {result.returncode}) compiling {what} with {schema.name}: "
-                f"{result.stderr.strip() or result.stdout.strip()}"
+                f"flatc failed (exit code {result.returncode}) compiling {what} with "
+                f"{schema.name}: {result.stderr.strip() or result.stdout.strip()}"
             )
         return outputs[0].read_bytes()
 

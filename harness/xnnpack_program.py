@@ -33,12 +33,14 @@ XNNPACK_BACKEND = "XnnpackBackend"
 FORMAT_REVISION = 1  # bump when the generated program changes shape
 
 FEATURES = 4  # x: [1, FEATURES], W: [FEATURES, FEATURES], b: [FEATURES]
-WEIGHT = tuple(float(row * FEATURES + col + 1) for row in range(FEATURES) for col in range(FEATURES))
+WEIGHT = tuple(float(i + 1) for i in range(FEATURES * FEATURES))  # row-major, 1..16
 BIAS = (0.5, -1.5, 2.5, -3.5)
 
 _ALIGNMENT = 16
 _HEADER_MAGIC = b"XH00"
-_HEADER_LENGTH = 30  # 4 zero bytes, magic, u16 length, u32 fb offset/size, u32 const offset, u64 size
+# 4 zero bytes, magic, u16 length, u32 flatbuffer offset and size, u32 constant-data
+# offset, u64 constant-data size.
+_HEADER_LENGTH = 30
 _XNN_INVALID_VALUE_ID = 0xFFFFFFFF
 _XNN_FLAG_EXTERNAL_INPUT = 0x1
 _XNN_FLAG_EXTERNAL_OUTPUT = 0x2

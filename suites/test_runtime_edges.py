@@ -72,7 +72,8 @@ def test_full_registry_gives_internal_even_for_a_duplicate(et):
 
 
 def test_empty_option_list_is_accepted_and_delivers_nothing(et):
-    options = OptionsMap((BackendOptions("ProbeA", ()), BackendOptions("ProbeB", (Option("k", 1),))))
+    options = OptionsMap((BackendOptions("ProbeA", ()),
+                          BackendOptions("ProbeB", (Option("k", 1),))))
     verdict = et.load(options)
     verdict.raise_for_differences()
     entry = verdict.report.entry("ProbeA")

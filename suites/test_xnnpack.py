@@ -57,7 +57,8 @@ def test_workspace_sharing_mode_is_set_and_read_back(et, mode):
 def test_weight_cache_enabled_is_set_and_read_back(et, enabled):
     et.set(single(XNNPACK, Option("weight_cache_enabled", enabled))).raise_for_differences()
     et.get(single(XNNPACK, Option("weight_cache_enabled", not enabled)),
-           expected=single(XNNPACK, Option("weight_cache_enabled", enabled))).raise_for_differences()
+           expected=single(XNNPACK, Option("weight_cache_enabled", enabled))
+           ).raise_for_differences()
 
 
 @pytest.mark.parametrize("path", ["/tmp/et-harness/xnnpack-cache", ""])
