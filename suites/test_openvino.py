@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.messages import Outcome
+from harness.messages import Outcome, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 
@@ -44,9 +44,11 @@ def test_empty_calls_are_ok(et):
     et.get(single(OPENVINO), expected=single(OPENVINO)).raise_for_differences()
 
 
-def test_load_without_the_openvino_runtime_gives_not_found(et):
+def test_load_without_the_openvino_runtime_gives_not_found(et, probe_program):
     options = OptionsMap.from_dict({"ProbeA": {"k": 1}, OPENVINO: {"device": "CPU"}})
-    report = et.load(options, delegates=("ProbeA", OPENVINO), unobserved=(OPENVINO,)).report
+    et.prepare(["ProbeA"])
+    delegates = ("ProbeA", OPENVINO)
+    report = et.send(Request.load(probe_program(delegates), delegates, options))
     assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.NotFound)
     entry = report.entry(OPENVINO)
     assert entry is not None and entry.status == RuntimeErrorCode.NotFound and not entry.is_probe

@@ -29,7 +29,7 @@ import uuid
 import pytest
 from maps import single
 
-from harness.messages import Outcome
+from harness.messages import Outcome, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.xnnpack_program import expected_output
@@ -144,6 +144,11 @@ def load_xnnpack(et, options: OptionsMap, probes: tuple[str, ...] = ()):
     return et.load(options, delegates=(*probes, XNNPACK), unobserved=(XNNPACK,))
 
 
+def load_failing(et, probe_program, options: OptionsMap):
+    """LOAD the XNNPACK program expecting it to fail: the raw report, no delivery verdict."""
+    return et.send(Request.load(probe_program((XNNPACK,)), (XNNPACK,), options))
+
+
 def cache_file(device) -> str:
     """A fresh path in the device's work directory for XNNPACK's packed weight file."""
     return posixpath.join(device.work_dir, f"xnnpack-cache-{uuid.uuid4().hex[:12]}.bin")
@@ -176,8 +181,9 @@ def test_own_workspace_sharing_mode_in_range_loads(et, mode):
 
 
 @pytest.mark.parametrize("mode", [3, -1, 1000], ids=lambda m: f"mode-{m}")
-def test_own_out_of_range_workspace_sharing_mode_fails_init(et, mode):
-    report = load_xnnpack(et, single(XNNPACK, Option("workspace_sharing_mode", mode))).report
+def test_own_out_of_range_workspace_sharing_mode_fails_init(et, probe_program, mode):
+    options = single(XNNPACK, Option("workspace_sharing_mode", mode))
+    report = load_failing(et, probe_program, options)
     assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR,
                                                RuntimeErrorCode.InvalidArgument)
     entry = report.entry(XNNPACK)
@@ -193,14 +199,15 @@ def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et):
     assert verdict.report.fact("outputs") == expected_output()
 
 
-def test_load_time_specs_leave_the_global_values_alone(et):
+def test_load_time_specs_leave_the_global_values_alone(et, probe_program):
     set_global(et, workspace_sharing_mode=1, weight_cache_enabled=False, packed_cache_path="/g")
     before = single(XNNPACK, Option("workspace_sharing_mode", 1),
                     Option("weight_cache_enabled", False), Option("packed_cache_path", "/g"))
     load_xnnpack(et, single(XNNPACK, Option("workspace_sharing_mode", 0),
                             Option("weight_cache_enabled", True),
                             Option("packed_cache_path", "/spec"))).raise_for_differences()
-    load_xnnpack(et, single(XNNPACK, Option("workspace_sharing_mode", 9)))  # init fails
+    failed = load_failing(et, probe_program, single(XNNPACK, Option("workspace_sharing_mode", 9)))
+    assert failed.outcome is Outcome.RUNTIME_ERROR
     et.get(single(XNNPACK, *GLOBAL_KEYS), expected=before).raise_for_differences()
 
 
