@@ -109,8 +109,16 @@ void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context) 
     if (error != et::Error::Ok) {
       found.value = static_cast<int>(error);
     }
-    const std::string& label = error == et::Error::Ok ? prefix_ok : prefix_error;
-    std::strncpy(found.key, label.c_str(), sizeof(found.key) - 1);
+    // The label is cut to a key's 63 bytes, at a UTF-8 character boundary.
+    std::string label = error == et::Error::Ok ? prefix_ok : prefix_error;
+    if (label.size() > sizeof(found.key) - 1) {
+      size_t end = sizeof(found.key) - 1;
+      while (end > 0 && (static_cast<unsigned char>(label[end]) & 0xC0) == 0x80) {
+        --end;
+      }
+      label.resize(end);
+    }
+    std::memcpy(found.key, label.data(), label.size());
     record_.lookups.push_back(found);
   }
 }
