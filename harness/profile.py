@@ -6,7 +6,6 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.strict_yaml import YamlError, read_yaml
+from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
 DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
 
 TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
 EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
+_EMULATOR_TRANSPORT = {"sshd": "ssh", "adbd": "adb", "qemu-mcu": "serial"}
+DEFAULT_WORK_DIR = "/tmp/et-harness"
 
 
 class ProfileError(ValueError):
@@ -54,7 +56,7 @@ class DeviceProfile:
     settings: Mapping[str, Any]  # the transport's own fields, checked by the transport
     description: str = ""
     abi: str | None = None
-    work_dir: str = "/tmp/et-harness"
+    work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
     backends: tuple[str, ...] = ()
@@ -124,6 +126,11 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
             f"{src}: {unknown[0]}: unknown field; allowed: {', '.join(sorted(_TOP_FIELDS))}"
         )
     name = _str(data, "name", src, default=path.stem if path else default_name)
+    try:
+        check_name(name)
+    except ValueRuleError as exc:
+        field = "name" if "name" in data else "name (taken from the file name)"
+        raise ProfileError(f"{src}: {field}: {exc}") from None
     transport = data.get("transport")
     if not isinstance(transport, dict) or "kind" not in transport:
         raise ProfileError(
@@ -140,6 +147,12 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         raise ProfileError(
             f"{src}: emulator: {emulator!r} is not one of {', '.join(EMULATOR_KINDS)}"
         )
+    if emulator is not None and _EMULATOR_TRANSPORT[emulator] != kind:
+        raise ProfileError(
+            f"{src}: emulator: {emulator} emulates a device reached over "
+            f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
+            f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
+        )
     return DeviceProfile(
         name=name,
         path=path,
@@ -147,7 +160,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         settings={k: v for k, v in transport.items() if k != "kind"},
         description=_str(data, "description", src, default=""),
         abi=_str(data, "abi", src, default=None),
-        work_dir=_str(data, "work_dir", src, default="/tmp/et-harness"),
+        work_dir=_work_dir(data, src),
         agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
         emulator=emulator,
         backends=_str_list(data, "backends", src),
@@ -161,6 +174,15 @@ def _str(data: dict, key: str, src: str, default: Any) -> Any:
     if value is not default and not isinstance(value, str):
         raise ProfileError(f"{src}: {key}: must be a string; got {value!r}")
     return value
+
+
+def _work_dir(data: dict, src: str) -> str:
+    if "work_dir" not in data:
+        return DEFAULT_WORK_DIR
+    try:
+        return check_work_dir(data["work_dir"])
+    except ValueRuleError as exc:
+        raise ProfileError(f"{src}: work_dir: {exc}") from None
 
 
 def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
@@ -235,12 +257,8 @@ def _timeouts(data: object, src: str) -> Timeouts:
             raise ProfileError(
                 f"{src}: timeouts.{key}: unknown field; allowed: {', '.join(sorted(allowed))}"
             )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise ProfileError(f"{src}: timeouts.{key}: must be seconds > 0; got {value!r}")
-        values[key] = float(value)
+        try:
+            values[key] = check_seconds(value)
+        except ValueRuleError as exc:
+            raise ProfileError(f"{src}: timeouts.{key}: {exc}") from None
     return Timeouts(**values)

@@ -15,6 +15,14 @@ def test_every_shipped_profile_loads(name):
     assert profile.name == name and profile.transport in ("local", "ssh", "adb", "serial")
 
 
+@pytest.mark.parametrize("name", profile_names())
+def test_every_shipped_profile_passes_the_value_rules(name, tmp_path, monkeypatch):
+    from harness.device import check_transport_settings
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
+    check_transport_settings(load_profile(name))
+
+
 def write(tmp_path: Path, text: str) -> str:
     path = tmp_path / "board.yaml"
     path.write_text(text, encoding="utf-8")

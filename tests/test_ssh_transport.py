@@ -299,11 +299,16 @@ def test_wrong_key_is_an_authentication_failure(board: SshdEmulator, tmp_path: P
 
 
 def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None:
-    data = {
+    """As open_device gives it after starting an sshd emulator: the config is the
+    harness's own, so its ProxyCommand runs; a profile naming that file itself may not."""
+    data: dict = {
         "name": "emulated",
         "work_dir": "/tmp/et-harness-ssh",
         "transport": {"kind": "ssh", "host": board.alias, "ssh_config": str(board.ssh_config)},
     }
+    with pytest.raises(ProfileError, match=r"transport\.ssh_config: .*ProxyCommand runs a command"):
+        SshProfile.from_device(parse_profile(data, tmp_path / "named.yaml"))
+    data["emulator"] = "sshd"
     profile = SshProfile.from_device(parse_profile(data, tmp_path / "emulated.yaml"))
     transport = SshTransport(profile)
     try:

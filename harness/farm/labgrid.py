@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import DeviceUnavailable
+from harness.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
 CLIENT = "labgrid-client"
@@ -70,6 +71,15 @@ class LabgridPlace:
             raise ProfileError(f"{where}.place: required, the labgrid place's name")
         if coordinator is not None and not isinstance(coordinator, str):
             raise ProfileError(f"{where}.coordinator: must be a string like 'host:20408'")
+        try:
+            check_word(place, "the labgrid place's name")
+        except ValueRuleError as exc:
+            raise ProfileError(f"{where}.place: {exc}") from None
+        try:
+            if coordinator is not None:
+                split_host_port(coordinator)
+        except ValueRuleError as exc:
+            raise ProfileError(f"{where}.coordinator: {exc}") from None
         return cls(place, coordinator)
 
 

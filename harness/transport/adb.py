@@ -14,6 +14,7 @@ a run whose stderr lacks it was cut off (:class:`TransportLost`).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import secrets
 import select
@@ -36,6 +37,15 @@ from harness.transport.base import (
 )
 from harness.transport.process_stream import ProcessStream
 from harness.transport.shell_line import shell_line
+from harness.value_rules import (
+    ValueRuleError,
+    check_absolute_path,
+    check_host,
+    check_port,
+    check_word,
+    shown,
+    split_host_port,
+)
 
 DEFAULT_WORK_DIR = "/data/local/tmp/et-harness"
 _TRANSIENT_STATES = ("connecting", "authorizing")
@@ -72,33 +82,44 @@ class AdbTarget:
                 f"{profile.where('transport.' + unknown[0])}: unknown adb setting; "
                 f"allowed: {', '.join(_SETTINGS)}"
             )
-        for key in ("serial", "server_host", "connect", "adb"):
-            if key in settings and not isinstance(settings[key], str):
-                raise ProfileError(
-                    f"{profile.where('transport.' + key)}: must be a string; got {settings[key]!r}"
-                )
-        port = settings.get("server_port")
-        if port is not None and (
-            isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
-        ):
-            raise ProfileError(
-                f"{profile.where('transport.server_port')}: must be a TCP port; got {port!r}"
-            )
-        connect = settings.get("connect")
-        if connect is not None and not re.fullmatch(r"[^\s:]+:\d+|\[[0-9a-fA-F:.]+\]:\d+", connect):
-            raise ProfileError(
-                f"{profile.where('transport.connect')}: must be host:port; got {connect!r}"
-            )
+        checks: dict[str, Callable[[object], object]] = {
+            "serial": lambda v: check_word(v, "the device's serial, as `adb devices` lists it"),
+            "server_host": check_host,
+            "server_port": check_port,
+            "connect": split_host_port,
+            "adb": _check_client,
+        }
+        for key, check in checks.items():
+            if key in settings:
+                try:
+                    check(settings[key])
+                except ValueRuleError as exc:
+                    raise ProfileError(f"{profile.where('transport.' + key)}: {exc}") from None
         return cls(
             serial=settings.get("serial"),
             server_host=settings.get("server_host"),
-            server_port=port,
-            connect=connect,
+            server_port=settings.get("server_port"),
+            connect=settings.get("connect"),
             adb=settings.get("adb", "adb"),
             work_dir=profile.work_dir,
             query_timeout=profile.timeouts.connect,
             transfer_timeout=profile.timeouts.command,
         )
+
+
+def _check_client(value: object) -> str:
+    """The adb client to run: ``adb`` from PATH, or an absolute path to a file named adb.
+
+    A profile chooses which adb runs, never some other program.
+    """
+    if value == "adb":
+        return value
+    path = check_absolute_path(value, "the adb client ('adb' from PATH, or /path/to/adb)")
+    if posixpath.basename(path) != "adb":
+        raise ValueRuleError(
+            f"{shown(path)} is not an adb client: give 'adb' (from PATH) or a path ending in /adb"
+        )
+    return path
 
 
 class AdbTransport(Transport):

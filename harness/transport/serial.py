@@ -32,6 +32,14 @@ import serial
 
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable
+from harness.value_rules import (
+    ValueRuleError,
+    check_absolute_path,
+    check_count,
+    check_seconds,
+    shown,
+    split_host_port,
+)
 
 
 class SerialConfigError(ValueError):
@@ -87,10 +95,11 @@ class SerialPortConfig:
                 f"{where}: give exactly one of 'port' (a device path such as /dev/ttyACM0) "
                 "or 'url' (socket://HOST:PORT, rfc2217://HOST:PORT)"
             )
-        url = settings.get("port", settings.get("url"))
-        if not isinstance(url, str) or not url:
-            field = "port" if "port" in settings else "url"
-            raise SerialConfigError(f"{where}.{field}: must be a non-empty string; got {url!r}")
+        field = "port" if "port" in settings else "url"
+        try:
+            url = (_check_device_path if field == "port" else _check_url)(settings[field])
+        except ValueRuleError as exc:
+            raise SerialConfigError(f"{where}.{field}: {exc}") from None
         reset_text = settings.get("reset", "none")
         try:
             reset = ResetLine(reset_text)
@@ -124,11 +133,34 @@ def _positive(
     value = settings.get(key, default)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise SerialConfigError(f"{where}.{key}: must be a number > 0; got {value!r}")
-    if kind is int and value != int(value):
-        raise SerialConfigError(f"{where}.{key}: must be a whole number; got {value!r}")
-    return kind(value)
+    try:
+        if kind is int:
+            return check_count(value, 1, _MAX_BAUDRATE)
+        return check_seconds(value)
+    except ValueRuleError as exc:
+        raise SerialConfigError(f"{where}.{key}: {exc}") from None
+
+
+def _check_device_path(value: object) -> str:
+    """A serial device such as /dev/ttyACM0: a plain path, never a pyserial URL
+    (``spy://`` would write a log file, ``loop://`` fake a board)."""
+    return check_absolute_path(value, "the serial device, e.g. /dev/ttyACM0")
+
+
+def _check_url(value: object) -> str:
+    """``socket://HOST:PORT`` or ``rfc2217://HOST:PORT``, nothing after the port."""
+    scheme, separator, address = value.partition("://") if isinstance(value, str) else ("", "", "")
+    if not separator or scheme not in _URL_SCHEMES:
+        raise ValueRuleError(
+            f"{shown(value)} is not socket://HOST:PORT or rfc2217://HOST:PORT; for a local "
+            "device give port: /dev/..."
+        )
+    split_host_port(address)
+    return str(value)
+
+
+_URL_SCHEMES = ("socket", "rfc2217")
+_MAX_BAUDRATE = 20_000_000
 
 
 def open_port(config: SerialPortConfig) -> serial.SerialBase:

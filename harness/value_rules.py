@@ -1,0 +1,215 @@
+"""Rules for untrusted values that reach command lines, ssh config tokens and file systems.
+
+Profiles (and, later, a lab coordinator) are untrusted input (docs/security.md). Every
+host name, user, port, argv word, device path and time bound they give is checked here,
+once, before anything runs. Host names and users follow allowlists that are stricter
+than OpenSSH 9.6's ``valid_hostname`` / ``valid_ruser`` (the CVE-2023-51385 fix): no
+shell metacharacters, no whitespace or control bytes, no leading ``-``.
+
+Each check returns the value it accepted or raises :class:`ValueRuleError`, whose
+message says what is wrong and how to write it; callers put the file and field in front.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import posixpath
+import re
+
+MAX_SECONDS = 86400  # one day: a longer bound is a typo, and would keep a hung test alive
+MAX_HOST_LENGTH = 253  # a DNS name's limit
+MAX_USER_LENGTH = 64  # login and device names
+MAX_WORD_LENGTH = 255
+MAX_PATH_LENGTH = 1024
+_SHOWN = 40  # characters of a bad value quoted in a message
+
+_NAME_CHAR = r"[A-Za-z0-9_.-]"
+_WORD_CHAR = r"[A-Za-z0-9_.:@/+\[\]-]"
+_PATH_CHAR = r"[A-Za-z0-9_.:@+/-]"  # ":" for /dev/serial/by-path/pci-0000:00:14.0-...
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_HOST_PORT = re.compile(r"\[(?P<v6>[^\]]*)\]:(?P<p6>[^:]*)|(?P<host>[^:\[\]]*):(?P<port>[^:]*)")
+
+# Directories whose whole tree belongs to the system: a work_dir is never inside one.
+_SYSTEM_TREES = (
+    "apex", "bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "product",
+    "sbin", "sys", "system", "usr", "vendor",
+)
+# Shared top-level directories: a work_dir may lie below one, never be one.
+_SHARED_ROOTS = ("data", "home", "mnt", "media", "opt", "root", "run", "srv", "tmp", "var")
+
+
+class ValueRuleError(ValueError):
+    """A value breaks a rule; the message says the rule and how to write the value."""
+
+
+def shown(value: object) -> str:
+    """``value`` for a message: its repr, cut to a short prefix."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length() * 30103 // 100000} digits or so"
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _refuse(value: str, char: str, allowed: str) -> None:
+    """Raise naming the first character of ``value`` outside the ``char`` class."""
+    for c in value:
+        if ord(c) < 0x20 or ord(c) == 0x7F:
+            raise ValueRuleError(f"{shown(value)} holds the control byte {c!r}; {allowed}")
+        if c.isspace():
+            raise ValueRuleError(f"{shown(value)} holds whitespace; {allowed}")
+        if not re.fullmatch(char, c):
+            raise ValueRuleError(f"{shown(value)} holds {c!r}, which is not allowed; {allowed}")
+    raise ValueRuleError(f"{shown(value)} is not allowed; {allowed}")
+
+
+def check_host(value: object) -> str:
+    """A host name, an IPv4/IPv6 address (no brackets, no zone) or an ssh config alias."""
+    allowed = (
+        "give a host name, an IP address or a Host alias of the ssh config: letters, "
+        "digits, '.', '-' and '_' (IPv6: hex digits and ':'), not starting with '-'"
+    )
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
+    if len(value) > MAX_HOST_LENGTH:
+        raise ValueRuleError(f"{shown(value)} is longer than {MAX_HOST_LENGTH} characters")
+    if value.startswith("-"):
+        raise ValueRuleError(f"{shown(value)} starts with '-', which ssh reads as an option")
+    if ":" in value:
+        try:
+            address = ipaddress.IPv6Address(value)
+        except ValueError:
+            raise ValueRuleError(f"{shown(value)} is not an IPv6 address; {allowed}") from None
+        if address.scope_id is not None:
+            raise ValueRuleError(f"{shown(value)}: zone ids ('%...') are not accepted; {allowed}")
+        return value
+    if not _NAME.fullmatch(value):
+        _refuse(value, _NAME_CHAR, allowed)
+    return value
+
+
+def check_user(value: object) -> str:
+    """A login name: letters, digits, ``.``, ``-``, ``_``; not starting with ``-``."""
+    allowed = "give a login name: letters, digits, '.', '-' and '_', not starting with '-'"
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
+    if len(value) > MAX_USER_LENGTH:
+        raise ValueRuleError(f"{shown(value)} is longer than {MAX_USER_LENGTH} characters")
+    if value.startswith("-"):
+        raise ValueRuleError(f"{shown(value)} starts with '-', which ssh reads as an option")
+    if not _NAME.fullmatch(value):  # the same alphabet as host names
+        _refuse(value, _NAME_CHAR, allowed)
+    return value
+
+
+def check_port(value: object) -> int:
+    """A TCP port, 1..65535 (0 is refused, never taken to mean 22)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueRuleError(f"must be an integer TCP port, 1..65535; got {shown(value)}")
+    if not 1 <= value <= 65535:
+        raise ValueRuleError(f"must be a TCP port, 1..65535; got {shown(value)}")
+    return value
+
+
+def port_from_text(text: str) -> int:
+    """A port written as text (ssh config ``Port``, ``host:port``)."""
+    if not re.fullmatch(r"[0-9]{1,5}", text):
+        raise ValueRuleError(f"port {shown(text)} is not a number 1..65535")
+    return check_port(int(text))
+
+
+def split_host_port(value: object) -> tuple[str, int]:
+    """``host:port`` or ``[v6addr]:port``, each part checked."""
+    if not isinstance(value, str):
+        raise ValueRuleError(f"must be a string 'host:port'; got {shown(value)}")
+    match = _HOST_PORT.fullmatch(value)
+    if match is None:
+        raise ValueRuleError(f"{shown(value)} is not host:port (IPv6: [addr]:port)")
+    host = match["v6"] if match["v6"] is not None else match["host"]
+    port = match["p6"] if match["p6"] is not None else match["port"]
+    return check_host(host), port_from_text(port)
+
+
+def check_word(value: object, what: str) -> str:
+    """One argv word for a host-side tool (an adb serial, a labgrid place name)."""
+    allowed = f"give {what}: letters, digits and . _ : @ / + - [ ], not starting with '-'"
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
+    if len(value) > MAX_WORD_LENGTH:
+        raise ValueRuleError(f"{shown(value)} is longer than {MAX_WORD_LENGTH} characters")
+    if value.startswith("-"):
+        raise ValueRuleError(f"{shown(value)} starts with '-', which a tool reads as an option")
+    if not re.fullmatch(_WORD_CHAR + "+", value):
+        _refuse(value, _WORD_CHAR, allowed)
+    return value
+
+
+def check_name(value: object) -> str:
+    """A device name: it becomes part of file and directory names, so a plain word."""
+    allowed = "give a name of letters, digits, '.', '-' and '_', not starting with '.' or '-'"
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
+    if len(value) > MAX_USER_LENGTH:
+        raise ValueRuleError(f"{shown(value)} is longer than {MAX_USER_LENGTH} characters")
+    if value[0] in ".-":
+        raise ValueRuleError(f"{shown(value)} starts with {value[0]!r}; {allowed}")
+    if not _NAME.fullmatch(value):
+        _refuse(value, _NAME_CHAR, allowed)
+    return value
+
+
+def check_absolute_path(value: object, what: str) -> str:
+    """An absolute, normalised path: no ``..``, ``.``, ``//`` or trailing ``/``."""
+    allowed = f"give {what} as an absolute path of letters, digits and . _ - + @ : /"
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {shown(value)}; {allowed}")
+    if len(value) > MAX_PATH_LENGTH:
+        raise ValueRuleError(f"{shown(value)} is longer than {MAX_PATH_LENGTH} characters")
+    if not value.startswith("/"):
+        raise ValueRuleError(
+            f"{shown(value)} is relative: it would depend on the current directory; {allowed}"
+        )
+    if not re.fullmatch(_PATH_CHAR + "+", value):
+        _refuse(value, _PATH_CHAR, allowed)
+    normal = posixpath.normpath(value)
+    if normal != value or "//" in value:
+        better = "/" + normal.lstrip("/")
+        raise ValueRuleError(f"{shown(value)} is not normalised: write {shown(better)}")
+    return value
+
+
+def check_work_dir(value: object) -> str:
+    """A device directory the harness may fill: absolute, normalised, not a system one."""
+    path = check_absolute_path(value, "the directory the harness may write to")
+    parts = path.strip("/").split("/")
+    fix = "give a directory of its own, e.g. /tmp/et-harness"
+    if path == "/":
+        raise ValueRuleError(f"'/' is the file system root; {fix}")
+    if parts[0] in _SYSTEM_TREES:
+        raise ValueRuleError(f"{shown(path)} is inside the system directory /{parts[0]}; {fix}")
+    if len(parts) == 1 and parts[0] in _SHARED_ROOTS:
+        raise ValueRuleError(f"{shown(path)} is a shared system directory; {fix}")
+    return path
+
+
+def check_seconds(value: object, limit: float = MAX_SECONDS) -> float:
+    """A time bound: a number > 0 and at most ``limit`` seconds (a day by default)."""
+    rule = f"must be seconds > 0, at most {limit:g} ({limit / 3600:g} h)"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueRuleError(f"{rule}; got {shown(value)}")
+    if (isinstance(value, float) and not math.isfinite(value)) or value <= 0:
+        raise ValueRuleError(f"{rule}; got {shown(value)}")
+    if value > limit:
+        raise ValueRuleError(f"{rule}; got {shown(value)}: lower it")
+    return float(value)
+
+
+def check_count(value: object, low: int, high: int) -> int:
+    """A whole number in ``low..high`` (a baud rate, a size)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer() and low <= value <= high:
+            return int(value)
+        raise ValueRuleError(f"must be a whole number {low}..{high}; got {shown(value)}")
+    if not low <= value <= high:
+        raise ValueRuleError(f"{shown(value)} is outside {low}..{high}")
+    return value
