@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import YamlError, read_yaml
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
@@ -217,6 +218,12 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
             f"{src}: agent.sdk: a prebuilt agent is not built here; give agent.prebuilt or "
             "agent.sdk, not both"
         )
+    sdk_path = None
+    if sdk is not None:
+        try:
+            sdk_path = check_trusted(base / Path(sdk).expanduser(), f"{src}: agent.sdk")
+        except SdkPrefixError as exc:
+            raise ProfileError(str(exc)) from None
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
@@ -243,7 +250,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),
         prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
-        sdk=(base / Path(sdk).expanduser()).resolve() if sdk else None,
+        sdk=sdk_path,
     )
 
 

@@ -4,7 +4,8 @@
 an ExecuTorch install prefix as ``cmake --install`` lays it out: ``include/``,
 ``lib/`` with ``libexecutorch.so`` and the backend libraries, and the CMake package
 (``executorch-config.cmake`` and its version file) in ``lib/cmake/ExecuTorch``,
-``lib/cmake/executorch`` or ``share/cmake``. The package must define the namespaced
+``lib/cmake/executorch`` or ``share/cmake``. A profile may only name a prefix the
+user's environment trusts (:func:`check_trusted`). The package must define the namespaced
 imported targets the wheel's package defines (``executorch::runtime``,
 ``executorch::backend_xnnpack``, ...); the agent's CMake says so if it does not.
 Without either setting the pinned wheel (:mod:`harness.sdk`) is used.
@@ -19,6 +20,9 @@ from pathlib import Path
 from harness.sdk import SdkError, SdkPaths, check_sdk_version
 
 SDK_ENV = "ET_HARNESS_SDK"
+# Prefixes a profile's agent.sdk may name: the user's word, since building against a
+# prefix runs its CMake package here (and, on the host device, its libraries).
+TRUSTED_ENV = "ET_HARNESS_TRUSTED_SDKS"
 
 # Where cmake --install puts the package's config, in the order looked at.
 _CONFIG_DIRS = ("lib/cmake/ExecuTorch", "lib/cmake/executorch", "lib64/cmake/ExecuTorch",
@@ -37,6 +41,24 @@ def prefix_from_environment() -> Path | None:
     """``$ET_HARNESS_SDK`` as a path, or None when it is unset or empty."""
     value = os.environ.get(SDK_ENV, "")
     return Path(value).expanduser() if value else None
+
+
+def check_trusted(prefix: Path, where: str) -> Path:
+    """``prefix`` resolved, if the user trusts it (``$ET_HARNESS_SDK`` or ``$ET_HARNESS_TRUSTED_SDKS``).
+
+    A profile is untrusted input (docs/security.md) and configuring a build against an
+    install prefix runs the CMake code of its package on this machine, so a profile
+    may only name a prefix the user's own environment already names.
+    """
+    resolved = prefix.resolve()
+    named = [os.environ.get(SDK_ENV, ""), *os.environ.get(TRUSTED_ENV, "").split(os.pathsep)]
+    if resolved not in {Path(p).expanduser().resolve() for p in named if p}:
+        raise SdkPrefixError(
+            f"{where}: {resolved} is not a trusted ExecuTorch prefix: building the agent "
+            f"against it runs its CMake package on this machine; add it to {TRUSTED_ENV} "
+            f"(paths separated by '{os.pathsep}') in your environment to allow it"
+        )
+    return resolved
 
 
 def sdk_from_prefix(prefix: Path, where: str = SDK_ENV) -> SdkPaths:

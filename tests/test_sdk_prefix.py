@@ -22,7 +22,7 @@ from harness.messages import Action, Outcome, Request
 from harness.options import OptionsMap
 from harness.profile import ProfileError, load_profile
 from harness.sdk import SdkTooOld, check_sdk_version, ensure_sdk
-from harness.sdk_prefix import SDK_ENV, SdkPrefixError, sdk_from_prefix
+from harness.sdk_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_from_prefix
 from harness.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
 
 
@@ -103,10 +103,21 @@ def test_a_prefix_of_another_abi_is_refused(tmp_path, monkeypatch) -> None:
         ensure_agent("aarch64", sdk_from_prefix(prefix))
 
 
-def test_profile_field_agent_sdk(tmp_path) -> None:
+def test_profile_field_agent_sdk_names_a_prefix_the_user_trusts(tmp_path, monkeypatch) -> None:
     profile = tmp_path / "board.yaml"
+    mine = (tmp_path.parent / "my-et").resolve()
     profile.write_text("transport: {kind: local}\nagent: {sdk: ../my-et}\n")
-    assert load_profile(str(profile)).agent.sdk == (tmp_path.parent / "my-et").resolve()
+    monkeypatch.delenv(SDK_ENV, raising=False)
+    monkeypatch.delenv(TRUSTED_ENV, raising=False)
+    # Untrusted input may not make this machine run a package's CMake code.
+    with pytest.raises(ProfileError, match=f"agent.sdk: {mine} is not a trusted ExecuTorch "
+                                           f"prefix: .* add it to {TRUSTED_ENV}"):
+        load_profile(str(profile))
+    monkeypatch.setenv(TRUSTED_ENV, f"/elsewhere:{mine}")
+    assert load_profile(str(profile)).agent.sdk == mine
+    monkeypatch.delenv(TRUSTED_ENV)
+    monkeypatch.setenv(SDK_ENV, str(mine))
+    assert load_profile(str(profile)).agent.sdk == mine
     profile.write_text("transport: {kind: local}\nagent: {sdk: ../a, prebuilt: ../b}\n")
     with pytest.raises(ProfileError, match="agent.sdk: .* not both"):
         load_profile(str(profile))
