@@ -44,7 +44,7 @@ def prefix_from_environment() -> Path | None:
 
 
 def check_trusted(prefix: Path, where: str) -> Path:
-    """``prefix`` resolved, if the user trusts it (named by one of the two variables).
+    """``prefix`` resolved, if ``$ET_HARNESS_SDK`` or ``$ET_HARNESS_TRUSTED_SDKS`` names it.
 
     A profile is untrusted input (docs/security.md) and configuring a build against an
     install prefix runs the CMake code of its package on this machine, so a profile
