@@ -34,7 +34,8 @@ const char* path_label(uint8_t path) {
 }
 
 StepResult refused(et::Error error, const std::string& what, const std::string& refused_id) {
-  return StepResult{error, what + ": LoadBackendOptionsMap::set_options(\"" + refused_id + "\") refused the entry"};
+  return StepResult{error, what + ": LoadBackendOptionsMap::set_options(\"" + refused_id +
+      "\") refused the entry (id of " + std::to_string(refused_id.size()) + " bytes)"};
 }
 
 // A map built from a backend list of the request.
@@ -76,6 +77,9 @@ et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend,
   return et::Span<et::BackendOption>(options.data() + first, backend.option_count);
 }
 
+// The LOAD directives OwnedOptionsMap::build applies (docs/wire-format.md, "Agent directives").
+constexpr const char* kDirectives = "etb.dup:,etb.id_suffix";
+
 // A wire string as a NUL-terminated C string, in a buffer of ETB_MAX_ID + 1 bytes.
 const char* c_id(etb_str_t id, char (&buf)[ETB_MAX_ID + 1]) {
   const size_t len = std::min<size_t>(id.len, ETB_MAX_ID);
@@ -116,6 +120,7 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("capabilities", kCapabilities);
   report.add_fact("load_paths", kLoadPaths);
   report.add_fact("load_flags", kLoadFlags);
+  report.add_fact("directives", kDirectives);
 }
 
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
@@ -180,6 +185,9 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
       for (const et::BackendOption& option : record.received) {
         report.add_option(option);
       }
+      for (const et::BackendOption& option : record.lookups) {
+        report.add_option(option);
+      }
       if (record.specs_diverged) {
         // A second entry under the same name: what the first diverging init got.
         report.add_entry(probe->name(), 0, 1, 0, ETB_ENTRY_FLAG_PROBE);
@@ -216,6 +224,8 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
     step = spec.path == ETB_LOAD_PROGRAM ? load_program(request, path, method, report)
                                          : load_module(request, path, method, report);
   }
+  const bool loaded = program_ ? program_->has_method(method) : module_ && module_->has_method(method);
+  const et::Error init_status = loaded ? et::Error::Ok : step.error;
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
     std::vector<std::string>& ids = delegate_ids_;
@@ -225,7 +235,31 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
       }
     }
   }
+  if (loaded) {
+    add_output_fact(program_ ? program_->float_outputs(method) : module_->float_outputs(), report);
+  }
   add_probe_entries(report, /*with_received=*/true);
+  add_real_backend_entries(delegate_ids_, init_status, report);
+}
+
+void Agent::add_real_backend_entries(const std::vector<std::string>& delegates, et::Error init_status,
+    ReportBuilder& report) const {
+  for (size_t i = 0; i < delegates.size(); ++i) {
+    const std::string& id = delegates[i];
+    const bool seen = std::find(delegates.begin(), delegates.begin() + i, id) != delegates.begin() + i;
+    if (seen || find_probe(id) != nullptr || et::get_backend_class(id.c_str()) == nullptr) {
+      continue;
+    }
+    // A real backend records nothing the agent can read: what is observable
+    // is whether the method's delegates initialised, i.e. load_method's result.
+    report.add_entry(id, status_of(init_status), 0, 0, 0);
+  }
+}
+
+void Agent::add_output_fact(const std::string& outputs, ReportBuilder& report) {
+  if (!outputs.empty()) {
+    report.add_fact("outputs", outputs.substr(0, ETB_MAX_STRING));
+  }
 }
 
 StepResult Agent::check_delegates(const std::vector<std::string>& actual, const etb_request_t& request,
@@ -343,6 +377,7 @@ void Agent::execute(ReportBuilder& report) {
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
   }
+  add_output_fact(program_ ? program_->float_outputs(method_) : module_->float_outputs(), report);
   add_probe_entries(report, /*with_received=*/false);
 }
 

@@ -45,6 +45,12 @@ class Agent {
   ProbeBackend* find_probe(std::string_view name) const;
   // Entries for the probes whose hooks ran in this request, in first-call order.
   void add_probe_entries(ReportBuilder& report, bool with_received) const;
+  // LOAD: one entry per registered real (non-probe) backend among the
+  // program's delegates, status = init_status.
+  void add_real_backend_entries(const std::vector<std::string>& delegates, et::Error init_status,
+      ReportBuilder& report) const;
+  // Fact "outputs": the method's float outputs after execute, if it has any.
+  static void add_output_fact(const std::string& outputs, ReportBuilder& report);
 
   // Registered probes; the runtime holds pointers to them until the process ends.
   std::vector<std::unique_ptr<ProbeBackend>> probes_;

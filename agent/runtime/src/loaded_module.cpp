@@ -1,6 +1,7 @@
 #include "loaded_module.h"
 
 #include <chrono>
+#include <cstdio>
 #include <utility>
 
 #include "loaded_program.h"
@@ -69,6 +70,22 @@ StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
   const Clock::time_point start = Clock::now();
   auto outputs = module_.execute(method);
   *us = micros_since(start);
+  outputs_.clear();
+  if (outputs.ok()) {
+    for (const et::EValue& output : *outputs) {
+      if (!output.isTensor() || output.toTensor().scalar_type() != executorch::aten::ScalarType::Float) {
+        continue;
+      }
+      const executorch::aten::Tensor tensor = output.toTensor();
+      const float* data = tensor.const_data_ptr<float>();
+      outputs_ += outputs_.empty() ? "" : ";";
+      for (ssize_t j = 0; j < tensor.numel(); ++j) {
+        char number[32];
+        snprintf(number, sizeof(number), j ? ",%g" : "%g", static_cast<double>(data[j]));
+        outputs_ += number;
+      }
+    }
+  }
   return result_of(outputs.ok() ? et::Error::Ok : outputs.error(), "Module::execute(\"" + method + "\")");
 }
 

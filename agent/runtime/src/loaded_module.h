@@ -39,9 +39,17 @@ class LoadedModule {
 
   const std::string& path() const { return path_; }
 
+  bool has_method(const std::string& method) const { return module_.is_method_loaded(method); }
+
+  // The float tensor outputs of the last execute, as LoadedProgram::float_outputs
+  // writes them. (Module paths give a method no inputs: programs with tensor
+  // inputs, such as the XNNPACK program, run on path program.)
+  const std::string& float_outputs() const { return outputs_; }
+
  private:
   const std::string path_;
   std::vector<std::unique_ptr<OwnedOptionsMap>> explicit_maps_;
+  std::string outputs_;
   // Declared last: destroyed first, before the maps its methods may point into.
   executorch::extension::module::Module module_;
 };

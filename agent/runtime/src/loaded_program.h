@@ -6,6 +6,7 @@
 #include <executorch/extension/memory_allocator/malloc_memory_allocator.h>
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/core/exec_aten/exec_aten.h>
 
 #include <cstdint>
 #include <map>
@@ -38,14 +39,34 @@ class LoadedProgram {
   // unchanged as long as the method (the runtime may keep its spans).
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* load_us);
 
+  // Executes a loaded method once. A program with tensor inputs (the XNNPACK
+  // program) gets every input set to a float tensor of ones before each
+  // execute (other input types are refused); probe programs have no inputs.
   StepResult execute(const std::string& method, int64_t* execute_us);
+
+  // A method's float tensor outputs after its last execute, as text: the
+  // elements of each output joined by ",", outputs joined by ";" (%g), or ""
+  // when it has none (or is not loaded).
+  std::string float_outputs(const std::string& method) const;
 
   bool has_method(const std::string& method) const { return methods_.count(method) != 0; }
 
  private:
+  // An input the agent owns and hands to Method::set_input.
+  struct InputTensor {
+    size_t index = 0;
+    std::vector<executorch::aten::SizesType> sizes;
+    std::vector<executorch::aten::DimOrderType> dim_order;
+    std::vector<executorch::aten::StridesType> strides;
+    std::vector<float> data;
+    std::optional<executorch::aten::TensorImpl> impl;
+  };
+
   // One loaded method and what it points into.
   struct LoadedMethod {
+    std::string name;
     std::unique_ptr<OwnedOptionsMap> map;
+    std::vector<InputTensor> inputs;
     std::vector<std::vector<uint8_t>> planned_buffers;
     std::vector<et::Span<uint8_t>> planned_spans;
     std::optional<et::HierarchicalAllocator> planned_memory;
@@ -54,6 +75,7 @@ class LoadedProgram {
   };
 
   StepResult open_file(const std::string& path);
+  StepResult set_inputs(LoadedMethod& loaded);
   std::unique_ptr<executorch::extension::FileDataLoader> loader_;
   std::optional<et::Program> program_;
   executorch::extension::MallocMemoryAllocator method_allocator_;
