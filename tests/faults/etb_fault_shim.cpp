@@ -46,6 +46,11 @@ enum class Fault {
   MergeExplicitWithStored,  // Module::load_method: the stored map fills in the explicit one
   LeakSpecsIntoGetOption,   // get_option: reads back the last init's runtime specs
   SetOptionDropsLast,       // set_option: the last option of a call is not delivered
+  // Real backends (registered names ending in "Backend": XnnpackBackend, QnnBackend,
+  // OpenvinoBackend), where the suites cannot read what the backend received:
+  RealInitWithoutSpecs,     // init: a real backend gets no runtime specs
+  RealSetOptionSwallowed,   // set_option: a real backend is not called, Ok is returned
+  RealGetOptionIgnored,     // get_option: a real backend is not called, values untouched
 };
 
 struct FaultName {
@@ -68,6 +73,9 @@ constexpr FaultName kFaults[] = {
     {"merge_explicit_with_stored", Fault::MergeExplicitWithStored},
     {"leak_specs_into_get_option", Fault::LeakSpecsIntoGetOption},
     {"set_option_drops_last", Fault::SetOptionDropsLast},
+    {"real_init_without_specs", Fault::RealInitWithoutSpecs},
+    {"real_set_option_swallowed", Fault::RealSetOptionSwallowed},
+    {"real_get_option_ignored", Fault::RealGetOptionIgnored},
 };
 
 Fault parse_fault() {
@@ -189,9 +197,15 @@ std::map<std::string, int>& inits_in_this_load() {
 
 // ---- the backend proxy -----------------------------------------------------------
 
+bool ends_with(const std::string& text, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
+
 class ProxyBackend final : public et::BackendInterface {
  public:
-  ProxyBackend(std::string name, et::BackendInterface* real) : name_(std::move(name)), real_(real) {}
+  ProxyBackend(std::string name, et::BackendInterface* real)
+      : name_(std::move(name)), real_(real), is_real_(ends_with(name_, "Backend")) {}
 
   bool is_available() const override { return real_->is_available(); }
 
@@ -201,11 +215,13 @@ class ProxyBackend final : public et::BackendInterface {
     const et::Span<const et::BackendOption> specs = context.runtime_specs();
     last_specs_.assign(specs.begin(), specs.end());
     const int nth = ++inits_in_this_load()[name_];
-    if (!rewrites_specs(fault) && !(fault == Fault::SecondInitEmpty && nth > 1)) {
+    const bool empty = (fault == Fault::SecondInitEmpty && nth > 1) ||
+                       (fault == Fault::RealInitWithoutSpecs && is_real_);
+    if (!rewrites_specs(fault) && !empty) {
       return real_->init(context, processed, compile_specs);
     }
     auto& specs_copy = *new std::vector<et::BackendOption>(specs.begin(), specs.end());  // kept: a backend may hold it
-    if (fault == Fault::SecondInitEmpty) {
+    if (empty) {
       specs_copy.clear();
     }
     for (et::BackendOption& option : specs_copy) {
@@ -222,6 +238,9 @@ class ProxyBackend final : public et::BackendInterface {
   }
 
   et::Error set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) override {
+    if (active() == Fault::RealSetOptionSwallowed && is_real_) {
+      return et::Error::Ok;
+    }
     if (active() == Fault::SetOptionDropsLast && options.size() > 1) {
       const et::Span<et::BackendOption> fewer(options.data(), options.size() - 1);
       return real_->set_option(context, fewer);
@@ -230,6 +249,9 @@ class ProxyBackend final : public et::BackendInterface {
   }
 
   et::Error get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) override {
+    if (active() == Fault::RealGetOptionIgnored && is_real_) {
+      return et::Error::Ok;
+    }
     const et::Error error = real_->get_option(context, options);
     if (active() == Fault::LeakSpecsIntoGetOption) {
       for (et::BackendOption& wanted : options) {
@@ -248,6 +270,7 @@ class ProxyBackend final : public et::BackendInterface {
  private:
   const std::string name_;
   et::BackendInterface* const real_;
+  const bool is_real_;
   mutable std::vector<et::BackendOption> last_specs_;
 };
 
