@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -182,12 +183,16 @@ class SerialBoard:
 
     A fresh agent means a fresh registry, so every link after the first resets the
     board: an emulated board is restarted; a real one is reset through DTR or RTS
-    when its profile wires one (``transport.reset``), else it keeps its state.
+    when its profile wires one (``transport.reset``), else it keeps its state. A board
+    in a lab place with a power port is reset through the lab (``reset``) before
+    every link, the first included, so a pool board starts with a fresh registry.
     """
 
-    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None) -> None:
+    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None,
+                 reset: Callable[[], None] | None = None) -> None:
         self._profile = profile
         self._qemu = qemu
+        self._reset = reset
         self._links = 0
         self._config: SerialPortConfig | None = None
         if qemu is None:
@@ -208,14 +213,21 @@ class SerialBoard:
             return self._qemu.connect(LinkConfig(hello_timeout=timeout, boot_timeout=timeout))
         config = self._config
         assert config is not None  # a real board always has its port settings
-        if self._links and config.reset is ResetLine.NONE:
+        if self._reset is not None:  # through its lab place, before every session
+            self._reset()
+            config = dataclasses.replace(config, wait_boot=False)  # the boot HELLO may be gone
+        elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
         return connect_serial(config, name=self._profile.name)
 
 
-def open_device(profile: DeviceProfile) -> Device:
-    """Bring up the device ``profile`` describes (starting its emulator, if any)."""
+def open_device(profile: DeviceProfile, *,
+                board_reset: Callable[[], None] | None = None) -> Device:
+    """Bring up the device ``profile`` describes (starting its emulator, if any).
+
+    ``board_reset`` resets a serial board from outside (its lab place's power port).
+    """
     with contextlib.ExitStack() as stack:
         if profile.transport == "serial":
             qemu = None
@@ -231,7 +243,7 @@ def open_device(profile: DeviceProfile) -> Device:
                 raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
                                    f"is qemu-mcu; got {profile.emulator!r}")
             check_transport_settings(profile)
-            board = SerialBoard(profile, qemu)
+            board = SerialBoard(profile, qemu, board_reset)
             return Device(profile, None, stack.pop_all(), qemu, board)
         emulator = None
         if profile.emulator is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.device import check_transport_settings
+from harness.farm.labgrid import for_transport_checks
 from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.untrusted_input import brief_plain
 
@@ -56,7 +57,7 @@ def select_profiles(
                 )
             chosen.setdefault(profile.name, profile)
     for profile in chosen.values():
-        check_transport_settings(profile)
+        check_transport_settings(for_transport_checks(profile))
     return tuple(chosen.values())
 
 
