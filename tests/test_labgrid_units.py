@@ -130,7 +130,8 @@ targets:
 
 
 def test_an_acquired_places_resources_give_the_address():
-    resources = parse_env(ENV, "lab-a")
+    place, resources = parse_env(ENV)
+    assert place == "lab-a"
     assert resources == LabResources(
         ServiceAddress("127.0.0.2", 2222, "etdevice"), SerialAddress("127.0.0.2", 33721, 115200),
         power=True,
@@ -151,7 +152,8 @@ def test_an_acquired_places_resources_give_the_address():
         (("port: 33721", "port: null"), r"NetworkSerialPort.port: none; the exporter has not"),
         (("host: 127.0.0.2\n", "host: 'evil host'\n"), r"NetworkSerialPort.host: "),
         (("speed: 115200", "speed: 0"), r"NetworkSerialPort.speed: "),
-        (("  lab-a:", "  other:"), r"no targets.lab-a.resources"),
+        (("    resources:", "    things:"), r"no targets.lab-a.resources"),
+        (("  lab-a:", "  -rf:"), r"targets: .*starts with '-'"),
         (("    - NetworkService:", "    - NetworkService: 3\n    - X:"), r"not a mapping"),
         (("port: 2222", "port: &a [*a]"), r"not valid YAML|recursive|alias"),
     ],
@@ -159,13 +161,13 @@ def test_an_acquired_places_resources_give_the_address():
 def test_hostile_lab_data_is_refused_naming_the_field(change, message):
     text = ENV.replace(*change, 1)
     with pytest.raises(LabResourceError, match=message):
-        parse_env(text, "lab-a")
+        parse_env(text)
 
 
 def test_two_serial_ports_on_one_place_are_ambiguous():
     text = ENV + "    - NetworkSerialPort: {host: 127.0.0.2, port: 1, speed: 9600}\n"
     with pytest.raises(LabResourceError, match="2 NetworkSerialPort resources"):
-        parse_env(text, "lab-a")
+        parse_env(text)
 
 
 PLACES = """\
@@ -198,6 +200,7 @@ def test_the_coordinators_view_names_holders_and_reservations():
     assert a.matches(LabgridPlace(tags=(("pool", "lab"),)))
     assert not a.matches(LabgridPlace(place="lab-b"))
     assert "acquired by runner1/ci-pid4242-123456" in a.describe()
+    assert (a.patterns, b.patterns) == (("exp-a/mcu/*",), ("exp-b/mcu/*",))
 
 
 def test_an_identity_is_one_process_and_says_when_it_is_gone():

@@ -29,7 +29,14 @@ from harness.profile import DeviceProfile, ProfileError
 from harness.strict_yaml import read_yaml
 from harness.transport.base import DeviceUnavailable
 from harness.untrusted_input import InputFileError, brief
-from harness.value_rules import ValueRuleError, check_count, check_host, check_port, check_user
+from harness.value_rules import (
+    ValueRuleError,
+    check_count,
+    check_host,
+    check_port,
+    check_user,
+    check_word,
+)
 
 # Transport fields that come from the lab, never from a lab profile.
 LAB_FIELDS = {"ssh": ("host", "port", "user"), "serial": ("url", "port")}
@@ -76,15 +83,22 @@ class LabResources:
     power: bool = False  # the place has a power port (NetworkPowerPort and the like)
 
 
-def parse_env(text: str, place: str) -> LabResources:
-    """The resources in ``labgrid-client env`` output for ``place``; :class:`LabResourceError`."""
-    source = f"labgrid place {place!r} (labgrid-client env)"
+def parse_env(text: str) -> tuple[str, LabResources]:
+    """The place and its resources in ``labgrid-client env`` output; :class:`LabResourceError`."""
+    source = "the acquired labgrid place (labgrid-client env)"
     try:
         data = read_yaml(text, source)
     except InputFileError as exc:
         raise LabResourceError(str(exc)) from None
     targets = data.get("targets") if isinstance(data, Mapping) else None
-    target = targets.get(place) if isinstance(targets, Mapping) else None
+    if not isinstance(targets, Mapping) or len(targets) != 1:
+        raise LabResourceError(f"{source}: not one place under 'targets'")
+    ((place, target),) = targets.items()
+    try:
+        place = check_word(place, "the labgrid place's name")
+    except ValueRuleError as exc:
+        raise LabResourceError(f"{source}: targets: {exc}") from None
+    source = f"labgrid place {place!r} (labgrid-client env)"
     listed = target.get("resources") if isinstance(target, Mapping) else None
     if not isinstance(listed, list):
         raise LabResourceError(f"{source}: no targets.{place}.resources list")
@@ -99,7 +113,7 @@ def parse_env(text: str, place: str) -> LabResources:
     service = _one(by_class, "NetworkService", source, _service)
     serial = _one(by_class, "NetworkSerialPort", source, _serial)
     power = any(cls.endswith("PowerPort") for cls in by_class)
-    return LabResources(service, serial, power)
+    return place, LabResources(service, serial, power)
 
 
 def _one(by_class: Mapping[str, list[tuple[str, Mapping[str, Any]]]], cls: str, source: str,

@@ -38,6 +38,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,7 @@ CLIENT = "labgrid-client"
 _COMMAND_TIMEOUT_S = 30.0
 _OUTPUT_LIMIT = 256 * 1024  # what a labgrid-client call may print before it is refused
 _TOKEN = re.compile(r"LG_TOKEN=([A-Za-z0-9_-]{1,64})")
+_ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})$", re.M)
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
 _RESETS = ("none", "power")
@@ -65,6 +68,18 @@ class LabgridNotInstalled(ProfileError):
 
 class LabgridError(DeviceUnavailable):
     """labgrid's client failed, or printed something the harness does not accept."""
+
+
+class LabgridTimeout(LabgridError):
+    """A ``labgrid-client`` call ran past its time; ``output`` is what it printed until then."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+class StaleHolderReleased(UserWarning):
+    """A place held by a dead run of this host was released so that this run can use it."""
 
 
 class LabgridBusy(LabgridError):
@@ -234,6 +249,7 @@ class LabIdentity:
 
 _PLACE_LINE = re.compile(r"Place '(?P<name>[^']{1,200})':")
 _FIELD_LINE = re.compile(r"  (?P<key>[a-z ]{1,40}): ?(?P<value>.{0,1000})")
+_MATCH_LINE = re.compile(r"    [A-Za-z0-9_.*?-]{1,100}(/[A-Za-z0-9_.*?-]{1,100}){2,3}( -> \S+)?")
 
 
 @dataclass(frozen=True)
@@ -245,6 +261,7 @@ class PlaceState:
     acquired: str | None  # HOST/USER of the holder
     reservation: str | None  # the token it is allocated to
     comment: str = ""
+    patterns: tuple[str, ...] = ()  # its matches, exporter/group/class[/name]
 
     def matches(self, wanted: LabgridPlace) -> bool:
         if wanted.place is not None:
@@ -261,35 +278,34 @@ class PlaceState:
 def parse_places(text: str) -> list[PlaceState]:
     """The places in ``labgrid-client -v places`` output (other lines are ignored)."""
     places: list[PlaceState] = []
-    fields: dict[str, str] = {}
-    name: str | None = None
-
-    def finish() -> None:
-        if name is not None:
-            tags = tuple(sorted(
-                tuple(pair.split("=", 1)) for pair in fields.get("tags", "").split(", ")
-                if "=" in pair
-            ))  # type: ignore[misc]
-            acquired = fields.get("acquired", "None")
-            reservation = fields.get("reservation", "None")
-            places.append(PlaceState(
-                name, tags,  # type: ignore[arg-type]
-                None if acquired in ("None", "") else acquired,
-                None if reservation in ("None", "") else reservation,
-                fields.get("comment", ""),
-            ))
-
-    for line in text.splitlines():
-        start = _PLACE_LINE.fullmatch(line)
-        if start is not None:
-            finish()
-            name, fields = start["name"], {}
+    for block in re.split(r"^(?=Place ')", text, flags=re.M):
+        lines = block.splitlines()
+        start = _PLACE_LINE.fullmatch(lines[0]) if lines else None
+        if start is None:
             continue
-        field = _FIELD_LINE.fullmatch(line)
-        if field is not None and name is not None:
-            fields.setdefault(field["key"], field["value"].strip())
-    finish()
+        fields: dict[str, str] = {}
+        patterns: list[str] = []
+        key = ""
+        for line in lines[1:]:
+            field = _FIELD_LINE.fullmatch(line)
+            if field is not None:
+                key = field["key"]
+                fields.setdefault(key, field["value"].strip())
+            elif key == "matches" and _MATCH_LINE.fullmatch(line):
+                patterns.append(line.strip())
+        tags = tuple(sorted(
+            (k, v) for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
+            if v
+        ))
+        places.append(PlaceState(
+            start["name"], tags, _none(fields.get("acquired")), _none(fields.get("reservation")),
+            fields.get("comment", ""), tuple(patterns),
+        ))
     return places
+
+
+def _none(value: str | None) -> str | None:
+    return None if value in (None, "", "None") else value
 
 
 # ---- one reservation ------------------------------------------------------------------------
@@ -320,13 +336,15 @@ class LabgridClient:
             identity: LabIdentity | None = None) -> str:
         """Run ``labgrid-client ARGS`` and return what it printed; :class:`LabgridError`."""
         argv = self.argv(*args)
-        env = {**os.environ, **(identity or self.identity).environment()}
+        env = {**os.environ, **(identity or self.identity).environment(),
+               "PYTHONUNBUFFERED": "1"}  # a token printed before a timeout is not lost
         try:
             done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
                                   env=env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise LabgridError(
-                f"'{CLIENT} {' '.join(args)}' did not finish within {timeout:.1f} s"
+        except subprocess.TimeoutExpired as exc:
+            printed = (exc.stdout or b"")[:_OUTPUT_LIMIT].decode(errors="replace")
+            raise LabgridTimeout(
+                f"'{CLIENT} {' '.join(args)}' did not finish within {timeout:.1f} s", printed
             ) from None
         except OSError as exc:
             raise LabgridError(f"cannot run {argv[0]}: {exc}") from None
@@ -362,55 +380,58 @@ class LabgridReservation:
         self.lab = LabgridClient(client, wanted.coordinator, identity or LabIdentity.this_process())
         self.token: str | None = None
         self.held: HeldPlace | None = None
+        self.stale_released: list[str] = []  # places this run took back from dead runs
 
     def acquire(self, timeout: float) -> HeldPlace:
         """Reserve, wait at most ``timeout`` s for an allocation, acquire; the place held.
 
         :class:`LabgridBusy` names who holds the matching places when none came free.
         """
-        self.release_stale()
-        output = self.lab.run(["reserve", "--shell", *self.wanted.filters])
-        match = _TOKEN.search(output)
-        if match is None:
+        deadline = time.monotonic() + timeout
+        states = self.release_stale()
+        try:
+            output = self.lab.run(["reserve", "--wait", "--shell", *self.wanted.filters],
+                                  timeout=max(timeout, 0.1))
+        except LabgridTimeout as exc:
+            self.token = _token(exc.output)
+            self.release()
+            raise LabgridBusy(
+                f"{self.wanted.what} was not allocated within {timeout:.1f} s: "
+                f"{self._holders()} (raise --lock-timeout, or free a place: "
+                f"'{CLIENT} -p PLACE release-from HOLDER')"
+            ) from None
+        self.token = _token(output)
+        if self.token is None:
             raise LabgridError(
                 f"{self.wanted.what}: '{CLIENT} reserve' printed no LG_TOKEN: {output[:200]!r}"
             )
-        self.token = match.group(1)
         try:
-            try:
-                self.lab.run(["wait", self.token], timeout=max(timeout, 0.1))
-            except LabgridError as exc:
-                raise LabgridBusy(
-                    f"{self.wanted.what} was not allocated within {timeout:.1f} s: "
-                    f"{self._holders()} (raise --lock-timeout, or free a place: "
-                    f"'{CLIENT} -p PLACE release-from HOLDER'); {exc}"
-                ) from None
-            place = self._allocated_place()
-            try:
-                self.lab.run(["-p", f"+{self.token}", "acquire"])
-            except LabgridError as exc:
-                raise LabgridBusy(f"{self.wanted.what}: cannot acquire {place}: {exc}; "
-                                  f"{self._holders()}") from None
-            self.held = HeldPlace(place, (), LabResources())  # acquired: release() undoes it
-            resources = parse_env(self.lab.run(["-p", place, "env"]), place)
-            self.held = HeldPlace(place, self._exporters(place), resources)
+            acquired = self._acquire_allocated(deadline)
+            name = _ACQUIRED.search(acquired)
+            if name is None:
+                raise LabgridError(f"{self.wanted.what}: '{CLIENT} acquire' did not say which "
+                                   f"place: {acquired[:200]!r}")
+            self.held = HeldPlace(name["place"], (), LabResources())  # release() undoes it
+            place, resources = parse_env(self.lab.run(["-p", name["place"], "env"]))
+            self.held = HeldPlace(place, _exporters(states, place), resources)
         except BaseException:
             self.release()
             raise
         return self.held
 
-    def _allocated_place(self) -> str:
-        assert self.token is not None
-        for state in self.lab.places():
-            if state.reservation == self.token:
-                return state.name
-        raise LabgridError(f"{self.wanted.what}: reservation {self.token} was allocated, but no "
-                           "place names it (cancelled by someone else?)")
-
-    def _exporters(self, place: str) -> tuple[str, ...]:
-        shown = self.lab.run(["-p", place, "show"])
-        found = re.findall(r"^    ([A-Za-z0-9_.-]{1,100})/[^/\s]+/[^/\s]+/[^/\s]+$", shown, re.M)
-        return tuple(dict.fromkeys(found))
+    def _acquire_allocated(self, deadline: float) -> str:
+        """``-p +TOKEN acquire``; what it printed. An exporter frees a released place's
+        resources a moment after the coordinator says so (ser2net takes about a second
+        to stop), so an acquisition refused for that reason is tried again until
+        ``deadline``."""
+        while True:
+            try:
+                return self.lab.run(["-p", f"+{self.token}", "acquire"])
+            except LabgridError as exc:
+                if "Failed to acquire resources" not in str(exc) or time.monotonic() > deadline:
+                    raise LabgridBusy(f"{self.wanted.what}: cannot acquire the allocated "
+                                      f"place: {exc}; {self._holders()}") from None
+            time.sleep(0.2)  # the exporter gives no notice when it has let them go
 
     def _holders(self) -> str:
         try:
@@ -437,20 +458,36 @@ class LabgridReservation:
             if held is not None:
                 self.lab.run(["-p", held.name, "release"])
 
-    def release_stale(self) -> list[str]:
-        """Release places acquired by dead processes of this host (a ``kill -9``'d run)."""
+    def release_stale(self) -> list[PlaceState]:
+        """Release places acquired by dead processes of this host (a ``kill -9``'d run);
+        the coordinator's view of the places from before."""
         host = self.lab.identity.host
-        released = []
-        for state in self.lab.places():
+        states = self.lab.places()
+        for state in states:
             holder = LabIdentity.parse(state.acquired or "")
             if holder is None or not holder.is_gone_from(host):
                 continue
             if state.reservation is not None:
-                try:
+                try:  # first, or the place stays allocated to the dead run's reservation
                     self.lab.run(["cancel-reservation", state.reservation], identity=holder)
                 except LabgridError:
-                    pass  # expired meanwhile
+                    pass  # it expired meanwhile
             self.lab.run(["-p", state.name, "release-from", holder.owner])
-            released.append(state.name)
-        return released
+            self.stale_released.append(state.name)
+            warnings.warn(StaleHolderReleased(
+                f"released labgrid place {state.name}, held by {holder.owner} (a run that is "
+                "gone)"), stacklevel=2)
+        return states
 
+
+def _token(output: str) -> str | None:
+    match = _TOKEN.search(output)
+    return match.group(1) if match else None
+
+
+def _exporters(states: list[PlaceState], place: str) -> tuple[str, ...]:
+    """The exporters a place's matches name (``exporter/group/class``), from the listing."""
+    for state in states:
+        if state.name == place:
+            return tuple(dict.fromkeys(m.split("/")[0] for m in state.patterns))
+    return ()
