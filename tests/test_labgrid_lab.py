@@ -24,6 +24,7 @@ import pytest
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.farm.labgrid import LabIdentity, parse_places
+from harness.lifecycle.reap import descendants
 from tests.prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,16 +197,41 @@ def test_two_pool_profiles_with_two_workers_use_two_places_at_once(lab, devices,
     _all_free(lab)
 
 
-def test_a_killed_runs_place_is_released_by_the_next_run(lab, devices, tmp_path):
-    first = _pytest(devices, tmp_path / "killed", "--device", "lab-a", "--lock-timeout", "60")
+def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path
+                         ) -> tuple[subprocess.Popen[str], str]:
+    """A run on place lab-a, once the coordinator says it holds lab-a; its identity."""
+    run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60")
     deadline = time.monotonic() + 120
-    holder = None
-    while holder is None:
-        assert time.monotonic() < deadline, "the first run never acquired lab-a"
-        states = {s.name: s for s in parse_places(lab.client("-v", "places"))}
-        holder = states["lab-a"].acquired
-    assert _pid_of(holder) == first.pid
-    os.killpg(first.pid, signal.SIGKILL)  # the run and everything in its process group
+    while True:
+        assert time.monotonic() < deadline and run.poll() is None, "the run never held lab-a"
+        holder = {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"]
+        if holder is not None:
+            assert _pid_of(holder) == run.pid
+            return run, holder
+
+
+def _janitor_of(pid: int) -> int:
+    found = [child for child in descendants({pid})
+             if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    assert len(found) == 1, f"one janitor under {pid}: {found}"
+    return found[0]
+
+
+def test_a_killed_runs_janitor_hands_its_place_back(lab, devices, tmp_path):
+    run, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed")
+    os.killpg(run.pid, signal.SIGKILL)  # the janitor is in a session of its own: it lives on
+    run.communicate()
+    deadline = time.monotonic() + 60
+    while {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"]:
+        assert time.monotonic() < deadline, f"lab-a still held by {holder} after 60 s"
+    _all_free(lab)
+
+
+def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
+        lab, devices, tmp_path):
+    first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed")
+    os.kill(_janitor_of(first.pid), signal.SIGKILL)
+    os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
     first.communicate()
     assert {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"] \
         == holder  # the coordinator never expires an acquired place

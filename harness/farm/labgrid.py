@@ -23,9 +23,11 @@ cancelled token until the coordinator's next 15 s scheduling pass.
 Every process is its own labgrid owner, ``HOST/USER-pidPID-START`` (START is the
 process's start time, which guards against PID reuse), so two xdist workers are
 two owners and a run's holdings say which process holds them. The coordinator
-never expires an acquired place; before reserving, a run releases (and cancels the
+never expires an acquired place, so a run that dies holding one hands it back twice
+over: its janitor (:mod:`harness.lifecycle.janitor`, which outlives a ``kill -9``)
+runs the same hand-over; and before reserving, a run releases (and cancels the
 reservation of) every place acquired by an identity of this host whose process is
-gone — a run killed with ``kill -9``.
+gone, for when the janitor died too.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
+from harness.lifecycle import owner
 from harness.lifecycle.reap import start_time
 from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import DeviceUnavailable
@@ -381,6 +384,7 @@ class LabgridReservation:
         self.token: str | None = None
         self.held: HeldPlace | None = None
         self.stale_released: list[str] = []  # places this run took back from dead runs
+        self._recorded: list[list[str]] = []  # this reservation's hand-back commands
 
     def acquire(self, timeout: float) -> HeldPlace:
         """Reserve, wait at most ``timeout`` s for an allocation, acquire; the place held.
@@ -406,12 +410,14 @@ class LabgridReservation:
                 f"{self.wanted.what}: '{CLIENT} reserve' printed no LG_TOKEN: {output[:200]!r}"
             )
         try:
+            self._set_hand_back()  # before acquiring: a kill may come during the call
             acquired = self._acquire_allocated(deadline)
             name = _ACQUIRED.search(acquired)
             if name is None:
                 raise LabgridError(f"{self.wanted.what}: '{CLIENT} acquire' did not say which "
                                    f"place: {acquired[:200]!r}")
             self.held = HeldPlace(name["place"], (), LabResources())  # release() undoes it
+            self._set_hand_back()
             place, resources = parse_env(self.lab.run(["-p", name["place"], "env"]))
             self.held = HeldPlace(place, _exporters(states, place), resources)
         except BaseException:
@@ -455,8 +461,30 @@ class LabgridReservation:
             if token is not None:
                 self.lab.run(["cancel-reservation", token])
         finally:
-            if held is not None:
-                self.lab.run(["-p", held.name, "release"])
+            try:
+                if held is not None:
+                    self.lab.run(["-p", held.name, "release"])
+            finally:
+                self._set_hand_back()
+
+    def _set_hand_back(self) -> None:
+        """Record what this process's janitor runs if the process dies holding the place:
+        the same hand-over, as commands that need no identity (``release-from`` this
+        one). Until the place's name is known, it is found through the token."""
+        commands: list[list[str]] = []
+        mine = self.lab.identity.owner
+        if self.held is not None and self.token is not None:
+            commands = [self.lab.argv("cancel-reservation", self.token),
+                        self.lab.argv("-p", self.held.name, "release-from", mine)]
+        elif self.token is not None:
+            commands = [self.lab.argv("-p", f"+{self.token}", "release-from", mine),
+                        self.lab.argv("cancel-reservation", self.token)]
+        me = owner.current()
+        for argv in self._recorded:
+            me.remove_hand_back(argv)
+        for argv in commands:
+            me.add_hand_back(argv)
+        self._recorded = commands
 
     def release_stale(self) -> list[PlaceState]:
         """Release places acquired by dead processes of this host (a ``kill -9``'d run);
