@@ -212,3 +212,19 @@ def test_an_identity_is_one_process_and_says_when_it_is_gone():
     assert dead.is_gone_from(me.host)
     assert not dead.is_gone_from("another-host")  # never judge another machine's processes
     assert LabIdentity.parse("runner1/ci") is None  # a person, not a harness run
+
+
+def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
+    from harness.emulators.ser2net_loopback import rewrite
+
+    argv = ["-d", "-n", "-Y", "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp,4001",
+            "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
+            "-Y", "  options:", "-Y", "    max-connections: 10"]
+    assert rewrite(argv, "127.0.0.2") == [
+        "-d", "-n", "-Y",
+        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),127.0.0.2,4001",
+        "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
+        "-Y", "  options:", "-Y", "    chardelay: false", "-Y", "    max-connections: 10"]
+    assert rewrite(["-v"], "127.0.0.3") == ["-v"]
+    with pytest.raises(ValueError):
+        rewrite(argv, "0.0.0.0,9;x")  # an address only, never ser2net syntax
