@@ -251,7 +251,7 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
     subprocess.run(argv, env=holder_env, check=True, capture_output=True)
     try:
         run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
-        output = _finish(run)
+        _finish(run)
     finally:
         subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=holder_env, check=True,
                        capture_output=True)

@@ -124,7 +124,7 @@ class PowerSwitch:
         boards_by_index = dict(enumerate(boards))
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:  # http.server's name
                 parts = self.path.strip("/").split("/")
                 try:
                     board = boards_by_index[int(parts[1])]

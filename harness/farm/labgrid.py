@@ -58,7 +58,7 @@ CLIENT = "labgrid-client"
 _COMMAND_TIMEOUT_S = 30.0
 _OUTPUT_LIMIT = 256 * 1024  # what a labgrid-client call may print before it is refused
 _TOKEN = re.compile(r"LG_TOKEN=([A-Za-z0-9_-]{1,64})")
-_ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})$", re.M)
+_ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})$", re.MULTILINE)
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
 _RESETS = ("none", "power")
@@ -281,7 +281,7 @@ class PlaceState:
 def parse_places(text: str) -> list[PlaceState]:
     """The places in ``labgrid-client -v places`` output (other lines are ignored)."""
     places: list[PlaceState] = []
-    for block in re.split(r"^(?=Place ')", text, flags=re.M):
+    for block in re.split(r"^(?=Place ')", text, flags=re.MULTILINE):
         lines = block.splitlines()
         start = _PLACE_LINE.fullmatch(lines[0]) if lines else None
         if start is None:
