@@ -221,13 +221,12 @@ def _cmd_emu(args: argparse.Namespace) -> int:
 
 def _cmd_devices(_: argparse.Namespace) -> int:
     from harness.device import check_transport_settings
-    from harness.farm.labgrid import for_transport_checks
-
+    
     invalid = 0
     for name in profile_names():
         try:
             profile = load_profile(name)
-            check_transport_settings(for_transport_checks(profile))
+            check_transport_settings(profile)
         except ProfileError as exc:
             print(f"{name:<12} INVALID {exc}")
             invalid += 1

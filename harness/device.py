@@ -22,6 +22,7 @@ from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
+from harness.farm.labgrid import for_transport_checks
 from harness.lifecycle.owner import owned_directory
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
@@ -261,7 +262,10 @@ def check_transport_settings(profile: DeviceProfile) -> None:
 
     :class:`ProfileError` names the file and the field; devices are opened later,
     so this lets a listing or a run refuse a broken profile before anything starts.
+    A lab profile is checked without its labgrid setting, with stand-ins for the
+    address its place will give (:func:`harness.farm.labgrid.for_transport_checks`).
     """
+    profile = for_transport_checks(profile)
     if profile.emulator is not None:
         return  # the emulator supplies them; open_device refuses fields it would set
     if profile.transport == "local" and profile.settings:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.device import check_transport_settings
-from harness.farm.labgrid import for_transport_checks
 from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.untrusted_input import brief_plain
 
@@ -57,7 +56,7 @@ def select_profiles(
                 )
             chosen.setdefault(profile.name, profile)
     for profile in chosen.values():
-        check_transport_settings(for_transport_checks(profile))
+        check_transport_settings(profile)
     return tuple(chosen.values())
 
 
