@@ -221,7 +221,7 @@ def _cmd_emu(args: argparse.Namespace) -> int:
 
 def _cmd_devices(_: argparse.Namespace) -> int:
     from harness.device import check_transport_settings
-    
+
     invalid = 0
     for name in profile_names():
         try:
