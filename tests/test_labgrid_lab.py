@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
-from harness.farm.labgrid import LabIdentity, parse_places
+from harness.farm.lab_places import LabIdentity, parse_places
 from harness.lifecycle.reap import descendants
 from tests.prerequisites import require
 

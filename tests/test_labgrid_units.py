@@ -21,13 +21,12 @@ from harness.farm.lab_resources import (
     parse_env,
     with_lab_address,
 )
+from harness.farm.lab_places import LabIdentity, parse_places
 from harness.farm.labgrid import (
     LabgridNotInstalled,
     LabgridPlace,
-    LabIdentity,
     find_client,
     for_transport_checks,
-    parse_places,
     without_labgrid,
 )
 from harness.farm.selection import select_profiles

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
-from harness.farm.labgrid import LabgridPlace, LabgridReservation, LabIdentity, find_client
+from harness.farm.lab_places import LabIdentity
+from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client
 from harness.messages import Action, Request
 from harness.profile import parse_profile
 from harness.serial_link import SerialLink
