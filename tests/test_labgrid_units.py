@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from harness.farm.lab_places import LabIdentity, parse_places
 from harness.farm.lab_resources import (
     LabResourceError,
     LabResources,
@@ -21,7 +22,6 @@ from harness.farm.lab_resources import (
     parse_env,
     with_lab_address,
 )
-from harness.farm.lab_places import LabIdentity, parse_places
 from harness.farm.labgrid import (
     LabgridNotInstalled,
     LabgridPlace,
@@ -227,3 +227,20 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
     assert rewrite(["-v"], "127.0.0.3") == ["-v"]
     with pytest.raises(ValueError):
         rewrite(argv, "0.0.0.0,9;x")  # an address only, never ser2net syntax
+
+
+def test_a_client_that_prints_without_end_is_refused_within_bounds(tmp_path):
+    from harness.farm.labgrid import LabgridClient, LabgridError, LabgridTimeout
+
+    flood = tmp_path / "labgrid-client"
+    flood.write_text("#!/bin/sh\nhead -c 50000000 /dev/zero\n")
+    flood.chmod(0o755)
+    client = LabgridClient(str(flood), None, LabIdentity.this_process())
+    with pytest.raises(LabgridError, match="printed more than 262144 bytes; refused"):
+        client.run(["-v", "places"])
+    hang = tmp_path / "hanging-client"
+    hang.write_text("#!/bin/sh\necho 'export LG_TOKEN=ABC123'\nexec sleep 60\n")
+    hang.chmod(0o755)
+    with pytest.raises(LabgridTimeout) as caught:
+        LabgridClient(str(hang), None, LabIdentity.this_process()).run(["reserve"], timeout=1.0)
+    assert "LG_TOKEN=ABC123" in caught.value.output  # the token is kept, to cancel it

@@ -38,11 +38,13 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
@@ -231,29 +233,64 @@ class LabgridClient:
         env = {**os.environ, **(identity or self.identity).environment(),
                "PYTHONUNBUFFERED": "1"}  # a token printed before a timeout is not lost
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                                  env=env, stdin=subprocess.DEVNULL)
+            returncode, stdout, stderr = _run_bounded(argv, env, timeout)
         except subprocess.TimeoutExpired as exc:
-            printed = (exc.stdout or b"")[:_OUTPUT_LIMIT].decode(errors="replace")
+            printed = bytes(exc.output or b"").decode(errors="replace")
             raise LabgridTimeout(
                 f"'{CLIENT} {' '.join(args)}' did not finish within {timeout:.1f} s", printed
             ) from None
         except OSError as exc:
             raise LabgridError(f"cannot run {argv[0]}: {exc}") from None
-        if len(done.stdout) > _OUTPUT_LIMIT:
+        if stdout is None:
             raise LabgridError(
                 f"'{CLIENT} {' '.join(args)}' printed more than {_OUTPUT_LIMIT} bytes; refused"
             )
-        if done.returncode != 0:
-            errors = (done.stderr or done.stdout).decode(errors="replace").strip()
+        if returncode != 0:
+            errors = (stderr or stdout).decode(errors="replace").strip()
             raise LabgridError(
-                f"'{CLIENT} {' '.join(args)}' failed with exit code {done.returncode}: "
+                f"'{CLIENT} {' '.join(args)}' failed with exit code {returncode}: "
                 f"{_last_line(errors)}"
             )
-        return done.stdout.decode(errors="replace")
+        return stdout.decode(errors="replace")
 
     def places(self) -> list[PlaceState]:
         return parse_places(self.run(["-v", "places"]))
+
+
+def _run_bounded(argv: list[str], env: dict[str, str], timeout: float
+                 ) -> tuple[int, bytes | None, bytes]:
+    """Run ``argv``; (exit status, stdout or None if longer than the limit, stderr's first
+    bytes). Output past the limit is read and dropped, so a client relaying a hostile
+    coordinator cannot fill this process's memory. ``TimeoutExpired.output``: stdout so far."""
+    kept: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
+    overflow: set[int] = set()
+
+    def drain(stream: IO[bytes], which: int) -> None:
+        while chunk := stream.read(65536):
+            room = _OUTPUT_LIMIT - len(kept[which])
+            kept[which] += chunk[:max(room, 0)]
+            if len(chunk) > room:
+                overflow.add(which)
+
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env) as process:
+        assert process.stdout is not None and process.stderr is not None
+        readers = [threading.Thread(target=drain, args=(process.stdout, 1), daemon=True),
+                   threading.Thread(target=drain, args=(process.stderr, 2), daemon=True)]
+        for reader in readers:
+            reader.start()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            for reader in readers:
+                reader.join(5.0)
+            raise subprocess.TimeoutExpired(argv, timeout, output=bytes(kept[1])) from None
+        for reader in readers:
+            reader.join(5.0)
+    stdout = None if 1 in overflow else bytes(kept[1])
+    return process.returncode, stdout, bytes(kept[2][-4096:])
 
 
 def _last_line(text: str) -> str:
