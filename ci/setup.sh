@@ -14,6 +14,7 @@ APT_PACKAGES=(
   adb                                # the real adb client (adb-emu, Android devices)
   openssh-server openssh-client socat passwd   # ssh-emu
   iproute2 util-linux procps         # network namespaces, unshare, ps
+  ser2net                            # serial ports of the emulated labgrid lab
   chromium                           # the HTML report, checked in a real browser
 )
 
@@ -32,5 +33,12 @@ if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e '.[labgrid]'
+# labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
+# pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
+# machine without labgrid has, and what the serial code is written for), so it goes
+# last, every time; `pip check` is still satisfied (both distributions are installed).
+.venv/bin/python -m pip install -q --force-reinstall --no-deps 'pyserial==3.5'
+.venv/bin/python -c 'import serial, sys; sys.exit(serial.__version__ != "3.5")' || {
+  echo "ci/setup.sh: serial/ is not stock pyserial 3.5" >&2; exit 1; }
 echo "ci/setup.sh: ready (.venv/bin/pytest, .venv/bin/et-harness)"

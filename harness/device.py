@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -21,6 +22,7 @@ from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
+from harness.farm.labgrid import for_transport_checks
 from harness.lifecycle.owner import owned_directory
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
@@ -211,12 +213,16 @@ class SerialBoard:
 
     A fresh agent means a fresh registry, so every link after the first resets the
     board: an emulated board is restarted; a real one is reset through DTR or RTS
-    when its profile wires one (``transport.reset``), else it keeps its state.
+    when its profile wires one (``transport.reset``), else it keeps its state. A board
+    in a lab place with a power port is reset through the lab (``reset``) before
+    every link, the first included, so a pool board starts with a fresh registry.
     """
 
-    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None) -> None:
+    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None,
+                 reset: Callable[[], None] | None = None) -> None:
         self._profile = profile
         self._qemu = qemu
+        self._reset = reset
         self._links = 0
         self._config: SerialPortConfig | None = None
         if qemu is None:
@@ -237,14 +243,21 @@ class SerialBoard:
             return self._qemu.connect(LinkConfig(hello_timeout=timeout, boot_timeout=timeout))
         config = self._config
         assert config is not None  # a real board always has its port settings
-        if self._links and config.reset is ResetLine.NONE:
+        if self._reset is not None:  # through its lab place, before every session
+            self._reset()
+            config = dataclasses.replace(config, wait_boot=False)  # the boot HELLO may be gone
+        elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
         return connect_serial(config, name=self._profile.name)
 
 
-def open_device(profile: DeviceProfile) -> Device:
-    """Bring up the device ``profile`` describes (starting its emulator, if any)."""
+def open_device(profile: DeviceProfile, *,
+                board_reset: Callable[[], None] | None = None) -> Device:
+    """Bring up the device ``profile`` describes (starting its emulator, if any).
+
+    ``board_reset`` resets a serial board from outside (its lab place's power port).
+    """
     with contextlib.ExitStack() as stack:
         if profile.transport == "serial":
             qemu = None
@@ -260,7 +273,7 @@ def open_device(profile: DeviceProfile) -> Device:
                 raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
                                    f"is qemu-mcu; got {profile.emulator!r}")
             check_transport_settings(profile)
-            board = SerialBoard(profile, qemu)
+            board = SerialBoard(profile, qemu, board_reset)
             return Device(profile, None, stack.pop_all(), qemu, board)
         emulator = None
         if profile.emulator is not None:
@@ -273,7 +286,10 @@ def check_transport_settings(profile: DeviceProfile) -> None:
 
     :class:`ProfileError` names the file and the field; devices are opened later,
     so this lets a listing or a run refuse a broken profile before anything starts.
+    A lab profile is checked without its labgrid setting, with stand-ins for the
+    address its place will give (:func:`harness.farm.labgrid.for_transport_checks`).
     """
+    profile = for_transport_checks(profile)
     if profile.emulator is not None:
         return  # the emulator supplies them; open_device refuses fields it would set
     if profile.transport == "local" and profile.settings:

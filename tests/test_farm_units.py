@@ -24,13 +24,6 @@ from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.html_report import render_report, write_report
 from harness.farm.infra import InfrastructureError, infrastructure_error
 from harness.farm.junit import amend_junit
-from harness.farm.labgrid import (
-    LabgridNotInstalled,
-    LabgridPlace,
-    LabgridReservation,
-    find_client,
-    without_labgrid,
-)
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.merge import main as merge_main
 from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
@@ -278,48 +271,6 @@ def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
     with pytest.raises(TransportTimeout):
         plain.request(Request(Action.HELLO))
     assert stream.timeouts[-1] == 7
-
-
-# ---- labgrid ---------------------------------------------------------------------------------
-
-
-def _labgrid_profile(labgrid: object):
-    return parse_profile({"transport": {"kind": "local", "labgrid": labgrid}}, None, "board")
-
-
-def test_labgrid_place_commands_are_argv_lists():
-    profile = _labgrid_profile({"place": "board-7", "coordinator": "lab:20408"})
-    place = LabgridPlace.of(profile)
-    assert place == LabgridPlace("board-7", "lab:20408")
-    assert "labgrid" not in without_labgrid(profile).settings
-    reservation = LabgridReservation(place, "/opt/lg/labgrid-client")
-    base = ["/opt/lg/labgrid-client", "-x", "lab:20408"]
-    assert reservation.reserve_command() == [*base, "reserve", "--shell", "name=board-7"]
-    assert reservation.wait_command("T0K") == [*base, "wait", "T0K"]
-    assert reservation.acquire_command("T0K") == [*base, "-p", "+T0K", "acquire"]
-    assert reservation.release_command("T0K") == [*base, "-p", "+T0K", "release"]
-    assert reservation.cancel_command("T0K") == [*base, "cancel-reservation", "T0K"]
-    no_coordinator = LabgridReservation(LabgridPlace("p"), "lgc")
-    assert no_coordinator.reserve_command() == ["lgc", "reserve", "--shell", "name=p"]
-
-
-@pytest.mark.parametrize(
-    "labgrid, message",
-    [
-        ("board-7", "must be a mapping"),
-        ({"coordinator": "x"}, "place: required"),
-        ({"place": "p", "url": "x"}, "labgrid.url: unknown field"),
-    ],
-)
-def test_labgrid_settings_errors_name_the_field(labgrid, message):
-    with pytest.raises(ProfileError, match=message):
-        LabgridPlace.of(_labgrid_profile(labgrid))
-
-
-def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
-    profile = _labgrid_profile({"place": "board-7"})
-    with pytest.raises(LabgridNotInstalled, match="labgrid-client is not installed.*pip install"):
-        find_client(profile, search_path=str(tmp_path))
 
 
 # ---- artifacts -------------------------------------------------------------------------------
