@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.emulators.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.strict_yaml import read_yaml
 from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
@@ -59,6 +60,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
+    machine: str | None = None  # the board qemu-mcu emulates (harness/emulators/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -71,7 +73,7 @@ class DeviceProfile:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _TOP_FIELDS = {
-    "name", "description", "transport", "abi", "work_dir", "agent", "emulator",
+    "name", "description", "transport", "abi", "work_dir", "agent", "emulator", "machine",
     "backends", "tags", "timeouts",
 }
 
@@ -147,6 +149,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
             f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
         )
+    machine = _machine(data, emulator, src)
     return DeviceProfile(
         name=name,
         path=path,
@@ -157,10 +160,28 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         work_dir=_work_dir(data, src),
         agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
         emulator=emulator,
+        machine=machine,
         backends=_str_list(data, "backends", src),
         tags=_str_list(data, "tags", src),
         timeouts=_timeouts(data.get("timeouts", {}), src),
     )
+
+
+def _machine(data: dict, emulator: str | None, src: str) -> str | None:
+    """The qemu-mcu board: ``machine`` if given, else the default board; None for others."""
+    if "machine" not in data:
+        return DEFAULT_MACHINE if emulator == "qemu-mcu" else None
+    machine = data["machine"]
+    if emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
+            "emulator: qemu-mcu"
+        )
+    if machine not in BOARDS:
+        raise ProfileError(
+            f"{src}: machine: {brief(machine)} is not one of {', '.join(sorted(BOARDS))}"
+        )
+    return str(machine)
 
 
 def _str(data: dict, key: str, src: str, default: Any) -> Any:
