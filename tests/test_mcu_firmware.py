@@ -139,6 +139,13 @@ def test_hello_action_reports_device_facts(link: SerialLink, mcu_board: McuBoard
     ]
 
 
+def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: SerialLink) -> None:
+    """ET_LOG goes through the firmware's executorch::runtime::internal::vlogf to QEMU's stderr."""
+    per_backend = ok(link.request(Request(Action.HELLO))).fact("options_per_backend")
+    assert mcu.wait_for_log("executorch I "), mcu.stderr_tail()
+    assert f"{per_backend} options per backend" in mcu.stderr_tail()
+
+
 def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: QemuMcu) -> None:
     link = connect(SerialPortConfig(url=mcu.url))
     try:

@@ -224,8 +224,13 @@ class QemuMcu:
         )
 
     def stderr_tail(self) -> str:
-        """QEMU's last lines of stderr."""
+        """QEMU's last lines of stderr (also the firmware's log lines, by semihosting)."""
         return self._process.stderr_tail() if self._process is not None else ""
+
+    def wait_for_log(self, text: str, timeout: float = 5.0) -> bool:
+        """Whether a stderr line holding ``text`` arrived within ``timeout`` (False once
+        QEMU has ended without one)."""
+        return self._process is not None and self._process.wait_for_stderr(text, timeout=timeout)
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time QEMU has used so far (from /proc/PID/stat)."""

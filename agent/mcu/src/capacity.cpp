@@ -6,6 +6,9 @@
 #include <new>
 
 #include <executorch/runtime/platform/assert.h>
+#include <executorch/runtime/platform/log.h>
+
+#include "mcu_board.h"
 
 extern "C" {
 extern uint8_t __arena_start[]; /* boards/sections.ld */
@@ -62,6 +65,10 @@ void capacity_init() {
   arrays.received = carve<etb_option_t>(&cursor, n);
   arrays.kept = carve<KeptOption>(&cursor, n);
   ET_CHECK_MSG(cursor <= __arena_end, "option arrays overrun the arena");
+  ET_LOG(Info, "etb-mcu on %s: %u options per backend x %u backends (BackendOption %u bytes, "
+         "arena %u bytes)", MCU_BOARD_NAME, static_cast<unsigned>(per_backend),
+         static_cast<unsigned>(figures.backends_per_map),
+         static_cast<unsigned>(sizeof(BackendOption)), static_cast<unsigned>(bytes));
 }
 
 const Capacity &capacity() { return figures; }
