@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
-from harness.agent.session import AgentLink, AgentSession
+from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.cache import cache_root
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
@@ -143,13 +143,18 @@ class Device:
         )
         return (binary, *libraries)
 
-    def start_link(self) -> AgentLink:
-        """Start a fresh agent (a new process, or a reset board) and return its link."""
+    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
+        """Start a fresh agent (a new process, or a reset board) and return its link.
+
+        Each report is awaited for the profile's case timeout at most, and never
+        beyond ``time_limit`` (agent processes; a serial board keeps its own timing).
+        """
         if self._board is not None:
             return self._board.fresh_link()
         argv = [*self.profile.agent.wrapper, self.deploy_agent()]
         stream = self._files().open_stream(argv, env=dict(self.profile.agent.env) or None)
-        return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name)
+        return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name,
+                            time_limit=time_limit)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a probe program calling ``delegates``, pushed if needed.

@@ -3,7 +3,8 @@
 The device agent serves wire-format messages back to back on its stdin and
 stdout (docs/wire-format.md). A session numbers each request and checks that the
 report it reads back answers that request, so a report can never be attributed
-to the wrong case.
+to the wrong case. Each read waits at most the case timeout, and no longer than
+the session's :class:`TimeLimit` (e.g. the run's ``--run-timeout``) allows.
 """
 
 from __future__ import annotations
@@ -15,12 +16,24 @@ from typing import Protocol
 
 from harness import wire
 from harness.messages import Report, Request
-from harness.transport.base import ByteStream, TransportError
+from harness.transport.base import ByteStream, TransportError, TransportTimeout
 from harness.wire_stream import StreamReader, StreamRefusal, StreamUnit
 
 
 class AgentProtocolError(TransportError):
     """The agent answered with bytes that are not the report that was due."""
+
+
+class TimeLimit(Protocol):
+    """A limit beyond the case timeout, e.g. the run's deadline."""
+
+    def bound(self, seconds: float) -> float:
+        """``seconds``, or less if the limit is reached sooner."""
+        ...
+
+    def check(self) -> None:
+        """Raise (an infrastructure error saying why) if the limit is reached."""
+        ...
 
 
 class AgentLink(Protocol):
@@ -36,10 +49,12 @@ class AgentLink(Protocol):
 class AgentSession:
     """Requests and reports over a :class:`ByteStream` to a running agent process."""
 
-    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent") -> None:
+    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent",
+                 time_limit: TimeLimit | None = None) -> None:
         self._stream = stream
         self._timeout = timeout
         self._name = name
+        self._time_limit = time_limit
         self._seq = itertools.count(1)
 
     @property
@@ -85,13 +100,24 @@ class AgentSession:
         self._stream.write(frame)
         return self._read_report_bytes()
 
+    def _read_exact(self, size: int) -> bytes:
+        """``size`` bytes within the case timeout, cut short by the time limit."""
+        limit = self._time_limit
+        timeout = self._timeout if limit is None else limit.bound(self._timeout)
+        try:
+            return self._stream.read_exact(size, timeout)
+        except TransportTimeout:
+            if limit is not None:
+                limit.check()  # the limit, not the device, ended the wait: say so
+            raise
+
     def _read_report_bytes(self) -> bytes:
         # The spec's stream rules; a device sends only whole reports, so a refused
         # unit means the link is broken: no resynchronising.
         reader = StreamReader(wire.MessageType.REPORT)
         units: list[StreamUnit] = []
         while not units:
-            units = reader.feed(self._stream.read_exact(reader.wanted(), self._timeout))
+            units = reader.feed(self._read_exact(reader.wanted()))
         (unit,) = units  # the reader never gets more than one unit's bytes
         if isinstance(unit, StreamRefusal):
             raise self._unreadable(unit.error)
