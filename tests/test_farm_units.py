@@ -36,6 +36,7 @@ from harness.farm.results import ResultsFileError, ResultsWriter, read_results
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.summary import (
     backend_table,
+    device_runtime,
     infrastructure_lines,
     outcome_table,
     quarantined_devices,
@@ -436,6 +437,8 @@ def test_terminal_tables_count_outcomes_per_device_and_backend():
         "ProbeA        2      1      1",
         "2 verdicts, 1 exact, 1 with differences",
     ]
+    assert device_runtime(_results(), "alpha") == "executorch 1.5.1"
+    assert device_runtime(_results(), "beta") is None
 
 
 def test_html_report_has_the_matrix_links_and_the_rendered_diff(tmp_path):
