@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from maps import every_type, single
 
-from harness.options import BackendOptions, Option, OptionsMap
+from harness.options import Option
 
 VALUES = {
     "int32-min": -(2**31),

@@ -73,13 +73,19 @@ RUNTIME_FACT = f"ExecuTorch {EXECUTORCH_VERSION} option types and map; registry 
 
 # Code of the runtime's headers the firmware must contain (arm-none-eabi-nm -C).
 RUNTIME_SYMBOLS = (
-    "executorch::runtime::LoadBackendOptionsMap::set_options(char const*, "
-    "executorch::runtime::Span<executorch::runtime::BackendOption>)",
+    (
+        "executorch::runtime::LoadBackendOptionsMap::set_options(char const*, "
+        "executorch::runtime::Span<executorch::runtime::BackendOption>)"
+    ),
     "executorch::runtime::LoadBackendOptionsMap::get_options(char const*) const",
-    "executorch::runtime::Result<int> executorch::runtime::BackendInitContext::"
-    "get_runtime_spec<int>(char const*) const",
-    "executorch::runtime::Result<char const*> executorch::runtime::BackendInitContext::"
-    "get_runtime_spec<char const*>(char const*) const",
+    (
+        "executorch::runtime::Result<int> executorch::runtime::BackendInitContext::"
+        "get_runtime_spec<int>(char const*) const"
+    ),
+    (
+        "executorch::runtime::Result<char const*> executorch::runtime::BackendInitContext::"
+        "get_runtime_spec<char const*>(char const*) const"
+    ),
 )
 
 
