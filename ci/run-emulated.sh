@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every emulated device at once: the harness brings up each profile tagged
-# 'emulated' (host, ssh-emu, adb-emu, mcu-emu ...: it starts their emulators
+# 'emulated' (host, ssh-emu, adb-emu, mcu-emu, mcu-m55-emu ...: it starts their emulators
 # itself) and runs the device suites on all of them, one device per xdist worker.
 #
 # Usage: ci/run-emulated.sh [RESULTS_DIR] [extra pytest arguments]
