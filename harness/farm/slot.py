@@ -26,7 +26,9 @@ from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
 from harness.transport.base import TransportError
 
-FACT_KEYS = ("abi", "runtime", "agent_version")  # HELLO facts recorded with every result
+# HELLO facts recorded with every result; real_backends: the registered backends that
+# are not probes (e.g. XnnpackBackend), comma-separated.
+FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends")
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 
@@ -103,7 +105,11 @@ class DeviceSlot:
                 f"device {self.name!r} failed {which} and is quarantined for the rest of "
                 f"this run: {describe_error(exc)}"
             ) from exc
-        self.facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        real = [entry.name for entry in hello.entries if not entry.is_probe]
+        if real:
+            facts["real_backends"] = ",".join(real)
+        self.facts = facts
         self.health.check_passed()
 
     def _hold(self) -> None:

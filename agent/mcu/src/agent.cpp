@@ -37,6 +37,8 @@ using executorch::runtime::Span;
 #define RUNTIME_NAME \
   "ExecuTorch " MCU_EXECUTORCH_VERSION " option types and map; registry and dispatch: stand-in"
 #define CAPABILITIES "load,execute,set,get,reset,register,hello"
+/* No Module on the MCU: only the Program path, one method. */
+#define LOAD_PATHS "program"
 constexpr size_t kMessageCap = 512;
 constexpr size_t kRegistryCapacity = 16; /* kMaxRegisteredBackends */
 
@@ -219,7 +221,25 @@ void explain_load_failure(Error error) {
   report_runtime_error(error, "load_method failed");
 }
 
+/* The one method the firmware's delegate list stands for. */
+bool is_forward(etb_str_t name) {
+  static const char forward[] = "forward";
+  return name.len == 0u ||
+         (name.len == sizeof forward - 1u && memcmp(name.ptr, forward, name.len) == 0);
+}
+
 void do_load() {
+  if (request.load.path != ETB_LOAD_PROGRAM) {
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "this firmware serves load path program only (no extension::Module)");
+    return;
+  }
+  if ((request.load.flags & ETB_LOAD_FLAG_KEEP) != 0u || !is_forward(request.load.method)) {
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "this firmware loads one method, forward, afresh: no KEEP, no other method");
+    return;
+  }
+  fact_text("load_path", "program");
   LoadBackendOptionsMap map;
   method.unload(); /* the previous method goes before the new one loads */
   for (size_t k = 0; k < request.backend_count; k++) {
@@ -333,6 +353,7 @@ void do_hello() {
   fact_int("max_message", MCU_MAX_MESSAGE);
   fact_int("registry_capacity", kRegistryCapacity);
   fact_text("capabilities", CAPABILITIES);
+  fact_text("load_paths", LOAD_PATHS);
   fact_int("options_per_backend", cap.options_per_backend);
   fact_int("backends_per_map", cap.backends_per_map);
   fact_int("options_per_request", cap.options_per_request);
