@@ -295,7 +295,9 @@ def _main(argv: list[str] | None) -> int:
                             help="profiles: a,b,c; all; tag:NAME (default: all)")
 
     emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
-    emu_cmd.add_argument("device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu")
+    emu_cmd.add_argument(
+        "device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu, mcu-m55-emu"
+    )
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
     bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")

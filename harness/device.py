@@ -20,6 +20,7 @@ from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.cache import cache_root
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
+from harness.emulators.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
 from harness.farm.labgrid import for_transport_checks
@@ -268,7 +269,10 @@ def open_device(profile: DeviceProfile, *,
                         "qemu-mcu emulator sets the port itself; an emulated board takes no "
                         "transport fields"
                     )
-                qemu = stack.enter_context(QemuMcu(build_firmware()))
+                machine = profile.machine or DEFAULT_MACHINE
+                qemu = stack.enter_context(
+                    QemuMcu(build_firmware(machine), machine=machine)
+                )
             elif profile.emulator is not None:
                 raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
                                    f"is qemu-mcu; got {profile.emulator!r}")

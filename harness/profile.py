@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cache import cache_root
+from harness.emulators.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml
 from harness.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
@@ -64,6 +65,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
+    machine: str | None = None  # the board qemu-mcu emulates (harness/emulators/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -76,7 +78,7 @@ class DeviceProfile:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _TOP_FIELDS = {
-    "name", "description", "transport", "abi", "work_dir", "agent", "emulator",
+    "name", "description", "transport", "abi", "work_dir", "agent", "emulator", "machine",
     "backends", "tags", "timeouts",
 }
 
@@ -156,6 +158,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     agent = _agent(agent_data, src, path.parent if path else Path.cwd())
     if kind == "local" or emulator is not None:
         _check_trusted_for_this_machine(agent_data, src, path)
+    machine = _machine(data, emulator, src)
     return DeviceProfile(
         name=name,
         path=path,
@@ -166,6 +169,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         work_dir=_work_dir(data, src, kind, name),
         agent=agent,
         emulator=emulator,
+        machine=machine,
         backends=_str_list(data, "backends", src),
         tags=_str_list(data, "tags", src),
         timeouts=_timeouts(data.get("timeouts", {}), src),
@@ -187,6 +191,23 @@ def _check_trusted_for_this_machine(agent: dict, src: str, path: Path | None) ->
             f"trust this file, add it (or its directory) to {TRUSTED_PROFILES_ENV} "
             f"(paths separated by '{os.pathsep}') in your environment"
         )
+
+
+def _machine(data: dict, emulator: str | None, src: str) -> str | None:
+    """The qemu-mcu board: ``machine`` if given, else the default board; None for others."""
+    if "machine" not in data:
+        return DEFAULT_MACHINE if emulator == "qemu-mcu" else None
+    machine = data["machine"]
+    if emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
+            "emulator: qemu-mcu"
+        )
+    if machine not in BOARDS:
+        raise ProfileError(
+            f"{src}: machine: {brief(machine)} is not one of {', '.join(sorted(BOARDS))}"
+        )
+    return str(machine)
 
 
 def _str(data: dict, key: str, src: str, default: Any) -> Any:

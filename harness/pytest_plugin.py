@@ -71,6 +71,7 @@ from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.summary import (
     backend_table,
+    device_runtime,
     devices_in_order,
     infrastructure_lines,
     outcome_table,
@@ -481,6 +482,9 @@ class ControllerReporting:
             lines = backend_table(results, device)
             if lines:
                 terminalreporter.section(f"backend options delivery on {device}")
+                runtime = device_runtime(results, device)
+                if runtime:
+                    terminalreporter.write_line(f"runtime: {runtime}")
                 for line in lines:
                     terminalreporter.write_line(line)
         infra = infrastructure_lines(results)

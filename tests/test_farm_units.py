@@ -31,6 +31,7 @@ from harness.farm.results import ResultsFileError, ResultsWriter, read_results
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.summary import (
     backend_table,
+    device_runtime,
     infrastructure_lines,
     outcome_table,
     quarantined_devices,
@@ -389,6 +390,8 @@ def test_terminal_tables_count_outcomes_per_device_and_backend():
         "ProbeA        2      1      1    1/2",
         "2 verdicts, 1 exact, 1 with differences",
     ]
+    assert device_runtime(_results(), "alpha") == "executorch 1.5.1"
+    assert device_runtime(_results(), "beta") is None
 
 
 def _load_record(path: str, ok: bool) -> VerdictRecord:
