@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
+from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.agent.session import AgentLink, AgentSession
 from harness.cache import cache_root
+from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
@@ -33,8 +35,10 @@ from harness.transport.serial import ResetLine, SerialConfigError, SerialPortCon
 from harness.transport.serial import connect as connect_serial
 from harness.transport.ssh import SshProfile, SshTransport
 
-# Device ABI (as the device reports it) -> agent build that runs there natively.
-_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
+# Device ABI (as the device reports it) -> the agent build that runs there. Android's
+# arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/deployment.py).
+_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64-v8a": "aarch64"}
+_GLIBC_ONLY_IN_BUNDLE = ("arm64-v8a",)
 
 
 class Emulator(Protocol):
@@ -67,6 +71,7 @@ class Device:
         self._resources = resources
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
         self._agent_path: str | None = None
+        self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
 
     @property
@@ -98,16 +103,23 @@ class Device:
 
     # ---- the agent -----------------------------------------------------------------
 
+    def deployment(self) -> DeploymentChoice:
+        """How the agent runs here: the profile's ``agent.deployment``, or asked of the device."""
+        if self._deployment is None:
+            self._deployment = choose_deployment(self.profile, self._files())
+        return self._deployment
+
     def agent_build(self) -> AgentBuild:
         """The agent build this device runs (profile ``abi`` or the device's own)."""
         abi = self.profile.abi or self._files().facts().abi
         build = _AGENT_BUILD_FOR_ABI.get(abi)
-        if build is None:
+        bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
+        if build is None or (abi in _GLIBC_ONLY_IN_BUNDLE and not bundled):
             where = self.profile.where("abi")
             raise DeviceSetupError(
-                f"{where}: no agent build runs on ABI {abi!r} here; known: "
-                f"{', '.join(_AGENT_BUILD_FOR_ABI)} (Android builds need the NDK: "
-                "see agent/cmake/android-arm64.md)"
+                f"{where}: no agent build runs natively on ABI {abi!r} here; known: "
+                f"x86_64, aarch64, and arm64-v8a with agent.deployment: glibc-bundle (an "
+                "NDK build goes in agent.prebuilt: see agent/cmake/android-arm64.md)"
             )
         return ensure_agent(build)
 
@@ -129,6 +141,11 @@ class Device:
     def _agent_files(self) -> tuple[Path, ...]:
         """The agent binary first, then the libraries it loads from its own directory."""
         prebuilt = self.profile.agent.prebuilt
+        if prebuilt is None and self.deployment().mode is Deployment.GLIBC_BUNDLE:
+            try:
+                return ensure_glibc_bundle(self.agent_build()).files
+            except GlibcBundleError as exc:
+                raise DeviceSetupError(f"{self.profile.where('agent.deployment')}: {exc}") from None
         if prebuilt is None:
             return self.agent_build().deploy_files()
         binary = prebuilt / AGENT_BINARY_NAME
@@ -147,9 +164,19 @@ class Device:
         """Start a fresh agent (a new process, or a reset board) and return its link."""
         if self._board is not None:
             return self._board.fresh_link()
-        argv = [*self.profile.agent.wrapper, self.deploy_agent()]
+        agent = self.deploy_agent()
+        mode = self.deployment().mode
+        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
+        argv = [*self.profile.agent.wrapper, *started]
         stream = self._files().open_stream(argv, env=dict(self.profile.agent.env) or None)
-        return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name)
+        android_glibc = (
+            mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
+            and self._files().facts().os == "android"
+        )  # fmt: skip
+        hint = no_glibc_hint(self.profile) if android_glibc else ""
+        return AgentSession(
+            stream, timeout=self.profile.timeouts.case, name=self.name, start_hint=hint
+        )
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a probe program calling ``delegates``, pushed if needed.
