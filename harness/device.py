@@ -106,7 +106,10 @@ class Device:
     def deployment(self) -> DeploymentChoice:
         """How the agent runs here: the profile's ``agent.deployment``, or asked of the device."""
         if self._deployment is None:
-            self._deployment = choose_deployment(self.profile, self._files())
+            if self._board is not None:
+                self._deployment = DeploymentChoice(Deployment.NATIVE, "the firmware is the agent")
+            else:
+                self._deployment = choose_deployment(self.profile, self._files())
         return self._deployment
 
     def agent_build(self) -> AgentBuild:

@@ -26,7 +26,8 @@ from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
 from harness.transport.base import TransportError
 
-FACT_KEYS = ("abi", "runtime", "agent_version")  # HELLO facts recorded with every result
+# Recorded with every result: HELLO facts, and how the harness started the agent there.
+FACT_KEYS = ("abi", "runtime", "agent_version", "deployment")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -101,6 +102,8 @@ class DeviceSlot:
                 f"this run: {describe_error(exc)}"
             ) from exc
         self.facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        if self.device is not None:
+            self.facts["deployment"] = self.device.deployment().mode.value
         self.health.check_passed()
 
     def _hold(self) -> None:

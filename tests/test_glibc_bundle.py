@@ -1,0 +1,192 @@
+"""The glibc bundle: built from the agent's DT_NEEDED closure, self-contained on a phone.
+
+The adb-emu tests run on the emulated phone, whose processes see no aarch64 sysroot,
+with the real adb client and the real arm64 runtime under qemu-user (without -L).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.agent.build import AgentBuild, ensure_agent
+from harness.agent.glibc_bundle import (
+    GLIBC_SYSROOT,
+    LOADER_NAME,
+    GlibcBundleError,
+    ensure_glibc_bundle,
+    library_closure,
+    start_argv,
+)
+from harness.agent.session import AgentDidNotStart
+from harness.deployment import Deployment
+from harness.device import DeviceSetupError, open_device
+from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
+from harness.profile import load_profile
+from harness.runner import CaseRunner
+from harness.sdk import SdkPaths
+from tests.prerequisites import require
+
+GLIBC = {LOADER_NAME, "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0",
+         "libgcc_s.so.1", "libstdc++.so.6"}  # fmt: skip
+
+
+def test_the_bundle_is_the_agent_its_executorch_libraries_and_glibc_stripped():
+    build = ensure_agent("aarch64")
+    bundle = ensure_glibc_bundle(build)
+    names = {f.name for f in bundle.files}
+    assert bundle.agent.name == "et-agent"
+    assert names == {"et-agent", *(lib.name for lib in build.libraries), *GLIBC}
+    assert all(f.parent == bundle.directory for f in bundle.files)
+    assert bundle.size_bytes < bundle.unstripped_bytes
+    for file in bundle.files:
+        sections = subprocess.run(["aarch64-linux-gnu-readelf", "-S", "-W", str(file)],
+                                  capture_output=True, text=True, check=True).stdout
+        assert ".symtab" not in sections and ".debug_info" not in sections, file.name
+    assert bundle.load_alignment >= 16 * 1024  # runs on 4 KiB and 16 KiB page kernels
+    assert (bundle.directory / LOADER_NAME).stat().st_mode & 0o111
+    assert ensure_glibc_bundle(build) == bundle  # cached by content
+
+
+@pytest.fixture
+def extra_build(tmp_path, monkeypatch) -> AgentBuild:
+    """An aarch64 'agent' linking a library no list in the harness names."""
+    require("aarch64-linux-gnu-gcc")
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    (tmp_path / "extra.c").write_text("int extra_answer(void) { return 42; }\n")
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\nint extra_answer(void);\n'
+        'int main(void) { printf("answer %d\\n", extra_answer()); return 0; }\n'
+    )
+    gcc = "aarch64-linux-gnu-gcc"
+    subprocess.run([gcc, "-shared", "-fPIC", "-Wl,-soname,libextra.so.1", "-o",
+                    str(dist / "libextra.so.1"), str(tmp_path / "extra.c")], check=True)
+    subprocess.run([gcc, "-o", str(dist / "et-agent"), str(tmp_path / "main.c"),
+                    str(dist / "libextra.so.1")], check=True)
+    sdk = SdkPaths(root=tmp_path / "no-sdk", abi="aarch64", version="0")
+    return AgentBuild("aarch64", dist, dist / "et-agent", (dist / "libextra.so.1",), sdk)
+
+
+def test_a_library_the_agent_links_is_bundled_and_the_bundle_runs_with_the_sysroot_hidden(
+    extra_build,
+):
+    require("qemu-aarch64", "unshare", root=True)
+    bundle = ensure_glibc_bundle(extra_build)
+    assert {f.name for f in bundle.files} == {"et-agent", "libextra.so.1", "libc.so.6",
+                                              LOADER_NAME}
+    hidden = f"mount -t tmpfs -o ro none {GLIBC_SYSROOT} && exec \"$@\""
+    argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hidden, "sh",
+            "qemu-aarch64", *start_argv(str(bundle.agent))]  # fmt: skip
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "answer 42\n"), ran.stderr
+    plain = subprocess.run(argv[:-4] + [str(bundle.agent)], capture_output=True, text=True,
+                           timeout=60, check=False)  # fmt: skip
+    assert plain.returncode != 0 and LOADER_NAME in plain.stderr  # no glibc but the bundle's
+
+
+def test_a_needed_library_found_nowhere_is_named(extra_build):
+    (extra_build.dist_dir / "libextra.so.1").unlink()
+    with pytest.raises(GlibcBundleError, match=r"et-agent needs libextra.so.1, which is in none "
+                                               r"of: .*/dist, /usr/aarch64-linux-gnu/lib"):
+        library_closure(extra_build.binary, (extra_build.dist_dir, GLIBC_SYSROOT / "lib"))
+
+
+# ---- on the emulated phone -------------------------------------------------------------
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def test_on_adb_emu_the_agent_loads_nothing_but_the_bundle():
+    require("adb", "qemu-aarch64", root=True)
+    device = open_device(load_profile("adb-emu"))
+    try:
+        choice = device.deployment()
+        assert choice.mode is Deployment.GLIBC_BUNDLE
+        assert choice.reason.endswith("/system/bin/linker64, no /lib/ld-linux-aarch64.so.1")
+        transport = device.transport
+        assert transport is not None
+        hidden = transport.run(
+            ["sh", "-c", 'for d in "$@"; do ls -A "/$d" | wc -l; done; test -e "$0"; echo $?',
+             "/lib/ld-linux-aarch64.so.1", *HIDDEN_HOST_DIRS],
+            timeout=30,
+        )  # fmt: skip
+        assert _lines(hidden.stdout) == ["0"] * len(HIDDEN_HOST_DIRS) + ["1"]
+
+        agent = device.deploy_agent()
+        directory = posixpath.dirname(agent)
+        # -E: LD_DEBUG for the arm64 loader only, not for qemu's own (x86_64) one
+        ran = transport.run(["qemu-aarch64", "-E", "LD_DEBUG=libs", *start_argv(agent),
+                             "--version"], timeout=60)  # fmt: skip
+        assert ran.exit_code == 0, ran.stderr
+        assert _lines(ran.stdout) == ["et-agent 0.1.0 (executorch 1.5.1, aarch64, wire format v1)"]
+        opened = re.findall(r"(?:trying file|calling init: )=?\s*(\S+)", ran.stderr.decode())
+        assert opened and all(p.startswith(directory + "/") for p in opened), opened
+        initialised = set(re.findall(r"calling init: \S+/(\S+)", ran.stderr.decode()))
+        bundled = {f.name for f in ensure_glibc_bundle(device.agent_build()).files}
+        assert initialised == bundled - {"et-agent"}  # every bundled file used, nothing else
+    finally:
+        device.close()
+
+
+@pytest.mark.parametrize("wrapper", [("qemu-aarch64",),
+                                     ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu")])
+def test_on_adb_emu_the_agent_without_the_bundle_fails_saying_what_to_do(wrapper):
+    require("adb", "qemu-aarch64", root=True)
+    stock = load_profile("adb-emu")
+    native = dataclasses.replace(
+        stock, abi="aarch64",  # push the plain aarch64 glibc build, as a Linux board gets it
+        agent=dataclasses.replace(stock.agent, deployment="native", wrapper=wrapper),
+    )
+    device = open_device(native)
+    runner = CaseRunner(device.start_link, device.program_for)
+    try:
+        with pytest.raises(AgentDidNotStart) as raised:
+            _ = runner.hello
+    finally:
+        runner.close()
+        device.close()
+    message = str(raised.value)
+    assert "Could not open '/lib/ld-linux-aarch64.so.1'" in message  # qemu, on the device
+    assert "adb-emu.yaml: agent.deployment: the agent is a glibc program and this Android " \
+           "device has no glibc loader" in message
+    assert "use agent.deployment: glibc-bundle (or auto)" in message
+
+
+def test_on_adb_emu_the_glibc_build_is_refused_before_pushing_without_the_bundle():
+    require("adb", root=True)
+    stock = load_profile("adb-emu")
+    native = dataclasses.replace(stock, agent=dataclasses.replace(stock.agent, deployment="native"))
+    device = open_device(native)
+    try:
+        with pytest.raises(DeviceSetupError, match="no agent build runs natively on ABI "
+                                                   "'arm64-v8a'"):
+            device.deploy_agent()
+    finally:
+        device.close()
+
+
+def test_bundle_deployment_is_content_hashed_and_pushed_once(tmp_path):
+    require("adb", "qemu-aarch64", root=True)
+    device = open_device(load_profile("adb-emu"))
+    try:
+        agent = device.deploy_agent()
+        bundle = ensure_glibc_bundle(device.agent_build())
+        transport = device.transport
+        assert transport is not None
+        for file in bundle.files:
+            remote = posixpath.join(posixpath.dirname(agent), file.name)
+            local = Path(tmp_path / file.name)
+            transport.pull(remote, local)
+            assert local.read_bytes() == file.read_bytes(), file.name
+        assert re.fullmatch(r"/data/local/tmp/et-harness/agent/[0-9a-f]{16}/et-agent", agent)
+    finally:
+        device.close()
