@@ -11,8 +11,6 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
@@ -25,6 +23,7 @@ from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
+from harness.lifecycle.owner import owned_directory
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
 from harness.serial_link import LinkConfig, SerialLink
@@ -307,11 +306,7 @@ def _transport(profile: DeviceProfile) -> Transport:
 
 def _emulator_dir(profile: DeviceProfile, stack: contextlib.ExitStack) -> Path:
     """A private directory for one emulated device, removed when the device closes."""
-    base = cache_root() / "emulators"
-    base.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=f"{profile.name}-", dir=base))
-    stack.callback(shutil.rmtree, path, ignore_errors=True)
-    return path
+    return stack.enter_context(owned_directory(f"{profile.name}-", cache_root() / "emulators"))
 
 
 # Transport fields each emulator fills in itself.

@@ -24,6 +24,7 @@ from harness.emulators.adb_properties import DeviceProperties
 from harness.emulators.adb_protocol import Command, Message, ProtocolError, read_message
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.adbd import PortInScanRange, check_port
+from harness.lifecycle.reap import start_time
 
 
 @pytest.fixture(autouse=True)
@@ -425,3 +426,15 @@ def test_banner_properties_are_checked() -> None:
         DeviceProperties(model="a;b")
     banner = DeviceProperties().banner().decode()
     assert banner.startswith("device::") and "features=shell_v2,cmd" in banner
+
+
+def test_the_private_server_is_a_foreground_child_that_stops_with_it(tmp_path: Path) -> None:
+    with PrivateAdbServer(tmp_path / "home") as private:
+        pid = private.pid
+        assert pid is not None
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        assert int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid(), "not forked away"
+        assert private.adb("devices").returncode == 0
+        assert host_processes_with(f"-P\0{private.port}\0server\0nodaemon") == [pid]
+    assert start_time(pid) is None
+    assert not host_processes_with(f"-P\0{private.port}\0"), "a server was left (or forked)"

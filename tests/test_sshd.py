@@ -14,6 +14,8 @@ import pytest
 from prerequisites import require
 
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator, SshdError
+from harness.lifecycle import owner
+from harness.lifecycle.reap import OwnerRecord
 
 
 @pytest.fixture(autouse=True)
@@ -169,3 +171,21 @@ def _read_until(process: subprocess.Popen[bytes], marker: bytes, timeout: float)
                 raise AssertionError(f"emulator exited: {seen!r} {err!r}")
             seen += chunk
     return seen
+
+
+def test_the_namespace_and_key_are_in_the_ownership_record_while_the_board_runs(
+    tmp_path: Path,
+) -> None:
+    def record() -> OwnerRecord:
+        return OwnerRecord.from_json(owner.current().record_path.read_text())
+
+    with SshdEmulator(tmp_path / "board", isolation=Isolation.NETNS) as emulator:
+        assert emulator.netns is not None and emulator.authorized_keys_file is not None
+        namespace, key = emulator.netns.name, emulator.authorized_keys_file
+        daemon = emulator.pids()[0]
+        held = record()
+        assert namespace in held.netns and str(key) in held.paths
+        assert daemon in {p.pid for p in held.processes}
+    after = record()
+    assert namespace not in after.netns and str(key) not in after.paths
+    assert daemon not in {p.pid for p in after.processes}

@@ -7,4 +7,7 @@
 - :mod:`harness.emulators.qemu_mcu` — ``mcu-emu``, QEMU's mps2-an385 running the agent
   firmware; :mod:`harness.emulators.fault_relay` corrupts, drops and duplicates the
   bytes between it and the host.
+
+Each runs as a :class:`harness.lifecycle.process.ManagedProcess`, so it stops with the
+harness however the harness ends (docs/lifecycle.md).
 """

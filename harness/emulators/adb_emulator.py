@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import selectors
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -13,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
+from harness.lifecycle.process import PIPE, STOP_GRACE, ManagedProcess
 
 START_TIMEOUT = 15.0
 
@@ -58,7 +57,7 @@ class AdbEmulator:
         self.verbose = verbose
         self._host = host
         self._port = port
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: ManagedProcess | None = None
         self._endpoint: AdbEndpoint | None = None
 
     @property
@@ -90,9 +89,7 @@ class AdbEmulator:
             argv.append("--verbose")
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log
-            )
+            self._process = ManagedProcess(argv, name="adb-emu", stdout=PIPE, stderr=log)
         line = self._first_line(self._process)
         prefix = b"adb-emu listening on "
         if not line.startswith(prefix):
@@ -105,31 +102,18 @@ class AdbEmulator:
         self._endpoint = AdbEndpoint(host, self._port)
         return self._endpoint
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = STOP_GRACE) -> None:
         """Stop gracefully (SIGTERM: streams are closed, device processes killed)."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        if process is not None:
+            process.stop(timeout)
 
     def kill(self) -> None:
         """End the daemon with SIGKILL, as a crash would; its device processes die too."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
+        if process is not None:
             process.kill()
-        process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+            process.stop()
 
     def __enter__(self) -> AdbEndpoint:
         return self.start()
@@ -142,17 +126,18 @@ class AdbEmulator:
     ) -> None:
         self.stop()
 
-    def _first_line(self, process: subprocess.Popen[bytes]) -> bytes:
-        assert process.stdout is not None
+    def _first_line(self, process: ManagedProcess) -> bytes:
+        stdout = process.popen.stdout
+        assert stdout is not None
         deadline = time.monotonic() + START_TIMEOUT
         line = b""
         with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
+            selector.register(stdout, selectors.EVENT_READ)
             while not line.endswith(b"\n"):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not selector.select(remaining):
                     break
-                byte = os.read(process.stdout.fileno(), 1)
+                byte = os.read(stdout.fileno(), 1)
                 if not byte:
                     break
                 line += byte

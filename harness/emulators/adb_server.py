@@ -2,19 +2,26 @@
 
 The adb client starts a server on demand and shares it with everything on the machine
 that uses the same port (5037 by default) and keeps its keys in ``$HOME/.android``.
-:class:`PrivateAdbServer` gives a test its own of each and kills the server at the end.
+:class:`PrivateAdbServer` gives a test its own of each. It runs the real server in
+the foreground (``adb -P PORT server nodaemon``) as a child of the harness, rather
+than letting a client fork it into the background, so that it is stopped with the
+harness however the harness ends (:mod:`harness.lifecycle`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 from types import TracebackType
 
 from harness.emulators.adbd import EMULATOR_SCAN_PORTS
+from harness.lifecycle.process import ManagedProcess, on_free_port
+from harness.lifecycle.process import free_port as lifecycle_free_port
 
 DEFAULT_SERVER_PORT = 5037
 
@@ -23,14 +30,26 @@ class AdbServerError(RuntimeError):
     """The adb client is missing or its server would not start."""
 
 
+_RESERVED_PORTS = {DEFAULT_SERVER_PORT, *EMULATOR_SCAN_PORTS}
+_START_TIMEOUT = 15.0
+_BIND_ATTEMPTS = 5
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free now, outside the adb-reserved ports."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port != DEFAULT_SERVER_PORT and port not in EMULATOR_SCAN_PORTS:
-            return port
+    return lifecycle_free_port("127.0.0.1", _RESERVED_PORTS)
+
+
+def _answers(port: int) -> bool:
+    """Whether an adb server on ``port`` answers ``host:version``; it does once its
+    event loop runs, after its keys are loaded (or made)."""
+    request = b"host:version"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"%04x%s" % (len(request), request))
+            return sock.recv(4) == b"OKAY"
+    except OSError:
+        return False
 
 
 class PrivateAdbServer:
@@ -42,7 +61,9 @@ class PrivateAdbServer:
             raise AdbServerError(f"{adb} not found: install the adb client (apt-get install adb)")
         self.adb_path = found
         self.home = Path(home)
+        self._requested_port = port
         self.port = port or free_port()
+        self._process: ManagedProcess | None = None
 
     @property
     def env(self) -> dict[str, str]:
@@ -74,18 +95,48 @@ class PrivateAdbServer:
             stdin=subprocess.DEVNULL,
         )
 
+    @property
+    def pid(self) -> int | None:
+        """The server's PID while it runs."""
+        return self._process.pid if self._process is not None else None
+
     def start(self) -> None:
-        """Start the server (it forks into the background) and wait until it answers."""
+        """Start the server and wait until it accepts connections."""
         self.home.mkdir(parents=True, exist_ok=True)
-        result = self.adb("start-server")
-        if result.returncode != 0:
-            raise AdbServerError(
-                f"adb server on port {self.port} did not start: {result.stderr.strip()}"
-            )
+        if self._requested_port is not None:
+            started = self._launch(self._requested_port)
+        else:
+            started = on_free_port(
+                self._launch, attempts=_BIND_ATTEMPTS, avoid=_RESERVED_PORTS
+            ) is not None  # fmt: skip
+        if not started:
+            tail = self._process.stderr_tail() if self._process is not None else ""
+            raise AdbServerError(f"adb server on port {self.port} did not start:\n{tail}")
+
+    def _launch(self, port: int) -> bool:
+        """True once the server on ``port`` accepts connections; False if it exited."""
+        self.port = port
+        if self._process is not None:
+            self._process.stop()
+        process = self._process = ManagedProcess(
+            [self.adb_path, "-P", str(port), "server", "nodaemon"],
+            name="adb server", env=self.env, log=self.home / "adb-server.log",
+        )  # fmt: skip
+        deadline = time.monotonic() + _START_TIMEOUT
+        while time.monotonic() < deadline:
+            if _answers(port) and process.poll() is None:  # not another server on the port
+                return True
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(0.05)  # it exits if it cannot bind
+                break
+        process.stop()
+        return False
 
     def stop(self) -> None:
-        """Kill the server; safe if it is not running."""
-        self.adb("kill-server", timeout=15.0)
+        """Stop the server (it exits on SIGTERM); safe if it is not running."""
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
 
     def __enter__(self) -> PrivateAdbServer:
         self.start()

@@ -13,21 +13,17 @@ See docs/mcu.md.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import os
-import re
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 from filelock import FileLock
 
 from harness.cache import cache_root
+from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
 from harness.transport.serial import SerialPortConfig
@@ -44,8 +40,7 @@ CROSS_GCC = "arm-none-eabi-gcc"
 LISTEN_HOST = "127.0.0.1"
 _BUILD_TIMEOUT_S = 300
 _BIND_ATTEMPTS = 5
-_STDERR_TAIL_LINES = 20
-_WAITING = re.compile(r"waiting for connection on: .*:(\d+),server")
+_WAITING = "waiting for connection on: "
 
 
 class FirmwareBuildError(RuntimeError):
@@ -132,12 +127,6 @@ def firmware_size(elf: Path) -> dict[str, int]:
     return {k: int(v) for k, v in zip(header.split()[:3], values.split()[:3], strict=True)}
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LISTEN_HOST, 0))
-        return probe.getsockname()[1]
-
-
 class QemuMcu:
     """One QEMU mps2-an385 running the agent firmware, its UART0 on a local TCP port."""
 
@@ -145,10 +134,7 @@ class QemuMcu:
         self.firmware = firmware
         self._qemu = qemu
         self._start_timeout = start_timeout
-        self._process: subprocess.Popen[bytes] | None = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
-        self._listening = threading.Event()
-        self._reader: threading.Thread | None = None
+        self._process: ManagedProcess | None = None
         self._clients = 0
         self.port = 0
 
@@ -185,59 +171,39 @@ class QemuMcu:
         """Start QEMU and return once its UART0 socket listens (the CPU waits for a client)."""
         if shutil.which(self._qemu) is None:
             raise QemuError(f"{self._qemu} not found: install Debian's qemu-system-arm")
-        for _ in range(_BIND_ATTEMPTS):
-            port = _free_port()
-            if self._launch(port):
-                self.port = port
-                return self
-        raise QemuError(
-            f"QEMU could not listen on a free local port in {_BIND_ATTEMPTS} attempts; "
-            f"last output:\n{self.stderr_tail()}"
-        )
+        port = on_free_port(self._launch, attempts=_BIND_ATTEMPTS, host=LISTEN_HOST)
+        if port is None:
+            raise QemuError(
+                f"QEMU could not listen on a free local port in {_BIND_ATTEMPTS} attempts; "
+                f"last output:\n{self.stderr_tail()}"
+            )
+        self.port = port
+        return self
 
     def _launch(self, port: int) -> bool:
         """True once QEMU listens on ``port``; False if the port was taken meanwhile."""
-        self._listening.clear()
-        self._stderr.clear()
-        self._process = subprocess.Popen(
-            self.argv(port),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        if self._process is not None:
+            self._process.stop()
+        process = self._process = ManagedProcess(self.argv(port), name="qemu-system-arm")
+        if process.wait_for_stderr(_WAITING, timeout=self._start_timeout):
+            return True
+        if process.poll() is None:
+            self.stop()
+            raise QemuError(
+                f"QEMU did not listen on port {port} within {self._start_timeout:g} s:\n"
+                f"{self.stderr_tail()}"
+            )
+        process.stop()
+        if "Address already in use" in self.stderr_tail():
+            return False
+        raise QemuError(
+            f"QEMU exited with status {process.returncode} before listening:\n"
+            f"{self.stderr_tail()}"
         )
-        self._reader = threading.Thread(
-            target=self._read_stderr, args=(self._process,), daemon=True
-        )
-        self._reader.start()
-        deadline = time.monotonic() + self._start_timeout
-        while not self._listening.wait(0.05):
-            if self._process.poll() is not None:
-                self._reader.join()
-                if "Address already in use" in self.stderr_tail():
-                    return False
-                raise QemuError(
-                    f"QEMU exited with status {self._process.returncode} before listening:\n"
-                    f"{self.stderr_tail()}"
-                )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise QemuError(
-                    f"QEMU did not listen on port {port} within {self._start_timeout:g} s:\n"
-                    f"{self.stderr_tail()}"
-                )
-        return True
-
-    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stderr is not None
-        for raw in process.stderr:
-            line = raw.decode("utf-8", errors="replace").rstrip()
-            self._stderr.append(line)
-            if _WAITING.search(line):
-                self._listening.set()
 
     def stderr_tail(self) -> str:
         """QEMU's last lines of stderr."""
-        return "\n".join(self._stderr)
+        return self._process.stderr_tail() if self._process is not None else ""
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time QEMU has used so far (from /proc/PID/stat)."""
@@ -293,27 +259,15 @@ class QemuMcu:
         )
 
     def kill(self) -> None:
-        """SIGKILL QEMU, as a board losing power would; stop() then reaps it."""
-        if self._process is not None and self._process.poll() is None:
+        """SIGKILL QEMU, as a board losing power would; stop() then tidies up."""
+        if self._process is not None:
             self._process.kill()
 
-    def stop(self, timeout: float = 5.0) -> int | None:
+    def stop(self, timeout: float = STOP_GRACE) -> int | None:
         """End QEMU (terminate, then kill); returns its exit status. Safe to call twice."""
-        process = self._process
-        if process is None:
+        if self._process is None:
             return None
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if self._reader is not None:
-            self._reader.join(timeout)
-        if process.stderr is not None:
-            process.stderr.close()
-        return process.returncode
+        return self._process.stop(timeout)
 
     def __enter__(self) -> QemuMcu:
         return self.start()

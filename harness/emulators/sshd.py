@@ -15,7 +15,6 @@ Needs root (it creates a user and runs sshd), openssh-server, iproute2 and socat
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import enum
 import os
@@ -23,13 +22,14 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
+from harness.lifecycle import owner
+from harness.lifecycle.process import ManagedProcess, free_port
+from harness.lifecycle.reap import descendants
 from harness.transport.ssh import SshProfile, fingerprint_of_public_key
 
 SSHD = "/usr/sbin/sshd"
@@ -40,7 +40,7 @@ LISTEN_HOST = "127.0.0.1"
 _BIND_ATTEMPTS = 5
 _DAEMON_TOOLS = {SSHD: "openssh-server", "ssh-keygen": "openssh-client", "useradd": "passwd"}
 _NETNS_TOOLS = {"ip": "iproute2", "socat": "socat"}
-_LOG_TAIL_LINES = 30
+_LOG_KEEP_LINES = 10_000  # what log_count and wait_for_log can see
 
 
 class SshdError(RuntimeError):
@@ -67,7 +67,12 @@ class NetworkNamespace:
 
     def create(self) -> None:
         """Add the namespace and bring its ``lo`` up."""
-        _run_checked(["ip", "netns", "add", self.name], "create network namespace")
+        owner.current().add_netns(self.name)  # first, so a kill right after leaves nothing
+        try:
+            _run_checked(["ip", "netns", "add", self.name], "create network namespace")
+        except SshdError:
+            owner.current().remove_netns(self.name)
+            raise
         self._created = True
         try:
             _run_checked(["ip", "-n", self.name, "link", "set", "lo", "up"], "bring up lo")
@@ -93,6 +98,7 @@ class NetworkNamespace:
         _kill_all(self.pids())
         _run_checked(["ip", "netns", "del", self.name], "delete network namespace")
         self._created = False
+        owner.current().remove_netns(self.name)
 
     def __enter__(self) -> NetworkNamespace:
         self.create()
@@ -133,8 +139,7 @@ class SshdEmulator:
         self._token = secrets.token_hex(4)
         self._netns: NetworkNamespace | None = None
         self._owns_netns = False
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: _SshdLog | None = None
+        self._process: ManagedProcess | None = None
         self._authorized_keys: Path | None = None
         self.port = 0
 
@@ -228,28 +233,28 @@ class SshdEmulator:
         """The listening daemon first, then every process of the sessions it serves."""
         if self._process is None or self._process.poll() is not None:
             return []
-        return [self._process.pid, *_descendants(self._process.pid)]
+        return [self._process.pid, *sorted(descendants({self._process.pid}))]
 
     def kill(self) -> None:
         """SIGKILL the daemon and every session it serves, as a crash or power cut would."""
         if self._process is None:
             return
         _kill_all(self.pids())
-        self._process.wait()
+        self._process.kill()
 
     def stop(self) -> None:
         """Kill everything the board runs and remove what :meth:`start` added outside
         ``directory`` (namespace, authorized key); safe to call twice."""
         self.kill()
-        self._process = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
         if self._netns is not None and self._owns_netns:
             self._netns.delete()
         self._netns = None
         if self._authorized_keys is not None:
             self._authorized_keys.unlink(missing_ok=True)
+            owner.current().remove_path(self._authorized_keys)
             self._authorized_keys = None
 
     def wait(self) -> int:
@@ -260,16 +265,16 @@ class SshdEmulator:
 
     def log_tail(self) -> str:
         """The last lines sshd logged (connections, errors)."""
-        return self._log.tail() if self._log else ""
+        return self._process.stderr_tail() if self._process else ""
 
     def log_count(self, text: str) -> int:
         """How many lines sshd has logged so far that contain ``text``."""
-        return self._log.count(text) if self._log else 0
+        return self._process.stderr_count(text) if self._process else 0
 
     def wait_for_log(self, text: str, count: int = 1, timeout: float = 5.0) -> bool:
         """Whether sshd logged ``count`` lines containing ``text`` within ``timeout``
         (e.g. ``"Connection closed by"`` once a client has gone)."""
-        return self._log is not None and self._log.wait_for(text, count, timeout)
+        return self._process is not None and self._process.wait_for_stderr(text, count, timeout)
 
     def __enter__(self) -> SshdEmulator:
         self.start()
@@ -304,35 +309,27 @@ class SshdEmulator:
             argv = [SSHD, "-D", "-e", "-f", str(self.directory / "sshd_config")]
             if self._netns is not None:
                 argv = self._netns.command(argv)
-            self._process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+            self._process = ManagedProcess(
+                argv, name="sshd", log=self.log_path, keep_lines=_LOG_KEEP_LINES
             )
-            self._log = _SshdLog(self._process, self.log_path)
             listening = f"Server listening on {self.host} port {self.port}."
-            if self._log.wait_for(listening, 1, self._start_timeout):
+            if self._process.wait_for_stderr(listening, 1, self._start_timeout):
                 return
             self.kill()
-            self._process = None
-            self._log.close()
-            bind_race = "Address already in use" in self._log.tail()
+            self._process.stop()  # kept for its log tail
+            bind_race = "Address already in use" in self._process.stderr_tail()
             if not (bind_race and self._requested_port is None):
                 break
         raise SshdError(
             f"sshd did not start listening on {self.host}:{self.port} within "
             f"{self._start_timeout:.0f} s; its log ({self.log_path}) ends with:\n"
-            f"{self._log.tail() if self._log else '(nothing)'}"
+            f"{self.log_tail() or '(nothing)'}"
         )
 
     def _pick_port(self) -> int:
         if self._netns is not None:
             return 22  # the namespace is ours alone
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((self.host, 0))
-            return probe.getsockname()[1]
+        return free_port(self.host)
 
     def _write_sshd_config(self) -> None:
         assert self._authorized_keys is not None
@@ -372,50 +369,6 @@ class SshdEmulator:
         if self.proxy_command:
             lines.append(f"    ProxyCommand {self.proxy_command}")
         _write_private(self.ssh_config, "\n".join(lines) + "\n")
-
-
-class _SshdLog:
-    """Copies sshd's stderr to a file and keeps its lines, so callers can wait for one."""
-
-    def __init__(self, process: subprocess.Popen[bytes], path: Path) -> None:
-        assert process.stderr is not None
-        self._stderr = process.stderr
-        self._file = path.open("ab")
-        self._lines: list[str] = []
-        self._ended = False  # the daemon and every session closed stderr
-        self._changed = threading.Condition()
-        self._thread = threading.Thread(target=self._pump, name="sshd-log", daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        for raw in iter(self._stderr.readline, b""):
-            self._file.write(raw)
-            self._file.flush()
-            with self._changed:
-                self._lines.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._ended = True
-            self._changed.notify_all()
-
-    def count(self, text: str) -> int:
-        with self._changed:
-            return sum(text in line for line in self._lines)
-
-    def wait_for(self, text: str, count: int, timeout: float) -> bool:
-        """Whether ``count`` lines containing ``text`` arrived within ``timeout``."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._ended or self.count(text) >= count, timeout)
-            return self.count(text) >= count
-
-    def tail(self) -> str:
-        with self._changed:
-            return "\n".join(self._lines[-_LOG_TAIL_LINES:])
-
-    def close(self) -> None:
-        self._thread.join(timeout=5)
-        self._stderr.close()
-        self._file.close()
 
 
 def _missing(tools: dict[str, str]) -> list[str]:
@@ -461,6 +414,7 @@ def _install_authorized_key(home: Path, user: str, token: str, public_key: str) 
     """A per-emulator authorized_keys file in the user's ~/.ssh (sshd reads it as the user)."""
     entry = pwd.getpwnam(user)
     path = home / ".ssh" / f"authorized_keys.et-{token}"
+    owner.current().add_path(path)
     _write_private(path, public_key)
     os.chown(path, entry.pw_uid, entry.pw_gid)
     return path
@@ -487,27 +441,6 @@ def _run_checked(argv: list[str], what: str) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SshdError(f"cannot {what}: `{' '.join(argv)}` said: {done.stderr.strip()}")
-
-
-def _descendants(root: int) -> list[int]:
-    """All live descendants of ``root`` (sshd forks a monitor and a shell per session)."""
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children[ppid].append(int(entry.name))
-    found: list[int] = []
-    pending = [root]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            found.append(child)
-            pending.append(child)
-    return found
 
 
 def _kill_all(pids: list[int]) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.lifecycle.process import ManagedProcess
 from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import (
     CommandResult,
@@ -35,7 +36,7 @@ from harness.transport.base import (
     TransportLost,
     TransportTimeout,
 )
-from harness.transport.process_stream import ProcessStream
+from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.transport.shell_line import shell_line
 from harness.untrusted_input import brief
 from harness.value_rules import (
@@ -332,11 +333,9 @@ class AdbTransport(Transport):
     ) -> AdbShellStream:
         serial = self.serial
         command = shlex.join(argv)
-        process = subprocess.Popen(
+        process = start_stream_process(
             [*self._base_argv(), "-s", serial, "shell", shell_line(argv, env, exec_program=True)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            name="adb shell",
         )
         return AdbShellStream(
             process,
@@ -412,13 +411,13 @@ class AdbShellStream(ProcessStream):
     """
 
     def __init__(
-        self, process: subprocess.Popen[bytes], describe: str, write_timeout: float,
+        self, process: ManagedProcess, describe: str, write_timeout: float,
         device_state: Callable[[], str],
     ) -> None:  # fmt: skip
         super().__init__(process, describe, lost_hint=lambda: f"; device state: {device_state()}")
         self._write_timeout = write_timeout
-        assert process.stdin is not None
-        self._stdin_fd = process.stdin.fileno()
+        assert process.popen.stdin is not None
+        self._stdin_fd = process.popen.stdin.fileno()
         os.set_blocking(self._stdin_fd, False)
 
     def write(self, data: bytes) -> None:

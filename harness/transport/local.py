@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.lifecycle.process import run
 from harness.transport.base import (
     CommandResult,
     DeviceFacts,
@@ -17,7 +18,7 @@ from harness.transport.base import (
     TransportError,
     TransportTimeout,
 )
-from harness.transport.process_stream import ProcessStream
+from harness.transport.process_stream import ProcessStream, start_stream_process
 
 
 class LocalTransport(Transport):
@@ -49,14 +50,7 @@ class LocalTransport(Transport):
         stdin: bytes = b"",
     ) -> CommandResult:
         try:
-            done = subprocess.run(
-                list(argv),
-                input=stdin,
-                capture_output=True,
-                timeout=timeout,
-                env=_merged_env(env),
-                check=False,
-            )
+            done = run(argv, input=stdin, timeout=timeout, env=_merged_env(env))
         except subprocess.TimeoutExpired:
             raise TransportTimeout(f"host: {argv[0]} ran longer than {timeout:.1f} s") from None
         except OSError as exc:
@@ -66,17 +60,12 @@ class LocalTransport(Transport):
     def open_stream(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
     ) -> ProcessStream:
+        name = f"host: {Path(argv[0]).name}"
         try:
-            process = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=_merged_env(env),
-            )
+            process = start_stream_process(argv, name=name, env=_merged_env(env))
         except OSError as exc:
             raise TransportError(f"host: cannot start {argv[0]}: {exc}") from None
-        return ProcessStream(process, f"host: {Path(argv[0]).name}")
+        return ProcessStream(process, name)
 
     def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
         try:

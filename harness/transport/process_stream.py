@@ -1,47 +1,46 @@
 """A :class:`ByteStream` over a local child process's stdin and stdout.
 
 Used by the host transport directly, and by transports whose client is a local
-program (``adb shell``, ``ssh``) that relays the remote process's streams.
+program (``adb shell``, ``ssh``) that relays the remote process's streams. The
+child is a :class:`~harness.lifecycle.process.ManagedProcess`: its stderr is kept
+as a bounded tail, and it ends with the harness however the harness ends.
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import selectors
-import subprocess
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
+from harness.lifecycle.process import PIPE, ManagedProcess
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 
-_STDERR_TAIL_LINES = 40
+_CLOSE_GRACE = 5.0  # seconds a child may take to exit after its stdin is closed
+
+
+def start_stream_process(
+    argv: Sequence[str], *, name: str, env: Mapping[str, str] | None = None
+) -> ManagedProcess:
+    """``argv`` with its stdin, stdout and stderr on pipes, as :class:`ProcessStream` needs."""
+    return ManagedProcess(argv, name=name, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=env)
 
 
 class ProcessStream(ByteStream):
-    """Talks to ``process`` through its pipes; stderr is kept as a bounded tail."""
+    """Talks to ``process`` through its pipes (see :func:`start_stream_process`)."""
 
-    def __init__(self, process: subprocess.Popen, describe: str,
+    def __init__(self, process: ManagedProcess, describe: str,
                  lost_hint: Callable[[], str] | None = None) -> None:
-        if process.stdin is None or process.stdout is None or process.stderr is None:
+        popen = process.popen
+        if popen.stdin is None or popen.stdout is None or popen.stderr is None:
             raise ValueError("ProcessStream needs stdin, stdout and stderr pipes")
-        self._process = process
+        self._child = process
+        self._process = popen
         self._describe = describe
         self._lost_hint = lost_hint
         self._buffer = bytearray()
-        self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
-        self._stderr_thread = threading.Thread(
-            target=self._drain_stderr, name=f"stderr:{describe}", daemon=True
-        )
-        self._stderr_thread.start()
         self._selector = selectors.DefaultSelector()
-        self._selector.register(process.stdout, selectors.EVENT_READ)
-
-    def _drain_stderr(self) -> None:
-        assert self._process.stderr is not None
-        for raw in iter(self._process.stderr.readline, b""):
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        self._selector.register(popen.stdout, selectors.EVENT_READ)
 
     def _lost(self, what: str) -> TransportLost:
         code = self._process.poll()
@@ -75,7 +74,7 @@ class ProcessStream(ByteStream):
             chunk = os.read(fd, 65536)
             if not chunk:
                 self._process.wait(timeout=5)
-                self._stderr_thread.join(timeout=1)
+                self._child.wait_for_stderr_end(timeout=1)  # so that the tail is complete
                 raise self._lost("the process closed its output")
             self._buffer += chunk
         data = bytes(self._buffer[:size])
@@ -83,25 +82,19 @@ class ProcessStream(ByteStream):
         return data
 
     def stderr_tail(self) -> str:
-        return "\n".join(self._stderr)
+        return self._child.stderr_tail()
 
     @property
     def pid(self) -> int:
         return self._process.pid
 
     def close(self) -> None:
+        """Close the child's stdin, and kill it if it has not exited within a grace period."""
         if self._process.poll() is None:
             try:
                 assert self._process.stdin is not None
                 self._process.stdin.close()
             except OSError:
                 pass
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        self._child.stop(_CLOSE_GRACE, terminate=False)
         self._selector.close()
-        for pipe in (self._process.stdout, self._process.stderr):
-            if pipe is not None:
-                pipe.close()

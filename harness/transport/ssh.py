@@ -27,7 +27,6 @@ import select
 import shlex
 import socket
 import stat
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import paramiko
 
+from harness.lifecycle.process import ManagedProcess
 from harness.transport.base import (
     ByteStream,
     CommandResult,
@@ -525,7 +525,7 @@ class _Connection:
     """One live route: an SSHClient per hop (the board last) and the ProxyCommand, if any."""
 
     def __init__(
-        self, clients: list[paramiko.SSHClient], proxy: subprocess.Popen[bytes] | None
+        self, clients: list[paramiko.SSHClient], proxy: ManagedProcess | None
     ) -> None:
         self.clients = clients
         self.proxy = proxy
@@ -568,32 +568,23 @@ def _dial(hop: _Hop, timeout: float) -> socket.socket:
     return sock
 
 
-def _spawn_proxy_command(command: str) -> tuple[socket.socket, subprocess.Popen[bytes]]:
+def _spawn_proxy_command(command: str) -> tuple[socket.socket, ManagedProcess]:
     """Run an ssh config ProxyCommand (trusted config text, run as OpenSSH does, with
     ``sh -c``) on one end of a socket pair; paramiko gets the other end, so the
     proxy's exit reads as a closed socket."""
     ours, theirs = socket.socketpair()
     with theirs:
-        process = subprocess.Popen(
-            ["/bin/sh", "-c", f"exec {command}"],
-            stdin=theirs,
-            stdout=theirs,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        process = ManagedProcess(
+            ["/bin/sh", "-c", f"exec {command}"], name="ProxyCommand",
+            stdin=theirs.fileno(), stdout=theirs.fileno(),
+        )  # fmt: skip
     return ours, process
 
 
-def _end_process(process: subprocess.Popen[bytes]) -> str:
+def _end_process(process: ManagedProcess) -> str:
     """Stop a local helper process; what it wrote to stderr."""
-    if process.poll() is None:
-        process.terminate()
-    try:
-        _, err = process.communicate(timeout=2)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, err = process.communicate()
-    return (err or b"").decode("utf-8", "replace").strip()
+    process.stop()
+    return process.stderr_tail().strip()
 
 
 class SshTransport(Transport):
@@ -633,7 +624,7 @@ class SshTransport(Transport):
     def _open_route(self) -> _Connection:
         timeout = self.profile.connect_timeout
         clients: list[paramiko.SSHClient] = []
-        proxy: subprocess.Popen[bytes] | None = None
+        proxy: ManagedProcess | None = None
         sock: Any = None
         try:
             for index, hop in enumerate(self.route):

@@ -1,0 +1,238 @@
+"""Child processes the harness starts, and how they end.
+
+Every child gets a clean signal state (nothing blocked, default dispositions: a
+harness that blocks SIGTERM, or runs as a background job with SIGINT ignored, does
+not pass that on), a session and process group of its own (a Ctrl-C at the terminal
+reaches the harness, which then stops its children in order), and this process's
+owner marker (:mod:`harness.lifecycle.owner`), so that its janitor can end it if
+the harness dies first.
+
+- :func:`popen` / :func:`run`: the spawn, for callers that handle the pipes;
+- :class:`ManagedProcess`: a long-lived child (an emulator, a stream's client):
+  recorded in the ownership record, its stderr read by a thread into a bounded tail
+  (optionally copied to a log file) that callers can wait on, stopped with
+  SIGTERM to its process group, then SIGKILL after a short grace;
+- :func:`on_free_port`: start a listening child on a free port, retrying when
+  another process takes the port first.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import threading
+from collections.abc import Callable, Container, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from harness.lifecycle import owner
+from harness.lifecycle.signals import reset_in_child
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+_TAIL_LINES = 40
+
+Stdio = int | IO[Any] | None
+
+
+def popen(
+    argv: Sequence[str],
+    *,
+    stdin: Stdio = DEVNULL,
+    stdout: Stdio = DEVNULL,
+    stderr: Stdio = DEVNULL,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` (see the module docstring); ``env`` None means this environment."""
+    marked = {**(os.environ if env is None else env), **owner.current().marker}
+    return subprocess.Popen(
+        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=marked, cwd=cwd,
+        start_new_session=True, preexec_fn=reset_in_child,  # noqa: PLW1509 (see signals)
+    )  # fmt: skip
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` to its end with captured output, like :func:`subprocess.run`.
+
+    On timeout the child's whole process group is killed (not only the child) and
+    :class:`subprocess.TimeoutExpired` raised.
+    """
+    process = popen(
+        argv, stdin=PIPE if input is not None else DEVNULL, stdout=PIPE, stderr=PIPE,
+        env=env, cwd=cwd,
+    )  # fmt: skip
+    try:
+        out, err = process.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _signal_group(process, signal.SIGKILL)
+        process.communicate()
+        raise
+    except BaseException:
+        _signal_group(process, signal.SIGKILL)
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(list(argv), process.returncode, out, err)
+
+
+class ManagedProcess:
+    """A long-lived child (see the module docstring); started on construction.
+
+    ``stderr``: PIPE (read into the tail, and appended to ``log`` if given), a file,
+    or DEVNULL. ``keep_lines`` bounds how many stderr lines :meth:`stderr_count`
+    and :meth:`wait_for_stderr` can see; :meth:`stderr_tail` shows the last 40.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str,
+        stdin: Stdio = DEVNULL,
+        stdout: Stdio = DEVNULL,
+        stderr: Stdio = PIPE,
+        log: Path | None = None,
+        keep_lines: int = _TAIL_LINES,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.popen = popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env)
+        owner.current().add_process(self.popen.pid, name)
+        self._lines: collections.deque[str] = collections.deque(maxlen=max(keep_lines, 1))
+        self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        self._ended = self.popen.stderr is None
+        self._changed = threading.Condition()
+        self._log = log.open("ab") if log is not None and self.popen.stderr is not None else None
+        self._reader: threading.Thread | None = None
+        if self.popen.stderr is not None:
+            self._reader = threading.Thread(
+                target=self._read_stderr, name=f"stderr:{name}", daemon=True
+            )
+            self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        """The exit status, or None while it runs."""
+        return self.popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status once it ends; :class:`subprocess.TimeoutExpired` after ``timeout``."""
+        return self.popen.wait(timeout)
+
+    def _read_stderr(self) -> None:
+        stream = self.popen.stderr
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            if self._log is not None:
+                self._log.write(raw)
+                self._log.flush()
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            with self._changed:
+                self._lines.append(line)
+                self._tail.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def stderr_tail(self) -> str:
+        """The last lines of stderr."""
+        with self._changed:
+            return "\n".join(self._tail)
+
+    def stderr_count(self, text: str) -> int:
+        """How many kept stderr lines contain ``text``."""
+        with self._changed:
+            return sum(text in line for line in self._lines)
+
+    def wait_for_stderr(self, text: str, count: int = 1, timeout: float = 5.0) -> bool:
+        """Whether ``count`` stderr lines containing ``text`` arrived within ``timeout``;
+        False as soon as stderr has ended without them (the child and its children exited)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._ended or self.stderr_count(text) >= count, timeout)
+            return self.stderr_count(text) >= count
+
+    def wait_for_stderr_end(self, timeout: float) -> bool:
+        """Whether stderr has ended (the child and all its children closed it) within ``timeout``."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._ended, timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the child's process group, as a crash would, and reap the child."""
+        _signal_group(self.popen, signal.SIGKILL)
+        self.popen.wait()
+
+    def stop(self, grace: float = STOP_GRACE, *, terminate: bool = True) -> int | None:
+        """End the child: SIGTERM its group (unless ``terminate`` is False: then it is
+        expected to end by itself, e.g. on end of input), SIGKILL it after ``grace``.
+        Returns the exit status; safe to call twice."""
+        if self.popen.poll() is None:
+            if terminate:
+                _signal_group(self.popen, signal.SIGTERM)
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self._reader is not None:
+            self._reader.join(grace)
+        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        owner.current().remove_process(self.popen.pid)
+        return self.popen.returncode
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal the process group ``process`` leads, while its PID is still ours.
+
+    Until the leader is reaped its PID, and so its group id, cannot be reused.
+    """
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+
+
+def free_port(host: str = "127.0.0.1", avoid: Container[int] = ()) -> int:
+    """A TCP port on ``host`` that is free now (another process may take it before use)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port = int(probe.getsockname()[1])
+        if port not in avoid:
+            return port
+
+
+def on_free_port(
+    launch: Callable[[int], bool], *, attempts: int = 5, host: str = "127.0.0.1",
+    avoid: Container[int] = (),
+) -> int | None:  # fmt: skip
+    """Call ``launch(port)`` with free ports until it returns True (it listens there);
+    False means the port was taken meanwhile. The port, or None after ``attempts``."""
+    for _ in range(attempts):
+        port = free_port(host, avoid)
+        if launch(port):
+            return port
+    return None

@@ -1,0 +1,171 @@
+"""harness.lifecycle: clean child signal state, group kills, ownership records, the sweep.
+
+The end-to-end proofs (killed pytest runs and ``et-harness emu``) are in
+tests/test_kill_runs.py; these check the parts on their own, in a private state dir.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.lifecycle import owner
+from harness.lifecycle.process import ManagedProcess, run
+from harness.lifecycle.reap import (
+    MARKER_VARIABLE,
+    OwnerRecord,
+    RecordedProcess,
+    boot_id,
+    start_time,
+)
+
+
+def _signal_bits(status: str, field: str) -> int:
+    line = next(line for line in status.splitlines() if line.startswith(field + ":"))
+    return int(line.split()[1], 16)
+
+
+def _has(bits: int, signum: int) -> bool:
+    return bool(bits & (1 << (signum - 1)))
+
+
+def test_children_start_with_nothing_blocked_or_ignored_and_carry_the_marker() -> None:
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        done = run(["sh", "-c", "cat /proc/self/status; env"], timeout=10)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    text = done.stdout.decode()
+    for field in ("SigBlk", "SigIgn"):
+        bits = _signal_bits(text, field)
+        assert not _has(bits, signal.SIGTERM) and not _has(bits, signal.SIGINT), field
+    assert f"{MARKER_VARIABLE}={owner.current().name}" in text
+
+
+def test_a_child_leads_its_own_session() -> None:
+    done = run(["sh", "-c", "cut -d' ' -f6 /proc/$$/stat; echo $$"], timeout=10)
+    session, pid = done.stdout.split()
+    assert session == pid and int(session) != os.getsid(0)
+
+
+def test_a_timed_out_run_kills_the_whole_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], timeout=1.0)
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while start_time(grandchild) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert start_time(grandchild) is None, "the background sleep outlived the timeout"
+
+
+def test_stop_terminates_then_kills_and_keeps_the_stderr_tail() -> None:
+    stubborn = ManagedProcess(
+        ["sh", "-c", "trap '' TERM; echo ready >&2; while :; do sleep 0.05; done"],
+        name="stubborn",
+    )
+    assert stubborn.wait_for_stderr("ready", timeout=10)
+    started = time.monotonic()
+    code = stubborn.stop(grace=0.5)
+    took = time.monotonic() - started
+    assert code == -signal.SIGKILL and took < 3, (code, took)
+    assert stubborn.stderr_tail() == "ready"
+    assert stubborn.pid not in {p.pid for p in _record(owner.current()).processes}
+
+
+def _record(of: owner.Owner) -> OwnerRecord:
+    return OwnerRecord.from_json(of.record_path.read_text())
+
+
+def _write_record(
+    directory: Path, name: str, processes: tuple[RecordedProcess, ...], paths: tuple[str, ...]
+) -> Path:
+    record = OwnerRecord(
+        owner=name, pid=1, start=1, boot_id=boot_id(), host=socket.gethostname(),
+        processes=processes, paths=paths,
+    )  # fmt: skip
+    (directory / f"{name}.json").write_text(record.to_json())
+    lock = directory / f"{name}.lock"
+    lock.touch()
+    return lock
+
+
+def test_the_sweep_reaps_dead_owners_only(tmp_path: Path) -> None:
+    directory = tmp_path / "owners"
+    directory.mkdir()
+    orphans = [subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(2)]
+    files = [tmp_path / "dead-file", tmp_path / "live-file"]
+    for path in files:
+        path.write_text("x")
+
+    def recorded(process: subprocess.Popen[bytes]) -> tuple[RecordedProcess, ...]:
+        return (RecordedProcess(process.pid, start_time(process.pid) or 0, "sleep"),)
+
+    _write_record(directory, "dead", processes=recorded(orphans[0]), paths=(str(files[0]),))
+    live_lock = _write_record(
+        directory, "live", processes=recorded(orphans[1]), paths=(str(files[1]),)
+    )
+    holder = os.open(live_lock, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # as a live owner holds it
+    try:
+        assert owner.sweep(directory) == ["dead"]
+        orphans[0].wait(5)
+        assert not files[0].exists() and not (directory / "dead.json").exists()
+        assert orphans[1].poll() is None and files[1].exists(), "a live run was touched"
+    finally:
+        os.close(holder)
+        for process in orphans:
+            process.kill()
+            process.wait()
+
+
+def test_a_record_from_another_host_is_left_alone(tmp_path: Path) -> None:
+    directory = tmp_path / "owners"
+    directory.mkdir()
+    kept = tmp_path / "theirs"
+    kept.write_text("x")
+    record = OwnerRecord(owner="elsewhere", pid=1, start=1, boot_id="other",
+                         host="another-host", paths=(str(kept),))  # fmt: skip
+    (directory / "elsewhere.json").write_text(record.to_json())
+    (directory / "elsewhere.lock").touch()
+    assert owner.sweep(directory) == []
+    assert kept.exists()
+
+
+def test_the_janitor_reaps_when_its_owner_is_killed(tmp_path: Path) -> None:
+    """An owner in a subprocess starts a child and makes a directory, then is SIGKILLed."""
+    script = (
+        "import sys, pathlib\n"
+        "from harness.lifecycle import owner\n"
+        "from harness.lifecycle.process import ManagedProcess\n"
+        "child = ManagedProcess(['sleep', '120'], name='sleep')\n"
+        f"directory = owner.owned_directory('kept-', pathlib.Path({str(tmp_path)!r}))\n"
+        "path = directory.__enter__()\n"
+        "print(child.pid, path, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert process.stdout is not None
+    pid_text, path_text = process.stdout.readline().split()
+    child, made = int(pid_text), Path(path_text)
+    assert start_time(child) is not None and made.is_dir()
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10
+    while (start_time(child) is not None or made.exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert start_time(child) is None, "the janitor did not end the child"
+    assert not made.exists(), "the janitor did not remove the directory"
