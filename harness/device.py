@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -93,12 +94,19 @@ class Device:
 
     def push_once(self, local: Path, remote: str) -> None:
         """Push ``local`` unless the device already has identical content there."""
-        digest = _sha256(local)
-        if self._pushed.get(remote) == digest:
+        self.push_each_once([(local, remote)])
+
+    def push_each_once(self, files: Sequence[tuple[Path, str]]) -> None:
+        """Push each ``(local, remote)`` whose content the device lacks (one check for all)."""
+        wanted = [(local, remote, _sha256(local)) for local, remote in files]
+        unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
+        if not unknown:
             return
-        if self._files().sha256(remote) != digest:
-            self._files().push(local, remote)
-        self._pushed[remote] = digest
+        there = self._files().sha256_each([remote for _, remote, _ in unknown])
+        for (local, remote, digest), have in zip(unknown, there, strict=True):
+            if have != digest:
+                self._files().push(local, remote)
+            self._pushed[remote] = digest
 
     # ---- the agent -----------------------------------------------------------------
 
@@ -135,8 +143,7 @@ class Device:
             files = self._agent_files()
             digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
             remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
-            for local in files:
-                self.push_once(local, posixpath.join(remote_dir, local.name))
+            self.push_each_once([(f, posixpath.join(remote_dir, f.name)) for f in files])
             self._agent_path = posixpath.join(remote_dir, files[0].name)
         return self._agent_path
 

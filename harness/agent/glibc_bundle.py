@@ -103,23 +103,8 @@ def library_closure(binary: Path, search: Sequence[Path]) -> dict[str, Path]:
     that needs it, and must be an aarch64 ELF file; :class:`GlibcBundleError` names the
     first one not found.
     """
-    found: dict[str, Path] = {}
-    pending: list[tuple[str, Path]] = []
-    links = read_links(binary)
-    if links.interpreter is None:
-        raise GlibcBundleError(f"{binary} names no program interpreter: not a dynamic executable")
-    pending.append((posixpath.basename(links.interpreter), binary))
-    pending += [(name, binary) for name in links.needed]
-    while pending:
-        name, needed_by = pending.pop(0)
-        if name in found:
-            continue
-        if len(found) >= _MAX_LIBRARIES:
-            raise GlibcBundleError(f"{binary}: more than {_MAX_LIBRARIES} libraries in its closure")
-        path = _find_library(name, needed_by, search)
-        found[name] = path
-        pending += [(n, path) for n in read_links(path).needed if n not in found]
-    return found
+    closure = _closure(binary, search)
+    return {name: path for name, (path, _) in closure.items() if name != AGENT_BINARY_NAME}
 
 
 def ensure_glibc_bundle(build: AgentBuild, sysroot: Path = GLIBC_SYSROOT) -> GlibcBundle:
@@ -133,8 +118,8 @@ def ensure_glibc_bundle(build: AgentBuild, sysroot: Path = GLIBC_SYSROOT) -> Gli
             f"no {LOADER_NAME} in {sysroot}/lib: install the cross sysroot with "
             "apt-get install -y g++-aarch64-linux-gnu"
         )
-    closure = library_closure(build.binary, (build.dist_dir, sysroot / "lib"))
-    inputs = {AGENT_BINARY_NAME: build.binary.resolve(), **closure}
+    closure = _closure(build.binary, (build.dist_dir, sysroot / "lib"))
+    inputs = {name: path for name, (path, _) in closure.items()}
     key = hashlib.sha256()
     for name in sorted(inputs):
         key.update(f"{name}\0{_sha256(inputs[name])}\n".encode())
@@ -143,13 +128,35 @@ def ensure_glibc_bundle(build: AgentBuild, sysroot: Path = GLIBC_SYSROOT) -> Gli
     with filelock.FileLock(f"{target}.lock"):
         if not (target / "complete").is_file():
             _make(target, inputs)
-    files = (target / AGENT_BINARY_NAME, *(target / name for name in sorted(closure)))
+    libraries = sorted(name for name in inputs if name != AGENT_BINARY_NAME)
     return GlibcBundle(
         directory=target,
-        files=files,
+        files=(target / AGENT_BINARY_NAME, *(target / name for name in libraries)),
         unstripped_bytes=sum(p.stat().st_size for p in inputs.values()),
-        load_alignment=min(read_links(f).load_alignment for f in files),
+        # stripping leaves program headers as they are
+        load_alignment=min(links.load_alignment for _, links in closure.values()),
     )
+
+
+def _closure(binary: Path, search: Sequence[Path]) -> dict[str, tuple[Path, ElfLinks]]:
+    """The agent (as ``et-agent``) and every library it loads, each with its links."""
+    links = read_links(binary)
+    if links.interpreter is None:
+        raise GlibcBundleError(f"{binary} names no program interpreter: not a dynamic executable")
+    found = {AGENT_BINARY_NAME: (binary.resolve(), links)}
+    pending = [(posixpath.basename(links.interpreter), binary, links)]
+    pending += [(name, binary, links) for name in links.needed]
+    while pending:
+        name, needed_by, by_links = pending.pop(0)
+        if name in found:
+            continue
+        if len(found) > _MAX_LIBRARIES:
+            raise GlibcBundleError(f"{binary}: more than {_MAX_LIBRARIES} libraries in its closure")
+        path = _find_library(name, needed_by, by_links, search)
+        path_links = read_links(path)
+        found[name] = (path, path_links)
+        pending += [(n, path, path_links) for n in path_links.needed if n not in found]
+    return found
 
 
 def _make(target: Path, inputs: dict[str, Path]) -> None:
@@ -170,12 +177,12 @@ def _make(target: Path, inputs: dict[str, Path]) -> None:
         raise
 
 
-def _find_library(name: str, needed_by: Path, search: Sequence[Path]) -> Path:
+def _find_library(name: str, needed_by: Path, links: ElfLinks, search: Sequence[Path]) -> Path:
     if "/" in name:
         raise GlibcBundleError(f"{needed_by} needs {name!r} by path; the bundle takes names only")
     origin = str(needed_by.resolve().parent)
     runpath = [Path(p.replace("$ORIGIN", origin).replace("${ORIGIN}", origin))
-               for p in read_links(needed_by).runpath]  # fmt: skip
+               for p in links.runpath]  # fmt: skip
     for directory in (*search, *runpath):
         candidate = directory / name
         if candidate.is_file() and _is_aarch64_elf(candidate):
