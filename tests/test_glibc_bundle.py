@@ -10,7 +10,6 @@ import dataclasses
 import posixpath
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,7 @@ from harness.agent.glibc_bundle import (
 )
 from harness.agent.session import AgentDidNotStart
 from harness.deployment import Deployment
-from harness.device import DeviceSetupError, open_device
+from harness.device import Device, DeviceSetupError, open_device
 from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
 from harness.profile import load_profile
 from harness.runner import CaseRunner
@@ -174,19 +173,31 @@ def test_on_adb_emu_the_glibc_build_is_refused_before_pushing_without_the_bundle
         device.close()
 
 
-def test_bundle_deployment_is_content_hashed_and_pushed_once(tmp_path):
+def test_bundle_deployment_is_content_hashed_and_repairs_only_what_differs(tmp_path, monkeypatch):
     require("adb", "qemu-aarch64", root=True)
     device = open_device(load_profile("adb-emu"))
     try:
         agent = device.deploy_agent()
+        assert re.fullmatch(r"/data/local/tmp/et-harness/agent/[0-9a-f]{16}/et-agent", agent)
         bundle = ensure_glibc_bundle(device.agent_build())
         transport = device.transport
         assert transport is not None
-        for file in bundle.files:
-            remote = posixpath.join(posixpath.dirname(agent), file.name)
-            local = Path(tmp_path / file.name)
-            transport.pull(remote, local)
-            assert local.read_bytes() == file.read_bytes(), file.name
-        assert re.fullmatch(r"/data/local/tmp/et-harness/agent/[0-9a-f]{16}/et-agent", agent)
+        remotes = [posixpath.join(posixpath.dirname(agent), f.name) for f in bundle.files]
+        for file, remote in zip(bundle.files, remotes, strict=True):
+            transport.pull(remote, tmp_path / file.name)
+            assert (tmp_path / file.name).read_bytes() == file.read_bytes(), file.name
+        odd = "/data/local/tmp/odd name; $(x)"
+        transport.run(["sh", "-c", 'printf x > "$1"', "sh", odd], timeout=30)
+        assert transport.sha256_each([remotes[0], "/data/local/tmp/none", odd]) == (
+            transport.sha256(remotes[0]), None, transport.sha256(odd))
+
+        libm = next(r for r in remotes if r.endswith("/libm.so.6"))
+        transport.run(["sh", "-c", 'printf broken > "$1"', "sh", libm], timeout=30)
+        pushed: list[str] = []
+        push = transport.push
+        monkeypatch.setattr(transport, "push", lambda local, remote: (
+            pushed.append(posixpath.basename(remote)), push(local, remote)))
+        assert Device(device.profile, transport).deploy_agent() == agent
+        assert pushed == ["libm.so.6"]
     finally:
         device.close()
