@@ -54,7 +54,8 @@ def test_the_bundle_is_the_agent_its_executorch_libraries_and_glibc_stripped():
 
 @pytest.fixture
 def extra_build(tmp_path, monkeypatch) -> AgentBuild:
-    """An aarch64 'agent' linking a library no list in the harness names."""
+    """An aarch64 'agent' linking a library no list in the harness names, shipped beside a
+    plugin it does not link (as a backend's dlopen'ed plugin would be), which needs libm."""
     require("aarch64-linux-gnu-gcc")
     monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
     dist = tmp_path / "dist"
@@ -64,22 +65,27 @@ def extra_build(tmp_path, monkeypatch) -> AgentBuild:
         '#include <stdio.h>\nint extra_answer(void);\n'
         'int main(void) { printf("answer %d\\n", extra_answer()); return 0; }\n'
     )
+    (tmp_path / "plugin.c").write_text(
+        "#include <math.h>\ndouble plugin_cos(double x) { return cos(x); }\n")
     gcc = "aarch64-linux-gnu-gcc"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(dist / "libplugin.so"),
+                    str(tmp_path / "plugin.c"), "-Wl,--no-as-needed", "-lm"], check=True)
     subprocess.run([gcc, "-shared", "-fPIC", "-Wl,-soname,libextra.so.1", "-o",
                     str(dist / "libextra.so.1"), str(tmp_path / "extra.c")], check=True)
     subprocess.run([gcc, "-o", str(dist / "et-agent"), str(tmp_path / "main.c"),
                     str(dist / "libextra.so.1")], check=True)
     sdk = SdkPaths(root=tmp_path / "no-sdk", abi="aarch64", version="0")
-    return AgentBuild("aarch64", dist, dist / "et-agent", (dist / "libextra.so.1",), sdk)
+    libraries = (dist / "libextra.so.1", dist / "libplugin.so")
+    return AgentBuild("aarch64", dist, dist / "et-agent", libraries, sdk)
 
 
-def test_a_library_the_agent_links_is_bundled_and_the_bundle_runs_with_the_sysroot_hidden(
+def test_linked_and_shipped_libraries_are_bundled_and_the_bundle_runs_with_the_sysroot_hidden(
     extra_build,
 ):
     require("qemu-aarch64", "unshare", root=True)
     bundle = ensure_glibc_bundle(extra_build)
-    assert {f.name for f in bundle.files} == {"et-agent", "libextra.so.1", "libc.so.6",
-                                              LOADER_NAME}
+    assert {f.name for f in bundle.files} == {"et-agent", "libextra.so.1", "libplugin.so",
+                                              "libm.so.6", "libc.so.6", LOADER_NAME}
     hidden = f"mount -t tmpfs -o ro none {GLIBC_SYSROOT} && exec \"$@\""
     argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hidden, "sh",
             "qemu-aarch64", *start_argv(str(bundle.agent))]  # fmt: skip
@@ -130,8 +136,9 @@ def test_on_adb_emu_the_agent_loads_nothing_but_the_bundle():
         opened = re.findall(r"(?:trying file|calling init: )=?\s*(\S+)", ran.stderr.decode())
         assert opened and all(p.startswith(directory + "/") for p in opened), opened
         initialised = set(re.findall(r"calling init: \S+/(\S+)", ran.stderr.decode()))
-        bundled = {f.name for f in ensure_glibc_bundle(device.agent_build()).files}
-        assert initialised == bundled - {"et-agent"}  # every bundled file used, nothing else
+        needed = library_closure(device.agent_build().binary,
+                                 (device.agent_build().dist_dir, GLIBC_SYSROOT / "lib"))
+        assert initialised == set(needed)  # the whole DT_NEEDED closure, all from the bundle
     finally:
         device.close()
 

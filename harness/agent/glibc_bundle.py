@@ -4,9 +4,10 @@ A phone has no glibc, and the agent is built against the glibc (manylinux) aarch
 wheel. Started through its own loader (``LOADER --library-path DIR DIR/et-agent``) a
 glibc program needs nothing from the device but the kernel: neither Android's linker,
 its namespaces nor its library paths take part. :func:`ensure_glibc_bundle` makes that
-directory from an agent build: the agent, every shared library in its ``DT_NEEDED``
-closure (the ExecuTorch libraries, any backend library the build links, glibc's from
-the Debian cross sysroot) and the loader its ``PT_INTERP`` names, all stripped. The
+directory from an agent build: the agent and the libraries the build ships beside it,
+every shared library in their ``DT_NEEDED`` closure (the ExecuTorch libraries, any backend
+library the build links, glibc's from the Debian cross sysroot) and the loader the agent's
+``PT_INTERP`` names, all stripped. The
 closure is read from the ELF files, never listed by hand, so a build that links more
 libraries ships more. Bundles are cached under the harness cache by content.
 """
@@ -118,7 +119,8 @@ def ensure_glibc_bundle(build: AgentBuild, sysroot: Path = GLIBC_SYSROOT) -> Gli
             f"no {LOADER_NAME} in {sysroot}/lib: install the cross sysroot with "
             "apt-get install -y g++-aarch64-linux-gnu"
         )
-    closure = _closure(build.binary, (build.dist_dir, sysroot / "lib"))
+    # The build's own libraries all go in, needed or not: a plugin it ships may be dlopen'ed.
+    closure = _closure(build.binary, (build.dist_dir, sysroot / "lib"), build.libraries)
     inputs = {name: path for name, (path, _) in closure.items()}
     key = hashlib.sha256()
     for name in sorted(inputs):
@@ -138,14 +140,21 @@ def ensure_glibc_bundle(build: AgentBuild, sysroot: Path = GLIBC_SYSROOT) -> Gli
     )
 
 
-def _closure(binary: Path, search: Sequence[Path]) -> dict[str, tuple[Path, ElfLinks]]:
-    """The agent (as ``et-agent``) and every library it loads, each with its links."""
+def _closure(
+    binary: Path, search: Sequence[Path], shipped: Sequence[Path] = ()
+) -> dict[str, tuple[Path, ElfLinks]]:
+    """The agent (as ``et-agent``), the ``shipped`` libraries and every library they load,
+    each with its links."""
     links = read_links(binary)
     if links.interpreter is None:
         raise GlibcBundleError(f"{binary} names no program interpreter: not a dynamic executable")
     found = {AGENT_BINARY_NAME: (binary.resolve(), links)}
     pending = [(posixpath.basename(links.interpreter), binary, links)]
     pending += [(name, binary, links) for name in links.needed]
+    for library in shipped:
+        library_links = read_links(library)
+        found[library.name] = (library.resolve(), library_links)
+        pending += [(name, library, library_links) for name in library_links.needed]
     while pending:
         name, needed_by, by_links = pending.pop(0)
         if name in found:
