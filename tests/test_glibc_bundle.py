@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -22,15 +24,19 @@ from harness.agent.glibc_bundle import (
     library_closure,
     start_argv,
 )
-from harness.agent.session import AgentDidNotStart
+from harness.agent.session import AgentDidNotStart, AgentSession
 from harness.deployment import Deployment
 from harness.device import Device, DeviceSetupError, open_device
 from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
+from harness.options import OptionsMap
+from harness.probe_program import probe_program
 from harness.profile import load_profile
 from harness.runner import CaseRunner
 from harness.sdk import SdkPaths
+from harness.transport.local import LocalTransport
 from tests.prerequisites import require
 
+MAP = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"mode": "x"}})
 GLIBC = {LOADER_NAME, "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0",
          "libgcc_s.so.1", "libstdc++.so.6"}  # fmt: skip
 
@@ -101,6 +107,55 @@ def test_a_needed_library_found_nowhere_is_named(extra_build):
     with pytest.raises(GlibcBundleError, match=r"et-agent needs libextra.so.1, which is in none "
                                                r"of: .*/dist, /usr/aarch64-linux-gnu/lib"):
         library_closure(extra_build.binary, (extra_build.dist_dir, GLIBC_SYSROOT / "lib"))
+
+
+def _host_program_with_libraries(program: str) -> list[Path]:
+    """``program`` and the x86_64 files its loader maps (Debian has no static qemu-aarch64)."""
+    listing = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
+    return [Path(program), *(Path(p) for p in re.findall(r"(/\S+) \(0x", listing))]
+
+
+def test_the_bundle_serves_cases_in_a_chroot_holding_only_qemu_and_the_bundle(tmp_path):
+    """Nothing aarch64 exists but the bundle: no sysroot to hide, no shell, no /usr."""
+    require("qemu-aarch64", "unshare", "chroot", "ldd", root=True)
+    bundle = ensure_glibc_bundle(ensure_agent("aarch64"))
+    root = tmp_path / "root"
+    qemu = shutil.which("qemu-aarch64")
+    assert qemu is not None
+    for path in _host_program_with_libraries(qemu):
+        inside = root / path.relative_to("/")
+        inside.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path.resolve(), inside)
+    for file in bundle.files:
+        (root / "phone").mkdir(exist_ok=True)
+        shutil.copy2(file, root / "phone" / file.name)
+    (root / "proc").mkdir()
+    (root / "sys").mkdir()  # XNNPACK reads the CPU topology there
+    (root / "programs").mkdir()
+
+    def program_for(delegates: tuple[str, ...]) -> str:
+        local = probe_program(delegates)
+        shutil.copy2(local, root / "programs" / local.name)
+        return f"/programs/{local.name}"
+
+    enter = ('mount -t proc proc "$1/proc" && mount --rbind /sys "$1/sys" && '
+             'exec chroot "$1" "$2" /phone/ld-linux-aarch64.so.1 --library-path /phone '
+             "/phone/et-agent")  # fmt: skip
+    argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", enter,
+            "sh", str(root), qemu]  # qemu-aarch64 at the same path inside the chroot
+    transport = LocalTransport(str(tmp_path))
+    runner = CaseRunner(
+        lambda: AgentSession(transport.open_stream(argv), timeout=60), program_for
+    )
+    try:
+        assert "XnnpackBackend" in runner.registered
+        runner.load(MAP).raise_for_differences()
+        runner.set(MAP).raise_for_differences()
+        runner.get(MAP, MAP).raise_for_differences()
+    finally:
+        runner.close()
+    assert sorted(p.name for p in root.iterdir()) == ["lib", "lib64", "phone", "proc",
+                                                      "programs", "sys", "usr"]  # fmt: skip
 
 
 # ---- on the emulated phone -------------------------------------------------------------
