@@ -17,7 +17,7 @@ from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
-from harness.agent.session import AgentLink, AgentSession
+from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.cache import cache_root
 from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
 from harness.emulators.adb_emulator import AdbEmulator
@@ -169,8 +169,12 @@ class Device:
         )
         return (binary, *libraries)
 
-    def start_link(self) -> AgentLink:
-        """Start a fresh agent (a new process, or a reset board) and return its link."""
+    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
+        """Start a fresh agent (a new process, or a reset board) and return its link.
+
+        Each report is awaited for the profile's case timeout at most, and never
+        beyond ``time_limit`` (agent processes; a serial board keeps its own timing).
+        """
         if self._board is not None:
             return self._board.fresh_link()
         agent = self.deploy_agent()
@@ -183,9 +187,8 @@ class Device:
             and self._files().facts().os == "android"
         )  # fmt: skip
         hint = no_glibc_hint(self.profile) if android_glibc else ""
-        return AgentSession(
-            stream, timeout=self.profile.timeouts.case, name=self.name, start_hint=hint
-        )
+        return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name,
+                            time_limit=time_limit, start_hint=hint)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a probe program calling ``delegates``, pushed if needed.

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ import pytest
 
 from harness.check import Verdict
 from harness.device import Device
+from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
     GROUPED_MODES,
@@ -54,14 +54,15 @@ from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.results import (
-    ARTIFACTS_DIR,
     REPORT_FILE,
     ResultsRecorder,
     RunInfo,
     default_results_dir,
+    unwritable_reason,
 )
+from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
-from harness.farm.slot import FACT_KEYS, DeviceSlot, DeviceSlots, describe_error
+from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.summary import (
     backend_table,
     devices_in_order,
@@ -72,7 +73,7 @@ from harness.farm.summary import (
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
-from harness.transport.base import TransportError, TransportLost
+from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
 
@@ -81,7 +82,7 @@ _RESULTS_DIR = pytest.StashKey[Path]()
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
-_ARTIFACTS = pytest.StashKey[list[str]]()  # per test
+_ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
 
 
 # ---- options and configuration -----------------------------------------------------------
@@ -105,8 +106,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-timeout", type=float, default=None, metavar="SECONDS",
                     help="after this long, remaining tests end at once as infrastructure errors")
     group.addoption("--infra-retries", type=int, default=FarmPolicy.infra_retries, metavar="N",
-                    help="tries after an infrastructure error, each with a fresh agent "
-                    "(default: %(default)s)")
+                    help="tries of a test after infrastructure errors, each with a fresh "
+                    "agent (default: %(default)s)")
     group.addoption("--quarantine-after", type=int, default=FarmPolicy.quarantine_after,
                     metavar="K",
                     help="health-check a device after K tests in a row ended in infrastructure "
@@ -118,6 +119,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the self-contained HTML report (default: <results dir>/report.html)")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """``--device /abs/x.yaml`` must not move pytest's rootdir (see harness.farm.rootdir)."""
+    settle_rootdir(early_config, args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
@@ -126,8 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
     try:
-        profiles = select_profiles(config.getoption("device") or "host",
-                                   config.getoption("devices_dir"))
+        profiles = select_profiles(config.getoption("device"), config.getoption("devices_dir"))
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
                 find_client(profile)
@@ -167,14 +173,25 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
     explicit = config.getoption("results_dir")
     results_dir = base / explicit if explicit else default_results_dir(base)
     html = config.getoption("html_report")
+    html_path = base / html if html else results_dir / REPORT_FILE
+    for option, target, directory in (("--results-dir", results_dir, results_dir),
+                                      ("--html-report", html_path, html_path.parent)):
+        reason = unwritable_reason(directory)
+        if reason is not None:
+            raise pytest.UsageError(f"{option}: cannot write {target}: {reason}; "
+                                    "give a place this user can write")
     config.stash[_RESULTS_DIR] = results_dir
-    recorder = ResultsRecorder(
-        results_dir,
-        RunInfo.starting(results_dir.name, config.invocation_params.args,
-                         (p.name for p in profiles)),
-        html_path=base / html if html else results_dir / REPORT_FILE,
-        eager=bool(explicit or html),
-    )
+    try:
+        recorder = ResultsRecorder(
+            results_dir,
+            RunInfo.starting(results_dir.name, config.invocation_params.args,
+                             (p.name for p in profiles)),
+            html_path=html_path,
+            eager=bool(explicit or html),
+        )
+    except OSError as exc:
+        raise pytest.UsageError(f"--results-dir: cannot write {results_dir}: {exc.strerror}; "
+                                "give a place this user can write") from None
     config.pluginmanager.register(ControllerReporting(config, recorder), "et-harness-reporting")
 
 
@@ -259,7 +276,8 @@ def et(_et_runner: CaseRunner, device_profile: DeviceProfile,
        request: pytest.FixtureRequest) -> CaseRunner:
     """The case runner, reset so that nothing leaks in from an earlier test."""
     slot = request.config.stash[_SLOTS][device_profile.name]
-    slot.reset(request.node.stash.setdefault(_FAILED_TRIES, []))
+    slot.reset(request.node.stash.setdefault(_FAILED_TRIES, []),
+               _keep_artifacts(request.node, slot))
     for marker in request.node.iter_markers("capability"):
         served = str(_et_runner.hello.fact("capabilities") or "").split(",")
         if marker.args[0] not in served:
@@ -309,7 +327,8 @@ def pytest_runtest_call(item: pytest.Item):
                 verdicts.clear()
             item.runtest()
 
-        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []))
+        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
+                   _keep_artifacts(item, slot))
         return []
 
 
@@ -329,24 +348,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
             item.stash[_COUNTS_AS_INFRA] = True
     if slot is not None:
-        payload.update(_device_payload(item, slot, report, infra))
+        error = call.excinfo.value if call.excinfo is not None else None
+        payload.update(_device_payload(item, slot, report, infra, error))
     if payload:
         setattr(report, FARM_ATTR, payload)
     return report
 
 
 def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestReport,
-                    infra: BaseException | None) -> dict[str, Any]:
+                    infra: BaseException | None,
+                    call_error: BaseException | None) -> dict[str, Any]:
     payload: dict[str, Any] = {"device": slot.name}
     facts = slot.facts or ({"abi": slot.profile.abi} if slot.profile.abi else {})
     tries = item.stash.get(_FAILED_TRIES, [])
     if report.when == "setup":
         item.user_properties.append(("device", slot.name))
         item.user_properties += [(key, facts[key]) for key in FACT_KEYS if key in facts]
-    if report.when in ("setup", "call") and _ARTIFACTS not in item.stash and any(
-        isinstance(e, TransportLost) for e in [*tries, infra]
-    ):
-        item.stash[_ARTIFACTS] = _pull_core_files(item, slot)
+    if report.when in ("setup", "call") and call_error is not None:
+        _keep_artifacts(item, slot)(call_error, len(tries) + 1)  # unless a retry kept them
     if report.failed and not isinstance(infra, DeviceQuarantined):
         report.sections += slot.stderr_tails()
     if report.when == "call":
@@ -356,8 +375,8 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
     if report.when == "teardown":
         slot.health.test_ended(item.stash.get(_COUNTS_AS_INFRA, False))
         payload["facts"] = facts
-        payload["failed_tries"] = [describe_error(e) for e in tries]
-        payload["artifacts"] = item.stash.get(_ARTIFACTS, [])
+        payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
+        payload["artifacts"] = item.stash[_ARTIFACTS].paths if _ARTIFACTS in item.stash else []
         if tries:
             item.user_properties.append(
                 ("infrastructure_retries", "; ".join(payload["failed_tries"]))
@@ -365,11 +384,13 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
     return payload
 
 
-def _pull_core_files(item: pytest.Item, slot: DeviceSlot) -> list[str]:
-    results_dir = item.config.stash[_RESULTS_DIR]
-    test = re.sub(r"[^A-Za-z0-9._-]+", "_", item.name)[:120]
-    dest = results_dir / ARTIFACTS_DIR / slot.name / test
-    return [os.path.relpath(p, results_dir) for p in slot.collect_core_files(dest)]
+def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
+    """What to do after a failed try of ``item``: keep what a lost agent left behind."""
+    if _ARTIFACTS not in item.stash:
+        item.stash[_ARTIFACTS] = CrashArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
+                                               item.name)
+    artifacts = item.stash[_ARTIFACTS]
+    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_core_files)
 
 
 # ---- reporting ---------------------------------------------------------------------------

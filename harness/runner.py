@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from harness.agent.session import AgentLink
+from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.messages import Action, Outcome, Report, Request
 from harness.options import OptionsMap
 from harness.runtime_error import RuntimeErrorCode
+from harness.transport.base import TransportError
 
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
 
@@ -22,40 +23,82 @@ class RunnerError(Exception):
     """A case asked for something the device cannot do; the message says what to change."""
 
 
+class LinkBroken(TransportError):
+    """The agent's link failed earlier (lost, timed out, out of step): nothing was sent.
+
+    Raised at once for every request after the first failure, so that a test that
+    goes on asking (e.g. Hypothesis, generating and shrinking examples) ends in
+    moments instead of waiting out a timeout per request. Its cause is the error
+    that broke the link. :meth:`CaseRunner.restart` starts a fresh agent.
+    """
+
+
 class CaseRunner:
     """Runs cases on one device through an agent link that it starts and restarts.
 
     ``start_link`` starts a fresh agent (a new process, or a rebooted MCU) and
     returns its link; ``program_for`` returns the device path of a probe program
     whose delegates are the given ids, pushing it first if needed ("" on devices
-    without a file system).
+    without a file system); ``time_limit`` (e.g. the run's deadline) is checked
+    before every request.
     """
 
     def __init__(
         self,
         start_link: Callable[[], AgentLink],
         program_for: Callable[[tuple[str, ...]], str],
+        time_limit: TimeLimit | None = None,
     ) -> None:
         self._start_link = start_link
         self._program_for = program_for
+        self._time_limit = time_limit  # checked before every request (e.g. the run's deadline)
         self._link: AgentLink | None = None
         self._hello: Report | None = None
         self._registered: list[str] = []
         self._dirty = False  # state was set since the last reset: a restart would lose it
+        self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
 
     # ---- the agent -----------------------------------------------------------------
 
     @property
     def link(self) -> AgentLink:
-        """The running agent's link, started on first use."""
+        """The running agent's link, started on first use.
+
+        :class:`LinkBroken` once a request on it failed with device trouble.
+        """
+        if self._broken is not None:
+            raise LinkBroken(
+                f"not sent: the agent's link failed earlier ({type(self._broken).__name__}); "
+                "nothing more is sent to this agent until it is restarted"
+            ) from self._broken
         if self._link is None:
-            self._link = self._start_link()
-            self._hello = self._link.request(Request(Action.HELLO))
+            try:
+                self._link = self._start_link()
+            except TransportError as exc:
+                self._broken = exc
+                raise
+            self._hello = self._exchange(lambda link: link.request(Request(Action.HELLO)))
             if self._hello.outcome is not Outcome.OK:
                 raise RunnerError(f"the agent refused HELLO: {self._hello.message}")
             self._registered = [entry.name for entry in self._hello.entries]
         return self._link
+
+    @property
+    def broken(self) -> bool:
+        """True once a request failed with device trouble, until the agent is restarted."""
+        return self._broken is not None
+
+    def _exchange(self, send: Callable[[AgentLink], Report]) -> Report:
+        """``send(link)`` within the time limit; device trouble marks the link broken."""
+        if self._time_limit is not None:
+            self._time_limit.check()
+        link = self.link
+        try:
+            return send(link)
+        except TransportError as exc:
+            self._broken = exc
+            raise
 
     @property
     def hello(self) -> Report:
@@ -80,6 +123,7 @@ class CaseRunner:
         self.close()
 
     def close(self) -> None:
+        self._broken = None
         if self._link is not None:
             link, self._link = self._link, None
             self._hello = None
@@ -125,7 +169,7 @@ class CaseRunner:
 
     def register(self, names: Sequence[str]) -> Report:
         """Send REGISTER for ``names`` as they are and return the report unchecked."""
-        report = self.link.request(Request.register(tuple(names)))
+        report = self._exchange(lambda link: link.request(Request.register(tuple(names))))
         for entry in report.entries:
             if entry.status == RuntimeErrorCode.Ok and entry.name not in self._registered:
                 self._registered.append(entry.name)
@@ -149,12 +193,13 @@ class CaseRunner:
         self.prepare([d for d in program_ids if d not in unobserved])
         program = self._program_for(program_ids)
         self._dirty = True
-        report = self.link.request(Request.load(program, program_ids, options))
+        report = self._exchange(lambda link: link.request(Request.load(program, program_ids,
+                                                                       options)))
         return self._record(check_load(options, program_ids, report, unobserved=unobserved))
 
     def execute(self) -> Report:
         """Execute the loaded program once more."""
-        return self.link.request(Request(Action.EXECUTE))
+        return self._exchange(lambda link: link.request(Request(Action.EXECUTE)))
 
     def set(
         self, options: OptionsMap, expected_status: Mapping[str, int] | None = None
@@ -166,7 +211,7 @@ class CaseRunner:
         expected_status = dict(expected_status or {})
         self._prepare_calls(options, expected_status)
         self._dirty = True
-        report = self.link.request(Request(Action.SET, options))
+        report = self._exchange(lambda link: link.request(Request(Action.SET, options)))
         return self._record(check_set(options, report, expected_status))
 
     def get(
@@ -178,12 +223,12 @@ class CaseRunner:
         """``get_option`` for each backend of ``requested``; check the values read back."""
         expected_status = dict(expected_status or {})
         self._prepare_calls(requested, expected_status)
-        report = self.link.request(Request(Action.GET, requested))
+        report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))
         return self._record(check_get(requested, report, expected, expected_status))
 
     def reset(self) -> Report:
         """Forget the loaded program and everything the probes recorded or were set."""
-        report = self.link.request(Request(Action.RESET))
+        report = self._exchange(lambda link: link.request(Request(Action.RESET)))
         if report.outcome is not Outcome.OK:
             raise RunnerError(f"the agent refused RESET: {report.message}")
         self._dirty = False
@@ -192,12 +237,12 @@ class CaseRunner:
     def send(self, request: Request) -> Report:
         """Send any request as it is (no registration, no checks)."""
         self._dirty = True
-        return self.link.request(request)
+        return self._exchange(lambda link: link.request(request))
 
     def send_raw(self, frame: bytes, seq: int) -> Report:
         """Send raw bytes, e.g. a deliberately malformed frame, and read the report."""
         self._dirty = True
-        return self.link.send_raw(frame, seq)
+        return self._exchange(lambda link: link.send_raw(frame, seq))
 
     def _record(self, verdict: Verdict) -> Verdict:
         if self.on_verdict is not None:

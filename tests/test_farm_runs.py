@@ -24,6 +24,7 @@ import yaml
 RELAY = '''\
 """Test device: runs the agent (last argument) and relays its frames; see --help."""
 import argparse
+import ctypes
 import os
 import resource
 import signal
@@ -38,9 +39,12 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--log", help='append "start T PID" and "end T PID" per agent')
 parser.add_argument("--state", help="file counting requests over every agent of the device")
 parser.add_argument("--after", type=int, default=-1, help="misbehave after N requests in all")
-parser.add_argument("--then", choices=["die", "hang", "crash"], default="die",
+parser.add_argument("--then", choices=["die", "hang", "stop", "crash", "crash-every"],
+                    default="die",
                     help="die: kill the agent, later starts fail at once; hang: stop "
-                    "answering; crash: SIGSEGV the agent at request N+1 only, cores enabled")
+                    "answering; stop: SIGSTOP the agent (and every later one) at its next "
+                    "request; crash: SIGSEGV the agent at request N+1 only, crash-every: at "
+                    "every request after N; cores enabled for both")
 parser.add_argument("--cwd", help="the agent's working directory")
 parser.add_argument("agent")
 args = parser.parse_args()
@@ -65,13 +69,15 @@ if args.then == "die" and 0 <= args.after <= requests_so_far():
     sys.exit(1)
 
 
-def enable_cores():
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+def prepare_agent():
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: ends with the relay
+    if args.then.startswith("crash"):
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
 
 log("start")
 agent = subprocess.Popen([args.agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         cwd=args.cwd, preexec_fn=enable_cores if args.then == "crash" else None)
+                         cwd=args.cwd, preexec_fn=prepare_agent)
 
 
 def pump():
@@ -82,7 +88,7 @@ def pump():
 
 threading.Thread(target=pump, daemon=True).start()
 stdin = sys.stdin.buffer
-seen = requests_so_far()
+seen = first = requests_so_far()
 try:
     while head := stdin.read(wire.HEADER_SIZE):
         body = stdin.read(wire.peek_header(head).length - len(head))
@@ -90,10 +96,14 @@ try:
         if args.state:
             with open(args.state, "w") as handle:
                 handle.write(str(seen))
-        if args.then == "crash" and seen == args.after + 1:
+        if (args.then == "crash" and seen == args.after + 1) or (
+            args.then == "crash-every" and seen > args.after
+        ):
             agent.send_signal(signal.SIGSEGV)
             agent.wait()
             break
+        if args.then == "stop" and seen == max(args.after + 1, first + 1):
+            agent.send_signal(signal.SIGSTOP)
         if args.then in ("die", "hang") and 0 <= args.after < seen:
             if args.then == "die":
                 agent.kill()
@@ -422,7 +432,7 @@ def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
     assert crashed["outcome"] == "passed"
     assert crashed["failed_tries"][0].startswith("TransportLost: ")
     if kernel_writes_core_here:
-        assert crashed["artifacts"] == ["artifacts/crashy/test_set_crashy-3_/core"]
+        assert crashed["artifacts"] == ["artifacts/crashy/test_set_crashy-3_/try-1/core"]
         core = run.results_dir / crashed["artifacts"][0]
         assert core.read_bytes()[:4] == b"\x7fELF"
     else:

@@ -13,8 +13,9 @@ import pytest
 import yaml
 from prerequisites import require
 
+from harness.agent.session import AgentSession
 from harness.check import check_set
-from harness.farm.artifacts import collect_core_files
+from harness.farm.artifacts import CrashArtifacts, collect_core_files
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined
@@ -39,10 +40,11 @@ from harness.farm.summary import (
     outcome_table,
     quarantined_devices,
 )
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry
+from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.options import Option, OptionsMap
 from harness.profile import ProfileError, parse_profile
-from harness.transport.base import TransportLost, TransportTimeout
+from harness.runner import CaseRunner, LinkBroken
+from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
 
 # ---- selection -------------------------------------------------------------------------------
@@ -60,7 +62,7 @@ def _profiles_dir(tmp_path: Path, specs: dict[str, list[str]]) -> Path:
 
 def test_selection_by_names_all_tags_and_paths(tmp_path):
     devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": ["lab", "arm"], "c": []})
-    names = lambda spec: [p.name for p in select_profiles(spec, devices)]  # noqa: E731
+    names = lambda spec: [p.name for p in select_profiles(spec, devices)]
     assert names("b,a") == ["b", "a"]
     assert names("all") == ["a", "b", "c"]
     assert names("tag:lab") == ["a", "b"]
@@ -167,6 +169,115 @@ def test_infrastructure_errors_are_transport_and_farm_errors_and_groups_of_them(
     assert infrastructure_error(AssertionError("wrong option")) is None
 
 
+def _raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
+    """``exc`` as ``raise exc from cause`` leaves it."""
+    exc.__cause__ = cause
+    return exc
+
+
+def test_infrastructure_errors_are_found_inside_what_hypothesis_raises():
+    from hypothesis.errors import Flaky, FlakyFailure
+
+    late = _raised(TransportTimeout("late"))
+    refused = _raised(LinkBroken("not sent"), late)
+    assert infrastructure_error(refused) is late  # stands for the error that broke the link
+    assert infrastructure_error(FlakyFailure("inconsistent", [refused])) is late
+    assert infrastructure_error(ExceptionGroup("2 distinct", [late, refused])) is late
+    assert infrastructure_error(_raised(Flaky("unreliable"), late)) is late
+    # A test's own failure stays one, even when it happened while handling device trouble.
+    assert infrastructure_error(_raised(AssertionError("wrong"), late)) is None
+    assert infrastructure_error(FlakyFailure("inconsistent", [AssertionError()])) is None
+
+
+# ---- the agent link after device trouble -----------------------------------------------------
+
+
+class _SilentAfter:
+    """An agent link that answers ``answers`` requests, then times out, counting requests."""
+
+    def __init__(self, answers: int) -> None:
+        self.answers = answers
+        self.requests = 0
+
+    def request(self, request):
+        self.requests += 1
+        if self.requests > self.answers:
+            raise TransportTimeout("no answer within 3.0 s")
+        return Report(request.action, Outcome.OK)
+
+    def send_raw(self, frame, seq):
+        raise AssertionError("not used")
+
+    def close(self) -> None:
+        pass
+
+
+def test_after_device_trouble_nothing_more_is_sent_until_the_agent_restarts():
+    links: list[_SilentAfter] = []
+
+    def start() -> _SilentAfter:
+        links.append(_SilentAfter(answers=2))  # HELLO and one more
+        return links[-1]
+
+    runner = CaseRunner(start, lambda delegates: "")
+    runner.reset()
+    with pytest.raises(TransportTimeout):
+        runner.reset()
+    for _ in range(50):  # e.g. Hypothesis's further examples
+        with pytest.raises(LinkBroken) as refused:
+            runner.send(Request(Action.GET))
+        assert isinstance(refused.value.__cause__, TransportTimeout)
+    with pytest.raises(LinkBroken):
+        runner.reset()  # e.g. once per Hypothesis example: still nothing sent
+    assert [link.requests for link in links] == [3]
+    assert runner.broken
+    runner.restart()  # the test's retry, or the next test
+    assert not runner.broken
+    runner.reset()
+    assert [link.requests for link in links] == [3, 2]
+
+
+def test_no_request_is_sent_once_the_runs_time_is_up():
+    link = _SilentAfter(answers=100)
+    deadline = RunDeadline(time.time() - 1, 5)
+    runner = CaseRunner(lambda: link, lambda delegates: "", time_limit=deadline)
+    with pytest.raises(RunTimeExpired):
+        runner.send(Request(Action.GET))
+    assert link.requests == 0
+
+
+class _StalledStream(ByteStream):
+    def __init__(self) -> None:
+        self.timeouts: list[float] = []
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += 1
+
+    def read_exact(self, size: int, timeout: float) -> bytes:
+        self.timeouts.append(timeout)
+        raise TransportTimeout(f"no answer within {timeout:.1f} s")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
+    stream = _StalledStream()
+    session = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() + 0.2, 5))
+    with pytest.raises(TransportTimeout):  # the device's timeout, the run still has time
+        session.request(Request(Action.HELLO))
+    assert stream.timeouts[0] <= 0.2
+    ended = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() - 1, 5))
+    with pytest.raises(RunTimeExpired, match="--run-timeout 5 s"):  # not the device's fault
+        ended.request(Request(Action.HELLO))
+    assert stream.timeouts[-1] == 0
+    plain = AgentSession(stream, timeout=7)
+    with pytest.raises(TransportTimeout):
+        plain.request(Request(Action.HELLO))
+    assert stream.timeouts[-1] == 7
+
+
 # ---- labgrid ---------------------------------------------------------------------------------
 
 
@@ -224,6 +335,38 @@ def test_core_files_are_pulled_and_removed_from_the_device(tmp_path):
     assert (tmp_path / "out" / "core").read_bytes() == b"\x7fELF core"
     assert sorted(p.name for p in work.iterdir()) == ["agent", "corefile.txt"]
     assert collect_core_files(LocalTransport(str(work)), str(work), tmp_path / "out", 10) == []
+
+
+def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
+    work = tmp_path / "device"
+    work.mkdir()
+    results = tmp_path / "results"
+    transport = LocalTransport(str(work))
+
+    def collect(dest: Path) -> list[Path]:
+        return collect_core_files(transport, str(work), dest, 10)
+
+    def crash(content: bytes) -> None:
+        (work / "core").write_bytes(content)
+
+    artifacts = CrashArtifacts(results, "dev", "test_x[dev-1]")
+    crash(b"first")
+    first = _raised(TransportLost("gone"))
+    artifacts.after_failure(first, 1, collect)
+    artifacts.after_failure(first, 1, collect)  # the same loss seen by another hook
+    crash(b"second")
+    wrapped = ExceptionGroup("hypothesis", [_raised(LinkBroken("not sent"), first)])
+    artifacts.after_failure(ExceptionGroup("flaky", [wrapped, _raised(TransportLost("x"))]), 2,
+                            collect)
+    crash(b"not a loss")
+    artifacts.after_failure(_raised(TransportTimeout("late")), 3, collect)
+    assert artifacts.paths == ["artifacts/dev/test_x_dev-1_/try-1/core",
+                               "artifacts/dev/test_x_dev-1_/try-2/core"]
+    assert [(results / p).read_bytes() for p in artifacts.paths] == [b"first", b"second"]
+    again = CrashArtifacts(results, "dev", "test_x[dev-1]")  # the results directory reused
+    again.after_failure(_raised(TransportLost("gone")), 1, collect)
+    assert again.paths == ["artifacts/dev/test_x_dev-1_/try-1-2/core"]
+    assert (results / again.paths[0]).read_bytes() == b"not a loss"
 
 
 # ---- results, summaries, reports --------------------------------------------------------------

@@ -25,7 +25,7 @@ from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
 from harness.emulators.qemu_mcu import QemuMcu
 from harness.messages import Action, Outcome, Report, Request
-from harness.transport.process_stream import ProcessStream
+from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
 
 STREAMS = Path(__file__).resolve().parent / "vectors" / "stream"
@@ -235,13 +235,11 @@ def test_hosted_agent_agrees_with_the_python_reader_on_random_streams(build: Age
 
 @pytest.fixture
 def session(build: AgentBuild) -> Iterator[AgentSession]:
-    process = subprocess.Popen(
-        [str(build.binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    process = start_stream_process([str(build.binary)], name="et-agent")
     agent = AgentSession(ProcessStream(process, "et-agent"), timeout=TIMEOUT_S)
     yield agent
     agent.close()
-    assert process.returncode == 0
+    assert process.popen.returncode == 0
 
 
 def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentSession) -> None:

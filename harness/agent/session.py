@@ -3,7 +3,8 @@
 The device agent serves wire-format messages back to back on its stdin and
 stdout (docs/wire-format.md). A session numbers each request and checks that the
 report it reads back answers that request, so a report can never be attributed
-to the wrong case.
+to the wrong case. Each read waits at most the case timeout, and no longer than
+the session's :class:`TimeLimit` (e.g. the run's ``--run-timeout``) allows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Protocol
 
 from harness import wire
 from harness.messages import Report, Request
-from harness.transport.base import ByteStream, TransportError, TransportLost
+from harness.transport.base import ByteStream, TransportError, TransportLost, TransportTimeout
 from harness.wire_stream import StreamReader, StreamRefusal, StreamUnit
 
 
@@ -26,6 +27,18 @@ class AgentProtocolError(TransportError):
 
 class AgentDidNotStart(TransportLost):
     """The agent process ended before its first report; the message says what to do."""
+
+
+class TimeLimit(Protocol):
+    """A limit beyond the case timeout, e.g. the run's deadline."""
+
+    def bound(self, seconds: float) -> float:
+        """``seconds``, or less if the limit is reached sooner."""
+        ...
+
+    def check(self) -> None:
+        """Raise (an infrastructure error saying why) if the limit is reached."""
+        ...
 
 
 class AgentLink(Protocol):
@@ -41,13 +54,13 @@ class AgentLink(Protocol):
 class AgentSession:
     """Requests and reports over a :class:`ByteStream` to a running agent process."""
 
-    def __init__(
-        self, stream: ByteStream, *, timeout: float, name: str = "agent", start_hint: str = ""
-    ) -> None:
+    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent",
+                 time_limit: TimeLimit | None = None, start_hint: str = "") -> None:
         """``start_hint`` is added to the error if the agent ends before its first report."""
         self._stream = stream
         self._timeout = timeout
         self._name = name
+        self._time_limit = time_limit
         self._seq = itertools.count(1)
         self._start_hint = start_hint
         self._answered = False
@@ -108,13 +121,24 @@ class AgentSession:
                 raise
             raise AgentDidNotStart(f"{exc}\n{self._start_hint}") from exc
 
+    def _read_exact(self, size: int) -> bytes:
+        """``size`` bytes within the case timeout, cut short by the time limit."""
+        limit = self._time_limit
+        timeout = self._timeout if limit is None else limit.bound(self._timeout)
+        try:
+            return self._stream.read_exact(size, timeout)
+        except TransportTimeout:
+            if limit is not None:
+                limit.check()  # the limit, not the device, ended the wait: say so
+            raise
+
     def _read_report_bytes(self) -> bytes:
         # The spec's stream rules; a device sends only whole reports, so a refused
         # unit means the link is broken: no resynchronising.
         reader = StreamReader(wire.MessageType.REPORT)
         units: list[StreamUnit] = []
         while not units:
-            units = reader.feed(self._stream.read_exact(reader.wanted(), self._timeout))
+            units = reader.feed(self._read_exact(reader.wanted()))
         self._answered = True
         (unit,) = units  # the reader never gets more than one unit's bytes
         if isinstance(unit, StreamRefusal):

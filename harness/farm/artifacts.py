@@ -3,7 +3,10 @@
 Kept modest on purpose. When a test's agent died (the link was lost), the
 harness lists regular files named ``core`` or ``core.*`` directly in the
 device's work directory, pulls each into the results directory and removes it
-from the device, so that the next crash leaves new files. Whether a crash
+from the device, so that the next crash leaves new files. Each try of a test that
+lost its agent gets a directory of its own (:class:`CrashArtifacts`), collected as
+soon as the try failed (before the agent is restarted), so no crash's files
+overwrite another's. Whether a crash
 writes a core file there is the device's business: its ``kernel.core_pattern``
 must name a plain file (not a ``|`` pipe to a crash handler), the agent's core
 limit must allow it and its working directory must be the work directory (an
@@ -16,10 +19,15 @@ failure instead.
 
 from __future__ import annotations
 
+import os
 import posixpath
+import re
+from collections.abc import Callable
 from pathlib import Path
 
-from harness.transport.base import Transport, TransportError
+from harness.farm.infra import every_exception
+from harness.farm.results import ARTIFACTS_DIR
+from harness.transport.base import Transport, TransportError, TransportLost
 
 MAX_CORE_FILES = 3
 
@@ -47,6 +55,8 @@ def collect_core_files(transport: Transport, work_dir: str, dest: Path,
     pulled = []
     for remote in names[:MAX_CORE_FILES]:
         local = dest / posixpath.basename(remote)
+        if local.exists():
+            continue
         try:
             transport.pull(remote, local)
             transport.run(["rm", "-f", remote], timeout=timeout)
@@ -58,3 +68,39 @@ def collect_core_files(transport: Transport, work_dir: str, dest: Path,
 
 def _is_core_name(name: str) -> bool:
     return name == "core" or (name.startswith("core.") and len(name) > len("core."))
+
+
+def lost_the_agent(exc: BaseException) -> bool:
+    """True if ``exc`` or anything inside it (groups, causes) is a :class:`TransportLost`."""
+    return any(isinstance(e, TransportLost) for e in every_exception(exc))
+
+
+class CrashArtifacts:
+    """The crash artifacts of one test: ``<results>/artifacts/<device>/<test>/try-N/``.
+
+    ``N`` is the try that lost its agent; a directory already there (a results
+    directory used again) is never written into: the next free ``try-N-K`` is.
+    """
+
+    def __init__(self, results_dir: Path, device: str, test: str) -> None:
+        self.results_dir = results_dir
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", test)[:120]
+        self._base = results_dir / ARTIFACTS_DIR / device / name
+        self._handled: list[BaseException] = []  # kept alive, so compared by identity
+        self.paths: list[str] = []  # relative to the results directory
+
+    def after_failure(self, exc: BaseException, attempt: int,
+                      collect: Callable[[Path], list[Path]]) -> None:
+        """If try ``attempt`` (from 1) lost the agent with ``exc``, pull what it left.
+
+        Each exception is handled once, however many hooks see it.
+        """
+        if any(seen is exc for seen in self._handled) or not lost_the_agent(exc):
+            return
+        self._handled.append(exc)
+        dest = self._base / f"try-{attempt}"
+        again = 1
+        while dest.exists():
+            again += 1
+            dest = self._base / f"try-{attempt}-{again}"
+        self.paths += [os.path.relpath(path, self.results_dir) for path in collect(dest)]

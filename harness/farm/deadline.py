@@ -9,14 +9,16 @@ from harness.farm.infra import InfrastructureError
 
 
 class RunTimeExpired(InfrastructureError):
-    """The run's time (``--run-timeout``) is up; the test was not started."""
+    """The run's time (``--run-timeout``) is up: the test was stopped or not started."""
 
 
 @dataclass(frozen=True)
 class RunDeadline:
     """When the run must end, as wall-clock seconds since the epoch (None: no limit).
 
-    Wall-clock time, so that xdist workers share the controller's deadline.
+    Wall-clock time, so that xdist workers share the controller's deadline. Agent
+    sessions take it as their :class:`~harness.agent.session.TimeLimit`, so that a
+    running test ends when the run's time is up, not a case timeout later.
     """
 
     expires_at: float | None = None
@@ -43,6 +45,6 @@ class RunDeadline:
         """Raise :class:`RunTimeExpired` if the run's time is up."""
         if self.remaining() == 0.0:
             raise RunTimeExpired(
-                f"the run's time is up (--run-timeout {self.seconds:g} s): this test was not "
-                "started; give the run more time or select fewer tests or devices"
+                f"the run's time is up (--run-timeout {self.seconds:g} s): the test was stopped "
+                "or not started; give the run more time or select fewer tests or devices"
             )

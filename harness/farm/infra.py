@@ -5,10 +5,17 @@ a timeout, a device that cannot be reached, busy or quarantined) and
 :class:`InfrastructureError` (trouble of the farm itself, e.g. the run's time is
 up). They are reported as their own outcome, retried and counted towards
 quarantine, never as test failures.
+
+Hypothesis wraps what a test raised: in an exception group when it found several
+distinct failures (``FlakyFailure`` is one too), or in one of its own errors
+whose cause or context is the test's exception. Both are looked through.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from harness.runner import LinkBroken
 from harness.transport.base import TransportError
 
 
@@ -17,18 +24,45 @@ class InfrastructureError(Exception):
 
 
 def infrastructure_error(exc: BaseException) -> BaseException | None:
-    """``exc`` if it is an infrastructure error, else None.
+    """The infrastructure error ``exc`` stands for, or None if it is a test's own failure.
 
-    An exception group (e.g. from hypothesis) counts when every exception in it
-    does; the first one is returned.
+    An exception group counts when every exception in it does (the first one is
+    returned); a Hypothesis error counts when its cause or context does. A
+    :class:`~harness.runner.LinkBroken` stands for the error that broke the link.
     """
+    if isinstance(exc, LinkBroken) and exc.__cause__ is not None:
+        return infrastructure_error(exc.__cause__) or exc
     if isinstance(exc, (TransportError, InfrastructureError)):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         found = [infrastructure_error(inner) for inner in exc.exceptions]
         if found and all(found):
             return found[0]
+        return None
+    if _is_hypothesis_error(exc):
+        for inner in (exc.__cause__, exc.__context__):
+            if inner is not None and (found_inner := infrastructure_error(inner)) is not None:
+                return found_inner
     return None
+
+
+def _is_hypothesis_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".", 1)[0] == "hypothesis"
+
+
+def every_exception(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception inside it: group members, causes and contexts."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -35,6 +35,24 @@ def default_results_dir(base: Path) -> Path:
     return base / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
+def unwritable_reason(directory: Path) -> str | None:
+    """Why ``directory`` could not be created or written to, or None if it could.
+
+    Checked without creating anything: the directory itself if it exists, else its
+    nearest existing ancestor, which must be a directory this process may write.
+    """
+    place = directory
+    while not place.exists():
+        if place.parent == place:
+            break
+        place = place.parent
+    if not place.is_dir():
+        return f"{place} is not a directory"
+    if not os.access(place, os.W_OK | os.X_OK):
+        return f"{place} is not writable"
+    return None
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """What ``run.json`` says about a run."""

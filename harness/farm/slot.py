@@ -29,6 +29,8 @@ from harness.transport.base import TransportError
 # Recorded with every result: HELLO facts, and how the harness started the agent there.
 FACT_KEYS = ("abi", "runtime", "agent_version", "deployment")
 
+AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
+
 
 def describe_error(exc: BaseException) -> str:
     """``TransportLost: host: ...``: the type and the message on one line, shortened."""
@@ -70,7 +72,8 @@ class DeviceSlot:
             device = open_device(without_labgrid(self.profile))
             self._held.callback(device.close)
             self.device = device
-            self.runner = CaseRunner(self._start_link, device.program_for)
+            self.runner = CaseRunner(self._start_link, device.program_for,
+                                     time_limit=self.policy.deadline)
             self._held.callback(self.runner.close)
         except BaseException as exc:
             if infrastructure_error(exc) is not None:
@@ -127,7 +130,7 @@ class DeviceSlot:
 
     def _start_link(self) -> AgentLink:
         assert self.device is not None
-        link = self.device.start_link()
+        link = self.device.start_link(time_limit=self.policy.deadline)
         self._links.append(link)
         return link
 
@@ -151,26 +154,39 @@ class DeviceSlot:
         if self.runner is not None:
             self.runner.restart()
 
-    def reset(self, failed_tries: list[BaseException]) -> None:
-        """Reset the agent before a test, restarting and retrying on infrastructure errors."""
+    def reset(self, failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
+        """Reset the agent before a test, restarting and retrying on infrastructure errors.
+
+        An agent whose link broke in an earlier test is restarted first: within a
+        test it refuses every request (:class:`~harness.runner.LinkBroken`), even a
+        reset, until the test's retry restarts it.
+        """
         assert self.runner is not None
+        if self.runner.broken:
+            self.runner.restart()
         try:
             self.runner.reset()
         except Exception as exc:
             if infrastructure_error(exc) is None:
                 raise
-            self.retry(self.runner.reset, exc, failed_tries)
+            self.retry(self.runner.reset, exc, failed_tries, after_failure)
 
     def retry(self, attempt: Callable[[], object], error: BaseException,
-              failed_tries: list[BaseException]) -> None:
+              failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
         """After ``error`` (an infrastructure error), restart the agent and try again.
 
-        At most ``infra_retries`` more tries, none once the device is quarantined or
-        the run's time is up. Each failed try is appended to ``failed_tries``; when
-        every try failed, the last error is raised.
+        At most ``infra_retries`` more tries per test (``failed_tries`` is the test's:
+        a retry its setup used is not there for its call), none once the device is
+        quarantined or the run's time is up; so a device that stops answering ends a
+        test within about ``infra_retries + 1`` case timeouts. Each failed try is
+        appended to ``failed_tries`` and handed to ``after_failure(error, try
+        number)`` before the agent restarts (e.g. to keep its core file); when every
+        try failed, the last error is raised.
         """
+        retries_used = len(failed_tries)  # every earlier failed try of this test was retried
         failed_tries.append(error)
-        for _ in range(self.policy.infra_retries):
+        after_failure(error, len(failed_tries))
+        for _ in range(max(0, self.policy.infra_retries - retries_used)):
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
             self.restart()
@@ -182,15 +198,23 @@ class DeviceSlot:
                     raise
                 error = exc
                 failed_tries.append(exc)
+                after_failure(exc, len(failed_tries))
         raise error
 
     def collect_core_files(self, dest: Path) -> list[Path]:
-        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`)."""
-        if self.device is None:
+        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`).
+
+        None from a board without a file system (a serial board) or from a device
+        that cannot be reached any more.
+        """
+        device = self.device
+        if device is None or device.transport is None:
             return []
-        return collect_core_files(
-            self.device.transport, self.device.work_dir, dest, self.profile.timeouts.command
-        )
+        try:
+            work_dir = device.work_dir
+        except TransportError:
+            return []
+        return collect_core_files(device.transport, work_dir, dest, self.profile.timeouts.command)
 
 
 class DeviceSlots:

@@ -39,6 +39,7 @@ class ProcessStream(ByteStream):
         self._describe = describe
         self._lost_hint = lost_hint
         self._buffer = bytearray()
+        self._stalled = False  # a read timed out: the process is not answering
         self._selector = selectors.DefaultSelector()
         self._selector.register(popen.stdout, selectors.EVENT_READ)
 
@@ -65,6 +66,7 @@ class ProcessStream(ByteStream):
         while len(self._buffer) < size:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._stalled = True
                 raise TransportTimeout(
                     f"{self._describe}: no answer within {timeout:.1f} s "
                     f"(got {len(self._buffer)} of {size} bytes)"
@@ -89,12 +91,15 @@ class ProcessStream(ByteStream):
         return self._process.pid
 
     def close(self) -> None:
-        """Close the child's stdin, and kill it if it has not exited within a grace period."""
+        """End the process: its stdin is closed and it gets a grace period to exit, then
+        SIGKILL. A process that let a read time out gets no grace (it would only be
+        waited out).
+        """
         if self._process.poll() is None:
             try:
                 assert self._process.stdin is not None
                 self._process.stdin.close()
             except OSError:
                 pass
-        self._child.stop(_CLOSE_GRACE, terminate=False)
+        self._child.stop(0 if self._stalled else _CLOSE_GRACE, terminate=False)
         self._selector.close()

@@ -1,0 +1,101 @@
+"""Path options: absolute paths never move pytest's rootdir or change what it collects,
+and a place the run cannot write is refused at once with a one-line usage error.
+
+Each test runs pytest in a subprocess in a small project of its own (a
+``pyproject.toml`` whose ``testpaths`` name ``suite/``, and a ``unit/`` directory
+that must not be collected), with the harness's path options pointing outside it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["suite"]\n'
+SUITE = "def test_in_suite():\n    pass\n"
+UNIT = "def test_unit_only():\n    pass\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "suite").mkdir(parents=True)
+    (root / "unit").mkdir()
+    (root / "pyproject.toml").write_text(PYPROJECT, "utf-8")
+    (root / "suite" / "test_suite.py").write_text(SUITE, "utf-8")
+    (root / "unit" / "test_unit.py").write_text(UNIT, "utf-8")
+    return root
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Path:
+    """A directory outside the project holding a device profile, a results dir, a report."""
+    other = tmp_path / "elsewhere"
+    (other / "results").mkdir(parents=True)
+    profile = {"name": "outside", "transport": {"kind": "local"},
+               "work_dir": str(tmp_path / "work")}
+    (other / "outside.yaml").write_text(yaml.safe_dump(profile), "utf-8")
+    (other / "report.html").write_text("", "utf-8")
+    return other
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+@pytest.mark.parametrize("form", ["device", "results-dir", "html-report"])
+@pytest.mark.parametrize("joined", [False, True], ids=["space", "equals"])
+def test_an_absolute_path_option_keeps_rootdir_and_collection(project, elsewhere, form, joined):
+    value = {"device": elsewhere / "outside.yaml", "results-dir": elsewhere / "results",
+             "html-report": elsewhere / "report.html"}[form]
+    option = [f"--{form}={value}"] if joined else [f"--{form}", str(value)]
+    run = _pytest(project, "--collect-only", "-q", *option)
+    assert run.returncode == 0, run.stdout + run.stderr
+    collected = [line for line in run.stdout.splitlines() if "::" in line]
+    assert collected == ["suite/test_suite.py::test_in_suite"], run.stdout
+    header = _pytest(project, "--collect-only", *option)
+    assert f"rootdir: {project}" in header.stdout, header.stdout
+    assert "configfile: pyproject.toml" in header.stdout
+
+
+def test_an_absolute_device_path_under_xdist_runs_the_projects_tests_on_every_worker(
+    project, elsewhere
+):
+    run = _pytest(project, "-n", "2", "--device", str(elsewhere / "outside.yaml"),
+                  "--results-dir", str(elsewhere / "results"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout and "test_unit_only" not in run.stdout
+
+
+def test_explicit_test_paths_still_win(project, elsewhere):
+    run = _pytest(project, "--collect-only", "-q", "--device", str(elsewhere / "outside.yaml"),
+                  "unit")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [line for line in run.stdout.splitlines() if "::" in line] == [
+        "unit/test_unit.py::test_unit_only"
+    ]
+
+
+@pytest.mark.parametrize("option", [
+    ["--results-dir", "{file}/results"],
+    ["--html-report", "{file}/report.html"],
+    ["--results-dir", "/proc/et-harness-results"],
+])
+def test_an_unwritable_results_place_is_a_one_line_usage_error(project, elsewhere, option):
+    blocker = elsewhere / "a-file"
+    blocker.write_text("", "utf-8")
+    args = [arg.format(file=blocker) for arg in option]
+    run = _pytest(project, "--device", str(elsewhere / "outside.yaml"), *args)
+    assert run.returncode == 4, run.stdout + run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR: {option[0]}: cannot write "), errors
+    assert "Traceback" not in run.stdout + run.stderr
