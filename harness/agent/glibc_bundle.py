@@ -7,9 +7,9 @@ its namespaces nor its library paths take part. :func:`ensure_glibc_bundle` make
 directory from an agent build: the agent and the libraries the build ships beside it,
 every shared library in their ``DT_NEEDED`` closure (the ExecuTorch libraries, any backend
 library the build links, glibc's from the Debian cross sysroot) and the loader the agent's
-``PT_INTERP`` names, all stripped. The
-closure is read from the ELF files, never listed by hand, so a build that links more
-libraries ships more. Bundles are cached under the harness cache by content.
+``PT_INTERP`` names, all stripped. The closure is read from the ELF files, never listed
+by hand, so a build that links more libraries ships more. Bundles are cached under the
+harness cache by content.
 """
 
 from __future__ import annotations
