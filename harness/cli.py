@@ -85,6 +85,9 @@ def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
 def _check_writable(path: Path) -> None:
     """Refuse an output path that cannot be written, before the work that fills it."""
     existed = path.exists()
+    if existed and not path.is_dir() and not path.is_file():  # opening a FIFO would block
+        raise CliError(f"--json {path}: cannot write there (not a regular file); "
+                       "give a writable file path")
     try:
         with path.open("a", encoding="utf-8"):
             pass

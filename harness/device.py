@@ -167,6 +167,15 @@ class Device:
             p for p in prebuilt.iterdir()
             if (p.suffix == ".so" or ".so." in p.name) and p.is_file()
         )
+        for file in (binary, *libraries):
+            # A profile is untrusted: a link to ~/.ssh/id_ed25519 named libx.so would
+            # copy that file to a device the profile's author may own.
+            if not file.resolve().is_relative_to(prebuilt.resolve()):
+                raise DeviceSetupError(
+                    f"{self.profile.where('agent.prebuilt')}: {file.name} links to "
+                    f"{file.resolve()}, outside {prebuilt}; only files inside the directory "
+                    "are pushed: copy it in"
+                )
         return (binary, *libraries)
 
     def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:

@@ -177,6 +177,8 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
     for option, target, directory in (("--results-dir", results_dir, results_dir),
                                       ("--html-report", html_path, html_path.parent)):
         reason = unwritable_reason(directory)
+        if option == "--html-report" and target.is_dir():
+            reason = f"{target} is a directory"
         if reason is not None:
             raise pytest.UsageError(f"{option}: cannot write {target}: {reason}; "
                                     "give a place this user can write")

@@ -97,6 +97,25 @@ def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path):
         open_device(profile).deploy_agent()
 
 
+@pytest.mark.parametrize("link", ["et-agent", "libleak.so"])
+def test_prebuilt_files_that_link_outside_the_directory_are_not_pushed(tmp_path, link):
+    prebuilt = tmp_path / "agent-dist"
+    shutil.copytree(ensure_agent("x86_64").dist_dir, prebuilt)
+    secret = tmp_path / "secret"
+    secret.write_text("a host file the profile's author wants")
+    (prebuilt / link).unlink(missing_ok=True)
+    (prebuilt / link).symlink_to(secret)
+    transport = CountingTransport(str(tmp_path / "dev"))
+    profile = parse_profile(
+        {"transport": {"kind": "local"}, "work_dir": str(tmp_path / "dev"),
+         "agent": {"prebuilt": "agent-dist"}},
+        tmp_path / "profile.yaml",
+    )
+    with pytest.raises(DeviceSetupError, match=rf"agent.prebuilt: {link} links to .*secret"):
+        Device(profile, transport).deploy_agent()
+    assert transport.pushed == []
+
+
 def test_android_abi_without_an_ndk_build_is_a_clear_setup_error(tmp_path):
     profile = dataclasses.replace(host_profile(tmp_path), abi="arm64-v8a")
     with pytest.raises(DeviceSetupError, match="android-arm64.md"):

@@ -89,11 +89,12 @@ def test_explicit_test_paths_still_win(project, elsewhere):
     ["--results-dir", "{file}/results"],
     ["--html-report", "{file}/report.html"],
     ["--results-dir", "/proc/et-harness-results"],
+    ["--html-report", "{dir}"],
 ])
 def test_an_unwritable_results_place_is_a_one_line_usage_error(project, elsewhere, option):
     blocker = elsewhere / "a-file"
     blocker.write_text("", "utf-8")
-    args = [arg.format(file=blocker) for arg in option]
+    args = [arg.format(file=blocker, dir=elsewhere) for arg in option]
     run = _pytest(project, "--device", str(elsewhere / "outside.yaml"), *args)
     assert run.returncode == 4, run.stdout + run.stderr
     errors = [line for line in run.stderr.splitlines() if line.strip()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -581,3 +582,32 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
             second.acquire(timeout=0.2)
     finally:
         first.release()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_leaves_complete_results(tmp_path, capsys):
+    from harness.farm.results import RunInfo, ResultsRecorder
+
+    results_dir = tmp_path / "results"
+    (tmp_path / "blocker").write_text("")  # a file where the report's directory should be
+    gone = tmp_path / "blocker" / "report.html"
+    recorder = ResultsRecorder(results_dir, RunInfo.starting("r", ("-q",), ("host",)),
+                               html_path=gone, eager=True)
+    recorder.finish(0)
+    assert json.loads((results_dir / "run.json").read_text())["exit_status"] == 0
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"et-harness: --html-report {gone}: "), said
+
+
+@pytest.mark.parametrize("policy, message", [
+    ({"lock_timeout": float("nan")}, "--lock-timeout must be >= 0 seconds; got nan"),
+    ({"lock_timeout": float("inf")}, "--lock-timeout must be >= 0 seconds; got inf"),
+    ({"deadline": RunDeadline.starting_now(-5)}, "--run-timeout must be > 0 seconds; got -5"),
+    ({"deadline": RunDeadline.starting_now(0)}, "--run-timeout must be > 0 seconds; got 0"),
+    ({"deadline": RunDeadline.starting_now(float("nan"))}, "--run-timeout must be > 0 seconds"),
+])
+def test_time_options_that_would_wait_forever_or_end_every_test_are_refused(policy, message):
+    """nan or inf waited forever for a busy device; 0, -5 or nan made every test infra."""
+    from harness.farm.policy import FarmPolicy
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        FarmPolicy(**policy)

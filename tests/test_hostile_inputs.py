@@ -468,7 +468,8 @@ def test_bench_counts_must_be_positive(
     assert last.endswith("is not at least 1" if value != "x" else "'x' is not a whole number")
 
 
-@pytest.mark.parametrize("where", ["missing-dir/figures.json", "a-file/figures.json", "."])
+@pytest.mark.parametrize("where", ["missing-dir/figures.json", "a-file/figures.json", ".",
+                                   "fifo.json"])
 def test_bench_json_path_is_checked_before_the_benchmark_runs(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     where: str,
@@ -476,6 +477,7 @@ def test_bench_json_path_is_checked_before_the_benchmark_runs(
     import harness.benchmark
 
     (tmp_path / "a-file").write_text("")
+    os.mkfifo(tmp_path / "fifo.json")  # opening it for writing would wait for a reader
     ran = []
     monkeypatch.setattr(harness.benchmark, "benchmark", lambda *args: ran.append(args))
     target = tmp_path / where

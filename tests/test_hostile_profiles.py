@@ -19,7 +19,7 @@ import pytest
 from harness.device import check_transport_settings
 from harness.profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
-from harness.transport.ssh import SshProfile, SshTransport, _resolve_route
+from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, _resolve_route
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -176,6 +176,7 @@ def test_a_profile_named_config_may_not_run_commands(home, tmp_path):
         ("ProxyJump $(touch MARKER)", r"ProxyJump: '\$\(touch MARKER\)' holds '\$'"),
         ("ProxyJump -J", "ProxyJump: '-J' starts with '-'"),
         ("ProxyJump u@jump:0", "ProxyJump: must be a TCP port, 1..65535; got 0"),
+        ("ProxyJump " + ",".join(["j"] * 30_000), "30000 ProxyJump entries; at most 8"),
     ],
 )
 def test_ssh_config_values_are_checked(home, tmp_path, lines, expected):
@@ -233,6 +234,8 @@ LOCAL = "{kind: local}"
         (SSH % "port: -1", "", "transport.port", "1..65535; got -1"),
         (SSH % "proxy_jump: 'u@j;touch MARKER'", "", "transport.proxy_jump", "holds ';'"),
         (SSH % "proxy_jump: 'j:0'", "", "transport.proxy_jump", "1..65535; got 0"),
+        (SSH % f"proxy_jump: '{','.join(['j'] * 9)}'", "", "transport.proxy_jump",
+         "9 ProxyJump entries; at most 8"),
         (SSH % "keepalive_interval: 1000000000000", "", "transport.keepalive_interval",
          "at most 86400"),
         (ADB % "serial: -a", "", "transport.serial", "starts with '-'"),
@@ -367,3 +370,37 @@ def test_long_values_are_quoted_short():
                                   "ssh-emu", "A-B.c"])
 def test_ordinary_hosts_pass(good):
     assert check_host(good) == good
+
+
+def test_a_huge_known_hosts_file_is_refused_before_paramiko_reads_it(home, tmp_path):
+    """paramiko reads a known_hosts file whole; a profile may name any file there."""
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_bytes(b"a" * (5 << 20))
+    path = write_profile(tmp_path, f"{{kind: ssh, host: 127.0.0.1, known_hosts: {known_hosts}}}")
+    transport = SshTransport(SshProfile.from_device(load_profile(str(path))))
+    with pytest.raises(SshConfigError, match=r"known_hosts .*limit 4194304 bytes") as refused:
+        transport._login(transport.route[-1], None, None)
+    assert refused.value.field == "known_hosts"
+
+
+@pytest.mark.parametrize("name", ["id_test", "id_test-cert.pub"])
+def test_a_huge_identity_file_is_refused_before_paramiko_reads_it(home, tmp_path, name):
+    identity = tmp_path / "id_test"
+    identity.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (tmp_path / name).write_bytes(b"a" * (1 << 20))
+    path = write_profile(tmp_path, f"{{kind: ssh, host: 127.0.0.1, identity_file: {identity}}}")
+    transport = SshTransport(SshProfile.from_device(load_profile(str(path))))
+    with pytest.raises(SshConfigError, match=rf"identity file .*{name}: .*limit 65536") as refused:
+        transport._login(transport.route[-1], None, None)
+    assert refused.value.field == "identity_file"
+
+
+@pytest.mark.parametrize("value", ["always", "yes"])
+def test_a_profile_named_config_may_not_canonicalize_host_names(home, tmp_path, value):
+    """paramiko makes a DNS query per CanonicalDomains entry while the config is read."""
+    config = tmp_path / "lab_ssh_config"
+    domains = " ".join(["d.invalid"] * 3000)
+    config.write_text(f"Host board\n    CanonicalizeHostname {value}\n"
+                      f"    CanonicalDomains {domains}\n")
+    message = refusal(write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {config}}}"))
+    assert f"line 2: 'CanonicalizeHostname {value}' makes DNS queries" in message, message

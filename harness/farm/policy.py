@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,5 +25,8 @@ class FarmPolicy:
             raise ValueError(f"--infra-retries must be >= 0; got {self.infra_retries}")
         if self.quarantine_after < 1:
             raise ValueError(f"--quarantine-after must be >= 1; got {self.quarantine_after}")
-        if self.lock_timeout < 0:
+        if not 0 <= self.lock_timeout < math.inf:  # nan and inf would wait forever
             raise ValueError(f"--lock-timeout must be >= 0 seconds; got {self.lock_timeout}")
+        seconds = self.deadline.seconds
+        if seconds is not None and not 0 < seconds < math.inf:  # nan, 0, -5: every test infra
+            raise ValueError(f"--run-timeout must be > 0 seconds; got {seconds}")

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import socket
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -161,7 +162,12 @@ class ResultsRecorder:
         self._writer.close()
         if not self._active:
             return
-        write_report(self.html_path, self.results, self.results_dir)
         dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status).write(
             self.results_dir
         )
+        try:
+            write_report(self.html_path, self.results, self.results_dir)
+        except OSError as exc:  # checked at start-up, but the place may have changed since
+            print(f"et-harness: --html-report {self.html_path}: cannot write it "
+                  f"({exc.strerror}); the results in {self.results_dir} are complete",
+                  file=sys.stderr)

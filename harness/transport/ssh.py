@@ -48,7 +48,7 @@ from harness.transport.base import (
     TransportTimeout,
 )
 from harness.transport.shell_line import shell_line
-from harness.untrusted_input import InputFileError, brief, read_bounded_text
+from harness.untrusted_input import InputFileError, brief, brief_plain, read_bounded_text
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -327,14 +327,28 @@ def _read_ssh_config(path: Path | None, commands: bool) -> _SshConfigText:
         raise SshConfigError(f"ssh config {exc}", field) from None
     config = _SshConfigText(path, text, commands, field)
     if not commands:
-        _refuse_match_exec(config)
+        _refuse_untrusted_directives(config)
     return config
 
 
-def _refuse_match_exec(config: _SshConfigText) -> None:
-    """``Match exec`` runs its command while the config is looked up: refuse it up front."""
+def _refuse_untrusted_directives(config: _SshConfigText) -> None:
+    """What paramiko acts on while the config is looked up, refused up front: ``Match
+    exec`` runs a command; ``CanonicalizeHostname`` makes a DNS query per
+    ``CanonicalDomains`` entry (3000 of them kept a profile's check busy past 120 s)."""
     for number, line in enumerate(config.text.splitlines(), 1):
         words = line.strip().replace("=", " ", 1).split()
+        if (
+            len(words) > 1
+            and words[0].lower() == "canonicalizehostname"
+            and words[1].lower() != "no"
+        ):
+            raise SshConfigError(
+                f"ssh config {config.path} line {number}: 'CanonicalizeHostname "
+                f"{brief_plain(words[1])}' makes DNS queries while the profile is read, "
+                "which could keep the harness waiting; write HostName in full, or put the "
+                "line in your own ~/.ssh/config (and drop transport.ssh_config)",
+                config.field,
+            )
         if words and words[0].lower() == "match" and any(
             word.lstrip("!").lower() == "exec" for word in words[1:]
         ):
@@ -351,6 +365,9 @@ _COMMANDS_FIX = (
 # Over a thousand Host blocks. paramiko's lookup costs ~0.5 ms per block (5.1, measured:
 # 2.6 s for 256 KiB), and the route to a board takes one lookup per hop.
 _MAX_CONFIG_BYTES = 64 << 10
+# About ten thousand hashed entries; a known_hosts file is read once per connection.
+_MAX_KNOWN_HOSTS_BYTES = 4 << 20
+_MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
 
 
 def _resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
@@ -446,9 +463,15 @@ def _unless_none(value: str | None) -> str | None:
 
 
 def _parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
-    """``[user@]host[:port][,...]`` (``[v6addr]:port`` too), every part checked."""
+    """``[user@]host[:port][,...]`` (``[v6addr]:port`` too), every part checked; at most
+    :data:`_MAX_JUMPS` entries (each costs an ssh config lookup when the route is resolved)."""
+    entries = text.split(",")
+    if len(entries) > _MAX_JUMPS:
+        raise ValueRuleError(
+            f"{len(entries)} ProxyJump entries; at most {_MAX_JUMPS} jump hosts are allowed"
+        )
     specs = []
-    for spec in text.split(","):
+    for spec in entries:
         user, _, rest = spec.strip().rpartition("@")
         match = re.fullmatch(
             r"\[(?P<h6>[^\]]+)\](?::(?P<p6>[^:]*))?|(?P<h>[^:\[\]]+)(?::(?P<p>[^:]*))?", rest
@@ -660,13 +683,25 @@ class SshTransport(Transport):
             for path in hop.known_hosts:
                 if path.is_file():
                     try:
+                        # Bounded first: paramiko reads the whole file, and a profile may
+                        # name any file here (/proc/self/pagemap: 256 GB of one line).
+                        read_bounded_text(path, _MAX_KNOWN_HOSTS_BYTES)
                         client.load_system_host_keys(str(path))
+                    except InputFileError as exc:
+                        raise SshConfigError(f"known_hosts {exc}", "known_hosts") from None
                     except (OSError, paramiko.SSHException) as exc:
                         raise SshConfigError(
                             f"known_hosts {path} is unreadable: {exc}", "known_hosts"
                         ) from None
         client.set_missing_host_key_policy(_VerifyHostKey(hop, pin))
         identities = [str(p) for p in hop.identity_files if p.is_file()]
+        for identity in identities:  # paramiko reads a key file whole, and its -cert.pub
+            for key_file in (Path(identity), Path(f"{identity}-cert.pub")):
+                if key_file.is_file():
+                    try:
+                        read_bounded_text(key_file, _MAX_KEY_FILE_BYTES)
+                    except InputFileError as exc:
+                        raise SshConfigError(f"identity file {exc}", "identity_file") from None
         try:
             client.connect(
                 hop.hostname,
