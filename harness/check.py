@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from wcwidth import wcwidth
 
-from harness.messages import Action, Outcome, Report, ReportEntry
+from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry
 from harness.options import BackendOptions, Option, OptionsMap, OptionValue
 from harness.runtime_error import RuntimeErrorCode, describe_status
 from harness.wire import WireErrorCode
@@ -43,6 +43,7 @@ class DifferenceKind(enum.Enum):
     UNEXPECTED_ENTRY = enum.auto()  # None / the ReportEntry; ``note``: why not expected
     DUPLICATE_ENTRY = enum.auto()  # 1 / number of entries with that name
     MISSING_ENTRY = enum.auto()  # None / None: no entry for a backend of the request
+    WRONG_PATH = enum.auto()  # requested load path / the path the report says was served
 
 
 _OPTION_KINDS = frozenset(
@@ -128,6 +129,8 @@ class Difference:
                 return f"has {act} entries in the report, expected one; only the first is checked"
             case DifferenceKind.MISSING_ENTRY:
                 return "has no entry in the report; expected one per backend of the request"
+            case DifferenceKind.WRONG_PATH:
+                return f"the device served load path {act!r}, the request asked for {exp!r}"
         raise AssertionError(f"unhandled difference kind {kind}")
 
 
@@ -180,6 +183,7 @@ class Verdict:
 
     ``ignored_backends`` are map entries for backends that are not delegates of the
     program (LOAD only): the runtime ignores them silently, which is not a failure.
+    ``path`` is the load path a LOAD went through (None for SET and GET).
     """
 
     action: Action
@@ -187,6 +191,16 @@ class Verdict:
     backends: tuple[BackendOutcome, ...] = ()
     report_differences: tuple[Difference, ...] = ()
     ignored_backends: tuple[str, ...] = ()
+    path: LoadPath | None = None
+
+    @property
+    def label(self) -> str:
+        """``load``, ``set``, ``get``; a LOAD on another path than program names it:
+        ``load [module_both]``."""
+        action = self.action.name.lower()
+        if self.path is None or self.path is LoadPath.PROGRAM:
+            return action
+        return f"{action} [{self.path.label}]"
 
     @property
     def differences(self) -> tuple[Difference, ...]:
@@ -216,7 +230,7 @@ class Verdict:
 
     def summary(self) -> str:
         """One line: ``load: ok, 2 backends as expected`` or the first few differences."""
-        action = self.action.name.lower()
+        action = self.label
         ignored = f"; ignored (not in the program): {', '.join(self.ignored_backends)}"
         ignored = ignored if self.ignored_backends else ""
         if self.ok:
@@ -246,7 +260,7 @@ class Verdict:
         return "\n".join(lines)
 
     def _headline(self) -> str:
-        action = self.action.name.lower()
+        action = self.label
         if self.ok:
             return f"{action} check: ok, {_count(len(self.backends), 'backend')} as expected"
         failing = sum(1 for b in self.backends if not b.ok)
@@ -263,14 +277,17 @@ def check_load(
     report: Report,
     *,
     unobserved: Collection[str] = (),
+    path: LoadPath = LoadPath.PROGRAM,
 ) -> Verdict:
     """Check a LOAD report: each delegate's ``init`` got exactly its map entry.
 
-    ``delegates`` are the program's delegate ids in program order (duplicates mean one
-    backend is called twice: ``init`` must run that often). A delegate with no map
-    entry must receive an empty span. ``unobserved`` names delegates served by
-    backends that are not probes, which report nothing on LOAD; if they do report,
-    their status is checked.
+    ``sent`` is the map the delegates must receive (on ``module_both`` the explicit
+    one: it replaces the stored map wholly). ``delegates`` are the method's delegate
+    ids in program order (duplicates mean one backend is called twice: ``init`` must
+    run that often). A delegate with no map entry must receive an empty span.
+    ``unobserved`` names delegates served by backends that are not probes, which
+    report nothing on LOAD; if they do report, their status is checked. ``path`` is
+    the load path asked for; a report naming another (fact ``load_path``) differs.
     """
     strays = [name for name in unobserved if name not in delegates]
     if strays:
@@ -281,7 +298,10 @@ def check_load(
     header = _header_differences(report, Action.LOAD)
     ignored = tuple(b for b in sent.backend_ids if b not in delegates)
     if header:
-        return Verdict(Action.LOAD, report, (), header, ignored)
+        return Verdict(Action.LOAD, report, (), header, ignored, path)
+    served = report.fact("load_path")
+    if served is not None and served != path.label:
+        header = (Difference(DifferenceKind.WRONG_PATH, None, None, path.label, served),)
 
     def why(name: str) -> str:
         if sent.for_backend(name) is not None:
@@ -314,7 +334,9 @@ def check_load(
                 sent=sent,
             )
         )
-    return Verdict(Action.LOAD, report, tuple(outcomes), entry_differences, ignored)
+    return Verdict(
+        Action.LOAD, report, tuple(outcomes), header + entry_differences, ignored, path
+    )
 
 
 def check_set(

@@ -27,6 +27,7 @@ from harness.emulators.sshd import SshdEmulator
 from harness.lifecycle.owner import owned_directory
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
+from harness.sdk_prefix import sdk_from_prefix
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.adb import AdbTarget, AdbTransport
 from harness.transport.base import Transport, TransportError
@@ -34,6 +35,7 @@ from harness.transport.local import LocalTransport
 from harness.transport.serial import ResetLine, SerialConfigError, SerialPortConfig
 from harness.transport.serial import connect as connect_serial
 from harness.transport.ssh import SshProfile, SshTransport
+from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 
 # Device ABI (as the device reports it) -> the agent build that runs there. Android's
 # arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/deployment.py).
@@ -120,7 +122,12 @@ class Device:
         return self._deployment
 
     def agent_build(self) -> AgentBuild:
-        """The agent build this device runs (profile ``abi`` or the device's own)."""
+        """The agent build this device runs (profile ``abi`` or the device's own).
+
+        It is built against the profile's ``agent.sdk`` prefix if set, else as
+        :func:`~harness.agent.build.ensure_agent` chooses (``$ET_HARNESS_SDK`` or the
+        pinned wheel).
+        """
         abi = self.profile.abi or self._files().facts().abi
         build = _AGENT_BUILD_FOR_ABI.get(abi)
         bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
@@ -131,7 +138,9 @@ class Device:
                 f"x86_64, aarch64, and arm64-v8a with agent.deployment: glibc-bundle (an "
                 "NDK build goes in agent.prebuilt: see agent/cmake/android-arm64.md)"
             )
-        return ensure_agent(build)
+        own = self.profile.agent.sdk
+        sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
+        return ensure_agent(build, sdk)
 
     def deploy_agent(self) -> str:
         """Put the agent and its libraries on the device; return the agent's path there.
@@ -200,16 +209,22 @@ class Device:
                             time_limit=time_limit, start_hint=hint)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
-        """Device path of a probe program calling ``delegates``, pushed if needed.
+        """Device path of a program calling ``delegates``, pushed if needed.
 
-        A serial board has no file system: its LOAD takes the request's delegate
-        list as the program, so the path is empty.
+        Delegates ending in one ``XnnpackBackend`` get the XNNPACK program (a real
+        XNNPACK graph, the other delegates as probes before it); any other tuple a
+        probe program. A serial board has no file system: its LOAD takes the
+        request's delegate list as the program, so the path is empty.
         """
         if self._board is not None:
             return ""
         remote = self._programs.get(delegates)
         if remote is None:
-            local = probe_program(delegates)
+            *probes, last = delegates or ("",)
+            if last == XNNPACK_BACKEND and XNNPACK_BACKEND not in probes:
+                local = xnnpack_program(tuple(probes))
+            else:
+                local = probe_program(delegates)
             remote = posixpath.join(self.work_dir, "programs", local.name)
             self.push_once(local, remote)
             self._programs[delegates] = remote

@@ -33,22 +33,79 @@ class Outcome(enum.IntEnum):
     UNSUPPORTED = 3  # the device does not serve this action
 
 
+class LoadPath(enum.IntEnum):
+    """Which runtime entry point a LOAD passes its map through (docs/wire-format.md)."""
+
+    PROGRAM = 0  # Program::load_method(method, ..., &map)
+    MODULE = 1  # Module::load(map), then the method is loaded lazily without a map
+    MODULE_METHOD = 2  # Module::load(), then Module::load_method(method, ..., &map)
+    MODULE_BOTH = 3  # Module::load(stored map), then load_method(method, ..., &explicit map)
+
+    @property
+    def label(self) -> str:
+        """The name HELLO's ``load_paths`` fact and test ids use, e.g. ``module_method``."""
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, label: str) -> LoadPath:
+        """The path named ``label``; ValueError naming the known paths otherwise."""
+        for path in cls:
+            if path.label == label:
+                return path
+        raise ValueError(f"unknown load path {label!r}; known: {', '.join(p.label for p in cls)}")
+
+
 ENTRY_FLAG_PROBE = 0x01
+LOAD_FLAG_KEEP = 0x01  # LOAD: load into the program or module already loaded
 
 
 @dataclass(frozen=True)
 class Request:
-    """One request. ``options`` holds the map (LOAD, SET, GET) or the ids (REGISTER)."""
+    """One request. ``options`` holds the map (LOAD, SET, GET) or the ids (REGISTER).
+
+    LOAD only: ``path`` is the entry point the map goes through; ``options`` is the
+    map of the path's first call that takes one (``Program::load_method``,
+    ``Module::load`` or, on ``module_method``, ``Module::load_method``);
+    ``method_options`` is ``module_both``'s explicit map for ``Module::load_method``
+    (empty there means an explicit empty map). ``keep`` loads ``method`` into the
+    program or module already loaded instead of a fresh one; ``method`` "" is
+    ``forward``. ``delegates`` are the delegate ids of that method.
+    """
 
     action: Action
     options: OptionsMap = OptionsMap()
     program: str = ""
     delegates: tuple[str, ...] = ()
     seq: int = 0
+    path: LoadPath = LoadPath.PROGRAM
+    keep: bool = False
+    method: str = ""
+    method_options: OptionsMap = OptionsMap()
 
     @classmethod
-    def load(cls, program: str, delegates: tuple[str, ...], options: OptionsMap) -> Request:
-        return cls(Action.LOAD, options, program, tuple(delegates))
+    def load(
+        cls,
+        program: str,
+        delegates: tuple[str, ...],
+        options: OptionsMap,
+        *,
+        path: LoadPath = LoadPath.PROGRAM,
+        method_options: OptionsMap | None = None,
+        keep: bool = False,
+        method: str = "",
+    ) -> Request:
+        return cls(
+            Action.LOAD, options, program, tuple(delegates), 0, path, keep, method,
+            method_options if method_options is not None else OptionsMap(),
+        )
+
+    @property
+    def delivered(self) -> OptionsMap:
+        """The map the method's delegates must receive: on ``module_both`` the explicit
+        one, which replaces the stored map wholly; otherwise ``options``."""
+        if self.action is Action.LOAD and self.path is LoadPath.MODULE_BOTH:
+            return self.method_options
+        return self.options
 
     @classmethod
     def register(cls, names: tuple[str, ...]) -> Request:

@@ -1,33 +1,29 @@
-"""Probe programs: ``.pte`` files whose one method only calls delegates.
+"""Probe programs: ``.pte`` files whose methods only call delegates.
 
-A probe program has one method, ``forward``, holding a single ``Int`` value and
-one ``DelegateCall`` instruction per delegate, in order, each on that value. No
+A probe program has two methods, ``forward`` and ``second``, each holding a single
+``Int`` value and one ``DelegateCall`` instruction per delegate, in order, each on
+that value. ``second`` lets a case load a method into a program or module whose
+``forward`` is already loaded (LOAD with KEEP). No
 torch is needed: the program is written as JSON following the wheel's
 ``schema/program.fbs`` and compiled to a flatbuffer by the wheel's own ``flatc``.
 Loading it makes the runtime ``init`` each delegate's backend with that backend's
 entry of the ``LoadBackendOptionsMap``; executing it calls each ``execute``.
 
-Programs are cached by their delegate tuple under the harness cache.
+Programs are cached by their delegate tuple under the harness cache
+(:func:`harness.flatc.cached_program`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import subprocess
-import tempfile
 from pathlib import Path
 
-import filelock
-
-from harness.cache import cache_root
+from harness.flatc import FlatcError, cached_program, compile_json
 from harness.options import MAX_ID_BYTES
-from harness.sdk import SdkPaths, ensure_sdk, host_abi
+from harness.sdk import ensure_sdk, host_abi
 
 MAX_DELEGATES = 8  # wire format v1: delegate_count limit
-FORMAT_REVISION = 1  # bump when the generated program changes shape
-_FLATC_TIMEOUT_S = 60
+FORMAT_REVISION = 2  # bump when the generated program changes shape
+METHODS = ("forward", "second")
 
 
 class ProbeProgramError(Exception):
@@ -40,54 +36,24 @@ def probe_program(delegates: tuple[str, ...]) -> Path:
     Each id is 1..63 bytes of UTF-8 without NUL; 1..8 ids, duplicates allowed.
     """
     delegates = tuple(delegates)
-    _validate(delegates)
+    validate_delegates(delegates)
     sdk = ensure_sdk(host_abi())
-    target = _cache_path(delegates, sdk)
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(target) + ".lock"):
-        if not target.is_file():
-            _generate(delegates, sdk, target)
-    return target
+
+    def generate() -> bytes:
+        try:
+            return compile_json(sdk.flatc, sdk.schema / "program.fbs", program_json(delegates),
+                                f"a probe program for {delegates!r}")
+        except FlatcError as exc:
+            raise ProbeProgramError(str(exc)) from None
+
+    return cached_program("probe", [FORMAT_REVISION, sdk.version, list(delegates)], generate)
 
 
 def program_json(delegates: tuple[str, ...]) -> dict:
     """The program as flatc JSON, following ``schema/program.fbs``."""
     return {
         "version": 0,
-        "execution_plan": [
-            {
-                "name": "forward",
-                "values": [{"val_type": "Int", "val": {"int_val": 0}}],
-                "inputs": [],
-                "outputs": [0],
-                "chains": [
-                    {
-                        "inputs": [],
-                        "outputs": [0],
-                        "instructions": [
-                            {
-                                "instr_args_type": "DelegateCall",
-                                "instr_args": {"delegate_index": index, "args": [0]},
-                            }
-                            for index in range(len(delegates))
-                        ],
-                    }
-                ],
-                "operators": [],
-                "delegates": [
-                    {
-                        "id": backend_id,
-                        "processed": {"location": "INLINE", "index": index},
-                        "compile_specs": [],
-                    }
-                    for index, backend_id in enumerate(delegates)
-                ],
-                # Buffer 0 is reserved by the runtime; no memory-planned tensors.
-                "non_const_buffer_sizes": [0],
-            }
-        ],
+        "execution_plan": [_method_json(name, delegates) for name in METHODS],
         "constant_buffer": [],
         "backend_delegate_data": [
             {"data": list(f"etb-probe delegate {index}".encode("ascii"))}
@@ -100,10 +66,46 @@ def program_json(delegates: tuple[str, ...]) -> dict:
     }
 
 
-def _validate(delegates: tuple[str, ...]) -> None:
-    if not 1 <= len(delegates) <= MAX_DELEGATES:
+def _method_json(name: str, delegates: tuple[str, ...]) -> dict:
+    """One method calling ``delegates`` in order; their blobs are shared by all methods."""
+    return {
+        "name": name,
+        "values": [{"val_type": "Int", "val": {"int_val": 0}}],
+        "inputs": [],
+        "outputs": [0],
+        "chains": [
+            {
+                "inputs": [],
+                "outputs": [0],
+                "instructions": [
+                    {
+                        "instr_args_type": "DelegateCall",
+                        "instr_args": {"delegate_index": index, "args": [0]},
+                    }
+                    for index in range(len(delegates))
+                ],
+            }
+        ],
+        "operators": [],
+        "delegates": [
+            {
+                "id": backend_id,
+                "processed": {"location": "INLINE", "index": index},
+                "compile_specs": [],
+            }
+            for index, backend_id in enumerate(delegates)
+        ],
+        # Buffer 0 is reserved by the runtime; no memory-planned tensors.
+        "non_const_buffer_sizes": [0],
+    }
+
+
+def validate_delegates(delegates: tuple[str, ...], min_count: int = 1,
+                       max_count: int = MAX_DELEGATES) -> None:
+    """Refuse a delegate tuple a generated program cannot carry (ValueError, TypeError)."""
+    if not min_count <= len(delegates) <= max_count:
         raise ValueError(
-            f"a probe program calls 1..{MAX_DELEGATES} delegates; got {len(delegates)}"
+            f"this program calls {min_count}..{max_count} probe delegates; got {len(delegates)}"
         )
     for index, backend_id in enumerate(delegates):
         if type(backend_id) is not str:
@@ -117,31 +119,3 @@ def _validate(delegates: tuple[str, ...]) -> None:
                 f"delegates[{index}] must be 1..{MAX_ID_BYTES} bytes of UTF-8 without NUL; "
                 f"got {size} bytes: {backend_id!r}"
             )
-
-
-def _cache_path(delegates: tuple[str, ...], sdk: SdkPaths) -> Path:
-    key = json.dumps([FORMAT_REVISION, sdk.version, list(delegates)], ensure_ascii=True)
-    digest = hashlib.sha256(key.encode("ascii")).hexdigest()[:24]
-    return cache_root() / "programs" / f"probe-{digest}.pte"
-
-
-def _generate(delegates: tuple[str, ...], sdk: SdkPaths, target: Path) -> None:
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".probe-") as tmp:
-        source = Path(tmp) / "program.json"
-        source.write_text(json.dumps(program_json(delegates), ensure_ascii=False), encoding="utf-8")
-        argv = [str(sdk.flatc), "--binary", "-o", tmp, str(sdk.schema / "program.fbs"), str(source)]
-        try:
-            result = subprocess.run(
-                argv, capture_output=True, text=True, timeout=_FLATC_TIMEOUT_S, check=False
-            )
-        except OSError as exc:
-            raise ProbeProgramError(f"cannot run {sdk.flatc}: {exc}") from None
-        except subprocess.TimeoutExpired:
-            raise ProbeProgramError(f"flatc took over {_FLATC_TIMEOUT_S} s on {source}") from None
-        output = Path(tmp) / "program.pte"
-        if result.returncode != 0 or not output.is_file():
-            raise ProbeProgramError(
-                f"flatc failed (exit code {result.returncode}) compiling a probe program for "
-                f"{delegates!r}: {result.stderr.strip() or result.stdout.strip()}"
-            )
-        os.replace(output, target)

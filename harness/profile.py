@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml
 from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
@@ -46,6 +47,7 @@ class AgentConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     wrapper: tuple[str, ...] = ()
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
+    sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
 
 
@@ -192,13 +194,13 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
 def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
         raise ProfileError(
-            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, deployment"
+            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"
         )
-    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "deployment"})
+    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment"})
     if unknown:
         raise ProfileError(
             f"{src}: agent.{unknown[0]}: unknown field; allowed: deployment, env, prebuilt, "
-            "wrapper"
+            "sdk, wrapper"
         )
     deployment = data.get("deployment", "auto")
     if deployment not in DEPLOYMENT_MODES:
@@ -217,6 +219,23 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
             f"{src}: agent.prebuilt: must be the path of a directory holding et-agent and its "
             f"libraries; got {brief(prebuilt)}"
         )
+    sdk = data.get("sdk")
+    if sdk is not None and not isinstance(sdk, str):
+        raise ProfileError(
+            f"{src}: agent.sdk: must be the path of an ExecuTorch install prefix (include/, "
+            f"lib/, its CMake package); got {sdk!r}"
+        )
+    if sdk is not None and prebuilt is not None:
+        raise ProfileError(
+            f"{src}: agent.sdk: a prebuilt agent is not built here; give agent.prebuilt or "
+            "agent.sdk, not both"
+        )
+    sdk_path = None
+    if sdk is not None:
+        try:
+            sdk_path = check_trusted(base / Path(sdk).expanduser(), f"{src}: agent.sdk")
+        except SdkPrefixError as exc:
+            raise ProfileError(str(exc)) from None
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
@@ -245,6 +264,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),
         prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
+        sdk=sdk_path,
         deployment=deployment,
     )
 

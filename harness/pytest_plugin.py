@@ -8,7 +8,11 @@ Fixtures (the user interface):
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
   verdicts, ``verdict.raise_for_differences()`` fails the test with the diff;
 - ``probe_program``: ``probe_program(("A", "B"))`` is the device path of a probe
-  program whose delegates are A and B.
+  program whose delegates are A and B;
+- ``load_path``: a test that asks for it runs once per load path
+  (:class:`~harness.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
+  passes it on, ``et.load(options, path=load_path)``; paths the device's agent does
+  not announce in HELLO (``load_paths``) are skipped on that device.
 
 Markers: ``@pytest.mark.capability("load")`` skips a test on devices whose agent
 does not serve that action; ``@pytest.mark.backend("XnnpackBackend")`` skips it on
@@ -71,11 +75,13 @@ from harness.farm.summary import (
     quarantined_devices,
 )
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
+from harness.messages import LoadPath
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
+LOAD_PATH_PARAM = "load_path"
 
 _SLOTS = pytest.StashKey[DeviceSlots]()
 _RESULTS_DIR = pytest.StashKey[Path]()
@@ -235,6 +241,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
         names = metafunc.config.stash[_SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
+    if LOAD_PATH_PARAM in metafunc.fixturenames:
+        paths = list(LoadPath)
+        metafunc.parametrize(LOAD_PATH_PARAM, paths, ids=[p.label for p in paths], indirect=True)
 
 
 def _device_of(item: pytest.Item) -> str | None:
@@ -293,6 +302,17 @@ def et(_et_runner: CaseRunner, device_profile: DeviceProfile,
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
     return _et_runner
+
+
+@pytest.fixture
+def load_path(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> LoadPath:
+    """The load path this test runs on; skipped where the device does not serve it."""
+    path: LoadPath = request.param
+    served = _et_runner.load_paths
+    if path not in served:
+        pytest.skip(f"the device's agent does not serve load path {path.label!r} "
+                    f"(it announces: {','.join(p.label for p in served)})")
+    return path
 
 
 @pytest.fixture

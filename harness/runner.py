@@ -11,12 +11,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
-from harness.messages import Action, Outcome, Report, Request
-from harness.options import OptionsMap
+from harness.messages import Action, LoadPath, Outcome, Report, Request
+from harness.options import MAX_LOAD_BACKENDS, BackendOptions, Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.transport.base import TransportError
 
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
+# module_both's default stored map gives each backend this option: the explicit map
+# replaces the stored one wholly, so no delegate may ever receive it.
+STORED_DECOY = Option("etb.stored_map_must_not_arrive", True)
 
 
 class RunnerError(Exception):
@@ -114,6 +117,21 @@ class CaseRunner:
         return tuple(self._registered)
 
     @property
+    def load_paths(self) -> tuple[LoadPath, ...]:
+        """The load paths the agent serves (HELLO ``load_paths``; ``program`` if absent)."""
+        announced = self.hello.fact("load_paths")
+        if not isinstance(announced, str):
+            return (LoadPath.PROGRAM,)
+        known = {p.label: p for p in LoadPath}
+        return tuple(known[name] for name in announced.split(",") if name in known)
+
+    @property
+    def load_flags(self) -> tuple[str, ...]:
+        """The LOAD flags the agent honours (HELLO ``load_flags``, e.g. ``keep``)."""
+        announced = self.hello.fact("load_flags")
+        return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
+
+    @property
     def capacity(self) -> int:
         value = self.hello.fact("registry_capacity")
         return value if isinstance(value, int) else DEFAULT_REGISTRY_CAPACITY
@@ -183,19 +201,38 @@ class CaseRunner:
         delegates: Sequence[str] | None = None,
         *,
         unobserved: Sequence[str] = (),
+        path: LoadPath = LoadPath.PROGRAM,
+        stored: OptionsMap | None = None,
+        keep: bool = False,
+        method: str = "",
     ) -> Verdict:
-        """Load a probe program with ``options`` as its load-time map; check every init.
+        """Load a probe program through ``path`` so that its delegates must receive
+        ``options``; check every init.
 
         ``delegates`` defaults to the map's backend ids; ``unobserved`` names real
-        (non-probe) backends among them.
+        (non-probe) backends among them. On ``module_both`` ``options`` is the
+        explicit map of ``Module::load_method`` and ``stored`` the map given to
+        ``Module::load`` before it (default: one decoy option per backend, which must
+        never arrive); other paths take no ``stored``. ``keep`` and ``method`` load a
+        method into the program or module already loaded (wire-format.md, LOAD).
         """
         program_ids = tuple(options.backend_ids if delegates is None else delegates)
+        if stored is not None and path is not LoadPath.MODULE_BOTH:
+            raise RunnerError(f"a stored map goes with path module_both only, not {path.label}")
         self.prepare([d for d in program_ids if d not in unobserved])
         program = self._program_for(program_ids)
         self._dirty = True
-        report = self._exchange(lambda link: link.request(Request.load(program, program_ids,
-                                                                       options)))
-        return self._record(check_load(options, program_ids, report, unobserved=unobserved))
+        if path is LoadPath.MODULE_BOTH:
+            first = stored if stored is not None else _decoy(program_ids, options)
+            request = Request.load(program, program_ids, first, path=path,
+                                   method_options=options, keep=keep, method=method)
+        else:
+            request = Request.load(program, program_ids, options, path=path, keep=keep,
+                                   method=method)
+        report = self._exchange(lambda link: link.request(request))
+        return self._record(
+            check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path)
+        )
 
     def execute(self) -> Report:
         """Execute the loaded program once more."""
@@ -253,3 +290,9 @@ class CaseRunner:
         self.prepare(
             [n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound]
         )
+
+
+def _decoy(delegates: Sequence[str], options: OptionsMap) -> OptionsMap:
+    """A stored map with :data:`STORED_DECOY` for each backend a load may deliver to."""
+    ids = list(dict.fromkeys([*options.backend_ids, *delegates]))[:MAX_LOAD_BACKENDS]
+    return OptionsMap(tuple(BackendOptions(b, (STORED_DECOY,)) for b in ids))

@@ -36,7 +36,10 @@ WHEEL_PYTHON_VERSION = "3.11"
 
 # Parts of the wheel's ``executorch/`` package the SDK keeps, relative to it.
 _KEPT_PREFIXES = ("include/", "lib/", "share/cmake/", "schema/")
-_KEPT_FILES = ("data/bin/flatc",)
+_KEPT_FILES = ("data/bin/flatc", "backends/xnnpack/serialization/schema.fbs")
+# Bumped when the kept parts change, so that an older extraction is not taken
+# for a complete one (and is left alone for whoever still uses it).
+_LAYOUT_REVISION = 2
 
 _PIP_TIMEOUT_S = 600
 
@@ -57,6 +60,30 @@ class SdkExtractFailed(SdkError):
     """The downloaded wheel lacks the parts the SDK needs, or cannot be unpacked."""
 
 
+class SdkTooOld(SdkError):
+    """The requested executorch version has no C++ SDK (only 1.5.0 and later do)."""
+
+
+# The first release whose wheel carries the C++ SDK (headers, libexecutorch.so,
+# CMake package): 1.3.1-1.4.1 keep the runtime inside the Python extension only.
+MIN_SDK_VERSION = (1, 5, 0)
+
+
+def check_sdk_version(version: str, where: str) -> None:
+    """Raise :class:`SdkTooOld` naming ``where`` unless ``version`` is 1.5.0 or later."""
+    numbers = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if numbers is None:
+        raise SdkError(f"{where}: cannot read an executorch version from {version!r}")
+    found = tuple(int(n or 0) for n in numbers.groups())
+    if found < MIN_SDK_VERSION:
+        minimum = ".".join(map(str, MIN_SDK_VERSION))
+        raise SdkTooOld(
+            f"{where}: executorch {version} has no C++ SDK; the agent needs {minimum} or later "
+            f"(earlier wheels ship no libexecutorch.so or CMake package, only the Python "
+            f"extension). Pin executorch>={minimum} or point ET_HARNESS_SDK at your own build"
+        )
+
+
 def _read_locked_version(lock_file: Path = LOCK_FILE) -> str:
     match = re.search(r"^executorch==([0-9][^\s\\]*)", lock_file.read_text(), re.MULTILINE)
     if match is None:
@@ -69,11 +96,20 @@ EXECUTORCH_VERSION = _read_locked_version()
 
 @dataclass(frozen=True)
 class SdkPaths:
-    """Where one ABI's ExecuTorch SDK lives in the cache."""
+    """Where one ABI's ExecuTorch SDK lives: the pinned wheel's, or an install prefix.
 
-    root: Path  # the wheel's ``executorch/`` package directory, trimmed
+    For the wheel, ``root`` is its trimmed ``executorch/`` package in the cache. For
+    one's own build (:mod:`harness.sdk_prefix`), ``root`` is the install prefix,
+    ``config_dir`` the directory of its ``executorch-config.cmake`` and
+    ``own_build`` is True; such a prefix has no program schema or ``flatc``, which
+    always come from the pinned wheel.
+    """
+
+    root: Path
     abi: str
     version: str
+    config_dir: Path | None = None
+    own_build: bool = False
 
     @property
     def include(self) -> Path:
@@ -86,12 +122,17 @@ class SdkPaths:
     @property
     def cmake_dir(self) -> Path:
         """Directory holding ``executorch-config.cmake`` (pass as ``executorch_DIR``)."""
-        return self.root / "share" / "cmake"
+        return self.config_dir or self.root / "share" / "cmake"
 
     @property
     def schema(self) -> Path:
         """Directory holding ``program.fbs`` and ``scalar_type.fbs``."""
         return self.root / "schema"
+
+    @property
+    def xnnpack_schema(self) -> Path:
+        """XNNPACK's delegate blob schema (``backends/xnnpack/serialization/schema.fbs``)."""
+        return self.root / _KEPT_FILES[1]
 
     @property
     def flatc(self) -> Path:
@@ -107,7 +148,7 @@ def host_abi() -> str:
 
 def sdk_dir(abi: str) -> Path:
     """Where :func:`ensure_sdk` puts the SDK for ``abi``."""
-    return cache_root() / "sdk" / f"executorch-{EXECUTORCH_VERSION}-{abi}"
+    return cache_root() / "sdk" / f"executorch-{EXECUTORCH_VERSION}-{abi}-r{_LAYOUT_REVISION}"
 
 
 def ensure_sdk(abi: str) -> SdkPaths:
@@ -116,6 +157,7 @@ def ensure_sdk(abi: str) -> SdkPaths:
     Safe to call from parallel processes: one downloads and extracts under a
     file lock, the others wait and reuse the result.
     """
+    check_sdk_version(EXECUTORCH_VERSION, str(LOCK_FILE))
     if abi not in WHEEL_PLATFORMS:
         raise UnsupportedAbi(
             f"no executorch wheel for ABI {abi!r}; supported: {', '.join(sorted(WHEEL_PLATFORMS))}"
@@ -144,6 +186,7 @@ def _is_complete(paths: SdkPaths) -> bool:
         and (paths.cmake_dir / "executorch-config.cmake").is_file()
         and (paths.schema / "program.fbs").is_file()
         and paths.flatc.is_file()
+        and paths.xnnpack_schema.is_file()
     )
 
 
@@ -208,7 +251,7 @@ def _extract_sdk(wheel: Path, staging: Path) -> None:
     missing = [
         name
         for name in ("lib/libexecutorch.so", "share/cmake/executorch-config.cmake",
-                     "schema/program.fbs", _KEPT_FILES[0])
+                     "schema/program.fbs", *_KEPT_FILES)
         if not (staging / name).is_file()
     ]  # fmt: skip
     if missing:

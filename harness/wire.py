@@ -10,13 +10,23 @@ wire can represent them, so that tests can send out-of-spec messages on purpose.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.messages import (
+    ENTRY_FLAG_PROBE,
+    LOAD_FLAG_KEEP,
+    Action,
+    LoadPath,
+    Outcome,
+    Report,
+    ReportEntry,
+    Request,
+)
 from harness.options import (
     INT32_MAX,
     INT32_MIN,
@@ -91,6 +101,7 @@ class WireErrorCode(enum.IntEnum):
     TEXT_LENGTH = 24
     OUTCOME = 25
     CAPACITY = 26
+    LOAD_PATH = 27
 
 
 class WireError(ValueError):
@@ -150,6 +161,15 @@ _ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.LOAD)
 _REPORT_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.NONE)
 _OUTCOMES = _Limit(WireErrorCode.OUTCOME, max(Outcome))
 _ENTRY_FLAGS = _Limit(WireErrorCode.FLAGS, ENTRY_FLAG_PROBE)  # only bit 0 is defined
+_LOAD_FLAGS = _Limit(WireErrorCode.FLAGS, LOAD_FLAG_KEEP)  # only bit 0 is defined
+_LOAD_PATHS = _Limit(WireErrorCode.LOAD_PATH, max(LoadPath))
+_METHOD = _Limit(WireErrorCode.ID_LENGTH, MAX_ID_BYTES)  # "" means forward
+_METHOD_BACKENDS = {
+    path: _Limit(WireErrorCode.TOO_MANY_BACKENDS, MAX_LOAD_BACKENDS)
+    if path is LoadPath.MODULE_BOTH
+    else _EMPTY
+    for path in LoadPath
+}
 _BYTES = " bytes"
 
 
@@ -467,7 +487,27 @@ def decode_request(data: bytes) -> Request:
     program = reader.text(rules.program, f"{action.name} program")
     delegate_count = reader.bounded(_U8, rules.delegates, f"{action.name} delegate count")
     delegates = tuple(reader.text(_ID, "delegate id") for _ in range(delegate_count))
-    backend_count = reader.bounded(_U8, rules.backends, f"{action.name} backend count")
+    backends = _read_backends(reader, rules.backends, rules.options, action.name)
+    if action is not Action.LOAD:
+        reader.finish()
+        return Request(action, backends, program, delegates, header.seq)
+    path = LoadPath(reader.bounded(_U8, _LOAD_PATHS, "LOAD path"))
+    flags = reader.bounded(_U8, _LOAD_FLAGS, "LOAD flags (only bit 0, KEEP, is defined)")
+    method = reader.text(_METHOD, "LOAD method name")
+    method_backends = _read_backends(
+        reader, _METHOD_BACKENDS[path], _OPTIONS, f"LOAD {path.label} method map"
+    )
+    reader.finish()
+    return Request(
+        action, backends, program, delegates, header.seq, path,
+        bool(flags & LOAD_FLAG_KEEP), method, method_backends,
+    )
+
+
+def _read_backends(reader: _Reader, count_limit: _Limit, options_limit: _Limit,
+                   what: str) -> OptionsMap:
+    """A backend count and that many backends, ids unique within the list."""
+    backend_count = reader.bounded(_U8, count_limit, f"{what} backend count")
     backends = []
     ids: set[str] = set()
     for _ in range(backend_count):
@@ -479,13 +519,12 @@ def decode_request(data: bytes) -> Request:
             )
         ids.add(backend_id)
         option_count = reader.bounded(
-            _U8, rules.options, f"{action.name} option count of {backend_id!r}"
+            _U8, options_limit, f"{what} option count of {backend_id!r}"
         )
         keys: set[str] = set()
         options = tuple(reader.option(keys) for _ in range(option_count))
         backends.append(BackendOptions(backend_id, options))
-    reader.finish()
-    return Request(action, OptionsMap.unchecked(backends), program, delegates, header.seq)
+    return OptionsMap.unchecked(backends)
 
 
 def decode_report(data: bytes) -> Report:
@@ -654,13 +693,27 @@ def _encode_request(req: Request, checked: bool) -> bytes:
     writer.bounded(len(req.delegates), rules.delegates, f"{name} delegate count")
     for delegate in req.delegates:
         writer.text(delegate, _ID, "delegate id")
-    backends = req.options.backends
-    writer.bounded(len(backends), rules.backends, f"{name} backend count")
+    _write_backends(writer, req.options, rules.backends, rules.options, name)
+    if req.action == Action.LOAD:
+        path = req.path
+        writer.bounded(path, _LOAD_PATHS, "LOAD path")
+        writer.bounded(LOAD_FLAG_KEEP if req.keep else 0, _LOAD_FLAGS, "LOAD flags")
+        writer.text(req.method, _METHOD, "LOAD method name")
+        limit = _METHOD_BACKENDS.get(path, _METHOD_BACKENDS[LoadPath.MODULE_BOTH])  # type: ignore[call-overload]
+        label = path.label if isinstance(path, LoadPath) else str(path)
+        _write_backends(writer, req.method_options, limit, _OPTIONS, f"LOAD {label} method map")
+    return writer.finish(MessageType.REQUEST, req.seq)
+
+
+def _write_backends(writer: _Writer, options: OptionsMap, count_limit: _Limit,
+                    options_limit: _Limit, what: str) -> None:
+    backends = options.backends
+    writer.bounded(len(backends), count_limit, f"{what} backend count")
     ids: set[str] = set()
     for backend in backends:
         offset = len(writer.buf)
         writer.text(backend.backend_id, _ID, "backend id")
-        if checked:
+        if writer.checked:
             if backend.backend_id in ids:
                 raise WireError(
                     WireErrorCode.DUPLICATE_BACKEND,
@@ -669,12 +722,11 @@ def _encode_request(req: Request, checked: bool) -> bytes:
                 )
             ids.add(backend.backend_id)
         writer.bounded(
-            len(backend.options), rules.options, f"{name} option count of {backend.backend_id!r}"
+            len(backend.options), options_limit, f"{what} option count of {backend.backend_id!r}"
         )
-        keys: set[str] | None = set() if checked else None
+        keys: set[str] | None = set() if writer.checked else None
         for option in backend.options:
             writer.option(option, keys)
-    return writer.finish(MessageType.REQUEST, req.seq)
 
 
 def encode_request(req: Request) -> bytes:
@@ -684,7 +736,7 @@ def encode_request(req: Request) -> bytes:
     an ``OptionsMap.unchecked`` request is encoded as given, as far as the wire can
     represent it (u16 lengths, u8 counts, int64 values), for negative tests.
     """
-    return _encode_request(req, req.options.checked)
+    return _encode_request(req, req.options.checked and req.method_options.checked)
 
 
 def encode_report(rep: Report, *, checked: bool = True) -> bytes:
@@ -728,17 +780,22 @@ def _readable_option(option: Option) -> dict[str, object]:
 def to_readable(msg: Request | Report) -> dict[str, object]:
     """The readable form of a message: a JSON-ready dict with the spec's keys in order."""
     if isinstance(msg, Request):
-        return {
+        readable: dict[str, object] = {
             "type": "request",
             "seq": msg.seq,
             "action": Action(msg.action).name.lower(),
             "program": msg.program,
             "delegates": list(msg.delegates),
-            "backends": [
-                {"id": b.backend_id, "options": [_readable_option(o) for o in b.options]}
-                for b in msg.options.backends
-            ],
+            "backends": _readable_backends(msg.options),
         }
+        if msg.action == Action.LOAD:
+            readable |= {
+                "path": LoadPath(msg.path).label,
+                "keep": msg.keep,
+                "method": msg.method,
+                "method_backends": _readable_backends(msg.method_options),
+            }
+        return readable
     if isinstance(msg, Report):
         return {
             "type": "report",
@@ -761,6 +818,13 @@ def to_readable(msg: Request | Report) -> dict[str, object]:
             ],
         }
     raise TypeError(f"not a Request or Report: {type(msg).__name__}")
+
+
+def _readable_backends(options: OptionsMap) -> list[dict[str, object]]:
+    return [
+        {"id": b.backend_id, "options": [_readable_option(o) for o in b.options]}
+        for b in options.backends
+    ]
 
 
 def _fields(data: object, path: str, names: tuple[str, ...]) -> list[object]:
@@ -820,26 +884,46 @@ def _action(value: object) -> Action:
     return _ACTIONS_BY_NAME[value]  # type: ignore[index]
 
 
-def _request_from_readable(data: Mapping[str, object]) -> Request:
-    _, seq, action, program, delegates, backends = _fields(
-        data, "request", ("type", "seq", "action", "program", "delegates", "backends")
-    )
+_REQUEST_FIELDS = ("type", "seq", "action", "program", "delegates", "backends")
+_LOAD_FIELDS = ("path", "keep", "method", "method_backends")
+
+
+def _backends_from_readable(data: object, path: str) -> OptionsMap:
     maps = []
-    for i, backend in enumerate(_list(backends, "backends")):
-        backend_id, options = _fields(backend, f"backends[{i}]", ("id", "options"))
+    for i, backend in enumerate(_list(data, path)):
+        backend_id, options = _fields(backend, f"{path}[{i}]", ("id", "options"))
         maps.append(
             BackendOptions(
-                _str(backend_id, f"backends[{i}].id"),
-                _options_from_readable(options, f"backends[{i}].options"),
+                _str(backend_id, f"{path}[{i}].id"),
+                _options_from_readable(options, f"{path}[{i}].options"),
             )
         )
+    return OptionsMap.unchecked(maps)
+
+
+def _request_from_readable(data: Mapping[str, object]) -> Request:
+    is_load = "action" in data and _action(data["action"]) is Action.LOAD
+    values = _fields(data, "request", _REQUEST_FIELDS + (_LOAD_FIELDS if is_load else ()))
+    _, seq, action, program, delegates, backends = values[:6]
     req = Request(
         _action(action),
-        OptionsMap.unchecked(maps),
+        _backends_from_readable(backends, "backends"),
         _str(program, "program"),
         tuple(_str(d, f"delegates[{i}]") for i, d in enumerate(_list(delegates, "delegates"))),
         _int(seq, "seq"),
     )
+    if is_load:
+        path, keep, method, method_backends = values[6:]
+        try:
+            load_path = LoadPath.from_label(_str(path, "path"))
+        except ValueError as exc:
+            raise ReadableFormError(f"path: {exc}") from None
+        if type(keep) is not bool:
+            raise _wrong(keep, "a bool", "keep")
+        req = dataclasses.replace(
+            req, path=load_path, keep=keep, method=_str(method, "method"),
+            method_options=_backends_from_readable(method_backends, "method_backends"),
+        )
     _encode_request(req, checked=True)
     return req
 

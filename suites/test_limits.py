@@ -1,4 +1,5 @@
-"""Values at every limit arrive intact, with their types, through both paths."""
+"""Values at every limit arrive intact, with their types, at load (on every load path)
+and through set_option."""
 
 from __future__ import annotations
 
@@ -38,35 +39,58 @@ IDS = {
 }
 
 
-@pytest.mark.parametrize("path", ["load", "set"])
-@pytest.mark.parametrize("value", VALUES.values(), ids=VALUES.keys())
-def test_value_at_limit(et, path, value):
-    options = single("ProbeA", Option("value", value))
-    verdict = et.load(options) if path == "load" else et.set(options)
-    verdict.raise_for_differences()
+def _value(value):
+    return single("ProbeA", Option("value", value))
 
 
-@pytest.mark.parametrize("path", ["load", "set"])
-@pytest.mark.parametrize("key", KEYS.values(), ids=KEYS.keys())
-def test_key_at_limit(et, path, key):
-    options = single("ProbeA", Option(key, 7), Option("other", "x"))
-    verdict = et.load(options) if path == "load" else et.set(options)
-    verdict.raise_for_differences()
+def _key(key):
+    return single("ProbeA", Option(key, 7), Option("other", "x"))
 
 
-@pytest.mark.parametrize("path", ["load", "set"])
-@pytest.mark.parametrize("backend_id", IDS.values(), ids=IDS.keys())
-def test_backend_id_at_limit(et, path, backend_id):
-    options = single(backend_id, Option("threads", 2))
-    verdict = et.load(options) if path == "load" else et.set(options)
-    verdict.raise_for_differences()
+def _backend_id(backend_id):
+    return single(backend_id, Option("threads", 2))
 
 
-@pytest.mark.parametrize("path", ["load", "set"])
-def test_64_options_of_every_type(et, path):
+def _64_options():
     kinds = (lambda i: i * 1000 - 31000, lambda i: i % 3 == 0, lambda i: f"value-{i}-" + "v" * i)
-    options = OptionsMap(
+    return OptionsMap(
         (BackendOptions("ProbeA", tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(64))),)
     )
-    verdict = et.load(options) if path == "load" else et.set(options)
-    verdict.raise_for_differences()
+
+
+@pytest.mark.parametrize("value", VALUES.values(), ids=VALUES.keys())
+def test_value_at_limit_at_load(et, load_path, value):
+    et.load(_value(value), path=load_path).raise_for_differences()
+
+
+@pytest.mark.parametrize("value", VALUES.values(), ids=VALUES.keys())
+def test_value_at_limit_by_set_option(et, value):
+    et.set(_value(value)).raise_for_differences()
+
+
+@pytest.mark.parametrize("key", KEYS.values(), ids=KEYS.keys())
+def test_key_at_limit_at_load(et, load_path, key):
+    et.load(_key(key), path=load_path).raise_for_differences()
+
+
+@pytest.mark.parametrize("key", KEYS.values(), ids=KEYS.keys())
+def test_key_at_limit_by_set_option(et, key):
+    et.set(_key(key)).raise_for_differences()
+
+
+@pytest.mark.parametrize("backend_id", IDS.values(), ids=IDS.keys())
+def test_backend_id_at_limit_at_load(et, load_path, backend_id):
+    et.load(_backend_id(backend_id), path=load_path).raise_for_differences()
+
+
+@pytest.mark.parametrize("backend_id", IDS.values(), ids=IDS.keys())
+def test_backend_id_at_limit_by_set_option(et, backend_id):
+    et.set(_backend_id(backend_id)).raise_for_differences()
+
+
+def test_64_options_of_every_type_at_load(et, load_path):
+    et.load(_64_options(), path=load_path).raise_for_differences()
+
+
+def test_64_options_of_every_type_by_set_option(et):
+    et.set(_64_options()).raise_for_differences()

@@ -16,9 +16,10 @@ _SETTINGS = settings(
 
 @_SETTINGS
 @given(options=options_maps(backend_ids=NAMES))
-def test_generated_maps_are_delivered_exactly_at_load(et, options):
+def test_generated_maps_are_delivered_exactly_at_load(et, load_path, options):
     et.reset()
-    et.load(options, delegates=options.backend_ids or NAMES[:1]).raise_for_differences()
+    delegates = options.backend_ids or NAMES[:1]
+    et.load(options, delegates=delegates, path=load_path).raise_for_differences()
 
 
 @_SETTINGS

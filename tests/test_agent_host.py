@@ -12,6 +12,7 @@ import os
 import random
 import selectors
 import shutil
+import signal
 import struct
 import subprocess
 import time
@@ -29,6 +30,9 @@ from harness.probe_program import probe_program
 from harness.runtime_error import RuntimeErrorCode as E
 
 TIMEOUT_S = 20.0
+# The x86_64 wheel's real backends, in the order their libraries' static
+# initializers register them.
+REAL_BACKENDS = ("QnnBackend", "OpenvinoBackend", "XnnpackBackend")
 
 
 class AgentDied(Exception):
@@ -153,9 +157,12 @@ def test_hello_describes_the_device_and_the_real_registry(agent: AgentProcess) -
     assert report.fact("max_message") == wire.MAX_MESSAGE
     assert report.fact("registry_capacity") == 16
     assert report.fact("capabilities") == "load,execute,set,get,reset,register,hello"
+    assert report.fact("directives") == "etb.dup:,etb.id_suffix"
     assert isinstance(report.fact("agent_version"), str)
-    # Linking libexecutorch_backend_xnnpack.so registered the real XNNPACK backend.
-    assert [(e.name, e.status, e.flags) for e in report.entries] == [("XnnpackBackend", 0, 0)]
+    # Linking the wheel's backend libraries registered its real backends.
+    assert [(e.name, e.status, e.flags) for e in report.entries] == [
+        (name, 0, 0) for name in REAL_BACKENDS
+    ]
 
 
 def test_register_reports_register_backends_real_status(agent: AgentProcess) -> None:
@@ -168,7 +175,7 @@ def test_register_reports_register_backends_real_status(agent: AgentProcess) -> 
     ]
     hello = agent.request(Request(Action.HELLO))
     assert [(e.name, e.flags) for e in hello.entries] == [
-        ("XnnpackBackend", 0),
+        *((name, 0) for name in REAL_BACKENDS),
         ("ProbeA", ENTRY_FLAG_PROBE),
         ("ProbeB", ENTRY_FLAG_PROBE),
         ("ProbeC", ENTRY_FLAG_PROBE),
@@ -176,13 +183,13 @@ def test_register_reports_register_backends_real_status(agent: AgentProcess) -> 
 
 
 def test_full_registry_gives_internal(agent: AgentProcess) -> None:
-    # XnnpackBackend holds one of the 16 slots.
+    # The real backends hold 3 of the 16 slots.
     register(agent, *(f"P{i}" for i in range(8)))
-    names = tuple(f"P{i}" for i in range(8, 16))
+    names = tuple(f"P{i}" for i in range(8, 14))
     report = agent.request(Request.register(names))
     assert [(e.name, e.status) for e in report.entries] == [
-        *((n, E.Ok) for n in names[:7]),
-        ("P15", E.Internal),
+        *((n, E.Ok) for n in names[:5]),
+        ("P13", E.Internal),
     ]
     hello = agent.request(Request(Action.HELLO))
     assert len(hello.entries) == 16
@@ -277,6 +284,26 @@ def test_xnnpack_refuses_a_probe_blob_at_init(agent: AgentProcess) -> None:
     report = load(agent, ("XnnpackBackend",), OptionsMap.from_dict({"XnnpackBackend": {}}))
     assert report.outcome is Outcome.RUNTIME_ERROR
     assert report.detail == E.InvalidArgument  # XNNCompiler: "XNNHeader may be corrupt"
+    # A real backend's entry carries what is observable: its init failed.
+    assert [(e.name, e.status, e.flags) for e in report.entries] == [
+        ("XnnpackBackend", E.InvalidArgument, 0)
+    ]
+
+
+def test_qnn_init_crashes_on_a_foreign_blob_today(agent: AgentProcess) -> None:
+    """Observed in 1.5.1 without the QNN SDK: QnnBackend::init dies with SIGSEGV."""
+    with pytest.raises(AgentDied, match="agent closed stdout"):
+        load(agent, ("QnnBackend",), OptionsMap())
+    assert agent.proc.wait(timeout=TIMEOUT_S) == -signal.SIGSEGV
+
+
+@pytest.mark.xfail(strict=True, raises=AgentDied, reason=(
+    "QnnBackend 1.5.1 crashes (SIGSEGV) in init on a processed blob that is not a QNN "
+    "context, instead of returning an Error the runtime could report"))
+def test_qnn_init_refuses_a_foreign_blob_with_an_error(agent: AgentProcess) -> None:
+    report = load(agent, ("QnnBackend",), OptionsMap())
+    assert report.outcome is Outcome.RUNTIME_ERROR
+    assert report.entry("QnnBackend").status != E.Ok
 
 
 # --------------------------------------------------------------------------- SET, GET

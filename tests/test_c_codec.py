@@ -43,7 +43,7 @@ STATUS_NAMES = [
     "TRAILING", "ACTION", "TAG", "BOOL", "INT_RANGE", "KEY_LENGTH", "STRING_LENGTH",
     "ID_LENGTH", "UTF8", "NUL", "TOO_MANY_BACKENDS", "TOO_MANY_OPTIONS", "DUPLICATE_KEY",
     "DUPLICATE_BACKEND", "UNEXPECTED_FIELD", "TOO_MANY_DELEGATES", "TEXT_LENGTH",
-    "OUTCOME", "CAPACITY",
+    "OUTCOME", "CAPACITY", "LOAD_PATH",
 ]
 REQUEST, REPORT = 1, 2
 LOAD, EXECUTE, SET, GET, RESET, REGISTER, HELLO = range(1, 8)
@@ -92,9 +92,13 @@ def backend(backend_id: bytes | str, options: Sequence[bytes] = ()) -> bytes:
 
 
 def request_body(action: int, program: bytes | str = b"", delegates: Sequence[str] = (),
-                 backends: Sequence[bytes] = ()) -> bytes:
+                 backends: Sequence[bytes] = (), load_fields: bytes = b"\x00\x00\x00\x00\x00",
+                 ) -> bytes:
+    """A request body; a LOAD's body ends with ``load_fields`` (path program, no flags,
+    method "forward", no method map by default)."""
     return (bytes([action]) + text(program) + bytes([len(delegates)])
-            + b"".join(text(d) for d in delegates) + bytes([len(backends)]) + b"".join(backends))
+            + b"".join(text(d) for d in delegates) + bytes([len(backends)]) + b"".join(backends)
+            + (load_fields if action == LOAD else b""))
 
 
 def entry(name: bytes | str, options: Sequence[bytes] = (), status: int = 0, calls: int = 1,
@@ -147,10 +151,15 @@ class Backend(ctypes.Structure):
                 ("options", ctypes.POINTER(Option))]
 
 
+class Load(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_uint8), ("flags", ctypes.c_uint8), ("method", Str),
+                ("method_backend_count", ctypes.c_uint8), ("method_backends", Backend * 8)]
+
+
 class Request(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint32), ("action", ctypes.c_uint8), ("program", Str),
                 ("delegate_count", ctypes.c_uint8), ("delegates", Str * 8),
-                ("backend_count", ctypes.c_uint8), ("backends", Backend * 16)]
+                ("backend_count", ctypes.c_uint8), ("backends", Backend * 16), ("load", Load)]
 
 
 class Entry(ctypes.Structure):
@@ -354,6 +363,7 @@ def valid_messages() -> Iterator[tuple[str, bytes, int, int]]:
 
 def count_options(readable: dict[str, object]) -> int:
     groups = readable.get("backends", readable.get("entries", []))
+    groups = [*groups, *readable.get("method_backends", [])]  # type: ignore[misc]
     count = sum(len(g["options"]) for g in groups)  # type: ignore[union-attr,index]
     return count + len(readable.get("facts", []))  # type: ignore[arg-type]
 

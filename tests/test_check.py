@@ -16,7 +16,7 @@ from harness.check import (
     check_load,
     check_set,
 )
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry
+from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, ReportEntry
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 
@@ -454,3 +454,26 @@ def test_delegates_may_be_given_as_a_list() -> None:
 def test_repr_is_the_summary_so_plain_asserts_name_the_differences() -> None:
     verdict = check_load(SENT, ("ProbeA",), report(probe("ProbeA")))
     assert repr(verdict) == "<Verdict load: 1 difference: ProbeA NOTHING_DELIVERED>"
+
+
+# ---- load paths -------------------------------------------------------------------------
+
+
+def test_load_verdict_carries_its_path_and_names_it_when_not_program() -> None:
+    served = Report(Action.LOAD, Outcome.OK, facts=(Option("load_path", "module_both"),),
+                    entries=report(A_EXACT, B_EXACT).entries)
+    verdict = check_load(SENT, ("ProbeA", "ProbeB"), served, path=LoadPath.MODULE_BOTH)
+    assert verdict.ok and verdict.path is LoadPath.MODULE_BOTH
+    assert verdict.summary() == "load [module_both]: ok, 2 backends as expected"
+    assert verdict.render().splitlines()[0] == "load [module_both] check: ok, 2 backends as expected"
+    assert check_load(SENT, ("ProbeA", "ProbeB"), report(A_EXACT, B_EXACT)).path is LoadPath.PROGRAM
+
+
+def test_report_served_on_another_path_is_a_difference() -> None:
+    served = Report(Action.LOAD, Outcome.OK, facts=(Option("load_path", "program"),),
+                    entries=report(A_EXACT, B_EXACT).entries)
+    verdict = check_load(SENT, ("ProbeA", "ProbeB"), served, path=LoadPath.MODULE)
+    difference = only(verdict)
+    assert (difference.kind, difference.expected, difference.actual) == (
+        DifferenceKind.WRONG_PATH, "module", "program")
+    assert "served load path 'program', the request asked for 'module'" in verdict.render()

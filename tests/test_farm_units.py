@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -433,10 +434,48 @@ def test_terminal_tables_count_outcomes_per_device_and_backend():
         "INFRA 1 test(s) on beta not started: the device is quarantined",
     ]
     assert backend_table(_results(), "alpha") == [
-        "backend  checks  exact  wrong",
-        "ProbeA        2      1      1",
+        "backend  checks  exact  wrong    set",
+        "ProbeA        2      1      1    1/2",
         "2 verdicts, 1 exact, 1 with differences",
     ]
+
+
+def _load_record(path: str, ok: bool) -> VerdictRecord:
+    return VerdictRecord("load", ok, f"load [{path}]: ...", (),
+                         (("ProbeA", ok), ("XnnpackBackend", True)), path=path)
+
+
+def test_tables_and_junit_show_load_path_by_backend_per_device(tmp_path):
+    facts = {"abi": "x86_64", "load_paths": "program,module", "real_backends": "XnnpackBackend"}
+    results = [
+        CaseResult("suites/test_a.py::test_l[alpha-program]", "alpha", "passed", 0.1, 1.0,
+                   facts=facts, verdicts=(_load_record("program", True),)),
+        CaseResult("suites/test_a.py::test_l[alpha-module]", "alpha", "failed", 0.1, 1.0,
+                   facts=facts, verdicts=(_load_record("module", False),)),
+        *_results(),
+    ]
+    assert backend_table(results, "alpha") == [
+        "backend         checks  exact  wrong  program  module    set",
+        "ProbeA               4      2      2      1/1     0/1    1/2",
+        "XnnpackBackend       2      2      0      1/1     1/1      -",
+        "4 verdicts, 2 exact, 2 with differences",
+    ]
+    page = render_report(results, "paths")
+    assert "ProbeA <span class=\"muted\">via module</span>" in page
+    assert page.index("via program") < page.index("via module") < page.index("via set")
+    assert "<h3>ProbeA via module in suites/test_a.py on alpha</h3>" in page
+    record = VerdictRecord.from_dict(dataclasses.asdict(results[1].verdicts[0]))
+    assert (record.path, record.route) == ("module", "module")
+    path = tmp_path / "junit.xml"
+    path.write_text('<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="p" '
+                    'errors="0" failures="0" skipped="0" tests="0"/></testsuites>', "utf-8")
+    amend_junit(path, results)
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(path).getroot().find("testsuite").find("properties")}
+    assert props["device.alpha.load_paths"] == "program,module"
+    assert props["device.alpha.real_backends"] == "XnnpackBackend"
+    assert props["device.alpha.paths_served"] == "program,module"
+    assert "device.beta.paths_served" not in props
 
 
 def test_html_report_has_the_matrix_links_and_the_rendered_diff(tmp_path):

@@ -20,7 +20,7 @@ import pytest
 
 from harness import wire
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
+from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.serial_link import (
@@ -108,6 +108,7 @@ def test_hello_action_reports_device_facts(link: SerialLink) -> None:
     assert fact(report, "max_message") == link.hello.max_message
     assert fact(report, "registry_capacity") == 16
     assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello"
+    assert fact(report, "load_paths") == "program"
     assert fact(report, "agent_version") == link.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
         ("Alpha", 0, ENTRY_FLAG_PROBE, ()),
@@ -152,7 +153,8 @@ def test_load_hands_each_backend_exactly_its_own_options(link: SerialLink, count
         | bystander
     )
     report = ok(link.request(Request.load("", names, options)))
-    assert {f.key for f in report.facts} == {"load_us", "execute_us"}
+    assert {f.key for f in report.facts} == {"load_path", "load_us", "execute_us"}
+    assert report.fact("load_path") == "program"
     assert [e.name for e in report.entries] == list(names)
     for entry in report.entries:
         expected = options.for_backend(entry.name)
@@ -187,6 +189,21 @@ def test_load_of_unregistered_delegate_is_not_found(link: SerialLink) -> None:
     assert [(e.name, e.calls, e.executes) for e in report.entries] == [("A", 1, 0)]
     failed = link.request(Request(Action.EXECUTE))
     assert (failed.outcome, failed.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState)
+
+
+@pytest.mark.parametrize("path", [p for p in LoadPath if p is not LoadPath.PROGRAM],
+                         ids=lambda p: p.label)
+def test_module_load_paths_are_unsupported_and_nothing_is_initialised(
+    link: SerialLink, path: LoadPath
+) -> None:
+    register(link, ("A",))
+    report = link.request(Request.load("", ("A",), OptionsMap.from_dict({"A": {"k": 1}}), path=path))
+    assert (report.outcome, report.entries) == (Outcome.UNSUPPORTED, ())
+    assert "program only" in report.message
+    for keep, method in ((True, ""), (False, "second")):
+        other = link.request(Request.load("", ("A",), OptionsMap(), keep=keep, method=method))
+        assert (other.outcome, other.entries) == (Outcome.UNSUPPORTED, ())
+    ok(link.request(Request.load("", ("A",), OptionsMap(), method="forward")))
 
 
 def test_execute_runs_the_loaded_method_again(link: SerialLink) -> None:

@@ -23,6 +23,7 @@ import filelock
 
 from harness.cache import cache_root
 from harness.sdk import SdkPaths, ensure_sdk
+from harness.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"
@@ -75,8 +76,13 @@ class AgentBuild:
         return (self.binary, *self.libraries)
 
 
-def ensure_agent(abi: str = "x86_64") -> AgentBuild:
-    """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use."""
+def ensure_agent(abi: str = "x86_64", sdk: SdkPaths | None = None) -> AgentBuild:
+    """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use.
+
+    ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_SDK`` (an
+    install prefix of one's own build, :mod:`harness.sdk_prefix`) or else the pinned
+    wheel's SDK.
+    """
     if abi not in _TARGETS:
         raise UnsupportedAgentAbi(
             f"no agent build for ABI {abi!r} on this host; supported: {', '.join(_TARGETS)}. "
@@ -84,7 +90,14 @@ def ensure_agent(abi: str = "x86_64") -> AgentBuild:
         )
     toolchain_name, estimate_s = _TARGETS[abi]
     toolchain = TOOLCHAIN_DIR / toolchain_name if toolchain_name else None
-    sdk = ensure_sdk(abi)
+    if sdk is None:
+        prefix = prefix_from_environment()
+        sdk = sdk_from_prefix(prefix) if prefix is not None else ensure_sdk(abi)
+    if sdk.abi != abi:
+        raise AgentBuildError(
+            f"the ExecuTorch build at {sdk.root} is for {sdk.abi}, but an agent for {abi} is "
+            f"needed; point {SDK_ENV} (or the profile's agent.sdk) at a build for {abi}"
+        )
     key = _build_key(abi, sdk, toolchain)
     builds = cache_root() / "agent"
     target = builds / f"{abi}-{key}"
@@ -148,6 +161,11 @@ def _source_files() -> list[tuple[str, Path]]:
 def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None) -> str:
     digest = hashlib.sha256()
     digest.update(f"abi={abi}\nexecutorch={sdk.version}\n".encode())
+    if sdk.own_build:  # rebuilt when the prefix or anything installed in it changes
+        digest.update(f"prefix={sdk.root}\n".encode())
+        for path in sorted((*sdk.lib.glob("*.so*"), *sdk.cmake_dir.glob("*.cmake"))):
+            stat = path.stat()
+            digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     inputs = _source_files() + ([(f"cmake/{toolchain.name}", toolchain)] if toolchain else [])
     for name, path in inputs:
         digest.update(name.encode() + b"\0")

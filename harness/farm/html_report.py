@@ -2,7 +2,8 @@
 
 The page shows the devices (facts and outcome counts, quarantine reasons) and a
 matrix: one column per device; per suite, a row of test outcomes and a row per
-backend its verdicts checked. Each cell links to the list of its cases, and each
+backend and route its verdicts checked (route: the load path, ``program``,
+``module``, ``module_method``, ``module_both``, or ``set`` / ``get``). Each cell links to the list of its cases, and each
 case to its details: outcome, infrastructure error and failed tries, every
 verdict's summary and, where options differed, the rendered diff
 (:meth:`harness.check.Verdict.render`), the failure text, agent stderr and crash
@@ -19,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.farm.records import CaseResult
-from harness.farm.summary import NO_DEVICE, devices_in_order, outcome_counts, quarantined_devices
+from harness.farm.summary import (
+    NO_DEVICE,
+    ROUTES,
+    devices_in_order,
+    outcome_counts,
+    quarantined_devices,
+)
 
 # Worst first: a cell takes the colour of its worst outcome.
 _SEVERITY = ("failed", "error", "xpassed", "infra", "passed", "xfailed", "skipped")
@@ -136,17 +143,26 @@ class _Page:
             f"<th>agent</th>{head}<th>quarantined</th></tr>{''.join(rows)}</table>"
         )
 
-    def _backends_of(self, suite: str) -> list[str]:
-        names: dict[str, None] = {}
+    def _backends_of(self, suite: str) -> list[tuple[str, str]]:
+        """(backend, route) pairs the suite's verdicts checked: route is the load path
+        (program, module, ...) or set / get, so rows are path x backend."""
+        pairs: dict[tuple[str, str], None] = {}
         for r in self.results:
             if r.suite == suite:
                 for verdict in r.verdicts:
-                    names.update(dict.fromkeys(name for name, _ in verdict.backends))
-        return list(names)
+                    pairs.update(dict.fromkeys((n, verdict.route) for n, _ in verdict.backends))
+        order = {route: i for i, route in enumerate(ROUTES)}
+        return sorted(pairs, key=lambda p: (order.get(p[1], len(order)), list(pairs).index(p)))
+
+    @staticmethod
+    def _checks(result: CaseResult, pair: tuple[str, str]) -> list[bool]:
+        backend, route = pair
+        return [ok for v in result.verdicts if v.route == route
+                for name, ok in v.backends if name == backend]
 
     def _matrix(self) -> str:
         head = "".join(f"<th>{_e(d)}</th>" for d in self.devices)
-        rows = [f"<table><tr><th>suite / backend</th>{head}</tr>"]
+        rows = [f"<table><tr><th>suite / backend via path</th>{head}</tr>"]
         for s, suite in enumerate(self.suites):
             cells = []
             for d, device in enumerate(self.devices):
@@ -157,11 +173,11 @@ class _Page:
                 cells.append(f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
                              f"{_e(_counts_text(outcomes))}</a></td>")
             rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
-            for b, backend in enumerate(self._backends_of(suite)):
+            for b, pair in enumerate(self._backends_of(suite)):
                 cells = []
                 for d, device in enumerate(self.devices):
-                    checks = [ok for r in self._cases(suite, device) for v in r.verdicts
-                              for name, ok in v.backends if name == backend]
+                    checks = [ok for r in self._cases(suite, device)
+                              for ok in self._checks(r, pair)]
                     if not checks:
                         cells.append('<td class="none">-</td>')
                         continue
@@ -169,7 +185,8 @@ class _Page:
                     css = "passed" if exact == len(checks) else "failed"
                     cells.append(f'<td class="{css} num"><a href="#s{s}b{b}d{d}">'
                                  f"{exact}/{len(checks)}</a></td>")
-                rows.append(f'<tr><td class="backend">{_e(backend)}</td>{"".join(cells)}</tr>')
+                label = f'{_e(pair[0])} <span class="muted">via {_e(pair[1])}</span>'
+                rows.append(f'<tr><td class="backend">{label}</td>{"".join(cells)}</tr>')
         rows.append("</table>")
         return "\n".join(rows)
 
@@ -197,16 +214,16 @@ class _Page:
                     items = "".join(self._link(r) for r in cases)
                     parts.append(f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
                                  f"{_e(device)}</h3><ul>{items}</ul></section>")
-                for b, backend in enumerate(self._backends_of(suite)):
+                for b, pair in enumerate(self._backends_of(suite)):
                     items = []
                     for r in cases:
-                        checks = [ok for v in r.verdicts for n, ok in v.backends if n == backend]
+                        checks = self._checks(r, pair)
                         if checks:
                             items.append(self._link(r, f"{sum(checks)}/{len(checks)} exact"))
                     if items:
                         parts.append(
-                            f'<section class="cell" id="s{s}b{b}d{d}"><h3>{_e(backend)} in '
-                            f"{_e(suite)} on {_e(device)}</h3><ul>{''.join(items)}</ul></section>"
+                            f'<section class="cell" id="s{s}b{b}d{d}"><h3>{_e(pair[0])} via '
+                            f"{_e(pair[1])} in {_e(suite)} on {_e(device)}</h3><ul>{''.join(items)}</ul></section>"
                         )
         return "\n".join(parts)
 

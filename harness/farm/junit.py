@@ -3,8 +3,11 @@
 pytest writes a failing test's call phase as ``<failure>``. For infrastructure
 errors that is wrong: :func:`amend_junit` turns them into ``<error>`` with the
 exception's ``type`` and ``message`` (fixing the suite's counts), and adds the
-run's devices with their HELLO facts as ``<testsuite>`` properties. Each test
-case already carries ``device``, ``abi``, ``runtime`` and ``agent_version``
+run's devices with their HELLO facts as ``<testsuite>`` properties
+(``device.NAME.load_paths`` the paths its agent announces, ``device.NAME.real_backends``
+the registered backends that are not probes) and ``device.NAME.paths_served``, the
+load paths its verdicts went through. Each test case already carries ``device``,
+``abi``, ``runtime``, ``agent_version``, ``load_paths`` and ``real_backends``
 properties, and ``infrastructure_error`` where it had one.
 """
 
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.farm.records import CaseResult
+from harness.farm.summary import ROUTES
 
 INFRA_PROPERTY = "infrastructure_error"  # "TransportLost: message"
 INFRA_PHASE_PROPERTY = "infrastructure_phase"  # setup, call or teardown
@@ -57,11 +61,14 @@ def _mark_infrastructure_errors(case: ET.Element) -> int:
 
 def _add_device_properties(suite: ET.Element, results: Sequence[CaseResult]) -> None:
     facts: dict[str, dict[str, str]] = {}
+    served: dict[str, dict[str, None]] = {}
     for result in results:
         if result.device:
             known = facts.setdefault(result.device, {})
             for key, value in result.facts.items():
                 known.setdefault(key, value)
+            paths = served.setdefault(result.device, {})
+            paths.update(dict.fromkeys(v.path for v in result.verdicts if v.path))
     if not facts:
         return
     properties = suite.find("properties")
@@ -72,3 +79,6 @@ def _add_device_properties(suite: ET.Element, results: Sequence[CaseResult]) -> 
     for device, known in facts.items():
         for key, value in known.items():
             ET.SubElement(properties, "property", name=f"device.{device}.{key}", value=value)
+        if served[device]:
+            ET.SubElement(properties, "property", name=f"device.{device}.paths_served",
+                          value=",".join(p for p in ROUTES if p in served[device]))

@@ -33,6 +33,12 @@ class VerdictRecord:
     differences: tuple[str, ...] = ()
     backends: tuple[tuple[str, bool], ...] = ()  # (backend, delivered exactly)
     render: str = ""  # Verdict.render(), kept when there are differences
+    path: str = ""  # a LOAD's load path (program, module, ...); "" for SET and GET
+
+    @property
+    def route(self) -> str:
+        """How the options travelled: the load path of a LOAD, else the action (set, get)."""
+        return self.path or self.action
 
     @classmethod
     def of(cls, verdict: Verdict) -> VerdictRecord:
@@ -43,6 +49,7 @@ class VerdictRecord:
             differences=tuple(d.describe() for d in verdict.differences),
             backends=tuple((b.name, b.ok) for b in verdict.backends),
             render="" if verdict.ok else verdict.render(),
+            path=verdict.path.label if verdict.path is not None else "",
         )
 
     @classmethod
@@ -54,6 +61,7 @@ class VerdictRecord:
             differences=tuple(data.get("differences", ())),
             backends=tuple((name, ok) for name, ok in data.get("backends", ())),
             render=data.get("render", ""),
+            path=data.get("path", ""),
         )
 
 

@@ -26,8 +26,10 @@ from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
 from harness.transport.base import TransportError
 
-# Recorded with every result: HELLO facts, and how the harness started the agent there.
-FACT_KEYS = ("abi", "runtime", "agent_version", "deployment")
+# Recorded with every result: HELLO facts; real_backends: the registered backends that
+# are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
+# started the agent (native or glibc-bundle).
+FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "deployment")
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 
@@ -104,9 +106,13 @@ class DeviceSlot:
                 f"device {self.name!r} failed {which} and is quarantined for the rest of "
                 f"this run: {describe_error(exc)}"
             ) from exc
-        self.facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        real = [entry.name for entry in hello.entries if not entry.is_probe]
+        if real:
+            facts["real_backends"] = ",".join(real)
         if self.device is not None:
-            self.facts["deployment"] = self.device.deployment().mode.value
+            facts["deployment"] = self.device.deployment().mode.value
+        self.facts = facts
         self.health.check_passed()
 
     def _hold(self) -> None:

@@ -4,7 +4,8 @@
   the tests that passed only after a retry;
 - :func:`quarantined_devices`: each quarantined device and why;
 - :func:`infrastructure_lines`: the infrastructure errors, not-started tests counted;
-- :func:`backend_table`: per backend, the option checks that were exact or wrong.
+- :func:`backend_table`: per backend, the option checks that were exact or wrong, in
+  total and per route (each load path, set, get).
 """
 
 from __future__ import annotations
@@ -69,16 +70,33 @@ def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:
     return found
 
 
+ROUTES = ("program", "module", "module_method", "module_both", "set", "get")
+
+
 def backend_counts(results: Iterable[CaseResult]) -> dict[str, dict[str, collections.Counter]]:
-    """Device -> backend -> Counter(ok=..., wrong=...) over every verdict."""
+    """Device -> backend -> Counter(ok=..., wrong=..., (route, ok)=..., (route, wrong)=...)
+    over every verdict; a route is a load path, ``set`` or ``get``."""
     counts: dict[str, dict[str, collections.Counter]] = collections.defaultdict(
         lambda: collections.defaultdict(collections.Counter)
     )
     for result in results:
         for verdict in result.verdicts:
             for backend, ok in verdict.backends:
-                counts[result.device or NO_DEVICE][backend]["ok" if ok else "wrong"] += 1
+                row = counts[result.device or NO_DEVICE][backend]
+                row["ok" if ok else "wrong"] += 1
+                row[(verdict.route, "ok" if ok else "wrong")] += 1
     return counts
+
+
+def routes_of(results: Iterable[CaseResult]) -> list[str]:
+    """The routes the verdicts of ``results`` used, known ones in :data:`ROUTES` order."""
+    used = {v.route for r in results for v in r.verdicts}
+    return [r for r in ROUTES if r in used] + sorted(used - set(ROUTES))
+
+
+def _route_cell(counter: collections.Counter, route: str) -> str:
+    ok, wrong = counter[(route, "ok")], counter[(route, "wrong")]
+    return f"{ok}/{ok + wrong}" if ok + wrong else "-"
 
 
 def _clip(name: str) -> str:
@@ -86,26 +104,37 @@ def _clip(name: str) -> str:
 
 
 def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
-    """The per-backend delivery table of ``device`` (the busiest backends first)."""
+    """The per-backend delivery table of ``device`` (the busiest backends first): checks,
+    exact, wrong, then exact/checks per route (load path x backend, set, get)."""
     per_backend = backend_counts(results).get(device, {})
-    verdicts = [v for r in results if (r.device or NO_DEVICE) == device for v in r.verdicts]
+    mine = [r for r in results if (r.device or NO_DEVICE) == device]
+    verdicts = [v for r in mine for v in r.verdicts]
     if not verdicts:
         return []
+    routes = routes_of(mine)
     # Wrong deliveries first, then the busiest backends.
     rows = sorted(
-        per_backend.items(), key=lambda item: (-item[1]["wrong"], -sum(item[1].values()), item[0])
+        per_backend.items(),
+        key=lambda item: (-item[1]["wrong"], -(item[1]["ok"] + item[1]["wrong"]), item[0]),
     )
     shown = rows[:_SHOWN_BACKENDS]
     names = [_clip(name) for name, _ in shown]
     width = max([len("backend"), *(len(name) for name in names)])
-    lines = [f"{'backend':<{width}}  checks  exact  wrong"]
+    widths = [max(len(route), 5) for route in routes]
+    head = "".join(f"  {route:>{w}}" for route, w in zip(routes, widths, strict=True))
+    lines = [f"{'backend':<{width}}  checks  exact  wrong{head}"]
     for name, (_, c) in zip(names, shown, strict=True):
-        lines.append(f"{name:<{width}}  {c['ok'] + c['wrong']:>6}  {c['ok']:>5}  {c['wrong']:>5}")
+        cells = "".join(
+            f"  {_route_cell(c, route):>{w}}" for route, w in zip(routes, widths, strict=True)
+        )
+        lines.append(
+            f"{name:<{width}}  {c['ok'] + c['wrong']:>6}  {c['ok']:>5}  {c['wrong']:>5}{cells}"
+        )
     if len(rows) > len(shown):
         rest = rows[len(shown):]
         lines.append(
             f"... and {len(rest)} more backends: "
-            f"{sum(sum(c.values()) for _, c in rest)} checks, "
+            f"{sum(c['ok'] + c['wrong'] for _, c in rest)} checks, "
             f"{sum(c['wrong'] for _, c in rest)} wrong"
         )
     wrong = sum(1 for v in verdicts if not v.ok)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry, Request
 from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.wire import (
@@ -92,6 +92,27 @@ def request(
     return Request(action, options, program, tuple(delegates), seq)
 
 
+def load_request(
+    path: LoadPath,
+    backends: Mapping[str, Mapping[str, object]] | None = None,
+    method_backends: Mapping[str, Mapping[str, object]] | None = None,
+    *,
+    keep: bool = False,
+    method: str = "",
+    checked: bool = True,
+) -> Request:
+    """A LOAD of a two-probe program through ``path``."""
+    return Request.load(
+        "/tmp/et-harness/two_probes.pte",
+        ("ProbeA", "ProbeB"),
+        OptionsMap.from_dict(backends or {}, checked=checked),  # type: ignore[arg-type]
+        path=path,
+        method_options=OptionsMap.from_dict(method_backends or {}, checked=checked),  # type: ignore[arg-type]
+        keep=keep,
+        method=method,
+    )
+
+
 def raw_request(
     action: int,
     backends: Sequence[BackendOptions],
@@ -152,6 +173,36 @@ def valid_requests() -> Iterator[tuple[str, Request]]:
             program="/data/local/tmp/et-harness/two_probes.pte",
             delegates=("ProbeA", "ProbeB"),
             seq=7,
+        ),
+    )
+    yield "req_load_module", load_request(LoadPath.MODULE, {"ProbeA": PROBE_OPTIONS})
+    yield (
+        "req_load_module_method",
+        load_request(LoadPath.MODULE_METHOD, {"ProbeA": {"k": 1}, "ProbeB": {"k": 2}}),
+    )
+    yield (
+        "req_load_module_both",
+        load_request(
+            LoadPath.MODULE_BOTH,
+            {"ProbeA": {"stored": 1}, "ProbeB": {"stored": 2}},
+            {"ProbeA": {"explicit": True}},
+        ),
+    )
+    yield (
+        "req_load_module_both_explicit_empty",
+        load_request(LoadPath.MODULE_BOTH, {"ProbeA": {"stored": 1}}),
+    )
+    yield (
+        "req_load_keep_second_method",
+        load_request(LoadPath.MODULE, {"ProbeA": {"k": "B"}}, keep=True, method="second"),
+    )
+    yield "req_load_method_63", load_request(LoadPath.PROGRAM, method="m" * 63)
+    yield (
+        "req_load_module_both_8_and_8",
+        load_request(
+            LoadPath.MODULE_BOTH,
+            {i: {"stored": n} for n, i in enumerate(ids("Probe", 8))},
+            {i: {"explicit": n} for n, i in enumerate(ids("Probe", 8))},
         ),
     )
     yield "req_execute", request(Action.EXECUTE, seq=8)
@@ -979,18 +1030,20 @@ def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
         "three bytes after the last option",
     )
     # Order within the body.
+    load_head = encode_request(request(Action.LOAD))[:16]
     yield (
         "bad_order_count_before_elements",
-        seal(encode_request(request(Action.LOAD))[:-5] + b"\x09"),
+        seal(load_head + b"\x01\x00\x00\x00\x09"),
         WireErrorCode.TOO_MANY_BACKENDS,
         "LOAD backend count 9 and no backends: the count is checked before its elements",
     )
     yield (
         "bad_order_delegate_count_before_elements",
-        seal(encode_request(request(Action.LOAD))[:-6] + b"\x09"),
+        seal(load_head + b"\x01\x00\x00\x09"),
         WireErrorCode.TOO_MANY_DELEGATES,
         "LOAD delegate count 9, body ends there: the count is checked before its elements",
     )
+    yield from load_field_errors(load_head)
     yield (
         "bad_order_truncated_before_key_length",
         seal(key_bytes[: key_bytes.index(b"keyK") - 2] + b"\x40\x00kkkk"),
@@ -1087,6 +1140,99 @@ def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
         ),
         WireErrorCode.ID_LENGTH,
         "empty delegate id, 64-byte backend id, empty key: the first field's error wins",
+    )
+
+
+def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
+    """(name, bytes, error, about) for the fields only LOAD carries."""
+    # action LOAD, empty program, no delegates, no backends: the LOAD fields follow.
+    common = b"\x01\x00\x00\x00\x00"
+    yield (
+        "bad_load_without_path",
+        seal(load_head + common),
+        WireErrorCode.TRUNCATED,
+        "LOAD body ends after its backends: path, flags, method and method map are required",
+    )
+    for path in (4, 255):
+        yield (
+            f"bad_load_path_{path}",
+            seal(load_head + common + bytes((path,)) + b"\x00\x00\x00\x00"),
+            WireErrorCode.LOAD_PATH,
+            f"LOAD path {path}: 0 program, 1 module, 2 module_method, 3 module_both",
+        )
+    for flags in (2, 0x80):
+        yield (
+            f"bad_load_flags_{flags:02x}",
+            seal(load_head + common + b"\x01" + bytes((flags,)) + b"\x00\x00\x00"),
+            WireErrorCode.FLAGS,
+            f"LOAD flags 0x{flags:02x}: only bit 0, KEEP, is defined",
+        )
+    yield (
+        "bad_order_load_path_before_flags",
+        seal(load_head + common + b"\x09\xff\x00\x00\x00"),
+        WireErrorCode.LOAD_PATH,
+        "LOAD path 9 and flags 0xff: the path comes first",
+    )
+    yield (
+        "bad_load_method_64",
+        encode_request(load_request(LoadPath.PROGRAM, method="m" * 64, checked=False)),
+        WireErrorCode.ID_LENGTH,
+        "LOAD method name of 64 bytes",
+    )
+    yield (
+        "bad_load_method_nul",
+        encode_request(load_request(LoadPath.PROGRAM, method="for\0ward", checked=False)),
+        WireErrorCode.NUL,
+        "NUL inside the LOAD method name",
+    )
+    for path in (LoadPath.PROGRAM, LoadPath.MODULE, LoadPath.MODULE_METHOD):
+        yield (
+            f"bad_load_{path.label}_method_map",
+            seal(load_head + common + bytes((path,)) + b"\x00\x00\x00\x01\x01\x00A\x00"),
+            WireErrorCode.UNEXPECTED_FIELD,
+            f"LOAD {path.label} with a method map: only module_both carries one",
+        )
+    yield (
+        "bad_load_module_both_9_method_backends",
+        encode_request(
+            load_request(
+                LoadPath.MODULE_BOTH, {}, {i: {} for i in ids("Probe", 9)}, checked=False
+            )
+        ),
+        WireErrorCode.TOO_MANY_BACKENDS,
+        "module_both method map with 9 backends (LoadBackendOptionsMap holds 8)",
+    )
+    yield (
+        "bad_load_module_both_duplicate_method_backend",
+        encode_request(
+            Request.load(
+                "", (), OptionsMap(), path=LoadPath.MODULE_BOTH,
+                method_options=OptionsMap.unchecked(
+                    [BackendOptions("ProbeA"), BackendOptions("ProbeA")]
+                ),
+            )
+        ),
+        WireErrorCode.DUPLICATE_BACKEND,
+        "module_both method map names ProbeA twice",
+    )
+    yield (
+        "bad_load_module_both_duplicate_method_key",
+        encode_request(
+            Request.load(
+                "", (), OptionsMap(), path=LoadPath.MODULE_BOTH,
+                method_options=OptionsMap.unchecked(
+                    [BackendOptions("ProbeA", (Option("k", 1), Option("k", 2)))]
+                ),
+            )
+        ),
+        WireErrorCode.DUPLICATE_KEY,
+        "module_both method map: key k twice in one backend",
+    )
+    yield (
+        "bad_load_trailing_after_method_map",
+        seal(encode_request(load_request(LoadPath.MODULE_BOTH))[:-4] + b"\x00"),
+        WireErrorCode.TRAILING,
+        "one byte after the LOAD method map",
     )
 
 

@@ -613,7 +613,7 @@ static const char *const status_names[] = {
     "INT_RANGE",  "KEY_LENGTH",        "STRING_LENGTH",     "ID_LENGTH",
     "UTF8",       "NUL",               "TOO_MANY_BACKENDS", "TOO_MANY_OPTIONS",
     "DUPLICATE_KEY", "DUPLICATE_BACKEND", "UNEXPECTED_FIELD", "TOO_MANY_DELEGATES",
-    "TEXT_LENGTH", "OUTCOME",          "CAPACITY"};
+    "TEXT_LENGTH", "OUTCOME",          "CAPACITY",          "LOAD_PATH"};
 
 const char *etb_status_name(etb_status_t status) {
   unsigned index = (unsigned)status;
@@ -773,6 +773,10 @@ uint8_t etbi_max_backends(uint8_t action) {
 
 uint8_t etbi_max_options(uint8_t action) {
   return action == ETB_ACTION_REGISTER ? 0u : (uint8_t)ETB_MAX_OPTIONS;
+}
+
+uint8_t etbi_max_method_backends(uint8_t path) {
+  return path == ETB_LOAD_MODULE_BOTH ? (uint8_t)ETB_MAX_LOAD_BACKENDS : 0u;
 }
 
 etb_status_t etbi_check_program(uint8_t action, etb_str_t program) {

@@ -211,8 +211,43 @@ static etb_status_t open_message(const uint8_t *buf, size_t len, uint8_t type,
   return ETB_OK;
 }
 
-static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *pool) {
+/* count backends (ids unique within the list) and their options. */
+static etb_status_t read_backends(reader_t *r, pool_t *pool, uint8_t count,
+                                  uint8_t max_options, etb_backend_t *backends) {
   uint8_t i, j;
+  for (i = 0; i < count; i++) {
+    etb_backend_t *backend = &backends[i];
+    ETBI_TRY(read_id(r, &backend->id));
+    for (j = 0; j < i; j++) {
+      if (etbi_str_equal(backends[j].id, backend->id)) {
+        return ETB_ERR_DUPLICATE_BACKEND;
+      }
+    }
+    ETBI_TRY(read_count(r, max_options, ETB_ERR_TOO_MANY_OPTIONS, &backend->option_count));
+    ETBI_TRY(read_options(r, pool, backend->option_count, true, &backend->options));
+  }
+  return ETB_OK;
+}
+
+static etb_status_t read_load_fields(reader_t *r, etb_load_t *load, pool_t *pool) {
+  ETBI_TRY(read_u8(r, &load->path));
+  if (load->path > ETB_LOAD_MODULE_BOTH) {
+    return ETB_ERR_LOAD_PATH;
+  }
+  ETBI_TRY(read_u8(r, &load->flags));
+  if ((load->flags & (uint8_t)~ETB_LOAD_FLAG_KEEP) != 0u) {
+    return ETB_ERR_FLAGS;
+  }
+  ETBI_TRY(read_str(r, &load->method));
+  ETBI_TRY(etbi_check_str(load->method, 0u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH));
+  ETBI_TRY(read_count(r, etbi_max_method_backends(load->path), ETB_ERR_TOO_MANY_BACKENDS,
+                      &load->method_backend_count));
+  return read_backends(r, pool, load->method_backend_count, (uint8_t)ETB_MAX_OPTIONS,
+                       load->method_backends);
+}
+
+static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *pool) {
+  uint8_t i;
   ETBI_TRY(read_u8(r, &out->action));
   if (out->action < ETB_ACTION_LOAD || out->action > ETB_ACTION_HELLO) {
     return ETB_ERR_ACTION;
@@ -226,19 +261,9 @@ static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *p
   }
   ETBI_TRY(read_count(r, etbi_max_backends(out->action), ETB_ERR_TOO_MANY_BACKENDS,
                       &out->backend_count));
-  for (i = 0; i < out->backend_count; i++) {
-    etb_backend_t *backend = &out->backends[i];
-    ETBI_TRY(read_id(r, &backend->id));
-    for (j = 0; j < i; j++) {
-      if (etbi_str_equal(out->backends[j].id, backend->id)) {
-        return ETB_ERR_DUPLICATE_BACKEND;
-      }
-    }
-    ETBI_TRY(read_count(r, etbi_max_options(out->action), ETB_ERR_TOO_MANY_OPTIONS,
-                        &backend->option_count));
-    ETBI_TRY(read_options(r, pool, backend->option_count, true, &backend->options));
-  }
-  return ETB_OK;
+  ETBI_TRY(read_backends(r, pool, out->backend_count, etbi_max_options(out->action),
+                         out->backends));
+  return out->action == ETB_ACTION_LOAD ? read_load_fields(r, &out->load, pool) : ETB_OK;
 }
 
 static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *pool) {
@@ -284,6 +309,11 @@ etb_status_t etb_decode_request(const uint8_t *buf, size_t len, etb_request_t *o
   out->seq = 0;
   out->delegate_count = 0;
   out->backend_count = 0;
+  out->load.path = ETB_LOAD_PROGRAM;
+  out->load.flags = 0;
+  out->load.method.ptr = NULL;
+  out->load.method.len = 0;
+  out->load.method_backend_count = 0;
   ETBI_TRY(open_message(buf, len, ETB_MSG_REQUEST, &out->seq, &r));
   ETBI_TRY(read_request_body(&r, out, &options));
   return r.pos == r.end ? ETB_OK : ETB_ERR_TRAILING;

@@ -135,8 +135,39 @@ static etb_status_t finish(writer_t *w, size_t *out_len) {
   return ETB_OK;
 }
 
-static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
+static etb_status_t put_backends(writer_t *w, const etb_backend_t *backends, uint8_t count,
+                                 uint8_t max_count, uint8_t max_options) {
   uint8_t i, j;
+  ETBI_TRY(put_count(w, count, max_count, ETB_ERR_TOO_MANY_BACKENDS));
+  for (i = 0; i < count; i++) {
+    const etb_backend_t *backend = &backends[i];
+    ETBI_TRY(put_id(w, backend->id));
+    for (j = 0; j < i; j++) {
+      if (etbi_str_equal(backends[j].id, backend->id)) {
+        return ETB_ERR_DUPLICATE_BACKEND;
+      }
+    }
+    ETBI_TRY(put_options(w, backend->options, backend->option_count, max_options, true));
+  }
+  return ETB_OK;
+}
+
+static etb_status_t put_load_fields(writer_t *w, const etb_load_t *load) {
+  if (load->path > ETB_LOAD_MODULE_BOTH) {
+    return ETB_ERR_LOAD_PATH;
+  }
+  put_u8(w, load->path);
+  if ((load->flags & (uint8_t)~ETB_LOAD_FLAG_KEEP) != 0u) {
+    return ETB_ERR_FLAGS;
+  }
+  put_u8(w, load->flags);
+  ETBI_TRY(put_str(w, load->method, 0u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH));
+  return put_backends(w, load->method_backends, load->method_backend_count,
+                      etbi_max_method_backends(load->path), (uint8_t)ETB_MAX_OPTIONS);
+}
+
+static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
+  uint8_t i;
   if (req->action < ETB_ACTION_LOAD || req->action > ETB_ACTION_HELLO) {
     return ETB_ERR_ACTION;
   }
@@ -150,20 +181,9 @@ static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
   for (i = 0; i < req->delegate_count; i++) {
     ETBI_TRY(put_id(w, req->delegates[i]));
   }
-  ETBI_TRY(put_count(w, req->backend_count, etbi_max_backends(req->action),
-                     ETB_ERR_TOO_MANY_BACKENDS));
-  for (i = 0; i < req->backend_count; i++) {
-    const etb_backend_t *backend = &req->backends[i];
-    ETBI_TRY(put_id(w, backend->id));
-    for (j = 0; j < i; j++) {
-      if (etbi_str_equal(req->backends[j].id, backend->id)) {
-        return ETB_ERR_DUPLICATE_BACKEND;
-      }
-    }
-    ETBI_TRY(put_options(w, backend->options, backend->option_count,
-                         etbi_max_options(req->action), true));
-  }
-  return ETB_OK;
+  ETBI_TRY(put_backends(w, req->backends, req->backend_count, etbi_max_backends(req->action),
+                        etbi_max_options(req->action)));
+  return req->action == ETB_ACTION_LOAD ? put_load_fields(w, &req->load) : ETB_OK;
 }
 
 static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {

@@ -37,6 +37,8 @@ etb_status_t etbi_check_count(uint8_t count, uint8_t max, etb_status_t over_erro
 uint8_t etbi_max_delegates(uint8_t action);
 uint8_t etbi_max_backends(uint8_t action);
 uint8_t etbi_max_options(uint8_t action);
+/* A LOAD's method map: up to ETB_MAX_LOAD_BACKENDS on module_both, else none. */
+uint8_t etbi_max_method_backends(uint8_t path);
 
 /* The program path: 0..1024 bytes for LOAD, empty for every other action. */
 etb_status_t etbi_check_program(uint8_t action, etb_str_t program);

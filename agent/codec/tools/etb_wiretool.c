@@ -83,7 +83,23 @@ static void print_request(const etb_request_t *r) {
     print_options(r->backends[i].options, r->backends[i].option_count);
     putchar('}');
   }
-  printf("]}\n");
+  putchar(']');
+  if (r->action == ETB_ACTION_LOAD) {
+    static const char *const path_names[] = {"program", "module", "module_method", "module_both"};
+    printf(", \"path\": \"%s\", \"keep\": %s, \"method\": ", path_names[r->load.path],
+           (r->load.flags & ETB_LOAD_FLAG_KEEP) ? "true" : "false");
+    print_str(r->load.method);
+    printf(", \"method_backends\": [");
+    for (i = 0; i < r->load.method_backend_count; i++) {
+      printf("%s{\"id\": ", i ? ", " : "");
+      print_str(r->load.method_backends[i].id);
+      printf(", \"options\": ");
+      print_options(r->load.method_backends[i].options, r->load.method_backends[i].option_count);
+      putchar('}');
+    }
+    putchar(']');
+  }
+  printf("}\n");
 }
 
 static void print_report(const etb_report_t *r) {

@@ -11,6 +11,8 @@
 #define RUNTIME_NAME "etb-mcu-registry (ExecuTorch stand-in)"
 #define ABI "armv7m"
 #define CAPABILITIES "load,execute,set,get,reset,register,hello"
+/* No Module on the MCU: only the Program path, one method. */
+#define LOAD_PATHS "program"
 #define MESSAGE_CAP 512u
 #define ACTION_BIT(a) (1u << (a))
 
@@ -139,11 +141,29 @@ static void explain_load_failure(etb_rt_error_t error) {
   report_outcome(ETB_OUTCOME_RUNTIME_ERROR, error, "load_method failed");
 }
 
+/* The one method the firmware's delegate list stands for. */
+static bool is_forward(etb_str_t method) {
+  static const char forward[] = "forward";
+  return method.len == 0u ||
+         (method.len == sizeof forward - 1u && memcmp(method.ptr, forward, method.len) == 0);
+}
+
 static void do_load(void) {
   etb_load_options_map_t map;
   etb_rt_error_t error = ETB_RT_OK;
   uint32_t start;
   size_t k;
+  if (request.load.path != ETB_LOAD_PROGRAM) {
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "this firmware serves load path program only (no extension::Module)");
+    return;
+  }
+  if ((request.load.flags & ETB_LOAD_FLAG_KEEP) != 0u || !is_forward(request.load.method)) {
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "this firmware loads one method, forward, afresh: no KEEP, no other method");
+    return;
+  }
+  fact_text("load_path", "program");
   etb_seam_unload(&method); /* the previous method goes before the new one loads */
   etb_map_init(&map);
   for (k = 0; k < request.backend_count; k++) {
@@ -255,6 +275,7 @@ static void do_hello(void) {
   fact_int("max_message", (int32_t)MCU_MAX_MESSAGE);
   fact_int("registry_capacity", (int32_t)ETB_SEAM_MAX_BACKENDS);
   fact_text("capabilities", CAPABILITIES);
+  fact_text("load_paths", LOAD_PATHS);
   fact_int("rx_buffer", (int32_t)MCU_RX_RING_SIZE);
   fact_int("max_frame", (int32_t)MCU_MAX_FRAME);
   fact_int("window", (int32_t)MCU_RX_WINDOW);

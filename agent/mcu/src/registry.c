@@ -14,12 +14,14 @@ static bool str_equal(etb_str_t a, etb_str_t b) {
   return a.len == b.len && (a.len == 0u || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
+/* As ExecuTorch's register_backend: a full table is checked before a
+ * duplicate name, so a duplicate gives Internal once all slots are used. */
 etb_rt_error_t etb_seam_register_backend(etb_seam_backend_t backend) {
-  if (etb_seam_get_backend_class(backend.name) != NULL) {
-    return ETB_RT_INVALID_ARGUMENT;
-  }
   if (registry_size >= ETB_SEAM_MAX_BACKENDS) {
     return ETB_RT_INTERNAL;
+  }
+  if (etb_seam_get_backend_class(backend.name) != NULL) {
+    return ETB_RT_INVALID_ARGUMENT;
   }
   registry[registry_size++] = backend;
   return ETB_RT_OK;

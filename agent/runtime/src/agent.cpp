@@ -16,6 +16,40 @@ namespace et = executorch::runtime;
 
 constexpr int32_t kRegistryCapacity = 16;  // kMaxRegisteredBackends in runtime/backend/interface.cpp
 constexpr const char* kCapabilities = "load,execute,set,get,reset,register,hello";
+constexpr const char* kLoadPaths = "program,module,module_method,module_both";
+constexpr const char* kLoadFlags = "keep";
+constexpr const char* kDefaultMethod = "forward";
+
+const char* path_label(uint8_t path) {
+  switch (path) {
+    case ETB_LOAD_PROGRAM:
+      return "program";
+    case ETB_LOAD_MODULE:
+      return "module";
+    case ETB_LOAD_MODULE_METHOD:
+      return "module_method";
+    default:
+      return "module_both";
+  }
+}
+
+StepResult refused(et::Error error, const std::string& what, const std::string& refused_id) {
+  return StepResult{error, what + ": LoadBackendOptionsMap::set_options(\"" + refused_id +
+      "\") refused the entry (id of " + std::to_string(refused_id.size()) + " bytes)"};
+}
+
+// A map built from a backend list of the request.
+std::unique_ptr<OwnedOptionsMap> build_map(const etb_backend_t* backends, uint8_t count, const char* what,
+    StepResult* step) {
+  auto map = std::make_unique<OwnedOptionsMap>();
+  std::string refused_id;
+  const et::Error error = map->build(backends, count, &refused_id);
+  if (error != et::Error::Ok) {
+    *step = refused(error, what, refused_id);
+    return nullptr;
+  }
+  return map;
+}
 
 uint32_t status_of(et::Error error) {
   return static_cast<uint32_t>(error);
@@ -42,6 +76,9 @@ et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend,
   }
   return et::Span<et::BackendOption>(options.data() + first, backend.option_count);
 }
+
+// The LOAD directives OwnedOptionsMap::build applies (docs/wire-format.md, "Agent directives").
+constexpr const char* kDirectives = "etb.dup:,etb.id_suffix";
 
 // A wire string as a NUL-terminated C string, in a buffer of ETB_MAX_ID + 1 bytes.
 const char* c_id(etb_str_t id, char (&buf)[ETB_MAX_ID + 1]) {
@@ -81,6 +118,9 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("max_message", static_cast<int32_t>(ETB_MAX_MESSAGE));
   report.add_fact("registry_capacity", kRegistryCapacity);
   report.add_fact("capabilities", kCapabilities);
+  report.add_fact("load_paths", kLoadPaths);
+  report.add_fact("load_flags", kLoadFlags);
+  report.add_fact("directives", kDirectives);
 }
 
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
@@ -145,101 +185,199 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
       for (const et::BackendOption& option : record.received) {
         report.add_option(option);
       }
+      for (const et::BackendOption& option : record.lookups) {
+        report.add_option(option);
+      }
       if (record.specs_diverged) {
+        // A second entry under the same name: what the first diverging init got.
+        report.add_entry(probe->name(), 0, 1, 0, ETB_ENTRY_FLAG_PROBE);
+        for (const et::BackendOption& option : record.diverged) {
+          report.add_option(option);
+        }
         report.append_message(std::string("probe ") + probe->name() +
-            ": a later init received runtime_specs different from the first");
+            ": a later init received runtime_specs different from the first (second entry)");
       }
     }
   }
 }
 
 void Agent::load(const etb_request_t& request, ReportBuilder& report) {
-  program_.reset();  // destroys the previous method before the new one loads
+  const etb_load_t& spec = request.load;
+  const bool keep = (spec.flags & ETB_LOAD_FLAG_KEEP) != 0;
   const std::string path(view(request.program));
+  const std::string method = spec.method.len != 0 ? std::string(view(spec.method)) : kDefaultMethod;
+  report.add_fact("load_path", path_label(spec.path));
+  if (!keep) {
+    method_.clear();
+    module_.reset();  // destroys the previous methods before the new ones load
+    program_.reset();
+  }
+  StepResult step;
   if (path.empty()) {
-    report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidArgument),
-        "LOAD needs a program path: this agent loads programs from its file system");
-    return;
+    step = StepResult{et::Error::InvalidArgument, "LOAD needs a program path: this agent loads programs from its file system"};
+  } else if (keep && (spec.path == ETB_LOAD_PROGRAM ? !program_ : !module_)) {
+    step = StepResult{et::Error::InvalidState, std::string("KEEP on path ") + path_label(spec.path) +
+        " needs a program loaded before on a " + (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " path"};
+  } else if (keep && spec.path != ETB_LOAD_PROGRAM && module_->path() != path) {
+    step = StepResult{et::Error::InvalidArgument, "KEEP names program " + path + ", the loaded module is " + module_->path()};
+  } else {
+    step = spec.path == ETB_LOAD_PROGRAM ? load_program(request, path, method, report)
+                                         : load_module(request, path, method, report);
   }
-  auto program = std::make_unique<LoadedProgram>();
-  int64_t program_load_us = 0;
-  StepResult step = program->open(path, &program_load_us);
-  report.add_fact("program_load_us", clamp_us(program_load_us));
+  const bool loaded = program_ ? program_->has_method(method) : module_ && module_->has_method(method);
+  const et::Error init_status = loaded ? et::Error::Ok : step.error;
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
-    return;
-  }
-  std::vector<std::string>& actual = delegate_ids_;
-  step = program->delegate_ids(&actual);
-  if (!step.ok()) {
-    report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
-    return;
-  }
-  if (!same_ids(actual, request)) {
-    std::vector<std::string> expected;
-    for (uint8_t i = 0; i < request.delegate_count; ++i) {
-      expected.emplace_back(view(request.delegates[i]));
-    }
-    report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidProgram),
-        "program " + path + " delegates to " + join(actual) + ", the request names " + join(expected));
-    return;
-  }
-
-  // The map holds spans into load_options_ and the backend ids by value.
-  size_t total = 0;
-  for (uint8_t i = 0; i < request.backend_count; ++i) {
-    total += request.backends[i].option_count;
-  }
-  reserve_options(load_options_, total);
-  et::LoadBackendOptionsMap map;
-  size_t used = 0;
-  for (uint8_t i = 0; i < request.backend_count; ++i) {
-    const etb_backend_t& backend = request.backends[i];
-    const et::Span<et::BackendOption> options = runtime_options_of(backend, load_options_, used);
-    used += options.size();
-    char id[ETB_MAX_ID + 1];
-    const et::Error error = map.set_options(c_id(backend.id, id), options);
-    if (error != et::Error::Ok) {
-      report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(error),
-          "LoadBackendOptionsMap::set_options(\"" + std::string(view(backend.id)) + "\") refused the entry");
-      return;
-    }
-  }
-
-  int64_t load_us = 0;
-  step = program->load_method(map, &load_us);
-  report.add_fact("load_us", clamp_us(load_us));
-  if (step.ok()) {
-    int64_t execute_us = 0;
-    step = program->execute(&execute_us);
-    report.add_fact("execute_us", clamp_us(execute_us));
-  }
-  if (!step.ok()) {
-    report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
-    for (const std::string& id : actual) {
+    std::vector<std::string>& ids = delegate_ids_;
+    for (const std::string& id : ids) {
       if (et::get_backend_class(id.c_str()) == nullptr) {
         report.append_message("delegate \"" + id + "\" has no registered backend");
       }
     }
   }
-  if (program->has_method()) {
-    program_ = std::move(program);
+  if (loaded) {
+    add_output_fact(program_ ? program_->float_outputs(method) : module_->float_outputs(), report);
   }
   add_probe_entries(report, /*with_received=*/true);
+  add_real_backend_entries(delegate_ids_, init_status, report);
+}
+
+void Agent::add_real_backend_entries(const std::vector<std::string>& delegates, et::Error init_status,
+    ReportBuilder& report) const {
+  for (size_t i = 0; i < delegates.size(); ++i) {
+    const std::string& id = delegates[i];
+    const bool seen = std::find(delegates.begin(), delegates.begin() + i, id) != delegates.begin() + i;
+    if (seen || find_probe(id) != nullptr || et::get_backend_class(id.c_str()) == nullptr) {
+      continue;
+    }
+    // A real backend records nothing the agent can read: what is observable
+    // is whether the method's delegates initialised, i.e. load_method's result.
+    report.add_entry(id, status_of(init_status), 0, 0, 0);
+  }
+}
+
+void Agent::add_output_fact(const std::string& outputs, ReportBuilder& report) {
+  if (!outputs.empty()) {
+    report.add_fact("outputs", outputs.substr(0, ETB_MAX_STRING));
+  }
+}
+
+StepResult Agent::check_delegates(const std::vector<std::string>& actual, const etb_request_t& request,
+    const std::string& path) const {
+  if (same_ids(actual, request)) {
+    return {};
+  }
+  std::vector<std::string> expected;
+  for (uint8_t i = 0; i < request.delegate_count; ++i) {
+    expected.emplace_back(view(request.delegates[i]));
+  }
+  return StepResult{et::Error::InvalidProgram,
+      "program " + path + " delegates to " + join(actual) + ", the request names " + join(expected)};
+}
+
+StepResult Agent::load_program(const etb_request_t& request, const std::string& path, const std::string& method,
+    ReportBuilder& report) {
+  delegate_ids_.clear();
+  if (!program_) {
+    auto program = std::make_unique<LoadedProgram>();
+    int64_t open_us = 0;
+    StepResult step = program->open(path, &open_us);
+    report.add_fact("program_load_us", clamp_us(open_us));
+    if (!step.ok()) {
+      return step;
+    }
+    program_ = std::move(program);
+  }
+  StepResult step = program_->delegate_ids(method, &delegate_ids_);
+  if (step.ok()) {
+    step = check_delegates(delegate_ids_, request, path);
+  }
+  if (!step.ok()) {
+    return step;
+  }
+  auto map = build_map(request.backends, request.backend_count, "LOAD", &step);
+  if (!map) {
+    return step;
+  }
+  int64_t load_us = 0;
+  step = program_->load_method(method, std::move(map), &load_us);
+  report.add_fact("load_us", clamp_us(load_us));
+  if (!step.ok()) {
+    return step;
+  }
+  method_ = method;
+  int64_t execute_us = 0;
+  step = program_->execute(method, &execute_us);
+  report.add_fact("execute_us", clamp_us(execute_us));
+  return step;
+}
+
+StepResult Agent::load_module(const etb_request_t& request, const std::string& path, const std::string& method,
+    ReportBuilder& report) {
+  const etb_load_t& spec = request.load;
+  delegate_ids_.clear();
+  if (!module_) {
+    module_ = std::make_unique<LoadedModule>(path);
+  }
+  StepResult step;
+  int64_t load_us = 0;
+  int64_t us = 0;
+  // The caller's map: handed to Module::load, then overwritten before the method
+  // loads, as a caller that releases its map at once would do. Its storage stays
+  // allocated (poisoned) until this request ends, so a runtime that kept a pointer
+  // to it delivers the poison, visibly, rather than whatever reuses the memory.
+  std::unique_ptr<OwnedOptionsMap> stored;
+  if (spec.path == ETB_LOAD_MODULE_METHOD) {
+    step = module_->load(&us);
+  } else {
+    stored = build_map(request.backends, request.backend_count, "LOAD stored map", &step);
+    if (!stored) {
+      return step;
+    }
+    step = module_->load(*stored, &us);
+    stored->release();
+  }
+  load_us += us;
+  if (step.ok()) {
+    step = module_->delegate_ids(method, &delegate_ids_);
+  }
+  if (step.ok()) {
+    step = check_delegates(delegate_ids_, request, path);
+  }
+  if (step.ok() && spec.path != ETB_LOAD_MODULE) {
+    const bool both = spec.path == ETB_LOAD_MODULE_BOTH;
+    auto explicit_map = both ? build_map(spec.method_backends, spec.method_backend_count, "LOAD method map", &step)
+                             : build_map(request.backends, request.backend_count, "LOAD", &step);
+    if (!explicit_map) {
+      return step;
+    }
+    step = module_->load_method(method, std::move(explicit_map), &us);
+    load_us += us;
+  }
+  report.add_fact("load_us", clamp_us(load_us));
+  if (!step.ok()) {
+    return step;
+  }
+  method_ = method;
+  int64_t execute_us = 0;
+  step = module_->execute(method, &execute_us);  // path module: the method loads here, lazily
+  report.add_fact("execute_us", clamp_us(execute_us));
+  return step;
 }
 
 void Agent::execute(ReportBuilder& report) {
-  if (!program_) {
+  if (method_.empty()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidState),
         "no program loaded: send LOAD first");
     return;
   }
   int64_t execute_us = 0;
-  const StepResult step = program_->execute(&execute_us);
+  const StepResult step = program_ ? program_->execute(method_, &execute_us) : module_->execute(method_, &execute_us);
   report.add_fact("execute_us", clamp_us(execute_us));
   if (!step.ok()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
   }
+  add_output_fact(program_ ? program_->float_outputs(method_) : module_->float_outputs(), report);
   add_probe_entries(report, /*with_received=*/false);
 }
 
@@ -281,6 +419,8 @@ void Agent::get(const etb_request_t& request, ReportBuilder& report) {
 }
 
 void Agent::reset() {
+  method_.clear();
+  module_.reset();
   program_.reset();
   for (const auto& probe : probes_) {
     probe->reset();

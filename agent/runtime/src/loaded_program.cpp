@@ -1,6 +1,8 @@
 #include "loaded_program.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <utility>
 
 namespace etb {
@@ -17,13 +19,13 @@ StepResult fail(et::Error error, std::string message) {
   return StepResult{error, std::move(message)};
 }
 
-std::string code(et::Error error) {
+}  // namespace
+
+std::string error_code(et::Error error) {
   char text[16];
   snprintf(text, sizeof(text), "0x%02x", static_cast<unsigned>(error));
   return text;
 }
-
-}  // namespace
 
 StepResult LoadedProgram::open(const std::string& path, int64_t* open_us) {
   const Clock::time_point start = Clock::now();
@@ -35,70 +37,148 @@ StepResult LoadedProgram::open(const std::string& path, int64_t* open_us) {
 StepResult LoadedProgram::open_file(const std::string& path) {
   auto loader = executorch::extension::FileDataLoader::from(path.c_str());
   if (!loader.ok()) {
-    return fail(loader.error(), "cannot open program " + path + ": FileDataLoader::from returned " + code(loader.error()));
+    return fail(loader.error(), "cannot open program " + path + ": FileDataLoader::from returned " + error_code(loader.error()));
   }
   loader_ = std::make_unique<executorch::extension::FileDataLoader>(std::move(*loader));
   auto program = et::Program::load(loader_.get(), et::Program::Verification::InternalConsistency);
   if (!program.ok()) {
-    return fail(program.error(), "Program::load of " + path + " returned " + code(program.error()));
+    return fail(program.error(), "Program::load of " + path + " returned " + error_code(program.error()));
   }
   program_.emplace(std::move(*program));
   return {};
 }
 
-StepResult LoadedProgram::delegate_ids(std::vector<std::string>* out) const {
-  auto meta = program_->method_meta(kMethodName);
+StepResult LoadedProgram::delegate_ids(const std::string& method, std::vector<std::string>* out) const {
+  auto meta = program_->method_meta(method.c_str());
   if (!meta.ok()) {
-    return fail(meta.error(), std::string("program has no method \"") + kMethodName + "\": method_meta returned " + code(meta.error()));
+    return fail(meta.error(), "program has no method \"" + method + "\": method_meta returned " + error_code(meta.error()));
   }
   out->clear();
   for (size_t i = 0; i < meta->num_backends(); ++i) {
     auto name = meta->get_backend_name(i);
     if (!name.ok()) {
-      return fail(name.error(), "MethodMeta::get_backend_name(" + std::to_string(i) + ") returned " + code(name.error()));
+      return fail(name.error(), "MethodMeta::get_backend_name(" + std::to_string(i) + ") returned " + error_code(name.error()));
     }
     out->emplace_back(*name);
   }
   return {};
 }
 
-StepResult LoadedProgram::load_method(const et::LoadBackendOptionsMap& map, int64_t* load_us) {
-  auto meta = program_->method_meta(kMethodName);
-  if (!meta.ok()) {
-    return fail(meta.error(), std::string("program has no method \"") + kMethodName + "\"");
+StepResult LoadedProgram::load_method(const std::string& name, std::unique_ptr<OwnedOptionsMap> map, int64_t* load_us) {
+  *load_us = 0;
+  if (has_method(name)) {
+    return {};  // as Module::load_method does: a loaded method is not initialised again
   }
-  planned_buffers_.clear();
-  planned_spans_.clear();
+  auto meta = program_->method_meta(name.c_str());
+  if (!meta.ok()) {
+    return fail(meta.error(), "program has no method \"" + name + "\"");
+  }
+  auto loaded = std::make_unique<LoadedMethod>();
+  loaded->name = name;
+  loaded->map = std::move(map);
   for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
     auto size = meta->memory_planned_buffer_size(i);
     if (!size.ok() || *size < 0) {
       return fail(size.ok() ? et::Error::InvalidProgram : size.error(), "bad memory-planned buffer size in program");
     }
-    planned_buffers_.emplace_back(static_cast<size_t>(*size));
-    planned_spans_.emplace_back(planned_buffers_.back().data(), planned_buffers_.back().size());
+    loaded->planned_buffers.emplace_back(static_cast<size_t>(*size));
+    loaded->planned_spans.emplace_back(loaded->planned_buffers.back().data(), loaded->planned_buffers.back().size());
   }
-  planned_memory_.emplace(et::Span<et::Span<uint8_t>>(planned_spans_.data(), planned_spans_.size()));
-  memory_manager_.emplace(&method_allocator_, &*planned_memory_, &temp_allocator_);
+  loaded->planned_memory.emplace(et::Span<et::Span<uint8_t>>(loaded->planned_spans.data(), loaded->planned_spans.size()));
+  loaded->memory_manager.emplace(&method_allocator_, &*loaded->planned_memory, &temp_allocator_);
 
   const Clock::time_point start = Clock::now();
-  auto method = program_->load_method(kMethodName, &*memory_manager_, nullptr, nullptr, &map);
+  auto method = program_->load_method(name.c_str(), &*loaded->memory_manager, nullptr, nullptr, &loaded->map->map());
   *load_us = micros_since(start);
   if (!method.ok()) {
-    return fail(method.error(), std::string("Program::load_method(\"") + kMethodName + "\") returned " + code(method.error()));
+    return fail(method.error(), "Program::load_method(\"" + name + "\") returned " + error_code(method.error()));
   }
-  method_.emplace(std::move(*method));
+  loaded->method.emplace(std::move(*method));
+  methods_.emplace(name, std::move(loaded));
   return {};
 }
 
-StepResult LoadedProgram::execute(int64_t* execute_us) {
-  if (!method_) {
-    return fail(et::Error::InvalidState, "no method loaded: send LOAD first");
+StepResult LoadedProgram::set_inputs(LoadedMethod& loaded) {
+  if (loaded.inputs.empty()) {
+    auto meta = program_->method_meta(loaded.name.c_str());
+    if (!meta.ok()) {
+      return fail(meta.error(), "program has no method \"" + loaded.name + "\"");
+    }
+    for (size_t i = 0; i < meta->num_inputs(); ++i) {
+      auto tag = meta->input_tag(i);
+      if (!tag.ok() || *tag != et::Tag::Tensor) {
+        continue;
+      }
+      auto info = meta->input_tensor_meta(i);
+      if (!info.ok() || info->scalar_type() != executorch::aten::ScalarType::Float) {
+        return fail(info.ok() ? et::Error::NotSupported : info.error(),
+            "input " + std::to_string(i) + " is a tensor of a type the agent cannot fill (only float)");
+      }
+      InputTensor& input = loaded.inputs.emplace_back();
+      input.index = i;
+      input.sizes.assign(info->sizes().begin(), info->sizes().end());
+      input.dim_order.assign(info->dim_order().begin(), info->dim_order().end());
+      input.strides.assign(input.sizes.size(), 1);
+      size_t numel = 1;
+      for (size_t d = input.sizes.size(); d-- > 0;) {
+        input.strides[d] = static_cast<executorch::aten::StridesType>(numel);
+        numel *= static_cast<size_t>(input.sizes[d]);
+      }
+      input.data.assign(numel, 1.0f);
+      input.impl.emplace(executorch::aten::ScalarType::Float, static_cast<ssize_t>(input.sizes.size()),
+          input.sizes.data(), input.data.data(), input.dim_order.data(), input.strides.data());
+    }
+  }
+  for (InputTensor& input : loaded.inputs) {
+    const et::Error error = loaded.method->set_input(et::EValue(executorch::aten::Tensor(&*input.impl)), input.index);
+    if (error != et::Error::Ok) {
+      return fail(error, "Method::set_input(" + std::to_string(input.index) + ") returned " + error_code(error));
+    }
+  }
+  return {};
+}
+
+std::string LoadedProgram::float_outputs(const std::string& name) const {
+  std::string text;
+  auto found = methods_.find(name);
+  if (found == methods_.end()) {
+    return text;
+  }
+  const et::Method& method = *found->second->method;
+  for (size_t i = 0; i < method.outputs_size(); ++i) {
+    const et::EValue& output = method.get_output(i);
+    if (!output.isTensor() || output.toTensor().scalar_type() != executorch::aten::ScalarType::Float) {
+      continue;
+    }
+    const executorch::aten::Tensor tensor = output.toTensor();
+    const float* data = tensor.const_data_ptr<float>();
+    if (!text.empty()) {
+      text += ";";
+    }
+    for (ssize_t j = 0; j < tensor.numel(); ++j) {
+      char number[32];
+      snprintf(number, sizeof(number), j ? ",%g" : "%g", static_cast<double>(data[j]));
+      text += number;
+    }
+  }
+  return text;
+}
+
+StepResult LoadedProgram::execute(const std::string& name, int64_t* execute_us) {
+  *execute_us = 0;
+  auto found = methods_.find(name);
+  if (found == methods_.end()) {
+    return fail(et::Error::InvalidState, "method \"" + name + "\" is not loaded: send LOAD first");
+  }
+  const StepResult inputs = set_inputs(*found->second);
+  if (!inputs.ok()) {
+    return inputs;
   }
   const Clock::time_point start = Clock::now();
-  const et::Error error = method_->execute();
+  const et::Error error = found->second->method->execute();
   *execute_us = micros_since(start);
   if (error != et::Error::Ok) {
-    return fail(error, "Method::execute returned " + code(error));
+    return fail(error, "Method::execute of \"" + name + "\" returned " + error_code(error));
   }
   return {};
 }

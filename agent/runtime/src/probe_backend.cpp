@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
+#include <variant>
 
 #include "runtime_options.h"
 
@@ -56,8 +58,10 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
   const et::Span<const et::BackendOption> specs = context.runtime_specs();
   if (record_.init_calls == 0) {
     record_.received.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
-  } else if (!same_options(specs, record_.received)) {
+    look_up_repeated_keys(context);
+  } else if (!record_.specs_diverged && !same_options(specs, record_.received)) {
     record_.specs_diverged = true;
+    record_.diverged.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
   }
   ++record_.init_calls;
   if (processed != nullptr) {
@@ -65,6 +69,59 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
   }
   // Any non-null handle will do: execute() ignores it.
   return static_cast<et::DelegateHandle*>(const_cast<ProbeBackend*>(this));
+}
+
+void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context) const {
+  const std::vector<et::BackendOption>& specs = record_.received;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const std::string_view key = option_key(specs[i]);
+    size_t last = i;
+    bool earlier = false;
+    for (size_t j = 0; j < specs.size(); ++j) {
+      if (option_key(specs[j]) == key) {
+        earlier = earlier || j < i;
+        last = j;
+      }
+    }
+    if (earlier || last == i || record_.lookups.size() + 1 > kMaxRecordedOptions) {
+      continue;  // not repeated, or looked up at its first occurrence already
+    }
+    et::BackendOption found{};
+    const std::string prefix_ok = "etb.lookup:" + std::string(key);
+    const std::string prefix_error = "etb.lookup_error:" + std::string(key);
+    const char* name = specs[i].key;
+    et::Error error = et::Error::Ok;
+    if (std::holds_alternative<bool>(specs[last].value)) {
+      auto value = context.get_runtime_spec<bool>(name);
+      error = value.ok() ? et::Error::Ok : value.error();
+      if (value.ok()) found.value = *value;
+    } else if (std::holds_alternative<int>(specs[last].value)) {
+      auto value = context.get_runtime_spec<int>(name);
+      error = value.ok() ? et::Error::Ok : value.error();
+      if (value.ok()) found.value = *value;
+    } else {
+      auto value = context.get_runtime_spec<const char*>(name);
+      error = value.ok() ? et::Error::Ok : value.error();
+      if (value.ok()) {
+        auto& text = found.value.emplace<std::array<char, et::kMaxOptionValueLength>>();
+        std::strncpy(text.data(), *value, text.size() - 1);
+      }
+    }
+    if (error != et::Error::Ok) {
+      found.value = static_cast<int>(error);
+    }
+    // The label is cut to a key's 63 bytes, at a UTF-8 character boundary.
+    std::string label = error == et::Error::Ok ? prefix_ok : prefix_error;
+    if (label.size() > sizeof(found.key) - 1) {
+      size_t end = sizeof(found.key) - 1;
+      while (end > 0 && (static_cast<unsigned char>(label[end]) & 0xC0) == 0x80) {
+        --end;
+      }
+      label.resize(end);
+    }
+    std::memcpy(found.key, label.data(), label.size());
+    record_.lookups.push_back(found);
+  }
 }
 
 et::Error ProbeBackend::execute(

@@ -33,8 +33,15 @@ class ProbeBackend final : public et::BackendInterface {
     uint64_t first_call = 0;
     // init: runtime_specs of the first init; set_option: the options received.
     std::vector<et::BackendOption> received;
-    // init ran again with runtime_specs that differ from the first ones.
+    // init ran again with runtime_specs that differ from the first ones:
+    // the first such specs (reported as a second entry, so a check sees them).
     bool specs_diverged = false;
+    std::vector<et::BackendOption> diverged;
+    // For each key the first init's runtime_specs hold more than once: what
+    // BackendInitContext::get_runtime_spec<T>(key) returned, T the type of the
+    // key's last occurrence, as "etb.lookup:KEY" = the value found or
+    // "etb.lookup_error:KEY" = the Error code (int).
+    std::vector<et::BackendOption> lookups;
   };
 
   explicit ProbeBackend(std::string name);
@@ -68,6 +75,7 @@ class ProbeBackend final : public et::BackendInterface {
 
  private:
   void note_call() const;
+  void look_up_repeated_keys(const et::BackendInitContext& context) const;
 
   const std::string name_;
   // init and execute are const in BackendInterface; recording is their effect.

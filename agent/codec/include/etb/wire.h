@@ -60,7 +60,8 @@ typedef enum {
   ETB_ERR_TOO_MANY_DELEGATES = 23,
   ETB_ERR_TEXT_LENGTH = 24,
   ETB_ERR_OUTCOME = 25,
-  ETB_ERR_CAPACITY = 26
+  ETB_ERR_CAPACITY = 26,
+  ETB_ERR_LOAD_PATH = 27
 } etb_status_t;
 
 typedef enum { ETB_MSG_REQUEST = 1, ETB_MSG_REPORT = 2 } etb_msg_type_t;
@@ -89,7 +90,16 @@ typedef enum {
   ETB_TYPE_STRING = 3
 } etb_type_t;
 
+/* The runtime entry point a LOAD passes its map through. */
+typedef enum {
+  ETB_LOAD_PROGRAM = 0,       /* Program::load_method(method, ..., &map) */
+  ETB_LOAD_MODULE = 1,        /* Module::load(map), method loaded lazily without a map */
+  ETB_LOAD_MODULE_METHOD = 2, /* Module::load(), Module::load_method(method, ..., &map) */
+  ETB_LOAD_MODULE_BOTH = 3    /* Module::load(map), load_method(method, ..., &method map) */
+} etb_load_path_t;
+
 #define ETB_ENTRY_FLAG_PROBE 0x01u
+#define ETB_LOAD_FLAG_KEEP 0x01u /* load into the program or module already loaded */
 
 /* A byte string inside a message buffer (or any caller storage). */
 typedef struct {
@@ -119,6 +129,17 @@ typedef struct {
   uint32_t seq;
 } etb_header_t;
 
+/* The fields only a LOAD request carries, after its backends. */
+typedef struct {
+  uint8_t path;  /* etb_load_path_t */
+  uint8_t flags; /* ETB_LOAD_FLAG_KEEP */
+  etb_str_t method; /* 0..63 bytes; empty means "forward" */
+  /* ETB_LOAD_MODULE_BOTH: the explicit map of Module::load_method (0 entries: an
+   * explicit empty map). Other paths: none. */
+  uint8_t method_backend_count;
+  etb_backend_t method_backends[ETB_MAX_LOAD_BACKENDS];
+} etb_load_t;
+
 typedef struct {
   uint32_t seq;
   uint8_t action; /* etb_action_t */
@@ -127,6 +148,7 @@ typedef struct {
   etb_str_t delegates[ETB_MAX_DELEGATES];
   uint8_t backend_count;
   etb_backend_t backends[ETB_MAX_BACKENDS];
+  etb_load_t load; /* ETB_ACTION_LOAD only */
 } etb_request_t;
 
 typedef struct {

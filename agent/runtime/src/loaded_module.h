@@ -1,0 +1,57 @@
+// A program loaded through extension::Module, the facade applications use.
+#pragma once
+
+#include <executorch/extension/module/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "owned_options_map.h"
+#include "step_result.h"
+
+namespace etb {
+
+// Calls Module's own entry points, each timed; the agent decides which a load
+// path uses. Never moved once created.
+class LoadedModule {
+ public:
+  explicit LoadedModule(const std::string& path);
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+
+  // Module::load(map): loads the program if needed and deep-copies the map.
+  StepResult load(const OwnedOptionsMap& map, int64_t* us);
+  // Module::load() without a map.
+  StepResult load(int64_t* us);
+
+  // The delegate ids of a method, in program order (the program must be loaded).
+  StepResult delegate_ids(const std::string& method, std::vector<std::string>* out);
+
+  // Module::load_method(method, nullptr, nullptr, &map). Module may keep
+  // pointers into an explicit map for the method's life, so this object keeps
+  // the map alive and unchanged as long as itself.
+  StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us);
+
+  // Module::execute(method): loads the method first, without a map, if it is not loaded.
+  StepResult execute(const std::string& method, int64_t* us);
+
+  const std::string& path() const { return path_; }
+
+  bool has_method(const std::string& method) const { return module_.is_method_loaded(method); }
+
+  // The float tensor outputs of the last execute, as LoadedProgram::float_outputs
+  // writes them. (Module paths give a method no inputs: programs with tensor
+  // inputs, such as the XNNPACK program, run on path program.)
+  const std::string& float_outputs() const { return outputs_; }
+
+ private:
+  const std::string path_;
+  std::vector<std::unique_ptr<OwnedOptionsMap>> explicit_maps_;
+  std::string outputs_;
+  // Declared last: destroyed first, before the maps its methods may point into.
+  executorch::extension::module::Module module_;
+};
+
+}  // namespace etb

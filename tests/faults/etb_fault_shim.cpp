@@ -1,0 +1,438 @@
+// An LD_PRELOAD shim over the real ExecuTorch runtime (libexecutorch.so) that
+// breaks option delivery the way a faulty runtime would, one fault at a time.
+//
+// It interposes the entry points the agent and the runtime itself call through
+// the PLT: Program::load_method (every load path ends there), Module::load(map),
+// Module::load_method and get_backend_class, which the runtime's method init and
+// its global set_option / get_option call to find a backend: so every backend's
+// init, execute, set_option and get_option go through a proxy.
+// ETB_FAULT names the fault; unset (or "none") every call is forwarded as it is:
+// the inert shim. The fault names are listed in kFaults. Used by
+// tests/test_fault_injection.py, which measures whether the suites catch each.
+#include <dlfcn.h>
+
+#include <executorch/extension/module/module.h>
+#include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/executor/program.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace et = executorch::runtime;
+using executorch::extension::module::Module;
+
+namespace {
+
+enum class Fault {
+  None,
+  DropBackend,              // Program::load_method: the first entry with options arrives empty
+  SwapBackends,             // Program::load_method: the first two entries swap their lists
+  ReorderOptions,           // Program::load_method: one entry's options arrive reversed
+  TruncateString,           // init: string specs longer than 100 bytes cut to 100
+  FlipBool,                 // init: bool specs false arrive true
+  IntAsBool,                // init: int specs 0 and 1 arrive as bool
+  SecondInitEmpty,          // init: a backend's second init in one load gets no specs
+  DanglingCallerMap,        // Module::load keeps the caller's map, the lazy load reads it
+  StaleMapAfterReload,      // Module::load(mapB) on a loaded module keeps serving mapA
+  IgnoreExplicitEmptyMap,   // Module::load_method: an explicit empty map counts as none
+  MergeExplicitWithStored,  // Module::load_method: the stored map fills in the explicit one
+  LeakSpecsIntoGetOption,   // get_option: reads back the last init's runtime specs
+  SetOptionDropsLast,       // set_option: the last option of a call is not delivered
+  // Real backends (registered names ending in "Backend": XnnpackBackend, QnnBackend,
+  // OpenvinoBackend), where the suites cannot read what the backend received:
+  RealInitWithoutSpecs,     // init: a real backend gets no runtime specs
+  RealSetOptionSwallowed,   // set_option: a real backend is not called, Ok is returned
+  RealGetOptionIgnored,     // get_option: a real backend is not called, values untouched
+};
+
+struct FaultName {
+  const char* name;
+  Fault fault;
+};
+
+constexpr FaultName kFaults[] = {
+    {"none", Fault::None},
+    {"drop_backend", Fault::DropBackend},
+    {"swap_backends", Fault::SwapBackends},
+    {"reorder_options", Fault::ReorderOptions},
+    {"truncate_string", Fault::TruncateString},
+    {"flip_bool", Fault::FlipBool},
+    {"int_as_bool", Fault::IntAsBool},
+    {"second_init_empty", Fault::SecondInitEmpty},
+    {"dangling_caller_map", Fault::DanglingCallerMap},
+    {"stale_map_after_reload", Fault::StaleMapAfterReload},
+    {"ignore_explicit_empty_map", Fault::IgnoreExplicitEmptyMap},
+    {"merge_explicit_with_stored", Fault::MergeExplicitWithStored},
+    {"leak_specs_into_get_option", Fault::LeakSpecsIntoGetOption},
+    {"set_option_drops_last", Fault::SetOptionDropsLast},
+    {"real_init_without_specs", Fault::RealInitWithoutSpecs},
+    {"real_set_option_swallowed", Fault::RealSetOptionSwallowed},
+    {"real_get_option_ignored", Fault::RealGetOptionIgnored},
+};
+
+Fault parse_fault() {
+  const char* wanted = std::getenv("ETB_FAULT");
+  if (wanted == nullptr || *wanted == '\0') {
+    return Fault::None;
+  }
+  for (const FaultName& known : kFaults) {
+    if (std::strcmp(known.name, wanted) == 0) {
+      return known.fault;
+    }
+  }
+  std::fprintf(stderr, "etb_fault_shim: unknown ETB_FAULT \"%s\"; known:", wanted);
+  for (const FaultName& known : kFaults) {
+    std::fprintf(stderr, " %s", known.name);
+  }
+  std::fprintf(stderr, "\n");
+  std::abort();
+}
+
+Fault active() {
+  static const Fault fault = parse_fault();
+  return fault;
+}
+
+template <typename F>
+F next_definition(const char* mangled) {
+  void* symbol = dlsym(RTLD_NEXT, mangled);
+  if (symbol == nullptr) {
+    std::fprintf(stderr, "etb_fault_shim: %s not found after the shim: %s\n", mangled, dlerror());
+    std::abort();
+  }
+  return reinterpret_cast<F>(symbol);
+}
+
+// A map and the option arrays it points to, owned together.
+class MapCopy {
+ public:
+  MapCopy() = default;
+  explicit MapCopy(const et::LoadBackendOptionsMap& from) {
+    for (size_t i = 0; i < from.size(); ++i) {
+      const auto entry = from.entry_at(i);
+      add(entry.backend_id, std::vector<et::BackendOption>(entry.options.begin(), entry.options.end()));
+    }
+  }
+  MapCopy(const MapCopy&) = delete;
+  MapCopy& operator=(const MapCopy&) = delete;
+
+  void add(const char* id, std::vector<et::BackendOption> options) {
+    ids_.emplace_back(id);
+    lists_.push_back(std::make_unique<std::vector<et::BackendOption>>(std::move(options)));
+  }
+  bool has(const char* id) const {
+    for (const std::string& known : ids_) {
+      if (known == id) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::vector<et::BackendOption>& list(size_t i) { return *lists_[i]; }
+  size_t size() const { return ids_.size(); }
+
+  // The runtime map over this copy's arrays (valid while the copy lives).
+  const et::LoadBackendOptionsMap& map() {
+    map_ = et::LoadBackendOptionsMap();
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      (void)map_.set_options(ids_[i].c_str(), et::Span<et::BackendOption>(lists_[i]->data(), lists_[i]->size()));
+    }
+    return map_;
+  }
+
+ private:
+  std::vector<std::string> ids_;
+  std::vector<std::unique_ptr<std::vector<et::BackendOption>>> lists_;
+  et::LoadBackendOptionsMap map_;
+};
+
+// Maps the shim hands the runtime must outlive the methods loaded with them.
+std::vector<std::unique_ptr<MapCopy>>& kept_maps() {
+  static auto* maps = new std::vector<std::unique_ptr<MapCopy>>();
+  return *maps;
+}
+
+MapCopy& keep(std::unique_ptr<MapCopy> copy) {
+  kept_maps().push_back(std::move(copy));
+  return *kept_maps().back();
+}
+
+// ---- specs rewritten at init ---------------------------------------------------
+
+bool rewrites_specs(Fault fault) {
+  return fault == Fault::TruncateString || fault == Fault::FlipBool || fault == Fault::IntAsBool;
+}
+
+void rewrite(et::BackendOption& option, Fault fault) {
+  if (fault == Fault::TruncateString) {
+    if (auto* text = std::get_if<std::array<char, et::kMaxOptionValueLength>>(&option.value)) {
+      if (strnlen(text->data(), text->size()) > 100) {
+        (*text)[100] = '\0';
+      }
+    }
+  } else if (fault == Fault::FlipBool) {
+    if (auto* flag = std::get_if<bool>(&option.value); flag != nullptr && !*flag) {
+      *flag = true;
+    }
+  } else if (fault == Fault::IntAsBool) {
+    if (auto* number = std::get_if<int>(&option.value); number != nullptr && (*number == 0 || *number == 1)) {
+      option.value = *number == 1;
+    }
+  }
+}
+
+// Inits per backend name since the current Program::load_method began.
+std::map<std::string, int>& inits_in_this_load() {
+  static auto* counts = new std::map<std::string, int>();
+  return *counts;
+}
+
+// ---- the backend proxy -----------------------------------------------------------
+
+bool ends_with(const std::string& text, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
+
+class ProxyBackend final : public et::BackendInterface {
+ public:
+  ProxyBackend(std::string name, et::BackendInterface* real)
+      : name_(std::move(name)), real_(real), is_real_(ends_with(name_, "Backend")) {}
+
+  bool is_available() const override { return real_->is_available(); }
+
+  et::Result<et::DelegateHandle*> init(et::BackendInitContext& context, et::FreeableBuffer* processed,
+      et::ArrayRef<et::CompileSpec> compile_specs) const override {
+    const Fault fault = active();
+    const et::Span<const et::BackendOption> specs = context.runtime_specs();
+    last_specs_.assign(specs.begin(), specs.end());
+    const int nth = ++inits_in_this_load()[name_];
+    const bool empty = (fault == Fault::SecondInitEmpty && nth > 1) ||
+                       (fault == Fault::RealInitWithoutSpecs && is_real_);
+    if (!rewrites_specs(fault) && !empty) {
+      return real_->init(context, processed, compile_specs);
+    }
+    auto& specs_copy = *new std::vector<et::BackendOption>(specs.begin(), specs.end());  // kept: a backend may hold it
+    if (empty) {
+      specs_copy.clear();
+    }
+    for (et::BackendOption& option : specs_copy) {
+      rewrite(option, fault);
+    }
+    et::BackendInitContext changed(context.get_runtime_allocator(), context.event_tracer(), context.get_method_name(),
+        context.get_named_data_map(), et::Span<const et::BackendOption>(specs_copy.data(), specs_copy.size()));
+    return real_->init(changed, processed, compile_specs);
+  }
+
+  et::Error execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
+      et::Span<et::EValue*> args) const override {
+    return real_->execute(context, handle, args);
+  }
+
+  et::Error set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) override {
+    if (active() == Fault::RealSetOptionSwallowed && is_real_) {
+      return et::Error::Ok;
+    }
+    if (active() == Fault::SetOptionDropsLast && options.size() > 1) {
+      const et::Span<et::BackendOption> fewer(options.data(), options.size() - 1);
+      return real_->set_option(context, fewer);
+    }
+    return real_->set_option(context, options);
+  }
+
+  et::Error get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) override {
+    if (active() == Fault::RealGetOptionIgnored && is_real_) {
+      return et::Error::Ok;
+    }
+    const et::Error error = real_->get_option(context, options);
+    if (active() == Fault::LeakSpecsIntoGetOption) {
+      for (et::BackendOption& wanted : options) {
+        for (const et::BackendOption& spec : last_specs_) {
+          if (std::strncmp(wanted.key, spec.key, sizeof(wanted.key)) == 0) {
+            wanted.value = spec.value;
+          }
+        }
+      }
+    }
+    return error;
+  }
+
+  void destroy(et::DelegateHandle* handle) const override { real_->destroy(handle); }
+
+ private:
+  const std::string name_;
+  et::BackendInterface* const real_;
+  const bool is_real_;
+  mutable std::vector<et::BackendOption> last_specs_;
+};
+
+// ---- proof that the interposers ran -----------------------------------------------
+
+// Calls per interposed entry point; written at exit to $ETB_FAULT_SHIM_LOG (one
+// line per agent process) so a test can tell the shim really sat in the agent.
+enum Counter { kProgramLoadMethod, kModuleLoad, kModuleLoadMethod, kGetBackendClass, kCounters };
+std::atomic<unsigned> g_calls[kCounters];
+
+void count(Counter which) {
+  g_calls[which].fetch_add(1, std::memory_order_relaxed);
+}
+
+__attribute__((destructor)) void write_counts() {
+  const char* log = std::getenv("ETB_FAULT_SHIM_LOG");
+  if (log == nullptr || *log == '\0') {
+    return;
+  }
+  if (FILE* out = std::fopen(log, "a")) {
+    std::fprintf(out, "fault=%s program_load_method=%u module_load=%u module_load_method=%u get_backend_class=%u\n",
+        std::getenv("ETB_FAULT") ? std::getenv("ETB_FAULT") : "none", g_calls[kProgramLoadMethod].load(),
+        g_calls[kModuleLoad].load(), g_calls[kModuleLoadMethod].load(), g_calls[kGetBackendClass].load());
+    std::fclose(out);
+  }
+}
+
+// ---- Module state the Module faults need -------------------------------------------
+
+std::mutex g_mutex;
+// DanglingCallerMap: the caller's map of the last Module::load(map), per module.
+std::map<const Module*, const et::LoadBackendOptionsMap*> g_caller_maps;
+// StaleMapAfterReload: the first map each module stored.
+std::map<const Module*, MapCopy*> g_first_maps;
+
+}  // namespace
+
+// ---- the interposed definitions ------------------------------------------------------
+
+namespace executorch {
+namespace runtime {
+
+BackendInterface* get_backend_class(const char* name) {
+  using Real = BackendInterface* (*)(const char*);
+  static const Real real = next_definition<Real>("_ZN10executorch7runtime17get_backend_classEPKc");
+  count(kGetBackendClass);
+  BackendInterface* backend = real(name);
+  if (backend == nullptr) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  static auto* proxies = new std::map<BackendInterface*, std::unique_ptr<ProxyBackend>>();
+  auto found = proxies->find(backend);
+  if (found == proxies->end()) {
+    found = proxies->emplace(backend, std::make_unique<ProxyBackend>(name, backend)).first;
+  }
+  return found->second.get();
+}
+
+Result<Method> Program::load_method(const char* method_name, MemoryManager* memory_manager,
+    EventTracer* event_tracer, const NamedDataMap* named_data_map, const LoadBackendOptionsMap* backend_options,
+    Span<const Kernel> kernels) const {
+  using Real = Result<Method> (*)(const Program*, const char*, MemoryManager*, EventTracer*, const NamedDataMap*,
+      const LoadBackendOptionsMap*, Span<const Kernel>);
+  static const Real real = next_definition<Real>(
+      "_ZNK10executorch7runtime7Program11load_methodEPKcPNS0_13MemoryManagerEPNS0_11EventTracerEPKNS0_"
+      "12NamedDataMapEPKNS0_21LoadBackendOptionsMapENS0_4SpanIKNS0_6KernelEEE");
+  count(kProgramLoadMethod);
+  inits_in_this_load().clear();
+  const Fault fault = active();
+  if (backend_options == nullptr ||
+      (fault != Fault::DropBackend && fault != Fault::SwapBackends && fault != Fault::ReorderOptions)) {
+    return real(this, method_name, memory_manager, event_tracer, named_data_map, backend_options, kernels);
+  }
+  MapCopy& copy = keep(std::make_unique<MapCopy>(*backend_options));
+  if (fault == Fault::DropBackend) {
+    for (size_t i = 0; i < copy.size(); ++i) {
+      if (!copy.list(i).empty()) {
+        copy.list(i).clear();
+        break;
+      }
+    }
+  } else if (fault == Fault::SwapBackends && copy.size() >= 2) {
+    std::swap(copy.list(0), copy.list(1));
+  } else if (fault == Fault::ReorderOptions) {
+    for (size_t i = 0; i < copy.size(); ++i) {
+      if (copy.list(i).size() >= 2) {
+        std::reverse(copy.list(i).begin(), copy.list(i).end());
+        break;
+      }
+    }
+  }
+  return real(this, method_name, memory_manager, event_tracer, named_data_map, &copy.map(), kernels);
+}
+
+}  // namespace runtime
+
+namespace extension {
+namespace module {
+
+runtime::Error Module::load(const LoadBackendOptionsMap& backend_options, const Program::Verification verification) {
+  using Real = runtime::Error (*)(Module*, const LoadBackendOptionsMap&, Program::Verification);
+  static const Real real = next_definition<Real>(
+      "_ZN10executorch9extension6module6Module4loadERKNS_7runtime21LoadBackendOptionsMapENS3_7Program12VerificationE");
+  count(kModuleLoad);
+  const Fault fault = active();
+  if (fault == Fault::DanglingCallerMap) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_caller_maps[this] = &backend_options;  // the pre-fix Module kept this raw pointer
+  }
+  if (fault == Fault::StaleMapAfterReload) {
+    MapCopy* first = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      auto found = g_first_maps.find(this);
+      if (found == g_first_maps.end()) {
+        g_first_maps[this] = &keep(std::make_unique<MapCopy>(backend_options));
+      } else {
+        first = found->second;
+      }
+    }
+    if (first != nullptr) {
+      return real(this, first->map(), verification);
+    }
+  }
+  return real(this, backend_options, verification);
+}
+
+runtime::Error Module::load_method(const std::string& method_name, runtime::HierarchicalAllocator* planned_memory,
+    torch::executor::EventTracer* event_tracer, const LoadBackendOptionsMap* backend_options,
+    std::vector<runtime::Kernel> kernel_registry) {
+  using Real = runtime::Error (*)(Module*, const std::string&, runtime::HierarchicalAllocator*,
+      torch::executor::EventTracer*, const LoadBackendOptionsMap*, std::vector<runtime::Kernel>);
+  static const Real real = next_definition<Real>(
+      "_ZN10executorch9extension6module6Module11load_methodERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEPNS_"
+      "7runtime21HierarchicalAllocatorEPNSB_11EventTracerEPKNSB_21LoadBackendOptionsMapESt6vectorINSB_6KernelESaISK_EE");
+  count(kModuleLoadMethod);
+  const Fault fault = active();
+  const LoadBackendOptionsMap* options = backend_options;
+  if (fault == Fault::DanglingCallerMap && options == nullptr) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto found = g_caller_maps.find(this);
+    if (found != g_caller_maps.end()) {
+      options = found->second;  // read once, right after Module::load, then forgotten
+      g_caller_maps.erase(found);
+    }
+  } else if (fault == Fault::IgnoreExplicitEmptyMap && options != nullptr && options->size() == 0) {
+    options = nullptr;
+  } else if (fault == Fault::MergeExplicitWithStored && options != nullptr) {
+    MapCopy& merged = keep(std::make_unique<MapCopy>(*options));
+    const LoadBackendOptionsMap& stored = this->backend_options();
+    for (size_t i = 0; i < stored.size(); ++i) {
+      const auto entry = stored.entry_at(i);
+      if (!merged.has(entry.backend_id)) {
+        merged.add(entry.backend_id, std::vector<runtime::BackendOption>(entry.options.begin(), entry.options.end()));
+      }
+    }
+    options = &merged.map();
+  }
+  return real(this, method_name, planned_memory, event_tracer, options, std::move(kernel_registry));
+}
+
+}  // namespace module
+}  // namespace extension
+}  // namespace executorch

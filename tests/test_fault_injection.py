@@ -1,0 +1,186 @@
+"""The suites' power, measured: faults injected into the real runtime must be caught.
+
+``tests/faults/etb_fault_shim.cpp`` is built here against the wheel's headers and
+put in front of the host agent with ``LD_PRELOAD`` (profile ``agent.env``). It
+interposes the runtime's dispatch on every load path (``Program::load_method``,
+``Module::load``, ``Module::load_method``) and, through ``get_backend_class``, each
+backend's ``init``, ``set_option`` and ``get_option``; ``ETB_FAULT`` picks one fault.
+For every fault the device suites run on the host and must fail with a delivery
+difference (a verdict that is not exact), never with an infrastructure error; with
+the shim loaded and no fault they must pass. Three faults strike only the real
+backends (XnnpackBackend, QnnBackend, OpenvinoBackend), caught by their contract and
+load-time suites. A table of fault -> catching tests is printed (``-s`` shows it).
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from prerequisites import require
+
+from harness.farm.records import CaseResult
+from harness.farm.results import RESULTS_FILE, read_results
+from harness.sdk import ensure_sdk, host_abi
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIM_SOURCE = ROOT / "tests" / "faults" / "etb_fault_shim.cpp"
+# Each fault, and where it strikes.
+FAULTS = {
+    "drop_backend": "Program::load_method: the first map entry with options arrives empty",
+    "swap_backends": "Program::load_method: the first two entries swap their option lists",
+    "reorder_options": "Program::load_method: one entry's options arrive reversed",
+    "truncate_string": "init: string specs over 100 bytes cut to 100",
+    "flip_bool": "init: bool specs false arrive as true",
+    "int_as_bool": "init: int specs 0 and 1 arrive as bool",
+    "second_init_empty": "init: a backend's second init in one load gets no specs",
+    "dangling_caller_map": "Module::load keeps the caller's pointer; the lazy load reads it",
+    "stale_map_after_reload": "Module::load(mapB) on a loaded module keeps mapA",
+    "ignore_explicit_empty_map": "Module::load_method: explicit empty map taken as none",
+    "merge_explicit_with_stored": "Module::load_method: stored entries fill the explicit map",
+    "leak_specs_into_get_option": "get_option reads back the last init's runtime specs",
+    "set_option_drops_last": "set_option: the last option of a call is not delivered",
+    "real_init_without_specs": "init: a real backend (XnnpackBackend, ...) gets no specs",
+    "real_set_option_swallowed": "set_option: a real backend is not called, Ok returned",
+    "real_get_option_ignored": "get_option: a real backend is not called, values untouched",
+}
+PARALLEL_RUNS = 2
+RUN_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class FaultRun:
+    """One run of the suites with one fault (or none)."""
+
+    fault: str
+    results: tuple[CaseResult, ...]
+    returncode: int
+    output: str
+    shim_log: tuple[str, ...]  # one line per agent process: calls per interposed function
+
+    def calls(self, function: str) -> int:
+        """How often the agents of this run called ``function`` through the shim."""
+        total = 0
+        for line in self.shim_log:
+            fields = dict(f.split("=", 1) for f in line.split())
+            total += int(fields.get(function, 0))
+        return total
+
+    @property
+    def infra(self) -> list[str]:
+        return [r.nodeid for r in self.results if r.outcome in ("infra", "error")]
+
+    @property
+    def caught_by(self) -> list[str]:
+        """Tests that failed on an assertion (not an infrastructure error)."""
+        return [r.name for r in self.results if r.outcome == "failed"]
+
+    @property
+    def diff_caught_by(self) -> list[str]:
+        """Of those, the ones whose failure is a delivery difference (a verdict not exact)."""
+        return [r.name for r in self.results
+                if r.outcome == "failed" and any(not v.ok for v in r.verdicts)]
+
+    @property
+    def failed(self) -> list[str]:
+        return self.caught_by
+
+
+@pytest.fixture(scope="module")
+def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shim, compiled with the compile definitions the wheel's libraries were built with."""
+    require("g++")
+    sdk = ensure_sdk(host_abi())
+    out = tmp_path_factory.mktemp("fault_shim") / "libetb_fault_shim.so"
+    subprocess.run(
+        ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
+         "-Wno-unused-parameter", "-Wno-deprecated-declarations",
+         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED", "-DET_USE_THREADPOOL",
+         f"-I{sdk.include}", f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
+         str(SHIM_SOURCE), "-o", str(out), "-ldl"],
+        check=True, capture_output=True, timeout=300,
+    )
+    return out
+
+
+def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
+    """The device suites on a host profile whose agent runs under the shim with ``fault``."""
+    work = base / fault
+    work.mkdir()
+    env = (f"{{LD_PRELOAD: '{shim}', ETB_FAULT: {fault}, "
+           f"ETB_FAULT_SHIM_LOG: '{work / 'shim.log'}'}}")
+    profile = work / f"host-{fault.replace('_', '-')}.yaml"
+    profile.write_text(
+        f"description: host agent under the fault shim, fault {fault}\n"
+        "transport:\n  kind: local\n"
+        f"work_dir: {work / 'device'}\n"
+        "backends: [XnnpackBackend]\n"
+        "timeouts:\n  case: 30\n"
+        f"agent:\n  env: {env}\n",
+        encoding="utf-8",
+    )
+    results_dir = work / "results"
+    command = [sys.executable, "-m", "pytest", "suites", "--device", str(profile), "-q",
+               "-p", "no:cacheprovider", "--results-dir", str(results_dir),
+               "--lock-dir", str(work / "locks")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, env={**os.environ, "PYTHONHASHSEED": "0"},
+                          check=False)
+    results = tuple(read_results(results_dir / RESULTS_FILE))
+    log = work / "shim.log"
+    calls = log.read_text("utf-8").splitlines() if log.is_file() else []
+    return FaultRun(fault, results, done.returncode, done.stdout[-4000:] + done.stderr[-2000:],
+                    tuple(calls))
+
+
+@pytest.fixture(scope="module")
+def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, FaultRun]:
+    base = tmp_path_factory.mktemp("fault_runs")
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
+        futures = {name: pool.submit(run_suites, shim, name, base) for name in ["none", *FAULTS]}
+        done = {name: future.result() for name, future in futures.items()}
+    print("\nfault                        caught  diffs  by (failing tests per test function)")
+    for name in FAULTS:
+        run = done[name]
+        functions = collections.Counter(test.split("[", 1)[0] for test in run.caught_by)
+        shown = ", ".join(f"{f} x{n}" for f, n in functions.most_common(3))
+        more = f", +{len(functions) - 3} more" if len(functions) > 3 else ""
+        print(f"{name:<28} {len(run.caught_by):>6} {len(run.diff_caught_by):>6}  "
+              f"{shown + more or '-- NOT CAUGHT --'}")
+    inert = done["none"]
+    print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  failures in "
+          f"{len(inert.results)} tests")
+    return done
+
+
+def test_inert_shim_passes_every_suite(runs: dict[str, FaultRun]) -> None:
+    inert = runs["none"]
+    assert inert.returncode == 0 and not inert.failed and not inert.infra, inert.output
+    assert sum(r.outcome == "passed" for r in inert.results) > 200
+    # The shim really sat in the agent: every interposed entry point was called.
+    for function in ("program_load_method", "module_load", "module_load_method",
+                     "get_backend_class"):
+        assert inert.calls(function) > 0, (function, inert.shim_log)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_fault_is_caught_by_a_delivery_difference(runs: dict[str, FaultRun], fault: str) -> None:
+    """Caught: the suites fail on assertions, never on infrastructure errors. Where the
+    harness can read what a backend received (probes) a failure must be a verdict's
+    delivery diff; real backends record nothing readable, so their contract and
+    load-time suites catch faults there by the effects they assert (init status, the
+    weight cache file, values read back)."""
+    run = runs[fault]
+    assert not run.infra, f"{fault}: infrastructure errors, not a diff: {run.infra}\n{run.output}"
+    assert run.caught_by, (
+        f"fault {fault} ({FAULTS[fault]}) was not caught by any suite\n{run.output}"
+    )
+    if not fault.startswith("real_"):
+        assert run.diff_caught_by, f"{fault}: failures without a delivery diff: {run.caught_by}"
+    assert run.returncode == 1, run.output
