@@ -183,6 +183,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             print(f"{profile.name:<12} {'ok':<11} {time.monotonic() - started:5.1f} s  "
                   f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
                   f"agent={hello.fact('agent_version')}  "
+                  f"deployment={device.deployment().mode.value}  "
                   f"backends={','.join(runner.registered) or '-'}")
         except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
             print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")

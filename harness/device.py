@@ -11,13 +11,15 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
+from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.cache import cache_root
+from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.mcu_boards import DEFAULT_MACHINE
@@ -37,8 +39,10 @@ from harness.transport.serial import connect as connect_serial
 from harness.transport.ssh import SshProfile, SshTransport
 from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 
-# Device ABI (as the device reports it) -> agent build that runs there natively.
-_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
+# Device ABI (as the device reports it) -> the agent build that runs there. Android's
+# arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/deployment.py).
+_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64-v8a": "aarch64"}
+_GLIBC_ONLY_IN_BUNDLE = ("arm64-v8a",)
 
 
 class Emulator(Protocol):
@@ -71,6 +75,7 @@ class Device:
         self._resources = resources
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
         self._agent_path: str | None = None
+        self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
 
     @property
@@ -93,14 +98,30 @@ class Device:
 
     def push_once(self, local: Path, remote: str) -> None:
         """Push ``local`` unless the device already has identical content there."""
-        digest = _sha256(local)
-        if self._pushed.get(remote) == digest:
+        self.push_each_once([(local, remote)])
+
+    def push_each_once(self, files: Sequence[tuple[Path, str]]) -> None:
+        """Push each ``(local, remote)`` whose content the device lacks (one check for all)."""
+        wanted = [(local, remote, _sha256(local)) for local, remote in files]
+        unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
+        if not unknown:
             return
-        if self._files().sha256(remote) != digest:
-            self._files().push(local, remote)
-        self._pushed[remote] = digest
+        there = self._files().sha256_each([remote for _, remote, _ in unknown])
+        for (local, remote, digest), have in zip(unknown, there, strict=True):
+            if have != digest:
+                self._files().push(local, remote)
+            self._pushed[remote] = digest
 
     # ---- the agent -----------------------------------------------------------------
+
+    def deployment(self) -> DeploymentChoice:
+        """How the agent runs here: the profile's ``agent.deployment``, or asked of the device."""
+        if self._deployment is None:
+            if self._board is not None:
+                self._deployment = DeploymentChoice(Deployment.NATIVE, "the firmware is the agent")
+            else:
+                self._deployment = choose_deployment(self.profile, self._files())
+        return self._deployment
 
     def agent_build(self) -> AgentBuild:
         """The agent build this device runs (profile ``abi`` or the device's own).
@@ -111,12 +132,13 @@ class Device:
         """
         abi = self.profile.abi or self._files().facts().abi
         build = _AGENT_BUILD_FOR_ABI.get(abi)
-        if build is None:
+        bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
+        if build is None or (abi in _GLIBC_ONLY_IN_BUNDLE and not bundled):
             where = self.profile.where("abi")
             raise DeviceSetupError(
-                f"{where}: no agent build runs on ABI {abi!r} here; known: "
-                f"{', '.join(_AGENT_BUILD_FOR_ABI)} (Android builds need the NDK: "
-                "see agent/cmake/android-arm64.md)"
+                f"{where}: no agent build runs natively on ABI {abi!r} here; known: "
+                f"x86_64, aarch64, and arm64-v8a with agent.deployment: glibc-bundle (an "
+                "NDK build goes in agent.prebuilt: see agent/cmake/android-arm64.md)"
             )
         own = self.profile.agent.sdk
         sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
@@ -132,14 +154,18 @@ class Device:
             files = self._agent_files()
             digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
             remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
-            for local in files:
-                self.push_once(local, posixpath.join(remote_dir, local.name))
+            self.push_each_once([(f, posixpath.join(remote_dir, f.name)) for f in files])
             self._agent_path = posixpath.join(remote_dir, files[0].name)
         return self._agent_path
 
     def _agent_files(self) -> tuple[Path, ...]:
         """The agent binary first, then the libraries it loads from its own directory."""
         prebuilt = self.profile.agent.prebuilt
+        if prebuilt is None and self.deployment().mode is Deployment.GLIBC_BUNDLE:
+            try:
+                return ensure_glibc_bundle(self.agent_build()).files
+            except GlibcBundleError as exc:
+                raise DeviceSetupError(f"{self.profile.where('agent.deployment')}: {exc}") from None
         if prebuilt is None:
             return self.agent_build().deploy_files()
         binary = prebuilt / AGENT_BINARY_NAME
@@ -171,10 +197,18 @@ class Device:
         """
         if self._board is not None:
             return self._board.fresh_link()
-        argv = [*self.profile.agent.wrapper, self.deploy_agent()]
+        agent = self.deploy_agent()
+        mode = self.deployment().mode
+        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
+        argv = [*self.profile.agent.wrapper, *started]
         stream = self._files().open_stream(argv, env=dict(self.profile.agent.env) or None)
+        android_glibc = (
+            mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
+            and self._files().facts().os == "android"
+        )  # fmt: skip
+        hint = no_glibc_hint(self.profile) if android_glibc else ""
         return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name,
-                            time_limit=time_limit)
+                            time_limit=time_limit, start_hint=hint)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a program calling ``delegates``, pushed if needed.

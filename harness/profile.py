@@ -27,6 +27,8 @@ TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
 EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
 _EMULATOR_TRANSPORT = {"sshd": "ssh", "adbd": "adb", "qemu-mcu": "serial"}
 DEFAULT_WORK_DIR = "/tmp/et-harness"
+# agent.deployment: how the agent runs (harness/deployment.py); auto asks the device.
+DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
 
 
 class ProfileError(ValueError):
@@ -50,6 +52,7 @@ class AgentConfig:
     wrapper: tuple[str, ...] = ()
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
+    deployment: str = "auto"  # one of DEPLOYMENT_MODES
 
 
 @dataclass(frozen=True)
@@ -237,11 +240,25 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
 
 def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
-        raise ProfileError(f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk")
-    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk"})
+        raise ProfileError(
+            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"
+        )
+    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment"})
     if unknown:
         raise ProfileError(
-            f"{src}: agent.{unknown[0]}: unknown field; allowed: env, wrapper, prebuilt, sdk"
+            f"{src}: agent.{unknown[0]}: unknown field; allowed: deployment, env, prebuilt, "
+            "sdk, wrapper"
+        )
+    deployment = data.get("deployment", "auto")
+    if deployment not in DEPLOYMENT_MODES:
+        raise ProfileError(
+            f"{src}: agent.deployment: {brief(deployment)} is not one of "
+            f"{', '.join(DEPLOYMENT_MODES)} (auto asks the device)"
+        )
+    if deployment == "glibc-bundle" and data.get("prebuilt") is not None:
+        raise ProfileError(
+            f"{src}: agent.deployment: glibc-bundle bundles the harness's own aarch64 build; "
+            "agent.prebuilt is run as it was built: remove one of them"
         )
     prebuilt = data.get("prebuilt")
     if prebuilt is not None and not isinstance(prebuilt, str):
@@ -295,6 +312,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         wrapper=tuple(wrapper),
         prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
         sdk=sdk_path,
+        deployment=deployment,
     )
 
 

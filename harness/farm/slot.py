@@ -27,9 +27,10 @@ from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
 from harness.transport.base import TransportError
 
-# HELLO facts recorded with every result; real_backends: the registered backends that
-# are not probes (e.g. XnnpackBackend), comma-separated.
-FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends")
+# Recorded with every result: HELLO facts; real_backends: the registered backends that
+# are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
+# started the agent (native or glibc-bundle).
+FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "deployment")
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 
@@ -110,6 +111,8 @@ class DeviceSlot:
         real = [entry.name for entry in hello.entries if not entry.is_probe]
         if real:
             facts["real_backends"] = ",".join(real)
+        if self.device is not None:
+            facts["deployment"] = self.device.deployment().mode.value
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
 

@@ -88,6 +88,11 @@ class LocalTransport(Transport):
         except FileNotFoundError:
             return None
 
+    def sha256_each(
+        self, remotes: Sequence[str], timeout: float = 30.0
+    ) -> tuple[str | None, ...]:
+        return tuple(self.sha256(remote) for remote in remotes)
+
 
 def _merged_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
     if not env:
