@@ -30,7 +30,7 @@ from tests.prerequisites import require
 ROOT = Path(__file__).resolve().parents[1]
 # Two suite tests: enough to open a session, load a program, reset between tests.
 SELECTION = ["suites/test_dispatch.py", "-k",
-             "load_time_map_each_backend and (1-backends or 2-backends)"]
+             "load_time_map_each_backend and program and (1-backends or 2-backends)"]
 pytestmark = pytest.mark.slow
 
 

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cache import cache_root
-from harness.emulators.qemu_mcu import MACHINE, QEMU, build_firmware
+from harness.emulators.mcu_boards import DEFAULT_MACHINE
+from harness.emulators.qemu_mcu import QEMU, build_firmware
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
 
@@ -71,7 +72,7 @@ class EmulatedBoard:
         output = directory / f"{name}.out"  # QEMU names the pty on stdout
         with output.open("wb") as stdout:
             self._process = ManagedProcess([
-                QEMU, "-M", MACHINE, "-nographic",
+                QEMU, "-M", DEFAULT_MACHINE, "-nographic",
                 "-monitor", f"unix:{self.monitor_path},server=on,wait=off",
                 "-semihosting-config", "enable=on,target=native",
                 "-kernel", str(firmware), "-serial", "pty",
