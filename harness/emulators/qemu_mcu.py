@@ -42,6 +42,9 @@ CROSS_GCC = "arm-none-eabi-gcc"
 CROSS_GXX = "arm-none-eabi-g++"
 LISTEN_HOST = "127.0.0.1"
 _BUILD_TIMEOUT_S = 300
+# QEMU translates the firmware as it boots: on a loaded 2-core machine its boot HELLO
+# took over the serial link's 5 s default, so a board of ours gets this long.
+BOOT_TIMEOUT_S = 20.0
 _BIND_ATTEMPTS = 5
 _WAITING = "waiting for connection on: "
 
@@ -259,7 +262,8 @@ class QemuMcu:
 
         QEMU serves one client at a time: close a link before connecting another.
         """
-        config = SerialPortConfig(url=self.url, wait_boot=self._clients == 0)
+        config = SerialPortConfig(url=self.url, wait_boot=self._clients == 0,
+                                  boot_timeout=None if link else BOOT_TIMEOUT_S)
         self._clients += 1
         return connect_port(config, link=link)
 
