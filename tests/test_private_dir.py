@@ -28,8 +28,8 @@ def _other_uid() -> int:
         pytest.skip("giving a directory to another user needs root")
     try:
         return pwd.getpwnam(OTHER_USER).pw_uid
-    except KeyError:
-        pytest.skip(f"no user {OTHER_USER} on this machine")
+    except KeyError:  # ssh-emu has not made its device user yet: any other uid will do
+        return 65534
 
 
 def _shared_tree(root: Path, uid: int) -> Path:
