@@ -38,7 +38,7 @@ from harness.farm.summary import (
 )
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.options import Option, OptionsMap
-from harness.profile import ProfileError, parse_profile
+from harness.profile import parse_profile
 from harness.runner import CaseRunner, LinkBroken
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
@@ -548,7 +548,6 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
 
 def test_two_profiles_for_one_board_share_one_lock(tmp_path):
     from harness.farm.lock import device_key
-    from harness.profile import parse_profile
 
     def profile(name: str, transport: dict, emulator: str | None = None):
         data = {"name": name, "transport": transport}
