@@ -17,6 +17,7 @@ from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
+from harness.agent.race_detector import RaceLog
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.cache import cache_root
 from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
@@ -77,6 +78,7 @@ class Device:
         self._agent_path: str | None = None
         self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
+        self.race_log: RaceLog | None = None  # the race detector's reports, if the profile runs one
 
     @property
     def name(self) -> str:
@@ -142,7 +144,8 @@ class Device:
             )
         own = self.profile.agent.sdk
         sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
-        return ensure_agent(build, sdk)
+        detector = self.profile.agent.race_detector
+        return ensure_agent(build, sdk, detector.sanitizer if detector else None)
 
     def deploy_agent(self) -> str:
         """Put the agent and its libraries on the device; return the agent's path there.
@@ -200,8 +203,11 @@ class Device:
         agent = self.deploy_agent()
         mode = self.deployment().mode
         started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
-        argv = [*self.profile.agent.wrapper, *started]
-        stream = self._files().open_stream(argv, env=dict(self.profile.agent.env) or None)
+        race_log = self._race_log()
+        detector_argv, detector_env = race_log.launch() if race_log else ((), {})
+        argv = [*self.profile.agent.wrapper, *detector_argv, *started]
+        env = {**self.profile.agent.env, **detector_env}
+        stream = self._files().open_stream(argv, env=env or None)
         android_glibc = (
             mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
             and self._files().facts().os == "android"
@@ -209,6 +215,18 @@ class Device:
         hint = no_glibc_hint(self.profile) if android_glibc else ""
         return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name,
                             time_limit=time_limit, start_hint=hint)
+
+    def _race_log(self) -> RaceLog | None:
+        """The race detector's log of this device's agents, made on first use (if any)."""
+        detector = self.profile.agent.race_detector
+        if detector is not None and self.race_log is None:
+            if self._resources is None:
+                self._resources = contextlib.ExitStack()
+            directory = self._resources.enter_context(
+                owned_directory(f"{self.name}-", cache_root() / "race-logs")
+            )
+            self.race_log = RaceLog(detector, directory)
+        return self.race_log
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a program calling ``delegates``, pushed if needed.

@@ -6,6 +6,7 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
 from harness.cache import cache_root
 from harness.emulators.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
@@ -53,6 +55,7 @@ class AgentConfig:
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
+    race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,12 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         )
     agent_data = data.get("agent", {})
     agent = _agent(agent_data, src, path.parent if path else Path.cwd())
+    try:
+        race_detector = check_race_detector(agent_data.get("race_detector"), src, kind, emulator,
+                                            agent.prebuilt is not None)
+    except RaceDetectorChoiceError as exc:
+        raise ProfileError(str(exc)) from None
+    agent = dataclasses.replace(agent, race_detector=race_detector)
     if kind == "local" or emulator is not None:
         _check_trusted_for_this_machine(agent_data, src, path)
     machine = _machine(data, emulator, src)
@@ -241,13 +250,15 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
 def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
         raise ProfileError(
-            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"
+            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment, "
+            "race_detector"
         )
-    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment"})
+    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment",
+                                  "race_detector"})
     if unknown:
         raise ProfileError(
             f"{src}: agent.{unknown[0]}: unknown field; allowed: deployment, env, prebuilt, "
-            "sdk, wrapper"
+            "race_detector, sdk, wrapper"
         )
     deployment = data.get("deployment", "auto")
     if deployment not in DEPLOYMENT_MODES:

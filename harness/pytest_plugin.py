@@ -364,22 +364,57 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item):
+    __tracebackhide__ = True  # a race report's failure shows the report, not this hook
     slot = _slot_of(item)
+    failed = True
     try:
-        return (yield)
-    except Exception as exc:
-        if slot is None or infrastructure_error(exc) is None:
-            raise
-        verdicts = item.stash.get(_VERDICTS, None)
+        try:
+            result = yield
+        except Exception as exc:
+            if slot is None or infrastructure_error(exc) is None:
+                raise
+            verdicts = item.stash.get(_VERDICTS, None)
 
-        def again() -> None:
-            if verdicts is not None:
-                verdicts.clear()
-            item.runtest()
+            def again() -> None:
+                if verdicts is not None:
+                    verdicts.clear()
+                item.runtest()
 
-        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
-                   _keep_artifacts(item, slot))
-        return []
+            slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
+                       _keep_artifacts(item, slot))
+            result = []
+        failed = False
+        return result
+    finally:
+        if slot is not None:
+            _check_races(item, slot, fail=not failed)
+
+
+def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
+    """Keep what the race detector (if any) wrote during the test; fail it on a report.
+
+    The test's agent is stopped first, so that what the detector writes at exit
+    (e.g. TSAN's thread leaks) is read too, and the next test gets an agent of its
+    own: a detector reports a race once per process, so each test's outcome is
+    its own, whatever ran before it. ``fail`` is False when the test failed
+    already: the report is kept and shown, the test's own failure stands.
+    """
+    __tracebackhide__ = True
+    race_log = slot.device.race_log if slot.device is not None else None
+    if race_log is None:
+        return
+    slot.restart()
+    check = race_log.take()
+    if not check.output:
+        return
+    attempt = len(item.stash.get(_FAILED_TRIES, [])) + 1
+    _keep_artifacts(item, slot)  # makes the test's artifact record
+    path = item.stash[_ARTIFACTS].keep_text(attempt, f"{check.detector.value}-report.txt",
+                                            check.artifact_text())
+    if fail:
+        check.raise_for_findings(str(item.config.stash[_RESULTS_DIR] / path))
+    elif check.unsuppressed or check.broken:
+        item.add_report_section("call", "race detector", check.artifact_text()[:4000])
 
 
 @pytest.hookimpl(wrapper=True)

@@ -78,6 +78,9 @@ def lost_the_agent(exc: BaseException) -> bool:
 class CrashArtifacts:
     """The crash artifacts of one test: ``<results>/artifacts/<device>/<test>/try-N/``.
 
+    Besides core files, a try's directory holds its race detector report, if the
+    device runs one (:meth:`keep_text`, harness/agent/race_detector.py).
+
     ``N`` is the try that lost its agent; a directory already there (a results
     directory used again) is never written into: the next free ``try-N-K`` is.
     """
@@ -87,6 +90,7 @@ class CrashArtifacts:
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", test)[:120]
         self._base = results_dir / ARTIFACTS_DIR / device / name
         self._handled: list[BaseException] = []  # kept alive, so compared by identity
+        self._tries: dict[int, Path] = {}  # try number -> the directory chosen for it
         self.paths: list[str] = []  # relative to the results directory
 
     def after_failure(self, exc: BaseException, attempt: int,
@@ -98,9 +102,28 @@ class CrashArtifacts:
         if any(seen is exc for seen in self._handled) or not lost_the_agent(exc):
             return
         self._handled.append(exc)
-        dest = self._base / f"try-{attempt}"
-        again = 1
-        while dest.exists():
-            again += 1
-            dest = self._base / f"try-{attempt}-{again}"
-        self.paths += [os.path.relpath(path, self.results_dir) for path in collect(dest)]
+        self.paths += [
+            os.path.relpath(path, self.results_dir) for path in collect(self._try_dir(attempt))
+        ]
+
+    def keep_text(self, attempt: int, name: str, text: str) -> str:
+        """Write ``text`` as ``<name>`` in the directory of try ``attempt``; return its path,
+        relative to the results directory (e.g. a race detector's report)."""
+        path = self._try_dir(attempt) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", errors="replace")
+        relative = os.path.relpath(path, self.results_dir)
+        if relative not in self.paths:
+            self.paths.append(relative)
+        return relative
+
+    def _try_dir(self, attempt: int) -> Path:
+        """The directory of try ``attempt``: ``try-N``, or the next free ``try-N-K``."""
+        if attempt not in self._tries:
+            dest = self._base / f"try-{attempt}"
+            again = 1
+            while dest.exists():
+                again += 1
+                dest = self._base / f"try-{attempt}-{again}"
+            self._tries[attempt] = dest
+        return self._tries[attempt]
