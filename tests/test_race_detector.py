@@ -65,16 +65,16 @@ def test_profile_picks_a_detector_from_the_fixed_set(detector: str) -> None:
     ("profile", "says"),
     [
         (_profile({"race_detector": "valgrind --tool=memcheck"}),
-         "devices/x.yaml: agent.race_detector: 'valgrind --tool=memcheck' is not one of "
-         "tsan, helgrind, drd; pick one or remove the field"),
+         ("devices/x.yaml: agent.race_detector: 'valgrind --tool=memcheck' is not one of "
+          "tsan, helgrind, drd; pick one or remove the field")),
         (_profile({"race_detector": ["tsan"]}), "agent.race_detector: ['tsan'] is not one of"),
         (_profile({"race_detector": "tsan"}, transport="ssh"),
          "agent.race_detector: tsan runs only on the local host device"),
         (_profile({"race_detector": "helgrind"}, transport="ssh", emulator="sshd"),
          "not on ssh emulator sshd; remove the field"),
         (_profile({"race_detector": "tsan", "prebuilt": "/opt/agent"}),
-         "agent.race_detector: tsan runs the harness's own thread-sanitized build, not "
-         "agent.prebuilt"),
+         ("agent.race_detector: tsan runs the harness's own thread-sanitized build, not "
+          "agent.prebuilt")),
     ],
     ids=["command", "list", "ssh", "emulated", "tsan-prebuilt"],
 )  # fmt: skip
