@@ -7,8 +7,9 @@ default false), ``packed_cache_path`` (string, default ""), ``save_weight_cache_
 keys are ignored with Ok. Its state is process-global and survives RESET, so every
 test sets what it reads.
 
-Load time: the XNNPACK program (harness/xnnpack_program.py: a real fully connected
-layer with a constant weight, no torch) loads and executes in the real runtime. What
+Load time, on every load path the device announces: the XNNPACK program
+(harness/xnnpack_program.py: a real fully connected layer with a constant weight, no
+torch) loads and executes in the real runtime. What
 XnnpackBackend makes of its own runtime specs is shown from outside the backend:
 
 - an out-of-range ``workspace_sharing_mode`` spec fails its ``init`` (InvalidArgument);
@@ -29,7 +30,7 @@ import uuid
 import pytest
 from maps import single
 
-from harness.messages import Outcome, Request
+from harness.messages import LoadPath, Outcome, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.xnnpack_program import expected_output
@@ -139,14 +140,26 @@ def test_values_persist_across_cases_and_loads(et):
 # ---- load time: the XNNPACK program ------------------------------------------------------
 
 
-def load_xnnpack(et, options: OptionsMap, probes: tuple[str, ...] = ()):
-    """LOAD the XNNPACK program (``probes`` delegates first) and return the verdict."""
-    return et.load(options, delegates=(*probes, XNNPACK), unobserved=(XNNPACK,))
+def load_xnnpack(et, path: LoadPath, options: OptionsMap, probes: tuple[str, ...] = ()):
+    """LOAD the XNNPACK program through ``path`` (``probes`` first); the verdict.
+
+    On ``module_both`` ``options`` is the explicit map and the stored one is empty, so
+    the backends get exactly ``options`` on every path.
+    """
+    stored = OptionsMap() if path is LoadPath.MODULE_BOTH else None
+    return et.load(options, delegates=(*probes, XNNPACK), unobserved=(XNNPACK,), path=path,
+                   stored=stored)
 
 
-def load_failing(et, probe_program, options: OptionsMap):
+def load_failing(et, probe_program, path: LoadPath, options: OptionsMap):
     """LOAD the XNNPACK program expecting it to fail: the raw report, no delivery verdict."""
-    return et.send(Request.load(probe_program((XNNPACK,)), (XNNPACK,), options))
+    program = probe_program((XNNPACK,))
+    if path is LoadPath.MODULE_BOTH:
+        request = Request.load(program, (XNNPACK,), OptionsMap(), path=path,
+                               method_options=options)
+    else:
+        request = Request.load(program, (XNNPACK,), options, path=path)
+    return et.send(request)
 
 
 def cache_file(device) -> str:
@@ -163,8 +176,8 @@ def set_global(et, **values) -> None:
     et.set(single(XNNPACK, *options)).raise_for_differences()
 
 
-def test_xnnpack_program_loads_and_computes(et):
-    verdict = load_xnnpack(et, OptionsMap())
+def test_xnnpack_program_loads_and_computes(et, load_path):
+    verdict = load_xnnpack(et, load_path, OptionsMap())
     verdict.raise_for_differences()
     entry = verdict.report.entry(XNNPACK)
     assert entry is not None and entry.status == RuntimeErrorCode.Ok and not entry.is_probe
@@ -174,81 +187,86 @@ def test_xnnpack_program_loads_and_computes(et):
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2], ids=lambda m: f"mode-{m}")
-def test_own_workspace_sharing_mode_in_range_loads(et, mode):
-    verdict = load_xnnpack(et, single(XNNPACK, Option("workspace_sharing_mode", mode)))
+def test_own_workspace_sharing_mode_in_range_loads(et, load_path, mode):
+    options = single(XNNPACK, Option("workspace_sharing_mode", mode))
+    verdict = load_xnnpack(et, load_path, options)
     verdict.raise_for_differences()
     assert verdict.report.fact("outputs") == expected_output()
 
 
 @pytest.mark.parametrize("mode", [3, -1, 1000], ids=lambda m: f"mode-{m}")
-def test_own_out_of_range_workspace_sharing_mode_fails_init(et, probe_program, mode):
+def test_own_out_of_range_workspace_sharing_mode_fails_init(et, load_path, probe_program,
+                                                            mode):
     options = single(XNNPACK, Option("workspace_sharing_mode", mode))
-    report = load_failing(et, probe_program, options)
+    report = load_failing(et, probe_program, load_path, options)
     assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR,
                                                RuntimeErrorCode.InvalidArgument)
     entry = report.entry(XNNPACK)
     assert entry is not None and entry.status == RuntimeErrorCode.InvalidArgument
 
 
-def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et):
+def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et, load_path):
     options = OptionsMap.from_dict({"ProbeA": {"workspace_sharing_mode": 3},
                                     "OpenvinoBackend": {"workspace_sharing_mode": 3}})
-    verdict = load_xnnpack(et, options, probes=("ProbeA",))
+    verdict = load_xnnpack(et, load_path, options, probes=("ProbeA",))
     verdict.raise_for_differences()  # ProbeA got exactly its entry; XNNPACK initialised
     assert verdict.report.entry(XNNPACK).status == RuntimeErrorCode.Ok
     assert verdict.report.fact("outputs") == expected_output()
 
 
-def test_load_time_specs_leave_the_global_values_alone(et, probe_program):
+def test_load_time_specs_leave_the_global_values_alone(et, load_path, probe_program):
     set_global(et, workspace_sharing_mode=1, weight_cache_enabled=False, packed_cache_path="/g")
     before = single(XNNPACK, Option("workspace_sharing_mode", 1),
                     Option("weight_cache_enabled", False), Option("packed_cache_path", "/g"))
-    load_xnnpack(et, single(XNNPACK, Option("workspace_sharing_mode", 0),
+    load_xnnpack(et, load_path, single(XNNPACK, Option("workspace_sharing_mode", 0),
                             Option("weight_cache_enabled", True),
                             Option("packed_cache_path", "/spec"))).raise_for_differences()
-    failed = load_failing(et, probe_program, single(XNNPACK, Option("workspace_sharing_mode", 9)))
+    failed = load_failing(et, probe_program, load_path,
+                          single(XNNPACK, Option("workspace_sharing_mode", 9)))
     assert failed.outcome is Outcome.RUNTIME_ERROR
     et.get(single(XNNPACK, *GLOBAL_KEYS), expected=before).raise_for_differences()
 
 
-def test_own_weight_cache_specs_create_the_cache_file(et, device):
+def test_own_weight_cache_specs_create_the_cache_file(et, load_path, device):
     set_global(et, weight_cache_enabled=False)
     path = cache_file(device)
-    load_xnnpack(et, single(XNNPACK, Option("weight_cache_enabled", True),
+    load_xnnpack(et, load_path, single(XNNPACK, Option("weight_cache_enabled", True),
                             Option("packed_cache_path", path))).raise_for_differences()
     assert exists(device, path), f"XnnpackBackend's weight cache did not create {path}"
 
 
-def test_weight_cache_specs_in_a_probes_entry_create_nothing(et, device):
+def test_weight_cache_specs_in_a_probes_entry_create_nothing(et, load_path, device):
     set_global(et, weight_cache_enabled=False)
     path = cache_file(device)
     options = OptionsMap.from_dict({"ProbeA": {"weight_cache_enabled": True,
                                                "packed_cache_path": path}})
-    load_xnnpack(et, options, probes=("ProbeA",)).raise_for_differences()
+    load_xnnpack(et, load_path, options, probes=("ProbeA",)).raise_for_differences()
     assert not exists(device, path)
 
 
-def test_global_packed_cache_path_is_not_used_at_init(et, device):
+def test_global_packed_cache_path_is_not_used_at_init(et, load_path, device):
     path = cache_file(device)
     set_global(et, weight_cache_enabled=True, packed_cache_path=path)
-    load_xnnpack(et, OptionsMap()).raise_for_differences()
+    load_xnnpack(et, load_path, OptionsMap()).raise_for_differences()
     assert not exists(device, path), "init used the global packed_cache_path"
     set_global(et, weight_cache_enabled=False, packed_cache_path="")
 
 
-def test_own_cache_path_with_the_global_switch_on_creates_the_file(et, device):
+def test_own_cache_path_with_the_global_switch_on_creates_the_file(et, load_path, device):
     set_global(et, weight_cache_enabled=True)
     path = cache_file(device)
-    load_xnnpack(et, single(XNNPACK, Option("packed_cache_path", path))).raise_for_differences()
+    options = single(XNNPACK, Option("packed_cache_path", path))
+    load_xnnpack(et, load_path, options).raise_for_differences()
     assert exists(device, path)
     set_global(et, weight_cache_enabled=False)
 
 
 @pytest.mark.parametrize("global_switch", [False, True], ids=["global-off", "global-on"])
-def test_wrong_typed_weight_cache_spec_falls_back_to_the_global_value(et, device, global_switch):
+def test_wrong_typed_weight_cache_spec_falls_back_to_the_global_value(et, load_path, device,
+                                                                       global_switch):
     set_global(et, weight_cache_enabled=global_switch)
     path = cache_file(device)
-    verdict = load_xnnpack(et, single(XNNPACK, Option("weight_cache_enabled", 1),
+    verdict = load_xnnpack(et, load_path, single(XNNPACK, Option("weight_cache_enabled", 1),
                                       Option("packed_cache_path", path)))
     verdict.raise_for_differences()  # silently: init succeeds
     assert exists(device, path) is global_switch

@@ -1,7 +1,6 @@
 #include "loaded_module.h"
 
 #include <chrono>
-#include <cstdio>
 #include <utility>
 
 #include "loaded_program.h"
@@ -67,26 +66,28 @@ StepResult LoadedModule::load_method(const std::string& method, std::unique_ptr<
 }
 
 StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
-  const Clock::time_point start = Clock::now();
-  auto outputs = module_.execute(method);
-  *us = micros_since(start);
+  *us = 0;
   outputs_.clear();
-  if (outputs.ok()) {
-    for (const et::EValue& output : *outputs) {
-      if (!output.isTensor() || output.toTensor().scalar_type() != executorch::aten::ScalarType::Float) {
-        continue;
-      }
-      const executorch::aten::Tensor tensor = output.toTensor();
-      const float* data = tensor.const_data_ptr<float>();
-      outputs_ += outputs_.empty() ? "" : ";";
-      for (ssize_t j = 0; j < tensor.numel(); ++j) {
-        char number[32];
-        snprintf(number, sizeof(number), j ? ",%g" : "%g", static_cast<double>(data[j]));
-        outputs_ += number;
-      }
+  std::unique_ptr<MethodInputs>& inputs = inputs_[method];
+  if (!inputs) {
+    auto meta = module_.method_meta(method);
+    if (!meta.ok()) {
+      return StepResult{meta.error(), "program has no method \"" + method + "\": Module::method_meta returned " + error_code(meta.error())};
     }
+    auto prepared = std::make_unique<MethodInputs>();
+    const StepResult made = prepared->prepare(*meta);
+    if (!made.ok()) {
+      return made;
+    }
+    inputs = std::move(prepared);
   }
-  return result_of(outputs.ok() ? et::Error::Ok : outputs.error(), "Module::execute(\"" + method + "\")");
+  const Clock::time_point start = Clock::now();
+  auto values = module_.execute(method, inputs->values());
+  *us = micros_since(start);
+  if (values.ok()) {
+    outputs_ = etb::float_outputs(values->data(), values->size());
+  }
+  return result_of(values.ok() ? et::Error::Ok : values.error(), "Module::execute(\"" + method + "\")");
 }
 
 }  // namespace etb

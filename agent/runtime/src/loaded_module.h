@@ -4,10 +4,12 @@
 #include <executorch/extension/module/module.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "method_io.h"
 #include "owned_options_map.h"
 #include "step_result.h"
 
@@ -34,21 +36,21 @@ class LoadedModule {
   // the map alive and unchanged as long as itself.
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us);
 
-  // Module::execute(method): loads the method first, without a map, if it is not loaded.
+  // Module::execute(method, inputs): loads the method first, without a map, if
+  // it is not loaded; inputs as MethodInputs makes them (float tensors of ones).
   StepResult execute(const std::string& method, int64_t* us);
 
   const std::string& path() const { return path_; }
 
   bool has_method(const std::string& method) const { return module_.is_method_loaded(method); }
 
-  // The float tensor outputs of the last execute, as LoadedProgram::float_outputs
-  // writes them. (Module paths give a method no inputs: programs with tensor
-  // inputs, such as the XNNPACK program, run on path program.)
+  // The float tensor outputs of the last execute, as float_outputs writes them.
   const std::string& float_outputs() const { return outputs_; }
 
  private:
   const std::string path_;
   std::vector<std::unique_ptr<OwnedOptionsMap>> explicit_maps_;
+  std::map<std::string, std::unique_ptr<MethodInputs>> inputs_;
   std::string outputs_;
   // Declared last: destroyed first, before the maps its methods may point into.
   executorch::extension::module::Module module_;

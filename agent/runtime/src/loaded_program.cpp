@@ -99,69 +99,39 @@ StepResult LoadedProgram::load_method(const std::string& name, std::unique_ptr<O
 }
 
 StepResult LoadedProgram::set_inputs(LoadedMethod& loaded) {
-  if (loaded.inputs.empty()) {
+  if (!loaded.inputs) {
     auto meta = program_->method_meta(loaded.name.c_str());
     if (!meta.ok()) {
       return fail(meta.error(), "program has no method \"" + loaded.name + "\"");
     }
-    for (size_t i = 0; i < meta->num_inputs(); ++i) {
-      auto tag = meta->input_tag(i);
-      if (!tag.ok() || *tag != et::Tag::Tensor) {
-        continue;
-      }
-      auto info = meta->input_tensor_meta(i);
-      if (!info.ok() || info->scalar_type() != executorch::aten::ScalarType::Float) {
-        return fail(info.ok() ? et::Error::NotSupported : info.error(),
-            "input " + std::to_string(i) + " is a tensor of a type the agent cannot fill (only float)");
-      }
-      InputTensor& input = loaded.inputs.emplace_back();
-      input.index = i;
-      input.sizes.assign(info->sizes().begin(), info->sizes().end());
-      input.dim_order.assign(info->dim_order().begin(), info->dim_order().end());
-      input.strides.assign(input.sizes.size(), 1);
-      size_t numel = 1;
-      for (size_t d = input.sizes.size(); d-- > 0;) {
-        input.strides[d] = static_cast<executorch::aten::StridesType>(numel);
-        numel *= static_cast<size_t>(input.sizes[d]);
-      }
-      input.data.assign(numel, 1.0f);
-      input.impl.emplace(executorch::aten::ScalarType::Float, static_cast<ssize_t>(input.sizes.size()),
-          input.sizes.data(), input.data.data(), input.dim_order.data(), input.strides.data());
+    auto inputs = std::make_unique<MethodInputs>();
+    const StepResult prepared = inputs->prepare(*meta);
+    if (!prepared.ok()) {
+      return prepared;
     }
+    loaded.inputs = std::move(inputs);
   }
-  for (InputTensor& input : loaded.inputs) {
-    const et::Error error = loaded.method->set_input(et::EValue(executorch::aten::Tensor(&*input.impl)), input.index);
+  const std::vector<et::EValue>& values = loaded.inputs->values();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const et::Error error = loaded.method->set_input(values[i], i);
     if (error != et::Error::Ok) {
-      return fail(error, "Method::set_input(" + std::to_string(input.index) + ") returned " + error_code(error));
+      return fail(error, "Method::set_input(" + std::to_string(i) + ") returned " + error_code(error));
     }
   }
   return {};
 }
 
 std::string LoadedProgram::float_outputs(const std::string& name) const {
-  std::string text;
   auto found = methods_.find(name);
   if (found == methods_.end()) {
-    return text;
+    return "";
   }
   const et::Method& method = *found->second->method;
+  std::vector<et::EValue> outputs;
   for (size_t i = 0; i < method.outputs_size(); ++i) {
-    const et::EValue& output = method.get_output(i);
-    if (!output.isTensor() || output.toTensor().scalar_type() != executorch::aten::ScalarType::Float) {
-      continue;
-    }
-    const executorch::aten::Tensor tensor = output.toTensor();
-    const float* data = tensor.const_data_ptr<float>();
-    if (!text.empty()) {
-      text += ";";
-    }
-    for (ssize_t j = 0; j < tensor.numel(); ++j) {
-      char number[32];
-      snprintf(number, sizeof(number), j ? ",%g" : "%g", static_cast<double>(data[j]));
-      text += number;
-    }
+    outputs.push_back(method.get_output(i));
   }
-  return text;
+  return etb::float_outputs(outputs.data(), outputs.size());
 }
 
 StepResult LoadedProgram::execute(const std::string& name, int64_t* execute_us) {

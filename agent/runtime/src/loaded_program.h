@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "method_io.h"
 #include "owned_options_map.h"
 #include "step_result.h"
 
@@ -39,9 +40,8 @@ class LoadedProgram {
   // unchanged as long as the method (the runtime may keep its spans).
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* load_us);
 
-  // Executes a loaded method once. A program with tensor inputs (the XNNPACK
-  // program) gets every input set to a float tensor of ones before each
-  // execute (other input types are refused); probe programs have no inputs.
+  // Executes a loaded method once, its inputs set as MethodInputs makes them
+  // (float tensors of ones; probe programs have none).
   StepResult execute(const std::string& method, int64_t* execute_us);
 
   // A method's float tensor outputs after its last execute, as text: the
@@ -52,21 +52,11 @@ class LoadedProgram {
   bool has_method(const std::string& method) const { return methods_.count(method) != 0; }
 
  private:
-  // An input the agent owns and hands to Method::set_input.
-  struct InputTensor {
-    size_t index = 0;
-    std::vector<executorch::aten::SizesType> sizes;
-    std::vector<executorch::aten::DimOrderType> dim_order;
-    std::vector<executorch::aten::StridesType> strides;
-    std::vector<float> data;
-    std::optional<executorch::aten::TensorImpl> impl;
-  };
-
   // One loaded method and what it points into.
   struct LoadedMethod {
     std::string name;
     std::unique_ptr<OwnedOptionsMap> map;
-    std::vector<InputTensor> inputs;
+    std::unique_ptr<MethodInputs> inputs;
     std::vector<std::vector<uint8_t>> planned_buffers;
     std::vector<et::Span<uint8_t>> planned_spans;
     std::optional<et::HierarchicalAllocator> planned_memory;
