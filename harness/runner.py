@@ -132,6 +132,12 @@ class CaseRunner:
         return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
 
     @property
+    def max_models(self) -> int:
+        """How many models one LOAD may carry (HELLO ``max_models``; 1 if absent)."""
+        value = self.hello.fact("max_models")
+        return value if isinstance(value, int) and value >= 1 else 1
+
+    @property
     def capacity(self) -> int:
         value = self.hello.fact("registry_capacity")
         return value if isinstance(value, int) else DEFAULT_REGISTRY_CAPACITY

@@ -158,6 +158,11 @@ static void do_load(void) {
                    "this firmware serves load path program only (no extension::Module)");
     return;
   }
+  if (request.model_count != 0u || (request.load.flags & ETB_LOAD_FLAG_CONCURRENT) != 0u) {
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "this firmware holds one program: one model per LOAD (max_models 1)");
+    return;
+  }
   if ((request.load.flags & ETB_LOAD_FLAG_KEEP) != 0u || !is_forward(request.load.method)) {
     report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
                    "this firmware loads one method, forward, afresh: no KEEP, no other method");
@@ -276,6 +281,7 @@ static void do_hello(void) {
   fact_int("registry_capacity", (int32_t)ETB_SEAM_MAX_BACKENDS);
   fact_text("capabilities", CAPABILITIES);
   fact_text("load_paths", LOAD_PATHS);
+  fact_int("max_models", 1);
   fact_int("rx_buffer", (int32_t)MCU_RX_RING_SIZE);
   fact_int("max_frame", (int32_t)MCU_MAX_FRAME);
   fact_int("window", (int32_t)MCU_RX_WINDOW);

@@ -18,6 +18,9 @@ constexpr int32_t kRegistryCapacity = 16;  // kMaxRegisteredBackends in runtime/
 constexpr const char* kCapabilities = "load,execute,set,get,reset,register,hello";
 constexpr const char* kLoadPaths = "program,module,module_method,module_both";
 constexpr const char* kLoadFlags = "keep";
+// Models one LOAD may carry (wire-format.md, LOAD): this agent loads one program
+// instance per LOAD, so further models and CONCURRENT are UNSUPPORTED.
+constexpr int32_t kMaxModels = 1;
 constexpr const char* kDefaultMethod = "forward";
 
 const char* path_label(uint8_t path) {
@@ -120,6 +123,7 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("capabilities", kCapabilities);
   report.add_fact("load_paths", kLoadPaths);
   report.add_fact("load_flags", kLoadFlags);
+  report.add_fact("max_models", kMaxModels);
   report.add_fact("directives", kDirectives);
 }
 
@@ -203,6 +207,12 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
 
 void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   const etb_load_t& spec = request.load;
+  if (request.model_count + 1 > kMaxModels || (spec.flags & ETB_LOAD_FLAG_CONCURRENT) != 0) {
+    report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0, "this agent loads " + std::to_string(kMaxModels) +
+        " model per LOAD (max_models), this one carries " + std::to_string(request.model_count + 1) +
+        ((spec.flags & ETB_LOAD_FLAG_CONCURRENT) != 0 ? ", CONCURRENT" : ""));
+    return;
+  }
   const bool keep = (spec.flags & ETB_LOAD_FLAG_KEEP) != 0;
   const std::string path(view(request.program));
   const std::string method = spec.method.len != 0 ? std::string(view(spec.method)) : kDefaultMethod;
