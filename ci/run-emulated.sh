@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every emulated device at once: the harness brings up each profile tagged
-# 'emulated' (host, ssh-emu, adb-emu, mcu-emu ...: it starts their emulators
+# 'emulated' (host, ssh-emu, adb-emu, mcu-emu, mcu-m55-emu ...: it starts their emulators
 # itself) and runs the device suites on all of them, one device per xdist worker.
 #
 # Usage: ci/run-emulated.sh [RESULTS_DIR] [extra pytest arguments]
@@ -16,7 +16,7 @@ echo "== emulated devices:"
 .venv/bin/python - <<'PY'
 from harness.farm.selection import select_profiles
 for profile in select_profiles("tag:emulated"):
-    print(f"  {profile.name:<10} {profile.transport:<7} {profile.description}")
+    print(f"  {profile.name:<12} {profile.transport:<7} {profile.description}")
 PY
 
 exec .venv/bin/python -m pytest suites -p no:cacheprovider -q \

@@ -9,11 +9,13 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev   # the harness
   gcc g++ make                       # C codec, device agent
   clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
-  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm   # MCU firmware, mcu-emu
+  gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
+  qemu-system-arm                    # mcu-emu, mcu-m55-emu
   g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user
   adb                                # the real adb client (adb-emu, Android devices)
   openssh-server openssh-client socat passwd   # ssh-emu
   iproute2 util-linux procps         # network namespaces, unshare, ps
+  ser2net                            # serial ports of the emulated labgrid lab
   chromium                           # the HTML report, checked in a real browser
 )
 
@@ -32,5 +34,12 @@ if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e '.[labgrid]'
+# labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
+# pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
+# machine without labgrid has, and what the serial code is written for), so it goes
+# last, every time; `pip check` is still satisfied (both distributions are installed).
+.venv/bin/python -m pip install -q --force-reinstall --no-deps 'pyserial==3.5'
+.venv/bin/python -c 'import serial, sys; sys.exit(serial.__version__ != "3.5")' || {
+  echo "ci/setup.sh: serial/ is not stock pyserial 3.5" >&2; exit 1; }
 echo "ci/setup.sh: ready (.venv/bin/pytest, .venv/bin/et-harness)"

@@ -343,6 +343,9 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
                "request_bytes": request_bytes}
         if isinstance(max_message, int) and request_bytes > max_message:
             row["skipped"] = f"request exceeds the device's max_message ({max_message} bytes)"
+        elif count > runner.options_per_backend or backends * count > runner.options_per_request:
+            row["skipped"] = (f"more options than the device holds (options_per_backend "
+                              f"{runner.options_per_backend})")
         else:
             figures = session_mode(runner, shape, growth_cases)
             row.update(p50_ms=figures.p50_ms, per_second=figures.per_second)

@@ -86,10 +86,10 @@ class Difference:
             DifferenceKind.UNEXPECTED_OUTCOME,
         ):
             text += f" ({self.note})"
-        return f"{self.backend}: {text}" if with_backend and self.backend is not None else text
+        return f"{show_name(self.backend)}: {text}" if with_backend and self.backend is not None else text
 
     def _sentence(self) -> str:
-        kind, key, exp, act = self.kind, _show_key(self.key or ""), self.expected, self.actual
+        kind, key, exp, act = self.kind, show_name(self.key or ""), self.expected, self.actual
         match kind:
             case DifferenceKind.MISSING_OPTION:
                 return f"option {key} ({format_value(exp)}) was sent but not received"
@@ -103,14 +103,14 @@ class Difference:
                     f"received [{_key_list(act)}]"
                 )
             case DifferenceKind.MISROUTED:
-                owners = " and ".join(self.belongs_to)
+                owners = " and ".join(map(show_name, self.belongs_to))
                 return f"received option {key} ({format_value(act)}), which was sent to {owners}"
             case DifferenceKind.NOTHING_DELIVERED:
                 keys = _key_list(o.key for o in exp)
                 verb = "was" if len(exp) == 1 else "were"
                 return f"received no options; {_count(len(exp), 'option')} {verb} sent: [{keys}]"
             case DifferenceKind.NOT_CALLED:
-                return f"{self.key} was never called (expected {_times(exp)})"
+                return f"{key} was never called (expected {_times(exp)})"
             case DifferenceKind.UNEXPECTED_DELIVERY:
                 return (
                     f"received option {key} ({format_value(act)}) although no options were "
@@ -119,7 +119,7 @@ class Difference:
             case DifferenceKind.WRONG_STATUS:
                 return f"status {describe_status(act)}, expected {describe_status(exp)}"
             case DifferenceKind.WRONG_CALL_COUNT:
-                return f"{self.key} called {_times(act)}, expected {_times(exp)}"
+                return f"{key} called {_times(act)}, expected {_times(exp)}"
             case DifferenceKind.UNEXPECTED_OUTCOME:
                 outcome, wanted = act.name.lower(), exp.name.lower()
                 return f"report outcome {outcome}, expected {wanted}: {self.note}"
@@ -134,7 +134,7 @@ class Difference:
             case DifferenceKind.WRONG_PATH:
                 return f"the device served load path {act!r}, the request asked for {exp!r}"
             case DifferenceKind.CROSS_MODEL:
-                owners = " and ".join(self.belongs_to)
+                owners = " and ".join(map(show_name, self.belongs_to))
                 own = "" if exp is None else f" instead of its own {format_value(exp)}"
                 return (f"received option {key} ({format_value(act)}){own}, which was sent "
                         f"to the same backend in {owners}")
@@ -238,7 +238,7 @@ class Verdict:
     def summary(self) -> str:
         """One line: ``load: ok, 2 backends as expected`` or the first few differences."""
         action = self.label
-        ignored = f"; ignored (not in the program): {', '.join(self.ignored_backends)}"
+        ignored = f"; ignored (not in the program): {_key_list(self.ignored_backends)}"
         ignored = ignored if self.ignored_backends else ""
         if self.ok:
             return f"{action}: ok, {_count(len(self.backends), 'backend')} as expected{ignored}"
@@ -261,7 +261,7 @@ class Verdict:
             lines += _render_backend(outcome, self.action, hook)
         if self.ignored_backends:
             lines.append(
-                f"ignored backends: {', '.join(self.ignored_backends)} (in the map but not "
+                f"ignored backends: {_key_list(self.ignored_backends)} (in the map but not "
                 "delegates of the program: the runtime ignores them, which is not a failure)"
             )
         return "\n".join(lines)
@@ -607,13 +607,17 @@ def format_value(value: OptionValue | object) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def _show_key(key: str) -> str:
-    """A key as is when it reads unambiguously, else its repr (control characters, spaces)."""
-    return key if key and key.isprintable() and key.strip() == key else repr(key)
+def show_name(name: str) -> str:
+    """A key or backend id as is when it reads unambiguously, else its repr.
+
+    Names come from map files and devices: control characters (terminal escapes),
+    bidi overrides and line separators are shown escaped, never sent to the terminal.
+    """
+    return name if name and name.isprintable() and name.strip() == name else repr(name)
 
 
 def _key_list(keys: Iterable[str]) -> str:
-    return ", ".join(_show_key(k) for k in keys)
+    return ", ".join(show_name(k) for k in keys)
 
 
 def _count(n: int, noun: str) -> str:
@@ -635,8 +639,8 @@ def _entry_facts(entry: object) -> str:
 
 
 def _short(difference: Difference) -> str:
-    where = difference.backend or "report"
-    key = f" {_show_key(difference.key)}" if difference.kind in _OPTION_KINDS else ""
+    where = show_name(difference.backend) if difference.backend else "report"
+    key = f" {show_name(difference.key)}" if difference.kind in _OPTION_KINDS else ""
     return f"{where} {difference.kind.name}{key}"
 
 
@@ -665,12 +669,13 @@ def _pad(text: str, width: int) -> str:
 def _cell(index: int | None, option: Option | None) -> str:
     if option is None:
         return ""
-    return f"[{index}] {_show_key(option.key)}: {format_value(option.value)}"
+    return f"[{index}] {show_name(option.key)}: {format_value(option.value)}"
 
 
 def _marker(difference: Difference) -> str:
     if difference.kind in (DifferenceKind.MISROUTED, DifferenceKind.CROSS_MODEL):
-        return f"<- {difference.kind.name} (sent to {' and '.join(difference.belongs_to)})"
+        sent_to = " and ".join(map(show_name, difference.belongs_to))
+        return f"<- {difference.kind.name} (sent to {sent_to})"
     if difference.note:
         return f"<- {difference.kind.name} ({difference.note})"
     return f"<- {difference.kind.name}"
@@ -680,7 +685,7 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
     entry = outcome.entry
     if entry is None and not outcome.differences:
         quiet = f"not a probe, reports nothing on {action.name.lower()}"
-        return [f"backend {outcome.name}: not observed ({quiet})"]
+        return [f"backend {show_name(outcome.name)}: not observed ({quiet})"]
     facts = "no entry in the report"
     if entry is not None:
         facts = f"status {describe_status(entry.status)}"
@@ -694,8 +699,8 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
             what = f"{_count(len(outcome.expected_options), 'option')} of the requested types"
         else:
             what = f"{_count(len(outcome.expected_options), 'option')} exact"
-        return [f"backend {outcome.name}: ok, {what} ({facts})"]
-    lines = [f"backend {outcome.name}: {_count(len(outcome.differences), 'difference')} ({facts})"]
+        return [f"backend {show_name(outcome.name)}: ok, {what} ({facts})"]
+    lines = [f"backend {show_name(outcome.name)}: {_count(len(outcome.differences), 'difference')} ({facts})"]
     if outcome.expected_options is not None:
         lines += _render_table(outcome, action)
     row_differences = {id(r.difference) for r in outcome.rows if r.difference is not None}

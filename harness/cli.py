@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from harness import wire
-from harness.check import format_value
+from harness.check import format_value, show_name
 from harness.mapfile import MapFileError, load_map
 from harness.messages import Action, Request
 from harness.profile import ProfileError, load_profile, profile_names
@@ -58,7 +58,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     if decoded != request:
         print("et-harness map: the decoded request differs from the encoded one", file=sys.stderr)
         return 1
-    backends = ", ".join(f"{b.backend_id} ({len(b.options)})" for b in options.backends)
+    backends = ", ".join(f"{show_name(b.backend_id)} ({len(b.options)})" for b in options.backends)
     count = len(options.backends)
     print(f"{args.file}: valid, {count} backend{'' if count == 1 else 's'}: {backends or 'none'}")
     print(f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
@@ -67,9 +67,9 @@ def _cmd_map(args: argparse.Namespace) -> int:
         print(json.dumps(wire.to_readable(decoded), ensure_ascii=False, indent=2))
     else:
         for backend in decoded.options.backends:
-            print(f"  {backend.backend_id}")
+            print(f"  {show_name(backend.backend_id)}")
             for index, option in enumerate(backend.options):
-                print(f"    [{index}] {option.key}: {format_value(option.value)}")
+                print(f"    [{index}] {show_name(option.key)}: {format_value(option.value)}")
     if args.hex:
         for offset in range(0, len(frame), 16):
             print(f"  {offset:08x}  {frame[offset:offset + 16].hex(' ')}")
@@ -183,6 +183,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             print(f"{profile.name:<12} {'ok':<11} {time.monotonic() - started:5.1f} s  "
                   f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
                   f"agent={hello.fact('agent_version')}  "
+                  f"deployment={device.deployment().mode.value}  "
                   f"backends={','.join(runner.registered) or '-'}")
         except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
             print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")
@@ -295,7 +296,9 @@ def _main(argv: list[str] | None) -> int:
                             help="profiles: a,b,c; all; tag:NAME (default: all)")
 
     emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
-    emu_cmd.add_argument("device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu")
+    emu_cmd.add_argument(
+        "device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu, mcu-m55-emu"
+    )
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
     bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")

@@ -11,16 +11,21 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
+from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.cache import cache_root
+from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
+from harness.emulators.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.emulators.sshd import SshdEmulator
+from harness.farm.labgrid import for_transport_checks
 from harness.lifecycle.owner import owned_directory
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile, ProfileError
@@ -34,8 +39,10 @@ from harness.transport.serial import connect as connect_serial
 from harness.transport.ssh import SshProfile, SshTransport
 from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 
-# Device ABI (as the device reports it) -> agent build that runs there natively.
-_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64"}
+# Device ABI (as the device reports it) -> the agent build that runs there. Android's
+# arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/deployment.py).
+_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64-v8a": "aarch64"}
+_GLIBC_ONLY_IN_BUNDLE = ("arm64-v8a",)
 
 
 class Emulator(Protocol):
@@ -68,6 +75,7 @@ class Device:
         self._resources = resources
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
         self._agent_path: str | None = None
+        self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
 
     @property
@@ -90,14 +98,30 @@ class Device:
 
     def push_once(self, local: Path, remote: str) -> None:
         """Push ``local`` unless the device already has identical content there."""
-        digest = _sha256(local)
-        if self._pushed.get(remote) == digest:
+        self.push_each_once([(local, remote)])
+
+    def push_each_once(self, files: Sequence[tuple[Path, str]]) -> None:
+        """Push each ``(local, remote)`` whose content the device lacks (one check for all)."""
+        wanted = [(local, remote, _sha256(local)) for local, remote in files]
+        unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
+        if not unknown:
             return
-        if self._files().sha256(remote) != digest:
-            self._files().push(local, remote)
-        self._pushed[remote] = digest
+        there = self._files().sha256_each([remote for _, remote, _ in unknown])
+        for (local, remote, digest), have in zip(unknown, there, strict=True):
+            if have != digest:
+                self._files().push(local, remote)
+            self._pushed[remote] = digest
 
     # ---- the agent -----------------------------------------------------------------
+
+    def deployment(self) -> DeploymentChoice:
+        """How the agent runs here: the profile's ``agent.deployment``, or asked of the device."""
+        if self._deployment is None:
+            if self._board is not None:
+                self._deployment = DeploymentChoice(Deployment.NATIVE, "the firmware is the agent")
+            else:
+                self._deployment = choose_deployment(self.profile, self._files())
+        return self._deployment
 
     def agent_build(self) -> AgentBuild:
         """The agent build this device runs (profile ``abi`` or the device's own).
@@ -108,12 +132,13 @@ class Device:
         """
         abi = self.profile.abi or self._files().facts().abi
         build = _AGENT_BUILD_FOR_ABI.get(abi)
-        if build is None:
+        bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
+        if build is None or (abi in _GLIBC_ONLY_IN_BUNDLE and not bundled):
             where = self.profile.where("abi")
             raise DeviceSetupError(
-                f"{where}: no agent build runs on ABI {abi!r} here; known: "
-                f"{', '.join(_AGENT_BUILD_FOR_ABI)} (Android builds need the NDK: "
-                "see agent/cmake/android-arm64.md)"
+                f"{where}: no agent build runs natively on ABI {abi!r} here; known: "
+                f"x86_64, aarch64, and arm64-v8a with agent.deployment: glibc-bundle (an "
+                "NDK build goes in agent.prebuilt: see agent/cmake/android-arm64.md)"
             )
         own = self.profile.agent.sdk
         sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
@@ -129,14 +154,18 @@ class Device:
             files = self._agent_files()
             digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
             remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
-            for local in files:
-                self.push_once(local, posixpath.join(remote_dir, local.name))
+            self.push_each_once([(f, posixpath.join(remote_dir, f.name)) for f in files])
             self._agent_path = posixpath.join(remote_dir, files[0].name)
         return self._agent_path
 
     def _agent_files(self) -> tuple[Path, ...]:
         """The agent binary first, then the libraries it loads from its own directory."""
         prebuilt = self.profile.agent.prebuilt
+        if prebuilt is None and self.deployment().mode is Deployment.GLIBC_BUNDLE:
+            try:
+                return ensure_glibc_bundle(self.agent_build()).files
+            except GlibcBundleError as exc:
+                raise DeviceSetupError(f"{self.profile.where('agent.deployment')}: {exc}") from None
         if prebuilt is None:
             return self.agent_build().deploy_files()
         binary = prebuilt / AGENT_BINARY_NAME
@@ -168,10 +197,18 @@ class Device:
         """
         if self._board is not None:
             return self._board.fresh_link()
-        argv = [*self.profile.agent.wrapper, self.deploy_agent()]
+        agent = self.deploy_agent()
+        mode = self.deployment().mode
+        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
+        argv = [*self.profile.agent.wrapper, *started]
         stream = self._files().open_stream(argv, env=dict(self.profile.agent.env) or None)
+        android_glibc = (
+            mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
+            and self._files().facts().os == "android"
+        )  # fmt: skip
+        hint = no_glibc_hint(self.profile) if android_glibc else ""
         return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name,
-                            time_limit=time_limit)
+                            time_limit=time_limit, start_hint=hint)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a program calling ``delegates``, pushed if needed.
@@ -211,12 +248,16 @@ class SerialBoard:
 
     A fresh agent means a fresh registry, so every link after the first resets the
     board: an emulated board is restarted; a real one is reset through DTR or RTS
-    when its profile wires one (``transport.reset``), else it keeps its state.
+    when its profile wires one (``transport.reset``), else it keeps its state. A board
+    in a lab place with a power port is reset through the lab (``reset``) before
+    every link, the first included, so a pool board starts with a fresh registry.
     """
 
-    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None) -> None:
+    def __init__(self, profile: DeviceProfile, qemu: QemuMcu | None = None,
+                 reset: Callable[[], None] | None = None) -> None:
         self._profile = profile
         self._qemu = qemu
+        self._reset = reset
         self._links = 0
         self._config: SerialPortConfig | None = None
         if qemu is None:
@@ -237,14 +278,21 @@ class SerialBoard:
             return self._qemu.connect(LinkConfig(hello_timeout=timeout, boot_timeout=timeout))
         config = self._config
         assert config is not None  # a real board always has its port settings
-        if self._links and config.reset is ResetLine.NONE:
+        if self._reset is not None:  # through its lab place, before every session
+            self._reset()
+            config = dataclasses.replace(config, wait_boot=False)  # the boot HELLO may be gone
+        elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
         return connect_serial(config, name=self._profile.name)
 
 
-def open_device(profile: DeviceProfile) -> Device:
-    """Bring up the device ``profile`` describes (starting its emulator, if any)."""
+def open_device(profile: DeviceProfile, *,
+                board_reset: Callable[[], None] | None = None) -> Device:
+    """Bring up the device ``profile`` describes (starting its emulator, if any).
+
+    ``board_reset`` resets a serial board from outside (its lab place's power port).
+    """
     with contextlib.ExitStack() as stack:
         if profile.transport == "serial":
             qemu = None
@@ -255,12 +303,15 @@ def open_device(profile: DeviceProfile) -> Device:
                         "qemu-mcu emulator sets the port itself; an emulated board takes no "
                         "transport fields"
                     )
-                qemu = stack.enter_context(QemuMcu(build_firmware()))
+                machine = profile.machine or DEFAULT_MACHINE
+                qemu = stack.enter_context(
+                    QemuMcu(build_firmware(machine), machine=machine)
+                )
             elif profile.emulator is not None:
                 raise ProfileError(f"{profile.where('emulator')}: a serial device's emulator "
                                    f"is qemu-mcu; got {profile.emulator!r}")
             check_transport_settings(profile)
-            board = SerialBoard(profile, qemu)
+            board = SerialBoard(profile, qemu, board_reset)
             return Device(profile, None, stack.pop_all(), qemu, board)
         emulator = None
         if profile.emulator is not None:
@@ -273,7 +324,10 @@ def check_transport_settings(profile: DeviceProfile) -> None:
 
     :class:`ProfileError` names the file and the field; devices are opened later,
     so this lets a listing or a run refuse a broken profile before anything starts.
+    A lab profile is checked without its labgrid setting, with stand-ins for the
+    address its place will give (:func:`harness.farm.labgrid.for_transport_checks`).
     """
+    profile = for_transport_checks(profile)
     if profile.emulator is not None:
         return  # the emulator supplies them; open_device refuses fields it would set
     if profile.transport == "local" and profile.settings:
@@ -293,7 +347,7 @@ def check_transport_settings(profile: DeviceProfile) -> None:
 def _transport(profile: DeviceProfile) -> Transport:
     check_transport_settings(profile)
     if profile.transport == "local":
-        return LocalTransport(profile.work_dir)
+        return LocalTransport(profile.work_dir, profile.where("work_dir"))
     if profile.transport == "adb":
         return AdbTransport.from_profile(profile)
     if profile.transport == "ssh":

@@ -6,23 +6,29 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cache import cache_root
+from harness.emulators.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml
+from harness.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
 from harness.untrusted_input import InputFileError, brief, read_bounded_text
 from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
-DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
+DEVICES_DIR = SHIPPED_DEVICES_DIR
 
 TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
 EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
 _EMULATOR_TRANSPORT = {"sshd": "ssh", "adbd": "adb", "qemu-mcu": "serial"}
 DEFAULT_WORK_DIR = "/tmp/et-harness"
+# agent.deployment: how the agent runs (harness/deployment.py); auto asks the device.
+DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
 
 
 class ProfileError(ValueError):
@@ -46,6 +52,7 @@ class AgentConfig:
     wrapper: tuple[str, ...] = ()
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
+    deployment: str = "auto"  # one of DEPLOYMENT_MODES
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
+    machine: str | None = None  # the board qemu-mcu emulates (harness/emulators/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -73,7 +81,7 @@ class DeviceProfile:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _TOP_FIELDS = {
-    "name", "description", "transport", "abi", "work_dir", "agent", "emulator",
+    "name", "description", "transport", "abi", "work_dir", "agent", "emulator", "machine",
     "backends", "tags", "timeouts",
 }
 
@@ -149,6 +157,11 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
             f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
         )
+    agent_data = data.get("agent", {})
+    agent = _agent(agent_data, src, path.parent if path else Path.cwd())
+    if kind == "local" or emulator is not None:
+        _check_trusted_for_this_machine(agent_data, src, path)
+    machine = _machine(data, emulator, src)
     return DeviceProfile(
         name=name,
         path=path,
@@ -156,13 +169,48 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         settings={k: v for k, v in transport.items() if k != "kind"},
         description=_str(data, "description", src, default=""),
         abi=_str(data, "abi", src, default=None),
-        work_dir=_work_dir(data, src),
-        agent=_agent(data.get("agent", {}), src, path.parent if path else Path.cwd()),
+        work_dir=_work_dir(data, src, kind, name),
+        agent=agent,
         emulator=emulator,
+        machine=machine,
         backends=_str_list(data, "backends", src),
         tags=_str_list(data, "tags", src),
         timeouts=_timeouts(data.get("timeouts", {}), src),
     )
+
+
+# Agent fields that run things where the agent runs: on this machine, for a local or
+# emulated device.
+_RUNS_THINGS = ("wrapper", "env", "prebuilt")
+
+
+def _check_trusted_for_this_machine(agent: dict, src: str, path: Path | None) -> None:
+    """Refuse agent fields that would run code here, unless the user trusts the file."""
+    used = [key for key in _RUNS_THINGS if key in agent]
+    if used and not profile_is_trusted(path):
+        raise ProfileError(
+            f"{src}: agent.{used[0]}: this device is this machine (local or emulated), so "
+            f"the field runs things here and is honoured only in a trusted profile; if you "
+            f"trust this file, add it (or its directory) to {TRUSTED_PROFILES_ENV} "
+            f"(paths separated by '{os.pathsep}') in your environment"
+        )
+
+
+def _machine(data: dict, emulator: str | None, src: str) -> str | None:
+    """The qemu-mcu board: ``machine`` if given, else the default board; None for others."""
+    if "machine" not in data:
+        return DEFAULT_MACHINE if emulator == "qemu-mcu" else None
+    machine = data["machine"]
+    if emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
+            "emulator: qemu-mcu"
+        )
+    if machine not in BOARDS:
+        raise ProfileError(
+            f"{src}: machine: {brief(machine)} is not one of {', '.join(sorted(BOARDS))}"
+        )
+    return str(machine)
 
 
 def _str(data: dict, key: str, src: str, default: Any) -> Any:
@@ -172,8 +220,10 @@ def _str(data: dict, key: str, src: str, default: Any) -> Any:
     return value
 
 
-def _work_dir(data: dict, src: str) -> str:
+def _work_dir(data: dict, src: str, kind: str, name: str) -> str:
     if "work_dir" not in data:
+        if kind == "local":  # this machine: a directory of the user's own, not a shared /tmp
+            return str(cache_root() / "host-work" / name)
         return DEFAULT_WORK_DIR
     try:
         return check_work_dir(data["work_dir"])
@@ -190,11 +240,25 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
 
 def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
-        raise ProfileError(f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk")
-    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk"})
+        raise ProfileError(
+            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"
+        )
+    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment"})
     if unknown:
         raise ProfileError(
-            f"{src}: agent.{unknown[0]}: unknown field; allowed: env, wrapper, prebuilt, sdk"
+            f"{src}: agent.{unknown[0]}: unknown field; allowed: deployment, env, prebuilt, "
+            "sdk, wrapper"
+        )
+    deployment = data.get("deployment", "auto")
+    if deployment not in DEPLOYMENT_MODES:
+        raise ProfileError(
+            f"{src}: agent.deployment: {brief(deployment)} is not one of "
+            f"{', '.join(DEPLOYMENT_MODES)} (auto asks the device)"
+        )
+    if deployment == "glibc-bundle" and data.get("prebuilt") is not None:
+        raise ProfileError(
+            f"{src}: agent.deployment: glibc-bundle bundles the harness's own aarch64 build; "
+            "agent.prebuilt is run as it was built: remove one of them"
         )
     prebuilt = data.get("prebuilt")
     if prebuilt is not None and not isinstance(prebuilt, str):
@@ -248,6 +312,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         wrapper=tuple(wrapper),
         prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
         sdk=sdk_path,
+        deployment=deployment,
     )
 
 

@@ -32,8 +32,10 @@ end, and to an HTML report. This module is glue: the logic is in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,7 @@ from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.summary import (
     backend_table,
+    device_runtime,
     devices_in_order,
     infrastructure_lines,
     outcome_table,
@@ -134,7 +137,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
-    stop_on_sigterm(_interrupted_by_sigterm)  # then teardown stops the emulators, as on Ctrl-C
+    workers = XdistWorkers()
+    config.pluginmanager.register(workers, "et-harness-xdist-workers")
+    stop_on_sigterm(lambda: _interrupted_by_sigterm(workers))  # then teardown, as on Ctrl-C
     worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
@@ -164,7 +169,30 @@ def pytest_configure(config: pytest.Config) -> None:
     _configure_controller(config, profiles)
 
 
-def _interrupted_by_sigterm() -> None:
+class XdistWorkers:
+    """The controller's xdist workers, so that a SIGTERM to the controller reaches them.
+
+    A controller SIGTERMed alone (`kill PID`, CI cancellation) would otherwise wait
+    xdist's 10 s for its workers before killing them.
+    """
+
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway: Any) -> None:
+        pid = gateway.remote_exec("import os; channel.send(os.getpid())").receive(timeout=30)
+        if isinstance(pid, int):
+            self.pids.add(pid)
+
+    def terminate(self) -> None:
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+
+def _interrupted_by_sigterm(workers: XdistWorkers) -> None:
+    workers.terminate()
     pytest.exit("SIGTERM: the run stops; its devices are brought down",
                 returncode=pytest.ExitCode.INTERRUPTED)
 
@@ -454,6 +482,9 @@ class ControllerReporting:
             lines = backend_table(results, device)
             if lines:
                 terminalreporter.section(f"backend options delivery on {device}")
+                runtime = device_runtime(results, device)
+                if runtime:
+                    terminalreporter.write_line(f"runtime: {runtime}")
                 for line in lines:
                     terminalreporter.write_line(line)
         infra = infrastructure_lines(results)

@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.messages import Action, LoadPath, Outcome, Report, Request
-from harness.options import MAX_LOAD_BACKENDS, BackendOptions, Option, OptionsMap
+from harness.options import (
+    MAX_LOAD_BACKENDS,
+    MAX_OPTIONS_PER_BACKEND,
+    BackendOptions,
+    Option,
+    OptionsMap,
+)
 from harness.runtime_error import RuntimeErrorCode
 from harness.transport.base import TransportError
 
@@ -141,6 +147,28 @@ class CaseRunner:
     def capacity(self) -> int:
         value = self.hello.fact("registry_capacity")
         return value if isinstance(value, int) else DEFAULT_REGISTRY_CAPACITY
+
+    @property
+    def options_per_backend(self) -> int:
+        """Options one backend may carry in a request on this device (HELLO
+        ``options_per_backend``, announced by devices short of RAM; else the wire's 64)."""
+        return self._announced("options_per_backend", MAX_OPTIONS_PER_BACKEND)
+
+    @property
+    def backends_per_map(self) -> int:
+        """Backends a load-time map may name on this device (HELLO ``backends_per_map``)."""
+        return self._announced("backends_per_map", MAX_LOAD_BACKENDS)
+
+    @property
+    def options_per_request(self) -> int:
+        """Options all backends of one request may carry together (HELLO
+        ``options_per_request``; without it, as many as the per-backend limits allow)."""
+        unbounded = self.backends_per_map * self.options_per_backend
+        return self._announced("options_per_request", unbounded)
+
+    def _announced(self, fact: str, limit: int) -> int:
+        value = self.hello.fact(fact)
+        return min(value, limit) if isinstance(value, int) and value > 0 else limit
 
     def restart(self) -> None:
         """Stop the agent; the next request starts a fresh one (empty registry)."""

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from harness.sdk import SdkError, SdkPaths, check_sdk_version
+from harness.trust import listed_by_user
 
 SDK_ENV = "ET_HARNESS_SDK"
 # Prefixes a profile's agent.sdk may name: the user's word, since building against a
@@ -44,15 +45,15 @@ def prefix_from_environment() -> Path | None:
 
 
 def check_trusted(prefix: Path, where: str) -> Path:
-    """``prefix`` resolved, if ``$ET_HARNESS_SDK`` or ``$ET_HARNESS_TRUSTED_SDKS`` names it.
+    """``prefix`` resolved, if ``$ET_HARNESS_SDK`` or ``$ET_HARNESS_TRUSTED_SDKS`` names it
+    (or a directory holding it: :func:`harness.trust.listed_by_user`).
 
     A profile is untrusted input (docs/security.md) and configuring a build against an
     install prefix runs the CMake code of its package on this machine, so a profile
     may only name a prefix the user's own environment already names.
     """
     resolved = prefix.resolve()
-    named = [os.environ.get(SDK_ENV, ""), *os.environ.get(TRUSTED_ENV, "").split(os.pathsep)]
-    if resolved not in {Path(p).expanduser().resolve() for p in named if p}:
+    if not (listed_by_user(resolved, SDK_ENV) or listed_by_user(resolved, TRUSTED_ENV)):
         raise SdkPrefixError(
             f"{where}: {resolved} is not a trusted ExecuTorch prefix: building the agent "
             f"against it runs its CMake package on this machine; add it to {TRUSTED_ENV} "

@@ -51,6 +51,7 @@ FLAG_END = 0x02
 CAP_EXIT = 0x100  # HELLO capabilities: bit n serves wire action n; this bit EXIT frames
 _HELLO_FIXED = struct.Struct("<BBHHBBIII")
 _U32 = struct.Struct("<I")
+POLL_INTERVAL = 0.02  # s: longest read on a port select() cannot wait on (RFC 2217)
 _READ_CHUNK = 4096
 _MAX_UNDELIMITED = 65536  # encoded bytes without a 0x00 before they are dropped as garbage
 
@@ -215,6 +216,9 @@ class SerialLink:
         self._fileno = _selectable_fileno(port)
         if self._fileno is not None:
             port.timeout = 0  # reads return what has arrived; select() does the waiting
+        elif port.timeout != POLL_INTERVAL:
+            # Set once: setting it renegotiates an RFC 2217 port (~150 ms each time).
+            port.timeout = POLL_INTERVAL
         self._undelimited = bytearray()
         self._hello: DeviceHello | None = None
         self._boot_hello: DeviceHello | None = None
@@ -603,8 +607,7 @@ class SerialLink:
             if self._fileno is not None:
                 ready, _, _ = select.select([self._fileno], [], [], timeout)
                 return self._port.read(_READ_CHUNK) if ready else b""
-            self._port.timeout = timeout
-            data = self._port.read(1)
+            data = self._port.read(1)  # waits at most POLL_INTERVAL; _wait() loops
             waiting = self._port.in_waiting if data else 0
             return data + self._port.read(waiting) if waiting else data
         except (serial.SerialException, OSError, ValueError) as exc:

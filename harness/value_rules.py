@@ -56,6 +56,15 @@ def _refuse(value: str, char: str, allowed: str) -> None:
     raise ValueRuleError(f"{brief(value)} is not allowed; {allowed}")
 
 
+def _short_string(value: object, limit: int, allowed: str) -> str:
+    """``value`` if it is a non-empty string of at most ``limit`` characters."""
+    if not isinstance(value, str) or not value:
+        raise ValueRuleError(f"must be a non-empty string; got {brief(value)}; {allowed}")
+    if len(value) > limit:
+        raise ValueRuleError(f"{brief(value)} is longer than {limit} characters")
+    return value
+
+
 def check_host(value: object) -> str:
     """A host name, an IPv4/IPv6 address (no brackets, no zone) or an ssh config alias."""
     allowed = (
@@ -84,10 +93,7 @@ def check_host(value: object) -> str:
 def check_user(value: object) -> str:
     """A login name: letters, digits, ``.``, ``-``, ``_``; not starting with ``-``."""
     allowed = "give a login name: letters, digits, '.', '-' and '_', not starting with '-'"
-    if not isinstance(value, str) or not value:
-        raise ValueRuleError(f"must be a non-empty string; got {brief(value)}; {allowed}")
-    if len(value) > MAX_USER_LENGTH:
-        raise ValueRuleError(f"{brief(value)} is longer than {MAX_USER_LENGTH} characters")
+    value = _short_string(value, MAX_USER_LENGTH, allowed)
     if value.startswith("-"):
         raise ValueRuleError(f"{brief(value)} starts with '-', which ssh reads as an option")
     if not _NAME.fullmatch(value):  # the same alphabet as host names
@@ -140,10 +146,7 @@ def check_word(value: object, what: str) -> str:
 def check_name(value: object) -> str:
     """A device name: it becomes part of file and directory names, so a plain word."""
     allowed = "give a name of letters, digits, '.', '-' and '_', not starting with '.' or '-'"
-    if not isinstance(value, str) or not value:
-        raise ValueRuleError(f"must be a non-empty string; got {brief(value)}; {allowed}")
-    if len(value) > MAX_USER_LENGTH:
-        raise ValueRuleError(f"{brief(value)} is longer than {MAX_USER_LENGTH} characters")
+    value = _short_string(value, MAX_USER_LENGTH, allowed)
     if value[0] in ".-":
         raise ValueRuleError(f"{brief(value)} starts with {value[0]!r}; {allowed}")
     if not _NAME.fullmatch(value):

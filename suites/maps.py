@@ -25,6 +25,14 @@ def distinct_map(names: tuple[str, ...]) -> OptionsMap:
     )
 
 
+def every_type(backend: str, count: int) -> OptionsMap:
+    """``count`` options for ``backend``, ints, bools and strings of growing length in turn."""
+    kinds = (lambda i: i * 1000 - 31000, lambda i: i % 3 == 0, lambda i: f"value-{i}-" + "v" * i)
+    return OptionsMap(
+        (BackendOptions(backend, tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(count))),)
+    )
+
+
 def single(backend: str, *options: Option) -> OptionsMap:
     """A map with one backend."""
     return OptionsMap((BackendOptions(backend, tuple(options)),))

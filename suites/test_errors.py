@@ -7,7 +7,13 @@ from maps import distinct_map, single
 
 from harness import wire
 from harness.messages import Action, Outcome, Request
-from harness.options import BackendOptions, MapValidationError, Option, OptionsMap
+from harness.options import (
+    MAX_OPTIONS_PER_BACKEND,
+    BackendOptions,
+    MapValidationError,
+    Option,
+    OptionsMap,
+)
 from harness.runtime_error import RuntimeErrorCode
 from harness.wire import WireErrorCode
 
@@ -85,6 +91,33 @@ def test_out_of_spec_load_map_is_refused_by_the_agent(et, probe_program, options
     assert (report.outcome, WireErrorCode(report.detail)) == (Outcome.REJECTED, code)
     et.reset()
     et.load(distinct_map(("ProbeA",))).raise_for_differences()
+
+
+@pytest.mark.parametrize("action", [Action.LOAD, Action.SET], ids=["load", "set"])
+def test_one_option_beyond_the_devices_capacity_is_refused(et, probe_program, action):
+    """A device announces how many options per backend its RAM holds (options_per_backend);
+    one more is refused with CAPACITY and a message naming the limit. At the wire's own
+    limit (64) the 65th is TOO_MANY_OPTIONS."""
+    et.prepare(["ProbeA"])
+    limit = et.options_per_backend
+    over = OptionsMap.unchecked(
+        (BackendOptions("ProbeA", tuple(Option(f"k{i}", i % 2 == 0) for i in range(limit + 1))),)
+    )
+    program = probe_program(("ProbeA",)) if action is Action.LOAD else ""
+    delegates = ("ProbeA",) if action is Action.LOAD else ()
+    report = et.send(Request(action, over, program, delegates))
+    if limit < MAX_OPTIONS_PER_BACKEND:
+        assert (report.outcome, WireErrorCode(report.detail)) == (
+            Outcome.REJECTED, WireErrorCode.CAPACITY
+        ), report.message
+        assert f"at most {limit} per backend" in report.message
+    else:
+        assert (report.outcome, WireErrorCode(report.detail)) == (
+            Outcome.REJECTED, WireErrorCode.TOO_MANY_OPTIONS
+        ), report.message
+    assert report.entries == ()
+    et.reset()
+    et.set(distinct_map(("ProbeA",))).raise_for_differences()
 
 
 def test_corrupted_frame_is_refused_and_the_agent_keeps_serving(et):

@@ -4,9 +4,9 @@ and through set_option."""
 from __future__ import annotations
 
 import pytest
-from maps import single
+from maps import every_type, single
 
-from harness.options import BackendOptions, Option, OptionsMap
+from harness.options import Option
 
 VALUES = {
     "int32-min": -(2**31),
@@ -51,13 +51,6 @@ def _backend_id(backend_id):
     return single(backend_id, Option("threads", 2))
 
 
-def _64_options():
-    kinds = (lambda i: i * 1000 - 31000, lambda i: i % 3 == 0, lambda i: f"value-{i}-" + "v" * i)
-    return OptionsMap(
-        (BackendOptions("ProbeA", tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(64))),)
-    )
-
-
 @pytest.mark.parametrize("value", VALUES.values(), ids=VALUES.keys())
 def test_value_at_limit_at_load(et, load_path, value):
     et.load(_value(value), path=load_path).raise_for_differences()
@@ -88,9 +81,12 @@ def test_backend_id_at_limit_by_set_option(et, backend_id):
     et.set(_backend_id(backend_id)).raise_for_differences()
 
 
-def test_64_options_of_every_type_at_load(et, load_path):
-    et.load(_64_options(), path=load_path).raise_for_differences()
+def test_full_backend_of_every_type_at_load(et, load_path):
+    """As many options as one backend may carry here: 64 (the wire's limit), or the
+    device's announced options_per_backend when its RAM holds fewer."""
+    options = every_type("ProbeA", et.options_per_backend)
+    et.load(options, path=load_path).raise_for_differences()
 
 
-def test_64_options_of_every_type_by_set_option(et):
-    et.set(_64_options()).raise_for_differences()
+def test_full_backend_of_every_type_by_set_option(et):
+    et.set(every_type("ProbeA", et.options_per_backend)).raise_for_differences()

@@ -1,4 +1,5 @@
-"""Fixtures shared by the project's tests of the MCU firmware."""
+"""Fixtures shared by the project's tests of the MCU firmware: every test that uses
+``firmware`` or ``mcu`` runs on each emulated board (harness/emulators/mcu_boards.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,24 @@ from pathlib import Path
 
 import pytest
 
+from harness.emulators.mcu_boards import BOARDS, McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 
 
+@pytest.fixture(scope="session", params=sorted(BOARDS))
+def mcu_board(request: pytest.FixtureRequest) -> McuBoard:
+    """The emulated board (QEMU machine) a test runs on."""
+    return BOARDS[request.param]
+
+
 @pytest.fixture(scope="session")
-def firmware() -> Path:
-    """The firmware image, built once (cached by content hash across runs)."""
-    return build_firmware()
+def firmware(mcu_board: McuBoard) -> Path:
+    """The firmware image for the board, built once (cached by content hash across runs)."""
+    return build_firmware(mcu_board.machine)
 
 
 @pytest.fixture
-def mcu(firmware: Path) -> Iterator[QemuMcu]:
+def mcu(firmware: Path, mcu_board: McuBoard) -> Iterator[QemuMcu]:
     """A fresh QEMU board running the firmware, stopped after the test."""
-    with QemuMcu(firmware) as running:
+    with QemuMcu(firmware, machine=mcu_board.machine) as running:
         yield running

@@ -456,6 +456,17 @@ def test_repr_is_the_summary_so_plain_asserts_name_the_differences() -> None:
     assert repr(verdict) == "<Verdict load: 1 difference: ProbeA NOTHING_DELIVERED>"
 
 
+def test_backend_ids_and_keys_that_are_not_plain_text_are_shown_escaped() -> None:
+    evil, other = "X\x1b]0;pwn\x07", "Y\u202e"
+    sent = OptionsMap.from_dict({other: {"threads": 4}})
+    entry = probe(evil, ("threads", 4))
+    verdict = check_load(sent, (other, evil), report(probe(other, ("threads", 4)), entry))
+    text = verdict.render() + verdict.summary()
+    print(text)
+    assert not any(c in text for c in "\x1b\x07\u202e")
+    assert "'X\\x1b]0;pwn\\x07'" in text and "'Y\\u202e'" in text
+
+
 # ---- load paths -------------------------------------------------------------------------
 
 

@@ -35,3 +35,15 @@ def test_unknown_device_is_one_clear_line(capsys, command):
     assert main(command) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"et-harness {command[0]}: unknown device 'nope'") and "Traceback" not in err
+
+
+def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
+    """Names from a map file never reach the terminal raw: escapes, bidi overrides, U+2028."""
+    path = tmp_path / "m.yaml"
+    path.write_text('backends:\n  "X\\e]0;pwn\\a":\n    - {key: "k\\u202e", value: 1}\n'
+                    '  "B\\u2028":\n    - {key: x, value: 2}\n')
+    assert main(["map", str(path)]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    assert not any(c in out for c in "\x1b\x07\u202e\u2028")
+    assert "  'X\\x1b]0;pwn\\x07'\n    [0] 'k\\u202e': int 1\n  'B\\u2028'\n" in out

@@ -17,6 +17,7 @@ import pytest
 from harness.agent.build import ensure_agent
 from harness.device import Device, DeviceSetupError, open_device
 from harness.options import OptionsMap
+from harness.trust import TRUSTED_PROFILES_ENV
 from harness.profile import load_profile, parse_profile
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
@@ -69,7 +70,8 @@ def test_program_is_pushed_once_per_delegate_set(tmp_path):
     ]
 
 
-def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path):
+def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))  # its agent fields run here
     prebuilt = tmp_path / "agent-dist"
     shutil.copytree(ensure_agent("x86_64").dist_dir, prebuilt)
     profile = parse_profile(
@@ -88,7 +90,8 @@ def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path):
         device.close()
 
 
-def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path):
+def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))  # its agent fields run here
     profile = parse_profile(
         {"transport": {"kind": "local"}, "work_dir": str(tmp_path), "agent": {"prebuilt": "nope"}},
         tmp_path / "profile.yaml",
@@ -98,7 +101,8 @@ def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path):
 
 
 @pytest.mark.parametrize("link", ["et-agent", "libleak.so"])
-def test_prebuilt_files_that_link_outside_the_directory_are_not_pushed(tmp_path, link):
+def test_prebuilt_files_that_link_outside_the_directory_are_not_pushed(tmp_path, link, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))  # its agent fields run here
     prebuilt = tmp_path / "agent-dist"
     shutil.copytree(ensure_agent("x86_64").dist_dir, prebuilt)
     secret = tmp_path / "secret"
@@ -122,14 +126,15 @@ def test_android_abi_without_an_ndk_build_is_a_clear_setup_error(tmp_path):
         Device(profile, LocalTransport(str(tmp_path))).deploy_agent()
 
 
-def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path):
+def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))  # its agent fields run here
     wrapper = tmp_path / "wrapper.sh"
     wrapper.write_text('#!/bin/sh\necho "$ET_MARK" > "$0.ran"\nexec "$@"\n')
     wrapper.chmod(0o755)
     profile = parse_profile(
         {"transport": {"kind": "local"}, "work_dir": str(tmp_path / "dev"),
          "agent": {"wrapper": [str(wrapper)], "env": {"ET_MARK": "hello from the profile"}}},
-        None, "wrapped",
+        tmp_path / "wrapped.yaml",
     )
     device = open_device(profile)
     runner = CaseRunner(device.start_link, device.program_for)
@@ -141,7 +146,7 @@ def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path):
     assert Path(f"{wrapper}.ran").read_text() == "hello from the profile\n"
 
 
-@pytest.mark.parametrize("name", ["ssh-emu", "adb-emu", "mcu-emu"])
+@pytest.mark.parametrize("name", ["ssh-emu", "adb-emu", "mcu-emu", "mcu-m55-emu"])
 def test_killing_the_device_daemon_mid_run_is_a_transport_error(name):
     device = open_device(load_profile(name))
     runner = CaseRunner(device.start_link, device.program_for)

@@ -1,8 +1,8 @@
 """Real emulated devices die in the middle of a farm run, next to a healthy one.
 
-One pytest subprocess over ``host`` and every emulated device (``tag:emulated``:
-ssh-emu with real OpenSSH, adb-emu with the adbd stand-in behind the real adb
-client, mcu-emu in QEMU), one xdist worker each. From its fifth test on, every
+One pytest subprocess over ``host`` and one emulated device of each kind (ssh-emu
+with real OpenSSH, adb-emu with the adbd stand-in behind the real adb client,
+mcu-emu in QEMU), one xdist worker each. From its fifth test on, every
 test kills its device's emulator (sshd and every session it serves, the adbd
 stand-in, QEMU) while its agent runs, as a power cut would; a board the harness
 powers up again for a retry (QEMU) dies again. So the moment of death is exact, not
@@ -40,7 +40,7 @@ def test_killed_emulated_devices_end_their_tests_as_infra_and_the_host_finishes_
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
-         "--device", "host,tag:emulated", "-n", "4", "--infra-retries", "1",
+         "--device", ",".join(("host", *EMULATED)), "-n", "4", "--infra-retries", "1",
          "--lock-dir", str(tmp_path / "locks"), "--results-dir", str(results)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
     )

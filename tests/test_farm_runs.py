@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.trust import TRUSTED_PROFILES_ENV
+
 RELAY = '''\
 """Test device: runs the agent (last argument) and relays its frames; see --help."""
 import argparse
@@ -215,6 +217,7 @@ class Farm:
         argv, results = self.command(*args)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PYTEST_", "PYTEST_XDIST"))}
+        env[TRUSTED_PROFILES_ENV] = str(self.devices)  # the relay wrapper runs here
         process = subprocess.Popen(argv, cwd=self.root, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, **kwargs)
         return process, results

@@ -24,13 +24,6 @@ from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.html_report import render_report, write_report
 from harness.farm.infra import InfrastructureError, infrastructure_error
 from harness.farm.junit import amend_junit
-from harness.farm.labgrid import (
-    LabgridNotInstalled,
-    LabgridPlace,
-    LabgridReservation,
-    find_client,
-    without_labgrid,
-)
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.merge import main as merge_main
 from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
@@ -38,13 +31,14 @@ from harness.farm.results import ResultsFileError, ResultsWriter, read_results
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.summary import (
     backend_table,
+    device_runtime,
     infrastructure_lines,
     outcome_table,
     quarantined_devices,
 )
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.options import Option, OptionsMap
-from harness.profile import ProfileError, parse_profile
+from harness.profile import parse_profile
 from harness.runner import CaseRunner, LinkBroken
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
@@ -280,48 +274,6 @@ def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
     assert stream.timeouts[-1] == 7
 
 
-# ---- labgrid ---------------------------------------------------------------------------------
-
-
-def _labgrid_profile(labgrid: object):
-    return parse_profile({"transport": {"kind": "local", "labgrid": labgrid}}, None, "board")
-
-
-def test_labgrid_place_commands_are_argv_lists():
-    profile = _labgrid_profile({"place": "board-7", "coordinator": "lab:20408"})
-    place = LabgridPlace.of(profile)
-    assert place == LabgridPlace("board-7", "lab:20408")
-    assert "labgrid" not in without_labgrid(profile).settings
-    reservation = LabgridReservation(place, "/opt/lg/labgrid-client")
-    base = ["/opt/lg/labgrid-client", "-x", "lab:20408"]
-    assert reservation.reserve_command() == [*base, "reserve", "--shell", "name=board-7"]
-    assert reservation.wait_command("T0K") == [*base, "wait", "T0K"]
-    assert reservation.acquire_command("T0K") == [*base, "-p", "+T0K", "acquire"]
-    assert reservation.release_command("T0K") == [*base, "-p", "+T0K", "release"]
-    assert reservation.cancel_command("T0K") == [*base, "cancel-reservation", "T0K"]
-    no_coordinator = LabgridReservation(LabgridPlace("p"), "lgc")
-    assert no_coordinator.reserve_command() == ["lgc", "reserve", "--shell", "name=p"]
-
-
-@pytest.mark.parametrize(
-    "labgrid, message",
-    [
-        ("board-7", "must be a mapping"),
-        ({"coordinator": "x"}, "place: required"),
-        ({"place": "p", "url": "x"}, "labgrid.url: unknown field"),
-    ],
-)
-def test_labgrid_settings_errors_name_the_field(labgrid, message):
-    with pytest.raises(ProfileError, match=message):
-        LabgridPlace.of(_labgrid_profile(labgrid))
-
-
-def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
-    profile = _labgrid_profile({"place": "board-7"})
-    with pytest.raises(LabgridNotInstalled, match="labgrid-client is not installed.*pip install"):
-        find_client(profile, search_path=str(tmp_path))
-
-
 # ---- artifacts -------------------------------------------------------------------------------
 
 
@@ -438,6 +390,8 @@ def test_terminal_tables_count_outcomes_per_device_and_backend():
         "ProbeA        2      1      1    1/2",
         "2 verdicts, 1 exact, 1 with differences",
     ]
+    assert device_runtime(_results(), "alpha") == "executorch 1.5.1"
+    assert device_runtime(_results(), "beta") is None
 
 
 def _load_record(path: str, ok: bool) -> VerdictRecord:
@@ -594,7 +548,6 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
 
 def test_two_profiles_for_one_board_share_one_lock(tmp_path):
     from harness.farm.lock import device_key
-    from harness.profile import parse_profile
 
     def profile(name: str, transport: dict, emulator: str | None = None):
         data = {"name": name, "transport": transport}

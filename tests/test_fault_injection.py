@@ -28,6 +28,7 @@ from prerequisites import require
 from harness.farm.records import CaseResult
 from harness.farm.results import RESULTS_FILE, read_results
 from harness.sdk import ensure_sdk, host_abi
+from harness.trust import TRUSTED_PROFILES_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIM_SOURCE = ROOT / "tests" / "faults" / "etb_fault_shim.cpp"
@@ -130,7 +131,9 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
                "-p", "no:cacheprovider", "--results-dir", str(results_dir),
                "--lock-dir", str(work / "locks")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, env={**os.environ, "PYTHONHASHSEED": "0"},
+                          timeout=RUN_TIMEOUT_S,
+                          env={**os.environ, "PYTHONHASHSEED": "0",
+                               TRUSTED_PROFILES_ENV: str(profile)},  # its agent.env runs here
                           check=False)
     results = tuple(read_results(results_dir / RESULTS_FILE))
     log = work / "shim.log"

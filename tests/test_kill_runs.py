@@ -440,3 +440,48 @@ def test_the_next_run_removes_a_dead_runs_leftovers_but_not_a_live_runs(tmp_path
         for run in (live, following):
             run.process.wait(10)
     assert_gone(live_print, live.token, "the live run, once stopped")
+
+
+CONTROLLER_EXIT_WITHIN = 6.5  # s (3.5-4.9 s seen); xdist alone waits 10 s for its workers (8.4-13.3 s seen)
+
+SLEEPERS = """\
+import time
+
+
+def test_sleep_a():
+    time.sleep(120)
+
+
+def test_sleep_b():
+    time.sleep(120)
+"""
+
+
+def test_a_sigtermed_xdist_controller_passes_it_on_to_its_workers(tmp_path: Path) -> None:
+    """`kill PID` of a -n 2 controller (CI cancellation) ends it without xdist's 10 s wait."""
+    (tmp_path / "test_sleepers.py").write_text(SLEEPERS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    with open(tmp_path / "run.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "test_sleepers.py", "-p", "no:cacheprovider",
+             "-n", "2", "-v", "--results-dir", str(tmp_path / "results")],
+            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + BRING_UP_TIMEOUT
+        while (tmp_path / "run.log").read_text().count("test_sleep_") < 2:  # both started
+            assert process.poll() is None and time.monotonic() < deadline, (
+                (tmp_path / "run.log").read_text())
+            time.sleep(0.1)
+        signalled = time.monotonic()
+        os.kill(process.pid, signal.SIGTERM)  # the controller only
+        code = process.wait(60)
+        took = time.monotonic() - signalled
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    print(f"-n 2 controller SIGTERM: exit {code} after {took:.1f} s")
+    assert code == pytest.ExitCode.INTERRUPTED, (tmp_path / "run.log").read_text()
+    assert took < CONTROLLER_EXIT_WITHIN, f"the controller took {took:.1f} s"

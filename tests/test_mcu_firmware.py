@@ -19,10 +19,12 @@ from pathlib import Path
 import pytest
 
 from harness import wire
+from harness.emulators.mcu_boards import McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
+from harness.sdk import EXECUTORCH_VERSION
 from harness.serial_link import (
     FLAG_END,
     FLAG_START,
@@ -67,22 +69,49 @@ def fact(report: Report, key: str) -> object:
 # --------------------------------------------------------------------------- build
 
 
-def test_firmware_builds_warning_free_without_allocator(firmware: Path) -> None:
+RUNTIME_FACT = f"ExecuTorch {EXECUTORCH_VERSION} option types and map; registry and dispatch: stand-in"
+
+# Code of the runtime's headers the firmware must contain (arm-none-eabi-nm -C).
+RUNTIME_SYMBOLS = (
+    (
+        "executorch::runtime::LoadBackendOptionsMap::set_options(char const*, "
+        "executorch::runtime::Span<executorch::runtime::BackendOption>)"
+    ),
+    "executorch::runtime::LoadBackendOptionsMap::get_options(char const*) const",
+    (
+        "executorch::runtime::Result<int> executorch::runtime::BackendInitContext::"
+        "get_runtime_spec<int>(char const*) const"
+    ),
+    (
+        "executorch::runtime::Result<char const*> executorch::runtime::BackendInitContext::"
+        "get_runtime_spec<char const*>(char const*) const"
+    ),
+)
+
+
+def _sections(elf: Path) -> dict[str, int]:
+    done = subprocess.run(
+        ["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True, check=True
+    )
+    rows = (line.split() for line in done.stdout.splitlines())
+    return {row[0]: int(row[1]) for row in rows if len(row) == 3 and row[0].startswith(".")}
+
+
+def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> None:
     symbols = subprocess.run(
-        ["arm-none-eabi-nm", str(firmware)], capture_output=True, text=True, check=True
+        ["arm-none-eabi-nm", "-C", str(firmware)], capture_output=True, text=True, check=True
     ).stdout
-    names = {line.split()[-1] for line in symbols.splitlines() if line.strip()}
-    assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r"}
-    assert {
-        "etb_decode_request",
-        "etb_encode_report",
-        "etb_crc32",
-    } <= names  # the codec, compiled in
+    names = {line.split(maxsplit=2)[-1] for line in symbols.splitlines() if line.strip()}
+    assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r",
+                        "__cxa_atexit", "__aeabi_atexit"}
+    assert {"etb_decode_request", "etb_encode_report", "etb_crc32"} <= names  # the codec
+    missing = [symbol for symbol in RUNTIME_SYMBOLS if symbol not in names]
+    assert not missing, f"the runtime's header code is not in the image: {missing}"
     size = firmware_size(firmware)
+    sections = _sections(firmware)
     assert size["text"] < 32 * 1024
-    assert (
-        size["data"] + size["bss"] < 60 * 1024
-    )  # + 4 KiB stack within the 64 KiB the linker allows
+    assert sections[".data"] + sections[".bss"] < 24 * 1024  # the rest of RAM: options, stack
+    assert sections[".stack"] == 4096
 
 
 # --------------------------------------------------------------------------- boot, hello, exit
@@ -99,11 +128,12 @@ def test_boot_hello_announces_link_limits(link: SerialLink) -> None:
     assert re.fullmatch(r"0\.1\.0\+[0-9a-f]{12}", hello.firmware_version)
 
 
-def test_hello_action_reports_device_facts(link: SerialLink) -> None:
+def test_hello_action_reports_device_facts(link: SerialLink, mcu_board: McuBoard) -> None:
     register(link, ("Alpha", "Beta"))
     report = ok(link.request(Request(Action.HELLO)))
-    assert fact(report, "abi") == "armv7m"
-    assert fact(report, "runtime") == "etb-mcu-registry (ExecuTorch stand-in)"
+    assert fact(report, "abi") == mcu_board.abi
+    assert fact(report, "board") == mcu_board.machine
+    assert fact(report, "runtime") == RUNTIME_FACT
     assert fact(report, "wire_version") == 1
     assert fact(report, "max_message") == link.hello.max_message
     assert fact(report, "registry_capacity") == 16
@@ -114,6 +144,13 @@ def test_hello_action_reports_device_facts(link: SerialLink) -> None:
         ("Alpha", 0, ENTRY_FLAG_PROBE, ()),
         ("Beta", 0, ENTRY_FLAG_PROBE, ()),
     ]
+
+
+def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: SerialLink) -> None:
+    """ET_LOG goes through the firmware's executorch::runtime::internal::vlogf to QEMU's stderr."""
+    per_backend = ok(link.request(Request(Action.HELLO))).fact("options_per_backend")
+    assert mcu.wait_for_log("executorch I "), mcu.stderr_tail()
+    assert f"{per_backend} options per backend" in mcu.stderr_tail()
 
 
 def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: QemuMcu) -> None:
@@ -260,8 +297,94 @@ def test_registry_rejects_duplicates_and_is_full_at_sixteen(link: SerialLink) ->
         ("Extra", RuntimeErrorCode.Internal),
     ]
     assert [e.name for e in ok(link.request(Request(Action.HELLO))).entries] == list(names)
+    # The runtime checks "full" before "duplicate": a known name now gets Internal too.
+    again = ok(link.request(Request.register(("R00",))))
+    assert [(e.name, e.status) for e in again.entries] == [("R00", RuntimeErrorCode.Internal)]
     unknown = ok(link.request(Request(Action.SET, OptionsMap.from_dict({"Extra": {"k": 1}}))))
     assert unknown.entries[0].status == RuntimeErrorCode.NotFound
+
+
+# --------------------------------------------------------------------------- capacity
+
+
+def capacity(link: SerialLink) -> tuple[int, int, int]:
+    """options_per_backend, backends_per_map and options_per_request from HELLO."""
+    hello = ok(link.request(Request(Action.HELLO)))
+    per_backend, per_map, per_request = (
+        fact(hello, k) for k in ("options_per_backend", "backends_per_map", "options_per_request")
+    )
+    assert isinstance(per_backend, int) and isinstance(per_map, int)
+    assert isinstance(per_request, int)
+    return per_backend, per_map, per_request
+
+
+def full_map(names: tuple[str, ...], count: int, *, checked: bool = True) -> OptionsMap:
+    """``count`` bool options (two-byte keys: a full 8 x 64 map fits max_message) per name."""
+    return OptionsMap.from_dict(
+        {n: {f"{i:02d}": i % 2 == 0 for i in range(count)} for n in names}, checked=checked
+    )
+
+
+def test_hello_announces_the_capacity_its_ram_holds(link: SerialLink, mcu_board: McuBoard) -> None:
+    hello = ok(link.request(Request(Action.HELLO)))
+    assert fact(hello, "backend_option_bytes") == 324  # sizeof(BackendOption) on Cortex-M
+    per_backend, per_map, per_request = capacity(link)
+    assert per_map == 8 and per_request == per_map * per_backend
+    arena = fact(hello, "option_arena_bytes")
+    assert isinstance(arena, int)
+    # Four arrays of per_request options: BackendOption, two views, a kept BackendOption.
+    assert per_request * (2 * 324) <= arena
+    if mcu_board.machine == "mps3-an547":
+        assert per_backend == 64  # 512 KiB DTCM: the wire format's full 8 x 64
+    else:
+        assert 8 <= per_backend < 64  # 128 KiB: 8 x 64 BackendOptions alone need 166 KB
+
+
+def test_a_map_at_full_capacity_is_delivered_exactly(link: SerialLink) -> None:
+    per_backend, per_map, _ = capacity(link)
+    names = PROBES[:per_map]
+    register(link, names)
+    options = full_map(names, per_backend)
+    report = ok(link.request(Request.load("", names, options)))
+    assert [(e.name, e.options) for e in report.entries] == [
+        (b.backend_id, b.options) for b in options.backends
+    ]
+    assert [e.options for e in ok(link.request(Request(Action.SET, options))).entries] == [
+        b.options for b in options.backends
+    ]
+
+
+def test_one_option_beyond_capacity_is_refused_clearly(link: SerialLink) -> None:
+    per_backend, _, _ = capacity(link)
+    register(link, ("A",))
+    over = full_map(("A",), per_backend + 1, checked=False)
+    for action in (Action.LOAD, Action.SET):
+        request = Request(action, over, "", ("A",) if action is Action.LOAD else ())
+        report = link.request(request)
+        assert report.outcome == Outcome.REJECTED and report.entries == ()
+        if per_backend < 64:
+            assert report.detail == wire.WireErrorCode.CAPACITY
+            assert f"at most {per_backend} per backend" in report.message
+            assert "options_per_backend" in report.message
+        else:  # the device holds the wire format's limit: the codec refuses the 65th
+            assert report.detail == wire.WireErrorCode.TOO_MANY_OPTIONS
+    ok(link.request(Request(Action.SET, full_map(("A",), per_backend))))
+
+
+def test_a_request_beyond_the_options_ram_holds_is_refused_clearly(link: SerialLink) -> None:
+    per_backend, per_map, per_request = capacity(link)
+    names = tuple(f"S{i:02d}" for i in range(per_map + 1))  # SET takes up to 16 backends
+    register(link, names)
+    counts = [per_backend] * per_map + [1]
+    options = OptionsMap.from_dict(
+        {n: {f"{i:02d}": False for i in range(c)} for n, c in zip(names, counts, strict=True)},
+        checked=False,  # a SET may name more backends than a load-time map holds
+    )
+    assert sum(counts) == per_request + 1
+    report = link.request(Request(Action.SET, options))
+    assert (report.outcome, report.detail) == (Outcome.REJECTED, wire.WireErrorCode.CAPACITY)
+    assert f"the {per_request} BackendOptions" in report.message
+    ok(link.request(Request(Action.HELLO)))
 
 
 # --------------------------------------------------------------------------- malformed requests
@@ -348,9 +471,9 @@ def test_multi_frame_requests_and_reports(link: SerialLink) -> None:
 # --------------------------------------------------------------------------- a device-path port
 
 
-def test_link_over_a_pty_device_path(firmware: Path) -> None:
+def test_link_over_a_pty_device_path(firmware: Path, mcu_board: McuBoard) -> None:
     """QEMU's UART on a pseudo-terminal: the port is opened as a device path, like a real board."""
-    argv = QemuMcu(firmware).argv(0)
+    argv = QemuMcu(firmware, machine=mcu_board.machine).argv(0)
     argv[argv.index("-serial") + 1] = "pty"
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -362,7 +485,7 @@ def test_link_over_a_pty_device_path(firmware: Path) -> None:
         match = re.search(r"(/dev/pts/\d+)", line)
         assert match, f"QEMU did not name its pty within 10 s: {line!r}"
         with connect(SerialPortConfig(url=match.group(1), baudrate=115200)) as link:
-            assert ok(link.request(Request(Action.HELLO))).fact("abi") == "armv7m"
+            assert ok(link.request(Request(Action.HELLO))).fact("abi") == mcu_board.abi
             link.exit_device(5)
             assert process.wait(5) == 5
     finally:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.trust import TRUSTED_PROFILES_ENV
 from harness.profile import ProfileError, load_profile, profile_names
 
 
@@ -45,6 +46,10 @@ def write(tmp_path: Path, text: str) -> str:
         ("transport: {kind: local}\ntags: emulated\n", "tags: must be a list of strings"),
         ("transport: {kind: local}\ntransport: {kind: ssh}\n", "line 2, column 1: key 'transport' appears twice"),
         ("transport: {kind: local}\nabi: [x\n", "not valid YAML"),
+        ("transport: {kind: local}\nmachine: mps2-an385\n",
+         "machine: only the qemu-mcu emulator takes a machine"),
+        ("transport: {kind: serial}\nemulator: qemu-mcu\nmachine: mps2-an505\n",
+         "machine: 'mps2-an505' is not one of mps2-an385, mps3-an547"),
     ],
 )
 def test_bad_profiles_are_refused_naming_file_and_field(tmp_path, text, expected):
@@ -66,7 +71,16 @@ def test_unknown_device_names_the_known_ones():
         load_profile("no-such-device")
 
 
-def test_prebuilt_path_is_relative_to_the_profile(tmp_path):
+def test_qemu_mcu_boards_come_from_machine_with_the_m3_as_default(tmp_path):
+    emulated = "transport: {kind: serial}\nemulator: qemu-mcu\n"
+    assert load_profile(write(tmp_path, emulated)).machine == "mps2-an385"
+    assert load_profile(write(tmp_path, emulated + "machine: mps3-an547\n")).machine == "mps3-an547"
+    assert load_profile("mcu-m55-emu").machine == "mps3-an547"
+    assert load_profile(write(tmp_path, "transport: {kind: local}\n")).machine is None
+
+
+def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))  # its agent fields run here
     profile = load_profile(write(tmp_path, "transport: {kind: local}\nagent: {prebuilt: dist}\n"))
     assert profile.agent.prebuilt == (tmp_path / "dist").resolve()
 

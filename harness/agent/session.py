@@ -9,19 +9,24 @@ the session's :class:`TimeLimit` (e.g. the run's ``--run-timeout``) allows.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from harness import wire
 from harness.messages import Report, Request
-from harness.transport.base import ByteStream, TransportError, TransportTimeout
+from harness.transport.base import ByteStream, TransportError, TransportLost, TransportTimeout
 from harness.wire_stream import StreamReader, StreamRefusal, StreamUnit
 
 
 class AgentProtocolError(TransportError):
     """The agent answered with bytes that are not the report that was due."""
+
+
+class AgentDidNotStart(TransportLost):
+    """The agent process ended before its first report; the message says what to do."""
 
 
 class TimeLimit(Protocol):
@@ -50,12 +55,15 @@ class AgentSession:
     """Requests and reports over a :class:`ByteStream` to a running agent process."""
 
     def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent",
-                 time_limit: TimeLimit | None = None) -> None:
+                 time_limit: TimeLimit | None = None, start_hint: str = "") -> None:
+        """``start_hint`` is added to the error if the agent ends before its first report."""
         self._stream = stream
         self._timeout = timeout
         self._name = name
         self._time_limit = time_limit
         self._seq = itertools.count(1)
+        self._start_hint = start_hint
+        self._answered = False
 
     @property
     def stream(self) -> ByteStream:
@@ -79,11 +87,12 @@ class AgentSession:
         numbered = [dataclasses.replace(r, seq=self.next_seq()) for r in requests]
         reports: list[Report] = []
         sent = 0
-        while len(reports) < len(numbered):
-            while sent < len(numbered) and sent - len(reports) < window:
-                self._stream.write(wire.encode_request(numbered[sent]))
-                sent += 1
-            reports.append(self._read_report(numbered[len(reports)].seq))
+        with self._first_contact():
+            while len(reports) < len(numbered):
+                while sent < len(numbered) and sent - len(reports) < window:
+                    self._stream.write(wire.encode_request(numbered[sent]))
+                    sent += 1
+                reports.append(self._read_report(numbered[len(reports)].seq))
         return reports
 
     def send_raw(self, frame: bytes, seq: int) -> Report:
@@ -91,14 +100,26 @@ class AgentSession:
 
         ``seq`` is the sequence number the report must echo.
         """
-        self._stream.write(frame)
-        return self._read_report(seq)
+        with self._first_contact():
+            self._stream.write(frame)
+            return self._read_report(seq)
 
     def exchange(self, frame: bytes) -> bytes:
         """Send one frame and return the next report's bytes, undecoded: the device's
         whole part of a case (the benchmark times exactly this)."""
-        self._stream.write(frame)
-        return self._read_report_bytes()
+        with self._first_contact():
+            self._stream.write(frame)
+            return self._read_report_bytes()
+
+    @contextlib.contextmanager
+    def _first_contact(self) -> Iterator[None]:
+        """Until the agent has answered once, a lost link carries the start hint."""
+        try:
+            yield
+        except TransportLost as exc:
+            if self._answered or not self._start_hint:
+                raise
+            raise AgentDidNotStart(f"{exc}\n{self._start_hint}") from exc
 
     def _read_exact(self, size: int) -> bytes:
         """``size`` bytes within the case timeout, cut short by the time limit."""
@@ -118,6 +139,7 @@ class AgentSession:
         units: list[StreamUnit] = []
         while not units:
             units = reader.feed(self._read_exact(reader.wanted()))
+        self._answered = True
         (unit,) = units  # the reader never gets more than one unit's bytes
         if isinstance(unit, StreamRefusal):
             raise self._unreadable(unit.error)

@@ -2,7 +2,8 @@
 
 :func:`prepare_device_root` lays out the directory; :class:`DeviceNamespace` starts a
 keeper process in a new mount namespace, read-only bind-mounts the host's ``/usr``,
-``/etc`` and ``/sys`` (and ``/dev``, ``/proc``) into the root and chroots into it.
+``/etc`` and ``/sys`` (and ``/dev``, ``/proc``) into the root, covers the host's aarch64
+sysroot with empty directories (a phone has no glibc) and chroots into it.
 Device commands join that namespace with ``nsenter``; sync reads and writes device
 files through ``/proc/KEEPER/root``. Nothing is mounted in the host's namespace, and
 the host's own ``/data`` is never touched: the device's ``/data/local/tmp`` is
@@ -21,6 +22,9 @@ from harness.emulators.adb_properties import DeviceProperties
 
 _READ_ONLY_BINDS = ("usr", "etc", "sys")
 _RECURSIVE_BINDS = ("dev", "proc")
+# The host's aarch64 user space, which a phone does not have: each is covered with an
+# empty read-only tmpfs, so an arm64 program on the device finds no glibc but its own.
+HIDDEN_HOST_DIRS = ("usr/aarch64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib/gcc-cross")
 # Top-level entries that Debian's merged /usr makes symlinks (bin -> usr/bin ...).
 _USR_ALIASES = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _MAX_SYMLINK_HOPS = 40
@@ -42,12 +46,20 @@ KEY="$1" FALLBACK="${2-}" exec awk '
 """
 
 
+# Where a phone has bionic's dynamic linker. adb-emu has none; the file is there so the
+# device's layout is a phone's (the harness looks for it), and says so if run.
+_LINKER64 = """#!/bin/sh
+echo "linker64: adb-emu has no bionic linker (only Android's file layout is emulated)" >&2
+exit 127
+"""
+
+
 class DeviceRootError(RuntimeError):
     """The device root cannot be prepared or entered."""
 
 
 def prepare_device_root(root: Path, properties: DeviceProperties) -> None:
-    """Create the device's directories, ``/system/bin/{sh,getprop}`` and mount points.
+    """Create the device's directories, ``/system/bin/{sh,getprop,linker64}`` and mount points.
 
     Existing device files (``/data``, ``/tmp``) are kept, so a restarted device finds
     what was pushed before.
@@ -65,9 +77,10 @@ def prepare_device_root(root: Path, properties: DeviceProperties) -> None:
     sh = root / "system/bin/sh"
     if not sh.is_symlink():
         sh.symlink_to("/bin/sh")
-    getprop = root / "system/bin/getprop"
-    getprop.write_text(_GETPROP, encoding="utf-8")
-    getprop.chmod(0o755)
+    for name, text in (("getprop", _GETPROP), ("linker64", _LINKER64)):
+        tool = root / "system/bin" / name
+        tool.write_text(text, encoding="utf-8")
+        tool.chmod(0o755)
     (root / "system/build.prop").write_text(properties.build_prop(), encoding="utf-8")
 
 
@@ -196,6 +209,10 @@ class DeviceNamespace:
             host = Path("/") / name
             if host.is_dir() and not host.is_symlink():
                 lines.append(f"mount --bind -o ro /{name} {shlex.quote(str(root / name))}")
+        for name in HIDDEN_HOST_DIRS:
+            if (Path("/") / name).is_dir():
+                target = shlex.quote(str(root / name))
+                lines.append(f"mount -t tmpfs -o ro,size=4k,mode=0755 adb-emu-hidden {target}")
         lines.append(
             f"exec chroot {shlex.quote(str(root))} /bin/sh -c 'echo ready; exec cat >/dev/null'"
         )

@@ -55,7 +55,8 @@ def _answers(port: int) -> bool:
 class PrivateAdbServer:
     """An adb server on a port of its own, with ``home`` as HOME and TMPDIR."""
 
-    def __init__(self, home: Path, *, port: int | None = None, adb: str = "adb") -> None:
+    def __init__(self, home: Path, *, port: int | None = None, adb: str | None = None) -> None:
+        adb = adb or os.environ.get("ET_HARNESS_ADB") or "adb"  # the user's choice, see adb.py
         found = shutil.which(adb)
         if found is None:
             raise AdbServerError(f"{adb} not found: install the adb client (apt-get install adb)")

@@ -1,9 +1,10 @@
-"""qemu-mcu: the MCU agent firmware on an emulated Cortex-M3 board (QEMU mps2-an385).
+"""qemu-mcu: the MCU agent firmware on an emulated board (QEMU mps2-an385, mps3-an547).
 
-:func:`build_firmware` builds ``agent/mcu`` with Debian's ``arm-none-eabi-gcc``
-once per source hash (cached under the harness cache, ``mcu-firmware/``, safe to call from
-parallel test workers). :class:`QemuMcu` starts ``qemu-system-arm`` with the
-board's UART0 on a TCP server socket (``-serial tcp:127.0.0.1:PORT,server=on,
+:func:`build_firmware` builds ``agent/mcu`` for one board (:mod:`mcu_boards`) with
+Debian's ``arm-none-eabi-gcc``/``g++`` against the ExecuTorch SDK's headers
+(:func:`harness.sdk.ensure_sdk`), once per source hash (cached under the harness
+cache, ``mcu-firmware/``, safe to call from parallel test workers). :class:`QemuMcu`
+starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket (``-serial tcp:127.0.0.1:PORT,server=on,
 wait=on,nodelay=on``): the firmware starts when the first client connects, so
 its boot HELLO is never lost. Connect with :mod:`harness.transport.serial`
 (``socket://127.0.0.1:PORT``); stop with :meth:`QemuMcu.shutdown` (the firmware
@@ -23,7 +24,9 @@ from pathlib import Path
 from filelock import FileLock
 
 from harness.cache import cache_root
+from harness.emulators.mcu_boards import DEFAULT_MACHINE, board
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
+from harness.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
 from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
 from harness.transport.serial import SerialPortConfig
@@ -35,10 +38,13 @@ CODEC_SOURCES = ROOT / "agent" / "codec"
 DEFAULT_CACHE = cache_root() / "mcu-firmware"
 FIRMWARE_NAME = "etb-mcu.elf"
 QEMU = "qemu-system-arm"
-MACHINE = "mps2-an385"
 CROSS_GCC = "arm-none-eabi-gcc"
+CROSS_GXX = "arm-none-eabi-g++"
 LISTEN_HOST = "127.0.0.1"
 _BUILD_TIMEOUT_S = 300
+# QEMU translates the firmware as it boots: on a loaded 2-core machine its boot HELLO
+# took over the serial link's 5 s default, so a board of ours gets this long.
+BOOT_TIMEOUT_S = 20.0
 _BIND_ATTEMPTS = 5
 _WAITING = "waiting for connection on: "
 
@@ -55,16 +61,17 @@ class QemuTimeout(TransportTimeout):
     """QEMU went on running when it should have ended."""
 
 
-def firmware_source_hash() -> str:
-    """SHA-256 over the firmware and codec sources, the Makefile and the compiler version."""
-    digest = hashlib.sha256()
+def firmware_source_hash(machine: str = DEFAULT_MACHINE) -> str:
+    """SHA-256 over the board, the firmware and codec sources, the Makefile, the SDK
+    version and the compiler version."""
+    digest = hashlib.sha256(f"{board(machine).machine}\0{EXECUTORCH_VERSION}\0".encode())
     files = [
         *sorted(FIRMWARE_SOURCES.rglob("*")),
         *sorted((CODEC_SOURCES / "include").rglob("*")),
         *sorted((CODEC_SOURCES / "src").rglob("*")),
     ]
     for path in files:
-        if path.is_file() and path.suffix in (".c", ".h", ".ld", "") and "build" not in path.parts:
+        if path.is_file() and path.suffix in (".c", ".cpp", ".h", ".ld", "") and "build" not in path.parts:
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     digest.update(_compiler_version().encode())
@@ -72,17 +79,20 @@ def firmware_source_hash() -> str:
 
 
 def _compiler_version() -> str:
-    if shutil.which(CROSS_GCC) is None:
+    if shutil.which(CROSS_GCC) is None or shutil.which(CROSS_GXX) is None:
         raise FirmwareBuildError(
-            f"{CROSS_GCC} not found: install Debian's gcc-arm-none-eabi and libnewlib-arm-none-eabi"
+            f"{CROSS_GCC} or {CROSS_GXX} not found: install Debian's gcc-arm-none-eabi, "
+            "libnewlib-arm-none-eabi and libstdc++-arm-none-eabi-newlib (ci/setup.sh does)"
         )
     done = subprocess.run([CROSS_GCC, "--version"], capture_output=True, text=True, check=False)
     return done.stdout.splitlines()[0] if done.stdout else ""
 
 
-def build_firmware(cache_dir: Path = DEFAULT_CACHE, *, jobs: int = 2) -> Path:
-    """The firmware ELF for the current sources, built if not cached yet."""
-    source_hash = firmware_source_hash()
+def build_firmware(
+    machine: str = DEFAULT_MACHINE, cache_dir: Path = DEFAULT_CACHE, *, jobs: int = 2
+) -> Path:
+    """The firmware ELF for board ``machine`` and the current sources, built if not cached yet."""
+    source_hash = firmware_source_hash(machine)
     target = cache_dir / source_hash
     elf = target / FIRMWARE_NAME
     if elf.is_file():
@@ -91,6 +101,10 @@ def build_firmware(cache_dir: Path = DEFAULT_CACHE, *, jobs: int = 2) -> Path:
     with FileLock(str(cache_dir / f"{source_hash}.lock")):
         if elf.is_file():
             return elf
+        try:
+            include = ensure_sdk(host_abi()).include
+        except SdkError as exc:
+            raise FirmwareBuildError(f"the firmware needs the ExecuTorch SDK's headers: {exc}") from None
         staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=cache_dir))
         try:
             done = subprocess.run(
@@ -99,8 +113,11 @@ def build_firmware(cache_dir: Path = DEFAULT_CACHE, *, jobs: int = 2) -> Path:
                     "-C",
                     str(FIRMWARE_SOURCES),
                     f"-j{jobs}",
+                    f"BOARD={machine}",
                     f"BUILD={staging}",
                     f"BUILD_ID={source_hash[:12]}",
+                    f"EXECUTORCH_INCLUDE={include}",
+                    f"EXECUTORCH_VERSION={EXECUTORCH_VERSION}",
                 ],
                 capture_output=True,
                 text=True,
@@ -109,7 +126,7 @@ def build_firmware(cache_dir: Path = DEFAULT_CACHE, *, jobs: int = 2) -> Path:
             )
             if done.returncode != 0:
                 raise FirmwareBuildError(
-                    f"building the MCU firmware failed (make exit {done.returncode}):\n"
+                    f"building the MCU firmware for {machine} failed (make exit {done.returncode}):\n"
                     f"{(done.stdout + done.stderr)[-4000:]}"
                 )
             staging.rename(target)
@@ -128,10 +145,18 @@ def firmware_size(elf: Path) -> dict[str, int]:
 
 
 class QemuMcu:
-    """One QEMU mps2-an385 running the agent firmware, its UART0 on a local TCP port."""
+    """One QEMU board running the agent firmware built for it, its UART0 on a local TCP port."""
 
-    def __init__(self, firmware: Path, *, qemu: str = QEMU, start_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        firmware: Path,
+        *,
+        machine: str = DEFAULT_MACHINE,
+        qemu: str = QEMU,
+        start_timeout: float = 10.0,
+    ) -> None:
         self.firmware = firmware
+        self.machine = board(machine).machine
         self._qemu = qemu
         self._start_timeout = start_timeout
         self._process: ManagedProcess | None = None
@@ -154,7 +179,7 @@ class QemuMcu:
         return [
             self._qemu,
             "-M",
-            MACHINE,
+            self.machine,
             "-nographic",
             "-monitor",
             "none",
@@ -202,8 +227,13 @@ class QemuMcu:
         )
 
     def stderr_tail(self) -> str:
-        """QEMU's last lines of stderr."""
+        """QEMU's last lines of stderr (also the firmware's log lines, by semihosting)."""
         return self._process.stderr_tail() if self._process is not None else ""
+
+    def wait_for_log(self, text: str, timeout: float = 5.0) -> bool:
+        """Whether a stderr line holding ``text`` arrived within ``timeout`` (False once
+        QEMU has ended without one)."""
+        return self._process is not None and self._process.wait_for_stderr(text, timeout=timeout)
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time QEMU has used so far (from /proc/PID/stat)."""
@@ -232,7 +262,8 @@ class QemuMcu:
 
         QEMU serves one client at a time: close a link before connecting another.
         """
-        config = SerialPortConfig(url=self.url, wait_boot=self._clients == 0)
+        config = SerialPortConfig(url=self.url, wait_boot=self._clients == 0,
+                                  boot_timeout=None if link else BOOT_TIMEOUT_S)
         self._clients += 1
         return connect_port(config, link=link)
 

@@ -7,7 +7,10 @@ one concept per module:
 - :mod:`~harness.farm.distribution`: each device's tests on one xdist worker;
 - :mod:`~harness.farm.policy`: the run's rules (retries, quarantine, waits);
 - :mod:`~harness.farm.lock`: one holder per device across processes on a host;
-- :mod:`~harness.farm.labgrid`: reserving and locking a labgrid place;
+- :mod:`~harness.farm.labgrid`: reserving, acquiring and handing over a labgrid place;
+  :mod:`~harness.farm.lab_places`: the coordinator's view (holders, identities);
+  :mod:`~harness.farm.lab_resources`: an acquired place's address, checked;
+  :mod:`~harness.farm.lab_benchmark`: what a lab costs;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;
 - :mod:`~harness.farm.infra`: what counts as an infrastructure error;
 - :mod:`~harness.farm.health`: consecutive infrastructure errors and quarantine;

@@ -1,18 +1,33 @@
-"""Reserving and locking a labgrid place for a device (optional; needs labgrid installed).
+"""Holding a labgrid place for a device: reserve, wait, acquire, hand over (needs labgrid).
 
-A profile names its place in its transport settings::
+A profile describes a kind of device; the lab's places are its instances. The
+profile names a coordinator and either one place or a tag filter (a pool)::
 
     transport:
-      kind: ssh
-      host: board-7.lab
-      labgrid: {place: board-7, coordinator: "coordinator.lab:20408"}
+      kind: serial                       # or ssh
+      labgrid:
+        coordinator: "127.0.0.1:20408"   # optional: else $LG_COORDINATOR
+        tags: {kind: mcu, pool: lab}     # any free place with these tags ...
+        # place: board-7                 # ... or this one place
+        reset: power                     # optional: power-cycle the place's power port
+                                         # before each agent session (a fresh registry)
 
-Before the device is used, the harness reserves the place through labgrid's own
-client (``labgrid-client reserve --shell name=PLACE``), waits for the
-reservation (``wait TOKEN``) at most the lock timeout, and acquires the place
-(``-p +TOKEN acquire``); afterwards it releases the place and cancels the
-reservation. labgrid is an optional dependency: only profiles that name a place
-need it, and they fail with a clear message when ``labgrid-client`` is missing.
+The harness drives labgrid's own client (``labgrid-client``, argv lists only):
+``reserve --shell FILTER`` gives a token, ``wait TOKEN`` (bounded by the lock
+timeout) until the coordinator allocates a place, ``-p +TOKEN acquire`` takes it
+and ``-p +TOKEN env`` says where its resources are (see
+:mod:`harness.farm.lab_resources`). Hand-over cancels the reservation first and
+then releases the place: the other order leaves the place allocated to a
+cancelled token until the coordinator's next 15 s scheduling pass.
+
+Every process is its own labgrid owner, ``HOST/USER-pidPID-START`` (START is the
+process's start time, which guards against PID reuse), so two xdist workers are
+two owners and a run's holdings say which process holds them. The coordinator
+never expires an acquired place, so a run that dies holding one hands it back twice
+over: its janitor (:mod:`harness.lifecycle.janitor`, which outlives a ``kill -9``)
+runs the same hand-over; and before reserving, a run releases (and cancels the
+reservation of) every place acquired by an identity of this host whose process is
+gone, for when the janitor died too.
 """
 
 from __future__ import annotations
@@ -23,18 +38,31 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
+from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
+from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
+from harness.lifecycle import owner
 from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import DeviceUnavailable
 from harness.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
 CLIENT = "labgrid-client"
-_COMMAND_TIMEOUT_S = 60.0
-_TOKEN = re.compile(r"LG_TOKEN=([A-Za-z0-9_-]+)")
+_COMMAND_TIMEOUT_S = 30.0
+_OUTPUT_LIMIT = 256 * 1024  # what a labgrid-client call may print before it is refused
+_TOKEN = re.compile(r"LG_TOKEN=([A-Za-z0-9_-]{1,64})")
+_ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})$", re.MULTILINE)
+_TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
+_TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
+_RESETS = ("none", "power")
+_FIELDS = ("coordinator", "place", "reset", "tags")
 
 
 class LabgridNotInstalled(ProfileError):
@@ -42,45 +70,104 @@ class LabgridNotInstalled(ProfileError):
 
 
 class LabgridError(DeviceUnavailable):
-    """labgrid's client failed, or the place was not allocated in time."""
+    """labgrid's client failed, or printed something the harness does not accept."""
+
+
+class LabgridTimeout(LabgridError):
+    """A ``labgrid-client`` call ran past its time; ``output`` is what it printed until then."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+class StaleHolderReleased(UserWarning):
+    """A place held by a dead run of this host was released so that this run can use it."""
+
+
+class LabgridBusy(LabgridError):
+    """No place was allocated within the wait; the message names who holds them."""
 
 
 @dataclass(frozen=True)
 class LabgridPlace:
-    """The labgrid place a device sits in, and the coordinator that manages it."""
+    """What a profile asks of the lab: one place by name, or any place with ``tags``."""
 
-    place: str
+    place: str | None = None
+    tags: tuple[tuple[str, str], ...] = ()
     coordinator: str | None = None  # None: labgrid's default ($LG_COORDINATOR)
+    reset: str = "none"
+
+    @property
+    def filters(self) -> list[str]:
+        """The reservation filter, as ``labgrid-client reserve`` takes it."""
+        if self.place is not None:
+            return [f"name={self.place}"]
+        return [f"{key}={value}" for key, value in self.tags]
+
+    @property
+    def what(self) -> str:
+        """``place 'board-7'`` or ``a place with tags kind=mcu pool=lab``, for messages."""
+        if self.place is not None:
+            return f"labgrid place {self.place!r}"
+        return f"a labgrid place with tags {' '.join(self.filters)}"
 
     @classmethod
     def of(cls, profile: DeviceProfile) -> LabgridPlace | None:
-        """The place ``profile`` names under ``transport.labgrid``, or None."""
+        """What ``profile`` asks for under ``transport.labgrid``, or None."""
         data = profile.settings.get(SETTING)
         if data is None:
             return None
         where = profile.where(f"transport.{SETTING}")
         if not isinstance(data, Mapping):
-            raise ProfileError(
-                f"{where}: must be a mapping with 'place' and optional 'coordinator'"
-            )
-        unknown = sorted(set(data) - {"place", "coordinator"})
+            raise ProfileError(f"{where}: must be a mapping with 'place' or 'tags'")
+        unknown = sorted(set(data) - set(_FIELDS))
         if unknown:
-            raise ProfileError(f"{where}.{unknown[0]}: unknown field; allowed: coordinator, place")
-        place, coordinator = data.get("place"), data.get("coordinator")
-        if not isinstance(place, str) or not place:
-            raise ProfileError(f"{where}.place: required, the labgrid place's name")
-        if coordinator is not None and not isinstance(coordinator, str):
-            raise ProfileError(f"{where}.coordinator: must be a string like 'host:20408'")
-        try:
-            check_word(place, "the labgrid place's name")
-        except ValueRuleError as exc:
-            raise ProfileError(f"{where}.place: {exc}") from None
-        try:
-            if coordinator is not None:
+            raise ProfileError(f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(_FIELDS)}")
+        if ("place" in data) == ("tags" in data):
+            raise ProfileError(
+                f"{where}: give exactly one of 'place' (a place's name) or 'tags' (a mapping "
+                "such as {kind: mcu, pool: lab}: any free place with those tags)"
+            )
+        place = data.get("place")
+        if place is not None:
+            try:
+                check_word(place, "the labgrid place's name")
+            except ValueRuleError as exc:
+                raise ProfileError(f"{where}.place: {exc}") from None
+        tags = _tags(data.get("tags"), f"{where}.tags") if "tags" in data else ()
+        coordinator = data.get("coordinator")
+        if coordinator is not None:
+            try:
                 split_host_port(coordinator)
-        except ValueRuleError as exc:
-            raise ProfileError(f"{where}.coordinator: {exc}") from None
-        return cls(place, coordinator)
+            except ValueRuleError as exc:
+                raise ProfileError(f"{where}.coordinator: {exc}") from None
+        reset = data.get("reset", "none")
+        if reset not in _RESETS:
+            raise ProfileError(
+                f"{where}.reset: {reset!r} is not one of {', '.join(_RESETS)} (power: cycle "
+                "the place's power port before each agent session)"
+            )
+        return cls(place, tags, coordinator, reset)
+
+
+def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping) or not value:
+        raise ProfileError(f"{where}: must be a non-empty mapping of tag: value")
+    if len(value) > 16:
+        raise ProfileError(f"{where}: at most 16 tags; got {len(value)}")
+    pairs = []
+    for key, tag_value in value.items():
+        text = str(tag_value) if isinstance(tag_value, int) and not isinstance(tag_value, bool) \
+            else tag_value
+        if not isinstance(key, str) or not _TAG.fullmatch(key):
+            raise ProfileError(f"{where}: tag {key!r} is not a labgrid tag name ([a-z][a-z0-9_]*)")
+        if not isinstance(text, str) or not _TAG_VALUE.fullmatch(text):
+            raise ProfileError(
+                f"{where}.{key}: {tag_value!r} is not a labgrid tag value ([a-z0-9_]+)"
+            )
+        pairs.append((key, text))
+    return tuple(sorted(pairs))
 
 
 def without_labgrid(profile: DeviceProfile) -> DeviceProfile:
@@ -89,6 +176,14 @@ def without_labgrid(profile: DeviceProfile) -> DeviceProfile:
         return profile
     settings = {k: v for k, v in profile.settings.items() if k != SETTING}
     return dataclasses.replace(profile, settings=settings)
+
+
+def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
+    """What the transport's own checks see of ``profile``: without its labgrid setting and,
+    for a lab profile, with stand-ins for the address the acquired place will give."""
+    if LabgridPlace.of(profile) is None:
+        return profile
+    return check_lab_profile(without_labgrid(profile))
 
 
 def find_client(profile: DeviceProfile, search_path: str | None = None) -> str:
@@ -100,85 +195,253 @@ def find_client(profile: DeviceProfile, search_path: str | None = None) -> str:
     if found is None:
         raise LabgridNotInstalled(
             f"{profile.where('transport.' + SETTING)}: the profile names a labgrid place but "
-            f"{CLIENT} is not installed here; install labgrid ('pip install labgrid') on this "
-            "machine, or use a profile without the labgrid setting"
+            f"{CLIENT} is not installed here; install the harness with its labgrid extra "
+            "('pip install -e .[labgrid]', docs/device-farm.md) on this machine, or use a "
+            "profile without the labgrid setting"
         )
     return found
 
 
-class LabgridReservation:
-    """One reservation of one place, through ``labgrid-client`` commands (argv lists)."""
+# ---- one reservation ------------------------------------------------------------------------
 
-    def __init__(self, place: LabgridPlace, client: str) -> None:
-        self.place = place
+
+@dataclass(frozen=True)
+class HeldPlace:
+    """A place this process acquired: its name, exporters and resources."""
+
+    name: str
+    exporters: tuple[str, ...]
+    resources: LabResources
+
+
+class LabgridClient:
+    """``labgrid-client`` calls as one identity against one coordinator."""
+
+    def __init__(self, client: str, coordinator: str | None, identity: LabIdentity) -> None:
         self.client = client
-        self.token: str | None = None
-        self.acquired = False
+        self.coordinator = coordinator
+        self.identity = identity
 
-    def _base(self) -> list[str]:
-        coordinator = ["-x", self.place.coordinator] if self.place.coordinator else []
-        return [self.client, *coordinator]
+    def argv(self, *args: str) -> list[str]:
+        coordinator = ["-x", self.coordinator] if self.coordinator else []
+        return [self.client, *coordinator, *args]
 
-    def reserve_command(self) -> list[str]:
-        return [*self._base(), "reserve", "--shell", f"name={self.place.place}"]
-
-    def wait_command(self, token: str) -> list[str]:
-        return [*self._base(), "wait", token]
-
-    def acquire_command(self, token: str) -> list[str]:
-        return [*self._base(), "-p", f"+{token}", "acquire"]
-
-    def release_command(self, token: str) -> list[str]:
-        return [*self._base(), "-p", f"+{token}", "release"]
-
-    def cancel_command(self, token: str) -> list[str]:
-        return [*self._base(), "cancel-reservation", token]
-
-    def acquire(self, timeout: float) -> None:
-        """Reserve the place, wait up to ``timeout`` s for it, then acquire (lock) it."""
-        output = self._run(self.reserve_command(), _COMMAND_TIMEOUT_S)
-        match = _TOKEN.search(output)
-        if match is None:
-            raise LabgridError(
-                f"labgrid place {self.place.place!r}: '{CLIENT} reserve' printed no LG_TOKEN: "
-                f"{output.strip()[:200]!r}"
-            )
-        self.token = match.group(1)
+    def run(self, args: Sequence[str], timeout: float = _COMMAND_TIMEOUT_S,
+            identity: LabIdentity | None = None) -> str:
+        """Run ``labgrid-client ARGS`` and return what it printed; :class:`LabgridError`."""
+        argv = self.argv(*args)
+        env = {**os.environ, **(identity or self.identity).environment(),
+               "PYTHONUNBUFFERED": "1"}  # a token printed before a timeout is not lost
         try:
-            self._run(self.wait_command(self.token), timeout)
-            self._run(self.acquire_command(self.token), _COMMAND_TIMEOUT_S)
-        except LabgridError:
-            self.release()
-            raise
-        self.acquired = True
-
-    def release(self) -> None:
-        """Release the place (if acquired) and cancel the reservation; safe to call twice."""
-        token, self.token = self.token, None
-        if token is None:
-            return
-        try:
-            if self.acquired:
-                self.acquired = False
-                self._run(self.release_command(token), _COMMAND_TIMEOUT_S)
-        finally:
-            self._run(self.cancel_command(token), _COMMAND_TIMEOUT_S)
-
-    def _run(self, argv: Sequence[str], timeout: float) -> str:
-        try:
-            done = subprocess.run(
-                list(argv), capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise LabgridError(
-                f"labgrid place {self.place.place!r}: '{' '.join(argv[1:])}' did not finish "
-                f"within {timeout:.1f} s (the place is busy; raise --lock-timeout or free it)"
+            returncode, stdout, stderr = _run_bounded(argv, env, timeout)
+        except subprocess.TimeoutExpired as exc:
+            printed = bytes(exc.output or b"").decode(errors="replace")
+            raise LabgridTimeout(
+                f"'{CLIENT} {' '.join(args)}' did not finish within {timeout:.1f} s", printed
             ) from None
         except OSError as exc:
-            raise LabgridError(f"labgrid: cannot run {argv[0]}: {exc}") from None
-        if done.returncode != 0:
+            raise LabgridError(f"cannot run {argv[0]}: {exc}") from None
+        if stdout is None:
             raise LabgridError(
-                f"labgrid place {self.place.place!r}: '{' '.join(argv[1:])}' failed with exit "
-                f"code {done.returncode}: {done.stderr.strip()[-500:]}"
+                f"'{CLIENT} {' '.join(args)}' printed more than {_OUTPUT_LIMIT} bytes; refused"
             )
-        return done.stdout
+        if returncode != 0:
+            errors = (stderr or stdout).decode(errors="replace").strip()
+            raise LabgridError(
+                f"'{CLIENT} {' '.join(args)}' failed with exit code {returncode}: "
+                f"{_last_line(errors)}"
+            )
+        return stdout.decode(errors="replace")
+
+    def places(self) -> list[PlaceState]:
+        return parse_places(self.run(["-v", "places"]))
+
+
+def _run_bounded(argv: list[str], env: dict[str, str], timeout: float
+                 ) -> tuple[int, bytes | None, bytes]:
+    """Run ``argv``; (exit status, stdout or None if longer than the limit, stderr's first
+    bytes). Output past the limit is read and dropped, so a client relaying a hostile
+    coordinator cannot fill this process's memory. ``TimeoutExpired.output``: stdout so far."""
+    kept: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
+    overflow: set[int] = set()
+
+    def drain(stream: IO[bytes], which: int) -> None:
+        while chunk := stream.read(65536):
+            room = _OUTPUT_LIMIT - len(kept[which])
+            kept[which] += chunk[:max(room, 0)]
+            if len(chunk) > room:
+                overflow.add(which)
+
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env) as process:
+        assert process.stdout is not None and process.stderr is not None
+        readers = [threading.Thread(target=drain, args=(process.stdout, 1), daemon=True),
+                   threading.Thread(target=drain, args=(process.stderr, 2), daemon=True)]
+        for reader in readers:
+            reader.start()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            for reader in readers:
+                reader.join(5.0)
+            raise subprocess.TimeoutExpired(argv, timeout, output=bytes(kept[1])) from None
+        for reader in readers:
+            reader.join(5.0)
+    stdout = None if 1 in overflow else bytes(kept[1])
+    return process.returncode, stdout, bytes(kept[2][-4096:])
+
+
+def _last_line(text: str) -> str:
+    """labgrid's one-line error, not its traceback."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    useful = [line for line in lines if "Error" in line or "error" in line]
+    return (useful or lines or ["(no output)"])[-1][-500:]
+
+
+class LabgridReservation:
+    """One reservation of one place for this process: acquire, reset, hand over."""
+
+    def __init__(self, wanted: LabgridPlace, client: str,
+                 identity: LabIdentity | None = None) -> None:
+        self.wanted = wanted
+        self.lab = LabgridClient(client, wanted.coordinator, identity or LabIdentity.this_process())
+        self.token: str | None = None
+        self.held: HeldPlace | None = None
+        self.stale_released: list[str] = []  # places this run took back from dead runs
+        self._recorded: list[list[str]] = []  # this reservation's hand-back commands
+
+    def acquire(self, timeout: float) -> HeldPlace:
+        """Reserve, wait at most ``timeout`` s for an allocation, acquire; the place held.
+
+        :class:`LabgridBusy` names who holds the matching places when none came free.
+        """
+        deadline = time.monotonic() + timeout
+        states = self.release_stale()
+        try:
+            output = self.lab.run(["reserve", "--wait", "--shell", *self.wanted.filters],
+                                  timeout=max(timeout, 0.1))
+        except LabgridTimeout as exc:
+            self.token = _token(exc.output)
+            self.release()
+            raise LabgridBusy(
+                f"{self.wanted.what} was not allocated within {timeout:.1f} s: "
+                f"{self._holders()} (raise --lock-timeout, or free a place: "
+                f"'{CLIENT} -p PLACE release-from HOLDER')"
+            ) from None
+        self.token = _token(output)
+        if self.token is None:
+            raise LabgridError(
+                f"{self.wanted.what}: '{CLIENT} reserve' printed no LG_TOKEN: {output[:200]!r}"
+            )
+        try:
+            self._set_hand_back()  # before acquiring: a kill may come during the call
+            acquired = self._acquire_allocated(deadline)
+            name = _ACQUIRED.search(acquired)
+            if name is None:
+                raise LabgridError(f"{self.wanted.what}: '{CLIENT} acquire' did not say which "
+                                   f"place: {acquired[:200]!r}")
+            self.held = HeldPlace(name["place"], (), LabResources())  # release() undoes it
+            self._set_hand_back()
+            place, resources = parse_env(self.lab.run(["-p", name["place"], "env"]))
+            self.held = HeldPlace(place, _exporters(states, place), resources)
+        except BaseException:
+            self.release()
+            raise
+        return self.held
+
+    def _acquire_allocated(self, deadline: float) -> str:
+        """``-p +TOKEN acquire``; what it printed. An exporter frees a released place's
+        resources a moment after the coordinator says so (ser2net takes about a second
+        to stop), so an acquisition refused for that reason is tried again until
+        ``deadline``."""
+        while True:
+            try:
+                return self.lab.run(["-p", f"+{self.token}", "acquire"])
+            except LabgridError as exc:
+                if "Failed to acquire resources" not in str(exc) or time.monotonic() > deadline:
+                    raise LabgridBusy(f"{self.wanted.what}: cannot acquire the allocated "
+                                      f"place: {exc}; {self._holders()}") from None
+            time.sleep(0.2)  # the exporter gives no notice when it has let them go
+
+    def _holders(self) -> str:
+        try:
+            states = [s for s in self.lab.places() if s.matches(self.wanted)]
+        except LabgridError as exc:
+            return f"(cannot list the places: {exc})"
+        if not states:
+            return "no place matches (check the coordinator, the place's name or its tags)"
+        return "; ".join(state.describe() for state in states)
+
+    def power_cycle(self) -> None:
+        """Switch the place's power port off and on again (labgrid's power protocol)."""
+        assert self.held is not None, "acquire the place first"
+        self.lab.run(["-p", self.held.name, "power", "cycle", "--delay", "0.1"])
+
+    def release(self) -> None:
+        """Cancel the reservation, then release the place; safe to call twice."""
+        token, self.token = self.token, None
+        held, self.held = self.held, None
+        try:
+            if token is not None:
+                self.lab.run(["cancel-reservation", token])
+        finally:
+            try:
+                if held is not None:
+                    self.lab.run(["-p", held.name, "release"])
+            finally:
+                self._set_hand_back()
+
+    def _set_hand_back(self) -> None:
+        """Record what this process's janitor runs if the process dies holding the place:
+        the same hand-over, as commands that need no identity (``release-from`` this
+        one). Until the place's name is known, it is found through the token."""
+        commands: list[list[str]] = []
+        mine = self.lab.identity.owner
+        if self.held is not None and self.token is not None:
+            commands = [self.lab.argv("cancel-reservation", self.token),
+                        self.lab.argv("-p", self.held.name, "release-from", mine)]
+        elif self.token is not None:
+            commands = [self.lab.argv("-p", f"+{self.token}", "release-from", mine),
+                        self.lab.argv("cancel-reservation", self.token)]
+        me = owner.current()
+        for argv in self._recorded:
+            me.remove_hand_back(argv)
+        for argv in commands:
+            me.add_hand_back(argv)
+        self._recorded = commands
+
+    def release_stale(self) -> list[PlaceState]:
+        """Release places acquired by dead processes of this host (a ``kill -9``'d run);
+        the coordinator's view of the places from before."""
+        host = self.lab.identity.host
+        states = self.lab.places()
+        for state in states:
+            holder = LabIdentity.parse(state.acquired or "")
+            if holder is None or not holder.is_gone_from(host):
+                continue
+            if state.reservation is not None:
+                try:  # first, or the place stays allocated to the dead run's reservation
+                    self.lab.run(["cancel-reservation", state.reservation], identity=holder)
+                except LabgridError:
+                    pass  # it expired meanwhile
+            self.lab.run(["-p", state.name, "release-from", holder.owner])
+            self.stale_released.append(state.name)
+            warnings.warn(StaleHolderReleased(
+                f"released labgrid place {state.name}, held by {holder.owner} (a run that is "
+                "gone)"), stacklevel=2)
+        return states
+
+
+def _token(output: str) -> str | None:
+    match = _TOKEN.search(output)
+    return match.group(1) if match else None
+
+
+def _exporters(states: list[PlaceState], place: str) -> tuple[str, ...]:
+    """The exporters a place's matches name (``exporter/group/class``), from the listing."""
+    for state in states:
+        if state.name == place:
+            return tuple(dict.fromkeys(m.split("/")[0] for m in state.patterns))
+    return ()

@@ -19,6 +19,7 @@ from harness.device import Device, open_device
 from harness.farm.artifacts import collect_core_files
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
+from harness.farm.lab_resources import LabResourceError, with_lab_address
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
@@ -26,9 +27,10 @@ from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
 from harness.transport.base import TransportError
 
-# HELLO facts recorded with every result; real_backends: the registered backends that
-# are not probes (e.g. XnnpackBackend), comma-separated.
-FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends")
+# Recorded with every result: HELLO facts; real_backends: the registered backends that
+# are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
+# started the agent (native or glibc-bundle).
+FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "deployment")
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 
@@ -49,7 +51,7 @@ class DeviceSlot:
         self.runner: CaseRunner | None = None
         self.facts: dict[str, str] = {}
         self._place = LabgridPlace.of(profile)
-        self._lock = DeviceLock(profile.name, policy.lock_dir, device_key(profile))
+        self.lab_facts: dict[str, str] = {}  # place and exporter, when held through labgrid
         self._held = contextlib.ExitStack()
         self._links: list[AgentLink] = []
 
@@ -69,8 +71,8 @@ class DeviceSlot:
         if self.device is not None:
             return self.device
         try:
-            self._hold()
-            device = open_device(without_labgrid(self.profile))
+            profile, board_reset = self._hold()
+            device = open_device(profile, board_reset=board_reset)
             self._held.callback(device.close)
             self.device = device
             self.runner = CaseRunner(self._start_link, device.program_for,
@@ -109,17 +111,36 @@ class DeviceSlot:
         real = [entry.name for entry in hello.entries if not entry.is_probe]
         if real:
             facts["real_backends"] = ",".join(real)
-        self.facts = facts
+        if self.device is not None:
+            facts["deployment"] = self.device.deployment().mode.value
+        self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
 
-    def _hold(self) -> None:
-        wait = self.policy.deadline.bound(self.policy.lock_timeout)
-        self._lock.acquire(wait)
-        self._held.callback(self._lock.release)
+    def _hold(self) -> tuple[DeviceProfile, Callable[[], None] | None]:
+        """Hold the device: its labgrid place (if any), then this host's lock on it.
+
+        Returns the profile the device is opened with (a lab profile gets the acquired
+        place's address) and how to reset the board through the lab (or None).
+        """
+        profile, key, board_reset = self.profile, device_key(self.profile), None
         if self._place is not None:
             reservation = LabgridReservation(self._place, find_client(self.profile))
-            reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
+            held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
             self._held.callback(reservation.release)
+            self.lab_facts = {"place": held.name, "exporter": ",".join(held.exporters)}
+            key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
+            profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
+            if self._place.reset == "power":
+                if not held.resources.power:
+                    raise LabResourceError(
+                        f"{self.profile.where('transport.labgrid.reset')}: power, but labgrid "
+                        f"place {held.name!r} has no power port"
+                    )
+                board_reset = reservation.power_cycle
+        lock = DeviceLock(self.profile.name, self.policy.lock_dir, key)
+        lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
+        self._held.callback(lock.release)
+        return profile, board_reset
 
     def close(self) -> None:
         """Stop the agent, release the device, its labgrid place and its lock."""

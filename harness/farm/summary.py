@@ -5,7 +5,8 @@
 - :func:`quarantined_devices`: each quarantined device and why;
 - :func:`infrastructure_lines`: the infrastructure errors, not-started tests counted;
 - :func:`backend_table`: per backend, the option checks that were exact or wrong, in
-  total and per route (each load path, set, get).
+  total and per route (each load path, set, get);
+- :func:`device_runtime`: what ran on a device, as its HELLO named it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Sequence
 
+from harness.check import show_name
 from harness.farm.infra import one_line
 from harness.farm.records import OUTCOMES, CaseResult
 
@@ -32,6 +34,15 @@ def devices_in_order(results: Iterable[CaseResult]) -> list[str]:
     seen = dict.fromkeys(r.device or NO_DEVICE for r in results)
     names = [n for n in seen if n != NO_DEVICE]
     return names + ([NO_DEVICE] if NO_DEVICE in seen else [])
+
+
+def device_runtime(results: Iterable[CaseResult], device: str) -> str | None:
+    """The ``runtime`` fact the device's agent announced (e.g. what is real and what is a
+    stand-in on an MCU), or None if no result of it carries one."""
+    for result in results:
+        if result.device == device and result.facts.get("runtime"):
+            return result.facts["runtime"]
+    return None
 
 
 def outcome_counts(results: Iterable[CaseResult]) -> dict[str, collections.Counter]:
@@ -118,7 +129,7 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
         key=lambda item: (-item[1]["wrong"], -(item[1]["ok"] + item[1]["wrong"]), item[0]),
     )
     shown = rows[:_SHOWN_BACKENDS]
-    names = [_clip(name) for name, _ in shown]
+    names = [_clip(show_name(name)) for name, _ in shown]
     width = max([len("backend"), *(len(name) for name in names)])
     widths = [max(len(route), 5) for route in routes]
     head = "".join(f"  {route:>{w}}" for route, w in zip(routes, widths, strict=True))

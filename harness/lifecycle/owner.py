@@ -4,7 +4,8 @@ The first time a process starts a child through :mod:`harness.lifecycle.process`
 (or registers a namespace or file), it becomes an *owner*:
 
 - it writes ``<state dir>/<owner>.json`` (:class:`~harness.lifecycle.reap.OwnerRecord`:
-  its PID and start time, the process groups, network namespaces and files it holds)
+  its PID and start time, the process groups, network namespaces and files it holds,
+  and commands that hand back what it holds elsewhere, such as a labgrid place)
   and holds an exclusive ``flock`` on ``<owner>.lock`` for as long as it lives;
 - it starts a janitor (``python -m harness.lifecycle.janitor``) in a session of its
   own, which waits for the end of a pipe only this process holds. When the process
@@ -64,6 +65,7 @@ class Owner:
         self._processes: dict[int, RecordedProcess] = {}
         self._netns: list[str] = []
         self._paths: list[str] = []
+        self._hand_back: list[tuple[str, ...]] = []
         self.janitor_pid: int | None = None
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -124,6 +126,18 @@ class Owner:
                 self._paths.remove(str(path))
                 self._save()
 
+    def add_hand_back(self, argv: list[str]) -> None:
+        """Run ``argv`` when this process is gone unless :meth:`remove_hand_back` came first."""
+        with self._lock:
+            self._hand_back.append(tuple(argv))
+            self._save()
+
+    def remove_hand_back(self, argv: list[str]) -> None:
+        with self._lock:
+            if tuple(argv) in self._hand_back:
+                self._hand_back.remove(tuple(argv))
+                self._save()
+
     def _save(self) -> None:
         record = OwnerRecord(
             owner=self.name,
@@ -136,6 +150,7 @@ class Owner:
             paths=tuple(self._paths),
             janitor=self.janitor_pid,
             command=" ".join(sys.argv)[:200],
+            hand_back=tuple(self._hand_back),
         )
         staging = self.record_path.with_suffix(".tmp")
         staging.write_text(record.to_json())
@@ -198,7 +213,7 @@ def sweep(directory: Path) -> list[str]:
 
 def _files_only(record: OwnerRecord) -> OwnerRecord:
     return OwnerRecord(record.owner, record.pid, record.start, record.boot_id, record.host,
-                       paths=record.paths)  # fmt: skip
+                       paths=record.paths, hand_back=record.hand_back)  # fmt: skip
 
 
 @contextlib.contextmanager

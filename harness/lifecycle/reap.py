@@ -4,7 +4,8 @@ An :class:`OwnerRecord` is the owner's state file. :func:`reap` ends the record'
 processes (each recorded leader still running with its recorded start time, the
 processes of its session and its descendants, and every process whose environment
 carries the owner's marker), deletes its network namespaces (killing what runs
-inside first) and removes its files and directories. The janitor applies it when
+inside first), removes its files and directories and runs its hand-back commands
+(which give back what it held outside this machine, such as a labgrid place). The janitor applies it when
 its owner is gone; the next run applies it to records whose owner and janitor both died.
 """
 
@@ -50,6 +51,9 @@ class OwnerRecord:
     paths: tuple[str, ...] = ()
     janitor: int | None = None
     command: str = ""
+    # argv lists to run once the owner is gone: handing back what it holds elsewhere
+    # (a labgrid place: cancel its reservation, release it)
+    hand_back: tuple[tuple[str, ...], ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(
@@ -59,6 +63,7 @@ class OwnerRecord:
                 "command": self.command,
                 "processes": [vars(p) for p in self.processes],
                 "netns": list(self.netns), "paths": list(self.paths),
+                "hand_back": [list(argv) for argv in self.hand_back],
             },
             indent=1,
         )  # fmt: skip
@@ -80,6 +85,9 @@ class OwnerRecord:
             paths=tuple(str(p) for p in data.get("paths", [])),
             janitor=data.get("janitor"),
             command=str(data.get("command", "")),
+            hand_back=tuple(
+                tuple(str(arg) for arg in argv) for argv in data.get("hand_back", [])
+            ),
         )
 
 
@@ -179,6 +187,15 @@ def reap(record: OwnerRecord, grace: float = 1.0) -> None:
         delete_netns(name)
     for path in record.paths:
         remove_path(path)
+    for argv in record.hand_back:
+        hand_back(argv)
+
+
+def hand_back(argv: tuple[str, ...], timeout: float = 30.0) -> None:
+    """Run one of a record's hand-back commands; quiet if it fails (it was done already)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout, check=False)
 
 
 def _stats() -> list[tuple[int, list[str]]]:

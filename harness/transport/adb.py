@@ -14,7 +14,6 @@ a run whose stderr lacks it was cut off (:class:`TransportLost`).
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import secrets
 import select
@@ -22,7 +21,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.lifecycle.process import ManagedProcess
@@ -38,10 +37,8 @@ from harness.transport.base import (
 )
 from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.transport.shell_line import shell_line
-from harness.untrusted_input import brief
 from harness.value_rules import (
     ValueRuleError,
-    check_absolute_path,
     check_host,
     check_port,
     check_word,
@@ -51,7 +48,9 @@ from harness.value_rules import (
 DEFAULT_WORK_DIR = "/data/local/tmp/et-harness"
 _TRANSIENT_STATES = ("connecting", "authorizing")
 _OFFLINE_SETTLE = 3.0  # seconds an offline device may take to come up (fresh USB or connect)
-_SETTINGS = ("serial", "server_host", "server_port", "connect", "adb")
+_SETTINGS = ("serial", "server_host", "server_port", "connect")
+# Which adb client runs is the user's choice, never a profile's (docs/security.md).
+ADB_ENV = "ET_HARNESS_ADB"
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class AdbTarget:
     server_host: str | None = None  # adb -H: an adb server on another machine
     server_port: int | None = None  # adb -P: default 5037 or $ANDROID_ADB_SERVER_PORT
     connect: str | None = None
-    adb: str = "adb"
+    adb: str = field(default_factory=lambda: adb_client())
     work_dir: str = DEFAULT_WORK_DIR
     query_timeout: float = 20.0  # adb devices / connect / features
     transfer_timeout: float = 120.0  # one push or pull
@@ -77,6 +76,12 @@ class AdbTarget:
     def from_profile(cls, profile: DeviceProfile) -> AdbTarget:
         """Build from a device profile whose transport kind is adb."""
         settings = dict(profile.settings)
+        if "adb" in settings:
+            raise ProfileError(
+                f"{profile.where('transport.adb')}: a profile may not choose the adb client "
+                f"(it is a program run on this machine); remove the field and put adb on PATH "
+                f"or set {ADB_ENV}=/path/to/adb in your environment"
+            )
         unknown = sorted(set(settings) - set(_SETTINGS))
         if unknown:
             raise ProfileError(
@@ -88,7 +93,6 @@ class AdbTarget:
             "server_host": check_host,
             "server_port": check_port,
             "connect": split_host_port,
-            "adb": _check_client,
         }
         for key, check in checks.items():
             if key in settings:
@@ -101,26 +105,15 @@ class AdbTarget:
             server_host=settings.get("server_host"),
             server_port=settings.get("server_port"),
             connect=settings.get("connect"),
-            adb=settings.get("adb", "adb"),
             work_dir=profile.work_dir,
             query_timeout=profile.timeouts.connect,
             transfer_timeout=profile.timeouts.command,
         )
 
 
-def _check_client(value: object) -> str:
-    """The adb client to run: ``adb`` from PATH, or an absolute path to a file named adb.
-
-    A profile chooses which adb runs, never some other program.
-    """
-    if value == "adb":
-        return value
-    path = check_absolute_path(value, "the adb client ('adb' from PATH, or /path/to/adb)")
-    if posixpath.basename(path) != "adb":
-        raise ValueRuleError(
-            f"{brief(path)} is not an adb client: give 'adb' (from PATH) or a path ending in /adb"
-        )
-    return path
+def adb_client() -> str:
+    """The adb client to run: ``$ET_HARNESS_ADB`` if the user set it, else ``adb`` from PATH."""
+    return os.environ.get(ADB_ENV) or "adb"
 
 
 class AdbTransport(Transport):

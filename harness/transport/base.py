@@ -113,5 +113,20 @@ class Transport(abc.ABC):
             return None
         return result.stdout.split(b" ", 1)[0].decode("ascii")
 
+    def sha256_each(
+        self, remotes: Sequence[str], timeout: float = 30.0
+    ) -> tuple[str | None, ...]:
+        """:meth:`sha256` of several device files, in one command (one round trip)."""
+        result = self.run(
+            ["sh", "-c", 'for f in "$@"; do sha256sum < "$f" 2>/dev/null || echo -; done',
+             "sh", *remotes],
+            timeout=timeout,
+        )  # fmt: skip
+        lines = result.stdout.decode("ascii", "replace").splitlines()
+        if result.exit_code != 0 or len(lines) != len(remotes):
+            return (None,) * len(remotes)  # unknown: the files are pushed again
+        digests = (line.split(" ", 1)[0] for line in lines)
+        return tuple(None if d == "-" else d for d in digests)
+
     def close(self) -> None:
         """Release connections; the transport may be reopened by using it again."""

@@ -18,21 +18,35 @@ from harness.transport.base import (
     TransportError,
     TransportTimeout,
 )
+from harness.transport.private_dir import ensure_private_dir
 from harness.transport.process_stream import ProcessStream, start_stream_process
 
 
 class LocalTransport(Transport):
-    """Runs on this machine; ``work_dir`` plays the device's scratch directory."""
+    """Runs on this machine; ``work_dir`` plays the device's scratch directory.
 
-    def __init__(self, work_dir: str) -> None:
+    ``work_dir`` and every directory the harness writes in are checked to be the
+    user's own before first use (:mod:`harness.transport.private_dir`); ``where``
+    names the setting in errors.
+    """
+
+    def __init__(self, work_dir: str, where: str = "work_dir") -> None:
         self._work_dir = work_dir
+        self._where = where
+        self._checked: set[Path] = set()
+
+    def _private(self, directory: Path) -> None:
+        if directory not in self._checked:
+            ensure_private_dir(directory, self._where)
+            self._checked.add(directory)
 
     def facts(self) -> DeviceFacts:
+        self._private(Path(self._work_dir))
         return DeviceFacts(abi=platform.machine(), os="linux", work_dir=self._work_dir)
 
     def push(self, local: Path, remote: str) -> None:
         target = Path(remote)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._private(target.parent)
         tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
         shutil.copy2(local, tmp)
         os.replace(tmp, target)
@@ -73,6 +87,11 @@ class LocalTransport(Transport):
                 return hashlib.file_digest(handle, "sha256").hexdigest()
         except FileNotFoundError:
             return None
+
+    def sha256_each(
+        self, remotes: Sequence[str], timeout: float = 30.0
+    ) -> tuple[str | None, ...]:
+        return tuple(self.sha256(remote) for remote in remotes)
 
 
 def _merged_env(env: Mapping[str, str] | None) -> dict[str, str] | None:

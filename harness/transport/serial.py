@@ -2,7 +2,9 @@
 
 A port is anything pyserial's ``serial_for_url`` opens: a device path
 (``/dev/ttyACM0``), ``socket://127.0.0.1:PORT`` (QEMU's ``-serial tcp:...``) or
-``rfc2217://host:port`` (a networked serial server). The framed protocol on top
+``rfc2217://host:port`` (a networked serial server such as ser2net, which a labgrid
+exporter runs for a place's serial port; opened with ``?ign_set_control``, as ser2net
+does not answer the control option pyserial otherwise waits for). The framed protocol on top
 is :mod:`harness.serial_link`. Profile fields (``transport:`` with
 ``kind: serial``)::
 
@@ -30,7 +32,7 @@ from typing import Any
 
 import serial
 
-from harness.serial_link import LinkConfig, SerialLink
+from harness.serial_link import POLL_INTERVAL, LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable
 from harness.untrusted_input import brief
 from harness.value_rules import (
@@ -165,13 +167,16 @@ _MAX_BAUDRATE = 20_000_000
 
 def open_port(config: SerialPortConfig) -> serial.SerialBase:
     """Open the port; :class:`DeviceUnavailable` if it cannot be opened."""
+    network = config.url.startswith("rfc2217://")
     try:
         port = serial.serial_for_url(
-            config.url,
+            # ser2net never answers the control option stock pyserial waits for at open
+            f"{config.url}?ign_set_control" if network else config.url,
             baudrate=config.baudrate,
             rtscts=config.rtscts,
             xonxoff=config.xonxoff,
-            timeout=0,
+            # set once at open: each later change renegotiates an RFC 2217 port (~150 ms)
+            timeout=POLL_INTERVAL if network else 0,
         )
     except (serial.SerialException, OSError, ValueError) as exc:
         raise DeviceUnavailable(

@@ -1,18 +1,15 @@
 /*
- * mcu_board.h - the parts of the Arm MPS2 AN385 board (Cortex-M3) the agent uses,
- * as QEMU's mps2-an385 machine emulates them.
+ * mcu_board.h - the parts of the board the agent uses: the board's own
+ * addresses come from boards/<board>/board.h (the Makefile's BOARD picks it);
+ * the CMSDK UART and the Armv7-M/Armv8-M system control space are the same on
+ * every board.
  */
 #ifndef MCU_BOARD_H
 #define MCU_BOARD_H
 
 #include <stdint.h>
 
-#define MCU_CPU_HZ 25000000u
-
-/* CMSDK APB UART0. */
-#define UART0_BASE 0x40004000u
-#define UART0_RX_IRQ 0u
-#define UART0_TX_IRQ 1u
+#include "board.h"
 
 typedef struct {
   volatile uint32_t data;      /* +0x00 */
@@ -33,14 +30,16 @@ typedef struct {
 #define UART_INT_TX 0x1u
 #define UART_INT_RX 0x2u
 
-/* NVIC and SysTick (ARMv7-M system control space). */
-#define NVIC_ISER0 (*(volatile uint32_t *)0xE000E100u)
+/* NVIC and SysTick (system control space). */
+#define NVIC_ISER(n) (*(volatile uint32_t *)(0xE000E100u + 4u * (n)))
 #define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
 #define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
 #define SYST_CSR_ENABLE 0x1u
 #define SYST_CSR_CLKSOURCE_CPU 0x4u
 #define SYST_MAX_RELOAD 0x00FFFFFFu
+
+static inline void nvic_enable(uint32_t irq) { NVIC_ISER(irq / 32u) = 1u << (irq % 32u); }
 
 static inline void cpu_irq_disable(void) { __asm__ volatile("cpsid i" ::: "memory"); }
 static inline void cpu_irq_enable(void) { __asm__ volatile("cpsie i" ::: "memory"); }

@@ -8,6 +8,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 void clock_init(void);
 
 /* A reading of the free-running counter. */
@@ -15,5 +19,9 @@ uint32_t clock_now(void);
 
 /* Microseconds from `start` (an earlier clock_now()) to now. */
 uint32_t clock_elapsed_us(uint32_t start);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MCU_CLOCK_H */

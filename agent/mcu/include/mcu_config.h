@@ -33,10 +33,7 @@
 /* Messages (docs/wire-format.md). */
 #define MCU_MAX_MESSAGE 4096u    /* largest request accepted, announced as max_message */
 #define MCU_REPORT_BUFFER 6144u  /* largest report sent */
-#define MCU_OPTION_POOL 256u     /* options of one decoded request, all backends */
-
-/* Stand-in runtime (etb_backend_seam.h). */
-#define MCU_SETTING_SLOTS 64u    /* options kept by set_option across requests, all probes */
+/* Options: as many as the board's RAM holds (mcu_capacity.h), announced in HELLO. */
 
 #if (2u * MCU_RX_WINDOW * MCU_MAX_ENCODED_FRAME + MCU_CONTROL_RESERVE) > MCU_RX_RING_SIZE
 #error "the receive ring cannot hold two windows of frames"

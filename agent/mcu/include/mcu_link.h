@@ -17,6 +17,10 @@
 
 #include "etb/wire.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define LINK_KIND_DATA 1u
 #define LINK_KIND_ACK 2u
 #define LINK_KIND_NAK 3u
@@ -55,5 +59,9 @@ void link_poll(void);
 bool link_has_work(void);
 
 link_stats_t link_stats(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MCU_LINK_H */

@@ -1,24 +1,44 @@
 /*
- * mcu_probe.h - probe backends: backends that record what the runtime hands
- * them, so a report can show exactly what each backend received.
+ * mcu_probe.h - probe backends: real BackendInterface implementations that
+ * record what the runtime hands them, so a report shows exactly what each
+ * backend received.
  *
  * A probe is registered under a name chosen at run time (REGISTER) and keeps
- * its own copy of that name, which it reports. Per request it records how often
- * each hook ran, the order of its first call among all probes, and the options
- * it received: the runtime_specs of its first init, or what set_option got.
- * Across requests it keeps the options set on it (get_option reads them back),
- * until probes_reset().
+ * its own copy of that name, which it reports. Its init reads its options as a
+ * real backend's init does: BackendInitContext::runtime_specs() for the keys and
+ * get_runtime_spec<bool|int|const char*>(key) for each value. Per request it
+ * records how often each hook ran, the order of its first call among all
+ * probes, and the options it received (the first init's, or what set_option
+ * got) as views into the runtime's BackendOptions. Across requests it keeps the
+ * options set on it (get_option reads them back) until probes_reset().
  */
 #ifndef MCU_PROBE_H
 #define MCU_PROBE_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "etb_backend_seam.h"
+#include <executorch/runtime/backend/interface.h>
 
-typedef struct {
+#include "etb/wire.h"
+
+namespace mcu {
+
+using executorch::runtime::ArrayRef;
+using executorch::runtime::BackendExecutionContext;
+using executorch::runtime::BackendInitContext;
+using executorch::runtime::BackendInterface;
+using executorch::runtime::BackendOption;
+using executorch::runtime::BackendOptionContext;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::DelegateHandle;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+struct ProbeRecord {
   uint16_t init_calls;
   uint16_t execute_calls;
   uint16_t set_calls;
@@ -27,37 +47,53 @@ typedef struct {
   const etb_option_t *received;
   uint8_t received_count;
   bool specs_diverged; /* a later init got runtime_specs different from the first */
-} probe_record_t;
+};
 
-typedef struct {
-  bool in_use;
-  uint8_t name_len;
-  uint8_t name[ETB_MAX_ID];
-  probe_record_t record;
-} probe_t;
+class Probe final : public BackendInterface {
+ public:
+  explicit Probe(etb_str_t name);
 
-/* A new probe named `name` (copied), or NULL if none is free. */
-probe_t *probe_create(etb_str_t name);
+  bool is_available() const override;
+  Result<DelegateHandle *> init(BackendInitContext &context, FreeableBuffer *processed,
+                                ArrayRef<CompileSpec> compile_specs) const override;
+  Error execute(BackendExecutionContext &context, DelegateHandle *handle,
+                Span<EValue *> args) const override;
+  Error set_option(BackendOptionContext &context,
+                   const Span<BackendOption> &backend_options) override;
+  Error get_option(BackendOptionContext &context, Span<BackendOption> &backend_options) override;
+  void destroy(DelegateHandle *handle) const override;
 
-/* Returns an unregistered probe to the pool. */
-void probe_release(probe_t *probe);
+  /* The name it was registered under, NUL-terminated (the registry keeps this pointer). */
+  const char *name() const { return name_; }
+  etb_str_t name_view() const;
+  const ProbeRecord &record() const { return record_; }
+  void forget_record();
 
-/* The backend object for registering `probe` with the seam. */
-etb_seam_backend_t probe_backend(probe_t *probe);
+ private:
+  void note_call() const;
 
-/* The probe behind a registered backend, or NULL if it is not a probe. */
-probe_t *probe_of(const etb_seam_backend_t *backend);
+  char name_[ETB_MAX_ID + 1u];
+  mutable ProbeRecord record_;
+};
 
-/* The name the probe answers to (its own copy). */
-etb_str_t probe_name(const probe_t *probe);
+/* A new probe named `name` (copied), or nullptr if none is free. */
+Probe *probe_create(etb_str_t name);
+
+/* Returns a probe the registry refused to the pool. */
+void probe_release(Probe *probe);
+
+/* The probe behind a registered backend, or nullptr if it is not a probe. */
+Probe *probe_of(BackendInterface *backend);
 
 /* Forgets every probe's record of the previous request. */
-void probes_begin_request(void);
+void probes_begin_request();
 
 /* Forgets records and every option set on any probe (RESET). */
-void probes_reset(void);
+void probes_reset();
 
 /* The probes called in this request, in the order of their first call; returns the count. */
-size_t probes_called(const probe_t **out, size_t cap);
+size_t probes_called(const Probe **out, size_t cap);
+
+}  // namespace mcu
 
 #endif /* MCU_PROBE_H */

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 void uart_init(uint32_t baud);
 
 /* Moves up to cap received bytes out of the ring; returns how many. */
@@ -22,5 +26,9 @@ void uart_write(const uint8_t *data, size_t len);
 
 /* Bytes dropped because the ring was full (flow control failed). */
 uint32_t uart_rx_overruns(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MCU_UART_H */

@@ -9,6 +9,7 @@
 
 int main(void) {
   clock_init();
+  agent_init();
   uart_init(BAUD_RATE);
   link_init(&mcu_agent);
   for (;;) {

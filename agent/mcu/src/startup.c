@@ -1,15 +1,14 @@
-/* startup.c - vector table and reset handler for the Cortex-M3 of mps2-an385. */
+/* startup.c - vector table and reset handler (every board; its IRQ lines from board.h). */
 #include <stdint.h>
 #include <string.h>
 
+#include "mcu_board.h"
 #include "mcu_exit.h"
 #include "mcu_semihost.h"
 
-#define EXTERNAL_IRQS 32u
-
 typedef void (*vector_t)(void);
 
-/* Defined by mps2_an385.ld. */
+/* Defined by boards/sections.ld. */
 extern uint32_t __stack_top;
 extern uint32_t __data_load;
 extern uint32_t __data_start;
@@ -33,11 +32,12 @@ void reset_handler(void) {
 /* Faults and stray interrupts end the emulator, so a crash shows as an exit status, not a hang. */
 void unexpected_exception(void) { semihost_exit(MCU_EXIT_FAULT); }
 
-__attribute__((section(".vectors"), used)) static const vector_t vectors[16u + EXTERNAL_IRQS] = {
+/* Every slot is unexpected_exception except those named after it. */
+#pragma GCC diagnostic ignored "-Woverride-init"
+__attribute__((section(".vectors"), used)) static const vector_t vectors[16u + MCU_EXTERNAL_IRQS] = {
     [0] = (vector_t)(uintptr_t)&__stack_top,
     [1] = reset_handler,
-    [2 ... 15] = unexpected_exception,
-    [16 + 0] = uart0_rx_irq_handler,
-    [16 + 1] = uart0_tx_irq_handler,
-    [16 + 2 ... 16u + EXTERNAL_IRQS - 1u] = unexpected_exception,
+    [2 ... 16u + MCU_EXTERNAL_IRQS - 1u] = unexpected_exception,
+    [16u + UART0_RX_IRQ] = uart0_rx_irq_handler,
+    [16u + UART0_TX_IRQ] = uart0_tx_irq_handler,
 };

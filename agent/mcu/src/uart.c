@@ -23,7 +23,8 @@ void uart_init(uint32_t baud) {
    * socket again until an unrelated timer, delaying the first request ~0.7 s.
    */
   (void)UART0->data;
-  NVIC_ISER0 = (1u << UART0_RX_IRQ) | (1u << UART0_TX_IRQ);
+  nvic_enable(UART0_RX_IRQ);
+  nvic_enable(UART0_TX_IRQ);
 }
 
 void uart0_rx_irq_handler(void);

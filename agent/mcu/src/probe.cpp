@@ -1,0 +1,248 @@
+/* probe.cpp - probe backends (see mcu_probe.h). */
+#include "mcu_probe.h"
+
+#include <string.h>
+
+#include <new>
+
+#include "mcu_capacity.h"
+#include "mcu_options.h"
+
+namespace mcu {
+
+namespace {
+
+/* One spare beyond the registry's capacity: a registration the full registry
+ * refuses is still attempted, so the registry gives its own answer. */
+constexpr size_t kProbePool = 17;
+
+struct ProbeSlot {
+  bool in_use;
+  alignas(Probe) unsigned char storage[sizeof(Probe)];
+  Probe *probe() { return std::launder(reinterpret_cast<Probe *>(storage)); }
+};
+
+ProbeSlot slots[kProbePool];
+size_t records_used; /* of pools().received, this request */
+uint32_t call_clock;
+
+/* Appends views to the probe's record (at most ETB_MAX_OPTIONS kept); false if out of room. */
+bool append_record(ProbeRecord &rec, const etb_option_t *options, size_t count) {
+  etb_option_t *received = pools().received;
+  size_t room_total = capacity().options_per_request;
+  size_t room = ETB_MAX_OPTIONS - rec.received_count;
+  size_t keep = count < room ? count : room;
+  if (rec.received_count > 0u && rec.received + rec.received_count != &received[records_used]) {
+    /* Not at the end of the pool: move this probe's options there first. */
+    if (records_used + rec.received_count > room_total) {
+      return false;
+    }
+    memmove(&received[records_used], rec.received, rec.received_count * sizeof received[0]);
+    rec.received = &received[records_used];
+    records_used += rec.received_count;
+  }
+  if (records_used + keep > room_total) {
+    return false;
+  }
+  if (rec.received_count == 0u) {
+    rec.received = &received[records_used];
+  }
+  memcpy(&received[records_used], options, keep * sizeof received[0]);
+  records_used += keep;
+  rec.received_count = static_cast<uint8_t>(rec.received_count + keep);
+  return true;
+}
+
+/* What init reads for one spec: its key, its value through get_runtime_spec<T>. */
+etb_option_t read_spec(const BackendInitContext &context, const BackendOption &spec) {
+  etb_option_t view{};
+  view.key = text_view(spec.key);
+  auto as_bool = context.get_runtime_spec<bool>(spec.key);
+  auto as_int = context.get_runtime_spec<int>(spec.key);
+  auto as_text = context.get_runtime_spec<const char *>(spec.key);
+  if (as_bool.ok()) {
+    view.type = ETB_TYPE_BOOL;
+    view.b = as_bool.get();
+  } else if (as_int.ok()) {
+    view.type = ETB_TYPE_INT;
+    view.i = as_int.get();
+  } else if (as_text.ok()) {
+    view.type = ETB_TYPE_STRING;
+    view.s = text_view(as_text.get());
+  }
+  return view;
+}
+
+KeptOption *find_kept(const Probe *owner, const char *key) {
+  KeptOption *kept = pools().kept;
+  for (size_t k = 0; k < capacity().options_per_request; k++) {
+    if (kept[k].owner == owner && strcmp(kept[k].option.key, key) == 0) {
+      return &kept[k];
+    }
+  }
+  return nullptr;
+}
+
+void forget_kept(const Probe *owner) {
+  KeptOption *kept = pools().kept;
+  for (size_t k = 0; k < capacity().options_per_request; k++) {
+    if (owner == nullptr || kept[k].owner == owner) {
+      kept[k].owner = nullptr;
+    }
+  }
+}
+
+}  // namespace
+
+Probe::Probe(etb_str_t name) : record_{} { copy_id(name, name_); }
+
+etb_str_t Probe::name_view() const { return text_view(name_); }
+
+void Probe::forget_record() { record_ = ProbeRecord{}; }
+
+void Probe::note_call() const {
+  if (record_.first_call == 0u) {
+    record_.first_call = ++call_clock;
+  }
+}
+
+bool Probe::is_available() const { return true; }
+
+Result<DelegateHandle *> Probe::init(BackendInitContext &context, FreeableBuffer *processed,
+                                     ArrayRef<CompileSpec> compile_specs) const {
+  (void)processed;
+  (void)compile_specs;
+  note_call();
+  Span<const BackendOption> specs = context.runtime_specs();
+  if (record_.init_calls == 0u) {
+    for (size_t k = 0; k < specs.size(); k++) {
+      etb_option_t view = read_spec(context, specs[k]);
+      if (!append_record(record_, &view, 1u)) {
+        return Error::MemoryAllocationFailed;
+      }
+    }
+  } else {
+    bool same = specs.size() == record_.received_count;
+    for (size_t k = 0; same && k < specs.size(); k++) {
+      same = same_option(read_spec(context, specs[k]), record_.received[k]);
+    }
+    record_.specs_diverged = record_.specs_diverged || !same;
+  }
+  record_.init_calls++;
+  /* The handle is the probe: execute finds its record through it. */
+  return static_cast<DelegateHandle *>(const_cast<Probe *>(this));
+}
+
+Error Probe::execute(BackendExecutionContext &context, DelegateHandle *handle,
+                     Span<EValue *> args) const {
+  (void)context;
+  (void)args;
+  const Probe *self = static_cast<const Probe *>(handle);
+  self->note_call();
+  self->record_.execute_calls++;
+  return Error::Ok;
+}
+
+Error Probe::set_option(BackendOptionContext &context, const Span<BackendOption> &backend_options) {
+  (void)context;
+  note_call();
+  record_.set_calls++;
+  for (size_t k = 0; k < backend_options.size(); k++) {
+    etb_option_t view = option_view(backend_options[k]);
+    if (!append_record(record_, &view, 1u)) {
+      return Error::MemoryAllocationFailed;
+    }
+  }
+  KeptOption *kept = pools().kept;
+  for (size_t k = 0; k < backend_options.size(); k++) {
+    KeptOption *slot = find_kept(this, backend_options[k].key);
+    for (size_t i = 0; slot == nullptr && i < capacity().options_per_request; i++) {
+      if (kept[i].owner == nullptr) {
+        slot = &kept[i];
+        slot->owner = this;
+      }
+    }
+    if (slot == nullptr) {
+      return Error::MemoryAllocationFailed;
+    }
+    slot->option = backend_options[k];
+  }
+  return Error::Ok;
+}
+
+/* Like real backends: fills the keys this probe holds, leaves the others as they are. */
+Error Probe::get_option(BackendOptionContext &context, Span<BackendOption> &backend_options) {
+  (void)context;
+  note_call();
+  record_.get_calls++;
+  for (size_t k = 0; k < backend_options.size(); k++) {
+    const KeptOption *held = find_kept(this, backend_options[k].key);
+    if (held != nullptr) {
+      backend_options[k].value = held->option.value;
+    }
+  }
+  return Error::Ok;
+}
+
+/* Delegate handles are the probe itself, so there is nothing to free. */
+void Probe::destroy(DelegateHandle *handle) const { (void)handle; }
+
+Probe *probe_create(etb_str_t name) {
+  for (ProbeSlot &slot : slots) {
+    if (!slot.in_use) {
+      slot.in_use = true;
+      return new (slot.storage) Probe(name);
+    }
+  }
+  return nullptr;
+}
+
+void probe_release(Probe *probe) {
+  for (ProbeSlot &slot : slots) {
+    if (slot.in_use && slot.probe() == probe) {
+      forget_kept(probe);
+      probe->~Probe();
+      slot.in_use = false;
+    }
+  }
+}
+
+Probe *probe_of(BackendInterface *backend) {
+  for (ProbeSlot &slot : slots) {
+    if (slot.in_use && static_cast<BackendInterface *>(slot.probe()) == backend) {
+      return slot.probe();
+    }
+  }
+  return nullptr;
+}
+
+void probes_begin_request() {
+  for (ProbeSlot &slot : slots) {
+    if (slot.in_use) {
+      slot.probe()->forget_record();
+    }
+  }
+  records_used = 0;
+  call_clock = 0;
+}
+
+void probes_reset() {
+  probes_begin_request();
+  forget_kept(nullptr);
+}
+
+size_t probes_called(const Probe **out, size_t cap) {
+  size_t n = 0;
+  /* first_call values are 1..call_clock, each used by at most one probe. */
+  for (uint32_t order = 1; order <= call_clock && n < cap; order++) {
+    for (ProbeSlot &slot : slots) {
+      if (slot.in_use && slot.probe()->record().first_call == order) {
+        out[n++] = slot.probe();
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+}  // namespace mcu

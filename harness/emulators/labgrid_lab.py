@@ -1,0 +1,297 @@
+"""An emulated labgrid lab on loopback: a real coordinator, real exporters, emulated boards.
+
+What is real and what stands in:
+
+- real: ``labgrid-coordinator`` (127.0.0.1), one ``labgrid-exporter`` per "host"
+  (127.0.0.2, 127.0.0.3, ...), the ser2net each exporter starts for a place's
+  ``RawSerialPort`` while it is acquired (bound to the exporter's own address by
+  :mod:`harness.emulators.ser2net_loopback`), labgrid's client and its power
+  protocol (``NetworkPowerPort``, model ``simplerest``);
+- emulated: each board is QEMU mps2-an385 running the agent firmware, its UART0 on
+  a pseudo-terminal (``/dev/pts/N``, what ser2net serves as a real board's
+  ``/dev/ttyACM0``);
+- stand-in: the power switch. A small HTTP server on the exporter's address
+  answers simplerest's ``GET /relay/INDEX/VALUE``: off pauses the board's CPU
+  (QEMU monitor ``stop``), on resets and resumes it (``system_reset``, ``cont``):
+  the firmware boots again with an empty registry, as after a power cycle.
+
+Every place has tags ``kind=mcu pool=lab`` (devices/lab-mcu.yaml asks for those).
+``python -m harness.emulators.labgrid_lab [PLACES]`` runs one until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.cache import cache_root
+from harness.emulators.mcu_boards import DEFAULT_MACHINE
+from harness.emulators.qemu_mcu import QEMU, build_firmware
+from harness.lifecycle.owner import owned_directory
+from harness.lifecycle.process import ManagedProcess, free_port
+
+COORDINATOR_HOST = "127.0.0.1"
+TAGS = {"kind": "mcu", "pool": "lab"}
+GROUP = "mcu"
+_READY_TIMEOUT_S = 30.0
+_PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
+
+
+class LabError(RuntimeError):
+    """The emulated lab could not be started."""
+
+
+def _bin(name: str) -> str:
+    """A labgrid program beside this Python (the harness's .venv) or on PATH."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise LabError(f"{name} not found: install the harness with its labgrid extra "
+                       "(bash ci/setup.sh)")
+    return found
+
+
+class EmulatedBoard:
+    """QEMU running the agent firmware, UART0 on a pty, monitor on a unix socket."""
+
+    def __init__(self, firmware: Path, directory: Path, name: str) -> None:
+        self.name = name
+        self.monitor_path = directory / f"{name}.monitor"
+        output = directory / f"{name}.out"  # QEMU names the pty on stdout
+        with output.open("wb") as stdout:
+            self._process = ManagedProcess([
+                QEMU, "-M", DEFAULT_MACHINE, "-nographic",
+                "-monitor", f"unix:{self.monitor_path},server=on,wait=off",
+                "-semihosting-config", "enable=on,target=native",
+                "-kernel", str(firmware), "-serial", "pty",
+            ], name=f"qemu-{name}", stdout=stdout)  # no -no-reboot: a reset would end QEMU
+        deadline = time.monotonic() + 10.0
+        while (match := _PTY.search(output.read_text(errors="replace"))) is None:
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self._process.stop()
+                raise LabError(f"QEMU for {name} opened no pty:\n{self._process.stderr_tail()}")
+            time.sleep(0.02)  # polling QEMU's output for the line it prints when ready
+        self.pty = match.group(1)
+        self.powered = True
+        self.resets = 0
+
+    def monitor(self, *commands: str) -> None:
+        """Send HMP commands to QEMU's monitor, each answered before the next."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5.0)
+            sock.connect(str(self.monitor_path))
+            _read_prompt(sock)
+            for command in commands:
+                sock.sendall(command.encode() + b"\n")
+                _read_prompt(sock)
+
+    def power(self, on: bool) -> None:
+        if on:
+            self.monitor("system_reset", "cont")
+            self.resets += 1
+        else:
+            self.monitor("stop")
+        self.powered = on
+
+    def stop(self) -> None:
+        self._process.stop()
+
+
+def _read_prompt(sock: socket.socket) -> None:
+    seen = b""
+    while not seen.endswith(b"(qemu) "):
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise LabError("QEMU's monitor closed the connection")
+        seen = seen[-64:] + chunk
+
+
+class PowerSwitch:
+    """The stand-in power switch of one exporter host: simplerest over HTTP."""
+
+    def __init__(self, host: str, boards: list[EmulatedBoard]) -> None:
+        boards_by_index = dict(enumerate(boards))
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # http.server's name
+                parts = self.path.strip("/").split("/")
+                try:
+                    board = boards_by_index[int(parts[1])]
+                    if len(parts) == 3:
+                        board.power(parts[2] == "1")
+                    body = b"1" if board.powered else b"0"
+                    self.send_response(200)
+                except (IndexError, ValueError, KeyError, LabError, OSError):
+                    body = b"bad request"
+                    self.send_response(400)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}/relay/{{index}}/{{value}}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True,
+                                        name=f"power-switch:{host}")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass(frozen=True)
+class LabPlace:
+    name: str
+    exporter: str
+    host: str
+    board: EmulatedBoard
+
+
+class LabgridLab:
+    """A coordinator, ``len(hosts)`` exporters (one board and one place each), on loopback."""
+
+    def __init__(self, hosts: tuple[str, ...] = ("127.0.0.2", "127.0.0.3"),
+                 port: int | None = None) -> None:
+        self.hosts = hosts
+        self._port = port
+        self.places: list[LabPlace] = []
+        self._stack = contextlib.ExitStack()
+        self.coordinator = ""
+
+    def __enter__(self) -> LabgridLab:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def client_argv(self, *args: str) -> list[str]:
+        return [_bin("labgrid-client"), "-x", self.coordinator, *args]
+
+    def client(self, *args: str, timeout: float = 30.0) -> str:
+        """Run ``labgrid-client`` against this lab (as this process's login identity)."""
+        import subprocess
+
+        env = {k: v for k, v in os.environ.items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
+        done = subprocess.run(self.client_argv(*args), capture_output=True, text=True,
+                              timeout=timeout, check=False, env=env, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise LabError(f"labgrid-client {' '.join(args)}: {done.stderr.strip()[-400:]}")
+        return done.stdout
+
+    def _start(self) -> None:
+        directory = self._stack.enter_context(
+            owned_directory("labgrid-lab-", cache_root() / "emulators"))
+        firmware = build_firmware()
+        port = self._port or free_port(COORDINATOR_HOST)
+        self.coordinator = f"{COORDINATOR_HOST}:{port}"
+        coordinator = ManagedProcess(
+            ["env", "-C", str(directory), _bin("labgrid-coordinator"),
+             "--listen", self.coordinator],
+            name="labgrid-coordinator",
+        )
+        self._stack.callback(coordinator.stop)
+        _wait_listening(COORDINATOR_HOST, port, coordinator)
+        wrapper_dir = directory / "bin"
+        wrapper_dir.mkdir()
+        wrapper = wrapper_dir / "ser2net"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"exec {shlex.quote(sys.executable)} -m harness.emulators.ser2net_loopback \"$@\"\n"
+        )
+        wrapper.chmod(0o755)
+        for number, host in enumerate(self.hosts):
+            letter = chr(ord("a") + number)
+            board = EmulatedBoard(firmware, directory, f"board-{letter}")
+            self._stack.callback(board.stop)
+            switch = PowerSwitch(host, [board])
+            self._stack.callback(switch.stop)
+            exporter = f"exp-{letter}"
+            config = directory / f"{exporter}.yaml"
+            config.write_text(
+                f"{GROUP}:\n"
+                f"  RawSerialPort:\n    port: {board.pty}\n    speed: 115200\n"
+                f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
+                "    index: 0\n"
+            )  # a Jinja2 template: no line may start with '#'
+            env = {**os.environ, "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
+                   "ET_SER2NET_BIND": host, "PYTHONPATH": str(Path(__file__).parents[2])}
+            process = ManagedProcess(
+                [_bin("labgrid-exporter"), "-c", self.coordinator, "-n", exporter,
+                 "--hostname", host, str(config)],
+                name=f"labgrid-exporter-{letter}", env=env, log=directory / f"{exporter}.log",
+            )
+            self._stack.callback(process.stop)
+            self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
+        self._wait_exported()
+        for place in self.places:
+            self.client("-p", place.name, "create")
+            self.client("-p", place.name, "add-match", f"{place.exporter}/{GROUP}/*")
+            self.client("-p", place.name, "set-tags", *(f"{k}={v}" for k, v in TAGS.items()))
+
+    def _wait_exported(self) -> None:
+        deadline = time.monotonic() + _READY_TIMEOUT_S
+        wanted = {f"{place.exporter}/{GROUP}/NetworkSerialPort" for place in self.places}
+        while True:
+            listed = self.client("resources")
+            if all(name in listed for name in wanted):
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"exporters did not register within {_READY_TIMEOUT_S:g} s; "
+                               f"resources: {listed[-400:]}")
+            time.sleep(0.2)  # polling the coordinator: it has no "wait for exporter" call
+
+
+def _wait_listening(host: str, port: int, process: ManagedProcess) -> None:
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LabError(f"{process.name} exited:\n{process.stderr_tail()}")
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1.0):
+            return
+        time.sleep(0.05)  # polling a port that is about to open
+    raise LabError(f"{process.name} did not listen on {host}:{port}:\n{process.stderr_tail()}")
+
+
+@contextlib.contextmanager
+def running_lab(places: int = 2, port: int | None = None) -> Iterator[LabgridLab]:
+    hosts = tuple(f"127.0.0.{2 + n}" for n in range(places))
+    with LabgridLab(hosts, port) as lab:
+        yield lab
+
+
+def main(argv: list[str]) -> int:
+    places = int(argv[0]) if argv else 2
+    with running_lab(places, port=20408) as lab:
+        print(f"coordinator {lab.coordinator}")
+        for place in lab.places:
+            print(f"place {place.name}: exporter {place.exporter} on {place.host}, "
+                  f"board {place.board.name} on {place.board.pty}, tags "
+                  + " ".join(f"{k}={v}" for k, v in TAGS.items()))
+        print("Ctrl-C to stop", flush=True)
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    return 0
+
+
+if __name__ == "__main__":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    sys.exit(main(sys.argv[1:]))

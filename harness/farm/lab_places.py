@@ -1,0 +1,129 @@
+"""The coordinator's view of a lab: who holds which place, and which holders are runs.
+
+:class:`LabIdentity` is one harness process as a labgrid owner
+(``HOST/USER-pidPID-START``); :func:`parse_places` reads ``labgrid-client -v places``
+(tags, holder, reservation, comment, matches of each place). Both are read from the
+coordinator's text, so both are parsed narrowly, line by line.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.lifecycle.reap import start_time
+
+if TYPE_CHECKING:
+    from harness.farm.labgrid import LabgridPlace
+
+# ---- identities ------------------------------------------------------------------------------
+
+_IDENTITY = re.compile(r"(?P<host>[^/]+)/(?P<user>.+)-pid(?P<pid>[0-9]{1,10})-(?P<start>[0-9]{1,20})")
+
+
+@dataclass(frozen=True)
+class LabIdentity:
+    """One process as a labgrid owner: ``HOST/USER-pidPID-START``."""
+
+    host: str
+    user: str
+    pid: int
+    start: int
+
+    @classmethod
+    def this_process(cls) -> LabIdentity:
+        """This process, with the host and user labgrid itself would use (LG_HOSTNAME, LG_USERNAME)."""
+        pid = os.getpid()
+        host = os.environ.get("LG_HOSTNAME") or socket.gethostname()
+        user = os.environ.get("LG_USERNAME") or getpass.getuser()
+        return cls(host, user, pid, start_time(pid) or 0)
+
+    @classmethod
+    def parse(cls, owner: str) -> LabIdentity | None:
+        """The identity in a coordinator's ``acquired: HOST/USER`` field, if it is one of ours."""
+        match = _IDENTITY.fullmatch(owner)
+        if match is None:
+            return None
+        return cls(match["host"], match["user"], int(match["pid"]), int(match["start"]))
+
+    @property
+    def username(self) -> str:
+        return f"{self.user}-pid{self.pid}-{self.start}"
+
+    @property
+    def owner(self) -> str:
+        return f"{self.host}/{self.username}"
+
+    def environment(self) -> dict[str, str]:
+        return {"LG_HOSTNAME": self.host, "LG_USERNAME": self.username}
+
+    def is_gone_from(self, host: str) -> bool:
+        """Whether this identity is a process of ``host`` that no longer runs."""
+        return self.host == host and start_time(self.pid) != self.start
+
+
+# ---- the coordinator's view -----------------------------------------------------------------
+
+_PLACE_LINE = re.compile(r"Place '(?P<name>[^']{1,200})':")
+_FIELD_LINE = re.compile(r"  (?P<key>[a-z ]{1,40}): ?(?P<value>.{0,1000})")
+_MATCH_LINE = re.compile(r"    [A-Za-z0-9_.*?-]{1,100}(/[A-Za-z0-9_.*?-]{1,100}){2,3}( -> \S+)?")
+
+
+@dataclass(frozen=True)
+class PlaceState:
+    """One place as ``labgrid-client -v places`` shows it."""
+
+    name: str
+    tags: tuple[tuple[str, str], ...]
+    acquired: str | None  # HOST/USER of the holder
+    reservation: str | None  # the token it is allocated to
+    comment: str = ""
+    patterns: tuple[str, ...] = ()  # its matches, exporter/group/class[/name]
+
+    def matches(self, wanted: LabgridPlace) -> bool:
+        if wanted.place is not None:
+            return self.name == wanted.place
+        return set(wanted.tags) <= set(self.tags)
+
+    def describe(self) -> str:
+        held = f"acquired by {self.acquired}" if self.acquired else "not acquired"
+        reserved = f", allocated to reservation {self.reservation}" if self.reservation else ""
+        comment = f", comment: {self.comment}" if self.comment else ""
+        return f"{self.name} ({held}{reserved}{comment})"
+
+
+def parse_places(text: str) -> list[PlaceState]:
+    """The places in ``labgrid-client -v places`` output (other lines are ignored)."""
+    places: list[PlaceState] = []
+    for block in re.split(r"^(?=Place ')", text, flags=re.MULTILINE):
+        lines = block.splitlines()
+        start = _PLACE_LINE.fullmatch(lines[0]) if lines else None
+        if start is None:
+            continue
+        fields: dict[str, str] = {}
+        patterns: list[str] = []
+        key = ""
+        for line in lines[1:]:
+            field = _FIELD_LINE.fullmatch(line)
+            if field is not None:
+                key = field["key"]
+                fields.setdefault(key, field["value"].strip())
+            elif key == "matches" and _MATCH_LINE.fullmatch(line):
+                patterns.append(line.strip())
+        tags = tuple(sorted(
+            (k, v) for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
+            if v
+        ))
+        places.append(PlaceState(
+            start["name"], tags, _none(fields.get("acquired")), _none(fields.get("reservation")),
+            fields.get("comment", ""), tuple(patterns),
+        ))
+    return places
+
+
+def _none(value: str | None) -> str | None:
+    return None if value in (None, "", "None") else value

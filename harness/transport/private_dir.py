@@ -1,0 +1,73 @@
+"""Directories on this machine that only the harness's user (and root) can change.
+
+The local transport runs the agent out of ``work_dir``, and the agent's loader looks
+for libraries in its own directory first, so whoever can write a directory on that
+path can run code as the user running the harness. Like OpenSSH's ``StrictModes``,
+every existing component of the path must be owned by root or the current user and
+not writable by group or others, unless it is a sticky directory owned by root (such
+as ``/tmp``); components the harness creates are made mode 0700.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from harness.transport.base import DeviceUnavailable
+
+
+class UnsafeDirectoryError(DeviceUnavailable):
+    """A directory the harness would use can be changed by another user."""
+
+
+def _check(path: Path, what: str) -> None:
+    info = os.lstat(path)
+    me = os.geteuid()
+    if stat.S_ISLNK(info.st_mode):
+        if info.st_uid not in (0, me):
+            raise UnsafeDirectoryError(
+                f"{what}: {path} is a symbolic link owned by uid {info.st_uid}, not by you or "
+                "root; another user could point it anywhere: choose a work_dir of your own"
+            )
+        return  # the directory it names is checked as part of the resolved path
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeDirectoryError(f"{what}: {path} is not a directory")
+    if info.st_uid not in (0, me):
+        raise UnsafeDirectoryError(
+            f"{what}: {path} is owned by uid {info.st_uid}, not by you (uid {me}) or root; "
+            "files there could run as you: choose a work_dir of your own"
+        )
+    writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and not (info.st_mode & stat.S_ISVTX and info.st_uid == 0):
+        raise UnsafeDirectoryError(
+            f"{what}: {path} is writable by {'group' if info.st_mode & stat.S_IWGRP else 'others'}"
+            f" (mode {stat.S_IMODE(info.st_mode):04o}); files there could run as you: "
+            f"chmod go-w {path} or choose a work_dir of your own"
+        )
+
+
+def _components(path: Path) -> list[Path]:
+    return [*reversed(path.parents), path]
+
+
+def ensure_private_dir(path: Path, what: str) -> Path:
+    """Create ``path`` (missing parts mode 0700) after checking every existing component.
+
+    ``what`` names the setting for error messages (``devices/host.yaml: work_dir``).
+    Both the path as given and the path its links resolve to are checked.
+    """
+    if not path.is_absolute():
+        raise UnsafeDirectoryError(f"{what}: {path} is not an absolute path")
+    for part in _components(path):
+        try:
+            _check(part, what)
+        except FileNotFoundError:
+            try:
+                os.mkdir(part, 0o700)
+            except FileExistsError:
+                pass  # made meanwhile (by another run of ours, or not): checked below
+            _check(part, what)
+    for part in _components(path.resolve(strict=True)):
+        _check(part, what)
+    return path

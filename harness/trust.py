@@ -1,0 +1,44 @@
+"""What the user trusts as code: files the harness may let run things on this machine.
+
+Profiles and the files they name are untrusted input (docs/security.md), but some
+fields exist to run things: a wrapper and environment for the agent, a prebuilt agent
+directory. On a device that is this machine (the ``local`` transport, or any
+``emulator:``, whose device side runs here) those fields run code here, so they are
+honoured only in files the user vouches for: the harness's own ``devices/`` directory,
+and files or directories the user lists in an environment variable
+(``$ET_HARNESS_TRUSTED_PROFILES``). The same mechanism serves any other "the user's
+word" list (e.g. trusted SDK prefixes): one rule, "listed or inside a listed directory".
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SHIPPED_DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
+TRUSTED_PROFILES_ENV = "ET_HARNESS_TRUSTED_PROFILES"
+
+
+def listed_by_user(path: Path, env_var: str) -> bool:
+    """Whether ``path`` (resolved) is, or is inside, an entry of ``$env_var``.
+
+    Entries are separated by ``os.pathsep``; ``~`` is expanded; empty entries ignored.
+    """
+    resolved = path.resolve()
+    for entry in os.environ.get(env_var, "").split(os.pathsep):
+        if entry:
+            listed = Path(entry).expanduser().resolve()
+            if resolved == listed or resolved.is_relative_to(listed):
+                return True
+    return False
+
+
+def profile_is_trusted(path: Path | None) -> bool:
+    """A profile from the harness's ``devices/`` or one the user listed is trusted.
+
+    A profile without a file (handed over by a lab coordinator) never is.
+    """
+    if path is None:
+        return False
+    return (path.resolve().is_relative_to(SHIPPED_DEVICES_DIR)
+            or listed_by_user(path, TRUSTED_PROFILES_ENV))

@@ -1,0 +1,269 @@
+"""A labgrid lab end to end: a real coordinator and two exporters on loopback.
+
+The lab (:mod:`harness.emulators.labgrid_lab`) exports two emulated MCU boards as
+places ``lab-a`` (exporter on 127.0.0.2) and ``lab-b`` (127.0.0.3), tagged
+``kind=mcu pool=lab``, each with its UART behind ser2net and a power port. The
+runs are real pytest runs of the device suites through devices/lab-mcu.yaml
+(with this lab's coordinator address); what a place did is read from the
+coordinator (``labgrid-client -v places``) and from each run's results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.emulators.labgrid_lab import LabgridLab, running_lab
+from harness.farm.lab_places import LabIdentity, parse_places
+from harness.lifecycle.reap import descendants
+from tests.prerequisites import require
+
+ROOT = Path(__file__).resolve().parents[1]
+# Two suite tests: enough to open a session, load a program, reset between tests.
+SELECTION = ["suites/test_dispatch.py", "-k",
+             "load_time_map_each_backend and program and (1-backends or 2-backends)"]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabgridLab]:
+    require("ser2net", "qemu-system-arm")
+    require(str(Path(sys.executable).parent / "labgrid-client"))
+    with running_lab(2) as running:
+        yield running
+
+
+@pytest.fixture
+def devices(tmp_path: Path, lab: LabgridLab) -> Path:
+    """devices/lab-mcu.yaml as shipped, pointed at this lab's coordinator; a second pool
+    profile and one that names place lab-a."""
+    shipped = (ROOT / "devices" / "lab-mcu.yaml").read_text()
+    assert '"127.0.0.1:20408"' in shipped
+    text = shipped.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"')
+    directory = tmp_path / "devices"
+    directory.mkdir()
+    (directory / "lab-mcu.yaml").write_text(text)
+    (directory / "second-mcu.yaml").write_text(text)  # no name continues another (lab-mcu-2
+    # would: test ids lab-mcu-2-backends and lab-mcu-2-1-backends read alike)
+    (directory / "lab-a.yaml").write_text(
+        text.replace("tags: {kind: mcu, pool: lab}", "place: lab-a").replace("lab]", "one]"))
+    return directory
+
+
+def _pytest(devices: Path, results: Path, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k not in ("LG_USERNAME", "LG_HOSTNAME")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", *SELECTION, "-p", "no:cacheprovider",
+         "--devices-dir", str(devices), "--results-dir", str(results),
+         "--lock-dir", str(results.parent / "locks"), *args],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+
+
+def _finish(process: subprocess.Popen[str], timeout: float = 240) -> str:
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"the run did not end within {timeout} s:\n{output[-3000:]}")
+    return output
+
+
+def _results(results: Path) -> list[dict]:
+    return [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+
+
+class CoordinatorWatch:
+    """Who holds each place, as the coordinator says, polled while runs go on."""
+
+    def __init__(self, lab: LabgridLab) -> None:
+        self.lab = lab
+        self.seen: list[tuple[float, dict[str, str | None]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            states = parse_places(self.lab.client("-v", "places"))
+            self.seen.append((time.monotonic(), {s.name: s.acquired for s in states}))
+
+    def __enter__(self) -> CoordinatorWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def holders_of(self, place: str) -> list[str]:
+        """The successive holders of ``place`` (runs' identities), in order."""
+        order: list[str] = []
+        for _, holders in self.seen:
+            holder = holders.get(place)
+            if holder is not None and (not order or order[-1] != holder):
+                order.append(holder)
+        return order
+
+
+def _pid_of(holder: str) -> int:
+    identity = LabIdentity.parse(holder)
+    assert identity is not None, f"{holder} is not a harness run's identity"
+    return identity.pid
+
+
+def _all_free(lab: LabgridLab) -> None:
+    states = parse_places(lab.client("-v", "places"))
+    assert [(s.name, s.acquired, s.reservation) for s in states] == [
+        ("lab-a", None, None), ("lab-b", None, None)]
+
+
+def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
+                                                                          tmp_path):
+    with CoordinatorWatch(lab) as watch:
+        runs = []
+        for number in range(2):
+            runs.append(_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
+                                "--lock-timeout", "200"))
+        deadline = time.monotonic() + 120
+        while sum(1 for h in (watch.seen[-1][1] if watch.seen else {}).values() if h) < 2:
+            assert time.monotonic() < deadline and all(r.poll() is None for r in runs)
+            time.sleep(0.2)  # waiting for the coordinator's view: both places taken
+        runs.append(_pytest(devices, tmp_path / "r2", "--device", "lab-mcu",
+                            "--lock-timeout", "200"))
+        outputs = [_finish(run) for run in runs]
+    for run, output in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, output[-3000:]
+    records = [_results(tmp_path / f"r{n}") for n in range(3)]
+    for run_records in records:
+        assert [r["outcome"] for r in run_records] == ["passed", "passed"]
+        assert len({r["facts"]["place"] for r in run_records}) == 1  # one place per run
+    place_of = [r[0]["facts"]["place"] for r in records]
+    assert sorted(place_of[:2]) == ["lab-a", "lab-b"]  # the first two: one place each
+    for record in records[0] + records[1] + records[2]:
+        assert record["facts"]["exporter"] == {"lab-a": "exp-a", "lab-b": "exp-b"}[
+            record["facts"]["place"]]
+    # The coordinator's view: each place held by one run at a time, then by the next.
+    pids = [run.pid for run in runs]
+    first_holders = {place: _first_holder(watch, place) for place in ("lab-a", "lab-b")}
+    freed_first = next(  # the places seen given up in the first poll that saw one given up
+        {place for place, first in first_holders.items()
+         if t > _first_held(watch, place) and holders.get(place) != first}
+        for t, holders in watch.seen
+        if any(t > _first_held(watch, place) and holders.get(place) != first
+               for place, first in first_holders.items()))
+    assert place_of[2] in freed_first, (place_of, freed_first)
+    first_freed = place_of[2]
+    holders = {place: [_pid_of(h) for h in watch.holders_of(place)] for place in ("lab-a", "lab-b")}
+    assert sorted(holders[first_freed]) == sorted(
+        [pids[place_of.index(first_freed)], pids[2]]), holders
+    assert holders[first_freed][-1] == pids[2]  # the third after the first
+    other = "lab-b" if first_freed == "lab-a" else "lab-a"
+    assert holders[other] == [pids[place_of.index(other)]]
+    _all_free(lab)
+
+
+def _first_holder(watch: CoordinatorWatch, place: str) -> str:
+    return watch.holders_of(place)[0]
+
+
+def _first_held(watch: CoordinatorWatch, place: str) -> float:
+    return next(t for t, holders in watch.seen if holders.get(place))
+
+
+def test_two_pool_profiles_with_two_workers_use_two_places_at_once(lab, devices, tmp_path):
+    run = _pytest(devices, tmp_path / "r", "--device", "tag:lab", "-n", "2",
+                  "--lock-timeout", "120")
+    output = _finish(run)
+    assert run.returncode == 0, output[-3000:]
+    records = _results(tmp_path / "r")
+    by_device: dict[str, set[str]] = {}
+    for record in records:
+        assert record["outcome"] == "passed"
+        by_device.setdefault(record["device"], set()).add(record["facts"]["place"])
+    assert sorted(by_device) == ["lab-mcu", "second-mcu"]
+    assert sorted(p for places in by_device.values() for p in places) == ["lab-a", "lab-b"]
+    spans = {d: (min(r["started"] for r in records if r["device"] == d),
+                 max(r["started"] + r["duration"] for r in records if r["device"] == d))
+             for d in by_device}
+    (a0, a1), (b0, b1) = spans.values()
+    assert a0 < b1 and b0 < a1, spans  # at the same time
+    _all_free(lab)
+
+
+def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path
+                         ) -> tuple[subprocess.Popen[str], str]:
+    """A run on place lab-a, once the coordinator says it holds lab-a; its identity."""
+    run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60")
+    deadline = time.monotonic() + 120
+    while True:
+        assert time.monotonic() < deadline and run.poll() is None, "the run never held lab-a"
+        holder = {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"]
+        if holder is not None:
+            assert _pid_of(holder) == run.pid
+            return run, holder
+
+
+def _janitor_of(pid: int) -> int:
+    found = [child for child in descendants({pid})
+             if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    assert len(found) == 1, f"one janitor under {pid}: {found}"
+    return found[0]
+
+
+def test_a_killed_runs_janitor_hands_its_place_back(lab, devices, tmp_path):
+    run, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed")
+    os.killpg(run.pid, signal.SIGKILL)  # the janitor is in a session of its own: it lives on
+    run.communicate()
+    deadline = time.monotonic() + 60
+    while {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"]:
+        assert time.monotonic() < deadline, f"lab-a still held by {holder} after 60 s"
+    _all_free(lab)
+
+
+def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
+        lab, devices, tmp_path):
+    first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed")
+    os.kill(_janitor_of(first.pid), signal.SIGKILL)
+    os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
+    first.communicate()
+    assert {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"] \
+        == holder  # the coordinator never expires an acquired place
+    started = time.monotonic()
+    second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30")
+    output = _finish(second)
+    assert second.returncode == 0, output[-3000:]
+    assert f"released labgrid place lab-a, held by {holder} (a run that is gone)" in output
+    assert time.monotonic() - started < 60  # not the coordinator's 60 s expiry of a reservation
+    assert [r["facts"]["place"] for r in _results(tmp_path / "next")] == ["lab-a", "lab-a"]
+    _all_free(lab)
+
+
+def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, devices, tmp_path):
+    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    argv = lab.client_argv("-p", "lab-a", "acquire")
+    subprocess.run(argv, env=holder_env, check=True, capture_output=True)
+    try:
+        run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
+        _finish(run)
+    finally:
+        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=holder_env, check=True,
+                       capture_output=True)
+    assert run.returncode != 0
+    records = _results(tmp_path / "busy")
+    assert [r["outcome"] for r in records] == ["infra", "infra"]
+    message = json.dumps(records[0]["infra"])
+    assert "lab-a (acquired by runner1/ci" in message, message
+    assert "was not allocated within 3.0 s" in message
+    _all_free(lab)

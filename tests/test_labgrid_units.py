@@ -1,0 +1,246 @@
+"""labgrid settings, the coordinator's view and an acquired place's resources, without a lab.
+
+The lab itself (a real coordinator and exporters on loopback) is in test_labgrid_lab.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness.farm.lab_places import LabIdentity, parse_places
+from harness.farm.lab_resources import (
+    LabResourceError,
+    LabResources,
+    SerialAddress,
+    ServiceAddress,
+    check_lab_profile,
+    parse_env,
+    with_lab_address,
+)
+from harness.farm.labgrid import (
+    LabgridNotInstalled,
+    LabgridPlace,
+    find_client,
+    for_transport_checks,
+    without_labgrid,
+)
+from harness.farm.selection import select_profiles
+from harness.profile import ProfileError, parse_profile
+
+
+def _profile(transport: dict, name: str = "board"):
+    return parse_profile({"transport": transport}, None, name)
+
+
+def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
+    one = LabgridPlace.of(_profile({"kind": "local", "labgrid": {"place": "board-7"}}))
+    assert one == LabgridPlace(place="board-7")
+    assert one.filters == ["name=board-7"]
+    pool = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
+        "tags": {"pool": "lab", "kind": "mcu"}, "coordinator": "127.0.0.1:20408",
+        "reset": "power"}}))
+    assert pool.filters == ["kind=mcu", "pool=lab"]
+    assert (pool.coordinator, pool.reset) == ("127.0.0.1:20408", "power")
+    assert "labgrid" not in without_labgrid(_profile({"kind": "local", "labgrid": {"place": "p"}})).settings
+
+
+@pytest.mark.parametrize(
+    "labgrid, message",
+    [
+        ("board-7", "must be a mapping"),
+        ({"coordinator": "x:1"}, "exactly one of 'place'.*or 'tags'"),
+        ({"place": "p", "tags": {"a": "b"}}, "exactly one of"),
+        ({"place": "p", "url": "x"}, "labgrid.url: unknown field"),
+        ({"place": "-rf"}, "labgrid.place: .*starts with '-'"),
+        ({"tags": {"pool": "lab; rm"}}, "tags.pool: .*not a labgrid tag value"),
+        ({"tags": {"Pool": "lab"}}, "tag 'Pool' is not a labgrid tag name"),
+        ({"tags": {}}, "non-empty mapping"),
+        ({"place": "p", "coordinator": "host"}, "labgrid.coordinator: "),
+        ({"place": "p", "reset": "dtr"}, "labgrid.reset: 'dtr' is not one of none, power"),
+    ],
+)
+def test_labgrid_settings_errors_name_the_field(labgrid, message):
+    with pytest.raises(ProfileError, match=message):
+        LabgridPlace.of(_profile({"kind": "local", "labgrid": labgrid}))
+
+
+def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
+    profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
+    with pytest.raises(LabgridNotInstalled, match="labgrid-client is not installed.*labgrid"):
+        find_client(profile, search_path=str(tmp_path))
+
+
+def test_lab_profiles_pass_every_profile_check_without_an_address(tmp_path):
+    """The bug of issue 13: transport.labgrid was refused as 'unknown field' at start."""
+    (tmp_path / "lab-mcu.yaml").write_text(textwrap.dedent("""\
+        transport:
+          kind: serial
+          labgrid: {tags: {pool: lab}, coordinator: "127.0.0.1:20408", reset: power}
+        tags: [lab]
+        """))
+    (tmp_path / "lab-ssh.yaml").write_text(textwrap.dedent("""\
+        transport:
+          kind: ssh
+          known_hosts: lab_known_hosts
+          labgrid: {place: board-7}
+        tags: [lab]
+        """))
+    chosen = select_profiles("tag:lab", tmp_path)
+    assert [p.name for p in chosen] == ["lab-mcu", "lab-ssh"]
+    # the CLI's listing takes the same path, with the shipped lab profile
+    listing = subprocess.run([sys.executable, "-m", "harness.cli", "devices"],
+                             capture_output=True, text=True, check=False)
+    line = next(line for line in listing.stdout.splitlines() if line.startswith("lab-mcu "))
+    assert "INVALID" not in line, line
+
+
+def test_a_lab_profile_may_not_set_the_address_the_lab_gives():
+    profile = _profile({"kind": "serial", "url": "rfc2217://lab:4001", "labgrid": {"place": "p"}})
+    with pytest.raises(ProfileError, match=r"transport.url: comes from the acquired labgrid place"):
+        for_transport_checks(profile)
+    ssh = _profile({"kind": "ssh", "host": "rpi", "labgrid": {"tags": {"pool": "a"}}})
+    with pytest.raises(ProfileError, match=r"transport.host: comes from the acquired"):
+        check_lab_profile(without_labgrid(ssh))
+
+
+ENV = """\
+targets:
+  lab-a:
+    resources:
+    - NetworkPowerPort:
+        model: simplerest
+        index: 0
+        host: http://127.0.0.2:9999/relay/{index}/{value}
+    - NetworkService:
+        username: etdevice
+        port: 2222
+        address: 127.0.0.2
+    - NetworkSerialPort:
+        name: RawSerialPort
+        speed: 115200
+        port: 33721
+        host: 127.0.0.2
+"""
+
+
+def test_an_acquired_places_resources_give_the_address():
+    place, resources = parse_env(ENV)
+    assert place == "lab-a"
+    assert resources == LabResources(
+        ServiceAddress("127.0.0.2", 2222, "etdevice"), SerialAddress("127.0.0.2", 33721, 115200),
+        power=True,
+    )
+    serial = with_lab_address(_profile({"kind": "serial"}), resources, "lab-a")
+    assert serial.settings == {"url": "rfc2217://127.0.0.2:33721", "baudrate": 115200}
+    ssh = with_lab_address(_profile({"kind": "ssh", "known_hosts": "k"}), resources, "lab-a")
+    assert ssh.settings == {"known_hosts": "k", "host": "127.0.0.2", "port": 2222,
+                            "user": "etdevice"}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("address: 127.0.0.2", "address: -oProxyCommand=x"), r"NetworkService.address: .*'-'"),
+        (("username: etdevice", "username: 'a b'"), r"NetworkService.username: "),
+        (("port: 2222", "port: 70000"), r"NetworkService.port: "),
+        (("port: 33721", "port: null"), r"NetworkSerialPort.port: none; the exporter has not"),
+        (("host: 127.0.0.2\n", "host: 'evil host'\n"), r"NetworkSerialPort.host: "),
+        (("speed: 115200", "speed: 0"), r"NetworkSerialPort.speed: "),
+        (("    resources:", "    things:"), r"no targets.lab-a.resources"),
+        (("  lab-a:", "  -rf:"), r"targets: .*starts with '-'"),
+        (("    - NetworkService:", "    - NetworkService: 3\n    - X:"), r"not a mapping"),
+        (("port: 2222", "port: &a [*a]"), r"not valid YAML|recursive|alias"),
+    ],
+)
+def test_hostile_lab_data_is_refused_naming_the_field(change, message):
+    text = ENV.replace(*change, 1)
+    with pytest.raises(LabResourceError, match=message):
+        parse_env(text)
+
+
+def test_two_serial_ports_on_one_place_are_ambiguous():
+    text = ENV + "    - NetworkSerialPort: {host: 127.0.0.2, port: 1, speed: 9600}\n"
+    with pytest.raises(LabResourceError, match="2 NetworkSerialPort resources"):
+        parse_env(text)
+
+
+PLACES = """\
+Place 'lab-a':
+  tags: kind=mcu, pool=lab
+  matches:
+    exp-a/mcu/*
+  acquired: runner1/ci-pid4242-123456
+  acquired resources:
+    exp-a/mcu/NetworkSerialPort/RawSerialPort
+  created: 2026-12-01 07:48:21.107131
+  changed: 2026-12-01 07:48:23.046443
+  reservation: QAX4DEJMSN
+Place 'lab-b':
+  tags: kind=mcu, pool=lab
+  matches:
+    exp-b/mcu/*
+  acquired: None
+  acquired resources:
+  created: 2026-12-01 07:48:21.107131
+  changed: 2026-12-01 07:48:23.046443
+"""
+
+
+def test_the_coordinators_view_names_holders_and_reservations():
+    a, b = parse_places(PLACES)
+    assert (a.name, a.acquired, a.reservation) == ("lab-a", "runner1/ci-pid4242-123456", "QAX4DEJMSN")
+    assert a.tags == (("kind", "mcu"), ("pool", "lab"))
+    assert (b.acquired, b.reservation) == (None, None)
+    assert a.matches(LabgridPlace(tags=(("pool", "lab"),)))
+    assert not a.matches(LabgridPlace(place="lab-b"))
+    assert "acquired by runner1/ci-pid4242-123456" in a.describe()
+    assert (a.patterns, b.patterns) == (("exp-a/mcu/*",), ("exp-b/mcu/*",))
+
+
+def test_an_identity_is_one_process_and_says_when_it_is_gone():
+    me = LabIdentity.this_process()
+    assert me.pid == os.getpid() and me.start > 0
+    assert LabIdentity.parse(me.owner) == me
+    assert not me.is_gone_from(me.host)
+    dead = LabIdentity(me.host, me.user, me.pid, me.start + 1)  # a reused PID
+    assert dead.is_gone_from(me.host)
+    assert not dead.is_gone_from("another-host")  # never judge another machine's processes
+    assert LabIdentity.parse("runner1/ci") is None  # a person, not a harness run
+
+
+def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
+    from harness.emulators.ser2net_loopback import rewrite
+
+    argv = ["-d", "-n", "-Y", "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp,4001",
+            "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
+            "-Y", "  options:", "-Y", "    max-connections: 10"]
+    assert rewrite(argv, "127.0.0.2") == [
+        "-d", "-n", "-Y",
+        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),127.0.0.2,4001",
+        "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
+        "-Y", "  options:", "-Y", "    chardelay: false", "-Y", "    max-connections: 10"]
+    assert rewrite(["-v"], "127.0.0.3") == ["-v"]
+    with pytest.raises(ValueError):
+        rewrite(argv, "0.0.0.0,9;x")  # an address only, never ser2net syntax
+
+
+def test_a_client_that_prints_without_end_is_refused_within_bounds(tmp_path):
+    from harness.farm.labgrid import LabgridClient, LabgridError, LabgridTimeout
+
+    flood = tmp_path / "labgrid-client"
+    flood.write_text("#!/bin/sh\nhead -c 50000000 /dev/zero\n")
+    flood.chmod(0o755)
+    client = LabgridClient(str(flood), None, LabIdentity.this_process())
+    with pytest.raises(LabgridError, match="printed more than 262144 bytes; refused"):
+        client.run(["-v", "places"])
+    hang = tmp_path / "hanging-client"
+    hang.write_text("#!/bin/sh\necho 'export LG_TOKEN=ABC123'\nexec sleep 60\n")
+    hang.chmod(0o755)
+    with pytest.raises(LabgridTimeout) as caught:
+        LabgridClient(str(hang), None, LabIdentity.this_process()).run(["reserve"], timeout=1.0)
+    assert "LG_TOKEN=ABC123" in caught.value.output  # the token is kept, to cancel it
