@@ -47,7 +47,9 @@ def check_models(request: Request, report: Report, *,
             f for f in report.facts if f.key != "load_path")
         own = dataclasses.replace(
             report, facts=facts, entries=tuple(e for e in report.entries if e.model == index))
-        verdict = check_load(sent, delegates, own, unobserved=unobserved, path=path)
+        # ``unobserved`` names real backends of any model; each model's check takes its own.
+        own_unobserved = [name for name in unobserved if name in delegates]
+        verdict = check_load(sent, delegates, own, unobserved=own_unobserved, path=path)
         verdicts.append(_mark_cross_model(verdict, index, maps))
     strays = tuple(e for e in report.entries if e.model >= len(specs))
     if strays:
