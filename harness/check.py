@@ -44,6 +44,7 @@ class DifferenceKind(enum.Enum):
     DUPLICATE_ENTRY = enum.auto()  # 1 / number of entries with that name
     MISSING_ENTRY = enum.auto()  # None / None: no entry for a backend of the request
     WRONG_PATH = enum.auto()  # requested load path / the path the report says was served
+    CROSS_MODEL = enum.auto()  # own value or None / received value; ``belongs_to``: models
 
 
 _OPTION_KINDS = frozenset(
@@ -54,6 +55,7 @@ _OPTION_KINDS = frozenset(
         DifferenceKind.WRONG_VALUE,
         DifferenceKind.MISROUTED,
         DifferenceKind.UNEXPECTED_DELIVERY,
+        DifferenceKind.CROSS_MODEL,
     }
 )
 
@@ -131,6 +133,11 @@ class Difference:
                 return "has no entry in the report; expected one per backend of the request"
             case DifferenceKind.WRONG_PATH:
                 return f"the device served load path {act!r}, the request asked for {exp!r}"
+            case DifferenceKind.CROSS_MODEL:
+                owners = " and ".join(map(show_name, self.belongs_to))
+                own = "" if exp is None else f" instead of its own {format_value(exp)}"
+                return (f"received option {key} ({format_value(act)}){own}, which was sent "
+                        f"to the same backend in {owners}")
         raise AssertionError(f"unhandled difference kind {kind}")
 
 
@@ -666,8 +673,9 @@ def _cell(index: int | None, option: Option | None) -> str:
 
 
 def _marker(difference: Difference) -> str:
-    if difference.kind is DifferenceKind.MISROUTED:
-        return f"<- MISROUTED (sent to {' and '.join(map(show_name, difference.belongs_to))})"
+    if difference.kind in (DifferenceKind.MISROUTED, DifferenceKind.CROSS_MODEL):
+        sent_to = " and ".join(map(show_name, difference.belongs_to))
+        return f"<- {difference.kind.name} (sent to {sent_to})"
     if difference.note:
         return f"<- {difference.kind.name} ({difference.note})"
     return f"<- {difference.kind.name}"

@@ -57,6 +57,26 @@ class LoadPath(enum.IntEnum):
 
 ENTRY_FLAG_PROBE = 0x01
 LOAD_FLAG_KEEP = 0x01  # LOAD: load into the program or module already loaded
+LOAD_FLAG_CONCURRENT = 0x02  # LOAD: load every model in its own thread, started together
+MAX_MODELS = 8  # load specifications in one LOAD request (the first and 7 further ones)
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One further model of a LOAD request: its program, delegates and maps
+    (fields as :class:`Request`'s own LOAD fields; a further model has no flags)."""
+
+    program: str
+    delegates: tuple[str, ...]
+    options: OptionsMap = OptionsMap()
+    path: LoadPath = LoadPath.PROGRAM
+    method: str = ""
+    method_options: OptionsMap = OptionsMap()
+
+    @property
+    def delivered(self) -> OptionsMap:
+        """The map this model's delegates must receive (as :attr:`Request.delivered`)."""
+        return self.method_options if self.path is LoadPath.MODULE_BOTH else self.options
 
 
 @dataclass(frozen=True)
@@ -69,7 +89,9 @@ class Request:
     ``method_options`` is ``module_both``'s explicit map for ``Module::load_method``
     (empty there means an explicit empty map). ``keep`` loads ``method`` into the
     program or module already loaded instead of a fresh one; ``method`` "" is
-    ``forward``. ``delegates`` are the delegate ids of that method.
+    ``forward``. ``delegates`` are the delegate ids of that method. ``models`` are
+    the further models of the same LOAD (model 1, 2, ...; the request's own fields
+    are model 0), ``concurrent`` loads all of them in threads started together.
     """
 
     action: Action
@@ -81,6 +103,8 @@ class Request:
     keep: bool = False
     method: str = ""
     method_options: OptionsMap = OptionsMap()
+    models: tuple[LoadSpec, ...] = ()
+    concurrent: bool = False
 
     @classmethod
     def load(
@@ -93,10 +117,13 @@ class Request:
         method_options: OptionsMap | None = None,
         keep: bool = False,
         method: str = "",
+        models: tuple[LoadSpec, ...] = (),
+        concurrent: bool = False,
     ) -> Request:
         return cls(
             Action.LOAD, options, program, tuple(delegates), 0, path, keep, method,
             method_options if method_options is not None else OptionsMap(),
+            tuple(models), concurrent,
         )
 
     @property
@@ -118,7 +145,8 @@ class Request:
 
 @dataclass(frozen=True)
 class ReportEntry:
-    """What one backend saw and what the runtime returned for it."""
+    """What one backend saw and what the runtime returned for it; ``model`` is the
+    LOAD's model (0 = the request's own load fields) whose program instance it was in."""
 
     name: str
     status: int
@@ -126,6 +154,7 @@ class ReportEntry:
     executes: int = 0
     flags: int = 0
     options: tuple[Option, ...] = ()
+    model: int = 0
 
     @property
     def is_probe(self) -> bool:

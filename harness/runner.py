@@ -8,10 +8,12 @@ holds, and turns "send this map" into the right requests and a :class:`Verdict`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
-from harness.messages import Action, LoadPath, Outcome, Report, Request
+from harness.check_models import check_models
+from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.options import (
     MAX_LOAD_BACKENDS,
     MAX_OPTIONS_PER_BACKEND,
@@ -40,6 +42,41 @@ class LinkBroken(TransportError):
     moments instead of waiting out a timeout per request. Its cause is the error
     that broke the link. :meth:`CaseRunner.restart` starts a fresh agent.
     """
+
+
+@dataclass(frozen=True)
+class ModelLoad:
+    """One model of :meth:`CaseRunner.load_models`: a probe program loaded through
+    ``path`` whose delegates must receive ``options``.
+
+    Fields as :meth:`CaseRunner.load`'s: ``delegates`` default to the map's backend
+    ids (the program delegates to them, in that order); on ``module_both``
+    ``options`` is the explicit map of ``Module::load_method`` and ``stored`` the
+    map of ``Module::load`` (default: one decoy option per backend, which must never
+    arrive); other paths take no ``stored``.
+    """
+
+    options: OptionsMap
+    delegates: tuple[str, ...] | None = None
+    path: LoadPath = LoadPath.PROGRAM
+    stored: OptionsMap | None = None
+    method: str = ""
+
+    @property
+    def program_ids(self) -> tuple[str, ...]:
+        return tuple(self.options.backend_ids if self.delegates is None else self.delegates)
+
+    def spec(self, program: str) -> LoadSpec:
+        """This model as the wire carries it, its program at device path ``program``."""
+        if self.stored is not None and self.path is not LoadPath.MODULE_BOTH:
+            raise RunnerError(
+                f"a stored map goes with path module_both only, not {self.path.label}")
+        if self.path is LoadPath.MODULE_BOTH:
+            first = self.stored if self.stored is not None else _decoy(
+                self.program_ids, self.options)
+            return LoadSpec(program, self.program_ids, first, self.path, self.method,
+                            self.options)
+        return LoadSpec(program, self.program_ids, self.options, self.path, self.method)
 
 
 class CaseRunner:
@@ -136,6 +173,12 @@ class CaseRunner:
         """The LOAD flags the agent honours (HELLO ``load_flags``, e.g. ``keep``)."""
         announced = self.hello.fact("load_flags")
         return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
+
+    @property
+    def max_models(self) -> int:
+        """How many models one LOAD may carry (HELLO ``max_models``; 1 if absent)."""
+        value = self.hello.fact("max_models")
+        return value if isinstance(value, int) and value >= 1 else 1
 
     @property
     def capacity(self) -> int:
@@ -262,8 +305,41 @@ class CaseRunner:
             check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path)
         )
 
+    def load_models(
+        self,
+        models: Sequence[ModelLoad],
+        *,
+        concurrent: bool = False,
+        unobserved: Sequence[str] = (),
+    ) -> tuple[Verdict, ...]:
+        """Load several models in one LOAD, each its own program instance with its own
+        map; check every model's inits against its own map alone.
+
+        The device loads them in order, or with ``concurrent`` each on a thread of its
+        own, all started together, and executes each once. Returns one verdict per
+        model (model 0 first); an option of another model is a CROSS_MODEL difference.
+        ``unobserved`` names real (non-probe) backends among the delegates.
+        """
+        if not 1 <= len(models) <= self.max_models:
+            raise RunnerError(
+                f"{len(models)} models asked for; the device holds 1 to {self.max_models} "
+                "per LOAD (max_models in HELLO): skip the case on this device")
+        names = [d for m in models for d in m.program_ids if d not in unobserved]
+        self.prepare(names)
+        specs = [m.spec(self._program_for(m.program_ids)) for m in models]
+        self._dirty = True
+        first = specs[0]
+        request = Request.load(first.program, first.delegates, first.options, path=first.path,
+                               method_options=first.method_options, method=first.method,
+                               models=tuple(specs[1:]), concurrent=concurrent)
+        report = self._exchange(lambda link: link.request(request))
+        verdicts = check_models(request, report, unobserved=unobserved)
+        for verdict in verdicts:
+            self._record(verdict)
+        return verdicts
+
     def execute(self) -> Report:
-        """Execute the loaded program once more."""
+        """Execute the loaded program (every loaded model, in model order) once more."""
         return self._exchange(lambda link: link.request(Request(Action.EXECUTE)))
 
     def set(

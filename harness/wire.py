@@ -19,9 +19,12 @@ from dataclasses import dataclass
 
 from harness.messages import (
     ENTRY_FLAG_PROBE,
+    LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
+    MAX_MODELS,
     Action,
     LoadPath,
+    LoadSpec,
     Outcome,
     Report,
     ReportEntry,
@@ -102,6 +105,7 @@ class WireErrorCode(enum.IntEnum):
     OUTCOME = 25
     CAPACITY = 26
     LOAD_PATH = 27
+    TOO_MANY_MODELS = 28
 
 
 class WireError(ValueError):
@@ -161,7 +165,10 @@ _ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.LOAD)
 _REPORT_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.NONE)
 _OUTCOMES = _Limit(WireErrorCode.OUTCOME, max(Outcome))
 _ENTRY_FLAGS = _Limit(WireErrorCode.FLAGS, ENTRY_FLAG_PROBE)  # only bit 0 is defined
-_LOAD_FLAGS = _Limit(WireErrorCode.FLAGS, LOAD_FLAG_KEEP)  # only bit 0 is defined
+_LOAD_FLAGS = _Limit(WireErrorCode.FLAGS, LOAD_FLAG_KEEP | LOAD_FLAG_CONCURRENT)  # bits 0, 1
+_MODEL_FLAGS = _Limit(WireErrorCode.FLAGS, 0)  # a further model has no flags
+_MODELS = _Limit(WireErrorCode.TOO_MANY_MODELS, MAX_MODELS - 1)  # further models
+_ENTRY_MODEL = _Limit(WireErrorCode.TOO_MANY_MODELS, MAX_MODELS - 1)
 _LOAD_PATHS = _Limit(WireErrorCode.LOAD_PATH, max(LoadPath))
 _METHOD = _Limit(WireErrorCode.ID_LENGTH, MAX_ID_BYTES)  # "" means forward
 _METHOD_BACKENDS = {
@@ -491,17 +498,38 @@ def decode_request(data: bytes) -> Request:
     if action is not Action.LOAD:
         reader.finish()
         return Request(action, backends, program, delegates, header.seq)
-    path = LoadPath(reader.bounded(_U8, _LOAD_PATHS, "LOAD path"))
-    flags = reader.bounded(_U8, _LOAD_FLAGS, "LOAD flags (only bit 0, KEEP, is defined)")
-    method = reader.text(_METHOD, "LOAD method name")
-    method_backends = _read_backends(
-        reader, _METHOD_BACKENDS[path], _OPTIONS, f"LOAD {path.label} method map"
-    )
+    path, flags, method, method_backends = _read_load_fields(reader, _LOAD_FLAGS, "LOAD")
+    model_count = reader.bounded(_U8, _MODELS, "LOAD further model count")
+    models = tuple(_read_model(reader, index + 1) for index in range(model_count))
     reader.finish()
     return Request(
         action, backends, program, delegates, header.seq, path,
-        bool(flags & LOAD_FLAG_KEEP), method, method_backends,
+        bool(flags & LOAD_FLAG_KEEP), method, method_backends, models,
+        bool(flags & LOAD_FLAG_CONCURRENT),
     )
+
+
+def _read_load_fields(reader: _Reader, flags_limit: _Limit,
+                      what: str) -> tuple[LoadPath, int, str, OptionsMap]:
+    """path, flags, method and method map of one load specification."""
+    path = LoadPath(reader.bounded(_U8, _LOAD_PATHS, f"{what} path"))
+    flags = reader.bounded(_U8, flags_limit, f"{what} flags (bits 0 KEEP, 1 CONCURRENT; "
+                                             "a further model: none)")
+    method = reader.text(_METHOD, f"{what} method name")
+    method_backends = _read_backends(
+        reader, _METHOD_BACKENDS[path], _OPTIONS, f"{what} {path.label} method map"
+    )
+    return path, flags, method, method_backends
+
+
+def _read_model(reader: _Reader, index: int) -> LoadSpec:
+    what = f"LOAD model {index}"
+    program = reader.text(_LOAD_RULES.program, f"{what} program")
+    delegate_count = reader.bounded(_U8, _LOAD_RULES.delegates, f"{what} delegate count")
+    delegates = tuple(reader.text(_ID, "delegate id") for _ in range(delegate_count))
+    backends = _read_backends(reader, _LOAD_RULES.backends, _OPTIONS, what)
+    path, _, method, method_backends = _read_load_fields(reader, _MODEL_FLAGS, what)
+    return LoadSpec(program, delegates, backends, path, method, method_backends)
 
 
 def _read_backends(reader: _Reader, count_limit: _Limit, options_limit: _Limit,
@@ -546,9 +574,10 @@ def decode_report(data: bytes) -> Report:
         flags = reader.bounded(
             _U8, _ENTRY_FLAGS, f"flags of {name!r} (only bit 0, PROBE, is defined)"
         )
+        model = reader.bounded(_U8, _ENTRY_MODEL, f"model of {name!r}")
         option_count = reader.bounded(_U8, _OPTIONS, f"option count of {name!r}")
         options = tuple(reader.option(None) for _ in range(option_count))
-        entries.append(ReportEntry(name, status, calls, executes, flags, options))
+        entries.append(ReportEntry(name, status, calls, executes, flags, options, model))
     reader.finish()
     return Report(action, outcome, detail, message, facts, tuple(entries), header.seq)
 
@@ -695,14 +724,31 @@ def _encode_request(req: Request, checked: bool) -> bytes:
         writer.text(delegate, _ID, "delegate id")
     _write_backends(writer, req.options, rules.backends, rules.options, name)
     if req.action == Action.LOAD:
-        path = req.path
-        writer.bounded(path, _LOAD_PATHS, "LOAD path")
-        writer.bounded(LOAD_FLAG_KEEP if req.keep else 0, _LOAD_FLAGS, "LOAD flags")
-        writer.text(req.method, _METHOD, "LOAD method name")
-        limit = _METHOD_BACKENDS.get(path, _METHOD_BACKENDS[LoadPath.MODULE_BOTH])  # type: ignore[call-overload]
-        label = path.label if isinstance(path, LoadPath) else str(path)
-        _write_backends(writer, req.method_options, limit, _OPTIONS, f"LOAD {label} method map")
+        flags = (LOAD_FLAG_KEEP if req.keep else 0) | (
+            LOAD_FLAG_CONCURRENT if req.concurrent else 0)
+        _write_load_fields(writer, req.path, flags, _LOAD_FLAGS, req.method,
+                           req.method_options, "LOAD")
+        writer.bounded(len(req.models), _MODELS, "LOAD further model count")
+        for index, model in enumerate(req.models, 1):
+            what = f"LOAD model {index}"
+            writer.text(model.program, _LOAD_RULES.program, f"{what} program")
+            writer.bounded(len(model.delegates), _LOAD_RULES.delegates, f"{what} delegate count")
+            for delegate in model.delegates:
+                writer.text(delegate, _ID, "delegate id")
+            _write_backends(writer, model.options, _LOAD_RULES.backends, _OPTIONS, what)
+            _write_load_fields(writer, model.path, 0, _MODEL_FLAGS, model.method,
+                               model.method_options, what)
     return writer.finish(MessageType.REQUEST, req.seq)
+
+
+def _write_load_fields(writer: _Writer, path: LoadPath, flags: int, flags_limit: _Limit,
+                       method: str, method_options: OptionsMap, what: str) -> None:
+    writer.bounded(path, _LOAD_PATHS, f"{what} path")
+    writer.bounded(flags, flags_limit, f"{what} flags")
+    writer.text(method, _METHOD, f"{what} method name")
+    limit = _METHOD_BACKENDS.get(path, _METHOD_BACKENDS[LoadPath.MODULE_BOTH])  # type: ignore[call-overload]
+    label = path.label if isinstance(path, LoadPath) else str(path)
+    _write_backends(writer, method_options, limit, _OPTIONS, f"{what} {label} method map")
 
 
 def _write_backends(writer: _Writer, options: OptionsMap, count_limit: _Limit,
@@ -736,7 +782,9 @@ def encode_request(req: Request) -> bytes:
     an ``OptionsMap.unchecked`` request is encoded as given, as far as the wire can
     represent it (u16 lengths, u8 counts, int64 values), for negative tests.
     """
-    return _encode_request(req, req.options.checked and req.method_options.checked)
+    maps = (req.options, req.method_options,
+            *(m for model in req.models for m in (model.options, model.method_options)))
+    return _encode_request(req, all(m.checked for m in maps))
 
 
 def encode_report(rep: Report, *, checked: bool = True) -> bytes:
@@ -758,6 +806,7 @@ def encode_report(rep: Report, *, checked: bool = True) -> bytes:
         writer.bounded(
             entry.flags, _ENTRY_FLAGS, f"flags of {entry.name!r} (only bit 0, PROBE, is defined)"
         )
+        writer.bounded(entry.model, _ENTRY_MODEL, f"model of {entry.name!r}")
         writer.bounded(len(entry.options), _OPTIONS, f"option count of {entry.name!r}")
         for option in entry.options:
             writer.option(option, None)
@@ -794,6 +843,18 @@ def to_readable(msg: Request | Report) -> dict[str, object]:
                 "keep": msg.keep,
                 "method": msg.method,
                 "method_backends": _readable_backends(msg.method_options),
+                "concurrent": msg.concurrent,
+                "models": [
+                    {
+                        "program": m.program,
+                        "delegates": list(m.delegates),
+                        "backends": _readable_backends(m.options),
+                        "path": LoadPath(m.path).label,
+                        "method": m.method,
+                        "method_backends": _readable_backends(m.method_options),
+                    }
+                    for m in msg.models
+                ],
             }
         return readable
     if isinstance(msg, Report):
@@ -812,6 +873,7 @@ def to_readable(msg: Request | Report) -> dict[str, object]:
                     "calls": e.calls,
                     "executes": e.executes,
                     "flags": e.flags,
+                    "model": e.model,
                     "options": [_readable_option(o) for o in e.options],
                 }
                 for e in msg.entries
@@ -885,7 +947,29 @@ def _action(value: object) -> Action:
 
 
 _REQUEST_FIELDS = ("type", "seq", "action", "program", "delegates", "backends")
-_LOAD_FIELDS = ("path", "keep", "method", "method_backends")
+_LOAD_FIELDS = ("path", "keep", "method", "method_backends", "concurrent", "models")
+_MODEL_FIELDS = ("program", "delegates", "backends", "path", "method", "method_backends")
+
+
+def _path_from_readable(value: object, path: str) -> LoadPath:
+    try:
+        return LoadPath.from_label(_str(value, path))
+    except ValueError as exc:
+        raise ReadableFormError(f"{path}: {exc}") from None
+
+
+def _model_from_readable(data: object, path: str) -> LoadSpec:
+    program, delegates, backends, load_path, method, method_backends = _fields(
+        data, path, _MODEL_FIELDS)
+    return LoadSpec(
+        _str(program, f"{path}.program"),
+        tuple(_str(d, f"{path}.delegates[{i}]")
+              for i, d in enumerate(_list(delegates, f"{path}.delegates"))),
+        _backends_from_readable(backends, f"{path}.backends"),
+        _path_from_readable(load_path, f"{path}.path"),
+        _str(method, f"{path}.method"),
+        _backends_from_readable(method_backends, f"{path}.method_backends"),
+    )
 
 
 def _backends_from_readable(data: object, path: str) -> OptionsMap:
@@ -913,24 +997,25 @@ def _request_from_readable(data: Mapping[str, object]) -> Request:
         _int(seq, "seq"),
     )
     if is_load:
-        path, keep, method, method_backends = values[6:]
-        try:
-            load_path = LoadPath.from_label(_str(path, "path"))
-        except ValueError as exc:
-            raise ReadableFormError(f"path: {exc}") from None
-        if type(keep) is not bool:
-            raise _wrong(keep, "a bool", "keep")
+        path, keep, method, method_backends, concurrent, models = values[6:]
+        load_path = _path_from_readable(path, "path")
+        for flag, name in ((keep, "keep"), (concurrent, "concurrent")):
+            if type(flag) is not bool:
+                raise _wrong(flag, "a bool", name)
         req = dataclasses.replace(
             req, path=load_path, keep=keep, method=_str(method, "method"),
             method_options=_backends_from_readable(method_backends, "method_backends"),
+            concurrent=concurrent,
+            models=tuple(_model_from_readable(m, f"models[{i}]")
+                         for i, m in enumerate(_list(models, "models"))),
         )
     _encode_request(req, checked=True)
     return req
 
 
 def _entry_from_readable(data: object, path: str) -> ReportEntry:
-    name, status, calls, executes, flags, options = _fields(
-        data, path, ("name", "status", "calls", "executes", "flags", "options")
+    name, status, calls, executes, flags, model, options = _fields(
+        data, path, ("name", "status", "calls", "executes", "flags", "model", "options")
     )
     return ReportEntry(
         _str(name, f"{path}.name"),
@@ -939,6 +1024,7 @@ def _entry_from_readable(data: object, path: str) -> ReportEntry:
         _int(executes, f"{path}.executes"),
         _int(flags, f"{path}.flags"),
         _options_from_readable(options, f"{path}.options"),
+        _int(model, f"{path}.model"),
     )
 
 

@@ -43,7 +43,7 @@ STATUS_NAMES = [
     "TRAILING", "ACTION", "TAG", "BOOL", "INT_RANGE", "KEY_LENGTH", "STRING_LENGTH",
     "ID_LENGTH", "UTF8", "NUL", "TOO_MANY_BACKENDS", "TOO_MANY_OPTIONS", "DUPLICATE_KEY",
     "DUPLICATE_BACKEND", "UNEXPECTED_FIELD", "TOO_MANY_DELEGATES", "TEXT_LENGTH",
-    "OUTCOME", "CAPACITY", "LOAD_PATH",
+    "OUTCOME", "CAPACITY", "LOAD_PATH", "TOO_MANY_MODELS",
 ]
 REQUEST, REPORT = 1, 2
 LOAD, EXECUTE, SET, GET, RESET, REGISTER, HELLO = range(1, 8)
@@ -92,18 +92,18 @@ def backend(backend_id: bytes | str, options: Sequence[bytes] = ()) -> bytes:
 
 
 def request_body(action: int, program: bytes | str = b"", delegates: Sequence[str] = (),
-                 backends: Sequence[bytes] = (), load_fields: bytes = b"\x00\x00\x00\x00\x00",
+                 backends: Sequence[bytes] = (), load_fields: bytes = b"\x00\x00\x00\x00\x00\x00",
                  ) -> bytes:
     """A request body; a LOAD's body ends with ``load_fields`` (path program, no flags,
-    method "forward", no method map by default)."""
+    method "forward", no method map, no further models by default)."""
     return (bytes([action]) + text(program) + bytes([len(delegates)])
             + b"".join(text(d) for d in delegates) + bytes([len(backends)]) + b"".join(backends)
             + (load_fields if action == LOAD else b""))
 
 
 def entry(name: bytes | str, options: Sequence[bytes] = (), status: int = 0, calls: int = 1,
-          executes: int = 0, flags: int = 1) -> bytes:
-    return (text(name) + struct.pack("<IHHB", status, calls, executes, flags)
+          executes: int = 0, flags: int = 1, model: int = 0) -> bytes:
+    return (text(name) + struct.pack("<IHHBB", status, calls, executes, flags, model)
             + bytes([len(options)]) + b"".join(options))
 
 
@@ -156,16 +156,23 @@ class Load(ctypes.Structure):
                 ("method_backend_count", ctypes.c_uint8), ("method_backends", Backend * 8)]
 
 
+class Model(ctypes.Structure):
+    _fields_ = [("program", Str), ("delegate_count", ctypes.c_uint8), ("delegates", Str * 8),
+                ("backend_count", ctypes.c_uint8), ("backends", Backend * 8), ("load", Load)]
+
+
 class Request(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint32), ("action", ctypes.c_uint8), ("program", Str),
                 ("delegate_count", ctypes.c_uint8), ("delegates", Str * 8),
-                ("backend_count", ctypes.c_uint8), ("backends", Backend * 16), ("load", Load)]
+                ("backend_count", ctypes.c_uint8), ("backends", Backend * 16), ("load", Load),
+                ("model_count", ctypes.c_uint8), ("models", Model * 7)]
 
 
 class Entry(ctypes.Structure):
     _fields_ = [("name", Str), ("status", ctypes.c_uint32), ("calls", ctypes.c_uint16),
                 ("executes", ctypes.c_uint16), ("flags", ctypes.c_uint8),
-                ("option_count", ctypes.c_uint8), ("options", ctypes.POINTER(Option))]
+                ("model", ctypes.c_uint8), ("option_count", ctypes.c_uint8),
+                ("options", ctypes.POINTER(Option))]
 
 
 class Report(ctypes.Structure):
@@ -328,11 +335,11 @@ def test_wiretool_prints_the_readable_form(wiretool: Path) -> None:
         "facts": [{"key": "agent_version", "type": "string", "value": "0.1"},
                   {"key": "wire_version", "type": "int", "value": 1}],
         "entries": [
-            {"name": "ProbeA", "status": 0, "calls": 1, "executes": 0, "flags": 0,
+            {"name": "ProbeA", "status": 0, "calls": 1, "executes": 0, "flags": 0, "model": 0,
              "options": [{"key": "k", "type": "int", "value": 1},
                          {"key": "k", "type": "int", "value": 2}]},
             {"name": "ProbeA", "status": 0x12, "calls": 65535, "executes": 3, "flags": 1,
-             "options": []}]}
+             "model": 0, "options": []}]}
     result = wiretool_run(wiretool, "decode", "request", request(SET, backends=[
         backend("B", [opt_bool("on", False), opt_int("n", -5), opt_str("s", "\t\\")])]))
     assert json.loads(result.stdout) == {
@@ -364,6 +371,8 @@ def valid_messages() -> Iterator[tuple[str, bytes, int, int]]:
 def count_options(readable: dict[str, object]) -> int:
     groups = readable.get("backends", readable.get("entries", []))
     groups = [*groups, *readable.get("method_backends", [])]  # type: ignore[misc]
+    for model in readable.get("models", []):  # type: ignore[attr-defined]
+        groups += [*model["backends"], *model["method_backends"]]
     count = sum(len(g["options"]) for g in groups)  # type: ignore[union-attr,index]
     return count + len(readable.get("facts", []))  # type: ignore[arg-type]
 

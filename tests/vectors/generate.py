@@ -14,6 +14,7 @@ committed files differ from what this script produces.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import sys
@@ -21,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry, Request
+from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
 from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.wire import (
@@ -198,6 +199,32 @@ def valid_requests() -> Iterator[tuple[str, Request]]:
     )
     yield "req_load_method_63", load_request(LoadPath.PROGRAM, method="m" * 63)
     yield (
+        "req_load_two_models",
+        dataclasses.replace(
+            load_request(LoadPath.PROGRAM, {"ProbeA": {"model": "A"}, "ProbeB": {"n": 1}}),
+            models=(
+                LoadSpec("/tmp/et-harness/two_probes.pte", ("ProbeA", "ProbeB"),
+                         OptionsMap.from_dict({"ProbeA": {"model": "B"}}),
+                         LoadPath.MODULE_METHOD),
+            ),
+        ),
+    )
+    yield (
+        "req_load_concurrent_8_models",
+        dataclasses.replace(
+            load_request(LoadPath.MODULE, {"ProbeA": {"model": 0}}),
+            concurrent=True,
+            models=tuple(
+                LoadSpec(f"/tmp/et-harness/m{n}.pte", ("ProbeA",),
+                         OptionsMap.from_dict({"ProbeA": {"model": n}}), LoadPath(n % 4),
+                         "forward" if n % 2 else "",
+                         OptionsMap.from_dict({"ProbeA": {"explicit": n}})
+                         if n % 4 == LoadPath.MODULE_BOTH else OptionsMap())
+                for n in range(1, 8)
+            ),
+        ),
+    )
+    yield (
         "req_load_module_both_8_and_8",
         load_request(
             LoadPath.MODULE_BOTH,
@@ -346,6 +373,16 @@ def valid_reports() -> Iterator[tuple[str, Report]]:
             Action.LOAD,
             facts=(Option("load_us", 120), Option("execute_us", 35)),
             entries=(probe_entry("ProbeA"), probe_entry("ProbeB", {})),
+            seq=7,
+        ),
+    )
+    yield (
+        "rep_load_two_models",
+        report(
+            Action.LOAD,
+            entries=(probe_entry("ProbeA", {"model": "A"}), probe_entry("ProbeB", {"n": 1}),
+                     probe_entry("ProbeA", {"model": "B"}, model=1),
+                     probe_entry("ProbeB", {}, model=1)),
             seq=7,
         ),
     )
@@ -1160,13 +1197,51 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
             WireErrorCode.LOAD_PATH,
             f"LOAD path {path}: 0 program, 1 module, 2 module_method, 3 module_both",
         )
-    for flags in (2, 0x80):
+    for flags in (4, 0x80):
         yield (
             f"bad_load_flags_{flags:02x}",
             seal(load_head + common + b"\x01" + bytes((flags,)) + b"\x00\x00\x00"),
             WireErrorCode.FLAGS,
-            f"LOAD flags 0x{flags:02x}: only bit 0, KEEP, is defined",
+            f"LOAD flags 0x{flags:02x}: only bits 0 (KEEP) and 1 (CONCURRENT) are defined",
         )
+    # path program, no flags, method "", no method map: the further-model count follows.
+    own = common + b"\x00\x00\x00\x00\x00"
+    yield (
+        "bad_load_without_model_count",
+        seal(load_head + own),
+        WireErrorCode.TRUNCATED,
+        "LOAD body ends after its method map: the further-model count is required",
+    )
+    yield (
+        "bad_load_8_further_models",
+        seal(load_head + own + b"\x08"),
+        WireErrorCode.TOO_MANY_MODELS,
+        "8 further models: a LOAD carries at most 8 models, its own and 7 more",
+    )
+    for flags in (1, 2):
+        yield (
+            f"bad_load_model_flags_{flags:02x}",
+            seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + bytes((0, flags))
+                 + b"\x00\x00\x00"),
+            WireErrorCode.FLAGS,
+            f"a further model with flags 0x{flags:02x}: KEEP and CONCURRENT are the LOAD's own",
+        )
+    yield (
+        "bad_load_model_path_4",
+        seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + b"\x04\x00\x00\x00\x00"),
+        WireErrorCode.LOAD_PATH,
+        "a further model with load path 4",
+    )
+    yield (
+        "bad_load_model_9_backends",
+        encode_request(dataclasses.replace(
+            load_request(LoadPath.PROGRAM),
+            models=(LoadSpec("", (), OptionsMap.from_dict({i: {} for i in ids("Probe", 9)},
+                                                          checked=False)),),
+        )),
+        WireErrorCode.TOO_MANY_BACKENDS,
+        "a further model's map with 9 backends (LoadBackendOptionsMap holds 8)",
+    )
     yield (
         "bad_order_load_path_before_flags",
         seal(load_head + common + b"\x09\xff\x00\x00\x00"),
@@ -1229,10 +1304,10 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
         "module_both method map: key k twice in one backend",
     )
     yield (
-        "bad_load_trailing_after_method_map",
+        "bad_load_trailing_after_models",
         seal(encode_request(load_request(LoadPath.MODULE_BOTH))[:-4] + b"\x00"),
         WireErrorCode.TRAILING,
-        "one byte after the LOAD method map",
+        "one byte after the LOAD's (empty) list of further models",
     )
 
 
@@ -1259,6 +1334,12 @@ def report_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
             WireErrorCode.FLAGS,
             f"entry flags 0x{flags:02x}: only bit 0 is defined",
         )
+    yield (
+        "bad_entry_model_8",
+        raw(entries=(probe_entry("ProbeA", {}, model=8),)),
+        WireErrorCode.TOO_MANY_MODELS,
+        "entry of model 8: a LOAD has models 0..7",
+    )
     yield (
         "bad_report_message_1025",
         raw(message="m" * 1025),

@@ -613,7 +613,8 @@ static const char *const status_names[] = {
     "INT_RANGE",  "KEY_LENGTH",        "STRING_LENGTH",     "ID_LENGTH",
     "UTF8",       "NUL",               "TOO_MANY_BACKENDS", "TOO_MANY_OPTIONS",
     "DUPLICATE_KEY", "DUPLICATE_BACKEND", "UNEXPECTED_FIELD", "TOO_MANY_DELEGATES",
-    "TEXT_LENGTH", "OUTCOME",          "CAPACITY",          "LOAD_PATH"};
+    "TEXT_LENGTH", "OUTCOME",          "CAPACITY",          "LOAD_PATH",
+    "TOO_MANY_MODELS"};
 
 const char *etb_status_name(etb_status_t status) {
   unsigned index = (unsigned)status;

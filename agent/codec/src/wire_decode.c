@@ -229,13 +229,15 @@ static etb_status_t read_backends(reader_t *r, pool_t *pool, uint8_t count,
   return ETB_OK;
 }
 
-static etb_status_t read_load_fields(reader_t *r, etb_load_t *load, pool_t *pool) {
+/* allowed_flags: the request's own load fields KEEP|CONCURRENT, a further model none. */
+static etb_status_t read_load_fields(reader_t *r, etb_load_t *load, pool_t *pool,
+                                     uint8_t allowed_flags) {
   ETBI_TRY(read_u8(r, &load->path));
   if (load->path > ETB_LOAD_MODULE_BOTH) {
     return ETB_ERR_LOAD_PATH;
   }
   ETBI_TRY(read_u8(r, &load->flags));
-  if ((load->flags & (uint8_t)~ETB_LOAD_FLAG_KEEP) != 0u) {
+  if ((load->flags & (uint8_t)~allowed_flags) != 0u) {
     return ETB_ERR_FLAGS;
   }
   ETBI_TRY(read_str(r, &load->method));
@@ -244,6 +246,23 @@ static etb_status_t read_load_fields(reader_t *r, etb_load_t *load, pool_t *pool
                       &load->method_backend_count));
   return read_backends(r, pool, load->method_backend_count, (uint8_t)ETB_MAX_OPTIONS,
                        load->method_backends);
+}
+
+static etb_status_t read_model(reader_t *r, etb_model_t *model, pool_t *pool) {
+  uint8_t i;
+  ETBI_TRY(read_str(r, &model->program));
+  ETBI_TRY(etbi_check_program(ETB_ACTION_LOAD, model->program));
+  ETBI_TRY(read_count(r, etbi_max_delegates(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_DELEGATES,
+                      &model->delegate_count));
+  for (i = 0; i < model->delegate_count; i++) {
+    ETBI_TRY(read_id(r, &model->delegates[i]));
+  }
+  ETBI_TRY(read_count(r, etbi_max_backends(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_BACKENDS,
+                      &model->backend_count));
+  ETBI_TRY(read_backends(r, pool, model->backend_count, etbi_max_options(ETB_ACTION_LOAD),
+                         model->backends));
+  model->load.method_backend_count = 0;
+  return read_load_fields(r, &model->load, pool, 0u);
 }
 
 static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *pool) {
@@ -263,7 +282,17 @@ static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *p
                       &out->backend_count));
   ETBI_TRY(read_backends(r, pool, out->backend_count, etbi_max_options(out->action),
                          out->backends));
-  return out->action == ETB_ACTION_LOAD ? read_load_fields(r, &out->load, pool) : ETB_OK;
+  if (out->action != ETB_ACTION_LOAD) {
+    return ETB_OK;
+  }
+  ETBI_TRY(read_load_fields(r, &out->load, pool,
+                            (uint8_t)(ETB_LOAD_FLAG_KEEP | ETB_LOAD_FLAG_CONCURRENT)));
+  ETBI_TRY(read_count(r, (uint8_t)(ETB_MAX_MODELS - 1u), ETB_ERR_TOO_MANY_MODELS,
+                      &out->model_count));
+  for (i = 0; i < out->model_count; i++) {
+    ETBI_TRY(read_model(r, &out->models[i], pool));
+  }
+  return ETB_OK;
 }
 
 static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *pool) {
@@ -293,6 +322,10 @@ static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *poo
     if ((entry->flags & (uint8_t)~ETB_ENTRY_FLAG_PROBE) != 0u) {
       return ETB_ERR_FLAGS;
     }
+    ETBI_TRY(read_u8(r, &entry->model));
+    if (entry->model >= ETB_MAX_MODELS) {
+      return ETB_ERR_TOO_MANY_MODELS;
+    }
     ETBI_TRY(read_count(r, (uint8_t)ETB_MAX_OPTIONS, ETB_ERR_TOO_MANY_OPTIONS,
                         &entry->option_count));
     ETBI_TRY(read_options(r, pool, entry->option_count, false, &entry->options));
@@ -314,6 +347,7 @@ etb_status_t etb_decode_request(const uint8_t *buf, size_t len, etb_request_t *o
   out->load.method.ptr = NULL;
   out->load.method.len = 0;
   out->load.method_backend_count = 0;
+  out->model_count = 0;
   ETBI_TRY(open_message(buf, len, ETB_MSG_REQUEST, &out->seq, &r));
   ETBI_TRY(read_request_body(&r, out, &options));
   return r.pos == r.end ? ETB_OK : ETB_ERR_TRAILING;

@@ -152,18 +152,34 @@ static etb_status_t put_backends(writer_t *w, const etb_backend_t *backends, uin
   return ETB_OK;
 }
 
-static etb_status_t put_load_fields(writer_t *w, const etb_load_t *load) {
+static etb_status_t put_load_fields(writer_t *w, const etb_load_t *load, uint8_t allowed_flags) {
   if (load->path > ETB_LOAD_MODULE_BOTH) {
     return ETB_ERR_LOAD_PATH;
   }
   put_u8(w, load->path);
-  if ((load->flags & (uint8_t)~ETB_LOAD_FLAG_KEEP) != 0u) {
+  if ((load->flags & (uint8_t)~allowed_flags) != 0u) {
     return ETB_ERR_FLAGS;
   }
   put_u8(w, load->flags);
   ETBI_TRY(put_str(w, load->method, 0u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH));
   return put_backends(w, load->method_backends, load->method_backend_count,
                       etbi_max_method_backends(load->path), (uint8_t)ETB_MAX_OPTIONS);
+}
+
+static etb_status_t put_model(writer_t *w, const etb_model_t *model) {
+  uint8_t i;
+  ETBI_TRY(check_view(model->program.ptr, model->program.len));
+  ETBI_TRY(etbi_check_program(ETB_ACTION_LOAD, model->program));
+  put_u16(w, model->program.len);
+  put_bytes(w, model->program.ptr, model->program.len);
+  ETBI_TRY(put_count(w, model->delegate_count, etbi_max_delegates(ETB_ACTION_LOAD),
+                     ETB_ERR_TOO_MANY_DELEGATES));
+  for (i = 0; i < model->delegate_count; i++) {
+    ETBI_TRY(put_id(w, model->delegates[i]));
+  }
+  ETBI_TRY(put_backends(w, model->backends, model->backend_count,
+                        etbi_max_backends(ETB_ACTION_LOAD), etbi_max_options(ETB_ACTION_LOAD)));
+  return put_load_fields(w, &model->load, 0u);
 }
 
 static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
@@ -183,7 +199,15 @@ static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
   }
   ETBI_TRY(put_backends(w, req->backends, req->backend_count, etbi_max_backends(req->action),
                         etbi_max_options(req->action)));
-  return req->action == ETB_ACTION_LOAD ? put_load_fields(w, &req->load) : ETB_OK;
+  if (req->action != ETB_ACTION_LOAD) {
+    return ETB_OK;
+  }
+  ETBI_TRY(put_load_fields(w, &req->load, (uint8_t)(ETB_LOAD_FLAG_KEEP | ETB_LOAD_FLAG_CONCURRENT)));
+  ETBI_TRY(put_count(w, req->model_count, (uint8_t)(ETB_MAX_MODELS - 1u), ETB_ERR_TOO_MANY_MODELS));
+  for (i = 0; i < req->model_count; i++) {
+    ETBI_TRY(put_model(w, &req->models[i]));
+  }
+  return ETB_OK;
 }
 
 static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
@@ -211,6 +235,10 @@ static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
       return ETB_ERR_FLAGS;
     }
     put_u8(w, entry->flags);
+    if (entry->model >= ETB_MAX_MODELS) {
+      return ETB_ERR_TOO_MANY_MODELS;
+    }
+    put_u8(w, entry->model);
     ETBI_TRY(put_options(w, entry->options, entry->option_count, (uint8_t)ETB_MAX_OPTIONS,
                          false));
   }

@@ -65,6 +65,39 @@ static void print_options(const etb_option_t *options, uint8_t count) {
   putchar(']');
 }
 
+static void print_backends(const etb_backend_t *backends, uint8_t count) {
+  uint8_t i;
+  putchar('[');
+  for (i = 0; i < count; i++) {
+    printf("%s{\"id\": ", i ? ", " : "");
+    print_str(backends[i].id);
+    printf(", \"options\": ");
+    print_options(backends[i].options, backends[i].option_count);
+    putchar('}');
+  }
+  putchar(']');
+}
+
+static const char *const path_names[] = {"program", "module", "module_method", "module_both"};
+
+static void print_model(const etb_model_t *m) {
+  uint8_t i;
+  printf("{\"program\": ");
+  print_str(m->program);
+  printf(", \"delegates\": [");
+  for (i = 0; i < m->delegate_count; i++) {
+    printf("%s", i ? ", " : "");
+    print_str(m->delegates[i]);
+  }
+  printf("], \"backends\": ");
+  print_backends(m->backends, m->backend_count);
+  printf(", \"path\": \"%s\", \"method\": ", path_names[m->load.path]);
+  print_str(m->load.method);
+  printf(", \"method_backends\": ");
+  print_backends(m->load.method_backends, m->load.method_backend_count);
+  putchar('}');
+}
+
 static void print_request(const etb_request_t *r) {
   uint8_t i;
   printf("{\"type\": \"request\", \"seq\": %lu, \"action\": \"%s\", \"program\": ",
@@ -75,27 +108,19 @@ static void print_request(const etb_request_t *r) {
     printf("%s", i ? ", " : "");
     print_str(r->delegates[i]);
   }
-  printf("], \"backends\": [");
-  for (i = 0; i < r->backend_count; i++) {
-    printf("%s{\"id\": ", i ? ", " : "");
-    print_str(r->backends[i].id);
-    printf(", \"options\": ");
-    print_options(r->backends[i].options, r->backends[i].option_count);
-    putchar('}');
-  }
-  putchar(']');
+  printf("], \"backends\": ");
+  print_backends(r->backends, r->backend_count);
   if (r->action == ETB_ACTION_LOAD) {
-    static const char *const path_names[] = {"program", "module", "module_method", "module_both"};
     printf(", \"path\": \"%s\", \"keep\": %s, \"method\": ", path_names[r->load.path],
            (r->load.flags & ETB_LOAD_FLAG_KEEP) ? "true" : "false");
     print_str(r->load.method);
-    printf(", \"method_backends\": [");
-    for (i = 0; i < r->load.method_backend_count; i++) {
-      printf("%s{\"id\": ", i ? ", " : "");
-      print_str(r->load.method_backends[i].id);
-      printf(", \"options\": ");
-      print_options(r->load.method_backends[i].options, r->load.method_backends[i].option_count);
-      putchar('}');
+    printf(", \"method_backends\": ");
+    print_backends(r->load.method_backends, r->load.method_backend_count);
+    printf(", \"concurrent\": %s, \"models\": [",
+           (r->load.flags & ETB_LOAD_FLAG_CONCURRENT) ? "true" : "false");
+    for (i = 0; i < r->model_count; i++) {
+      printf("%s", i ? ", " : "");
+      print_model(&r->models[i]);
     }
     putchar(']');
   }
@@ -116,9 +141,10 @@ static void print_report(const etb_report_t *r) {
     const etb_entry_t *e = &r->entries[i];
     printf("%s{\"name\": ", i ? ", " : "");
     print_str(e->name);
-    printf(", \"status\": %lu, \"calls\": %u, \"executes\": %u, \"flags\": %u, \"options\": ",
+    printf(", \"status\": %lu, \"calls\": %u, \"executes\": %u, \"flags\": %u, "
+           "\"model\": %u, \"options\": ",
            (unsigned long)e->status, (unsigned)e->calls, (unsigned)e->executes,
-           (unsigned)e->flags);
+           (unsigned)e->flags, (unsigned)e->model);
     print_options(e->options, e->option_count);
     putchar('}');
   }

@@ -145,6 +145,7 @@ void add_entry(etb_str_t name, uint32_t status, uint32_t calls, uint32_t execute
   entry->calls = static_cast<uint16_t>(calls);
   entry->executes = static_cast<uint16_t>(executes);
   entry->flags = flags;
+  entry->model = 0u; /* one program instance per LOAD (max_models 1) */
   entry->options = count > 0u ? options : nullptr;
   entry->option_count = static_cast<uint8_t>(count);
 }
@@ -232,6 +233,11 @@ void do_load() {
   if (request.load.path != ETB_LOAD_PROGRAM) {
     report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
                    "this firmware serves load path program only (no extension::Module)");
+    return;
+  }
+  if (request.model_count != 0u || (request.load.flags & ETB_LOAD_FLAG_CONCURRENT) != 0u) {
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "this firmware holds one program: one model per LOAD (max_models 1)");
     return;
   }
   if ((request.load.flags & ETB_LOAD_FLAG_KEEP) != 0u || !is_forward(request.load.method)) {
@@ -354,6 +360,7 @@ void do_hello() {
   fact_int("registry_capacity", kRegistryCapacity);
   fact_text("capabilities", CAPABILITIES);
   fact_text("load_paths", LOAD_PATHS);
+  fact_int("max_models", 1);
   fact_int("options_per_backend", cap.options_per_backend);
   fact_int("backends_per_map", cap.backends_per_map);
   fact_int("options_per_request", cap.options_per_request);

@@ -3,8 +3,11 @@
 #include <executorch/runtime/backend/interface.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "runtime_options.h"
 
@@ -18,45 +21,13 @@ constexpr int32_t kRegistryCapacity = 16;  // kMaxRegisteredBackends in runtime/
 constexpr const char* kCapabilities = "load,execute,set,get,reset,register,hello";
 constexpr const char* kLoadPaths = "program,module,module_method,module_both";
 constexpr const char* kLoadFlags = "keep";
-constexpr const char* kDefaultMethod = "forward";
-
-const char* path_label(uint8_t path) {
-  switch (path) {
-    case ETB_LOAD_PROGRAM:
-      return "program";
-    case ETB_LOAD_MODULE:
-      return "module";
-    case ETB_LOAD_MODULE_METHOD:
-      return "module_method";
-    default:
-      return "module_both";
-  }
-}
-
-StepResult refused(et::Error error, const std::string& what, const std::string& refused_id) {
-  return StepResult{error, what + ": LoadBackendOptionsMap::set_options(\"" + refused_id +
-      "\") refused the entry (id of " + std::to_string(refused_id.size()) + " bytes)"};
-}
-
-// A map built from a backend list of the request.
-std::unique_ptr<OwnedOptionsMap> build_map(const etb_backend_t* backends, uint8_t count, const char* what,
-    StepResult* step) {
-  auto map = std::make_unique<OwnedOptionsMap>();
-  std::string refused_id;
-  const et::Error error = map->build(backends, count, &refused_id);
-  if (error != et::Error::Ok) {
-    *step = refused(error, what, refused_id);
-    return nullptr;
-  }
-  return map;
-}
+// Models one LOAD may carry (wire-format.md, LOAD): each is a program instance
+// of its own; the bound is the wire's (a report holds ETB_MAX_BACKENDS entries
+// in all, so K models of B probes each need K * B <= 16).
+constexpr int32_t kMaxModels = ETB_MAX_MODELS;
 
 uint32_t status_of(et::Error error) {
   return static_cast<uint32_t>(error);
-}
-
-int32_t clamp_us(int64_t us) {
-  return static_cast<int32_t>(std::min<int64_t>(us, INT32_MAX));
 }
 
 // Makes options hold at least count elements; it never shrinks, so that its
@@ -88,25 +59,39 @@ const char* c_id(etb_str_t id, char (&buf)[ETB_MAX_ID + 1]) {
   return buf;
 }
 
-bool same_ids(const std::vector<std::string>& ids, const etb_request_t& request) {
-  if (ids.size() != request.delegate_count) {
-    return false;
+const char* path_label(uint8_t path) {
+  switch (path) {
+    case ETB_LOAD_PROGRAM:
+      return "program";
+    case ETB_LOAD_MODULE:
+      return "module";
+    case ETB_LOAD_MODULE_METHOD:
+      return "module_method";
+    default:
+      return "module_both";
   }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] != view(request.delegates[i])) {
-      return false;
-    }
-  }
-  return true;
 }
 
-std::string join(const std::vector<std::string>& ids) {
-  std::string text = "[";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    text += (i ? ", \"" : "\"") + ids[i] + "\"";
+// Lets a number of threads start their work together: each waits in
+// arrive_and_wait until all have arrived (std::latch is C++20).
+class StartGate {
+ public:
+  explicit StartGate(size_t count) : waiting_(count) {}
+
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (--waiting_ == 0) {
+      all_arrived_.notify_all();
+      return;
+    }
+    all_arrived_.wait(lock, [this] { return waiting_ == 0; });
   }
-  return text + "]";
-}
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable all_arrived_;
+  size_t waiting_;
+};
 
 }  // namespace
 
@@ -120,6 +105,7 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("capabilities", kCapabilities);
   report.add_fact("load_paths", kLoadPaths);
   report.add_fact("load_flags", kLoadFlags);
+  report.add_fact("max_models", kMaxModels);
   report.add_fact("directives", kDirectives);
 }
 
@@ -166,22 +152,27 @@ ProbeBackend* Agent::find_probe(std::string_view name) const {
 
 void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
   std::vector<const ProbeBackend*>& called = called_;
-  called.clear();
-  for (const auto& probe : probes_) {
-    if (probe->record().first_call != 0) {
-      called.push_back(probe.get());
+  const uint8_t model_count = static_cast<uint8_t>(std::max<size_t>(models_.size(), 1));
+  for (uint8_t model = 0; model < model_count; ++model) {
+    called.clear();
+    for (const auto& probe : probes_) {
+      if (probe->record(model).first_call != 0) {
+        called.push_back(probe.get());
+      }
     }
-  }
-  std::sort(called.begin(), called.end(), [](const ProbeBackend* a, const ProbeBackend* b) {
-    return a->record().first_call < b->record().first_call;
-  });
-  for (const ProbeBackend* probe : called) {
-    const ProbeBackend::Record& record = probe->record();
-    if (!with_received && record.execute_calls == 0) {
-      continue;
-    }
-    report.add_entry(probe->name(), 0, with_received ? record.init_calls : 0, record.execute_calls, ETB_ENTRY_FLAG_PROBE);
-    if (with_received) {
+    std::sort(called.begin(), called.end(), [model](const ProbeBackend* a, const ProbeBackend* b) {
+      return a->record(model).first_call < b->record(model).first_call;
+    });
+    for (const ProbeBackend* probe : called) {
+      const ProbeBackend::Record& record = probe->record(model);
+      if (!with_received && record.execute_calls == 0) {
+        continue;
+      }
+      report.add_entry(probe->name(), 0, with_received ? record.init_calls : 0, record.execute_calls,
+          ETB_ENTRY_FLAG_PROBE, model);
+      if (!with_received) {
+        continue;
+      }
       for (const et::BackendOption& option : record.received) {
         report.add_option(option);
       }
@@ -190,11 +181,12 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
       }
       if (record.specs_diverged) {
         // A second entry under the same name: what the first diverging init got.
-        report.add_entry(probe->name(), 0, 1, 0, ETB_ENTRY_FLAG_PROBE);
+        report.add_entry(probe->name(), 0, 1, 0, ETB_ENTRY_FLAG_PROBE, model);
         for (const et::BackendOption& option : record.diverged) {
           report.add_option(option);
         }
-        report.append_message(std::string("probe ") + probe->name() +
+        report.append_message(std::string("probe ") + probe->name() + (model_count > 1 ? " in model " +
+            std::to_string(model) : std::string()) +
             ": a later init received runtime_specs different from the first (second entry)");
       }
     }
@@ -203,47 +195,98 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
 
 void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   const etb_load_t& spec = request.load;
+  const size_t count = size_t{request.model_count} + 1;
   const bool keep = (spec.flags & ETB_LOAD_FLAG_KEEP) != 0;
-  const std::string path(view(request.program));
-  const std::string method = spec.method.len != 0 ? std::string(view(spec.method)) : kDefaultMethod;
+  const bool concurrent = (spec.flags & ETB_LOAD_FLAG_CONCURRENT) != 0;
   report.add_fact("load_path", path_label(spec.path));
+  if (keep && count > 1) {
+    report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0,
+        "KEEP loads into the one program loaded before: a LOAD of " + std::to_string(count) +
+        " models loads each afresh");
+    return;
+  }
+  if (count > 1) {
+    report.add_fact("models", static_cast<int32_t>(count));
+  }
+  std::vector<StepResult> results;
+  load_models(request, keep, concurrent, results);
+  ModelInstance& first = *models_[0];
+  if (first.program_load_us >= 0) report.add_fact("program_load_us", first.program_load_us);
+  if (first.load_us >= 0) report.add_fact("load_us", first.load_us);
+  if (first.execute_us >= 0) report.add_fact("execute_us", first.execute_us);
+  report_results(results, report);
+  if (first.has_method()) {
+    add_output_fact(first.float_outputs(), report);
+  }
+  add_probe_entries(report, /*with_received=*/true);
+  for (size_t k = 0; k < count; ++k) {
+    const et::Error init_status = models_[k]->has_method() ? et::Error::Ok : results[k].error;
+    add_real_backend_entries(static_cast<uint8_t>(k), models_[k]->delegate_ids(), init_status, report);
+  }
+}
+
+void Agent::load_models(const etb_request_t& request, bool keep, bool concurrent, std::vector<StepResult>& results) {
+  const size_t count = size_t{request.model_count} + 1;
   if (!keep) {
-    method_.clear();
-    module_.reset();  // destroys the previous methods before the new ones load
-    program_.reset();
+    for (auto& model : models_) {
+      model->clear();  // the previous methods go before the new ones load
+    }
+    models_.clear();
   }
-  StepResult step;
-  if (path.empty()) {
-    step = StepResult{et::Error::InvalidArgument, "LOAD needs a program path: this agent loads programs from its file system"};
-  } else if (keep && (spec.path == ETB_LOAD_PROGRAM ? !program_ : !module_)) {
-    step = StepResult{et::Error::InvalidState, std::string("KEEP on path ") + path_label(spec.path) +
-        " needs a program loaded before on a " + (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " path"};
-  } else if (keep && spec.path != ETB_LOAD_PROGRAM && module_->path() != path) {
-    step = StepResult{et::Error::InvalidArgument, "KEEP names program " + path + ", the loaded module is " + module_->path()};
-  } else {
-    step = spec.path == ETB_LOAD_PROGRAM ? load_program(request, path, method, report)
-                                         : load_module(request, path, method, report);
+  while (models_.size() < count) {
+    models_.push_back(std::make_unique<ModelInstance>());
   }
-  const bool loaded = program_ ? program_->has_method(method) : module_ && module_->has_method(method);
-  const et::Error init_status = loaded ? et::Error::Ok : step.error;
-  if (!step.ok()) {
-    report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
-    std::vector<std::string>& ids = delegate_ids_;
-    for (const std::string& id : ids) {
+  results.assign(count, StepResult{});
+  auto load_one = [&](size_t k) {
+    ProbeBackend::set_current_model(static_cast<uint8_t>(k));
+    results[k] = models_[k]->load(ModelRequest::of(request, static_cast<uint8_t>(k)), keep);
+    ProbeBackend::set_current_model(0);
+  };
+  if (!concurrent) {
+    for (size_t k = 0; k < count; ++k) {
+      load_one(k);
+    }
+    return;
+  }
+  StartGate gate(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (size_t k = 0; k < count; ++k) {
+    threads.emplace_back([&, k] {
+      gate.arrive_and_wait();
+      load_one(k);
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+}
+
+void Agent::report_results(const std::vector<StepResult>& results, ReportBuilder& report) const {
+  const bool several = results.size() > 1;
+  bool failed = false;
+  for (size_t k = 0; k < results.size(); ++k) {
+    const StepResult& step = results[k];
+    if (step.ok()) {
+      continue;
+    }
+    const std::string message = (several ? "model " + std::to_string(k) + ": " : std::string()) + step.message;
+    if (!failed) {
+      report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), message);
+      failed = true;
+    } else {
+      report.append_message(message + " (" + error_code(step.error) + ")");
+    }
+    for (const std::string& id : models_[k]->delegate_ids()) {
       if (et::get_backend_class(id.c_str()) == nullptr) {
         report.append_message("delegate \"" + id + "\" has no registered backend");
       }
     }
   }
-  if (loaded) {
-    add_output_fact(program_ ? program_->float_outputs(method) : module_->float_outputs(), report);
-  }
-  add_probe_entries(report, /*with_received=*/true);
-  add_real_backend_entries(delegate_ids_, init_status, report);
 }
 
-void Agent::add_real_backend_entries(const std::vector<std::string>& delegates, et::Error init_status,
-    ReportBuilder& report) const {
+void Agent::add_real_backend_entries(uint8_t model, const std::vector<std::string>& delegates,
+    et::Error init_status, ReportBuilder& report) const {
   for (size_t i = 0; i < delegates.size(); ++i) {
     const std::string& id = delegates[i];
     const bool seen = std::find(delegates.begin(), delegates.begin() + i, id) != delegates.begin() + i;
@@ -252,7 +295,7 @@ void Agent::add_real_backend_entries(const std::vector<std::string>& delegates, 
     }
     // A real backend records nothing the agent can read: what is observable
     // is whether the method's delegates initialised, i.e. load_method's result.
-    report.add_entry(id, status_of(init_status), 0, 0, 0);
+    report.add_entry(id, status_of(init_status), 0, 0, 0, model);
   }
 }
 
@@ -262,122 +305,21 @@ void Agent::add_output_fact(const std::string& outputs, ReportBuilder& report) {
   }
 }
 
-StepResult Agent::check_delegates(const std::vector<std::string>& actual, const etb_request_t& request,
-    const std::string& path) const {
-  if (same_ids(actual, request)) {
-    return {};
-  }
-  std::vector<std::string> expected;
-  for (uint8_t i = 0; i < request.delegate_count; ++i) {
-    expected.emplace_back(view(request.delegates[i]));
-  }
-  return StepResult{et::Error::InvalidProgram,
-      "program " + path + " delegates to " + join(actual) + ", the request names " + join(expected)};
-}
-
-StepResult Agent::load_program(const etb_request_t& request, const std::string& path, const std::string& method,
-    ReportBuilder& report) {
-  delegate_ids_.clear();
-  if (!program_) {
-    auto program = std::make_unique<LoadedProgram>();
-    int64_t open_us = 0;
-    StepResult step = program->open(path, &open_us);
-    report.add_fact("program_load_us", clamp_us(open_us));
-    if (!step.ok()) {
-      return step;
-    }
-    program_ = std::move(program);
-  }
-  StepResult step = program_->delegate_ids(method, &delegate_ids_);
-  if (step.ok()) {
-    step = check_delegates(delegate_ids_, request, path);
-  }
-  if (!step.ok()) {
-    return step;
-  }
-  auto map = build_map(request.backends, request.backend_count, "LOAD", &step);
-  if (!map) {
-    return step;
-  }
-  int64_t load_us = 0;
-  step = program_->load_method(method, std::move(map), &load_us);
-  report.add_fact("load_us", clamp_us(load_us));
-  if (!step.ok()) {
-    return step;
-  }
-  method_ = method;
-  int64_t execute_us = 0;
-  step = program_->execute(method, &execute_us);
-  report.add_fact("execute_us", clamp_us(execute_us));
-  return step;
-}
-
-StepResult Agent::load_module(const etb_request_t& request, const std::string& path, const std::string& method,
-    ReportBuilder& report) {
-  const etb_load_t& spec = request.load;
-  delegate_ids_.clear();
-  if (!module_) {
-    module_ = std::make_unique<LoadedModule>(path);
-  }
-  StepResult step;
-  int64_t load_us = 0;
-  int64_t us = 0;
-  // The caller's map: handed to Module::load, then overwritten before the method
-  // loads, as a caller that releases its map at once would do. Its storage stays
-  // allocated (poisoned) until this request ends, so a runtime that kept a pointer
-  // to it delivers the poison, visibly, rather than whatever reuses the memory.
-  std::unique_ptr<OwnedOptionsMap> stored;
-  if (spec.path == ETB_LOAD_MODULE_METHOD) {
-    step = module_->load(&us);
-  } else {
-    stored = build_map(request.backends, request.backend_count, "LOAD stored map", &step);
-    if (!stored) {
-      return step;
-    }
-    step = module_->load(*stored, &us);
-    stored->release();
-  }
-  load_us += us;
-  if (step.ok()) {
-    step = module_->delegate_ids(method, &delegate_ids_);
-  }
-  if (step.ok()) {
-    step = check_delegates(delegate_ids_, request, path);
-  }
-  if (step.ok() && spec.path != ETB_LOAD_MODULE) {
-    const bool both = spec.path == ETB_LOAD_MODULE_BOTH;
-    auto explicit_map = both ? build_map(spec.method_backends, spec.method_backend_count, "LOAD method map", &step)
-                             : build_map(request.backends, request.backend_count, "LOAD", &step);
-    if (!explicit_map) {
-      return step;
-    }
-    step = module_->load_method(method, std::move(explicit_map), &us);
-    load_us += us;
-  }
-  report.add_fact("load_us", clamp_us(load_us));
-  if (!step.ok()) {
-    return step;
-  }
-  method_ = method;
-  int64_t execute_us = 0;
-  step = module_->execute(method, &execute_us);  // path module: the method loads here, lazily
-  report.add_fact("execute_us", clamp_us(execute_us));
-  return step;
-}
-
 void Agent::execute(ReportBuilder& report) {
-  if (method_.empty()) {
+  if (models_.empty() || models_[0]->method().empty()) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidState),
         "no program loaded: send LOAD first");
     return;
   }
-  int64_t execute_us = 0;
-  const StepResult step = program_ ? program_->execute(method_, &execute_us) : module_->execute(method_, &execute_us);
-  report.add_fact("execute_us", clamp_us(execute_us));
-  if (!step.ok()) {
-    report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(step.error), step.message);
+  std::vector<StepResult> results(models_.size());
+  for (size_t k = 0; k < models_.size(); ++k) {
+    ProbeBackend::set_current_model(static_cast<uint8_t>(k));
+    results[k] = models_[k]->execute();
   }
-  add_output_fact(program_ ? program_->float_outputs(method_) : module_->float_outputs(), report);
+  ProbeBackend::set_current_model(0);
+  report.add_fact("execute_us", models_[0]->execute_us);
+  report_results(results, report);
+  add_output_fact(models_[0]->float_outputs(), report);
   add_probe_entries(report, /*with_received=*/false);
 }
 
@@ -419,9 +361,10 @@ void Agent::get(const etb_request_t& request, ReportBuilder& report) {
 }
 
 void Agent::reset() {
-  method_.clear();
-  module_.reset();
-  program_.reset();
+  for (auto& model : models_) {
+    model->clear();
+  }
+  models_.clear();
   for (const auto& probe : probes_) {
     probe->reset();
   }

@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "etb/wire.h"
-#include "loaded_module.h"
-#include "loaded_program.h"
+#include "model_instance.h"
 #include "probe_backend.h"
 #include "report_builder.h"
 
@@ -26,15 +25,13 @@ class Agent {
 
  private:
   void load(const etb_request_t& request, ReportBuilder& report);
-  // The path-specific part of a LOAD: loads request.load.method of the
-  // program at path through the request's path, then executes it once.
-  StepResult load_program(const etb_request_t& request, const std::string& path, const std::string& method,
-      ReportBuilder& report);
-  StepResult load_module(const etb_request_t& request, const std::string& path, const std::string& method,
-      ReportBuilder& report);
-  // Checks the method's delegate ids against the request's delegates.
-  StepResult check_delegates(const std::vector<std::string>& actual, const etb_request_t& request,
-      const std::string& path) const;
+  // Loads models_[k] from model k of the request, each on the calling thread
+  // in model order, or (concurrent) each on a thread of its own, all started
+  // together; results[k] is what model k's load (and execute) returned.
+  void load_models(const etb_request_t& request, bool keep, bool concurrent, std::vector<StepResult>& results);
+  // The report's outcome from per-model results: the first failed model's
+  // error (named "model k:" when the LOAD has several), the others appended.
+  void report_results(const std::vector<StepResult>& results, ReportBuilder& report) const;
   void execute(ReportBuilder& report);
   void set(const etb_request_t& request, ReportBuilder& report);
   void get(const etb_request_t& request, ReportBuilder& report);
@@ -43,28 +40,24 @@ class Agent {
   void hello(ReportBuilder& report);
 
   ProbeBackend* find_probe(std::string_view name) const;
-  // Entries for the probes whose hooks ran in this request, in first-call order.
+  // Entries for the probes whose hooks ran in this request: per model, in
+  // first-call order within the model.
   void add_probe_entries(ReportBuilder& report, bool with_received) const;
-  // LOAD: one entry per registered real (non-probe) backend among the
-  // program's delegates, status = init_status.
-  void add_real_backend_entries(const std::vector<std::string>& delegates, et::Error init_status,
+  // LOAD: one entry per registered real (non-probe) backend among a model's
+  // delegates, status = init_status.
+  void add_real_backend_entries(uint8_t model, const std::vector<std::string>& delegates, et::Error init_status,
       ReportBuilder& report) const;
   // Fact "outputs": the method's float outputs after execute, if it has any.
   static void add_output_fact(const std::string& outputs, ReportBuilder& report);
 
   // Registered probes; the runtime holds pointers to them until the process ends.
   std::vector<std::unique_ptr<ProbeBackend>> probes_;
-  // What the last LOAD left loaded: a program (path program) or a module
-  // (the module paths), never both; and the method EXECUTE runs.
-  std::unique_ptr<LoadedProgram> program_;
-  std::unique_ptr<LoadedModule> module_;
-  std::string method_;
+  // What the last LOAD left loaded: one instance per model, in model order.
+  std::vector<std::unique_ptr<ModelInstance>> models_;
 
   // Reused from request to request, so that serving one allocates little:
   // The runtime options of one backend of a SET or GET.
   std::vector<et::BackendOption> call_options_;
-  // The delegate ids of the program being loaded.
-  std::vector<std::string> delegate_ids_;
   // The probes whose hooks ran, for add_probe_entries.
   mutable std::vector<const ProbeBackend*> called_;
 };

@@ -1,7 +1,9 @@
 #include "probe_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <new>
 #include <string>
 #include <utility>
 #include <variant>
@@ -12,8 +14,11 @@ namespace etb {
 
 namespace {
 
-// Orders first calls across all probes (the runtime calls them on one thread).
-uint64_t g_call_clock = 0;
+// Orders first calls across all probes and threads.
+std::atomic<uint64_t> g_call_clock{0};
+
+// The model the calling thread is loading or executing (set_current_model).
+thread_local uint8_t t_current_model = 0;
 
 bool same_options(et::Span<const et::BackendOption> a, const std::vector<et::BackendOption>& b) {
   if (a.size() != b.size()) {
@@ -31,22 +36,30 @@ bool same_options(et::Span<const et::BackendOption> a, const std::vector<et::Bac
 
 ProbeBackend::ProbeBackend(std::string name) : name_(std::move(name)) {}
 
+void ProbeBackend::set_current_model(uint8_t model) {
+  t_current_model = model < ETB_MAX_MODELS ? model : 0;
+}
+
 void ProbeBackend::begin_request() {
-  // A fresh record whose received keeps its memory for this request.
-  std::vector<et::BackendOption> received = std::move(record_.received);
-  received.clear();
-  record_ = Record{};
-  record_.received = std::move(received);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Record& record : records_) {
+    // A fresh record whose received keeps its memory for this request.
+    std::vector<et::BackendOption> received = std::move(record.received);
+    received.clear();
+    record = Record{};
+    record.received = std::move(received);
+  }
 }
 
 void ProbeBackend::reset() {
   begin_request();
+  std::lock_guard<std::mutex> lock(mutex_);
   state_.clear();
 }
 
-void ProbeBackend::note_call() const {
-  if (record_.first_call == 0) {
-    record_.first_call = ++g_call_clock;
+void ProbeBackend::note_call(Record& record) {
+  if (record.first_call == 0) {
+    record.first_call = ++g_call_clock;
   }
 }
 
@@ -54,25 +67,36 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
     et::BackendInitContext& context,
     et::FreeableBuffer* processed,
     et::ArrayRef<et::CompileSpec> compile_specs) const {
-  note_call();
   const et::Span<const et::BackendOption> specs = context.runtime_specs();
-  if (record_.init_calls == 0) {
-    record_.received.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
-    look_up_repeated_keys(context);
-  } else if (!record_.specs_diverged && !same_options(specs, record_.received)) {
-    record_.specs_diverged = true;
-    record_.diverged.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
+  auto* handle = new (std::nothrow) Handle{t_current_model};
+  if (handle == nullptr) {
+    return et::Error::MemoryAllocationFailed;
   }
-  ++record_.init_calls;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Record& record = records_[handle->model];
+    note_call(record);
+    if (record.init_calls == 0) {
+      record.received.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
+      look_up_repeated_keys(context, record);
+    } else if (!record.specs_diverged && !same_options(specs, record.received)) {
+      record.specs_diverged = true;
+      record.diverged.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
+    }
+    ++record.init_calls;
+  }
   if (processed != nullptr) {
     processed->Free();
   }
-  // Any non-null handle will do: execute() ignores it.
-  return static_cast<et::DelegateHandle*>(const_cast<ProbeBackend*>(this));
+  return reinterpret_cast<et::DelegateHandle*>(handle);
 }
 
-void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context) const {
-  const std::vector<et::BackendOption>& specs = record_.received;
+void ProbeBackend::destroy(et::DelegateHandle* handle) const {
+  delete reinterpret_cast<Handle*>(handle);
+}
+
+void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context, Record& record) {
+  const std::vector<et::BackendOption>& specs = record.received;
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string_view key = option_key(specs[i]);
     size_t last = i;
@@ -83,7 +107,7 @@ void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context) 
         last = j;
       }
     }
-    if (earlier || last == i || record_.lookups.size() + 1 > kMaxRecordedOptions) {
+    if (earlier || last == i || record.lookups.size() + 1 > kMaxRecordedOptions) {
       continue;  // not repeated, or looked up at its first occurrence already
     }
     et::BackendOption found{};
@@ -120,7 +144,7 @@ void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context) 
       label.resize(end);
     }
     std::memcpy(found.key, label.data(), label.size());
-    record_.lookups.push_back(found);
+    record.lookups.push_back(found);
   }
 }
 
@@ -128,19 +152,24 @@ et::Error ProbeBackend::execute(
     et::BackendExecutionContext& context,
     et::DelegateHandle* handle,
     et::Span<et::EValue*> args) const {
-  note_call();
-  ++record_.execute_calls;
+  const uint8_t model = handle != nullptr ? reinterpret_cast<const Handle*>(handle)->model : 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Record& record = records_[model];
+  note_call(record);
+  ++record.execute_calls;
   return et::Error::Ok;
 }
 
 et::Error ProbeBackend::set_option(
     et::BackendOptionContext& context,
     const et::Span<et::BackendOption>& options) {
-  note_call();
-  ++record_.set_calls;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Record& record = records_[0];
+  note_call(record);
+  ++record.set_calls;
   for (const et::BackendOption& option : options) {
-    if (record_.received.size() < kMaxRecordedOptions) {
-      record_.received.push_back(option);
+    if (record.received.size() < kMaxRecordedOptions) {
+      record.received.push_back(option);
     }
     bool replaced = false;
     for (et::BackendOption& held : state_) {
@@ -163,8 +192,10 @@ et::Error ProbeBackend::set_option(
 et::Error ProbeBackend::get_option(
     et::BackendOptionContext& context,
     et::Span<et::BackendOption>& options) {
-  note_call();
-  ++record_.get_calls;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Record& record = records_[0];
+  note_call(record);
+  ++record.get_calls;
   // Like real backends: fill the keys this probe knows, leave the others as they are.
   for (et::BackendOption& wanted : options) {
     for (const et::BackendOption& held : state_) {

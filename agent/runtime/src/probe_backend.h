@@ -3,26 +3,35 @@
 
 #include <executorch/runtime/backend/interface.h>
 
+#include <array>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "etb/wire.h"
 
 namespace etb {
 
 namespace et = executorch::runtime;
 
 // Registered under a name chosen at run time (REGISTER). Each probe keeps what
-// it received during the current request, and the options set on it through
-// set_option, so reports show exactly what each backend saw and under which
-// name it answers. The runtime keeps a pointer to the probe and to its name
-// for the life of the process, so a registered probe is never destroyed.
+// it received during the current request, per model of the LOAD, and the
+// options set on it through set_option, so reports show exactly what each
+// delegate saw and under which name it answers. Every init makes a handle of
+// its own that names the model it was loaded in (the model the loading thread
+// is working on, set_current_model), so execute counts for the delegate's own
+// model however threads interleave. Models load on threads of their own
+// (CONCURRENT): the records are guarded by a mutex. The runtime keeps a pointer
+// to the probe and to its name for the life of the process, so a registered
+// probe is never destroyed.
 class ProbeBackend final : public et::BackendInterface {
  public:
   // Bounds on what a probe keeps, so no request can grow it without limit.
   static constexpr size_t kMaxRecordedOptions = 64;
   static constexpr size_t kMaxStateOptions = 1024;
 
-  // What the probe received during one request.
+  // What the probe's delegates of one model received during one request.
   struct Record {
     uint32_t init_calls = 0;
     uint32_t execute_calls = 0;
@@ -49,7 +58,13 @@ class ProbeBackend final : public et::BackendInterface {
   // The name this probe was registered under; the runtime stores this pointer.
   const char* name() const { return name_.c_str(); }
 
-  const Record& record() const { return record_; }
+  // The record of one model (SET and GET count in model 0's). Read it only
+  // while no thread is loading or executing.
+  const Record& record(uint8_t model = 0) const { return records_[model]; }
+
+  // The model whose delegates the calling thread's init and execute calls
+  // belong to until it says otherwise (0 on a fresh thread).
+  static void set_current_model(uint8_t model);
 
   // Forget the previous request's record (set state is kept).
   void begin_request();
@@ -66,6 +81,7 @@ class ProbeBackend final : public et::BackendInterface {
       et::BackendExecutionContext& context,
       et::DelegateHandle* handle,
       et::Span<et::EValue*> args) const override;
+  void destroy(et::DelegateHandle* handle) const override;
   et::Error set_option(
       et::BackendOptionContext& context,
       const et::Span<et::BackendOption>& options) override;
@@ -74,12 +90,18 @@ class ProbeBackend final : public et::BackendInterface {
       et::Span<et::BackendOption>& options) override;
 
  private:
-  void note_call() const;
-  void look_up_repeated_keys(const et::BackendInitContext& context) const;
+  // One delegate: what init made of it.
+  struct Handle {
+    uint8_t model;
+  };
+
+  static void note_call(Record& record);
+  static void look_up_repeated_keys(const et::BackendInitContext& context, Record& record);
 
   const std::string name_;
   // init and execute are const in BackendInterface; recording is their effect.
-  mutable Record record_;
+  mutable std::mutex mutex_;  // guards records_ and state_
+  mutable std::array<Record, ETB_MAX_MODELS> records_;
   std::vector<et::BackendOption> state_;
 };
 

@@ -99,7 +99,8 @@ void ReportBuilder::add_fact(std::string_view key, std::string_view value) {
   report_.fact_count = static_cast<uint8_t>(facts_.size());
 }
 
-void ReportBuilder::add_entry(std::string_view name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags) {
+void ReportBuilder::add_entry(std::string_view name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags,
+    uint8_t model) {
   if (report_.entry_count >= ETB_MAX_BACKENDS) {
     if (!truncated_) {
       truncated_ = true;
@@ -114,6 +115,7 @@ void ReportBuilder::add_entry(std::string_view name, uint32_t status, uint32_t c
   entry.calls = static_cast<uint16_t>(std::min<uint32_t>(calls, UINT16_MAX));
   entry.executes = static_cast<uint16_t>(std::min<uint32_t>(executes, UINT16_MAX));
   entry.flags = flags;
+  entry.model = model;
   entry.options = options_.data() + options_.size();
   entry.option_count = 0;
 }

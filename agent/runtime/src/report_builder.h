@@ -31,8 +31,9 @@ class ReportBuilder {
   void add_fact(std::string_view key, int32_t value);
   void add_fact(std::string_view key, std::string_view value);
 
-  // Starts an entry; add_option then appends to it.
-  void add_entry(std::string_view name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags);
+  // Starts an entry (of LOAD model `model`); add_option then appends to it.
+  void add_entry(std::string_view name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags,
+      uint8_t model = 0);
   void add_option(const executorch::runtime::BackendOption& option);
 
   // Encodes into buf. On a report the encoder refuses (a backend left bytes in

@@ -32,6 +32,7 @@ extern "C" {
 #define ETB_MAX_DELEGATES 8u
 #define ETB_MAX_OPTIONS 64u      /* per backend or entry */
 #define ETB_MAX_FACTS 32u
+#define ETB_MAX_MODELS 8u        /* load specifications in one LOAD: the request's own + 7 */
 
 typedef enum {
   ETB_OK = 0,
@@ -61,7 +62,8 @@ typedef enum {
   ETB_ERR_TEXT_LENGTH = 24,
   ETB_ERR_OUTCOME = 25,
   ETB_ERR_CAPACITY = 26,
-  ETB_ERR_LOAD_PATH = 27
+  ETB_ERR_LOAD_PATH = 27,
+  ETB_ERR_TOO_MANY_MODELS = 28
 } etb_status_t;
 
 typedef enum { ETB_MSG_REQUEST = 1, ETB_MSG_REPORT = 2 } etb_msg_type_t;
@@ -100,6 +102,7 @@ typedef enum {
 
 #define ETB_ENTRY_FLAG_PROBE 0x01u
 #define ETB_LOAD_FLAG_KEEP 0x01u /* load into the program or module already loaded */
+#define ETB_LOAD_FLAG_CONCURRENT 0x02u /* load every model in its own thread, started together */
 
 /* A byte string inside a message buffer (or any caller storage). */
 typedef struct {
@@ -140,6 +143,17 @@ typedef struct {
   etb_backend_t method_backends[ETB_MAX_LOAD_BACKENDS];
 } etb_load_t;
 
+/* A further model of a LOAD (model 1, 2, ...): its own program, delegates,
+ * map and load fields; its load.flags are always 0. */
+typedef struct {
+  etb_str_t program;
+  uint8_t delegate_count;
+  etb_str_t delegates[ETB_MAX_DELEGATES];
+  uint8_t backend_count;
+  etb_backend_t backends[ETB_MAX_LOAD_BACKENDS];
+  etb_load_t load;
+} etb_model_t;
+
 typedef struct {
   uint32_t seq;
   uint8_t action; /* etb_action_t */
@@ -149,6 +163,9 @@ typedef struct {
   uint8_t backend_count;
   etb_backend_t backends[ETB_MAX_BACKENDS];
   etb_load_t load; /* ETB_ACTION_LOAD only */
+  /* ETB_ACTION_LOAD only: the further models (the request's own fields are model 0). */
+  uint8_t model_count; /* 0..ETB_MAX_MODELS-1 */
+  etb_model_t models[ETB_MAX_MODELS - 1u];
 } etb_request_t;
 
 typedef struct {
@@ -157,6 +174,7 @@ typedef struct {
   uint16_t calls;
   uint16_t executes;
   uint8_t flags;
+  uint8_t model; /* the LOAD model (0..ETB_MAX_MODELS-1) whose program instance it was in */
   uint8_t option_count;
   const etb_option_t *options;
 } etb_entry_t;

@@ -1,0 +1,116 @@
+"""The per-model check: each model of a LOAD against its own map; leaks between models
+are CROSS_MODEL misroutes naming the model the option was sent to."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.check import DifferenceKind
+from harness.check_models import check_models
+from harness.messages import (
+    ENTRY_FLAG_PROBE,
+    Action,
+    LoadPath,
+    LoadSpec,
+    Outcome,
+    Report,
+    ReportEntry,
+    Request,
+)
+from harness.options import Option, OptionsMap
+
+K = DifferenceKind
+PAIR = ("ProbeA", "ProbeB")
+
+
+def entry(name: str, model: int, **options: object) -> ReportEntry:
+    return ReportEntry(name, 0, calls=1, executes=1, flags=ENTRY_FLAG_PROBE,
+                       options=tuple(Option(k, v) for k, v in options.items()), model=model)
+
+
+def two_models(map_a: dict[str, dict[str, object]], map_b: dict[str, dict[str, object]],
+               path_b: LoadPath = LoadPath.MODULE_METHOD) -> Request:
+    return Request.load("/p/a.pte", PAIR, OptionsMap.from_dict(map_a), models=(
+        LoadSpec("/p/b.pte", PAIR, OptionsMap.from_dict(map_b), path_b),))
+
+
+def load_report(*entries: ReportEntry) -> Report:
+    return Report(Action.LOAD, Outcome.OK,
+                  facts=(Option("load_path", "program"),), entries=entries)
+
+
+REQUEST = two_models({"ProbeA": {"threads": 1}, "ProbeB": {"mode": "a"}},
+                     {"ProbeA": {"threads": 2}})
+
+
+def test_each_model_exact_passes():
+    verdicts = check_models(REQUEST, load_report(
+        entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
+        entry("ProbeA", 1, threads=2), entry("ProbeB", 1)))
+    assert [v.ok for v in verdicts] == [True, True]
+
+
+def test_model_b_seeing_model_as_value_is_cross_model():
+    verdicts = check_models(REQUEST, load_report(
+        entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
+        entry("ProbeA", 1, threads=1), entry("ProbeB", 1)))
+    assert verdicts[0].ok
+    (difference,) = verdicts[1].differences
+    assert (difference.kind, difference.backend, difference.key) == (K.CROSS_MODEL, "ProbeA",
+                                                                     "threads")
+    assert (difference.expected, difference.actual, difference.belongs_to) == (2, 1, ("model 0",))
+    assert "model 0" in verdicts[1].render() and "CROSS_MODEL" in verdicts[1].render()
+
+
+def test_a_model_without_a_map_entry_getting_anothers_is_cross_model():
+    verdicts = check_models(REQUEST, load_report(
+        entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
+        entry("ProbeA", 1, threads=2), entry("ProbeB", 1, mode="a")))
+    assert verdicts[1].kinds() == (K.CROSS_MODEL,)
+
+
+def test_an_unrelated_wrong_value_stays_a_wrong_value():
+    verdicts = check_models(REQUEST, load_report(
+        entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
+        entry("ProbeA", 1, threads=7), entry("ProbeB", 1)))
+    assert verdicts[1].kinds() == (K.WRONG_VALUE,)
+
+
+def test_entries_of_a_model_the_request_lacks_are_unexpected():
+    verdicts = check_models(REQUEST, load_report(
+        entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
+        entry("ProbeA", 1, threads=2), entry("ProbeB", 1), entry("ProbeA", 2)))
+    assert verdicts[1].kinds() == (K.UNEXPECTED_ENTRY,)
+
+
+def test_a_model_with_no_entries_was_never_initialised():
+    verdicts = check_models(REQUEST, load_report(
+        entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a")))
+    assert verdicts[1].kinds() == (K.NOT_CALLED, K.NOT_CALLED)
+
+
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=8), st.data())
+def test_any_set_of_models_exact_passes_and_a_swap_is_caught(values, data):
+    """Random models, each ProbeA's own threads value; swapping two distinct models'
+    entries is caught as CROSS_MODEL in both."""
+    models = tuple(LoadSpec(f"/p/{n}.pte", ("ProbeA",),
+                            OptionsMap.from_dict({"ProbeA": {"threads": v}}))
+                   for n, v in enumerate(values[1:], 1))
+    request = Request.load("/p/0.pte", ("ProbeA",),
+                           OptionsMap.from_dict({"ProbeA": {"threads": values[0]}}),
+                           models=models)
+    entries = [entry("ProbeA", n, threads=v) for n, v in enumerate(values)]
+    assert all(v.ok for v in check_models(request, load_report(*entries)))
+    distinct = [(i, j) for i in range(len(values)) for j in range(i + 1, len(values))
+                if values[i] != values[j]]
+    if not distinct:
+        return
+    i, j = data.draw(st.sampled_from(distinct))
+    entries[i], entries[j] = (dataclasses.replace(entries[j], model=i),
+                              dataclasses.replace(entries[i], model=j))
+    verdicts = check_models(request, load_report(*entries))
+    for model in (i, j):
+        assert K.CROSS_MODEL in verdicts[model].kinds()
