@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The host agent's concurrent multi-model cases under each race detector
+# The host agent's concurrent multi-model cases (suites/test_models.py, and the real
+# XNNPACK program in suites/test_concurrent_xnnpack.py) under each race detector
 # (docs/agent.md, "Race detectors"): host-tsan (the agent's ThreadSanitizer build),
 # host-helgrind and host-drd (valgrind), one device per xdist worker. A race report
 # that agent/runtime/race-suppressions.yaml does not explain fails its test; each
@@ -16,7 +17,7 @@ devices="${DETECTORS:-host-tsan,host-helgrind,host-drd}"
 
 started=$(date +%s)
 status=0
-.venv/bin/python -m pytest suites/test_models.py -p no:cacheprovider -q \
+.venv/bin/python -m pytest suites/test_models.py suites/test_concurrent_xnnpack.py -p no:cacheprovider -q \
   -k "${SELECTION:-concurrent}" --device "$devices" -n 2 \
   --run-timeout "${RUN_TIMEOUT:-600}" \
   --results-dir "$results" --junitxml "$results/junit.xml" "$@" || status=$?

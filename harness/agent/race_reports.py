@@ -63,8 +63,13 @@ class RaceReport:
     tool: str
     kind: str  # tsan: "data race", ...; valgrind: its <kind>, e.g. Race, LockOrder
     headline: str  # the report's first line
-    frames: tuple[Frame, ...]
+    stacks: tuple[tuple[Frame, ...], ...]  # innermost frame first; stacks[0] is the access
     text: str  # the report as the tool wrote it (tsan) or rendered from its XML (valgrind)
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        """Every frame of every stack, in the report's order."""
+        return tuple(frame for stack in self.stacks for frame in stack)
 
     def first_lines(self, count: int = _FIRST_LINES) -> str:
         return "\n".join(self.text.splitlines()[:count])
@@ -72,26 +77,37 @@ class RaceReport:
 
 @dataclass(frozen=True)
 class Suppression:
-    """A report pattern known not to be the agent's bug, with the reason it is known."""
+    """A report pattern known not to be the agent's bug, with the reason it is known.
+
+    It matches a report of one of ``tools`` whose kind matches ``kind`` and whose
+    access (the innermost frame of its first stack) matches ``function`` and
+    ``object``; with ``via``, a frame of one of its other stacks (the conflicting
+    access, where the memory was allocated, ...) must match ``via`` too. Patterns are
+    fnmatch patterns; ``object`` is matched against the library's file name.
+    """
 
     id: str
     tools: tuple[str, ...]
     why: str
-    kind: str = "*"  # fnmatch pattern on RaceReport.kind
-    function: str | None = None  # fnmatch pattern on a frame's function
-    object: str | None = None  # fnmatch pattern on the basename of a frame's object
-    reference: str = ""  # e.g. the upstream issue
+    kind: str = "*"
+    function: str | None = None
+    object: str | None = None
+    via: str | None = None
+    reference: str = ""  # e.g. the upstream issue, or the tool's manual
 
     def matches(self, report: RaceReport) -> bool:
         if report.tool not in self.tools or not fnmatch.fnmatchcase(report.kind, self.kind):
             return False
-        return any(self._frame_matches(frame) for frame in report.frames)
-
-    def _frame_matches(self, frame: Frame) -> bool:
-        if self.function is not None and not fnmatch.fnmatchcase(frame.function, self.function):
+        if not report.stacks or not report.stacks[0]:
             return False
-        obj = frame.object.rsplit("/", 1)[-1]
-        return self.object is None or fnmatch.fnmatchcase(obj, self.object)
+        access = report.stacks[0][0]
+        if self.function is not None and not fnmatch.fnmatchcase(access.function, self.function):
+            return False
+        library = access.object.rsplit("/", 1)[-1]
+        if self.object is not None and not fnmatch.fnmatchcase(library, self.object):
+            return False
+        others = (frame for stack in report.stacks[1:] for frame in stack)
+        return self.via is None or any(fnmatch.fnmatchcase(f.function, self.via) for f in others)
 
 
 @dataclass(frozen=True)
@@ -161,17 +177,22 @@ def _tsan_report(lines: list[str]) -> RaceReport:
     headline = lines[0]
     start = _TSAN_START.match(headline)
     kind = start.group("kind") if start else "unknown"
-    frames = []
+    stacks: list[list[Frame]] = []
+    in_stack = False
     for line in lines[1:]:
         frame = _TSAN_FRAME.match(line)
         if frame is None:
+            in_stack = False
             continue
+        if not in_stack:
+            stacks.append([])
+            in_stack = True
         rest = frame.group("rest")
         function, _, location = rest.rpartition(" ")
         if not function:  # "#3 <null> <null> (...)" has both; a bare name has no location
             function, location = rest, ""
-        frames.append(Frame(function, frame.group("object"), location))
-    return RaceReport("tsan", kind, headline, tuple(frames), "\n".join(lines))
+        stacks[-1].append(Frame(function, frame.group("object"), location))
+    return RaceReport("tsan", kind, headline, tuple(map(tuple, stacks)), "\n".join(lines))
 
 
 # ---- valgrind: helgrind and drd (XML) -----------------------------------------------------
@@ -204,7 +225,7 @@ def parse_valgrind_xml(tool: str, text: str) -> list[RaceReport]:
 def _valgrind_report(tool: str, error: ElementTree.Element) -> RaceReport:
     kind = error.findtext("kind", "unknown")
     lines: list[str] = []
-    frames: list[Frame] = []
+    stacks: list[tuple[Frame, ...]] = []
     for child in error:
         if child.tag in ("what", "auxwhat"):
             lines.append(("" if child.tag == "what" else "  ") + (child.text or "").strip())
@@ -213,13 +234,21 @@ def _valgrind_report(tool: str, error: ElementTree.Element) -> RaceReport:
                 ("" if child.tag == "xwhat" else "  ") + child.findtext("text", "").strip()
             )
         elif child.tag == "stack":
-            for frame_element in child.findall("frame"):
-                frame = _valgrind_frame(frame_element)
-                frames.append(frame)
-                where = frame.location or f"in {frame.object}"
-                lines.append(f"    {frame.function or '???'} ({where})")
+            stacks.append(_valgrind_stack(child, lines))
+        elif child.find("stack") is not None:  # drd: allocation_context, other_segment_*
+            lines.append(f"  {child.tag}:")
+            stacks += [_valgrind_stack(stack, lines) for stack in child.findall("stack")]
     headline = lines[0] if lines else kind
-    return RaceReport(tool, kind, headline, tuple(frames), "\n".join(lines))
+    return RaceReport(tool, kind, headline, tuple(stacks), "\n".join(lines))
+
+
+def _valgrind_stack(stack: ElementTree.Element, lines: list[str]) -> tuple[Frame, ...]:
+    """The frames of a ``<stack>``, each also rendered as a line of ``lines``."""
+    frames = tuple(_valgrind_frame(f) for f in stack.findall("frame"))
+    for frame in frames:
+        where = frame.location or f"in {frame.object}"
+        lines.append(f"    {frame.function or '???'} ({where})")
+    return frames
 
 
 def _valgrind_frame(frame: ElementTree.Element) -> Frame:
@@ -230,7 +259,7 @@ def _valgrind_frame(frame: ElementTree.Element) -> Frame:
 
 # ---- the suppression file -----------------------------------------------------------------
 
-_ENTRY_FIELDS = {"id", "tools", "kind", "function", "object", "why", "reference"}
+_ENTRY_FIELDS = {"id", "tools", "kind", "function", "object", "via", "why", "reference"}
 
 
 def load_suppressions(path: Path = SUPPRESSIONS_FILE) -> tuple[Suppression, ...]:
@@ -283,9 +312,9 @@ def _suppression(entry: object, where: str) -> Suppression:
         )
     if entry.get("function") is None and entry.get("object") is None:
         raise SuppressionFileError(
-            f"{where}: give 'function' or 'object' (a pattern a frame of the report must match)"
+            f"{where}: give 'function' or 'object' (a pattern the report's access must match)"
         )
-    for field in ("kind", "function", "object", "reference"):
+    for field in ("kind", "function", "object", "via", "reference"):
         if field in entry and not isinstance(entry[field], str):
             raise SuppressionFileError(
                 f"{where}.{field}: must be a string; got {brief(entry[field])}"
@@ -293,5 +322,5 @@ def _suppression(entry: object, where: str) -> Suppression:
     return Suppression(
         id=entry["id"], tools=tuple(tools), why=entry["why"].strip(),
         kind=entry.get("kind", "*"), function=entry.get("function"),
-        object=entry.get("object"), reference=entry.get("reference", ""),
+        object=entry.get("object"), via=entry.get("via"), reference=entry.get("reference", ""),
     )  # fmt: skip
