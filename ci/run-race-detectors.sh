@@ -17,7 +17,8 @@ devices="${DETECTORS:-host-tsan,host-helgrind,host-drd}"
 
 started=$(date +%s)
 status=0
-.venv/bin/python -m pytest suites/test_models.py suites/test_concurrent_xnnpack.py -p no:cacheprovider -q \
+.venv/bin/python -m pytest suites/test_models.py suites/test_concurrent_xnnpack.py \
+  -p no:cacheprovider -q \
   -k "${SELECTION:-concurrent}" --device "$devices" -n 2 \
   --run-timeout "${RUN_TIMEOUT:-600}" \
   --results-dir "$results" --junitxml "$results/junit.xml" "$@" || status=$?
