@@ -130,12 +130,25 @@ def test_a_model_without_a_map_gets_nothing_beside_one_with_a_map(
 @CONCURRENCY
 def test_every_load_path_side_by_side(et, concurrent):
     paths = [p for p in LoadPath if p in et.load_paths]
-    need_models(et, len(paths))
+    need_models(et, max(2, len(paths)))
     if len(paths) < 2:
         pytest.skip(f"the device serves one load path ({paths[0].label})")
     models = [ModelLoad(own_map(n, (PROBE, OTHER)), (PROBE, OTHER), path)
               for n, path in enumerate(paths)]
     assert_all_exact(et.load_models(models, concurrent=concurrent), len(paths))
+
+
+@CONCURRENCY
+def test_two_delegates_of_one_backend_in_each_model_are_two_handles(et, load_path, concurrent):
+    need_models(et, 2)
+    shapes = ((PROBE, PROBE, OTHER), (OTHER, PROBE, OTHER))
+    models = [ModelLoad(own_map(n, tuple(dict.fromkeys(d))), d, load_path)
+              for n, d in enumerate(shapes)]
+    verdicts = et.load_models(models, concurrent=concurrent)
+    assert_all_exact(verdicts, 2)
+    for verdict, delegates in zip(verdicts, shapes, strict=True):
+        calls = {e.name: (e.calls, e.executes) for e in verdict.report.entries}
+        assert calls == {b: (delegates.count(b), delegates.count(b)) for b in delegates}
 
 
 def test_execute_after_a_multi_model_load_runs_every_model_once_more(et, load_path):

@@ -306,11 +306,14 @@ void Agent::add_output_fact(const std::string& outputs, ReportBuilder& report) {
 }
 
 void Agent::execute(ReportBuilder& report) {
-  if (models_.empty() || models_[0]->method().empty()) {
+  const bool loaded = std::any_of(models_.begin(), models_.end(),
+      [](const std::unique_ptr<ModelInstance>& model) { return !model->method().empty(); });
+  if (!loaded) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidState),
         "no program loaded: send LOAD first");
     return;
   }
+  // Every model the last LOAD loaded; one that failed to load answers InvalidState.
   std::vector<StepResult> results(models_.size());
   for (size_t k = 0; k < models_.size(); ++k) {
     ProbeBackend::set_current_model(static_cast<uint8_t>(k));
