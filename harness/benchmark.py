@@ -25,7 +25,8 @@ from pathlib import Path
 
 from harness import wire
 from harness.agent.session import AgentSession
-from harness.device import Device
+from harness.devices.base import Device
+from harness.devices.hosted import HostedDevice
 from harness.messages import Action, Outcome, Report, Request
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
@@ -155,7 +156,7 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
     return Latency.of([total / cases] * cases, total)
 
 
-def per_case_way(device: Device, options: OptionsMap, cases: int) -> Latency:
+def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Latency:
     """(b) push a request file, run the agent one-shot, pull the report file, per case."""
     agent = device.deploy_agent()
     requests = (
@@ -184,7 +185,7 @@ def per_case_way(device: Device, options: OptionsMap, cases: int) -> Latency:
 
 
 @contextlib.contextmanager
-def echo_sampler(device: Device, size: int) -> Iterator[Callable[[], float]]:
+def echo_sampler(device: HostedDevice, size: int) -> Iterator[Callable[[], float]]:
     """(c) ``size`` bytes echoed by ``cat`` on the device over the same kind of stream."""
     stream = device.transport.open_stream(["cat"])
     payload = (bytes(range(256)) * (size // 256 + 1))[:size]
@@ -322,17 +323,17 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     options = case_map(backends=4, options=8, string_bytes=16)
     runner.prepare([f"Bench{b}" for b in range(8)])
     session = session_mode(runner, options, cases)
-    streams = isinstance(runner.link, AgentSession)
+    hosted = device if isinstance(device, HostedDevice) else None  # files and processes
     round_trip_of_case = round_trip_sampler(device, runner, options)
-    if streams:
+    if hosted is not None:
         size = len(wire.encode_request(_case_request(device, options)))
-        with echo_sampler(device, size) as echo:
+        with echo_sampler(hosted, size) as echo:
             round_trip, floor = sample_alternately(cases, round_trip_of_case, echo)
     else:
         round_trip, floor = sample_alternately(
             cases, round_trip_of_case, unregistered_get_sampler(runner, options))
-    pipelined = session_pipelined(device, runner, options, cases) if streams else None
-    per_case = per_case_way(device, options, per_case_cases) if streams else None
+    pipelined = session_pipelined(device, runner, options, cases) if hosted else None
+    per_case = per_case_way(hosted, options, per_case_cases) if hosted else None
     runtime_us = runtime_time_us(runner, options)
     max_message = runner.hello.fact("max_message")
     growth = []

@@ -100,16 +100,13 @@ def _check_writable(path: Path) -> None:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from harness.benchmark import benchmark, format_figures
-    from harness.device import open_device
     from harness.farm.selection import device_items
-    from harness.runner import CaseRunner
 
     if args.json:
         _check_writable(Path(args.json))
     results = []
     for name in device_items(args.device):
-        device = open_device(load_profile(name))
-        runner = CaseRunner(device.start_link, device.program_for)
+        device, runner = _open(name)
         try:
             figures = benchmark(device, runner, args.cases, args.per_case_cases, args.growth_cases)
         finally:
@@ -135,7 +132,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _open(name: str):
-    from harness.device import open_device
+    from harness.devices.bring_up import open_device
     from harness.runner import CaseRunner
 
     device = open_device(load_profile(name))
@@ -169,7 +166,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from harness.device import DeviceSetupError
+    from harness.devices.base import DeviceSetupError
     from harness.farm.selection import select_profiles
     from harness.transport.base import DeviceUnavailable
 
@@ -200,7 +197,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_emu(args: argparse.Namespace) -> int:
-    from harness.device import open_device
+    from harness.devices.bring_up import open_device
 
     profile = load_profile(args.device)
     if profile.emulator is None:
@@ -224,7 +221,7 @@ def _cmd_emu(args: argparse.Namespace) -> int:
 
 
 def _cmd_devices(_: argparse.Namespace) -> int:
-    from harness.device import check_transport_settings
+    from harness.devices.bring_up import check_transport_settings
 
     invalid = 0
     for name in profile_names():

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.cache import cache_root
-from harness.emulators.mcu_boards import BOARDS, DEFAULT_MACHINE
+from harness.devices.kinds import EMULATORS, KINDS
+from harness.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml
 from harness.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
@@ -23,9 +24,8 @@ from harness.value_rules import ValueRuleError, check_name, check_seconds, check
 
 DEVICES_DIR = SHIPPED_DEVICES_DIR
 
-TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
-EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
-_EMULATOR_TRANSPORT = {"sshd": "ssh", "adbd": "adb", "qemu-mcu": "serial"}
+TRANSPORT_KINDS = tuple(KINDS)
+EMULATOR_KINDS = tuple(EMULATORS)
 DEFAULT_WORK_DIR = "/tmp/et-harness"
 # agent.deployment: how the agent runs (harness/deployment.py); auto asks the device.
 DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
@@ -68,7 +68,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
-    machine: str | None = None  # the board qemu-mcu emulates (harness/emulators/mcu_boards.py)
+    machine: str | None = None  # the board qemu-mcu emulates (harness/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -151,15 +151,15 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         raise ProfileError(
             f"{src}: emulator: {brief(emulator)} is not one of {', '.join(EMULATOR_KINDS)}"
         )
-    if emulator is not None and _EMULATOR_TRANSPORT[emulator] != kind:
+    if emulator is not None and EMULATORS[emulator].name != kind:
         raise ProfileError(
             f"{src}: emulator: {emulator} emulates a device reached over "
-            f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
-            f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
+            f"{EMULATORS[emulator].name}, not over {kind}; remove 'emulator' or set "
+            f"transport.kind: {EMULATORS[emulator].name}"
         )
     agent_data = data.get("agent", {})
     agent = _agent(agent_data, src, path.parent if path else Path.cwd())
-    if kind == "local" or emulator is not None:
+    if KINDS[kind].on_this_machine or emulator is not None:
         _check_trusted_for_this_machine(agent_data, src, path)
     machine = _machine(data, emulator, src)
     return DeviceProfile(
@@ -222,7 +222,7 @@ def _str(data: dict, key: str, src: str, default: Any) -> Any:
 
 def _work_dir(data: dict, src: str, kind: str, name: str) -> str:
     if "work_dir" not in data:
-        if kind == "local":  # this machine: a directory of the user's own, not a shared /tmp
+        if KINDS[kind].on_this_machine:  # a directory of the user's own, not a shared /tmp
             return str(cache_root() / "host-work" / name)
         return DEFAULT_WORK_DIR
     try:

@@ -17,7 +17,8 @@ from prerequisites import require
 
 from harness.agent.session import AgentSession
 from harness.check import check_set
-from harness.farm.artifacts import CrashArtifacts, collect_core_files
+from harness.devices.core_files import collect_core_files
+from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined

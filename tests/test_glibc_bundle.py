@@ -26,7 +26,9 @@ from harness.agent.glibc_bundle import (
 )
 from harness.agent.session import AgentDidNotStart, AgentSession
 from harness.deployment import Deployment
-from harness.device import Device, DeviceSetupError, open_device
+from harness.devices.base import DeviceSetupError
+from harness.devices.bring_up import open_device
+from harness.devices.hosted import HostedDevice
 from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
 from harness.options import OptionsMap
 from harness.probe_program import probe_program
@@ -259,7 +261,7 @@ def test_bundle_deployment_is_content_hashed_and_repairs_only_what_differs(tmp_p
         push = transport.push
         monkeypatch.setattr(transport, "push", lambda local, remote: (
             pushed.append(posixpath.basename(remote)), push(local, remote)))
-        assert Device(device.profile, transport).deploy_agent() == agent
+        assert HostedDevice(device.profile, transport).deploy_agent() == agent
         assert pushed == ["libm.so.6"]
     finally:
         device.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.device import check_transport_settings
+from harness.devices.bring_up import check_transport_settings
 from harness.profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
 from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, _resolve_route

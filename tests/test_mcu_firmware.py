@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness import wire
-from harness.emulators.mcu_boards import McuBoard
+from harness.mcu_boards import McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
 from harness.options import Option, OptionsMap

@@ -24,7 +24,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from harness.cache import cache_root
-from harness.emulators.mcu_boards import DEFAULT_MACHINE, board
+from harness.mcu_boards import DEFAULT_MACHINE, board
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
 from harness.serial_link import LinkConfig, SerialLink

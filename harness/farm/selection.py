@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.device import check_transport_settings
+from harness.devices.bring_up import check_transport_settings
 from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.untrusted_input import brief_plain
 

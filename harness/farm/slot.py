@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.agent.session import AgentLink
-from harness.device import Device, open_device
-from harness.farm.artifacts import collect_core_files
+from harness.devices.base import Device
+from harness.devices.bring_up import open_device
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
 from harness.farm.lab_resources import LabResourceError, with_lab_address
@@ -225,20 +225,9 @@ class DeviceSlot:
                 after_failure(exc, len(failed_tries))
         raise error
 
-    def collect_core_files(self, dest: Path) -> list[Path]:
-        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`).
-
-        None from a board without a file system (a serial board) or from a device
-        that cannot be reached any more.
-        """
-        device = self.device
-        if device is None or device.transport is None:
-            return []
-        try:
-            work_dir = device.work_dir
-        except TransportError:
-            return []
-        return collect_core_files(device.transport, work_dir, dest, self.profile.timeouts.command)
+    def collect_artifacts(self, dest: Path) -> list[Path]:
+        """What the device's crashed agent left (:meth:`Device.collect_artifacts`), if it is up."""
+        return self.device.collect_artifacts(dest) if self.device is not None else []
 
 
 class DeviceSlots:
