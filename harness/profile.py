@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cache import cache_root
+from harness.config.settings import ProfileError, check_known, parse_settings
 from harness.devices.kinds import EMULATORS, KINDS
 from harness.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
@@ -29,10 +30,6 @@ EMULATOR_KINDS = tuple(EMULATORS)
 DEFAULT_WORK_DIR = "/tmp/et-harness"
 # agent.deployment: how the agent runs (harness/deployment.py); auto asks the device.
 DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
-
-
-class ProfileError(ValueError):
-    """A device profile is missing or malformed; the message names file and field."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +77,7 @@ class DeviceProfile:
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+_AGENT_FIELDS = ("env", "wrapper", "prebuilt", "sdk", "deployment")
 _TOP_FIELDS = {
     "name", "description", "transport", "abi", "work_dir", "agent", "emulator", "machine",
     "backends", "tags", "timeouts",
@@ -124,11 +122,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     src = str(path) if path else default_name or "<profile>"
     if not isinstance(data, dict):
         raise ProfileError(f"{src}: a profile is a mapping of fields; got {type(data).__name__}")
-    unknown = sorted(set(data) - _TOP_FIELDS)
-    if unknown:
-        raise ProfileError(
-            f"{src}: {unknown[0]}: unknown field; allowed: {', '.join(sorted(_TOP_FIELDS))}"
-        )
+    check_known(data, _TOP_FIELDS, f"{src}:")
     name = _str(data, "name", src, default=path.stem if path else default_name)
     try:
         check_name(name)
@@ -243,12 +237,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         raise ProfileError(
             f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"
         )
-    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment"})
-    if unknown:
-        raise ProfileError(
-            f"{src}: agent.{unknown[0]}: unknown field; allowed: deployment, env, prebuilt, "
-            "sdk, wrapper"
-        )
+    check_known(data, _AGENT_FIELDS, f"{src}: agent")
     deployment = data.get("deployment", "auto")
     if deployment not in DEPLOYMENT_MODES:
         raise ProfileError(
@@ -319,15 +308,5 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
 def _timeouts(data: object, src: str) -> Timeouts:
     if not isinstance(data, dict):
         raise ProfileError(f"{src}: timeouts: must be a mapping of seconds")
-    allowed = {"connect", "command", "case"}
-    values = {}
-    for key, value in data.items():
-        if key not in allowed:
-            raise ProfileError(
-                f"{src}: timeouts.{key}: unknown field; allowed: {', '.join(sorted(allowed))}"
-            )
-        try:
-            values[key] = check_seconds(value)
-        except ValueRuleError as exc:
-            raise ProfileError(f"{src}: timeouts.{key}: {exc}") from None
-    return Timeouts(**values)
+    return parse_settings(Timeouts, data, f"{src}: timeouts",
+                          fields=dict.fromkeys(("connect", "command", "case"), check_seconds))

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import paramiko
 
@@ -57,9 +57,6 @@ from harness.value_rules import (
     check_user,
     port_from_text,
 )
-
-if TYPE_CHECKING:
-    from harness.profile import DeviceProfile
 
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
@@ -140,65 +137,6 @@ class SshProfile:
                     raise SshConfigError(str(exc), field) from None
         if self.host_key is not None:
             _HostKeyPin.parse(self.host_key)
-
-    @classmethod
-    def from_device(cls, device: DeviceProfile) -> SshProfile:
-        """The ``transport:`` fields of a device profile (kind ``ssh``), checked, with the
-        route through the ssh config resolved once to check what the config adds."""
-        from harness.profile import ProfileError
-
-        settings = dict(device.settings)
-        unknown = sorted(set(settings) - set(_SETTING_TYPES))
-        if unknown:
-            raise ProfileError(
-                f"{device.where('transport.' + unknown[0])}: unknown field; allowed: "
-                f"{', '.join(sorted(_SETTING_TYPES))}"
-            )
-        if not isinstance(settings.get("host"), str):
-            raise ProfileError(f"{device.where('transport.host')}: required, a host or alias")
-        base = device.path.parent if device.path else Path.cwd()
-        fields: dict[str, Any] = {}
-        for key, value in settings.items():
-            kind = _SETTING_TYPES[key]
-            if kind is Path and isinstance(value, str):
-                value = base / Path(value).expanduser()
-            elif kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ProfileError(f"{device.where('transport.' + key)}: must be an integer")
-            elif kind is bool and not isinstance(value, bool):
-                raise ProfileError(f"{device.where('transport.' + key)}: must be true or false")
-            elif kind is float and (isinstance(value, bool) or not isinstance(value, int | float)):
-                raise ProfileError(f"{device.where('transport.' + key)}: must be seconds")
-            elif kind in (str, Path) and not isinstance(value, str):
-                raise ProfileError(f"{device.where('transport.' + key)}: must be a string")
-            fields[key] = value
-        # A config the profile names is profile data; the sshd emulator's is the
-        # harness's own (open_device refuses a profile that sets it for an emulator).
-        trusted = "ssh_config" not in settings or device.emulator == "sshd"
-        try:
-            profile = cls(
-                **fields,
-                work_dir=device.work_dir,
-                connect_timeout=device.timeouts.connect,
-                config_commands=trusted,
-            )
-            _resolve_route(profile)
-        except SshConfigError as exc:
-            raise ProfileError(f"{device.where('transport.' + exc.field)}: {exc}") from None
-        return profile
-
-
-_SETTING_TYPES: dict[str, type] = {
-    "host": str,
-    "port": int,
-    "user": str,
-    "identity_file": Path,
-    "ssh_config": Path,
-    "known_hosts": Path,
-    "host_key": str,
-    "proxy_jump": str,
-    "use_agent": bool,
-    "keepalive_interval": float,
-}
 
 
 def fingerprint_of_public_key(public_key: str) -> str:
@@ -370,7 +308,7 @@ _MAX_KNOWN_HOSTS_BYTES = 4 << 20
 _MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
 
 
-def _resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
+def resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
     """Jump hosts first, the board last."""
     config = _read_ssh_config(profile.ssh_config, profile.config_commands)
     return tuple(
@@ -615,7 +553,7 @@ class SshTransport(Transport):
 
     def __init__(self, profile: SshProfile) -> None:
         self.profile = profile
-        self.route = _resolve_route(profile)
+        self.route = resolve_route(profile)
         self._pin = _HostKeyPin.parse(profile.host_key) if profile.host_key else None
         self._connection: _Connection | None = None
         self._lock = threading.Lock()
