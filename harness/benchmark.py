@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import wire
-from harness.agent.session import AgentSession
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
 from harness.messages import Action, Outcome, Report, Request
@@ -121,14 +120,6 @@ def round_trip_sampler(device: Device, runner: CaseRunner,
     report's last byte received (the host encodes before, decodes and checks after)."""
     link = runner.link
     request = _case_request(device, options)
-    if not isinstance(link, AgentSession):  # a serial link frames and decodes inside
-        def framed_round_trip() -> float:
-            begin = time.perf_counter()
-            report = link.request(request)
-            elapsed = time.perf_counter() - begin
-            _expect_ok([report])
-            return elapsed
-        return framed_round_trip
 
     def round_trip() -> float:
         seq = link.next_seq()
@@ -145,8 +136,6 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
                       window: int = 8) -> Latency:
     """(a') the same cases with up to ``window`` requests in flight."""
     link = runner.link
-    if not isinstance(link, AgentSession):
-        raise BenchmarkError("pipelining needs a stream agent session")
     runner.load(options)
     request = _case_request(device, options)
     start = time.perf_counter()

@@ -44,7 +44,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from harness.benchmark import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
     from harness.runner import RunnerError
-    from harness.serial_link import MessageTooLarge
+    from harness.link.serial.arq import MessageTooLarge
 
     return (CliError, ProfileError, DeviceSelectionError, MapFileError, TransportError,
             AgentBuildError, RunnerError, MessageTooLarge, BenchmarkError)

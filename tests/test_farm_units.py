@@ -25,6 +25,7 @@ from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.html_report import render_report, write_report
 from harness.farm.infra import InfrastructureError, infrastructure_error
 from harness.farm.junit import amend_junit
+from harness.link.stream import StreamChannel
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.merge import main as merge_main
 from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
@@ -261,15 +262,17 @@ class _StalledStream(ByteStream):
 
 def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
     stream = _StalledStream()
-    session = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() + 0.2, 5))
+    session = AgentSession(StreamChannel(stream, timeout=60,
+                                         time_limit=RunDeadline(time.time() + 0.2, 5)))
     with pytest.raises(TransportTimeout):  # the device's timeout, the run still has time
         session.request(Request(Action.HELLO))
     assert stream.timeouts[0] <= 0.2
-    ended = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() - 1, 5))
+    ended = AgentSession(StreamChannel(stream, timeout=60,
+                                       time_limit=RunDeadline(time.time() - 1, 5)))
     with pytest.raises(RunTimeExpired, match="--run-timeout 5 s"):  # not the device's fault
         ended.request(Request(Action.HELLO))
     assert stream.timeouts[-1] == 0
-    plain = AgentSession(stream, timeout=7)
+    plain = AgentSession(StreamChannel(stream, timeout=7))
     with pytest.raises(TransportTimeout):
         plain.request(Request(Action.HELLO))
     assert stream.timeouts[-1] == 7

@@ -24,7 +24,8 @@ from harness.agent.glibc_bundle import (
     library_closure,
     start_argv,
 )
-from harness.agent.session import AgentDidNotStart, AgentSession
+from harness.agent.session import AgentSession
+from harness.link.stream import AgentDidNotStart, StreamChannel
 from harness.deployment import Deployment
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
@@ -147,7 +148,7 @@ def test_the_bundle_serves_cases_in_a_chroot_holding_only_qemu_and_the_bundle(tm
             "sh", str(root), qemu]  # qemu-aarch64 at the same path inside the chroot
     transport = LocalTransport(str(tmp_path))
     runner = CaseRunner(
-        lambda: AgentSession(transport.open_stream(argv), timeout=60), program_for
+        lambda: AgentSession(StreamChannel(transport.open_stream(argv), timeout=60)), program_for
     )
     try:
         assert "XnnpackBackend" in runner.registered

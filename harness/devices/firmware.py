@@ -11,13 +11,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.agent.session import AgentLink, TimeLimit
+from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.deployment import Deployment, DeploymentChoice
 from harness.devices.base import Device
 from harness.profile import DeviceProfile
-from harness.serial_link import LinkConfig
-from harness.transport.serial import ResetLine, SerialPortConfig
-from harness.transport.serial import connect as connect_serial
+from harness.link.serial.arq import LinkConfig
+from harness.link.serial.port import ResetLine, SerialPortConfig
+from harness.link.serial.port import connect as connect_serial
 
 if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
     from harness.emulators.qemu_mcu import QemuMcu
@@ -56,7 +56,8 @@ class FirmwareDevice(Device):
                 self._qemu.stop()
                 self._qemu.start()
             self._links += 1
-            return self._qemu.connect(LinkConfig(hello_timeout=timeout, boot_timeout=timeout))
+            link = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
+            return AgentSession(self._qemu.connect(link), name=self.name)
         config = self._port
         assert config is not None  # one of the two, checked in __init__
         if self._reset is not None:  # through its lab place, before every session
@@ -65,7 +66,7 @@ class FirmwareDevice(Device):
         elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
-        return connect_serial(config, name=self.name)
+        return AgentSession(connect_serial(config, name=self.name), name=self.name)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Empty: the board's LOAD takes the request's delegate list as the program."""

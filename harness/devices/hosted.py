@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
+from harness.link.stream import StreamChannel
 from harness.cache import cache_root
 from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
 from harness.devices.base import Device, DeviceSetupError, Emulator
@@ -165,8 +166,9 @@ class HostedDevice(Device):
             and self.transport.facts().os == "android"
         )  # fmt: skip
         hint = no_glibc_hint(self.profile) if android_glibc else ""
-        return AgentSession(stream, timeout=self.profile.timeouts.case, name=self.name,
-                            time_limit=time_limit, start_hint=hint)
+        channel = StreamChannel(stream, timeout=self.profile.timeouts.case, name=self.name,
+                                time_limit=time_limit, start_hint=hint)
+        return AgentSession(channel, name=self.name)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Device path of a program calling ``delegates``, pushed if needed.

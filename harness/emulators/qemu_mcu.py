@@ -6,7 +6,7 @@ Debian's ``arm-none-eabi-gcc``/``g++`` against the ExecuTorch SDK's headers
 cache, ``mcu-firmware/``, safe to call from parallel test workers). :class:`QemuMcu`
 starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket (``-serial tcp:127.0.0.1:PORT,server=on,
 wait=on,nodelay=on``): the firmware starts when the first client connects, so
-its boot HELLO is never lost. Connect with :mod:`harness.transport.serial`
+its boot HELLO is never lost. Connect with :mod:`harness.link.serial.port`
 (``socket://127.0.0.1:PORT``); stop with :meth:`QemuMcu.shutdown` (the firmware
 exits through semihosting with the status asked for) or :meth:`QemuMcu.stop`.
 See docs/mcu.md.
@@ -27,10 +27,10 @@ from harness.cache import cache_root
 from harness.mcu_boards import DEFAULT_MACHINE, board
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
-from harness.serial_link import LinkConfig, SerialLink
+from harness.link.serial.arq import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
-from harness.transport.serial import SerialPortConfig
-from harness.transport.serial import connect as connect_port
+from harness.link.serial.port import SerialPortConfig
+from harness.link.serial.port import connect as connect_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRMWARE_SOURCES = ROOT / "agent" / "mcu"

@@ -166,8 +166,7 @@ class DeviceSlot:
         """(title, last stderr lines) of each agent that ran during the current test."""
         tails = []
         for number, link in enumerate(self._links, 1):
-            stream = getattr(link, "stream", None)
-            tail = stream.stderr_tail() if stream is not None else ""
+            tail = link.stderr_tail()
             if tail:
                 which = f", agent {number} of {len(self._links)}" if len(self._links) > 1 else ""
                 tails.append((f"agent stderr on {self.name}{which}", tail))

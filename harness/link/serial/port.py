@@ -5,7 +5,7 @@ A port is anything pyserial's ``serial_for_url`` opens: a device path
 ``rfc2217://host:port`` (a networked serial server such as ser2net, which a labgrid
 exporter runs for a place's serial port; opened with ``?ign_set_control``, as ser2net
 does not answer the control option pyserial otherwise waits for). The framed protocol on top
-is :mod:`harness.serial_link`. Profile fields (``transport:`` with
+is :mod:`harness.link.serial.arq`. Profile fields (``transport:`` with
 ``kind: serial``, checked by :mod:`harness.devices.serial`)::
 
     port: /dev/ttyACM0          # or url: socket://127.0.0.1:4321
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import serial
 
-from harness.serial_link import POLL_INTERVAL, LinkConfig, SerialLink
+from harness.link.serial.arq import POLL_INTERVAL, LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable
 
 
