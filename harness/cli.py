@@ -221,13 +221,13 @@ def _cmd_emu(args: argparse.Namespace) -> int:
 
 
 def _cmd_devices(_: argparse.Namespace) -> int:
-    from harness.devices.bring_up import check_transport_settings
+    from harness.farm.selection import check_profile
 
     invalid = 0
     for name in profile_names():
         try:
             profile = load_profile(name)
-            check_transport_settings(profile)
+            check_profile(profile)
         except ProfileError as exc:
             print(f"{name:<12} INVALID {exc}")
             invalid += 1

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.cache import cache_root
 from harness.config.settings import ProfileError, check_known, parse_settings
-from harness.devices.kinds import EMULATORS, KINDS
+from harness.config.kinds import EMULATORS, KINDS
 from harness.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml

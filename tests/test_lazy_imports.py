@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.devices.kinds import EMULATORS, KINDS
+from harness.config.kinds import EMULATORS, KINDS
 
 HEAVY = ("paramiko", "serial", "cobs")  # third-party: only for ssh, serial devices
 

@@ -18,10 +18,10 @@ def test_every_shipped_profile_loads(name):
 
 @pytest.mark.parametrize("name", profile_names())
 def test_every_shipped_profile_passes_the_value_rules(name, tmp_path, monkeypatch):
-    from harness.devices.bring_up import check_transport_settings
+    from harness.farm.selection import check_profile
 
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
-    check_transport_settings(load_profile(name))
+    check_profile(load_profile(name))
 
 
 def write(tmp_path: Path, text: str) -> str:

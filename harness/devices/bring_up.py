@@ -8,8 +8,7 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from harness.devices.base import Device
-from harness.devices.kinds import KINDS
-from harness.farm.labgrid import for_transport_checks
+from harness.config.kinds import KINDS
 from harness.profile import DeviceProfile, ProfileError
 
 
@@ -36,10 +35,8 @@ def check_transport_settings(profile: DeviceProfile) -> None:
 
     :class:`ProfileError` names the file and the field; devices are opened later,
     so this lets a listing or a run refuse a broken profile before anything starts.
-    A lab profile is checked without its labgrid setting, with stand-ins for the
-    address its place will give (:func:`harness.farm.labgrid.for_transport_checks`).
+    (A lab profile is checked through :func:`harness.farm.selection.check_profile`.)
     """
-    profile = for_transport_checks(profile)
     if profile.emulator is not None:
         return  # the emulator supplies them; open_device refuses fields it would set
     kind_module(profile).check_settings(profile)

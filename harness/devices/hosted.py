@@ -3,7 +3,7 @@
 :class:`HostedDevice` is the one place that knows where the agent and probe
 programs go on such a device and how the agent is started. The device kinds that
 reach one (local, ssh, adb) differ only in the transport they open
-(:mod:`harness.devices.registry`).
+(:mod:`harness.config.kinds`, :mod:`harness.devices.bring_up`).
 """
 
 from __future__ import annotations

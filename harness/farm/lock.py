@@ -25,7 +25,7 @@ from pathlib import Path
 import filelock
 
 from harness.cache import cache_root
-from harness.devices.kinds import KINDS
+from harness.config.kinds import KINDS
 from harness.profile import DeviceProfile
 from harness.transport.base import DeviceUnavailable
 

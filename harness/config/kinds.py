@@ -1,9 +1,10 @@
 """The registry of device kinds: one entry per ``transport.kind`` a profile may name.
 
-Adding a kind is one module (a ``check_settings`` and an ``open_device`` function, see
-:class:`harness.devices.bring_up.KindModule`) plus one entry here. This module is
-pure data and imports nothing of the harness, so profile validation and the pytest plugin can read
-it without loading any transport or emulator.
+Adding a kind is one module in :mod:`harness.devices` (a ``check_settings`` and an
+``open_device`` function, see :class:`harness.devices.bring_up.KindModule`) plus one
+entry here. The registry is pure data and names each kind's module as a string, so
+profile validation and the pytest plugin read it without loading any transport or
+emulator, and the profile layer stays below the devices it describes.
 """
 
 from __future__ import annotations
