@@ -70,7 +70,8 @@ def case_map(backends: int, options: int, string_bytes: int) -> OptionsMap:
         return (f"{b}.{i}:" + "v" * string_bytes)[:string_bytes]
 
     return OptionsMap(tuple(
-        BackendOptions(f"Bench{b}", tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options)))
+        BackendOptions(f"Bench{b}",
+                       tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options)))
         for b in range(backends)
     ))
 
@@ -329,7 +330,7 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     for backends, count, string_bytes in GROWTH_SHAPES:
         shape = case_map(backends, count, string_bytes)
         request_bytes = len(wire.encode_request(Request(Action.LOAD, shape)))
-        row = {"backends": backends, "options": count, "string_bytes": string_bytes,
+        row: dict[str, int | float | str] = {"backends": backends, "options": count, "string_bytes": string_bytes,
                "request_bytes": request_bytes}
         if isinstance(max_message, int) and request_bytes > max_message:
             row["skipped"] = f"request exceeds the device's max_message ({max_message} bytes)"

@@ -43,8 +43,8 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from harness.agent.build import AgentBuildError
     from harness.benchmark import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
-    from harness.runner import RunnerError
     from harness.link.serial.arq import MessageTooLarge
+    from harness.runner import RunnerError
 
     return (CliError, ProfileError, DeviceSelectionError, MapFileError, TransportError,
             AgentBuildError, RunnerError, MessageTooLarge, BenchmarkError)
@@ -185,7 +185,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
             print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")
             unhealthy += 1
-        except Exception as exc:  # noqa: BLE001 - doctor reports whatever the device does
+        except Exception as exc:
             print(f"{profile.name:<12} {'UNHEALTHY':<11} {type(exc).__name__}: {exc}")
             unhealthy += 1
         finally:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.cache import cache_root
-from harness.config.settings import ProfileError, check_known, parse_settings
 from harness.config.kinds import EMULATORS, KINDS
+from harness.config.settings import ProfileError, check_known, parse_settings
 from harness.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml

@@ -67,7 +67,7 @@ def parse_settings(cls: type[T], data: Mapping[str, Any], where: str, *,
     check_known(data, (*fields, *also_allowed), where)
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
-    for spec in dataclasses.fields(cls):
+    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]  # a dataclass, by contract
         name = spec.name
         if name not in fields or name in given:
             continue

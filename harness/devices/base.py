@@ -1,6 +1,7 @@
 """What every device offers the harness, whatever its kind.
 
-A device is brought up from its profile by its kind (:mod:`harness.config.kinds`, :mod:`harness.devices.bring_up`).
+A device is brought up from its profile by its kind (:mod:`harness.config.kinds`,
+:mod:`harness.devices.bring_up`).
 Two classes implement this interface: :class:`~harness.devices.hosted.HostedDevice`
 (an operating system the harness reaches through a transport: files, processes, an
 agent it deploys) and :class:`~harness.devices.firmware.FirmwareDevice` (a board whose

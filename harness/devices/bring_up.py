@@ -7,8 +7,8 @@ import importlib
 from collections.abc import Callable
 from typing import Protocol, cast
 
-from harness.devices.base import Device
 from harness.config.kinds import KINDS
+from harness.devices.base import Device
 from harness.profile import DeviceProfile, ProfileError
 
 

@@ -18,12 +18,12 @@ from pathlib import Path
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
-from harness.link.stream import StreamChannel
 from harness.cache import cache_root
 from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
 from harness.devices.base import Device, DeviceSetupError, Emulator
 from harness.devices.core_files import collect_core_files
 from harness.lifecycle.owner import owned_directory
+from harness.link.stream import StreamChannel
 from harness.probe_program import probe_program
 from harness.profile import DeviceProfile
 from harness.sdk_prefix import sdk_from_prefix

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from harness.config.settings import check_known, parse_settings, refuse
 from harness.devices.firmware import FirmwareDevice
+from harness.link.serial.port import SerialPortConfig
 from harness.mcu_boards import DEFAULT_MACHINE
 from harness.profile import DeviceProfile, ProfileError
-from harness.link.serial.port import SerialPortConfig
 from harness.untrusted_input import brief
 from harness.value_rules import (
     ValueRuleError,

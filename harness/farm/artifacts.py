@@ -29,6 +29,7 @@ from harness.farm.infra import every_exception
 from harness.farm.results import ARTIFACTS_DIR
 from harness.transport.base import TransportLost
 
+
 def lost_the_agent(exc: BaseException) -> bool:
     """True if ``exc`` or anything inside it (groups, causes) is a :class:`TransportLost`."""
     return any(isinstance(e, TransportLost) for e in every_exception(exc))

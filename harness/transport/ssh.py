@@ -645,7 +645,7 @@ class SshTransport(Transport):
                 hop.hostname,
                 hop.port,
                 username=hop.user,
-                key_filename=identities or None,
+                key_filename=identities or None,  # type: ignore[arg-type]  # paramiko takes a list
                 allow_agent=self.profile.use_agent,
                 look_for_keys=not hop.identity_files,
                 timeout=timeout,

@@ -94,7 +94,7 @@ class DeviceHello:
             raise SerialProtocolError(
                 f"HELLO firmware version says {text_len} bytes, {len(text)} follow"
             )
-        return cls(*fields, text.decode("utf-8", errors="replace"))
+        return cls(*fields, text.decode("utf-8", errors="replace"))  # type: ignore[call-arg]
 
     def serves(self, action: Action) -> bool:
         """True if the device announced that it serves ``action``."""
@@ -266,7 +266,7 @@ class SerialLink(MessageChannel):
                 "make the request smaller"
             )
         deadline = time.monotonic() + self._config.request_timeout
-        problems = []
+        problems: list[str] = []
         for attempt in range(1, self._config.attempts + 1):
             if time.monotonic() >= deadline:
                 break
