@@ -258,17 +258,6 @@ class AdbTransport(Transport):
             stderr=result.stderr[: found.start()],
         )
 
-    def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
-        """SHA-256 of a device file, read on stdin so that no file name is echoed back.
-
-        (``sha256sum NAME`` escapes names holding a newline or backslash with a leading
-        ``\\``, which the base implementation would take for part of the digest.)
-        """
-        result = self.run(["sh", "-c", 'sha256sum < "$1"', "sh", remote], timeout=timeout)
-        if result.exit_code != 0:
-            return None
-        return result.stdout.split(b" ", 1)[0].decode("ascii")
-
     def open_stream(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
     ) -> AdbShellStream:

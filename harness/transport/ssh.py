@@ -921,14 +921,6 @@ class SshTransport(Transport):
             )
         return self._facts
 
-    def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
-        # Read from stdin: given a name with a newline or backslash, sha256sum escapes
-        # it and prefixes the digest with a backslash.
-        result = self.run(["sh", "-c", 'exec sha256sum < "$1"', "sh", remote], timeout=timeout)
-        if result.exit_code != 0:
-            return None
-        return result.stdout.split(b" ", 1)[0].decode("ascii")
-
 
 def _drain(read: Callable[[int], bytes], into: bytearray) -> bool:
     """Take what is buffered without blocking; False once the stream has ended."""
