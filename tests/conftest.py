@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.mcu_boards import BOARDS, McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
+from harness.mcu_boards import BOARDS, McuBoard
 
 
 @pytest.fixture(scope="session", params=sorted(BOARDS))

@@ -19,11 +19,11 @@ from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.hosted import HostedDevice
 from harness.options import OptionsMap
-from harness.trust import TRUSTED_PROFILES_ENV
 from harness.profile import load_profile, parse_profile
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 from harness.transport.local import LocalTransport
+from harness.trust import TRUSTED_PROFILES_ENV
 
 MAP = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"mode": "x"}})
 

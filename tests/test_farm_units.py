@@ -25,7 +25,6 @@ from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.html_report import render_report, write_report
 from harness.farm.infra import InfrastructureError, infrastructure_error
 from harness.farm.junit import amend_junit
-from harness.link.stream import StreamChannel
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.merge import main as merge_main
 from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
@@ -38,6 +37,7 @@ from harness.farm.summary import (
     outcome_table,
     quarantined_devices,
 )
+from harness.link.stream import StreamChannel
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.options import Option, OptionsMap
 from harness.profile import parse_profile
@@ -581,7 +581,7 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
 
 
 def test_a_report_that_cannot_be_written_at_the_end_leaves_complete_results(tmp_path, capsys):
-    from harness.farm.results import RunInfo, ResultsRecorder
+    from harness.farm.results import ResultsRecorder, RunInfo
 
     results_dir = tmp_path / "results"
     (tmp_path / "blocker").write_text("")  # a file where the report's directory should be

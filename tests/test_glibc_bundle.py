@@ -25,12 +25,12 @@ from harness.agent.glibc_bundle import (
     start_argv,
 )
 from harness.agent.session import AgentSession
-from harness.link.stream import AgentDidNotStart, StreamChannel
 from harness.deployment import Deployment
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.hosted import HostedDevice
 from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
+from harness.link.stream import AgentDidNotStart, StreamChannel
 from harness.options import OptionsMap
 from harness.probe_program import probe_program
 from harness.profile import load_profile

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from harness.devices.bring_up import check_transport_settings
+from harness.devices.ssh import ssh_settings
 from harness.profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
-from harness.devices.ssh import ssh_settings
 from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
 from harness.value_rules import (
     ValueRuleError,

@@ -17,19 +17,19 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.agent.session import AgentSession
 from harness.emulators.fault_relay import FaultRates, FaultRelay
 from harness.emulators.qemu_mcu import QemuMcu
+from harness.link.serial.arq import LinkConfig
+from harness.link.serial.port import SerialPortConfig, connect
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.options import Option, OptionsMap
-from harness.agent.session import AgentSession
-from harness.link.serial.arq import LinkConfig
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,
     TransportLost,
     TransportTimeout,
 )
-from harness.link.serial.port import SerialPortConfig, connect
 
 PROBES = tuple(f"P{i}" for i in range(8))
 CASES = 200

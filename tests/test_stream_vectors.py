@@ -23,8 +23,8 @@ from test_vectors import load_generator
 from harness import wire
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
-from harness.link.stream import StreamChannel
 from harness.emulators.qemu_mcu import QemuMcu
+from harness.link.stream import StreamChannel
 from harness.messages import Action, Outcome, Report, Request
 from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
