@@ -330,7 +330,8 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     for backends, count, string_bytes in GROWTH_SHAPES:
         shape = case_map(backends, count, string_bytes)
         request_bytes = len(wire.encode_request(Request(Action.LOAD, shape)))
-        row: dict[str, int | float | str] = {"backends": backends, "options": count, "string_bytes": string_bytes,
+        row: dict[str, int | float | str] = {"backends": backends, "options": count,
+                                             "string_bytes": string_bytes,
                "request_bytes": request_bytes}
         if isinstance(max_message, int) and request_bytes > max_message:
             row["skipped"] = f"request exceeds the device's max_message ({max_message} bytes)"

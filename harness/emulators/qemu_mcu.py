@@ -6,7 +6,8 @@ Debian's ``arm-none-eabi-gcc``/``g++`` against the ExecuTorch SDK's headers
 cache, ``mcu-firmware/``, safe to call from parallel test workers). :class:`QemuMcu`
 starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket
 (``-serial tcp:127.0.0.1:PORT,server=on,wait=on,nodelay=on``): the firmware starts
-when the first client connects, so its boot HELLO is never lost. Connect with :mod:`harness.link.serial.port`
+when the first client connects, so its boot HELLO is never lost. Connect with
+:mod:`harness.link.serial.port`
 (``socket://127.0.0.1:PORT``); stop with :meth:`QemuMcu.shutdown` (the firmware
 exits through semihosting with the status asked for) or :meth:`QemuMcu.stop`.
 See docs/mcu.md.
