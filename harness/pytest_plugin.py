@@ -3,7 +3,7 @@
 Fixtures (the user interface):
 
 - ``device_profile``: the :class:`~harness.profile.DeviceProfile` under test;
-- ``device``: the :class:`~harness.device.Device`, brought up once per run;
+- ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
   verdicts, ``verdict.raise_for_differences()`` fails the test with the diff;
@@ -43,7 +43,7 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
-from harness.device import Device
+from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
@@ -475,7 +475,7 @@ def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
         item.stash[_ARTIFACTS] = CrashArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
                                                item.name)
     artifacts = item.stash[_ARTIFACTS]
-    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_core_files)
+    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_artifacts)
 
 
 # ---- reporting ---------------------------------------------------------------------------

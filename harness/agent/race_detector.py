@@ -32,7 +32,7 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
-from harness.farm.infra import InfrastructureError
+from harness.transport.base import TransportError
 from harness.untrusted_input import brief
 
 MAX_TAKE_BYTES = 4 * 1024 * 1024  # of one output file per test; the rest is skipped, and said so
@@ -84,7 +84,7 @@ def check_race_detector(
     return detector
 
 
-class DetectorBroke(InfrastructureError):
+class DetectorBroke(TransportError):
     """The race detector itself failed (not installed, crashed, refused to run)."""
 
 

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cache import cache_root
-from harness.emulators.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.qemu_mcu import QEMU, build_firmware
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
+from harness.mcu_boards import DEFAULT_MACHINE
 
 COORDINATOR_HOST = "127.0.0.1"
 TAGS = {"kind": "mcu", "pool": "lab"}

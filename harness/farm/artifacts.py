@@ -14,60 +14,20 @@ limit must allow it and its working directory must be the work directory (an
 "$@"', /tmp/et-harness/host]`` arranges the last two). Not collected: cores
 piped to systemd-coredump or apport, tombstones on Android, anything from
 devices without a shell (MCUs); the agent's stderr tail is kept for every
-failure instead.
+failure instead. The files are found and pulled by the device
+(:meth:`harness.devices.base.Device.collect_artifacts`).
 """
 
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.farm.infra import every_exception
 from harness.farm.results import ARTIFACTS_DIR
-from harness.transport.base import Transport, TransportError, TransportLost
-
-MAX_CORE_FILES = 3
-
-
-def collect_core_files(transport: Transport, work_dir: str, dest: Path,
-                       timeout: float) -> list[Path]:
-    """Pull (and remove) core files from ``work_dir`` on the device into ``dest``.
-
-    Returns the local paths. Device trouble while collecting is not an error of
-    the test: what could not be collected is simply not there.
-    """
-    try:
-        listed = transport.run(
-            ["find", work_dir, "-maxdepth", "1", "-type", "f", "-name", "core*"],
-            timeout=timeout,
-        )
-    except (TransportError, NotImplementedError):
-        return []
-    if listed.exit_code != 0:
-        return []
-    names = sorted(
-        line for line in listed.stdout.decode("utf-8", "replace").splitlines()
-        if _is_core_name(posixpath.basename(line))
-    )
-    pulled = []
-    for remote in names[:MAX_CORE_FILES]:
-        local = dest / posixpath.basename(remote)
-        if local.exists():
-            continue
-        try:
-            transport.pull(remote, local)
-            transport.run(["rm", "-f", remote], timeout=timeout)
-        except (TransportError, OSError):
-            continue
-        pulled.append(local)
-    return pulled
-
-
-def _is_core_name(name: str) -> bool:
-    return name == "core" or (name.startswith("core.") and len(name) > len("core."))
+from harness.transport.base import TransportLost
 
 
 def lost_the_agent(exc: BaseException) -> bool:

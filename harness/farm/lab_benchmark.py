@@ -26,14 +26,14 @@ import threading
 import time
 from pathlib import Path
 
+from harness.agent.session import AgentSession
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.farm.lab_places import LabIdentity
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client
+from harness.link.serial.port import SerialPortConfig, connect
 from harness.messages import Action, Request
 from harness.profile import parse_profile
-from harness.serial_link import SerialLink
-from harness.transport.serial import SerialPortConfig, connect
 
 ROOT = Path(__file__).resolve().parents[2]
 _ROUND_TRIPS = 50
@@ -45,7 +45,7 @@ def _ms(samples: list[float]) -> str:
             f"p90 {ordered[int(0.9 * (len(ordered) - 1))] * 1000:.1f} ms (n={len(ordered)})")
 
 
-def _round_trips(link: SerialLink) -> list[float]:
+def _round_trips(link: AgentSession) -> list[float]:
     samples = []
     for _ in range(_ROUND_TRIPS):
         started = time.perf_counter()
@@ -66,7 +66,7 @@ def _reservation(lab: LabgridLab, user: str, place: str | None = None) -> Labgri
 def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
     with QemuMcu(build_firmware()) as qemu:
         link = qemu.connect()
-        raw = _round_trips(link)
+        raw = _round_trips(AgentSession(link))
         link.close()
     reservation = _reservation(lab, "bench", lab.places[0].name)
     held = reservation.acquire(60)
@@ -74,7 +74,7 @@ def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
         reservation.power_cycle()
         assert held.resources.serial is not None
         link = connect(SerialPortConfig(url=held.resources.serial.url), name="lab")
-        network = _round_trips(link)
+        network = _round_trips(AgentSession(link))
         link.close()
     finally:
         reservation.release()

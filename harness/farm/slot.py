@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.agent.session import AgentLink
-from harness.device import Device, open_device
-from harness.farm.artifacts import collect_core_files
+from harness.devices.base import Device
+from harness.devices.bring_up import open_device
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
 from harness.farm.lab_resources import LabResourceError, with_lab_address
@@ -166,8 +166,7 @@ class DeviceSlot:
         """(title, last stderr lines) of each agent that ran during the current test."""
         tails = []
         for number, link in enumerate(self._links, 1):
-            stream = getattr(link, "stream", None)
-            tail = stream.stderr_tail() if stream is not None else ""
+            tail = link.stderr_tail()
             if tail:
                 which = f", agent {number} of {len(self._links)}" if len(self._links) > 1 else ""
                 tails.append((f"agent stderr on {self.name}{which}", tail))
@@ -225,20 +224,9 @@ class DeviceSlot:
                 after_failure(exc, len(failed_tries))
         raise error
 
-    def collect_core_files(self, dest: Path) -> list[Path]:
-        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`).
-
-        None from a board without a file system (a serial board) or from a device
-        that cannot be reached any more.
-        """
-        device = self.device
-        if device is None or device.transport is None:
-            return []
-        try:
-            work_dir = device.work_dir
-        except TransportError:
-            return []
-        return collect_core_files(device.transport, work_dir, dest, self.profile.timeouts.command)
+    def collect_artifacts(self, dest: Path) -> list[Path]:
+        """What the device's crashed agent left (:meth:`Device.collect_artifacts`), if it is up."""
+        return self.device.collect_artifacts(dest) if self.device is not None else []
 
 
 class DeviceSlots:
