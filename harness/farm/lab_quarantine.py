@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from harness.farm.infra import one_line
 from harness.transport.base import DeviceUnavailable
+from harness.transport.ssh import HostKeyUnknown
 
 if TYPE_CHECKING:
     from harness.farm.lab_places import PlaceState
@@ -38,6 +39,14 @@ _REASON_LIMIT = 300
 
 class PlaceQuarantined(DeviceUnavailable):
     """No place of the profile may be used: each is quarantined lab-wide or not in service."""
+
+
+def about_the_device(error: BaseException) -> bool:
+    """Whether a failed health check's error says the device is unwell, for every runner.
+    Not an SSH host key missing from this runner's known_hosts: that is its own setup (a
+    key the device changed, :class:`~harness.transport.ssh.HostKeyMismatch`, is the
+    device's: a person must look)."""
+    return not isinstance(error, HostKeyUnknown)
 
 
 def health_of(state: PlaceState) -> str | None:

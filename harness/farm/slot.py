@@ -19,6 +19,7 @@ from harness.device import Device, open_device
 from harness.farm.artifacts import collect_core_files
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
+from harness.farm import lab_quarantine
 from harness.farm.lab_resources import LabResourceError, with_lab_address
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
@@ -102,7 +103,7 @@ class DeviceSlot:
         try:
             hello = self.runner.hello
         except (TransportError, RunnerError) as exc:
-            lab_wide = self._quarantine_place(f"{which} failed: {describe_error(exc)}")
+            lab_wide = self._quarantine_place(exc, f"{which} failed: {describe_error(exc)}")
             self.health.quarantine(f"{which} failed: {describe_error(exc)}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
@@ -118,13 +119,14 @@ class DeviceSlot:
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
 
-    def _quarantine_place(self, reason: str) -> str:
-        """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide;
-        what to add to the quarantine's reason."""
+    def _quarantine_place(self, error: BaseException, reason: str) -> str:
+        """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide
+        (unless ``error`` is this runner's own trouble); what to add to the reason."""
         reservation = self._reservation
         if (reservation is None or reservation.held is None or self._place is None
-                or self._place.quarantine != "lab" or self.policy.deadline.remaining() == 0.0):
-            return ""  # a run out of time says nothing about the device
+                or self._place.quarantine != "lab" or self.policy.deadline.remaining() == 0.0
+                or not lab_quarantine.about_the_device(error)):
+            return ""  # a run out of time, or a key this runner lacks, says nothing of it
         place = reservation.held.name
         try:
             comment = reservation.quarantine(f"device {self.name!r}: {reason}")
