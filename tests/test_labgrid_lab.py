@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -333,4 +334,74 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
     message = json.dumps(records[0]["infra"])
     assert "lab-a (acquired by runner1/ci" in message, message
     assert "was not allocated within 3.0 s" in message
+    _all_free(lab)
+
+
+def _place(lab: LabgridLab, name: str):
+    return next(s for s in parse_places(lab.client("-v", "places")) if s.name == name)
+
+
+def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person_clears_it(
+        lab, devices, tmp_path):
+    shipped = (devices / "lab-mcu.yaml").read_text()
+    opted_in = shipped.replace("reset: power", "reset: power\n    quarantine: lab")
+    assert opted_in != shipped
+    (devices / "pool-q.yaml").write_text(opted_in.replace("lab]", "q]"))
+    (devices / "sick.yaml").write_text(  # lab-b, not power-cycled (that would wake it)
+        opted_in.replace("tags: {kind: mcu, pool: lab}", "place: lab-b")
+        .replace("reset: power", "reset: none").replace("case: 30", "case: 3")
+        .replace("lab]", "sick]"))
+    board = lab.places[1].board
+    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    board.power(False)  # lab-b's board stops answering
+    try:
+        sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
+        _finish(sick)
+        assert sick.returncode != 0
+        records = _results(tmp_path / "sick")
+        assert [r["outcome"] for r in records] == ["infra", "infra"]
+        assert "labgrid place lab-b quarantined lab-wide" in records[0]["infra"]["message"]
+        state = _place(lab, "lab-b")
+        assert dict(state.tags)["et_health"] == "quarantined"
+        assert (state.acquired, state.reservation) == (None, None)  # handed back
+        assert re.fullmatch(  # who, when, why
+            r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
+            r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
+            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine clear lab-b\)",
+            state.comment), state.comment
+        # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
+        subprocess.run(lab.client_argv("-p", "lab-a", "acquire"), env=holder_env, check=True,
+                       capture_output=True)
+        pool = _pytest(devices, tmp_path / "pool", "--device", "pool-q", "--lock-timeout", "3")
+        _finish(pool)
+        message = json.dumps(_results(tmp_path / "pool")[0]["infra"])
+        assert "was not allocated within 3.0 s" in message, message
+        assert "lab-a (acquired by runner1/ci" in message, message
+        assert "lab-b (not acquired, comment: quarantined by" in message, message
+        # A run that names the place is refused at once, with the reason.
+        started = time.monotonic()
+        again = _pytest(devices, tmp_path / "again", "--device", "sick", "--lock-timeout", "60")
+        _finish(again)
+        message = json.dumps(_results(tmp_path / "again")[0]["infra"])
+        assert "PlaceQuarantined" in message and "no place in service: lab-b: quarantined by" \
+            in message, message
+        assert time.monotonic() - started < 45  # not the 60 s lock timeout
+        # A person looks at the board and clears the place: the pool uses it again.
+        board.power(True)
+        subprocess.run([sys.executable, "-m", "harness.farm.lab_quarantine", "-x",
+                        lab.coordinator, "clear", "lab-b"], check=True, cwd=ROOT)
+        state = _place(lab, "lab-b")
+        assert (dict(state.tags)["et_health"], state.comment) == ("ok", "")
+        cleared = _pytest(devices, tmp_path / "cleared", "--device", "pool-q",
+                          "--lock-timeout", "60")
+        output = _finish(cleared)
+        assert cleared.returncode == 0, output[-3000:]
+        assert {r["facts"]["place"] for r in _results(tmp_path / "cleared")} == {"lab-b"}
+    finally:
+        if not board.powered:
+            board.power(True)
+        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=holder_env,
+                       capture_output=True, check=False)
+        subprocess.run(lab.client_argv("-p", "lab-b", "set-tags", "et_health=ok"),
+                       capture_output=True, check=False)
     _all_free(lab)

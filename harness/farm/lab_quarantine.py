@@ -54,16 +54,17 @@ def health_of(state: PlaceState) -> str | None:
     return dict(state.tags).get(HEALTH_TAG)
 
 
-def comment_for(who: str, reason: str, now: datetime.datetime | None = None) -> str:
+def comment_for(who: str, place: str, reason: str,
+                now: datetime.datetime | None = None) -> str:
     """The place comment a quarantine leaves: who, when (UTC), why, and how to clear it."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return (f"quarantined by {who} at {when}: {one_line(reason, _REASON_LIMIT)} "
-            f"(clear: python -m harness.farm.lab_quarantine clear PLACE)")
+            f"(clear: python -m harness.farm.lab_quarantine clear {place})")
 
 
 def quarantine(lab: LabgridClient, place: str, reason: str) -> str:
     """Take ``place`` out of service lab-wide; the comment it got."""
-    comment = comment_for(lab.identity.owner, reason)
+    comment = comment_for(lab.identity.owner, place, reason)
     lab.run(["-p", place, "set-comment", comment])  # starts with a letter: no option
     lab.run(["-p", place, "set-tags", f"{HEALTH_TAG}={QUARANTINED}"])  # last: the comment is
     return comment  # already there when another runner sees the tag
