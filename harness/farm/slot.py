@@ -16,10 +16,10 @@ from pathlib import Path
 
 from harness.agent.session import AgentLink
 from harness.device import Device, open_device
+from harness.farm import lab_quarantine
 from harness.farm.artifacts import collect_core_files
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
-from harness.farm import lab_quarantine
 from harness.farm.lab_resources import LabResourceError, with_lab_address
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
