@@ -42,10 +42,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabgridLab]:
-    require("ser2net", "qemu-system-arm", "qemu-aarch64", "/usr/sbin/sshd")
+    require("ser2net", "qemu-system-arm", "qemu-aarch64", "/usr/sbin/sshd",
+            root=True)  # the SSH board is ssh-emu's sshd, which needs root
     require(str(Path(sys.executable).parent / "labgrid-client"))
-    if os.geteuid() != 0:
-        pytest.skip("the lab's SSH board is ssh-emu's sshd, which needs root")
     with running_lab(2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files")) as running:
         yield running
 
