@@ -310,3 +310,30 @@ def test_places_out_of_service_are_refused_with_their_reasons():
                                           "et_health=ok, kind=mcu, pool=lab\n  matches:\n    exp-b"))
     refuse_if_none_in_service("x", healthy)  # one in service: the reservation waits for it
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
+
+
+def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp_path):
+    """ci/nightly.yml under the harness's own YAML rules, and its lab job's command as a
+    runner would run it for pool lab-mcu (collection only: no lab is reached)."""
+    import shlex
+    from pathlib import Path
+
+    from harness.strict_yaml import read_yaml
+
+    root = Path(__file__).resolve().parents[1]
+    workflow = read_yaml((root / "ci" / "nightly.yml").read_text(), "ci/nightly.yml")
+    assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
+    lab = workflow["jobs"]["lab"]
+    assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
+    assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
+    command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
+    argv = shlex.split(command.replace("${{ matrix.pool }}", "lab-mcu").replace("$WORKERS", "2"))
+    assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
+    assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
+    argv = [sys.executable, *argv[1:]]
+    argv[argv.index("--results-dir") + 1] = str(tmp_path / "results")
+    argv[argv.index("--junitxml") + 1] = str(tmp_path / "junit.xml")
+    done = subprocess.run([*argv, "--collect-only"], cwd=root, capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "[lab-mcu-" in done.stdout
