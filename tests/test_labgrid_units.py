@@ -288,6 +288,9 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
                               "HELLO timed out after 3 s")
     assert comment.endswith("(clear: python -m harness.farm.lab_quarantine clear lab-b)")
     assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
+    assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m")  # no terminal escapes
+    (shown,) = parse_places("Place 'p':\n  comment: \x1b]0;owned\x07 hi\n")
+    assert shown.comment == "?]0;owned? hi"  # another runner's comment, shown inert
     assert about_the_device(TransportTimeout("no answer"))
     assert about_the_device(HostKeyMismatch("changed"))
     assert not about_the_device(HostKeyUnknown("this runner lacks the lab's known_hosts"))

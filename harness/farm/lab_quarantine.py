@@ -58,7 +58,8 @@ def comment_for(who: str, place: str, reason: str,
                 now: datetime.datetime | None = None) -> str:
     """The place comment a quarantine leaves: who, when (UTC), why, and how to clear it."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return (f"quarantined by {who} at {when}: {one_line(reason, _REASON_LIMIT)} "
+    why = "".join(c if c.isprintable() else "?" for c in one_line(reason, _REASON_LIMIT))
+    return (f"quarantined by {who} at {when}: {why} "
             f"(clear: python -m harness.farm.lab_quarantine clear {place})")
 
 
