@@ -198,6 +198,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def _cmd_emu(args: argparse.Namespace) -> int:
     from harness.devices.bring_up import open_device
+    from harness.emulators.qemu_mcu import QemuMcu
 
     profile = load_profile(args.device)
     if profile.emulator is None:
@@ -212,6 +213,8 @@ def _cmd_emu(args: argparse.Namespace) -> int:
         print(f"{profile.name} is up ({profile.emulator}); transport settings:")
         for key, value in device.profile.settings.items():
             print(f"  {key}: {value}")
+        if isinstance(device.emulator, QemuMcu):  # it opens its own port: a serial url
+            print(f"  url: {device.emulator.url}")
         print("Ctrl-C brings it down.", flush=True)
         signal.sigwait(stop_signals)
     finally:

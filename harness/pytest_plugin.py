@@ -55,7 +55,7 @@ from harness.farm.distribution import (
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
 from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY, amend_junit
-from harness.farm.labgrid import LabgridPlace, find_client
+from harness.farm.labgrid import LabgridPlace, find_client, pool_names
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
@@ -243,10 +243,12 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> DeviceScheduling | None:
-    """xdist controller: keep each device's tests on one worker."""
+    """xdist controller: keep each device's tests on one worker (a pool's on up to N)."""
     if config.getoption("dist") not in GROUPED_MODES:
         return None
-    return DeviceScheduling(config, config.stash[_SLOTS].names, log)
+    slots = config.stash[_SLOTS]
+    return DeviceScheduling(config, slots.names, log,
+                            pools=pool_names(slots.profiles.values()))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
