@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cache import cache_root
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.farm.lab_places import LabIdentity, parse_places
 from harness.lifecycle.reap import descendants
@@ -71,10 +72,12 @@ def devices(tmp_path: Path, lab: LabgridLab) -> Path:
     return directory
 
 
-def _pytest(devices: Path, results: Path, *args: str,
-            selection: list[str] = SELECTION) -> subprocess.Popen[str]:
+def _pytest(devices: Path, results: Path, *args: str, selection: list[str] = SELECTION,
+            cache: Path | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PYTEST_") and k not in ("LG_USERNAME", "LG_HOSTNAME")}
+    if cache is not None:
+        env["ET_HARNESS_CACHE"] = str(cache)
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", *selection, "-p", "no:cacheprovider",
          "--devices-dir", str(devices), "--results-dir", str(results),
@@ -269,10 +272,10 @@ def test_one_pool_profile_on_three_workers_each_worker_its_own_place(lab, device
     _all_free(lab)
 
 
-def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path
-                         ) -> tuple[subprocess.Popen[str], str]:
+def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path,
+                         cache: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     """A run on place lab-a, once the coordinator says it holds lab-a; its identity."""
-    run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60")
+    run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60", cache=cache)
     deadline = time.monotonic() + 120
     while True:
         assert time.monotonic() < deadline and run.poll() is None, "the run never held lab-a"
@@ -299,16 +302,35 @@ def test_a_killed_runs_janitor_hands_its_place_back(lab, devices, tmp_path):
     _all_free(lab)
 
 
+def _cache_with_own_owner_records(tmp_path: Path) -> Path:
+    """The harness cache with an ownership-record directory of its own, the rest shared.
+
+    Every harness process on the machine sweeps the records of dead owners and hands
+    back what they held (their labgrid places, too): with the shared directory, another
+    test's run could release the killed run's place before the next run looks at it.
+    """
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    shared = cache_root()
+    shared.mkdir(parents=True, exist_ok=True)
+    for entry in ("agent", "bundle", "mcu-firmware", "programs", "sdk"):
+        (shared / entry).mkdir(exist_ok=True)
+        (cache / entry).symlink_to(shared / entry)
+    return cache
+
+
 def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
         lab, devices, tmp_path):
-    first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed")
+    cache = _cache_with_own_owner_records(tmp_path)
+    first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed", cache)
     os.kill(_janitor_of(first.pid), signal.SIGKILL)
     os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
     first.communicate()
     assert {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"] \
         == holder  # the coordinator never expires an acquired place
     started = time.monotonic()
-    second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30")
+    second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30",
+                     cache=cache)
     output = _finish(second)
     assert second.returncode == 0, output[-3000:]
     assert f"released labgrid place lab-a, held by {holder} (a run that is gone)" in output
