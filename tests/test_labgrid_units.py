@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from harness.farm.lab_places import LabIdentity, parse_places
+from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import (
     LabResourceError,
     LabResources,
@@ -23,8 +23,10 @@ from harness.farm.lab_resources import (
     with_lab_address,
 )
 from harness.farm.labgrid import (
+    LabgridError,
     LabgridNotInstalled,
     LabgridPlace,
+    LabgridReservation,
     find_client,
     for_transport_checks,
     without_labgrid,
@@ -340,3 +342,42 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
                           check=False, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "[lab-mcu-" in done.stdout
+
+
+
+class _StaleReleaseLab:
+    """A coordinator whose ``release-from`` of a dead run's place fails: because someone
+    else handed the place back between this run's listing and its call, or not."""
+
+    def __init__(self, dead: LabIdentity, me: LabIdentity, handed_back: bool) -> None:
+        self.identity = me
+        self.acquired: str | None = dead.owner
+        self.handed_back = handed_back
+        self.calls: list[list[str]] = []
+
+    def places(self) -> list[PlaceState]:
+        return [PlaceState("lab-a", (), self.acquired, None)]
+
+    def run(self, args: list[str], timeout: float = 0, identity: object = None) -> str:
+        self.calls.append(list(args))
+        if self.handed_back:  # another run's sweep of the dead run's record was first
+            self.acquired = None
+            raise LabgridError("labgrid-client: Error: place lab-a is not acquired")
+        raise LabgridError("labgrid-client: Error: coordinator unreachable")
+
+
+@pytest.mark.parametrize("handed_back", [True, False])
+def test_release_of_a_stale_place_fails_only_while_the_dead_run_still_holds_it(
+        handed_back: bool) -> None:
+    me = LabIdentity.this_process()
+    dead = LabIdentity(me.host, me.user, pid=2**22 + 7, start=1)  # no such process
+    reservation = LabgridReservation(LabgridPlace(place="lab-a"), "labgrid-client", me)
+    lab = _StaleReleaseLab(dead, me, handed_back)
+    reservation.lab = lab  # type: ignore[assignment]
+    if handed_back:
+        reservation.release_stale()
+    else:
+        with pytest.raises(LabgridError, match="unreachable"):
+            reservation.release_stale()
+    assert lab.calls == [["-p", "lab-a", "release-from", dead.owner]]
+    assert reservation.stale_released == []

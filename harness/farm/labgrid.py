@@ -459,12 +459,21 @@ class LabgridReservation:
                     self.lab.run(["cancel-reservation", state.reservation], identity=holder)
                 except LabgridError:
                     pass  # it expired meanwhile
-            self.lab.run(["-p", state.name, "release-from", holder.owner])
+            try:
+                self.lab.run(["-p", state.name, "release-from", holder.owner])
+            except LabgridError:
+                if self._held_by(state.name, holder.owner):
+                    raise
+                continue  # handed back meanwhile: the dead run's record, swept by another run
             self.stale_released.append(state.name)
             warnings.warn(StaleHolderReleased(
                 f"released labgrid place {state.name}, held by {holder.owner} (a run that is "
                 "gone)"), stacklevel=2)
         return states
+
+    def _held_by(self, place: str, holder: str) -> bool:
+        """Whether the coordinator says ``holder`` still holds ``place``."""
+        return any(s.name == place and s.acquired == holder for s in self.lab.places())
 
 
 def _token(output: str) -> str | None:
