@@ -9,7 +9,12 @@ For every fault the device suites run on the host and must fail with a delivery
 difference (a verdict that is not exact), never with an infrastructure error; with
 the shim loaded and no fault they must pass. Three faults strike only the real
 backends (XnnpackBackend, QnnBackend, OpenvinoBackend), caught by their contract and
-load-time suites. A table of fault -> catching tests is printed (``-s`` shows it).
+load-time suites. Four strike the seam between models, loads and threads (specs that
+stick to a backend and reach the next model, global values that leak into specs, a
+loading thread handed another thread's map, or the specs of the init that raced it),
+caught by the multi-model suites (suites/test_models*.py); the two thread faults touch
+only models loaded CONCURRENT, so only the concurrent cases catch them. A table of
+fault -> catching tests is printed (``-s`` shows it).
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ FAULTS = {
     "merge_explicit_with_stored": "Module::load_method: stored entries fill the explicit map",
     "leak_specs_into_get_option": "get_option reads back the last init's runtime specs",
     "set_option_drops_last": "set_option: the last option of a call is not delivered",
+    "sticky_specs": "init: a backend's last specs reach a later init (next model) given none",
+    "global_leaks_into_specs": "init: options set by set_option fill in keys the specs lack",
+    "thread_gets_other_map": "Program::load_method on a loading thread: the previous thread's map",
+    "racing_init_specs": "init on a loading thread: the specs of the init that raced it",
     "real_init_without_specs": "init: a real backend (XnnpackBackend, ...) gets no specs",
     "real_set_option_swallowed": "set_option: a real backend is not called, Ok returned",
     "real_get_option_ignored": "get_option: a real backend is not called, values untouched",
