@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import fcntl
 import os
+import pickle
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -153,10 +155,24 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
 
 @pytest.fixture(scope="module")
 def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, FaultRun]:
-    base = tmp_path_factory.mktemp("fault_runs")
-    with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        futures = {name: pool.submit(run_suites, shim, name, base) for name in ["none", *FAULTS]}
-        done = {name: future.result() for name, future in futures.items()}
+    """Every fault's run, made once per session: under pytest-xdist the first worker to
+    get here makes them while the others wait on a lock, then read what it kept."""
+    session = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        session = session.parent  # the workers' common temporary directory
+    kept = session / "fault_runs.pickle"
+    with open(session / "fault_runs.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.is_file():
+            done: dict[str, FaultRun] = pickle.loads(kept.read_bytes())  # this session's own
+        else:
+            base = session / "fault_runs"
+            base.mkdir()
+            with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
+                futures = {name: pool.submit(run_suites, shim, name, base)
+                           for name in ["none", *FAULTS]}
+                done = {name: future.result() for name, future in futures.items()}
+            kept.write_bytes(pickle.dumps(done))
     print("\nfault                        caught  diffs  by (failing tests per test function)")
     for name in FAULTS:
         run = done[name]
