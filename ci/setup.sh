@@ -9,6 +9,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev   # the harness
   gcc g++ make                       # C codec, device agent
   clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
+  valgrind                           # host-helgrind, host-drd (race detectors on the agent)
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu
   g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user
@@ -35,6 +36,9 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[labgrid]'
+# The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red.
+.venv/bin/python -m pip install -q 'ruff==0.17.6' 'mypy==2.4.1' \
+  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122'
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# The project's tests, then the device suites on every emulated device at once
-# (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in parallel, with reports).
+# Style checks (ruff, mypy), the project's tests, then the device suites on every emulated
+# device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in parallel, with reports),
+# then the concurrent multi-model cases on the host agent under each race detector
+# (ci/run-race-detectors.sh).
 # Run after ci/setup.sh. Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== ruff (rules in pyproject.toml)"
+.venv/bin/ruff check harness
+echo "== mypy (settings in pyproject.toml)"
+.venv/bin/mypy harness
 echo "== project tests (tests/)"
 .venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2
 echo "== device suites on every emulated device (suites/)"
 bash ci/run-emulated.sh results/ci
+echo "== concurrent multi-model cases under the race detectors (host-tsan, host-helgrind, host-drd)"
+bash ci/run-race-detectors.sh results/ci-races

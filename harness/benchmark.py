@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import wire
-from harness.agent.session import AgentSession
-from harness.device import Device
+from harness.devices.base import Device
+from harness.devices.hosted import HostedDevice
 from harness.messages import Action, Outcome, Report, Request
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
@@ -70,7 +70,8 @@ def case_map(backends: int, options: int, string_bytes: int) -> OptionsMap:
         return (f"{b}.{i}:" + "v" * string_bytes)[:string_bytes]
 
     return OptionsMap(tuple(
-        BackendOptions(f"Bench{b}", tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options)))
+        BackendOptions(f"Bench{b}",
+                       tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options)))
         for b in range(backends)
     ))
 
@@ -120,14 +121,6 @@ def round_trip_sampler(device: Device, runner: CaseRunner,
     report's last byte received (the host encodes before, decodes and checks after)."""
     link = runner.link
     request = _case_request(device, options)
-    if not isinstance(link, AgentSession):  # a serial link frames and decodes inside
-        def framed_round_trip() -> float:
-            begin = time.perf_counter()
-            report = link.request(request)
-            elapsed = time.perf_counter() - begin
-            _expect_ok([report])
-            return elapsed
-        return framed_round_trip
 
     def round_trip() -> float:
         seq = link.next_seq()
@@ -144,8 +137,6 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
                       window: int = 8) -> Latency:
     """(a') the same cases with up to ``window`` requests in flight."""
     link = runner.link
-    if not isinstance(link, AgentSession):
-        raise BenchmarkError("pipelining needs a stream agent session")
     runner.load(options)
     request = _case_request(device, options)
     start = time.perf_counter()
@@ -155,7 +146,7 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
     return Latency.of([total / cases] * cases, total)
 
 
-def per_case_way(device: Device, options: OptionsMap, cases: int) -> Latency:
+def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Latency:
     """(b) push a request file, run the agent one-shot, pull the report file, per case."""
     agent = device.deploy_agent()
     requests = (
@@ -184,7 +175,7 @@ def per_case_way(device: Device, options: OptionsMap, cases: int) -> Latency:
 
 
 @contextlib.contextmanager
-def echo_sampler(device: Device, size: int) -> Iterator[Callable[[], float]]:
+def echo_sampler(device: HostedDevice, size: int) -> Iterator[Callable[[], float]]:
     """(c) ``size`` bytes echoed by ``cat`` on the device over the same kind of stream."""
     stream = device.transport.open_stream(["cat"])
     payload = (bytes(range(256)) * (size // 256 + 1))[:size]
@@ -322,24 +313,25 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     options = case_map(backends=4, options=8, string_bytes=16)
     runner.prepare([f"Bench{b}" for b in range(8)])
     session = session_mode(runner, options, cases)
-    streams = isinstance(runner.link, AgentSession)
+    hosted = device if isinstance(device, HostedDevice) else None  # files and processes
     round_trip_of_case = round_trip_sampler(device, runner, options)
-    if streams:
+    if hosted is not None:
         size = len(wire.encode_request(_case_request(device, options)))
-        with echo_sampler(device, size) as echo:
+        with echo_sampler(hosted, size) as echo:
             round_trip, floor = sample_alternately(cases, round_trip_of_case, echo)
     else:
         round_trip, floor = sample_alternately(
             cases, round_trip_of_case, unregistered_get_sampler(runner, options))
-    pipelined = session_pipelined(device, runner, options, cases) if streams else None
-    per_case = per_case_way(device, options, per_case_cases) if streams else None
+    pipelined = session_pipelined(device, runner, options, cases) if hosted else None
+    per_case = per_case_way(hosted, options, per_case_cases) if hosted else None
     runtime_us = runtime_time_us(runner, options)
     max_message = runner.hello.fact("max_message")
     growth = []
     for backends, count, string_bytes in GROWTH_SHAPES:
         shape = case_map(backends, count, string_bytes)
         request_bytes = len(wire.encode_request(Request(Action.LOAD, shape)))
-        row = {"backends": backends, "options": count, "string_bytes": string_bytes,
+        row: dict[str, int | float | str] = {"backends": backends, "options": count,
+                                             "string_bytes": string_bytes,
                "request_bytes": request_bytes}
         if isinstance(max_message, int) and request_bytes > max_message:
             row["skipped"] = f"request exceeds the device's max_message ({max_message} bytes)"

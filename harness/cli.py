@@ -43,8 +43,8 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from harness.agent.build import AgentBuildError
     from harness.benchmark import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
+    from harness.link.serial.arq import MessageTooLarge
     from harness.runner import RunnerError
-    from harness.serial_link import MessageTooLarge
 
     return (CliError, ProfileError, DeviceSelectionError, MapFileError, TransportError,
             AgentBuildError, RunnerError, MessageTooLarge, BenchmarkError)
@@ -100,16 +100,13 @@ def _check_writable(path: Path) -> None:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from harness.benchmark import benchmark, format_figures
-    from harness.device import open_device
     from harness.farm.selection import device_items
-    from harness.runner import CaseRunner
 
     if args.json:
         _check_writable(Path(args.json))
     results = []
     for name in device_items(args.device):
-        device = open_device(load_profile(name))
-        runner = CaseRunner(device.start_link, device.program_for)
+        device, runner = _open(name)
         try:
             figures = benchmark(device, runner, args.cases, args.per_case_cases, args.growth_cases)
         finally:
@@ -135,7 +132,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _open(name: str):
-    from harness.device import open_device
+    from harness.devices.bring_up import open_device
     from harness.runner import CaseRunner
 
     device = open_device(load_profile(name))
@@ -169,7 +166,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from harness.device import DeviceSetupError
+    from harness.devices.base import DeviceSetupError
     from harness.farm.selection import select_profiles
     from harness.transport.base import DeviceUnavailable
 
@@ -188,7 +185,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
             print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")
             unhealthy += 1
-        except Exception as exc:  # noqa: BLE001 - doctor reports whatever the device does
+        except Exception as exc:
             print(f"{profile.name:<12} {'UNHEALTHY':<11} {type(exc).__name__}: {exc}")
             unhealthy += 1
         finally:
@@ -200,7 +197,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_emu(args: argparse.Namespace) -> int:
-    from harness.device import open_device
+    from harness.devices.bring_up import open_device
+    from harness.emulators.qemu_mcu import QemuMcu
 
     profile = load_profile(args.device)
     if profile.emulator is None:
@@ -215,6 +213,8 @@ def _cmd_emu(args: argparse.Namespace) -> int:
         print(f"{profile.name} is up ({profile.emulator}); transport settings:")
         for key, value in device.profile.settings.items():
             print(f"  {key}: {value}")
+        if isinstance(device.emulator, QemuMcu):  # it opens its own port: a serial url
+            print(f"  url: {device.emulator.url}")
         print("Ctrl-C brings it down.", flush=True)
         signal.sigwait(stop_signals)
     finally:
@@ -224,13 +224,13 @@ def _cmd_emu(args: argparse.Namespace) -> int:
 
 
 def _cmd_devices(_: argparse.Namespace) -> int:
-    from harness.device import check_transport_settings
+    from harness.farm.selection import check_profile
 
     invalid = 0
     for name in profile_names():
         try:
             profile = load_profile(name)
-            check_transport_settings(profile)
+            check_profile(profile)
         except ProfileError as exc:
             print(f"{name:<12} INVALID {exc}")
             invalid += 1

@@ -6,6 +6,7 @@ and the field. See docs/device-profiles.md for the format.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -13,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
 from harness.cache import cache_root
-from harness.emulators.mcu_boards import BOARDS, DEFAULT_MACHINE
+from harness.config.kinds import EMULATORS, KINDS
+from harness.config.settings import ProfileError, check_known, parse_settings
+from harness.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.sdk_prefix import SdkPrefixError, check_trusted
 from harness.strict_yaml import read_yaml
 from harness.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
@@ -23,16 +27,11 @@ from harness.value_rules import ValueRuleError, check_name, check_seconds, check
 
 DEVICES_DIR = SHIPPED_DEVICES_DIR
 
-TRANSPORT_KINDS = ("local", "ssh", "adb", "serial")
-EMULATOR_KINDS = ("sshd", "adbd", "qemu-mcu")
-_EMULATOR_TRANSPORT = {"sshd": "ssh", "adbd": "adb", "qemu-mcu": "serial"}
+TRANSPORT_KINDS = tuple(KINDS)
+EMULATOR_KINDS = tuple(EMULATORS)
 DEFAULT_WORK_DIR = "/tmp/et-harness"
 # agent.deployment: how the agent runs (harness/deployment.py); auto asks the device.
 DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
-
-
-class ProfileError(ValueError):
-    """A device profile is missing or malformed; the message names file and field."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,7 @@ class AgentConfig:
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
+    race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
-    machine: str | None = None  # the board qemu-mcu emulates (harness/emulators/mcu_boards.py)
+    machine: str | None = None  # the board qemu-mcu emulates (harness/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -80,6 +80,7 @@ class DeviceProfile:
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+_AGENT_FIELDS = ("env", "wrapper", "prebuilt", "sdk", "deployment", "race_detector")
 _TOP_FIELDS = {
     "name", "description", "transport", "abi", "work_dir", "agent", "emulator", "machine",
     "backends", "tags", "timeouts",
@@ -124,11 +125,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     src = str(path) if path else default_name or "<profile>"
     if not isinstance(data, dict):
         raise ProfileError(f"{src}: a profile is a mapping of fields; got {type(data).__name__}")
-    unknown = sorted(set(data) - _TOP_FIELDS)
-    if unknown:
-        raise ProfileError(
-            f"{src}: {unknown[0]}: unknown field; allowed: {', '.join(sorted(_TOP_FIELDS))}"
-        )
+    check_known(data, _TOP_FIELDS, f"{src}:")
     name = _str(data, "name", src, default=path.stem if path else default_name)
     try:
         check_name(name)
@@ -151,15 +148,21 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         raise ProfileError(
             f"{src}: emulator: {brief(emulator)} is not one of {', '.join(EMULATOR_KINDS)}"
         )
-    if emulator is not None and _EMULATOR_TRANSPORT[emulator] != kind:
+    if emulator is not None and EMULATORS[emulator].name != kind:
         raise ProfileError(
             f"{src}: emulator: {emulator} emulates a device reached over "
-            f"{_EMULATOR_TRANSPORT[emulator]}, not over {kind}; remove 'emulator' or set "
-            f"transport.kind: {_EMULATOR_TRANSPORT[emulator]}"
+            f"{EMULATORS[emulator].name}, not over {kind}; remove 'emulator' or set "
+            f"transport.kind: {EMULATORS[emulator].name}"
         )
     agent_data = data.get("agent", {})
     agent = _agent(agent_data, src, path.parent if path else Path.cwd())
-    if kind == "local" or emulator is not None:
+    try:
+        race_detector = check_race_detector(agent_data.get("race_detector"), src, kind, emulator,
+                                            agent.prebuilt is not None)
+    except RaceDetectorChoiceError as exc:
+        raise ProfileError(str(exc)) from None
+    agent = dataclasses.replace(agent, race_detector=race_detector)
+    if KINDS[kind].on_this_machine or emulator is not None:
         _check_trusted_for_this_machine(agent_data, src, path)
     machine = _machine(data, emulator, src)
     return DeviceProfile(
@@ -222,7 +225,7 @@ def _str(data: dict, key: str, src: str, default: Any) -> Any:
 
 def _work_dir(data: dict, src: str, kind: str, name: str) -> str:
     if "work_dir" not in data:
-        if kind == "local":  # this machine: a directory of the user's own, not a shared /tmp
+        if KINDS[kind].on_this_machine:  # a directory of the user's own, not a shared /tmp
             return str(cache_root() / "host-work" / name)
         return DEFAULT_WORK_DIR
     try:
@@ -241,14 +244,10 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
 def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
         raise ProfileError(
-            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"
+            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment, "
+            "race_detector"
         )
-    unknown = sorted(set(data) - {"env", "wrapper", "prebuilt", "sdk", "deployment"})
-    if unknown:
-        raise ProfileError(
-            f"{src}: agent.{unknown[0]}: unknown field; allowed: deployment, env, prebuilt, "
-            "sdk, wrapper"
-        )
+    check_known(data, _AGENT_FIELDS, f"{src}: agent")
     deployment = data.get("deployment", "auto")
     if deployment not in DEPLOYMENT_MODES:
         raise ProfileError(
@@ -319,15 +318,5 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
 def _timeouts(data: object, src: str) -> Timeouts:
     if not isinstance(data, dict):
         raise ProfileError(f"{src}: timeouts: must be a mapping of seconds")
-    allowed = {"connect", "command", "case"}
-    values = {}
-    for key, value in data.items():
-        if key not in allowed:
-            raise ProfileError(
-                f"{src}: timeouts.{key}: unknown field; allowed: {', '.join(sorted(allowed))}"
-            )
-        try:
-            values[key] = check_seconds(value)
-        except ValueRuleError as exc:
-            raise ProfileError(f"{src}: timeouts.{key}: {exc}") from None
-    return Timeouts(**values)
+    return parse_settings(Timeouts, data, f"{src}: timeouts",
+                          fields=dict.fromkeys(("connect", "command", "case"), check_seconds))

@@ -3,7 +3,7 @@
 Fixtures (the user interface):
 
 - ``device_profile``: the :class:`~harness.profile.DeviceProfile` under test;
-- ``device``: the :class:`~harness.device.Device`, brought up once per run;
+- ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
   verdicts, ``verdict.raise_for_differences()`` fails the test with the diff;
@@ -43,7 +43,7 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
-from harness.device import Device
+from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
@@ -55,7 +55,7 @@ from harness.farm.distribution import (
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
 from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY, amend_junit
-from harness.farm.labgrid import LabgridPlace, find_client
+from harness.farm.labgrid import LabgridPlace, find_client, pool_names
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
@@ -243,10 +243,12 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> DeviceScheduling | None:
-    """xdist controller: keep each device's tests on one worker."""
+    """xdist controller: keep each device's tests on one worker (a pool's on up to N)."""
     if config.getoption("dist") not in GROUPED_MODES:
         return None
-    return DeviceScheduling(config, config.stash[_SLOTS].names, log)
+    slots = config.stash[_SLOTS]
+    return DeviceScheduling(config, slots.names, log,
+                            pools=pool_names(slots.profiles.values()))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -364,22 +366,57 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_call(item: pytest.Item):
+    __tracebackhide__ = True  # a race report's failure shows the report, not this hook
     slot = _slot_of(item)
+    failed = True
     try:
-        return (yield)
-    except Exception as exc:
-        if slot is None or infrastructure_error(exc) is None:
-            raise
-        verdicts = item.stash.get(_VERDICTS, None)
+        try:
+            result = yield
+        except Exception as exc:
+            if slot is None or infrastructure_error(exc) is None:
+                raise
+            verdicts = item.stash.get(_VERDICTS, None)
 
-        def again() -> None:
-            if verdicts is not None:
-                verdicts.clear()
-            item.runtest()
+            def again() -> None:
+                if verdicts is not None:
+                    verdicts.clear()
+                item.runtest()
 
-        slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
-                   _keep_artifacts(item, slot))
-        return []
+            slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
+                       _keep_artifacts(item, slot))
+            result = []
+        failed = False
+        return result
+    finally:
+        if slot is not None:
+            _check_races(item, slot, fail=not failed)
+
+
+def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
+    """Keep what the race detector (if any) wrote during the test; fail it on a report.
+
+    The test's agent is stopped first, so that what the detector writes at exit
+    (e.g. TSAN's thread leaks) is read too, and the next test gets an agent of its
+    own: a detector reports a race once per process, so each test's outcome is
+    its own, whatever ran before it. ``fail`` is False when the test failed
+    already: the report is kept and shown, the test's own failure stands.
+    """
+    __tracebackhide__ = True
+    race_log = slot.device.race_log if slot.device is not None else None
+    if race_log is None:
+        return
+    slot.restart()
+    check = race_log.take()
+    if not check.output:
+        return
+    attempt = len(item.stash.get(_FAILED_TRIES, [])) + 1
+    _keep_artifacts(item, slot)  # makes the test's artifact record
+    path = item.stash[_ARTIFACTS].keep_text(attempt, f"{check.detector.value}-report.txt",
+                                            check.artifact_text())
+    if fail:
+        check.raise_for_findings(str(item.config.stash[_RESULTS_DIR] / path))
+    elif check.unsuppressed or check.broken:
+        item.add_report_section("call", "race detector", check.artifact_text()[:4000])
 
 
 @pytest.hookimpl(wrapper=True)
@@ -440,7 +477,7 @@ def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
         item.stash[_ARTIFACTS] = CrashArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
                                                item.name)
     artifacts = item.stash[_ARTIFACTS]
-    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_core_files)
+    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_artifacts)
 
 
 # ---- reporting ---------------------------------------------------------------------------

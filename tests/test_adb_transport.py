@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
+from harness.devices.adb import adb_target
 from harness.emulators.adb_emulator import AdbEmulator, AdbEndpoint
 from harness.emulators.adb_server import PrivateAdbServer, free_port
 from harness.profile import ProfileError, parse_profile
@@ -103,7 +104,7 @@ def test_target_from_profile(tmp_path: Path) -> None:
         },
         tmp_path / "emu.yaml",
     )
-    target = AdbTarget.from_profile(profile)
+    target = adb_target(profile)
     assert target == AdbTarget(
         connect="127.0.0.1:40555",
         server_port=15037,
@@ -112,8 +113,9 @@ def test_target_from_profile(tmp_path: Path) -> None:
         transfer_timeout=60,
     )
     bad = parse_profile({"transport": {"kind": "adb", "serail": "x"}}, tmp_path / "bad.yaml")
-    with pytest.raises(ProfileError, match=r"bad.yaml: transport.serail: unknown adb setting"):
-        AdbTarget.from_profile(bad)
+    with pytest.raises(ProfileError, match=r"bad.yaml: transport.serail: unknown field; "
+                       r"allowed: connect, serial, server_host, server_port$"):
+        adb_target(bad)
 
 
 # -- running commands ---------------------------------------------------------------

@@ -47,3 +47,35 @@ def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     print(out)
     assert not any(c in out for c in "\x1b\x07\u202e\u2028")
     assert "  'X\\x1b]0;pwn\\x07'\n    [0] 'k\\u202e': int 1\n  'B\\u2028'\n" in out
+
+
+def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
+    """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from harness.messages import Action, Request
+    from harness.agent.session import AgentSession
+    from harness.link.serial.port import SerialPortConfig, connect
+    from tests.prerequisites import require
+
+    require("qemu-system-arm")
+    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "mcu-emu"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert emu.stdout is not None
+        lines = [emu.stdout.readline() for _ in range(3)]
+        url = re.fullmatch(r"  url: (socket://127\.0\.0\.1:[0-9]+)\n", lines[1])
+        assert url is not None, lines
+        link = AgentSession(connect(SerialPortConfig(url=url[1]), name="mcu-emu"))
+        try:
+            hello = link.request(Request(Action.HELLO))
+            assert (hello.action, hello.fact("abi")) == (Action.HELLO, "armv7m")
+        finally:
+            link.close()
+    finally:
+        emu.send_signal(signal.SIGINT)
+        out, _ = emu.communicate(timeout=30)
+    assert emu.returncode == 0 and "mcu-emu is down" in out

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.deployment import Deployment, choose_deployment
-from harness.device import Device, DeviceSetupError
+from harness.devices.base import DeviceSetupError
+from harness.devices.hosted import HostedDevice
 from harness.profile import ProfileError, load_profile, parse_profile
 from harness.transport.base import (
     ByteStream,
@@ -115,7 +116,7 @@ def test_shipped_phone_profiles_use_the_bundle():
 
 
 def test_android_abi_runs_natively_only_as_an_ndk_build():
-    device = Device(profile({"deployment": "native"}), AnsweringTransport("android", PHONE))
+    device = HostedDevice(profile({"deployment": "native"}), AnsweringTransport("android", PHONE))
     with pytest.raises(DeviceSetupError, match="arm64-v8a with agent.deployment: glibc-bundle"):
         device.agent_build()
 
@@ -125,7 +126,7 @@ def test_the_bundle_is_for_aarch64_agents_only(tmp_path):
         load_profile("host"), work_dir=str(tmp_path),
         agent=dataclasses.replace(load_profile("host").agent, deployment="glibc-bundle"),
     )
-    device = Device(host, LocalTransport(str(tmp_path)))
+    device = HostedDevice(host, LocalTransport(str(tmp_path)))
     with pytest.raises(DeviceSetupError, match="agent.deployment: the glibc bundle carries "
                                                "aarch64 glibc; the x86_64 agent runs as it is"):
         device.deploy_agent()

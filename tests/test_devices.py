@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from harness.agent.build import ensure_agent
-from harness.device import Device, DeviceSetupError, open_device
+from harness.devices.base import DeviceSetupError
+from harness.devices.bring_up import open_device
+from harness.devices.hosted import HostedDevice
 from harness.options import OptionsMap
-from harness.trust import TRUSTED_PROFILES_ENV
 from harness.profile import load_profile, parse_profile
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 from harness.transport.local import LocalTransport
+from harness.trust import TRUSTED_PROFILES_ENV
 
 MAP = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"mode": "x"}})
 
@@ -45,23 +47,23 @@ def host_profile(work_dir: Path):
 def test_deploy_skips_files_the_device_already_has(tmp_path):
     profile = host_profile(tmp_path)
     first = CountingTransport(str(tmp_path))
-    agent = Device(profile, first).deploy_agent()
+    agent = HostedDevice(profile, first).deploy_agent()
     assert first.pushed[0] == "et-agent" and any(n.startswith("libexecutorch") for n in first.pushed)
 
     again = CountingTransport(str(tmp_path))
-    assert Device(profile, again).deploy_agent() == agent
+    assert HostedDevice(profile, again).deploy_agent() == agent
     assert again.pushed == []
 
     library = next(p for p in Path(agent).parent.iterdir() if p.name.startswith("libexecutorch"))
     library.write_bytes(b"corrupted")
     repaired = CountingTransport(str(tmp_path))
-    Device(profile, repaired).deploy_agent()
+    HostedDevice(profile, repaired).deploy_agent()
     assert repaired.pushed == [library.name]
 
 
 def test_program_is_pushed_once_per_delegate_set(tmp_path):
     transport = CountingTransport(str(tmp_path))
-    device = Device(host_profile(tmp_path), transport)
+    device = HostedDevice(host_profile(tmp_path), transport)
     first = device.program_for(("ProbeA", "ProbeB"))
     assert device.program_for(("ProbeA", "ProbeB")) == first
     assert device.program_for(("ProbeB", "ProbeA")) != first
@@ -116,14 +118,14 @@ def test_prebuilt_files_that_link_outside_the_directory_are_not_pushed(tmp_path,
         tmp_path / "profile.yaml",
     )
     with pytest.raises(DeviceSetupError, match=rf"agent.prebuilt: {link} links to .*secret"):
-        Device(profile, transport).deploy_agent()
+        HostedDevice(profile, transport).deploy_agent()
     assert transport.pushed == []
 
 
 def test_android_abi_without_an_ndk_build_is_a_clear_setup_error(tmp_path):
     profile = dataclasses.replace(host_profile(tmp_path), abi="arm64-v8a")
     with pytest.raises(DeviceSetupError, match="android-arm64.md"):
-        Device(profile, LocalTransport(str(tmp_path))).deploy_agent()
+        HostedDevice(profile, LocalTransport(str(tmp_path))).deploy_agent()
 
 
 def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path, monkeypatch):

@@ -17,7 +17,8 @@ from prerequisites import require
 
 from harness.agent.session import AgentSession
 from harness.check import check_set
-from harness.farm.artifacts import CrashArtifacts, collect_core_files
+from harness.devices.core_files import collect_core_files
+from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined
@@ -36,6 +37,7 @@ from harness.farm.summary import (
     outcome_table,
     quarantined_devices,
 )
+from harness.link.stream import StreamChannel
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.options import Option, OptionsMap
 from harness.profile import parse_profile
@@ -260,15 +262,17 @@ class _StalledStream(ByteStream):
 
 def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
     stream = _StalledStream()
-    session = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() + 0.2, 5))
+    session = AgentSession(StreamChannel(stream, timeout=60,
+                                         time_limit=RunDeadline(time.time() + 0.2, 5)))
     with pytest.raises(TransportTimeout):  # the device's timeout, the run still has time
         session.request(Request(Action.HELLO))
     assert stream.timeouts[0] <= 0.2
-    ended = AgentSession(stream, timeout=60, time_limit=RunDeadline(time.time() - 1, 5))
+    ended = AgentSession(StreamChannel(stream, timeout=60,
+                                       time_limit=RunDeadline(time.time() - 1, 5)))
     with pytest.raises(RunTimeExpired, match="--run-timeout 5 s"):  # not the device's fault
         ended.request(Request(Action.HELLO))
     assert stream.timeouts[-1] == 0
-    plain = AgentSession(stream, timeout=7)
+    plain = AgentSession(StreamChannel(stream, timeout=7))
     with pytest.raises(TransportTimeout):
         plain.request(Request(Action.HELLO))
     assert stream.timeouts[-1] == 7
@@ -535,7 +539,7 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
     workflow = yaml.safe_load((REPO / "ci" / "nightly.yml").read_text("utf-8"))
     jobs = workflow["jobs"]
     assert set(jobs) == {"emulated", "lab", "report"}
-    assert jobs["lab"]["runs-on"] == ["self-hosted", "et-farm", "${{ matrix.device }}"]
+    assert jobs["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # pools: generic runners
     assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
     steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
     assert any("python -m harness.farm.merge merged all-results" in s for s in steps)
@@ -577,7 +581,7 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
 
 
 def test_a_report_that_cannot_be_written_at_the_end_leaves_complete_results(tmp_path, capsys):
-    from harness.farm.results import RunInfo, ResultsRecorder
+    from harness.farm.results import ResultsRecorder, RunInfo
 
     results_dir = tmp_path / "results"
     (tmp_path / "blocker").write_text("")  # a file where the report's directory should be

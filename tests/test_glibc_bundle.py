@@ -24,10 +24,13 @@ from harness.agent.glibc_bundle import (
     library_closure,
     start_argv,
 )
-from harness.agent.session import AgentDidNotStart, AgentSession
+from harness.agent.session import AgentSession
 from harness.deployment import Deployment
-from harness.device import Device, DeviceSetupError, open_device
+from harness.devices.base import DeviceSetupError
+from harness.devices.bring_up import open_device
+from harness.devices.hosted import HostedDevice
 from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
+from harness.link.stream import AgentDidNotStart, StreamChannel
 from harness.options import OptionsMap
 from harness.probe_program import probe_program
 from harness.profile import load_profile
@@ -145,7 +148,7 @@ def test_the_bundle_serves_cases_in_a_chroot_holding_only_qemu_and_the_bundle(tm
             "sh", str(root), qemu]  # qemu-aarch64 at the same path inside the chroot
     transport = LocalTransport(str(tmp_path))
     runner = CaseRunner(
-        lambda: AgentSession(transport.open_stream(argv), timeout=60), program_for
+        lambda: AgentSession(StreamChannel(transport.open_stream(argv), timeout=60)), program_for
     )
     try:
         assert "XnnpackBackend" in runner.registered
@@ -259,7 +262,7 @@ def test_bundle_deployment_is_content_hashed_and_repairs_only_what_differs(tmp_p
         push = transport.push
         monkeypatch.setattr(transport, "push", lambda local, remote: (
             pushed.append(posixpath.basename(remote)), push(local, remote)))
-        assert Device(device.profile, transport).deploy_agent() == agent
+        assert HostedDevice(device.profile, transport).deploy_agent() == agent
         assert pushed == ["libm.so.6"]
     finally:
         device.close()

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.device import check_transport_settings
+from harness.devices.bring_up import check_transport_settings
+from harness.devices.ssh import ssh_settings
 from harness.profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
-from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, _resolve_route
+from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
 from harness.value_rules import (
     ValueRuleError,
     check_host,
@@ -119,7 +120,7 @@ def test_send_doctor_and_pytest_refuse_the_hostile_host(home, tmp_path):
 def test_proxy_command_expands_the_profile_port_and_user(home, tmp_path):
     (home / ".ssh" / "config").write_text(f"Host *\n    {PROXY}")
     profile = load_profile(str(write_profile(tmp_path, "{kind: ssh, host: 127.0.0.1, port: 9}")))
-    route = _resolve_route(SshProfile.from_device(profile))
+    route = resolve_route(ssh_settings(profile))
     assert route[-1].proxy_command == "socat - TCP:127.0.0.1:9"
     assert route[-1].port == 9
 
@@ -139,7 +140,7 @@ def test_the_proxy_command_that_runs_sees_the_profile_port(home, tmp_path):
     with pytest.raises(DeviceUnavailable):
         transport.connect()  # the proxy exits at once: nothing to log in to
     assert seen.read_text() == "127.0.0.1 9 et\n"
-    without_port = _resolve_route(SshProfile(host="board"))
+    without_port = resolve_route(SshProfile(host="board"))
     assert without_port[-1].port == 2222  # no port in the profile: the config's, as ssh does
     assert "echo 127.0.0.1 2222 " in (without_port[-1].proxy_command or "")
 
@@ -376,7 +377,7 @@ def test_a_huge_known_hosts_file_is_refused_before_paramiko_reads_it(home, tmp_p
     known_hosts = tmp_path / "known_hosts"
     known_hosts.write_bytes(b"a" * (5 << 20))
     path = write_profile(tmp_path, f"{{kind: ssh, host: 127.0.0.1, known_hosts: {known_hosts}}}")
-    transport = SshTransport(SshProfile.from_device(load_profile(str(path))))
+    transport = SshTransport(ssh_settings(load_profile(str(path))))
     with pytest.raises(SshConfigError, match=r"known_hosts .*limit 4194304 bytes") as refused:
         transport._login(transport.route[-1], None, None)
     assert refused.value.field == "known_hosts"
@@ -388,7 +389,7 @@ def test_a_huge_identity_file_is_refused_before_paramiko_reads_it(home, tmp_path
     identity.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
     (tmp_path / name).write_bytes(b"a" * (1 << 20))
     path = write_profile(tmp_path, f"{{kind: ssh, host: 127.0.0.1, identity_file: {identity}}}")
-    transport = SshTransport(SshProfile.from_device(load_profile(str(path))))
+    transport = SshTransport(ssh_settings(load_profile(str(path))))
     with pytest.raises(SshConfigError, match=rf"identity file .*{name}: .*limit 65536") as refused:
         transport._login(transport.route[-1], None, None)
     assert refused.value.field == "identity_file"

@@ -2,9 +2,11 @@
 
 The lab (:mod:`harness.emulators.labgrid_lab`) exports two emulated MCU boards as
 places ``lab-a`` (exporter on 127.0.0.2) and ``lab-b`` (127.0.0.3), tagged
-``kind=mcu pool=lab``, each with its UART behind ser2net and a power port. The
-runs are real pytest runs of the device suites through devices/lab-mcu.yaml
-(with this lab's coordinator address); what a place did is read from the
+``kind=mcu pool=lab et_health=ok``, each with its UART behind ser2net and a power
+port, and ssh-emu's sshd on 127.0.0.2 as place ``ssh-a`` (a ``NetworkService``,
+tagged ``kind=linux pool=lab et_health=ok``). The runs are real pytest runs of the
+device suites through devices/lab-mcu.yaml and devices/lab-linux.yaml (with this
+lab's coordinator address and SSH files); what a place did is read from the
 coordinator (``labgrid-client -v places``) and from each run's results.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cache import cache_root
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.farm.lab_places import LabIdentity, parse_places
 from harness.lifecycle.reap import descendants
@@ -31,21 +35,25 @@ ROOT = Path(__file__).resolve().parents[1]
 # Two suite tests: enough to open a session, load a program, reset between tests.
 SELECTION = ["suites/test_dispatch.py", "-k",
              "load_time_map_each_backend and program and (1-backends or 2-backends)"]
+# Six: two for each of three workers.
+SIX = ["suites/test_dispatch.py", "-k",
+       "load_time_map_each_backend and program and not 7-backends and not 8-backends"]
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def lab() -> Iterator[LabgridLab]:
-    require("ser2net", "qemu-system-arm")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabgridLab]:
+    require("ser2net", "qemu-system-arm", "qemu-aarch64", "/usr/sbin/sshd",
+            root=True)  # the SSH board is ssh-emu's sshd, which needs root
     require(str(Path(sys.executable).parent / "labgrid-client"))
-    with running_lab(2) as running:
+    with running_lab(2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files")) as running:
         yield running
 
 
 @pytest.fixture
 def devices(tmp_path: Path, lab: LabgridLab) -> Path:
-    """devices/lab-mcu.yaml as shipped, pointed at this lab's coordinator; a second pool
-    profile and one that names place lab-a."""
+    """devices/lab-mcu.yaml and lab-linux.yaml as shipped, pointed at this lab's
+    coordinator and SSH files; a second pool profile and one that names place lab-a."""
     shipped = (ROOT / "devices" / "lab-mcu.yaml").read_text()
     assert '"127.0.0.1:20408"' in shipped
     text = shipped.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"')
@@ -56,14 +64,22 @@ def devices(tmp_path: Path, lab: LabgridLab) -> Path:
     # would: test ids lab-mcu-2-backends and lab-mcu-2-1-backends read alike)
     (directory / "lab-a.yaml").write_text(
         text.replace("tags: {kind: mcu, pool: lab}", "place: lab-a").replace("lab]", "one]"))
+    linux = (ROOT / "devices" / "lab-linux.yaml").read_text()
+    assert linux.count("~/.cache/et-harness/labgrid-lab/") == 2
+    (directory / "lab-linux.yaml").write_text(
+        linux.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"').replace(
+            "~/.cache/et-harness/labgrid-lab/", f"{lab.known_hosts.parent}/"))
     return directory
 
 
-def _pytest(devices: Path, results: Path, *args: str) -> subprocess.Popen[str]:
+def _pytest(devices: Path, results: Path, *args: str, selection: list[str] = SELECTION,
+            cache: Path | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PYTEST_") and k not in ("LG_USERNAME", "LG_HOSTNAME")}
+    if cache is not None:
+        env["ET_HARNESS_CACHE"] = str(cache)
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", *SELECTION, "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", *selection, "-p", "no:cacheprovider",
          "--devices-dir", str(devices), "--results-dir", str(results),
          "--lock-dir", str(results.parent / "locks"), *args],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -126,7 +142,7 @@ def _pid_of(holder: str) -> int:
 def _all_free(lab: LabgridLab) -> None:
     states = parse_places(lab.client("-v", "places"))
     assert [(s.name, s.acquired, s.reservation) for s in states] == [
-        ("lab-a", None, None), ("lab-b", None, None)]
+        ("lab-a", None, None), ("lab-b", None, None), ("ssh-a", None, None)]
 
 
 def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
@@ -182,30 +198,84 @@ def _first_held(watch: CoordinatorWatch, place: str) -> float:
     return next(t for t, holders in watch.seen if holders.get(place))
 
 
-def test_two_pool_profiles_with_two_workers_use_two_places_at_once(lab, devices, tmp_path):
-    run = _pytest(devices, tmp_path / "r", "--device", "tag:lab", "-n", "2",
-                  "--lock-timeout", "120")
+def _first_holder_left(watch: CoordinatorWatch, place: str) -> float:
+    """When the coordinator first showed ``place`` without its first holder."""
+    first = _first_holder(watch, place)
+    return next((t for t, holders in watch.seen
+                 if t > _first_held(watch, place) and holders.get(place) != first), float("inf"))
+
+
+def test_an_ssh_pool_profile_logs_in_where_the_places_network_service_says(lab, devices,
+                                                                          tmp_path):
+    run = _pytest(devices, tmp_path / "r", "--device", "lab-linux", "--lock-timeout", "60")
     output = _finish(run)
     assert run.returncode == 0, output[-3000:]
     records = _results(tmp_path / "r")
-    by_device: dict[str, set[str]] = {}
+    assert [r["outcome"] for r in records] == ["passed", "passed"]
+    board = lab.ssh_places[0].board
+    assert (board.host, board.user) == ("127.0.0.2", "etdevice")  # the exporter's address
     for record in records:
-        assert record["outcome"] == "passed"
-        by_device.setdefault(record["device"], set()).add(record["facts"]["place"])
-    assert sorted(by_device) == ["lab-mcu", "second-mcu"]
-    assert sorted(p for places in by_device.values() for p in places) == ["lab-a", "lab-b"]
-    spans = {d: (min(r["started"] for r in records if r["device"] == d),
-                 max(r["started"] + r["duration"] for r in records if r["device"] == d))
-             for d in by_device}
-    (a0, a1), (b0, b1) = spans.values()
-    assert a0 < b1 and b0 < a1, spans  # at the same time
+        assert (record["facts"]["place"], record["facts"]["exporter"]) == ("ssh-a", "exp-a")
+        assert record["facts"]["abi"] == "aarch64"
+    assert board.log_count(f"Accepted publickey for {board.user} from 127.0.0.1") >= 1
     _all_free(lab)
 
 
-def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path
-                         ) -> tuple[subprocess.Popen[str], str]:
+def test_an_ssh_place_whose_host_key_the_lab_did_not_publish_is_refused(lab, devices, tmp_path):
+    unknown = tmp_path / "known_hosts"
+    unknown.write_text("")  # the lab's known_hosts without this board's key
+    profile = devices / "lab-linux.yaml"
+    profile.write_text(profile.read_text().replace(str(lab.known_hosts), str(unknown)))
+    run = _pytest(devices, tmp_path / "r", "--device", "lab-linux", "--lock-timeout", "60")
+    _finish(run)
+    assert run.returncode != 0
+    records = _results(tmp_path / "r")
+    assert [r["outcome"] for r in records] == ["infra", "infra"]
+    assert "HostKeyUnknown" in records[0]["infra"]["message"], records[0]["infra"]
+    assert unknown.read_text() == ""  # never learnt
+    # this runner's missing key says nothing about the board: not quarantined lab-wide
+    ssh = next(s for s in parse_places(lab.client("-v", "places")) if s.name == "ssh-a")
+    assert dict(ssh.tags)["et_health"] == "ok" and ssh.comment == "", ssh
+    _all_free(lab)
+
+
+def test_one_pool_profile_on_three_workers_each_worker_its_own_place(lab, devices, tmp_path):
+    """``--device lab-mcu -n 3`` on a pool of two: two workers hold one place each, the
+    third takes the first place freed; the coordinator never shows a worker on two places
+    or a place with a holder whose tests ran elsewhere."""
+    with CoordinatorWatch(lab) as watch:
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "-n", "3",
+                      "--lock-timeout", "200", selection=SIX)
+        output = _finish(run, timeout=400)
+    assert run.returncode == 0, output[-3000:]
+    records = _results(tmp_path / "r")
+    assert len(records) == 6 and all(r["outcome"] == "passed" for r in records), output[-3000:]
+    by_holder: dict[str, set[str]] = {}
+    for record in records:
+        facts = record["facts"]
+        assert facts["exporter"] == {"lab-a": "exp-a", "lab-b": "exp-b"}[facts["place"]]
+        by_holder.setdefault(facts["holder"], set()).add(facts["place"])
+    assert len(by_holder) == 3, by_holder  # three workers, three labgrid owners
+    assert all(len(places) == 1 for places in by_holder.values()), by_holder
+    assert len({_pid_of(h) for h in by_holder}) == 3  # one process each
+    # The coordinator's view: each holder only ever on the place its results name.
+    for _, holders in watch.seen:
+        for place, holder in holders.items():
+            if holder is not None and place != "ssh-a":
+                assert by_holder.get(holder) == {place}, (place, holder, by_holder)
+    sequences = {place: watch.holders_of(place) for place in ("lab-a", "lab-b")}
+    assert sorted(len(seq) for seq in sequences.values()) == [1, 2], sequences
+    shared = next(place for place, seq in sequences.items() if len(seq) == 2)
+    other = "lab-b" if shared == "lab-a" else "lab-a"
+    # the third worker took the place freed first
+    assert _first_holder_left(watch, shared) < _first_holder_left(watch, other), sequences
+    _all_free(lab)
+
+
+def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path,
+                         cache: Path | None = None) -> tuple[subprocess.Popen[str], str]:
     """A run on place lab-a, once the coordinator says it holds lab-a; its identity."""
-    run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60")
+    run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60", cache=cache)
     deadline = time.monotonic() + 120
     while True:
         assert time.monotonic() < deadline and run.poll() is None, "the run never held lab-a"
@@ -232,16 +302,35 @@ def test_a_killed_runs_janitor_hands_its_place_back(lab, devices, tmp_path):
     _all_free(lab)
 
 
+def _cache_with_own_owner_records(tmp_path: Path) -> Path:
+    """The harness cache with an ownership-record directory of its own, the rest shared.
+
+    Every harness process on the machine sweeps the records of dead owners and hands
+    back what they held (their labgrid places, too): with the shared directory, another
+    test's run could release the killed run's place before the next run looks at it.
+    """
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    shared = cache_root()
+    shared.mkdir(parents=True, exist_ok=True)
+    for entry in ("agent", "bundle", "mcu-firmware", "programs", "sdk"):
+        (shared / entry).mkdir(exist_ok=True)
+        (cache / entry).symlink_to(shared / entry)
+    return cache
+
+
 def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
         lab, devices, tmp_path):
-    first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed")
+    cache = _cache_with_own_owner_records(tmp_path)
+    first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed", cache)
     os.kill(_janitor_of(first.pid), signal.SIGKILL)
     os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
     first.communicate()
     assert {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"] \
         == holder  # the coordinator never expires an acquired place
     started = time.monotonic()
-    second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30")
+    second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30",
+                     cache=cache)
     output = _finish(second)
     assert second.returncode == 0, output[-3000:]
     assert f"released labgrid place lab-a, held by {holder} (a run that is gone)" in output
@@ -266,4 +355,74 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
     message = json.dumps(records[0]["infra"])
     assert "lab-a (acquired by runner1/ci" in message, message
     assert "was not allocated within 3.0 s" in message
+    _all_free(lab)
+
+
+def _place(lab: LabgridLab, name: str):
+    return next(s for s in parse_places(lab.client("-v", "places")) if s.name == name)
+
+
+def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person_clears_it(
+        lab, devices, tmp_path):
+    shipped = (devices / "lab-mcu.yaml").read_text()
+    opted_in = shipped.replace("reset: power", "reset: power\n    quarantine: lab")
+    assert opted_in != shipped
+    (devices / "pool-q.yaml").write_text(opted_in.replace("lab]", "q]"))
+    (devices / "sick.yaml").write_text(  # lab-b, not power-cycled (that would wake it)
+        opted_in.replace("tags: {kind: mcu, pool: lab}", "place: lab-b")
+        .replace("reset: power", "reset: none").replace("case: 30", "case: 3")
+        .replace("lab]", "sick]"))
+    board = lab.places[1].board
+    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    board.power(False)  # lab-b's board stops answering
+    try:
+        sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
+        _finish(sick)
+        assert sick.returncode != 0
+        records = _results(tmp_path / "sick")
+        assert [r["outcome"] for r in records] == ["infra", "infra"]
+        assert "labgrid place lab-b quarantined lab-wide" in records[0]["infra"]["message"]
+        state = _place(lab, "lab-b")
+        assert dict(state.tags)["et_health"] == "quarantined"
+        assert (state.acquired, state.reservation) == (None, None)  # handed back
+        assert re.fullmatch(  # who, when, why
+            r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
+            r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
+            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine clear lab-b\)",
+            state.comment), state.comment
+        # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
+        subprocess.run(lab.client_argv("-p", "lab-a", "acquire"), env=holder_env, check=True,
+                       capture_output=True)
+        pool = _pytest(devices, tmp_path / "pool", "--device", "pool-q", "--lock-timeout", "3")
+        _finish(pool)
+        message = json.dumps(_results(tmp_path / "pool")[0]["infra"])
+        assert "was not allocated within 3.0 s" in message, message
+        assert "lab-a (acquired by runner1/ci" in message, message
+        assert "lab-b (not acquired, comment: quarantined by" in message, message
+        # A run that names the place is refused at once, with the reason.
+        started = time.monotonic()
+        again = _pytest(devices, tmp_path / "again", "--device", "sick", "--lock-timeout", "60")
+        _finish(again)
+        message = json.dumps(_results(tmp_path / "again")[0]["infra"])
+        assert "PlaceQuarantined" in message and "no place in service: lab-b: quarantined by" \
+            in message, message
+        assert time.monotonic() - started < 45  # not the 60 s lock timeout
+        # A person looks at the board and clears the place: the pool uses it again.
+        board.power(True)
+        subprocess.run([sys.executable, "-m", "harness.farm.lab_quarantine", "-x",
+                        lab.coordinator, "clear", "lab-b"], check=True, cwd=ROOT)
+        state = _place(lab, "lab-b")
+        assert (dict(state.tags)["et_health"], state.comment) == ("ok", "")
+        cleared = _pytest(devices, tmp_path / "cleared", "--device", "pool-q",
+                          "--lock-timeout", "60")
+        output = _finish(cleared)
+        assert cleared.returncode == 0, output[-3000:]
+        assert {r["facts"]["place"] for r in _results(tmp_path / "cleared")} == {"lab-b"}
+    finally:
+        if not board.powered:
+            board.power(True)
+        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=holder_env,
+                       capture_output=True, check=False)
+        subprocess.run(lab.client_argv("-p", "lab-b", "set-tags", "et_health=ok"),
+                       capture_output=True, check=False)
     _all_free(lab)

@@ -244,3 +244,99 @@ def test_a_client_that_prints_without_end_is_refused_within_bounds(tmp_path):
     with pytest.raises(LabgridTimeout) as caught:
         LabgridClient(str(hang), None, LabIdentity.this_process()).run(["reserve"], timeout=1.0)
     assert "LG_TOKEN=ABC123" in caught.value.output  # the token is kept, to cancel it
+
+
+def test_a_pools_tests_are_cut_into_one_lane_per_worker():
+    from harness.farm.distribution import pool_lanes
+
+    ids = [f"t.py::test_{n}[pool-{n}]" for n in range(7)] + ["t.py::test_x[host]"]
+    lanes = pool_lanes(ids, ["pool", "host"], {"pool"}, workers=3)
+    assert [lanes[i] for i in ids[:7]] == [0, 0, 0, 1, 1, 2, 2]  # consecutive, near equal
+    assert "t.py::test_x[host]" not in lanes  # not a pool: one scope, as before
+    assert set(pool_lanes(ids[:2], ["pool"], {"pool"}, workers=8).values()) == {0, 1}
+
+
+def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
+    from harness.farm.labgrid import pool_names
+
+    run = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}))
+    assert (run.quarantine, run.filters) == ("run", ["pool=lab"])
+    lab = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
+        "tags": {"pool": "lab"}, "quarantine": "lab"}}))
+    assert lab.filters == ["pool=lab", "et_health=ok"]
+    assert lab.what == "a labgrid place with tags pool=lab"
+    with pytest.raises(ProfileError, match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
+        LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
+            "place": "p", "quarantine": "everywhere"}}))
+    profiles = [_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}, "pool"),
+                _profile({"kind": "serial", "labgrid": {"place": "p"}}, "one"),
+                _profile({"kind": "local"}, "host")]
+    assert pool_names(profiles) == ["pool"]
+
+
+def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
+    import datetime
+
+    from harness.farm.lab_quarantine import about_the_device, comment_for
+    from harness.transport.base import TransportTimeout
+    from harness.transport.ssh import HostKeyMismatch, HostKeyUnknown
+
+    when = datetime.datetime(2026, 12, 1, 10, 5, 7, tzinfo=datetime.UTC)
+    comment = comment_for("runner1/ci-pid7-9", "lab-b", "HELLO timed out\nafter 3 s" + "x" * 900,
+                          when)
+    assert comment.startswith("quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: "
+                              "HELLO timed out after 3 s")
+    assert comment.endswith("(clear: python -m harness.farm.lab_quarantine clear lab-b)")
+    assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
+    assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m")  # no terminal escapes
+    (shown,) = parse_places("Place 'p':\n  comment: \x1b]0;owned\x07 hi\n")
+    assert shown.comment == "?]0;owned? hi"  # another runner's comment, shown inert
+    assert about_the_device(TransportTimeout("no answer"))
+    assert about_the_device(HostKeyMismatch("changed"))
+    assert not about_the_device(HostKeyUnknown("this runner lacks the lab's known_hosts"))
+
+
+def test_places_out_of_service_are_refused_with_their_reasons():
+    from harness.farm.lab_quarantine import PlaceQuarantined, refuse_if_none_in_service
+
+    states = parse_places(PLACES.replace("tags: kind=mcu, pool=lab\n  matches:\n    exp-a",
+                                         "tags: et_health=quarantined, kind=mcu, pool=lab\n"
+                                         "  comment: quarantined by r/ci at T: why\n"
+                                         "  matches:\n    exp-a"))
+    with pytest.raises(PlaceQuarantined) as caught:
+        refuse_if_none_in_service("a labgrid place with tags pool=lab", states)
+    assert str(caught.value) == (
+        "a labgrid place with tags pool=lab: no place in service: lab-a: quarantined by r/ci at "
+        "T: why; lab-b: not in service (tag et_health=(none); a lab adds it with "
+        "'labgrid-client -p lab-b set-tags et_health=ok')")
+    healthy = parse_places(PLACES.replace("kind=mcu, pool=lab\n  matches:\n    exp-b",
+                                          "et_health=ok, kind=mcu, pool=lab\n  matches:\n    exp-b"))
+    refuse_if_none_in_service("x", healthy)  # one in service: the reservation waits for it
+    refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
+
+
+def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp_path):
+    """ci/nightly.yml under the harness's own YAML rules, and its lab job's command as a
+    runner would run it for pool lab-mcu (collection only: no lab is reached)."""
+    import shlex
+    from pathlib import Path
+
+    from harness.strict_yaml import read_yaml
+
+    root = Path(__file__).resolve().parents[1]
+    workflow = read_yaml((root / "ci" / "nightly.yml").read_text(), "ci/nightly.yml")
+    assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
+    lab = workflow["jobs"]["lab"]
+    assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
+    assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
+    command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
+    argv = shlex.split(command.replace("${{ matrix.pool }}", "lab-mcu").replace("$WORKERS", "2"))
+    assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
+    assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
+    argv = [sys.executable, *argv[1:]]
+    argv[argv.index("--results-dir") + 1] = str(tmp_path / "results")
+    argv[argv.index("--junitxml") + 1] = str(tmp_path / "junit.xml")
+    done = subprocess.run([*argv, "--collect-only"], cwd=root, capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "[lab-mcu-" in done.stdout

@@ -17,18 +17,19 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.agent.session import AgentSession
 from harness.emulators.fault_relay import FaultRates, FaultRelay
 from harness.emulators.qemu_mcu import QemuMcu
+from harness.link.serial.arq import LinkConfig
+from harness.link.serial.port import SerialPortConfig, connect
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.options import Option, OptionsMap
-from harness.serial_link import LinkConfig
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,
     TransportLost,
     TransportTimeout,
 )
-from harness.transport.serial import SerialPortConfig, connect
 
 PROBES = tuple(f"P{i}" for i in range(8))
 CASES = 200
@@ -99,13 +100,14 @@ def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
         ("127.0.0.1", mcu.port), to_device=ONE_IN_A_THOUSAND, to_host=ONE_IN_A_THOUSAND, seed=SEED
     ) as relay:
         link = connect(SerialPortConfig(url=relay.url))
+        agent = AgentSession(link)
         sent = correct = 0
         errors: list[str] = []
         wrong: list[str] = []
         last_set: dict[str, int] = {}
         start = time.monotonic()
         try:
-            assert link.request(Request.register(PROBES)).outcome == Outcome.OK
+            assert agent.request(Request.register(PROBES)).outcome == Outcome.OK
             sent += 1
             for number in range(CASES):
                 kind = number % 4
@@ -117,7 +119,7 @@ def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
                     case = _get_case(number, dict(last_set))
                 sent += 1
                 try:
-                    report = link.request(case.request)
+                    report = agent.request(case.request)
                 except TransportError as exc:
                     errors.append(f"case {number}: {exc}")
                     continue
@@ -130,7 +132,7 @@ def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
                 else:
                     wrong.append(f"case {number}: {case.request} -> {report}")
             elapsed = time.monotonic() - start
-            hello = link.request(Request(Action.HELLO))
+            hello = agent.request(Request(Action.HELLO))
             sent += 1
             assert mcu.shutdown(link, 0) == 0  # the EXIT frame is resent if damaged
         finally:
@@ -165,17 +167,18 @@ def test_a_silent_device_gives_device_unavailable_within_the_timeout(mcu: QemuMc
 
 def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(mcu: QemuMcu) -> None:
     link = mcu.connect(QUICK)
+    agent = AgentSession(link)
     try:
-        assert link.request(Request.register(("Alive",))).outcome == Outcome.OK
+        assert agent.request(Request.register(("Alive",))).outcome == Outcome.OK
         os.kill(mcu.pid, signal.SIGSTOP)
         try:
             start = time.monotonic()
             with pytest.raises(TransportTimeout):
-                link.request(Request(Action.HELLO))
+                agent.request(Request(Action.HELLO))
             assert time.monotonic() - start < QUICK.request_timeout + QUICK.hello_timeout + 1.0
         finally:
             os.kill(mcu.pid, signal.SIGCONT)
-        report = link.request(Request(Action.HELLO))
+        report = agent.request(Request(Action.HELLO))
         assert report.outcome == Outcome.OK and [e.name for e in report.entries] == ["Alive"]
         assert mcu.shutdown(link, 0) == 0
     finally:
@@ -184,12 +187,13 @@ def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(mcu:
 
 def test_a_vanished_device_is_transport_lost(mcu: QemuMcu) -> None:
     link = mcu.connect(QUICK)
+    agent = AgentSession(link)
     try:
-        assert link.request(Request(Action.HELLO)).outcome == Outcome.OK
+        assert agent.request(Request(Action.HELLO)).outcome == Outcome.OK
         mcu.stop()
         with pytest.raises(TransportLost):
-            link.request(Request(Action.HELLO))
+            agent.request(Request(Action.HELLO))
         with pytest.raises(TransportLost, match="closed"):
-            link.request(Request(Action.HELLO))
+            agent.request(Request(Action.HELLO))
     finally:
         link.close()

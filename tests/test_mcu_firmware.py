@@ -19,32 +19,26 @@ from pathlib import Path
 import pytest
 
 from harness import wire
-from harness.emulators.mcu_boards import McuBoard
+from harness.agent.session import AgentSession
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
+from harness.link.serial.arq import DeviceHello, MessageTooLarge
+from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
+from harness.link.serial.port import SerialPortConfig, connect
+from harness.mcu_boards import McuBoard
 from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
 from harness.options import Option, OptionsMap
 from harness.runtime_error import RuntimeErrorCode
 from harness.sdk import EXECUTORCH_VERSION
-from harness.serial_link import (
-    FLAG_END,
-    FLAG_START,
-    DeviceHello,
-    Frame,
-    FrameKind,
-    MessageTooLarge,
-    SerialLink,
-    decode_frame,
-)
-from harness.transport.serial import SerialPortConfig, connect
 
 PROBES = tuple(f"Probe{i}" for i in range(8))
 
 
 
 @pytest.fixture
-def link(mcu: QemuMcu) -> Iterator[SerialLink]:
+def link(mcu: QemuMcu) -> Iterator[AgentSession]:
+    """An agent session over a serial link to the firmware (``link.channel``)."""
     with mcu.connect() as opened:
-        yield opened
+        yield AgentSession(opened)
         if mcu.poll() is None:
             assert mcu.shutdown(opened, 0) == 0
 
@@ -54,7 +48,7 @@ def ok(report: Report) -> Report:
     return report
 
 
-def register(link: SerialLink, names: tuple[str, ...]) -> Report:
+def register(link: AgentSession, names: tuple[str, ...]) -> Report:
     report = ok(link.request(Request.register(names)))
     assert [(e.name, e.status) for e in report.entries] == [(n, 0) for n in names]
     return report
@@ -117,10 +111,10 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
 # --------------------------------------------------------------------------- boot, hello, exit
 
 
-def test_boot_hello_announces_link_limits(link: SerialLink) -> None:
-    boot = link.boot_hello
+def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
+    boot = link.channel.boot_hello
     assert boot is not None and boot.session == 0
-    hello = link.hello
+    hello = link.channel.hello
     assert hello.session != 0 and hello.link_version == 1 and hello.wire_version == 1
     assert hello.max_message == 4096 and hello.max_frame == 135 and hello.window == 3
     assert hello.rx_buffer == 1024
@@ -128,25 +122,25 @@ def test_boot_hello_announces_link_limits(link: SerialLink) -> None:
     assert re.fullmatch(r"0\.1\.0\+[0-9a-f]{12}", hello.firmware_version)
 
 
-def test_hello_action_reports_device_facts(link: SerialLink, mcu_board: McuBoard) -> None:
+def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoard) -> None:
     register(link, ("Alpha", "Beta"))
     report = ok(link.request(Request(Action.HELLO)))
     assert fact(report, "abi") == mcu_board.abi
     assert fact(report, "board") == mcu_board.machine
     assert fact(report, "runtime") == RUNTIME_FACT
     assert fact(report, "wire_version") == 1
-    assert fact(report, "max_message") == link.hello.max_message
+    assert fact(report, "max_message") == link.channel.hello.max_message
     assert fact(report, "registry_capacity") == 16
     assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello"
     assert fact(report, "load_paths") == "program"
-    assert fact(report, "agent_version") == link.hello.firmware_version
+    assert fact(report, "agent_version") == link.channel.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
         ("Alpha", 0, ENTRY_FLAG_PROBE, ()),
         ("Beta", 0, ENTRY_FLAG_PROBE, ()),
     ]
 
 
-def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: SerialLink) -> None:
+def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: AgentSession) -> None:
     """ET_LOG goes through the firmware's executorch::runtime::internal::vlogf to QEMU's stderr."""
     per_backend = ok(link.request(Request(Action.HELLO))).fact("options_per_backend")
     assert mcu.wait_for_log("executorch I "), mcu.stderr_tail()
@@ -161,7 +155,7 @@ def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: QemuMcu) -> None:
         link.close()
 
 
-def test_idle_firmware_sleeps(mcu: QemuMcu, link: SerialLink, record_property) -> None:
+def test_idle_firmware_sleeps(mcu: QemuMcu, link: AgentSession, record_property) -> None:
     ok(link.request(Request(Action.HELLO)))
     before, start = mcu.cpu_seconds(), time.monotonic()
     time.sleep(2.0)  # measuring idle CPU needs an idle interval
@@ -176,7 +170,7 @@ def test_idle_firmware_sleeps(mcu: QemuMcu, link: SerialLink, record_property) -
 
 
 @pytest.mark.parametrize("count", range(1, 9))
-def test_load_hands_each_backend_exactly_its_own_options(link: SerialLink, count: int) -> None:
+def test_load_hands_each_backend_exactly_its_own_options(link: AgentSession, count: int) -> None:
     register(link, PROBES)
     names = PROBES[:count]
     bystander = (
@@ -206,7 +200,7 @@ def test_load_hands_each_backend_exactly_its_own_options(link: SerialLink, count
 
 
 def test_load_without_entry_gives_empty_specs_and_repeated_delegates_init_twice(
-    link: SerialLink,
+    link: AgentSession,
 ) -> None:
     register(link, ("A", "B"))
     options = OptionsMap.from_dict({"A": {"k": 1}})
@@ -217,7 +211,7 @@ def test_load_without_entry_gives_empty_specs_and_repeated_delegates_init_twice(
     ]
 
 
-def test_load_of_unregistered_delegate_is_not_found(link: SerialLink) -> None:
+def test_load_of_unregistered_delegate_is_not_found(link: AgentSession) -> None:
     register(link, ("A",))
     report = link.request(Request.load("", ("A", "Ghost"), OptionsMap.from_dict({"A": {"k": 1}})))
     assert report.outcome == Outcome.RUNTIME_ERROR
@@ -231,7 +225,7 @@ def test_load_of_unregistered_delegate_is_not_found(link: SerialLink) -> None:
 @pytest.mark.parametrize("path", [p for p in LoadPath if p is not LoadPath.PROGRAM],
                          ids=lambda p: p.label)
 def test_module_load_paths_are_unsupported_and_nothing_is_initialised(
-    link: SerialLink, path: LoadPath
+    link: AgentSession, path: LoadPath
 ) -> None:
     register(link, ("A",))
     report = link.request(Request.load("", ("A",), OptionsMap.from_dict({"A": {"k": 1}}), path=path))
@@ -243,7 +237,7 @@ def test_module_load_paths_are_unsupported_and_nothing_is_initialised(
     ok(link.request(Request.load("", ("A",), OptionsMap(), method="forward")))
 
 
-def test_execute_runs_the_loaded_method_again(link: SerialLink) -> None:
+def test_execute_runs_the_loaded_method_again(link: AgentSession) -> None:
     register(link, ("A", "B"))
     ok(link.request(Request.load("", ("B", "A"), OptionsMap.from_dict({"A": {"k": 1}}))))
     report = ok(link.request(Request(Action.EXECUTE)))
@@ -254,7 +248,7 @@ def test_execute_runs_the_loaded_method_again(link: SerialLink) -> None:
     assert isinstance(report.fact("execute_us"), int)
 
 
-def test_set_then_get_round_trips_and_unknown_names_are_not_found(link: SerialLink) -> None:
+def test_set_then_get_round_trips_and_unknown_names_are_not_found(link: AgentSession) -> None:
     register(link, ("A", "B"))
     settings = OptionsMap.from_dict(
         {"A": {"threads": 4, "mode": "perf"}, "Nobody": {"x": 1}, "B": {"on": True}}
@@ -276,7 +270,7 @@ def test_set_then_get_round_trips_and_unknown_names_are_not_found(link: SerialLi
     ]
 
 
-def test_reset_forgets_program_and_settings_but_not_registrations(link: SerialLink) -> None:
+def test_reset_forgets_program_and_settings_but_not_registrations(link: AgentSession) -> None:
     register(link, ("A",))
     ok(link.request(Request(Action.SET, OptionsMap.from_dict({"A": {"k": 5}}))))
     ok(link.request(Request.load("", ("A",), OptionsMap())))
@@ -287,7 +281,7 @@ def test_reset_forgets_program_and_settings_but_not_registrations(link: SerialLi
     assert [e.name for e in ok(link.request(Request(Action.HELLO))).entries] == ["A"]
 
 
-def test_registry_rejects_duplicates_and_is_full_at_sixteen(link: SerialLink) -> None:
+def test_registry_rejects_duplicates_and_is_full_at_sixteen(link: AgentSession) -> None:
     names = tuple(f"R{i:02d}" for i in range(16))
     register(link, names[:10])
     report = ok(link.request(Request.register(("R03", *names[10:], "Extra"))))
@@ -307,7 +301,7 @@ def test_registry_rejects_duplicates_and_is_full_at_sixteen(link: SerialLink) ->
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity(link: SerialLink) -> tuple[int, int, int]:
+def capacity(link: AgentSession) -> tuple[int, int, int]:
     """options_per_backend, backends_per_map and options_per_request from HELLO."""
     hello = ok(link.request(Request(Action.HELLO)))
     per_backend, per_map, per_request = (
@@ -325,7 +319,7 @@ def full_map(names: tuple[str, ...], count: int, *, checked: bool = True) -> Opt
     )
 
 
-def test_hello_announces_the_capacity_its_ram_holds(link: SerialLink, mcu_board: McuBoard) -> None:
+def test_hello_announces_the_capacity_its_ram_holds(link: AgentSession, mcu_board: McuBoard) -> None:
     hello = ok(link.request(Request(Action.HELLO)))
     assert fact(hello, "backend_option_bytes") == 324  # sizeof(BackendOption) on Cortex-M
     per_backend, per_map, per_request = capacity(link)
@@ -340,7 +334,7 @@ def test_hello_announces_the_capacity_its_ram_holds(link: SerialLink, mcu_board:
         assert 8 <= per_backend < 64  # 128 KiB: 8 x 64 BackendOptions alone need 166 KB
 
 
-def test_a_map_at_full_capacity_is_delivered_exactly(link: SerialLink) -> None:
+def test_a_map_at_full_capacity_is_delivered_exactly(link: AgentSession) -> None:
     per_backend, per_map, _ = capacity(link)
     names = PROBES[:per_map]
     register(link, names)
@@ -354,7 +348,7 @@ def test_a_map_at_full_capacity_is_delivered_exactly(link: SerialLink) -> None:
     ]
 
 
-def test_one_option_beyond_capacity_is_refused_clearly(link: SerialLink) -> None:
+def test_one_option_beyond_capacity_is_refused_clearly(link: AgentSession) -> None:
     per_backend, _, _ = capacity(link)
     register(link, ("A",))
     over = full_map(("A",), per_backend + 1, checked=False)
@@ -371,7 +365,7 @@ def test_one_option_beyond_capacity_is_refused_clearly(link: SerialLink) -> None
     ok(link.request(Request(Action.SET, full_map(("A",), per_backend))))
 
 
-def test_a_request_beyond_the_options_ram_holds_is_refused_clearly(link: SerialLink) -> None:
+def test_a_request_beyond_the_options_ram_holds_is_refused_clearly(link: AgentSession) -> None:
     per_backend, per_map, per_request = capacity(link)
     names = tuple(f"S{i:02d}" for i in range(per_map + 1))  # SET takes up to 16 backends
     register(link, names)
@@ -390,14 +384,14 @@ def test_a_request_beyond_the_options_ram_holds_is_refused_clearly(link: SerialL
 # --------------------------------------------------------------------------- malformed requests
 
 
-def _tamper(link: SerialLink, offset: int, value: int) -> bytes:
+def _tamper(link: AgentSession, offset: int, value: int) -> bytes:
     good = wire.encode_request(dataclasses.replace(Request(Action.HELLO), seq=link.next_seq()))
     frame = bytearray(good)
     frame[offset] = value
     return wire.seal(bytes(frame[:-4])) if offset < len(frame) - 4 else bytes(frame)
 
 
-def _malformed(link: SerialLink) -> list[tuple[str, bytes]]:
+def _malformed(link: AgentSession) -> list[tuple[str, bytes]]:
     load = Request.load("", ("A",), OptionsMap.from_dict({"A": {"key": 1}}))
     good_load = wire.encode_request(dataclasses.replace(load, seq=link.next_seq()))
     key_offset = good_load.index(b"key")
@@ -419,7 +413,7 @@ def _malformed(link: SerialLink) -> list[tuple[str, bytes]]:
     ]
 
 
-def test_malformed_requests_are_rejected_and_the_firmware_keeps_serving(link: SerialLink) -> None:
+def test_malformed_requests_are_rejected_and_the_firmware_keeps_serving(link: AgentSession) -> None:
     for name, frame in _malformed(link):
         try:
             wire.decode_request(frame)
@@ -437,14 +431,14 @@ def test_malformed_requests_are_rejected_and_the_firmware_keeps_serving(link: Se
         ok(link.request(Request(Action.HELLO)))
 
 
-def test_too_large_message_is_refused_before_sending(link: SerialLink) -> None:
+def test_too_large_message_is_refused_before_sending(link: AgentSession) -> None:
     huge = OptionsMap.from_dict({"A": {f"k{i}": "v" * 255 for i in range(20)}})
     with pytest.raises(MessageTooLarge, match="max_message"):
         link.request(Request(Action.SET, huge))
     ok(link.request(Request(Action.HELLO)))
 
 
-def test_resent_request_is_answered_from_cache_not_executed_twice(link: SerialLink) -> None:
+def test_resent_request_is_answered_from_cache_not_executed_twice(link: AgentSession) -> None:
     registration = dataclasses.replace(Request.register(("Once",)), seq=link.next_seq())
     frame = wire.encode_request(registration)
     first = link.send_raw(frame)
@@ -457,12 +451,12 @@ def test_resent_request_is_answered_from_cache_not_executed_twice(link: SerialLi
     assert fresh.entries[0].status == RuntimeErrorCode.InvalidArgument
 
 
-def test_multi_frame_requests_and_reports(link: SerialLink) -> None:
+def test_multi_frame_requests_and_reports(link: AgentSession) -> None:
     names = tuple(f"Big{i}" for i in range(4))
     register(link, names)
     options = OptionsMap.from_dict({n: {f"key{k}": "s" * 60 for k in range(12)} for n in names})
     request = Request(Action.SET, options)
-    assert len(wire.encode_request(request)) > 8 * link.hello.max_frame
+    assert len(wire.encode_request(request)) > 8 * link.channel.hello.max_frame
     report = ok(link.request(request))
     assert [e.options for e in report.entries] == [b.options for b in options.backends]
     assert fact(ok(link.request(Request(Action.HELLO))), "rx_overruns") == 0
@@ -485,7 +479,7 @@ def test_link_over_a_pty_device_path(firmware: Path, mcu_board: McuBoard) -> Non
         match = re.search(r"(/dev/pts/\d+)", line)
         assert match, f"QEMU did not name its pty within 10 s: {line!r}"
         with connect(SerialPortConfig(url=match.group(1), baudrate=115200)) as link:
-            assert ok(link.request(Request(Action.HELLO))).fact("abi") == mcu_board.abi
+            assert ok(AgentSession(link).request(Request(Action.HELLO))).fact("abi") == mcu_board.abi
             link.exit_device(5)
             assert process.wait(5) == 5
     finally:

@@ -19,19 +19,14 @@ from cobs import cobs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.devices.serial import port_settings
 from harness.emulators.fault_relay import FaultRates, FaultRelay
+from harness.link.serial.arq import CAP_EXIT, DeviceHello, SerialProtocolError
+from harness.link.serial.frame import Frame, FrameError, FrameKind, decode_frame
+from harness.link.serial.port import ResetLine, SerialPortConfig, open_port
 from harness.messages import Action
-from harness.serial_link import (
-    CAP_EXIT,
-    DeviceHello,
-    Frame,
-    FrameError,
-    FrameKind,
-    SerialProtocolError,
-    decode_frame,
-)
+from harness.profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable
-from harness.transport.serial import ResetLine, SerialConfigError, SerialPortConfig, open_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MCU = ROOT / "agent" / "mcu"
@@ -159,8 +154,13 @@ def test_c_cobs_refuses_what_the_python_package_refuses(c_cobs: ctypes.CDLL, dat
 # --------------------------------------------------------------------------- port settings
 
 
+def serial_settings(settings: dict) -> SerialPortConfig:
+    """The port settings of a serial profile whose transport fields are ``settings``."""
+    return port_settings(parse_profile({"transport": {"kind": "serial", **settings}}, None, "b"))
+
+
 def test_serial_settings_from_a_profile() -> None:
-    config = SerialPortConfig.from_settings(
+    config = serial_settings(
         {
             "port": "/dev/ttyACM0",
             "baudrate": 921600,
@@ -188,8 +188,8 @@ def test_serial_settings_from_a_profile() -> None:
     ],
 )
 def test_bad_serial_settings_name_the_field(settings: dict, field: str) -> None:
-    with pytest.raises(SerialConfigError, match=field):
-        SerialPortConfig.from_settings(settings)
+    with pytest.raises(ProfileError, match=field):
+        serial_settings(settings)
 
 
 def test_ports_that_cannot_be_opened_are_device_unavailable() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.trust import TRUSTED_PROFILES_ENV
 from harness.profile import ProfileError, load_profile, profile_names
+from harness.trust import TRUSTED_PROFILES_ENV
 
 
 @pytest.mark.parametrize("name", profile_names())
@@ -18,10 +18,10 @@ def test_every_shipped_profile_loads(name):
 
 @pytest.mark.parametrize("name", profile_names())
 def test_every_shipped_profile_passes_the_value_rules(name, tmp_path, monkeypatch):
-    from harness.device import check_transport_settings
+    from harness.farm.selection import check_profile
 
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
-    check_transport_settings(load_profile(name))
+    check_profile(load_profile(name))
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -95,7 +95,7 @@ def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
     ],
 )
 def test_emulated_profiles_refuse_fields_the_emulator_sets(tmp_path, text, expected):
-    from harness.device import open_device
+    from harness.devices.bring_up import open_device
 
     with pytest.raises(ProfileError, match=expected):
         open_device(load_profile(write(tmp_path, text)))
@@ -112,7 +112,7 @@ def test_emulated_profiles_refuse_fields_the_emulator_sets(tmp_path, text, expec
     ],
 )
 def test_transport_fields_are_checked_before_the_device_is_reached(tmp_path, text, expected):
-    from harness.device import check_transport_settings
+    from harness.devices.bring_up import check_transport_settings
 
     with pytest.raises(ProfileError, match=expected):
         check_transport_settings(load_profile(write(tmp_path, text)))

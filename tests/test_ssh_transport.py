@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prerequisites import require
 
+from harness.devices.ssh import ssh_settings
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
 from harness.profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
@@ -307,9 +308,9 @@ def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None
         "transport": {"kind": "ssh", "host": board.alias, "ssh_config": str(board.ssh_config)},
     }
     with pytest.raises(ProfileError, match=r"transport\.ssh_config: .*ProxyCommand runs a command"):
-        SshProfile.from_device(parse_profile(data, tmp_path / "named.yaml"))
+        ssh_settings(parse_profile(data, tmp_path / "named.yaml"))
     data["emulator"] = "sshd"
-    profile = SshProfile.from_device(parse_profile(data, tmp_path / "emulated.yaml"))
+    profile = ssh_settings(parse_profile(data, tmp_path / "emulated.yaml"))
     transport = SshTransport(profile)
     try:
         facts = transport.facts()
@@ -322,7 +323,7 @@ def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None
         transport.close()
     data["transport"] = {"kind": "ssh", "host": "x", "port": "22"}
     with pytest.raises(ProfileError, match=r"transport\.port"):
-        SshProfile.from_device(parse_profile(data, tmp_path / "bad.yaml"))
+        ssh_settings(parse_profile(data, tmp_path / "bad.yaml"))
 
 
 # -- commands ------------------------------------------------------------------

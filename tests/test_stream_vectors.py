@@ -24,6 +24,7 @@ from harness import wire
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
 from harness.emulators.qemu_mcu import QemuMcu
+from harness.link.stream import StreamChannel
 from harness.messages import Action, Outcome, Report, Request
 from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
@@ -236,7 +237,7 @@ def test_hosted_agent_agrees_with_the_python_reader_on_random_streams(build: Age
 @pytest.fixture
 def session(build: AgentBuild) -> Iterator[AgentSession]:
     process = start_stream_process([str(build.binary)], name="et-agent")
-    agent = AgentSession(ProcessStream(process, "et-agent"), timeout=TIMEOUT_S)
+    agent = AgentSession(StreamChannel(ProcessStream(process, "et-agent"), timeout=TIMEOUT_S))
     yield agent
     agent.close()
     assert process.popen.returncode == 0
@@ -248,13 +249,13 @@ def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentS
     assert (refused.outcome, refused.detail) == (Outcome.REJECTED, wire.WireErrorCode.VERSION)
     hello = wire.encode_request(Request(Action.HELLO, seq=6))
     # The other 84 bytes of that unit are discarded unexamined, a HELLO among them.
-    session.stream.write(hello + bytes(84 - len(hello)))
+    session.channel.stream.write(hello + bytes(84 - len(hello)))
     garbage = b"\xaa" * 16
     assert session.send_raw(garbage, seq=0xAAAAAAAA).detail == wire.WireErrorCode.BAD_MAGIC
     assert session.send_raw(hello, seq=6).outcome is Outcome.OK
     report_typed = header(msg_type=2, flags=1, length=21, seq=7)
     assert session.send_raw(report_typed, seq=7).detail == wire.WireErrorCode.MSG_TYPE
-    session.stream.write(bytes(5))
+    session.channel.stream.write(bytes(5))
     assert session.request(Request(Action.HELLO)).outcome is Outcome.OK
 
 
@@ -277,7 +278,7 @@ def test_host_session_takes_a_refused_unit_as_a_broken_link() -> None:
             return "(canned)"
 
     a_request = wire.encode_request(Request(Action.HELLO, seq=3))
-    session = AgentSession(Canned(a_request), timeout=1.0)  # type: ignore[arg-type]
+    session = AgentSession(StreamChannel(Canned(a_request), timeout=1.0))  # type: ignore[arg-type]
     with pytest.raises(AgentProtocolError, match="MSG_TYPE"):
         session.send_raw(b"", seq=3)
 
@@ -300,9 +301,10 @@ def test_mcu_firmware_answers_each_unit_as_one_link_message(mcu: QemuMcu, name: 
     stream, vector = load(name)
     answers = []
     with mcu.connect() as link:
+        session = AgentSession(link)
         for answer, want in zip(vector["answers"], expected(vector, framed=True)):
             start, end = answer["span"]
-            answers.append(answer_of(link.send_raw(stream[start:end], seq=want[0])))
+            answers.append(answer_of(session.send_raw(stream[start:end], seq=want[0])))
         assert mcu.shutdown(link, 0) == 0
     assert answers == expected(vector, framed=True)
 
@@ -311,6 +313,6 @@ def test_mcu_firmware_checks_the_length_field_against_its_own_max_message(mcu: Q
     """Step 3 with the device's limit: LENGTH, not TRUNCATED, for a header claiming more."""
     with mcu.connect() as link:
         claimed = link.hello.max_message + 1
-        report = link.send_raw(header(length=claimed, seq=9) + bytes(14), seq=9)
+        report = AgentSession(link).send_raw(header(length=claimed, seq=9) + bytes(14), seq=9)
         assert (report.outcome, report.detail) == (Outcome.REJECTED, wire.WireErrorCode.LENGTH)
         assert mcu.shutdown(link, 0) == 0

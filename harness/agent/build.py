@@ -36,6 +36,8 @@ _TARGETS: dict[str, tuple[str | None, int]] = {
     "x86_64": (None, 10),
     "aarch64": ("aarch64-linux-gnu.cmake", 15),
 }
+# Build variants beside the plain one: ETB_SANITIZER values of agent/runtime/CMakeLists.txt.
+SANITIZERS = ("thread",)
 _MIN_CMAKE = (3, 28)
 _BUILD_TIMEOUT_S = 900
 _LOG_TAIL_LINES = 40
@@ -76,13 +78,19 @@ class AgentBuild:
         return (self.binary, *self.libraries)
 
 
-def ensure_agent(abi: str = "x86_64", sdk: SdkPaths | None = None) -> AgentBuild:
+def ensure_agent(abi: str = "x86_64", sdk: SdkPaths | None = None,
+                 sanitizer: str | None = None) -> AgentBuild:
     """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use.
 
     ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_SDK`` (an
     install prefix of one's own build, :mod:`harness.sdk_prefix`) or else the pinned
-    wheel's SDK.
+    wheel's SDK. ``sanitizer`` (one of :data:`SANITIZERS`) builds that variant: the
+    agent's own code instrumented, the runtime libraries as they are.
     """
+    if sanitizer is not None and sanitizer not in SANITIZERS:
+        raise AgentBuildError(
+            f"no agent build variant {sanitizer!r}; known: {', '.join(SANITIZERS)}"
+        )
     if abi not in _TARGETS:
         raise UnsupportedAgentAbi(
             f"no agent build for ABI {abi!r} on this host; supported: {', '.join(_TARGETS)}. "
@@ -98,9 +106,10 @@ def ensure_agent(abi: str = "x86_64", sdk: SdkPaths | None = None) -> AgentBuild
             f"the ExecuTorch build at {sdk.root} is for {sdk.abi}, but an agent for {abi} is "
             f"needed; point {SDK_ENV} (or the profile's agent.sdk) at a build for {abi}"
         )
-    key = _build_key(abi, sdk, toolchain)
+    key = _build_key(abi, sdk, toolchain, sanitizer)
     builds = cache_root() / "agent"
-    target = builds / f"{abi}-{key}"
+    variant = f"{abi}-{sanitizer}" if sanitizer else abi
+    target = builds / f"{variant}-{key}"
     build = _describe(abi, target, sdk)
     if build is not None:
         return build
@@ -110,16 +119,16 @@ def ensure_agent(abi: str = "x86_64", sdk: SdkPaths | None = None) -> AgentBuild
         if build is not None:
             return build
         print(
-            f"building ExecuTorch device agent for {abi} (first run, ~{estimate_s} s)...",
+            f"building ExecuTorch device agent for {variant} (first run, ~{estimate_s} s)...",
             file=sys.stderr,
             flush=True,
         )
-        _build(abi, sdk, toolchain, target, builds / f"{abi}-{key}.log")
+        _build(abi, sdk, toolchain, sanitizer, target, builds / f"{variant}-{key}.log")
     build = _describe(abi, target, sdk)
     if build is None:
         raise AgentBuildFailed(
             f"the build of {target} finished without producing {AGENT_BINARY_NAME}",
-            builds / f"{abi}-{key}.log",
+            builds / f"{variant}-{key}.log",
         )
     return build
 
@@ -158,9 +167,9 @@ def _source_files() -> list[tuple[str, Path]]:
     return sorted(files)
 
 
-def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None) -> str:
+def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None, sanitizer: str | None) -> str:
     digest = hashlib.sha256()
-    digest.update(f"abi={abi}\nexecutorch={sdk.version}\n".encode())
+    digest.update(f"abi={abi}\nexecutorch={sdk.version}\nsanitizer={sanitizer or ''}\n".encode())
     if sdk.own_build:  # rebuilt when the prefix or anything installed in it changes
         digest.update(f"prefix={sdk.root}\n".encode())
         for path in sorted((*sdk.lib.glob("*.so*"), *sdk.cmake_dir.glob("*.cmake"))):
@@ -214,7 +223,8 @@ def _cmake_version(cmake: Path) -> tuple[int, int]:
         return (0, 0)
 
 
-def _build(abi: str, sdk: SdkPaths, toolchain: Path | None, target: Path, log: Path) -> None:
+def _build(abi: str, sdk: SdkPaths, toolchain: Path | None, sanitizer: str | None,
+           target: Path, log: Path) -> None:
     cmake = find_cmake()
     if toolchain is not None:
         compiler = "aarch64-linux-gnu-g++"
@@ -238,6 +248,8 @@ def _build(abi: str, sdk: SdkPaths, toolchain: Path | None, target: Path, log: P
         configure += ["-G", "Ninja"]
     if toolchain is not None:
         configure.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
+    if sanitizer is not None:
+        configure.append(f"-DETB_SANITIZER={sanitizer}")
     steps = [
         configure,
         [str(cmake), "--build", str(build_dir), "--parallel", "2"],

@@ -9,14 +9,22 @@ What is real and what stands in:
   protocol (``NetworkPowerPort``, model ``simplerest``);
 - emulated: each board is QEMU mps2-an385 running the agent firmware, its UART0 on
   a pseudo-terminal (``/dev/pts/N``, what ser2net serves as a real board's
-  ``/dev/ttyACM0``);
+  ``/dev/ttyACM0``); with ``ssh_boards=K``, the first K exporters also export an
+  emulated arm64 Linux board, ssh-emu's real sshd listening on the exporter's address
+  (:mod:`harness.emulators.sshd`), as a ``NetworkService`` (address, port, username);
+  the lab publishes those boards' host keys in ``known_hosts`` beside the client key
+  ``id_ed25519``, as a lab's admin would, and a profile pins them from there;
 - stand-in: the power switch. A small HTTP server on the exporter's address
   answers simplerest's ``GET /relay/INDEX/VALUE``: off pauses the board's CPU
   (QEMU monitor ``stop``), on resets and resumes it (``system_reset``, ``cont``):
   the firmware boots again with an empty registry, as after a power cycle.
 
-Every place has tags ``kind=mcu pool=lab`` (devices/lab-mcu.yaml asks for those).
-``python -m harness.emulators.labgrid_lab [PLACES]`` runs one until Ctrl-C.
+MCU places ``lab-a``, ``lab-b``, ... have tags ``kind=mcu pool=lab et_health=ok``
+(devices/lab-mcu.yaml asks for the first two), SSH places ``ssh-a``, ... tags
+``kind=linux pool=lab et_health=ok`` (devices/lab-linux.yaml). ``python -m
+harness.emulators.labgrid_lab [PLACES [SSH_BOARDS]]`` runs one until Ctrl-C, with the
+coordinator on 127.0.0.1:20408 and its SSH files in ``LAB_FILES``, the paths the
+shipped profiles name.
 """
 
 from __future__ import annotations
@@ -37,14 +45,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cache import cache_root
-from harness.emulators.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.qemu_mcu import QEMU, build_firmware
+from harness.emulators.sshd import Isolation, SshdEmulator
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
+from harness.mcu_boards import DEFAULT_MACHINE
 
 COORDINATOR_HOST = "127.0.0.1"
-TAGS = {"kind": "mcu", "pool": "lab"}
+TAGS = {"kind": "mcu", "pool": "lab", "et_health": "ok"}
+SSH_TAGS = {"kind": "linux", "pool": "lab", "et_health": "ok"}
 GROUP = "mcu"
+SSH_GROUP = "ssh"
+LAB_FILES = Path("~/.cache/et-harness/labgrid-lab").expanduser()  # the worked example's
 _READY_TIMEOUT_S = 30.0
 _PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
 
@@ -162,16 +174,29 @@ class LabPlace:
     board: EmulatedBoard
 
 
+@dataclass(frozen=True)
+class SshPlace:
+    name: str
+    exporter: str
+    board: SshdEmulator
+
+
 class LabgridLab:
     """A coordinator, ``len(hosts)`` exporters (one board and one place each), on loopback."""
 
     def __init__(self, hosts: tuple[str, ...] = ("127.0.0.2", "127.0.0.3"),
-                 port: int | None = None) -> None:
+                 port: int | None = None, ssh_boards: int = 0,
+                 files: Path | None = None) -> None:
         self.hosts = hosts
         self._port = port
+        self._ssh_boards = ssh_boards
+        self._files = files  # known_hosts and id_ed25519; None: in the lab's own directory
         self.places: list[LabPlace] = []
+        self.ssh_places: list[SshPlace] = []
         self._stack = contextlib.ExitStack()
         self.coordinator = ""
+        self.known_hosts = Path()
+        self.client_key = Path()
 
     def __enter__(self) -> LabgridLab:
         try:
@@ -219,6 +244,9 @@ class LabgridLab:
             f"exec {shlex.quote(sys.executable)} -m harness.emulators.ser2net_loopback \"$@\"\n"
         )
         wrapper.chmod(0o755)
+        files = self._files or directory
+        files.mkdir(parents=True, exist_ok=True)
+        self.known_hosts, self.client_key = files / "known_hosts", files / "id_ed25519"
         for number, host in enumerate(self.hosts):
             letter = chr(ord("a") + number)
             board = EmulatedBoard(firmware, directory, f"board-{letter}")
@@ -227,12 +255,20 @@ class LabgridLab:
             self._stack.callback(switch.stop)
             exporter = f"exp-{letter}"
             config = directory / f"{exporter}.yaml"
-            config.write_text(
+            text = (
                 f"{GROUP}:\n"
                 f"  RawSerialPort:\n    port: {board.pty}\n    speed: 115200\n"
                 f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
                 "    index: 0\n"
             )  # a Jinja2 template: no line may start with '#'
+            if number < self._ssh_boards:
+                sshd = SshdEmulator(directory / f"sshd-{letter}", alias=f"ssh-{letter}",
+                                    isolation=Isolation.LOOPBACK, listen_host=host)
+                self._stack.enter_context(sshd)
+                text += (f"{SSH_GROUP}:\n  NetworkService:\n    address: {host}\n"
+                         f"    port: {sshd.port}\n    username: {sshd.user}\n")
+                self.ssh_places.append(SshPlace(f"ssh-{letter}", exporter, sshd))
+            config.write_text(text)
             env = {**os.environ, "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
                    "ET_SER2NET_BIND": host, "PYTHONPATH": str(Path(__file__).parents[2])}
             process = ManagedProcess(
@@ -242,15 +278,34 @@ class LabgridLab:
             )
             self._stack.callback(process.stop)
             self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
+        self._publish_ssh_files()
         self._wait_exported()
-        for place in self.places:
-            self.client("-p", place.name, "create")
-            self.client("-p", place.name, "add-match", f"{place.exporter}/{GROUP}/*")
-            self.client("-p", place.name, "set-tags", *(f"{k}={v}" for k, v in TAGS.items()))
+        for name, exporter, group, tags in (
+            *((p.name, p.exporter, GROUP, TAGS) for p in self.places),
+            *((p.name, p.exporter, SSH_GROUP, SSH_TAGS) for p in self.ssh_places),
+        ):
+            self.client("-p", name, "create")
+            self.client("-p", name, "add-match", f"{exporter}/{group}/*")
+            self.client("-p", name, "set-tags", *(f"{k}={v}" for k, v in tags.items()))
+
+    def _publish_ssh_files(self) -> None:
+        """The SSH boards' host keys in one known_hosts (what a lab publishes for its
+        devices) and the client key they all accept, copied beside it."""
+        lines = [f"{p.board.known_hosts_name} {p.board.host_public_key}\n"
+                 for p in self.ssh_places]
+        self.known_hosts.write_text("".join(lines))
+        if self.ssh_places:
+            first = self.ssh_places[0].board
+            self.client_key.write_bytes(first.client_key.read_bytes())
+            self.client_key.chmod(0o600)
+            for place in self.ssh_places[1:]:  # one key for the lab: every board accepts it
+                place.board.authorized_keys_file.write_text(  # type: ignore[union-attr]
+                    first.client_key.with_suffix(".pub").read_text())
 
     def _wait_exported(self) -> None:
         deadline = time.monotonic() + _READY_TIMEOUT_S
         wanted = {f"{place.exporter}/{GROUP}/NetworkSerialPort" for place in self.places}
+        wanted |= {f"{place.exporter}/{SSH_GROUP}/NetworkService" for place in self.ssh_places}
         while True:
             listed = self.client("resources")
             if all(name in listed for name in wanted):
@@ -273,20 +328,27 @@ def _wait_listening(host: str, port: int, process: ManagedProcess) -> None:
 
 
 @contextlib.contextmanager
-def running_lab(places: int = 2, port: int | None = None) -> Iterator[LabgridLab]:
+def running_lab(places: int = 2, port: int | None = None, ssh_boards: int = 0,
+                files: Path | None = None) -> Iterator[LabgridLab]:
     hosts = tuple(f"127.0.0.{2 + n}" for n in range(places))
-    with LabgridLab(hosts, port) as lab:
+    with LabgridLab(hosts, port, ssh_boards, files) as lab:
         yield lab
 
 
 def main(argv: list[str]) -> int:
     places = int(argv[0]) if argv else 2
-    with running_lab(places, port=20408) as lab:
+    ssh_boards = int(argv[1]) if len(argv) > 1 else 1
+    with running_lab(places, port=20408, ssh_boards=ssh_boards, files=LAB_FILES) as lab:
         print(f"coordinator {lab.coordinator}")
         for place in lab.places:
             print(f"place {place.name}: exporter {place.exporter} on {place.host}, "
                   f"board {place.board.name} on {place.board.pty}, tags "
                   + " ".join(f"{k}={v}" for k, v in TAGS.items()))
+        for ssh in lab.ssh_places:
+            print(f"place {ssh.name}: exporter {ssh.exporter}, NetworkService "
+                  f"{ssh.board.host}:{ssh.board.port} user {ssh.board.user}, tags "
+                  + " ".join(f"{k}={v}" for k, v in SSH_TAGS.items()))
+        print(f"SSH host keys in {lab.known_hosts}, client key {lab.client_key}")
         print("Ctrl-C to stop", flush=True)
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     return 0

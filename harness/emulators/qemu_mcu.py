@@ -1,12 +1,13 @@
 """qemu-mcu: the MCU agent firmware on an emulated board (QEMU mps2-an385, mps3-an547).
 
-:func:`build_firmware` builds ``agent/mcu`` for one board (:mod:`mcu_boards`) with
+:func:`build_firmware` builds ``agent/mcu`` for one board (:mod:`harness.mcu_boards`) with
 Debian's ``arm-none-eabi-gcc``/``g++`` against the ExecuTorch SDK's headers
 (:func:`harness.sdk.ensure_sdk`), once per source hash (cached under the harness
 cache, ``mcu-firmware/``, safe to call from parallel test workers). :class:`QemuMcu`
-starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket (``-serial tcp:127.0.0.1:PORT,server=on,
-wait=on,nodelay=on``): the firmware starts when the first client connects, so
-its boot HELLO is never lost. Connect with :mod:`harness.transport.serial`
+starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket
+(``-serial tcp:127.0.0.1:PORT,server=on,wait=on,nodelay=on``): the firmware starts
+when the first client connects, so its boot HELLO is never lost. Connect with
+:mod:`harness.link.serial.port`
 (``socket://127.0.0.1:PORT``); stop with :meth:`QemuMcu.shutdown` (the firmware
 exits through semihosting with the status asked for) or :meth:`QemuMcu.stop`.
 See docs/mcu.md.
@@ -24,13 +25,13 @@ from pathlib import Path
 from filelock import FileLock
 
 from harness.cache import cache_root
-from harness.emulators.mcu_boards import DEFAULT_MACHINE, board
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
+from harness.link.serial.arq import LinkConfig, SerialLink
+from harness.link.serial.port import SerialPortConfig
+from harness.link.serial.port import connect as connect_port
+from harness.mcu_boards import DEFAULT_MACHINE, board
 from harness.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
-from harness.serial_link import LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
-from harness.transport.serial import SerialPortConfig
-from harness.transport.serial import connect as connect_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRMWARE_SOURCES = ROOT / "agent" / "mcu"
@@ -71,7 +72,8 @@ def firmware_source_hash(machine: str = DEFAULT_MACHINE) -> str:
         *sorted((CODEC_SOURCES / "src").rglob("*")),
     ]
     for path in files:
-        if path.is_file() and path.suffix in (".c", ".cpp", ".h", ".ld", "") and "build" not in path.parts:
+        source = path.suffix in (".c", ".cpp", ".h", ".ld", "") and "build" not in path.parts
+        if path.is_file() and source:
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     digest.update(_compiler_version().encode())
@@ -104,7 +106,9 @@ def build_firmware(
         try:
             include = ensure_sdk(host_abi()).include
         except SdkError as exc:
-            raise FirmwareBuildError(f"the firmware needs the ExecuTorch SDK's headers: {exc}") from None
+            raise FirmwareBuildError(
+                f"the firmware needs the ExecuTorch SDK's headers: {exc}"
+            ) from None
         staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=cache_dir))
         try:
             done = subprocess.run(
@@ -126,7 +130,8 @@ def build_firmware(
             )
             if done.returncode != 0:
                 raise FirmwareBuildError(
-                    f"building the MCU firmware for {machine} failed (make exit {done.returncode}):\n"
+                    f"building the MCU firmware for {machine} failed "
+                    f"(make exit {done.returncode}):\n"
                     f"{(done.stdout + done.stderr)[-4000:]}"
                 )
             staging.rename(target)

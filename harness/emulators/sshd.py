@@ -127,11 +127,12 @@ class SshdEmulator:
         netns: NetworkNamespace | None = None,
         port: int | None = None,
         start_timeout: float = 10.0,
+        listen_host: str = LISTEN_HOST,  # e.g. 127.0.0.2, a lab exporter's address
     ) -> None:
         self.directory = directory.resolve()
         self.user = user
         self.alias = alias
-        self.host = LISTEN_HOST
+        self.host = listen_host
         self._isolation = isolation
         self._shared_netns = netns
         self._requested_port = port

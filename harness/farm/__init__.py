@@ -4,12 +4,14 @@ The pytest plugin (:mod:`harness.pytest_plugin`) is glue; the logic lives here,
 one concept per module:
 
 - :mod:`~harness.farm.selection`: which profiles ``--device`` names;
-- :mod:`~harness.farm.distribution`: each device's tests on one xdist worker;
+- :mod:`~harness.farm.distribution`: each device's tests on one xdist worker (a lab
+  pool's on up to N);
 - :mod:`~harness.farm.policy`: the run's rules (retries, quarantine, waits);
 - :mod:`~harness.farm.lock`: one holder per device across processes on a host;
 - :mod:`~harness.farm.labgrid`: reserving, acquiring and handing over a labgrid place;
   :mod:`~harness.farm.lab_places`: the coordinator's view (holders, identities);
   :mod:`~harness.farm.lab_resources`: an acquired place's address, checked;
+  :mod:`~harness.farm.lab_quarantine`: a place out of service lab-wide (opt-in);
   :mod:`~harness.farm.lab_benchmark`: what a lab costs;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;
 - :mod:`~harness.farm.infra`: what counts as an infrastructure error;

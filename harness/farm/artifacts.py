@@ -14,60 +14,20 @@ limit must allow it and its working directory must be the work directory (an
 "$@"', /tmp/et-harness/host]`` arranges the last two). Not collected: cores
 piped to systemd-coredump or apport, tombstones on Android, anything from
 devices without a shell (MCUs); the agent's stderr tail is kept for every
-failure instead.
+failure instead. The files are found and pulled by the device
+(:meth:`harness.devices.base.Device.collect_artifacts`).
 """
 
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.farm.infra import every_exception
 from harness.farm.results import ARTIFACTS_DIR
-from harness.transport.base import Transport, TransportError, TransportLost
-
-MAX_CORE_FILES = 3
-
-
-def collect_core_files(transport: Transport, work_dir: str, dest: Path,
-                       timeout: float) -> list[Path]:
-    """Pull (and remove) core files from ``work_dir`` on the device into ``dest``.
-
-    Returns the local paths. Device trouble while collecting is not an error of
-    the test: what could not be collected is simply not there.
-    """
-    try:
-        listed = transport.run(
-            ["find", work_dir, "-maxdepth", "1", "-type", "f", "-name", "core*"],
-            timeout=timeout,
-        )
-    except (TransportError, NotImplementedError):
-        return []
-    if listed.exit_code != 0:
-        return []
-    names = sorted(
-        line for line in listed.stdout.decode("utf-8", "replace").splitlines()
-        if _is_core_name(posixpath.basename(line))
-    )
-    pulled = []
-    for remote in names[:MAX_CORE_FILES]:
-        local = dest / posixpath.basename(remote)
-        if local.exists():
-            continue
-        try:
-            transport.pull(remote, local)
-            transport.run(["rm", "-f", remote], timeout=timeout)
-        except (TransportError, OSError):
-            continue
-        pulled.append(local)
-    return pulled
-
-
-def _is_core_name(name: str) -> bool:
-    return name == "core" or (name.startswith("core.") and len(name) > len("core."))
+from harness.transport.base import TransportLost
 
 
 def lost_the_agent(exc: BaseException) -> bool:
@@ -78,6 +38,9 @@ def lost_the_agent(exc: BaseException) -> bool:
 class CrashArtifacts:
     """The crash artifacts of one test: ``<results>/artifacts/<device>/<test>/try-N/``.
 
+    Besides core files, a try's directory holds its race detector report, if the
+    device runs one (:meth:`keep_text`, harness/agent/race_detector.py).
+
     ``N`` is the try that lost its agent; a directory already there (a results
     directory used again) is never written into: the next free ``try-N-K`` is.
     """
@@ -87,6 +50,7 @@ class CrashArtifacts:
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", test)[:120]
         self._base = results_dir / ARTIFACTS_DIR / device / name
         self._handled: list[BaseException] = []  # kept alive, so compared by identity
+        self._tries: dict[int, Path] = {}  # try number -> the directory chosen for it
         self.paths: list[str] = []  # relative to the results directory
 
     def after_failure(self, exc: BaseException, attempt: int,
@@ -98,9 +62,28 @@ class CrashArtifacts:
         if any(seen is exc for seen in self._handled) or not lost_the_agent(exc):
             return
         self._handled.append(exc)
-        dest = self._base / f"try-{attempt}"
-        again = 1
-        while dest.exists():
-            again += 1
-            dest = self._base / f"try-{attempt}-{again}"
-        self.paths += [os.path.relpath(path, self.results_dir) for path in collect(dest)]
+        self.paths += [
+            os.path.relpath(path, self.results_dir) for path in collect(self._try_dir(attempt))
+        ]
+
+    def keep_text(self, attempt: int, name: str, text: str) -> str:
+        """Write ``text`` as ``<name>`` in the directory of try ``attempt``; return its path,
+        relative to the results directory (e.g. a race detector's report)."""
+        path = self._try_dir(attempt) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", errors="replace")
+        relative = os.path.relpath(path, self.results_dir)
+        if relative not in self.paths:
+            self.paths.append(relative)
+        return relative
+
+    def _try_dir(self, attempt: int) -> Path:
+        """The directory of try ``attempt``: ``try-N``, or the next free ``try-N-K``."""
+        if attempt not in self._tries:
+            dest = self._base / f"try-{attempt}"
+            again = 1
+            while dest.exists():
+                again += 1
+                dest = self._base / f"try-{attempt}-{again}"
+            self._tries[attempt] = dest
+        return self._tries[attempt]

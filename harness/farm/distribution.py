@@ -3,8 +3,12 @@
 With ``-n N`` the plugin gives xdist :class:`DeviceScheduling`: xdist's
 scope-based scheduler with each device's tests as one scope, so that one worker
 holds a device for all its tests while other workers run other devices; tests
-without a device are spread one by one. (xdist's own ``loadgroup`` mode cannot
-be used: with pytest 9.2 it silently stops grouping, pytest-xdist issue #1386.)
+without a device are spread one by one. A *pool* (a lab profile that asks for any
+place with some labgrid tags) is many devices of one kind: its tests are cut into
+up to N consecutive lanes, one scope each, so up to N workers use the pool at once,
+each on a place of its own (:mod:`harness.farm.labgrid`). (xdist's own
+``loadgroup`` mode cannot be used: with pytest 9.2 it silently stops grouping,
+pytest-xdist issue #1386.)
 Modes that split a device's tests on purpose (``loadscope``, ``loadfile``,
 ``worksteal``, ``each``) would make workers queue for each other's devices, so
 they are refused for device runs.
@@ -12,7 +16,7 @@ they are refused for device runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
@@ -48,13 +52,41 @@ def device_of_nodeid(nodeid: str, devices: Sequence[str]) -> str | None:
     return max(found, key=len) if found else None
 
 
-class DeviceScheduling(LoadScopeScheduling):
-    """xdist scheduling with one work unit per device (and one per test without a device)."""
+def pool_lanes(nodeids: Sequence[str], devices: Sequence[str], pools: Collection[str],
+               workers: int) -> dict[str, int]:
+    """The lane of each test of a pool: its tests, in collection order, cut into
+    ``min(workers, count)`` runs of consecutive tests of (nearly) equal length."""
+    by_pool: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        device = device_of_nodeid(nodeid, devices)
+        if device is not None and device in pools:
+            by_pool.setdefault(device, []).append(nodeid)
+    lanes: dict[str, int] = {}
+    for tests in by_pool.values():
+        count = min(max(workers, 1), len(tests))
+        for index, nodeid in enumerate(tests):
+            lanes[nodeid] = index * count // len(tests)
+    return lanes
 
-    def __init__(self, config: pytest.Config, devices: Sequence[str], log=None) -> None:
+
+class DeviceScheduling(LoadScopeScheduling):
+    """xdist scheduling with one work unit per device (and one per test without a
+    device); a pool's tests are up to one work unit per worker."""
+
+    def __init__(self, config: pytest.Config, devices: Sequence[str], log=None,
+                 pools: Collection[str] = ()) -> None:
         super().__init__(config, log)
         self.devices = tuple(devices)
+        self.pools = frozenset(pools)
+        self._lanes: dict[str, int] | None = None  # from the collection, once it is known
 
     def _split_scope(self, nodeid: str) -> str:
         device = device_of_nodeid(nodeid, self.devices)
-        return nodeid if device is None else _DEVICE_SCOPE + device
+        if device is None:
+            return nodeid
+        if device not in self.pools:
+            return _DEVICE_SCOPE + device
+        if self._lanes is None:
+            assert self.collection is not None, "scopes are asked for once tests are collected"
+            self._lanes = pool_lanes(self.collection, self.devices, self.pools, self.numnodes)
+        return f"{_DEVICE_SCOPE}{device}#lane{self._lanes[nodeid]}"

@@ -10,7 +10,9 @@ real exporters and ser2net on loopback, QEMU boards), it prints
   the other one (release, then cancel);
 - the labgrid-client calls of one acquisition and one release;
 - with ``--suite``: wall time of ``suites/test_dispatch.py`` on mcu-emu, on one lab
-  place, and on two lab profiles of one pool with ``-n 2``, on one place and on two.
+  place, and on the pool profile devices/lab-mcu.yaml with ``-n 2``: with one place
+  free (the other held by someone else, so the second worker waits for the first's
+  hand-over) and with both.
 
 docs/performance.md keeps the figures and how to read them.
 """
@@ -18,22 +20,24 @@ docs/performance.md keeps the figures and how to read them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from harness.agent.session import AgentSession
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.farm.lab_places import LabIdentity
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client
+from harness.link.serial.port import SerialPortConfig, connect
 from harness.messages import Action, Request
 from harness.profile import parse_profile
-from harness.serial_link import SerialLink
-from harness.transport.serial import SerialPortConfig, connect
 
 ROOT = Path(__file__).resolve().parents[2]
 _ROUND_TRIPS = 50
@@ -45,7 +49,7 @@ def _ms(samples: list[float]) -> str:
             f"p90 {ordered[int(0.9 * (len(ordered) - 1))] * 1000:.1f} ms (n={len(ordered)})")
 
 
-def _round_trips(link: SerialLink) -> list[float]:
+def _round_trips(link: AgentSession) -> list[float]:
     samples = []
     for _ in range(_ROUND_TRIPS):
         started = time.perf_counter()
@@ -66,7 +70,7 @@ def _reservation(lab: LabgridLab, user: str, place: str | None = None) -> Labgri
 def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
     with QemuMcu(build_firmware()) as qemu:
         link = qemu.connect()
-        raw = _round_trips(link)
+        raw = _round_trips(AgentSession(link))
         link.close()
     reservation = _reservation(lab, "bench", lab.places[0].name)
     held = reservation.acquire(60)
@@ -74,7 +78,7 @@ def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
         reservation.power_cycle()
         assert held.resources.serial is not None
         link = connect(SerialPortConfig(url=held.resources.serial.url), name="lab")
-        network = _round_trips(link)
+        network = _round_trips(AgentSession(link))
         link.close()
     finally:
         reservation.release()
@@ -114,6 +118,19 @@ def handover(lab: LabgridLab, cancel_first: bool) -> float:
     return allocated[0] - released
 
 
+@contextlib.contextmanager
+def _places_free(lab: LabgridLab, free: int) -> Iterator[None]:
+    """All but ``free`` of the lab's places held by another owner meanwhile."""
+    held = [_reservation(lab, "bench-holder", place.name) for place in lab.places[free:]]
+    try:
+        for reservation in held:
+            reservation.acquire(60)
+        yield
+    finally:
+        for reservation in held:
+            reservation.release()
+
+
 def suite_wall_time(devices: Path, device: str, *extra: str) -> tuple[float, str]:
     started = time.monotonic()
     done = subprocess.run(
@@ -151,21 +168,15 @@ def main(argv: list[str]) -> int:
                 text = (ROOT / "devices" / "lab-mcu.yaml").read_text().replace(
                     '"127.0.0.1:20408"', f'"{lab.coordinator}"')
                 (devices / "lab-mcu.yaml").write_text(text)
-                (devices / "second-mcu.yaml").write_text(text)
                 (devices / "mcu-emu.yaml").write_text((ROOT / "devices" / "mcu-emu.yaml").read_text())
-                (devices / "single-a.yaml").write_text(text.replace(
-                    "tags: {kind: mcu, pool: lab}", f"place: {lab.places[0].name}").replace(
-                    "tags: [mcu, lab]", "tags: [mcu, one]"))
-                (devices / "single-b.yaml").write_text(text.replace(
-                    "tags: {kind: mcu, pool: lab}", f"place: {lab.places[0].name}").replace(
-                    "tags: [mcu, lab]", "tags: [mcu, one]"))
-                for label, device, extra in (
-                    ("mcu-emu (QEMU socket)", "mcu-emu", ()),
-                    ("one lab place (RFC 2217)", "lab-mcu", ()),
-                    ("2 profiles, -n 2, one place", "tag:one", ("-n", "2")),
-                    ("2 profiles, -n 2, pool of 2 places", "tag:lab", ("-n", "2")),
+                for label, device, extra, pool in (
+                    ("mcu-emu (QEMU socket)", "mcu-emu", (), 2),
+                    ("one lab place (RFC 2217), one worker", "lab-mcu", (), 2),
+                    ("pool lab-mcu, -n 2, 1 place free", "lab-mcu", ("-n", "2"), 1),
+                    ("pool lab-mcu, -n 2, 2 places free", "lab-mcu", ("-n", "2"), 2),
                 ):
-                    seconds, summary = suite_wall_time(devices, device, *extra)
+                    with _places_free(lab, pool):
+                        seconds, summary = suite_wall_time(devices, device, *extra)
                     print(f"test_dispatch.py, {label}: {seconds:.1f} s ({summary})", flush=True)
     return 0
 

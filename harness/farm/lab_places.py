@@ -120,9 +120,14 @@ def parse_places(text: str) -> list[PlaceState]:
         ))
         places.append(PlaceState(
             start["name"], tags, _none(fields.get("acquired")), _none(fields.get("reservation")),
-            fields.get("comment", ""), tuple(patterns),
+            _printable(fields.get("comment", "")), tuple(patterns),
         ))
     return places
+
+
+def _printable(text: str) -> str:
+    """Lab text as it may reach a terminal: anything not printable (escapes) shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _none(value: str | None) -> str | None:

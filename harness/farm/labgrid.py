@@ -11,6 +11,8 @@ profile names a coordinator and either one place or a tag filter (a pool)::
         # place: board-7                 # ... or this one place
         reset: power                     # optional: power-cycle the place's power port
                                          # before each agent session (a fresh registry)
+        quarantine: lab                  # optional: a failed health check takes the
+                                         # place out of service lab-wide (lab_quarantine)
 
 The harness drives labgrid's own client (``labgrid-client``, argv lists only):
 ``reserve --shell FILTER`` gives a token, ``wait TOKEN`` (bounded by the lock
@@ -41,11 +43,12 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.farm import lab_quarantine
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
 from harness.lifecycle import owner
@@ -62,7 +65,7 @@ _ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
 _RESETS = ("none", "power")
-_FIELDS = ("coordinator", "place", "reset", "tags")
+_FIELDS = ("coordinator", "place", "quarantine", "reset", "tags")
 
 
 class LabgridNotInstalled(ProfileError):
@@ -97,20 +100,24 @@ class LabgridPlace:
     tags: tuple[tuple[str, str], ...] = ()
     coordinator: str | None = None  # None: labgrid's default ($LG_COORDINATOR)
     reset: str = "none"
+    quarantine: str = "run"  # "lab": a failed health check quarantines the place lab-wide
 
     @property
     def filters(self) -> list[str]:
-        """The reservation filter, as ``labgrid-client reserve`` takes it."""
-        if self.place is not None:
-            return [f"name={self.place}"]
-        return [f"{key}={value}" for key, value in self.tags]
+        """The reservation filter, as ``labgrid-client reserve`` takes it; with lab-wide
+        quarantine, only places in service (``et_health=ok``)."""
+        wanted = ([f"name={self.place}"] if self.place is not None
+                  else [f"{key}={value}" for key, value in self.tags])
+        if self.quarantine == "lab":
+            wanted.append(f"{lab_quarantine.HEALTH_TAG}={lab_quarantine.HEALTHY}")
+        return wanted
 
     @property
     def what(self) -> str:
         """``place 'board-7'`` or ``a place with tags kind=mcu pool=lab``, for messages."""
         if self.place is not None:
             return f"labgrid place {self.place!r}"
-        return f"a labgrid place with tags {' '.join(self.filters)}"
+        return f"a labgrid place with tags {' '.join(f'{k}={v}' for k, v in self.tags)}"
 
     @classmethod
     def of(cls, profile: DeviceProfile) -> LabgridPlace | None:
@@ -148,7 +155,14 @@ class LabgridPlace:
                 f"{where}.reset: {reset!r} is not one of {', '.join(_RESETS)} (power: cycle "
                 "the place's power port before each agent session)"
             )
-        return cls(place, tags, coordinator, reset)
+        quarantine = data.get("quarantine", "run")
+        if quarantine not in lab_quarantine.MODES:
+            raise ProfileError(
+                f"{where}.quarantine: {quarantine!r} is not one of "
+                f"{', '.join(lab_quarantine.MODES)} (lab: a failed health check tags the place "
+                f"{lab_quarantine.HEALTH_TAG}={lab_quarantine.QUARANTINED} for every runner)"
+            )
+        return cls(place, tags, coordinator, reset, quarantine)
 
 
 def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:
@@ -170,6 +184,12 @@ def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs))
 
 
+def pool_names(profiles: Iterable[DeviceProfile]) -> list[str]:
+    """The profiles that are pools: they ask for any place with some tags, not one place."""
+    return [profile.name for profile in profiles
+            if (wanted := LabgridPlace.of(profile)) is not None and wanted.place is None]
+
+
 def without_labgrid(profile: DeviceProfile) -> DeviceProfile:
     """``profile`` minus its labgrid setting: what the transport itself is given."""
     if SETTING not in profile.settings:
@@ -186,12 +206,17 @@ def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
     return check_lab_profile(without_labgrid(profile))
 
 
-def find_client(profile: DeviceProfile, search_path: str | None = None) -> str:
-    """Path of ``labgrid-client`` (on PATH or beside this Python); :class:`LabgridNotInstalled`."""
+def find_client_path(search_path: str | None = None) -> str | None:
+    """Path of ``labgrid-client`` (beside this Python, else on PATH), or None."""
     path = search_path if search_path is not None else os.pathsep.join(
         [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
     )
-    found = shutil.which(CLIENT, path=path)
+    return shutil.which(CLIENT, path=path)
+
+
+def find_client(profile: DeviceProfile, search_path: str | None = None) -> str:
+    """Path of ``labgrid-client`` for ``profile``; :class:`LabgridNotInstalled`."""
+    found = find_client_path(search_path)
     if found is None:
         raise LabgridNotInstalled(
             f"{profile.where('transport.' + SETTING)}: the profile names a labgrid place but "
@@ -319,6 +344,9 @@ class LabgridReservation:
         """
         deadline = time.monotonic() + timeout
         states = self.release_stale()
+        if self.wanted.quarantine == "lab":
+            lab_quarantine.refuse_if_none_in_service(
+                self.wanted.what, [s for s in states if s.matches(self.wanted)])
         try:
             output = self.lab.run(["reserve", "--wait", "--shell", *self.wanted.filters],
                                   timeout=max(timeout, 0.1))
@@ -373,6 +401,11 @@ class LabgridReservation:
         if not states:
             return "no place matches (check the coordinator, the place's name or its tags)"
         return "; ".join(state.describe() for state in states)
+
+    def quarantine(self, reason: str) -> str:
+        """Take the held place out of service lab-wide (who, when, why in its comment)."""
+        assert self.held is not None, "acquire the place first"
+        return lab_quarantine.quarantine(self.lab, self.held.name, reason)
 
     def power_cycle(self) -> None:
         """Switch the place's power port off and on again (labgrid's power protocol)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 import filelock
 
 from harness.cache import cache_root
+from harness.config.kinds import KINDS
 from harness.profile import DeviceProfile
 from harness.transport.base import DeviceUnavailable
 
@@ -72,16 +73,10 @@ def device_key(profile: DeviceProfile) -> str:
 
     Emulated devices and the host are their profile's name: each run starts its own
     emulator, and host profiles differ by work directory."""
-    settings = profile.settings
-    if profile.emulator is not None or profile.transport == "local":
+    key = KINDS[profile.transport].hardware_key
+    if profile.emulator is not None or key is None:
         return profile.name
-    if profile.transport == "ssh":
-        return f"ssh:{settings.get('user', '')}@{settings.get('host')}:{settings.get('port', 22)}"
-    if profile.transport == "adb":
-        server = f"{settings.get('server_host', 'localhost')}:{settings.get('server_port', '')}"
-        target = settings.get("serial") or settings.get("connect") or "the only device"
-        return f"adb:{server}/{target}"
-    return f"serial:{settings.get('port') or settings.get('url')}"
+    return key(profile.settings)
 
 
 class DeviceLock:

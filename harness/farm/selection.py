@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.device import check_transport_settings
+from harness.devices.bring_up import check_transport_settings
+from harness.farm.labgrid import for_transport_checks
 from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.untrusted_input import brief_plain
 
@@ -56,8 +57,17 @@ def select_profiles(
                 )
             chosen.setdefault(profile.name, profile)
     for profile in chosen.values():
-        check_transport_settings(profile)
+        check_profile(profile)
     return tuple(chosen.values())
+
+
+def check_profile(profile: DeviceProfile) -> None:
+    """Refuse a profile whose transport fields are wrong, before anything starts.
+
+    A lab profile is checked without its labgrid setting, with stand-ins for the
+    address its place will give (:func:`harness.farm.labgrid.for_transport_checks`).
+    """
+    check_transport_settings(for_transport_checks(profile))
 
 
 def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.agent.session import AgentLink
-from harness.device import Device, open_device
-from harness.farm.artifacts import collect_core_files
+from harness.devices.base import Device
+from harness.devices.bring_up import open_device
+from harness.farm import lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
 from harness.farm.lab_resources import LabResourceError, with_lab_address
@@ -51,7 +52,8 @@ class DeviceSlot:
         self.runner: CaseRunner | None = None
         self.facts: dict[str, str] = {}
         self._place = LabgridPlace.of(profile)
-        self.lab_facts: dict[str, str] = {}  # place and exporter, when held through labgrid
+        self.lab_facts: dict[str, str] = {}  # place, exporter, holder: held through labgrid
+        self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
         self._links: list[AgentLink] = []
 
@@ -101,11 +103,12 @@ class DeviceSlot:
         try:
             hello = self.runner.hello
         except (TransportError, RunnerError) as exc:
-            self.health.quarantine(f"{which} failed: {describe_error(exc)}")
+            lab_wide = self._quarantine_place(exc, f"{which} failed: {describe_error(exc)}")
+            self.health.quarantine(f"{which} failed: {describe_error(exc)}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
                 f"device {self.name!r} failed {which} and is quarantined for the rest of "
-                f"this run: {describe_error(exc)}"
+                f"this run: {describe_error(exc)}{lab_wide}"
             ) from exc
         facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
         real = [entry.name for entry in hello.entries if not entry.is_probe]
@@ -115,6 +118,21 @@ class DeviceSlot:
             facts["deployment"] = self.device.deployment().mode.value
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
+
+    def _quarantine_place(self, error: BaseException, reason: str) -> str:
+        """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide
+        (unless ``error`` is this runner's own trouble); what to add to the reason."""
+        reservation = self._reservation
+        if (reservation is None or reservation.held is None or self._place is None
+                or self._place.quarantine != "lab" or self.policy.deadline.remaining() == 0.0
+                or not lab_quarantine.about_the_device(error)):
+            return ""  # a run out of time, or a key this runner lacks, says nothing of it
+        place = reservation.held.name
+        try:
+            comment = reservation.quarantine(f"device {self.name!r}: {reason}")
+        except TransportError as exc:
+            return f"; labgrid place {place} could not be quarantined lab-wide: {exc}"
+        return f"; labgrid place {place} quarantined lab-wide ({comment})"
 
     def _hold(self) -> tuple[DeviceProfile, Callable[[], None] | None]:
         """Hold the device: its labgrid place (if any), then this host's lock on it.
@@ -127,7 +145,9 @@ class DeviceSlot:
             reservation = LabgridReservation(self._place, find_client(self.profile))
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
             self._held.callback(reservation.release)
-            self.lab_facts = {"place": held.name, "exporter": ",".join(held.exporters)}
+            self._reservation = reservation
+            self.lab_facts = {"place": held.name, "exporter": ",".join(held.exporters),
+                              "holder": reservation.lab.identity.owner}
             key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
             profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
             if self._place.reset == "power":
@@ -166,8 +186,7 @@ class DeviceSlot:
         """(title, last stderr lines) of each agent that ran during the current test."""
         tails = []
         for number, link in enumerate(self._links, 1):
-            stream = getattr(link, "stream", None)
-            tail = stream.stderr_tail() if stream is not None else ""
+            tail = link.stderr_tail()
             if tail:
                 which = f", agent {number} of {len(self._links)}" if len(self._links) > 1 else ""
                 tails.append((f"agent stderr on {self.name}{which}", tail))
@@ -225,20 +244,9 @@ class DeviceSlot:
                 after_failure(exc, len(failed_tries))
         raise error
 
-    def collect_core_files(self, dest: Path) -> list[Path]:
-        """Core files the device left in its work directory (see :mod:`harness.farm.artifacts`).
-
-        None from a board without a file system (a serial board) or from a device
-        that cannot be reached any more.
-        """
-        device = self.device
-        if device is None or device.transport is None:
-            return []
-        try:
-            work_dir = device.work_dir
-        except TransportError:
-            return []
-        return collect_core_files(device.transport, work_dir, dest, self.profile.timeouts.command)
+    def collect_artifacts(self, dest: Path) -> list[Path]:
+        """What the device's crashed agent left (:meth:`Device.collect_artifacts`), if it is up."""
+        return self.device.collect_artifacts(dest) if self.device is not None else []
 
 
 class DeviceSlots:

@@ -166,7 +166,7 @@ class Owner:
                 stdout=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=reset_in_child,  # noqa: PLW1509 (see harness.lifecycle.signals)
+                preexec_fn=reset_in_child,
             )
         finally:
             os.close(read_end)

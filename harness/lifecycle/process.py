@@ -53,7 +53,7 @@ def popen(
     marked = {**(os.environ if env is None else env), **owner.current().marker}
     return subprocess.Popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=marked, cwd=cwd,
-        start_new_session=True, preexec_fn=reset_in_child,  # noqa: PLW1509 (see signals)
+        start_new_session=True, preexec_fn=reset_in_child,
     )  # fmt: skip
 
 

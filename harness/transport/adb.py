@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.lifecycle.process import ManagedProcess
-from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import (
     CommandResult,
     DeviceFacts,
@@ -37,18 +36,10 @@ from harness.transport.base import (
 )
 from harness.transport.process_stream import ProcessStream, start_stream_process
 from harness.transport.shell_line import shell_line
-from harness.value_rules import (
-    ValueRuleError,
-    check_host,
-    check_port,
-    check_word,
-    split_host_port,
-)
 
 DEFAULT_WORK_DIR = "/data/local/tmp/et-harness"
 _TRANSIENT_STATES = ("connecting", "authorizing")
 _OFFLINE_SETTLE = 3.0  # seconds an offline device may take to come up (fresh USB or connect)
-_SETTINGS = ("serial", "server_host", "server_port", "connect")
 # Which adb client runs is the user's choice, never a profile's (docs/security.md).
 ADB_ENV = "ET_HARNESS_ADB"
 
@@ -72,44 +63,6 @@ class AdbTarget:
     transfer_timeout: float = 120.0  # one push or pull
     write_timeout: float = 30.0  # one ByteStream.write
 
-    @classmethod
-    def from_profile(cls, profile: DeviceProfile) -> AdbTarget:
-        """Build from a device profile whose transport kind is adb."""
-        settings = dict(profile.settings)
-        if "adb" in settings:
-            raise ProfileError(
-                f"{profile.where('transport.adb')}: a profile may not choose the adb client "
-                f"(it is a program run on this machine); remove the field and put adb on PATH "
-                f"or set {ADB_ENV}=/path/to/adb in your environment"
-            )
-        unknown = sorted(set(settings) - set(_SETTINGS))
-        if unknown:
-            raise ProfileError(
-                f"{profile.where('transport.' + unknown[0])}: unknown adb setting; "
-                f"allowed: {', '.join(_SETTINGS)}"
-            )
-        checks: dict[str, Callable[[object], object]] = {
-            "serial": lambda v: check_word(v, "the device's serial, as `adb devices` lists it"),
-            "server_host": check_host,
-            "server_port": check_port,
-            "connect": split_host_port,
-        }
-        for key, check in checks.items():
-            if key in settings:
-                try:
-                    check(settings[key])
-                except ValueRuleError as exc:
-                    raise ProfileError(f"{profile.where('transport.' + key)}: {exc}") from None
-        return cls(
-            serial=settings.get("serial"),
-            server_host=settings.get("server_host"),
-            server_port=settings.get("server_port"),
-            connect=settings.get("connect"),
-            work_dir=profile.work_dir,
-            query_timeout=profile.timeouts.connect,
-            transfer_timeout=profile.timeouts.command,
-        )
-
 
 def adb_client() -> str:
     """The adb client to run: ``$ET_HARNESS_ADB`` if the user set it, else ``adb`` from PATH."""
@@ -123,11 +76,6 @@ class AdbTransport(Transport):
         self.target = target
         self._serial: str | None = None
         self._facts: DeviceFacts | None = None
-
-    @classmethod
-    def from_profile(cls, profile: DeviceProfile) -> AdbTransport:
-        """The transport a device profile with ``transport.kind: adb`` describes."""
-        return cls(AdbTarget.from_profile(profile))
 
     # -- device selection ------------------------------------------------------------
 
@@ -309,17 +257,6 @@ class AdbTransport(Transport):
             stdout=result.stdout,
             stderr=result.stderr[: found.start()],
         )
-
-    def sha256(self, remote: str, timeout: float = 30.0) -> str | None:
-        """SHA-256 of a device file, read on stdin so that no file name is echoed back.
-
-        (``sha256sum NAME`` escapes names holding a newline or backslash with a leading
-        ``\\``, which the base implementation would take for part of the digest.)
-        """
-        result = self.run(["sh", "-c", 'sha256sum < "$1"', "sh", remote], timeout=timeout)
-        if result.exit_code != 0:
-            return None
-        return result.stdout.split(b" ", 1)[0].decode("ascii")
 
     def open_stream(
         self, argv: Sequence[str], *, env: Mapping[str, str] | None = None

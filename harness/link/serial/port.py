@@ -5,8 +5,8 @@ A port is anything pyserial's ``serial_for_url`` opens: a device path
 ``rfc2217://host:port`` (a networked serial server such as ser2net, which a labgrid
 exporter runs for a place's serial port; opened with ``?ign_set_control``, as ser2net
 does not answer the control option pyserial otherwise waits for). The framed protocol on top
-is :mod:`harness.serial_link`. Profile fields (``transport:`` with
-``kind: serial``)::
+is :mod:`harness.link.serial.arq`. Profile fields (``transport:`` with
+``kind: serial``, checked by :mod:`harness.devices.serial`)::
 
     port: /dev/ttyACM0          # or url: socket://127.0.0.1:4321
     baudrate: 115200
@@ -26,26 +26,12 @@ import enum
 import os
 import socket
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import serial
 
-from harness.serial_link import POLL_INTERVAL, LinkConfig, SerialLink
+from harness.link.serial.arq import POLL_INTERVAL, LinkConfig, SerialLink
 from harness.transport.base import DeviceUnavailable
-from harness.untrusted_input import brief
-from harness.value_rules import (
-    ValueRuleError,
-    check_absolute_path,
-    check_count,
-    check_seconds,
-    split_host_port,
-)
-
-
-class SerialConfigError(ValueError):
-    """Serial settings in a profile are missing or malformed; the message names the field."""
 
 
 class ResetLine(enum.Enum):
@@ -69,100 +55,6 @@ class SerialPortConfig:
     wait_boot: bool = False
     boot_timeout: float | None = None  # None: the link's (LinkConfig, 5 s)
     hello_timeout: float | None = None
-
-    @classmethod
-    def from_settings(
-        cls, settings: Mapping[str, Any], where: str = "transport"
-    ) -> SerialPortConfig:
-        """Validate a profile's transport settings; errors name ``where.field``."""
-        known = {
-            "port",
-            "url",
-            "baudrate",
-            "rtscts",
-            "xonxoff",
-            "reset",
-            "reset_pulse",
-            "wait_boot",
-            "boot_timeout",
-            "hello_timeout",
-        }
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise SerialConfigError(
-                f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(sorted(known))}"
-            )
-        if ("port" in settings) == ("url" in settings):
-            raise SerialConfigError(
-                f"{where}: give exactly one of 'port' (a device path such as /dev/ttyACM0) "
-                "or 'url' (socket://HOST:PORT, rfc2217://HOST:PORT)"
-            )
-        field = "port" if "port" in settings else "url"
-        try:
-            url = (_check_device_path if field == "port" else _check_url)(settings[field])
-        except ValueRuleError as exc:
-            raise SerialConfigError(f"{where}.{field}: {exc}") from None
-        reset_text = settings.get("reset", "none")
-        try:
-            reset = ResetLine(reset_text)
-        except ValueError:
-            raise SerialConfigError(
-                f"{where}.reset: {reset_text!r} is not one of none, dtr, rts"
-            ) from None
-        return cls(
-            url=url,
-            baudrate=_positive(settings, "baudrate", 115200, int, where),
-            rtscts=_flag(settings, "rtscts", where),
-            xonxoff=_flag(settings, "xonxoff", where),
-            reset=reset,
-            reset_pulse=_positive(settings, "reset_pulse", 0.1, float, where),
-            wait_boot=_flag(settings, "wait_boot", where),
-            boot_timeout=_positive(settings, "boot_timeout", None, float, where),
-            hello_timeout=_positive(settings, "hello_timeout", None, float, where),
-        )
-
-
-def _flag(settings: Mapping[str, Any], key: str, where: str) -> bool:
-    value = settings.get(key, False)
-    if not isinstance(value, bool):
-        raise SerialConfigError(f"{where}.{key}: must be true or false; got {value!r}")
-    return value
-
-
-def _positive(
-    settings: Mapping[str, Any], key: str, default: float | None, kind: type, where: str
-) -> Any:
-    value = settings.get(key, default)
-    if value is None:
-        return None
-    try:
-        if kind is int:
-            return check_count(value, 1, _MAX_BAUDRATE)
-        return check_seconds(value)
-    except ValueRuleError as exc:
-        raise SerialConfigError(f"{where}.{key}: {exc}") from None
-
-
-def _check_device_path(value: object) -> str:
-    """A serial device such as /dev/ttyACM0: a plain path, never a pyserial URL
-    (``spy://`` would write a log file, ``loop://`` fake a board)."""
-    return check_absolute_path(value, "the serial device, e.g. /dev/ttyACM0")
-
-
-def _check_url(value: object) -> str:
-    """``socket://HOST:PORT`` or ``rfc2217://HOST:PORT``, nothing after the port."""
-    scheme, separator, address = value.partition("://") if isinstance(value, str) else ("", "", "")
-    if not separator or scheme not in _URL_SCHEMES:
-        raise ValueRuleError(
-            f"{brief(value)} is not socket://HOST:PORT or rfc2217://HOST:PORT; for a local "
-            "device give port: /dev/..."
-        )
-    split_host_port(address)
-    return str(value)
-
-
-_URL_SCHEMES = ("socket", "rfc2217")
-_MAX_BAUDRATE = 20_000_000
 
 
 def open_port(config: SerialPortConfig) -> serial.SerialBase:

@@ -1,6 +1,6 @@
-"""Host side of the framed serial protocol (docs/serial-protocol.md).
+"""Host side of the framed serial protocol (docs/serial-protocol.md): go-back-N ARQ.
 
-A :class:`SerialLink` carries wire-format v1 requests to a device over a byte
+A :class:`SerialLink` carries wire-format v1 messages to a device over a byte
 port (a pyserial port: a UART, ``socket://`` to QEMU, ``rfc2217://``) and brings
 its reports back. Frames are COBS-encoded and delimited by 0x00, protected by a
 CRC-32 and numbered; DATA frames are acknowledged, lost ones resent (go-back-N
@@ -16,24 +16,31 @@ echoes.
 from __future__ import annotations
 
 import dataclasses
-import enum
-import itertools
 import logging
 import secrets
 import select
 import struct
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import serial
-from cobs import cobs
 
 from harness import wire
-from harness.messages import Action, Report, Request
+from harness.link.channel import MessageChannel, header_seq
+from harness.link.serial.frame import (
+    FLAG_END,
+    FLAG_START,
+    FRAME_CRC,
+    FRAME_HEADER,
+    Frame,
+    FrameError,
+    FrameKind,
+    decode_frame,
+)
+from harness.messages import Action
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,
@@ -44,10 +51,6 @@ from harness.transport.base import (
 log = logging.getLogger(__name__)
 
 LINK_VERSION = 1
-FRAME_HEADER = 3  # kind, seq, flags
-FRAME_CRC = 4
-FLAG_START = 0x01
-FLAG_END = 0x02
 CAP_EXIT = 0x100  # HELLO capabilities: bit n serves wire action n; this bit EXIT frames
 _HELLO_FIXED = struct.Struct("<BBHHBBIII")
 _U32 = struct.Struct("<I")
@@ -56,56 +59,12 @@ _READ_CHUNK = 4096
 _MAX_UNDELIMITED = 65536  # encoded bytes without a 0x00 before they are dropped as garbage
 
 
-class FrameKind(enum.IntEnum):
-    """The first byte of a decoded frame."""
-
-    DATA = 1
-    ACK = 2
-    NAK = 3
-    HELLO = 4
-    HELLO_REQUEST = 5
-    EXIT = 6
-
-
 class SerialProtocolError(TransportError):
-    """The device broke the serial protocol (e.g. sent a report that does not decode)."""
+    """The device broke the serial protocol (e.g. sent a message shorter than a header)."""
 
 
 class MessageTooLarge(ValueError):
     """A message is larger than the device's announced ``max_message``."""
-
-
-class FrameError(ValueError):
-    """Bytes between two delimiters that are not a valid frame."""
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One decoded frame."""
-
-    kind: int
-    seq: int
-    flags: int = 0
-    payload: bytes = b""
-
-    def encode(self) -> bytes:
-        """COBS bytes of the frame with its CRC, followed by the 0x00 delimiter."""
-        packet = bytes((self.kind, self.seq & 0xFF, self.flags)) + self.payload
-        return cobs.encode(packet + _U32.pack(zlib.crc32(packet))) + b"\0"
-
-
-def decode_frame(encoded: bytes) -> Frame:
-    """The frame in ``encoded`` (delimiter removed); :class:`FrameError` if invalid."""
-    try:
-        packet = cobs.decode(encoded)
-    except cobs.DecodeError as exc:
-        raise FrameError(f"not COBS: {exc}") from None
-    if len(packet) < FRAME_HEADER + FRAME_CRC:
-        raise FrameError(f"{len(packet)} bytes, shorter than a frame's header and CRC")
-    (crc,) = _U32.unpack_from(packet, len(packet) - FRAME_CRC)
-    if crc != zlib.crc32(packet[:-FRAME_CRC]):
-        raise FrameError("CRC mismatch")
-    return Frame(packet[0], packet[1], packet[2], bytes(packet[FRAME_HEADER:-FRAME_CRC]))
 
 
 @dataclass(frozen=True)
@@ -135,7 +94,7 @@ class DeviceHello:
             raise SerialProtocolError(
                 f"HELLO firmware version says {text_len} bytes, {len(text)} follow"
             )
-        return cls(*fields, text.decode("utf-8", errors="replace"))
+        return cls(*fields, text.decode("utf-8", errors="replace"))  # type: ignore[call-arg]
 
     def serves(self, action: Action) -> bool:
         """True if the device announced that it serves ``action``."""
@@ -195,8 +154,8 @@ class _NoProgress(Exception):
     """This attempt at an exchange stalled; the link resynchronises and tries again."""
 
 
-class SerialLink:
-    """Requests and reports over a framed serial link to one device.
+class SerialLink(MessageChannel):
+    """Wire messages over a framed serial link to one device (an agent session's channel).
 
     Build it with :meth:`open`, which waits for the device's HELLO and adapts the
     frame size and window to what the device announces. One request at a time: a
@@ -210,7 +169,6 @@ class SerialLink:
         self._config = config
         self._name = name
         self._session = secrets.randbits(32) or 1
-        self._seq = itertools.count(1)
         self._stats: dict[str, int] = {f.name: 0 for f in dataclasses.fields(LinkStats)}
         self._closed = False
         self._fileno = _selectable_fileno(port)
@@ -269,25 +227,6 @@ class SerialLink:
         """Counters since the link was opened."""
         return LinkStats(**self._stats)
 
-    def next_seq(self) -> int:
-        """A fresh wire sequence number, for messages built by hand."""
-        return next(self._seq)
-
-    def request(self, req: Request) -> Report:
-        """Send ``req`` (numbered afresh by the link) and return the device's report for it."""
-        numbered = dataclasses.replace(req, seq=self.next_seq())
-        return self._exchange(wire.encode_request(numbered), numbered.seq, numbered.action.name)
-
-    def send_raw(self, frame: bytes, seq: int | None = None) -> Report:
-        """Send arbitrary message bytes (e.g. a malformed request) and return the report.
-
-        ``seq`` is the sequence number the report must echo; by default the one in
-        bytes 12..15 of ``frame`` (0 if it is shorter), as the device echoes it.
-        """
-        if seq is None:
-            seq = _U32.unpack_from(frame, 12)[0] if len(frame) >= wire.HEADER_SIZE else 0
-        return self._exchange(bytes(frame), seq, "raw message")
-
     def exit_device(self, code: int) -> None:
         """Ask the device to end itself with exit status ``code`` (QEMU: semihosting)."""
         self._check_open()
@@ -312,7 +251,13 @@ class SerialLink:
 
     # ------------------------------------------------------------------ exchange
 
-    def _exchange(self, message: bytes, seq: int, what: str) -> Report:
+    def exchange(self, message: bytes, seq: int, what: str = "message") -> bytes:
+        """Deliver ``message`` and return the bytes of the report that echoes ``seq``.
+
+        A report that does not come is asked for again after a resynchronisation (the
+        device answers a resent request from its cache); reports for other requests
+        (stale ones, after a resend) are dropped.
+        """
         self._check_open()
         if len(message) > self.hello.max_message:
             raise MessageTooLarge(
@@ -321,7 +266,7 @@ class SerialLink:
                 "make the request smaller"
             )
         deadline = time.monotonic() + self._config.request_timeout
-        problems = []
+        problems: list[str] = []
         for attempt in range(1, self._config.attempts + 1):
             if time.monotonic() >= deadline:
                 break
@@ -425,18 +370,23 @@ class SerialLink:
     def _back_off(self) -> None:
         self._rto = min(self._config.ack_timeout, self._rto * 2)
 
-    def _await_report(self, seq: int, deadline: float) -> Report:
+    def _await_report(self, seq: int, deadline: float) -> bytes:
         polls = 0
         while True:
             while self._messages:
-                report = self._decode_report(self._messages.popleft())
-                if report.seq == seq:
-                    return report
+                message = self._messages.popleft()
+                if len(message) < wire.HEADER_SIZE:
+                    raise SerialProtocolError(
+                        f"{self._name}: the device sent a {len(message)}-byte message, shorter "
+                        "than a report's header; the firmware's encoder or the link is broken"
+                    )
+                if header_seq(message) == seq:
+                    return message
                 self._count("stale_reports")
                 log.warning(
                     "%s: dropped a report for #%d while waiting for #%d",
                     self._name,
-                    report.seq,
+                    header_seq(message),
                     seq,
                 )
             remaining = deadline - time.monotonic()
@@ -453,15 +403,6 @@ class SerialLink:
             self._back_off()
             self._count("polls")
             self._write(Frame(FrameKind.NAK, self._rx_expected).encode())
-
-    def _decode_report(self, message: bytes) -> Report:
-        try:
-            return wire.decode_report(message)
-        except wire.WireError as exc:
-            raise SerialProtocolError(
-                f"{self._name}: the device sent a report that does not decode ({exc}); "
-                "the firmware's encoder or the link is broken"
-            ) from None
 
     # ------------------------------------------------------------------ handshake
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The host agent's concurrent multi-model cases (suites/test_models.py, and the real
+# XNNPACK program in suites/test_concurrent_xnnpack.py) under each race detector
+# (docs/agent.md, "Race detectors"): host-tsan (the agent's ThreadSanitizer build),
+# host-helgrind and host-drd (valgrind), one device per xdist worker. A race report
+# that agent/runtime/race-suppressions.yaml does not explain fails its test; each
+# test's report is kept under RESULTS_DIR/artifacts/<device>/<test>/try-N/.
+#
+# Usage: ci/run-race-detectors.sh [RESULTS_DIR] [extra pytest arguments]
+# Environment: DETECTORS (default host-tsan,host-helgrind,host-drd),
+# SELECTION (pytest -k, default concurrent), RUN_TIMEOUT seconds (default 600).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+results="${1:-results/race-detectors}"
+shift || true
+devices="${DETECTORS:-host-tsan,host-helgrind,host-drd}"
+
+started=$(date +%s)
+status=0
+.venv/bin/python -m pytest suites/test_models.py suites/test_concurrent_xnnpack.py \
+  -p no:cacheprovider -q \
+  -k "${SELECTION:-concurrent}" --device "$devices" -n 2 \
+  --run-timeout "${RUN_TIMEOUT:-600}" \
+  --results-dir "$results" --junitxml "$results/junit.xml" "$@" || status=$?
+echo "== race detectors: $devices in $(( $(date +%s) - started )) s (exit $status)"
+exit "$status"

@@ -1,0 +1,10 @@
+"""Device kinds: how a profile becomes a device the harness can run an agent on.
+
+- :mod:`harness.config.kinds` — the registry (pure data, below the profile layer): each
+  kind's name, module and emulator;
+- :mod:`harness.devices.bring_up` — :func:`open_device` and :func:`check_transport_settings`,
+  which import a kind's module only when a device of that kind is used;
+- :mod:`harness.devices.base` — the :class:`Device` interface; :mod:`.hosted` and
+  :mod:`.firmware` its two implementations; one module per kind (:mod:`.local`,
+  :mod:`.ssh`, :mod:`.adb`, :mod:`.serial`).
+"""

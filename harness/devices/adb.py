@@ -1,0 +1,51 @@
+"""Device kind ``adb``: an Android device through the real adb client; emulator ``adbd``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from harness.config.settings import parse_settings, refuse
+from harness.devices.hosted import HostedDevice, emulator_home, with_settings
+from harness.profile import DeviceProfile
+from harness.transport.adb import ADB_ENV, AdbTarget, AdbTransport
+from harness.value_rules import check_host, check_port, check_word, split_host_port
+
+# The transport fields of an adb profile and the rule each value must pass.
+FIELDS = {
+    "serial": lambda v: check_word(v, "the device's serial, as `adb devices` lists it"),
+    "server_host": check_host,
+    "server_port": check_port,
+    "connect": split_host_port,
+}
+
+
+def adb_target(profile: DeviceProfile) -> AdbTarget:
+    """The profile's transport fields, checked, with the profile's timeouts."""
+    where = profile.where("transport")
+    if "adb" in profile.settings:
+        raise refuse(where, "adb", "a profile may not choose the adb client (it is a program "
+                     f"run on this machine); remove the field and put adb on PATH or set "
+                     f"{ADB_ENV}=/path/to/adb in your environment")
+    return parse_settings(AdbTarget, profile.settings, where, fields=FIELDS,
+                          work_dir=profile.work_dir, query_timeout=profile.timeouts.connect,
+                          transfer_timeout=profile.timeouts.command)
+
+
+def check_settings(profile: DeviceProfile) -> None:
+    adb_target(profile)
+
+
+def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
+                board_reset: Callable[[], None] | None) -> HostedDevice:
+    emulator = None
+    if profile.emulator is not None:
+        from harness.emulators.adb_emulator import AdbEmulator
+        from harness.emulators.adb_server import PrivateAdbServer
+
+        home = emulator_home(profile, resources)
+        server = resources.enter_context(PrivateAdbServer(home / "adb-server"))
+        emulator = AdbEmulator(home / "device-root")
+        endpoint = resources.enter_context(emulator)
+        profile = with_settings(profile, connect=endpoint.serial, server_port=server.port)
+    return HostedDevice(profile, AdbTransport(adb_target(profile)), resources, emulator)

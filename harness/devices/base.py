@@ -1,0 +1,74 @@
+"""What every device offers the harness, whatever its kind.
+
+A device is brought up from its profile by its kind (:mod:`harness.config.kinds`,
+:mod:`harness.devices.bring_up`).
+Two classes implement this interface: :class:`~harness.devices.hosted.HostedDevice`
+(an operating system the harness reaches through a transport: files, processes, an
+agent it deploys) and :class:`~harness.devices.firmware.FirmwareDevice` (a board whose
+firmware is the agent, reached over a serial link). Callers above this layer use only
+what is declared here.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from harness.agent.session import AgentLink, TimeLimit
+from harness.deployment import DeploymentChoice
+from harness.profile import DeviceProfile
+from harness.transport.base import TransportError
+
+if TYPE_CHECKING:
+    from harness.agent.race_detector import RaceLog
+
+
+class Emulator(Protocol):
+    """An emulated device the harness started."""
+
+    def kill(self) -> None:
+        """End it abruptly, as a crash or a pulled cable would."""
+
+
+class DeviceSetupError(TransportError):
+    """The device could not be prepared (agent not deployable, emulator not starting)."""
+
+
+class Device(abc.ABC):
+    """One device brought up for a run: start agents on it, find its programs, close it."""
+
+    def __init__(self, profile: DeviceProfile, resources: contextlib.ExitStack | None = None,
+                 emulator: Emulator | None = None) -> None:
+        self.profile = profile
+        self.emulator = emulator  # the emulated device the harness started, if any
+        self._resources = resources
+        # The race detector's reports, when the profile runs the agent under one (host only).
+        self.race_log: RaceLog | None = None
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @abc.abstractmethod
+    def deployment(self) -> DeploymentChoice:
+        """How the agent runs on this device."""
+
+    @abc.abstractmethod
+    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
+        """Start a fresh agent and return the link to it."""
+
+    @abc.abstractmethod
+    def program_for(self, delegates: tuple[str, ...]) -> str:
+        """The device path of a program whose delegates are ``delegates``."""
+
+    def collect_artifacts(self, dest: Path) -> list[Path]:
+        """Files a crashed agent left on the device, pulled into ``dest``; none by default."""
+        return []
+
+    def close(self) -> None:
+        """Release what the device holds and stop its emulator, if the harness started one."""
+        if self._resources is not None:
+            resources, self._resources = self._resources, None
+            resources.close()

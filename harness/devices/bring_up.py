@@ -1,0 +1,65 @@
+"""Bring up the device a profile describes, through its kind's module (imported lazily)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable
+from typing import Protocol, cast
+
+from harness.config.kinds import KINDS
+from harness.devices.base import Device
+from harness.profile import DeviceProfile, ProfileError
+
+
+class KindModule(Protocol):
+    """What a device kind's module provides."""
+
+    def check_settings(self, profile: DeviceProfile) -> None:
+        """Validate the profile's transport fields without reaching the device."""
+
+    def open_device(self, profile: DeviceProfile, resources: contextlib.ExitStack,
+                    board_reset: Callable[[], None] | None) -> Device:
+        """Start the emulator (if the profile asks for one) and the device; whatever is
+        started goes on ``resources``, which the device closes."""
+        ...
+
+
+def kind_module(profile: DeviceProfile) -> KindModule:
+    """The module of the profile's device kind (``transport.kind``, checked by the profile)."""
+    return cast(KindModule, importlib.import_module(KINDS[profile.transport].module))
+
+
+def check_transport_settings(profile: DeviceProfile) -> None:
+    """Validate the profile's transport fields without reaching the device.
+
+    :class:`ProfileError` names the file and the field; devices are opened later,
+    so this lets a listing or a run refuse a broken profile before anything starts.
+    (A lab profile is checked through :func:`harness.farm.selection.check_profile`.)
+    """
+    if profile.emulator is not None:
+        return  # the emulator supplies them; open_device refuses fields it would set
+    kind_module(profile).check_settings(profile)
+
+
+def open_device(profile: DeviceProfile, *,
+                board_reset: Callable[[], None] | None = None) -> Device:
+    """Bring up the device ``profile`` describes (starting its emulator, if any).
+
+    ``board_reset`` resets a serial board from outside (its lab place's power port).
+    """
+    kind = KINDS[profile.transport]
+    if profile.emulator is not None:
+        clash = sorted(set(profile.settings) & set(kind.emulator_fields))
+        if clash:
+            raise ProfileError(
+                f"{profile.where('transport.' + clash[0])}: set by the {profile.emulator} "
+                f"emulator the harness starts ({', '.join(kind.emulator_fields)}); remove it "
+                "from the profile"
+            )
+    resources = contextlib.ExitStack()
+    try:
+        return kind_module(profile).open_device(profile, resources, board_reset)
+    except BaseException:
+        resources.close()
+        raise

@@ -1,0 +1,73 @@
+"""A firmware device: a board whose firmware is the agent, on a serial port.
+
+There is nothing to deploy and no file system: a program is the LOAD request's
+delegate list (the path is empty) and a crash leaves no files to collect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from harness.agent.session import AgentLink, AgentSession, TimeLimit
+from harness.deployment import Deployment, DeploymentChoice
+from harness.devices.base import Device
+from harness.link.serial.arq import LinkConfig
+from harness.link.serial.port import ResetLine, SerialPortConfig
+from harness.link.serial.port import connect as connect_serial
+from harness.profile import DeviceProfile
+
+if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
+    from harness.emulators.qemu_mcu import QemuMcu
+
+
+class FirmwareDevice(Device):
+    """A board reached over its serial agent link, emulated (``qemu``) or real (``port``).
+
+    A fresh agent means a fresh registry, so every link after the first resets the
+    board: an emulated board is restarted; a real one is reset through DTR or RTS
+    when its profile wires one (``transport.reset``), else it keeps its state. A board
+    in a lab place with a power port is reset through the lab (``reset``) before
+    every link, the first included, so a pool board starts with a fresh registry.
+    """
+
+    def __init__(self, profile: DeviceProfile, *, qemu: QemuMcu | None = None,
+                 port: SerialPortConfig | None = None,
+                 reset: Callable[[], None] | None = None,
+                 resources: contextlib.ExitStack | None = None) -> None:
+        super().__init__(profile, resources, qemu)
+        if (qemu is None) == (port is None):
+            raise ValueError("a firmware device is either emulated (qemu) or on a port")
+        self._qemu = qemu
+        self._port = port
+        self._reset = reset
+        self._links = 0
+
+    def deployment(self) -> DeploymentChoice:
+        return DeploymentChoice(Deployment.NATIVE, "the firmware is the agent")
+
+    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
+        """A link to a freshly reset board (the board keeps its own timing)."""
+        timeout = self.profile.timeouts.connect
+        if self._qemu is not None:
+            if self._links:
+                self._qemu.stop()
+                self._qemu.start()
+            self._links += 1
+            link = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
+            return AgentSession(self._qemu.connect(link), name=self.name)
+        config = self._port
+        assert config is not None  # one of the two, checked in __init__
+        if self._reset is not None:  # through its lab place, before every session
+            self._reset()
+            config = dataclasses.replace(config, wait_boot=False)  # the boot HELLO may be gone
+        elif self._links and config.reset is ResetLine.NONE:
+            config = dataclasses.replace(config, wait_boot=False)
+        self._links += 1
+        return AgentSession(connect_serial(config, name=self.name), name=self.name)
+
+    def program_for(self, delegates: tuple[str, ...]) -> str:
+        """Empty: the board's LOAD takes the request's delegate list as the program."""
+        return ""

@@ -1,0 +1,235 @@
+"""A hosted device: an operating system reached through a transport, the agent deployed there.
+
+:class:`HostedDevice` is the one place that knows where the agent and probe
+programs go on such a device and how the agent is started. The device kinds that
+reach one (local, ssh, adb) differ only in the transport they open
+(:mod:`harness.config.kinds`, :mod:`harness.devices.bring_up`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import posixpath
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
+from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
+from harness.agent.race_detector import RaceLog
+from harness.agent.session import AgentLink, AgentSession, TimeLimit
+from harness.cache import cache_root
+from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
+from harness.devices.base import Device, DeviceSetupError, Emulator
+from harness.devices.core_files import collect_core_files
+from harness.lifecycle.owner import owned_directory
+from harness.link.stream import StreamChannel
+from harness.probe_program import probe_program
+from harness.profile import DeviceProfile
+from harness.sdk_prefix import sdk_from_prefix
+from harness.transport.base import Transport, TransportError
+from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
+
+# Device ABI (as the device reports it) -> the agent build that runs there. Android's
+# arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/deployment.py).
+_AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64-v8a": "aarch64"}
+_GLIBC_ONLY_IN_BUNDLE = ("arm64-v8a",)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+class HostedDevice(Device):
+    """One hosted device: its profile, its transport and the files the harness put there."""
+
+    def __init__(self, profile: DeviceProfile, transport: Transport,
+                 resources: contextlib.ExitStack | None = None,
+                 emulator: Emulator | None = None) -> None:
+        super().__init__(profile, resources, emulator)
+        self.transport = transport
+        self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
+        self._agent_path: str | None = None
+        self._deployment: DeploymentChoice | None = None
+        self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
+
+    @property
+    def work_dir(self) -> str:
+        return self.transport.facts().work_dir
+
+    # ---- files ---------------------------------------------------------------------
+
+    def push_once(self, local: Path, remote: str) -> None:
+        """Push ``local`` unless the device already has identical content there."""
+        self.push_each_once([(local, remote)])
+
+    def push_each_once(self, files: Sequence[tuple[Path, str]]) -> None:
+        """Push each ``(local, remote)`` whose content the device lacks (one check for all)."""
+        wanted = [(local, remote, _sha256(local)) for local, remote in files]
+        unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
+        if not unknown:
+            return
+        there = self.transport.sha256_each([remote for _, remote, _ in unknown])
+        for (local, remote, digest), have in zip(unknown, there, strict=True):
+            if have != digest:
+                self.transport.push(local, remote)
+            self._pushed[remote] = digest
+
+    # ---- the agent -----------------------------------------------------------------
+
+    def deployment(self) -> DeploymentChoice:
+        """How the agent runs here: the profile's ``agent.deployment``, or asked of the device."""
+        if self._deployment is None:
+            self._deployment = choose_deployment(self.profile, self.transport)
+        return self._deployment
+
+    def agent_build(self) -> AgentBuild:
+        """The agent build this device runs (profile ``abi`` or the device's own).
+
+        It is built against the profile's ``agent.sdk`` prefix if set, else as
+        :func:`~harness.agent.build.ensure_agent` chooses (``$ET_HARNESS_SDK`` or the
+        pinned wheel).
+        """
+        abi = self.profile.abi or self.transport.facts().abi
+        build = _AGENT_BUILD_FOR_ABI.get(abi)
+        bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
+        if build is None or (abi in _GLIBC_ONLY_IN_BUNDLE and not bundled):
+            where = self.profile.where("abi")
+            raise DeviceSetupError(
+                f"{where}: no agent build runs natively on ABI {abi!r} here; known: "
+                f"x86_64, aarch64, and arm64-v8a with agent.deployment: glibc-bundle (an "
+                "NDK build goes in agent.prebuilt: see agent/cmake/android-arm64.md)"
+            )
+        own = self.profile.agent.sdk
+        sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
+        detector = self.profile.agent.race_detector
+        return ensure_agent(build, sdk, detector.sanitizer if detector else None)
+
+    def deploy_agent(self) -> str:
+        """Put the agent and its libraries on the device; return the agent's path there.
+
+        The directory is named after the files' content hash, so devices keep one copy
+        per build and a run never overwrites files another run is using.
+        """
+        if self._agent_path is None:
+            files = self._agent_files()
+            digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
+            remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
+            self.push_each_once([(f, posixpath.join(remote_dir, f.name)) for f in files])
+            self._agent_path = posixpath.join(remote_dir, files[0].name)
+        return self._agent_path
+
+    def _agent_files(self) -> tuple[Path, ...]:
+        """The agent binary first, then the libraries it loads from its own directory."""
+        prebuilt = self.profile.agent.prebuilt
+        if prebuilt is None and self.deployment().mode is Deployment.GLIBC_BUNDLE:
+            try:
+                return ensure_glibc_bundle(self.agent_build()).files
+            except GlibcBundleError as exc:
+                raise DeviceSetupError(f"{self.profile.where('agent.deployment')}: {exc}") from None
+        if prebuilt is None:
+            return self.agent_build().deploy_files()
+        binary = prebuilt / AGENT_BINARY_NAME
+        if not binary.is_file():
+            raise DeviceSetupError(
+                f"{self.profile.where('agent.prebuilt')}: no {AGENT_BINARY_NAME} in {prebuilt}; "
+                "build it as agent/cmake/android-arm64.md says and point here at the install dir"
+            )
+        libraries = sorted(
+            p for p in prebuilt.iterdir()
+            if (p.suffix == ".so" or ".so." in p.name) and p.is_file()
+        )
+        for file in (binary, *libraries):
+            # A profile is untrusted: a link to ~/.ssh/id_ed25519 named libx.so would
+            # copy that file to a device the profile's author may own.
+            if not file.resolve().is_relative_to(prebuilt.resolve()):
+                raise DeviceSetupError(
+                    f"{self.profile.where('agent.prebuilt')}: {file.name} links to "
+                    f"{file.resolve()}, outside {prebuilt}; only files inside the directory "
+                    "are pushed: copy it in"
+                )
+        return (binary, *libraries)
+
+    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
+        """Start a fresh agent (a new process, or a reset board) and return its link.
+
+        Each report is awaited for the profile's case timeout at most, and never
+        beyond ``time_limit``.
+        """
+        agent = self.deploy_agent()
+        mode = self.deployment().mode
+        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
+        race_log = self._race_log()
+        detector_argv, detector_env = race_log.launch() if race_log else ((), {})
+        argv = [*self.profile.agent.wrapper, *detector_argv, *started]
+        env = {**self.profile.agent.env, **detector_env}
+        stream = self.transport.open_stream(argv, env=env or None)
+        android_glibc = (
+            mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
+            and self.transport.facts().os == "android"
+        )  # fmt: skip
+        hint = no_glibc_hint(self.profile) if android_glibc else ""
+        channel = StreamChannel(stream, timeout=self.profile.timeouts.case, name=self.name,
+                                time_limit=time_limit, start_hint=hint)
+        return AgentSession(channel, name=self.name)
+
+    def _race_log(self) -> RaceLog | None:
+        """The race detector's log of this device's agents, made on first use (if any)."""
+        detector = self.profile.agent.race_detector
+        if detector is not None and self.race_log is None:
+            if self._resources is None:
+                self._resources = contextlib.ExitStack()
+            directory = self._resources.enter_context(
+                owned_directory(f"{self.name}-", cache_root() / "race-logs")
+            )
+            self.race_log = RaceLog(detector, directory)
+        return self.race_log
+
+    def program_for(self, delegates: tuple[str, ...]) -> str:
+        """Device path of a program calling ``delegates``, pushed if needed.
+
+        Delegates ending in one ``XnnpackBackend`` get the XNNPACK program (a real
+        XNNPACK graph, the other delegates as probes before it); any other tuple a
+        probe program.
+        """
+        remote = self._programs.get(delegates)
+        if remote is None:
+            *probes, last = delegates or ("",)
+            if last == XNNPACK_BACKEND and XNNPACK_BACKEND not in probes:
+                local = xnnpack_program(tuple(probes))
+            else:
+                local = probe_program(delegates)
+            remote = posixpath.join(self.work_dir, "programs", local.name)
+            self.push_once(local, remote)
+            self._programs[delegates] = remote
+        return remote
+
+    def collect_artifacts(self, dest: Path) -> list[Path]:
+        """Core files the agent left in the work directory (:mod:`harness.devices.core_files`);
+        none from a device that cannot be reached any more."""
+        try:
+            work_dir = self.work_dir
+        except TransportError:
+            return []
+        return collect_core_files(self.transport, work_dir, dest, self.profile.timeouts.command)
+
+    def close(self) -> None:
+        """Release the transport and stop the emulator, if the harness started one."""
+        try:
+            self.transport.close()
+        finally:
+            super().close()
+
+
+def emulator_home(profile: DeviceProfile, resources: contextlib.ExitStack) -> Path:
+    """A private directory for one emulated device, removed when the device closes."""
+    return resources.enter_context(
+        owned_directory(f"{profile.name}-", cache_root() / "emulators")
+    )
+
+
+def with_settings(profile: DeviceProfile, **settings: object) -> DeviceProfile:
+    """``profile`` with transport fields an emulator provides added."""
+    return dataclasses.replace(profile, settings={**profile.settings, **settings})

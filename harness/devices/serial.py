@@ -1,0 +1,94 @@
+"""Device kind ``serial``: an MCU whose firmware is the agent; emulator ``qemu-mcu``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from harness.config.settings import check_known, parse_settings, refuse
+from harness.devices.firmware import FirmwareDevice
+from harness.link.serial.port import SerialPortConfig
+from harness.mcu_boards import DEFAULT_MACHINE
+from harness.profile import DeviceProfile, ProfileError
+from harness.untrusted_input import brief
+from harness.value_rules import (
+    ValueRuleError,
+    check_absolute_path,
+    check_count,
+    check_seconds,
+    split_host_port,
+)
+
+_URL_SCHEMES = ("socket", "rfc2217")
+_MAX_BAUDRATE = 20_000_000
+
+# The transport fields of a serial profile (besides ``port`` or ``url``) and their rules.
+FIELDS = {
+    "baudrate": lambda v: check_count(v, 1, _MAX_BAUDRATE),
+    "rtscts": None,
+    "xonxoff": None,
+    "reset": None,
+    "reset_pulse": check_seconds,
+    "wait_boot": None,
+    "boot_timeout": check_seconds,
+    "hello_timeout": check_seconds,
+}
+_WHERE_THE_PORT_IS = ("port", "url")
+
+
+def check_device_path(value: object) -> str:
+    """A serial device such as /dev/ttyACM0: a plain path, never a pyserial URL
+    (``spy://`` would write a log file, ``loop://`` fake a board)."""
+    return check_absolute_path(value, "the serial device, e.g. /dev/ttyACM0")
+
+
+def check_port_url(value: object) -> str:
+    """``socket://HOST:PORT`` or ``rfc2217://HOST:PORT``, nothing after the port."""
+    scheme, separator, address = value.partition("://") if isinstance(value, str) else ("", "", "")
+    if not separator or scheme not in _URL_SCHEMES:
+        raise ValueRuleError(
+            f"{brief(value)} is not socket://HOST:PORT or rfc2217://HOST:PORT; for a local "
+            "device give port: /dev/..."
+        )
+    split_host_port(address)
+    return str(value)
+
+
+def port_settings(profile: DeviceProfile) -> SerialPortConfig:
+    """The profile's transport fields, checked: where the port is and how to use it."""
+    where, settings = profile.where("transport"), profile.settings
+    check_known(settings, (*FIELDS, *_WHERE_THE_PORT_IS), where)
+    if ("port" in settings) == ("url" in settings):
+        raise ProfileError(
+            f"{where}: give exactly one of 'port' (a device path such as /dev/ttyACM0) "
+            "or 'url' (socket://HOST:PORT, rfc2217://HOST:PORT)"
+        )
+    field = "port" if "port" in settings else "url"
+    try:
+        url = (check_device_path if field == "port" else check_port_url)(settings[field])
+    except ValueRuleError as exc:
+        raise refuse(where, field, str(exc)) from None
+    rest = {key: value for key, value in settings.items() if key not in _WHERE_THE_PORT_IS}
+    return parse_settings(SerialPortConfig, rest, where, fields=FIELDS,
+                          also_allowed=_WHERE_THE_PORT_IS, url=url)
+
+
+def check_settings(profile: DeviceProfile) -> None:
+    port_settings(profile)
+
+
+def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
+                board_reset: Callable[[], None] | None) -> FirmwareDevice:
+    if profile.emulator is None:
+        return FirmwareDevice(profile, port=port_settings(profile), reset=board_reset,
+                              resources=resources)
+    if profile.settings:
+        raise ProfileError(
+            f"{profile.where('transport.' + sorted(profile.settings)[0])}: the qemu-mcu "
+            "emulator sets the port itself; an emulated board takes no transport fields"
+        )
+    from harness.emulators.qemu_mcu import QemuMcu, build_firmware
+
+    machine = profile.machine or DEFAULT_MACHINE
+    qemu = resources.enter_context(QemuMcu(build_firmware(machine), machine=machine))
+    return FirmwareDevice(profile, qemu=qemu, reset=board_reset, resources=resources)

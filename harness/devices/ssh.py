@@ -1,0 +1,53 @@
+"""Device kind ``ssh``: a Linux board over OpenSSH; emulator ``sshd`` (ssh-emu)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.config.settings import parse_settings, refuse
+from harness.devices.hosted import HostedDevice, emulator_home, with_settings
+from harness.profile import DeviceProfile
+from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
+
+# The transport fields of an ssh profile; their rules are SshProfile's own (it checks
+# host, port, user, proxy_jump, keepalive_interval and host_key on construction).
+FIELDS = dict.fromkeys(("host", "port", "user", "identity_file", "ssh_config", "known_hosts",
+                        "host_key", "proxy_jump", "use_agent", "keepalive_interval"))
+
+
+def ssh_settings(profile: DeviceProfile) -> SshProfile:
+    """The profile's transport fields, checked, with the route through the ssh config
+    resolved once to check what the config adds."""
+    where = profile.where("transport")
+    # A config the profile names is profile data; the sshd emulator's is the
+    # harness's own (open_device refuses a profile that sets it for an emulator).
+    trusted = "ssh_config" not in profile.settings or profile.emulator is not None
+    try:
+        settings = parse_settings(
+            SshProfile, profile.settings, where, fields=FIELDS,
+            base=profile.path.parent if profile.path else Path.cwd(),
+            required={"host": "required, a host or alias"},
+            work_dir=profile.work_dir, connect_timeout=profile.timeouts.connect,
+            config_commands=trusted,
+        )
+        resolve_route(settings)
+    except SshConfigError as exc:
+        raise refuse(where, exc.field, str(exc)) from None
+    return settings
+
+
+def check_settings(profile: DeviceProfile) -> None:
+    ssh_settings(profile)
+
+
+def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
+                board_reset: Callable[[], None] | None) -> HostedDevice:
+    emulator = None
+    if profile.emulator is not None:
+        from harness.emulators.sshd import SshdEmulator
+
+        emulator = resources.enter_context(SshdEmulator(emulator_home(profile, resources) / "sshd"))
+        profile = with_settings(profile, host=emulator.alias, ssh_config=str(emulator.ssh_config))
+    return HostedDevice(profile, SshTransport(ssh_settings(profile)), resources, emulator)

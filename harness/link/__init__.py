@@ -1,0 +1,13 @@
+"""Channels: whole wire messages to a device agent and whole reports back.
+
+- :mod:`harness.link.channel` — the :class:`MessageChannel` interface;
+- :mod:`harness.link.stream` — over a transport's byte stream (an agent process's
+  stdin and stdout), each report's length read from its header;
+- :mod:`harness.link.serial` — over a serial port to an MCU: COBS frames
+  (:mod:`.frame`), go-back-N ARQ with the HELLO handshake (:mod:`.arq`), the port
+  itself (:mod:`.port`).
+
+A channel knows the wire format's header (its length and sequence number), never its
+body: numbering requests and decoding reports is the agent session's
+(:mod:`harness.agent.session`).
+"""

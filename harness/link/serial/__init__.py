@@ -1,0 +1,3 @@
+"""The serial channel to an MCU (docs/serial-protocol.md): :mod:`.frame` (COBS frames),
+:mod:`.arq` (go-back-N link and HELLO handshake), :mod:`.port` (opening a port from its
+settings, resetting the board, connecting)."""

@@ -1,0 +1,237 @@
+"""The route to a board: jump hosts and the board, resolved through the ssh config,
+whose values are checked like the profile's."""
+
+from __future__ import annotations
+
+import getpass
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import paramiko
+
+from harness.transport.ssh.errors import (
+    SshConfigError,
+)
+from harness.transport.ssh.settings import (
+    _MAX_JUMPS,
+    DEFAULT_KNOWN_HOSTS,
+    DEFAULT_SSH_CONFIG,
+    SshProfile,
+    _parse_jumps,
+)
+from harness.untrusted_input import InputFileError, brief_plain, read_bounded_text
+from harness.value_rules import (
+    check_host,
+    check_user,
+    port_from_text,
+)
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """One SSH server on the route to the board, with its settings resolved."""
+
+    name: str  # as the profile or ProxyJump wrote it
+    hostname: str
+    port: int
+    user: str
+    identity_files: tuple[Path, ...]
+    known_hosts: tuple[Path, ...]
+    proxy_command: str | None
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.hostname}:{self.port}"
+
+
+@dataclass(frozen=True)
+class _SshConfigText:
+    """The text of an ssh config file, looked up one host at a time."""
+
+    path: Path | None  # None: there is no config
+    text: str
+    commands: bool  # whether ProxyCommand and Match exec are honoured
+    field: str  # the SshProfile field errors in it are reported under
+
+    def lookup(self, host: str, port: int | None, user: str | None) -> paramiko.SSHConfigDict:
+        """``host``'s options, with ``port`` and ``user`` taking precedence over the file's,
+        as ``ssh -p PORT -l USER`` gives them: ProxyCommand's ``%p`` and ``%r`` expand to
+        them. ``host``, ``user`` and ``port`` have passed :mod:`harness.value_rules`, so
+        they are plain words in this text."""
+        override = [f"Host {host}"]
+        if port is not None:
+            override.append(f"    Port {port}")
+        if user is not None:
+            override.append(f"    User {user}")
+        text = "\n".join(override) + "\nHost *\n" + self.text
+        try:
+            return paramiko.SSHConfig.from_text(text).lookup(host)
+        except (paramiko.ConfigParseError, ValueError) as exc:
+            raise SshConfigError(f"ssh config {self.path}: {exc}", self.field) from None
+
+    def where(self, host: str) -> str:
+        return f"ssh config {self.path}, Host {host}"
+
+
+def _read_ssh_config(path: Path | None, commands: bool) -> _SshConfigText:
+    """The config ``path`` names (``~/.ssh/config`` if None and it exists), bounded in size;
+    a missing, special or oversized file named by the profile is an error."""
+    field = "ssh_config"
+    if path is None:
+        path = DEFAULT_SSH_CONFIG.expanduser()
+        field = "host"
+        if not path.exists():
+            return _SshConfigText(None, "", commands, field)
+    if not path.exists():
+        raise SshConfigError(
+            f"ssh config {path} does not exist; fix the path in transport.ssh_config, or "
+            "remove it to use ~/.ssh/config",
+            field,
+        )
+    try:
+        text = read_bounded_text(path, _MAX_CONFIG_BYTES)
+    except InputFileError as exc:
+        raise SshConfigError(f"ssh config {exc}", field) from None
+    config = _SshConfigText(path, text, commands, field)
+    if not commands:
+        _refuse_untrusted_directives(config)
+    return config
+
+
+def _refuse_untrusted_directives(config: _SshConfigText) -> None:
+    """What paramiko acts on while the config is looked up, refused up front: ``Match
+    exec`` runs a command; ``CanonicalizeHostname`` makes a DNS query per
+    ``CanonicalDomains`` entry (3000 of them kept a profile's check busy past 120 s)."""
+    for number, line in enumerate(config.text.splitlines(), 1):
+        words = line.strip().replace("=", " ", 1).split()
+        if (
+            len(words) > 1
+            and words[0].lower() == "canonicalizehostname"
+            and words[1].lower() != "no"
+        ):
+            raise SshConfigError(
+                f"ssh config {config.path} line {number}: 'CanonicalizeHostname "
+                f"{brief_plain(words[1])}' makes DNS queries while the profile is read, "
+                "which could keep the harness waiting; write HostName in full, or put the "
+                "line in your own ~/.ssh/config (and drop transport.ssh_config)",
+                config.field,
+            )
+        if words and words[0].lower() == "match" and any(
+            word.lstrip("!").lower() == "exec" for word in words[1:]
+        ):
+            raise SshConfigError(
+                f"ssh config {config.path} line {number}: 'Match exec' runs a command, and a "
+                f"device profile may not run commands; {_COMMANDS_FIX}",
+                config.field,
+            )
+
+
+_COMMANDS_FIX = (
+    "put it in your own ~/.ssh/config (and drop transport.ssh_config), or use ProxyJump"
+)
+# Over a thousand Host blocks. paramiko's lookup costs ~0.5 ms per block (5.1, measured:
+# 2.6 s for 256 KiB), and the route to a board takes one lookup per hop.
+_MAX_CONFIG_BYTES = 64 << 10
+# About ten thousand hashed entries; a known_hosts file is read once per connection.
+_MAX_KNOWN_HOSTS_BYTES = 4 << 20
+_MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
+
+
+def resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
+    """Jump hosts first, the board last."""
+    config = _read_ssh_config(profile.ssh_config, profile.config_commands)
+    return tuple(
+        _resolve(
+            config,
+            profile.host,
+            profile.port,
+            profile.user,
+            profile.identity_file,
+            profile.known_hosts,
+            profile.proxy_jump,
+            depth=0,
+        )
+    )
+
+
+def _resolve(
+    config: _SshConfigText,
+    host: str,
+    port: int | None,
+    user: str | None,
+    identity_file: Path | None,
+    known_hosts: Path | None,
+    proxy_jump: str | None,
+    depth: int,
+) -> list[_Hop]:
+    """The hops to ``host``; ``host``, ``port`` and ``user`` are checked already, and
+    every value the config adds is checked here before it is used."""
+    if depth > _MAX_JUMPS:
+        raise SshConfigError(
+            f"ProxyJump chain to {host} is longer than {_MAX_JUMPS}: a loop?", config.field
+        )
+    entry = config.lookup(host, port, user)
+    where = config.where(host)
+    jump = _unless_none(proxy_jump if proxy_jump is not None else entry.get("proxyjump"))
+    proxy_command = _unless_none(entry.get("proxycommand"))
+    if jump and proxy_command:
+        raise SshConfigError(f"{where}: both ProxyJump and ProxyCommand are set; keep one",
+                             config.field)
+    if proxy_command and not config.commands:
+        raise SshConfigError(
+            f"{where}: ProxyCommand runs a command, and a device profile may not run "
+            f"commands; {_COMMANDS_FIX}",
+            config.field,
+        )
+
+    def checked(keyword: str, check: Callable[[Any], _T], value: object) -> _T:
+        try:
+            return check(value)
+        except ValueError as exc:  # ValueRuleError, or shlex's unbalanced quotes
+            raise SshConfigError(f"{where}: {keyword}: {exc}", config.field) from None
+
+    hostname = checked("HostName", check_host, entry.get("hostname", host))
+    resolved_port = checked("Port", port_from_text, str(entry.get("port", 22)))
+    resolved_user = checked("User", check_user, entry.get("user") or getpass.getuser())
+    specs = checked("ProxyJump", _parse_jumps, jump) if jump else []
+    if identity_file is not None:
+        identities: tuple[Path, ...] = (identity_file,)
+    else:
+        identities = tuple(Path(p).expanduser() for p in entry.get("identityfile", []))
+    if known_hosts is not None:
+        known: tuple[Path, ...] = (known_hosts,)
+    elif "userknownhostsfile" in entry:
+        files = checked("UserKnownHostsFile", shlex.split, entry["userknownhostsfile"])
+        known = tuple(Path(p).expanduser() for p in files)
+    else:
+        known = (DEFAULT_KNOWN_HOSTS.expanduser(),)
+    hop = _Hop(
+        name=host,
+        hostname=hostname,
+        port=resolved_port,
+        user=resolved_user,
+        identity_files=identities,
+        known_hosts=known,
+        proxy_command=proxy_command,
+    )
+    if not specs:
+        return [hop]
+    first_user, first_host, first_port = specs[0]
+    route = _resolve(config, first_host, first_port, first_user, None, known_hosts, None, depth + 1)
+    for jump_user, jump_host, jump_port in specs[1:]:
+        route += _resolve(
+            config, jump_host, jump_port, jump_user, None, known_hosts, "none", depth + 1
+        )
+    return [*route, hop]
+
+
+def _unless_none(value: str | None) -> str | None:
+    return None if value is None or value.strip().lower() in ("", "none") else value

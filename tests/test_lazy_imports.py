@@ -1,0 +1,53 @@
+"""The pytest plugin loads no transport, link or emulator until a device of that kind is used."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.config.kinds import EMULATORS, KINDS
+
+HEAVY = ("paramiko", "serial", "cobs")  # third-party: only for ssh, serial devices
+
+
+def loaded_after(code: str) -> set[str]:
+    """Modules in sys.modules after running ``code`` in a fresh interpreter."""
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                         text=True, timeout=60).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def test_the_plugin_loads_no_paramiko_pyserial_or_emulator():
+    loaded = loaded_after("import harness.pytest_plugin")
+    assert "harness.pytest_plugin" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY}
+    assert not {m for m in loaded if m.startswith("harness.emulators")}
+    assert not {m for m in loaded for kind in KINDS.values() if m == kind.module}
+
+
+def test_checking_a_serial_profile_loads_its_kind_only():
+    loaded = loaded_after(
+        "from harness.devices.bring_up import check_transport_settings\n"
+        "from harness.profile import parse_profile\n"
+        "check_transport_settings(parse_profile("
+        "{'transport': {'kind': 'serial', 'port': '/dev/ttyACM0'}}, None, 'board'))"
+    )
+    assert "harness.devices.serial" in loaded and "serial" in loaded
+    assert "harness.devices.ssh" not in loaded and "paramiko" not in loaded
+    assert not {m for m in loaded if m.startswith("harness.emulators")}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_registered_kind_has_its_module(name):
+    module = importlib.import_module(KINDS[name].module)
+    assert callable(module.check_settings) and callable(module.open_device)
+
+
+def test_every_emulator_belongs_to_one_kind():
+    assert {kind.emulator for kind in KINDS.values() if kind.emulator} == set(EMULATORS)
+    assert json.dumps(sorted(EMULATORS)) == '["adbd", "qemu-mcu", "sshd"]'
