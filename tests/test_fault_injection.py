@@ -9,14 +9,21 @@ For every fault the device suites run on the host and must fail with a delivery
 difference (a verdict that is not exact), never with an infrastructure error; with
 the shim loaded and no fault they must pass. Three faults strike only the real
 backends (XnnpackBackend, QnnBackend, OpenvinoBackend), caught by their contract and
-load-time suites. A table of fault -> catching tests is printed (``-s`` shows it).
+load-time suites. Four strike the seam between models, loads and threads (specs that
+stick to a backend and reach the next model, global values that leak into specs, a
+loading thread handed another thread's map, or the specs of the init that raced it),
+caught by the multi-model suites (suites/test_models*.py); the two thread faults touch
+only models loaded CONCURRENT, so only the concurrent cases catch them. A table of
+fault -> catching tests is printed (``-s`` shows it).
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import fcntl
 import os
+import pickle
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -47,6 +54,10 @@ FAULTS = {
     "merge_explicit_with_stored": "Module::load_method: stored entries fill the explicit map",
     "leak_specs_into_get_option": "get_option reads back the last init's runtime specs",
     "set_option_drops_last": "set_option: the last option of a call is not delivered",
+    "sticky_specs": "init: a backend's last specs reach a later init (next model) given none",
+    "global_leaks_into_specs": "init: options set by set_option fill in keys the specs lack",
+    "thread_gets_other_map": "Program::load_method on a loading thread: the previous thread's map",
+    "racing_init_specs": "init on a loading thread: the specs of the init that raced it",
     "real_init_without_specs": "init: a real backend (XnnpackBackend, ...) gets no specs",
     "real_set_option_swallowed": "set_option: a real backend is not called, Ok returned",
     "real_get_option_ignored": "get_option: a real backend is not called, values untouched",
@@ -144,10 +155,24 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
 
 @pytest.fixture(scope="module")
 def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, FaultRun]:
-    base = tmp_path_factory.mktemp("fault_runs")
-    with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        futures = {name: pool.submit(run_suites, shim, name, base) for name in ["none", *FAULTS]}
-        done = {name: future.result() for name, future in futures.items()}
+    """Every fault's run, made once per session: under pytest-xdist the first worker to
+    get here makes them while the others wait on a lock, then read what it kept."""
+    session = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        session = session.parent  # the workers' common temporary directory
+    kept = session / "fault_runs.pickle"
+    with open(session / "fault_runs.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.is_file():
+            done: dict[str, FaultRun] = pickle.loads(kept.read_bytes())  # this session's own
+        else:
+            base = session / "fault_runs"
+            base.mkdir()
+            with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
+                futures = {name: pool.submit(run_suites, shim, name, base)
+                           for name in ["none", *FAULTS]}
+                done = {name: future.result() for name, future in futures.items()}
+            kept.write_bytes(pickle.dumps(done))
     print("\nfault                        caught  diffs  by (failing tests per test function)")
     for name in FAULTS:
         run = done[name]

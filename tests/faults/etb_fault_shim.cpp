@@ -7,7 +7,10 @@
 // its global set_option / get_option call to find a backend: so every backend's
 // init, execute, set_option and get_option go through a proxy.
 // ETB_FAULT names the fault; unset (or "none") every call is forwarded as it is:
-// the inert shim. The fault names are listed in kFaults. Used by
+// the inert shim. The fault names are listed in kFaults. The agent loads several
+// models at once on threads of its own (CONCURRENT): what the proxy and the
+// interposers keep is guarded, and "a loading thread" is any thread but the main
+// one. Used by
 // tests/test_fault_injection.py, which measures whether the suites catch each.
 #include <dlfcn.h>
 
@@ -24,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace et = executorch::runtime;
@@ -46,6 +50,11 @@ enum class Fault {
   MergeExplicitWithStored,  // Module::load_method: the stored map fills in the explicit one
   LeakSpecsIntoGetOption,   // get_option: reads back the last init's runtime specs
   SetOptionDropsLast,       // set_option: the last option of a call is not delivered
+  // Several models (the seam between loads, models and threads):
+  StickySpecs,              // init: a backend's last specs reach a later init given none
+  GlobalLeaksIntoSpecs,     // init: options set by set_option fill in keys the specs lack
+  ThreadGetsOtherMap,       // Program::load_method on a loading thread: the previous thread's map
+  RacingInitSpecs,          // init on a loading thread: the specs of the last other thread's init
   // Real backends (registered names ending in "Backend": XnnpackBackend, QnnBackend,
   // OpenvinoBackend), where the suites cannot read what the backend received:
   RealInitWithoutSpecs,     // init: a real backend gets no runtime specs
@@ -73,6 +82,10 @@ constexpr FaultName kFaults[] = {
     {"merge_explicit_with_stored", Fault::MergeExplicitWithStored},
     {"leak_specs_into_get_option", Fault::LeakSpecsIntoGetOption},
     {"set_option_drops_last", Fault::SetOptionDropsLast},
+    {"sticky_specs", Fault::StickySpecs},
+    {"global_leaks_into_specs", Fault::GlobalLeaksIntoSpecs},
+    {"thread_gets_other_map", Fault::ThreadGetsOtherMap},
+    {"racing_init_specs", Fault::RacingInitSpecs},
     {"real_init_without_specs", Fault::RealInitWithoutSpecs},
     {"real_set_option_swallowed", Fault::RealSetOptionSwallowed},
     {"real_get_option_ignored", Fault::RealGetOptionIgnored},
@@ -155,21 +168,37 @@ class MapCopy {
 };
 
 // Maps the shim hands the runtime must outlive the methods loaded with them.
-std::vector<std::unique_ptr<MapCopy>>& kept_maps() {
+// Models load on threads of their own (CONCURRENT), so keeping one is guarded.
+MapCopy& keep(std::unique_ptr<MapCopy> copy) {
   static auto* maps = new std::vector<std::unique_ptr<MapCopy>>();
-  return *maps;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  maps->push_back(std::move(copy));
+  return *maps->back();
 }
 
-MapCopy& keep(std::unique_ptr<MapCopy> copy) {
-  kept_maps().push_back(std::move(copy));
-  return *kept_maps().back();
+// The agent's main thread loads models in order; further threads load them concurrently.
+// The shim is preloaded, so its static initialisers run on the main thread.
+const std::thread::id g_main_thread = std::this_thread::get_id();
+
+bool on_loading_thread() {
+  return std::this_thread::get_id() != g_main_thread;
+}
+
+// Specs handed to a backend in place of the ones the runtime gave: kept for the
+// process's life, as a backend may hold on to them.
+et::Span<const et::BackendOption> kept_specs(std::vector<et::BackendOption> specs) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto* kept = new std::vector<et::BackendOption>(std::move(specs));
+  return et::Span<const et::BackendOption>(kept->data(), kept->size());
+}
+
+bool same_key(const et::BackendOption& a, const et::BackendOption& b) {
+  return std::strncmp(a.key, b.key, sizeof(a.key)) == 0;
 }
 
 // ---- specs rewritten at init ---------------------------------------------------
-
-bool rewrites_specs(Fault fault) {
-  return fault == Fault::TruncateString || fault == Fault::FlipBool || fault == Fault::IntAsBool;
-}
 
 void rewrite(et::BackendOption& option, Fault fault) {
   if (fault == Fault::TruncateString) {
@@ -189,10 +218,17 @@ void rewrite(et::BackendOption& option, Fault fault) {
   }
 }
 
-// Inits per backend name since the current Program::load_method began.
+bool same_options(const std::vector<et::BackendOption>& a, et::Span<const et::BackendOption> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+    return same_key(x, y) && x.value == y.value;
+  });
+}
+
+// Inits per backend name since the current Program::load_method began on this thread
+// (a method's inits run on the thread that loads it).
 std::map<std::string, int>& inits_in_this_load() {
-  static auto* counts = new std::map<std::string, int>();
-  return *counts;
+  thread_local std::map<std::string, int> counts;
+  return counts;
 }
 
 // ---- the backend proxy -----------------------------------------------------------
@@ -213,22 +249,43 @@ class ProxyBackend final : public et::BackendInterface {
       et::ArrayRef<et::CompileSpec> compile_specs) const override {
     const Fault fault = active();
     const et::Span<const et::BackendOption> specs = context.runtime_specs();
-    last_specs_.assign(specs.begin(), specs.end());
+    std::vector<et::BackendOption> handed(specs.begin(), specs.end());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last_specs_ = handed;
+      if (fault == Fault::StickySpecs) {
+        if (handed.empty()) {
+          handed = sticky_;
+        } else {
+          sticky_ = handed;
+        }
+      } else if (fault == Fault::GlobalLeaksIntoSpecs) {
+        for (const et::BackendOption& set : global_) {
+          if (std::none_of(specs.begin(), specs.end(), [&](const et::BackendOption& o) { return same_key(o, set); })) {
+            handed.push_back(set);
+          }
+        }
+      } else if (fault == Fault::RacingInitSpecs && on_loading_thread()) {
+        std::vector<et::BackendOption> own = handed;
+        if (raced_by_ != std::thread::id() && raced_by_ != std::this_thread::get_id()) {
+          handed = raced_;
+        }
+        raced_ = std::move(own);
+        raced_by_ = std::this_thread::get_id();
+      }
+    }
     const int nth = ++inits_in_this_load()[name_];
-    const bool empty = (fault == Fault::SecondInitEmpty && nth > 1) ||
-                       (fault == Fault::RealInitWithoutSpecs && is_real_);
-    if (!rewrites_specs(fault) && !empty) {
-      return real_->init(context, processed, compile_specs);
+    if ((fault == Fault::SecondInitEmpty && nth > 1) || (fault == Fault::RealInitWithoutSpecs && is_real_)) {
+      handed.clear();
     }
-    auto& specs_copy = *new std::vector<et::BackendOption>(specs.begin(), specs.end());  // kept: a backend may hold it
-    if (empty) {
-      specs_copy.clear();
-    }
-    for (et::BackendOption& option : specs_copy) {
+    for (et::BackendOption& option : handed) {
       rewrite(option, fault);
     }
+    if (same_options(handed, specs)) {
+      return real_->init(context, processed, compile_specs);
+    }
     et::BackendInitContext changed(context.get_runtime_allocator(), context.event_tracer(), context.get_method_name(),
-        context.get_named_data_map(), et::Span<const et::BackendOption>(specs_copy.data(), specs_copy.size()));
+        context.get_named_data_map(), kept_specs(std::move(handed)));
     return real_->init(changed, processed, compile_specs);
   }
 
@@ -245,7 +302,19 @@ class ProxyBackend final : public et::BackendInterface {
       const et::Span<et::BackendOption> fewer(options.data(), options.size() - 1);
       return real_->set_option(context, fewer);
     }
-    return real_->set_option(context, options);
+    const et::Error error = real_->set_option(context, options);
+    if (active() == Fault::GlobalLeaksIntoSpecs && error == et::Error::Ok) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const et::BackendOption& option : options) {
+        auto held = std::find_if(global_.begin(), global_.end(), [&](const et::BackendOption& o) { return same_key(o, option); });
+        if (held != global_.end()) {
+          held->value = option.value;
+        } else {
+          global_.push_back(option);
+        }
+      }
+    }
+    return error;
   }
 
   et::Error get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) override {
@@ -254,6 +323,7 @@ class ProxyBackend final : public et::BackendInterface {
     }
     const et::Error error = real_->get_option(context, options);
     if (active() == Fault::LeakSpecsIntoGetOption) {
+      std::lock_guard<std::mutex> lock(mutex_);
       for (et::BackendOption& wanted : options) {
         for (const et::BackendOption& spec : last_specs_) {
           if (std::strncmp(wanted.key, spec.key, sizeof(wanted.key)) == 0) {
@@ -271,7 +341,13 @@ class ProxyBackend final : public et::BackendInterface {
   const std::string name_;
   et::BackendInterface* const real_;
   const bool is_real_;
-  mutable std::vector<et::BackendOption> last_specs_;
+  // Loads run init on several threads at once: what a fault keeps is guarded.
+  mutable std::mutex mutex_;
+  mutable std::vector<et::BackendOption> last_specs_;  // LeakSpecsIntoGetOption
+  mutable std::vector<et::BackendOption> sticky_;      // StickySpecs: the last non-empty specs
+  std::vector<et::BackendOption> global_;              // GlobalLeaksIntoSpecs: what set_option set
+  mutable std::vector<et::BackendOption> raced_;       // RacingInitSpecs: the last loading thread's
+  mutable std::thread::id raced_by_;                   // specs, and that thread
 };
 
 // ---- proof that the interposers ran -----------------------------------------------
@@ -341,6 +417,28 @@ Result<Method> Program::load_method(const char* method_name, MemoryManager* memo
   count(kProgramLoadMethod);
   inits_in_this_load().clear();
   const Fault fault = active();
+  if (fault == Fault::ThreadGetsOtherMap && on_loading_thread()) {
+    // One slot for the whole process, as if the map were handed over through a global.
+    static std::mutex mutex;
+    static MapCopy* previous = nullptr;
+    static std::thread::id previous_by;
+    // The slot's copy is read only under the lock; the one handed on is a fresh copy.
+    MapCopy& mine = backend_options != nullptr ? keep(std::make_unique<MapCopy>(*backend_options))
+                                               : keep(std::make_unique<MapCopy>());
+    MapCopy* handed = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (previous != nullptr && previous_by != std::this_thread::get_id()) {
+        handed = &keep(std::make_unique<MapCopy>(previous->map()));
+      }
+      previous = &mine;
+      previous_by = std::this_thread::get_id();
+    }
+    if (handed == nullptr) {
+      return real(this, method_name, memory_manager, event_tracer, named_data_map, backend_options, kernels);
+    }
+    return real(this, method_name, memory_manager, event_tracer, named_data_map, &handed->map(), kernels);
+  }
   if (backend_options == nullptr ||
       (fault != Fault::DropBackend && fault != Fault::SwapBackends && fault != Fault::ReorderOptions)) {
     return real(this, method_name, memory_manager, event_tracer, named_data_map, backend_options, kernels);
