@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from wcwidth import wcwidth
 
+from harness.codec.wire import WireErrorCode
 from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry
 from harness.options import BackendOptions, Option, OptionsMap, OptionValue
 from harness.runtime_error import RuntimeErrorCode, describe_status
-from harness.wire import WireErrorCode
 
 
 class DifferenceKind(enum.Enum):

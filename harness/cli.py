@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness import wire
 from harness.check import format_value, show_name
+from harness.codec import wire
 from harness.mapfile import MapFileError, load_map
 from harness.messages import Action, Request
 from harness.profile import ProfileError, load_profile, profile_names

@@ -1,4 +1,4 @@
-"""The golden vectors in tests/vectors against harness.wire, and against their generator."""
+"""The golden vectors in tests/vectors against harness.codec.wire, and against their generator."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from harness.messages import Report, Request
-from harness.wire import (
+from harness.codec.wire import (
     WireError,
     WireErrorCode,
     decode_report,
@@ -21,6 +20,7 @@ from harness.wire import (
     from_readable,
     to_readable,
 )
+from harness.messages import Report, Request
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 

@@ -1,4 +1,5 @@
-"""harness.wire: the header, error reporting, checked and unchecked encoding, readable form."""
+"""harness.codec.wire: the header, error reporting, checked and unchecked encoding, readable
+form."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
-from harness.wire import (
+from harness.codec.wire import (
     MAX_MESSAGE,
     Header,
     MessageType,
@@ -28,6 +27,8 @@ from harness.wire import (
     seal,
     to_readable,
 )
+from harness.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 
 SPEC = Path(__file__).resolve().parents[1] / "docs" / "wire-format.md"
 E = WireErrorCode
