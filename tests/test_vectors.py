@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 
+from harness.codec.readable import from_readable, to_readable
 from harness.codec.wire import (
     WireError,
     WireErrorCode,
@@ -17,8 +18,6 @@ from harness.codec.wire import (
     decode_request,
     encode_report,
     encode_request,
-    from_readable,
-    to_readable,
 )
 from harness.messages import Report, Request
 

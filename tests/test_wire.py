@@ -11,21 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from harness.codec.readable import ReadableFormError, from_readable, to_readable
 from harness.codec.wire import (
     MAX_MESSAGE,
     Header,
     MessageType,
-    ReadableFormError,
     WireError,
     WireErrorCode,
     decode_report,
     decode_request,
     encode_report,
     encode_request,
-    from_readable,
     peek_header,
     seal,
-    to_readable,
 )
 from harness.messages import Action, Outcome, Report, ReportEntry, Request
 from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap

@@ -7,15 +7,14 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.codec.readable import from_readable, to_readable
 from harness.codec.wire import (
     WireError,
     decode_report,
     decode_request,
     encode_report,
     encode_request,
-    from_readable,
     seal,
-    to_readable,
 )
 from harness.messages import Action, Outcome, Report, ReportEntry, Request
 from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap

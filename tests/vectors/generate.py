@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.codec.readable import to_readable
 from harness.codec.wire import (
     HEADER_SIZE,
     MAX_MESSAGE,
@@ -33,7 +34,6 @@ from harness.codec.wire import (
     encode_report,
     encode_request,
     seal,
-    to_readable,
 )
 from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
 from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap

@@ -12,6 +12,16 @@ two directions.
 """
 
 from harness.codec.wire.decode import (
+    decode_report,
+    decode_request,
+    peek_header,
+)
+from harness.codec.wire.encode import (
+    check_request,
+    encode_report,
+    encode_request,
+)
+from harness.codec.wire.format import (
     CRC_SIZE,
     HEADER_SIZE,
     MAGIC,
@@ -24,17 +34,9 @@ from harness.codec.wire.decode import (
     WIRE_VERSION,
     Header,
     MessageType,
-    ReadableFormError,
     WireError,
     WireErrorCode,
-    decode_report,
-    decode_request,
-    encode_report,
-    encode_request,
-    from_readable,
-    peek_header,
     seal,
-    to_readable,
 )
 
 __all__ = [
@@ -50,15 +52,13 @@ __all__ = [
     "WIRE_VERSION",
     "Header",
     "MessageType",
-    "ReadableFormError",
     "WireError",
     "WireErrorCode",
+    "check_request",
     "decode_report",
     "decode_request",
     "encode_report",
     "encode_request",
-    "from_readable",
     "peek_header",
     "seal",
-    "to_readable",
 ]
