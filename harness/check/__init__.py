@@ -11,25 +11,24 @@ the sent and received options aligned side by side, differing lines marked.
 ``model`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text.
 """
 
-from harness.check.comparison import (
+from harness.check.comparison import check_get, check_load, check_set
+from harness.check.model import (
     BackendOutcome,
     DeliveryMismatch,
     Difference,
     DifferenceKind,
+    DifferenceValue,
     OptionRow,
     Verdict,
-    check_get,
-    check_load,
-    check_set,
-    format_value,
-    show_name,
 )
+from harness.check.rendering import format_value, show_name
 
 __all__ = [
     "BackendOutcome",
     "DeliveryMismatch",
     "Difference",
     "DifferenceKind",
+    "DifferenceValue",
     "OptionRow",
     "Verdict",
     "check_get",

@@ -163,11 +163,14 @@ def _path_from_readable(value: object, path: str) -> LoadPath:
 
 def _model_from_readable(data: object, path: str) -> LoadSpec:
     program, delegates, backends, load_path, method, method_backends = _fields(
-        data, path, _MODEL_FIELDS)
+        data, path, _MODEL_FIELDS
+    )
     return LoadSpec(
         _str(program, f"{path}.program"),
-        tuple(_str(d, f"{path}.delegates[{i}]")
-              for i, d in enumerate(_list(delegates, f"{path}.delegates"))),
+        tuple(
+            _str(d, f"{path}.delegates[{i}]")
+            for i, d in enumerate(_list(delegates, f"{path}.delegates"))
+        ),
         _backends_from_readable(backends, f"{path}.backends"),
         _path_from_readable(load_path, f"{path}.path"),
         _str(method, f"{path}.method"),
@@ -206,11 +209,16 @@ def _request_from_readable(data: Mapping[str, object]) -> Request:
             if type(flag) is not bool:
                 raise _wrong(flag, "a bool", name)
         req = dataclasses.replace(
-            req, path=load_path, keep=keep, method=_str(method, "method"),
+            req,
+            path=load_path,
+            keep=keep,
+            method=_str(method, "method"),
             method_options=_backends_from_readable(method_backends, "method_backends"),
             concurrent=concurrent,
-            models=tuple(_model_from_readable(m, f"models[{i}]")
-                         for i, m in enumerate(_list(models, "models"))),
+            models=tuple(
+                _model_from_readable(m, f"models[{i}]")
+                for i, m in enumerate(_list(models, "models"))
+            ),
         )
     check_request(req)
     return req

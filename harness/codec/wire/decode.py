@@ -317,18 +317,28 @@ def decode_request(data: bytes) -> Request:
     models = tuple(_read_model(reader, index + 1) for index in range(model_count))
     reader.finish()
     return Request(
-        action, backends, program, delegates, header.seq, path,
-        bool(flags & LOAD_FLAG_KEEP), method, method_backends, models,
+        action,
+        backends,
+        program,
+        delegates,
+        header.seq,
+        path,
+        bool(flags & LOAD_FLAG_KEEP),
+        method,
+        method_backends,
+        models,
         bool(flags & LOAD_FLAG_CONCURRENT),
     )
 
 
-def _read_load_fields(reader: _Reader, flags_limit: _Limit,
-                      what: str) -> tuple[LoadPath, int, str, OptionsMap]:
+def _read_load_fields(
+    reader: _Reader, flags_limit: _Limit, what: str
+) -> tuple[LoadPath, int, str, OptionsMap]:
     """path, flags, method and method map of one load specification."""
     path = LoadPath(reader.bounded(_U8, _LOAD_PATHS, f"{what} path"))
-    flags = reader.bounded(_U8, flags_limit, f"{what} flags (bits 0 KEEP, 1 CONCURRENT; "
-                                             "a further model: none)")
+    flags = reader.bounded(
+        _U8, flags_limit, f"{what} flags (bits 0 KEEP, 1 CONCURRENT; a further model: none)"
+    )
     method = reader.text(_METHOD, f"{what} method name")
     method_backends = _read_backends(
         reader, _METHOD_BACKENDS[path], _OPTIONS, f"{what} {path.label} method map"
@@ -346,8 +356,9 @@ def _read_model(reader: _Reader, index: int) -> LoadSpec:
     return LoadSpec(program, delegates, backends, path, method, method_backends)
 
 
-def _read_backends(reader: _Reader, count_limit: _Limit, options_limit: _Limit,
-                   what: str) -> OptionsMap:
+def _read_backends(
+    reader: _Reader, count_limit: _Limit, options_limit: _Limit, what: str
+) -> OptionsMap:
     """A backend count and that many backends, ids unique within the list."""
     backend_count = reader.bounded(_U8, count_limit, f"{what} backend count")
     backends = []
@@ -360,9 +371,7 @@ def _read_backends(reader: _Reader, count_limit: _Limit, options_limit: _Limit,
                 WireErrorCode.DUPLICATE_BACKEND, offset, f"backend {backend_id!r} appears twice"
             )
         ids.add(backend_id)
-        option_count = reader.bounded(
-            _U8, options_limit, f"{what} option count of {backend_id!r}"
-        )
+        option_count = reader.bounded(_U8, options_limit, f"{what} option count of {backend_id!r}")
         keys: set[str] = set()
         options = tuple(reader.option(keys) for _ in range(option_count))
         backends.append(BackendOptions(backend_id, options))
@@ -394,4 +403,3 @@ def decode_report(data: bytes) -> Report:
         entries.append(ReportEntry(name, status, calls, executes, flags, options, model))
     reader.finish()
     return Report(action, outcome, detail, message, facts, tuple(entries), header.seq)
-

@@ -193,9 +193,11 @@ def _encode_request(req: Request, checked: bool) -> bytes:
     _write_backends(writer, req.options, rules.backends, rules.options, name)
     if req.action == Action.LOAD:
         flags = (LOAD_FLAG_KEEP if req.keep else 0) | (
-            LOAD_FLAG_CONCURRENT if req.concurrent else 0)
-        _write_load_fields(writer, req.path, flags, _LOAD_FLAGS, req.method,
-                           req.method_options, "LOAD")
+            LOAD_FLAG_CONCURRENT if req.concurrent else 0
+        )
+        _write_load_fields(
+            writer, req.path, flags, _LOAD_FLAGS, req.method, req.method_options, "LOAD"
+        )
         writer.bounded(len(req.models), _MODELS, "LOAD further model count")
         for index, model in enumerate(req.models, 1):
             what = f"LOAD model {index}"
@@ -204,13 +206,21 @@ def _encode_request(req: Request, checked: bool) -> bytes:
             for delegate in model.delegates:
                 writer.text(delegate, _ID, "delegate id")
             _write_backends(writer, model.options, _LOAD_RULES.backends, _OPTIONS, what)
-            _write_load_fields(writer, model.path, 0, _MODEL_FLAGS, model.method,
-                               model.method_options, what)
+            _write_load_fields(
+                writer, model.path, 0, _MODEL_FLAGS, model.method, model.method_options, what
+            )
     return writer.finish(MessageType.REQUEST, req.seq)
 
 
-def _write_load_fields(writer: _Writer, path: LoadPath, flags: int, flags_limit: _Limit,
-                       method: str, method_options: OptionsMap, what: str) -> None:
+def _write_load_fields(
+    writer: _Writer,
+    path: LoadPath,
+    flags: int,
+    flags_limit: _Limit,
+    method: str,
+    method_options: OptionsMap,
+    what: str,
+) -> None:
     writer.bounded(path, _LOAD_PATHS, f"{what} path")
     writer.bounded(flags, flags_limit, f"{what} flags")
     writer.text(method, _METHOD, f"{what} method name")
@@ -219,8 +229,9 @@ def _write_load_fields(writer: _Writer, path: LoadPath, flags: int, flags_limit:
     _write_backends(writer, method_options, limit, _OPTIONS, f"{what} {label} method map")
 
 
-def _write_backends(writer: _Writer, options: OptionsMap, count_limit: _Limit,
-                    options_limit: _Limit, what: str) -> None:
+def _write_backends(
+    writer: _Writer, options: OptionsMap, count_limit: _Limit, options_limit: _Limit, what: str
+) -> None:
     backends = options.backends
     writer.bounded(len(backends), count_limit, f"{what} backend count")
     ids: set[str] = set()
@@ -250,8 +261,11 @@ def encode_request(req: Request) -> bytes:
     an ``OptionsMap.unchecked`` request is encoded as given, as far as the wire can
     represent it (u16 lengths, u8 counts, int64 values), for negative tests.
     """
-    maps = (req.options, req.method_options,
-            *(m for model in req.models for m in (model.options, model.method_options)))
+    maps = (
+        req.options,
+        req.method_options,
+        *(m for model in req.models for m in (model.options, model.method_options)),
+    )
     return _encode_request(req, all(m.checked for m in maps))
 
 

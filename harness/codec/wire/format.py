@@ -105,8 +105,6 @@ class WireError(ValueError):
         super().__init__(f"{code.name} at byte {offset}: {problem}")
 
 
-
-
 @dataclass(frozen=True)
 class Header:
     """The fields of a message's first 16 bytes that a reader needs after they passed checks."""
