@@ -121,6 +121,12 @@ def _int(value: object, path: str) -> int:
     return value
 
 
+def _bool(value: object, path: str) -> bool:
+    if type(value) is not bool:
+        raise _wrong(value, "a bool", path)
+    return value
+
+
 def _list(value: object, path: str) -> list[object]:
     if type(value) is not list:
         raise _wrong(value, "a list", path)
@@ -144,9 +150,9 @@ def _options_from_readable(data: object, path: str) -> tuple[Option, ...]:
 
 
 def _action(value: object) -> Action:
-    if value not in _ACTIONS_BY_NAME:
+    if not isinstance(value, str) or value not in _ACTIONS_BY_NAME:
         raise ReadableFormError(f"action: {value!r} is not one of {list(_ACTIONS_BY_NAME)}")
-    return _ACTIONS_BY_NAME[value]  # type: ignore[index]
+    return _ACTIONS_BY_NAME[value]
 
 
 _REQUEST_FIELDS = ("type", "seq", "action", "program", "delegates", "backends")
@@ -205,9 +211,7 @@ def _request_from_readable(data: Mapping[str, object]) -> Request:
     if is_load:
         path, keep, method, method_backends, concurrent, models = values[6:]
         load_path = _path_from_readable(path, "path")
-        for flag, name in ((keep, "keep"), (concurrent, "concurrent")):
-            if type(flag) is not bool:
-                raise _wrong(flag, "a bool", name)
+        keep, concurrent = _bool(keep, "keep"), _bool(concurrent, "concurrent")
         req = dataclasses.replace(
             req,
             path=load_path,
@@ -245,11 +249,11 @@ def _report_from_readable(data: Mapping[str, object]) -> Report:
         "report",
         ("type", "seq", "action", "outcome", "detail", "message", "facts", "entries"),
     )
-    if outcome not in _OUTCOMES_BY_NAME:
+    if not isinstance(outcome, str) or outcome not in _OUTCOMES_BY_NAME:
         raise ReadableFormError(f"outcome: {outcome!r} is not one of {list(_OUTCOMES_BY_NAME)}")
     rep = Report(
         _action(action),
-        _OUTCOMES_BY_NAME[outcome],  # type: ignore[index]
+        _OUTCOMES_BY_NAME[outcome],
         _int(detail, "detail"),
         _str(message, "message"),
         _options_from_readable(facts, "facts"),

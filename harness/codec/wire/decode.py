@@ -226,9 +226,10 @@ class _Reader:
         elif tag == OptionType.INT:
             if pos + 8 > end:
                 return None
-            value = _I64.unpack_from(data, pos)[0]
-            if not INT32_MIN <= value <= INT32_MAX:
+            number: int = _I64.unpack_from(data, pos)[0]
+            if not INT32_MIN <= number <= INT32_MAX:
                 return None
+            value = number
             pos += 8
         elif tag == OptionType.STRING:
             if pos + 2 > end:

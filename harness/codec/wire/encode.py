@@ -122,14 +122,13 @@ class _Writer:
             return False
         if not 1 <= len(raw_key) <= MAX_KEY_BYTES or 0 in raw_key:
             return False
-        kind = type(value)
-        if kind is bool:
+        if type(value) is bool:
             tail = _BOOL_TRUE if value else _BOOL_FALSE
-        elif kind is int:
+        elif type(value) is int:
             if not INT32_MIN <= value <= INT32_MAX:
                 return False
             tail = _INT_TAG + _I64.pack(value)
-        elif kind is str:
+        elif type(value) is str:
             try:
                 raw = value.encode("utf-8")
             except UnicodeEncodeError:
@@ -224,7 +223,7 @@ def _write_load_fields(
     writer.bounded(path, _LOAD_PATHS, f"{what} path")
     writer.bounded(flags, flags_limit, f"{what} flags")
     writer.text(method, _METHOD, f"{what} method name")
-    limit = _METHOD_BACKENDS.get(path, _METHOD_BACKENDS[LoadPath.MODULE_BOTH])  # type: ignore[call-overload]
+    limit = _METHOD_BACKENDS.get(path, _METHOD_BACKENDS[LoadPath.MODULE_BOTH])
     label = path.label if isinstance(path, LoadPath) else str(path)
     _write_backends(writer, method_options, limit, _OPTIONS, f"{what} {label} method map")
 
