@@ -112,7 +112,10 @@ def _check_header(data: bytes, max_message: int, expect: MessageType | None) -> 
 
 
 def peek_header(
-    data: bytes, max_message: int = MAX_MESSAGE, *, expect: MessageType | None = None
+    data: bytes | bytearray | memoryview,
+    max_message: int = MAX_MESSAGE,
+    *,
+    expect: MessageType | None = None,
 ) -> Header:
     """Check a message's first 16 bytes (decoding steps 1-3) for a stream reader.
 
