@@ -1,2 +1,2 @@
-"""Turning messages and files into bytes and text: the binary wire codec (``wire``), the
-readable JSON form of its messages (``readable``)."""
+"""Wire messages as bytes (``wire``: format v1, shared with the C codec) and as readable
+JSON dicts (``readable``: the command line's form)."""

@@ -1,7 +1,9 @@
 """Wire format v1: its constants, error codes, limits, and the header's length and CRC.
 
 The limits (:class:`_Limit` and the request rules by action) are shared by the
-decoder and the encoder, so both refuse a message with the same code.
+decoder and the encoder, so both refuse a message with the same code. Names with a
+leading underscore are this package's own: ``decode`` and ``encode`` import them,
+nothing outside ``harness.codec.wire`` should.
 """
 
 from __future__ import annotations
