@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import wire
+from harness.codec import wire
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
 from harness.messages import Action, Outcome, Report, Request

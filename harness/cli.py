@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness import wire
 from harness.check import format_value, show_name
+from harness.codec import readable, wire
 from harness.mapfile import MapFileError, load_map
 from harness.messages import Action, Request
 from harness.profile import ProfileError, load_profile, profile_names
@@ -64,7 +64,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     print(f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
           f"decoded back identical")
     if args.json:
-        print(json.dumps(wire.to_readable(decoded), ensure_ascii=False, indent=2))
+        print(json.dumps(readable.to_readable(decoded), ensure_ascii=False, indent=2))
     else:
         for backend in decoded.options.backends:
             print(f"  {show_name(backend.backend_id)}")

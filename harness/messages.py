@@ -1,6 +1,6 @@
 """Requests the host sends and reports devices send back (docs/wire-format.md).
 
-These are plain data; :mod:`harness.wire` turns them into bytes and back.
+These are plain data; :mod:`harness.codec.wire` turns them into bytes and back.
 """
 
 from __future__ import annotations

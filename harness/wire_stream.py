@@ -16,7 +16,7 @@ import enum
 import struct
 from dataclasses import dataclass
 
-from harness.wire import (
+from harness.codec.wire import (
     HEADER_SIZE,
     MAGIC,
     MAX_MESSAGE,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from maps import distinct_map, single
 
-from harness import wire
+from harness.codec import wire
+from harness.codec.wire import WireErrorCode
 from harness.messages import Action, Outcome, Request
 from harness.options import (
     MAX_OPTIONS_PER_BACKEND,
@@ -15,7 +16,6 @@ from harness.options import (
     OptionsMap,
 )
 from harness.runtime_error import RuntimeErrorCode
-from harness.wire import WireErrorCode
 
 OUT_OF_SPEC_OPTIONS = {
     "key-64-bytes": (Option("k" * 64, 1), WireErrorCode.KEY_LENGTH, "63"),

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness import wire
 from harness.agent.build import AgentBuild, ensure_agent
+from harness.codec import wire
 from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.options import Option, OptionsMap
 from harness.probe_program import probe_program

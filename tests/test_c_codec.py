@@ -3,7 +3,7 @@
 The codec is built with gcc here: ``etb_wiretool`` (with ASan and UBSan) checks every
 golden vector in ``tests/vectors``; a shared library driven through ctypes checks error
 order on crafted messages, the encoder's limits, capacity handling and truncation, and
-that it refuses mutated messages with the same error as the Python codec (harness.wire).
+that it refuses mutated messages with the same error as the Python codec (harness.codec.wire).
 Cross builds prove the sources stay warning-free C99 and freestanding on Cortex-M3.
 """
 
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import wire as python_wire
+from harness.codec import wire as python_wire
 
 ROOT = Path(__file__).resolve().parents[1]
 CODEC = ROOT / "agent" / "codec"

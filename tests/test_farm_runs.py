@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 
-from harness import wire
+from harness.codec import wire
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--log", help='append "start T PID" and "end T PID" per agent')

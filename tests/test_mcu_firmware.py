@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import wire
 from harness.agent.session import AgentSession
+from harness.codec import wire
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.link.serial.arq import DeviceHello, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame

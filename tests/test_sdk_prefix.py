@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import wire
 from harness.agent.build import AgentBuildError, ensure_agent
+from harness.codec import wire
 from harness.messages import Action, Outcome, Request
 from harness.options import OptionsMap
 from harness.profile import ProfileError, load_profile

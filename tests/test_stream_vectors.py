@@ -20,9 +20,9 @@ import pytest
 from prerequisites import require
 from test_vectors import load_generator
 
-from harness import wire
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
+from harness.codec import wire
 from harness.emulators.qemu_mcu import QemuMcu
 from harness.link.stream import StreamChannel
 from harness.messages import Action, Outcome, Report, Request

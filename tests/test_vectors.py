@@ -1,4 +1,4 @@
-"""The golden vectors in tests/vectors against harness.wire, and against their generator."""
+"""The golden vectors in tests/vectors against harness.codec.wire, and against their generator."""
 
 from __future__ import annotations
 
@@ -10,17 +10,16 @@ from types import ModuleType
 
 import pytest
 
-from harness.messages import Report, Request
-from harness.wire import (
+from harness.codec.readable import from_readable, to_readable
+from harness.codec.wire import (
     WireError,
     WireErrorCode,
     decode_report,
     decode_request,
     encode_report,
     encode_request,
-    from_readable,
-    to_readable,
 )
+from harness.messages import Report, Request
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 

@@ -1,4 +1,5 @@
-"""harness.wire: the header, error reporting, checked and unchecked encoding, readable form."""
+"""harness.codec.wire: the header, error reporting, checked and unchecked encoding, readable
+form."""
 
 from __future__ import annotations
 
@@ -10,24 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from harness.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
-from harness.wire import (
+from harness.codec.readable import ReadableFormError, from_readable, to_readable
+from harness.codec.wire import (
     MAX_MESSAGE,
     Header,
     MessageType,
-    ReadableFormError,
     WireError,
     WireErrorCode,
     decode_report,
     decode_request,
     encode_report,
     encode_request,
-    from_readable,
     peek_header,
     seal,
-    to_readable,
 )
+from harness.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 
 SPEC = Path(__file__).resolve().parents[1] / "docs" / "wire-format.md"
 E = WireErrorCode

@@ -1,4 +1,4 @@
-"""Properties of harness.wire over random messages and random or mutated bytes."""
+"""Properties of harness.codec.wire over random messages and random or mutated bytes."""
 
 from __future__ import annotations
 
@@ -7,18 +7,17 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
-from harness.wire import (
+from harness.codec.readable import from_readable, to_readable
+from harness.codec.wire import (
     WireError,
     decode_report,
     decode_request,
     encode_report,
     encode_request,
-    from_readable,
     seal,
-    to_readable,
 )
+from harness.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

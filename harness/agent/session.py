@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness import wire
+from harness.codec import wire
 from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit, header_seq
 from harness.messages import Report, Request
 

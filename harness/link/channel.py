@@ -7,7 +7,7 @@ import struct
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness import wire
+from harness.codec import wire
 from harness.transport.base import TransportError
 
 _SEQ = struct.Struct("<I")

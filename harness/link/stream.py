@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from harness import wire
+from harness.codec import wire
 from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.wire_stream import StreamReader, StreamRefusal, StreamUnit

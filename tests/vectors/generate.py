@@ -7,7 +7,7 @@ A valid vector's JSON is its readable form; an invalid vector's JSON is
 ``{"error": CODE, "expect": "request" | "report", "about": ...}``: decoding the bytes
 as ``expect`` must fail with exactly ``CODE``. Stream vectors (``stream/``) are a byte
 stream and the reports a device owes it (docs/wire-format.md, "Stream reading"). Every
-vector is checked against :mod:`harness.wire` (and :mod:`harness.wire_stream`) before it
+vector is checked against :mod:`harness.codec.wire` (and :mod:`harness.wire_stream`) before it
 is written. ``tests/test_vectors.py`` and ``tests/test_stream_vectors.py`` fail when the
 committed files differ from what this script produces.
 """
@@ -22,10 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
-from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
-from harness.wire import (
+from harness.codec.readable import to_readable
+from harness.codec.wire import (
     HEADER_SIZE,
     MAX_MESSAGE,
     MessageType,
@@ -36,8 +34,10 @@ from harness.wire import (
     encode_report,
     encode_request,
     seal,
-    to_readable,
 )
+from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
+from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.runtime_error import RuntimeErrorCode
 from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
 
 HERE = Path(__file__).resolve().parent

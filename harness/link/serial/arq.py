@@ -28,7 +28,7 @@ from typing import Protocol
 
 import serial
 
-from harness import wire
+from harness.codec import wire
 from harness.link.channel import MessageChannel, header_seq
 from harness.link.serial.frame import (
     FLAG_END,

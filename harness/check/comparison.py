@@ -1,0 +1,336 @@
+"""The checks: a LOAD, SET or GET report against what was sent, as a :class:`Verdict`.
+
+Options are compared strictly: the same key, the same type (``True`` never equals
+``1``), the same value and the same order. Each sent option is paired with the
+received option of the same key, so that every difference is named once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from harness.check.model import (
+    HOOKS,
+    BackendOutcome,
+    Difference,
+    DifferenceKind,
+    OptionRow,
+    Verdict,
+)
+from harness.codec.wire import WireErrorCode
+from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry
+from harness.options import BackendOptions, Option, OptionsMap
+from harness.runtime_error import RuntimeErrorCode, describe_status
+
+
+def check_load(
+    sent: OptionsMap,
+    delegates: Sequence[str],
+    report: Report,
+    *,
+    unobserved: Collection[str] = (),
+    path: LoadPath = LoadPath.PROGRAM,
+) -> Verdict:
+    """Check a LOAD report: each delegate's ``init`` got exactly its map entry.
+
+    ``sent`` is the map the delegates must receive (on ``module_both`` the explicit
+    one: it replaces the stored map wholly). ``delegates`` are the method's delegate
+    ids in program order (duplicates mean one backend is called twice: ``init`` must
+    run that often). A delegate with no map entry must receive an empty span.
+    ``unobserved`` names delegates served by backends that are not probes, which
+    report nothing on LOAD; if they do report, their status is checked. ``path`` is
+    the load path asked for; a report naming another (fact ``load_path``) differs.
+    """
+    strays = [name for name in unobserved if name not in delegates]
+    if strays:
+        raise ValueError(
+            f"unobserved names {strays}, which are not delegates of the program "
+            f"{list(delegates)}; fix the test's expectations"
+        )
+    header = _header_differences(report, Action.LOAD)
+    ignored = tuple(b for b in sent.backend_ids if b not in delegates)
+    if header:
+        return Verdict(Action.LOAD, report, (), header, ignored, path)
+    served = report.fact("load_path")
+    if served is not None and served != path.label:
+        header = (Difference(DifferenceKind.WRONG_PATH, None, None, path.label, served),)
+
+    def why(name: str) -> str:
+        if sent.for_backend(name) is not None:
+            return "it is in the map, not a delegate of the program: its init should never run"
+        return "it is not a delegate of the program"
+
+    entries, entry_differences = _index_entries(report, set(delegates), why)
+    outcomes = []
+    for name in dict.fromkeys(delegates):
+        entry = entries.get(name)
+        calls = delegates.count(name)
+        if entry is None and name in unobserved:
+            outcomes.append(BackendOutcome(name, None, RuntimeErrorCode.Ok, None, None))
+            continue
+        if entry is None:
+            missing = Difference(DifferenceKind.NOT_CALLED, name, "init", calls, 0)
+            outcomes.append(
+                BackendOutcome(name, None, RuntimeErrorCode.Ok, calls, None, (), (missing,))
+            )
+            continue
+        wanted = sent.for_backend(name)
+        outcomes.append(
+            _check_entry(
+                name,
+                entry,
+                Action.LOAD,
+                expected=wanted.options if wanted is not None else (),
+                expected_status=RuntimeErrorCode.Ok,
+                expected_calls=calls,
+                sent=sent,
+            )
+        )
+    return Verdict(Action.LOAD, report, tuple(outcomes), header + entry_differences, ignored, path)
+
+
+def check_set(
+    sent: OptionsMap,
+    report: Report,
+    expected_status: Mapping[str, int] | None = None,
+) -> Verdict:
+    """Check a SET report: one entry per backend, each probe got exactly its options.
+
+    ``expected_status`` gives the ``Error`` code expected for some backends (e.g.
+    ``{"Unregistered": RuntimeErrorCode.NotFound}``); the others must return Ok.
+    """
+    return _check_calls(Action.SET, sent, report, expected_status or {}, lambda _: None)
+
+
+def check_get(
+    requested: OptionsMap,
+    report: Report,
+    expected: OptionsMap | None = None,
+    expected_status: Mapping[str, int] | None = None,
+) -> Verdict:
+    """Check a GET report against the values each backend should have filled in.
+
+    For a backend in ``expected`` the returned span must equal its entry there (for
+    any entry, probe or not: the span as the call left it is what the host reads).
+    For the others only probes are compared, with ``requested``, by key, type and
+    order but not value (the values sent are placeholders).
+    """
+    expected = expected or OptionsMap()
+    strays = [b for b in expected.backend_ids if requested.for_backend(b) is None]
+    if strays:
+        raise ValueError(
+            f"expected values for {strays}, which are not in the requested map "
+            f"{list(requested.backend_ids)}; add them to the request or drop them"
+        )
+    return _check_calls(Action.GET, requested, report, expected_status or {}, expected.for_backend)
+
+
+def _check_calls(
+    action: Action,
+    sent: OptionsMap,
+    report: Report,
+    expected_status: Mapping[str, int],
+    expected_for: Callable[[str], BackendOptions | None],
+) -> Verdict:
+    """SET and GET: the runtime calls each backend of the request once, in order."""
+    strays = [name for name in expected_status if sent.for_backend(name) is None]
+    if strays:
+        raise ValueError(
+            f"expected_status names {strays}, which are not in the request "
+            f"{list(sent.backend_ids)}; fix the test's expectations"
+        )
+    header = _header_differences(report, action)
+    if header:
+        return Verdict(action, report, (), header)
+    entries, entry_differences = _index_entries(
+        report, set(sent.backend_ids), lambda _: "it is not a backend of the request"
+    )
+    outcomes = []
+    for backend in sent.backends:
+        name = backend.backend_id
+        status = expected_status.get(name, RuntimeErrorCode.Ok)
+        entry = entries.get(name)
+        if entry is None:
+            missing = Difference(DifferenceKind.MISSING_ENTRY, name)
+            outcomes.append(BackendOutcome(name, None, status, None, None, (), (missing,)))
+            continue
+        explicit = expected_for(name)
+        outcomes.append(
+            _check_entry(
+                name,
+                entry,
+                action,
+                expected=explicit.options if explicit is not None else backend.options,
+                expected_status=status,
+                expected_calls=1,
+                sent=sent,
+                values_checked=action is not Action.GET or explicit is not None,
+                compare_non_probe=explicit is not None,
+            )
+        )
+    return Verdict(action, report, tuple(outcomes), entry_differences)
+
+
+def _header_differences(report: Report, action: Action) -> tuple[Difference, ...]:
+    if report.action is not action:
+        return (Difference(DifferenceKind.WRONG_ACTION, None, None, action, report.action),)
+    if report.outcome is not Outcome.OK:
+        detail = f"detail {_describe_detail(report.outcome, report.detail)}"
+        message = f"message {report.message!r}" if report.message else "no message"
+        return (
+            Difference(
+                DifferenceKind.UNEXPECTED_OUTCOME,
+                None,
+                None,
+                Outcome.OK,
+                report.outcome,
+                note=f"{detail}, {message}",
+            ),
+        )
+    return ()
+
+
+def _describe_detail(outcome: Outcome, detail: int) -> str:
+    """A report's detail by name: an ExecuTorch ``Error`` or a wire-format error code."""
+    if outcome is Outcome.RUNTIME_ERROR:
+        return describe_status(detail)
+    if outcome is Outcome.REJECTED:
+        try:
+            return f"{WireErrorCode(detail).name} ({detail}, a wire error)"
+        except ValueError:
+            return f"{detail} (unknown wire error)"
+    return str(detail)
+
+
+def _index_entries(
+    report: Report, allowed: Collection[str], why: Callable[[str], str]
+) -> tuple[dict[str, ReportEntry], tuple[Difference, ...]]:
+    """The first entry of each expected name, and differences for the others."""
+    first: dict[str, ReportEntry] = {}
+    differences: list[Difference] = []
+    for entry in report.entries:
+        if entry.name not in allowed:
+            if not any(d.backend == entry.name for d in differences):
+                differences.append(
+                    Difference(
+                        DifferenceKind.UNEXPECTED_ENTRY,
+                        entry.name,
+                        actual=entry,
+                        note=why(entry.name),
+                    )
+                )
+        else:
+            first.setdefault(entry.name, entry)
+    for name, count in Counter(e.name for e in report.entries).items():
+        if count > 1:
+            differences.append(Difference(DifferenceKind.DUPLICATE_ENTRY, name, None, 1, count))
+    return first, tuple(differences)
+
+
+def _check_entry(
+    name: str,
+    entry: ReportEntry,
+    action: Action,
+    *,
+    expected: tuple[Option, ...],
+    expected_status: int,
+    expected_calls: int,
+    sent: OptionsMap,
+    values_checked: bool = True,
+    compare_non_probe: bool = False,
+) -> BackendOutcome:
+    differences = []
+    if entry.status != expected_status:
+        differences.append(
+            Difference(DifferenceKind.WRONG_STATUS, name, None, expected_status, entry.status)
+        )
+    if not entry.is_probe and not compare_non_probe:
+        return BackendOutcome(name, entry, expected_status, None, None, (), tuple(differences))
+    hook = HOOKS[action]
+    if entry.is_probe and entry.calls == 0:
+        differences.append(Difference(DifferenceKind.NOT_CALLED, name, hook, expected_calls, 0))
+    elif entry.is_probe and entry.calls != expected_calls:
+        differences.append(
+            Difference(DifferenceKind.WRONG_CALL_COUNT, name, hook, expected_calls, entry.calls)
+        )
+    others = tuple(b for b in sent.backends if b.backend_id != name)
+    rows, option_differences = _align(name, expected, entry.options, others, values_checked)
+    return BackendOutcome(
+        name,
+        entry,
+        expected_status,
+        expected_calls if entry.is_probe else None,
+        expected,
+        rows,
+        tuple(differences) + option_differences,
+        values_checked,
+    )
+
+
+def _align(
+    name: str,
+    expected: tuple[Option, ...],
+    received: tuple[Option, ...],
+    others: tuple[BackendOptions, ...],
+    values_checked: bool,
+) -> tuple[tuple[OptionRow, ...], tuple[Difference, ...]]:
+    """Pair sent and received options by key and name what differs about each pair."""
+    if expected and not received:
+        rows = tuple(OptionRow(i, o, None, None) for i, o in enumerate(expected))
+        nothing = Difference(DifferenceKind.NOTHING_DELIVERED, name, None, tuple(expected), ())
+        return rows, (nothing,)
+    if values_checked and expected == received:  # the usual case: exact delivery
+        return tuple(OptionRow(i, o, i, o) for i, o in enumerate(received)), ()
+    unused = dict(enumerate(received))
+    by_key: dict[str, list[int]] = {}
+    for j, got in enumerate(received):
+        by_key.setdefault(got.key, []).append(j)
+    paired_rows: list[OptionRow] = []
+    for i, option in enumerate(expected):
+        candidates = by_key.get(option.key)
+        if not candidates:
+            missing = Difference(DifferenceKind.MISSING_OPTION, name, option.key, option.value)
+            paired_rows.append(OptionRow(i, option, None, None, missing))
+            continue
+        j = candidates.pop(0)
+        got = unused.pop(j)
+        paired_rows.append(
+            OptionRow(i, option, j, got, _compare(name, option, got, values_checked))
+        )
+    sent_keys = {o.key for o in expected}
+    for j, got in unused.items():
+        owners = tuple(b.backend_id for b in others if any(_same(o, got) for o in b.options))
+        if owners:
+            kind = DifferenceKind.MISROUTED
+        elif expected:
+            kind = DifferenceKind.EXTRA_OPTION
+        else:
+            kind = DifferenceKind.UNEXPECTED_DELIVERY
+        note = "a second option with this key" if got.key in sent_keys else ""
+        difference = Difference(kind, name, got.key, None, got.value, owners, note)
+        paired_rows.append(OptionRow(None, None, j, got, difference))
+    differences = [r.difference for r in paired_rows if r.difference is not None]
+    order = [
+        r.received_index for r in paired_rows if r.sent is not None and r.received_index is not None
+    ]
+    if order != sorted(order):
+        keys_sent = tuple(o.key for o in expected)
+        keys_received = tuple(o.key for o in received)
+        differences.append(
+            Difference(DifferenceKind.WRONG_ORDER, name, None, keys_sent, keys_received)
+        )
+    return tuple(paired_rows), tuple(differences)
+
+
+def _compare(name: str, sent: Option, got: Option, values_checked: bool) -> Difference | None:
+    if type(sent.value) is not type(got.value):
+        return Difference(DifferenceKind.WRONG_TYPE, name, sent.key, sent.value, got.value)
+    if values_checked and sent.value != got.value:
+        return Difference(DifferenceKind.WRONG_VALUE, name, sent.key, sent.value, got.value)
+    return None
+
+
+def _same(a: Option, b: Option) -> bool:
+    """Equal key, type and value: ``True`` is not ``1``."""
+    return a.key == b.key and type(a.value) is type(b.value) and a.value == b.value
