@@ -198,7 +198,6 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 def _cmd_emu(args: argparse.Namespace) -> int:
     from harness.devices.bring_up import open_device
-    from harness.emulators.qemu_mcu import QemuMcu
 
     profile = load_profile(args.device)
     if profile.emulator is None:
@@ -211,10 +210,13 @@ def _cmd_emu(args: argparse.Namespace) -> int:
     device = open_device(profile)
     try:
         print(f"{profile.name} is up ({profile.emulator}); transport settings:")
-        for key, value in device.profile.settings.items():
+        # What the emulator provides: a board's opens its own port (a serial url), which
+        # no profile field holds; the others' fields are in the profile already.
+        settings = dict(device.profile.settings)
+        if device.emulator is not None:
+            settings.update(device.emulator.settings)
+        for key, value in settings.items():
             print(f"  {key}: {value}")
-        if isinstance(device.emulator, QemuMcu):  # it opens its own port: a serial url
-            print(f"  url: {device.emulator.url}")
         print("Ctrl-C brings it down.", flush=True)
         signal.sigwait(stop_signals)
     finally:

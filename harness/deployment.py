@@ -54,7 +54,8 @@ def choose_deployment(profile: DeviceProfile, transport: Transport) -> Deploymen
     if profile.agent.prebuilt is not None:
         return DeploymentChoice(Deployment.NATIVE, "agent.prebuilt is run as it was built")
     if wanted != "auto":
-        return DeploymentChoice(Deployment(wanted), f"agent.deployment in {profile.path or profile.name}")
+        where = profile.path or profile.name
+        return DeploymentChoice(Deployment(wanted), f"agent.deployment in {where}")
     facts = transport.facts()
     if facts.os != "android":
         return DeploymentChoice(Deployment.NATIVE, f"a {facts.os} device")

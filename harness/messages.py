@@ -6,7 +6,7 @@ These are plain data; :mod:`harness.codec.wire` turns them into bytes and back.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.options import BackendOptions, Option, OptionsMap, OptionValue
 
@@ -68,10 +68,10 @@ class LoadSpec:
 
     program: str
     delegates: tuple[str, ...]
-    options: OptionsMap = OptionsMap()
+    options: OptionsMap = field(default_factory=OptionsMap)
     path: LoadPath = LoadPath.PROGRAM
     method: str = ""
-    method_options: OptionsMap = OptionsMap()
+    method_options: OptionsMap = field(default_factory=OptionsMap)
 
     @property
     def delivered(self) -> OptionsMap:
@@ -95,14 +95,14 @@ class Request:
     """
 
     action: Action
-    options: OptionsMap = OptionsMap()
+    options: OptionsMap = field(default_factory=OptionsMap)
     program: str = ""
     delegates: tuple[str, ...] = ()
     seq: int = 0
     path: LoadPath = LoadPath.PROGRAM
     keep: bool = False
     method: str = ""
-    method_options: OptionsMap = OptionsMap()
+    method_options: OptionsMap = field(default_factory=OptionsMap)
     models: tuple[LoadSpec, ...] = ()
     concurrent: bool = False
 

@@ -122,7 +122,7 @@ class Option:
             kind = OptionType.of(self.value)
         except TypeError as exc:
             raise MapValidationError(f"{path}.value", str(exc), self.value) from None
-        if kind is OptionType.INT and not INT32_MIN <= self.value <= INT32_MAX:
+        if type(self.value) is int and not INT32_MIN <= self.value <= INT32_MAX:
             raise MapValidationError(
                 f"{path}.value",
                 f"int option {self.key!r} is outside int32 "
@@ -153,7 +153,8 @@ class BackendOptions:
     def validate(self, path: str) -> None:
         """Raise :class:`MapValidationError` for a bad id, option or duplicate key."""
         _check_text(
-            self.backend_id, path, "backend id", 1, MAX_ID_BYTES, "use the backend's registered name"
+            self.backend_id, path, "backend id", 1, MAX_ID_BYTES,
+            "use the backend's registered name",
         )
         if len(self.options) > MAX_OPTIONS_PER_BACKEND:
             raise MapValidationError(

@@ -155,7 +155,9 @@ class StreamReader:
 
     def _judge_header(self, units: list[StreamUnit]) -> None:
         try:
-            header = peek_header(self._buffer, self._max_message, expect=self._expect)
+            header = peek_header(
+                bytes(self._buffer[:HEADER_SIZE]), self._max_message, expect=self._expect
+            )
         except WireError as exc:
             # Answered now, before any more of the unit is read.
             (seq,) = _U32.unpack_from(self._buffer, _SEQ_OFFSET)

@@ -257,7 +257,8 @@ def test_daemon_killed_mid_stream_is_transport_lost_quickly(
     server: PrivateAdbServer, tmp_path: Path
 ) -> None:
     emulator = AdbEmulator(tmp_path / "root")
-    endpoint = emulator.start()
+    emulator.start()
+    endpoint = emulator.endpoint
     try:
         transport = AdbTransport(AdbTarget(server_port=server.port, connect=endpoint.serial))
         stream = transport.open_stream(["cat"])
@@ -281,7 +282,8 @@ def test_daemon_killed_mid_run_is_transport_lost_not_exit_0(
     server: PrivateAdbServer, tmp_path: Path
 ) -> None:
     emulator = AdbEmulator(tmp_path / "root")
-    endpoint = emulator.start()
+    emulator.start()
+    endpoint = emulator.endpoint
     outcome: list[BaseException | object] = []
     try:
         transport = AdbTransport(AdbTarget(server_port=server.port, connect=endpoint.serial))
@@ -312,7 +314,8 @@ def test_restarted_daemon_is_reconnected_by_a_connect_profile(
     server: PrivateAdbServer, tmp_path: Path
 ) -> None:
     emulator = AdbEmulator(tmp_path / "root")
-    endpoint = emulator.start()
+    emulator.start()
+    endpoint = emulator.endpoint
     try:
         transport = AdbTransport(AdbTarget(server_port=server.port, connect=endpoint.serial))
         assert transport.run(["echo", "one"], timeout=10).stdout == b"one\n"

@@ -340,14 +340,16 @@ def test_a_killed_daemon_shows_offline_and_comes_back_after_reconnect(
     server: PrivateAdbServer, tmp_path: Path
 ) -> None:
     emulator = AdbEmulator(tmp_path / "root")
-    endpoint = emulator.start()
+    emulator.start()
+    endpoint = emulator.endpoint
     try:
         connect(server, endpoint)
         assert wait_for_state(server, endpoint.serial, "device") == "device"
         emulator.kill()
         # offline at first; the server may drop the device after failed reconnects
         assert wait_for_state(server, endpoint.serial, ("offline", None)) in ("offline", None)
-        assert emulator.start() == endpoint  # same port
+        emulator.start()
+        assert emulator.endpoint == endpoint  # same port
         # Still offline until disconnect + connect, or the adb server's own reconnect
         # timer (about 10 s in adb 1.0.41) fires.
         server.adb("disconnect", endpoint.serial)

@@ -51,6 +51,9 @@ class AnsweringTransport(Transport):
                     env: Mapping[str, str] | None = None) -> ByteStream:
         raise AssertionError("choosing a mode starts nothing")
 
+    def close(self) -> None:
+        pass
+
 
 def profile(agent: dict | None = None):
     data = {"transport": {"kind": "adb"}, "work_dir": "/data/local/tmp/x", "agent": agent or {}}

@@ -46,6 +46,6 @@ def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
         home = emulator_home(profile, resources)
         server = resources.enter_context(PrivateAdbServer(home / "adb-server"))
         emulator = AdbEmulator(home / "device-root")
-        endpoint = resources.enter_context(emulator)
-        profile = with_settings(profile, connect=endpoint.serial, server_port=server.port)
+        resources.enter_context(emulator)
+        profile = with_settings(profile, **emulator.settings, server_port=server.port)
     return HostedDevice(profile, AdbTransport(adb_target(profile)), resources, emulator)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -26,7 +27,20 @@ if TYPE_CHECKING:
 
 
 class Emulator(Protocol):
-    """An emulated device the harness started."""
+    """An emulated device the harness starts: a real daemon or machine on this host.
+
+    An emulator may also offer ``reset()`` where its device has a reset to emulate.
+    """
+
+    def start(self) -> Mapping[str, object]:
+        """Bring it up; the transport settings it provides (as :attr:`settings`)."""
+
+    @property
+    def settings(self) -> Mapping[str, object]:
+        """The transport settings it provides while running (a profile's field names)."""
+
+    def stop(self) -> object:
+        """Bring it down and remove what it added; safe to call twice (any result is unused)."""
 
     def kill(self) -> None:
         """End it abruptly, as a crash or a pulled cable would."""

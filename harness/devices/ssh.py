@@ -49,5 +49,5 @@ def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
         from harness.emulators.sshd import SshdEmulator
 
         emulator = resources.enter_context(SshdEmulator(emulator_home(profile, resources) / "sshd"))
-        profile = with_settings(profile, host=emulator.alias, ssh_config=str(emulator.ssh_config))
+        profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, SshTransport(ssh_settings(profile)), resources, emulator)

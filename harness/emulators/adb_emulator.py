@@ -70,10 +70,16 @@ class AdbEmulator:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def start(self) -> AdbEndpoint:
-        """Start the daemon and wait until it listens."""
+    @property
+    def settings(self) -> dict[str, object]:
+        """The adb transport field that reaches the device: ``connect`` (its serial)."""
+        return {"connect": self.endpoint.serial}
+
+    def start(self) -> dict[str, object]:
+        """Start the daemon and wait until it listens; returns :attr:`settings`
+        (:attr:`endpoint` says where it listens)."""
         if self.running:
-            return self.endpoint
+            return self.settings
         argv = [
             sys.executable, "-m", "harness.emulators.adbd",
             "--root", str(self.root), "--host", self._host, "--port", str(self._port),
@@ -100,7 +106,7 @@ class AdbEmulator:
         host, _, port = line[len(prefix) :].decode().strip().rpartition(":")
         self._port = int(port)
         self._endpoint = AdbEndpoint(host, self._port)
-        return self._endpoint
+        return self.settings
 
     def stop(self, timeout: float = STOP_GRACE) -> None:
         """Stop gracefully (SIGTERM: streams are closed, device processes killed)."""
@@ -116,7 +122,8 @@ class AdbEmulator:
             process.stop()
 
     def __enter__(self) -> AdbEndpoint:
-        return self.start()
+        self.start()
+        return self.endpoint
 
     def __exit__(
         self,

@@ -197,8 +197,14 @@ class QemuMcu:
             f"tcp:{LISTEN_HOST}:{port},server=on,wait=on,nodelay=on",
         ]
 
-    def start(self) -> QemuMcu:
-        """Start QEMU and return once its UART0 socket listens (the CPU waits for a client)."""
+    @property
+    def settings(self) -> dict[str, object]:
+        """The serial transport field that reaches the board: :attr:`url`."""
+        return {"url": self.url}
+
+    def start(self) -> dict[str, object]:
+        """Start QEMU and return once its UART0 socket listens (the CPU waits for a client);
+        returns :attr:`settings`."""
         if shutil.which(self._qemu) is None:
             raise QemuError(f"{self._qemu} not found: install Debian's qemu-system-arm")
         port = on_free_port(self._launch, attempts=_BIND_ATTEMPTS, host=LISTEN_HOST)
@@ -208,7 +214,7 @@ class QemuMcu:
                 f"last output:\n{self.stderr_tail()}"
             )
         self.port = port
-        return self
+        return self.settings
 
     def _launch(self, port: int) -> bool:
         """True once QEMU listens on ``port``; False if the port was taken meanwhile."""
@@ -306,7 +312,8 @@ class QemuMcu:
         return self._process.stop(timeout)
 
     def __enter__(self) -> QemuMcu:
-        return self.start()
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

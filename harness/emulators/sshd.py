@@ -209,8 +209,14 @@ class SshdEmulator:
         fields.update(overrides)
         return SshProfile(**fields)
 
-    def start(self) -> None:
-        """Set up user, keys and namespace, start sshd and wait until it listens."""
+    @property
+    def settings(self) -> dict[str, object]:
+        """The ssh transport fields that reach this board (through its ``ssh_config``)."""
+        return {"host": self.alias, "ssh_config": str(self.ssh_config)}
+
+    def start(self) -> dict[str, object]:
+        """Set up user, keys and namespace, start sshd and wait until it listens;
+        returns :attr:`settings`."""
         if self._process is not None:
             raise SshdError("ssh-emu is already running")
         _require_root_and(_DAEMON_TOOLS)
@@ -229,6 +235,7 @@ class SshdEmulator:
         except BaseException:
             self.stop()
             raise
+        return self.settings
 
     def pids(self) -> list[int]:
         """The listening daemon first, then every process of the sessions it serves."""

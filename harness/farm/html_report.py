@@ -3,11 +3,11 @@
 The page shows the devices (facts and outcome counts, quarantine reasons) and a
 matrix: one column per device; per suite, a row of test outcomes and a row per
 backend and route its verdicts checked (route: the load path, ``program``,
-``module``, ``module_method``, ``module_both``, or ``set`` / ``get``). Each cell links to the list of its cases, and each
-case to its details: outcome, infrastructure error and failed tries, every
-verdict's summary and, where options differed, the rendered diff
-(:meth:`harness.check.Verdict.render`), the failure text, agent stderr and crash
-artifacts.
+``module``, ``module_method``, ``module_both``, or ``set`` / ``get``). Each cell
+links to the list of its cases, and each case to its details: outcome,
+infrastructure error and failed tries, every verdict's summary and, where options
+differed, the rendered diff (:meth:`harness.check.Verdict.render`), the failure
+text, agent stderr and crash artifacts.
 """
 
 from __future__ import annotations
@@ -215,15 +215,16 @@ class _Page:
                     parts.append(f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
                                  f"{_e(device)}</h3><ul>{items}</ul></section>")
                 for b, pair in enumerate(self._backends_of(suite)):
-                    items = []
+                    links = []
                     for r in cases:
                         checks = self._checks(r, pair)
                         if checks:
-                            items.append(self._link(r, f"{sum(checks)}/{len(checks)} exact"))
-                    if items:
+                            links.append(self._link(r, f"{sum(checks)}/{len(checks)} exact"))
+                    if links:
                         parts.append(
                             f'<section class="cell" id="s{s}b{b}d{d}"><h3>{_e(pair[0])} via '
-                            f"{_e(pair[1])} in {_e(suite)} on {_e(device)}</h3><ul>{''.join(items)}</ul></section>"
+                            f"{_e(pair[1])} in {_e(suite)} on {_e(device)}</h3>"
+                            f"<ul>{''.join(links)}</ul></section>"
                         )
         return "\n".join(parts)
 

@@ -45,7 +45,7 @@ def _mark_infrastructure_errors(case: ET.Element) -> int:
     errors = [p.get("value", "") for p in properties if p.get("name") == INFRA_PROPERTY]
     phases = [p.get("value", "") for p in properties if p.get("name") == INFRA_PHASE_PROPERTY]
     moved = 0
-    for error, phase in zip(errors, phases):
+    for error, phase in zip(errors, phases, strict=True):  # written in pairs by the plugin
         kind, _, message = error.partition(": ")
         tag = "failure" if phase == "call" else "error"
         node = case.find(tag)

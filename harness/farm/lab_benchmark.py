@@ -168,7 +168,8 @@ def main(argv: list[str]) -> int:
                 text = (ROOT / "devices" / "lab-mcu.yaml").read_text().replace(
                     '"127.0.0.1:20408"', f'"{lab.coordinator}"')
                 (devices / "lab-mcu.yaml").write_text(text)
-                (devices / "mcu-emu.yaml").write_text((ROOT / "devices" / "mcu-emu.yaml").read_text())
+                mcu_emu = (ROOT / "devices" / "mcu-emu.yaml").read_text()
+                (devices / "mcu-emu.yaml").write_text(mcu_emu)
                 for label, device, extra, pool in (
                     ("mcu-emu (QEMU socket)", "mcu-emu", (), 2),
                     ("one lab place (RFC 2217), one worker", "lab-mcu", (), 2),

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 # ---- identities ------------------------------------------------------------------------------
 
-_IDENTITY = re.compile(r"(?P<host>[^/]+)/(?P<user>.+)-pid(?P<pid>[0-9]{1,10})-(?P<start>[0-9]{1,20})")
+_IDENTITY = re.compile(
+    r"(?P<host>[^/]+)/(?P<user>.+)-pid(?P<pid>[0-9]{1,10})-(?P<start>[0-9]{1,20})"
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,10 @@ class LabIdentity:
 
     @classmethod
     def this_process(cls) -> LabIdentity:
-        """This process, with the host and user labgrid itself would use (LG_HOSTNAME, LG_USERNAME)."""
+        """This process, with the host and user labgrid itself would use.
+
+        Those are LG_HOSTNAME and LG_USERNAME when set.
+        """
         pid = os.getpid()
         host = os.environ.get("LG_HOSTNAME") or socket.gethostname()
         user = os.environ.get("LG_USERNAME") or getpass.getuser()
@@ -115,7 +120,8 @@ def parse_places(text: str) -> list[PlaceState]:
             elif key == "matches" and _MATCH_LINE.fullmatch(line):
                 patterns.append(line.strip())
         tags = tuple(sorted(
-            (k, v) for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
+            (k, v)
+            for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
             if v
         ))
         places.append(PlaceState(

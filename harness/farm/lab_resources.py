@@ -41,7 +41,8 @@ from harness.value_rules import (
 # Transport fields that come from the lab, never from a lab profile.
 LAB_FIELDS = {"ssh": ("host", "port", "user"), "serial": ("url", "port")}
 _MAX_BAUDRATE = 20_000_000
-_PLACEHOLDER: dict[str, dict[str, Any]] = {  # what the checks of the other fields see before a place is acquired
+# What the checks of the other fields see before a place is acquired.
+_PLACEHOLDER: dict[str, dict[str, Any]] = {
     "ssh": {"host": "127.0.0.1", "port": 22, "user": "lab"},
     "serial": {"url": "rfc2217://127.0.0.1:1"},
 }

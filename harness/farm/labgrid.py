@@ -130,7 +130,8 @@ class LabgridPlace:
             raise ProfileError(f"{where}: must be a mapping with 'place' or 'tags'")
         unknown = sorted(set(data) - set(_FIELDS))
         if unknown:
-            raise ProfileError(f"{where}.{unknown[0]}: unknown field; allowed: {', '.join(_FIELDS)}")
+            allowed = ", ".join(_FIELDS)
+            raise ProfileError(f"{where}.{unknown[0]}: unknown field; allowed: {allowed}")
         if ("place" in data) == ("tags" in data):
             raise ProfileError(
                 f"{where}: give exactly one of 'place' (a place's name) or 'tags' (a mapping "

@@ -18,7 +18,7 @@ class FarmPolicy:
     quarantine_after: int = 2  # consecutive infrastructure errors before a health check
     lock_timeout: float = 600.0  # seconds to wait for a device another process holds
     lock_dir: Path = field(default_factory=default_lock_dir)
-    deadline: RunDeadline = RunDeadline()
+    deadline: RunDeadline = field(default_factory=RunDeadline)
 
     def __post_init__(self) -> None:
         if self.infra_retries < 0:

@@ -157,7 +157,8 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
 
 def infrastructure_lines(results: Sequence[CaseResult]) -> list[str]:
     """One line per infrastructure error; tests that were not started are counted per cause."""
-    lines, not_started = [], collections.Counter()
+    lines: list[str] = []
+    not_started: collections.Counter[tuple[str, str]] = collections.Counter()
     for result in results:
         infra = result.infra
         if infra is None:

@@ -172,7 +172,7 @@ class ManagedProcess:
             return self.stderr_count(text) >= count
 
     def wait_for_stderr_end(self, timeout: float) -> bool:
-        """Whether stderr has ended (the child and all its children closed it) within ``timeout``."""
+        """Whether stderr has ended (the child and its children closed it) within ``timeout``."""
         with self._changed:
             return self._changed.wait_for(lambda: self._ended, timeout)
 

@@ -5,8 +5,9 @@ processes (each recorded leader still running with its recorded start time, the
 processes of its session and its descendants, and every process whose environment
 carries the owner's marker), deletes its network namespaces (killing what runs
 inside first), removes its files and directories and runs its hand-back commands
-(which give back what it held outside this machine, such as a labgrid place). The janitor applies it when
-its owner is gone; the next run applies it to records whose owner and janitor both died.
+(which give back what it held outside this machine, such as a labgrid place). The
+janitor applies it when its owner is gone; the next run applies it to records whose
+owner and janitor both died.
 """
 
 from __future__ import annotations

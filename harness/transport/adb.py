@@ -77,6 +77,9 @@ class AdbTransport(Transport):
         self._serial: str | None = None
         self._facts: DeviceFacts | None = None
 
+    def close(self) -> None:
+        """Nothing to release: every command is its own ``adb`` client process."""
+
     # -- device selection ------------------------------------------------------------
 
     @property

@@ -128,5 +128,6 @@ class Transport(abc.ABC):
         digests = (line.split(" ", 1)[0] for line in lines)
         return tuple(None if d == "-" else d for d in digests)
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Release connections; the transport may be reopened by using it again."""

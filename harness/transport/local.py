@@ -55,6 +55,9 @@ class LocalTransport(Transport):
         local.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(remote, local)
 
+    def close(self) -> None:
+        """Nothing to release: every command is its own process, and streams close themselves."""
+
     def run(
         self,
         argv: Sequence[str],
