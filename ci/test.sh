@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Style checks (ruff, mypy), the project's tests, then the device suites on every emulated
-# device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in parallel, with reports),
+# Style checks (ruff lint and format, mypy), the project's tests, then the device suites on
+# every emulated device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in parallel, with reports),
 # then the concurrent multi-model cases on the host agent under each race detector
 # (ci/run-race-detectors.sh).
 # Run after ci/setup.sh. Exits non-zero if any step fails.
@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 echo "== ruff (rules in pyproject.toml)"
 .venv/bin/ruff check harness
+.venv/bin/ruff format --check harness
 echo "== mypy (settings in pyproject.toml)"
 .venv/bin/mypy harness
 echo "== project tests (tests/)"

@@ -55,12 +55,18 @@ class Latency:
     def of(cls, samples_s: Sequence[float], total_s: float | None = None) -> Latency:
         ordered = sorted(samples_s)
         pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
-        return cls(len(ordered), total_s if total_s is not None else sum(ordered),
-                   pick(0.5), pick(0.9), pick(0.99))
+        return cls(
+            len(ordered),
+            total_s if total_s is not None else sum(ordered),
+            pick(0.5),
+            pick(0.9),
+            pick(0.99),
+        )
 
 
 def case_map(backends: int, options: int, string_bytes: int) -> OptionsMap:
     """A map of ``backends`` probes with ``options`` options each, every type present."""
+
     def value(b: int, i: int) -> bool | int | str:
         kind = i % 3
         if kind == 0:
@@ -69,11 +75,14 @@ def case_map(backends: int, options: int, string_bytes: int) -> OptionsMap:
             return (b + i) % 2 == 0
         return (f"{b}.{i}:" + "v" * string_bytes)[:string_bytes]
 
-    return OptionsMap(tuple(
-        BackendOptions(f"Bench{b}",
-                       tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options)))
-        for b in range(backends)
-    ))
+    return OptionsMap(
+        tuple(
+            BackendOptions(
+                f"Bench{b}", tuple(Option(f"key{i:02d}", value(b, i)) for i in range(options))
+            )
+            for b in range(backends)
+        )
+    )
 
 
 def _timed(cases: int, one_case: Callable[[], None]) -> Latency:
@@ -86,8 +95,9 @@ def _timed(cases: int, one_case: Callable[[], None]) -> Latency:
     return Latency.of(samples, time.perf_counter() - start)
 
 
-def sample_alternately(rounds: int, first: Callable[[], float],
-                second: Callable[[], float]) -> tuple[Latency, Latency]:
+def sample_alternately(
+    rounds: int, first: Callable[[], float], second: Callable[[], float]
+) -> tuple[Latency, Latency]:
     """Sample ``first`` and ``second`` (each returns the seconds it measured) in turn,
     so both see the same machine: on a shared machine the cost of waking another
     process swings by several times between minutes, which would skew their ratio."""
@@ -101,6 +111,7 @@ def sample_alternately(rounds: int, first: Callable[[], float],
 
 def session_mode(runner: CaseRunner, options: OptionsMap, cases: int) -> Latency:
     """(a) one LOAD request per case over the running agent, verdict checked."""
+
     def one_case() -> None:
         verdict = runner.load(options)
         if not verdict.ok:
@@ -115,8 +126,9 @@ def _case_request(device: Device, options: OptionsMap) -> Request:
     return Request.load(device.program_for(options.backend_ids), options.backend_ids, options)
 
 
-def round_trip_sampler(device: Device, runner: CaseRunner,
-                       options: OptionsMap) -> Callable[[], float]:
+def round_trip_sampler(
+    device: Device, runner: CaseRunner, options: OptionsMap
+) -> Callable[[], float]:
     """(a) the device's part of one case: from the request's first byte sent to the
     report's last byte received (the host encodes before, decodes and checks after)."""
     link = runner.link
@@ -130,11 +142,13 @@ def round_trip_sampler(device: Device, runner: CaseRunner,
         elapsed = time.perf_counter() - begin
         _expect_ok([link.decode(data, seq)])
         return elapsed
+
     return round_trip
 
 
-def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, cases: int,
-                      window: int = 8) -> Latency:
+def session_pipelined(
+    device: Device, runner: CaseRunner, options: OptionsMap, cases: int, window: int = 8
+) -> Latency:
     """(a') the same cases with up to ``window`` requests in flight."""
     link = runner.link
     runner.load(options)
@@ -149,9 +163,8 @@ def session_pipelined(device: Device, runner: CaseRunner, options: OptionsMap, c
 def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Latency:
     """(b) push a request file, run the agent one-shot, pull the report file, per case."""
     agent = device.deploy_agent()
-    requests = (
-        wire.encode_request(Request.register(options.backend_ids))
-        + wire.encode_request(_case_request(device, options))
+    requests = wire.encode_request(Request.register(options.backend_ids)) + wire.encode_request(
+        _case_request(device, options)
     )
     remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
     remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
@@ -166,8 +179,10 @@ def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Laten
             device.transport.push(local_in, remote_in)
             result = device.transport.run(argv, timeout=timeout, env=env)
             if result.exit_code != 0:
-                raise BenchmarkError(f"one-shot agent exited {result.exit_code}: "
-                                     f"{result.stderr.decode(errors='replace')[-500:]}")
+                raise BenchmarkError(
+                    f"one-shot agent exited {result.exit_code}: "
+                    f"{result.stderr.decode(errors='replace')[-500:]}"
+                )
             device.transport.pull(remote_out, local_out)
             _expect_ok(_split_reports(local_out.read_bytes()))
 
@@ -213,6 +228,7 @@ def unregistered_get_sampler(runner: CaseRunner, options: OptionsMap) -> Callabl
         if report.outcome is not Outcome.OK or any(e.status != 0x20 for e in report.entries):
             raise BenchmarkError(f"the unregistered GET did not come back NotFound: {report}")
         return elapsed
+
     return unregistered_get
 
 
@@ -223,8 +239,9 @@ def runtime_time_us(runner: CaseRunner, options: OptionsMap, rounds: int = 20) -
     totals = []
     for _ in range(rounds):
         report = runner.load(options).report
-        totals.append(sum(int(report.fact(k) or 0)
-                          for k in ("program_load_us", "load_us", "execute_us")))
+        totals.append(
+            sum(int(report.fact(k) or 0) for k in ("program_load_us", "load_us", "execute_us"))
+        )
     return sorted(totals)[len(totals) // 2]
 
 
@@ -232,8 +249,8 @@ def _split_reports(data: bytes) -> list[Report]:
     reports: list[Report] = []
     offset = 0
     while offset < len(data):
-        header = wire.peek_header(data[offset:offset + wire.HEADER_SIZE])
-        reports.append(wire.decode_report(data[offset:offset + header.length]))
+        header = wire.peek_header(data[offset : offset + wire.HEADER_SIZE])
+        reports.append(wire.decode_report(data[offset : offset + header.length]))
         offset += header.length
     return reports
 
@@ -301,14 +318,22 @@ class DeviceFigures:
 
 
 GROWTH_SHAPES = (
-    (1, 1, 8), (2, 8, 8), (4, 8, 8), (8, 8, 8),
-    (1, 16, 8), (1, 32, 8), (1, 64, 8),
-    (1, 8, 64), (1, 8, 255), (8, 64, 255),
+    (1, 1, 8),
+    (2, 8, 8),
+    (4, 8, 8),
+    (8, 8, 8),
+    (1, 16, 8),
+    (1, 32, 8),
+    (1, 64, 8),
+    (1, 8, 64),
+    (1, 8, 255),
+    (8, 64, 255),
 )
 
 
-def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: int,
-              growth_cases: int) -> DeviceFigures:
+def benchmark(
+    device: Device, runner: CaseRunner, cases: int, per_case_cases: int, growth_cases: int
+) -> DeviceFigures:
     """Measure (a), (b), (c) and how cost grows with the map, on one device."""
     options = case_map(backends=4, options=8, string_bytes=16)
     runner.prepare([f"Bench{b}" for b in range(8)])
@@ -321,7 +346,8 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
             round_trip, floor = sample_alternately(cases, round_trip_of_case, echo)
     else:
         round_trip, floor = sample_alternately(
-            cases, round_trip_of_case, unregistered_get_sampler(runner, options))
+            cases, round_trip_of_case, unregistered_get_sampler(runner, options)
+        )
     pipelined = session_pipelined(device, runner, options, cases) if hosted else None
     per_case = per_case_way(hosted, options, per_case_cases) if hosted else None
     runtime_us = runtime_time_us(runner, options)
@@ -330,20 +356,34 @@ def benchmark(device: Device, runner: CaseRunner, cases: int, per_case_cases: in
     for backends, count, string_bytes in GROWTH_SHAPES:
         shape = case_map(backends, count, string_bytes)
         request_bytes = len(wire.encode_request(Request(Action.LOAD, shape)))
-        row: dict[str, int | float | str] = {"backends": backends, "options": count,
-                                             "string_bytes": string_bytes,
-               "request_bytes": request_bytes}
+        row: dict[str, int | float | str] = {
+            "backends": backends,
+            "options": count,
+            "string_bytes": string_bytes,
+            "request_bytes": request_bytes,
+        }
         if isinstance(max_message, int) and request_bytes > max_message:
             row["skipped"] = f"request exceeds the device's max_message ({max_message} bytes)"
         elif count > runner.options_per_backend or backends * count > runner.options_per_request:
-            row["skipped"] = (f"more options than the device holds (options_per_backend "
-                              f"{runner.options_per_backend})")
+            row["skipped"] = (
+                f"more options than the device holds (options_per_backend "
+                f"{runner.options_per_backend})"
+            )
         else:
             figures = session_mode(runner, shape, growth_cases)
             row.update(p50_ms=figures.p50_ms, per_second=figures.per_second)
         growth.append(row)
-    return DeviceFigures(device.name, cases, session, round_trip, pipelined, per_case, floor,
-                         runtime_us, tuple(growth))
+    return DeviceFigures(
+        device.name,
+        cases,
+        session,
+        round_trip,
+        pipelined,
+        per_case,
+        floor,
+        runtime_us,
+        tuple(growth),
+    )
 
 
 def run_scaling(devices: Sequence[str]) -> list[dict]:
@@ -352,8 +392,19 @@ def run_scaling(devices: Sequence[str]) -> list[dict]:
     rows = []
     for count in range(1, len(devices) + 1):
         chosen = ",".join(devices[:count])
-        argv = [sys.executable, "-m", "pytest", str(SUITES_DIR), "-q", "-p", "no:cacheprovider",
-                "--device", chosen, "-n", str(count)]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(SUITES_DIR),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--device",
+            chosen,
+            "-n",
+            str(count),
+        ]
         start = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - start
@@ -365,11 +416,14 @@ def run_scaling(devices: Sequence[str]) -> list[dict]:
 
 def format_figures(figures: DeviceFigures) -> str:
     """A few lines of text for the terminal."""
+
     def line(name: str, lat: Latency | None) -> str:
         if lat is None:
             return f"  {name:<22} {'n/a':>9}"
-        return (f"  {name:<22} {lat.per_second:9.1f} cases/s   p50 {lat.p50_ms:8.3f} ms   "
-                f"p90 {lat.p90_ms:8.3f} ms   p99 {lat.p99_ms:8.3f} ms")
+        return (
+            f"  {name:<22} {lat.per_second:9.1f} cases/s   p50 {lat.p50_ms:8.3f} ms   "
+            f"p90 {lat.p90_ms:8.3f} ms   p99 {lat.p99_ms:8.3f} ms"
+        )
 
     ratio = lambda r: "n/a" if r is None else f"{r:.1f}x"  # noqa: E731
     lines = [
@@ -384,10 +438,11 @@ def format_figures(figures: DeviceFigures) -> str:
         f"  a/b throughput {ratio(figures.throughput_ratio)}   "
         f"a/c round trip {ratio(figures.floor_ratio)} of the floor "
         f"(whole case {ratio(figures.whole_case_floor_ratio)})",
-        "  growth (session p50 ms): " + ", ".join(
+        "  growth (session p50 ms): "
+        + ", ".join(
             f"{g['backends']}x{g['options']}x{g['string_bytes']}B="
             + (f"{g['p50_ms']:.2f}" if "p50_ms" in g else "n/a")
-            for g in figures.growth),
+            for g in figures.growth
+        ),
     ]
     return "\n".join(lines)
-

@@ -19,17 +19,20 @@ from harness.messages import Action, Report, Request
 from harness.options import Option, OptionsMap
 
 # What a value of another model shows up as when only one model's map is looked at.
-_LEAK_KINDS = frozenset({
-    DifferenceKind.WRONG_VALUE,
-    DifferenceKind.WRONG_TYPE,
-    DifferenceKind.EXTRA_OPTION,
-    DifferenceKind.UNEXPECTED_DELIVERY,
-    DifferenceKind.MISROUTED,
-})
+_LEAK_KINDS = frozenset(
+    {
+        DifferenceKind.WRONG_VALUE,
+        DifferenceKind.WRONG_TYPE,
+        DifferenceKind.EXTRA_OPTION,
+        DifferenceKind.UNEXPECTED_DELIVERY,
+        DifferenceKind.MISROUTED,
+    }
+)
 
 
-def check_models(request: Request, report: Report, *,
-                 unobserved: Collection[str] = ()) -> tuple[Verdict, ...]:
+def check_models(
+    request: Request, report: Report, *, unobserved: Collection[str] = ()
+) -> tuple[Verdict, ...]:
     """One verdict per model of ``request`` (model 0 first): its entries against its map.
 
     Entries naming a model the request does not have are unexpected entries of the
@@ -43,10 +46,12 @@ def check_models(request: Request, report: Report, *,
     maps = [sent for sent, _, _ in specs]
     verdicts = []
     for index, (sent, delegates, path) in enumerate(specs):
-        facts = report.facts if index == 0 else tuple(
-            f for f in report.facts if f.key != "load_path")
+        facts = (
+            report.facts if index == 0 else tuple(f for f in report.facts if f.key != "load_path")
+        )
         own = dataclasses.replace(
-            report, facts=facts, entries=tuple(e for e in report.entries if e.model == index))
+            report, facts=facts, entries=tuple(e for e in report.entries if e.model == index)
+        )
         # ``unobserved`` names real backends of any model; each model's check takes its own.
         own_unobserved = [name for name in unobserved if name in delegates]
         verdict = check_load(sent, delegates, own, unobserved=own_unobserved, path=path)
@@ -55,11 +60,17 @@ def check_models(request: Request, report: Report, *,
     if strays:
         last = verdicts[-1]
         extra = tuple(
-            Difference(DifferenceKind.UNEXPECTED_ENTRY, e.name, None, None, e,
-                       note=f"the request has no model {e.model}")
-            for e in strays)
-        verdicts[-1] = dataclasses.replace(
-            last, report_differences=last.report_differences + extra)
+            Difference(
+                DifferenceKind.UNEXPECTED_ENTRY,
+                e.name,
+                None,
+                None,
+                e,
+                note=f"the request has no model {e.model}",
+            )
+            for e in strays
+        )
+        verdicts[-1] = dataclasses.replace(last, report_differences=last.report_differences + extra)
     return tuple(verdicts)
 
 
@@ -74,7 +85,8 @@ def _marked(outcome: BackendOutcome, index: int, maps: list[OptionsMap]) -> Back
             return ()
         got = Option(difference.key, difference.actual)  # type: ignore[arg-type]
         return tuple(
-            f"model {other}" for other, sent in enumerate(maps)
+            f"model {other}"
+            for other, sent in enumerate(maps)
             if other != index and _sent_to(sent, outcome.name, got)
         )
 
@@ -82,18 +94,28 @@ def _marked(outcome: BackendOutcome, index: int, maps: list[OptionsMap]) -> Back
         found = owners(difference)
         if not found:
             return difference
-        own = difference.expected if difference.kind in (
-            DifferenceKind.WRONG_VALUE, DifferenceKind.WRONG_TYPE) else None
-        return Difference(DifferenceKind.CROSS_MODEL, difference.backend, difference.key, own,
-                          difference.actual, found, difference.note)
+        own = (
+            difference.expected
+            if difference.kind in (DifferenceKind.WRONG_VALUE, DifferenceKind.WRONG_TYPE)
+            else None
+        )
+        return Difference(
+            DifferenceKind.CROSS_MODEL,
+            difference.backend,
+            difference.key,
+            own,
+            difference.actual,
+            found,
+            difference.note,
+        )
 
     differences = tuple(marked(d) for d in outcome.differences)
     if differences == outcome.differences:
         return outcome
     rows = tuple(
-        dataclasses.replace(r, difference=marked(r.difference))
-        if r.difference is not None else r
-        for r in outcome.rows)
+        dataclasses.replace(r, difference=marked(r.difference)) if r.difference is not None else r
+        for r in outcome.rows
+    )
     return dataclasses.replace(outcome, rows=rows, differences=differences)
 
 
@@ -101,4 +123,5 @@ def _sent_to(sent: OptionsMap, backend: str, option: Option) -> bool:
     entry = sent.for_backend(backend)
     return entry is not None and any(
         o.key == option.key and type(o.value) is type(option.value) and o.value == option.value
-        for o in entry.options)
+        for o in entry.options
+    )

@@ -46,8 +46,17 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from harness.link.serial.arq import MessageTooLarge
     from harness.runner import RunnerError
 
-    return (CliError, ProfileError, DeviceSelectionError, MapFileError, TransportError,
-            AgentBuildError, RunnerError, MessageTooLarge, BenchmarkError)
+    return (
+        CliError,
+        ProfileError,
+        DeviceSelectionError,
+        MapFileError,
+        TransportError,
+        AgentBuildError,
+        RunnerError,
+        MessageTooLarge,
+        BenchmarkError,
+    )
 
 
 def _cmd_map(args: argparse.Namespace) -> int:
@@ -61,8 +70,10 @@ def _cmd_map(args: argparse.Namespace) -> int:
     backends = ", ".join(f"{show_name(b.backend_id)} ({len(b.options)})" for b in options.backends)
     count = len(options.backends)
     print(f"{args.file}: valid, {count} backend{'' if count == 1 else 's'}: {backends or 'none'}")
-    print(f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
-          f"decoded back identical")
+    print(
+        f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
+        f"decoded back identical"
+    )
     if args.json:
         print(json.dumps(readable.to_readable(decoded), ensure_ascii=False, indent=2))
     else:
@@ -72,7 +83,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
                 print(f"    [{index}] {show_name(option.key)}: {format_value(option.value)}")
     if args.hex:
         for offset in range(0, len(frame), 16):
-            print(f"  {offset:08x}  {frame[offset:offset + 16].hex(' ')}")
+            print(f"  {offset:08x}  {frame[offset : offset + 16].hex(' ')}")
     return 0
 
 
@@ -86,14 +97,16 @@ def _check_writable(path: Path) -> None:
     """Refuse an output path that cannot be written, before the work that fills it."""
     existed = path.exists()
     if existed and not path.is_dir() and not path.is_file():  # opening a FIFO would block
-        raise CliError(f"--json {path}: cannot write there (not a regular file); "
-                       "give a writable file path")
+        raise CliError(
+            f"--json {path}: cannot write there (not a regular file); give a writable file path"
+        )
     try:
         with path.open("a", encoding="utf-8"):
             pass
     except OSError as exc:
-        raise CliError(f"--json {path}: cannot write there ({exc.strerror}); "
-                       "give a writable file path") from None
+        raise CliError(
+            f"--json {path}: cannot write there ({exc.strerror}); give a writable file path"
+        ) from None
     if not existed:
         path.unlink()
 
@@ -125,8 +138,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         try:
             Path(args.json).write_text(json.dumps(output, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
-            raise CliError(f"--json {args.json}: writing the figures failed "
-                           f"({exc.strerror}); the text figures above are complete") from None
+            raise CliError(
+                f"--json {args.json}: writing the figures failed "
+                f"({exc.strerror}); the text figures above are complete"
+            ) from None
         print(f"figures written to {args.json}")
     return 0
 
@@ -148,10 +163,12 @@ def _cmd_send(args: argparse.Namespace) -> int:
             # delegate in a probe program, so their entries are reported as ignored.
             delegates = tuple(b for b in options.backend_ids if b not in runner.registered)
             if not delegates:
-                print("et-harness send: the load-time path needs at least one backend that is "
-                      f"not one of the device's real backends ({', '.join(runner.registered)}): "
-                      "its options reach probes only; use --action set or get for those",
-                      file=sys.stderr)
+                print(
+                    "et-harness send: the load-time path needs at least one backend that is "
+                    f"not one of the device's real backends ({', '.join(runner.registered)}): "
+                    "its options reach probes only; use --action set or get for those",
+                    file=sys.stderr,
+                )
                 return 2
             verdict = runner.load(options, delegates)
         elif args.action == "set":
@@ -177,11 +194,13 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         try:
             device, runner = _open(str(profile.path or profile.name))
             hello = runner.hello
-            print(f"{profile.name:<12} {'ok':<11} {time.monotonic() - started:5.1f} s  "
-                  f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
-                  f"agent={hello.fact('agent_version')}  "
-                  f"deployment={device.deployment().mode.value}  "
-                  f"backends={','.join(runner.registered) or '-'}")
+            print(
+                f"{profile.name:<12} {'ok':<11} {time.monotonic() - started:5.1f} s  "
+                f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
+                f"agent={hello.fact('agent_version')}  "
+                f"deployment={device.deployment().mode.value}  "
+                f"backends={','.join(runner.registered) or '-'}"
+            )
         except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
             print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")
             unhealthy += 1
@@ -274,17 +293,25 @@ def _main(argv: list[str] | None) -> int:
 
     map_cmd = commands.add_parser("map", help="validate, encode and decode a map file")
     map_cmd.add_argument("file", help="YAML or JSON map file (docs/map-files.md)")
-    map_cmd.add_argument("--action", choices=["load", "set", "get"], default="load",
-                         help="the request to encode the map into (default: load)")
+    map_cmd.add_argument(
+        "--action",
+        choices=["load", "set", "get"],
+        default="load",
+        help="the request to encode the map into (default: load)",
+    )
     map_cmd.add_argument("--hex", action="store_true", help="also print the bytes")
-    map_cmd.add_argument("--json", action="store_true",
-                         help="print the decoded request in the wire format's readable form")
+    map_cmd.add_argument(
+        "--json",
+        action="store_true",
+        help="print the decoded request in the wire format's readable form",
+    )
 
     run_cmd = commands.add_parser(
         "run", help="run the device suites on a device (other arguments go to pytest)"
     )
-    run_cmd.add_argument("--device", default="host",
-                         help="profile name or YAML path; a,b,c; all; tag:NAME")
+    run_cmd.add_argument(
+        "--device", default="host", help="profile name or YAML path; a,b,c; all; tag:NAME"
+    )
 
     commands.add_parser("devices", help="list device profiles")
 
@@ -294,8 +321,9 @@ def _main(argv: list[str] | None) -> int:
     send_cmd.add_argument("--action", choices=["load", "set", "get"], default="load")
 
     doctor_cmd = commands.add_parser("doctor", help="bring devices up and report their health")
-    doctor_cmd.add_argument("--device", default="all",
-                            help="profiles: a,b,c; all; tag:NAME (default: all)")
+    doctor_cmd.add_argument(
+        "--device", default="all", help="profiles: a,b,c; all; tag:NAME (default: all)"
+    )
 
     emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
     emu_cmd.add_argument(
@@ -305,20 +333,36 @@ def _main(argv: list[str] | None) -> int:
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
     bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")
     bench_cmd.add_argument("--cases", type=_positive_int, default=300, help="session-mode cases")
-    bench_cmd.add_argument("--per-case-cases", type=_positive_int, default=30,
-                           help="cases done the per-case way (push, run one-shot, pull)")
-    bench_cmd.add_argument("--growth-cases", type=_positive_int, default=30,
-                           help="cases per map shape when measuring growth")
-    bench_cmd.add_argument("--scaling", action="store_true",
-                           help="also time the whole suite run on 1..N of the devices, "
-                           "one xdist worker per device")
+    bench_cmd.add_argument(
+        "--per-case-cases",
+        type=_positive_int,
+        default=30,
+        help="cases done the per-case way (push, run one-shot, pull)",
+    )
+    bench_cmd.add_argument(
+        "--growth-cases",
+        type=_positive_int,
+        default=30,
+        help="cases per map shape when measuring growth",
+    )
+    bench_cmd.add_argument(
+        "--scaling",
+        action="store_true",
+        help="also time the whole suite run on 1..N of the devices, one xdist worker per device",
+    )
     bench_cmd.add_argument("--json", help="write all figures to this JSON file")
 
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    handlers = {"map": _cmd_map, "devices": _cmd_devices, "bench": _cmd_bench,
-                "send": _cmd_send, "doctor": _cmd_doctor, "emu": _cmd_emu}
+    handlers = {
+        "map": _cmd_map,
+        "devices": _cmd_devices,
+        "bench": _cmd_bench,
+        "send": _cmd_send,
+        "doctor": _cmd_doctor,
+        "emu": _cmd_emu,
+    }
     try:
         if args.command != "emu" and getattr(args, "device", None) is not None:
             from harness.farm.selection import device_items

@@ -24,7 +24,7 @@ GLIBC_LOADER = f"/lib/{LOADER_NAME}"
 
 # A fixed script: nothing from a profile or the device goes into it.
 _PROBE_SCRIPT = (
-    f'for f in {BIONIC_LINKER} {GLIBC_LOADER}; do '
+    f"for f in {BIONIC_LINKER} {GLIBC_LOADER}; do "
     'if [ -e "$f" ]; then echo "have $f"; else echo "no $f"; fi; done; '
     'echo "sdk $(getprop ro.build.version.sdk)"'
 )

@@ -59,8 +59,9 @@ def cached_program(kind: str, key: object, generate: Callable[[], bytes]) -> Pat
         return target
     with filelock.FileLock(str(target) + ".lock"):
         if not target.is_file():
-            with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{kind}-",
-                                             delete=False) as sink:
+            with tempfile.NamedTemporaryFile(
+                dir=target.parent, prefix=f".{kind}-", delete=False
+            ) as sink:
                 sink.write(generate())
             os.replace(sink.name, target)
     return target

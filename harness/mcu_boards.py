@@ -25,8 +25,9 @@ BOARDS: dict[str, McuBoard] = {
     board.machine: board
     for board in (
         McuBoard("mps2-an385", "cortex-m3", "armv7m", "Arm MPS2 AN385, Cortex-M3"),
-        McuBoard("mps3-an547", "cortex-m55", "armv8.1m",
-                 "Arm MPS3 AN547 (Corstone-300), Cortex-M55"),
+        McuBoard(
+            "mps3-an547", "cortex-m55", "armv8.1m", "Arm MPS3 AN547 (Corstone-300), Cortex-M55"
+        ),
     )
 }
 DEFAULT_MACHINE = "mps2-an385"

@@ -121,9 +121,17 @@ class Request:
         concurrent: bool = False,
     ) -> Request:
         return cls(
-            Action.LOAD, options, program, tuple(delegates), 0, path, keep, method,
+            Action.LOAD,
+            options,
+            program,
+            tuple(delegates),
+            0,
+            path,
+            keep,
+            method,
             method_options if method_options is not None else OptionsMap(),
-            tuple(models), concurrent,
+            tuple(models),
+            concurrent,
         )
 
     @property

@@ -153,7 +153,11 @@ class BackendOptions:
     def validate(self, path: str) -> None:
         """Raise :class:`MapValidationError` for a bad id, option or duplicate key."""
         _check_text(
-            self.backend_id, path, "backend id", 1, MAX_ID_BYTES,
+            self.backend_id,
+            path,
+            "backend id",
+            1,
+            MAX_ID_BYTES,
             "use the backend's registered name",
         )
         if len(self.options) > MAX_OPTIONS_PER_BACKEND:

@@ -41,8 +41,12 @@ def probe_program(delegates: tuple[str, ...]) -> Path:
 
     def generate() -> bytes:
         try:
-            return compile_json(sdk.flatc, sdk.schema / "program.fbs", program_json(delegates),
-                                f"a probe program for {delegates!r}")
+            return compile_json(
+                sdk.flatc,
+                sdk.schema / "program.fbs",
+                program_json(delegates),
+                f"a probe program for {delegates!r}",
+            )
         except FlatcError as exc:
             raise ProbeProgramError(str(exc)) from None
 
@@ -100,8 +104,9 @@ def _method_json(name: str, delegates: tuple[str, ...]) -> dict:
     }
 
 
-def validate_delegates(delegates: tuple[str, ...], min_count: int = 1,
-                       max_count: int = MAX_DELEGATES) -> None:
+def validate_delegates(
+    delegates: tuple[str, ...], min_count: int = 1, max_count: int = MAX_DELEGATES
+) -> None:
     """Refuse a delegate tuple a generated program cannot carry (ValueError, TypeError)."""
     if not min_count <= len(delegates) <= max_count:
         raise ValueError(

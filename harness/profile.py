@@ -82,8 +82,17 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _AGENT_FIELDS = ("env", "wrapper", "prebuilt", "sdk", "deployment", "race_detector")
 _TOP_FIELDS = {
-    "name", "description", "transport", "abi", "work_dir", "agent", "emulator", "machine",
-    "backends", "tags", "timeouts",
+    "name",
+    "description",
+    "transport",
+    "abi",
+    "work_dir",
+    "agent",
+    "emulator",
+    "machine",
+    "backends",
+    "tags",
+    "timeouts",
 }
 
 
@@ -157,8 +166,9 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     agent_data = data.get("agent", {})
     agent = _agent(agent_data, src, path.parent if path else Path.cwd())
     try:
-        race_detector = check_race_detector(agent_data.get("race_detector"), src, kind, emulator,
-                                            agent.prebuilt is not None)
+        race_detector = check_race_detector(
+            agent_data.get("race_detector"), src, kind, emulator, agent.prebuilt is not None
+        )
     except RaceDetectorChoiceError as exc:
         raise ProfileError(str(exc)) from None
     agent = dataclasses.replace(agent, race_detector=race_detector)
@@ -303,9 +313,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
             f"[valgrind, --error-exitcode=1]; got the string {brief(wrapper)}"
         )
     if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
-        raise ProfileError(
-            f"{src}: agent.wrapper: must be a list of strings; got {brief(wrapper)}"
-        )
+        raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {brief(wrapper)}")
     return AgentConfig(
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),
@@ -318,5 +326,9 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
 def _timeouts(data: object, src: str) -> Timeouts:
     if not isinstance(data, dict):
         raise ProfileError(f"{src}: timeouts: must be a mapping of seconds")
-    return parse_settings(Timeouts, data, f"{src}: timeouts",
-                          fields=dict.fromkeys(("connect", "command", "case"), check_seconds))
+    return parse_settings(
+        Timeouts,
+        data,
+        f"{src}: timeouts",
+        fields=dict.fromkeys(("connect", "command", "case"), check_seconds),
+    )

@@ -100,32 +100,68 @@ _ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("et-harness", "ExecuTorch backend-options harness")
     group.addoption(
-        "--device", default=None,
+        "--device",
+        default=None,
         help="device profile(s): a name from devices/ (host, ssh-emu, adb-emu, mcu-emu, ...), "
         "a path to a YAML profile, 'all', 'tag:NAME', or a comma-separated list (default: host)",
     )
-    group.addoption("--devices-dir", type=Path, default=DEVICES_DIR,
-                    help="where device names, 'all' and 'tag:' look (default: devices/)")
-    group.addoption("--lock-dir", type=Path, default=None,
-                    help="directory of the per-device lock files (default: "
-                    "$ET_HARNESS_CACHE/locks or ~/.cache/et-harness/locks)")
-    group.addoption("--lock-timeout", type=float, default=FarmPolicy.lock_timeout,
-                    metavar="SECONDS",
-                    help="longest wait for a device another process holds (default: %(default)s)")
-    group.addoption("--run-timeout", type=float, default=None, metavar="SECONDS",
-                    help="after this long, remaining tests end at once as infrastructure errors")
-    group.addoption("--infra-retries", type=int, default=FarmPolicy.infra_retries, metavar="N",
-                    help="tries of a test after infrastructure errors, each with a fresh "
-                    "agent (default: %(default)s)")
-    group.addoption("--quarantine-after", type=int, default=FarmPolicy.quarantine_after,
-                    metavar="K",
-                    help="health-check a device after K tests in a row ended in infrastructure "
-                    "errors; quarantine it if the check fails (default: %(default)s)")
-    group.addoption("--results-dir", type=Path, default=None,
-                    help="where results.jsonl, run.json, report.html and artifacts go "
-                    "(default: results/<timestamp>-<pid>)")
-    group.addoption("--html-report", type=Path, default=None, metavar="PATH",
-                    help="the self-contained HTML report (default: <results dir>/report.html)")
+    group.addoption(
+        "--devices-dir",
+        type=Path,
+        default=DEVICES_DIR,
+        help="where device names, 'all' and 'tag:' look (default: devices/)",
+    )
+    group.addoption(
+        "--lock-dir",
+        type=Path,
+        default=None,
+        help="directory of the per-device lock files (default: "
+        "$ET_HARNESS_CACHE/locks or ~/.cache/et-harness/locks)",
+    )
+    group.addoption(
+        "--lock-timeout",
+        type=float,
+        default=FarmPolicy.lock_timeout,
+        metavar="SECONDS",
+        help="longest wait for a device another process holds (default: %(default)s)",
+    )
+    group.addoption(
+        "--run-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="after this long, remaining tests end at once as infrastructure errors",
+    )
+    group.addoption(
+        "--infra-retries",
+        type=int,
+        default=FarmPolicy.infra_retries,
+        metavar="N",
+        help="tries of a test after infrastructure errors, each with a fresh "
+        "agent (default: %(default)s)",
+    )
+    group.addoption(
+        "--quarantine-after",
+        type=int,
+        default=FarmPolicy.quarantine_after,
+        metavar="K",
+        help="health-check a device after K tests in a row ended in infrastructure "
+        "errors; quarantine it if the check fails (default: %(default)s)",
+    )
+    group.addoption(
+        "--results-dir",
+        type=Path,
+        default=None,
+        help="where results.jsonl, run.json, report.html and artifacts go "
+        "(default: results/<timestamp>-<pid>)",
+    )
+    group.addoption(
+        "--html-report",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the self-contained HTML report (default: <results dir>/report.html)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -150,8 +186,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 find_client(profile)
     except (DeviceSelectionError, ProfileError) as exc:
         raise pytest.UsageError(f"--device: {exc}") from None
-    deadline = (RunDeadline(**worker["et_deadline"]) if worker
-                else RunDeadline.starting_now(config.getoption("run_timeout")))
+    deadline = (
+        RunDeadline(**worker["et_deadline"])
+        if worker
+        else RunDeadline.starting_now(config.getoption("run_timeout"))
+    )
     try:
         policy = FarmPolicy(
             infra_retries=config.getoption("infra_retries"),
@@ -193,14 +232,17 @@ class XdistWorkers:
 
 def _interrupted_by_sigterm(workers: XdistWorkers) -> None:
     workers.terminate()
-    pytest.exit("SIGTERM: the run stops; its devices are brought down",
-                returncode=pytest.ExitCode.INTERRUPTED)
+    pytest.exit(
+        "SIGTERM: the run stops; its devices are brought down",
+        returncode=pytest.ExitCode.INTERRUPTED,
+    )
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
     try:
-        check_distribution_mode(config.getoption("dist", default="no"),
-                                config.getoption("device") is not None)
+        check_distribution_mode(
+            config.getoption("dist", default="no"), config.getoption("device") is not None
+        )
     except DistributionError as exc:
         raise pytest.UsageError(str(exc)) from None
     base = config.invocation_params.dir
@@ -208,26 +250,32 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
     results_dir = base / explicit if explicit else default_results_dir(base)
     html = config.getoption("html_report")
     html_path = base / html if html else results_dir / REPORT_FILE
-    for option, target, directory in (("--results-dir", results_dir, results_dir),
-                                      ("--html-report", html_path, html_path.parent)):
+    for option, target, directory in (
+        ("--results-dir", results_dir, results_dir),
+        ("--html-report", html_path, html_path.parent),
+    ):
         reason = unwritable_reason(directory)
         if option == "--html-report" and target.is_dir():
             reason = f"{target} is a directory"
         if reason is not None:
-            raise pytest.UsageError(f"{option}: cannot write {target}: {reason}; "
-                                    "give a place this user can write")
+            raise pytest.UsageError(
+                f"{option}: cannot write {target}: {reason}; give a place this user can write"
+            )
     config.stash[_RESULTS_DIR] = results_dir
     try:
         recorder = ResultsRecorder(
             results_dir,
-            RunInfo.starting(results_dir.name, config.invocation_params.args,
-                             (p.name for p in profiles)),
+            RunInfo.starting(
+                results_dir.name, config.invocation_params.args, (p.name for p in profiles)
+            ),
             html_path=html_path,
             eager=bool(explicit or html),
         )
     except OSError as exc:
-        raise pytest.UsageError(f"--results-dir: cannot write {results_dir}: {exc.strerror}; "
-                                "give a place this user can write") from None
+        raise pytest.UsageError(
+            f"--results-dir: cannot write {results_dir}: {exc.strerror}; "
+            "give a place this user can write"
+        ) from None
     config.pluginmanager.register(ControllerReporting(config, recorder), "et-harness-reporting")
 
 
@@ -236,8 +284,10 @@ def pytest_configure_node(node: Any) -> None:
     """xdist controller: hand each worker the run's deadline and results directory."""
     config = node.config
     deadline = config.stash[_SLOTS].policy.deadline
-    node.workerinput["et_deadline"] = {"expires_at": deadline.expires_at,
-                                       "seconds": deadline.seconds}
+    node.workerinput["et_deadline"] = {
+        "expires_at": deadline.expires_at,
+        "seconds": deadline.seconds,
+    }
     node.workerinput["et_results_dir"] = str(config.stash[_RESULTS_DIR])
 
 
@@ -247,8 +297,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> DeviceSchedu
     if config.getoption("dist") not in GROUPED_MODES:
         return None
     slots = config.stash[_SLOTS]
-    return DeviceScheduling(config, slots.names, log,
-                            pools=pool_names(slots.profiles.values()))
+    return DeviceScheduling(config, slots.names, log, pools=pool_names(slots.profiles.values()))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -313,21 +362,27 @@ def _et_runner(device: Device, request: pytest.FixtureRequest) -> CaseRunner:
 
 
 @pytest.fixture
-def et(_et_runner: CaseRunner, device_profile: DeviceProfile,
-       request: pytest.FixtureRequest) -> CaseRunner:
+def et(
+    _et_runner: CaseRunner, device_profile: DeviceProfile, request: pytest.FixtureRequest
+) -> CaseRunner:
     """The case runner, reset so that nothing leaks in from an earlier test."""
     slot = request.config.stash[_SLOTS][device_profile.name]
-    slot.reset(request.node.stash.setdefault(_FAILED_TRIES, []),
-               _keep_artifacts(request.node, slot))
+    slot.reset(
+        request.node.stash.setdefault(_FAILED_TRIES, []), _keep_artifacts(request.node, slot)
+    )
     for marker in request.node.iter_markers("capability"):
         served = str(_et_runner.hello.fact("capabilities") or "").split(",")
         if marker.args[0] not in served:
-            pytest.skip(f"the device's agent does not serve {marker.args[0]!r} "
-                        f"(it announces: {','.join(served)})")
+            pytest.skip(
+                f"the device's agent does not serve {marker.args[0]!r} "
+                f"(it announces: {','.join(served)})"
+            )
     for marker in request.node.iter_markers("backend"):
         if marker.args[0] not in _et_runner.registered:
-            pytest.skip(f"the device does not register backend {marker.args[0]!r} "
-                        f"(registered: {', '.join(_et_runner.registered) or 'none'})")
+            pytest.skip(
+                f"the device does not register backend {marker.args[0]!r} "
+                f"(registered: {', '.join(_et_runner.registered) or 'none'})"
+            )
     verdicts: list[Verdict] = []
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
@@ -340,8 +395,10 @@ def load_path(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> LoadPat
     path: LoadPath = request.param
     served = _et_runner.load_paths
     if path not in served:
-        pytest.skip(f"the device's agent does not serve load path {path.label!r} "
-                    f"(it announces: {','.join(p.label for p in served)})")
+        pytest.skip(
+            f"the device's agent does not serve load path {path.label!r} "
+            f"(it announces: {','.join(p.label for p in served)})"
+        )
     return path
 
 
@@ -382,8 +439,9 @@ def pytest_runtest_call(item: pytest.Item):
                     verdicts.clear()
                 item.runtest()
 
-            slot.retry(again, exc, item.stash.setdefault(_FAILED_TRIES, []),
-                       _keep_artifacts(item, slot))
+            slot.retry(
+                again, exc, item.stash.setdefault(_FAILED_TRIES, []), _keep_artifacts(item, slot)
+            )
             result = []
         failed = False
         return result
@@ -411,8 +469,9 @@ def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
         return
     attempt = len(item.stash.get(_FAILED_TRIES, [])) + 1
     _keep_artifacts(item, slot)  # makes the test's artifact record
-    path = item.stash[_ARTIFACTS].keep_text(attempt, f"{check.detector.value}-report.txt",
-                                            check.artifact_text())
+    path = item.stash[_ARTIFACTS].keep_text(
+        attempt, f"{check.detector.value}-report.txt", check.artifact_text()
+    )
     if fail:
         check.raise_for_findings(str(item.config.stash[_RESULTS_DIR] / path))
     elif check.unsuppressed or check.broken:
@@ -426,12 +485,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     slot = _slot_of(item)
     infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None
     if infra is not None and report.failed:
-        payload["infra"] = {"type": type(infra).__name__, "message": str(infra),
-                            "phase": report.when}
-        item.user_properties += [(INFRA_PROPERTY, describe_error(infra)),
-                                 (INFRA_PHASE_PROPERTY, report.when)]
-        report.sections.append(("device trouble", "infrastructure error: the device or its "
-                                "link failed, not the runtime under test"))
+        payload["infra"] = {
+            "type": type(infra).__name__,
+            "message": str(infra),
+            "phase": report.when,
+        }
+        item.user_properties += [
+            (INFRA_PROPERTY, describe_error(infra)),
+            (INFRA_PHASE_PROPERTY, report.when),
+        ]
+        report.sections.append(
+            (
+                "device trouble",
+                "infrastructure error: the device or its link failed, not the runtime under test",
+            )
+        )
         if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
             item.stash[_COUNTS_AS_INFRA] = True
     if slot is not None:
@@ -442,9 +510,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
-def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestReport,
-                    infra: BaseException | None,
-                    call_error: BaseException | None) -> dict[str, Any]:
+def _device_payload(
+    item: pytest.Item,
+    slot: DeviceSlot,
+    report: pytest.TestReport,
+    infra: BaseException | None,
+    call_error: BaseException | None,
+) -> dict[str, Any]:
     payload: dict[str, Any] = {"device": slot.name}
     facts = slot.facts or ({"abi": slot.profile.abi} if slot.profile.abi else {})
     tries = item.stash.get(_FAILED_TRIES, [])
@@ -474,8 +546,9 @@ def _device_payload(item: pytest.Item, slot: DeviceSlot, report: pytest.TestRepo
 def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
     """What to do after a failed try of ``item``: keep what a lost agent left behind."""
     if _ARTIFACTS not in item.stash:
-        item.stash[_ARTIFACTS] = CrashArtifacts(item.config.stash[_RESULTS_DIR], slot.name,
-                                               item.name)
+        item.stash[_ARTIFACTS] = CrashArtifacts(
+            item.config.stash[_RESULTS_DIR], slot.name, item.name
+        )
     artifacts = item.stash[_ARTIFACTS]
     return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_artifacts)
 

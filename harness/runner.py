@@ -70,12 +70,13 @@ class ModelLoad:
         """This model as the wire carries it, its program at device path ``program``."""
         if self.stored is not None and self.path is not LoadPath.MODULE_BOTH:
             raise RunnerError(
-                f"a stored map goes with path module_both only, not {self.path.label}")
+                f"a stored map goes with path module_both only, not {self.path.label}"
+            )
         if self.path is LoadPath.MODULE_BOTH:
-            first = self.stored if self.stored is not None else _decoy(
-                self.program_ids, self.options)
-            return LoadSpec(program, self.program_ids, first, self.path, self.method,
-                            self.options)
+            first = (
+                self.stored if self.stored is not None else _decoy(self.program_ids, self.options)
+            )
+            return LoadSpec(program, self.program_ids, first, self.path, self.method, self.options)
         return LoadSpec(program, self.program_ids, self.options, self.path, self.method)
 
 
@@ -295,11 +296,19 @@ class CaseRunner:
         self._dirty = True
         if path is LoadPath.MODULE_BOTH:
             first = stored if stored is not None else _decoy(program_ids, options)
-            request = Request.load(program, program_ids, first, path=path,
-                                   method_options=options, keep=keep, method=method)
+            request = Request.load(
+                program,
+                program_ids,
+                first,
+                path=path,
+                method_options=options,
+                keep=keep,
+                method=method,
+            )
         else:
-            request = Request.load(program, program_ids, options, path=path, keep=keep,
-                                   method=method)
+            request = Request.load(
+                program, program_ids, options, path=path, keep=keep, method=method
+            )
         report = self._exchange(lambda link: link.request(request))
         return self._record(
             check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path)
@@ -323,15 +332,23 @@ class CaseRunner:
         if not 1 <= len(models) <= self.max_models:
             raise RunnerError(
                 f"{len(models)} models asked for; the device holds 1 to {self.max_models} "
-                "per LOAD (max_models in HELLO): skip the case on this device")
+                "per LOAD (max_models in HELLO): skip the case on this device"
+            )
         names = [d for m in models for d in m.program_ids if d not in unobserved]
         self.prepare(names)
         specs = [m.spec(self._program_for(m.program_ids)) for m in models]
         self._dirty = True
         first = specs[0]
-        request = Request.load(first.program, first.delegates, first.options, path=first.path,
-                               method_options=first.method_options, method=first.method,
-                               models=tuple(specs[1:]), concurrent=concurrent)
+        request = Request.load(
+            first.program,
+            first.delegates,
+            first.options,
+            path=first.path,
+            method_options=first.method_options,
+            method=first.method,
+            models=tuple(specs[1:]),
+            concurrent=concurrent,
+        )
         report = self._exchange(lambda link: link.request(request))
         verdicts = check_models(request, report, unobserved=unobserved)
         for verdict in verdicts:
@@ -342,9 +359,7 @@ class CaseRunner:
         """Execute the loaded program (every loaded model, in model order) once more."""
         return self._exchange(lambda link: link.request(Request(Action.EXECUTE)))
 
-    def set(
-        self, options: OptionsMap, expected_status: Mapping[str, int] | None = None
-    ) -> Verdict:
+    def set(self, options: OptionsMap, expected_status: Mapping[str, int] | None = None) -> Verdict:
         """``set_option`` for each backend of ``options``; check status and delivery.
 
         Probes are registered first, except names expected to give NotFound.

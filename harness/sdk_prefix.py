@@ -26,8 +26,12 @@ SDK_ENV = "ET_HARNESS_SDK"
 TRUSTED_ENV = "ET_HARNESS_TRUSTED_SDKS"
 
 # Where cmake --install puts the package's config, in the order looked at.
-_CONFIG_DIRS = ("lib/cmake/ExecuTorch", "lib/cmake/executorch", "lib64/cmake/ExecuTorch",
-                "share/cmake")
+_CONFIG_DIRS = (
+    "lib/cmake/ExecuTorch",
+    "lib/cmake/executorch",
+    "lib64/cmake/ExecuTorch",
+    "share/cmake",
+)
 _CONFIG_FILE = "executorch-config.cmake"
 _VERSION_FILE = "executorch-config-version.cmake"
 # ELF e_machine -> ABI name.
@@ -66,16 +70,21 @@ def sdk_from_prefix(prefix: Path, where: str = SDK_ENV) -> SdkPaths:
     """The SDK an install prefix provides; ``where`` names the setting for errors."""
     prefix = prefix.resolve()
     if not prefix.is_dir():
-        raise SdkPrefixError(f"{where}: {prefix} is not a directory; point it at the prefix "
-                             "given to `cmake --install` of your ExecuTorch build")
+        raise SdkPrefixError(
+            f"{where}: {prefix} is not a directory; point it at the prefix "
+            "given to `cmake --install` of your ExecuTorch build"
+        )
     runtime = prefix / "lib" / "libexecutorch.so"
     if not runtime.is_file():
-        raise SdkPrefixError(f"{where}: {prefix} has no lib/libexecutorch.so; build ExecuTorch "
-                             "with its shared runtime and install it there")
+        raise SdkPrefixError(
+            f"{where}: {prefix} has no lib/libexecutorch.so; build ExecuTorch "
+            "with its shared runtime and install it there"
+        )
     if not (prefix / "include" / "executorch" / "runtime").is_dir():
         raise SdkPrefixError(f"{where}: {prefix} has no include/executorch/runtime headers")
-    config_dir = next((prefix / d for d in _CONFIG_DIRS if (prefix / d / _CONFIG_FILE).is_file()),
-                      None)
+    config_dir = next(
+        (prefix / d for d in _CONFIG_DIRS if (prefix / d / _CONFIG_FILE).is_file()), None
+    )
     if config_dir is None:
         raise SdkPrefixError(
             f"{where}: {prefix} has no {_CONFIG_FILE} in any of {', '.join(_CONFIG_DIRS)}; "
@@ -83,16 +92,23 @@ def sdk_from_prefix(prefix: Path, where: str = SDK_ENV) -> SdkPaths:
         )
     version = _package_version(config_dir / _VERSION_FILE, where)
     check_sdk_version(version, f"{where}: {config_dir / _VERSION_FILE}")
-    return SdkPaths(root=prefix, abi=_elf_abi(runtime, where), version=version,
-                    config_dir=config_dir, own_build=True)
+    return SdkPaths(
+        root=prefix,
+        abi=_elf_abi(runtime, where),
+        version=version,
+        config_dir=config_dir,
+        own_build=True,
+    )
 
 
 def _package_version(version_file: Path, where: str) -> str:
     try:
         text = version_file.read_text(errors="replace")
     except OSError:
-        raise SdkPrefixError(f"{where}: {version_file} is missing, so the version of the build "
-                             "cannot be told; install the package's version file too") from None
+        raise SdkPrefixError(
+            f"{where}: {version_file} is missing, so the version of the build "
+            "cannot be told; install the package's version file too"
+        ) from None
     match = re.search(r'set\(\s*PACKAGE_VERSION\s+"([^"]+)"', text)
     if match is None:
         raise SdkPrefixError(f"{where}: {version_file} sets no PACKAGE_VERSION")
@@ -107,6 +123,8 @@ def _elf_abi(library: Path, where: str) -> str:
     machine = int.from_bytes(header[18:20], "little")
     abi = _ELF_MACHINES.get(machine)
     if abi is None:
-        raise SdkPrefixError(f"{where}: {library} is built for ELF machine {machine}; the agent "
-                             f"builds for {', '.join(_ELF_MACHINES.values())}")
+        raise SdkPrefixError(
+            f"{where}: {library} is built for ELF machine {machine}; the agent "
+            f"builds for {', '.join(_ELF_MACHINES.values())}"
+        )
     return abi

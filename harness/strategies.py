@@ -57,7 +57,10 @@ def options_maps(
 ) -> OptionsMap:
     """Valid maps over a subset of ``backend_ids`` (a fixed pool keeps registries small)."""
     chosen = draw(
-        st.lists(st.sampled_from(tuple(backend_ids)), unique=True,
-                 max_size=min(max_backends, len(backend_ids)))
+        st.lists(
+            st.sampled_from(tuple(backend_ids)),
+            unique=True,
+            max_size=min(max_backends, len(backend_ids)),
+        )
     )
     return OptionsMap(tuple(draw(backend_options(b, max_options)) for b in chosen))

@@ -78,7 +78,8 @@ class _StrictLoader(yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             if event.anchor in self._open_anchors:
                 raise YamlError(
-                    self.source, _at(event.start_mark),
+                    self.source,
+                    _at(event.start_mark),
                     f"the alias {brief('*' + event.anchor)} is inside the value it names, "
                     "which would have no end: write the value out instead",
                 )
@@ -275,7 +276,7 @@ def _unprintable(text: str, exc: yaml.reader.ReaderError, source: str) -> YamlEr
     line = text.count("\n", 0, exc.position) + 1
     column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
     code = exc.character if isinstance(exc.character, int) else ord(exc.character)
-    escape = f'\\x{code:02X}' if code < 0x100 else f'\\u{code:04X}'
+    escape = f"\\x{code:02X}" if code < 0x100 else f"\\u{code:04X}"
     kind = "a control character" if code < 0xA0 else "not a printable character"
     return YamlError(
         source,

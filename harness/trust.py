@@ -40,5 +40,6 @@ def profile_is_trusted(path: Path | None) -> bool:
     """
     if path is None:
         return False
-    return (path.resolve().is_relative_to(SHIPPED_DEVICES_DIR)
-            or listed_by_user(path, TRUSTED_PROFILES_ENV))
+    return path.resolve().is_relative_to(SHIPPED_DEVICES_DIR) or listed_by_user(
+        path, TRUSTED_PROFILES_ENV
+    )

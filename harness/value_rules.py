@@ -33,8 +33,22 @@ _HOST_PORT = re.compile(r"\[(?P<v6>[^\]]*)\]:(?P<p6>[^:]*)|(?P<host>[^:\[\]]*):(
 
 # Directories whose whole tree belongs to the system: a work_dir is never inside one.
 _SYSTEM_TREES = (
-    "apex", "bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "product",
-    "sbin", "sys", "system", "usr", "vendor",
+    "apex",
+    "bin",
+    "boot",
+    "dev",
+    "etc",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "proc",
+    "product",
+    "sbin",
+    "sys",
+    "system",
+    "usr",
+    "vendor",
 )
 # Shared top-level directories: a work_dir may lie below one, never be one.
 _SHARED_ROOTS = ("data", "home", "mnt", "media", "opt", "root", "run", "srv", "tmp", "var")

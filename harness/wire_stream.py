@@ -107,19 +107,30 @@ class StreamReader:
         """The input ended: the refusal of an unfinished unit that still needs an answer."""
         units: list[StreamUnit] = []
         if self._state is _HEADER and self._buffer:
-            units.append(self._refuse(WireError(
-                WireErrorCode.TRUNCATED,
-                len(self._buffer),
-                f"the input ends {len(self._buffer)} bytes into a {HEADER_SIZE}-byte header",
-            ), seq=0))
+            units.append(
+                self._refuse(
+                    WireError(
+                        WireErrorCode.TRUNCATED,
+                        len(self._buffer),
+                        f"the input ends {len(self._buffer)} bytes into a "
+                        f"{HEADER_SIZE}-byte header",
+                    ),
+                    seq=0,
+                )
+            )
         elif self._state is _MESSAGE:
             (seq,) = _U32.unpack_from(self._buffer, _SEQ_OFFSET)
-            units.append(self._refuse(WireError(
-                WireErrorCode.TRUNCATED,
-                len(self._buffer),
-                f"the input ends after {len(self._buffer)} of the {self._count} bytes "
-                "the length field says",
-            ), seq=seq))
+            units.append(
+                self._refuse(
+                    WireError(
+                        WireErrorCode.TRUNCATED,
+                        len(self._buffer),
+                        f"the input ends after {len(self._buffer)} of the {self._count} bytes "
+                        "the length field says",
+                    ),
+                    seq=seq,
+                )
+            )
         self._drop(len(self._buffer))
         self._state = _HEADER
         return units

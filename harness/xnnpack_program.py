@@ -66,8 +66,12 @@ def xnnpack_program(probes: tuple[str, ...] = ()) -> Path:
     def generate() -> bytes:
         try:
             blob = delegate_blob(sdk)
-            return compile_json(sdk.flatc, sdk.schema / "program.fbs", program_json(blob, probes),
-                                "the XNNPACK program")
+            return compile_json(
+                sdk.flatc,
+                sdk.schema / "program.fbs",
+                program_json(blob, probes),
+                "the XNNPACK program",
+            )
         except FlatcError as exc:
             raise XnnpackProgramError(str(exc)) from None
 
@@ -76,7 +80,7 @@ def xnnpack_program(probes: tuple[str, ...] = ()) -> Path:
 
 def expected_output() -> str:
     """``y`` for the ``x`` of ones the agent sets, as the agent's ``outputs`` fact prints it."""
-    rows = (sum(WEIGHT[r * FEATURES:(r + 1) * FEATURES]) + BIAS[r] for r in range(FEATURES))
+    rows = (sum(WEIGHT[r * FEATURES : (r + 1) * FEATURES]) + BIAS[r] for r in range(FEATURES))
     return ",".join(f"{value:g}" for value in rows)
 
 
@@ -84,21 +88,42 @@ def graph_json() -> dict:
     """The ``XNNGraph`` as flatc JSON, following XNNPACK's ``schema.fbs``."""
     weight_bytes = 4 * len(WEIGHT)
 
-    def tensor(id_out: int, dims: list[int], *, constant: int = 0,
-               external: int = _XNN_INVALID_VALUE_ID, flags: int = 0) -> dict:
-        return {"xvalue_union_type": "XNNTensorValue", "xvalue_union": {
-            "datatype": "xnn_datatype_fp32", "num_dims": len(dims), "dims": dims,
-            "constant_buffer_idx": constant, "external_id": external, "flags": flags,
-            "id_out": id_out}}
+    def tensor(
+        id_out: int,
+        dims: list[int],
+        *,
+        constant: int = 0,
+        external: int = _XNN_INVALID_VALUE_ID,
+        flags: int = 0,
+    ) -> dict:
+        return {
+            "xvalue_union_type": "XNNTensorValue",
+            "xvalue_union": {
+                "datatype": "xnn_datatype_fp32",
+                "num_dims": len(dims),
+                "dims": dims,
+                "constant_buffer_idx": constant,
+                "external_id": external,
+                "flags": flags,
+                "id_out": id_out,
+            },
+        }
 
     return {
         "version": "0",
-        "xnodes": [{
-            "xnode_union_type": "XNNFullyConnected",
-            "xnode_union": {"input1_id": 0, "filter_id": 1, "bias_id": 2, "output_id": 3,
-                            "flags": 0},
-            "debug_handle": 0,
-        }],
+        "xnodes": [
+            {
+                "xnode_union_type": "XNNFullyConnected",
+                "xnode_union": {
+                    "input1_id": 0,
+                    "filter_id": 1,
+                    "bias_id": 2,
+                    "output_id": 3,
+                    "flags": 0,
+                },
+                "debug_handle": 0,
+            }
+        ],
         "xvalues": [
             tensor(0, [1, FEATURES], external=0, flags=_XNN_FLAG_EXTERNAL_INPUT),
             tensor(1, [FEATURES, FEATURES], constant=1),
@@ -128,9 +153,13 @@ def delegate_blob(sdk: SdkPaths) -> bytes:
     constants = constant_data()
     header_size = _padded(_HEADER_LENGTH)
     constants_offset = header_size + _padded(len(flatbuffer))
-    header = (b"\0\0\0\0" + _HEADER_MAGIC + struct.pack("<H", _HEADER_LENGTH)
-              + struct.pack("<III", header_size, len(flatbuffer), constants_offset)
-              + struct.pack("<Q", len(constants)))
+    header = (
+        b"\0\0\0\0"
+        + _HEADER_MAGIC
+        + struct.pack("<H", _HEADER_LENGTH)
+        + struct.pack("<III", header_size, len(flatbuffer), constants_offset)
+        + struct.pack("<Q", len(constants))
+    )
     assert len(header) == _HEADER_LENGTH
     return _pad(header) + _pad(flatbuffer) + constants
 
@@ -142,41 +171,65 @@ def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
 
     def call(index: int) -> dict:
         args = [0, 1] if delegates[index] == XNNPACK_BACKEND else [0]
-        return {"instr_args_type": "DelegateCall",
-                "instr_args": {"delegate_index": index, "args": args}}
+        return {
+            "instr_args_type": "DelegateCall",
+            "instr_args": {"delegate_index": index, "args": args},
+        }
 
     def planned(offset: int) -> dict:
-        return {"val_type": "Tensor", "val": {
-            "scalar_type": _SCALAR_TYPE_FLOAT, "storage_offset": 0, "sizes": [1, FEATURES],
-            "dim_order": [0, 1], "requires_grad": False, "data_buffer_idx": 0,
-            "allocation_info": {"memory_id": 1, "memory_offset_low": offset,
-                                "memory_offset_high": 0},
-            "shape_dynamism": "STATIC"}}
+        return {
+            "val_type": "Tensor",
+            "val": {
+                "scalar_type": _SCALAR_TYPE_FLOAT,
+                "storage_offset": 0,
+                "sizes": [1, FEATURES],
+                "dim_order": [0, 1],
+                "requires_grad": False,
+                "data_buffer_idx": 0,
+                "allocation_info": {
+                    "memory_id": 1,
+                    "memory_offset_low": offset,
+                    "memory_offset_high": 0,
+                },
+                "shape_dynamism": "STATIC",
+            },
+        }
 
     return {
         "version": 0,
-        "execution_plan": [{
-            "name": "forward",
-            "values": [planned(0), planned(row_bytes)],
-            "inputs": [0],
-            "outputs": [1],
-            "chains": [{
+        "execution_plan": [
+            {
+                "name": "forward",
+                "values": [planned(0), planned(row_bytes)],
                 "inputs": [0],
                 "outputs": [1],
-                "instructions": [call(index) for index in range(len(delegates))],
-            }],
-            "operators": [],
-            "delegates": [{"id": backend_id,
-                           "processed": {"location": "INLINE", "index": index},
-                           "compile_specs": []}
-                          for index, backend_id in enumerate(delegates)],
-            # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
-            "non_const_buffer_sizes": [0, 2 * row_bytes],
-        }],
+                "chains": [
+                    {
+                        "inputs": [0],
+                        "outputs": [1],
+                        "instructions": [call(index) for index in range(len(delegates))],
+                    }
+                ],
+                "operators": [],
+                "delegates": [
+                    {
+                        "id": backend_id,
+                        "processed": {"location": "INLINE", "index": index},
+                        "compile_specs": [],
+                    }
+                    for index, backend_id in enumerate(delegates)
+                ],
+                # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
+                "non_const_buffer_sizes": [0, 2 * row_bytes],
+            }
+        ],
         "constant_buffer": [],
         "backend_delegate_data": [
-            {"data": list(blob) if backend_id == XNNPACK_BACKEND
-             else list(f"etb-probe delegate {index}".encode("ascii"))}
+            {
+                "data": list(blob)
+                if backend_id == XNNPACK_BACKEND
+                else list(f"etb-probe delegate {index}".encode("ascii"))
+            }
             for index, backend_id in enumerate(delegates)
         ],
         "segments": [],

@@ -78,8 +78,9 @@ class AgentBuild:
         return (self.binary, *self.libraries)
 
 
-def ensure_agent(abi: str = "x86_64", sdk: SdkPaths | None = None,
-                 sanitizer: str | None = None) -> AgentBuild:
+def ensure_agent(
+    abi: str = "x86_64", sdk: SdkPaths | None = None, sanitizer: str | None = None
+) -> AgentBuild:
     """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use.
 
     ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_SDK`` (an
@@ -223,8 +224,9 @@ def _cmake_version(cmake: Path) -> tuple[int, int]:
         return (0, 0)
 
 
-def _build(abi: str, sdk: SdkPaths, toolchain: Path | None, sanitizer: str | None,
-           target: Path, log: Path) -> None:
+def _build(
+    abi: str, sdk: SdkPaths, toolchain: Path | None, sanitizer: str | None, target: Path, log: Path
+) -> None:
     cmake = find_cmake()
     if toolchain is not None:
         compiler = "aarch64-linux-gnu-g++"

@@ -55,8 +55,9 @@ class AgentSession:
     def request(self, request: Request) -> Report:
         """Send ``request`` (numbered afresh) and return the device's report."""
         numbered = dataclasses.replace(request, seq=self.next_seq())
-        data = self.channel.exchange(wire.encode_request(numbered), numbered.seq,
-                                     numbered.action.name)
+        data = self.channel.exchange(
+            wire.encode_request(numbered), numbered.seq, numbered.action.name
+        )
         return self.decode(data, numbered.seq)
 
     def pipeline(self, requests: Sequence[Request], window: int = 8) -> list[Report]:

@@ -49,10 +49,12 @@ KINDS: dict[str, DeviceKind] = {
     kind.name: kind
     for kind in (
         DeviceKind("local", "harness.devices.local", on_this_machine=True),
-        DeviceKind("ssh", "harness.devices.ssh", "sshd", ("host", "ssh_config"),
-                   hardware_key=_ssh_key),
-        DeviceKind("adb", "harness.devices.adb", "adbd", ("connect", "server_port"),
-                   hardware_key=_adb_key),
+        DeviceKind(
+            "ssh", "harness.devices.ssh", "sshd", ("host", "ssh_config"), hardware_key=_ssh_key
+        ),
+        DeviceKind(
+            "adb", "harness.devices.adb", "adbd", ("connect", "server_port"), hardware_key=_adb_key
+        ),
         DeviceKind("serial", "harness.devices.serial", "qemu-mcu", hardware_key=_serial_key),
     )
 }

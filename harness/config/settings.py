@@ -47,14 +47,22 @@ def check_known(data: Mapping[str, Any], allowed: Collection[str], where: str) -
     """Refuse the first field of ``data`` (sorted) that is not in ``allowed``."""
     unknown = sorted((key for key in data if key not in allowed), key=str)
     if unknown:
-        raise refuse(where, str(unknown[0]),
-                     f"unknown field; allowed: {', '.join(sorted(allowed))}")
+        raise refuse(
+            where, str(unknown[0]), f"unknown field; allowed: {', '.join(sorted(allowed))}"
+        )
 
 
-def parse_settings(cls: type[T], data: Mapping[str, Any], where: str, *,
-                   fields: Mapping[str, Rule | None], base: Path | None = None,
-                   required: Mapping[str, str] | None = None,
-                   also_allowed: Collection[str] = (), **given: Any) -> T:
+def parse_settings(
+    cls: type[T],
+    data: Mapping[str, Any],
+    where: str,
+    *,
+    fields: Mapping[str, Rule | None],
+    base: Path | None = None,
+    required: Mapping[str, str] | None = None,
+    also_allowed: Collection[str] = (),
+    **given: Any,
+) -> T:
     """``cls(**data, **given)`` once every field of ``data`` is checked.
 
     ``where`` is ``FILE: SECTION`` for messages; ``fields`` maps each field the file may
@@ -72,8 +80,9 @@ def parse_settings(cls: type[T], data: Mapping[str, Any], where: str, *,
         if name not in fields or name in given:
             continue
         if name not in data:
-            no_default = (spec.default is dataclasses.MISSING
-                          and spec.default_factory is dataclasses.MISSING)
+            no_default = (
+                spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
+            )
             if no_default:
                 raise refuse(where, name, (required or {}).get(name, "required"))
             continue

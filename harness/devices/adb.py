@@ -24,20 +24,31 @@ def adb_target(profile: DeviceProfile) -> AdbTarget:
     """The profile's transport fields, checked, with the profile's timeouts."""
     where = profile.where("transport")
     if "adb" in profile.settings:
-        raise refuse(where, "adb", "a profile may not choose the adb client (it is a program "
-                     f"run on this machine); remove the field and put adb on PATH or set "
-                     f"{ADB_ENV}=/path/to/adb in your environment")
-    return parse_settings(AdbTarget, profile.settings, where, fields=FIELDS,
-                          work_dir=profile.work_dir, query_timeout=profile.timeouts.connect,
-                          transfer_timeout=profile.timeouts.command)
+        raise refuse(
+            where,
+            "adb",
+            "a profile may not choose the adb client (it is a program "
+            f"run on this machine); remove the field and put adb on PATH or set "
+            f"{ADB_ENV}=/path/to/adb in your environment",
+        )
+    return parse_settings(
+        AdbTarget,
+        profile.settings,
+        where,
+        fields=FIELDS,
+        work_dir=profile.work_dir,
+        query_timeout=profile.timeouts.connect,
+        transfer_timeout=profile.timeouts.command,
+    )
 
 
 def check_settings(profile: DeviceProfile) -> None:
     adb_target(profile)
 
 
-def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
-                board_reset: Callable[[], None] | None) -> HostedDevice:
+def open_device(
+    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
+) -> HostedDevice:
     emulator = None
     if profile.emulator is not None:
         from harness.emulators.adb_emulator import AdbEmulator

@@ -53,8 +53,12 @@ class DeviceSetupError(TransportError):
 class Device(abc.ABC):
     """One device brought up for a run: start agents on it, find its programs, close it."""
 
-    def __init__(self, profile: DeviceProfile, resources: contextlib.ExitStack | None = None,
-                 emulator: Emulator | None = None) -> None:
+    def __init__(
+        self,
+        profile: DeviceProfile,
+        resources: contextlib.ExitStack | None = None,
+        emulator: Emulator | None = None,
+    ) -> None:
         self.profile = profile
         self.emulator = emulator  # the emulated device the harness started, if any
         self._resources = resources

@@ -18,8 +18,12 @@ class KindModule(Protocol):
     def check_settings(self, profile: DeviceProfile) -> None:
         """Validate the profile's transport fields without reaching the device."""
 
-    def open_device(self, profile: DeviceProfile, resources: contextlib.ExitStack,
-                    board_reset: Callable[[], None] | None) -> Device:
+    def open_device(
+        self,
+        profile: DeviceProfile,
+        resources: contextlib.ExitStack,
+        board_reset: Callable[[], None] | None,
+    ) -> Device:
         """Start the emulator (if the profile asks for one) and the device; whatever is
         started goes on ``resources``, which the device closes."""
         ...
@@ -42,8 +46,7 @@ def check_transport_settings(profile: DeviceProfile) -> None:
     kind_module(profile).check_settings(profile)
 
 
-def open_device(profile: DeviceProfile, *,
-                board_reset: Callable[[], None] | None = None) -> Device:
+def open_device(profile: DeviceProfile, *, board_reset: Callable[[], None] | None = None) -> Device:
     """Bring up the device ``profile`` describes (starting its emulator, if any).
 
     ``board_reset`` resets a serial board from outside (its lab place's power port).

@@ -14,8 +14,9 @@ from harness.transport.base import Transport, TransportError
 MAX_CORE_FILES = 3
 
 
-def collect_core_files(transport: Transport, work_dir: str, dest: Path,
-                       timeout: float) -> list[Path]:
+def collect_core_files(
+    transport: Transport, work_dir: str, dest: Path, timeout: float
+) -> list[Path]:
     """Pull (and remove) core files from ``work_dir`` on the device into ``dest``.
 
     Returns the local paths. Device trouble while collecting is not an error of
@@ -31,7 +32,8 @@ def collect_core_files(transport: Transport, work_dir: str, dest: Path,
     if listed.exit_code != 0:
         return []
     names = sorted(
-        line for line in listed.stdout.decode("utf-8", "replace").splitlines()
+        line
+        for line in listed.stdout.decode("utf-8", "replace").splitlines()
         if _is_core_name(posixpath.basename(line))
     )
     pulled = []

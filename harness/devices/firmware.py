@@ -33,10 +33,15 @@ class FirmwareDevice(Device):
     every link, the first included, so a pool board starts with a fresh registry.
     """
 
-    def __init__(self, profile: DeviceProfile, *, qemu: QemuMcu | None = None,
-                 port: SerialPortConfig | None = None,
-                 reset: Callable[[], None] | None = None,
-                 resources: contextlib.ExitStack | None = None) -> None:
+    def __init__(
+        self,
+        profile: DeviceProfile,
+        *,
+        qemu: QemuMcu | None = None,
+        port: SerialPortConfig | None = None,
+        reset: Callable[[], None] | None = None,
+        resources: contextlib.ExitStack | None = None,
+    ) -> None:
         super().__init__(profile, resources, qemu)
         if (qemu is None) == (port is None):
             raise ValueError("a firmware device is either emulated (qemu) or on a port")

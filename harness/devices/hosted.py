@@ -45,9 +45,13 @@ def _sha256(path: Path) -> str:
 class HostedDevice(Device):
     """One hosted device: its profile, its transport and the files the harness put there."""
 
-    def __init__(self, profile: DeviceProfile, transport: Transport,
-                 resources: contextlib.ExitStack | None = None,
-                 emulator: Emulator | None = None) -> None:
+    def __init__(
+        self,
+        profile: DeviceProfile,
+        transport: Transport,
+        resources: contextlib.ExitStack | None = None,
+        emulator: Emulator | None = None,
+    ) -> None:
         super().__init__(profile, resources, emulator)
         self.transport = transport
         self._pushed: dict[str, str] = {}  # remote path -> sha256 known to be there
@@ -138,8 +142,7 @@ class HostedDevice(Device):
                 "build it as agent/cmake/android-arm64.md says and point here at the install dir"
             )
         libraries = sorted(
-            p for p in prebuilt.iterdir()
-            if (p.suffix == ".so" or ".so." in p.name) and p.is_file()
+            p for p in prebuilt.iterdir() if (p.suffix == ".so" or ".so." in p.name) and p.is_file()
         )
         for file in (binary, *libraries):
             # A profile is untrusted: a link to ~/.ssh/id_ed25519 named libx.so would
@@ -171,8 +174,13 @@ class HostedDevice(Device):
             and self.transport.facts().os == "android"
         )  # fmt: skip
         hint = no_glibc_hint(self.profile) if android_glibc else ""
-        channel = StreamChannel(stream, timeout=self.profile.timeouts.case, name=self.name,
-                                time_limit=time_limit, start_hint=hint)
+        channel = StreamChannel(
+            stream,
+            timeout=self.profile.timeouts.case,
+            name=self.name,
+            time_limit=time_limit,
+            start_hint=hint,
+        )
         return AgentSession(channel, name=self.name)
 
     def _race_log(self) -> RaceLog | None:
@@ -225,9 +233,7 @@ class HostedDevice(Device):
 
 def emulator_home(profile: DeviceProfile, resources: contextlib.ExitStack) -> Path:
     """A private directory for one emulated device, removed when the device closes."""
-    return resources.enter_context(
-        owned_directory(f"{profile.name}-", cache_root() / "emulators")
-    )
+    return resources.enter_context(owned_directory(f"{profile.name}-", cache_root() / "emulators"))
 
 
 def with_settings(profile: DeviceProfile, **settings: object) -> DeviceProfile:

@@ -12,12 +12,15 @@ from harness.transport.local import LocalTransport
 
 def check_settings(profile: DeviceProfile) -> None:
     if profile.settings:
-        raise ProfileError(f"{profile.where('transport.' + sorted(profile.settings)[0])}: "
-                           "unknown field; the local transport takes none")
+        raise ProfileError(
+            f"{profile.where('transport.' + sorted(profile.settings)[0])}: "
+            "unknown field; the local transport takes none"
+        )
 
 
-def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
-                board_reset: Callable[[], None] | None) -> HostedDevice:
+def open_device(
+    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
+) -> HostedDevice:
     check_settings(profile)
     transport = LocalTransport(profile.work_dir, profile.where("work_dir"))
     return HostedDevice(profile, transport, resources)

@@ -69,19 +69,22 @@ def port_settings(profile: DeviceProfile) -> SerialPortConfig:
     except ValueRuleError as exc:
         raise refuse(where, field, str(exc)) from None
     rest = {key: value for key, value in settings.items() if key not in _WHERE_THE_PORT_IS}
-    return parse_settings(SerialPortConfig, rest, where, fields=FIELDS,
-                          also_allowed=_WHERE_THE_PORT_IS, url=url)
+    return parse_settings(
+        SerialPortConfig, rest, where, fields=FIELDS, also_allowed=_WHERE_THE_PORT_IS, url=url
+    )
 
 
 def check_settings(profile: DeviceProfile) -> None:
     port_settings(profile)
 
 
-def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
-                board_reset: Callable[[], None] | None) -> FirmwareDevice:
+def open_device(
+    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
+) -> FirmwareDevice:
     if profile.emulator is None:
-        return FirmwareDevice(profile, port=port_settings(profile), reset=board_reset,
-                              resources=resources)
+        return FirmwareDevice(
+            profile, port=port_settings(profile), reset=board_reset, resources=resources
+        )
     if profile.settings:
         raise ProfileError(
             f"{profile.where('transport.' + sorted(profile.settings)[0])}: the qemu-mcu "

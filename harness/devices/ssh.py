@@ -13,8 +13,20 @@ from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, reso
 
 # The transport fields of an ssh profile; their rules are SshProfile's own (it checks
 # host, port, user, proxy_jump, keepalive_interval and host_key on construction).
-FIELDS = dict.fromkeys(("host", "port", "user", "identity_file", "ssh_config", "known_hosts",
-                        "host_key", "proxy_jump", "use_agent", "keepalive_interval"))
+FIELDS = dict.fromkeys(
+    (
+        "host",
+        "port",
+        "user",
+        "identity_file",
+        "ssh_config",
+        "known_hosts",
+        "host_key",
+        "proxy_jump",
+        "use_agent",
+        "keepalive_interval",
+    )
+)
 
 
 def ssh_settings(profile: DeviceProfile) -> SshProfile:
@@ -26,10 +38,14 @@ def ssh_settings(profile: DeviceProfile) -> SshProfile:
     trusted = "ssh_config" not in profile.settings or profile.emulator is not None
     try:
         settings = parse_settings(
-            SshProfile, profile.settings, where, fields=FIELDS,
+            SshProfile,
+            profile.settings,
+            where,
+            fields=FIELDS,
             base=profile.path.parent if profile.path else Path.cwd(),
             required={"host": "required, a host or alias"},
-            work_dir=profile.work_dir, connect_timeout=profile.timeouts.connect,
+            work_dir=profile.work_dir,
+            connect_timeout=profile.timeouts.connect,
             config_commands=trusted,
         )
         resolve_route(settings)
@@ -42,8 +58,9 @@ def check_settings(profile: DeviceProfile) -> None:
     ssh_settings(profile)
 
 
-def open_device(profile: DeviceProfile, resources: contextlib.ExitStack,
-                board_reset: Callable[[], None] | None) -> HostedDevice:
+def open_device(
+    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
+) -> HostedDevice:
     emulator = None
     if profile.emulator is not None:
         from harness.emulators.sshd import SshdEmulator

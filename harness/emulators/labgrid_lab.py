@@ -70,8 +70,9 @@ def _bin(name: str) -> str:
     beside = Path(sys.executable).parent / name
     found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
-        raise LabError(f"{name} not found: install the harness with its labgrid extra "
-                       "(bash ci/setup.sh)")
+        raise LabError(
+            f"{name} not found: install the harness with its labgrid extra (bash ci/setup.sh)"
+        )
     return found
 
 
@@ -83,12 +84,24 @@ class EmulatedBoard:
         self.monitor_path = directory / f"{name}.monitor"
         output = directory / f"{name}.out"  # QEMU names the pty on stdout
         with output.open("wb") as stdout:
-            self._process = ManagedProcess([
-                QEMU, "-M", DEFAULT_MACHINE, "-nographic",
-                "-monitor", f"unix:{self.monitor_path},server=on,wait=off",
-                "-semihosting-config", "enable=on,target=native",
-                "-kernel", str(firmware), "-serial", "pty",
-            ], name=f"qemu-{name}", stdout=stdout)  # no -no-reboot: a reset would end QEMU
+            self._process = ManagedProcess(
+                [
+                    QEMU,
+                    "-M",
+                    DEFAULT_MACHINE,
+                    "-nographic",
+                    "-monitor",
+                    f"unix:{self.monitor_path},server=on,wait=off",
+                    "-semihosting-config",
+                    "enable=on,target=native",
+                    "-kernel",
+                    str(firmware),
+                    "-serial",
+                    "pty",
+                ],
+                name=f"qemu-{name}",
+                stdout=stdout,
+            )  # no -no-reboot: a reset would end QEMU
         deadline = time.monotonic() + 10.0
         while (match := _PTY.search(output.read_text(errors="replace"))) is None:
             if self._process.poll() is not None or time.monotonic() > deadline:
@@ -157,8 +170,9 @@ class PowerSwitch:
 
         self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
         self.url = f"http://{host}:{self.server.server_address[1]}/relay/{{index}}/{{value}}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True,
-                                        name=f"power-switch:{host}")
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, daemon=True, name=f"power-switch:{host}"
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -184,9 +198,13 @@ class SshPlace:
 class LabgridLab:
     """A coordinator, ``len(hosts)`` exporters (one board and one place each), on loopback."""
 
-    def __init__(self, hosts: tuple[str, ...] = ("127.0.0.2", "127.0.0.3"),
-                 port: int | None = None, ssh_boards: int = 0,
-                 files: Path | None = None) -> None:
+    def __init__(
+        self,
+        hosts: tuple[str, ...] = ("127.0.0.2", "127.0.0.3"),
+        port: int | None = None,
+        ssh_boards: int = 0,
+        files: Path | None = None,
+    ) -> None:
         self.hosts = hosts
         self._port = port
         self._ssh_boards = ssh_boards
@@ -217,21 +235,35 @@ class LabgridLab:
         import subprocess
 
         env = {k: v for k, v in os.environ.items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
-        done = subprocess.run(self.client_argv(*args), capture_output=True, text=True,
-                              timeout=timeout, check=False, env=env, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            self.client_argv(*args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         if done.returncode != 0:
             raise LabError(f"labgrid-client {' '.join(args)}: {done.stderr.strip()[-400:]}")
         return done.stdout
 
     def _start(self) -> None:
         directory = self._stack.enter_context(
-            owned_directory("labgrid-lab-", cache_root() / "emulators"))
+            owned_directory("labgrid-lab-", cache_root() / "emulators")
+        )
         firmware = build_firmware()
         port = self._port or free_port(COORDINATOR_HOST)
         self.coordinator = f"{COORDINATOR_HOST}:{port}"
         coordinator = ManagedProcess(
-            ["env", "-C", str(directory), _bin("labgrid-coordinator"),
-             "--listen", self.coordinator],
+            [
+                "env",
+                "-C",
+                str(directory),
+                _bin("labgrid-coordinator"),
+                "--listen",
+                self.coordinator,
+            ],
             name="labgrid-coordinator",
         )
         self._stack.callback(coordinator.stop)
@@ -241,7 +273,7 @@ class LabgridLab:
         wrapper = wrapper_dir / "ser2net"
         wrapper.write_text(
             "#!/bin/sh\n"
-            f"exec {shlex.quote(sys.executable)} -m harness.emulators.ser2net_loopback \"$@\"\n"
+            f'exec {shlex.quote(sys.executable)} -m harness.emulators.ser2net_loopback "$@"\n'
         )
         wrapper.chmod(0o755)
         files = self._files or directory
@@ -262,19 +294,39 @@ class LabgridLab:
                 "    index: 0\n"
             )  # a Jinja2 template: no line may start with '#'
             if number < self._ssh_boards:
-                sshd = SshdEmulator(directory / f"sshd-{letter}", alias=f"ssh-{letter}",
-                                    isolation=Isolation.LOOPBACK, listen_host=host)
+                sshd = SshdEmulator(
+                    directory / f"sshd-{letter}",
+                    alias=f"ssh-{letter}",
+                    isolation=Isolation.LOOPBACK,
+                    listen_host=host,
+                )
                 self._stack.enter_context(sshd)
-                text += (f"{SSH_GROUP}:\n  NetworkService:\n    address: {host}\n"
-                         f"    port: {sshd.port}\n    username: {sshd.user}\n")
+                text += (
+                    f"{SSH_GROUP}:\n  NetworkService:\n    address: {host}\n"
+                    f"    port: {sshd.port}\n    username: {sshd.user}\n"
+                )
                 self.ssh_places.append(SshPlace(f"ssh-{letter}", exporter, sshd))
             config.write_text(text)
-            env = {**os.environ, "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
-                   "ET_SER2NET_BIND": host, "PYTHONPATH": str(Path(__file__).parents[2])}
+            env = {
+                **os.environ,
+                "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
+                "ET_SER2NET_BIND": host,
+                "PYTHONPATH": str(Path(__file__).parents[2]),
+            }
             process = ManagedProcess(
-                [_bin("labgrid-exporter"), "-c", self.coordinator, "-n", exporter,
-                 "--hostname", host, str(config)],
-                name=f"labgrid-exporter-{letter}", env=env, log=directory / f"{exporter}.log",
+                [
+                    _bin("labgrid-exporter"),
+                    "-c",
+                    self.coordinator,
+                    "-n",
+                    exporter,
+                    "--hostname",
+                    host,
+                    str(config),
+                ],
+                name=f"labgrid-exporter-{letter}",
+                env=env,
+                log=directory / f"{exporter}.log",
             )
             self._stack.callback(process.stop)
             self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
@@ -291,8 +343,7 @@ class LabgridLab:
     def _publish_ssh_files(self) -> None:
         """The SSH boards' host keys in one known_hosts (what a lab publishes for its
         devices) and the client key they all accept, copied beside it."""
-        lines = [f"{p.board.known_hosts_name} {p.board.host_public_key}\n"
-                 for p in self.ssh_places]
+        lines = [f"{p.board.known_hosts_name} {p.board.host_public_key}\n" for p in self.ssh_places]
         self.known_hosts.write_text("".join(lines))
         if self.ssh_places:
             first = self.ssh_places[0].board
@@ -300,7 +351,8 @@ class LabgridLab:
             self.client_key.chmod(0o600)
             for place in self.ssh_places[1:]:  # one key for the lab: every board accepts it
                 place.board.authorized_keys_file.write_text(  # type: ignore[union-attr]
-                    first.client_key.with_suffix(".pub").read_text())
+                    first.client_key.with_suffix(".pub").read_text()
+                )
 
     def _wait_exported(self) -> None:
         deadline = time.monotonic() + _READY_TIMEOUT_S
@@ -311,8 +363,10 @@ class LabgridLab:
             if all(name in listed for name in wanted):
                 return
             if time.monotonic() > deadline:
-                raise LabError(f"exporters did not register within {_READY_TIMEOUT_S:g} s; "
-                               f"resources: {listed[-400:]}")
+                raise LabError(
+                    f"exporters did not register within {_READY_TIMEOUT_S:g} s; "
+                    f"resources: {listed[-400:]}"
+                )
             time.sleep(0.2)  # polling the coordinator: it has no "wait for exporter" call
 
 
@@ -328,8 +382,9 @@ def _wait_listening(host: str, port: int, process: ManagedProcess) -> None:
 
 
 @contextlib.contextmanager
-def running_lab(places: int = 2, port: int | None = None, ssh_boards: int = 0,
-                files: Path | None = None) -> Iterator[LabgridLab]:
+def running_lab(
+    places: int = 2, port: int | None = None, ssh_boards: int = 0, files: Path | None = None
+) -> Iterator[LabgridLab]:
     hosts = tuple(f"127.0.0.{2 + n}" for n in range(places))
     with LabgridLab(hosts, port, ssh_boards, files) as lab:
         yield lab
@@ -341,13 +396,17 @@ def main(argv: list[str]) -> int:
     with running_lab(places, port=20408, ssh_boards=ssh_boards, files=LAB_FILES) as lab:
         print(f"coordinator {lab.coordinator}")
         for place in lab.places:
-            print(f"place {place.name}: exporter {place.exporter} on {place.host}, "
-                  f"board {place.board.name} on {place.board.pty}, tags "
-                  + " ".join(f"{k}={v}" for k, v in TAGS.items()))
+            print(
+                f"place {place.name}: exporter {place.exporter} on {place.host}, "
+                f"board {place.board.name} on {place.board.pty}, tags "
+                + " ".join(f"{k}={v}" for k, v in TAGS.items())
+            )
         for ssh in lab.ssh_places:
-            print(f"place {ssh.name}: exporter {ssh.exporter}, NetworkService "
-                  f"{ssh.board.host}:{ssh.board.port} user {ssh.board.user}, tags "
-                  + " ".join(f"{k}={v}" for k, v in SSH_TAGS.items()))
+            print(
+                f"place {ssh.name}: exporter {ssh.exporter}, NetworkService "
+                f"{ssh.board.host}:{ssh.board.port} user {ssh.board.user}, tags "
+                + " ".join(f"{k}={v}" for k, v in SSH_TAGS.items())
+            )
         print(f"SSH host keys in {lab.known_hosts}, client key {lab.client_key}")
         print("Ctrl-C to stop", flush=True)
         signal.sigwait({signal.SIGINT, signal.SIGTERM})

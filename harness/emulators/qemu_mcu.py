@@ -233,8 +233,7 @@ class QemuMcu:
         if "Address already in use" in self.stderr_tail():
             return False
         raise QemuError(
-            f"QEMU exited with status {process.returncode} before listening:\n"
-            f"{self.stderr_tail()}"
+            f"QEMU exited with status {process.returncode} before listening:\n{self.stderr_tail()}"
         )
 
     def stderr_tail(self) -> str:
@@ -273,8 +272,11 @@ class QemuMcu:
 
         QEMU serves one client at a time: close a link before connecting another.
         """
-        config = SerialPortConfig(url=self.url, wait_boot=self._clients == 0,
-                                  boot_timeout=None if link else BOOT_TIMEOUT_S)
+        config = SerialPortConfig(
+            url=self.url,
+            wait_boot=self._clients == 0,
+            boot_timeout=None if link else BOOT_TIMEOUT_S,
+        )
         self._clients += 1
         return connect_port(config, link=link)
 

@@ -53,8 +53,9 @@ class CrashArtifacts:
         self._tries: dict[int, Path] = {}  # try number -> the directory chosen for it
         self.paths: list[str] = []  # relative to the results directory
 
-    def after_failure(self, exc: BaseException, attempt: int,
-                      collect: Callable[[Path], list[Path]]) -> None:
+    def after_failure(
+        self, exc: BaseException, attempt: int, collect: Callable[[Path], list[Path]]
+    ) -> None:
         """If try ``attempt`` (from 1) lost the agent with ``exc``, pull what it left.
 
         Each exception is handled once, however many hooks see it.

@@ -52,8 +52,9 @@ def device_of_nodeid(nodeid: str, devices: Sequence[str]) -> str | None:
     return max(found, key=len) if found else None
 
 
-def pool_lanes(nodeids: Sequence[str], devices: Sequence[str], pools: Collection[str],
-               workers: int) -> dict[str, int]:
+def pool_lanes(
+    nodeids: Sequence[str], devices: Sequence[str], pools: Collection[str], workers: int
+) -> dict[str, int]:
     """The lane of each test of a pool: its tests, in collection order, cut into
     ``min(workers, count)`` runs of consecutive tests of (nearly) equal length."""
     by_pool: dict[str, list[str]] = {}
@@ -73,8 +74,9 @@ class DeviceScheduling(LoadScopeScheduling):
     """xdist scheduling with one work unit per device (and one per test without a
     device); a pool's tests are up to one work unit per worker."""
 
-    def __init__(self, config: pytest.Config, devices: Sequence[str], log=None,
-                 pools: Collection[str] = ()) -> None:
+    def __init__(
+        self, config: pytest.Config, devices: Sequence[str], log=None, pools: Collection[str] = ()
+    ) -> None:
         super().__init__(config, log)
         self.devices = tuple(devices)
         self.pools = frozenset(pools)

@@ -33,10 +33,7 @@ class DeviceHealth:
     @property
     def needs_check(self) -> bool:
         """True once ``quarantine_after`` tests in a row ended in infrastructure errors."""
-        return (
-            not self.quarantined
-            and self.consecutive_infra_errors >= self.quarantine_after
-        )
+        return not self.quarantined and self.consecutive_infra_errors >= self.quarantine_after
 
     def test_ended(self, infrastructure_error: bool) -> None:
         """Count a finished test: an infrastructure error, or a test that reached a verdict."""

@@ -31,8 +31,15 @@ from harness.farm.summary import (
 # Worst first: a cell takes the colour of its worst outcome.
 _SEVERITY = ("failed", "error", "xpassed", "infra", "passed", "xfailed", "skipped")
 _SHOWN = ("passed", "failed", "error", "infra", "skipped", "xfailed", "xpassed")
-_LETTER = {"passed": "✓", "failed": "✗", "error": "E", "infra": "I", "skipped": "s",
-           "xfailed": "x", "xpassed": "X"}
+_LETTER = {
+    "passed": "✓",
+    "failed": "✗",
+    "error": "E",
+    "infra": "I",
+    "skipped": "s",
+    "xfailed": "x",
+    "xpassed": "X",
+}
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -157,8 +164,13 @@ class _Page:
     @staticmethod
     def _checks(result: CaseResult, pair: tuple[str, str]) -> list[bool]:
         backend, route = pair
-        return [ok for v in result.verdicts if v.route == route
-                for name, ok in v.backends if name == backend]
+        return [
+            ok
+            for v in result.verdicts
+            if v.route == route
+            for name, ok in v.backends
+            if name == backend
+        ]
 
     def _matrix(self) -> str:
         head = "".join(f"<th>{_e(d)}</th>" for d in self.devices)
@@ -170,21 +182,26 @@ class _Page:
                 if not outcomes:
                     cells.append('<td class="none">-</td>')
                     continue
-                cells.append(f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
-                             f"{_e(_counts_text(outcomes))}</a></td>")
+                cells.append(
+                    f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
+                    f"{_e(_counts_text(outcomes))}</a></td>"
+                )
             rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
             for b, pair in enumerate(self._backends_of(suite)):
                 cells = []
                 for d, device in enumerate(self.devices):
-                    checks = [ok for r in self._cases(suite, device)
-                              for ok in self._checks(r, pair)]
+                    checks = [
+                        ok for r in self._cases(suite, device) for ok in self._checks(r, pair)
+                    ]
                     if not checks:
                         cells.append('<td class="none">-</td>')
                         continue
                     exact = sum(checks)
                     css = "passed" if exact == len(checks) else "failed"
-                    cells.append(f'<td class="{css} num"><a href="#s{s}b{b}d{d}">'
-                                 f"{exact}/{len(checks)}</a></td>")
+                    cells.append(
+                        f'<td class="{css} num"><a href="#s{s}b{b}d{d}">'
+                        f"{exact}/{len(checks)}</a></td>"
+                    )
                 label = f'{_e(pair[0])} <span class="muted">via {_e(pair[1])}</span>'
                 rows.append(f'<tr><td class="backend">{label}</td>{"".join(cells)}</tr>')
         rows.append("</table>")
@@ -195,8 +212,10 @@ class _Page:
 
     def _link(self, result: CaseResult, note: str = "") -> str:
         extra = f' <span class="muted">{_e(note)}</span>' if note else ""
-        return (f'<li>{_badge(result.outcome)} <a href="#{self.case_id[id(result)]}">'
-                f"{_e(result.name)}</a>{extra}</li>")
+        return (
+            f'<li>{_badge(result.outcome)} <a href="#{self.case_id[id(result)]}">'
+            f"{_e(result.name)}</a>{extra}</li>"
+        )
 
     def _not_passed(self) -> str:
         bad = [r for r in self.results if r.outcome in ("failed", "error", "infra", "xpassed")]
@@ -212,8 +231,10 @@ class _Page:
                 cases = self._cases(suite, device)
                 if cases:
                     items = "".join(self._link(r) for r in cases)
-                    parts.append(f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
-                                 f"{_e(device)}</h3><ul>{items}</ul></section>")
+                    parts.append(
+                        f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
+                        f"{_e(device)}</h3><ul>{items}</ul></section>"
+                    )
                 for b, pair in enumerate(self._backends_of(suite)):
                     links = []
                     for r in cases:
@@ -238,33 +259,38 @@ class _Page:
             f"{_e('; ' + facts if facts else '')}{_e(run)}</p>",
         ]
         if r.infra:
-            parts.append(f"<p><b>Infrastructure error ({_e(r.infra.phase)}):</b> "
-                         f"{_e(r.infra.type)}</p><pre>{_e(r.infra.message)}</pre>")
+            parts.append(
+                f"<p><b>Infrastructure error ({_e(r.infra.phase)}):</b> "
+                f"{_e(r.infra.type)}</p><pre>{_e(r.infra.message)}</pre>"
+            )
         if r.failed_tries:
             tries = "".join(f"<li>{_e(t)}</li>" for t in r.failed_tries)
             parts.append(f"<p>Failed tries (a fresh agent for each next try):</p><ul>{tries}</ul>")
         for v in r.verdicts:
-            parts.append(f'<p>{_badge("passed" if v.ok else "failed")} {_e(v.summary)}</p>')
+            parts.append(f"<p>{_badge('passed' if v.ok else 'failed')} {_e(v.summary)}</p>")
             if v.differences:
-                parts.append("<ul>" + "".join(f"<li>{_e(d)}</li>" for d in v.differences)
-                             + "</ul>")
+                parts.append("<ul>" + "".join(f"<li>{_e(d)}</li>" for d in v.differences) + "</ul>")
             if v.render:
                 parts.append(f"<pre>{_e(v.render)}</pre>")
         if r.longrepr and r.outcome != "passed":
-            parts.append(f"<details open><summary>failure</summary><pre>{_e(r.longrepr)}</pre>"
-                         "</details>")
+            parts.append(
+                f"<details open><summary>failure</summary><pre>{_e(r.longrepr)}</pre></details>"
+            )
         for title, text in r.sections:
             parts.append(f"<details><summary>{_e(title)}</summary><pre>{_e(text)}</pre></details>")
         if r.artifacts:
-            links = "".join(f'<li><a href="{_e(self.artifacts_prefix + a)}">{_e(a)}</a></li>'
-                            for a in r.artifacts)
+            links = "".join(
+                f'<li><a href="{_e(self.artifacts_prefix + a)}">{_e(a)}</a></li>'
+                for a in r.artifacts
+            )
             parts.append(f"<p>Crash artifacts:</p><ul>{links}</ul>")
         parts.append("</section>")
         return "\n".join(parts)
 
 
-def render_report(results: Sequence[CaseResult], title: str = "ExecuTorch device farm",
-                  artifacts_prefix: str = "") -> str:
+def render_report(
+    results: Sequence[CaseResult], title: str = "ExecuTorch device farm", artifacts_prefix: str = ""
+) -> str:
     """The whole report as one HTML document.
 
     Artifact links are the results' artifact paths (relative to their results
@@ -273,8 +299,12 @@ def render_report(results: Sequence[CaseResult], title: str = "ExecuTorch device
     return _Page(results, title, artifacts_prefix).render()
 
 
-def write_report(path: Path, results: Sequence[CaseResult], results_dir: Path,
-                 title: str = "ExecuTorch device farm") -> None:
+def write_report(
+    path: Path,
+    results: Sequence[CaseResult],
+    results_dir: Path,
+    title: str = "ExecuTorch device farm",
+) -> None:
     """Write :func:`render_report` to ``path``; artifact links lead into ``results_dir``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = os.path.relpath(results_dir.resolve(), path.parent.resolve())

@@ -80,5 +80,9 @@ def _add_device_properties(suite: ET.Element, results: Sequence[CaseResult]) -> 
         for key, value in known.items():
             ET.SubElement(properties, "property", name=f"device.{device}.{key}", value=value)
         if served[device]:
-            ET.SubElement(properties, "property", name=f"device.{device}.paths_served",
-                          value=",".join(p for p in ROUTES if p in served[device]))
+            ET.SubElement(
+                properties,
+                "property",
+                name=f"device.{device}.paths_served",
+                value=",".join(p for p in ROUTES if p in served[device]),
+            )

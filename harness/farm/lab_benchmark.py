@@ -45,8 +45,10 @@ _ROUND_TRIPS = 50
 
 def _ms(samples: list[float]) -> str:
     ordered = sorted(samples)
-    return (f"median {statistics.median(ordered) * 1000:.1f} ms, "
-            f"p90 {ordered[int(0.9 * (len(ordered) - 1))] * 1000:.1f} ms (n={len(ordered)})")
+    return (
+        f"median {statistics.median(ordered) * 1000:.1f} ms, "
+        f"p90 {ordered[int(0.9 * (len(ordered) - 1))] * 1000:.1f} ms (n={len(ordered)})"
+    )
 
 
 def _round_trips(link: AgentSession) -> list[float]:
@@ -60,11 +62,15 @@ def _round_trips(link: AgentSession) -> list[float]:
 
 def _reservation(lab: LabgridLab, user: str, place: str | None = None) -> LabgridReservation:
     me = LabIdentity.this_process()
-    wanted = (LabgridPlace(place=place, coordinator=lab.coordinator) if place
-              else LabgridPlace(tags=(("pool", "lab"),), coordinator=lab.coordinator))
+    wanted = (
+        LabgridPlace(place=place, coordinator=lab.coordinator)
+        if place
+        else LabgridPlace(tags=(("pool", "lab"),), coordinator=lab.coordinator)
+    )
     profile = parse_profile({"transport": {"kind": "local", "labgrid": {"place": "x"}}}, None, "b")
-    return LabgridReservation(wanted, find_client(profile),
-                              LabIdentity(me.host, user, me.pid, me.start))
+    return LabgridReservation(
+        wanted, find_client(profile), LabIdentity(me.host, user, me.pid, me.start)
+    )
 
 
 def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
@@ -134,9 +140,27 @@ def _places_free(lab: LabgridLab, free: int) -> Iterator[None]:
 def suite_wall_time(devices: Path, device: str, *extra: str) -> tuple[float, str]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_dispatch.py", "-q", "-p", "no:cacheprovider",
-         "--devices-dir", str(devices), "--device", device, "--lock-timeout", "600", *extra],
-        cwd=ROOT, capture_output=True, text=True, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_dispatch.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--devices-dir",
+            str(devices),
+            "--device",
+            device,
+            "--lock-timeout",
+            "600",
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
     return time.monotonic() - started, summary
 
@@ -152,21 +176,26 @@ def main(argv: list[str]) -> int:
         for cancel_first in (True, False):
             order = "cancel, then release" if cancel_first else "release, then cancel"
             figures = [handover(lab, cancel_first) for _ in range(args.handovers)]
-            print(f"hand-over ({order}): " + ", ".join(f"{f:.2f} s" for f in figures),
-                  flush=True)
+            print(f"hand-over ({order}): " + ", ".join(f"{f:.2f} s" for f in figures), flush=True)
         timing = _reservation(lab, "bench-calls")
         started = time.monotonic()
         timing.acquire(60)
         acquired = time.monotonic() - started
         started = time.monotonic()
         timing.release()
-        print(f"acquisition (4 labgrid-client calls): {acquired:.2f} s; release (2 calls): "
-              f"{time.monotonic() - started:.2f} s", flush=True)
+        print(
+            f"acquisition (4 labgrid-client calls): {acquired:.2f} s; release (2 calls): "
+            f"{time.monotonic() - started:.2f} s",
+            flush=True,
+        )
         if args.suite:
             with tempfile.TemporaryDirectory() as directory:
                 devices = Path(directory)
-                text = (ROOT / "devices" / "lab-mcu.yaml").read_text().replace(
-                    '"127.0.0.1:20408"', f'"{lab.coordinator}"')
+                text = (
+                    (ROOT / "devices" / "lab-mcu.yaml")
+                    .read_text()
+                    .replace('"127.0.0.1:20408"', f'"{lab.coordinator}"')
+                )
                 (devices / "lab-mcu.yaml").write_text(text)
                 mcu_emu = (ROOT / "devices" / "mcu-emu.yaml").read_text()
                 (devices / "mcu-emu.yaml").write_text(mcu_emu)

@@ -119,15 +119,23 @@ def parse_places(text: str) -> list[PlaceState]:
                 fields.setdefault(key, field["value"].strip())
             elif key == "matches" and _MATCH_LINE.fullmatch(line):
                 patterns.append(line.strip())
-        tags = tuple(sorted(
-            (k, v)
-            for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
-            if v
-        ))
-        places.append(PlaceState(
-            start["name"], tags, _none(fields.get("acquired")), _none(fields.get("reservation")),
-            _printable(fields.get("comment", "")), tuple(patterns),
-        ))
+        tags = tuple(
+            sorted(
+                (k, v)
+                for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
+                if v
+            )
+        )
+        places.append(
+            PlaceState(
+                start["name"],
+                tags,
+                _none(fields.get("acquired")),
+                _none(fields.get("reservation")),
+                _printable(fields.get("comment", "")),
+                tuple(patterns),
+            )
+        )
     return places
 
 

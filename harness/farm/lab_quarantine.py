@@ -55,13 +55,14 @@ def health_of(state: PlaceState) -> str | None:
     return dict(state.tags).get(HEALTH_TAG)
 
 
-def comment_for(who: str, place: str, reason: str,
-                now: datetime.datetime | None = None) -> str:
+def comment_for(who: str, place: str, reason: str, now: datetime.datetime | None = None) -> str:
     """The place comment a quarantine leaves: who, when (UTC), why, and how to clear it."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     why = "".join(c if c.isprintable() else "?" for c in one_line(reason, _REASON_LIMIT))
-    return (f"quarantined by {who} at {when}: {why} "
-            f"(clear: python -m harness.farm.lab_quarantine clear {place})")
+    return (
+        f"quarantined by {who} at {when}: {why} "
+        f"(clear: python -m harness.farm.lab_quarantine clear {place})"
+    )
 
 
 def quarantine(lab: LabgridClient, place: str, reason: str) -> str:
@@ -89,9 +90,11 @@ def refuse_if_none_in_service(what: str, candidates: list[PlaceState]) -> None:
         if health == QUARANTINED:
             reasons.append(f"{state.name}: {state.comment or 'quarantined (no comment)'}")
         else:
-            reasons.append(f"{state.name}: not in service (tag {HEALTH_TAG}={health or '(none)'}"
-                           f"; a lab adds it with 'labgrid-client -p {state.name} set-tags "
-                           f"{HEALTH_TAG}={HEALTHY}')")
+            reasons.append(
+                f"{state.name}: not in service (tag {HEALTH_TAG}={health or '(none)'}"
+                f"; a lab adds it with 'labgrid-client -p {state.name} set-tags "
+                f"{HEALTH_TAG}={HEALTHY}')"
+            )
     raise PlaceQuarantined(f"{what}: no place in service: {'; '.join(reasons)}")
 
 
@@ -99,8 +102,10 @@ def main(argv: list[str]) -> int:
     from harness.farm.lab_places import LabIdentity
     from harness.farm.labgrid import CLIENT, LabgridClient, LabgridError, find_client_path
 
-    parser = argparse.ArgumentParser(prog="python -m harness.farm.lab_quarantine",
-                                     description="clear a place's lab-wide quarantine")
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.farm.lab_quarantine",
+        description="clear a place's lab-wide quarantine",
+    )
     parser.add_argument("-x", "--coordinator", help="host:port (default $LG_COORDINATOR)")
     parser.add_argument("action", choices=["clear"])
     parser.add_argument("place")

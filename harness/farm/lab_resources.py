@@ -117,8 +117,9 @@ def parse_env(text: str) -> tuple[str, LabResources]:
     return place, LabResources(service, serial, power)
 
 
-def _one(by_class: Mapping[str, list[tuple[str, Mapping[str, Any]]]], cls: str, source: str,
-         read: Any) -> Any:
+def _one(
+    by_class: Mapping[str, list[tuple[str, Mapping[str, Any]]]], cls: str, source: str, read: Any
+) -> Any:
     found = by_class.get(cls, [])
     if len(found) > 1:
         raise LabResourceError(
@@ -152,13 +153,18 @@ def _service(fields: Mapping[str, Any]) -> ServiceAddress:
 
 def _serial(fields: Mapping[str, Any]) -> SerialAddress:
     if fields.get("port") is None:
-        raise ValueRuleError("port: none; the exporter has not started ser2net for it "
-                             "(is the serial device present on the exporter?)")
+        raise ValueRuleError(
+            "port: none; the exporter has not started ser2net for it "
+            "(is the serial device present on the exporter?)"
+        )
     return SerialAddress(
         _field(fields, "host", check_host),
         _field(fields, "port", check_port),
-        _field({"speed": fields.get("speed", 115200)}, "speed",
-               lambda v: check_count(v, 1, _MAX_BAUDRATE)),
+        _field(
+            {"speed": fields.get("speed", 115200)},
+            "speed",
+            lambda v: check_count(v, 1, _MAX_BAUDRATE),
+        ),
     )
 
 
@@ -183,14 +189,17 @@ def with_lab_address(profile: DeviceProfile, resources: LabResources, place: str
     settings = dict(profile.settings)
     if profile.transport == "ssh":
         if resources.service is None:
-            raise LabResourceError(f"labgrid place {place!r} has no NetworkService for "
-                                   f"{profile.name}'s SSH transport")
+            raise LabResourceError(
+                f"labgrid place {place!r} has no NetworkService for {profile.name}'s SSH transport"
+            )
         service = resources.service
         settings.update(host=service.host, port=service.port, user=service.user)
     elif profile.transport == "serial":
         if resources.serial is None:
-            raise LabResourceError(f"labgrid place {place!r} has no NetworkSerialPort for "
-                                   f"{profile.name}'s serial transport")
+            raise LabResourceError(
+                f"labgrid place {place!r} has no NetworkSerialPort for "
+                f"{profile.name}'s serial transport"
+            )
         settings["url"] = resources.serial.url
         settings.setdefault("baudrate", resources.serial.speed)
     return dataclasses.replace(profile, settings=settings)

@@ -106,8 +106,11 @@ class LabgridPlace:
     def filters(self) -> list[str]:
         """The reservation filter, as ``labgrid-client reserve`` takes it; with lab-wide
         quarantine, only places in service (``et_health=ok``)."""
-        wanted = ([f"name={self.place}"] if self.place is not None
-                  else [f"{key}={value}" for key, value in self.tags])
+        wanted = (
+            [f"name={self.place}"]
+            if self.place is not None
+            else [f"{key}={value}" for key, value in self.tags]
+        )
         if self.quarantine == "lab":
             wanted.append(f"{lab_quarantine.HEALTH_TAG}={lab_quarantine.HEALTHY}")
         return wanted
@@ -173,8 +176,11 @@ def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:
         raise ProfileError(f"{where}: at most 16 tags; got {len(value)}")
     pairs = []
     for key, tag_value in value.items():
-        text = str(tag_value) if isinstance(tag_value, int) and not isinstance(tag_value, bool) \
+        text = (
+            str(tag_value)
+            if isinstance(tag_value, int) and not isinstance(tag_value, bool)
             else tag_value
+        )
         if not isinstance(key, str) or not _TAG.fullmatch(key):
             raise ProfileError(f"{where}: tag {key!r} is not a labgrid tag name ([a-z][a-z0-9_]*)")
         if not isinstance(text, str) or not _TAG_VALUE.fullmatch(text):
@@ -187,8 +193,11 @@ def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:
 
 def pool_names(profiles: Iterable[DeviceProfile]) -> list[str]:
     """The profiles that are pools: they ask for any place with some tags, not one place."""
-    return [profile.name for profile in profiles
-            if (wanted := LabgridPlace.of(profile)) is not None and wanted.place is None]
+    return [
+        profile.name
+        for profile in profiles
+        if (wanted := LabgridPlace.of(profile)) is not None and wanted.place is None
+    ]
 
 
 def without_labgrid(profile: DeviceProfile) -> DeviceProfile:
@@ -209,8 +218,10 @@ def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
 
 def find_client_path(search_path: str | None = None) -> str | None:
     """Path of ``labgrid-client`` (beside this Python, else on PATH), or None."""
-    path = search_path if search_path is not None else os.pathsep.join(
-        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    path = (
+        search_path
+        if search_path is not None
+        else os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     )
     return shutil.which(CLIENT, path=path)
 
@@ -252,12 +263,19 @@ class LabgridClient:
         coordinator = ["-x", self.coordinator] if self.coordinator else []
         return [self.client, *coordinator, *args]
 
-    def run(self, args: Sequence[str], timeout: float = _COMMAND_TIMEOUT_S,
-            identity: LabIdentity | None = None) -> str:
+    def run(
+        self,
+        args: Sequence[str],
+        timeout: float = _COMMAND_TIMEOUT_S,
+        identity: LabIdentity | None = None,
+    ) -> str:
         """Run ``labgrid-client ARGS`` and return what it printed; :class:`LabgridError`."""
         argv = self.argv(*args)
-        env = {**os.environ, **(identity or self.identity).environment(),
-               "PYTHONUNBUFFERED": "1"}  # a token printed before a timeout is not lost
+        env = {
+            **os.environ,
+            **(identity or self.identity).environment(),
+            "PYTHONUNBUFFERED": "1",
+        }  # a token printed before a timeout is not lost
         try:
             returncode, stdout, stderr = _run_bounded(argv, env, timeout)
         except subprocess.TimeoutExpired as exc:
@@ -283,8 +301,9 @@ class LabgridClient:
         return parse_places(self.run(["-v", "places"]))
 
 
-def _run_bounded(argv: list[str], env: dict[str, str], timeout: float
-                 ) -> tuple[int, bytes | None, bytes]:
+def _run_bounded(
+    argv: list[str], env: dict[str, str], timeout: float
+) -> tuple[int, bytes | None, bytes]:
     """Run ``argv``; (exit status, stdout or None if longer than the limit, stderr's first
     bytes). Output past the limit is read and dropped, so a client relaying a hostile
     coordinator cannot fill this process's memory. ``TimeoutExpired.output``: stdout so far."""
@@ -294,15 +313,18 @@ def _run_bounded(argv: list[str], env: dict[str, str], timeout: float
     def drain(stream: IO[bytes], which: int) -> None:
         while chunk := stream.read(65536):
             room = _OUTPUT_LIMIT - len(kept[which])
-            kept[which] += chunk[:max(room, 0)]
+            kept[which] += chunk[: max(room, 0)]
             if len(chunk) > room:
                 overflow.add(which)
 
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env=env) as process:
+    with subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as process:
         assert process.stdout is not None and process.stderr is not None
-        readers = [threading.Thread(target=drain, args=(process.stdout, 1), daemon=True),
-                   threading.Thread(target=drain, args=(process.stderr, 2), daemon=True)]
+        readers = [
+            threading.Thread(target=drain, args=(process.stdout, 1), daemon=True),
+            threading.Thread(target=drain, args=(process.stderr, 2), daemon=True),
+        ]
         for reader in readers:
             reader.start()
         try:
@@ -329,8 +351,9 @@ def _last_line(text: str) -> str:
 class LabgridReservation:
     """One reservation of one place for this process: acquire, reset, hand over."""
 
-    def __init__(self, wanted: LabgridPlace, client: str,
-                 identity: LabIdentity | None = None) -> None:
+    def __init__(
+        self, wanted: LabgridPlace, client: str, identity: LabIdentity | None = None
+    ) -> None:
         self.wanted = wanted
         self.lab = LabgridClient(client, wanted.coordinator, identity or LabIdentity.this_process())
         self.token: str | None = None
@@ -347,10 +370,12 @@ class LabgridReservation:
         states = self.release_stale()
         if self.wanted.quarantine == "lab":
             lab_quarantine.refuse_if_none_in_service(
-                self.wanted.what, [s for s in states if s.matches(self.wanted)])
+                self.wanted.what, [s for s in states if s.matches(self.wanted)]
+            )
         try:
-            output = self.lab.run(["reserve", "--wait", "--shell", *self.wanted.filters],
-                                  timeout=max(timeout, 0.1))
+            output = self.lab.run(
+                ["reserve", "--wait", "--shell", *self.wanted.filters], timeout=max(timeout, 0.1)
+            )
         except LabgridTimeout as exc:
             self.token = _token(exc.output)
             self.release()
@@ -369,8 +394,10 @@ class LabgridReservation:
             acquired = self._acquire_allocated(deadline)
             name = _ACQUIRED.search(acquired)
             if name is None:
-                raise LabgridError(f"{self.wanted.what}: '{CLIENT} acquire' did not say which "
-                                   f"place: {acquired[:200]!r}")
+                raise LabgridError(
+                    f"{self.wanted.what}: '{CLIENT} acquire' did not say which "
+                    f"place: {acquired[:200]!r}"
+                )
             self.held = HeldPlace(name["place"], (), LabResources())  # release() undoes it
             self._set_hand_back()
             place, resources = parse_env(self.lab.run(["-p", name["place"], "env"]))
@@ -390,8 +417,10 @@ class LabgridReservation:
                 return self.lab.run(["-p", f"+{self.token}", "acquire"])
             except LabgridError as exc:
                 if "Failed to acquire resources" not in str(exc) or time.monotonic() > deadline:
-                    raise LabgridBusy(f"{self.wanted.what}: cannot acquire the allocated "
-                                      f"place: {exc}; {self._holders()}") from None
+                    raise LabgridBusy(
+                        f"{self.wanted.what}: cannot acquire the allocated "
+                        f"place: {exc}; {self._holders()}"
+                    ) from None
             time.sleep(0.2)  # the exporter gives no notice when it has let them go
 
     def _holders(self) -> str:
@@ -434,11 +463,15 @@ class LabgridReservation:
         commands: list[list[str]] = []
         mine = self.lab.identity.owner
         if self.held is not None and self.token is not None:
-            commands = [self.lab.argv("cancel-reservation", self.token),
-                        self.lab.argv("-p", self.held.name, "release-from", mine)]
+            commands = [
+                self.lab.argv("cancel-reservation", self.token),
+                self.lab.argv("-p", self.held.name, "release-from", mine),
+            ]
         elif self.token is not None:
-            commands = [self.lab.argv("-p", f"+{self.token}", "release-from", mine),
-                        self.lab.argv("cancel-reservation", self.token)]
+            commands = [
+                self.lab.argv("-p", f"+{self.token}", "release-from", mine),
+                self.lab.argv("cancel-reservation", self.token),
+            ]
         me = owner.current()
         for argv in self._recorded:
             me.remove_hand_back(argv)
@@ -467,9 +500,13 @@ class LabgridReservation:
                     raise
                 continue  # handed back meanwhile: the dead run's record, swept by another run
             self.stale_released.append(state.name)
-            warnings.warn(StaleHolderReleased(
-                f"released labgrid place {state.name}, held by {holder.owner} (a run that is "
-                "gone)"), stacklevel=2)
+            warnings.warn(
+                StaleHolderReleased(
+                    f"released labgrid place {state.name}, held by {holder.owner} (a run that is "
+                    "gone)"
+                ),
+                stacklevel=2,
+            )
         return states
 
     def _held_by(self, place: str, holder: str) -> bool:

@@ -62,8 +62,7 @@ class LockHolder:
         since = datetime.datetime.fromtimestamp(self.since).isoformat(timespec="seconds")
         held = time.time() - self.since
         return (
-            f"pid {self.pid} on {self.host}, since {since} ({held:.0f} s), "
-            f"command: {self.command}"
+            f"pid {self.pid} on {self.host}, since {since} ({held:.0f} s), command: {self.command}"
         )
 
 

@@ -45,11 +45,13 @@ def merge(inputs: Sequence[Path], out_dir: Path) -> list[CaseResult]:
             continue
         run_dir = os.path.relpath(path.parent, out_dir.resolve()).replace(os.sep, "/")
         for result in read_results(path):
-            merged.append(dataclasses.replace(
-                result,
-                run=result.run or path.parent.name,
-                artifacts=tuple(f"{run_dir}/{a}" for a in result.artifacts),
-            ))
+            merged.append(
+                dataclasses.replace(
+                    result,
+                    run=result.run or path.parent.name,
+                    artifacts=tuple(f"{run_dir}/{a}" for a in result.artifacts),
+                )
+            )
     out_file.unlink(missing_ok=True)
     writer = ResultsWriter(out_file)
     try:
@@ -66,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m harness.farm.merge", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("out", type=Path, help="directory for the merged results and report")
-    parser.add_argument("inputs", type=Path, nargs="+",
-                        help="results.jsonl files, or directories holding them")
+    parser.add_argument(
+        "inputs", type=Path, nargs="+", help="results.jsonl files, or directories holding them"
+    )
     args = parser.parse_args(argv)
     try:
         results = merge(args.inputs, args.out)
@@ -80,8 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(outcome_table(results)))
     for device, reason in quarantined_devices(results).items():
         print(f"quarantined: {device}: {reason}")
-    print(f"merged {len(results)} results into {args.out / RESULTS_FILE} and "
-          f"{args.out / REPORT_FILE}")
+    print(
+        f"merged {len(results)} results into {args.out / RESULTS_FILE} and {args.out / REPORT_FILE}"
+    )
     return 0
 
 

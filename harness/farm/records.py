@@ -175,9 +175,7 @@ class ResultAssembler:
             infra=InfraRecord(**farm_payload(infra)["infra"]) if infra else None,
             failed_tries=tuple(merged.get("failed_tries", ())),
             longrepr=_longrepr(reports),
-            sections=tuple(
-                (title, text) for r in failed for title, text in r.sections
-            ),
+            sections=tuple((title, text) for r in failed for title, text in r.sections),
             artifacts=tuple(merged.get("artifacts", ())),
         )
 

@@ -168,6 +168,8 @@ class ResultsRecorder:
         try:
             write_report(self.html_path, self.results, self.results_dir)
         except OSError as exc:  # checked at start-up, but the place may have changed since
-            print(f"et-harness: --html-report {self.html_path}: cannot write it "
-                  f"({exc.strerror}); the results in {self.results_dir} are complete",
-                  file=sys.stderr)
+            print(
+                f"et-harness: --html-report {self.html_path}: cannot write it "
+                f"({exc.strerror}); the results in {self.results_dir} are complete",
+                file=sys.stderr,
+            )

@@ -23,9 +23,11 @@ from typing import Any
 
 import pytest
 
-_FIX = ("pytest took a path given to a harness option (e.g. --device PATH) for a test path "
-        "and would collect from the wrong root; write the option as --device=PATH "
-        "(likewise --results-dir=PATH, --html-report=PATH)")
+_FIX = (
+    "pytest took a path given to a harness option (e.g. --device PATH) for a test path "
+    "and would collect from the wrong root; write the option as --device=PATH "
+    "(likewise --results-dir=PATH, --html-report=PATH)"
+)
 
 
 def settle_rootdir(config: pytest.Config, args: list[str]) -> None:
@@ -52,8 +54,9 @@ def settle_rootdir(config: pytest.Config, args: list[str]) -> None:
         raise pytest.UsageError(f"{_FIX} ({type(exc).__name__}: {exc})") from None
 
 
-def _replace_setup(config: pytest.Config, args: list[str], rootpath: Any, inipath: Any,
-                   inicfg: Any, ignored: Any) -> None:
+def _replace_setup(
+    config: pytest.Config, args: list[str], rootpath: Any, inipath: Any, inicfg: Any, ignored: Any
+) -> None:
     config._rootpath = rootpath
     config._inipath = inipath
     config._inicfg = inicfg

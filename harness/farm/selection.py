@@ -38,9 +38,7 @@ def device_items(spec: str | None) -> list[str]:
     return items
 
 
-def select_profiles(
-    spec: str | None, devices_dir: Path = DEVICES_DIR
-) -> tuple[DeviceProfile, ...]:
+def select_profiles(spec: str | None, devices_dir: Path = DEVICES_DIR) -> tuple[DeviceProfile, ...]:
     """The profiles ``spec`` selects, in the order given, each once (see :func:`device_items`).
 
     Raises :class:`DeviceSelectionError` (or :class:`~harness.profile.ProfileError`
@@ -77,7 +75,7 @@ def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:
             raise DeviceSelectionError(f"--device all: {devices_dir} holds no *.yaml profiles")
         return profiles
     if item.startswith(TAG_PREFIX):
-        tag = item[len(TAG_PREFIX):]
+        tag = item[len(TAG_PREFIX) :]
         profiles = _directory(devices_dir)
         tagged = [p for p in profiles if tag in p.tags]
         if not tagged:
@@ -105,4 +103,3 @@ def _directory(devices_dir: Path) -> list[DeviceProfile]:
     if not devices_dir.is_dir():
         raise DeviceSelectionError(f"--devices-dir {devices_dir}: no such directory")
     return [load_profile(str(path)) for path in sorted(devices_dir.glob("*.yaml"))]
-

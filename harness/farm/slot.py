@@ -77,8 +77,9 @@ class DeviceSlot:
             device = open_device(profile, board_reset=board_reset)
             self._held.callback(device.close)
             self.device = device
-            self.runner = CaseRunner(self._start_link, device.program_for,
-                                     time_limit=self.policy.deadline)
+            self.runner = CaseRunner(
+                self._start_link, device.program_for, time_limit=self.policy.deadline
+            )
             self._held.callback(self.runner.close)
         except BaseException as exc:
             if infrastructure_error(exc) is not None:
@@ -123,9 +124,14 @@ class DeviceSlot:
         """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide
         (unless ``error`` is this runner's own trouble); what to add to the reason."""
         reservation = self._reservation
-        if (reservation is None or reservation.held is None or self._place is None
-                or self._place.quarantine != "lab" or self.policy.deadline.remaining() == 0.0
-                or not lab_quarantine.about_the_device(error)):
+        if (
+            reservation is None
+            or reservation.held is None
+            or self._place is None
+            or self._place.quarantine != "lab"
+            or self.policy.deadline.remaining() == 0.0
+            or not lab_quarantine.about_the_device(error)
+        ):
             return ""  # a run out of time, or a key this runner lacks, says nothing of it
         place = reservation.held.name
         try:
@@ -146,8 +152,11 @@ class DeviceSlot:
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
             self._held.callback(reservation.release)
             self._reservation = reservation
-            self.lab_facts = {"place": held.name, "exporter": ",".join(held.exporters),
-                              "holder": reservation.lab.identity.owner}
+            self.lab_facts = {
+                "place": held.name,
+                "exporter": ",".join(held.exporters),
+                "holder": reservation.lab.identity.owner,
+            }
             key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
             profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
             if self._place.reset == "power":
@@ -214,8 +223,13 @@ class DeviceSlot:
                 raise
             self.retry(self.runner.reset, exc, failed_tries, after_failure)
 
-    def retry(self, attempt: Callable[[], object], error: BaseException,
-              failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
+    def retry(
+        self,
+        attempt: Callable[[], object],
+        error: BaseException,
+        failed_tries: list[BaseException],
+        after_failure: AfterFailure,
+    ) -> None:
         """After ``error`` (an infrastructure error), restart the agent and try again.
 
         At most ``infra_retries`` more tries per test (``failed_tries`` is the test's:

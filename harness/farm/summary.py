@@ -59,8 +59,11 @@ def outcome_counts(results: Iterable[CaseResult]) -> dict[str, collections.Count
 def outcome_table(results: Sequence[CaseResult]) -> list[str]:
     """``device  passed  failed  infra ...`` with one row per device and a total row."""
     counts = outcome_counts(results)
-    columns = [o for o in OUTCOMES if o in ("passed", "failed", "infra")
-               or any(c[o] for c in counts.values())]
+    columns = [
+        o
+        for o in OUTCOMES
+        if o in ("passed", "failed", "infra") or any(c[o] for c in counts.values())
+    ]
     if any(c["retried"] for c in counts.values()):
         columns.append("retried")
     rows = [(name, counts[name]) for name in devices_in_order(results)]
@@ -142,7 +145,7 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
             f"{name:<{width}}  {c['ok'] + c['wrong']:>6}  {c['ok']:>5}  {c['wrong']:>5}{cells}"
         )
     if len(rows) > len(shown):
-        rest = rows[len(shown):]
+        rest = rows[len(shown) :]
         lines.append(
             f"... and {len(rest)} more backends: "
             f"{sum(c['ok'] + c['wrong'] for _, c in rest)} checks, "
@@ -166,8 +169,9 @@ def infrastructure_lines(results: Sequence[CaseResult]) -> list[str]:
         if infra.phase == "setup" and infra.type in _NOT_STARTED:
             not_started[(result.device or NO_DEVICE, infra.type)] += 1
             continue
-        lines.append(f"INFRA {result.nodeid} ({infra.phase}): {infra.type}: "
-                     f"{one_line(infra.message)}")
+        lines.append(
+            f"INFRA {result.nodeid} ({infra.phase}): {infra.type}: {one_line(infra.message)}"
+        )
     for (device, kind), count in not_started.items():
         lines.append(f"INFRA {count} test(s) on {device} not started: {_NOT_STARTED[kind]}")
     return lines

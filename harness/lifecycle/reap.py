@@ -86,9 +86,7 @@ class OwnerRecord:
             paths=tuple(str(p) for p in data.get("paths", [])),
             janitor=data.get("janitor"),
             command=str(data.get("command", "")),
-            hand_back=tuple(
-                tuple(str(arg) for arg in argv) for argv in data.get("hand_back", [])
-            ),
+            hand_back=tuple(tuple(str(arg) for arg in argv) for argv in data.get("hand_back", [])),
         )
 
 
@@ -195,8 +193,14 @@ def reap(record: OwnerRecord, grace: float = 1.0) -> None:
 def hand_back(argv: tuple[str, ...], timeout: float = 30.0) -> None:
     """Run one of a record's hand-back commands; quiet if it fails (it was done already)."""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+        subprocess.run(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
 
 
 def _stats() -> list[tuple[int, list[str]]]:

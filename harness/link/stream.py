@@ -24,8 +24,15 @@ class AgentDidNotStart(TransportLost):
 class StreamChannel(MessageChannel):
     """Wire messages over a :class:`ByteStream` to a running agent process."""
 
-    def __init__(self, stream: ByteStream, *, timeout: float, name: str = "agent",
-                 time_limit: TimeLimit | None = None, start_hint: str = "") -> None:
+    def __init__(
+        self,
+        stream: ByteStream,
+        *,
+        timeout: float,
+        name: str = "agent",
+        time_limit: TimeLimit | None = None,
+        start_hint: str = "",
+    ) -> None:
         """``start_hint`` is added to the error if the agent ends before its first report."""
         self.stream = stream
         self._timeout = timeout

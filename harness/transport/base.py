@@ -113,9 +113,7 @@ class Transport(abc.ABC):
             return None
         return result.stdout.split(b" ", 1)[0].decode("ascii")
 
-    def sha256_each(
-        self, remotes: Sequence[str], timeout: float = 30.0
-    ) -> tuple[str | None, ...]:
+    def sha256_each(self, remotes: Sequence[str], timeout: float = 30.0) -> tuple[str | None, ...]:
         """:meth:`sha256` of several device files, in one command (one round trip)."""
         result = self.run(
             ["sh", "-c", 'for f in "$@"; do sha256sum < "$f" 2>/dev/null || echo -; done',

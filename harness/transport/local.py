@@ -91,9 +91,7 @@ class LocalTransport(Transport):
         except FileNotFoundError:
             return None
 
-    def sha256_each(
-        self, remotes: Sequence[str], timeout: float = 30.0
-    ) -> tuple[str | None, ...]:
+    def sha256_each(self, remotes: Sequence[str], timeout: float = 30.0) -> tuple[str | None, ...]:
         return tuple(self.sha256(remote) for remote in remotes)
 
 

@@ -29,8 +29,9 @@ def start_stream_process(
 class ProcessStream(ByteStream):
     """Talks to ``process`` through its pipes (see :func:`start_stream_process`)."""
 
-    def __init__(self, process: ManagedProcess, describe: str,
-                 lost_hint: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self, process: ManagedProcess, describe: str, lost_hint: Callable[[], str] | None = None
+    ) -> None:
         popen = process.popen
         if popen.stdin is None or popen.stdout is None or popen.stderr is None:
             raise ValueError("ProcessStream needs stdin, stdout and stderr pipes")

@@ -42,9 +42,7 @@ class _Watchdog:
 class _Connection:
     """One live route: an SSHClient per hop (the board last) and the ProxyCommand, if any."""
 
-    def __init__(
-        self, clients: list[paramiko.SSHClient], proxy: ManagedProcess | None
-    ) -> None:
+    def __init__(self, clients: list[paramiko.SSHClient], proxy: ManagedProcess | None) -> None:
         self.clients = clients
         self.proxy = proxy
         self.sftp: paramiko.SFTPClient | None = None

@@ -18,7 +18,6 @@ class SshConfigError(ValueError):
         self.field = field
 
 
-
 class HostKeyRejected(DeviceUnavailable):
     """The host's key could not be verified, so the connection was refused."""
 

@@ -34,7 +34,6 @@ def fingerprint_of_public_key(public_key: str) -> str:
     return "SHA256:" + digest.rstrip("=")
 
 
-
 @dataclass(frozen=True)
 class _HostKeyPin:
     """A key or fingerprint the profile insists the board has."""
@@ -68,7 +67,6 @@ class _HostKeyPin:
                 f"host_key {brief(text)}: not a usable key: {exc}", "host_key"
             ) from None
         return cls(fingerprint=key.fingerprint, key=key)
-
 
 
 class _VerifyHostKey(paramiko.MissingHostKeyPolicy):

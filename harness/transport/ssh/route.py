@@ -124,8 +124,10 @@ def _refuse_untrusted_directives(config: _SshConfigText) -> None:
                 "line in your own ~/.ssh/config (and drop transport.ssh_config)",
                 config.field,
             )
-        if words and words[0].lower() == "match" and any(
-            word.lstrip("!").lower() == "exec" for word in words[1:]
+        if (
+            words
+            and words[0].lower() == "match"
+            and any(word.lstrip("!").lower() == "exec" for word in words[1:])
         ):
             raise SshConfigError(
                 f"ssh config {config.path} line {number}: 'Match exec' runs a command, and a "
@@ -134,9 +136,7 @@ def _refuse_untrusted_directives(config: _SshConfigText) -> None:
             )
 
 
-_COMMANDS_FIX = (
-    "put it in your own ~/.ssh/config (and drop transport.ssh_config), or use ProxyJump"
-)
+_COMMANDS_FIX = "put it in your own ~/.ssh/config (and drop transport.ssh_config), or use ProxyJump"
 # Over a thousand Host blocks. paramiko's lookup costs ~0.5 ms per block (5.1, measured:
 # 2.6 s for 256 KiB), and the route to a board takes one lookup per hop.
 _MAX_CONFIG_BYTES = 64 << 10
@@ -183,8 +183,9 @@ def _resolve(
     jump = _unless_none(proxy_jump if proxy_jump is not None else entry.get("proxyjump"))
     proxy_command = _unless_none(entry.get("proxycommand"))
     if jump and proxy_command:
-        raise SshConfigError(f"{where}: both ProxyJump and ProxyCommand are set; keep one",
-                             config.field)
+        raise SshConfigError(
+            f"{where}: both ProxyJump and ProxyCommand are set; keep one", config.field
+        )
     if proxy_command and not config.commands:
         raise SshConfigError(
             f"{where}: ProxyCommand runs a command, and a device profile may not run "

@@ -76,7 +76,6 @@ class SshProfile:
             _HostKeyPin.parse(self.host_key)
 
 
-
 def _parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
     """``[user@]host[:port][,...]`` (``[v6addr]:port`` too), every part checked; at most
     :data:`_MAX_JUMPS` entries (each costs an ssh config lookup when the route is resolved)."""
@@ -94,9 +93,11 @@ def _parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
         if not match:
             raise ValueRuleError(f"ProxyJump entry {brief(spec)}: expected [user@]host[:port]")
         port = match["p6"] if match["p6"] is not None else match["p"]
-        specs.append((
-            check_user(user) if user else None,
-            check_host(match["h6"] or match["h"]),
-            port_from_text(port) if port is not None else None,
-        ))
+        specs.append(
+            (
+                check_user(user) if user else None,
+                check_host(match["h6"] or match["h"]),
+                port_from_text(port) if port is not None else None,
+            )
+        )
     return specs

@@ -34,7 +34,6 @@ def _drain(read: Callable[[int], bytes], into: bytearray) -> bool:
         into += chunk
 
 
-
 class SshStream(ByteStream):
     """A remote process's stdin and stdout over one exec channel; stderr is kept as a tail."""
 

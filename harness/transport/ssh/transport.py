@@ -84,7 +84,6 @@ def _tracked(command: str) -> str:
     return f"echo $$; {command}; exit $?"
 
 
-
 class SshTransport(Transport):
     """A Linux board reached over SSH (see the module docstring)."""
 
@@ -457,7 +456,6 @@ class SshTransport(Transport):
                 abi=_ABIS.get(machine, machine), os=system.lower(), work_dir=self.profile.work_dir
             )
         return self._facts
-
 
 
 def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
