@@ -267,8 +267,9 @@ def test_one_pool_profile_on_three_workers_each_worker_its_own_place(lab, device
     assert sorted(len(seq) for seq in sequences.values()) == [1, 2], sequences
     shared = next(place for place, seq in sequences.items() if len(seq) == 2)
     other = "lab-b" if shared == "lab-a" else "lab-a"
-    # the third worker took the place freed first
-    assert _first_holder_left(watch, shared) < _first_holder_left(watch, other), sequences
+    # the third worker took the place freed first (or freed in the same poll of the
+    # coordinator as the other: then its view cannot tell which was first)
+    assert _first_holder_left(watch, shared) <= _first_holder_left(watch, other), sequences
     _all_free(lab)
 
 
