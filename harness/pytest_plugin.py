@@ -32,10 +32,7 @@ end, and to an HTML report. This module is glue: the logic is in
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,11 +51,12 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
-from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY, amend_junit
+from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY
 from harness.farm.labgrid import LabgridPlace, find_client, pool_names
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
+from harness.farm.reporting import ControllerReporting
 from harness.farm.results import (
     REPORT_FILE,
     ResultsRecorder,
@@ -69,14 +67,7 @@ from harness.farm.results import (
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
-from harness.farm.summary import (
-    backend_table,
-    device_runtime,
-    devices_in_order,
-    infrastructure_lines,
-    outcome_table,
-    quarantined_devices,
-)
+from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.messages import LoadPath
 from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
@@ -175,7 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
     workers = XdistWorkers()
     config.pluginmanager.register(workers, "et-harness-xdist-workers")
-    stop_on_sigterm(lambda: _interrupted_by_sigterm(workers))  # then teardown, as on Ctrl-C
+    stop_on_sigterm(lambda: interrupted_by_sigterm(workers))  # then teardown, as on Ctrl-C
     worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
@@ -206,36 +197,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
         return
     _configure_controller(config, profiles)
-
-
-class XdistWorkers:
-    """The controller's xdist workers, so that a SIGTERM to the controller reaches them.
-
-    A controller SIGTERMed alone (`kill PID`, CI cancellation) would otherwise wait
-    xdist's 10 s for its workers before killing them.
-    """
-
-    def __init__(self) -> None:
-        self.pids: set[int] = set()
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_newgateway(self, gateway: Any) -> None:
-        pid = gateway.remote_exec("import os; channel.send(os.getpid())").receive(timeout=30)
-        if isinstance(pid, int):
-            self.pids.add(pid)
-
-    def terminate(self) -> None:
-        for pid in self.pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-
-
-def _interrupted_by_sigterm(workers: XdistWorkers) -> None:
-    workers.terminate()
-    pytest.exit(
-        "SIGTERM: the run stops; its devices are brought down",
-        returncode=pytest.ExitCode.INTERRUPTED,
-    )
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -561,56 +522,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     if is_infrastructure_report(report):
         return "infra", "I", ("INFRA", {"yellow": True})
     return None
-
-
-class ControllerReporting:
-    """The controller's (or only process's) hooks: results, HTML, JUnit, terminal tables."""
-
-    def __init__(self, config: pytest.Config, recorder: ResultsRecorder) -> None:
-        self.config = config
-        self.recorder = recorder
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.recorder.add(report)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, exitstatus: int) -> None:
-        self.recorder.finish(int(exitstatus))
-        xmlpath = self.config.getoption("xmlpath", default=None)
-        if xmlpath and self.recorder.active:
-            path = self.config.invocation_params.dir / os.path.expanduser(
-                os.path.expandvars(xmlpath)
-            )
-            if path.is_file():
-                amend_junit(path, self.recorder.results)
-
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.recorder.active:
-            return
-        results = self.recorder.results
-        for device in devices_in_order(results):
-            lines = backend_table(results, device)
-            if lines:
-                terminalreporter.section(f"backend options delivery on {device}")
-                runtime = device_runtime(results, device)
-                if runtime:
-                    terminalreporter.write_line(f"runtime: {runtime}")
-                for line in lines:
-                    terminalreporter.write_line(line)
-        infra = infrastructure_lines(results)
-        if infra:
-            terminalreporter.section(
-                "infrastructure errors (device trouble, not test failures)", yellow=True
-            )
-            for line in infra:
-                terminalreporter.write_line(line)
-        terminalreporter.section("device farm")
-        for line in outcome_table(results):
-            terminalreporter.write_line(line)
-        for device, reason in quarantined_devices(results).items():
-            terminalreporter.write_line(f"quarantined: {device}: {reason}", yellow=True)
-        terminalreporter.write_line(f"results: {self.recorder.results_dir}")
-        terminalreporter.write_line(f"report:  {self.recorder.html_path}")
 
 
 @pytest.hookimpl(trylast=True)

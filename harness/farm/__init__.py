@@ -19,8 +19,10 @@ one concept per module:
 - :mod:`~harness.farm.slot`: one device as a run uses it (bring-up, restarts, retries);
 - :mod:`~harness.farm.artifacts`: core files pulled after the agent died;
 - :mod:`~harness.farm.records`, :mod:`~harness.farm.results`: one JSON line per test;
-- :mod:`~harness.farm.summary`, :mod:`~harness.farm.html_report`,
+- :mod:`~harness.farm.reporting`: the controller's reporting hooks, over
+  :mod:`~harness.farm.summary`, :mod:`~harness.farm.html_report`,
   :mod:`~harness.farm.junit`: terminal tables, the HTML report, JUnit additions;
+- :mod:`~harness.farm.xdist_workers`: a SIGTERM to the controller reaches its workers;
 - :mod:`~harness.farm.merge`: many runs' results into one report.
 
 See docs/device-farm.md.

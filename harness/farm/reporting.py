@@ -1,0 +1,68 @@
+"""What the controller (or the only process) reports: results, HTML, JUnit, terminal tables."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from harness.farm.junit import amend_junit
+from harness.farm.results import ResultsRecorder
+from harness.farm.summary import (
+    backend_table,
+    device_runtime,
+    devices_in_order,
+    infrastructure_lines,
+    outcome_table,
+    quarantined_devices,
+)
+
+
+class ControllerReporting:
+    """The controller's (or only process's) hooks: results, HTML, JUnit, terminal tables."""
+
+    def __init__(self, config: pytest.Config, recorder: ResultsRecorder) -> None:
+        self.config = config
+        self.recorder = recorder
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.recorder.add(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        self.recorder.finish(int(exitstatus))
+        xmlpath = self.config.getoption("xmlpath", default=None)
+        if xmlpath and self.recorder.active:
+            path = self.config.invocation_params.dir / os.path.expanduser(
+                os.path.expandvars(xmlpath)
+            )
+            if path.is_file():
+                amend_junit(path, self.recorder.results)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.recorder.active:
+            return
+        results = self.recorder.results
+        for device in devices_in_order(results):
+            lines = backend_table(results, device)
+            if lines:
+                terminalreporter.section(f"backend options delivery on {device}")
+                runtime = device_runtime(results, device)
+                if runtime:
+                    terminalreporter.write_line(f"runtime: {runtime}")
+                for line in lines:
+                    terminalreporter.write_line(line)
+        infra = infrastructure_lines(results)
+        if infra:
+            terminalreporter.section(
+                "infrastructure errors (device trouble, not test failures)", yellow=True
+            )
+            for line in infra:
+                terminalreporter.write_line(line)
+        terminalreporter.section("device farm")
+        for line in outcome_table(results):
+            terminalreporter.write_line(line)
+        for device, reason in quarantined_devices(results).items():
+            terminalreporter.write_line(f"quarantined: {device}: {reason}", yellow=True)
+        terminalreporter.write_line(f"results: {self.recorder.results_dir}")
+        terminalreporter.write_line(f"report:  {self.recorder.html_path}")
