@@ -343,7 +343,8 @@ def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
 def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, devices, tmp_path):
     holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
     argv = lab.client_argv("-p", "lab-a", "acquire")
-    subprocess.run(argv, env=holder_env, check=True, capture_output=True)
+    acquired = subprocess.run(argv, env=holder_env, capture_output=True, text=True, check=False)
+    assert acquired.returncode == 0, (acquired.stderr, lab.client("-v", "places"))
     try:
         run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
         _finish(run)
