@@ -59,19 +59,6 @@ const char* c_id(etb_str_t id, char (&buf)[ETB_MAX_ID + 1]) {
   return buf;
 }
 
-const char* path_label(uint8_t path) {
-  switch (path) {
-    case ETB_LOAD_PROGRAM:
-      return "program";
-    case ETB_LOAD_MODULE:
-      return "module";
-    case ETB_LOAD_MODULE_METHOD:
-      return "module_method";
-    default:
-      return "module_both";
-  }
-}
-
 // Lets a number of threads start their work together: each waits in
 // arrive_and_wait until all have arrived (std::latch is C++20).
 class StartGate {

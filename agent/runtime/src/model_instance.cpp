@@ -39,6 +39,8 @@ std::string join(const std::vector<std::string>& ids) {
   return text + "]";
 }
 
+}  // namespace
+
 const char* path_label(uint8_t path) {
   switch (path) {
     case ETB_LOAD_PROGRAM:
@@ -51,8 +53,6 @@ const char* path_label(uint8_t path) {
       return "module_both";
   }
 }
-
-}  // namespace
 
 ModelRequest ModelRequest::of(const etb_request_t& request, uint8_t model) {
   if (model == 0) {

@@ -14,6 +14,9 @@
 
 namespace etb {
 
+// The wire name of a load path (ETB_LOAD_*): "program", "module", ...
+const char* path_label(uint8_t path);
+
 // The fields of one model of a LOAD request, wherever the wire put them
 // (model 0: the request's own fields; model k: request.models[k - 1]).
 struct ModelRequest {
