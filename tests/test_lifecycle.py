@@ -142,6 +142,53 @@ def test_a_record_from_another_host_is_left_alone(tmp_path: Path) -> None:
     assert kept.exists()
 
 
+def test_a_record_without_a_lock_is_reaped_once_its_owner_is_gone(tmp_path: Path) -> None:
+    directory = tmp_path / "owners"
+    directory.mkdir()
+    files = {name: tmp_path / f"{name}-file" for name in ("gone", "alive")}
+    for path in files.values():
+        path.write_text("x")
+    finished = subprocess.Popen(["true"])
+    finished.wait()  # reaped: its pid names nobody now
+    gone = OwnerRecord(owner="gone", pid=finished.pid, start=1, boot_id=boot_id(),
+                       host=socket.gethostname(), paths=(str(files["gone"]),))  # fmt: skip
+    (directory / "gone.json").write_text(gone.to_json())
+    alive = OwnerRecord(owner="alive", pid=os.getpid(), start=start_time(os.getpid()) or 0,
+                        boot_id=boot_id(), host=socket.gethostname(),
+                        paths=(str(files["alive"]),))  # fmt: skip
+    (directory / "alive.json").write_text(alive.to_json())
+    assert owner.sweep(directory) == ["gone"]
+    assert not files["gone"].exists() and not (directory / "gone.json").exists()
+    assert files["alive"].exists() and (directory / "alive.json").exists()
+
+
+def test_an_owner_whose_new_lock_a_sweep_unlinks_takes_a_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "me.lock"
+    real_flock = fcntl.flock
+    sweeps: list[int] = []
+
+    def flock_after_a_sweep(fd: int, operation: int) -> None:
+        if not sweeps:  # a sweep found the file before its owner locked it: unlinked
+            sweeps.append(fd)
+            path.unlink()
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(owner.fcntl, "flock", flock_after_a_sweep)
+    fd = owner._hold_lock(path)
+    monkeypatch.undo()
+    try:
+        assert sweeps, "the sweep was not injected"
+        assert os.fstat(fd).st_ino == path.stat().st_ino
+        other = os.open(path, os.O_RDWR)
+        with pytest.raises(BlockingIOError):  # the file at the path is the one held
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(other)
+    finally:
+        os.close(fd)
+
+
 def test_the_janitor_reaps_when_its_owner_is_killed(tmp_path: Path) -> None:
     """An owner in a subprocess starts a child and makes a directory, then is SIGKILLed."""
     script = (

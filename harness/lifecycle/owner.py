@@ -69,10 +69,7 @@ class Owner:
         self.janitor_pid: int | None = None
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._lock_fd = os.open(
-                directory / f"{self.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
-            )
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            self._lock_fd = _hold_lock(directory / f"{self.name}.lock")
             self._save()
         except OSError as exc:
             raise LifecycleError(
@@ -186,9 +183,27 @@ def current() -> Owner:
         return _current
 
 
+def _hold_lock(path: Path) -> int:
+    """An open descriptor of ``path`` holding its exclusive ``flock``.
+
+    A sweep by another process may take the new, still unlocked file for a dead owner's
+    and unlink it between the open and the lock; the lock would then guard a file that is
+    no longer there. So the lock counts only if ``path`` is still the file it was taken on.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
 def sweep(directory: Path) -> list[str]:
     """Reap every record in ``directory`` whose owner and janitor are both gone; their names."""
-    reaped = []
+    reaped = _sweep_unlocked_records(directory)
     host, boot = socket.gethostname(), boot_id()
     for lock_path in sorted(directory.glob("*.lock")):
         with _claimed(lock_path) as claimed:
@@ -208,6 +223,37 @@ def sweep(directory: Path) -> list[str]:
             for leftover in (record_path, record_path.with_suffix(".tmp"), lock_path):
                 leftover.unlink(missing_ok=True)  # .tmp: the owner died while saving
             reaped.append(lock_path.stem)
+    return reaped
+
+
+def _sweep_unlocked_records(directory: Path) -> list[str]:
+    """Reap records with no lock beside them (left by harness versions whose lock a sweep
+    could unlink before its owner held it) once their owner is gone; their names.
+
+    An owner makes its lock before its record and its janitor removes the record before
+    the lock, so a live owner's record has a lock, except one of those old versions'.
+    """
+    reaped = []
+    host, boot = socket.gethostname(), boot_id()
+    for record_path in sorted(directory.glob("*.json")):
+        if record_path.with_suffix(".lock").exists():
+            continue
+        try:
+            record = OwnerRecord.from_json(record_path.read_text())
+        except FileNotFoundError:
+            continue  # reaped meanwhile
+        except (OSError, ValueError, KeyError, TypeError):
+            record = None  # unreadable: nobody can be reading it either
+        if record is not None and record.host != host:
+            continue  # a shared cache: that machine's next run cleans up
+        if record is not None and record.boot_id == boot:
+            if start_time(record.pid) == record.start:
+                continue  # its owner still runs
+            reap(record)
+        elif record is not None:
+            reap(_files_only(record))
+        record_path.unlink(missing_ok=True)
+        reaped.append(record_path.stem)
     return reaped
 
 
