@@ -128,7 +128,9 @@ void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context, 
       error = value.ok() ? et::Error::Ok : value.error();
       if (value.ok()) {
         auto& text = found.value.emplace<std::array<char, et::kMaxOptionValueLength>>();
-        std::strncpy(text.data(), *value, text.size() - 1);
+        const size_t length = strnlen(*value, text.size() - 1);
+        std::memcpy(text.data(), *value, length);
+        text[length] = '\0';
       }
     }
     if (error != et::Error::Ok) {
