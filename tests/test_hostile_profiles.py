@@ -404,3 +404,17 @@ def test_a_profile_named_config_may_not_canonicalize_host_names(home, tmp_path, 
                       f"    CanonicalDomains {domains}\n")
     message = refusal(write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {config}}}"))
     assert f"line 2: 'CanonicalizeHostname {value}' makes DNS queries" in message, message
+
+
+def test_proxy_command_tokens_are_those_of_openssh(home, tmp_path):
+    """%n is the host as given and %% a literal % (paramiko expands neither); a token
+    OpenSSH's ProxyCommand does not take is refused, as ssh refuses it."""
+    config = home / ".ssh" / "config"
+    config.write_text("Host board\n    HostName 127.0.0.1\n"
+                      "    ProxyCommand socat - TCP:%h:%p,name=%n,pct=100%%h\n")
+    route = resolve_route(SshProfile(host="board", port=9))
+    assert route[-1].proxy_command == "socat - TCP:127.0.0.1:9,name=board,pct=100%h"
+    for token in ("%u", "%d", "%"):
+        config.write_text(f"Host board\n    ProxyCommand socat - TCP:%h:%p {token}\n")
+        with pytest.raises(SshConfigError, match=f"unknown token '{token}'"):
+            resolve_route(SshProfile(host="board"))

@@ -4,6 +4,7 @@ whose values are checked like the profile's."""
 from __future__ import annotations
 
 import getpass
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,10 @@ class _Hop:
         return f"{self.user}@{self.hostname}:{self.port}"
 
 
+_PROXY_TOKEN = re.compile(r"%(.?)", re.DOTALL)  # what follows a % (nothing: at the end)
+_LITERAL_PERCENT = "\ue000"  # a private-use character standing for %% while paramiko reads
+
+
 @dataclass(frozen=True)
 class _SshConfigText:
     """The text of an ssh config file, looked up one host at a time."""
@@ -71,11 +76,19 @@ class _SshConfigText:
             override.append(f"    Port {port}")
         if user is not None:
             override.append(f"    User {user}")
-        text = "\n".join(override) + "\nHost *\n" + self.text
+        # paramiko does not know %% (a literal %): it would expand the %h of %%h. Hidden
+        # from it, and put back for _expand_proxy_tokens.
+        text = "\n".join(override) + "\nHost *\n" + self.text.replace("%%", _LITERAL_PERCENT)
         try:
-            return paramiko.SSHConfig.from_text(text).lookup(host)
+            entry = paramiko.SSHConfig.from_text(text).lookup(host)
         except (paramiko.ConfigParseError, ValueError) as exc:
             raise SshConfigError(f"ssh config {self.path}: {exc}", self.field) from None
+        for key, value in entry.items():
+            if isinstance(value, str):
+                entry[key] = value.replace(_LITERAL_PERCENT, "%%")
+            elif isinstance(value, list):
+                entry[key] = [v.replace(_LITERAL_PERCENT, "%%") for v in value]
+        return entry
 
     def where(self, host: str) -> str:
         return f"ssh config {self.path}, Host {host}"
@@ -182,6 +195,8 @@ def _resolve(
     where = config.where(host)
     jump = _unless_none(proxy_jump if proxy_jump is not None else entry.get("proxyjump"))
     proxy_command = _unless_none(entry.get("proxycommand"))
+    if proxy_command is not None:
+        proxy_command = _expand_proxy_tokens(proxy_command, host, where, config.field)
     if jump and proxy_command:
         raise SshConfigError(
             f"{where}: both ProxyJump and ProxyCommand are set; keep one", config.field
@@ -232,6 +247,29 @@ def _resolve(
             config, jump_host, jump_port, jump_user, None, known_hosts, "none", depth + 1
         )
     return [*route, hop]
+
+
+def _expand_proxy_tokens(command: str, host: str, where: str, field: str) -> str:
+    """``command`` with the ProxyCommand tokens paramiko leaves (``%%``, ``%n``) expanded.
+
+    OpenSSH's ProxyCommand takes %%, %h, %n, %p and %r and refuses any other token;
+    paramiko expands ~, %h, %p and %r only and passes the rest on to the shell (a %% it
+    never saw, see :meth:`_SshConfigText.lookup`). ``host``, ``port`` and ``user`` are
+    checked words with no ``%``, so a ``%`` still here came from the config.
+    """
+
+    def expand(token: re.Match[str]) -> str:
+        if token[1] == "%":
+            return "%"
+        if token[1] == "n":
+            return host  # the host name as given, before HostName
+        raise SshConfigError(
+            f"{where}: ProxyCommand: unknown token '%{token[1]}'; OpenSSH takes %%, %h, %n, "
+            "%p and %r there (write %% for a literal %)",
+            field,
+        )
+
+    return _PROXY_TOKEN.sub(expand, command)
 
 
 def _unless_none(value: str | None) -> str | None:
