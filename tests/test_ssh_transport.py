@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +24,7 @@ from harness.devices.ssh import ssh_settings
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
 from harness.profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
+from harness.transport.private_dir import UnsafeDirectoryError
 from harness.transport.ssh import (
     HostKeyMismatch,
     HostKeyUnknown,
@@ -422,6 +426,35 @@ def test_reconnects_after_the_connection_dropped(own_board: SshdEmulator) -> Non
         transport.close()
     assert own_board.wait_for_log(LOGOUT)
     assert own_board.log_count(LOGIN) == 2
+
+
+def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
+    board: SshdEmulator,
+) -> None:
+    """As on this machine (test_private_dir.py): the board's work_dir and every directory
+    above it must be the login user's or root's and not writable by others."""
+    shared = Path(tempfile.mkdtemp(prefix="et-shared-", dir="/tmp"))
+    device_uid = pwd.getpwnam(board.user).pw_uid
+    transport = SshTransport(
+        board.profile(work_dir=str(shared / "et-harness"), work_dir_where="b.yaml: work_dir")
+    )
+    try:
+        shared.chmod(0o777)  # as another user of the board made it: not sticky
+        with pytest.raises(UnsafeDirectoryError,
+                           match=rf"^b.yaml: work_dir: {shared} is writable by group \(mode 0777\)"):
+            transport.facts()
+        shared.chmod(0o755)
+        os.chown(shared, 65534, 65534)
+        with pytest.raises(UnsafeDirectoryError, match=rf"{shared} is owned by uid 65534, not"):
+            transport.facts()
+        assert not (shared / "et-harness").exists()
+        os.chown(shared, device_uid, device_uid)
+        assert transport.facts().work_dir == str(shared / "et-harness")
+        made = (shared / "et-harness").stat()
+        assert (made.st_uid, made.st_mode & 0o777) == (device_uid, 0o700)
+    finally:
+        transport.close()
+        shutil.rmtree(shared)
 
 
 def test_facts_and_sha256(ssh: SshTransport, tmp_path: Path) -> None:

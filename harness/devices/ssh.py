@@ -45,6 +45,7 @@ def ssh_settings(profile: DeviceProfile) -> SshProfile:
             base=profile.path.parent if profile.path else Path.cwd(),
             required={"host": "required, a host or alias"},
             work_dir=profile.work_dir,
+            work_dir_where=profile.where("work_dir"),
             connect_timeout=profile.timeouts.connect,
             config_commands=trusted,
         )

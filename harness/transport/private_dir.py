@@ -5,50 +5,77 @@ for libraries in its own directory first, so whoever can write a directory on th
 path can run code as the user running the harness. Like OpenSSH's ``StrictModes``,
 every existing component of the path must be owned by root or the current user and
 not writable by group or others, unless it is a sticky directory owned by root (such
-as ``/tmp``); components the harness creates are made mode 0700.
+as ``/tmp``); components the harness creates are made mode 0700. The same check
+applies to a board's work directory over SFTP (:mod:`harness.transport.ssh`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import Protocol, TypeVar
 
 from harness.transport.base import DeviceUnavailable
+
+
+_P = TypeVar("_P", bound=PurePath)
 
 
 class UnsafeDirectoryError(DeviceUnavailable):
     """A directory the harness would use can be changed by another user."""
 
 
-def _check(path: Path, what: str) -> None:
-    info = os.lstat(path)
-    me = os.geteuid()
-    if stat.S_ISLNK(info.st_mode):
-        if info.st_uid not in (0, me):
+class FileStatus(Protocol):
+    """What a check needs of a file's status: ``os.stat_result`` or paramiko's
+    ``SFTPAttributes`` (whose fields may be missing)."""
+
+    @property
+    def st_mode(self) -> int | None: ...
+
+    @property
+    def st_uid(self) -> int | None: ...
+
+
+def check_component(path: PurePath, info: FileStatus, me: int, what: str) -> None:
+    """Refuse ``path`` (one component of a work directory, ``info`` its ``lstat``) unless
+    only ``me`` (a uid) and root can change it."""
+    mode, uid = info.st_mode, info.st_uid
+    if mode is None or uid is None:
+        raise UnsafeDirectoryError(
+            f"{what}: cannot tell who owns {path} (its status has no mode or owner): "
+            "choose a work_dir of your own"
+        )
+    if stat.S_ISLNK(mode):
+        if uid not in (0, me):
             raise UnsafeDirectoryError(
-                f"{what}: {path} is a symbolic link owned by uid {info.st_uid}, not by you or "
+                f"{what}: {path} is a symbolic link owned by uid {uid}, not by you or "
                 "root; another user could point it anywhere: choose a work_dir of your own"
             )
         return  # the directory it names is checked as part of the resolved path
-    if not stat.S_ISDIR(info.st_mode):
+    if not stat.S_ISDIR(mode):
         raise UnsafeDirectoryError(f"{what}: {path} is not a directory")
-    if info.st_uid not in (0, me):
+    if uid not in (0, me):
         raise UnsafeDirectoryError(
-            f"{what}: {path} is owned by uid {info.st_uid}, not by you (uid {me}) or root; "
+            f"{what}: {path} is owned by uid {uid}, not by you (uid {me}) or root; "
             "files there could run as you: choose a work_dir of your own"
         )
-    writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    if writable and not (info.st_mode & stat.S_ISVTX and info.st_uid == 0):
+    writable = mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and not (mode & stat.S_ISVTX and uid == 0):
         raise UnsafeDirectoryError(
-            f"{what}: {path} is writable by {'group' if info.st_mode & stat.S_IWGRP else 'others'}"
-            f" (mode {stat.S_IMODE(info.st_mode):04o}); files there could run as you: "
+            f"{what}: {path} is writable by {'group' if mode & stat.S_IWGRP else 'others'}"
+            f" (mode {stat.S_IMODE(mode):04o}); files there could run as you: "
             f"chmod go-w {path} or choose a work_dir of your own"
         )
 
 
-def _components(path: Path) -> list[Path]:
+def components(path: _P) -> list[_P]:
+    """``path`` and each directory above it, the root first."""
     return [*reversed(path.parents), path]
+
+
+def _check(path: Path, what: str) -> None:
+    check_component(path, os.lstat(path), os.geteuid(), what)
 
 
 def ensure_private_dir(path: Path, what: str) -> Path:
@@ -59,7 +86,7 @@ def ensure_private_dir(path: Path, what: str) -> Path:
     """
     if not path.is_absolute():
         raise UnsafeDirectoryError(f"{what}: {path} is not an absolute path")
-    for part in _components(path):
+    for part in components(path):
         try:
             _check(part, what)
         except FileNotFoundError:
@@ -68,6 +95,6 @@ def ensure_private_dir(path: Path, what: str) -> Path:
             except FileExistsError:
                 pass  # made meanwhile (by another run of ours, or not): checked below
             _check(part, what)
-    for part in _components(path.resolve(strict=True)):
+    for part in components(path.resolve(strict=True)):
         _check(part, what)
     return path

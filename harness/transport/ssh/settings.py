@@ -54,6 +54,7 @@ class SshProfile:
     proxy_jump: str | None = None  # "[user@]host[:port][,...]", overrides the config
     use_agent: bool = True
     work_dir: str = "/tmp/et-harness"
+    work_dir_where: str = "work_dir"  # names the profile's work_dir in errors
     connect_timeout: float = 20.0
     keepalive_interval: float = 5.0
     config_commands: bool = True

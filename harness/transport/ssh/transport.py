@@ -66,6 +66,7 @@ from harness.transport.ssh.settings import (
     SshProfile,
 )
 from harness.transport.ssh.stream import SshStream, _drain
+from harness.transport.ssh.work_dir import ensure_private_work_dir
 from harness.untrusted_input import InputFileError, read_bounded_text
 
 _ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
@@ -452,10 +453,23 @@ class SshTransport(Transport):
             if result.exit_code != 0 or len(words) != 2:
                 raise TransportError(f"{self.name}: `uname -s -m` failed: {result.stderr!r}")
             system, machine = words
+            self._ensure_work_dir()
             self._facts = DeviceFacts(
                 abi=_ABIS.get(machine, machine), os=system.lower(), work_dir=self.profile.work_dir
             )
         return self._facts
+
+    def _ensure_work_dir(self) -> None:
+        """Make ``work_dir``, refusing one another user of the board could change."""
+        result = self.run(["id", "-u"], timeout=self.profile.connect_timeout)
+        uid = result.stdout.decode("ascii", "replace").strip()
+        if result.exit_code != 0 or not uid.isdigit():
+            raise TransportError(f"{self.name}: `id -u` failed: {result.stderr!r}")
+        work_dir = self.profile.work_dir
+        try:
+            ensure_private_work_dir(self._sftp(), work_dir, int(uid), self.profile.work_dir_where)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            self._file_failure(exc, f"making {work_dir}")
 
 
 def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
@@ -468,6 +482,6 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
         pass
     _make_dirs(sftp, posixpath.dirname(directory.rstrip("/")))
     try:
-        sftp.mkdir(directory)
+        sftp.mkdir(directory, 0o700)
     except OSError:
         sftp.stat(directory)  # made meanwhile by someone else is fine; else raise
