@@ -2,7 +2,7 @@
 
 Fixtures (the user interface):
 
-- ``device_profile``: the :class:`~harness.profile.DeviceProfile` under test;
+- ``device_profile``: the :class:`~harness.config.profile.DeviceProfile` under test;
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
@@ -10,7 +10,7 @@ Fixtures (the user interface):
 - ``probe_program``: ``probe_program(("A", "B"))`` is the device path of a probe
   program whose delegates are A and B;
 - ``load_path``: a test that asks for it runs once per load path
-  (:class:`~harness.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
+  (:class:`~harness.model.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
   passes it on, ``et.load(options, path=load_path)``; paths the device's agent does
   not announce in HELLO (``load_paths``) are skipped on that device.
 
@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
+from harness.config.profile import DEVICES_DIR, DeviceProfile, ProfileError
 from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline
@@ -69,8 +70,7 @@ from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
-from harness.messages import LoadPath
-from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
+from harness.model.messages import LoadPath
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 

@@ -12,16 +12,16 @@ from dataclasses import dataclass
 
 from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
-from harness.check_models import check_models
-from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
-from harness.options import (
+from harness.check.several_models import check_models
+from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
+from harness.model.options import (
     MAX_LOAD_BACKENDS,
     MAX_OPTIONS_PER_BACKEND,
     BackendOptions,
     Option,
     OptionsMap,
 )
-from harness.runtime_error import RuntimeErrorCode
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.transport.base import TransportError
 
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends

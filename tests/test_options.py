@@ -1,4 +1,4 @@
-"""harness.options: the options map model, its runtime limits and its error messages."""
+"""harness.model.options: the options map model, its runtime limits and its error messages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import enum
 
 import pytest
 
-from harness.options import (
+from harness.model.options import (
     INT32_MAX,
     INT32_MIN,
     BackendOptions,
@@ -217,3 +217,4 @@ def test_unchecked_maps_hold_anything_and_compare_equal_to_checked_ones() -> Non
         wild.validate()
     assert OptionsMap.unchecked(one(1).backends) == one(1)
     assert OptionsMap.from_dict({"A": {"k": 2**40}}, checked=False).checked is False
+

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prerequisites import require
 
+from harness.config.profile import ProfileError, parse_profile
 from harness.devices.ssh import ssh_settings
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
-from harness.profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 from harness.transport.ssh import (
     HostKeyMismatch,

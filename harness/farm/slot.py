@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.agent.session import AgentLink
+from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.devices.bring_up import open_device
 from harness.farm import lab_quarantine
@@ -24,7 +25,6 @@ from harness.farm.lab_resources import LabResourceError, with_lab_address
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
-from harness.profile import DeviceProfile
 from harness.runner import CaseRunner, RunnerError
 from harness.transport.base import TransportError
 

@@ -66,7 +66,7 @@ from harness.transport.ssh.settings import (
     SshProfile,
 )
 from harness.transport.ssh.stream import SshStream, _drain
-from harness.untrusted_input import InputFileError, read_bounded_text
+from harness.untrusted.reading import InputFileError, read_bounded_text
 
 _ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 _STDERR_TAIL_BYTES = 8192

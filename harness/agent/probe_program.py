@@ -10,16 +10,16 @@ Loading it makes the runtime ``init`` each delegate's backend with that backend'
 entry of the ``LoadBackendOptionsMap``; executing it calls each ``execute``.
 
 Programs are cached by their delegate tuple under the harness cache
-(:func:`harness.flatc.cached_program`).
+(:func:`harness.agent.flatc.cached_program`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.flatc import FlatcError, cached_program, compile_json
-from harness.options import MAX_ID_BYTES
-from harness.sdk import ensure_sdk, host_abi
+from harness.agent.flatc import FlatcError, cached_program, compile_json
+from harness.agent.sdk import ensure_sdk, host_abi
+from harness.model.options import MAX_ID_BYTES
 
 MAX_DELEGATES = 8  # wire format v1: delegate_count limit
 FORMAT_REVISION = 2  # bump when the generated program changes shape

@@ -17,7 +17,7 @@ import math
 import posixpath
 import re
 
-from harness.untrusted_input import brief
+from harness.untrusted.reading import brief
 
 MAX_SECONDS = 86400  # one day: a longer bound is a typo, and would keep a hung test alive
 MAX_HOST_LENGTH = 253  # a DNS name's limit

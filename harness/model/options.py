@@ -13,7 +13,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.untrusted_input import brief
+from harness.untrusted.reading import brief
 
 OptionValue = bool | int | str
 
@@ -51,7 +51,7 @@ class MapValidationError(ValueError):
     """An options map breaks a runtime limit.
 
     ``path`` locates the bad entry (``backends.XnnpackBackend[2].value``);
-    :func:`harness.mapfile.load_map` prefixes it with the file name.
+    :func:`harness.codec.mapfile.load_map` prefixes it with the file name.
     """
 
     def __init__(self, path: str, problem: str, value: object) -> None:
