@@ -515,7 +515,7 @@ def test_stream_timeout_keeps_partial_data(ssh: SshTransport) -> None:
     stream = ssh.open_stream(["cat"])
     try:
         stream.write(b"abc")
-        with pytest.raises(TransportTimeout, match="have 3 bytes"):
+        with pytest.raises(TransportTimeout, match=r"got 3 of 4 bytes"):
             stream.read_exact(4, timeout=0.3)
         stream.write(b"d")
         assert stream.read_exact(4, timeout=5) == b"abcd"
