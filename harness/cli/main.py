@@ -147,11 +147,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _open(name: str):
-    from harness.devices.bring_up import open_device
-    from harness.runner import CaseRunner
+    from harness.runner import open_runner
 
-    device = open_device(load_profile(name))
-    return device, CaseRunner(device.start_link, device.program_for)
+    return open_runner(load_profile(name))
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
