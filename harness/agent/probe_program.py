@@ -91,17 +91,23 @@ def _method_json(name: str, delegates: tuple[str, ...]) -> dict:
             }
         ],
         "operators": [],
-        "delegates": [
-            {
-                "id": backend_id,
-                "processed": {"location": "INLINE", "index": index},
-                "compile_specs": [],
-            }
-            for index, backend_id in enumerate(delegates)
-        ],
+        "delegates": delegate_table(delegates),
         # Buffer 0 is reserved by the runtime; no memory-planned tensors.
         "non_const_buffer_sizes": [0],
     }
+
+
+def delegate_table(delegates: tuple[str, ...]) -> list[dict]:
+    """A method's delegate table: ``delegates`` in order, the blob of each inline at the
+    same index of the program's ``backend_delegate_data``."""
+    return [
+        {
+            "id": backend_id,
+            "processed": {"location": "INLINE", "index": index},
+            "compile_specs": [],
+        }
+        for index, backend_id in enumerate(delegates)
+    ]
 
 
 def validate_delegates(

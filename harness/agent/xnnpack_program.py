@@ -26,7 +26,7 @@ import struct
 from pathlib import Path
 
 from harness.agent.flatc import FlatcError, cached_program, compile_json
-from harness.agent.probe_program import MAX_DELEGATES, validate_delegates
+from harness.agent.probe_program import MAX_DELEGATES, delegate_table, validate_delegates
 from harness.agent.sdk import SdkPaths, ensure_sdk, host_abi
 
 XNNPACK_BACKEND = "XnnpackBackend"
@@ -211,14 +211,7 @@ def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
                     }
                 ],
                 "operators": [],
-                "delegates": [
-                    {
-                        "id": backend_id,
-                        "processed": {"location": "INLINE", "index": index},
-                        "compile_specs": [],
-                    }
-                    for index, backend_id in enumerate(delegates)
-                ],
+                "delegates": delegate_table(delegates),
                 # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
                 "non_const_buffer_sizes": [0, 2 * row_bytes],
             }
