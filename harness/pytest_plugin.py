@@ -2,7 +2,7 @@
 
 Fixtures (the user interface):
 
-- ``device_profile``: the :class:`~harness.profile.DeviceProfile` under test;
+- ``device_profile``: the :class:`~harness.config.profile.DeviceProfile` under test;
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
@@ -10,7 +10,7 @@ Fixtures (the user interface):
 - ``probe_program``: ``probe_program(("A", "B"))`` is the device path of a probe
   program whose delegates are A and B;
 - ``load_path``: a test that asks for it runs once per load path
-  (:class:`~harness.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
+  (:class:`~harness.model.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
   passes it on, ``et.load(options, path=load_path)``; paths the device's agent does
   not announce in HELLO (``load_paths``) are skipped on that device.
 
@@ -40,8 +40,10 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
+from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
+from harness.farm.command_line import add_options, farm_policy, results_place
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
     GROUPED_MODES,
@@ -53,24 +55,15 @@ from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
 from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY
 from harness.farm.labgrid import LabgridPlace, find_client, pool_names
-from harness.farm.lock import default_lock_dir
-from harness.farm.policy import FarmPolicy
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.reporting import ControllerReporting
-from harness.farm.results import (
-    REPORT_FILE,
-    ResultsRecorder,
-    RunInfo,
-    default_results_dir,
-    unwritable_reason,
-)
+from harness.farm.results import ResultsRecorder, RunInfo
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
-from harness.messages import LoadPath
-from harness.profile import DEVICES_DIR, DeviceProfile, ProfileError
+from harness.model.messages import LoadPath
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 
@@ -89,70 +82,7 @@ _ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("et-harness", "ExecuTorch backend-options harness")
-    group.addoption(
-        "--device",
-        default=None,
-        help="device profile(s): a name from devices/ (host, ssh-emu, adb-emu, mcu-emu, ...), "
-        "a path to a YAML profile, 'all', 'tag:NAME', or a comma-separated list (default: host)",
-    )
-    group.addoption(
-        "--devices-dir",
-        type=Path,
-        default=DEVICES_DIR,
-        help="where device names, 'all' and 'tag:' look (default: devices/)",
-    )
-    group.addoption(
-        "--lock-dir",
-        type=Path,
-        default=None,
-        help="directory of the per-device lock files (default: "
-        "$ET_HARNESS_CACHE/locks or ~/.cache/et-harness/locks)",
-    )
-    group.addoption(
-        "--lock-timeout",
-        type=float,
-        default=FarmPolicy.lock_timeout,
-        metavar="SECONDS",
-        help="longest wait for a device another process holds (default: %(default)s)",
-    )
-    group.addoption(
-        "--run-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="after this long, remaining tests end at once as infrastructure errors",
-    )
-    group.addoption(
-        "--infra-retries",
-        type=int,
-        default=FarmPolicy.infra_retries,
-        metavar="N",
-        help="tries of a test after infrastructure errors, each with a fresh "
-        "agent (default: %(default)s)",
-    )
-    group.addoption(
-        "--quarantine-after",
-        type=int,
-        default=FarmPolicy.quarantine_after,
-        metavar="K",
-        help="health-check a device after K tests in a row ended in infrastructure "
-        "errors; quarantine it if the check fails (default: %(default)s)",
-    )
-    group.addoption(
-        "--results-dir",
-        type=Path,
-        default=None,
-        help="where results.jsonl, run.json, report.html and artifacts go "
-        "(default: results/<timestamp>-<pid>)",
-    )
-    group.addoption(
-        "--html-report",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="the self-contained HTML report (default: <results dir>/report.html)",
-    )
+    add_options(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -182,17 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if worker
         else RunDeadline.starting_now(config.getoption("run_timeout"))
     )
-    try:
-        policy = FarmPolicy(
-            infra_retries=config.getoption("infra_retries"),
-            quarantine_after=config.getoption("quarantine_after"),
-            lock_timeout=config.getoption("lock_timeout"),
-            lock_dir=config.getoption("lock_dir") or default_lock_dir(),
-            deadline=deadline,
-        )
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    config.stash[_SLOTS] = DeviceSlots(profiles, policy)
+    config.stash[_SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline))
     if worker is not None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
         return
@@ -206,31 +126,16 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
         )
     except DistributionError as exc:
         raise pytest.UsageError(str(exc)) from None
-    base = config.invocation_params.dir
-    explicit = config.getoption("results_dir")
-    results_dir = base / explicit if explicit else default_results_dir(base)
-    html = config.getoption("html_report")
-    html_path = base / html if html else results_dir / REPORT_FILE
-    for option, target, directory in (
-        ("--results-dir", results_dir, results_dir),
-        ("--html-report", html_path, html_path.parent),
-    ):
-        reason = unwritable_reason(directory)
-        if option == "--html-report" and target.is_dir():
-            reason = f"{target} is a directory"
-        if reason is not None:
-            raise pytest.UsageError(
-                f"{option}: cannot write {target}: {reason}; give a place this user can write"
-            )
-    config.stash[_RESULTS_DIR] = results_dir
+    place = results_place(config)
+    results_dir = config.stash[_RESULTS_DIR] = place.results_dir
     try:
         recorder = ResultsRecorder(
             results_dir,
             RunInfo.starting(
                 results_dir.name, config.invocation_params.args, (p.name for p in profiles)
             ),
-            html_path=html_path,
-            eager=bool(explicit or html),
+            html_path=place.html_path,
+            eager=place.eager,
         )
     except OSError as exc:
         raise pytest.UsageError(

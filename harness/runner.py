@@ -9,20 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harness.agent.session import AgentLink, TimeLimit
 from harness.check import Verdict, check_get, check_load, check_set
-from harness.check_models import check_models
-from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
-from harness.options import (
+from harness.check.several_models import check_models
+from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
+from harness.model.options import (
     MAX_LOAD_BACKENDS,
     MAX_OPTIONS_PER_BACKEND,
     BackendOptions,
     Option,
     OptionsMap,
 )
-from harness.runtime_error import RuntimeErrorCode
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.transport.base import TransportError
+
+if TYPE_CHECKING:
+    from harness.config.profile import DeviceProfile
+    from harness.devices.base import Device
 
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
 # module_both's default stored map gives each backend this option: the explicit map
@@ -409,6 +414,32 @@ class CaseRunner:
         self.prepare(
             [n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound]
         )
+
+
+def open_runner(
+    profile: DeviceProfile,
+    *,
+    board_reset: Callable[[], None] | None = None,
+    time_limit: TimeLimit | None = None,
+    on_link: Callable[[AgentLink], None] | None = None,
+) -> tuple[Device, CaseRunner]:
+    """``profile``'s device, brought up, and a :class:`CaseRunner` on its agent (started
+    on first use, within ``time_limit``); close the runner, then the device.
+
+    ``board_reset`` resets the board through a lab; ``on_link`` is given every link the
+    runner starts (the farm keeps them, to show an agent's stderr with a failed test).
+    """
+    from harness.devices.bring_up import open_device  # the kind's modules, on demand
+
+    device = open_device(profile, board_reset=board_reset)
+
+    def start_link() -> AgentLink:
+        link = device.start_link(time_limit=time_limit)
+        if on_link is not None:
+            on_link(link)
+        return link
+
+    return device, CaseRunner(start_link, device.program_for, time_limit=time_limit)
 
 
 def _decoy(delegates: Sequence[str], options: OptionsMap) -> OptionsMap:

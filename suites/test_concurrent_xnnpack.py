@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.messages import LoadPath
+from harness.agent.xnnpack_program import expected_output
+from harness.model.messages import LoadPath
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import ModelLoad
-from harness.xnnpack_program import expected_output
 
 pytestmark = pytest.mark.backend("XnnpackBackend")
 

@@ -7,7 +7,8 @@ from maps import distinct_map, single
 
 from harness.codec import wire
 from harness.codec.wire import WireErrorCode
-from harness.messages import Action, Outcome, Request
+from harness.model.messages import Action, Outcome, Request
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.options import (
     MAX_OPTIONS_PER_BACKEND,
     BackendOptions,
@@ -15,7 +16,6 @@ from harness.options import (
     Option,
     OptionsMap,
 )
-from harness.runtime_error import RuntimeErrorCode
 
 OUT_OF_SPEC_OPTIONS = {
     "key-64-bytes": (Option("k" * 64, 1), WireErrorCode.KEY_LENGTH, "63"),

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 from maps import PROBE_NAMES, distinct_map, distinct_options, single
 
-from harness.messages import LoadPath, Outcome, Request
+from harness.model.messages import LoadPath, Outcome, Request
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
 
 PAIR = ("ProbeA", "ProbeB")
 MODULE_PATHS = [p for p in LoadPath if p is not LoadPath.PROGRAM]

@@ -19,7 +19,7 @@ import pytest
 from maps import single
 
 from harness.check import Verdict
-from harness.messages import MAX_MODELS, LoadPath, LoadSpec, Outcome, Request
+from harness.model.messages import MAX_MODELS, LoadPath, LoadSpec, Outcome, Request
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import ModelLoad
 

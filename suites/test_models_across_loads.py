@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from test_models import CONCURRENCY, OTHER, PROBE, assert_all_exact, need_models, own_map
 
 from harness.check import Verdict
-from harness.messages import LoadPath, Outcome
+from harness.model.messages import LoadPath, Outcome
+from harness.model.strategies import options_maps
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner, ModelLoad
-from harness.strategies import options_maps
 
 THIRD = "ProbeC"
 BOTH = (PROBE, OTHER)

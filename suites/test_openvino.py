@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.messages import Outcome, Request
+from harness.model.messages import Outcome, Request
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.options import Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
 
 pytestmark = pytest.mark.backend("OpenvinoBackend")
 

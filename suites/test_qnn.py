@@ -19,8 +19,8 @@ from __future__ import annotations
 import pytest
 from maps import single
 
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.options import Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
 
 pytestmark = pytest.mark.backend("QnnBackend")
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.messages import Action, Outcome, Request
+from harness.model.messages import Action, Outcome, Request
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
 
 pytestmark = pytest.mark.capability("register")
 

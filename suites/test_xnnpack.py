@@ -8,7 +8,7 @@ keys are ignored with Ok. Its state is process-global and survives RESET, so eve
 test sets what it reads.
 
 Load time, on every load path the device announces: the XNNPACK program
-(harness/xnnpack_program.py: a real fully connected layer with a constant weight, no
+(harness/agent/xnnpack_program.py: a real fully connected layer with a constant weight, no
 torch) loads and executes in the real runtime. What
 XnnpackBackend makes of its own runtime specs is shown from outside the backend:
 
@@ -30,10 +30,10 @@ import uuid
 import pytest
 from maps import single
 
-from harness.messages import LoadPath, Outcome, Request
+from harness.agent.xnnpack_program import expected_output
+from harness.model.messages import LoadPath, Outcome, Request
+from harness.model.runtime_error import RuntimeErrorCode
 from harness.options import Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
-from harness.xnnpack_program import expected_output
 
 pytestmark = pytest.mark.backend("XnnpackBackend")
 

@@ -1,5 +1,5 @@
 """Fixtures shared by the project's tests of the MCU firmware: every test that uses
-``firmware`` or ``mcu`` runs on each emulated board (harness/mcu_boards.py)."""
+``firmware`` or ``mcu`` runs on each emulated board (harness/config/mcu_boards.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.mcu_boards import BOARDS, McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
-from harness.mcu_boards import BOARDS, McuBoard
 
 
 @pytest.fixture(scope="session", params=sorted(BOARDS))

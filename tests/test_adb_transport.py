@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
+from harness.config.profile import ProfileError, parse_profile
 from harness.devices.adb import adb_target
 from harness.emulators.adb_emulator import AdbEmulator, AdbEndpoint
 from harness.emulators.adb_server import PrivateAdbServer, free_port
-from harness.profile import ProfileError, parse_profile
 from harness.transport.adb import AdbTarget, AdbTransport
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 

@@ -23,11 +23,11 @@ import pytest
 from prerequisites import require
 
 from harness.agent.build import AgentBuild, ensure_agent
+from harness.agent.probe_program import probe_program
 from harness.codec import wire
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
-from harness.options import Option, OptionsMap
-from harness.probe_program import probe_program
-from harness.runtime_error import RuntimeErrorCode as E
+from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.model.options import Option, OptionsMap
+from harness.model.runtime_error import RuntimeErrorCode as E
 
 TIMEOUT_S = 20.0
 # The x86_64 wheel's real backends, in the order their libraries' static

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from harness.benchmark import case_map, sample_alternately
 from harness.cli import main
-from harness.options import OptionType
+from harness.cli.bench import case_map, sample_alternately
+from harness.model.options import OptionType
 
 
 def test_case_map_has_every_type_and_the_requested_shape():

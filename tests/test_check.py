@@ -16,9 +16,9 @@ from harness.check import (
     check_load,
     check_set,
 )
-from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, ReportEntry
-from harness.options import BackendOptions, Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
+from harness.model.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, ReportEntry
+from harness.model.options import BackendOptions, Option, OptionsMap
+from harness.model.runtime_error import RuntimeErrorCode
 
 K = DifferenceKind
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.check import DifferenceKind
-from harness.check_models import check_models
-from harness.messages import (
+from harness.check.several_models import check_models
+from harness.model.messages import (
     ENTRY_FLAG_PROBE,
     Action,
     LoadPath,
@@ -20,7 +20,7 @@ from harness.messages import (
     ReportEntry,
     Request,
 )
-from harness.options import Option, OptionsMap
+from harness.model.options import Option, OptionsMap
 
 K = DifferenceKind
 PAIR = ("ProbeA", "ProbeB")

@@ -56,9 +56,9 @@ def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
     import subprocess
     import sys
 
-    from harness.messages import Action, Request
     from harness.agent.session import AgentSession
     from harness.link.serial.port import SerialPortConfig, connect
+    from harness.model.messages import Action, Request
     from tests.prerequisites import require
 
     require("qemu-system-arm")

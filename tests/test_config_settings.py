@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.config.settings import ProfileError, check_known, parse_settings, refuse
-from harness.value_rules import check_port
+from harness.untrusted.value_rules import check_port
 
 WHERE = "devices/x.yaml: transport"
 

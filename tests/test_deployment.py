@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.deployment import Deployment, choose_deployment
+from harness.config.profile import ProfileError, load_profile, parse_profile
 from harness.devices.base import DeviceSetupError
+from harness.devices.deployment import Deployment, choose_deployment
 from harness.devices.hosted import HostedDevice
-from harness.profile import ProfileError, load_profile, parse_profile
 from harness.transport.base import (
     ByteStream,
     CommandResult,

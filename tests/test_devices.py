@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from harness.agent.build import ensure_agent
+from harness.config.profile import load_profile, parse_profile
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.hosted import HostedDevice
-from harness.options import OptionsMap
-from harness.profile import load_profile, parse_profile
+from harness.model.options import OptionsMap
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 from harness.transport.local import LocalTransport
-from harness.trust import TRUSTED_PROFILES_ENV
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 MAP = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"mode": "x"}})
 

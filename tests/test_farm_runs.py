@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.trust import TRUSTED_PROFILES_ENV
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 RELAY = '''\
 """Test device: runs the agent (last argument) and relays its frames; see --help."""
@@ -129,7 +129,7 @@ finally:
 CASES = '''\
 import pytest
 
-from harness.options import OptionsMap
+from harness.model.options import OptionsMap
 
 
 @pytest.mark.parametrize("n", range({count}))

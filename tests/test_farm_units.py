@@ -17,6 +17,7 @@ from prerequisites import require
 
 from harness.agent.session import AgentSession
 from harness.check import check_set
+from harness.config.profile import parse_profile
 from harness.devices.core_files import collect_core_files
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline, RunTimeExpired
@@ -38,9 +39,8 @@ from harness.farm.summary import (
     quarantined_devices,
 )
 from harness.link.stream import StreamChannel
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
-from harness.options import Option, OptionsMap
-from harness.profile import parse_profile
+from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.model.options import Option, OptionsMap
 from harness.runner import CaseRunner, LinkBroken
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport

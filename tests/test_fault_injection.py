@@ -32,10 +32,10 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
+from harness.agent.sdk import ensure_sdk, host_abi
 from harness.farm.records import CaseResult
 from harness.farm.results import RESULTS_FILE, read_results
-from harness.sdk import ensure_sdk, host_abi
-from harness.trust import TRUSTED_PROFILES_ENV
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIM_SOURCE = ROOT / "tests" / "faults" / "etb_fault_shim.cpp"

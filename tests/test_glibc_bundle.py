@@ -24,18 +24,18 @@ from harness.agent.glibc_bundle import (
     library_closure,
     start_argv,
 )
+from harness.agent.probe_program import probe_program
+from harness.agent.sdk import SdkPaths
 from harness.agent.session import AgentSession
-from harness.deployment import Deployment
+from harness.config.profile import load_profile
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
+from harness.devices.deployment import Deployment
 from harness.devices.hosted import HostedDevice
 from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
 from harness.link.stream import AgentDidNotStart, StreamChannel
-from harness.options import OptionsMap
-from harness.probe_program import probe_program
-from harness.profile import load_profile
+from harness.model.options import OptionsMap
 from harness.runner import CaseRunner
-from harness.sdk import SdkPaths
 from harness.transport.local import LocalTransport
 from tests.prerequisites import require
 

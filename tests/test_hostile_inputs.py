@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.codec.mapfile import MapFileError, load_map
+from harness.codec.strict_yaml import MAX_DEPTH, MAX_NUMBER_CHARS, MAX_VALUES, YamlError, read_yaml
+from harness.config.profile import ProfileError, load_profile
 from harness.farm.selection import DeviceSelectionError, select_profiles
-from harness.mapfile import MapFileError, load_map
-from harness.profile import ProfileError, load_profile
-from harness.strict_yaml import MAX_DEPTH, MAX_NUMBER_CHARS, MAX_VALUES, YamlError, read_yaml
-from harness.untrusted_input import (
+from harness.untrusted.reading import (
     BRIEF_CHARS,
     MAX_INPUT_BYTES,
     InputFileError,
@@ -474,12 +474,12 @@ def test_bench_json_path_is_checked_before_the_benchmark_runs(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     where: str,
 ) -> None:
-    import harness.benchmark
+    import harness.cli.bench
 
     (tmp_path / "a-file").write_text("")
     os.mkfifo(tmp_path / "fifo.json")  # opening it for writing would wait for a reader
     ran = []
-    monkeypatch.setattr(harness.benchmark, "benchmark", lambda *args: ran.append(args))
+    monkeypatch.setattr(harness.cli.bench, "benchmark", lambda *args: ran.append(args))
     target = tmp_path / where
     assert cli.main(["bench", "--json", str(target)]) == 2
     message = one_line(capsys.readouterr().err.rstrip("\n"))

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.profile import ProfileError, load_profile
 from harness.devices.bring_up import check_transport_settings
 from harness.devices.ssh import ssh_settings
-from harness.profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
 from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
-from harness.value_rules import (
+from harness.untrusted.value_rules import (
     ValueRuleError,
     check_host,
     check_user,

@@ -41,7 +41,7 @@ import time
 
 import pytest
 
-from harness.options import OptionsMap
+from harness.model.options import OptionsMap
 
 
 def test_before(et, device):

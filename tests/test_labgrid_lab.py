@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import cache_root
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.farm.lab_places import LabIdentity, parse_places
+from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
 from tests.prerequisites import require
 

@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from harness.config.profile import ProfileError, parse_profile
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import (
     LabResourceError,
@@ -32,7 +33,6 @@ from harness.farm.labgrid import (
     without_labgrid,
 )
 from harness.farm.selection import select_profiles
-from harness.profile import ProfileError, parse_profile
 
 
 def _profile(transport: dict, name: str = "board"):
@@ -323,7 +323,7 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
     import shlex
     from pathlib import Path
 
-    from harness.strict_yaml import read_yaml
+    from harness.codec.strict_yaml import read_yaml
 
     root = Path(__file__).resolve().parents[1]
     workflow = read_yaml((root / "ci" / "nightly.yml").read_text(), "ci/nightly.yml")

@@ -35,7 +35,7 @@ def imports() -> dict[str, set[str]]:
 
 
 def test_transport_imports_nothing_from_the_protocol_or_config_layers():
-    below = {"lifecycle", "value_rules", "untrusted_input"}
+    below = {"lifecycle", "untrusted"}
     assert imports().get("transport", set()) <= below
 
 

@@ -33,7 +33,7 @@ def test_the_plugin_loads_no_paramiko_pyserial_or_emulator():
 def test_checking_a_serial_profile_loads_its_kind_only():
     loaded = loaded_after(
         "from harness.devices.bring_up import check_transport_settings\n"
-        "from harness.profile import parse_profile\n"
+        "from harness.config.profile import parse_profile\n"
         "check_transport_settings(parse_profile("
         "{'transport': {'kind': 'serial', 'port': '/dev/ttyACM0'}}, None, 'board'))"
     )

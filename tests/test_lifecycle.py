@@ -26,6 +26,7 @@ from harness.lifecycle.reap import (
     boot_id,
     start_time,
 )
+from harness.lifecycle.stderr_tail import MAX_LINE_BYTES, TAIL_LINES, StderrTail
 
 
 def _signal_bits(status: str, field: str) -> int:
@@ -216,3 +217,20 @@ def test_the_janitor_reaps_when_its_owner_is_killed(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert start_time(child) is None, "the janitor did not end the child"
     assert not made.exists(), "the janitor did not remove the directory"
+
+
+def test_a_stderr_tail_joins_split_lines_and_bounds_one_without_a_newline() -> None:
+    chunks = iter([b"first\nsec", b"ond\r\n", *[b"x" * 1000] * 20, b"\xff end", b""])
+    tail = StderrTail(lambda: next(chunks), name="test")
+    assert tail.wait_for_end(5)
+    lines = tail.text().split("\n")
+    assert lines[:2] == ["first", "second"]
+    assert len(lines[2]) == MAX_LINE_BYTES and lines[2].endswith("x\ufffd end")
+    assert tail.count("second") == 1 and not tail.wait_for("third", 1, 0.1)
+
+
+def test_a_stderr_tail_shows_the_last_lines() -> None:
+    chunks = iter([b"".join(b"line %d\n" % n for n in range(100)), b""])
+    tail = StderrTail(lambda: next(chunks), name="test")
+    assert tail.wait_for_end(5)
+    assert tail.text().split("\n") == [f"line {n}" for n in range(100 - TAIL_LINES, 100)]

@@ -1,4 +1,4 @@
-"""harness.mapfile: map files users write, and the errors they get for the usual mistakes."""
+"""harness.codec.mapfile: map files users write, and the errors they get for the usual mistakes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.mapfile import MapFileError, load_map, parse_map
-from harness.options import BackendOptions, Option, OptionsMap
+from harness.codec.mapfile import MapFileError, load_map, parse_map
+from harness.model.options import BackendOptions, Option, OptionsMap
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "maps"

@@ -22,8 +22,8 @@ from harness.emulators.fault_relay import FaultRates, FaultRelay
 from harness.emulators.qemu_mcu import QemuMcu
 from harness.link.serial.arq import LinkConfig
 from harness.link.serial.port import SerialPortConfig, connect
-from harness.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
-from harness.options import Option, OptionsMap
+from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
+from harness.model.options import Option, OptionsMap
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,

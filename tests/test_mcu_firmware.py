@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from harness.agent.sdk import EXECUTORCH_VERSION
 from harness.agent.session import AgentSession
 from harness.codec import wire
+from harness.config.mcu_boards import McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.link.serial.arq import DeviceHello, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
 from harness.link.serial.port import SerialPortConfig, connect
-from harness.mcu_boards import McuBoard
-from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
-from harness.options import Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
-from harness.sdk import EXECUTORCH_VERSION
+from harness.model.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
+from harness.model.options import Option, OptionsMap
+from harness.model.runtime_error import RuntimeErrorCode
 
 PROBES = tuple(f"Probe{i}" for i in range(8))
 

@@ -1,4 +1,4 @@
-"""harness.options: the options map model, its runtime limits and its error messages."""
+"""harness.model.options: the options map model, its runtime limits and its error messages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import enum
 
 import pytest
 
-from harness.options import (
+from harness.model.options import (
     INT32_MAX,
     INT32_MIN,
     BackendOptions,
@@ -217,3 +217,25 @@ def test_unchecked_maps_hold_anything_and_compare_equal_to_checked_ones() -> Non
         wild.validate()
     assert OptionsMap.unchecked(one(1).backends) == one(1)
     assert OptionsMap.from_dict({"A": {"k": 2**40}}, checked=False).checked is False
+
+
+# ------------------------------------------------------------------ the public name
+
+
+def test_harness_options_re_exports_every_public_name_of_the_model() -> None:
+    """``harness.options`` (what users import) is :mod:`harness.model.options`, name for
+    name: nothing defined twice, nothing left out."""
+    import ast
+    import inspect
+
+    import harness.model.options as model
+    import harness.options as public
+
+    defined = set()
+    for node in ast.parse(inspect.getsource(model)).body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    assert set(public.__all__) == {name for name in defined if not name.startswith("_")}
+    assert all(getattr(public, name) is getattr(model, name) for name in public.__all__)

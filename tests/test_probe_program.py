@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.probe_program import probe_program
-from harness.sdk import ensure_sdk, host_abi
+from harness.agent.probe_program import probe_program
+from harness.agent.sdk import ensure_sdk, host_abi
 
 
 def decode(program: Path, tmp_path: Path) -> dict:

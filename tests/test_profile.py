@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.profile import ProfileError, load_profile, profile_names
-from harness.trust import TRUSTED_PROFILES_ENV
+from harness.config.profile import ProfileError, load_profile, profile_names
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 
 @pytest.mark.parametrize("name", profile_names())

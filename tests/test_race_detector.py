@@ -28,12 +28,12 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
+from harness.agent.sdk import ensure_sdk, host_abi
+from harness.config.profile import ProfileError, parse_profile
 from harness.farm.infra import infrastructure_error
 from harness.farm.records import CaseResult
 from harness.farm.results import RESULTS_FILE, read_results
-from harness.profile import ProfileError, parse_profile
-from harness.sdk import ensure_sdk, host_abi
-from harness.trust import TRUSTED_PROFILES_ENV
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIM_SOURCE = ROOT / "tests" / "faults" / "etb_race_shim.cpp"

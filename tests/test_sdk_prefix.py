@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from harness.agent.build import AgentBuildError, ensure_agent
+from harness.agent.sdk import SdkTooOld, check_sdk_version, ensure_sdk
+from harness.agent.sdk_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_from_prefix
+from harness.agent.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
 from harness.codec import wire
-from harness.messages import Action, Outcome, Request
-from harness.options import OptionsMap
-from harness.profile import ProfileError, load_profile
-from harness.sdk import SdkTooOld, check_sdk_version, ensure_sdk
-from harness.sdk_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_from_prefix
-from harness.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
+from harness.config.profile import ProfileError, load_profile
+from harness.model.messages import Action, Outcome, Request
+from harness.model.options import OptionsMap
 
 
 def lay_out_prefix(prefix: Path, version: str = "1.5.0") -> Path:

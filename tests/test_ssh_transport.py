@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prerequisites import require
 
+from harness.config.profile import ProfileError, parse_profile
 from harness.devices.ssh import ssh_settings
 from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
-from harness.profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 from harness.transport.private_dir import UnsafeDirectoryError
 from harness.transport.ssh import (
@@ -548,7 +548,7 @@ def test_stream_timeout_keeps_partial_data(ssh: SshTransport) -> None:
     stream = ssh.open_stream(["cat"])
     try:
         stream.write(b"abc")
-        with pytest.raises(TransportTimeout, match="have 3 bytes"):
+        with pytest.raises(TransportTimeout, match=r"got 3 of 4 bytes"):
             stream.read_exact(4, timeout=0.3)
         stream.write(b"d")
         assert stream.read_exact(4, timeout=5) == b"abcd"

@@ -119,33 +119,28 @@ def test_two_boards_share_a_namespace(tmp_path: Path) -> None:
 
 
 def test_command_line_from_a_fresh_run_dir(tmp_path: Path) -> None:
-    """``python -m harness.emulators.sshd`` with an empty /run (no /run/sshd, no
-    /run/netns), as on a machine that never ran sshd: a private mount namespace."""
-    board = tmp_path / "board"
-    script = (
-        "mount -t tmpfs tmpfs /run && exec "
-        f"{sys.executable} -m harness.emulators.sshd --dir {board} --isolation loopback"
-    )
+    """``et-harness emu ssh-emu`` with an empty /run (no /run/sshd, no /run/netns), as on
+    a machine that never ran sshd: a private mount namespace. It prints the board's ssh
+    config, which the real client uses as it is; SIGTERM brings the board down."""
+    script = f"mount -t tmpfs tmpfs /run && exec {sys.executable} -m harness.cli emu ssh-emu"
     process = subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
         cwd=REPO,
+        env={**os.environ, "ET_HARNESS_CACHE": str(tmp_path / "cache")},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:
-        banner = _read_until(process, b"try: ", timeout=20)
-        assert b"ssh-emu: etdevice@127.0.0.1:" in banner
-        emulator_view = SshdEmulator(board)  # only to name the files it wrote
+        banner = _read_until(process, b"Ctrl-C brings it down.", timeout=30).decode()
+        settings = dict(
+            line.strip().split(": ", 1) for line in banner.splitlines() if line.startswith("  ")
+        )
+        assert settings["host"] == "ssh-emu"
+        assert Path(settings["ssh_config"]).is_relative_to(tmp_path / "cache" / "emulators")
+        # The client runs in the board's mount namespace: its netns is in that /run.
+        ssh = ["ssh", "-F", settings["ssh_config"], "-o", "BatchMode=yes", "ssh-emu", "echo ok"]
         done = subprocess.run(
-            [
-                "ssh",
-                "-F",
-                str(emulator_view.ssh_config),
-                "-o",
-                "BatchMode=yes",
-                "ssh-emu",
-                "echo ok",
-            ],
+            ["nsenter", "--target", str(process.pid), "--mount", *ssh],
             capture_output=True,
             text=True,
             timeout=30,
@@ -155,6 +150,10 @@ def test_command_line_from_a_fresh_run_dir(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, process.stderr.read() if process.stderr else ""
+    assert process.stdout is not None and b"ssh-emu is down" in process.stdout.read()
+    assert not (tmp_path / "cache" / "emulators").exists() or not any(
+        (tmp_path / "cache" / "emulators").iterdir()
+    )
 
 
 def _read_until(process: subprocess.Popen[bytes], marker: bytes, timeout: float) -> bytes:

@@ -2,7 +2,7 @@
 
 Each vector is a byte stream and the reports a device owes it (docs/wire-format.md,
 "Stream reading"). Checked: the committed files against their generator; the harness's
-reader (:mod:`harness.wire_stream`, fed whole, byte by byte and as a host feeds it);
+reader (:mod:`harness.codec.wire.stream_reader`, fed whole, byte by byte and as a host feeds it);
 the hosted agent (x86_64, and aarch64 under qemu-user); the MCU firmware under QEMU,
 which gets each unit as one link message (what its serial framing delivers).
 """
@@ -23,11 +23,11 @@ from test_vectors import load_generator
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
 from harness.codec import wire
+from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
 from harness.emulators.qemu_mcu import QemuMcu
 from harness.link.stream import StreamChannel
-from harness.messages import Action, Outcome, Report, Request
+from harness.model.messages import Action, Outcome, Report, Request
 from harness.transport.process_stream import ProcessStream, start_stream_process
-from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
 
 STREAMS = Path(__file__).resolve().parent / "vectors" / "stream"
 TIMEOUT_S = 20.0
@@ -104,7 +104,7 @@ def test_stream_vectors_cover_every_rule() -> None:
         assert ends[-1] == len(stream)
 
 
-# --------------------------------------------------------------------------- harness.wire_stream
+# ---------------------------------------------------------- harness.codec.wire.stream_reader
 
 
 def python_answer(unit: StreamUnit) -> tuple[Answer, int]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.profile import ProfileError, load_profile
-from harness.trust import TRUSTED_PROFILES_ENV, listed_by_user, profile_is_trusted
+from harness.config.profile import ProfileError, load_profile
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV, listed_by_user, profile_is_trusted
 
 THIS_MACHINE = {
     "local": "transport: {kind: local}\n",

@@ -19,7 +19,7 @@ from harness.codec.wire import (
     encode_report,
     encode_request,
 )
-from harness.messages import Report, Request
+from harness.model.messages import Report, Request
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 

@@ -25,8 +25,8 @@ from harness.codec.wire import (
     peek_header,
     seal,
 )
-from harness.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.model.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.model.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 
 SPEC = Path(__file__).resolve().parents[1] / "docs" / "wire-format.md"
 E = WireErrorCode

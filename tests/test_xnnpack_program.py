@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.sdk import ensure_sdk, host_abi
-from harness.xnnpack_program import (
+from harness.agent.sdk import ensure_sdk, host_abi
+from harness.agent.xnnpack_program import (
     BIAS,
     WEIGHT,
     XNNPACK_BACKEND,

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import filelock
 
-from harness.cache import cache_root
-from harness.sdk import SdkPaths, ensure_sdk
-from harness.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
+from harness.agent.sdk import SdkPaths, ensure_sdk
+from harness.agent.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
+from harness.lifecycle.cache import cache_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"
@@ -84,7 +84,7 @@ def ensure_agent(
     """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use.
 
     ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_SDK`` (an
-    install prefix of one's own build, :mod:`harness.sdk_prefix`) or else the pinned
+    install prefix of one's own build, :mod:`harness.agent.sdk_prefix`) or else the pinned
     wheel's SDK. ``sanitizer`` (one of :data:`SANITIZERS`) builds that variant: the
     agent's own code instrumented, the runtime libraries as they are.
     """

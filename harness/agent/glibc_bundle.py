@@ -27,7 +27,7 @@ from pathlib import Path
 import filelock
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild
-from harness.cache import cache_root
+from harness.lifecycle.cache import cache_root
 
 GLIBC_SYSROOT = Path("/usr/aarch64-linux-gnu")  # Debian's libc6-arm64-cross and friends
 LOADER_NAME = "ld-linux-aarch64.so.1"

@@ -33,7 +33,7 @@ from harness.agent.race_reports import (
     parse_valgrind_xml,
 )
 from harness.transport.base import TransportError
-from harness.untrusted_input import brief
+from harness.untrusted.reading import brief
 
 MAX_TAKE_BYTES = 4 * 1024 * 1024  # of one output file per test; the rest is skipped, and said so
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/+-]+")  # a directory TSAN_OPTIONS can hold unquoted

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from harness.strict_yaml import read_yaml
-from harness.untrusted_input import InputFileError, brief, read_bounded_text
+from harness.codec.strict_yaml import read_yaml
+from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUPPRESSIONS_FILE = REPO_ROOT / "agent" / "runtime" / "race-suppressions.yaml"

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from harness.codec import wire
 from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit, header_seq
-from harness.messages import Report, Request
+from harness.model.messages import Report, Request
 
 __all__ = ["AgentLink", "AgentProtocolError", "AgentSession", "TimeLimit"]
 

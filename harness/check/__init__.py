@@ -1,7 +1,7 @@
 """The exactness check: what the host sent against what each backend reported.
 
 :func:`check_load`, :func:`check_set` and :func:`check_get` compare a request's
-options map with the device's :class:`~harness.messages.Report` and return a
+options map with the device's :class:`~harness.model.messages.Report` and return a
 :class:`Verdict` that names every difference (:class:`DifferenceKind`). Options
 are compared strictly: the same key, the same type (``True`` never equals ``1``),
 the same value and the same order. ``verdict.raise_for_differences()`` raises

@@ -19,9 +19,9 @@ from harness.check.model import (
     Verdict,
 )
 from harness.codec.wire import WireErrorCode
-from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry
-from harness.options import BackendOptions, Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode, describe_status
+from harness.model.messages import Action, LoadPath, Outcome, Report, ReportEntry
+from harness.model.options import BackendOptions, Option, OptionsMap
+from harness.model.runtime_error import RuntimeErrorCode, describe_status
 
 
 def check_load(

@@ -11,8 +11,8 @@ import enum
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from harness.messages import Action, LoadPath, Outcome, Report, ReportEntry
-from harness.options import Option, OptionValue
+from harness.model.messages import Action, LoadPath, Outcome, Report, ReportEntry
+from harness.model.options import Option, OptionValue
 
 
 class DifferenceKind(enum.Enum):

@@ -20,9 +20,9 @@ from harness.check.model import (
     DifferenceValue,
     Verdict,
 )
-from harness.messages import Action, ReportEntry
-from harness.options import Option
-from harness.runtime_error import describe_status
+from harness.model.messages import Action, ReportEntry
+from harness.model.options import Option
+from harness.model.runtime_error import describe_status
 
 _OPTION_KINDS = frozenset(
     {

@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Mapping
 
 from harness.codec.wire import check_request, encode_report
-from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
-from harness.options import BackendOptions, Option, OptionsMap, OptionType
+from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
+from harness.model.options import BackendOptions, Option, OptionsMap, OptionType
 
 
 class ReadableFormError(ValueError):

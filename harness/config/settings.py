@@ -7,7 +7,7 @@ field::
     devices/rpi5.yaml: transport.port: must be an integer; got 'x'
 
 The class's field types say what each value must be; the caller says which fields a
-file may set and what rule (a :mod:`harness.value_rules` check) each value must also
+file may set and what rule (a :mod:`harness.untrusted.value_rules` check) each value must also
 pass, so settings classes (e.g. a transport's) need not know about files at all.
 Supported types: ``str``, ``int``, ``float``, ``bool``, :class:`~pathlib.Path` (relative
 to the file's directory), an :class:`enum.Enum` of strings, and any of those ``| None``.
@@ -23,8 +23,8 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.untrusted_input import brief
-from harness.value_rules import ValueRuleError
+from harness.untrusted.reading import brief
+from harness.untrusted.value_rules import ValueRuleError
 
 T = TypeVar("T")
 Rule = Callable[[Any], object]  # raises ValueRuleError; what it returns is ignored

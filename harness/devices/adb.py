@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
+from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
-from harness.profile import DeviceProfile
 from harness.transport.adb import ADB_ENV, AdbTarget, AdbTransport
-from harness.value_rules import check_host, check_port, check_word, split_host_port
+from harness.untrusted.value_rules import check_host, check_port, check_word, split_host_port
 
 # The transport fields of an adb profile and the rule each value must pass.
 FIELDS = {

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from harness.agent.session import AgentLink, TimeLimit
-from harness.deployment import DeploymentChoice
-from harness.profile import DeviceProfile
+from harness.config.profile import DeviceProfile
+from harness.devices.deployment import DeploymentChoice
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:

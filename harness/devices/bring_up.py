@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from harness.config.kinds import KINDS
+from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.base import Device
-from harness.profile import DeviceProfile, ProfileError
 
 
 class KindModule(Protocol):

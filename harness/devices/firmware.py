@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
-from harness.deployment import Deployment, DeploymentChoice
+from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
+from harness.devices.deployment import Deployment, DeploymentChoice
 from harness.link.serial.arq import LinkConfig
 from harness.link.serial.port import ResetLine, SerialPortConfig
 from harness.link.serial.port import connect as connect_serial
-from harness.profile import DeviceProfile
 
 if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
     from harness.emulators.qemu_mcu import QemuMcu

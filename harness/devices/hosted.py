@@ -17,22 +17,27 @@ from pathlib import Path
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
+from harness.agent.probe_program import probe_program
 from harness.agent.race_detector import RaceLog
+from harness.agent.sdk_prefix import sdk_from_prefix
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
-from harness.cache import cache_root
-from harness.deployment import Deployment, DeploymentChoice, choose_deployment, no_glibc_hint
+from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
+from harness.config.profile import DeviceProfile
 from harness.devices.base import Device, DeviceSetupError, Emulator
 from harness.devices.core_files import collect_core_files
+from harness.devices.deployment import (
+    Deployment,
+    DeploymentChoice,
+    choose_deployment,
+    no_glibc_hint,
+)
+from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.link.stream import StreamChannel
-from harness.probe_program import probe_program
-from harness.profile import DeviceProfile
-from harness.sdk_prefix import sdk_from_prefix
 from harness.transport.base import Transport, TransportError
-from harness.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 
 # Device ABI (as the device reports it) -> the agent build that runs there. Android's
-# arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/deployment.py).
+# arm64-v8a runs the aarch64 glibc build only as a glibc bundle (harness/devices/deployment.py).
 _AGENT_BUILD_FOR_ABI = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64-v8a": "aarch64"}
 _GLIBC_ONLY_IN_BUNDLE = ("arm64-v8a",)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
+from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.hosted import HostedDevice
-from harness.profile import DeviceProfile, ProfileError
 from harness.transport.local import LocalTransport
 
 

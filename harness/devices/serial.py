@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
+from harness.config.mcu_boards import DEFAULT_MACHINE
+from harness.config.profile import DeviceProfile, ProfileError
 from harness.config.settings import check_known, parse_settings, refuse
 from harness.devices.firmware import FirmwareDevice
 from harness.link.serial.port import SerialPortConfig
-from harness.mcu_boards import DEFAULT_MACHINE
-from harness.profile import DeviceProfile, ProfileError
-from harness.untrusted_input import brief
-from harness.value_rules import (
+from harness.untrusted.reading import brief
+from harness.untrusted.value_rules import (
     ValueRuleError,
     check_absolute_path,
     check_count,

@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
-from harness.profile import DeviceProfile
 from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
 
 # The transport fields of an ssh profile; their rules are SshProfile's own (it checks

@@ -44,12 +44,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cache import cache_root
+from harness.config.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.qemu_mcu import QEMU, build_firmware
 from harness.emulators.sshd import Isolation, SshdEmulator
+from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
-from harness.mcu_boards import DEFAULT_MACHINE
 
 COORDINATOR_HOST = "127.0.0.1"
 TAGS = {"kind": "mcu", "pool": "lab", "et_health": "ok"}

@@ -1,8 +1,8 @@
 """qemu-mcu: the MCU agent firmware on an emulated board (QEMU mps2-an385, mps3-an547).
 
-:func:`build_firmware` builds ``agent/mcu`` for one board (:mod:`harness.mcu_boards`) with
+:func:`build_firmware` builds ``agent/mcu`` for one board (:mod:`harness.config.mcu_boards`) with
 Debian's ``arm-none-eabi-gcc``/``g++`` against the ExecuTorch SDK's headers
-(:func:`harness.sdk.ensure_sdk`), once per source hash (cached under the harness
+(:func:`harness.agent.sdk.ensure_sdk`), once per source hash (cached under the harness
 cache, ``mcu-firmware/``, safe to call from parallel test workers). :class:`QemuMcu`
 starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket
 (``-serial tcp:127.0.0.1:PORT,server=on,wait=on,nodelay=on``): the firmware starts
@@ -24,13 +24,13 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from harness.cache import cache_root
+from harness.agent.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
+from harness.config.mcu_boards import DEFAULT_MACHINE, board
+from harness.lifecycle.cache import cache_root
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.link.serial.arq import LinkConfig, SerialLink
 from harness.link.serial.port import SerialPortConfig
 from harness.link.serial.port import connect as connect_port
-from harness.mcu_boards import DEFAULT_MACHINE, board
-from harness.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
 
 ROOT = Path(__file__).resolve().parents[2]

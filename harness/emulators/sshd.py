@@ -14,7 +14,6 @@ Needs root (it creates a user and runs sshd), openssh-server, iproute2 and socat
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import enum
 import os
@@ -23,7 +22,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -455,43 +453,3 @@ def _kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.emulators.sshd --dir DIR``: run a board until interrupted."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dir", type=Path, required=True, help="where keys, config and log go")
-    parser.add_argument("--user", default=DEVICE_USER, help="device user (created if missing)")
-    parser.add_argument("--alias", default=DEFAULT_ALIAS, help="Host name in DIR/ssh_config")
-    parser.add_argument("--port", type=int, help="port to listen on (default: a free one)")
-    parser.add_argument(
-        "--isolation", choices=[i.value for i in Isolation], default=Isolation.AUTO.value
-    )
-    args = parser.parse_args(argv)
-    emulator = SshdEmulator(
-        args.dir,
-        user=args.user,
-        alias=args.alias,
-        port=args.port,
-        isolation=Isolation(args.isolation),
-    )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with emulator:
-        where = f"namespace {emulator.netns.name}" if emulator.netns else "the host"
-        print(
-            f"ssh-emu: {emulator.user}@{emulator.host}:{emulator.port} in {where}\n"
-            f"  host key {emulator.host_key_fingerprint}\n"
-            f"  try: ssh -F {emulator.ssh_config} {emulator.alias} uname -a\n"
-            f"  log: {emulator.log_path}   (Ctrl-C stops it)",
-            flush=True,
-        )
-        try:
-            code = emulator.wait()
-        except KeyboardInterrupt:
-            return 0
-        print(f"ssh-emu: sshd exited with {code}:\n{emulator.log_tail()}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,6 +3,8 @@
 The pytest plugin (:mod:`harness.pytest_plugin`) is glue; the logic lives here,
 one concept per module:
 
+- :mod:`~harness.farm.command_line`: the plugin's options and what they become (the
+  policy, where results go);
 - :mod:`~harness.farm.selection`: which profiles ``--device`` names;
 - :mod:`~harness.farm.distribution`: each device's tests on one xdist worker (a lab
   pool's on up to N);

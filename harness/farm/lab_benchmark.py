@@ -31,13 +31,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.agent.session import AgentSession
+from harness.config.profile import parse_profile
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.farm.lab_places import LabIdentity
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client
 from harness.link.serial.port import SerialPortConfig, connect
-from harness.messages import Action, Request
-from harness.profile import parse_profile
+from harness.model.messages import Action, Request
 
 ROOT = Path(__file__).resolve().parents[2]
 _ROUND_TRIPS = 50

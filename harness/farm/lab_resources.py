@@ -11,7 +11,7 @@
 
 That text comes from the lab (exporters describe their own resources), so it is
 read like a profile: bounded strict YAML, and every value the transport uses is
-checked with the profile's own rules (:mod:`harness.value_rules`). The harness
+checked with the profile's own rules (:mod:`harness.untrusted.value_rules`). The harness
 then fills the transport fields a lab profile leaves out: ``host``, ``port`` and
 ``user`` of an SSH device from its ``NetworkService``; ``url`` (and ``baudrate``)
 of a serial device from its ``NetworkSerialPort`` (the ser2net RFC 2217 port the
@@ -25,11 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.profile import DeviceProfile, ProfileError
-from harness.strict_yaml import read_yaml
+from harness.codec.strict_yaml import read_yaml
+from harness.config.profile import DeviceProfile, ProfileError
 from harness.transport.base import DeviceUnavailable
-from harness.untrusted_input import InputFileError, brief
-from harness.value_rules import (
+from harness.untrusted.reading import InputFileError, brief
+from harness.untrusted.value_rules import (
     ValueRuleError,
     check_count,
     check_host,

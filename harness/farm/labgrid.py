@@ -48,13 +48,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.config.profile import DeviceProfile, ProfileError
 from harness.farm import lab_quarantine
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
 from harness.lifecycle import owner
-from harness.profile import DeviceProfile, ProfileError
 from harness.transport.base import DeviceUnavailable
-from harness.value_rules import ValueRuleError, check_word, split_host_port
+from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
 CLIENT = "labgrid-client"

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import filelock
 
-from harness.cache import cache_root
 from harness.config.kinds import KINDS
-from harness.profile import DeviceProfile
+from harness.config.profile import DeviceProfile
+from harness.lifecycle.cache import cache_root
 from harness.transport.base import DeviceUnavailable
 
 _COMMAND_CHARS = 300

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.config.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.devices.bring_up import check_transport_settings
 from harness.farm.labgrid import for_transport_checks
-from harness.profile import DEVICES_DIR, DeviceProfile, load_profile
-from harness.untrusted_input import brief_plain
+from harness.untrusted.reading import brief_plain
 
 ALL = "all"
 TAG_PREFIX = "tag:"
@@ -41,7 +41,7 @@ def device_items(spec: str | None) -> list[str]:
 def select_profiles(spec: str | None, devices_dir: Path = DEVICES_DIR) -> tuple[DeviceProfile, ...]:
     """The profiles ``spec`` selects, in the order given, each once (see :func:`device_items`).
 
-    Raises :class:`DeviceSelectionError` (or :class:`~harness.profile.ProfileError`
+    Raises :class:`DeviceSelectionError` (or :class:`~harness.config.profile.ProfileError`
     for a malformed profile) with a message saying what to change.
     """
     chosen: dict[str, DeviceProfile] = {}

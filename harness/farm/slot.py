@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.agent.session import AgentLink
+from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
-from harness.devices.bring_up import open_device
 from harness.farm import lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
@@ -24,8 +24,7 @@ from harness.farm.lab_resources import LabResourceError, with_lab_address
 from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
-from harness.profile import DeviceProfile
-from harness.runner import CaseRunner, RunnerError
+from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.transport.base import TransportError
 
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
@@ -74,13 +73,15 @@ class DeviceSlot:
             return self.device
         try:
             profile, board_reset = self._hold()
-            device = open_device(profile, board_reset=board_reset)
-            self._held.callback(device.close)
-            self.device = device
-            self.runner = CaseRunner(
-                self._start_link, device.program_for, time_limit=self.policy.deadline
+            device, runner = open_runner(
+                profile,
+                board_reset=board_reset,
+                time_limit=self.policy.deadline,
+                on_link=self._keep_link,
             )
-            self._held.callback(self.runner.close)
+            self._held.callback(device.close)
+            self.device, self.runner = device, runner
+            self._held.callback(runner.close)
         except BaseException as exc:
             if infrastructure_error(exc) is not None:
                 self.health.quarantine(f"bring-up failed: {describe_error(exc)}")
@@ -181,11 +182,8 @@ class DeviceSlot:
 
     # ---- the agent -------------------------------------------------------------------
 
-    def _start_link(self) -> AgentLink:
-        assert self.device is not None
-        link = self.device.start_link(time_limit=self.policy.deadline)
+    def _keep_link(self, link: AgentLink) -> None:
         self._links.append(link)
-        return link
 
     def begin_test(self) -> None:
         """Forget agents that ended before this test (their stderr is not this test's)."""

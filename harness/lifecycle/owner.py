@@ -33,7 +33,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.cache import cache_root
+from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import (
     MARKER_VARIABLE,
     OwnerRecord,

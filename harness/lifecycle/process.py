@@ -9,8 +9,9 @@ the harness dies first.
 
 - :func:`popen` / :func:`run`: the spawn, for callers that handle the pipes;
 - :class:`ManagedProcess`: a long-lived child (an emulator, a stream's client):
-  recorded in the ownership record, its stderr read by a thread into a bounded tail
-  (optionally copied to a log file) that callers can wait on, stopped with
+  recorded in the ownership record, its stderr read into a bounded tail
+  (:mod:`harness.lifecycle.stderr_tail`, optionally copied to a log file) that
+  callers can wait on, stopped with
   SIGTERM to its process group, then SIGKILL after a short grace;
 - :func:`on_free_port`: start a listening child on a free port, retrying when
   another process takes the port first.
@@ -18,24 +19,23 @@ the harness dies first.
 
 from __future__ import annotations
 
-import collections
 import contextlib
+import io
 import os
 import signal
 import socket
 import subprocess
-import threading
 from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from harness.lifecycle import owner
 from harness.lifecycle.signals import reset_in_child
+from harness.lifecycle.stderr_tail import TAIL_LINES, StderrTail
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
-_TAIL_LINES = 40
 
 Stdio = int | IO[Any] | None
 
@@ -104,23 +104,19 @@ class ManagedProcess:
         stdout: Stdio = DEVNULL,
         stderr: Stdio = PIPE,
         log: Path | None = None,
-        keep_lines: int = _TAIL_LINES,
+        keep_lines: int = TAIL_LINES,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.popen = popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env)
         owner.current().add_process(self.popen.pid, name)
-        self._lines: collections.deque[str] = collections.deque(maxlen=max(keep_lines, 1))
-        self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
-        self._ended = self.popen.stderr is None
-        self._changed = threading.Condition()
         self._log = log.open("ab") if log is not None and self.popen.stderr is not None else None
-        self._reader: threading.Thread | None = None
+        self._stderr: StderrTail | None = None
         if self.popen.stderr is not None:
-            self._reader = threading.Thread(
-                target=self._read_stderr, name=f"stderr:{name}", daemon=True
+            stream = cast(io.BufferedReader, self.popen.stderr)  # Popen's default buffering
+            self._stderr = StderrTail(
+                lambda: stream.read1(65536), name=name, keep_lines=keep_lines, log=self._log
             )
-            self._reader.start()
 
     @property
     def pid(self) -> int:
@@ -138,43 +134,22 @@ class ManagedProcess:
         """The exit status once it ends; :class:`subprocess.TimeoutExpired` after ``timeout``."""
         return self.popen.wait(timeout)
 
-    def _read_stderr(self) -> None:
-        stream = self.popen.stderr
-        assert stream is not None
-        for raw in iter(stream.readline, b""):
-            if self._log is not None:
-                self._log.write(raw)
-                self._log.flush()
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            with self._changed:
-                self._lines.append(line)
-                self._tail.append(line)
-                self._changed.notify_all()
-        with self._changed:
-            self._ended = True
-            self._changed.notify_all()
-
     def stderr_tail(self) -> str:
         """The last lines of stderr."""
-        with self._changed:
-            return "\n".join(self._tail)
+        return self._stderr.text() if self._stderr is not None else ""
 
     def stderr_count(self, text: str) -> int:
         """How many kept stderr lines contain ``text``."""
-        with self._changed:
-            return sum(text in line for line in self._lines)
+        return self._stderr.count(text) if self._stderr is not None else 0
 
     def wait_for_stderr(self, text: str, count: int = 1, timeout: float = 5.0) -> bool:
         """Whether ``count`` stderr lines containing ``text`` arrived within ``timeout``;
         False as soon as stderr has ended without them (the child and its children exited)."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._ended or self.stderr_count(text) >= count, timeout)
-            return self.stderr_count(text) >= count
+        return self._stderr is not None and self._stderr.wait_for(text, count, timeout)
 
     def wait_for_stderr_end(self, timeout: float) -> bool:
         """Whether stderr has ended (the child and its children closed it) within ``timeout``."""
-        with self._changed:
-            return self._changed.wait_for(lambda: self._ended, timeout)
+        return self._stderr is None or self._stderr.wait_for_end(timeout)
 
     def kill(self) -> None:
         """SIGKILL the child's process group, as a crash would, and reap the child."""
@@ -192,8 +167,8 @@ class ManagedProcess:
                 self.popen.wait(grace)
             except subprocess.TimeoutExpired:
                 self.kill()
-        if self._reader is not None:
-            self._reader.join(grace)
+        if self._stderr is not None:
+            self._stderr.join(grace)
         for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):

@@ -12,9 +12,9 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 from harness.codec import wire
+from harness.codec.wire.stream_reader import StreamReader, StreamRefusal, StreamUnit
 from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
-from harness.wire_stream import StreamReader, StreamRefusal, StreamUnit
 
 
 class AgentDidNotStart(TransportLost):

@@ -18,7 +18,6 @@ from typing import Protocol, TypeVar
 
 from harness.transport.base import DeviceUnavailable
 
-
 _P = TypeVar("_P", bound=PurePath)
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import selectors
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.lifecycle.process import PIPE, ManagedProcess
-from harness.transport.base import ByteStream, TransportLost, TransportTimeout
+from harness.transport.buffered_stream import CHUNK, BufferedStream
 
 _CLOSE_GRACE = 5.0  # seconds a child may take to exit after its stdin is closed
 
@@ -26,7 +25,7 @@ def start_stream_process(
     return ManagedProcess(argv, name=name, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=env)
 
 
-class ProcessStream(ByteStream):
+class ProcessStream(BufferedStream):
     """Talks to ``process`` through its pipes (see :func:`start_stream_process`)."""
 
     def __init__(
@@ -35,22 +34,18 @@ class ProcessStream(ByteStream):
         popen = process.popen
         if popen.stdin is None or popen.stdout is None or popen.stderr is None:
             raise ValueError("ProcessStream needs stdin, stdout and stderr pipes")
+        super().__init__(describe, end_of_output="the process closed its output")
         self._child = process
         self._process = popen
-        self._describe = describe
         self._lost_hint = lost_hint
-        self._buffer = bytearray()
-        self._stalled = False  # a read timed out: the process is not answering
         self._selector = selectors.DefaultSelector()
         self._selector.register(popen.stdout, selectors.EVENT_READ)
 
-    def _lost(self, what: str) -> TransportLost:
+    def _state(self) -> str:
         code = self._process.poll()
         status = "still running" if code is None else f"exit code {code}"
         hint = self._lost_hint() if self._lost_hint else ""
-        tail = self.stderr_tail()
-        detail = f"; its stderr ends with:\n{tail}" if tail else ""
-        return TransportLost(f"{self._describe}: {what} ({status}){hint}{detail}")
+        return f" ({status}){hint}"
 
     def write(self, data: bytes) -> None:
         assert self._process.stdin is not None
@@ -60,29 +55,15 @@ class ProcessStream(ByteStream):
         except (BrokenPipeError, ValueError, OSError) as exc:
             raise self._lost(f"writing failed: {exc}") from None
 
-    def read_exact(self, size: int, timeout: float) -> bytes:
+    def _receive(self, timeout: float) -> bytes | None:
         assert self._process.stdout is not None
-        deadline = time.monotonic() + timeout
-        fd = self._process.stdout.fileno()
-        while len(self._buffer) < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._stalled = True
-                raise TransportTimeout(
-                    f"{self._describe}: no answer within {timeout:.1f} s "
-                    f"(got {len(self._buffer)} of {size} bytes)"
-                )
-            if not self._selector.select(remaining):
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                self._process.wait(timeout=5)
-                self._child.wait_for_stderr_end(timeout=1)  # so that the tail is complete
-                raise self._lost("the process closed its output")
-            self._buffer += chunk
-        data = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return data
+        if not self._selector.select(timeout):
+            return None
+        chunk = os.read(self._process.stdout.fileno(), CHUNK)
+        if not chunk:
+            self._process.wait(timeout=5)
+            self._child.wait_for_stderr_end(timeout=1)  # so that the tail is complete
+        return chunk
 
     def stderr_tail(self) -> str:
         return self._child.stderr_tail()

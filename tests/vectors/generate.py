@@ -7,8 +7,8 @@ A valid vector's JSON is its readable form; an invalid vector's JSON is
 ``{"error": CODE, "expect": "request" | "report", "about": ...}``: decoding the bytes
 as ``expect`` must fail with exactly ``CODE``. Stream vectors (``stream/``) are a byte
 stream and the reports a device owes it (docs/wire-format.md, "Stream reading"). Every
-vector is checked against :mod:`harness.codec.wire` (and :mod:`harness.wire_stream`) before it
-is written. ``tests/test_vectors.py`` and ``tests/test_stream_vectors.py`` fail when the
+vector is checked against :mod:`harness.codec.wire` (and
+:mod:`harness.codec.wire.stream_reader`) before it is written. ``tests/test_vectors.py`` and ``tests/test_stream_vectors.py`` fail when the
 committed files differ from what this script produces.
 """
 
@@ -35,10 +35,10 @@ from harness.codec.wire import (
     encode_request,
     seal,
 )
-from harness.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
-from harness.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
-from harness.runtime_error import RuntimeErrorCode
-from harness.wire_stream import StreamMessage, StreamReader, StreamUnit
+from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
+from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
+from harness.model.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.model.runtime_error import RuntimeErrorCode
 
 HERE = Path(__file__).resolve().parent
 
@@ -1703,7 +1703,8 @@ def _framed_answer(data: bytes) -> dict[str, object]:
 
 
 def stream_vector(name: str, stream: bytes, answers: list[Answer], about: str) -> Vector:
-    """The vector, after checking that harness.wire_stream cuts and answers it as written."""
+    """The vector, after checking that harness.codec.wire.stream_reader cuts and answers it
+    as written."""
     expected = [(a.seq, a.outcome) for a in answers]
     starts = [sum(a.size for a in answers[:i]) for i in range(len(answers))]
     assert sum(a.size for a in answers) == len(stream), f"{name}: units do not cover the stream"

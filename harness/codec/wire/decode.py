@@ -47,7 +47,7 @@ from harness.codec.wire.format import (
     _check_text_bytes,
     _Limit,
 )
-from harness.messages import (
+from harness.model.messages import (
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
     Action,
@@ -58,7 +58,7 @@ from harness.messages import (
     ReportEntry,
     Request,
 )
-from harness.options import (
+from harness.model.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

@@ -41,8 +41,15 @@ from harness.codec.wire.format import (
     _Limit,
     seal,
 )
-from harness.messages import LOAD_FLAG_CONCURRENT, LOAD_FLAG_KEEP, Action, LoadPath, Report, Request
-from harness.options import (
+from harness.model.messages import (
+    LOAD_FLAG_CONCURRENT,
+    LOAD_FLAG_KEEP,
+    Action,
+    LoadPath,
+    Report,
+    Request,
+)
+from harness.model.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

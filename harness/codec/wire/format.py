@@ -13,7 +13,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from harness.messages import (
+from harness.model.messages import (
     ENTRY_FLAG_PROBE,
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
@@ -22,7 +22,7 @@ from harness.messages import (
     LoadPath,
     Outcome,
 )
-from harness.options import (
+from harness.model.options import (
     MAX_ID_BYTES,
     MAX_KEY_BYTES,
     MAX_LOAD_BACKENDS,

@@ -40,7 +40,7 @@ from harness.link.serial.frame import (
     FrameKind,
     decode_frame,
 )
-from harness.messages import Action
+from harness.model.messages import Action
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,

@@ -16,7 +16,7 @@ from harness.transport.ssh.errors import (
     HostKeyUnknown,
     SshConfigError,
 )
-from harness.untrusted_input import brief
+from harness.untrusted.reading import brief
 
 if TYPE_CHECKING:
     from harness.transport.ssh.route import _Hop

@@ -23,8 +23,8 @@ from harness.transport.ssh.settings import (
     SshProfile,
     _parse_jumps,
 )
-from harness.untrusted_input import InputFileError, brief_plain, read_bounded_text
-from harness.value_rules import (
+from harness.untrusted.reading import InputFileError, brief_plain, read_bounded_text
+from harness.untrusted.value_rules import (
     check_host,
     check_user,
     port_from_text,
@@ -69,7 +69,7 @@ class _SshConfigText:
     def lookup(self, host: str, port: int | None, user: str | None) -> paramiko.SSHConfigDict:
         """``host``'s options, with ``port`` and ``user`` taking precedence over the file's,
         as ``ssh -p PORT -l USER`` gives them: ProxyCommand's ``%p`` and ``%r`` expand to
-        them. ``host``, ``user`` and ``port`` have passed :mod:`harness.value_rules`, so
+        them. ``host``, ``user`` and ``port`` have passed :mod:`harness.untrusted.value_rules`, so
         they are plain words in this text."""
         override = [f"Host {host}"]
         if port is not None:

@@ -14,8 +14,8 @@ from harness.transport.ssh.errors import (
 from harness.transport.ssh.host_keys import (
     _HostKeyPin,
 )
-from harness.untrusted_input import brief
-from harness.value_rules import (
+from harness.untrusted.reading import brief
+from harness.untrusted.value_rules import (
     ValueRuleError,
     check_host,
     check_port,
@@ -38,7 +38,7 @@ class SshProfile:
     it is set, known_hosts is not consulted for the board (jump hosts still are).
 
     Host, user, port and ProxyJump entries are checked on construction
-    (:mod:`harness.value_rules`), and so are the values the ssh config adds, when
+    (:mod:`harness.untrusted.value_rules`), and so are the values the ssh config adds, when
     the route is resolved. ``config_commands`` says whether the ssh config may run
     commands (ProxyCommand, Match exec): true for the user's own ``~/.ssh/config``
     and for configs the harness writes, false for a config a device profile names.

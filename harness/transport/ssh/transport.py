@@ -67,12 +67,9 @@ from harness.transport.ssh.settings import (
 )
 from harness.transport.ssh.stream import SshStream, _drain
 from harness.transport.ssh.work_dir import ensure_private_work_dir
-from harness.untrusted_input import InputFileError, read_bounded_text
+from harness.untrusted.reading import InputFileError, read_bounded_text
 
 _ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-_STDERR_TAIL_BYTES = 8192
-_STREAM_CLOSE_GRACE = 2.0
-_EXIT_STATUS_WAIT = 1.0
 _KILL_TIMEOUT = 5.0
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from harness.check import format_value, show_name
 from harness.codec import readable, wire
-from harness.mapfile import MapFileError, load_map
-from harness.messages import Action, Request
-from harness.profile import ProfileError, load_profile, profile_names
+from harness.codec.mapfile import MapFileError, load_map
+from harness.config.profile import ProfileError, load_profile, profile_names
+from harness.model.messages import Action, Request
 from harness.transport.base import TransportError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES_DIR = REPO_ROOT / "suites"
 
 
@@ -41,7 +41,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     says what went wrong and what to change; anything else is a bug and keeps its
     traceback. Imported only when needed: device modules (paramiko) take a while."""
     from harness.agent.build import AgentBuildError
-    from harness.benchmark import BenchmarkError
+    from harness.cli.bench import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
     from harness.link.serial.arq import MessageTooLarge
     from harness.runner import RunnerError
@@ -112,7 +112,7 @@ def _check_writable(path: Path) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from harness.benchmark import benchmark, format_figures
+    from harness.cli.bench import benchmark, format_figures
     from harness.farm.selection import device_items
 
     if args.json:
@@ -129,7 +129,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         results.append(figures.as_json())
     output: dict = {"devices": results}
     if args.scaling:
-        from harness.benchmark import run_scaling
+        from harness.cli.bench import run_scaling
 
         output["scaling"] = run_scaling(device_items(args.device))
         for row in output["scaling"]:
@@ -147,11 +147,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _open(name: str):
-    from harness.devices.bring_up import open_device
-    from harness.runner import CaseRunner
+    from harness.runner import open_runner
 
-    device = open_device(load_profile(name))
-    return device, CaseRunner(device.start_link, device.program_for)
+    return open_runner(load_profile(name))
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
@@ -379,7 +377,3 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"et-harness {args.command}: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-
-
-if __name__ == "__main__":
-    sys.exit(main())

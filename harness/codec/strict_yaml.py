@@ -18,7 +18,7 @@ from typing import Protocol
 
 import yaml
 
-from harness.untrusted_input import InputFileError, brief
+from harness.untrusted.reading import InputFileError, brief
 
 MAX_DEPTH = 64  # nesting of mappings and lists; profiles and maps need 5
 MAX_VALUES = 10_000  # values, each alias counted as what it stands for; a map has <= ~3600

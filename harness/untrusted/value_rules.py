@@ -17,7 +17,7 @@ import math
 import posixpath
 import re
 
-from harness.untrusted_input import brief
+from harness.untrusted.reading import brief
 
 MAX_SECONDS = 86400  # one day: a longer bound is a typo, and would keep a hung test alive
 MAX_HOST_LENGTH = 253  # a DNS name's limit
@@ -146,10 +146,7 @@ def split_host_port(value: object) -> tuple[str, int]:
 def check_word(value: object, what: str) -> str:
     """One argv word for a host-side tool (an adb serial, a labgrid place name)."""
     allowed = f"give {what}: letters, digits and . _ : @ / + - [ ], not starting with '-'"
-    if not isinstance(value, str) or not value:
-        raise ValueRuleError(f"must be a non-empty string; got {brief(value)}; {allowed}")
-    if len(value) > MAX_WORD_LENGTH:
-        raise ValueRuleError(f"{brief(value)} is longer than {MAX_WORD_LENGTH} characters")
+    value = _short_string(value, MAX_WORD_LENGTH, allowed)
     if value.startswith("-"):
         raise ValueRuleError(f"{brief(value)} starts with '-', which a tool reads as an option")
     if not re.fullmatch(_WORD_CHAR + "+", value):
@@ -171,10 +168,7 @@ def check_name(value: object) -> str:
 def check_absolute_path(value: object, what: str) -> str:
     """An absolute, normalised path: no ``..``, ``.``, ``//`` or trailing ``/``."""
     allowed = f"give {what} as an absolute path of letters, digits and . _ - + @ : /"
-    if not isinstance(value, str) or not value:
-        raise ValueRuleError(f"must be a non-empty string; got {brief(value)}; {allowed}")
-    if len(value) > MAX_PATH_LENGTH:
-        raise ValueRuleError(f"{brief(value)} is longer than {MAX_PATH_LENGTH} characters")
+    value = _short_string(value, MAX_PATH_LENGTH, allowed)
     if not value.startswith("/"):
         raise ValueRuleError(
             f"{brief(value)} is relative: it would depend on the current directory; {allowed}"

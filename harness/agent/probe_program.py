@@ -10,16 +10,16 @@ Loading it makes the runtime ``init`` each delegate's backend with that backend'
 entry of the ``LoadBackendOptionsMap``; executing it calls each ``execute``.
 
 Programs are cached by their delegate tuple under the harness cache
-(:func:`harness.flatc.cached_program`).
+(:func:`harness.agent.flatc.cached_program`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.flatc import FlatcError, cached_program, compile_json
-from harness.options import MAX_ID_BYTES
-from harness.sdk import ensure_sdk, host_abi
+from harness.agent.flatc import FlatcError, cached_program, compile_json
+from harness.agent.sdk import ensure_sdk, host_abi
+from harness.model.options import MAX_ID_BYTES
 
 MAX_DELEGATES = 8  # wire format v1: delegate_count limit
 FORMAT_REVISION = 2  # bump when the generated program changes shape
@@ -91,17 +91,23 @@ def _method_json(name: str, delegates: tuple[str, ...]) -> dict:
             }
         ],
         "operators": [],
-        "delegates": [
-            {
-                "id": backend_id,
-                "processed": {"location": "INLINE", "index": index},
-                "compile_specs": [],
-            }
-            for index, backend_id in enumerate(delegates)
-        ],
+        "delegates": delegate_table(delegates),
         # Buffer 0 is reserved by the runtime; no memory-planned tensors.
         "non_const_buffer_sizes": [0],
     }
+
+
+def delegate_table(delegates: tuple[str, ...]) -> list[dict]:
+    """A method's delegate table: ``delegates`` in order, the blob of each inline at the
+    same index of the program's ``backend_delegate_data``."""
+    return [
+        {
+            "id": backend_id,
+            "processed": {"location": "INLINE", "index": index},
+            "compile_specs": [],
+        }
+        for index, backend_id in enumerate(delegates)
+    ]
 
 
 def validate_delegates(

@@ -25,9 +25,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from harness.flatc import FlatcError, cached_program, compile_json
-from harness.probe_program import MAX_DELEGATES, validate_delegates
-from harness.sdk import SdkPaths, ensure_sdk, host_abi
+from harness.agent.flatc import FlatcError, cached_program, compile_json
+from harness.agent.probe_program import MAX_DELEGATES, delegate_table, validate_delegates
+from harness.agent.sdk import SdkPaths, ensure_sdk, host_abi
 
 XNNPACK_BACKEND = "XnnpackBackend"
 FORMAT_REVISION = 1  # bump when the generated program changes shape
@@ -54,7 +54,7 @@ class XnnpackProgramError(Exception):
 def xnnpack_program(probes: tuple[str, ...] = ()) -> Path:
     """The path of the XNNPACK program, probe delegates ``probes`` first (generated once).
 
-    Probe ids follow :func:`harness.probe_program.probe_program`'s rules; at most 7,
+    Probe ids follow :func:`harness.agent.probe_program.probe_program`'s rules; at most 7,
     none of them ``XnnpackBackend``.
     """
     probes = tuple(probes)
@@ -211,14 +211,7 @@ def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
                     }
                 ],
                 "operators": [],
-                "delegates": [
-                    {
-                        "id": backend_id,
-                        "processed": {"location": "INLINE", "index": index},
-                        "compile_specs": [],
-                    }
-                    for index, backend_id in enumerate(delegates)
-                ],
+                "delegates": delegate_table(delegates),
                 # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
                 "non_const_buffer_sizes": [0, 2 * row_bytes],
             }

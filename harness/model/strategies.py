@@ -7,7 +7,7 @@ from typing import Literal
 
 from hypothesis import strategies as st
 
-from harness.options import (
+from harness.model.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

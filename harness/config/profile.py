@@ -15,22 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
-from harness.cache import cache_root
+from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
+from harness.codec.strict_yaml import read_yaml
 from harness.config.kinds import EMULATORS, KINDS
+from harness.config.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.config.settings import ProfileError, check_known, parse_settings
-from harness.mcu_boards import BOARDS, DEFAULT_MACHINE
-from harness.sdk_prefix import SdkPrefixError, check_trusted
-from harness.strict_yaml import read_yaml
-from harness.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
-from harness.untrusted_input import InputFileError, brief, read_bounded_text
-from harness.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
+from harness.lifecycle.cache import cache_root
+from harness.untrusted.reading import InputFileError, brief, read_bounded_text
+from harness.untrusted.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
+from harness.untrusted.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
 
 DEVICES_DIR = SHIPPED_DEVICES_DIR
 
 TRANSPORT_KINDS = tuple(KINDS)
 EMULATOR_KINDS = tuple(EMULATORS)
 DEFAULT_WORK_DIR = "/tmp/et-harness"
-# agent.deployment: how the agent runs (harness/deployment.py); auto asks the device.
+# agent.deployment: how the agent runs (harness/devices/deployment.py); auto asks the device.
 DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
 
 
@@ -68,7 +68,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
-    machine: str | None = None  # the board qemu-mcu emulates (harness/mcu_boards.py)
+    machine: str | None = None  # the board qemu-mcu emulates (harness/config/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()

@@ -8,7 +8,7 @@ an ExecuTorch install prefix as ``cmake --install`` lays it out: ``include/``,
 user's environment trusts (:func:`check_trusted`). The package must define the namespaced
 imported targets the wheel's package defines (``executorch::runtime``,
 ``executorch::backend_xnnpack``, ...); the agent's CMake says so if it does not.
-Without either setting the pinned wheel (:mod:`harness.sdk`) is used.
+Without either setting the pinned wheel (:mod:`harness.agent.sdk`) is used.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import os
 import re
 from pathlib import Path
 
-from harness.sdk import SdkError, SdkPaths, check_sdk_version
-from harness.trust import listed_by_user
+from harness.agent.sdk import SdkError, SdkPaths, check_sdk_version
+from harness.untrusted.trust import listed_by_user
 
 SDK_ENV = "ET_HARNESS_SDK"
 # Prefixes a profile's agent.sdk may name: the user's word, since building against a
@@ -50,7 +50,7 @@ def prefix_from_environment() -> Path | None:
 
 def check_trusted(prefix: Path, where: str) -> Path:
     """``prefix`` resolved, if ``$ET_HARNESS_SDK`` or ``$ET_HARNESS_TRUSTED_SDKS`` names it
-    (or a directory holding it: :func:`harness.trust.listed_by_user`).
+    (or a directory holding it: :func:`harness.untrusted.trust.listed_by_user`).
 
     A profile is untrusted input (docs/security.md) and configuring a build against an
     install prefix runs the CMake code of its package on this machine, so a profile

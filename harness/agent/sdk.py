@@ -23,9 +23,9 @@ from pathlib import Path
 
 import filelock
 
-from harness.cache import cache_root
+from harness.lifecycle.cache import cache_root
 
-LOCK_FILE = Path(__file__).resolve().parent.parent / "agent" / "executorch-sdk.lock"
+LOCK_FILE = Path(__file__).resolve().parents[2] / "agent" / "executorch-sdk.lock"
 
 # ABI name -> the manylinux platform tag of its wheel.
 WHEEL_PLATFORMS = {
@@ -99,7 +99,7 @@ class SdkPaths:
     """Where one ABI's ExecuTorch SDK lives: the pinned wheel's, or an install prefix.
 
     For the wheel, ``root`` is its trimmed ``executorch/`` package in the cache. For
-    one's own build (:mod:`harness.sdk_prefix`), ``root`` is the install prefix,
+    one's own build (:mod:`harness.agent.sdk_prefix`), ``root`` is the install prefix,
     ``config_dir`` the directory of its ``executorch-config.cmake`` and
     ``own_build`` is True; such a prefix has no program schema or ``flatc``, which
     always come from the pinned wheel.

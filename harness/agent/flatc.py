@@ -18,7 +18,7 @@ from pathlib import Path
 
 import filelock
 
-from harness.cache import cache_root
+from harness.lifecycle.cache import cache_root
 
 _FLATC_TIMEOUT_S = 60
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SHIPPED_DEVICES_DIR = Path(__file__).resolve().parent.parent / "devices"
+SHIPPED_DEVICES_DIR = Path(__file__).resolve().parents[2] / "devices"
 TRUSTED_PROFILES_ENV = "ET_HARNESS_TRUSTED_PROFILES"
 
 

@@ -19,9 +19,15 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.options import BackendOptions, MapValidationError, Option, OptionsMap, backend_path
-from harness.strict_yaml import MAX_NUMBER_CHARS, YamlError, read_yaml
-from harness.untrusted_input import InputFileError, brief, brief_plain, read_bounded_text
+from harness.codec.strict_yaml import MAX_NUMBER_CHARS, YamlError, read_yaml
+from harness.model.options import (
+    BackendOptions,
+    MapValidationError,
+    Option,
+    OptionsMap,
+    backend_path,
+)
+from harness.untrusted.reading import InputFileError, brief, brief_plain, read_bounded_text
 
 _OPTION_FIELDS = ("key", "value", "type")
 _TYPES = {"bool": bool, "int": int, "string": str}
@@ -87,7 +93,7 @@ _READERS = {".yaml": _read_yaml, ".yml": _read_yaml, ".json": _read_json}
 def load_map(path: str | os.PathLike[str]) -> OptionsMap:
     """Read and validate a map file; ``.yaml``/``.yml`` or ``.json`` by suffix.
 
-    Only a regular file of at most 1 MiB is read (harness.untrusted_input).
+    Only a regular file of at most 1 MiB is read (harness.untrusted.reading).
     """
     source = str(path)
     reader = _READERS.get(Path(path).suffix.lower())

@@ -26,11 +26,11 @@ from pathlib import Path
 from harness.codec import wire
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
-from harness.messages import Action, Outcome, Report, Request
-from harness.options import BackendOptions, Option, OptionsMap
+from harness.model.messages import Action, Outcome, Report, Request
+from harness.model.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
 
-SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
+SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 
 
 class BenchmarkError(Exception):

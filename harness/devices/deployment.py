@@ -16,7 +16,7 @@ import enum
 from dataclasses import dataclass
 
 from harness.agent.glibc_bundle import LOADER_NAME
-from harness.profile import DeviceProfile
+from harness.config.profile import DeviceProfile
 from harness.transport.base import Transport, TransportError
 
 BIONIC_LINKER = "/system/bin/linker64"

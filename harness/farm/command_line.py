@@ -1,0 +1,133 @@
+"""The run's command line: the options the pytest plugin adds, and what they become.
+
+``--device`` and ``--devices-dir`` select the profiles (:mod:`harness.farm.selection`);
+the farm's rules become a :class:`~harness.farm.policy.FarmPolicy`; ``--results-dir``
+and ``--html-report`` a :class:`ResultsPlace`. Each is checked before any test runs
+and refused as a one-line usage error naming the option.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.config.profile import DEVICES_DIR
+from harness.farm.deadline import RunDeadline
+from harness.farm.lock import default_lock_dir
+from harness.farm.policy import FarmPolicy
+from harness.farm.results import REPORT_FILE, default_results_dir, unwritable_reason
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """The plugin's options, in pytest's ``et-harness`` group."""
+    group = parser.getgroup("et-harness", "ExecuTorch backend-options harness")
+    group.addoption(
+        "--device",
+        default=None,
+        help="device profile(s): a name from devices/ (host, ssh-emu, adb-emu, mcu-emu, ...), "
+        "a path to a YAML profile, 'all', 'tag:NAME', or a comma-separated list (default: host)",
+    )
+    group.addoption(
+        "--devices-dir",
+        type=Path,
+        default=DEVICES_DIR,
+        help="where device names, 'all' and 'tag:' look (default: devices/)",
+    )
+    group.addoption(
+        "--lock-dir",
+        type=Path,
+        default=None,
+        help="directory of the per-device lock files (default: "
+        "$ET_HARNESS_CACHE/locks or ~/.cache/et-harness/locks)",
+    )
+    group.addoption(
+        "--lock-timeout",
+        type=float,
+        default=FarmPolicy.lock_timeout,
+        metavar="SECONDS",
+        help="longest wait for a device another process holds (default: %(default)s)",
+    )
+    group.addoption(
+        "--run-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="after this long, remaining tests end at once as infrastructure errors",
+    )
+    group.addoption(
+        "--infra-retries",
+        type=int,
+        default=FarmPolicy.infra_retries,
+        metavar="N",
+        help="tries of a test after infrastructure errors, each with a fresh "
+        "agent (default: %(default)s)",
+    )
+    group.addoption(
+        "--quarantine-after",
+        type=int,
+        default=FarmPolicy.quarantine_after,
+        metavar="K",
+        help="health-check a device after K tests in a row ended in infrastructure "
+        "errors; quarantine it if the check fails (default: %(default)s)",
+    )
+    group.addoption(
+        "--results-dir",
+        type=Path,
+        default=None,
+        help="where results.jsonl, run.json, report.html and artifacts go "
+        "(default: results/<timestamp>-<pid>)",
+    )
+    group.addoption(
+        "--html-report",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the self-contained HTML report (default: <results dir>/report.html)",
+    )
+
+
+def farm_policy(config: pytest.Config, deadline: RunDeadline) -> FarmPolicy:
+    """The run's rules for devices from its options, with the run's ``deadline``."""
+    try:
+        return FarmPolicy(
+            infra_retries=config.getoption("infra_retries"),
+            quarantine_after=config.getoption("quarantine_after"),
+            lock_timeout=config.getoption("lock_timeout"),
+            lock_dir=config.getoption("lock_dir") or default_lock_dir(),
+            deadline=deadline,
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class ResultsPlace:
+    """Where the run writes its results and its HTML report."""
+
+    results_dir: Path
+    html_path: Path
+    eager: bool  # named on the command line: written even by a run without device tests
+
+
+def results_place(config: pytest.Config) -> ResultsPlace:
+    """``--results-dir`` and ``--html-report`` (relative to where pytest was started, by
+    default a new ``results/<timestamp>-<pid>``), refused unless this user can write them."""
+    base = config.invocation_params.dir
+    explicit = config.getoption("results_dir")
+    results_dir = base / explicit if explicit else default_results_dir(base)
+    html = config.getoption("html_report")
+    html_path = base / html if html else results_dir / REPORT_FILE
+    for option, target, directory in (
+        ("--results-dir", results_dir, results_dir),
+        ("--html-report", html_path, html_path.parent),
+    ):
+        reason = unwritable_reason(directory)
+        if option == "--html-report" and target.is_dir():
+            reason = f"{target} is a directory"
+        if reason is not None:
+            raise pytest.UsageError(
+                f"{option}: cannot write {target}: {reason}; give a place this user can write"
+            )
+    return ResultsPlace(results_dir, html_path, eager=bool(explicit or html))
