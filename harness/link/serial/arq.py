@@ -57,10 +57,21 @@ _U32 = struct.Struct("<I")
 POLL_INTERVAL = 0.02  # s: longest read on a port select() cannot wait on (RFC 2217)
 _READ_CHUNK = 4096
 _MAX_UNDELIMITED = 65536  # encoded bytes without a 0x00 before they are dropped as garbage
+_KEPT_BYTES = 256  # the first bytes read, kept as evidence when the boot HELLO is missing
+_PROBE_TIMEOUT = 1.0  # s: a HELLO_REQUEST after a missing boot HELLO, to tell lost from dead
 
 
 class SerialProtocolError(TransportError):
     """The device broke the serial protocol (e.g. sent a message shorter than a header)."""
+
+
+class BootHelloMissing(DeviceUnavailable):
+    """The boot HELLO the link waited for did not come; ``received`` holds the first bytes
+    the port gave meanwhile (evidence for the message)."""
+
+    def __init__(self, message: str, received: bytes) -> None:
+        super().__init__(message)
+        self.received = received
 
 
 class MessageTooLarge(ValueError):
@@ -178,6 +189,8 @@ class SerialLink(MessageChannel):
             # Set once: setting it renegotiates an RFC 2217 port (~150 ms each time).
             port.timeout = POLL_INTERVAL
         self._undelimited = bytearray()
+        self._received = 0
+        self._first_bytes = bytearray()
         self._hello: DeviceHello | None = None
         self._boot_hello: DeviceHello | None = None
         self._foreign_hello: DeviceHello | None = None
@@ -407,26 +420,44 @@ class SerialLink(MessageChannel):
     # ------------------------------------------------------------------ handshake
 
     def _wait_boot_hello(self) -> None:
+        """Wait for the boot HELLO; :class:`BootHelloMissing`, with what was read, if it
+        does not come (a HELLO_REQUEST then tells a device that runs from one that does not)."""
         self._wait(self._config.boot_timeout, lambda: self._boot_hello is not None)
-        if self._boot_hello is None:
-            raise DeviceUnavailable(
-                f"{self._name}: no boot HELLO within {self._config.boot_timeout:g} s; "
-                "check the port, the baud rate and that the firmware starts (reset the board)"
+        if self._boot_hello is not None:
+            return
+        received = bytes(self._first_bytes)  # before the probe adds its answer
+        evidence = (
+            f"{self._received} byte(s) read, {self._stats['bad_frames']} damaged frame(s)"
+            + (f", first: {received.hex(' ')}" if received else "")
+        )
+        try:
+            self._resync(DeviceUnavailable, timeout=_PROBE_TIMEOUT)
+            verdict = (
+                "yet it answered a HELLO_REQUEST: it runs, but its boot HELLO was lost "
+                "(sent before the port was open?) or it did not restart"
             )
+        except TransportError as exc:
+            verdict = f"nor did it answer a HELLO_REQUEST within {_PROBE_TIMEOUT:g} s ({exc})"
+        raise BootHelloMissing(
+            f"{self._name}: no boot HELLO within {self._config.boot_timeout:g} s ({evidence}); "
+            f"{verdict}; check the port, the baud rate and that the firmware starts "
+            "(reset the board)",
+            received,
+        )
 
-    def _resync(self, error: type[TransportError]) -> None:
+    def _resync(self, error: type[TransportError], timeout: float | None = None) -> None:
         """HELLO handshake: both sides restart their frame numbering."""
         self._count("resyncs")
         self._handshake_done = False
         request = b"\0" + Frame(FrameKind.HELLO_REQUEST, 0, 0, _U32.pack(self._session)).encode()
-        deadline = time.monotonic() + self._config.hello_timeout
+        timeout = self._config.hello_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         while not self._handshake_done:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise error(
-                    f"{self._name}: no HELLO answered the handshake within "
-                    f"{self._config.hello_timeout:g} s; check the port, the baud rate and "
-                    "that the firmware is running"
+                    f"{self._name}: no HELLO answered the handshake within {timeout:g} s; "
+                    "check the port, the baud rate and that the firmware is running"
                 )
             self._write(request)
             self._wait(min(self._config.hello_interval, remaining), lambda: self._handshake_done)
@@ -547,15 +578,20 @@ class SerialLink(MessageChannel):
         try:
             if self._fileno is not None:
                 ready, _, _ = select.select([self._fileno], [], [], timeout)
-                return self._port.read(_READ_CHUNK) if ready else b""
-            data = self._port.read(1)  # waits at most POLL_INTERVAL; _wait() loops
-            waiting = self._port.in_waiting if data else 0
-            return data + self._port.read(waiting) if waiting else data
+                data = self._port.read(_READ_CHUNK) if ready else b""
+            else:
+                data = self._port.read(1)  # waits at most POLL_INTERVAL; _wait() loops
+                waiting = self._port.in_waiting if data else 0
+                data = data + self._port.read(waiting) if waiting else data
         except (serial.SerialException, OSError, ValueError) as exc:
             self.close()
             raise TransportLost(
                 f"{self._name}: the serial connection failed while reading: {exc}"
             ) from None
+        self._received += len(data)
+        if len(self._first_bytes) < _KEPT_BYTES:
+            self._first_bytes += data[: _KEPT_BYTES - len(self._first_bytes)]
+        return data
 
     def _write(self, data: bytes) -> None:
         try:
