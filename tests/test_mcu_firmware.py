@@ -21,8 +21,9 @@ import pytest
 from harness.agent.session import AgentSession
 from harness.codec import wire
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
-from harness.link.serial.arq import DeviceHello, LinkConfig, MessageTooLarge
+from harness.link.serial.arq import LinkConfig, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
+from harness.link.serial.hello import DeviceHello
 from harness.link.serial.port import SerialPortConfig, connect
 from harness.mcu_boards import McuBoard
 from harness.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request

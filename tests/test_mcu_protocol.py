@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from harness.devices.serial import port_settings
 from harness.emulators.fault_relay import FaultRates, FaultRelay
-from harness.link.serial.arq import CAP_EXIT, DeviceHello, SerialProtocolError
 from harness.link.serial.frame import Frame, FrameError, FrameKind, decode_frame
+from harness.link.serial.hello import CAP_EXIT, DeviceHello, SerialProtocolError
 from harness.link.serial.port import ResetLine, SerialPortConfig, open_port
 from harness.messages import Action
 from harness.profile import ProfileError, parse_profile

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.link.serial.arq import CAP_EXIT, BootHelloMissing
+from harness.link.serial.arq import BootHelloMissing
 from harness.link.serial.frame import Frame, FrameKind, decode_frame
+from harness.link.serial.hello import CAP_EXIT
 from harness.link.serial.port import SerialPortConfig, connect
 
 NOISE = b"\x13\x37noise\x00"

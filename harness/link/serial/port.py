@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import serial
 
-from harness.link.serial.arq import POLL_INTERVAL, LinkConfig, SerialLink
+from harness.link.serial.arq import LinkConfig, SerialLink
+from harness.link.serial.frame_port import POLL_INTERVAL
 from harness.transport.base import DeviceUnavailable
 
 
