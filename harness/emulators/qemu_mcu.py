@@ -53,6 +53,7 @@ BOOT_TIMEOUT_S = 20.0
 _BIND_ATTEMPTS = 5
 _WAITING = "waiting for connection on: "
 _RUN_CPU = b"cont\n"  # the monitor command that lets the stopped CPU run
+_EVIDENCE_LINES = 10  # of QEMU's stderr, in the error when the boot HELLO is missing
 
 
 class FirmwareBuildError(RuntimeError):
@@ -291,10 +292,11 @@ class QemuMcu:
             return connect_port(config, link=link, on_open=self.run if first else None)
         except BootHelloMissing as exc:
             status = self.poll()
+            tail = "\n".join(self.stderr_tail().splitlines()[-_EVIDENCE_LINES:]) or "(none)"
             raise BootHelloMissing(
                 f"{exc}\nQEMU {self.machine} (pid {self.pid}, "
                 f"{'running' if status is None else f'exit status {status}'}), "
-                f"last stderr:\n{self.stderr_tail() or '(none)'}",
+                f"last stderr:\n{tail}",
                 exc.received,
             ) from None
 
