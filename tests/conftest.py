@@ -1,12 +1,14 @@
-"""Fixtures shared by the project's tests of the MCU firmware: every test that uses
-``firmware`` or ``mcu`` runs on each emulated board (harness/config/mcu_boards.py)."""
+"""Fixtures shared by the project's tests of the MCU firmware and its serial link: every
+test that uses ``firmware`` or ``mcu`` runs on each emulated board (harness/config/mcu_boards.py)."""
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from serial.urlhandler import protocol_socket
 
 from harness.config.mcu_boards import BOARDS, McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
@@ -29,3 +31,17 @@ def mcu(firmware: Path, mcu_board: McuBoard) -> Iterator[QemuMcu]:
     """A fresh QEMU board running the firmware, stopped after the test."""
     with QemuMcu(firmware, machine=mcu_board.machine) as running:
         yield running
+
+
+@pytest.fixture
+def late_port_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a ``socket://`` port gives the peer up to 2 s to send before pyserial discards
+    the input (``reset_input_buffer`` in its open): a client descheduled between connecting
+    and that discard while the board boots, as under load, made certain."""
+    discard = protocol_socket.Serial.reset_input_buffer
+
+    def late(port: protocol_socket.Serial) -> None:
+        select.select([port._socket], [], [], 2.0)
+        discard(port)
+
+    monkeypatch.setattr(protocol_socket.Serial, "reset_input_buffer", late)

@@ -99,7 +99,7 @@ def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
     with FaultRelay(
         ("127.0.0.1", mcu.port), to_device=ONE_IN_A_THOUSAND, to_host=ONE_IN_A_THOUSAND, seed=SEED
     ) as relay:
-        link = connect(SerialPortConfig(url=relay.url))
+        link = connect(SerialPortConfig(url=relay.url), on_open=mcu.run)
         agent = AgentSession(link)
         sent = correct = 0
         errors: list[str] = []
@@ -161,7 +161,7 @@ def test_a_silent_device_gives_device_unavailable_within_the_timeout(mcu: QemuMc
     ) as relay:
         start = time.monotonic()
         with pytest.raises(DeviceUnavailable, match="no HELLO"):
-            connect(SerialPortConfig(url=relay.url, hello_timeout=1.0))
+            connect(SerialPortConfig(url=relay.url, hello_timeout=1.0), on_open=mcu.run)
         assert time.monotonic() - start < 3.0
 
 

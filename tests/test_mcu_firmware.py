@@ -23,8 +23,9 @@ from harness.agent.session import AgentSession
 from harness.codec import wire
 from harness.config.mcu_boards import McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
-from harness.link.serial.arq import DeviceHello, MessageTooLarge
+from harness.link.serial.arq import LinkConfig, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
+from harness.link.serial.hello import DeviceHello
 from harness.link.serial.port import SerialPortConfig, connect
 from harness.model.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
 from harness.model.options import Option, OptionsMap
@@ -147,8 +148,23 @@ def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: Ag
     assert f"{per_backend} options per backend" in mcu.stderr_tail()
 
 
+@pytest.mark.parametrize("restarted", [False, True], ids=["first-start", "restarted"])
+def test_the_boot_hello_is_read_however_late_the_port_opens(
+    mcu: QemuMcu, late_port_open: None, restarted: bool
+) -> None:
+    """The CPU runs only once the port is open, so the boot HELLO cannot be discarded; after a
+    restart the first link requires it again (it proves the board restarted)."""
+    if restarted:
+        mcu.connect(LinkConfig(boot_timeout=5.0)).close()
+        mcu.stop()
+        mcu.start()
+    with mcu.connect(LinkConfig(boot_timeout=5.0)) as link:
+        assert link.boot_hello is not None and link.boot_hello.session == 0
+        assert mcu.shutdown(link, 0) == 0
+
+
 def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: QemuMcu) -> None:
-    link = connect(SerialPortConfig(url=mcu.url))
+    link = connect(SerialPortConfig(url=mcu.url), on_open=mcu.run)
     try:
         assert mcu.shutdown(link, 42) == 42
     finally:
@@ -469,6 +485,8 @@ def test_link_over_a_pty_device_path(firmware: Path, mcu_board: McuBoard) -> Non
     """QEMU's UART on a pseudo-terminal: the port is opened as a device path, like a real board."""
     argv = QemuMcu(firmware, machine=mcu_board.machine).argv(0)
     argv[argv.index("-serial") + 1] = "pty"
+    argv.remove("-S")  # nothing else here to let the CPU run: the handshake needs no boot HELLO
+    argv[argv.index("-monitor") + 1] = "none"
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
@@ -555,6 +573,7 @@ def _one_frame_request(seq: int, link_seq: int) -> Frame:
 
 def test_firmware_link_rules_frame_by_frame(mcu: QemuMcu) -> None:
     raw = RawLink(mcu.url)
+    mcu.run()
     assert raw.handshake().window == 3
     raw.send(_one_frame_request(9, 1))  # ahead of 0: a gap
     assert raw.receive() == Frame(FrameKind.NAK, 0)
@@ -575,6 +594,7 @@ def test_firmware_link_rules_frame_by_frame(mcu: QemuMcu) -> None:
 
 def test_firmware_refuses_a_message_longer_than_max_message(mcu: QemuMcu) -> None:
     raw = RawLink(mcu.url)
+    mcu.run()
     hello = raw.handshake()
     header = struct.pack("<4sBBHII", b"ETBO", 1, 1, 0, hello.max_message + 200, 31)
     message = header + bytes(hello.max_message + 200 - len(header))

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from harness.config.profile import ProfileError, parse_profile
 from harness.devices.serial import port_settings
 from harness.emulators.fault_relay import FaultRates, FaultRelay
-from harness.link.serial.arq import CAP_EXIT, DeviceHello, SerialProtocolError
 from harness.link.serial.frame import Frame, FrameError, FrameKind, decode_frame
+from harness.link.serial.frame_port import FramePort
+from harness.link.serial.hello import CAP_EXIT, DeviceHello, SerialProtocolError
 from harness.link.serial.port import ResetLine, SerialPortConfig, open_port
 from harness.model.messages import Action
 from harness.transport.base import DeviceUnavailable
@@ -264,3 +265,51 @@ def test_fault_rates_are_checked() -> None:
         FaultRates(corrupt=1.5)
     with pytest.raises(ValueError, match="more than 1"):
         FaultRates(corrupt=0.6, drop=0.6)
+
+
+# --------------------------------------------------------------------------- frames over a port
+
+
+class ChunkedPort:
+    """A port without a file descriptor (like ``rfc2217://``) that gives scripted chunks."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.timeout: float | None = None
+        self._chunks = chunks
+        self._pending = b""
+
+    def read(self, size: int = 1) -> bytes:
+        if not self._pending and self._chunks:
+            self._pending = self._chunks.pop(0)
+        data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    @property
+    def in_waiting(self) -> int:
+        return len(self._pending)
+
+    def close(self) -> None:
+        pass
+
+
+def test_frame_port_joins_split_frames_reports_damage_and_keeps_the_first_bytes() -> None:
+    first = Frame(FrameKind.ACK, 3).encode()
+    second = Frame(FrameKind.DATA, 0, 3, b"report").encode()
+    chunks = [b"\0" + first[:2], first[2:] + b"\x13\x37\0" + second[:4], second[4:]]
+    port = FramePort(ChunkedPort(list(chunks)), name="t")
+    assert port.read_frames(0.1) == []  # half a frame so far
+    middle = port.read_frames(0.1)
+    assert middle[0] == Frame(FrameKind.ACK, 3) and isinstance(middle[1], FrameError)
+    assert port.read_frames(0.1) == [Frame(FrameKind.DATA, 0, 3, b"report")]
+    assert port.first_bytes == b"".join(chunks) and port.received == len(b"".join(chunks))
+
+
+def test_frame_port_drops_a_run_without_delimiters_as_one_damaged_frame() -> None:
+    port = FramePort(ChunkedPort([b"\x01" * 40000, b"\x01" * 40000]), name="t")
+    assert port.read_frames(0.1) == []
+    (dropped,) = port.read_frames(0.1)
+    assert isinstance(dropped, FrameError) and "without a delimiter" in str(dropped)
+    assert len(port.first_bytes) == 256

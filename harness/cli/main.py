@@ -226,6 +226,9 @@ def _cmd_emu(args: argparse.Namespace) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     device = open_device(profile)
     try:
+        run = getattr(device.emulator, "run", None)
+        if run is not None:  # a board held for the harness's link boots for the first client
+            run()
         print(f"{profile.name} is up ({profile.emulator}); transport settings:")
         # What the emulator provides: a board's opens its own port (a serial url), which
         # no profile field holds; the others' fields are in the profile already.

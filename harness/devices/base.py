@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 class Emulator(Protocol):
     """An emulated device the harness starts: a real daemon or machine on this host.
 
-    An emulator may also offer ``reset()`` where its device has a reset to emulate.
+    An emulator may also offer ``reset()`` where its device has a reset to emulate, and
+    ``run()`` where it holds its CPU until the harness's own link is ready (qemu-mcu): a
+    client that is not the harness's (``et-harness emu``) calls it first.
     """
 
     def start(self) -> Mapping[str, object]:

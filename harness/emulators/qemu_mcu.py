@@ -5,12 +5,15 @@ Debian's ``arm-none-eabi-gcc``/``g++`` against the ExecuTorch SDK's headers
 (:func:`harness.agent.sdk.ensure_sdk`), once per source hash (cached under the harness
 cache, ``mcu-firmware/``, safe to call from parallel test workers). :class:`QemuMcu`
 starts ``qemu-system-arm -M <machine>`` with the board's UART0 on a TCP server socket
-(``-serial tcp:127.0.0.1:PORT,server=on,wait=on,nodelay=on``): the firmware starts
-when the first client connects, so its boot HELLO is never lost. Connect with
-:mod:`harness.link.serial.port`
-(``socket://127.0.0.1:PORT``); stop with :meth:`QemuMcu.shutdown` (the firmware
-exits through semihosting with the status asked for) or :meth:`QemuMcu.stop`.
-See docs/mcu.md.
+(``-serial tcp:127.0.0.1:PORT,server=on,wait=on,nodelay=on``) and its CPU stopped (``-S``):
+:meth:`QemuMcu.connect` lets the CPU run (:meth:`QemuMcu.run`: ``cont`` on the monitor,
+QEMU's stdin) only once its port is open. Letting it run when the client connects
+(``wait=on`` alone) lost the boot HELLO now and then: pyserial's ``socket://`` open
+discards what arrived after its connect (``reset_input_buffer``), and the firmware's boot
+HELLO sometimes arrived in between.
+Connect with :mod:`harness.link.serial.port` (``socket://127.0.0.1:PORT``); stop with
+:meth:`QemuMcu.shutdown` (the firmware exits through semihosting with the status asked for)
+or :meth:`QemuMcu.stop`. See docs/mcu.md.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from subprocess import PIPE
 
 from filelock import FileLock
 
@@ -28,7 +32,7 @@ from harness.agent.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
 from harness.config.mcu_boards import DEFAULT_MACHINE, board
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
-from harness.link.serial.arq import LinkConfig, SerialLink
+from harness.link.serial.arq import BootHelloMissing, LinkConfig, SerialLink
 from harness.link.serial.port import SerialPortConfig
 from harness.link.serial.port import connect as connect_port
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
@@ -48,6 +52,8 @@ _BUILD_TIMEOUT_S = 300
 BOOT_TIMEOUT_S = 20.0
 _BIND_ATTEMPTS = 5
 _WAITING = "waiting for connection on: "
+_RUN_CPU = b"cont\n"  # the monitor command that lets the stopped CPU run
+_EVIDENCE_LINES = 10  # of QEMU's stderr, in the error when the boot HELLO is missing
 
 
 class FirmwareBuildError(RuntimeError):
@@ -165,7 +171,7 @@ class QemuMcu:
         self._qemu = qemu
         self._start_timeout = start_timeout
         self._process: ManagedProcess | None = None
-        self._clients = 0
+        self._running = False  # the CPU was let run (it is stopped at each start)
         self.port = 0
 
     @property
@@ -180,14 +186,16 @@ class QemuMcu:
         return self._process.pid
 
     def argv(self, port: int) -> list[str]:
-        """The QEMU command line for a UART0 server socket on ``port``."""
+        """The QEMU command line for a UART0 server socket on ``port``, the CPU stopped
+        until ``cont`` on the monitor (stdin)."""
         return [
             self._qemu,
             "-M",
             self.machine,
             "-nographic",
+            "-S",
             "-monitor",
-            "none",
+            "stdio",
             "-no-reboot",
             "-semihosting-config",
             "enable=on,target=native",
@@ -203,8 +211,8 @@ class QemuMcu:
         return {"url": self.url}
 
     def start(self) -> dict[str, object]:
-        """Start QEMU and return once its UART0 socket listens (the CPU waits for a client);
-        returns :attr:`settings`."""
+        """Start QEMU and return once its UART0 socket listens (the CPU stopped until the
+        first :meth:`connect`); returns :attr:`settings`."""
         if shutil.which(self._qemu) is None:
             raise QemuError(f"{self._qemu} not found: install Debian's qemu-system-arm")
         port = on_free_port(self._launch, attempts=_BIND_ATTEMPTS, host=LISTEN_HOST)
@@ -220,7 +228,10 @@ class QemuMcu:
         """True once QEMU listens on ``port``; False if the port was taken meanwhile."""
         if self._process is not None:
             self._process.stop()
-        process = self._process = ManagedProcess(self.argv(port), name="qemu-system-arm")
+        process = self._process = ManagedProcess(
+            self.argv(port), name="qemu-system-arm", stdin=PIPE
+        )
+        self._running = False
         if process.wait_for_stderr(_WAITING, timeout=self._start_timeout):
             return True
         if process.poll() is None:
@@ -268,17 +279,44 @@ class QemuMcu:
             ) from None
 
     def connect(self, link: LinkConfig | None = None) -> SerialLink:
-        """A :class:`SerialLink` to the firmware; the first one also checks its boot HELLO.
+        """A :class:`SerialLink` to the firmware. The first one since :meth:`start` lets
+        the CPU run (:meth:`run`) once its port is open and requires the boot HELLO.
 
         QEMU serves one client at a time: close a link before connecting another.
         """
+        first = not self._running
         config = SerialPortConfig(
-            url=self.url,
-            wait_boot=self._clients == 0,
-            boot_timeout=None if link else BOOT_TIMEOUT_S,
+            url=self.url, wait_boot=first, boot_timeout=None if link else BOOT_TIMEOUT_S
         )
-        self._clients += 1
-        return connect_port(config, link=link)
+        try:
+            return connect_port(config, link=link, on_open=self.run if first else None)
+        except BootHelloMissing as exc:
+            status = self.poll()
+            tail = "\n".join(self.stderr_tail().splitlines()[-_EVIDENCE_LINES:]) or "(none)"
+            raise BootHelloMissing(
+                f"{exc}\nQEMU {self.machine} (pid {self.pid}, "
+                f"{'running' if status is None else f'exit status {status}'}), "
+                f"last stderr:\n{tail}",
+                exc.received,
+            ) from None
+
+    def run(self) -> None:
+        """Let the CPU run (``cont``): the firmware boots and sends its boot HELLO. Do it
+        once a client's port is open; :meth:`connect` does. Safe to call twice."""
+        stdin = self._process.popen.stdin if self._process is not None else None
+        if stdin is None:
+            raise QemuError("QEMU is not running; call start() first")
+        if self._running:
+            return
+        try:
+            stdin.write(_RUN_CPU)
+            stdin.flush()
+        except OSError as exc:
+            raise QemuError(
+                f"cannot let QEMU's CPU run (its monitor is gone: {exc}); "
+                f"last output:\n{self.stderr_tail()}"
+            ) from None
+        self._running = True
 
     def shutdown(
         self, link: SerialLink, code: int = 0, *, timeout: float = 2.0, attempts: int = 3

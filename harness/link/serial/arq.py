@@ -1,12 +1,13 @@
 """Host side of the framed serial protocol (docs/serial-protocol.md): go-back-N ARQ.
 
-A :class:`SerialLink` carries wire-format v1 messages to a device over a byte
-port (a pyserial port: a UART, ``socket://`` to QEMU, ``rfc2217://``) and brings
-its reports back. Frames are COBS-encoded and delimited by 0x00, protected by a
-CRC-32 and numbered; DATA frames are acknowledged, lost ones resent (go-back-N
-within the window the device announces), and a request whose report does not
-come is resent after a resynchronisation; the device answers a resent request
-from its cache instead of executing it twice.
+A :class:`SerialLink` carries wire-format v1 messages to a device over a byte port (a
+pyserial port: a UART, ``socket://`` to QEMU, ``rfc2217://``; read and written as frames
+by :mod:`.frame_port`) and brings its reports back; the device's HELLO (:mod:`.hello`)
+sets its frame size and window. Frames are COBS-encoded and delimited by 0x00, protected
+by a CRC-32 and numbered; DATA frames are acknowledged, lost ones resent (go-back-N
+within the window the device announces), and a request whose report does not come is
+resent after a resynchronisation; the device answers a resent request from its cache
+instead of executing it twice.
 
 Every failure ends in a :mod:`harness.transport.base` error within bounded
 time; a report is returned only for the request whose sequence number it
@@ -18,15 +19,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
-import select
 import struct
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
-
-import serial
 
 from harness.codec import wire
 from harness.link.channel import MessageChannel, header_seq
@@ -38,9 +35,9 @@ from harness.link.serial.frame import (
     Frame,
     FrameError,
     FrameKind,
-    decode_frame,
 )
-from harness.model.messages import Action
+from harness.link.serial.frame_port import FramePort, SerialPortLike
+from harness.link.serial.hello import CAP_EXIT, LINK_VERSION, DeviceHello, SerialProtocolError
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,
@@ -50,55 +47,21 @@ from harness.transport.base import (
 
 log = logging.getLogger(__name__)
 
-LINK_VERSION = 1
-CAP_EXIT = 0x100  # HELLO capabilities: bit n serves wire action n; this bit EXIT frames
-_HELLO_FIXED = struct.Struct("<BBHHBBIII")
 _U32 = struct.Struct("<I")
-POLL_INTERVAL = 0.02  # s: longest read on a port select() cannot wait on (RFC 2217)
-_READ_CHUNK = 4096
-_MAX_UNDELIMITED = 65536  # encoded bytes without a 0x00 before they are dropped as garbage
+_PROBE_TIMEOUT = 1.0  # s: a HELLO_REQUEST after a missing boot HELLO, to tell lost from dead
 
 
-class SerialProtocolError(TransportError):
-    """The device broke the serial protocol (e.g. sent a message shorter than a header)."""
+class BootHelloMissing(DeviceUnavailable):
+    """The boot HELLO the link waited for did not come; ``received`` holds the first bytes
+    the port gave meanwhile (evidence for the message)."""
+
+    def __init__(self, message: str, received: bytes) -> None:
+        super().__init__(message)
+        self.received = received
 
 
 class MessageTooLarge(ValueError):
     """A message is larger than the device's announced ``max_message``."""
-
-
-@dataclass(frozen=True)
-class DeviceHello:
-    """What a device announces in its HELLO frame."""
-
-    link_version: int
-    wire_version: int
-    rx_buffer: int  # bytes of the device's receive buffer
-    max_frame: int  # largest decoded frame (header, payload and CRC) it accepts
-    window: int  # DATA frames the host may have unacknowledged
-    tx_window: int  # DATA frames the device sends before waiting for an ACK
-    max_message: int  # largest wire-format request it accepts
-    session: int  # the HELLO_REQUEST's session number it answers; 0 at boot
-    capabilities: int
-    firmware_version: str
-
-    @classmethod
-    def parse(cls, payload: bytes) -> DeviceHello:
-        """Decode a HELLO frame's payload; :class:`SerialProtocolError` if malformed."""
-        if len(payload) < _HELLO_FIXED.size + 1:
-            raise SerialProtocolError(f"HELLO payload of {len(payload)} bytes is too short")
-        fields = _HELLO_FIXED.unpack_from(payload)
-        text_len = payload[_HELLO_FIXED.size]
-        text = payload[_HELLO_FIXED.size + 1 :]
-        if len(text) != text_len:
-            raise SerialProtocolError(
-                f"HELLO firmware version says {text_len} bytes, {len(text)} follow"
-            )
-        return cls(*fields, text.decode("utf-8", errors="replace"))  # type: ignore[call-arg]
-
-    def serves(self, action: Action) -> bool:
-        """True if the device announced that it serves ``action``."""
-        return bool(self.capabilities & (1 << int(action)))
 
 
 @dataclass(frozen=True)
@@ -135,21 +98,6 @@ class LinkStats:
     max_in_flight: int = 0  # most DATA frames ever unacknowledged at once
 
 
-class SerialPortLike(Protocol):
-    """The part of a pyserial port the link uses."""
-
-    timeout: float | None
-
-    def read(self, size: int = 1) -> bytes: ...
-
-    def write(self, data: bytes) -> int | None: ...
-
-    @property
-    def in_waiting(self) -> int: ...
-
-    def close(self) -> None: ...
-
-
 class _NoProgress(Exception):
     """This attempt at an exchange stalled; the link resynchronises and tries again."""
 
@@ -165,19 +113,11 @@ class SerialLink(MessageChannel):
     def __init__(
         self, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"
     ):
-        self._port = port
         self._config = config
         self._name = name
         self._session = secrets.randbits(32) or 1
         self._stats: dict[str, int] = {f.name: 0 for f in dataclasses.fields(LinkStats)}
-        self._closed = False
-        self._fileno = _selectable_fileno(port)
-        if self._fileno is not None:
-            port.timeout = 0  # reads return what has arrived; select() does the waiting
-        elif port.timeout != POLL_INTERVAL:
-            # Set once: setting it renegotiates an RFC 2217 port (~150 ms each time).
-            port.timeout = POLL_INTERVAL
-        self._undelimited = bytearray()
+        self._io = FramePort(port, name=name)
         self._hello: DeviceHello | None = None
         self._boot_hello: DeviceHello | None = None
         self._foreign_hello: DeviceHello | None = None
@@ -236,12 +176,7 @@ class SerialLink(MessageChannel):
 
     def close(self) -> None:
         """Close the port; safe to call twice."""
-        if not self._closed:
-            self._closed = True
-            try:
-                self._port.close()
-            except (serial.SerialException, OSError) as exc:
-                log.debug("%s: closing the port failed: %s", self._name, exc)
+        self._io.close()
 
     def __enter__(self) -> SerialLink:
         return self
@@ -407,26 +342,44 @@ class SerialLink(MessageChannel):
     # ------------------------------------------------------------------ handshake
 
     def _wait_boot_hello(self) -> None:
+        """Wait for the boot HELLO; :class:`BootHelloMissing`, with what was read, if it
+        does not come (a HELLO_REQUEST then tells a device that runs from one that does not)."""
         self._wait(self._config.boot_timeout, lambda: self._boot_hello is not None)
-        if self._boot_hello is None:
-            raise DeviceUnavailable(
-                f"{self._name}: no boot HELLO within {self._config.boot_timeout:g} s; "
-                "check the port, the baud rate and that the firmware starts (reset the board)"
+        if self._boot_hello is not None:
+            return
+        received = self._io.first_bytes  # before the probe adds its answer
+        evidence = (
+            f"{self._io.received} byte(s) read, {self._stats['bad_frames']} damaged frame(s)"
+            + (f", first: {received.hex(' ')}" if received else "")
+        )
+        try:
+            self._resync(DeviceUnavailable, timeout=_PROBE_TIMEOUT)
+            verdict = (
+                "yet it answered a HELLO_REQUEST: it runs, but its boot HELLO was lost "
+                "(sent before the port was open?) or it did not restart"
             )
+        except TransportError as exc:
+            verdict = f"nor did it answer a HELLO_REQUEST within {_PROBE_TIMEOUT:g} s ({exc})"
+        raise BootHelloMissing(
+            f"{self._name}: no boot HELLO within {self._config.boot_timeout:g} s ({evidence}); "
+            f"{verdict}; check the port, the baud rate and that the firmware starts "
+            "(reset the board)",
+            received,
+        )
 
-    def _resync(self, error: type[TransportError]) -> None:
+    def _resync(self, error: type[TransportError], timeout: float | None = None) -> None:
         """HELLO handshake: both sides restart their frame numbering."""
         self._count("resyncs")
         self._handshake_done = False
         request = b"\0" + Frame(FrameKind.HELLO_REQUEST, 0, 0, _U32.pack(self._session)).encode()
-        deadline = time.monotonic() + self._config.hello_timeout
+        timeout = self._config.hello_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         while not self._handshake_done:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise error(
-                    f"{self._name}: no HELLO answered the handshake within "
-                    f"{self._config.hello_timeout:g} s; check the port, the baud rate and "
-                    "that the firmware is running"
+                    f"{self._name}: no HELLO answered the handshake within {timeout:g} s; "
+                    "check the port, the baud rate and that the firmware is running"
                 )
             self._write(request)
             self._wait(min(self._config.hello_interval, remaining), lambda: self._handshake_done)
@@ -519,68 +472,19 @@ class SerialLink(MessageChannel):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            self._feed(self._read(remaining))
-
-    def _feed(self, data: bytes) -> None:
-        while data:
-            end = data.find(b"\0")
-            if end < 0:
-                self._undelimited += data
-                if len(self._undelimited) > _MAX_UNDELIMITED:
-                    self._count("bad_frames")
-                    self._undelimited.clear()
-                return
-            self._undelimited += data[:end]
-            data = data[end + 1 :]
-            if self._undelimited:
-                encoded = bytes(self._undelimited)
-                self._undelimited.clear()
-                try:
-                    frame = decode_frame(encoded)
-                except FrameError as exc:
-                    log.debug("%s: dropped a bad frame: %s", self._name, exc)
+            for item in self._io.read_frames(remaining):
+                if isinstance(item, FrameError):
                     self._on_bad_frame()
-                    continue
-                self._on_frame(frame)
-
-    def _read(self, timeout: float) -> bytes:
-        try:
-            if self._fileno is not None:
-                ready, _, _ = select.select([self._fileno], [], [], timeout)
-                return self._port.read(_READ_CHUNK) if ready else b""
-            data = self._port.read(1)  # waits at most POLL_INTERVAL; _wait() loops
-            waiting = self._port.in_waiting if data else 0
-            return data + self._port.read(waiting) if waiting else data
-        except (serial.SerialException, OSError, ValueError) as exc:
-            self.close()
-            raise TransportLost(
-                f"{self._name}: the serial connection failed while reading: {exc}"
-            ) from None
+                else:
+                    self._on_frame(item)
 
     def _write(self, data: bytes) -> None:
-        try:
-            self._port.write(data)
-        except (serial.SerialException, OSError, ValueError) as exc:
-            self.close()
-            raise TransportLost(
-                f"{self._name}: the serial connection failed while writing: {exc}"
-            ) from None
+        self._io.write(data)
         self._count("frames_sent")
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._io.closed:
             raise TransportLost(f"{self._name}: the serial link is closed; open a new one")
 
     def _count(self, name: str, amount: int = 1) -> None:
         self._stats[name] += amount
-
-
-def _selectable_fileno(port: SerialPortLike) -> int | None:
-    """The port's file descriptor if select() can wait on it, else None."""
-    fileno = getattr(port, "fileno", None)
-    if fileno is None:
-        return None
-    try:
-        return int(fileno())
-    except (AttributeError, OSError, ValueError, TypeError, serial.SerialException):
-        return None

@@ -26,11 +26,13 @@ import enum
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import serial
 
-from harness.link.serial.arq import POLL_INTERVAL, LinkConfig, SerialLink
+from harness.link.serial.arq import LinkConfig, SerialLink
+from harness.link.serial.frame_port import POLL_INTERVAL
 from harness.transport.base import DeviceUnavailable
 
 
@@ -101,13 +103,19 @@ def pulse_reset(port: serial.SerialBase, config: SerialPortConfig) -> None:
 
 
 def connect(
-    config: SerialPortConfig, *, name: str = "mcu", link: LinkConfig | None = None
+    config: SerialPortConfig,
+    *,
+    name: str = "mcu",
+    link: LinkConfig | None = None,
+    on_open: Callable[[], None] | None = None,
 ) -> SerialLink:
     """Open the port, reset the board if configured, and complete the HELLO handshake.
 
     After a reset (or with ``wait_boot``) the board's boot HELLO must arrive within
     ``boot_timeout``; the handshake then has ``hello_timeout``. Those two come from
     ``config`` when set there, else from ``link``; the rest of ``link`` applies as given.
+    ``on_open`` runs once the port is open (opening discards what arrived before), in
+    place of a reset: an emulated board's CPU is let run there, so its boot HELLO is read.
     """
     link_config = link or LinkConfig()
     link_config = dataclasses.replace(
@@ -119,7 +127,9 @@ def connect(
     port = open_port(config)
     try:
         pulse_reset(port, config)
-    except DeviceUnavailable:
+        if on_open is not None:
+            on_open()
+    except BaseException:
         port.close()
         raise
     return SerialLink.open(port, link_config, name=name)
