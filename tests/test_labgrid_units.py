@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from harness.farm.lab_client import LabgridError
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import (
     LabResourceError,
@@ -23,7 +24,6 @@ from harness.farm.lab_resources import (
     with_lab_address,
 )
 from harness.farm.labgrid import (
-    LabgridError,
     LabgridNotInstalled,
     LabgridPlace,
     LabgridReservation,
@@ -232,7 +232,7 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
 
 
 def test_a_client_that_prints_without_end_is_refused_within_bounds(tmp_path):
-    from harness.farm.labgrid import LabgridClient, LabgridError, LabgridTimeout
+    from harness.farm.lab_client import LabgridClient, LabgridTimeout
 
     flood = tmp_path / "labgrid-client"
     flood.write_text("#!/bin/sh\nhead -c 50000000 /dev/zero\n")
