@@ -41,6 +41,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from harness.devices.lab_place import LabResources
 from harness.farm import lab_quarantine
 from harness.farm.lab_client import (
     CLIENT,
@@ -50,7 +51,7 @@ from harness.farm.lab_client import (
     find_client_path,
 )
 from harness.farm.lab_places import LabIdentity, PlaceState
-from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
+from harness.farm.lab_resources import check_lab_profile, parse_env
 from harness.lifecycle import owner
 from harness.profile import DeviceProfile, ProfileError
 from harness.value_rules import ValueRuleError, check_word, split_host_port
