@@ -111,16 +111,23 @@ def _results(results: Path) -> list[dict]:
 
 
 class CoordinatorWatch:
-    """Who holds each place, as the coordinator says, polled while runs go on."""
+    """Who holds each place, as the coordinator says, polled while runs go on; with
+    ``reservations``, also whose reservations it lists, listed first in each poll."""
 
-    def __init__(self, lab: LabgridLab) -> None:
+    def __init__(self, lab: LabgridLab, reservations: bool = False) -> None:
         self.lab = lab
         self.seen: list[tuple[float, dict[str, str | None]]] = []
+        self.reserving: list[set[int]] = []  # per poll: the PIDs of the reservations' owners
+        self._reservations = reservations
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
+            if self._reservations:
+                owners = re.findall(r"^  owner: (\S+)$", self.lab.client("reservations"),
+                                    re.MULTILINE)
+                self.reserving.append({i.pid for o in owners if (i := LabIdentity.parse(o))})
             states = parse_places(self.lab.client("-v", "places"))
             self.seen.append((time.monotonic(), {s.name: s.acquired for s in states}))
 
@@ -157,21 +164,27 @@ def _all_free(lab: LabgridLab) -> None:
 
 def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
                                                                           tmp_path):
-    with CoordinatorWatch(lab) as watch:
-        runs = []
-        for number in range(2):
-            runs.append(_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
-                                "--lock-timeout", "200"))
-        deadline = time.monotonic() + 120
-        while sum(1 for h in (watch.seen[-1][1] if watch.seen else {}).values() if h) < 2:
-            assert time.monotonic() < deadline and all(r.poll() is None for r in runs)
-            time.sleep(0.2)  # waiting for the coordinator's view: both places taken
-        runs.append(_pytest(devices, tmp_path / "r2", "--device", "lab-mcu",
-                            "--lock-timeout", "200"))
-        outputs = [_finish(run) for run in runs]
-    for run, output in zip(runs, outputs, strict=True):
+    with CoordinatorWatch(lab, reservations=True) as watch:
+        started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
+                           "--lock-timeout", "200") for number in range(3)]
+        outputs = [_finish(run) for run in started]
+    for run, output in zip(started, outputs, strict=True):
         assert run.returncode == 0, output[-3000:]
-    records = [_results(tmp_path / f"r{n}") for n in range(3)]
+    # Which run came third: the last to hold a place, in the coordinator's view.
+    first_held = {run.pid: next(t for t, holders in watch.seen
+                                if any(h and _pid_of(h) == run.pid for h in holders.values()))
+                  for run in started}
+    order = sorted(range(3), key=lambda n: first_held[started[n].pid])
+    runs = [started[n] for n in order]
+    # It reserved while both places were held by the other two (else "the first freed"
+    # says nothing: a reservation made with both places free takes either).
+    assert any(
+        runs[2].pid in reserving
+        and {_pid_of(holders[p]) for p in ("lab-a", "lab-b") if holders.get(p)}
+        == {runs[0].pid, runs[1].pid}
+        for reserving, (_, holders) in zip(watch.reserving, watch.seen, strict=False)
+    ), "the third run reserved only after a place was freed"
+    records = [_results(tmp_path / f"r{n}") for n in order]
     for run_records in records:
         assert [r["outcome"] for r in run_records] == ["passed", "passed"]
         assert len({r["facts"]["place"] for r in run_records}) == 1  # one place per run
