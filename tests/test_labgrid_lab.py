@@ -3,10 +3,12 @@
 The lab (:mod:`harness.emulators.labgrid_lab`) exports two emulated MCU boards as
 places ``lab-a`` (exporter on 127.0.0.2) and ``lab-b`` (127.0.0.3), tagged
 ``kind=mcu pool=lab et_health=ok``, each with its UART behind ser2net and a power
-port, and ssh-emu's sshd on 127.0.0.2 as place ``ssh-a`` (a ``NetworkService``,
-tagged ``kind=linux pool=lab et_health=ok``). The runs are real pytest runs of the
-device suites through devices/lab-mcu.yaml and devices/lab-linux.yaml (with this
-lab's coordinator address and SSH files); what a place did is read from the
+port, ssh-emu's sshd on 127.0.0.2 as place ``ssh-a`` (a ``NetworkService``,
+tagged ``kind=linux pool=lab et_health=ok``), and adb-emu on 127.0.0.2 behind a real
+adb server as place ``android-a`` (tagged ``kind=android pool=lab et_health=ok`` and
+with its ``adb_serial`` and ``adb_server``). The runs are real pytest runs of the
+device suites through devices/lab-mcu.yaml, lab-linux.yaml and lab-android.yaml (with
+this lab's coordinator address and SSH files); what a place did is read from the
 coordinator (``labgrid-client -v places``) and from each run's results.
 """
 
@@ -47,7 +49,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabgridLab]:
     require("ser2net", "qemu-system-arm", "qemu-aarch64", "/usr/sbin/sshd",
             root=True)  # the SSH board is ssh-emu's sshd, which needs root
     require(str(Path(sys.executable).parent / "labgrid-client"))
-    with running_lab(2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files")) as running:
+    require("adb", "qemu-aarch64")
+    with running_lab(2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files"),
+                     android_phones=1) as running:
         yield running
 
 
@@ -70,6 +74,10 @@ def devices(tmp_path: Path, lab: LabgridLab) -> Path:
     (directory / "lab-linux.yaml").write_text(
         linux.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"').replace(
             "~/.cache/et-harness/labgrid-lab/", f"{lab.known_hosts.parent}/"))
+    android = (ROOT / "devices" / "lab-android.yaml").read_text()
+    assert '"127.0.0.1:20408"' in android
+    (directory / "lab-android.yaml").write_text(
+        android.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"'))
     return directory
 
 
@@ -103,16 +111,23 @@ def _results(results: Path) -> list[dict]:
 
 
 class CoordinatorWatch:
-    """Who holds each place, as the coordinator says, polled while runs go on."""
+    """Who holds each place, as the coordinator says, polled while runs go on; with
+    ``reservations``, also whose reservations it lists, listed first in each poll."""
 
-    def __init__(self, lab: LabgridLab) -> None:
+    def __init__(self, lab: LabgridLab, reservations: bool = False) -> None:
         self.lab = lab
         self.seen: list[tuple[float, dict[str, str | None]]] = []
+        self.reserving: list[set[int]] = []  # per poll: the PIDs of the reservations' owners
+        self._reservations = reservations
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
+            if self._reservations:
+                owners = re.findall(r"^  owner: (\S+)$", self.lab.client("reservations"),
+                                    re.MULTILINE)
+                self.reserving.append({i.pid for o in owners if (i := LabIdentity.parse(o))})
             states = parse_places(self.lab.client("-v", "places"))
             self.seen.append((time.monotonic(), {s.name: s.acquired for s in states}))
 
@@ -143,26 +158,33 @@ def _pid_of(holder: str) -> int:
 def _all_free(lab: LabgridLab) -> None:
     states = parse_places(lab.client("-v", "places"))
     assert [(s.name, s.acquired, s.reservation) for s in states] == [
-        ("lab-a", None, None), ("lab-b", None, None), ("ssh-a", None, None)]
+        ("android-a", None, None), ("lab-a", None, None), ("lab-b", None, None),
+        ("ssh-a", None, None)]
 
 
 def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
                                                                           tmp_path):
-    with CoordinatorWatch(lab) as watch:
-        runs = []
-        for number in range(2):
-            runs.append(_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
-                                "--lock-timeout", "200"))
-        deadline = time.monotonic() + 120
-        while sum(1 for h in (watch.seen[-1][1] if watch.seen else {}).values() if h) < 2:
-            assert time.monotonic() < deadline and all(r.poll() is None for r in runs)
-            time.sleep(0.2)  # waiting for the coordinator's view: both places taken
-        runs.append(_pytest(devices, tmp_path / "r2", "--device", "lab-mcu",
-                            "--lock-timeout", "200"))
-        outputs = [_finish(run) for run in runs]
-    for run, output in zip(runs, outputs, strict=True):
+    with CoordinatorWatch(lab, reservations=True) as watch:
+        started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
+                           "--lock-timeout", "200") for number in range(3)]
+        outputs = [_finish(run) for run in started]
+    for run, output in zip(started, outputs, strict=True):
         assert run.returncode == 0, output[-3000:]
-    records = [_results(tmp_path / f"r{n}") for n in range(3)]
+    # Which run came third: the last to hold a place, in the coordinator's view.
+    first_held = {run.pid: next(t for t, holders in watch.seen
+                                if any(h and _pid_of(h) == run.pid for h in holders.values()))
+                  for run in started}
+    order = sorted(range(3), key=lambda n: first_held[started[n].pid])
+    runs = [started[n] for n in order]
+    # It reserved while both places were held by the other two (else "the first freed"
+    # says nothing: a reservation made with both places free takes either).
+    assert any(
+        runs[2].pid in reserving
+        and {_pid_of(holders[p]) for p in ("lab-a", "lab-b") if holders.get(p)}
+        == {runs[0].pid, runs[1].pid}
+        for reserving, (_, holders) in zip(watch.reserving, watch.seen, strict=False)
+    ), "the third run reserved only after a place was freed"
+    records = [_results(tmp_path / f"r{n}") for n in order]
     for run_records in records:
         assert [r["outcome"] for r in run_records] == ["passed", "passed"]
         assert len({r["facts"]["place"] for r in run_records}) == 1  # one place per run
@@ -237,6 +259,62 @@ def test_an_ssh_place_whose_host_key_the_lab_did_not_publish_is_refused(lab, dev
     # this runner's missing key says nothing about the board: not quarantined lab-wide
     ssh = next(s for s in parse_places(lab.client("-v", "places")) if s.name == "ssh-a")
     assert dict(ssh.tags)["et_health"] == "ok" and ssh.comment == "", ssh
+    _all_free(lab)
+
+
+def test_an_android_pool_profile_runs_on_the_phone_its_places_tags_name(lab, devices, tmp_path):
+    place = lab.android_places[0]
+    tags = dict(_place(lab, "android-a").tags)
+    assert (tags["adb_serial"], tags["adb_server"]) == (
+        place.phone.serial, f"127.0.0.1:{place.phone.server.port}")
+    assert place.phone.serial.startswith("127.0.0.2:")  # adb-emu on the exporter's address
+    run = _pytest(devices, tmp_path / "r", "--device", "lab-android", "--lock-timeout", "60")
+    output = _finish(run)
+    assert run.returncode == 0, output[-3000:]
+    records = _results(tmp_path / "r")
+    assert [r["outcome"] for r in records] == ["passed", "passed"]
+    for record in records:
+        assert (record["facts"]["place"], record["facts"]["exporter"]) == ("android-a", "exp-a")
+        assert record["facts"]["deployment"] == "glibc-bundle"  # adb-emu: a phone, no glibc
+    # the agent was deployed onto this phone, reached through the place's adb server
+    listed = place.phone.server.adb("-s", place.phone.serial, "shell", "ls",
+                                    "/data/local/tmp/et-harness", check=True).stdout
+    assert listed.split(), listed
+    # the phone's power port (what ties the place to its exporter) cycles it: adb-emu
+    # ends and comes back attached, its files kept
+    lab.client("-p", "android-a", "acquire")
+    try:
+        lab.client("-p", "android-a", "power", "cycle", "--delay", "0.1")
+    finally:
+        lab.client("-p", "android-a", "release")
+    assert f"{place.phone.serial}\tdevice" in place.phone.server.adb("devices").stdout
+    assert place.phone.server.adb("-s", place.phone.serial, "shell", "ls",
+                                  "/data/local/tmp/et-harness", check=True).stdout == listed
+    _all_free(lab)
+
+
+def test_an_android_place_with_a_malformed_serial_tag_is_refused_naming_place_and_tag(
+        lab, devices, tmp_path):
+    serial = lab.android_places[0].phone.serial
+    lab.client("-p", "android-a", "set-tags", "adb_serial=x;reboot")
+    try:
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-android",
+                      "--lock-timeout", "60")
+        _finish(run)
+    finally:
+        lab.client("-p", "android-a", "set-tags", f"adb_serial={serial}")
+    assert run.returncode != 0
+    records = _results(tmp_path / "r")
+    assert [r["outcome"] for r in records] == ["infra", "infra"]
+    infra = records[0]["infra"]
+    assert infra["type"] == "LabResourceError", infra
+    assert re.fullmatch(  # one line: the place, the tag, the limit, the fix
+        r"labgrid place 'android-a': tags.adb_serial: 'x;reboot' holds ';', which is not "
+        r"allowed; [^\n]*; correct it: 'labgrid-client -p android-a set-tags adb_serial=SERIAL'",
+        infra["message"]), infra
+    # the run handed the place back, and did not take it out of service lab-wide
+    state = _place(lab, "android-a")
+    assert dict(state.tags)["et_health"] == "ok" and state.comment == "", state
     _all_free(lab)
 
 

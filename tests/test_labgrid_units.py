@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from harness.config.profile import ProfileError, parse_profile
+from harness.farm.lab_client import LabgridError
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import (
     LabResourceError,
@@ -24,7 +24,6 @@ from harness.farm.lab_resources import (
     with_lab_address,
 )
 from harness.farm.labgrid import (
-    LabgridError,
     LabgridNotInstalled,
     LabgridPlace,
     LabgridReservation,
@@ -171,6 +170,75 @@ def test_two_serial_ports_on_one_place_are_ambiguous():
         parse_env(text)
 
 
+def test_every_lab_capable_kind_maps_an_acquired_place_in_its_own_module():
+    """Adding a lab-capable kind is its module plus its registry entry: the entry's
+    ``lab`` says which fields the lab fills, the module's ``lab_settings`` fills them."""
+    import importlib
+
+    from harness.config.kinds import KINDS
+
+    lab_kinds = {name for name, kind in KINDS.items() if kind.lab is not None}
+    assert lab_kinds == {"adb", "serial", "ssh"}
+    for name in lab_kinds:
+        assert callable(importlib.import_module(KINDS[name].module).lab_settings), name
+    local = _profile({"kind": "local", "labgrid": {"place": "p"}})  # a place only held
+    assert with_lab_address(without_labgrid(local), LabResources(), "p").settings == {}
+
+
+PHONE = (("adb_serial", "38141FDJH000XY"), ("adb_server", "127.0.0.2:5037"),
+         ("kind", "android"))
+
+
+def test_an_android_place_gives_its_serial_and_adb_server_by_tags():
+    profile = _profile({"kind": "adb", "labgrid": {"tags": {"kind": "android"}}})
+    checked = for_transport_checks(profile)  # the adb transport's checks pass before a place
+    assert checked.settings["serial"] == "lab"
+    phone = with_lab_address(without_labgrid(profile), LabResources(tags=PHONE), "phone-a")
+    assert phone.settings == {"serial": "38141FDJH000XY", "server_host": "127.0.0.2",
+                              "server_port": 5037}
+    with pytest.raises(ProfileError, match=r"transport.serial: comes from the acquired labgrid "
+                                           r"place \(serial, server_host, server_port, connect"):
+        for_transport_checks(_profile({"kind": "adb", "serial": "X1", "labgrid": {"place": "p"}}))
+
+
+@pytest.mark.parametrize(
+    "tags, message",
+    [
+        ((("adb_server", "127.0.0.2:5037"),),
+         r"^labgrid place 'phone-a' has no tag adb_serial; set it: "
+         r"'labgrid-client -p phone-a set-tags adb_serial=SERIAL'$"),
+        ((("adb_serial", "-s"), ("adb_server", "127.0.0.2:5037")),
+         r"^labgrid place 'phone-a': tags.adb_serial: '-s' starts with '-'.*; correct it: "
+         r"'labgrid-client -p phone-a set-tags adb_serial=SERIAL'$"),
+        ((("adb_serial", "a;reboot"), ("adb_server", "127.0.0.2:5037")),
+         r"^labgrid place 'phone-a': tags.adb_serial: .*';'.*letters, digits"),
+        ((("adb_serial", "X" * 300), ("adb_server", "127.0.0.2:5037")),
+         r"tags.adb_serial: .* longer than 255 characters"),
+        ((("adb_serial", "X1"), ("adb_server", "127.0.0.2")),
+         r"^labgrid place 'phone-a': tags.adb_server: '127.0.0.2' is not host:port.*"
+         r"set-tags adb_server=HOST:5037'$"),
+        ((("adb_serial", "X1"), ("adb_server", "127.0.0.2:70000")),
+         r"tags.adb_server: .*70000"),
+        ((("adb_serial", "X1"), ("adb_server", "-oProxy=x:5037")),
+         r"tags.adb_server: .*'-'"),
+    ],
+)
+def test_hostile_android_place_tags_are_refused_in_one_line_naming_the_tag(tags, message):
+    profile = _profile({"kind": "adb"})
+    with pytest.raises(LabResourceError, match=message) as caught:
+        with_lab_address(profile, LabResources(tags=tags), "phone-a")
+    assert "\n" not in str(caught.value)
+
+
+def test_the_coordinators_view_keeps_tag_values_as_labgrid_stores_them():
+    """labgrid 26.0.1 checks a tag value with re.match('[a-z0-9_]?'), which any string
+    passes: a serial with capitals, dots and colons is stored and listed as given."""
+    (place,) = parse_places("Place 'phone-a':\n  tags: adb_serial=127.0.0.2:40123, "
+                            "adb_server=127.0.0.1:5037, kind=android, up=38141FDJH000XY\n")
+    assert dict(place.tags) == {"adb_serial": "127.0.0.2:40123", "adb_server": "127.0.0.1:5037",
+                                "kind": "android", "up": "38141FDJH000XY"}
+
+
 PLACES = """\
 Place 'lab-a':
   tags: kind=mcu, pool=lab
@@ -232,7 +300,7 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
 
 
 def test_a_client_that_prints_without_end_is_refused_within_bounds(tmp_path):
-    from harness.farm.labgrid import LabgridClient, LabgridError, LabgridTimeout
+    from harness.farm.lab_client import LabgridClient, LabgridTimeout
 
     flood = tmp_path / "labgrid-client"
     flood.write_text("#!/bin/sh\nhead -c 50000000 /dev/zero\n")

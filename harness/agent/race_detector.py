@@ -32,6 +32,7 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
+from harness.config.kinds import KINDS
 from harness.transport.base import TransportError
 from harness.untrusted.reading import brief
 
@@ -70,10 +71,11 @@ def check_race_detector(
             f"{src}: agent.race_detector: {brief(value)} is not one of {allowed}; "
             "pick one or remove the field"
         ) from None
-    if transport != "local" or emulator is not None:
+    if not KINDS[transport].on_this_machine or emulator is not None:
+        here = ", ".join(k.name for k in KINDS.values() if k.on_this_machine)
         raise RaceDetectorChoiceError(
             f"{src}: agent.race_detector: {detector.value} runs only on the local host device "
-            f"(transport.kind: local, no emulator), not on {transport}"
+            f"(transport.kind: {here}, no emulator), not on {transport}"
             f"{' emulator ' + emulator if emulator else ''}; remove the field"
         )
     if prebuilt and detector.sanitizer is not None:

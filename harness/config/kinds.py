@@ -1,7 +1,8 @@
 """The registry of device kinds: one entry per ``transport.kind`` a profile may name.
 
 Adding a kind is one module in :mod:`harness.devices` (a ``check_settings`` and an
-``open_device`` function, see :class:`harness.devices.bring_up.KindModule`) plus one
+``open_device`` function, see :class:`harness.devices.bring_up.KindModule`, and a
+``lab_settings`` function if the kind's devices can come from a labgrid lab) plus one
 entry here. The registry is pure data and names each kind's module as a string, so
 profile validation and the pytest plugin read it without loading any transport or
 emulator, and the profile layer stays below the devices it describes.
@@ -17,6 +18,20 @@ Settings = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
+class LabAddress:
+    """Where a kind's device is in an acquired labgrid place (:mod:`harness.farm.lab_resources`).
+
+    The kind's module has ``lab_settings(profile, resources, place)``, which returns
+    ``fields`` (and may add defaults the profile did not set) from the place's
+    resources and tags, each value checked with the profile's own rule.
+    """
+
+    fields: tuple[str, ...]  # transport fields that come from the lab, never from a lab profile
+    # What the transport's checks of the other fields see before a place is acquired.
+    placeholder: tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True)
 class DeviceKind:
     """One kind of device."""
 
@@ -29,6 +44,9 @@ class DeviceKind:
     # What identifies the hardware behind a profile's transport fields, so that two
     # profiles naming one board share one lock (harness.farm.lock); None: the profile name.
     hardware_key: Callable[[Settings], str] | None = None
+    # How a lab profile's device is found in its acquired place; None: the place is only
+    # held (a device attached to this machine), its settings are the profile's.
+    lab: LabAddress | None = None
 
 
 def _ssh_key(settings: Settings) -> str:
@@ -50,12 +68,33 @@ KINDS: dict[str, DeviceKind] = {
     for kind in (
         DeviceKind("local", "harness.devices.local", on_this_machine=True),
         DeviceKind(
-            "ssh", "harness.devices.ssh", "sshd", ("host", "ssh_config"), hardware_key=_ssh_key
+            "ssh",
+            "harness.devices.ssh",
+            "sshd",
+            ("host", "ssh_config"),
+            hardware_key=_ssh_key,
+            lab=LabAddress(
+                ("host", "port", "user"), (("host", "127.0.0.1"), ("port", 22), ("user", "lab"))
+            ),
         ),
         DeviceKind(
-            "adb", "harness.devices.adb", "adbd", ("connect", "server_port"), hardware_key=_adb_key
+            "adb",
+            "harness.devices.adb",
+            "adbd",
+            ("connect", "server_port"),
+            hardware_key=_adb_key,
+            lab=LabAddress(
+                ("serial", "server_host", "server_port", "connect"),
+                (("serial", "lab"), ("server_host", "127.0.0.1"), ("server_port", 5037)),
+            ),
         ),
-        DeviceKind("serial", "harness.devices.serial", "qemu-mcu", hardware_key=_serial_key),
+        DeviceKind(
+            "serial",
+            "harness.devices.serial",
+            "qemu-mcu",
+            hardware_key=_serial_key,
+            lab=LabAddress(("url", "port"), (("url", "rfc2217://127.0.0.1:1"),)),
+        ),
     )
 }
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
+from harness.devices.lab_place import LabResources
 from harness.transport.adb import ADB_ENV, AdbTarget, AdbTransport
 from harness.untrusted.value_rules import check_host, check_port, check_word, split_host_port
 
@@ -18,6 +19,11 @@ FIELDS = {
     "server_port": check_port,
     "connect": split_host_port,
 }
+# The place tags a lab phone's address comes from: labgrid has no adb resource (its
+# Android resources are for fastboot mode), so the lab's admin names the phone's serial
+# and the adb server it is attached to (on the exporter host), docs/device-farm.md.
+SERIAL_TAG = "adb_serial"
+SERVER_TAG = "adb_server"
 
 
 def adb_target(profile: DeviceProfile) -> AdbTarget:
@@ -44,6 +50,14 @@ def adb_target(profile: DeviceProfile) -> AdbTarget:
 
 def check_settings(profile: DeviceProfile) -> None:
     adb_target(profile)
+
+
+def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) -> dict[str, object]:
+    """The phone of the place's tag ``adb_serial`` through the adb server of ``adb_server``
+    (``HOST:PORT``), each checked with the profile's rule for the field it fills."""
+    serial = resources.tag(place, SERIAL_TAG, FIELDS["serial"], "SERIAL")
+    host, port = resources.tag(place, SERVER_TAG, split_host_port, "HOST:5037")
+    return {"serial": serial, "server_host": host, "server_port": port}
 
 
 def open_device(

@@ -10,6 +10,7 @@ from typing import Protocol, cast
 from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.base import Device
+from harness.devices.lab_place import LabResources
 
 
 class KindModule(Protocol):
@@ -26,6 +27,14 @@ class KindModule(Protocol):
     ) -> Device:
         """Start the emulator (if the profile asks for one) and the device; whatever is
         started goes on ``resources``, which the device closes."""
+        ...
+
+    def lab_settings(
+        self, profile: DeviceProfile, resources: LabResources, place: str
+    ) -> dict[str, object]:
+        """Only kinds whose registry entry has ``lab``: the transport fields of the device
+        in acquired labgrid place ``place``, from its resources or tags, each checked
+        with the profile's own rule (:class:`LabResourceError` names place and field)."""
         ...
 
 

@@ -9,6 +9,7 @@ from harness.config.mcu_boards import DEFAULT_MACHINE
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.config.settings import check_known, parse_settings, refuse
 from harness.devices.firmware import FirmwareDevice
+from harness.devices.lab_place import LabResourceError, LabResources
 from harness.link.serial.port import SerialPortConfig
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (
@@ -76,6 +77,18 @@ def port_settings(profile: DeviceProfile) -> SerialPortConfig:
 
 def check_settings(profile: DeviceProfile) -> None:
     port_settings(profile)
+
+
+def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) -> dict[str, object]:
+    """The place's ``NetworkSerialPort`` (ser2net's RFC 2217 port, new at each acquisition);
+    its speed unless the profile sets ``baudrate``."""
+    serial = resources.serial
+    if serial is None:
+        raise LabResourceError(
+            f"labgrid place {place!r} has no NetworkSerialPort for {profile.name}'s serial "
+            "transport"
+        )
+    return {"url": serial.url, "baudrate": profile.settings.get("baudrate", serial.speed)}
 
 
 def open_device(

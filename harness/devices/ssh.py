@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
+from harness.devices.lab_place import LabResourceError, LabResources
 from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
 
 # The transport fields of an ssh profile; their rules are SshProfile's own (it checks
@@ -57,6 +58,16 @@ def ssh_settings(profile: DeviceProfile) -> SshProfile:
 
 def check_settings(profile: DeviceProfile) -> None:
     ssh_settings(profile)
+
+
+def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) -> dict[str, object]:
+    """Log in where the place's ``NetworkService`` says (checked as it was read)."""
+    service = resources.service
+    if service is None:
+        raise LabResourceError(
+            f"labgrid place {place!r} has no NetworkService for {profile.name}'s SSH transport"
+        )
+    return {"host": service.host, "port": service.port, "user": service.user}
 
 
 def open_device(

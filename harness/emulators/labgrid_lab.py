@@ -1,4 +1,4 @@
-"""An emulated labgrid lab on loopback: a real coordinator, real exporters, emulated boards.
+"""An emulated labgrid lab on loopback: a real coordinator, real exporters, emulated devices.
 
 What is real and what stands in:
 
@@ -6,46 +6,49 @@ What is real and what stands in:
   (127.0.0.2, 127.0.0.3, ...), the ser2net each exporter starts for a place's
   ``RawSerialPort`` while it is acquired (bound to the exporter's own address by
   :mod:`harness.emulators.ser2net_loopback`), labgrid's client and its power
-  protocol (``NetworkPowerPort``, model ``simplerest``);
-- emulated: each board is QEMU mps2-an385 running the agent firmware, its UART0 on
-  a pseudo-terminal (``/dev/pts/N``, what ser2net serves as a real board's
-  ``/dev/ttyACM0``); with ``ssh_boards=K``, the first K exporters also export an
-  emulated arm64 Linux board, ssh-emu's real sshd listening on the exporter's address
-  (:mod:`harness.emulators.sshd`), as a ``NetworkService`` (address, port, username);
-  the lab publishes those boards' host keys in ``known_hosts`` beside the client key
-  ``id_ed25519``, as a lab's admin would, and a profile pins them from there;
-- stand-in: the power switch. A small HTTP server on the exporter's address
-  answers simplerest's ``GET /relay/INDEX/VALUE``: off pauses the board's CPU
-  (QEMU monitor ``stop``), on resets and resumes it (``system_reset``, ``cont``):
-  the firmware boots again with an empty registry, as after a power cycle.
+  protocol (``NetworkPowerPort``, model ``simplerest``), and with ``android_phones``
+  one real adb server per phone host (``adb server nodaemon``; adb listens on
+  127.0.0.1 or on every interface, never on one other address, so 127.0.0.1 it is);
+- emulated (:mod:`harness.emulators.lab_devices`): each exporter's MCU board (QEMU
+  running the agent firmware, its UART on a pty); with ``ssh_boards=K``, the first K
+  exporters also export an emulated arm64 Linux board, ssh-emu's real sshd listening on
+  the exporter's address (:mod:`harness.emulators.sshd`), as a ``NetworkService``
+  (address, port, username); the lab publishes those boards' host keys in
+  ``known_hosts`` beside the client key ``id_ed25519``, as a lab's admin would, and a
+  profile pins them from there; with ``android_phones=K``, the first K exporters also
+  have an arm64 phone, adb-emu on the exporter's address attached to that host's adb
+  server. labgrid has no adb resource, so the phone's place carries what the harness
+  needs as tags, as a lab's admin would set them: ``adb_serial`` (the phone as that
+  server lists it) and ``adb_server`` (HOST:PORT); its exporter exports the phone's
+  power port, which ties the place to the exporter;
+- stand-in: the power switch (:class:`~harness.emulators.lab_devices.PowerSwitch`).
 
 MCU places ``lab-a``, ``lab-b``, ... have tags ``kind=mcu pool=lab et_health=ok``
 (devices/lab-mcu.yaml asks for the first two), SSH places ``ssh-a``, ... tags
-``kind=linux pool=lab et_health=ok`` (devices/lab-linux.yaml). ``python -m
-harness.emulators.labgrid_lab [PLACES [SSH_BOARDS]]`` runs one until Ctrl-C, with the
-coordinator on 127.0.0.1:20408 and its SSH files in ``LAB_FILES``, the paths the
-shipped profiles name.
+``kind=linux pool=lab et_health=ok`` (devices/lab-linux.yaml), Android places
+``android-a``, ... tags ``kind=android pool=lab et_health=ok`` plus the two adb tags
+(devices/lab-android.yaml). ``python -m harness.emulators.labgrid_lab [PLACES
+[SSH_BOARDS [PHONES]]]`` runs one until Ctrl-C, with the coordinator on
+127.0.0.1:20408 and its SSH files in ``LAB_FILES``, the paths the shipped profiles name.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.server
 import os
-import re
 import shlex
 import shutil
 import signal
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.mcu_boards import DEFAULT_MACHINE
-from harness.emulators.qemu_mcu import QEMU, build_firmware
+from harness.emulators.adb_server import PrivateAdbServer
+from harness.emulators.lab_devices import EmulatedBoard, EmulatedPhone, LabError, PowerSwitch
+from harness.emulators.qemu_mcu import build_firmware
 from harness.emulators.sshd import Isolation, SshdEmulator
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
@@ -54,15 +57,12 @@ from harness.lifecycle.process import ManagedProcess, free_port
 COORDINATOR_HOST = "127.0.0.1"
 TAGS = {"kind": "mcu", "pool": "lab", "et_health": "ok"}
 SSH_TAGS = {"kind": "linux", "pool": "lab", "et_health": "ok"}
+ANDROID_TAGS = {"kind": "android", "pool": "lab", "et_health": "ok"}
 GROUP = "mcu"
 SSH_GROUP = "ssh"
+ANDROID_GROUP = "android"
 LAB_FILES = Path("~/.cache/et-harness/labgrid-lab").expanduser()  # the worked example's
 _READY_TIMEOUT_S = 30.0
-_PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
-
-
-class LabError(RuntimeError):
-    """The emulated lab could not be started."""
 
 
 def _bin(name: str) -> str:
@@ -74,110 +74,6 @@ def _bin(name: str) -> str:
             f"{name} not found: install the harness with its labgrid extra (bash ci/setup.sh)"
         )
     return found
-
-
-class EmulatedBoard:
-    """QEMU running the agent firmware, UART0 on a pty, monitor on a unix socket."""
-
-    def __init__(self, firmware: Path, directory: Path, name: str) -> None:
-        self.name = name
-        self.monitor_path = directory / f"{name}.monitor"
-        output = directory / f"{name}.out"  # QEMU names the pty on stdout
-        with output.open("wb") as stdout:
-            self._process = ManagedProcess(
-                [
-                    QEMU,
-                    "-M",
-                    DEFAULT_MACHINE,
-                    "-nographic",
-                    "-monitor",
-                    f"unix:{self.monitor_path},server=on,wait=off",
-                    "-semihosting-config",
-                    "enable=on,target=native",
-                    "-kernel",
-                    str(firmware),
-                    "-serial",
-                    "pty",
-                ],
-                name=f"qemu-{name}",
-                stdout=stdout,
-            )  # no -no-reboot: a reset would end QEMU
-        deadline = time.monotonic() + 10.0
-        while (match := _PTY.search(output.read_text(errors="replace"))) is None:
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self._process.stop()
-                raise LabError(f"QEMU for {name} opened no pty:\n{self._process.stderr_tail()}")
-            time.sleep(0.02)  # polling QEMU's output for the line it prints when ready
-        self.pty = match.group(1)
-        self.powered = True
-        self.resets = 0
-
-    def monitor(self, *commands: str) -> None:
-        """Send HMP commands to QEMU's monitor, each answered before the next."""
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.settimeout(5.0)
-            sock.connect(str(self.monitor_path))
-            _read_prompt(sock)
-            for command in commands:
-                sock.sendall(command.encode() + b"\n")
-                _read_prompt(sock)
-
-    def power(self, on: bool) -> None:
-        if on:
-            self.monitor("system_reset", "cont")
-            self.resets += 1
-        else:
-            self.monitor("stop")
-        self.powered = on
-
-    def stop(self) -> None:
-        self._process.stop()
-
-
-def _read_prompt(sock: socket.socket) -> None:
-    seen = b""
-    while not seen.endswith(b"(qemu) "):
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise LabError("QEMU's monitor closed the connection")
-        seen = seen[-64:] + chunk
-
-
-class PowerSwitch:
-    """The stand-in power switch of one exporter host: simplerest over HTTP."""
-
-    def __init__(self, host: str, boards: list[EmulatedBoard]) -> None:
-        boards_by_index = dict(enumerate(boards))
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # http.server's name
-                parts = self.path.strip("/").split("/")
-                try:
-                    board = boards_by_index[int(parts[1])]
-                    if len(parts) == 3:
-                        board.power(parts[2] == "1")
-                    body = b"1" if board.powered else b"0"
-                    self.send_response(200)
-                except (IndexError, ValueError, KeyError, LabError, OSError):
-                    body = b"bad request"
-                    self.send_response(400)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
-        self.url = f"http://{host}:{self.server.server_address[1]}/relay/{{index}}/{{value}}"
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, daemon=True, name=f"power-switch:{host}"
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @dataclass(frozen=True)
@@ -195,8 +91,22 @@ class SshPlace:
     board: SshdEmulator
 
 
+@dataclass(frozen=True)
+class AndroidPlace:
+    name: str
+    exporter: str
+    phone: EmulatedPhone
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """What the lab's admin sets on the place: the pool's tags and where the phone is."""
+        server = f"127.0.0.1:{self.phone.server.port}"
+        return {**ANDROID_TAGS, "adb_serial": self.phone.serial, "adb_server": server}
+
+
 class LabgridLab:
-    """A coordinator, ``len(hosts)`` exporters (one board and one place each), on loopback."""
+    """A coordinator, ``len(hosts)`` exporters (one board and one place each, and on the
+    first few an SSH board and a phone with a place each), on loopback."""
 
     def __init__(
         self,
@@ -204,13 +114,16 @@ class LabgridLab:
         port: int | None = None,
         ssh_boards: int = 0,
         files: Path | None = None,
+        android_phones: int = 0,
     ) -> None:
         self.hosts = hosts
         self._port = port
         self._ssh_boards = ssh_boards
+        self._android_phones = android_phones
         self._files = files  # known_hosts and id_ed25519; None: in the lab's own directory
         self.places: list[LabPlace] = []
         self.ssh_places: list[SshPlace] = []
+        self.android_places: list[AndroidPlace] = []
         self._stack = contextlib.ExitStack()
         self.coordinator = ""
         self.known_hosts = Path()
@@ -283,9 +196,16 @@ class LabgridLab:
             letter = chr(ord("a") + number)
             board = EmulatedBoard(firmware, directory, f"board-{letter}")
             self._stack.callback(board.stop)
-            switch = PowerSwitch(host, [board])
-            self._stack.callback(switch.stop)
             exporter = f"exp-{letter}"
+            phone = None
+            if number < self._android_phones:
+                server = PrivateAdbServer(directory / f"adb-server-{letter}")
+                self._stack.enter_context(server)
+                phone = EmulatedPhone(directory, f"phone-{letter}", host, server)
+                self._stack.callback(phone.stop)
+                self.android_places.append(AndroidPlace(f"android-{letter}", exporter, phone))
+            switch = PowerSwitch(host, [board] if phone is None else [board, phone])
+            self._stack.callback(switch.stop)
             config = directory / f"{exporter}.yaml"
             text = (
                 f"{GROUP}:\n"
@@ -293,6 +213,11 @@ class LabgridLab:
                 f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
                 "    index: 0\n"
             )  # a Jinja2 template: no line may start with '#'
+            if phone is not None:
+                text += (
+                    f"{ANDROID_GROUP}:\n  NetworkPowerPort:\n    model: simplerest\n"
+                    f"    host: '{switch.url}'\n    index: 1\n"
+                )
             if number < self._ssh_boards:
                 sshd = SshdEmulator(
                     directory / f"sshd-{letter}",
@@ -335,6 +260,7 @@ class LabgridLab:
         for name, exporter, group, tags in (
             *((p.name, p.exporter, GROUP, TAGS) for p in self.places),
             *((p.name, p.exporter, SSH_GROUP, SSH_TAGS) for p in self.ssh_places),
+            *((p.name, p.exporter, ANDROID_GROUP, p.tags) for p in self.android_places),
         ):
             self.client("-p", name, "create")
             self.client("-p", name, "add-match", f"{exporter}/{group}/*")
@@ -358,6 +284,9 @@ class LabgridLab:
         deadline = time.monotonic() + _READY_TIMEOUT_S
         wanted = {f"{place.exporter}/{GROUP}/NetworkSerialPort" for place in self.places}
         wanted |= {f"{place.exporter}/{SSH_GROUP}/NetworkService" for place in self.ssh_places}
+        wanted |= {
+            f"{place.exporter}/{ANDROID_GROUP}/NetworkPowerPort" for place in self.android_places
+        }
         while True:
             listed = self.client("resources")
             if all(name in listed for name in wanted):
@@ -383,17 +312,22 @@ def _wait_listening(host: str, port: int, process: ManagedProcess) -> None:
 
 @contextlib.contextmanager
 def running_lab(
-    places: int = 2, port: int | None = None, ssh_boards: int = 0, files: Path | None = None
+    places: int = 2,
+    port: int | None = None,
+    ssh_boards: int = 0,
+    files: Path | None = None,
+    android_phones: int = 0,
 ) -> Iterator[LabgridLab]:
     hosts = tuple(f"127.0.0.{2 + n}" for n in range(places))
-    with LabgridLab(hosts, port, ssh_boards, files) as lab:
+    with LabgridLab(hosts, port, ssh_boards, files, android_phones) as lab:
         yield lab
 
 
 def main(argv: list[str]) -> int:
     places = int(argv[0]) if argv else 2
     ssh_boards = int(argv[1]) if len(argv) > 1 else 1
-    with running_lab(places, port=20408, ssh_boards=ssh_boards, files=LAB_FILES) as lab:
+    phones = int(argv[2]) if len(argv) > 2 else 1
+    with running_lab(places, 20408, ssh_boards, LAB_FILES, phones) as lab:
         print(f"coordinator {lab.coordinator}")
         for place in lab.places:
             print(
@@ -406,6 +340,12 @@ def main(argv: list[str]) -> int:
                 f"place {ssh.name}: exporter {ssh.exporter}, NetworkService "
                 f"{ssh.board.host}:{ssh.board.port} user {ssh.board.user}, tags "
                 + " ".join(f"{k}={v}" for k, v in SSH_TAGS.items())
+            )
+        for android in lab.android_places:
+            print(
+                f"place {android.name}: exporter {android.exporter}, phone "
+                f"{android.phone.name}, tags "
+                + " ".join(f"{k}={v}" for k, v in android.tags.items())
             )
         print(f"SSH host keys in {lab.known_hosts}, client key {lab.client_key}")
         print("Ctrl-C to stop", flush=True)

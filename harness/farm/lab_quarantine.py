@@ -23,11 +23,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from harness.farm.infra import one_line
+from harness.farm.lab_client import CLIENT, LabgridClient, LabgridError, find_client_path
+from harness.farm.lab_places import LabIdentity
 from harness.transport.base import DeviceUnavailable
 
 if TYPE_CHECKING:
     from harness.farm.lab_places import PlaceState
-    from harness.farm.labgrid import LabgridClient
 
 HEALTH_TAG = "et_health"
 HEALTHY = "ok"
@@ -99,9 +100,6 @@ def refuse_if_none_in_service(what: str, candidates: list[PlaceState]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from harness.farm.lab_places import LabIdentity
-    from harness.farm.labgrid import CLIENT, LabgridClient, LabgridError, find_client_path
-
     parser = argparse.ArgumentParser(
         prog="python -m harness.farm.lab_quarantine",
         description="clear a place's lab-wide quarantine",

@@ -11,23 +11,27 @@
 
 That text comes from the lab (exporters describe their own resources), so it is
 read like a profile: bounded strict YAML, and every value the transport uses is
-checked with the profile's own rules (:mod:`harness.untrusted.value_rules`). The harness
-then fills the transport fields a lab profile leaves out: ``host``, ``port`` and
-``user`` of an SSH device from its ``NetworkService``; ``url`` (and ``baudrate``)
-of a serial device from its ``NetworkSerialPort`` (the ser2net RFC 2217 port the
-exporter opens at each acquisition, so no fixed URL could be right).
+checked with the profile's own rules (:mod:`harness.untrusted.value_rules`). The device
+kind (its registry entry's ``lab``, :mod:`harness.config.kinds`) then fills the
+transport fields a lab profile leaves out, through its module's ``lab_settings``:
+``host``, ``port`` and ``user`` of an SSH device from its ``NetworkService``;
+``url`` (and ``baudrate``) of a serial device from its ``NetworkSerialPort`` (the
+ser2net RFC 2217 port the exporter opens at each acquisition, so no fixed URL could
+be right); ``serial``, ``server_host`` and ``server_port`` of an Android device from
+the place's tags ``adb_serial`` and ``adb_server`` (labgrid has no adb resource).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from harness.codec.strict_yaml import read_yaml
+from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
-from harness.transport.base import DeviceUnavailable
+from harness.devices.bring_up import kind_module
+from harness.devices.lab_place import LabResourceError, LabResources, SerialAddress, ServiceAddress
 from harness.untrusted.reading import InputFileError, brief
 from harness.untrusted.value_rules import (
     ValueRuleError,
@@ -38,50 +42,7 @@ from harness.untrusted.value_rules import (
     check_word,
 )
 
-# Transport fields that come from the lab, never from a lab profile.
-LAB_FIELDS = {"ssh": ("host", "port", "user"), "serial": ("url", "port")}
 _MAX_BAUDRATE = 20_000_000
-# What the checks of the other fields see before a place is acquired.
-_PLACEHOLDER: dict[str, dict[str, Any]] = {
-    "ssh": {"host": "127.0.0.1", "port": 22, "user": "lab"},
-    "serial": {"url": "rfc2217://127.0.0.1:1"},
-}
-
-
-class LabResourceError(DeviceUnavailable):
-    """The acquired place's resources are missing or malformed; the message names the field."""
-
-
-@dataclass(frozen=True)
-class ServiceAddress:
-    """A ``NetworkService``: an SSH server on the place's device."""
-
-    host: str
-    port: int
-    user: str
-
-
-@dataclass(frozen=True)
-class SerialAddress:
-    """A ``NetworkSerialPort``: the device's UART behind ser2net's RFC 2217 server."""
-
-    host: str
-    port: int
-    speed: int
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"rfc2217://{host}:{self.port}"
-
-
-@dataclass(frozen=True)
-class LabResources:
-    """The resources of one acquired place that the harness uses."""
-
-    service: ServiceAddress | None = None
-    serial: SerialAddress | None = None
-    power: bool = False  # the place has a power port (NetworkPowerPort and the like)
 
 
 def parse_env(text: str) -> tuple[str, LabResources]:
@@ -171,35 +132,23 @@ def _serial(fields: Mapping[str, Any]) -> SerialAddress:
 def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
     """A lab profile with stand-in values for the fields the lab fills, for the transport's
     own checks of the rest; :class:`ProfileError` if the profile sets one of them itself."""
-    lab_fields = LAB_FIELDS.get(profile.transport)
-    if lab_fields is None:
+    lab = KINDS[profile.transport].lab
+    if lab is None:
         return profile  # the place is only held (a host-attached device): nothing to fill
-    given = sorted(set(profile.settings) & set(lab_fields))
+    given = sorted(set(profile.settings) & set(lab.fields))
     if given:
         raise ProfileError(
             f"{profile.where('transport.' + given[0])}: comes from the acquired labgrid place "
-            f"({', '.join(lab_fields)} are the lab's); remove it from the profile"
+            f"({', '.join(lab.fields)} are the lab's); remove it from the profile"
         )
-    settings = {**profile.settings, **_PLACEHOLDER[profile.transport]}
+    settings = {**profile.settings, **dict(lab.placeholder)}
     return dataclasses.replace(profile, settings=settings)
 
 
 def with_lab_address(profile: DeviceProfile, resources: LabResources, place: str) -> DeviceProfile:
-    """``profile`` (without its labgrid setting) with the acquired place's address filled in."""
-    settings = dict(profile.settings)
-    if profile.transport == "ssh":
-        if resources.service is None:
-            raise LabResourceError(
-                f"labgrid place {place!r} has no NetworkService for {profile.name}'s SSH transport"
-            )
-        service = resources.service
-        settings.update(host=service.host, port=service.port, user=service.user)
-    elif profile.transport == "serial":
-        if resources.serial is None:
-            raise LabResourceError(
-                f"labgrid place {place!r} has no NetworkSerialPort for "
-                f"{profile.name}'s serial transport"
-            )
-        settings["url"] = resources.serial.url
-        settings.setdefault("baudrate", resources.serial.speed)
-    return dataclasses.replace(profile, settings=settings)
+    """``profile`` (without its labgrid setting) with the acquired place's address filled in
+    by its kind's ``lab_settings``; :class:`LabResourceError` names the place and the field."""
+    if KINDS[profile.transport].lab is None:
+        return profile
+    filled = kind_module(profile).lab_settings(profile, resources, place)
+    return dataclasses.replace(profile, settings={**profile.settings, **filled})

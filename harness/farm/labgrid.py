@@ -4,7 +4,7 @@ A profile describes a kind of device; the lab's places are its instances. The
 profile names a coordinator and either one place or a tag filter (a pool)::
 
     transport:
-      kind: serial                       # or ssh
+      kind: serial                       # or ssh, adb
       labgrid:
         coordinator: "127.0.0.1:20408"   # optional: else $LG_COORDINATOR
         tags: {kind: mcu, pool: lab}     # any free place with these tags ...
@@ -14,7 +14,7 @@ profile names a coordinator and either one place or a tag filter (a pool)::
         quarantine: lab                  # optional: a failed health check takes the
                                          # place out of service lab-wide (lab_quarantine)
 
-The harness drives labgrid's own client (``labgrid-client``, argv lists only):
+The harness drives labgrid's own client (:mod:`harness.farm.lab_client`):
 ``reserve --shell FILTER`` gives a token, ``wait TOKEN`` (bounded by the lock
 timeout) until the coordinator allocates a place, ``-p +TOKEN acquire`` takes it
 and ``-p +TOKEN env`` says where its resources are (see
@@ -35,31 +35,28 @@ gone, for when the janitor died too.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import shutil
-import subprocess
-import sys
-import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO
 
 from harness.config.profile import DeviceProfile, ProfileError
+from harness.devices.lab_place import LabResources
 from harness.farm import lab_quarantine
-from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
-from harness.farm.lab_resources import LabResources, check_lab_profile, parse_env
+from harness.farm.lab_client import (
+    CLIENT,
+    LabgridClient,
+    LabgridError,
+    LabgridTimeout,
+    find_client_path,
+)
+from harness.farm.lab_places import LabIdentity, PlaceState
+from harness.farm.lab_resources import check_lab_profile, parse_env
 from harness.lifecycle import owner
-from harness.transport.base import DeviceUnavailable
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
-CLIENT = "labgrid-client"
-_COMMAND_TIMEOUT_S = 30.0
-_OUTPUT_LIMIT = 256 * 1024  # what a labgrid-client call may print before it is refused
 _TOKEN = re.compile(r"LG_TOKEN=([A-Za-z0-9_-]{1,64})")
 _ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})$", re.MULTILINE)
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
@@ -70,18 +67,6 @@ _FIELDS = ("coordinator", "place", "quarantine", "reset", "tags")
 
 class LabgridNotInstalled(ProfileError):
     """The profile names a labgrid place but labgrid's client is not installed here."""
-
-
-class LabgridError(DeviceUnavailable):
-    """labgrid's client failed, or printed something the harness does not accept."""
-
-
-class LabgridTimeout(LabgridError):
-    """A ``labgrid-client`` call ran past its time; ``output`` is what it printed until then."""
-
-    def __init__(self, message: str, output: str) -> None:
-        super().__init__(message)
-        self.output = output
 
 
 class StaleHolderReleased(UserWarning):
@@ -216,16 +201,6 @@ def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
     return check_lab_profile(without_labgrid(profile))
 
 
-def find_client_path(search_path: str | None = None) -> str | None:
-    """Path of ``labgrid-client`` (beside this Python, else on PATH), or None."""
-    path = (
-        search_path
-        if search_path is not None
-        else os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    )
-    return shutil.which(CLIENT, path=path)
-
-
 def find_client(profile: DeviceProfile, search_path: str | None = None) -> str:
     """Path of ``labgrid-client`` for ``profile``; :class:`LabgridNotInstalled`."""
     found = find_client_path(search_path)
@@ -249,103 +224,6 @@ class HeldPlace:
     name: str
     exporters: tuple[str, ...]
     resources: LabResources
-
-
-class LabgridClient:
-    """``labgrid-client`` calls as one identity against one coordinator."""
-
-    def __init__(self, client: str, coordinator: str | None, identity: LabIdentity) -> None:
-        self.client = client
-        self.coordinator = coordinator
-        self.identity = identity
-
-    def argv(self, *args: str) -> list[str]:
-        coordinator = ["-x", self.coordinator] if self.coordinator else []
-        return [self.client, *coordinator, *args]
-
-    def run(
-        self,
-        args: Sequence[str],
-        timeout: float = _COMMAND_TIMEOUT_S,
-        identity: LabIdentity | None = None,
-    ) -> str:
-        """Run ``labgrid-client ARGS`` and return what it printed; :class:`LabgridError`."""
-        argv = self.argv(*args)
-        env = {
-            **os.environ,
-            **(identity or self.identity).environment(),
-            "PYTHONUNBUFFERED": "1",
-        }  # a token printed before a timeout is not lost
-        try:
-            returncode, stdout, stderr = _run_bounded(argv, env, timeout)
-        except subprocess.TimeoutExpired as exc:
-            printed = bytes(exc.output or b"").decode(errors="replace")
-            raise LabgridTimeout(
-                f"'{CLIENT} {' '.join(args)}' did not finish within {timeout:.1f} s", printed
-            ) from None
-        except OSError as exc:
-            raise LabgridError(f"cannot run {argv[0]}: {exc}") from None
-        if stdout is None:
-            raise LabgridError(
-                f"'{CLIENT} {' '.join(args)}' printed more than {_OUTPUT_LIMIT} bytes; refused"
-            )
-        if returncode != 0:
-            errors = (stderr or stdout).decode(errors="replace").strip()
-            raise LabgridError(
-                f"'{CLIENT} {' '.join(args)}' failed with exit code {returncode}: "
-                f"{_last_line(errors)}"
-            )
-        return stdout.decode(errors="replace")
-
-    def places(self) -> list[PlaceState]:
-        return parse_places(self.run(["-v", "places"]))
-
-
-def _run_bounded(
-    argv: list[str], env: dict[str, str], timeout: float
-) -> tuple[int, bytes | None, bytes]:
-    """Run ``argv``; (exit status, stdout or None if longer than the limit, stderr's first
-    bytes). Output past the limit is read and dropped, so a client relaying a hostile
-    coordinator cannot fill this process's memory. ``TimeoutExpired.output``: stdout so far."""
-    kept: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
-    overflow: set[int] = set()
-
-    def drain(stream: IO[bytes], which: int) -> None:
-        while chunk := stream.read(65536):
-            room = _OUTPUT_LIMIT - len(kept[which])
-            kept[which] += chunk[: max(room, 0)]
-            if len(chunk) > room:
-                overflow.add(which)
-
-    with subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-    ) as process:
-        assert process.stdout is not None and process.stderr is not None
-        readers = [
-            threading.Thread(target=drain, args=(process.stdout, 1), daemon=True),
-            threading.Thread(target=drain, args=(process.stderr, 2), daemon=True),
-        ]
-        for reader in readers:
-            reader.start()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            for reader in readers:
-                reader.join(5.0)
-            raise subprocess.TimeoutExpired(argv, timeout, output=bytes(kept[1])) from None
-        for reader in readers:
-            reader.join(5.0)
-    stdout = None if 1 in overflow else bytes(kept[1])
-    return process.returncode, stdout, bytes(kept[2][-4096:])
-
-
-def _last_line(text: str) -> str:
-    """labgrid's one-line error, not its traceback."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    useful = [line for line in lines if "Error" in line or "error" in line]
-    return (useful or lines or ["(no output)"])[-1][-500:]
 
 
 class LabgridReservation:
@@ -401,7 +279,11 @@ class LabgridReservation:
             self.held = HeldPlace(name["place"], (), LabResources())  # release() undoes it
             self._set_hand_back()
             place, resources = parse_env(self.lab.run(["-p", name["place"], "env"]))
-            self.held = HeldPlace(place, _exporters(states, place), resources)
+            state = next((s for s in states if s.name == place), None)
+            tags = state.tags if state is not None else ()
+            self.held = HeldPlace(
+                place, _exporters(states, place), dataclasses.replace(resources, tags=tags)
+            )
         except BaseException:
             self.release()
             raise

@@ -1,0 +1,71 @@
+"""What an acquired labgrid place offers a device kind: its resources' addresses and its tags.
+
+:mod:`harness.farm.lab_resources` reads them from the lab (untrusted input) into a
+:class:`LabResources`; a lab-capable kind's ``lab_settings(profile, resources, place)``
+(``harness/devices/<kind>.py``, registered in :mod:`harness.config.kinds`) turns them
+into its transport fields. Pure data, below the farm, so a kind's module can use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from harness.transport.base import DeviceUnavailable
+from harness.untrusted.value_rules import ValueRuleError
+
+T = TypeVar("T")
+
+
+class LabResourceError(DeviceUnavailable):
+    """The acquired place's resources are missing or malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ServiceAddress:
+    """A ``NetworkService``: an SSH server on the place's device."""
+
+    host: str
+    port: int
+    user: str
+
+
+@dataclass(frozen=True)
+class SerialAddress:
+    """A ``NetworkSerialPort``: the device's UART behind ser2net's RFC 2217 server."""
+
+    host: str
+    port: int
+    speed: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"rfc2217://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class LabResources:
+    """The resources of one acquired place that the harness uses, and the place's tags."""
+
+    service: ServiceAddress | None = None
+    serial: SerialAddress | None = None
+    power: bool = False  # the place has a power port (NetworkPowerPort and the like)
+    # The place's tags as its admin set them (labgrid-client set-tags), not yet checked:
+    # e.g. adb_serial and adb_server of an Android phone, for which labgrid has no resource.
+    tags: tuple[tuple[str, str], ...] = ()
+
+    def tag(self, place: str, key: str, rule: Callable[[object], T], example: str) -> T:
+        """The place's tag ``key``, checked with ``rule`` (the profile's own rule for the
+        field it fills); :class:`LabResourceError` names the place, the tag and the fix."""
+        value = dict(self.tags).get(key)
+        fix = f"'labgrid-client -p {place} set-tags {key}={example}'"
+        if value is None:
+            raise LabResourceError(f"labgrid place {place!r} has no tag {key}; set it: {fix}")
+        try:
+            return rule(value)
+        except ValueRuleError as exc:
+            raise LabResourceError(
+                f"labgrid place {place!r}: tags.{key}: {exc}; correct it: {fix}"
+            ) from None
