@@ -282,7 +282,7 @@ def test_an_android_pool_profile_runs_on_the_phone_its_places_tags_name(lab, dev
     assert listed.split(), listed
     # the phone's power port (what ties the place to its exporter) cycles it: adb-emu
     # ends and comes back attached, its files kept
-    lab.client("-p", "android-a", "acquire")
+    _acquire(lab, "android-a")
     try:
         lab.client("-p", "android-a", "power", "cycle", "--delay", "0.1")
     finally:
@@ -423,11 +423,25 @@ def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
     _all_free(lab)
 
 
+def _acquire(lab: LabgridLab, place: str, env: dict[str, str] | None = None) -> None:
+    """``labgrid-client -p PLACE acquire`` as another holder would. An exporter frees a
+    released place's resources a moment after the coordinator says so (ser2net takes
+    about a second to stop): an acquisition refused for that reason is tried again, for
+    at most 30 s, as the harness itself does (harness/farm/labgrid.py)."""
+    deadline = time.monotonic() + 30
+    while True:
+        done = subprocess.run(lab.client_argv("-p", place, "acquire"), env=env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return
+        busy = "Failed to acquire resources" in done.stderr
+        assert busy and time.monotonic() < deadline, (done.stderr, lab.client("-v", "places"))
+        time.sleep(0.2)  # the exporter gives no notice when it has let them go
+
+
 def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, devices, tmp_path):
     holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
-    argv = lab.client_argv("-p", "lab-a", "acquire")
-    acquired = subprocess.run(argv, env=holder_env, capture_output=True, text=True, check=False)
-    assert acquired.returncode == 0, (acquired.stderr, lab.client("-v", "places"))
+    _acquire(lab, "lab-a", holder_env)
     try:
         run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
         _finish(run)
@@ -476,8 +490,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine clear lab-b\)",
             state.comment), state.comment
         # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
-        subprocess.run(lab.client_argv("-p", "lab-a", "acquire"), env=holder_env, check=True,
-                       capture_output=True)
+        _acquire(lab, "lab-a", holder_env)
         pool = _pytest(devices, tmp_path / "pool", "--device", "pool-q", "--lock-timeout", "3")
         _finish(pool)
         message = json.dumps(_results(tmp_path / "pool")[0]["infra"])

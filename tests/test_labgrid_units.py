@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from harness.config.profile import ProfileError, parse_profile
 from harness.farm.lab_client import LabgridError
 from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
 from harness.farm.lab_resources import (

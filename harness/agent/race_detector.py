@@ -32,7 +32,6 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
-from harness.config.kinds import KINDS
 from harness.transport.base import TransportError
 from harness.untrusted.reading import brief
 
@@ -58,9 +57,15 @@ class RaceDetectorChoiceError(ValueError):
 
 
 def check_race_detector(
-    value: object, src: str, transport: str, emulator: str | None, prebuilt: bool
+    value: object,
+    src: str,
+    transport: str,
+    emulator: str | None,
+    prebuilt: bool,
+    local_kinds: tuple[str, ...],
 ) -> RaceDetector | None:
-    """The profile's ``agent.race_detector`` (None if absent), checked against the device."""
+    """The profile's ``agent.race_detector`` (None if absent), checked against the device;
+    ``local_kinds`` are the device kinds that are this machine (from the registry)."""
     if value is None:
         return None
     allowed = ", ".join(d.value for d in RaceDetector)
@@ -71,8 +76,8 @@ def check_race_detector(
             f"{src}: agent.race_detector: {brief(value)} is not one of {allowed}; "
             "pick one or remove the field"
         ) from None
-    if not KINDS[transport].on_this_machine or emulator is not None:
-        here = ", ".join(k.name for k in KINDS.values() if k.on_this_machine)
+    if transport not in local_kinds or emulator is not None:
+        here = ", ".join(local_kinds)
         raise RaceDetectorChoiceError(
             f"{src}: agent.race_detector: {detector.value} runs only on the local host device "
             f"(transport.kind: {here}, no emulator), not on {transport}"

@@ -167,7 +167,12 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     agent = _agent(agent_data, src, path.parent if path else Path.cwd())
     try:
         race_detector = check_race_detector(
-            agent_data.get("race_detector"), src, kind, emulator, agent.prebuilt is not None
+            agent_data.get("race_detector"),
+            src,
+            kind,
+            emulator,
+            agent.prebuilt is not None,
+            tuple(k.name for k in KINDS.values() if k.on_this_machine),
         )
     except RaceDetectorChoiceError as exc:
         raise ProfileError(str(exc)) from None
