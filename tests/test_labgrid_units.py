@@ -71,6 +71,15 @@ def test_labgrid_settings_errors_name_the_field(labgrid, message):
         LabgridPlace.of(_profile({"kind": "local", "labgrid": labgrid}))
 
 
+@pytest.mark.parametrize("kind", ["local", "ssh", "adb"])
+def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
+    """A hosted device would ignore the place's power port: refused, not silently kept."""
+    with pytest.raises(ProfileError, match=rf"labgrid.reset: power, but a {kind} device is "
+                       r"not reset from outside \(only transport.kind serial is\)"):
+        LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "reset": "power"}}))
+    assert LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}})).reset == "none"
+
+
 def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
     profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
     with pytest.raises(LabgridNotInstalled, match="labgrid-client is not installed.*labgrid"):

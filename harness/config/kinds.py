@@ -47,6 +47,9 @@ class DeviceKind:
     # How a lab profile's device is found in its acquired place; None: the place is only
     # held (a device attached to this machine), its settings are the profile's.
     lab: LabAddress | None = None
+    # Whether open_device uses a reset from outside (a lab place's power port, before each
+    # agent session); a lab profile of another kind may not ask for one.
+    takes_outside_reset: bool = False
 
 
 def _ssh_key(settings: Settings) -> str:
@@ -94,6 +97,7 @@ KINDS: dict[str, DeviceKind] = {
             "qemu-mcu",
             hardware_key=_serial_key,
             lab=LabAddress(("url", "port"), (("url", "rfc2217://127.0.0.1:1"),)),
+            takes_outside_reset=True,
         ),
     )
 }

@@ -41,6 +41,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.lab_place import LabResources
 from harness.farm import lab_quarantine
@@ -143,6 +144,12 @@ class LabgridPlace:
             raise ProfileError(
                 f"{where}.reset: {reset!r} is not one of {', '.join(_RESETS)} (power: cycle "
                 "the place's power port before each agent session)"
+            )
+        if reset != "none" and not KINDS[profile.transport].takes_outside_reset:
+            resettable = ", ".join(k.name for k in KINDS.values() if k.takes_outside_reset)
+            raise ProfileError(
+                f"{where}.reset: {reset}, but a {profile.transport} device is not reset from "
+                f"outside (only transport.kind {resettable} is): remove the field"
             )
         quarantine = data.get("quarantine", "run")
         if quarantine not in lab_quarantine.MODES:
