@@ -24,6 +24,7 @@ from prerequisites import require
 from harness.agent.race_detector import DetectorBroke, RaceDetector, RaceLog
 from harness.agent.race_reports import (
     SuppressionFileError,
+    classify,
     load_suppressions,
     parse_tsan,
     parse_valgrind_xml,
@@ -206,6 +207,44 @@ def test_suppression_entries_must_say_why_and_what(tmp_path: Path, entry: str, s
 def test_the_checked_in_suppressions_load() -> None:
     for rule in load_suppressions():
         assert rule.why and rule.tools
+
+
+# drd's report of get_threadpool() reading its static pointer, as it came in a CI run: both
+# other-segment stacks empty, so only the access and the memory say what it is.
+DRD_STATIC_POINTER = """<error>
+  <unique>0x2de</unique><tid>2</tid><kind>ConflictingAccess</kind>
+  <what>Conflicting load by thread 2 at 0x048ab4a8 size 8</what>
+  <stack>
+    <frame><ip>0x48A04BE</ip><obj>/w/agent/libexecutorch_threadpool.so</obj>
+    <fn>executorch::extension::threadpool::get_threadpool()</fn></frame>
+    <frame><ip>0x48A0681</ip><obj>/w/agent/libexecutorch_threadpool.so</obj>
+    <fn>executorch::extension::threadpool::get_pthreadpool()</fn></frame>
+  </stack>
+  <auxwhat>Allocation context: {memory}</auxwhat>
+  <other_segment_start>
+  </other_segment_start>
+  <other_segment_end>
+  </other_segment_end>
+</error>
+"""
+
+
+@pytest.mark.parametrize(
+    ("memory", "explained_by"),
+    [
+        ("BSS section of /w/agent/libexecutorch_threadpool.so", "threadpool-static-pointer"),
+        ("BSS section of /w/agent/et-agent", None),  # another object's statics: not this
+        ("unknown", None),  # heap memory without the writer's stack: nothing to go on
+    ],
+    ids=["its-own-static", "other-bss", "unknown-memory"],
+)
+def test_the_threadpool_static_is_explained_by_its_memory_only(
+    memory: str, explained_by: str | None
+) -> None:
+    (report,) = parse_valgrind_xml("drd", DRD_STATIC_POINTER.format(memory=memory))
+    assert report.memory == (f"Allocation context: {memory}",)
+    (finding,) = classify([report], load_suppressions())
+    assert (finding.suppressed_by and finding.suppressed_by.id) == explained_by
 
 
 def test_a_detector_that_failed_is_an_infrastructure_error(tmp_path: Path) -> None:

@@ -65,6 +65,9 @@ class RaceReport:
     headline: str  # the report's first line
     stacks: tuple[tuple[Frame, ...], ...]  # innermost frame first; stacks[0] is the access
     text: str  # the report as the tool wrote it (tsan) or rendered from its XML (valgrind)
+    # What the tool adds about the access and its memory: tsan's "Location is ..." line,
+    # valgrind's auxwhat lines (drd: "Allocation context: BSS section of <library>", ...).
+    memory: tuple[str, ...] = ()
 
     @property
     def frames(self) -> tuple[Frame, ...]:
@@ -82,8 +85,9 @@ class Suppression:
     It matches a report of one of ``tools`` whose kind matches ``kind`` and whose
     access (the innermost frame of its first stack) matches ``function`` and
     ``object``; with ``via``, a frame of one of its other stacks (the conflicting
-    access, where the memory was allocated, ...) must match ``via`` too. Patterns are
-    fnmatch patterns; ``object`` is matched against the library's file name.
+    access, where the memory was allocated, ...) must match ``via`` too; with
+    ``memory``, one of the tool's lines about the accessed memory must match it.
+    Patterns are fnmatch patterns; ``object`` is matched against the library's file name.
     """
 
     id: str
@@ -93,6 +97,7 @@ class Suppression:
     function: str | None = None
     object: str | None = None
     via: str | None = None
+    memory: str | None = None
     reference: str = ""  # e.g. the upstream issue, or the tool's manual
 
     def matches(self, report: RaceReport) -> bool:
@@ -105,6 +110,10 @@ class Suppression:
             return False
         library = access.object.rsplit("/", 1)[-1]
         if self.object is not None and not fnmatch.fnmatchcase(library, self.object):
+            return False
+        if self.memory is not None and not any(
+            fnmatch.fnmatchcase(note, self.memory) for note in report.memory
+        ):
             return False
         others = (frame for stack in report.stacks[1:] for frame in stack)
         return self.via is None or any(fnmatch.fnmatchcase(f.function, self.via) for f in others)
@@ -178,8 +187,11 @@ def _tsan_report(lines: list[str]) -> RaceReport:
     start = _TSAN_START.match(headline)
     kind = start.group("kind") if start else "unknown"
     stacks: list[list[Frame]] = []
+    memory: list[str] = []
     in_stack = False
     for line in lines[1:]:
+        if line.strip().startswith("Location is "):
+            memory.append(line.strip())
         frame = _TSAN_FRAME.match(line)
         if frame is None:
             in_stack = False
@@ -192,7 +204,9 @@ def _tsan_report(lines: list[str]) -> RaceReport:
         if not function:  # "#3 <null> <null> (...)" has both; a bare name has no location
             function, location = rest, ""
         stacks[-1].append(Frame(function, frame.group("object"), location))
-    return RaceReport("tsan", kind, headline, tuple(map(tuple, stacks)), "\n".join(lines))
+    return RaceReport(
+        "tsan", kind, headline, tuple(map(tuple, stacks)), "\n".join(lines), tuple(memory)
+    )
 
 
 # ---- valgrind: helgrind and drd (XML) -----------------------------------------------------
@@ -226,20 +240,21 @@ def _valgrind_report(tool: str, error: ElementTree.Element) -> RaceReport:
     kind = error.findtext("kind", "unknown")
     lines: list[str] = []
     stacks: list[tuple[Frame, ...]] = []
+    memory: list[str] = []
     for child in error:
-        if child.tag in ("what", "auxwhat"):
-            lines.append(("" if child.tag == "what" else "  ") + (child.text or "").strip())
-        elif child.tag in ("xwhat", "xauxwhat"):
-            lines.append(
-                ("" if child.tag == "xwhat" else "  ") + child.findtext("text", "").strip()
-            )
+        if child.tag in ("what", "auxwhat", "xwhat", "xauxwhat"):
+            said = child.text if child.tag in ("what", "auxwhat") else child.findtext("text")
+            said = (said or "").strip()
+            if child.tag in ("auxwhat", "xauxwhat"):
+                memory.append(said)
+            lines.append(("  " if child.tag in ("auxwhat", "xauxwhat") else "") + said)
         elif child.tag == "stack":
             stacks.append(_valgrind_stack(child, lines))
         elif child.find("stack") is not None:  # drd: allocation_context, other_segment_*
             lines.append(f"  {child.tag}:")
             stacks += [_valgrind_stack(stack, lines) for stack in child.findall("stack")]
     headline = lines[0] if lines else kind
-    return RaceReport(tool, kind, headline, tuple(stacks), "\n".join(lines))
+    return RaceReport(tool, kind, headline, tuple(stacks), "\n".join(lines), tuple(memory))
 
 
 def _valgrind_stack(stack: ElementTree.Element, lines: list[str]) -> tuple[Frame, ...]:
@@ -259,7 +274,7 @@ def _valgrind_frame(frame: ElementTree.Element) -> Frame:
 
 # ---- the suppression file -----------------------------------------------------------------
 
-_ENTRY_FIELDS = {"id", "tools", "kind", "function", "object", "via", "why", "reference"}
+_ENTRY_FIELDS = {"id", "tools", "kind", "function", "object", "via", "memory", "why", "reference"}
 
 
 def load_suppressions(path: Path = SUPPRESSIONS_FILE) -> tuple[Suppression, ...]:
@@ -314,7 +329,7 @@ def _suppression(entry: object, where: str) -> Suppression:
         raise SuppressionFileError(
             f"{where}: give 'function' or 'object' (a pattern the report's access must match)"
         )
-    for field in ("kind", "function", "object", "via", "reference"):
+    for field in ("kind", "function", "object", "via", "memory", "reference"):
         if field in entry and not isinstance(entry[field], str):
             raise SuppressionFileError(
                 f"{where}.{field}: must be a string; got {brief(entry[field])}"
@@ -322,5 +337,6 @@ def _suppression(entry: object, where: str) -> Suppression:
     return Suppression(
         id=entry["id"], tools=tuple(tools), why=entry["why"].strip(),
         kind=entry.get("kind", "*"), function=entry.get("function"),
-        object=entry.get("object"), via=entry.get("via"), reference=entry.get("reference", ""),
+        object=entry.get("object"), via=entry.get("via"), memory=entry.get("memory"),
+        reference=entry.get("reference", ""),
     )  # fmt: skip
