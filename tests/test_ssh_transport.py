@@ -163,6 +163,20 @@ def test_malformed_pins_are_configuration_errors(board: SshdEmulator) -> None:
             board.profile(host_key=bad)
 
 
+def test_an_unusable_host_key_pin_says_what_to_give(tmp_path: Path) -> None:
+    """paramiko's own reason may be cut short or empty; the refusal is one line that names
+    the field and what a usable pin looks like."""
+    for bad in ("ssh-ed25519 nope", "ssh-foo AAAA"):
+        data = {"transport": {"kind": "ssh", "host": "board", "host_key": bad}}
+        with pytest.raises(ProfileError) as refused:
+            ssh_settings(parse_profile(data, tmp_path / "board.yaml"))
+        message = str(refused.value)
+        assert message.startswith(f"{tmp_path / 'board.yaml'}: transport.host_key: ")
+        assert "\n" not in message
+        assert "not a usable public key (" in message and "()" not in message
+        assert "/etc/ssh/ssh_host_ed25519_key.pub" in message and "'SHA256:...'" in message
+
+
 # -- routes --------------------------------------------------------------------
 
 

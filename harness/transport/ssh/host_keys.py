@@ -62,9 +62,14 @@ class _HostKeyPin:
             )
         try:
             key = paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
-        except (binascii.Error, paramiko.SSHException, ValueError) as exc:
+        except (binascii.Error, paramiko.SSHException, paramiko.UnknownKeyType, ValueError) as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__  # paramiko's may be empty
             raise SshConfigError(
-                f"host_key {brief(text)}: not a usable key: {exc}", "host_key"
+                f"host_key {brief(text)}: not a usable public key ({reason}); give the "
+                "device's key as its .pub file has it ('ssh-ed25519 AAAA...', from "
+                "/etc/ssh/ssh_host_ed25519_key.pub) or its fingerprint 'SHA256:...' "
+                "(ssh-keygen -lf)",
+                "host_key",
             ) from None
         return cls(fingerprint=key.fingerprint, key=key)
 
