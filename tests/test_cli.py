@@ -37,6 +37,21 @@ def test_unknown_device_is_one_clear_line(capsys, command):
     assert err.startswith(f"et-harness {command[0]}: unknown device 'nope'") and "Traceback" not in err
 
 
+def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
+    """A lab profile's device is a labgrid place only a pytest run reserves: the commands
+    that bring one device up say so, rather than calling transport.labgrid unknown."""
+    assert main(["send", SAMPLE, "--device", "lab-mcu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("et-harness send: ") and err.count("\n") == 1
+    assert "lab-mcu.yaml: transport.labgrid: a lab profile" in err
+    assert "pytest suites --device lab-mcu" in err and "unknown field" not in err
+    assert main(["doctor", "--device", "lab-mcu,lab-linux"]) == 1  # neither checked
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in lines] == [
+        ["lab-mcu", "NOT", "CHECKED"], ["lab-linux", "NOT", "CHECKED"]]
+    assert all("pytest suites --device lab-" in line for line in lines)
+
+
 def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     """Names from a map file never reach the terminal raw: escapes, bidi overrides, U+2028."""
     path = tmp_path / "m.yaml"

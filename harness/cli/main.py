@@ -24,7 +24,7 @@ from pathlib import Path
 from harness.check import format_value, show_name
 from harness.codec import readable, wire
 from harness.codec.mapfile import MapFileError, load_map
-from harness.config.profile import ProfileError, load_profile, profile_names
+from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
 from harness.model.messages import Action, Request
 from harness.transport.base import TransportError
 
@@ -146,10 +146,29 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lab_refusal(profile: DeviceProfile) -> str | None:
+    """Why the commands that bring one device up cannot take ``profile``, if it is a lab's:
+    only a pytest run reserves, holds and hands back a labgrid place."""
+    from harness.farm.labgrid import SETTING
+
+    if SETTING not in profile.settings:
+        return None
+    return (
+        f"{profile.where('transport.' + SETTING)}: a lab profile: its device is a labgrid "
+        "place, which only a pytest run reserves and hands back (and health-checks before "
+        f"its first test); run: .venv/bin/pytest suites --device {profile.name} "
+        "(docs/device-farm.md)"
+    )
+
+
 def _open(name: str):
     from harness.runner import open_runner
 
-    return open_runner(load_profile(name))
+    profile = load_profile(name)
+    refusal = _lab_refusal(profile)
+    if refusal is not None:
+        raise CliError(refusal)
+    return open_runner(profile)
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
@@ -187,6 +206,11 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
     unhealthy = 0
     for profile in select_profiles(args.device):
+        refusal = _lab_refusal(profile)
+        if refusal is not None:
+            print(f"{profile.name:<12} {'NOT CHECKED':<11} {refusal}")
+            unhealthy += 1
+            continue
         started = time.monotonic()
         device = runner = None
         try:
