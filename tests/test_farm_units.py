@@ -398,6 +398,22 @@ def test_terminal_tables_count_outcomes_per_device_and_backend():
     assert device_runtime(_results(), "beta") is None
 
 
+def test_differences_the_tests_expected_are_counted_apart():
+    """A passing run's summary must not read as a failing one: a test that checks a
+    refusal passes on its verdict's differences, and so does an xfailed test."""
+    bad = VerdictRecord.of(_wrong_value_verdict())
+    results = [
+        CaseResult("suites/t.py::test_refused[alpha]", "alpha", "passed", 0.1, 1.0,
+                   verdicts=(bad,)),
+        CaseResult("suites/t.py::test_known_bug[alpha]", "alpha", "xfailed", 0.1, 1.0,
+                   verdicts=(bad,)),
+        CaseResult("suites/t.py::test_x[alpha]", "alpha", "failed", 0.1, 1.0, verdicts=(bad,)),
+    ]
+    assert backend_table(results, "alpha")[-1] == (
+        "3 verdicts, 0 exact, 3 with differences (2 expected by tests that passed or xfailed)")
+    assert backend_table(results[2:], "alpha")[-1] == "1 verdicts, 0 exact, 1 with differences"
+
+
 def _load_record(path: str, ok: bool) -> VerdictRecord:
     return VerdictRecord("load", ok, f"load [{path}]: ...", (),
                          (("ProbeA", ok), ("XnnpackBackend", True)), path=path)
