@@ -52,6 +52,19 @@ def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
     assert all("pytest suites --device lab-" in line for line in lines)
 
 
+@pytest.mark.parametrize("command, says", [
+    (["run"], ["(default: host)", "every other argument goes to pytest"]),
+    (["send"], ["(default: host)", "set_option", "(default: load)"]),
+    (["bench"], ["a,b,c (default: host)", "(default: 300)"]),
+])
+def test_help_says_the_defaults_a_person_gets(capsys, command, says):
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--help"])
+    assert done.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert all(text in shown for text in says), shown
+
+
 def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     """Names from a map file never reach the terminal raw: escapes, bidi overrides, U+2028."""
     path = tmp_path / "m.yaml"

@@ -332,18 +332,32 @@ def _main(argv: list[str] | None) -> int:
     )
 
     run_cmd = commands.add_parser(
-        "run", help="run the device suites on a device (other arguments go to pytest)"
+        "run",
+        help="run the device suites on a device (other arguments go to pytest)",
+        description="Run the suites in suites/ with pytest on the devices named; every other "
+        "argument goes to pytest (e.g. -n 4, -k xnnpack, -x, --results-dir DIR: "
+        "docs/device-farm.md).",
     )
     run_cmd.add_argument(
-        "--device", default="host", help="profile name or YAML path; a,b,c; all; tag:NAME"
+        "--device",
+        default="host",
+        help="profile name or YAML path; a,b,c; all; tag:NAME (default: host)",
     )
 
-    commands.add_parser("devices", help="list device profiles")
+    commands.add_parser("devices", help="list and check the device profiles in devices/")
 
     send_cmd = commands.add_parser("send", help="send one map file to one device, print verdicts")
-    send_cmd.add_argument("file", help="YAML or JSON map file")
-    send_cmd.add_argument("--device", default="host", help="profile name or YAML path")
-    send_cmd.add_argument("--action", choices=["load", "set", "get"], default="load")
+    send_cmd.add_argument("file", help="YAML or JSON map file (docs/map-files.md)")
+    send_cmd.add_argument(
+        "--device", default="host", help="profile name or YAML path (default: host)"
+    )
+    send_cmd.add_argument(
+        "--action",
+        choices=["load", "set", "get"],
+        default="load",
+        help="load: the map at load time, checked on the probe backends; set, get: the "
+        "global set_option / get_option (default: load)",
+    )
 
     doctor_cmd = commands.add_parser("doctor", help="bring devices up and report their health")
     doctor_cmd.add_argument(
@@ -356,19 +370,23 @@ def _main(argv: list[str] | None) -> int:
     )
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
-    bench_cmd.add_argument("--device", default="host", help="comma-separated profiles")
-    bench_cmd.add_argument("--cases", type=_positive_int, default=300, help="session-mode cases")
+    bench_cmd.add_argument(
+        "--device", default="host", help="profile names or YAML paths: a,b,c (default: host)"
+    )
+    bench_cmd.add_argument(
+        "--cases", type=_positive_int, default=300, help="session-mode cases (default: 300)"
+    )
     bench_cmd.add_argument(
         "--per-case-cases",
         type=_positive_int,
         default=30,
-        help="cases done the per-case way (push, run one-shot, pull)",
+        help="cases done the per-case way (push, run one-shot, pull) (default: 30)",
     )
     bench_cmd.add_argument(
         "--growth-cases",
         type=_positive_int,
         default=30,
-        help="cases per map shape when measuring growth",
+        help="cases per map shape when measuring growth (default: 30)",
     )
     bench_cmd.add_argument(
         "--scaling",
