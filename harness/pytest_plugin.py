@@ -106,7 +106,10 @@ def pytest_configure(config: pytest.Config) -> None:
             if LabgridPlace.of(profile) is not None:
                 find_client(profile)
     except (DeviceSelectionError, ProfileError) as exc:
-        raise pytest.UsageError(f"--device: {exc}") from None
+        message = str(exc)  # most already start with the option they are about
+        if not message.startswith("--device"):
+            message = f"--device: {message}"
+        raise pytest.UsageError(message) from None
     deadline = (
         RunDeadline(**worker["et_deadline"])
         if worker

@@ -450,4 +450,6 @@ def test_modes_that_split_a_device_over_workers_are_refused(farm):
     assert run.returncode == 4
     assert "--dist loadfile would split a device's tests" in run.stdout
     unknown = farm.run("--device", "nope")
-    assert unknown.returncode == 4 and "unknown device 'nope'" in unknown.stdout
+    assert unknown.returncode == 4 and "ERROR: --device: unknown device 'nope'" in unknown.stdout
+    untagged = farm.run("--device", "tag:gpu")  # the message names the option once
+    assert untagged.returncode == 4 and "ERROR: --device tag:gpu: no profile" in untagged.stdout

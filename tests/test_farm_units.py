@@ -82,6 +82,14 @@ def test_selection_errors_say_what_exists(tmp_path, spec, message):
         select_profiles(spec, devices)
 
 
+def test_known_devices_are_listed_by_name(tmp_path):
+    """By name, as ``et-harness`` lists them: ``host`` before ``host-tsan``, although
+    ``host-tsan.yaml`` sorts before ``host.yaml``."""
+    devices = _profiles_dir(tmp_path, {"host": [], "host-tsan": [], "adb-emu": []})
+    with pytest.raises(DeviceSelectionError, match="known devices: adb-emu, host, host-tsan "):
+        select_profiles("hots", devices)
+
+
 def test_two_profiles_with_one_name_are_refused(tmp_path):
     devices = _profiles_dir(tmp_path, {"a": []})
     other = tmp_path / "other.yaml"

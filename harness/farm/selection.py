@@ -91,7 +91,7 @@ def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:
         return [load_profile(item)]
     path = devices_dir / f"{item}.yaml"
     if not path.is_file():
-        names = ", ".join(p.stem for p in sorted(devices_dir.glob("*.yaml")))
+        names = ", ".join(sorted(p.stem for p in devices_dir.glob("*.yaml")))  # as et-harness
         raise DeviceSelectionError(
             f"unknown device {item!r}: no {path}; known devices: {names or 'none'} "
             "(or 'all', 'tag:NAME', or a path to a YAML profile)"
