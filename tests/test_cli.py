@@ -65,6 +65,14 @@ def test_help_says_the_defaults_a_person_gets(capsys, command, says):
     assert all(text in shown for text in says), shown
 
 
+def test_device_listing_keeps_its_columns_for_long_names(capsys):
+    assert main(["devices"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("host-helgrind ") for line in lines)  # 13 characters
+    starts = {len(line) - len(line[line.index(" "):].lstrip()) for line in lines}
+    assert len(starts) == 1, lines  # every transport starts in one column
+
+
 def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     """Names from a map file never reach the terminal raw: escapes, bidi overrides, U+2028."""
     path = tmp_path / "m.yaml"

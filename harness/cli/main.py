@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.check import format_value, show_name
@@ -205,10 +206,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     from harness.transport.base import DeviceUnavailable
 
     unhealthy = 0
-    for profile in select_profiles(args.device):
+    profiles = select_profiles(args.device)
+    width = _name_width(p.name for p in profiles)
+    for profile in profiles:
         refusal = _lab_refusal(profile)
         if refusal is not None:
-            print(f"{profile.name:<12} {'NOT CHECKED':<11} {refusal}")
+            print(f"{profile.name:<{width}} {'NOT CHECKED':<11} {refusal}")
             unhealthy += 1
             continue
         started = time.monotonic()
@@ -217,17 +220,17 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             device, runner = _open(str(profile.path or profile.name))
             hello = runner.hello
             print(
-                f"{profile.name:<12} {'ok':<11} {time.monotonic() - started:5.1f} s  "
+                f"{profile.name:<{width}} {'ok':<11} {time.monotonic() - started:5.1f} s  "
                 f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
                 f"agent={hello.fact('agent_version')}  "
                 f"deployment={device.deployment().mode.value}  "
                 f"backends={','.join(runner.registered) or '-'}"
             )
         except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
-            print(f"{profile.name:<12} {'UNAVAILABLE':<11} {exc}")
+            print(f"{profile.name:<{width}} {'UNAVAILABLE':<11} {exc}")
             unhealthy += 1
         except Exception as exc:
-            print(f"{profile.name:<12} {'UNHEALTHY':<11} {type(exc).__name__}: {exc}")
+            print(f"{profile.name:<{width}} {'UNHEALTHY':<11} {type(exc).__name__}: {exc}")
             unhealthy += 1
         finally:
             if runner is not None:
@@ -273,16 +276,23 @@ def _cmd_devices(_: argparse.Namespace) -> int:
     from harness.farm.selection import check_profile
 
     invalid = 0
-    for name in profile_names():
+    names = profile_names()
+    width = _name_width(names)
+    for name in names:
         try:
             profile = load_profile(name)
             check_profile(profile)
         except ProfileError as exc:
-            print(f"{name:<12} INVALID {exc}")
+            print(f"{name:<{width}} INVALID {exc}")
             invalid += 1
             continue
-        print(f"{name:<12} {profile.transport:<7} {profile.description}")
+        print(f"{name:<{width}} {profile.transport:<7} {profile.description}")
     return 1 if invalid else 0
+
+
+def _name_width(names: Iterable[str]) -> int:
+    """The width of a listing's first column: its longest device name, at least 12."""
+    return max([12, *(len(name) for name in names)])
 
 
 def _positive_int(text: str) -> int:
