@@ -115,3 +115,35 @@ def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
         emu.send_signal(signal.SIGINT)
         out, _ = emu.communicate(timeout=30)
     assert emu.returncode == 0 and "mcu-emu is down" in out
+
+
+def test_send_loads_again_on_a_board_that_kept_its_probes(tmp_path, capsys):
+    """A board is not reset between sessions (`et-harness emu`, a real board without a
+    reset line): the probes a first send registered are in the next HELLO, and a second
+    send still loads through them rather than taking them for the device's real backends."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from tests.prerequisites import require
+
+    require("qemu-system-arm")
+    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "mcu-emu"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert emu.stdout is not None
+        lines = [emu.stdout.readline() for _ in range(3)]
+        url = re.fullmatch(r"  url: (socket://127\.0\.0\.1:[0-9]+)\n", lines[1])
+        assert url is not None, lines
+        board = tmp_path / "board.yaml"
+        board.write_text(f"transport: {{kind: serial, url: '{url[1]}'}}\nabi: armv7m\n")
+        for _ in range(2):
+            assert main(["send", SAMPLE, "--device", str(board)]) == 0, capsys.readouterr()
+            out = capsys.readouterr().out
+            assert out.startswith("load check: ok, 3 backends as expected"), out
+            assert "backend ProbeA: ok, 6 options exact" in out
+    finally:
+        emu.send_signal(signal.SIGINT)
+        out, _ = emu.communicate(timeout=30)
+    assert emu.returncode == 0 and "mcu-emu is down" in out

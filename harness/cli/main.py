@@ -178,12 +178,14 @@ def _cmd_send(args: argparse.Namespace) -> int:
     try:
         if args.action == "load":
             # Only probes can show what init received: real backends in the map have no
-            # delegate in a probe program, so their entries are reported as ignored.
-            delegates = tuple(b for b in options.backend_ids if b not in runner.registered)
+            # delegate in a probe program, so their entries are reported as ignored. Probes
+            # a board still holds from an earlier session are probes all the same.
+            real = [entry.name for entry in runner.hello.entries if not entry.is_probe]
+            delegates = tuple(b for b in options.backend_ids if b not in real)
             if not delegates:
                 print(
                     "et-harness send: the load-time path needs at least one backend that is "
-                    f"not one of the device's real backends ({', '.join(runner.registered)}): "
+                    f"not one of the device's real backends ({', '.join(real)}): "
                     "its options reach probes only; use --action set or get for those",
                     file=sys.stderr,
                 )
