@@ -82,6 +82,12 @@ def test_selection_errors_say_what_exists(tmp_path, spec, message):
         select_profiles(spec, devices)
 
 
+@pytest.mark.parametrize("spec", ["host", "all", "tag:lab"])
+def test_a_devices_dir_that_is_not_there_is_named(tmp_path, spec):
+    with pytest.raises(DeviceSelectionError, match=r"^--devices-dir .*/nope: no such directory"):
+        select_profiles(spec, tmp_path / "nope")
+
+
 def test_known_devices_are_listed_by_name(tmp_path):
     """By name, as ``et-harness`` lists them: ``host`` before ``host-tsan``, although
     ``host-tsan.yaml`` sorts before ``host.yaml``."""

@@ -89,6 +89,10 @@ def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:
         return tagged
     if item.endswith((".yaml", ".yml")) or "/" in item:
         return [load_profile(item)]
+    if not devices_dir.is_dir():
+        raise DeviceSelectionError(
+            f"--devices-dir {devices_dir}: no such directory, where device {item!r} would be"
+        )
     path = devices_dir / f"{item}.yaml"
     if not path.is_file():
         names = ", ".join(sorted(p.stem for p in devices_dir.glob("*.yaml")))  # as et-harness
