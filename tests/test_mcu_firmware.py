@@ -610,3 +610,17 @@ def test_firmware_refuses_a_message_longer_than_max_message(mcu: QemuMcu) -> Non
         Outcome.REJECTED,
         wire.WireErrorCode.LENGTH,
     )
+
+
+def test_the_python_example_of_mcu_md_runs() -> None:
+    """docs/mcu.md's example, as a reader pastes it: boots the board, prints its HELLO
+    and makes QEMU exit with 0."""
+    import sys
+
+    docs = Path(__file__).resolve().parents[1] / "docs" / "mcu.md"
+    example = re.search(r"```python\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
+    assert example is not None, "docs/mcu.md has no Python example"
+    ran = subprocess.run([sys.executable, "-c", example[1]], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("Report(action=<Action.HELLO: 7>, outcome=<Outcome.OK: 0>")
