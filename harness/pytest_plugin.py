@@ -91,6 +91,20 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     settle_rootdir(early_config, args)
 
 
+def _check_sdk_from_environment() -> None:
+    """A ``$ET_HARNESS_SDK`` that is no usable prefix is one usage error at the start, not
+    a traceback in the setup of every test."""
+    from harness.agent.sdk import SdkError
+    from harness.agent.sdk_prefix import prefix_from_environment, sdk_from_prefix
+
+    prefix = prefix_from_environment()
+    if prefix is not None:
+        try:
+            sdk_from_prefix(prefix)
+        except SdkError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
@@ -110,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not message.startswith("--device"):
             message = f"--device: {message}"
         raise pytest.UsageError(message) from None
+    _check_sdk_from_environment()
     deadline = (
         RunDeadline(**worker["et_deadline"])
         if worker

@@ -73,6 +73,14 @@ def test_device_listing_keeps_its_columns_for_long_names(capsys):
     assert len(starts) == 1, lines  # every transport starts in one column
 
 
+def test_an_unusable_sdk_prefix_is_one_clear_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("ET_HARNESS_SDK", str(tmp_path / "no-such-prefix"))
+    assert main(["send", SAMPLE]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("et-harness send: ET_HARNESS_SDK: ") and err.count("\n") == 1
+    assert "is not a directory" in err and "Traceback" not in err
+
+
 def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     """Names from a map file never reach the terminal raw: escapes, bidi overrides, U+2028."""
     path = tmp_path / "m.yaml"

@@ -444,6 +444,16 @@ def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
     assert "retried" in run.stdout
 
 
+def test_an_unusable_sdk_prefix_stops_the_run_at_the_start(farm, monkeypatch, tmp_path):
+    """Not a traceback in the setup of every test: one usage error before any test."""
+    farm.profile("alpha")
+    monkeypatch.setenv("ET_HARNESS_SDK", str(tmp_path / "no-such-prefix"))
+    run = farm.run("--device", "alpha")
+    assert run.returncode == 4, run.stdout
+    assert "ERROR: ET_HARNESS_SDK: " in run.stdout and "is not a directory" in run.stdout
+    assert "Traceback" not in run.stdout
+
+
 def test_modes_that_split_a_device_over_workers_are_refused(farm):
     farm.profile("alpha")
     run = farm.run("--device", "alpha", "-n", "2", "--dist", "loadfile")

@@ -42,6 +42,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     says what went wrong and what to change; anything else is a bug and keeps its
     traceback. Imported only when needed: device modules (paramiko) take a while."""
     from harness.agent.build import AgentBuildError
+    from harness.agent.sdk import SdkError
     from harness.cli.bench import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
     from harness.link.serial.arq import MessageTooLarge
@@ -54,6 +55,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
         MapFileError,
         TransportError,
         AgentBuildError,
+        SdkError,
         RunnerError,
         MessageTooLarge,
         BenchmarkError,
