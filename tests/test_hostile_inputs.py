@@ -291,11 +291,12 @@ def test_an_alias_inside_its_own_value_is_refused(tmp_path: Path) -> None:
     ("scalar", "expected"),
     [
         ("1e3", ("'1e3' is a float only in YAML 1.2 (a string in YAML 1.1, which the harness "
-                 "reads): write 1000.0 for the float, or quote it ('1e3') for a string")),
+                 "reads): write 1000.0 for the float (1000 for an int), or quote it ('1e3') "
+                 "for a string")),
         ("-2e-5", ("'-2e-5' is a float only in YAML 1.2 (a string in YAML 1.1, which the "
                    "harness reads): write -2.0e-05 for the float, or quote it ('-2e-5') for a "
                    "string")),
-        ("1.5e3", "write 1500.0 for the float"),
+        ("1.5e3", "write 1500.0 for the float (1500 for an int)"),
         ("-.5", "write -0.5 for the float"),
         ("1e400", "write .inf for the float"),
         ("0o17", ("'0o17' is an int only in YAML 1.2 (a string in YAML 1.1, which the harness "

@@ -202,13 +202,18 @@ class _StrictLoader(yaml.SafeLoader):
         as_int = _YAML12_ONLY_INT.fullmatch(node.value)
         if as_int:
             octal = as_int["octal"]
-            kind, spelling = "int", str(int(octal, 8) if octal else int(node.value))
+            kind = "int"
+            fix = f"write {int(octal, 8) if octal else int(node.value)} for the int"
         else:
-            kind, spelling = "float", _yaml11_float(float(node.value))
+            value = float(node.value)
+            kind = "float"
+            fix = f"write {_yaml11_float(value)} for the float"
+            if value.is_integer():  # map files take no floats: give the int spelling too
+                fix += f" ({int(value)} for an int)"
         raise self._refuse(
             node,
             f"{node.value!r} is {'an' if kind == 'int' else 'a'} {kind} only in YAML 1.2 (a "
-            f"string in YAML 1.1, which the harness reads): write {spelling} for the {kind}, "
+            f"string in YAML 1.1, which the harness reads): {fix}, "
             f"or quote it ('{node.value}') for a string",
         )
 
