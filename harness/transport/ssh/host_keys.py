@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import paramiko
+from paramiko.pkey import UnknownKeyType
 
 from harness.transport.ssh.errors import (
     HostKeyMismatch,
@@ -62,7 +63,7 @@ class _HostKeyPin:
             )
         try:
             key = paramiko.PKey.from_type_string(parts[0], base64.b64decode(parts[1]))
-        except (binascii.Error, paramiko.SSHException, paramiko.UnknownKeyType, ValueError) as exc:
+        except (binascii.Error, paramiko.SSHException, UnknownKeyType, ValueError) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__  # paramiko's may be empty
             raise SshConfigError(
                 f"host_key {brief(text)}: not a usable public key ({reason}); give the "
