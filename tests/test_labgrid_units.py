@@ -459,3 +459,14 @@ def test_release_of_a_stale_place_fails_only_while_the_dead_run_still_holds_it(
             reservation.release_stale()
     assert lab.calls == [["-p", "lab-a", "release-from", dead.owner]]
     assert reservation.stale_released == []
+
+
+def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys):
+    from harness.emulators.labgrid_lab import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0 and "[places] [ssh_boards] [phones]" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        main(["two"])
+    assert done.value.code == 2 and "invalid int value: 'two'" in capsys.readouterr().err

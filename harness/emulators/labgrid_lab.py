@@ -34,6 +34,7 @@ MCU places ``lab-a``, ``lab-b``, ... have tags ``kind=mcu pool=lab et_health=ok`
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shlex
@@ -323,10 +324,23 @@ def running_lab(
         yield lab
 
 
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.emulators.labgrid_lab",
+        description="Run the emulated labgrid lab on loopback, coordinator on 127.0.0.1:20408 "
+        "(the address the lab profiles name), until Ctrl-C (docs/device-farm.md).",
+    )
+    parser.add_argument("places", nargs="?", type=int, default=2, help="MCU places (default: 2)")
+    parser.add_argument(
+        "ssh_boards", nargs="?", type=int, default=1, help="SSH board places (default: 1)"
+    )
+    parser.add_argument("phones", nargs="?", type=int, default=1, help="phone places (default: 1)")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
-    places = int(argv[0]) if argv else 2
-    ssh_boards = int(argv[1]) if len(argv) > 1 else 1
-    phones = int(argv[2]) if len(argv) > 2 else 1
+    args = _arguments(argv)
+    places, ssh_boards, phones = args.places, args.ssh_boards, args.phones
     with running_lab(places, 20408, ssh_boards, LAB_FILES, phones) as lab:
         print(f"coordinator {lab.coordinator}")
         for place in lab.places:
