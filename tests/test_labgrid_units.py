@@ -325,7 +325,7 @@ def test_a_tag_value_cannot_pose_as_another_tag_or_field():
 
     for tags in ({"kind": "android", "note": "x, kind=mcu"},  # kind twice
                  {"kind": "mcu\n  acquired: runner1/ci-pid1-2"}):  # a holder
-        with pytest.raises(PlaceListError, match="holds a line break|listed twice"):
+        with pytest.raises(PlaceListError, match=r"holds a line break|listed twice"):
             parse_places(_listed(Place(name="lab-a", tags=tags)))
     with pytest.raises(PlaceListError, match=r"^labgrid place 'lab-a': tags: 1\d{3} characters, "
                                              "limit 1000; shorten"):
