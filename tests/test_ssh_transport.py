@@ -487,6 +487,15 @@ def test_a_sticky_shared_directory_is_no_work_dir(board: SshdEmulator) -> None:
         shutil.rmtree(below)
 
 
+def test_a_pid_line_of_thousands_of_digits_is_no_crash(ssh: SshTransport) -> None:
+    """The first line a command prints is its shell's pid, killed as a group when the
+    command times out; a hostile login shell's 5000 digits made int() raise ValueError
+    (Python's 4300-digit limit) out of the transport instead of its timeout error."""
+    assert ssh._kill_group(b"9" * 5000) is False
+    assert ssh._kill_group(b"1" + b"0" * 10) is False  # no pid has 11 digits
+    assert ssh._kill_group(b"-1") is False
+
+
 def test_facts_and_sha256(ssh: SshTransport, tmp_path: Path) -> None:
     facts = ssh.facts()
     assert (facts.os, facts.work_dir) == ("linux", "/tmp/et-harness")
