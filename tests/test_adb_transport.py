@@ -401,3 +401,35 @@ def test_unreachable_adb_server(no_android_serial: None) -> None:
     transport = AdbTransport(AdbTarget(server_host="127.0.0.1", server_port=free_port()))
     with pytest.raises(DeviceUnavailable, match="does not answer"):
         transport.facts()
+
+
+def test_an_ipv6_adb_server_is_reached(no_android_serial: None) -> None:
+    """``server_host: '::1'`` (a lab's ``adb_server=[::1]:5037``) reaches the server at ::1:
+    adb's -H reads a bare IPv6 address as host and port ('::1:PORT:5555'), so the
+    transport brackets it."""
+    import socket
+
+    listener = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    listener.bind(("::1", 0))
+    listener.listen(1)
+    listener.settimeout(15)
+    port = listener.getsockname()[1]
+    heard: list[bytes] = []
+
+    def answer() -> None:
+        try:
+            peer, _ = listener.accept()
+        except OSError:
+            return
+        with peer:
+            peer.settimeout(5)
+            heard.append(peer.recv(64))  # the client's first request, then a closed socket
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    transport = AdbTransport(AdbTarget(server_host="::1", server_port=port, query_timeout=10))
+    with pytest.raises(DeviceUnavailable, match=rf"adb server at \[::1\]:{port} does not answer"):
+        transport.devices()
+    listener.close()
+    thread.join(5)
+    assert heard and heard[0][4:].startswith(b"host:"), heard

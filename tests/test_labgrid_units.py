@@ -14,7 +14,7 @@ import pytest
 
 from harness.config.profile import ProfileError, parse_profile
 from harness.farm.lab_client import LabgridError
-from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
+from harness.farm.lab_places import LabIdentity, PlaceListError, PlaceState, parse_places
 from harness.farm.lab_resources import (
     LabResourceError,
     LabResources,
@@ -282,6 +282,58 @@ def test_the_coordinators_view_names_holders_and_reservations():
     assert (a.patterns, b.patterns) == (("exp-a/mcu/*",), ("exp-b/mcu/*",))
 
 
+def _listed(*places: object) -> str:
+    """``labgrid-client -v places`` as labgrid's own Place.show() prints these places."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for place in places:
+            print(f"Place '{place.name}':")
+            place.show(level=1)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "hi\n  tags: adb_serial=EVIL, adb_server=203.0.113.9:5037",  # other tags
+        "hi\n  acquired: runner1/ci-pid1-2",  # another holder
+        "hi\n  reservation: QAX4DEJMSN",  # a reservation to cancel
+        "hi\nPlace 'lab-b':\n  tags: pool=lab",  # another place
+    ],
+)
+def test_a_comment_with_a_line_break_cannot_pose_as_a_field(comment):
+    """Any lab user may set a place's comment (labgrid checks nothing), and labgrid
+    prints it as it is, before the place's tags: a line break in it printed lines that
+    the harness read as the place's tags, holder or reservation (the first one won)."""
+    from labgrid.remote.common import Place
+
+    phone = Place(name="lab-a", comment=comment, acquired=None,
+                  tags={"adb_serial": "38141FDJH000XY", "adb_server": "127.0.0.1:5037"})
+    text = _listed(phone, Place(name="lab-b", tags={"pool": "lab"}))
+    with pytest.raises(PlaceListError, match=r"^labgrid place 'lab-[ab]': [a-z ]+: listed .*"
+                                             r"holds a line break.*set-comment ''") as caught:
+        parse_places(text)
+    assert "\n" not in str(caught.value)
+    assert parse_places(_listed(Place(name="lab-a", comment="hi there", tags=phone.tags)))
+
+
+def test_a_tag_value_cannot_pose_as_another_tag_or_field():
+    from labgrid.remote.common import Place
+
+    for tags in ({"kind": "android", "note": "x, kind=mcu"},  # kind twice
+                 {"kind": "mcu\n  acquired: runner1/ci-pid1-2"}):  # a holder
+        with pytest.raises(PlaceListError, match=r"holds a line break|listed twice"):
+            parse_places(_listed(Place(name="lab-a", tags=tags)))
+    with pytest.raises(PlaceListError, match=r"^labgrid place 'lab-a': tags: 1\d{3} characters, "
+                                             "limit 1000; shorten"):
+        parse_places(_listed(Place(name="lab-a", tags={"adb_serial": "A" * 1100})))
+    (long,) = parse_places(_listed(Place(name="lab-a", comment="c" * 5000, tags={"k": "v"})))
+    assert long.comment == "c" * 1000 and long.tags == (("k", "v"),)  # a long note is cut
+
+
 def test_an_identity_is_one_process_and_says_when_it_is_gone():
     me = LabIdentity.this_process()
     assert me.pid == os.getpid() and me.start > 0
@@ -380,8 +432,8 @@ def test_places_out_of_service_are_refused_with_their_reasons():
     from harness.farm.lab_quarantine import PlaceQuarantined, refuse_if_none_in_service
 
     states = parse_places(PLACES.replace("tags: kind=mcu, pool=lab\n  matches:\n    exp-a",
-                                         "tags: et_health=quarantined, kind=mcu, pool=lab\n"
-                                         "  comment: quarantined by r/ci at T: why\n"
+                                         "comment: quarantined by r/ci at T: why\n"
+                                         "  tags: et_health=quarantined, kind=mcu, pool=lab\n"
                                          "  matches:\n    exp-a"))
     with pytest.raises(PlaceQuarantined) as caught:
         refuse_if_none_in_service("a labgrid place with tags pool=lab", states)

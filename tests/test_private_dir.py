@@ -47,7 +47,14 @@ def test_new_directories_are_0700_and_tmp_is_fine(tmp_path):
     ensure_private_dir(target, "work_dir")
     assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
     assert stat.S_IMODE(target.stat().st_mode) == 0o700
-    ensure_private_dir(Path("/tmp"), "work_dir")  # sticky and root's: allowed
+    sticky = tmp_path / "sticky"
+    sticky.mkdir(mode=0o1777)
+    sticky.chmod(0o1777)  # as /tmp: sticky and root's (the tests run as root)
+    if sticky.stat().st_uid == 0:
+        ensure_private_dir(sticky / "work", "work_dir")  # below it: allowed
+    with pytest.raises(UnsafeDirectoryError, match=r"^w.yaml: work_dir: /tmp is writable by "
+                                                   r"group \(mode 1777\), and the harness fills"):
+        ensure_private_dir(Path("/tmp"), "w.yaml: work_dir")  # the work dir itself: never
 
 
 def test_a_directory_others_can_write_is_refused(tmp_path):

@@ -194,8 +194,14 @@ def test_a_suppression_explains_a_matching_report_and_says_why(tmp_path: Path) -
         ("  - {id: a, tools: [memcheck], function: f, why: w}", "suppressions[0].tools:"),
         ("  - {id: a, tools: [tsan], why: w}", "give 'function' or 'object'"),
         ("  - {id: a, tools: [tsan], function: f, why: w, run: x}", "suppressions[0].run: unknown"),
+        ("  - {id: a, tools: [tsan], function: '*', why: w}",
+         "suppressions[0].function: '.' matches any access"),
+        ("  - {id: a, tools: [drd], function: '**', object: '?*', why: w, via: f}",
+         "suppressions[0].function: '..' matches any access, so the entry would explain every"),
+        ("  - {id: a, tools: [tsan], object: '*', why: w}", "suppressions[0].object: '.' matches"),
     ],
-    ids=["no-why", "blank-why", "tool", "no-pattern", "unknown-field"],
+    ids=["no-why", "blank-why", "tool", "no-pattern", "unknown-field", "function-any",
+         "both-any", "object-any"],
 )
 def test_suppression_entries_must_say_why_and_what(tmp_path: Path, entry: str, says: str) -> None:
     path = tmp_path / "s.yaml"

@@ -471,6 +471,45 @@ def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
         shutil.rmtree(shared)
 
 
+def test_a_sticky_shared_directory_is_no_work_dir(board: SshdEmulator) -> None:
+    """A root-owned sticky directory (/var/tmp, or one like /tmp) may lie above the work
+    directory, never be it: there another user of the board makes the subdirectory the
+    agent is pushed to first, and swaps what the harness puts in it."""
+    shared = Path(tempfile.mkdtemp(prefix="et-sticky-", dir="/tmp"))
+    planted = shared / "agent"
+    transport = SshTransport(board.profile(work_dir=str(shared), work_dir_where="b.yaml: work_dir"))
+    try:
+        shared.chmod(0o1777)  # root's (the tests run as root), sticky, as /var/tmp is
+        planted.mkdir()
+        os.chown(planted, 65534, 65534)  # another user of the board was first
+        planted.chmod(0o777)
+        with pytest.raises(UnsafeDirectoryError, match=rf"^b.yaml: work_dir: {shared} is "
+                           r"writable by group \(mode 1777\), and the harness fills it"):
+            transport.facts()  # the device's paths (and so every push) come from facts()
+    finally:
+        transport.close()
+        shutil.rmtree(shared)
+    below = Path(tempfile.mkdtemp(prefix="et-sticky-", dir="/tmp"))
+    try:  # a work dir of its own below the sticky one is fine
+        below.chmod(0o1777)
+        own = SshTransport(board.profile(work_dir=str(below / "et-harness")))
+        try:
+            assert own.facts().work_dir == str(below / "et-harness")
+        finally:
+            own.close()
+    finally:
+        shutil.rmtree(below)
+
+
+def test_a_pid_line_of_thousands_of_digits_is_no_crash(ssh: SshTransport) -> None:
+    """The first line a command prints is its shell's pid, killed as a group when the
+    command times out; a hostile login shell's 5000 digits made int() raise ValueError
+    (Python's 4300-digit limit) out of the transport instead of its timeout error."""
+    assert ssh._kill_group(b"9" * 5000) is False
+    assert ssh._kill_group(b"1" + b"0" * 10) is False  # no pid has 11 digits
+    assert ssh._kill_group(b"-1") is False
+
+
 def test_facts_and_sha256(ssh: SshTransport, tmp_path: Path) -> None:
     facts = ssh.facts()
     assert (facts.os, facts.work_dir) == ("linux", "/tmp/et-harness")

@@ -334,6 +334,14 @@ def _suppression(entry: object, where: str) -> Suppression:
             raise SuppressionFileError(
                 f"{where}.{field}: must be a string; got {brief(entry[field])}"
             )
+    frame = [entry[field] for field in ("function", "object") if entry.get(field) is not None]
+    if all(set(pattern) <= set("*?") for pattern in frame):
+        field = "function" if entry.get("function") is not None else "object"
+        raise SuppressionFileError(
+            f"{where}.{field}: {brief(entry[field])} matches any access, so the entry would "
+            "explain every report; give a pattern naming the code, e.g. "
+            "'executorch::extension::threadpool::*' or 'libxnnpack*.so'"
+        )
     return Suppression(
         id=entry["id"], tools=tuple(tools), why=entry["why"].strip(),
         kind=entry.get("kind", "*"), function=entry.get("function"),

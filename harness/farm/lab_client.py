@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from harness.farm.lab_places import LabIdentity, PlaceState, parse_places
+from harness.farm.lab_places import LabIdentity, PlaceListError, PlaceState, parse_places
 from harness.transport.base import DeviceUnavailable
 
 CLIENT = "labgrid-client"
@@ -94,7 +94,10 @@ class LabgridClient:
         return stdout.decode(errors="replace")
 
     def places(self) -> list[PlaceState]:
-        return parse_places(self.run(["-v", "places"]))
+        try:
+            return parse_places(self.run(["-v", "places"]))
+        except PlaceListError as exc:
+            raise LabgridError(f"{self.coordinator or 'the coordinator'}: {exc}") from None
 
 
 def _run_bounded(

@@ -74,7 +74,30 @@ class LabIdentity:
 # ---- the coordinator's view -----------------------------------------------------------------
 
 _PLACE_LINE = re.compile(r"Place '(?P<name>[^']{1,200})':")
-_FIELD_LINE = re.compile(r"  (?P<key>[a-z ]{1,40}): ?(?P<value>.{0,1000})")
+_FIELD_LINE = re.compile(r"  (?P<key>[a-z][a-z ]{0,39}): ?(?P<value>.*)")
+_MAX_VALUE_CHARS = 1000  # of a field; a longer comment is cut, a longer other field refused
+# The fields labgrid's Place.show() prints, in its order, each at most once (26.0.1). A
+# comment or tag holding a line break prints lines that look like fields; one seen twice
+# or out of this order is such a line, and the harness will not guess which is real.
+_FIELD_ORDER = (
+    "aliases",
+    "comment",
+    "tags",
+    "matches",
+    "acquired",
+    "acquired resources",
+    "allowed",
+    "created",
+    "changed",
+    "reservation",
+)
+
+
+class PlaceListError(ValueError):
+    """The coordinator's list of places cannot be read unambiguously; the message names
+    the place, the field and the fix."""
+
+
 _MATCH_LINE = re.compile(r"    [A-Za-z0-9_.*?-]{1,100}(/[A-Za-z0-9_.*?-]{1,100}){2,3}( -> \S+)?")
 
 
@@ -104,21 +127,40 @@ class PlaceState:
 def parse_places(text: str) -> list[PlaceState]:
     """The places in ``labgrid-client -v places`` output (other lines are ignored)."""
     places: list[PlaceState] = []
+    names: set[str] = set()
     for block in re.split(r"^(?=Place ')", text, flags=re.MULTILINE):
         lines = block.splitlines()
         start = _PLACE_LINE.fullmatch(lines[0]) if lines else None
         if start is None:
             continue
+        name = start["name"]
+        if name in names:
+            raise _ambiguous(name, "Place", "listed twice")
+        names.add(name)
         fields: dict[str, str] = {}
         patterns: list[str] = []
         key = ""
         for line in lines[1:]:
             field = _FIELD_LINE.fullmatch(line)
-            if field is not None:
-                key = field["key"]
-                fields.setdefault(key, field["value"].strip())
-            elif key == "matches" and _MATCH_LINE.fullmatch(line):
-                patterns.append(line.strip())
+            if field is None:
+                if key == "matches" and _MATCH_LINE.fullmatch(line):
+                    patterns.append(line.strip())
+                continue
+            key = field["key"]
+            if key not in _FIELD_ORDER:
+                continue  # a field of another labgrid version
+            if key in fields:
+                raise _ambiguous(name, key, "listed twice")
+            if any(_FIELD_ORDER.index(seen) > _FIELD_ORDER.index(key) for seen in fields):
+                raise _ambiguous(name, key, "listed out of labgrid's order")
+            value = field["value"].strip()
+            if len(value) > _MAX_VALUE_CHARS and key != "comment":
+                raise PlaceListError(
+                    f"labgrid place {name!r}: {key}: {len(value)} characters, limit "
+                    f"{_MAX_VALUE_CHARS}; shorten what the lab set there (tags: "
+                    f"labgrid-client -p {name} set-tags KEY=VALUE)"
+                )
+            fields[key] = value[:_MAX_VALUE_CHARS]
         tags = tuple(
             sorted(
                 (k, v)
@@ -126,9 +168,11 @@ def parse_places(text: str) -> list[PlaceState]:
                 if v
             )
         )
+        if len(dict(tags)) != len(tags):
+            raise _ambiguous(name, "tags", "a key listed twice")
         places.append(
             PlaceState(
-                start["name"],
+                name,
                 tags,
                 _none(fields.get("acquired")),
                 _none(fields.get("reservation")),
@@ -137,6 +181,18 @@ def parse_places(text: str) -> list[PlaceState]:
             )
         )
     return places
+
+
+def _ambiguous(place: str, field: str, how: str) -> PlaceListError:
+    """A field line that a comment or tag with a line break printed; ``field`` 'Place': a
+    place line, printed by a place listed before it."""
+    whose = f"place {place!r}" if field != "Place" else "the place listed before it"
+    return PlaceListError(
+        f"labgrid place {place!r}: {field}: {how} in 'labgrid-client -v places': a comment "
+        f"or tag of {whose} holds a line break, and the harness will not guess which line is "
+        "the field; remove the line break (labgrid-client -p PLACE set-comment '', or "
+        "set-tags KEY=VALUE)"
+    )
 
 
 def _printable(text: str) -> str:

@@ -282,15 +282,20 @@ class AdbTransport(Transport):
     def _base_argv(self) -> list[str]:
         argv = [self.target.adb]
         if self.target.server_host:
-            argv += ["-H", self.target.server_host]
+            argv += ["-H", self._server_host()]
         if self.target.server_port:
             argv += ["-P", str(self.target.server_port)]
         return argv
 
-    def _server(self) -> str:
+    def _server_host(self) -> str:
+        """The server's host as adb's -H takes it: an IPv6 address in brackets (adb reads a
+        bare '::1' as host '::1:PORT' and the default port)."""
         host = self.target.server_host or "localhost"
+        return f"[{host}]" if ":" in host else host
+
+    def _server(self) -> str:
         port = self.target.server_port or os.environ.get("ANDROID_ADB_SERVER_PORT", "5037")
-        return f"{host}:{port}"
+        return f"{self._server_host()}:{port}"
 
     def _adb(
         self,

@@ -5,7 +5,8 @@ for libraries in its own directory first, so whoever can write a directory on th
 path can run code as the user running the harness. Like OpenSSH's ``StrictModes``,
 every existing component of the path must be owned by root or the current user and
 not writable by group or others, unless it is a sticky directory owned by root (such
-as ``/tmp``); components the harness creates are made mode 0700. The same check
+as ``/tmp``) above the work directory (the work directory itself, which the harness
+fills, never); components the harness creates are made mode 0700. The same check
 applies to a board's work directory over SFTP (:mod:`harness.transport.ssh`).
 """
 
@@ -36,9 +37,13 @@ class FileStatus(Protocol):
     def st_uid(self) -> int | None: ...
 
 
-def check_component(path: PurePath, info: FileStatus, me: int, what: str) -> None:
+def check_component(
+    path: PurePath, info: FileStatus, me: int, what: str, filled: bool = False
+) -> None:
     """Refuse ``path`` (one component of a work directory, ``info`` its ``lstat``) unless
-    only ``me`` (a uid) and root can change it."""
+    only ``me`` (a uid) and root can change it. ``filled``: ``path`` is the work directory
+    itself, which a sticky bit does not make private (another user can still make the
+    subdirectories and files the harness would write there)."""
     mode, uid = info.st_mode, info.st_uid
     if mode is None or uid is None:
         raise UnsafeDirectoryError(
@@ -60,6 +65,13 @@ def check_component(path: PurePath, info: FileStatus, me: int, what: str) -> Non
             "files there could run as you: choose a work_dir of your own"
         )
     writable = mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and filled:
+        raise UnsafeDirectoryError(
+            f"{what}: {path} is writable by {'group' if mode & stat.S_IWGRP else 'others'}"
+            f" (mode {stat.S_IMODE(mode):04o}), and the harness fills it: even when sticky, "
+            "another user can make the subdirectories and files it would write there; give "
+            f"a directory of your own below it, e.g. {path / 'et-harness'}"
+        )
     if writable and not (mode & stat.S_ISVTX and uid == 0):
         raise UnsafeDirectoryError(
             f"{what}: {path} is writable by {'group' if mode & stat.S_IWGRP else 'others'}"
@@ -73,8 +85,8 @@ def components(path: _P) -> list[_P]:
     return [*reversed(path.parents), path]
 
 
-def _check(path: Path, what: str) -> None:
-    check_component(path, os.lstat(path), os.geteuid(), what)
+def _check(path: Path, what: str, filled: bool = False) -> None:
+    check_component(path, os.lstat(path), os.geteuid(), what, filled)
 
 
 def ensure_private_dir(path: Path, what: str) -> Path:
@@ -87,13 +99,14 @@ def ensure_private_dir(path: Path, what: str) -> Path:
         raise UnsafeDirectoryError(f"{what}: {path} is not an absolute path")
     for part in components(path):
         try:
-            _check(part, what)
+            _check(part, what, part == path)
         except FileNotFoundError:
             try:
                 os.mkdir(part, 0o700)
             except FileExistsError:
                 pass  # made meanwhile (by another run of ours, or not): checked below
-            _check(part, what)
-    for part in components(path.resolve(strict=True)):
-        _check(part, what)
+            _check(part, what, part == path)
+    resolved = path.resolve(strict=True)
+    for part in components(resolved):
+        _check(part, what, part == resolved)
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
 
@@ -14,6 +15,13 @@ from harness.transport.buffered_stream import CHUNK, BufferedStream
 
 _STREAM_CLOSE_GRACE = 2.0
 _EXIT_STATUS_WAIT = 1.0
+_ID = re.compile(rb"0|[1-9][0-9]{0,9}")  # as `echo $$` and `id -u` print a pid and a uid
+
+
+def is_id(line: bytes) -> bool:
+    """Whether a line the device printed is a pid or uid: bounded, so that a hostile login
+    shell's line of 5000 digits is a :class:`TransportError`, not int()'s ValueError."""
+    return _ID.fullmatch(line) is not None
 
 
 def _drain(read: Callable[[int], bytes], into: bytearray) -> bool:
@@ -54,7 +62,7 @@ class SshStream(BufferedStream):
         while b"\n" not in self._buffer:
             self._fill(deadline, timeout, None)
         pid, _, rest = bytes(self._buffer).partition(b"\n")
-        if not pid.isdigit():
+        if not is_id(pid):
             raise TransportError(
                 f"{self._describe}: the login shell printed {pid[:80]!r} before the "
                 "program's output; make the device user's shell start-up silent"

@@ -65,7 +65,7 @@ from harness.transport.ssh.route import (
 from harness.transport.ssh.settings import (
     SshProfile,
 )
-from harness.transport.ssh.stream import SshStream, _drain
+from harness.transport.ssh.stream import SshStream, _drain, is_id
 from harness.transport.ssh.work_dir import ensure_private_work_dir
 from harness.untrusted.reading import InputFileError, read_bounded_text
 
@@ -316,7 +316,7 @@ class SshTransport(Transport):
             raise TransportLost(
                 f"{self.name}: connection lost while `{shlex.join(argv)[:200]}` ran"
             )
-        if not pid.isdigit():
+        if not is_id(pid):
             raise TransportError(
                 f"{self.name}: the login shell printed {pid[:80]!r} before the command's "
                 "output; make the device user's shell start-up silent"
@@ -354,7 +354,7 @@ class SshTransport(Transport):
     def _kill_group(self, pid: bytes) -> bool:
         """Best effort: kill the process group a timed-out or abandoned command leads;
         whether the device confirmed it."""
-        if not pid.isdigit():
+        if not is_id(pid):
             return False
         command = shell_line(["kill", "-9", f"-{int(pid)}"])  # the form every sh accepts
         try:
@@ -459,8 +459,8 @@ class SshTransport(Transport):
     def _ensure_work_dir(self) -> None:
         """Make ``work_dir``, refusing one another user of the board could change."""
         result = self.run(["id", "-u"], timeout=self.profile.connect_timeout)
-        uid = result.stdout.decode("ascii", "replace").strip()
-        if result.exit_code != 0 or not uid.isdigit():
+        uid = result.stdout.strip()
+        if result.exit_code != 0 or not is_id(uid):
             raise TransportError(f"{self.name}: `id -u` failed: {result.stderr!r}")
         work_dir = self.profile.work_dir
         try:

@@ -32,6 +32,7 @@ def ensure_private_work_dir(sftp: paramiko.SFTPClient, work_dir: str, uid: int, 
             except OSError:
                 pass  # made meanwhile (by another run, or not): checked below
             info = sftp.lstat(str(part))
-        check_component(part, info, uid, what)
-    for part in components(PurePosixPath(sftp.normalize(work_dir))):
-        check_component(part, sftp.lstat(str(part)), uid, what)
+        check_component(part, info, uid, what, part == path)
+    resolved = PurePosixPath(sftp.normalize(work_dir))
+    for part in components(resolved):
+        check_component(part, sftp.lstat(str(part)), uid, what, part == resolved)
