@@ -90,7 +90,7 @@ def check_host(value: object) -> str:
     if len(value) > MAX_HOST_LENGTH:
         raise ValueRuleError(f"{brief(value)} is longer than {MAX_HOST_LENGTH} characters")
     if value.startswith("-"):
-        raise ValueRuleError(f"{brief(value)} starts with '-', which ssh reads as an option")
+        raise ValueRuleError(f"{brief(value)} starts with '-', which ssh and adb read as an option")
     if ":" in value:
         try:
             address = ipaddress.IPv6Address(value)
