@@ -403,6 +403,19 @@ def test_unreachable_adb_server(no_android_serial: None) -> None:
         transport.facts()
 
 
+def test_no_server_is_started_behind_the_runs_back(no_android_serial: None) -> None:
+    """Without a running server the adb client starts one in the background for
+    localhost, which would outlive the run: the transport refuses instead, naming the fix."""
+    from harness.transport.adb import adb_server_answers
+
+    port = free_port()
+    transport = AdbTransport(AdbTarget(server_port=port, query_timeout=5))
+    says = rf"localhost:{port} does not answer.*adb start-server"
+    with pytest.raises(DeviceUnavailable, match=says):
+        transport.facts()
+    assert not adb_server_answers("localhost", port, 1.0)  # the client started no server
+
+
 def test_an_ipv6_adb_server_is_reached(no_android_serial: None) -> None:
     """``server_host: '::1'`` (a lab's ``adb_server=[::1]:5037``) reaches the server at ::1:
     adb's -H reads a bare IPv6 address as host and port ('::1:PORT:5555'), so the

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from types import TracebackType
 from harness.emulators.adbd import EMULATOR_SCAN_PORTS
 from harness.lifecycle.process import ManagedProcess, on_free_port
 from harness.lifecycle.process import free_port as lifecycle_free_port
+from harness.transport.adb import adb_server_answers
 
 DEFAULT_SERVER_PORT = 5037
 
@@ -38,18 +38,6 @@ _BIND_ATTEMPTS = 5
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free now, outside the adb-reserved ports."""
     return lifecycle_free_port("127.0.0.1", _RESERVED_PORTS)
-
-
-def _answers(port: int) -> bool:
-    """Whether an adb server on ``port`` answers ``host:version``; it does once its
-    event loop runs, after its keys are loaded (or made)."""
-    request = b"host:version"
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
-            sock.sendall(b"%04x%s" % (len(request), request))
-            return sock.recv(4) == b"OKAY"
-    except OSError:
-        return False
 
 
 class PrivateAdbServer:
@@ -125,7 +113,9 @@ class PrivateAdbServer:
         )  # fmt: skip
         deadline = time.monotonic() + _START_TIMEOUT
         while time.monotonic() < deadline:
-            if _answers(port) and process.poll() is None:  # not another server on the port
+            # It answers once its event loop runs, after its keys are loaded (or made);
+            # still running, it is not another server on the port.
+            if adb_server_answers("127.0.0.1", port, 1.0) and process.poll() is None:
                 return True
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(0.05)  # it exits if it cannot bind

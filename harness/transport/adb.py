@@ -18,6 +18,7 @@ import re
 import secrets
 import select
 import shlex
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -69,6 +70,18 @@ def adb_client() -> str:
     return os.environ.get(ADB_ENV) or "adb"
 
 
+def adb_server_answers(host: str, port: int, timeout: float) -> bool:
+    """Whether an adb server at ``host:port`` answers ``host:version``, the request each
+    client starts with. Asked without the client, which would start a server itself."""
+    request = b"host:version"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(b"%04x%s" % (len(request), request))
+            return sock.recv(4) == b"OKAY"
+    except OSError:
+        return False
+
+
 class AdbTransport(Transport):
     """Files and processes on one Android device, through the ``adb`` client."""
 
@@ -86,6 +99,7 @@ class AdbTransport(Transport):
     def serial(self) -> str:
         """The device's serial, once it is found attached and usable."""
         if self._serial is None:
+            self._require_server()
             serial = self._select_serial()
             self._await_ready(serial)
             self._require_shell_v2(serial)
@@ -106,6 +120,23 @@ class AdbTransport(Transport):
             if tab:
                 found[serial] = state.strip()
         return found
+
+    def _require_server(self) -> None:
+        """Refuse to go on without a running adb server: the client would start one in the
+        background (for ``localhost``), which would outlive the run."""
+        port = self.target.server_port or os.environ.get("ANDROID_ADB_SERVER_PORT", "5037")
+        if not str(port).isdigit() or not 0 < int(port) < 65536:
+            raise DeviceUnavailable(
+                f"$ANDROID_ADB_SERVER_PORT is {port!r}, not a TCP port: unset it, or set "
+                "transport.server_port"
+            )
+        host = self.target.server_host or "localhost"
+        if not adb_server_answers(host, int(port), self.target.query_timeout):
+            raise DeviceUnavailable(
+                f"the adb server at {self._server()} does not answer; start it with "
+                "`adb start-server` (the harness starts none: it would outlive the run), "
+                "or check transport.server_host/server_port"
+            )
 
     def _select_serial(self) -> str:
         if self.target.connect:
