@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
 import pytest
 
 from harness.cli import main
@@ -93,16 +100,10 @@ def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     assert "  'X\\x1b]0;pwn\\x07'\n    [0] 'k\\u202e': int 1\n  'B\\u2028'\n" in out
 
 
-def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
-    """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
-    import re
-    import signal
-    import subprocess
-    import sys
-
-    from harness.agent.session import AgentSession
-    from harness.link.serial.port import SerialPortConfig, connect
-    from harness.model.messages import Action, Request
+@contextlib.contextmanager
+def _emulated_mcu() -> Iterator[str]:
+    """`et-harness emu mcu-emu` running: the serial address it prints; on leaving, it must
+    stop cleanly on SIGINT."""
     from tests.prerequisites import require
 
     require("qemu-system-arm")
@@ -113,45 +114,37 @@ def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
         lines = [emu.stdout.readline() for _ in range(3)]
         url = re.fullmatch(r"  url: (socket://127\.0\.0\.1:[0-9]+)\n", lines[1])
         assert url is not None, lines
-        link = AgentSession(connect(SerialPortConfig(url=url[1]), name="mcu-emu"))
+        yield url[1]
+    finally:
+        emu.send_signal(signal.SIGINT)
+        out, _ = emu.communicate(timeout=30)
+    assert emu.returncode == 0 and "mcu-emu is down" in out
+
+
+def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
+    """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
+    from harness.agent.session import AgentSession
+    from harness.link.serial.port import SerialPortConfig, connect
+    from harness.model.messages import Action, Request
+
+    with _emulated_mcu() as url:
+        link = AgentSession(connect(SerialPortConfig(url=url), name="mcu-emu"))
         try:
             hello = link.request(Request(Action.HELLO))
             assert (hello.action, hello.fact("abi")) == (Action.HELLO, "armv7m")
         finally:
             link.close()
-    finally:
-        emu.send_signal(signal.SIGINT)
-        out, _ = emu.communicate(timeout=30)
-    assert emu.returncode == 0 and "mcu-emu is down" in out
 
 
 def test_send_loads_again_on_a_board_that_kept_its_probes(tmp_path, capsys):
     """A board is not reset between sessions (`et-harness emu`, a real board without a
     reset line): the probes a first send registered are in the next HELLO, and a second
     send still loads through them rather than taking them for the device's real backends."""
-    import re
-    import signal
-    import subprocess
-    import sys
-
-    from tests.prerequisites import require
-
-    require("qemu-system-arm")
-    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "mcu-emu"],
-                           stdout=subprocess.PIPE, text=True)
-    try:
-        assert emu.stdout is not None
-        lines = [emu.stdout.readline() for _ in range(3)]
-        url = re.fullmatch(r"  url: (socket://127\.0\.0\.1:[0-9]+)\n", lines[1])
-        assert url is not None, lines
+    with _emulated_mcu() as url:
         board = tmp_path / "board.yaml"
-        board.write_text(f"transport: {{kind: serial, url: '{url[1]}'}}\nabi: armv7m\n")
+        board.write_text(f"transport: {{kind: serial, url: '{url}'}}\nabi: armv7m\n")
         for _ in range(2):
             assert main(["send", SAMPLE, "--device", str(board)]) == 0, capsys.readouterr()
             out = capsys.readouterr().out
             assert out.startswith("load check: ok, 3 backends as expected"), out
             assert "backend ProbeA: ok, 6 options exact" in out
-    finally:
-        emu.send_signal(signal.SIGINT)
-        out, _ = emu.communicate(timeout=30)
-    assert emu.returncode == 0 and "mcu-emu is down" in out
