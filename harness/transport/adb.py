@@ -124,8 +124,8 @@ class AdbTransport(Transport):
     def _require_server(self) -> None:
         """Refuse to go on without a running adb server: the client would start one in the
         background (for ``localhost``), which would outlive the run."""
-        port = self.target.server_port or os.environ.get("ANDROID_ADB_SERVER_PORT", "5037")
-        if not str(port).isdigit() or not 0 < int(port) < 65536:
+        port = self._server_port()
+        if not port.isdigit() or not 0 < int(port) < 65536:
             raise DeviceUnavailable(
                 f"$ANDROID_ADB_SERVER_PORT is {port!r}, not a TCP port: unset it, or set "
                 "transport.server_port"
@@ -325,8 +325,11 @@ class AdbTransport(Transport):
         return f"[{host}]" if ":" in host else host
 
     def _server(self) -> str:
-        port = self.target.server_port or os.environ.get("ANDROID_ADB_SERVER_PORT", "5037")
-        return f"{self._server_host()}:{port}"
+        return f"{self._server_host()}:{self._server_port()}"
+
+    def _server_port(self) -> str:
+        """The server's port as the client picks it: the profile's, the environment's, 5037."""
+        return str(self.target.server_port or os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
 
     def _adb(
         self,
