@@ -467,6 +467,33 @@ def test_resent_request_is_answered_from_cache_not_executed_twice(link: AgentSes
     assert fresh.entries[0].status == RuntimeErrorCode.InvalidArgument
 
 
+def test_a_reused_seq_is_a_new_request_unless_the_bytes_are_the_same(link: AgentSession) -> None:
+    """Retransmission is told by the request's own CRC field, not the CRC-32 of the whole
+    message (the same residue for every valid message): two different requests with one
+    seq and one length are each answered as themselves, a true resend from the cache."""
+    register(link, ("A",))
+
+    def framed(request: Request, seq: int) -> bytes:
+        return wire.encode_request(dataclasses.replace(request, seq=seq))
+
+    seq = link.next_seq()
+    hello_frame = framed(Request(Action.HELLO), seq)
+    reset_frame = framed(Request(Action.RESET), seq)
+    assert len(hello_frame) == len(reset_frame)
+    assert ok(link.send_raw(hello_frame)).action == Action.HELLO
+    assert ok(link.send_raw(reset_frame)).action == Action.RESET
+    seq = link.next_seq()
+    set_frame = framed(Request(Action.SET, OptionsMap.from_dict({"A": {"k": 5}})), seq)
+    get_frame = framed(Request(Action.GET, OptionsMap.from_dict({"A": {"k": 0}})), seq)
+    assert len(set_frame) == len(get_frame)
+    assert ok(link.send_raw(set_frame)).action == Action.SET
+    got = ok(link.send_raw(get_frame))
+    assert got.action == Action.GET
+    assert got.entries[0].options == OptionsMap.from_dict({"A": {"k": 5}}).backends[0].options
+    assert link.send_raw(get_frame) == got  # the same bytes and seq: a retransmission
+    assert fact(ok(link.request(Request(Action.HELLO))), "link_replays") == 1
+
+
 def test_multi_frame_requests_and_reports(link: AgentSession) -> None:
     names = tuple(f"Big{i}" for i in range(4))
     register(link, names)

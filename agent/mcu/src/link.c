@@ -40,11 +40,14 @@ static bool tx_active;
 static uint8_t tx_frame[MCU_MAX_FRAME];
 static uint8_t tx_encoded[MCU_MAX_ENCODED_FRAME];
 
-/* The last request answered: a resend of it gets `report` again. */
+/* The last request answered: a resend of it gets `report` again. A request is told by
+ * its seq, its length, its own CRC field and the CRC-32 of the bytes before that field:
+ * never by the CRC-32 of the whole message, which is one residue for every valid one. */
 static bool cache_valid;
 static uint32_t cache_seq;
-static uint32_t cache_crc;
 static size_t cache_len;
+static uint32_t cache_crc_field;
+static uint32_t cache_crc_computed;
 static uint32_t session;
 
 static const link_agent_t *agent;
@@ -121,22 +124,32 @@ static void start_report(void) {
 
 static void deliver_message(void) {
   uint32_t seq = message_len >= ETB_HEADER_SIZE ? get_u32(&message[12]) : 0u;
-  uint32_t crc;
+  uint32_t crc_field;
+  uint32_t crc_computed;
   if (message_overflow) {
     report_len = agent->reject(seq, ETB_ERR_LENGTH, report, sizeof report);
     cache_valid = false;
     start_report();
     return;
   }
-  crc = etb_crc32(0, message, message_len);
-  if (cache_valid && cache_seq == seq && cache_crc == crc && cache_len == message_len) {
+  if (message_len < ETB_MIN_MESSAGE) { /* never a request: refused afresh, nothing cached */
+    report_len = agent->handle(message, message_len, report, sizeof report);
+    cache_valid = false;
+    start_report();
+    return;
+  }
+  crc_field = get_u32(&message[message_len - ETB_CRC_SIZE]);
+  crc_computed = etb_crc32(0, message, message_len - ETB_CRC_SIZE);
+  if (cache_valid && cache_seq == seq && cache_len == message_len &&
+      cache_crc_field == crc_field && cache_crc_computed == crc_computed) {
     stats.replays++;
   } else {
     report_len = agent->handle(message, message_len, report, sizeof report);
     cache_valid = true;
     cache_seq = seq;
-    cache_crc = crc;
     cache_len = message_len;
+    cache_crc_field = crc_field;
+    cache_crc_computed = crc_computed;
   }
   start_report();
 }
