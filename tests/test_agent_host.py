@@ -1,7 +1,7 @@
 """The device agent, built against the real ExecuTorch 1.5.1 runtime, run on this host.
 
 Each test starts its own agent process (the runtime cannot unregister backends,
-so registrations never leak between tests) and talks wire format v1 to it over
+so registrations never leak between tests) and talks wire format v2 to it over
 pipes, in session mode, or through files in one-shot mode.
 """
 
@@ -152,7 +152,7 @@ def test_hello_describes_the_device_and_the_real_registry(agent: AgentProcess) -
     report = agent.request(Request(Action.HELLO))
     assert report.outcome is Outcome.OK
     assert report.fact("runtime") == "executorch 1.5.1"
-    assert report.fact("wire_version") == 1
+    assert report.fact("wire_version") == wire.WIRE_VERSION
     assert report.fact("abi") == "x86_64"
     assert report.fact("max_message") == wire.MAX_MESSAGE
     assert report.fact("registry_capacity") == 16
@@ -433,8 +433,10 @@ def test_malformed_frames_are_rejected_and_the_agent_keeps_serving(agent: AgentP
     _assert_rejected(agent.send_raw(bytes(bad_crc)), wire.WireErrorCode.CRC, 41)
 
     other_version = bytearray(good)
-    other_version[4] = 2
-    _assert_rejected(agent.send_raw(bytes(other_version)), wire.WireErrorCode.VERSION, 41)
+    other_version[4] = 1  # the layout before version 2: refused, never misread
+    old = agent.send_raw(bytes(other_version))
+    _assert_rejected(old, wire.WireErrorCode.VERSION, 41)
+    assert "version 1, this agent speaks version 2" in old.message
 
     a_report = wire.encode_report(Report(Action.HELLO, Outcome.OK, seq=42))
     _assert_rejected(agent.send_raw(a_report), wire.WireErrorCode.MSG_TYPE, 42)

@@ -1,4 +1,4 @@
-"""The portable C codec (agent/codec) against wire format v1 and the golden vectors.
+"""The portable C codec (agent/codec) against wire format v2 and the golden vectors.
 
 The codec is built with gcc here: ``etb_wiretool`` (with ASan and UBSan) checks every
 golden vector in ``tests/vectors``; a shared library driven through ctypes checks error
@@ -115,7 +115,7 @@ def report_body(action: int = LOAD, outcome: int = 0, detail: int = 0,
 
 
 def frame(msg_type: int, body: bytes, seq: int = 7, *, magic: bytes = b"ETBO",
-          version: int = 1, flags: int = 0, length: int | None = None,
+          version: int = 2, flags: int = 0, length: int | None = None,
           bad_crc: bool = False) -> bytes:
     size = 16 + len(body) + 4 if length is None else length
     head = magic + struct.pack("<BBHII", version, msg_type, flags, size, seq) + body
@@ -404,7 +404,7 @@ CRAFTED_ERRORS: dict[str, tuple[bytes, int, str]] = {
     "15_bytes": (LOAD_REQUEST[:15], REQUEST, "TRUNCATED"),
     "magic_before_version": (frame(REQUEST, b"\x07", magic=b"ETBX", version=9), REQUEST,
                              "BAD_MAGIC"),
-    "version_before_type": (frame(9, b"\x07", version=2), REQUEST, "VERSION"),
+    "version_before_type": (frame(9, b"\x07", version=1), REQUEST, "VERSION"),
     "unknown_type": (frame(3, request_body(HELLO)), REQUEST, "MSG_TYPE"),
     "report_as_request": (report(), REQUEST, "MSG_TYPE"),
     "request_as_report": (request(HELLO), REPORT, "MSG_TYPE"),
@@ -538,7 +538,7 @@ def test_decoded_fields_are_views_of_the_message(codec: Codec) -> None:
 
 
 def test_header_is_available_when_the_message_is_refused(codec: Codec) -> None:
-    decoded = codec.decode(frame(REQUEST, request_body(HELLO), seq=0xDEADBEEF, version=2))
+    decoded = codec.decode(frame(REQUEST, request_body(HELLO), seq=0xDEADBEEF, version=1))
     assert decoded.status == "VERSION"
     assert decoded.message.seq == 0xDEADBEEF
 

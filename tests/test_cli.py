@@ -21,7 +21,7 @@ def test_map_validates_encodes_and_decodes_the_sample(capsys):
     out = capsys.readouterr().out
     assert "valid, 3 backends" in out and "decoded back identical" in out
     assert "packed_cache_path: string '/data/local/tmp/cache'" in out
-    assert "00000000  45 54 42 4f 01 01" in out  # magic, version 1, request
+    assert "00000000  45 54 42 4f 02 01" in out  # magic, version 2, request
 
 
 def test_map_error_names_file_and_entry(capsys):

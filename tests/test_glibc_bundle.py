@@ -190,7 +190,7 @@ def test_on_adb_emu_the_agent_loads_nothing_but_the_bundle():
         ran = transport.run(["qemu-aarch64", "-E", "LD_DEBUG=libs", *start_argv(agent),
                              "--version"], timeout=60)  # fmt: skip
         assert ran.exit_code == 0, ran.stderr
-        assert _lines(ran.stdout) == ["et-agent 0.1.0 (executorch 1.5.1, aarch64, wire format v1)"]
+        assert _lines(ran.stdout) == ["et-agent 0.1.0 (executorch 1.5.1, aarch64, wire format v2)"]
         opened = re.findall(r"(?:trying file|calling init: )=?\s*(\S+)", ran.stderr.decode())
         assert opened and all(p.startswith(directory + "/") for p in opened), opened
         initialised = set(re.findall(r"calling init: \S+/(\S+)", ran.stderr.decode()))

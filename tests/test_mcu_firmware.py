@@ -116,7 +116,7 @@ def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
     boot = link.channel.boot_hello
     assert boot is not None and boot.session == 0
     hello = link.channel.hello
-    assert hello.session != 0 and hello.link_version == 1 and hello.wire_version == 1
+    assert hello.session != 0 and hello.link_version == 1 and hello.wire_version == 2
     assert hello.max_message == 4096 and hello.max_frame == 135 and hello.window == 3
     assert hello.rx_buffer == 1024
     assert all(hello.serves(action) for action in Action if action != Action.NONE)
@@ -129,7 +129,7 @@ def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoa
     assert fact(report, "abi") == mcu_board.abi
     assert fact(report, "board") == mcu_board.machine
     assert fact(report, "runtime") == RUNTIME_FACT
-    assert fact(report, "wire_version") == 1
+    assert fact(report, "wire_version") == 2
     assert fact(report, "max_message") == link.channel.hello.max_message
     assert fact(report, "registry_capacity") == 16
     assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello"
@@ -418,7 +418,7 @@ def _malformed(link: AgentSession) -> list[tuple[str, bytes]]:
     )
     return [
         ("bad magic", _tamper(link, 0, ord("X"))),
-        ("version 2", _tamper(link, 4, 2)),
+        ("version 1", _tamper(link, 4, 1)),
         ("report type", _tamper(link, 5, 2)),
         ("crc", _tamper(link, 22, 0xFF)),
         ("unknown action", _tamper(link, 16, 0x42)),
@@ -444,6 +444,8 @@ def test_malformed_requests_are_rejected_and_the_firmware_keeps_serving(link: Ag
             expected,
         ), name
         assert expected.name in report.message
+        if expected == wire.WireErrorCode.VERSION:
+            assert "version 1, this firmware speaks version 2" in report.message
         ok(link.request(Request(Action.HELLO)))
 
 
@@ -623,7 +625,7 @@ def test_firmware_refuses_a_message_longer_than_max_message(mcu: QemuMcu) -> Non
     raw = RawLink(mcu.url)
     mcu.run()
     hello = raw.handshake()
-    header = struct.pack("<4sBBHII", b"ETBO", 1, 1, 0, hello.max_message + 200, 31)
+    header = struct.pack("<4sBBHII", b"ETBO", wire.WIRE_VERSION, 1, 0, hello.max_message + 200, 31)
     message = header + bytes(hello.max_message + 200 - len(header))
     size = hello.max_frame - 7
     chunks = [message[i : i + size] for i in range(0, len(message), size)]

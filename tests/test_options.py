@@ -147,7 +147,7 @@ def test_64_options_per_backend_and_not_65() -> None:
     assert len(OptionsMap.from_dict({"A": {k: 1 for k in keys[:64]}}).backends[0].options) == 64
     error = refused(lambda: OptionsMap.from_dict({"A": {k: 1 for k in keys}}))
     assert str(error) == (
-        "backends.A: backend 'A' has 65 options, limit 64 per backend (wire format v1); "
+        "backends.A: backend 'A' has 65 options, limit 64 per backend (wire format v2); "
         "split the map; got 65"
     )
 

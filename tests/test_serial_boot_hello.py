@@ -11,17 +11,21 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.codec import wire
 from harness.link.serial.arq import BootHelloMissing
 from harness.link.serial.frame import Frame, FrameKind, decode_frame
 from harness.link.serial.hello import CAP_EXIT
 from harness.link.serial.port import SerialPortConfig, connect
+from harness.transport.base import DeviceUnavailable
 
 NOISE = b"\x13\x37noise\x00"
 
 
-def _hello(session: int) -> bytes:
+def _hello(session: int, wire_version: int = wire.WIRE_VERSION) -> bytes:
     version = b"0.1.0+fake"
-    fixed = struct.pack("<BBHHBBIII", 1, 1, 1024, 135, 3, 4, 4096, session, 0xFE | CAP_EXIT)
+    fixed = struct.pack(
+        "<BBHHBBIII", 1, wire_version, 1024, 135, 3, 4, 4096, session, 0xFE | CAP_EXIT
+    )
     return Frame(FrameKind.HELLO, 0, 0, fixed + bytes([len(version)]) + version).encode()
 
 
@@ -29,8 +33,16 @@ class ScriptedBoard:
     """One client at a time on 127.0.0.1; :meth:`boot` sends ``boot_bytes``; a HELLO_REQUEST
     is answered with a HELLO for its session if ``answers``."""
 
-    def __init__(self, boot_bytes: bytes, *, answers: bool = True, boot_at_accept: bool = False):
+    def __init__(
+        self,
+        boot_bytes: bytes,
+        *,
+        answers: bool = True,
+        boot_at_accept: bool = False,
+        wire_version: int = wire.WIRE_VERSION,
+    ):
         self.boot_bytes = boot_bytes
+        self.wire_version = wire_version
         self.answers = answers
         self.boot_at_accept = boot_at_accept
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -64,7 +76,9 @@ class ScriptedBoard:
                         continue
                     frame = decode_frame(encoded)
                     if frame.kind == FrameKind.HELLO_REQUEST and self.answers:
-                        conn.sendall(_hello(struct.unpack("<I", frame.payload)[0]))
+                        conn.sendall(
+                            _hello(struct.unpack("<I", frame.payload)[0], self.wire_version)
+                        )
 
     def close(self) -> None:
         self.server.close()
@@ -121,3 +135,20 @@ def test_a_board_that_sends_noise_and_never_answers_is_dead_within_bounded_time(
     assert time.monotonic() - start < 1.0 + 1.0 + 1.0  # boot timeout, the probe, slack
     assert err.value.received == NOISE
     assert NOISE.hex(" ") in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("found", "advice"),
+    [(1, r"rebuild the firmware .*make -C agent/mcu"), (3, "update the harness")],
+)
+def test_firmware_of_another_wire_version_is_refused_saying_which_side_to_update(
+    board_factory, found: int, advice: str
+) -> None:
+    """A board whose HELLO announces another wire-format version is never spoken to: the
+    error names both versions and the side to rebuild."""
+    board = board_factory(b"", wire_version=found)
+    versions = (
+        f"firmware speaks wire-format version {found}, this harness version {wire.WIRE_VERSION}"
+    )
+    with pytest.raises(DeviceUnavailable, match=f"{versions}: {advice}"):
+        connect(SerialPortConfig(url=board.url, hello_timeout=2.0))

@@ -29,7 +29,8 @@ from harness.link.stream import StreamChannel
 from harness.model.messages import Action, Outcome, Report, Request
 from harness.transport.process_stream import ProcessStream, start_stream_process
 
-STREAMS = Path(__file__).resolve().parent / "vectors" / "stream"
+VECTORS = Path(__file__).resolve().parent / "vectors"
+STREAMS = VECTORS / "stream"
 TIMEOUT_S = 20.0
 
 # (seq, action, outcome, detail): what a test compares of each report.
@@ -72,7 +73,9 @@ def split_reports(data: bytes) -> list[Report]:
     return reports
 
 
-def header(*, version: int = 1, msg_type: int = 1, flags: int = 0, length: int, seq: int) -> bytes:
+def header(
+    *, version: int = wire.WIRE_VERSION, msg_type: int = 1, flags: int = 0, length: int, seq: int
+) -> bytes:
     return b"ETBO" + struct.pack("<BBHII", version, msg_type, flags, length, seq)
 
 
@@ -245,7 +248,7 @@ def session(build: AgentBuild) -> Iterator[AgentSession]:
 
 def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentSession) -> None:
     """Each report comes without a byte more than its unit's first 16 (or whole message)."""
-    refused = session.send_raw(header(version=2, length=100, seq=5), seq=5)
+    refused = session.send_raw(header(version=1, length=100, seq=5), seq=5)
     assert (refused.outcome, refused.detail) == (Outcome.REJECTED, wire.WireErrorCode.VERSION)
     hello = wire.encode_request(Request(Action.HELLO, seq=6))
     # The other 84 bytes of that unit are discarded unexamined, a HELLO among them.
@@ -259,28 +262,57 @@ def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentS
     assert session.request(Request(Action.HELLO)).outcome is Outcome.OK
 
 
+class CannedStream:
+    """A byte stream that answers with ``data``, whatever is written."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def read_exact(self, size: int, timeout: float) -> bytes:
+        chunk, self.data = self.data[:size], self.data[size:]
+        assert len(chunk) == size, "the session read past the unit"
+        return chunk
+
+    def stderr_tail(self) -> str:
+        return "(canned)"
+
+
 def test_host_session_takes_a_refused_unit_as_a_broken_link() -> None:
     """A device must send whole reports: the host reader does not resynchronise."""
-
-    class Canned:
-        def __init__(self, data: bytes) -> None:
-            self.data = data
-
-        def write(self, data: bytes) -> None:
-            pass
-
-        def read_exact(self, size: int, timeout: float) -> bytes:
-            chunk, self.data = self.data[:size], self.data[size:]
-            assert len(chunk) == size, "the session read past the unit"
-            return chunk
-
-        def stderr_tail(self) -> str:
-            return "(canned)"
-
     a_request = wire.encode_request(Request(Action.HELLO, seq=3))
-    session = AgentSession(StreamChannel(Canned(a_request), timeout=1.0))  # type: ignore[arg-type]
+    session = AgentSession(StreamChannel(CannedStream(a_request), timeout=1.0))  # type: ignore[arg-type]
     with pytest.raises(AgentProtocolError, match="MSG_TYPE"):
         session.send_raw(b"", seq=3)
+
+
+def _in_version(message: bytes, version: int) -> bytes:
+    return wire.seal(message[:4] + bytes([version]) + message[5:-4])
+
+
+@pytest.mark.parametrize(
+    ("answer", "found", "advice"),
+    [
+        # What a version-1 agent answers a version-2 request: a version-1 REJECTED report.
+        (
+            _in_version(wire.encode_report(Report(Action.NONE, Outcome.REJECTED, 3, seq=3)), 1),
+            1,
+            r"rebuild the agent from this checkout.*agent\.prebuilt.*cmake --build",
+        ),
+        ((VECTORS / "bad_version_1_report_entry_without_model.bin").read_bytes(), 1, "rebuild"),
+        (_in_version(wire.encode_report(Report(Action.HELLO, Outcome.OK, seq=3)), 3), 3, "update"),
+    ],
+)
+def test_an_agent_of_another_wire_version_is_refused_saying_which_side_to_update(
+    answer: bytes, found: int, advice: str
+) -> None:
+    """Its report is never read by this version's rules: the error names both versions."""
+    session = AgentSession(StreamChannel(CannedStream(answer), timeout=1.0))  # type: ignore[arg-type]
+    versions = f"agent speaks wire-format version {found}, this harness version {wire.WIRE_VERSION}"
+    with pytest.raises(AgentProtocolError, match=f"{versions}: {advice}"):
+        session.request(Request(Action.HELLO))
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from harness.codec.wire import (
     MessageType,
     WireError,
     WireErrorCode,
+    WireVersionError,
     decode_report,
     decode_request,
     encode_report,
@@ -66,8 +67,18 @@ def test_crc_is_crc32_iso_hdlc_over_everything_before_it() -> None:
 
 def test_header_layout() -> None:
     data = encode_request(Request(Action.HELLO, seq=0x01020304))
-    assert data[:16] == b"ETBO" + bytes([1, 1, 0, 0, 25, 0, 0, 0, 4, 3, 2, 1])
+    assert data[:16] == b"ETBO" + bytes([2, 1, 0, 0, 25, 0, 0, 0, 4, 3, 2, 1])
     assert encode_report(Report(Action.HELLO, Outcome.OK))[5] == 2
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_another_version_is_refused_naming_both_versions(version: int) -> None:
+    """A version-1 message is never read by version-2 rules, however alike its bytes."""
+    data = bytearray(encode_request(Request(Action.HELLO)))
+    data[4] = version
+    error = error_of(lambda: decode_request(seal(bytes(data[:-4]))))
+    assert isinstance(error, WireVersionError) and (error.code, error.found) == (E.VERSION, version)
+    assert f"version {version}; this codec speaks wire-format version 2 only" in str(error)
 
 
 def test_peek_header_reads_the_first_16_bytes_only() -> None:
@@ -97,7 +108,7 @@ def test_peek_header_errors() -> None:
     ("tamper", "code", "offset"),
     [
         (lambda d: b"ETBX" + d[4:], E.BAD_MAGIC, 0),
-        (lambda d: d[:4] + b"\x02" + d[5:], E.VERSION, 4),
+        (lambda d: d[:4] + b"\x01" + d[5:], E.VERSION, 4),
         (lambda d: d[:5] + b"\x03" + d[6:], E.MSG_TYPE, 5),
         (lambda d: d[:6] + b"\x01\x00" + d[8:], E.FLAGS, 6),
         (lambda d: d[:8] + struct.pack("<I", 20) + d[12:], E.LENGTH, 8),

@@ -1,2 +1,2 @@
-"""Wire messages as bytes (``wire``: format v1, shared with the C codec) and as readable
+"""Wire messages as bytes (``wire``: format v2, shared with the C codec) and as readable
 JSON dicts (``readable``: the command line's form)."""

@@ -30,6 +30,33 @@ class TimeLimit(Protocol):
         ...
 
 
+AGENT_REBUILD = (
+    "rebuild the agent from this checkout: the harness rebuilds its own agent builds when "
+    "their sources change, so this is an agent.prebuilt one; build it again as docs/agent.md "
+    "says (cmake -S agent/runtime -B build/agent ... && cmake --build build/agent && "
+    "cmake --install build/agent --prefix DIST)"
+)
+FIRMWARE_REBUILD = (
+    "rebuild the firmware from this checkout and flash it (make -C agent/mcu BOARD=BOARD "
+    "EXECUTORCH_INCLUDE=SDK_INCLUDE EXECUTORCH_VERSION=VERSION, docs/mcu.md); an emulated "
+    "board's firmware the harness rebuilds itself"
+)
+
+
+def version_mismatch(name: str, part: str, found: int, rebuild: str) -> str:
+    """What to do when ``part`` (``agent`` or ``firmware``) speaks wire-format version
+    ``found``: ``rebuild`` it if it is older than this harness, else update the harness."""
+    advice = (
+        rebuild
+        if found < wire.WIRE_VERSION
+        else f"update the harness to one that speaks version {found}"
+    )
+    return (
+        f"{name}: the {part} speaks wire-format version {found}, this harness version "
+        f"{wire.WIRE_VERSION}: {advice}"
+    )
+
+
 def header_seq(message: bytes) -> int:
     """The sequence number in a wire message's header; 0 if it is shorter than one."""
     return _SEQ.unpack_from(message, _SEQ_OFFSET)[0] if len(message) >= wire.HEADER_SIZE else 0

@@ -13,7 +13,13 @@ from collections.abc import Iterator, Sequence
 
 from harness.codec import wire
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal, StreamUnit
-from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit
+from harness.link.channel import (
+    AGENT_REBUILD,
+    AgentProtocolError,
+    MessageChannel,
+    TimeLimit,
+    version_mismatch,
+)
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 
 
@@ -97,6 +103,10 @@ class StreamChannel(MessageChannel):
             units = reader.feed(self._read_exact(reader.wanted()))
         self._answered = True
         (unit,) = units  # the reader never gets more than one unit's bytes
+        if isinstance(unit, StreamRefusal) and isinstance(unit.error, wire.WireVersionError):
+            raise AgentProtocolError(
+                version_mismatch(self._name, "agent", unit.error.found, AGENT_REBUILD)
+            )
         if isinstance(unit, StreamRefusal):
             raise AgentProtocolError(
                 f"{self._name}: unreadable report ({unit.error}); agent stderr:\n"

@@ -21,7 +21,7 @@ MAX_KEY_BYTES = 63  # kMaxOptionKeyLength - 1 (NUL)
 MAX_STRING_BYTES = 255  # kMaxOptionValueLength - 1 (NUL)
 MAX_ID_BYTES = 63  # LoadBackendOptionsMap backend id
 MAX_LOAD_BACKENDS = 8  # LoadBackendOptionsMap capacity
-MAX_OPTIONS_PER_BACKEND = 64  # wire format v1
+MAX_OPTIONS_PER_BACKEND = 64  # wire format v2
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
@@ -164,7 +164,7 @@ class BackendOptions:
             raise MapValidationError(
                 path,
                 f"backend {self.backend_id!r} has {len(self.options)} options, "
-                f"limit {MAX_OPTIONS_PER_BACKEND} per backend (wire format v1); split the map",
+                f"limit {MAX_OPTIONS_PER_BACKEND} per backend (wire format v2); split the map",
                 len(self.options),
             )
         seen: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""Writes the golden vectors of wire format v1 (docs/wire-format.md) into this directory.
+"""Writes the golden vectors of wire format v2 (docs/wire-format.md) into this directory.
 
     python tests/vectors/generate.py
 
@@ -26,6 +26,7 @@ from harness.codec.readable import to_readable
 from harness.codec.wire import (
     HEADER_SIZE,
     MAX_MESSAGE,
+    WIRE_VERSION,
     MessageType,
     WireError,
     WireErrorCode,
@@ -52,7 +53,7 @@ XNNPACK_OPTIONS = {
 }
 HELLO_FACTS = (
     Option("agent_version", "0.1.0"),
-    Option("wire_version", 1),
+    Option("wire_version", WIRE_VERSION),
     Option("runtime", "executorch 1.5.1"),
     Option("abi", "x86_64"),
     Option("max_message", MAX_MESSAGE),
@@ -152,7 +153,7 @@ def patched(frame: bytes, old: bytes, new: bytes, *, reseal: bool = True) -> byt
 def header(
     *,
     magic: bytes = b"ETBO",
-    version: int = 1,
+    version: int = WIRE_VERSION,
     msg_type: int = 1,
     flags: int = 0,
     length: int = 21,
@@ -536,6 +537,51 @@ def valid_reports() -> Iterator[tuple[str, Report]]:
 # ------------------------------------------------------------------------ invalid bytes
 
 
+def in_version(frame: bytes, version: int) -> bytes:
+    """``frame`` with version byte ``version``, resealed."""
+    return seal(frame[:4] + bytes([version]) + frame[5:-4])
+
+
+def old_version_messages() -> Iterator[tuple[str, bytes, WireErrorCode, str, str]]:
+    """Version-1 messages, as agents and firmware built before version 2 sent them, in each
+    layout version 1 had: refused with VERSION, never read by today's rules."""
+    yield (
+        "bad_version_1_hello",
+        in_version(encode_request(request(Action.HELLO)), 1),
+        WireErrorCode.VERSION,
+        "request",
+        "a version-1 HELLO request: its body is today's too, and it is still refused",
+    )
+    load = encode_request(
+        Request.load("/tmp/p.pte", ("ProbeA",), OptionsMap.from_dict({"ProbeA": {"k": 1}}))
+    )
+    load_fields = b"\0\0\0\0\0"  # path program, flags 0, method "", no method backends
+    assert load[-4 - 6 : -4] == load_fields + b"\0", "LOAD ends with its load fields, 0 models"
+    yield (
+        "bad_version_1_load_without_load_fields",
+        in_version(load[: -4 - 6] + load[-4:], 1),
+        WireErrorCode.VERSION,
+        "request",
+        "a LOAD of the first version-1 layout, ending after its backends",
+    )
+    yield (
+        "bad_version_1_load_without_models",
+        in_version(load[: -4 - 1] + load[-4:], 1),
+        WireErrorCode.VERSION,
+        "request",
+        "a LOAD of the second version-1 layout: load fields, no model_count",
+    )
+    entry = probe_entry("ProbeA", {"k": 1})
+    frame = encode_report(report(Action.LOAD, entries=(entry,)))
+    yield (
+        "bad_version_1_report_entry_without_model",
+        in_version(patched(frame, b"\x01\x00\x01\x00\x01\x00\x01", b"\x01\x00\x01\x00\x01\x01"), 1),
+        WireErrorCode.VERSION,
+        "report",
+        "a version-1 LOAD report whose entry has no model byte (the layouts before version 2)",
+    )
+
+
 def header_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str, str]]:
     """(name, bytes, error, expect, about) for decoding steps 1-5."""
     hello = encode_request(request(Action.HELLO))
@@ -556,14 +602,15 @@ def header_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str, str]]:
         "request",
         ("magic etbo: the magic is case-sensitive"),
     )
-    for version in (0, 2):
+    for version in (0, WIRE_VERSION + 1, 255):
         yield (
             f"bad_version_{version}",
-            seal(hello[:4] + bytes([version]) + hello[5:-4]),
+            in_version(hello, version),
             WireErrorCode.VERSION,
             "request",
             f"version {version}, valid CRC",
         )
+    yield from old_version_messages()
     for msg_type in (0, 3):
         yield (
             f"bad_type_{msg_type}",
@@ -659,10 +706,10 @@ def header_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str, str]]:
     )
     yield (
         "bad_order_version_before_type",
-        header(version=2, msg_type=9, length=21) + b"\0" * 5,
+        header(version=1, msg_type=9, length=21) + b"\0" * 5,
         WireErrorCode.VERSION,
         "request",
-        "version 2 and type 9: version is checked first",
+        "version 1 and type 9: version is checked first",
     )
     yield (
         "bad_order_type_before_flags",
@@ -1587,7 +1634,7 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "two runs of garbage, each before a request: one report per run",
     )
     flagged_report = header(msg_type=2, flags=1) + b"\0" * 5
-    assert flagged_report.hex() == "4554424f0102010015000000010000000000000000"  # issue 11
+    assert flagged_report.hex() == "4554424f0202010015000000010000000000000000"  # issue 11
     yield (
         "report_type_with_flags",
         flagged_report + hello(2),
@@ -1610,10 +1657,10 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "a whole valid report sent to a device: MSG_TYPE, skipped by its length",
     )
     yield (
-        "version_2_skipped_whole",
-        retyped(hello(5), 4, 2) + hello(6),
+        "version_1_skipped_whole",
+        retyped(hello(5), 4, 1) + hello(6),
         [Answer(n, 5, s.VERSION), Answer(n, 6, h)],
-        "a version-2 message: VERSION, skipped by its length",
+        "a version-1 message (the layout before version 2): VERSION, skipped by its length",
     )
     yield (
         "unknown_type_skipped_whole",
@@ -1623,9 +1670,9 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
     )
     yield (
         "refused_header_answered_at_end",
-        (header(version=2, length=100, seq=7) + b"\0" * 20)[:30],
+        (header(version=1, length=100, seq=7) + b"\0" * 20)[:30],
         [Answer(30, 7, s.VERSION)],
-        ("a version-2 header of length 100, then the end after 30 bytes: VERSION, not "
+        ("a version-1 header of length 100, then the end after 30 bytes: VERSION, not "
          "TRUNCATED; a refused header is answered when its 16 bytes are read"),
     )
     yield (
@@ -1637,9 +1684,9 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
     hidden = hello(10)
     yield (
         "skipped_unit_hides_a_message",
-        header(version=2, length=16 + len(hidden) + 4, seq=9) + hidden + b"\0" * 4 + hello(11),
+        header(version=1, length=16 + len(hidden) + 4, seq=9) + hidden + b"\0" * 4 + hello(11),
         [Answer(16 + len(hidden) + 4, 9, s.VERSION), Answer(n, 11, h)],
-        ("a version-2 message whose body holds a whole request: the request inside is skipped "
+        ("a version-1 message whose body holds a whole request: the request inside is skipped "
          "unseen; the next one is served"),
     )
     yield (
@@ -1656,11 +1703,11 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         [Answer(len(above), 14, s.LENGTH), Answer(n, 15, h)],
         "length field 1048577: LENGTH, then the bytes up to the next magic are one unit",
     )
-    inside = header(length=u32_at(b"ETBO", 0), seq=1)
+    inside = header(length=u32_at(b"ETBO", 0), seq=WIRE_VERSION)  # seq: the inner version
     yield (
         "magic_inside_refused_header",
         inside + hello(2),
-        [Answer(8, 1, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE), Answer(n, 2, h)],
+        [Answer(8, WIRE_VERSION, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE), Answer(n, 2, h)],
         ("a header whose length field reads ETBO: LENGTH; the search from its second byte "
          "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
          "from there finds the request"),

@@ -1,5 +1,5 @@
 /*
- * fuzz_decode.c - libFuzzer target for the wire-format v1 decoders.
+ * fuzz_decode.c - libFuzzer target for the wire-format v2 decoders.
  *
  * Each input is decoded as a request and as a report, then again after its
  * length field and CRC are fixed up, so that mutations reach the body parser.

@@ -1,5 +1,5 @@
 /*
- * wire_decode.c - decoding of wire format v1, checks in the order of the
+ * wire_decode.c - decoding of wire format v2, checks in the order of the
  * "Decoding" section of docs/wire-format.md: the first failure is the error.
  */
 #include "wire_internal.h"

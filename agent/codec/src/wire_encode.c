@@ -1,5 +1,5 @@
 /*
- * wire_encode.c - encoding of wire format v1. Every field is checked against
+ * wire_encode.c - encoding of wire format v2. Every field is checked against
  * the decoder's limit, in the decoder's order, before it is written; bytes
  * beyond cap are counted but not written, so a too-small buffer still yields
  * the needed size in *out_len together with ETB_ERR_CAPACITY.

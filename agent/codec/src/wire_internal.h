@@ -1,6 +1,6 @@
 /*
  * wire_internal.h - rules shared by the decoder and the encoder of wire
- * format v1, so that both enforce the same limits in the same order.
+ * format v2, so that both enforce the same limits in the same order.
  * Not part of the public API.
  */
 #ifndef ETB_WIRE_INTERNAL_H

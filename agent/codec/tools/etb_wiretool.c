@@ -1,5 +1,5 @@
 /*
- * etb_wiretool - decode or re-encode one wire-format v1 message read from stdin.
+ * etb_wiretool - decode or re-encode one wire-format v2 message read from stdin.
  *
  *   etb_wiretool decode request|report   < msg.bin   prints the readable JSON form
  *   etb_wiretool reencode request|report < msg.bin   writes decode+encode bytes

@@ -1,5 +1,5 @@
 /*
- * mcu_agent.h - serves wire-format v1 requests (docs/wire-format.md) with the
+ * mcu_agent.h - serves wire-format v2 requests (docs/wire-format.md) with the
  * ExecuTorch's option types and map, the stand-in registry and dispatch, and
  * probe backends (mcu_probe.h).
  */

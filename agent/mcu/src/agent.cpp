@@ -404,10 +404,18 @@ size_t finish_report(uint8_t *out, size_t cap) {
   return len;
 }
 
-size_t reject(uint32_t seq, etb_status_t error, uint8_t *out, size_t cap) {
+/* version: the refused message's version byte, named in a VERSION refusal's message. */
+size_t refuse(uint32_t seq, etb_status_t error, uint8_t version, uint8_t *out, size_t cap) {
   report_start(seq, ETB_ACTION_NONE);
   report_outcome(ETB_OUTCOME_REJECTED, error, "request refused by the agent's decoder: ");
   append_text(etb_status_name(error));
+  if (error == ETB_ERR_VERSION) {
+    append_text(" (the request is wire-format version ");
+    append_number(version);
+    append_text(", this firmware speaks version ");
+    append_number(ETB_WIRE_VERSION);
+    append_text(")");
+  }
   if (error == ETB_ERR_CAPACITY) {
     append_text(" (more options than the ");
     append_number(capacity().options_per_request);
@@ -415,6 +423,10 @@ size_t reject(uint32_t seq, etb_status_t error, uint8_t *out, size_t cap) {
                 "in HELLO)");
   }
   return finish_report(out, cap);
+}
+
+size_t reject(uint32_t seq, etb_status_t error, uint8_t *out, size_t cap) {
+  return refuse(seq, error, 0, out, cap);
 }
 
 uint32_t seq_of(const uint8_t *message, size_t len) {
@@ -438,7 +450,7 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   }
   requests_handled++;
   if (status != ETB_OK) {
-    return reject(seq_of(message, len), status, out, cap);
+    return refuse(seq_of(message, len), status, len > 4u ? message[4] : 0u, out, cap);
   }
   probes_begin_request();
   report_start(request.seq, request.action);

@@ -34,7 +34,7 @@ constexpr const char* kUsage =
     "       et-agent --oneshot REQUESTS.bin REPORTS.bin\n"
     "       et-agent --version\n"
     "\n"
-    "Serves wire-format v1 requests (docs/wire-format.md) with the ExecuTorch\n"
+    "Serves wire-format v2 requests (docs/wire-format.md) with the ExecuTorch\n"
     "runtime: in session mode (the default) from stdin, each report written to\n"
     "stdout as soon as it is ready; in one-shot mode from a file of back-to-back\n"
     "requests, the reports written back to back to REPORTS.bin. Logs go to stderr.\n"
@@ -65,10 +65,15 @@ struct Buffers {
   etb::ReportBuilder report;
 };
 
-void reject(etb::ReportBuilder& report, uint32_t seq, etb_status_t error) {
+// version: the refused unit's version byte, named in a VERSION refusal's message.
+void reject(etb::ReportBuilder& report, uint32_t seq, etb_status_t error, uint8_t version) {
+  std::string message = std::string("request refused by the agent's decoder: ") + etb_status_name(error);
+  if (error == ETB_ERR_VERSION) {
+    message += " (the request is wire-format version " + std::to_string(version) +
+        ", this agent speaks version " + std::to_string(ETB_WIRE_VERSION) + ")";
+  }
   report.start(seq, ETB_ACTION_NONE);
-  report.set_outcome(ETB_OUTCOME_REJECTED, static_cast<uint32_t>(error),
-      std::string("request refused by the agent's decoder: ") + etb_status_name(error));
+  report.set_outcome(ETB_OUTCOME_REJECTED, static_cast<uint32_t>(error), message);
 }
 
 int serve(int in_fd, int out_fd) {
@@ -82,13 +87,13 @@ int serve(int in_fd, int out_fd) {
     }
     if (item.kind == etb::MessageReader::Kind::kRejected) {
       std::fprintf(stderr, "et-agent: refused input (seq %u): %s\n", item.seq, etb_status_name(item.error));
-      reject(buffers->report, item.seq, item.error);
+      reject(buffers->report, item.seq, item.error, item.version);
     } else {
       const etb_status_t status = etb_decode_request(item.data, item.size, &buffers->request,
           buffers->option_pool.data(), buffers->option_pool.size());
       if (status != ETB_OK) {
         std::fprintf(stderr, "et-agent: refused request seq %u: %s\n", item.seq, etb_status_name(status));
-        reject(buffers->report, item.seq, status);
+        reject(buffers->report, item.seq, status, item.version);
       } else {
         buffers->report.start(buffers->request.seq, buffers->request.action);
         agent.handle(buffers->request, buffers->report);

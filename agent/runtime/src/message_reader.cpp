@@ -109,6 +109,7 @@ MessageReader::Item MessageReader::next() {
     return item;
   }
   item.seq = read_u32le(head() + 12);
+  item.version = head()[4];
   etb_header_t header{};
   const etb_status_t status =
       etb_peek_header(head(), ETB_HEADER_SIZE, max_message_, expected_type_, &header);

@@ -1,4 +1,4 @@
-"""Wire format v1 (docs/wire-format.md): requests and reports as bytes.
+"""Wire format v2 (docs/wire-format.md): requests and reports as bytes.
 
 Decoders check in exactly the order the specification gives, so they refuse a bad
 message with the same :class:`WireErrorCode` as the C codec (``agent/codec``).
@@ -36,6 +36,7 @@ from harness.codec.wire.format import (
     MessageType,
     WireError,
     WireErrorCode,
+    WireVersionError,
     seal,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "MessageType",
     "WireError",
     "WireErrorCode",
+    "WireVersionError",
     "check_request",
     "decode_report",
     "decode_request",

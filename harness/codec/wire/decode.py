@@ -44,6 +44,7 @@ from harness.codec.wire.format import (
     MessageType,
     WireError,
     WireErrorCode,
+    WireVersionError,
     _check_text_bytes,
     _Limit,
 )
@@ -85,11 +86,7 @@ def _check_header(data: bytes, max_message: int, expect: MessageType | None) -> 
     if magic != MAGIC:
         raise WireError(WireErrorCode.BAD_MAGIC, 0, f"magic is {magic!r}, not {MAGIC!r}")
     if version != WIRE_VERSION:
-        raise WireError(
-            WireErrorCode.VERSION,
-            4,
-            f"version {version}; this decoder reads version {WIRE_VERSION} only",
-        )
+        raise WireVersionError(version)
     if msg_type not in _MESSAGE_TYPES:
         raise WireError(
             WireErrorCode.MSG_TYPE, 5, f"type {msg_type} is neither request (1) nor report (2)"

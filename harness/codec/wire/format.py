@@ -1,4 +1,4 @@
-"""Wire format v1: its constants, error codes, limits, and the header's length and CRC.
+"""Wire format v2: its constants, error codes, limits, and the header's length and CRC.
 
 The limits (:class:`_Limit` and the request rules by action) are shared by the
 decoder and the encoder, so both refuse a message with the same code. Names with a
@@ -31,7 +31,7 @@ from harness.model.options import (
 )
 
 MAGIC = b"ETBO"
-WIRE_VERSION = 1
+WIRE_VERSION = 2  # every change of an existing message's layout takes the next one
 HEADER_SIZE = 16
 CRC_SIZE = 4
 MIN_MESSAGE = 21
@@ -105,6 +105,19 @@ class WireError(ValueError):
         self.offset = offset
         self.problem = problem
         super().__init__(f"{code.name} at byte {offset}: {problem}")
+
+
+class WireVersionError(WireError):
+    """A message of a version this codec does not speak (``VERSION``); ``found`` is its
+    version byte, so that the caller can say which side to rebuild."""
+
+    def __init__(self, found: int) -> None:
+        self.found = found
+        super().__init__(
+            WireErrorCode.VERSION,
+            4,
+            f"version {found}; this codec speaks wire-format version {WIRE_VERSION} only",
+        )
 
 
 @dataclass(frozen=True)

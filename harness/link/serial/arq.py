@@ -1,6 +1,6 @@
 """Host side of the framed serial protocol (docs/serial-protocol.md): go-back-N ARQ.
 
-A :class:`SerialLink` carries wire-format v1 messages to a device over a byte port (a
+A :class:`SerialLink` carries wire-format messages to a device over a byte port (a
 pyserial port: a UART, ``socket://`` to QEMU, ``rfc2217://``; read and written as frames
 by :mod:`.frame_port`) and brings its reports back; the device's HELLO (:mod:`.hello`)
 sets its frame size and window. Frames are COBS-encoded and delimited by 0x00, protected
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.codec import wire
-from harness.link.channel import MessageChannel, header_seq
+from harness.link.channel import FIRMWARE_REBUILD, MessageChannel, header_seq, version_mismatch
 from harness.link.serial.frame import (
     FLAG_END,
     FLAG_START,
@@ -384,11 +384,14 @@ class SerialLink(MessageChannel):
             self._write(request)
             self._wait(min(self._config.hello_interval, remaining), lambda: self._handshake_done)
         hello = self.hello
-        if hello.link_version != LINK_VERSION or hello.wire_version != wire.WIRE_VERSION:
+        if hello.link_version != LINK_VERSION:
             raise DeviceUnavailable(
-                f"{self._name}: the device speaks link v{hello.link_version} / wire "
-                f"v{hello.wire_version}; this host speaks link v{LINK_VERSION} / wire "
-                f"v{wire.WIRE_VERSION}: update the firmware or the harness"
+                f"{self._name}: the device speaks serial link version {hello.link_version}, "
+                f"this harness version {LINK_VERSION}: update the firmware or the harness"
+            )
+        if hello.wire_version != wire.WIRE_VERSION:
+            raise DeviceUnavailable(
+                version_mismatch(self._name, "firmware", hello.wire_version, FIRMWARE_REBUILD)
             )
         self._needs_resync = False
 

@@ -1,5 +1,5 @@
 /*
- * etb/wire.h - wire format v1 of the ExecuTorch backend-options harness.
+ * etb/wire.h - wire format v2 of the ExecuTorch backend-options harness.
  *
  * Portable C99. Never allocates: decoding fills caller-provided structs whose
  * strings are views into the caller's message buffer (not NUL-terminated), and
@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define ETB_WIRE_VERSION 1u
+#define ETB_WIRE_VERSION 2u /* every change of an existing message's layout takes the next */
 #define ETB_HEADER_SIZE 16u
 #define ETB_CRC_SIZE 4u
 #define ETB_MIN_MESSAGE 21u
