@@ -25,7 +25,16 @@ from prerequisites import require
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.probe_program import probe_program
 from harness.codec import wire
-from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.model.messages import (
+    ENTRY_FLAG_PROBE,
+    Action,
+    LoadPath,
+    LoadSpec,
+    Outcome,
+    Report,
+    ReportEntry,
+    Request,
+)
 from harness.model.options import Option, OptionsMap
 from harness.model.runtime_error import RuntimeErrorCode as E
 
@@ -407,6 +416,162 @@ def test_reset_forgets_program_and_probe_state_but_not_registrations(agent: Agen
     assert agent.request(Request.register(("ProbeA",))).entries[0].status == E.InvalidArgument
     reloaded = load(agent, ("ProbeA",), OptionsMap())
     assert (reloaded.outcome, entry(reloaded, "ProbeA").options) == (Outcome.OK, ())
+
+
+# ------------------------------------------- LOAD and EXECUTE as docs/wire-format.md decides
+
+PAIR = ("ProbeA", "ProbeB")
+
+
+def _load(agent: AgentProcess, program: Path, path: LoadPath, **fields: object) -> Outcome:
+    request = Request.load(str(program), PAIR, OptionsMap(), path=path, **fields)  # type: ignore[arg-type]
+    return agent.request(request).outcome
+
+
+def test_hello_lists_keep_but_never_concurrent_which_max_models_implies(
+    agent: AgentProcess,
+) -> None:
+    hello = agent.request(Request(Action.HELLO))
+    assert (hello.fact("load_flags"), hello.fact("max_models")) == ("keep", 8)
+
+
+def test_keep_must_name_the_program_loaded_before_on_every_path(
+    agent: AgentProcess, tmp_path: Path
+) -> None:
+    register(agent, *PAIR)
+    program = probe_program(PAIR)
+    copy = tmp_path / "copy.pte"
+    shutil.copyfile(program, copy)  # the same bytes, another program
+    for path in LoadPath:
+        assert _load(agent, program, path) is Outcome.OK, path
+        other = agent.request(
+            Request.load(str(copy), PAIR, OptionsMap(), path=path, keep=True, method="second")
+        )
+        assert (other.outcome, other.detail) == (Outcome.RUNTIME_ERROR, E.InvalidArgument), path
+        assert f"KEEP names program {copy}, the loaded" in other.message
+        assert other.entries == ()
+
+
+def test_keep_needs_a_program_loaded_through_the_same_kind_of_path(agent: AgentProcess) -> None:
+    register(agent, *PAIR)
+    program = probe_program(PAIR)
+    assert _load(agent, program, LoadPath.PROGRAM) is Outcome.OK
+    onto_program = agent.request(
+        Request.load(str(program), PAIR, OptionsMap(), path=LoadPath.MODULE, keep=True)
+    )
+    assert (onto_program.outcome, onto_program.detail) == (Outcome.RUNTIME_ERROR, E.InvalidState)
+    assert _load(agent, program, LoadPath.MODULE) is Outcome.OK
+    onto_module = agent.request(
+        Request.load(str(program), PAIR, OptionsMap(), path=LoadPath.PROGRAM, keep=True)
+    )
+    assert (onto_module.outcome, onto_module.detail) == (Outcome.RUNTIME_ERROR, E.InvalidState)
+    # Any module path onto any module path: one Module.
+    assert _load(agent, program, LoadPath.MODULE_METHOD, keep=True, method="second") is Outcome.OK
+
+
+def test_keep_with_further_models_is_unsupported_and_loads_nothing(agent: AgentProcess) -> None:
+    register(agent, *PAIR)
+    program = probe_program(PAIR)
+    assert _load(agent, program, LoadPath.PROGRAM) is Outcome.OK
+    report = agent.request(
+        Request.load(
+            str(program), PAIR, OptionsMap(), keep=True, models=(LoadSpec(str(program), PAIR),)
+        )
+    )
+    assert (report.outcome, report.entries) == (Outcome.UNSUPPORTED, ())
+    # Nothing was unloaded either: the method loaded before still runs.
+    assert agent.request(Request(Action.EXECUTE)).outcome is Outcome.OK
+
+
+def test_execute_after_a_failed_keep_runs_the_method_loaded_before(agent: AgentProcess) -> None:
+    register(agent, *PAIR)
+    program = probe_program(PAIR)
+    assert _load(agent, program, LoadPath.PROGRAM) is Outcome.OK
+    failed = agent.request(
+        Request.load(str(program), PAIR[::-1], OptionsMap(), keep=True, method="second")
+    )
+    assert (failed.outcome, failed.detail) == (Outcome.RUNTIME_ERROR, E.InvalidProgram)
+    again = agent.request(Request(Action.EXECUTE))
+    assert again.outcome is Outcome.OK, again.message
+    assert [(e.name, e.executes, e.model) for e in again.entries] == [
+        ("ProbeA", 1, 0),
+        ("ProbeB", 1, 0),
+    ]
+
+
+def test_several_models_report_model_0s_path_and_the_first_failing_models_error(
+    agent: AgentProcess, tmp_path: Path
+) -> None:
+    register(agent, *PAIR)
+    program = probe_program(PAIR)
+    missing = tmp_path / "absent.pte"
+    alone = agent.request(Request.load(str(missing), PAIR, OptionsMap(), path=LoadPath.MODULE))
+    assert alone.outcome is Outcome.RUNTIME_ERROR and alone.detail != E.NotFound
+    unregistered = str(probe_program(("Nobody",)))
+    models = (
+        LoadSpec(str(missing), PAIR, path=LoadPath.MODULE),
+        LoadSpec(unregistered, ("Nobody",)),
+    )
+    options = OptionsMap.from_dict({"ProbeA": {"k": 1}})
+    report = agent.request(Request.load(str(program), PAIR, options, models=models))
+    assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR, alone.detail)
+    assert report.fact("load_path") == "program"  # model 0's, whatever the others'
+    assert report.message.startswith("model 1: ")
+    assert "model 2: " in report.message and f"(0x{E.NotFound:02x})" in report.message
+    assert [(e.name, e.model, e.options) for e in report.entries] == [
+        ("ProbeA", 0, options.backends[0].options),
+        ("ProbeB", 0, ()),
+    ]
+
+
+def test_entries_past_sixteen_are_dropped_and_the_message_says_so(agent: AgentProcess) -> None:
+    names = tuple(f"P{i}" for i in range(8))
+    register(agent, *names)
+    program = str(probe_program(names))
+    models = (LoadSpec(program, names), LoadSpec(program, names))  # 3 x 8 entries
+    report = agent.request(Request.load(program, names, OptionsMap(), models=models))
+    assert report.outcome is Outcome.OK
+    assert [(e.name, e.model) for e in report.entries] == [(n, 0) for n in names] + [
+        (n, 1) for n in names
+    ]
+    assert "report truncated: too many entries" in report.message
+
+
+def test_execute_runs_every_models_method_and_tags_entries_with_the_model(
+    agent: AgentProcess,
+) -> None:
+    register(agent, *PAIR)
+    program = str(probe_program(PAIR))
+    loaded = agent.request(
+        Request.load(program, PAIR, OptionsMap(), models=(LoadSpec(program, PAIR),))
+    )
+    assert loaded.outcome is Outcome.OK, loaded.message
+    again = agent.request(Request(Action.EXECUTE))
+    assert again.outcome is Outcome.OK
+    assert [(e.name, e.model, e.calls, e.executes) for e in again.entries] == [
+        ("ProbeA", 0, 0, 1),
+        ("ProbeB", 0, 0, 1),
+        ("ProbeA", 1, 0, 1),
+        ("ProbeB", 1, 0, 1),
+    ]
+
+
+def test_a_valid_request_is_never_capacity_on_the_hosted_agent(agent: AgentProcess) -> None:
+    """Its decoder holds as many options as one valid request can carry (8 models of
+    8 + 8 backends of 64 options): a LOAD of 3 models x 8 backends x 64 options is served."""
+    register(agent, *PAIR)
+    program = str(probe_program(PAIR))
+    ids = (*PAIR, *(f"Other{i}" for i in range(6)))
+
+    def full_map(model: int) -> OptionsMap:
+        return OptionsMap.from_dict({i: {f"k{k:02d}": model for k in range(64)} for i in ids})
+
+    models = tuple(LoadSpec(program, PAIR, full_map(m)) for m in (1, 2))
+    report = agent.request(Request.load(program, PAIR, full_map(0), models=models))
+    assert report.outcome is Outcome.OK, report.message
+    assert [(e.name, e.model, e.options) for e in report.entries] == [
+        (name, m, full_map(m).backends[i].options) for m in range(3) for i, name in enumerate(PAIR)
+    ]
 
 
 # --------------------------------------------------------------------------- malformed input

@@ -21,6 +21,7 @@ import pytest
 from harness.agent.sdk import EXECUTORCH_VERSION
 from harness.agent.session import AgentSession
 from harness.codec import wire
+from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
 from harness.config.mcu_boards import McuBoard
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.link.serial.arq import LinkConfig, MessageTooLarge
@@ -621,12 +622,29 @@ def test_firmware_link_rules_frame_by_frame(mcu: QemuMcu) -> None:
     assert second.fact("link_duplicates") == 1
 
 
-def test_firmware_refuses_a_message_longer_than_max_message(mcu: QemuMcu) -> None:
+@pytest.mark.parametrize(
+    ("magic", "version", "msg_type", "stream_error"),
+    [
+        (b"ETBO", wire.WIRE_VERSION, 1, wire.WireErrorCode.LENGTH),
+        (b"ETBO", 1, 1, wire.WireErrorCode.VERSION),
+        (b"ETBO", wire.WIRE_VERSION, 2, wire.WireErrorCode.MSG_TYPE),
+        (b"XXXX", wire.WIRE_VERSION, 1, wire.WireErrorCode.BAD_MAGIC),
+    ],
+    ids=["valid_header", "version_1", "report_type", "bad_magic"],
+)
+def test_firmware_refuses_a_message_longer_than_max_message(
+    mcu: QemuMcu, magic: bytes, version: int, msg_type: int, stream_error: wire.WireErrorCode
+) -> None:
+    """A link message over max_message is LENGTH, its header unread, where a stream reader
+    answers the header's error (wire-format.md, "Framed links")."""
     raw = RawLink(mcu.url)
     mcu.run()
     hello = raw.handshake()
-    header = struct.pack("<4sBBHII", b"ETBO", wire.WIRE_VERSION, 1, 0, hello.max_message + 200, 31)
-    message = header + bytes(hello.max_message + 200 - len(header))
+    size = hello.max_message + 200
+    header = struct.pack("<4sBBHII", magic, version, msg_type, 0, size, 31)
+    message = header + bytes(size - len(header))
+    (unit,) = StreamReader(wire.MessageType.REQUEST, hello.max_message).feed(message)[:1]
+    assert isinstance(unit, StreamRefusal) and unit.error.code == stream_error
     size = hello.max_frame - 7
     chunks = [message[i : i + size] for i in range(0, len(message), size)]
     for number, chunk in enumerate(chunks):

@@ -40,8 +40,6 @@ class LoadedModule {
   // it is not loaded; inputs as MethodInputs makes them (float tensors of ones).
   StepResult execute(const std::string& method, int64_t* us);
 
-  const std::string& path() const { return path_; }
-
   bool has_method(const std::string& method) const { return module_.is_method_loaded(method); }
 
   // The float tensor outputs of the last execute, as float_outputs writes them.

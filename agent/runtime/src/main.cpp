@@ -60,7 +60,7 @@ bool write_all(int fd, const uint8_t* data, size_t size) {
 // and a report may take up to the maximum message size.
 struct Buffers {
   etb_request_t request{};
-  std::vector<etb_option_t> option_pool = std::vector<etb_option_t>(ETB_MAX_BACKENDS * ETB_MAX_OPTIONS);
+  std::vector<etb_option_t> option_pool = std::vector<etb_option_t>(ETB_MAX_REQUEST_OPTIONS);
   std::vector<uint8_t> out = std::vector<uint8_t>(ETB_MAX_MESSAGE);
   etb::ReportBuilder report;
 };

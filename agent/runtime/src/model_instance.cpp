@@ -67,6 +67,7 @@ void ModelInstance::clear() {
   method_.clear();
   module_.reset();  // destroys the previous methods before the new ones load
   program_.reset();
+  loaded_path_.clear();
 }
 
 bool ModelInstance::has_method() const {
@@ -95,9 +96,9 @@ StepResult ModelInstance::load(const ModelRequest& request, bool keep) {
     return StepResult{et::Error::InvalidState, std::string("KEEP on path ") + path_label(spec.path) +
         " needs a program loaded before on a " + (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " path"};
   }
-  if (keep && spec.path != ETB_LOAD_PROGRAM && module_->path() != path) {
-    return StepResult{et::Error::InvalidArgument, "KEEP names program " + path + ", the loaded module is " +
-        module_->path()};
+  if (keep && loaded_path_ != path) {
+    return StepResult{et::Error::InvalidArgument, "KEEP names program " + path + ", the loaded " +
+        (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " is " + loaded_path_};
   }
   return spec.path == ETB_LOAD_PROGRAM ? load_program(request, path) : load_module(request, path);
 }
@@ -124,6 +125,7 @@ StepResult ModelInstance::load_program(const ModelRequest& request, const std::s
       return step;
     }
     program_ = std::move(program);
+    loaded_path_ = path;
   }
   StepResult step = program_->delegate_ids(loading_, &delegate_ids_);
   if (step.ok()) {
@@ -149,6 +151,7 @@ StepResult ModelInstance::load_module(const ModelRequest& request, const std::st
   const etb_load_t& spec = *request.load;
   if (!module_) {
     module_ = std::make_unique<LoadedModule>(path);
+    loaded_path_ = path;
   }
   StepResult step;
   int64_t total_us = 0;

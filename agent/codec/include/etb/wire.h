@@ -33,6 +33,9 @@ extern "C" {
 #define ETB_MAX_OPTIONS 64u      /* per backend or entry */
 #define ETB_MAX_FACTS 32u
 #define ETB_MAX_MODELS 8u        /* load specifications in one LOAD: the request's own + 7 */
+/* The most options one valid request carries: every model with 8 backends and 8 method
+ * backends of 64 options. A decoder pool this large never answers a valid request CAPACITY. */
+#define ETB_MAX_REQUEST_OPTIONS (ETB_MAX_MODELS * 2u * ETB_MAX_LOAD_BACKENDS * ETB_MAX_OPTIONS)
 
 typedef enum {
   ETB_OK = 0,
