@@ -397,6 +397,18 @@ def valid_reports() -> Iterator[tuple[str, Report]]:
         ),
     )
     yield (
+        "rep_execute_two_models",
+        report(
+            Action.EXECUTE,
+            entries=(
+                probe_entry("ProbeA", {}, calls=0, executes=1),
+                probe_entry("ProbeA", {}, calls=0, executes=1, model=1),
+            ),
+            facts=(Option("execute_us", 12),),
+            seq=8,
+        ),
+    )
+    yield (
         "rep_set_not_found",
         report(
             Action.SET,
@@ -1278,6 +1290,29 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
         seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + b"\x04\x00\x00\x00\x00"),
         WireErrorCode.LOAD_PATH,
         "a further model with load path 4",
+    )
+    yield (
+        "bad_load_model_method_64",
+        seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + b"\x00\x00\x40\x00" + b"m" * 64
+             + b"\x00"),
+        WireErrorCode.ID_LENGTH,
+        "a further model's method of 64 bytes: methods are ids, 0..63 bytes",
+    )
+    yield (
+        "bad_load_model_program_method_map",
+        seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00\x01"),
+        WireErrorCode.UNEXPECTED_FIELD,
+        "a further model on path program with a method map: only module_both has one, per model",
+    )
+    yield (
+        "bad_load_model_duplicate_backend",
+        encode_request(dataclasses.replace(
+            load_request(LoadPath.PROGRAM),
+            models=(LoadSpec("", (), OptionsMap.unchecked(
+                [BackendOptions("ProbeA", ()), BackendOptions("ProbeA", ())])),),
+        )),
+        WireErrorCode.DUPLICATE_BACKEND,
+        "a further model naming ProbeA twice in its map: ids are unique within each list",
     )
     yield (
         "bad_load_model_9_backends",
