@@ -6,7 +6,8 @@
  * Wire-format messages travel as DATA frames (go-back-N, acknowledged per
  * frame); a complete request goes to the agent and its report comes back the
  * same way. The last request and its report are cached so that a resent
- * request is answered from the cache instead of being executed twice.
+ * request (same seq, length and CRC field, and the same CRC-32 of the bytes
+ * before that field) is answered from the cache instead of being executed twice.
  */
 #ifndef MCU_LINK_H
 #define MCU_LINK_H
