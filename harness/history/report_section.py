@@ -1,0 +1,128 @@
+"""The report's history: what changed since the last comparable run, where failures
+began, flaky checks, and trend charts (:mod:`harness.history.charts`)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from harness.history.charts import trend_svg
+from harness.history.flaky import flaky_checks
+from harness.history.health import health
+from harness.history.regression import regressions
+from harness.history.since_last import Change, since_last
+from harness.history.view import History
+
+REPORT_RUNS = 30  # runs the charts show
+FLAKY_WINDOW = 10
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def unavailable_section(reason: str) -> str:
+    return (
+        '<h2 id="history">Since the last run</h2><p class="muted">The run history is not '
+        f"available ({_e(reason)}); results.jsonl keeps this run.</p>"
+    )
+
+
+def _changes(title: str, css: str, changes: Sequence[Change]) -> str:
+    if not changes:
+        return f"<h3>{_e(title)}: none</h3>"
+    rows = "".join(
+        f'<tr><td class="{css}">{_e(c.nodeid)}</td><td>{_e(c.device)}</td>'
+        f"<td>{_e(c.then or 'not run')} → {_e(c.now)}</td><td>{_e(c.detail)}</td></tr>"
+        for c in changes
+    )
+    return (
+        f"<h3>{_e(title)} ({len(changes)})</h3><table><tr><th>test</th><th>device</th>"
+        f"<th>then → now</th><th>differences or cause</th></tr>{rows}</table>"
+    )
+
+
+def history_section(store: Any, run_id: str) -> str:
+    """The section for run ``run_id`` from what ``store`` holds."""
+    history = History.load(store, REPORT_RUNS)
+    run = history.run(run_id)
+    if run is None:
+        return unavailable_section(f"run {run_id} is not in {store.where}")
+    diff = since_last(history, run)
+    if diff.previous is None:
+        compared = "no comparable run (same suites on the same devices) before this one"
+    else:
+        compared = f"compared with run {diff.previous.name} ({diff.previous.state})"
+    parts = [
+        '<h2 id="history">Since the last run</h2>',
+        f'<p class="muted">History {_e(store.where)}: {len(history.runs)} run(s); '
+        f"{_e(compared)}.</p>",
+        _changes("New failures", "failed", diff.new_failures),
+        _changes("Fixed", "passed", diff.fixed),
+        _changes("Still failing", "failed", diff.still_failing),
+        _changes("New infrastructure errors", "infra", diff.new_infra),
+    ]
+    if diff.quarantines:
+        items = "".join(
+            f"<li>{_e(q.device)}{' (new)' if q.new else ''}: {_e(q.cause)}</li>"
+            for q in diff.quarantines
+        )
+        parts.append(f"<h3>Quarantined</h3><ul>{items}</ul>")
+    found = regressions(history, run)
+    if found:
+        rows = "".join(
+            f'<tr><td class="failed">{_e(r.nodeid)}</td><td>{_e(r.device)}</td>'
+            f"<td>{_e(r.first_failing.run)} ({_e(r.first_failing.runtime)} "
+            f"{_e(r.first_failing.sdk_commit)})</td><td>"
+            + (
+                f"{_e(r.last_good.run)} ({_e(r.last_good.runtime)} {_e(r.last_good.sdk_commit)})"
+                if r.last_good
+                else "none kept"
+            )
+            + "</td></tr>"
+            for r in found
+        )
+        parts.append(
+            "<h3>Where failures began</h3><table><tr><th>test</th><th>device</th>"
+            f"<th>first failing run (runtime, commit)</th><th>last good run</th></tr>{rows}</table>"
+        )
+    flaky = flaky_checks(history, FLAKY_WINDOW)
+    if flaky:
+        rows = "".join(
+            f"<tr><td>{_e(f.nodeid)}</td><td>{_e(f.device)}</td><td>{f.flips}</td>"
+            f"<td>{_e(' '.join(o for _, o in f.outcomes))}</td></tr>"
+            for f in flaky
+        )
+        parts.append(
+            f"<h3>Flaky checks (last {FLAKY_WINDOW} runs)</h3><table><tr><th>test</th>"
+            f"<th>device</th><th>flips</th><th>outcomes</th></tr>{rows}</table>"
+        )
+    parts.append(_trends(history))
+    return "\n".join(parts)
+
+
+def _trends(history: History) -> str:
+    devices = health(history, "device")
+    backends = health(history, "backend")
+    charts = [
+        trend_svg("pass rate per device", history.runs, devices, "pass_rate", "passed / tests"),
+        trend_svg(
+            "infrastructure-error rate per device",
+            history.runs,
+            devices,
+            "infra_rate",
+            "infra / tests",
+        ),
+        trend_svg("pass rate per backend", history.runs, backends, "pass_rate", "passed / tests"),
+        trend_svg(
+            "infrastructure-error rate per backend",
+            history.runs,
+            backends,
+            "infra_rate",
+            "infra / tests",
+        ),
+        trend_svg("case time per device", history.runs, devices, "case_time", "seconds"),
+    ]
+    figures = "".join(f'<figure class="trend">{svg}</figure>' for svg in charts)
+    return f'<h2 id="trends">Trends</h2>{figures}'
