@@ -21,9 +21,10 @@ from typing import Any
 from harness.farm.infra import one_line
 from harness.farm.records import CaseResult
 from harness.farm.results import RunInfo
-from harness.history.schema import RUNNING
 
 IDENTITY_FILE = "history.json"
+# Run states: written as it goes; ended with run.json's exit status; its writer is gone.
+RUNNING, COMPLETE, INCOMPLETE = "running", "complete", "incomplete"
 # The runtime's commit, for runs on one's own ExecuTorch build (CI sets it).
 RUNTIME_COMMIT_ENV = "ET_HARNESS_RUNTIME_COMMIT"
 FAILING = frozenset({"failed", "error", "xpassed"})  # the check is wrong (not device trouble)

@@ -23,9 +23,6 @@ from sqlalchemy import (
 
 SCHEMA_VERSION = 2
 
-# Run states: written as it goes; ended with run.json's exit status; its writer is gone.
-RUNNING, COMPLETE, INCOMPLETE = "running", "complete", "incomplete"
-
 metadata = MetaData()
 
 migrations_table = Table(

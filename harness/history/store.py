@@ -24,8 +24,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
 from harness.history.migrations import SchemaError, migrate
-from harness.history.records import CaseRecord, RunRecord
-from harness.history.schema import COMPLETE, INCOMPLETE, RUNNING, cases, runs
+from harness.history.records import COMPLETE, INCOMPLETE, RUNNING, CaseRecord, RunRecord
+from harness.history.schema import cases, runs
 from harness.lifecycle.cache import cache_root
 
 STORE_ENV = "ET_HARNESS_HISTORY"
