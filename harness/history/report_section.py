@@ -10,7 +10,7 @@ from typing import Any
 from harness.history.charts import trend_svg
 from harness.history.flaky import flaky_checks
 from harness.history.health import health
-from harness.history.regression import regressions
+from harness.history.regression import RunAt, regressions
 from harness.history.since_last import Change, since_last
 from harness.history.view import History
 
@@ -43,6 +43,11 @@ def _changes(title: str, css: str, changes: Sequence[Change]) -> str:
     )
 
 
+def _at(run: RunAt) -> str:
+    what = ", ".join(part for part in (run.runtime, run.sdk_commit) if part)
+    return f"{_e(run.run)} ({_e(what)})" if what else _e(run.run)
+
+
 def history_section(store: Any, run_id: str) -> str:
     """The section for run ``run_id`` from what ``store`` holds."""
     history = History.load(store, REPORT_RUNS)
@@ -73,14 +78,8 @@ def history_section(store: Any, run_id: str) -> str:
     if found:
         rows = "".join(
             f'<tr><td class="failed">{_e(r.nodeid)}</td><td>{_e(r.device)}</td>'
-            f"<td>{_e(r.first_failing.run)} ({_e(r.first_failing.runtime)} "
-            f"{_e(r.first_failing.sdk_commit)})</td><td>"
-            + (
-                f"{_e(r.last_good.run)} ({_e(r.last_good.runtime)} {_e(r.last_good.sdk_commit)})"
-                if r.last_good
-                else "none kept"
-            )
-            + "</td></tr>"
+            f"<td>{_at(r.first_failing)}</td>"
+            f"<td>{_at(r.last_good) if r.last_good else 'none kept'}</td></tr>"
             for r in found
         )
         parts.append(
