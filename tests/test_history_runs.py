@@ -105,6 +105,18 @@ def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chro
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[20:24], "big") == 2400
 
+    # The nightly report job: a fresh store caught up from the jobs' results directories.
+    later, page = str(tmp_path / "later.sqlite"), tmp_path / "history.html"
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "history", "--history", later,
+                           "--catch-up", str(tmp_path), "--html", str(page)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": 3 of 3 tests added") == 2 and "new failures (1)" in done.stdout
+    assert history_json(later)["since_last"] == diff
+    dom = chromium(page, tmp_path, "--dump-dom").stdout
+    assert "Since the last run: night-1 on host" in dom and "Since the last run: night-2" in dom
+    assert "New failures (1)" in dom and dom.count("<svg") == 5
+
 
 def test_two_runners_at_once_on_a_real_postgresql_server_then_the_change(tmp_path):
     with postgres_server() as url:

@@ -66,6 +66,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
         BenchmarkError,
         StoreError,
         CatchUpError,
+        history_command.HistoryOutputError,
     )
 
 
@@ -103,22 +104,28 @@ def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     return int(pytest.main([str(SUITES_DIR), "--device", args.device, *pytest_args]))
 
 
-def _check_writable(path: Path) -> None:
+def _check_writable(path: Path, option: str = "--json") -> None:
     """Refuse an output path that cannot be written, before the work that fills it."""
     existed = path.exists()
     if existed and not path.is_dir() and not path.is_file():  # opening a FIFO would block
         raise CliError(
-            f"--json {path}: cannot write there (not a regular file); give a writable file path"
+            f"{option} {path}: cannot write there (not a regular file); give a writable file path"
         )
     try:
         with path.open("a", encoding="utf-8"):
             pass
     except OSError as exc:
         raise CliError(
-            f"--json {path}: cannot write there ({exc.strerror}); give a writable file path"
+            f"{option} {path}: cannot write there ({exc.strerror}); give a writable file path"
         ) from None
     if not existed:
         path.unlink()
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    if args.html:
+        _check_writable(args.html, "--html")
+    return history_command.run_history(args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -428,7 +435,7 @@ def _main(argv: list[str] | None) -> int:
         "send": _cmd_send,
         "doctor": _cmd_doctor,
         "emu": _cmd_emu,
-        "history": history_command.run_history,
+        "history": _cmd_history,
     }
     try:
         if args.command != "emu" and getattr(args, "device", None) is not None:

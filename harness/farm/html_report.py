@@ -70,6 +70,20 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def html_page(title: str, body: str) -> str:
+    """A self-contained HTML document in the report's style: ``title`` and ``body`` (HTML)."""
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>{_e(title)}</h1>",
+            body,
+            "</body></html>",
+        ]
+    )
+
+
 def _worst(outcomes: collections.Counter) -> str:
     return next((o for o in _SEVERITY if outcomes[o]), "none")
 
@@ -99,10 +113,6 @@ class _Page:
 
     def render(self) -> str:
         parts = [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{_e(self.title)}</title><style>{_STYLE}</style></head><body>",
-            f"<h1>{_e(self.title)}</h1>",
             self._overview(),
             self.appendix,
             self._devices(),
@@ -116,9 +126,8 @@ class _Page:
             self._cells(),
             "<h2>Cases</h2>",
             *(self._case(r) for r in self.results),
-            "</body></html>",
         ]
-        return "\n".join(parts)
+        return html_page(self.title, "\n".join(parts))
 
     def _overview(self) -> str:
         total = collections.Counter(r.outcome for r in self.results)

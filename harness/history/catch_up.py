@@ -9,6 +9,7 @@ writer wrote in part, records each test once.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,23 @@ class CaughtUp:
     run_id: str
     added: int  # tests the store did not have
     total: int
+
+
+def run_dirs(inputs: Sequence[Path]) -> list[Path]:
+    """The results directories (those holding ``run.json``) named by or found under
+    ``inputs`` (e.g. the downloaded artifacts of every job of a nightly run)."""
+    found: list[Path] = []
+    for item in inputs:
+        if (item / RUN_FILE).is_file():
+            found.append(item)
+        elif item.is_dir():
+            found += sorted(path.parent for path in item.rglob(RUN_FILE))
+        else:
+            raise CatchUpError(f"{item}: no such directory; give a results directory")
+    if not found:
+        shown = ", ".join(str(item) for item in inputs)
+        raise CatchUpError(f"{shown}: no {RUN_FILE} found; give runs' results directories")
+    return list(dict.fromkeys(found))
 
 
 def read_run_info(results_dir: Path) -> RunInfo:
@@ -59,7 +77,7 @@ def catch_up(store: HistoryStore, results_dir: Path) -> CaughtUp:
         results = read_results(results_path) if results_path.exists() else []
     except (ResultsFileError, OSError, UnicodeDecodeError) as exc:
         raise CatchUpError(f"{results_path}: {exc}") from None
-    key = run_id(info.host, info.run)
+    key = run_id(info)
     row = run_row(info, RunIdentity.read(results_dir), results_dir, "", CATCH_UP_SOURCE)
     before = store.count_cases(key)
     store.add_run(row)

@@ -7,6 +7,7 @@ the SVG (``svg.fonttype: none``), no scripts, no links, no external fonts.
 
 from __future__ import annotations
 
+import datetime
 import io
 from collections.abc import Sequence
 
@@ -41,7 +42,7 @@ def trend_svg(
             axes.plot(xs, ys, marker="o", markersize=3, label=health.name)
         axes.set_title(title, fontsize=10)
         axes.set_ylabel(unit, fontsize=8)
-        axes.set_xticks(range(len(runs)), [_short(r.name) for r in runs], fontsize=7)
+        axes.set_xticks(range(len(runs)), [_label(r) for r in runs], fontsize=7)
         axes.tick_params(axis="x", labelrotation=30)
         if value != "case_time":
             axes.set_ylim(-0.05, 1.05)
@@ -62,8 +63,8 @@ def _value(point: HealthPoint, value: str) -> float:
     return point.case_time
 
 
-def _short(name: str) -> str:
-    """A run's name for an axis: ``20261201-221530-4242`` -> ``12-01 22:15``."""
-    if len(name) >= 13 and name[:8].isdigit() and name[9:13].isdigit():
-        return f"{name[4:6]}-{name[6:8]} {name[9:11]}:{name[11:13]}"
-    return name[:14]
+def _label(run: RunRecord) -> str:
+    """A run on the axis: when it started (UTC) and the start of its name; a nightly job's
+    results directory has the same name every night."""
+    when = datetime.datetime.fromtimestamp(run.started, datetime.UTC).strftime("%m-%d %H:%M")
+    return f"{when}\n{run.name[:14]}"

@@ -16,6 +16,10 @@ DEFAULT_RUNS = 30
 DEFAULT_FLAKY_WINDOW = 10
 
 
+class HistoryOutputError(Exception):
+    """The history page could not be written; the message says what to do."""
+
+
 def add_parser(commands: Any, positive_int: Any) -> None:
     """The ``history`` subcommand's options, on ``et-harness``'s subparsers."""
     cmd = commands.add_parser(
@@ -44,17 +48,26 @@ def add_parser(commands: Any, positive_int: Any) -> None:
     )
     cmd.add_argument("--json", action="store_true", help="print one JSON document")
     cmd.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write a self-contained HTML page: what changed for each run caught up "
+        "(else the latest), and the trend charts",
+    )
+    cmd.add_argument(
         "--catch-up",
         nargs="+",
         type=Path,
         default=[],
         metavar="RESULTS_DIR",
-        help="first add these runs' results directories (run.json, results.jsonl)",
+        help="first add the runs in these results directories (run.json, results.jsonl; "
+        "directories holding them are searched)",
     )
 
 
 def run_history(args: argparse.Namespace) -> int:
-    from harness.history.catch_up import catch_up
+    from harness.history.catch_up import catch_up, run_dirs
+    from harness.history.report_section import history_page
     from harness.history.store import OFF, HistoryStore, StoreError, store_target
     from harness.history.terminal import history_text
     from harness.history.view import CaseFilter, History
@@ -63,10 +76,13 @@ def run_history(args: argparse.Namespace) -> int:
     target = store_target(args.history)
     if target == OFF:
         raise StoreError("history is off ($ET_HARNESS_HISTORY=off); give --history STORE")
+    directories = run_dirs(args.catch_up) if args.catch_up else []
     store = HistoryStore.open(target)
     try:
-        for directory in args.catch_up:
+        caught = []
+        for directory in directories:
             done = catch_up(store, directory)
+            caught.append(done.run_id)
             if not args.json:
                 print(f"caught up {done.run_id}: {done.added} of {done.total} tests added")
         store.mark_abandoned(dead_writers(store.running_writers()))
@@ -77,6 +93,16 @@ def run_history(args: argparse.Namespace) -> int:
             print(json.dumps({"store": store.where, **report}, indent=2, ensure_ascii=False))
         else:
             print("\n".join(history_text(store.where, history, report)))
+        if args.html:
+            try:
+                args.html.write_text(history_page(store, caught), "utf-8")
+            except OSError as exc:
+                raise HistoryOutputError(
+                    f"--html {args.html}: writing the page failed ({exc.strerror}); "
+                    "the history in the store is complete"
+                ) from None
+            if not args.json:
+                print(f"history page: {args.html}")
     finally:
         store.close()
     return 0

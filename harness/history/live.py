@@ -82,7 +82,7 @@ class LiveHistory:
             self.lost = None
             self.store = None
             self._attempt(lambda store: store.add_run(self._run))
-        key = run_id(info.host, info.run)
+        key = run_id(info)
         if self._attempt(self._flush) and self._attempt(
             lambda store: store.end_run(key, info.finished, info.exit_status)
         ):

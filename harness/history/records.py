@@ -89,7 +89,7 @@ def _git_commit() -> str:
 class RunRecord:
     """One run: who, what, when, and whether it ended."""
 
-    id: str
+    id: str  # HOST/NAME/START
     name: str
     host: str
     devices: tuple[str, ...]
@@ -197,9 +197,10 @@ def case_row(run_id: str, seq: int, result: CaseResult) -> dict[str, Any]:
     }
 
 
-def run_id(host: str, name: str) -> str:
-    """A run's key: its results directory's name is unique on its host only."""
-    return f"{host}/{name}"
+def run_id(info: RunInfo) -> str:
+    """A run's key: ``HOST/NAME/START``. A results directory's name is unique on its host
+    at best (a nightly job's ``--results-dir results/emulated`` is the same every night)."""
+    return f"{info.host}/{info.run}/{info.started:.6f}"
 
 
 def run_row(
@@ -207,7 +208,7 @@ def run_row(
 ) -> dict[str, Any]:
     """The ``et_history_runs`` row of a run starting (``finished`` comes at its end)."""
     return {
-        "id": run_id(info.host, info.run),
+        "id": run_id(info),
         "name": info.run,
         "host": info.host,
         "command": json.dumps(list(info.command)),

@@ -7,9 +7,11 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from harness.farm.html_report import html_page
 from harness.history.charts import trend_svg
 from harness.history.flaky import flaky_checks
 from harness.history.health import health
+from harness.history.records import RunRecord
 from harness.history.regression import RunAt, regressions
 from harness.history.since_last import Change, since_last
 from harness.history.view import History
@@ -49,20 +51,44 @@ def _at(run: RunAt) -> str:
 
 
 def history_section(store: Any, run_id: str) -> str:
-    """The section for run ``run_id`` from what ``store`` holds."""
+    """The report's section for run ``run_id`` from what ``store`` holds."""
     history = History.load(store, REPORT_RUNS)
     run = history.run(run_id)
     if run is None:
         return unavailable_section(f"run {run_id} is not in {store.where}")
+    heading = '<h2 id="history">Since the last run</h2>'
+    return _changes_html(history, run, store.where, heading) + _trends(history)
+
+
+def history_page(store: Any, run_ids: Sequence[str]) -> str:
+    """A page of its own: what changed for each of these runs (default: the latest), then
+    the trends (``et-harness history --html``)."""
+    history = History.load(store, REPORT_RUNS)
+    chosen = [run for key in run_ids if (run := history.run(key)) is not None]
+    if not chosen and history.runs:
+        chosen = [history.runs[-1]]
+    parts = [
+        _changes_html(
+            history,
+            run,
+            store.where,
+            f"<h2>Since the last run: {_e(run.name)} on {_e(', '.join(run.devices))}</h2>",
+        )
+        for run in chosen
+    ]
+    body = "\n".join(parts) + _trends(history) if chosen else "<p>No runs yet.</p>"
+    return html_page("ExecuTorch device farm: history", body)
+
+
+def _changes_html(history: History, run: RunRecord, where: str, heading: str) -> str:
     diff = since_last(history, run)
     if diff.previous is None:
         compared = "no comparable run (same suites on the same devices) before this one"
     else:
         compared = f"compared with run {diff.previous.name} ({diff.previous.state})"
     parts = [
-        '<h2 id="history">Since the last run</h2>',
-        f'<p class="muted">History {_e(store.where)}: {len(history.runs)} run(s); '
-        f"{_e(compared)}.</p>",
+        heading,
+        f'<p class="muted">History {_e(where)}: {len(history.runs)} run(s); {_e(compared)}.</p>',
         _changes("New failures", "failed", diff.new_failures),
         _changes("Fixed", "passed", diff.fixed),
         _changes("Still failing", "failed", diff.still_failing),
@@ -97,7 +123,6 @@ def history_section(store: Any, run_id: str) -> str:
             f"<h3>Flaky checks (last {FLAKY_WINDOW} runs)</h3><table><tr><th>test</th>"
             f"<th>device</th><th>flips</th><th>outcomes</th></tr>{rows}</table>"
         )
-    parts.append(_trends(history))
     return "\n".join(parts)
 
 

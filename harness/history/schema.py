@@ -35,7 +35,7 @@ migrations_table = Table(
 runs = Table(
     "et_history_runs",
     metadata,
-    Column("id", String(300), primary_key=True),  # HOST/NAME
+    Column("id", String(300), primary_key=True),  # HOST/NAME/START
     Column("name", String(200), nullable=False),  # the results directory's name
     Column("host", String(200), nullable=False),
     Column("command", Text, nullable=False),  # JSON list
