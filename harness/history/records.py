@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -103,6 +103,12 @@ class RunRecord:
     sdk_commit: str
     results_dir: str
 
+    @classmethod
+    def of_row(cls, row: Mapping[Any, Any], suites: Iterable[str]) -> RunRecord:
+        values = {name: row[name] for name in cls.__dataclass_fields__ if name != "suites"}
+        values["devices"] = _split(row["devices"])
+        return cls(**values, suites=tuple(sorted(suites)))
+
     def comparable(self, other: RunRecord) -> bool:
         """Same suites on the same devices."""
         return (set(self.devices), self.suites) == (set(other.devices), other.suites)
@@ -141,22 +147,9 @@ class CaseRecord:
 
     @classmethod
     def of_row(cls, row: Mapping[Any, Any]) -> CaseRecord:
-        return cls(
-            run_id=row["run_id"],
-            nodeid=row["nodeid"],
-            device=row["device"],
-            outcome=row["outcome"],
-            duration=row["duration"],
-            runtime=row["runtime"],
-            agent_version=row["agent_version"],
-            load_paths=_split(row["load_paths"]),
-            backends=_split(row["backends"]),
-            differences=row["differences"],
-            infra_type=row["infra_type"],
-            infra_cause=row["infra_cause"],
-            tries=row["tries"],
-            place=row["place"],
-        )
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values.update(load_paths=_split(row["load_paths"]), backends=_split(row["backends"]))
+        return cls(**values)
 
 
 def _split(text: str) -> tuple[str, ...]:

@@ -185,7 +185,7 @@ class HistoryStore:
                 .group_by(cases.c.run_id, cases.c.suite)
             ):
                 suites.setdefault(run, []).append(suite)
-        return [_run_record(row, suites.get(row["id"], [])) for row in reversed(rows)]
+        return [RunRecord.of_row(row, suites.get(row["id"], [])) for row in reversed(rows)]
 
     def cases_of(self, run_ids: Sequence[str]) -> list[CaseRecord]:
         """The cases of these runs, each run's in the order they were written."""
@@ -248,21 +248,3 @@ def _store_errors(where: str, doing: str) -> Iterator[None]:
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "unknown error")
-
-
-def _run_record(row: Any, suites: list[str]) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        name=row["name"],
-        host=row["host"],
-        devices=tuple(d for d in row["devices"].split(",") if d),
-        suites=tuple(sorted(suites)),
-        started=row["started"],
-        finished=row["finished"],
-        exit_status=row["exit_status"],
-        state=row["state"],
-        harness_version=row["harness_version"],
-        sdk_source=row["sdk_source"],
-        sdk_commit=row["sdk_commit"],
-        results_dir=row["results_dir"],
-    )
