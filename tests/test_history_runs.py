@@ -148,6 +148,9 @@ def test_a_damaged_store_fails_no_run_and_the_report_says_so(tmp_path):
     assert len((tmp_path / "night" / "results.jsonl").read_text().splitlines()) == 3
     html = (tmp_path / "night" / "report.html").read_text("utf-8")
     assert "The run history is not available" in html
+    code, out = finished(nightly("mysql://et@db/h", tmp_path, "refused", change=False))
+    assert code == 4 and "--history: mysql:// is not supported; give an SQLite" in out, out
+    assert not (tmp_path / "refused").exists()
 
 
 def test_the_nightly_report_job_catches_every_job_up_and_publishes_the_history():

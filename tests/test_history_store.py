@@ -211,13 +211,14 @@ def test_a_writer_killed_mid_run_is_incomplete_and_catching_up_keeps_every_test(
 
 
 def test_an_unreachable_server_is_one_line_and_the_run_catches_up_later(tmp_path, capsys):
-    closed = "postgresql://et@127.0.0.1:1/history"
+    closed = "postgresql://et:s3cret@127.0.0.1:1/history"
     with pytest.raises(StoreUnreachable) as caught:
         HistoryStore.open(closed)
     assert "\n" not in str(caught.value) and "127.0.0.1:1" in str(caught.value)
     writer = _writer(closed, "offline", 5, tmp_path / "offline")
     _, err = writer.communicate(timeout=60)
     assert writer.returncode == 1 and "lost: history" in err  # ran to its end regardless
+    assert "s3cret" not in err + str(caught.value) and "et:***@127.0.0.1:1" in err
     assert len((tmp_path / "offline" / "results.jsonl").read_text().splitlines()) == 5
     later = str(tmp_path / "h.sqlite")
     assert cli_main(["history", "--history", later, "--catch-up", str(tmp_path / "offline")]) == 0

@@ -68,7 +68,8 @@ def add_parser(commands: Any, positive_int: Any) -> None:
 def run_history(args: argparse.Namespace) -> int:
     from harness.history.catch_up import catch_up, run_dirs
     from harness.history.report_section import history_page
-    from harness.history.store import OFF, HistoryStore, StoreError, store_target
+    from harness.history.store import HistoryStore, StoreError
+    from harness.history.target import OFF, store_target
     from harness.history.terminal import history_text
     from harness.history.view import CaseFilter, History
     from harness.history.writers import dead_writers

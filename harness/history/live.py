@@ -24,6 +24,7 @@ import pytest
 from harness.farm.records import CaseResult
 from harness.farm.results import RunInfo
 from harness.history.records import RunIdentity, case_row, run_id, run_row
+from harness.history.target import OFF, TargetError, driver_of, store_target
 
 OPTION = "--history"
 
@@ -52,10 +53,16 @@ class LiveHistory:
 
     @classmethod
     def of(cls, config: pytest.Config) -> LiveHistory | None:
-        from harness.history.store import OFF, store_target
-
+        """The run's history writer, or None with ``--history off``; a ``--history`` no
+        store can be made of is a usage error before any test."""
         target = store_target(config.getoption("history"))
-        return None if target == OFF else cls(target)
+        if target == OFF:
+            return None
+        try:
+            driver_of(target)
+        except TargetError as exc:
+            raise pytest.UsageError(f"--history: {exc}") from None
+        return cls(target)
 
     def run_started(self, info: RunInfo, results_dir: Path) -> None:
         from harness.history.writers import this_writer
@@ -87,9 +94,11 @@ class LiveHistory:
             lambda store: store.end_run(key, info.finished, info.exit_status)
         ):
             return
+        from harness.history.store import shown, store_url
+
         print(
             f"et-harness: {self.lost}; results.jsonl keeps the run: add it to the history "
-            f"later with: et-harness history --history {self.target} "
+            f"later with: et-harness history --history {shown(store_url(self.target))} "
             f"--catch-up {self._run['results_dir']}",
             file=sys.stderr,
         )

@@ -53,7 +53,7 @@ class RunIdentity:
             harness_version=metadata.version("executorch-hil-harness"),
             harness_commit=_git_commit(),
             sdk_source=f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}",
-            sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, "")[:64],
+            sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
         )
 
     def write(self, results_dir: Path) -> None:
@@ -82,7 +82,7 @@ def _git_commit() -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    return done.stdout.strip()[:64] if done.returncode == 0 else ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,12 @@ def _split(text: str) -> tuple[str, ...]:
 
 
 def _short_differences(result: CaseResult) -> str:
+    """The verdicts' differences, the first few; for a failure without any, its error line
+    (pytest's first ``E`` line)."""
     lines = [d for v in result.verdicts for d in v.differences]
+    if not lines and result.outcome in FAILING:
+        errors = [line[1:].strip() for line in result.longrepr.splitlines() if line[:2] == "E "]
+        lines = errors[:1]
     shown = lines[:_SHOWN_DIFFERENCES]
     if len(lines) > len(shown):
         shown.append(f"... and {len(lines) - len(shown)} more")
@@ -177,23 +182,23 @@ def case_row(run_id: str, seq: int, result: CaseResult) -> dict[str, Any]:
         "outcome": result.outcome,
         "duration": result.duration,
         "started": result.started,
-        "runtime": result.facts.get("runtime", "")[:200],
-        "agent_version": result.facts.get("agent_version", "")[:100],
+        "runtime": result.facts.get("runtime", ""),
+        "agent_version": result.facts.get("agent_version", ""),
         "load_paths": ",".join(routes),
         "backends": ",".join(backends),
         "differences": _short_differences(result),
-        "infra_type": result.infra.type[:200] if result.infra else "",
+        "infra_type": result.infra.type if result.infra else "",
         "infra_cause": one_line(result.infra.message) if result.infra else "",
         "tries": 1 + len(result.failed_tries),
-        "place": result.facts.get("place", "")[:200],
-        "exporter": result.facts.get("exporter", "")[:200],
+        "place": result.facts.get("place", ""),
+        "exporter": result.facts.get("exporter", ""),
     }
 
 
 def run_id(info: RunInfo) -> str:
     """A run's key: ``HOST/NAME/START``. A results directory's name is unique on its host
     at best (a nightly job's ``--results-dir results/emulated`` is the same every night)."""
-    return f"{info.host}/{info.run}/{info.started:.6f}"
+    return f"{info.host[:100]}/{info.run[:150]}/{info.started:.6f}"
 
 
 def run_row(

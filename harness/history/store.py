@@ -1,38 +1,44 @@
 """The history store: an SQLite file (default) or a lab's PostgreSQL, over SQLAlchemy 2.
 
-:func:`store_target` says where (``--history``, ``$ET_HARNESS_HISTORY``, or
-``<cache>/history.sqlite``); :meth:`HistoryStore.open` connects, takes the store's
-lock and migrates it (:mod:`harness.history.migrations`). Every write is its own
-short transaction and inserts only rows that are not there yet, so two runners at
-once never lose or corrupt rows (SQLite: ``BEGIN IMMEDIATE`` with a busy timeout;
-PostgreSQL: row-level ``ON CONFLICT DO NOTHING``), and catching a run up from its
-``results.jsonl`` after the live writer wrote part of it adds only what is missing.
-Whatever goes wrong reaching or reading the store is a :class:`StoreError` whose
-message is one line naming the store and what to do.
+:func:`~harness.history.target.store_target` says where (``--history``,
+``$ET_HARNESS_HISTORY``, or ``<cache>/history.sqlite``); :meth:`HistoryStore.open`
+connects, takes the store's lock and migrates it (:mod:`harness.history.migrations`).
+Every write is its own short transaction and inserts only rows that are not there
+yet, so two runners at once never lose or corrupt rows (SQLite: ``BEGIN IMMEDIATE``
+with a busy timeout; PostgreSQL: row-level ``ON CONFLICT DO NOTHING``), and catching a
+run up from its ``results.jsonl`` after the live writer wrote part of it adds only
+what is missing. Whatever goes wrong reaching or reading the store is a
+:class:`StoreError` whose message is one line naming the store and what to do.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy import Engine, Table, create_engine, event, func, select, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
 from harness.history.migrations import SchemaError, migrate
 from harness.history.records import COMPLETE, INCOMPLETE, RUNNING, CaseRecord, RunRecord
 from harness.history.schema import cases, runs
-from harness.lifecycle.cache import cache_root
+from harness.history.target import TargetError, driver_of
 
-STORE_ENV = "ET_HARNESS_HISTORY"
-OFF = "off"
-DEFAULT_FILE = "history.sqlite"
 CONNECT_TIMEOUT_S = 5  # an unreachable lab database costs a run this long, once
 BUSY_TIMEOUT_S = 60  # SQLite: how long a writer waits for another's transaction
+# PostgreSQL: connecting, each statement (lock waits included) and a peer gone silent
+# (TCP keepalives: about 25 s) are bounded, so a hung database never hangs a run.
+_POSTGRES_BOUNDS = {
+    "connect_timeout": CONNECT_TIMEOUT_S,
+    "options": f"-c statement_timeout={BUSY_TIMEOUT_S * 1000}",
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
 
 
 class StoreError(Exception):
@@ -43,32 +49,30 @@ class StoreUnreachable(StoreError):
     """The store's server (or file system) did not answer: a run keeps going without it."""
 
 
-def store_target(option: str | None) -> str:
-    """Where the history is: the option, else ``$ET_HARNESS_HISTORY``, else the cache's
-    SQLite file; ``off`` turns it off."""
-    return option or os.environ.get(STORE_ENV) or str(cache_root() / DEFAULT_FILE)
-
-
 def store_url(target: str) -> URL:
     """``target`` as a database URL: a URL as given (``postgresql://`` taken by psycopg 3),
     anything else a path to an SQLite file."""
+    try:
+        driver = driver_of(target)
+    except TargetError as exc:
+        raise StoreError(f"history: {exc}") from None
     if "://" not in target:
         path = Path(target).expanduser().absolute()
         return URL.create("sqlite", database=str(path))
     try:
-        url = make_url(target)
+        return make_url(target).set(drivername=driver)
     except ArgumentError:
         raise StoreError(
-            f"history {target!r}: not a database URL; give a path or postgresql://USER@HOST/DB"
+            "history: not a database URL; give an SQLite file path or a "
+            "postgresql://USER@HOST/DB URL"
         ) from None
-    if url.drivername in ("postgresql", "postgres"):
-        url = url.set(drivername="postgresql+psycopg")
-    if url.drivername not in ("sqlite", "postgresql+psycopg"):
-        raise StoreError(
-            f"history {url.render_as_string(hide_password=True)}: {url.drivername} is not "
-            "supported; give an SQLite path or a postgresql:// URL"
-        )
-    return url
+
+
+def shown(url: URL) -> str:
+    """The store as messages name it: a file's path, a URL without its password."""
+    if url.drivername == "sqlite":
+        return str(url.database)
+    return url.render_as_string(hide_password=True)
 
 
 def _engine(url: URL) -> Engine:
@@ -88,7 +92,7 @@ def _engine(url: URL) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+    return create_engine(url, connect_args=_POSTGRES_BOUNDS)
 
 
 class HistoryStore:
@@ -101,11 +105,7 @@ class HistoryStore:
     @classmethod
     def open(cls, target: str) -> HistoryStore:
         url = store_url(target)
-        where = (
-            url.render_as_string(hide_password=True)
-            if url.drivername != "sqlite"
-            else str(url.database)
-        )
+        where = shown(url)
         try:
             store = cls(_engine(url), where)
         except OSError as exc:
@@ -123,14 +123,14 @@ class HistoryStore:
     def add_run(self, row: dict[str, Any]) -> None:
         """Insert the run unless it is there already."""
         with self._failing_as_store_error("writing"), self.engine.begin() as connection:
-            connection.execute(self._insert_new(runs), [row])
+            connection.execute(self._insert_new(runs), [_fitted(runs, row)])
 
     def add_cases(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert the cases that are not there yet."""
         if not rows:
             return
         with self._failing_as_store_error("writing"), self.engine.begin() as connection:
-            connection.execute(self._insert_new(cases), list(rows))
+            connection.execute(self._insert_new(cases), [_fitted(cases, row) for row in rows])
 
     def end_run(self, run_id: str, finished: float | None, exit_status: int | None) -> None:
         """Mark the run complete (it ended with an exit status) or incomplete."""
@@ -244,6 +244,18 @@ def _store_errors(where: str, doing: str) -> Iterator[None]:
         raise StoreError(f"{prefix}: {doing} failed: {_first_line(str(exc))}") from None
     except OSError as exc:
         raise StoreUnreachable(f"{prefix}: {doing} failed: {exc.strerror}") from None
+
+
+def _fitted(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with each text cut to its column's length: a run's names, facts and test ids
+    come from profiles, agents and test parameters, and PostgreSQL refuses longer ones."""
+    fitted = dict(row)
+    for column in table.columns:
+        length = getattr(column.type, "length", None)
+        value = fitted.get(column.name)
+        if length and isinstance(value, str) and len(value) > length:
+            fitted[column.name] = value[:length]
+    return fitted
 
 
 def _first_line(text: str) -> str:
