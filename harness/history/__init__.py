@@ -2,8 +2,10 @@
 
 One concept per module:
 
-- :mod:`~harness.history.schema`, :mod:`~harness.history.migrations`: the tables and
-  their versions; :mod:`~harness.history.store`: SQLite or PostgreSQL over SQLAlchemy;
+- :mod:`~harness.history.target`: where the store is (``--history``, checked without
+  the database library); :mod:`~harness.history.schema`,
+  :mod:`~harness.history.migrations`: the tables and their versions;
+  :mod:`~harness.history.store`: SQLite or PostgreSQL over SQLAlchemy;
 - :mod:`~harness.history.records`: a run and its tests as stored, made from the records
   ``results.jsonl`` gets; :mod:`~harness.history.writers`: whether a run's writer lives;
 - :mod:`~harness.history.live`: written as a run goes (a listener of the results
