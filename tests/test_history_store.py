@@ -162,7 +162,7 @@ def _writer(target: str, name: str, count: int, results_dir: Path) -> subprocess
 
 
 def test_concurrent_writers_lose_no_row_and_corrupt_nothing(target, tmp_path):
-    HistoryStore.open(target).close()
+    # Three writers open the new store at once: one makes the tables, the others wait.
     writers = [_writer(target, f"w{n}", 60, tmp_path / f"w{n}") for n in range(3)]
     for writer in writers:
         out, err = writer.communicate(timeout=240)

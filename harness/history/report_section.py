@@ -148,5 +148,16 @@ def _trends(history: History) -> str:
         ),
         trend_svg("case time per device", history.runs, devices, "case_time", "seconds"),
     ]
+    places = health(history, "place")
+    if places:  # lab runs: the places' own trouble, whichever device profile took them
+        charts.append(
+            trend_svg(
+                "infrastructure-error rate per lab place",
+                history.runs,
+                places,
+                "infra_rate",
+                "infra / tests",
+            )
+        )
     figures = "".join(f'<figure class="trend">{svg}</figure>' for svg in charts)
     return f'<h2 id="trends">Trends</h2>{figures}'
