@@ -119,6 +119,7 @@ def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chro
 
 
 def test_two_runners_at_once_on_a_real_postgresql_server_then_the_change(tmp_path):
+    require("chromium")
     with postgres_server() as url:
         runners = [nightly(url, tmp_path, f"runner-{n}", change=False) for n in (1, 2)]
         for runner in runners:
@@ -134,8 +135,10 @@ def test_two_runners_at_once_on_a_real_postgresql_server_then_the_change(tmp_pat
     (host,) = report["health"]["device"]
     assert [p["tests"] for p in host["points"]] == [3, 3, 3]
     assert [p["passed"] for p in host["points"]] == [3, 3, 2]
-    html = (tmp_path / "night-2" / "report.html").read_text("utf-8")
-    assert "New failures (1)" in html and html.count("<svg") == 5
+    page = tmp_path / "night-2" / "report.html"
+    dom = chromium(page, tmp_path, "--dump-dom").stdout
+    assert "New failures (1)" in dom and SEEDED_ID in dom and dom.count("<svg") == 5
+    assert "postgresql+psycopg://et@/history" in dom
 
 
 def test_a_damaged_store_fails_no_run_and_the_report_says_so(tmp_path):

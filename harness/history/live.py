@@ -87,7 +87,7 @@ class LiveHistory:
             return
         if self.lost is not None:  # one more try: the store may be back
             self.lost = None
-            self.store = None
+            self._close()
             self._attempt(lambda store: store.add_run(self._run))
         key = run_id(info)
         if self._attempt(self._flush) and self._attempt(
@@ -111,9 +111,17 @@ class LiveHistory:
         if self.lost is not None or self.store is None:
             return unavailable_section(self.lost or "the store was not opened")
         key = self._run["id"]
-        return self._guarded(lambda store: history_section(store, key)) or (
-            unavailable_section(self.lost or "")
-        )
+        try:
+            return self._guarded(lambda store: history_section(store, key)) or (
+                unavailable_section(self.lost or "")
+            )
+        finally:
+            self._close()  # the run's last use of the store
+
+    def _close(self) -> None:
+        if self.store is not None:
+            store, self.store = self.store, None
+            store.close()
 
     def _flush(self, store: Any) -> None:
         store.add_cases(self._rows[self._written :])
