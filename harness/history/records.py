@@ -50,7 +50,7 @@ class RunIdentity:
 
         prefix = prefix_from_environment()
         return cls(
-            harness_version=metadata.version("executorch-hil-harness"),
+            harness_version=_harness_version(),
             harness_commit=_git_commit(),
             sdk_source=f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}",
             sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
@@ -68,6 +68,14 @@ class RunIdentity:
             return cls(**{key: str(data.get(key, "")) for key in cls.__dataclass_fields__})
         except (OSError, ValueError, AttributeError):
             return cls("", "", "", "")
+
+
+def _harness_version() -> str:
+    """The installed harness's version, or "" (its sources run without installing it)."""
+    try:
+        return metadata.version("executorch-hil-harness")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _git_commit() -> str:
