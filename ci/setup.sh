@@ -18,6 +18,7 @@ APT_PACKAGES=(
   iproute2 util-linux procps         # network namespaces, unshare, ps
   ser2net                            # serial ports of the emulated labgrid lab
   chromium                           # the HTML report, checked in a real browser
+  postgresql libpq5                  # the run history: a real PostgreSQL server in the tests; psycopg's libpq
 )
 
 missing=()

@@ -62,6 +62,7 @@ from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm
+from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.model.messages import LoadPath
 from harness.runner import CaseRunner
@@ -83,6 +84,7 @@ _ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_history_option(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -154,6 +156,7 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
             ),
             html_path=place.html_path,
             eager=place.eager,
+            listeners=[history] if (history := LiveHistory.of(config)) else [],
         )
     except OSError as exc:
         raise pytest.UsageError(

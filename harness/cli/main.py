@@ -8,7 +8,9 @@
 - ``et-harness doctor``: bring each device up and report its health;
 - ``et-harness emu NAME``: keep an emulated device up until Ctrl-C;
 - ``et-harness bench``: measure what a case costs (docs/performance.md);
-- ``et-harness devices``: list the device profiles.
+- ``et-harness devices``: list the device profiles;
+- ``et-harness history``: what changed since the last run, flaky checks, device
+  health, where a failure began (docs/device-farm.md, "Run history").
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from harness.check import format_value, show_name
 from harness.codec import readable, wire
 from harness.codec.mapfile import MapFileError, load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
+from harness.history import command as history_command
 from harness.model.messages import Action, Request
 from harness.transport.base import TransportError
 
@@ -45,6 +48,8 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from harness.agent.sdk import SdkError
     from harness.cli.bench import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
+    from harness.history.catch_up import CatchUpError
+    from harness.history.store import StoreError
     from harness.link.serial.arq import MessageTooLarge
     from harness.runner import RunnerError
 
@@ -59,6 +64,9 @@ def _user_errors() -> tuple[type[Exception], ...]:
         RunnerError,
         MessageTooLarge,
         BenchmarkError,
+        StoreError,
+        CatchUpError,
+        history_command.HistoryOutputError,
     )
 
 
@@ -96,22 +104,28 @@ def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     return int(pytest.main([str(SUITES_DIR), "--device", args.device, *pytest_args]))
 
 
-def _check_writable(path: Path) -> None:
+def _check_writable(path: Path, option: str = "--json") -> None:
     """Refuse an output path that cannot be written, before the work that fills it."""
     existed = path.exists()
     if existed and not path.is_dir() and not path.is_file():  # opening a FIFO would block
         raise CliError(
-            f"--json {path}: cannot write there (not a regular file); give a writable file path"
+            f"{option} {path}: cannot write there (not a regular file); give a writable file path"
         )
     try:
         with path.open("a", encoding="utf-8"):
             pass
     except OSError as exc:
         raise CliError(
-            f"--json {path}: cannot write there ({exc.strerror}); give a writable file path"
+            f"{option} {path}: cannot write there ({exc.strerror}); give a writable file path"
         ) from None
     if not existed:
         path.unlink()
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    if args.html:
+        _check_writable(args.html, "--html")
+    return history_command.run_history(args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -409,6 +423,8 @@ def _main(argv: list[str] | None) -> int:
     )
     bench_cmd.add_argument("--json", help="write all figures to this JSON file")
 
+    history_command.add_parser(commands, _positive_int)
+
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -419,6 +435,7 @@ def _main(argv: list[str] | None) -> int:
         "send": _cmd_send,
         "doctor": _cmd_doctor,
         "emu": _cmd_emu,
+        "history": _cmd_history,
     }
     try:
         if args.command != "emu" and getattr(args, "device", None) is not None:

@@ -70,6 +70,20 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def html_page(title: str, body: str) -> str:
+    """A self-contained HTML document in the report's style: ``title`` and ``body`` (HTML)."""
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<h1>{_e(title)}</h1>",
+            body,
+            "</body></html>",
+        ]
+    )
+
+
 def _worst(outcomes: collections.Counter) -> str:
     return next((o for o in _SEVERITY if outcomes[o]), "none")
 
@@ -85,8 +99,11 @@ def _badge(outcome: str) -> str:
 class _Page:
     """Builds the report; ids are numbers so that any test or backend name is safe."""
 
-    def __init__(self, results: Sequence[CaseResult], title: str, artifacts_prefix: str) -> None:
+    def __init__(
+        self, results: Sequence[CaseResult], title: str, artifacts_prefix: str, appendix: str
+    ) -> None:
         self.results = list(results)
+        self.appendix = appendix
         self.title = title
         self.artifacts_prefix = artifacts_prefix
         self.devices = devices_in_order(self.results)
@@ -96,11 +113,8 @@ class _Page:
 
     def render(self) -> str:
         parts = [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{_e(self.title)}</title><style>{_STYLE}</style></head><body>",
-            f"<h1>{_e(self.title)}</h1>",
             self._overview(),
+            self.appendix,
             self._devices(),
             "<h2>Matrix: suites and backends by device</h2>",
             '<p class="muted">Suite rows count tests (✓ passed, ✗ failed, E error, '
@@ -112,9 +126,8 @@ class _Page:
             self._cells(),
             "<h2>Cases</h2>",
             *(self._case(r) for r in self.results),
-            "</body></html>",
         ]
-        return "\n".join(parts)
+        return html_page(self.title, "\n".join(parts))
 
     def _overview(self) -> str:
         total = collections.Counter(r.outcome for r in self.results)
@@ -289,14 +302,18 @@ class _Page:
 
 
 def render_report(
-    results: Sequence[CaseResult], title: str = "ExecuTorch device farm", artifacts_prefix: str = ""
+    results: Sequence[CaseResult],
+    title: str = "ExecuTorch device farm",
+    artifacts_prefix: str = "",
+    appendix: str = "",
 ) -> str:
     """The whole report as one HTML document.
 
     Artifact links are the results' artifact paths (relative to their results
-    directory) prefixed with ``artifacts_prefix``.
+    directory) prefixed with ``artifacts_prefix``; ``appendix`` is HTML placed after
+    the overview (the run's history: :mod:`harness.history.report_section`).
     """
-    return _Page(results, title, artifacts_prefix).render()
+    return _Page(results, title, artifacts_prefix, appendix).render()
 
 
 def write_report(
@@ -304,9 +321,10 @@ def write_report(
     results: Sequence[CaseResult],
     results_dir: Path,
     title: str = "ExecuTorch device farm",
+    appendix: str = "",
 ) -> None:
     """Write :func:`render_report` to ``path``; artifact links lead into ``results_dir``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = os.path.relpath(results_dir.resolve(), path.parent.resolve())
     prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
-    path.write_text(render_report(results, title, prefix), "utf-8")
+    path.write_text(render_report(results, title, prefix, appendix), "utf-8")

@@ -15,10 +15,10 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import pytest
 
@@ -116,18 +116,40 @@ def read_results(path: Path) -> list[CaseResult]:
     return results
 
 
+class RunListener(Protocol):
+    """Gets what the results file gets, as it gets it (e.g. the history store)."""
+
+    def run_started(self, info: RunInfo, results_dir: Path) -> None: ...
+
+    def result_written(self, result: CaseResult) -> None: ...
+
+    def run_finished(self, info: RunInfo) -> None: ...
+
+    def report_section(self, results: Sequence[CaseResult]) -> str:
+        """HTML for the run's report (placed after its overview), or ""."""
+        ...
+
+
 class ResultsRecorder:
     """The run's results as they come: assembled from reports, written as tests end.
 
     Writing starts with the first result of a device test (or at once when
     ``eager``), so that runs without devices (the project's own unit tests) leave
-    no results directory behind.
+    no results directory behind. ``listeners`` get the same, at the same moments.
     """
 
-    def __init__(self, results_dir: Path, info: RunInfo, html_path: Path, eager: bool) -> None:
+    def __init__(
+        self,
+        results_dir: Path,
+        info: RunInfo,
+        html_path: Path,
+        eager: bool,
+        listeners: Sequence[RunListener] = (),
+    ) -> None:
         self.results_dir = results_dir
         self.html_path = html_path
         self.info = info
+        self.listeners = tuple(listeners)
         self.results: list[CaseResult] = []
         self._assembler = ResultAssembler(results_dir.name)
         self._writer = ResultsWriter(results_dir / RESULTS_FILE)
@@ -148,25 +170,34 @@ class ResultsRecorder:
         if not self._active and result.device is not None:
             self._activate()
         elif self._active:
-            self._writer.write(result)
+            self._write(result)
         return result
 
     def _activate(self) -> None:
         self._active = True
         self.info.write(self.results_dir)
+        for listener in self.listeners:
+            listener.run_started(self.info, self.results_dir)
         for result in self.results:
-            self._writer.write(result)
+            self._write(result)
+
+    def _write(self, result: CaseResult) -> None:
+        self._writer.write(result)
+        for listener in self.listeners:
+            listener.result_written(result)
 
     def finish(self, exit_status: int) -> None:
         """Close the results file; write the HTML report and the final ``run.json``."""
         self._writer.close()
         if not self._active:
             return
-        dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status).write(
-            self.results_dir
-        )
+        final = dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status)
+        final.write(self.results_dir)
+        for listener in self.listeners:
+            listener.run_finished(final)
+        appendix = "".join(listener.report_section(self.results) for listener in self.listeners)
         try:
-            write_report(self.html_path, self.results, self.results_dir)
+            write_report(self.html_path, self.results, self.results_dir, appendix=appendix)
         except OSError as exc:  # checked at start-up, but the place may have changed since
             print(
                 f"et-harness: --html-report {self.html_path}: cannot write it "

@@ -1,0 +1,138 @@
+"""``et-harness history``: what changed since the last comparable run, flaky checks,
+device and place health, and where each failure began; text or ``--json``.
+
+``--catch-up DIR...`` first adds runs from their results directories (the path for
+runs whose store was unreachable, and for older runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+DEFAULT_RUNS = 30
+DEFAULT_FLAKY_WINDOW = 10
+
+
+class HistoryOutputError(Exception):
+    """The history page could not be written; the message says what to do."""
+
+
+def add_parser(commands: Any, positive_int: Any) -> None:
+    """The ``history`` subcommand's options, on ``et-harness``'s subparsers."""
+    cmd = commands.add_parser(
+        "history",
+        help="what changed since the last run, flaky checks, health, where failures began",
+        description=__doc__.split("\n\n")[0],
+    )
+    cmd.add_argument(
+        "--history",
+        metavar="STORE",
+        help="SQLite file or postgresql:// URL (default: $ET_HARNESS_HISTORY or "
+        "~/.cache/et-harness/history.sqlite)",
+    )
+    cmd.add_argument("--device", dest="on_device", help="only tests on this device")
+    cmd.add_argument("--backend", help="only tests whose verdicts checked this backend")
+    cmd.add_argument("--test", help="only tests whose id contains this text")
+    cmd.add_argument("--run", help="the run to look from (its name; default: the latest)")
+    cmd.add_argument(
+        "--runs", type=positive_int, default=DEFAULT_RUNS, help="runs to read (default: 30)"
+    )
+    cmd.add_argument(
+        "--flaky-window",
+        type=positive_int,
+        default=DEFAULT_FLAKY_WINDOW,
+        help="runs the flaky checks look at (default: 10)",
+    )
+    cmd.add_argument("--json", action="store_true", help="print one JSON document")
+    cmd.add_argument(
+        "--html",
+        type=Path,
+        metavar="PATH",
+        help="also write a self-contained HTML page: what changed for each run caught up "
+        "(else the latest), and the trend charts",
+    )
+    cmd.add_argument(
+        "--catch-up",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="RESULTS_DIR",
+        help="first add the runs in these results directories (run.json, results.jsonl; "
+        "directories holding them are searched)",
+    )
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from harness.history.catch_up import catch_up, run_dirs
+    from harness.history.report_section import history_page
+    from harness.history.store import HistoryStore, StoreError
+    from harness.history.target import OFF, store_target
+    from harness.history.terminal import history_text
+    from harness.history.view import CaseFilter, History
+    from harness.history.writers import dead_writers
+
+    target = store_target(args.history)
+    if target == OFF:
+        raise StoreError("history is off ($ET_HARNESS_HISTORY=off); give --history STORE")
+    directories = run_dirs(args.catch_up) if args.catch_up else []
+    store = HistoryStore.open(target)
+    try:
+        caught = []
+        for directory in directories:
+            done = catch_up(store, directory)
+            caught.append(done.run_id)
+            if not args.json:
+                print(f"caught up {done.run_id}: {done.added} of {done.total} tests added")
+        store.mark_abandoned(dead_writers(store.running_writers()))
+        keep = CaseFilter(args.on_device, args.backend, args.test)
+        history = History.load(store, args.runs, keep)
+        report = analyse(history, args.run, args.flaky_window)
+        if args.json:
+            print(json.dumps({"store": store.where, **report}, indent=2, ensure_ascii=False))
+        else:
+            print("\n".join(history_text(store.where, history, report)))
+        if args.html:
+            try:
+                args.html.write_text(history_page(store, caught), "utf-8")
+            except OSError as exc:
+                raise HistoryOutputError(
+                    f"--html {args.html}: writing the page failed ({exc.strerror}); "
+                    "the history in the store is complete"
+                ) from None
+            if not args.json:
+                print(f"history page: {args.html}")
+    finally:
+        store.close()
+    return 0
+
+
+def analyse(history: Any, run_name: str | None, window: int) -> dict[str, Any]:
+    """Every section, as plain data (what ``--json`` prints)."""
+    from harness.history.flaky import flaky_checks
+    from harness.history.health import health
+    from harness.history.regression import regressions
+    from harness.history.since_last import since_last
+    from harness.history.store import StoreError
+
+    if not history.runs:
+        return {"runs": 0, "run": None}
+    if run_name is None:
+        run = history.runs[-1]
+    else:
+        run = next((r for r in reversed(history.runs) if r.name == run_name), None)
+        if run is None:
+            raise StoreError(f"--run {run_name}: not among the last {len(history.runs)} runs")
+    return {
+        "runs": len(history.runs),
+        "run": run.as_json(),
+        "since_last": since_last(history, run).as_json(),
+        "flaky": [f.as_json() for f in flaky_checks(history, window)],
+        "flaky_window": window,
+        "health": {
+            kind: [h.as_json() for h in health(history, kind)] for kind in ("device", "place")
+        },
+        "regressions": [r.as_json() for r in regressions(history, run)],
+    }

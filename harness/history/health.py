@@ -1,0 +1,71 @@
+"""Device and lab-place health over time: per run, how many tests passed, failed, or
+ended in device trouble, and whether the device was quarantined."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from harness.history.records import QUARANTINED
+from harness.history.view import History
+
+
+@dataclass(frozen=True)
+class HealthPoint:
+    run: str
+    started: float
+    tests: int
+    passed: int
+    failing: int
+    infra: int
+    quarantined: bool
+    case_time: float  # seconds, the tests' durations summed
+
+    @property
+    def infra_rate(self) -> float:
+        return self.infra / self.tests if self.tests else 0.0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.tests if self.tests else 0.0
+
+
+@dataclass(frozen=True)
+class Health:
+    kind: str  # device, place or backend
+    name: str
+    points: tuple[HealthPoint, ...]  # oldest first
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for point, row in zip(self.points, data["points"], strict=True):
+            row["infra_rate"] = round(point.infra_rate, 4)
+            row["pass_rate"] = round(point.pass_rate, 4)
+        return data
+
+
+def health(history: History, kind: str) -> list[Health]:
+    """Per device, place or backend (``kind``), a point per run it was in."""
+    series: dict[str, list[HealthPoint]] = collections.defaultdict(list)
+    for run in history.runs:
+        groups: dict[str, list[Any]] = collections.defaultdict(list)
+        for case in history.cases.get(run.id, ()):
+            names = {"device": [case.device], "place": [case.place], "backend": case.backends}
+            for name in names[kind]:
+                if name:
+                    groups[name].append(case)
+        for name, mine in groups.items():
+            series[name].append(
+                HealthPoint(
+                    run=run.name,
+                    started=run.started,
+                    tests=len(mine),
+                    passed=sum(1 for c in mine if c.outcome == "passed"),
+                    failing=sum(1 for c in mine if c.failing),
+                    infra=sum(1 for c in mine if c.outcome == "infra"),
+                    quarantined=any(c.infra_type == QUARANTINED for c in mine),
+                    case_time=round(sum(c.duration for c in mine), 6),
+                )
+            )
+    return [Health(kind, name, tuple(points)) for name, points in sorted(series.items())]

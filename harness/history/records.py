@@ -1,0 +1,230 @@
+"""A run and its tests as the history keeps them, and how they are made from results.
+
+:class:`RunRecord` and :class:`CaseRecord` are what the analyses read; :func:`case_row`
+turns a :class:`~harness.farm.records.CaseResult` (the very record ``results.jsonl``
+gets) into a row of ``et_history_cases``; :class:`RunIdentity` is what a run says
+about the harness and the runtime, written beside ``run.json`` as ``history.json``
+so that catching up from a results directory later records the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.farm.infra import one_line
+from harness.farm.records import CaseResult
+from harness.farm.results import RunInfo
+
+IDENTITY_FILE = "history.json"
+# Run states: written as it goes; ended with run.json's exit status; its writer is gone.
+RUNNING, COMPLETE, INCOMPLETE = "running", "complete", "incomplete"
+# The runtime's commit, for runs on one's own ExecuTorch build (CI sets it).
+RUNTIME_COMMIT_ENV = "ET_HARNESS_RUNTIME_COMMIT"
+FAILING = frozenset({"failed", "error", "xpassed"})  # the check is wrong (not device trouble)
+QUARANTINED = "DeviceQuarantined"
+_SHOWN_DIFFERENCES = 3
+_DIFFERENCES_LIMIT = 600
+_REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """The harness and runtime a run used."""
+
+    harness_version: str
+    harness_commit: str
+    sdk_source: str  # "wheel executorch==1.5.1" or "prefix /opt/et"
+    sdk_commit: str
+
+    @classmethod
+    def of_this_process(cls) -> RunIdentity:
+        from harness.agent.sdk import EXECUTORCH_VERSION
+        from harness.agent.sdk_prefix import prefix_from_environment
+
+        prefix = prefix_from_environment()
+        return cls(
+            harness_version=_harness_version(),
+            harness_commit=_git_commit(),
+            sdk_source=f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}",
+            sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
+        )
+
+    def write(self, results_dir: Path) -> None:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        (results_dir / IDENTITY_FILE).write_text(json.dumps(asdict(self), indent=2), "utf-8")
+
+    @classmethod
+    def read(cls, results_dir: Path) -> RunIdentity:
+        """The identity a run wrote, or an unknown one (a run from before the history)."""
+        try:
+            data = json.loads((results_dir / IDENTITY_FILE).read_text("utf-8"))
+            return cls(**{key: str(data.get(key, "")) for key in cls.__dataclass_fields__})
+        except (OSError, ValueError, AttributeError):
+            return cls("", "", "", "")
+
+
+def _harness_version() -> str:
+    """The installed harness's version, or "" (its sources run without installing it)."""
+    try:
+        return metadata.version("executorch-hil-harness")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _git_commit() -> str:
+    """The harness checkout's commit, or "" (an installed copy, no git)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(_REPO), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run: who, what, when, and whether it ended."""
+
+    id: str  # HOST/NAME/START
+    name: str
+    host: str
+    devices: tuple[str, ...]
+    suites: tuple[str, ...]  # of its tests, sorted
+    started: float
+    finished: float | None
+    exit_status: int | None
+    state: str
+    harness_version: str
+    sdk_source: str
+    sdk_commit: str
+    results_dir: str
+
+    @classmethod
+    def of_row(cls, row: Mapping[Any, Any], suites: Iterable[str]) -> RunRecord:
+        values = {name: row[name] for name in cls.__dataclass_fields__ if name != "suites"}
+        values["devices"] = _split(row["devices"])
+        return cls(**values, suites=tuple(sorted(suites)))
+
+    def comparable(self, other: RunRecord) -> bool:
+        """Same suites on the same devices."""
+        return (set(self.devices), self.suites) == (set(other.devices), other.suites)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One test of one run."""
+
+    run_id: str
+    nodeid: str
+    device: str
+    outcome: str
+    duration: float
+    runtime: str
+    agent_version: str
+    load_paths: tuple[str, ...]
+    backends: tuple[str, ...]
+    differences: str
+    infra_type: str
+    infra_cause: str
+    tries: int
+    place: str
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in FAILING
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The check across runs: the test on its device."""
+        return (self.nodeid, self.device)
+
+    @classmethod
+    def of_row(cls, row: Mapping[Any, Any]) -> CaseRecord:
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values.update(load_paths=_split(row["load_paths"]), backends=_split(row["backends"]))
+        return cls(**values)
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.split(",") if part)
+
+
+def _short_differences(result: CaseResult) -> str:
+    """The verdicts' differences, the first few; for a failure without any, its error line
+    (pytest's first ``E`` line)."""
+    lines = [d for v in result.verdicts for d in v.differences]
+    if not lines and result.outcome in FAILING:
+        errors = [line[1:].strip() for line in result.longrepr.splitlines() if line[:2] == "E "]
+        lines = errors[:1]
+    shown = lines[:_SHOWN_DIFFERENCES]
+    if len(lines) > len(shown):
+        shown.append(f"... and {len(lines) - len(shown)} more")
+    return one_line("; ".join(shown), _DIFFERENCES_LIMIT)
+
+
+def case_row(run_id: str, seq: int, result: CaseResult) -> dict[str, Any]:
+    """The ``et_history_cases`` row of ``result``, the ``seq``-th result of its run."""
+    routes = dict.fromkeys(v.route for v in result.verdicts)
+    backends = dict.fromkeys(name for v in result.verdicts for name, _ in v.backends)
+    return {
+        "run_id": run_id,
+        "nodeid": result.nodeid,
+        "seq": seq,
+        "suite": result.suite,
+        "device": result.device or "",
+        "outcome": result.outcome,
+        "duration": result.duration,
+        "started": result.started,
+        "runtime": result.facts.get("runtime", ""),
+        "agent_version": result.facts.get("agent_version", ""),
+        "load_paths": ",".join(routes),
+        "backends": ",".join(backends),
+        "differences": _short_differences(result),
+        "infra_type": result.infra.type if result.infra else "",
+        "infra_cause": one_line(result.infra.message) if result.infra else "",
+        "tries": 1 + len(result.failed_tries),
+        "place": result.facts.get("place", ""),
+        "exporter": result.facts.get("exporter", ""),
+    }
+
+
+def run_id(info: RunInfo) -> str:
+    """A run's key: ``HOST/NAME/START``. A results directory's name is unique on its host
+    at best (a nightly job's ``--results-dir results/emulated`` is the same every night)."""
+    return f"{info.host[:100]}/{info.run[:150]}/{info.started:.6f}"
+
+
+def run_row(
+    info: RunInfo, identity: RunIdentity, results_dir: Path, writer: str, source: str
+) -> dict[str, Any]:
+    """The ``et_history_runs`` row of a run starting (``finished`` comes at its end)."""
+    return {
+        "id": run_id(info),
+        "name": info.run,
+        "host": info.host,
+        "command": json.dumps(list(info.command)),
+        "devices": ",".join(info.devices),
+        "results_dir": str(results_dir),
+        **asdict(identity),
+        "started": info.started,
+        "finished": None,
+        "exit_status": None,
+        "state": RUNNING,
+        "writer": writer,
+        "source": source,
+    }

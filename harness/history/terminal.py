@@ -1,0 +1,95 @@
+"""``et-harness history`` as text, one block per section (from ``command.analyse``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_SPARK_RUNS = 12
+
+
+def _run_line(run: Mapping[str, Any]) -> str:
+    status = "" if run["exit_status"] is None else f", exit {run['exit_status']}"
+    commit = f", runtime commit {run['sdk_commit']}" if run["sdk_commit"] else ""
+    return (
+        f"{run['name']} on {run['host']} ({run['state']}{status}); devices "
+        f"{','.join(run['devices']) or '-'}; {run['sdk_source'] or 'runtime unknown'}{commit}"
+    )
+
+
+def _changes(title: str, changes: list[dict[str, Any]]) -> list[str]:
+    lines = [f"{title} ({len(changes)})"]
+    for c in changes:
+        detail = f"  {c['detail']}" if c["detail"] else ""
+        lines.append(
+            f"  {c['nodeid']} on {c['device'] or '-'}: {c['then'] or 'not run'} -> "
+            f"{c['now']}{detail}"
+        )
+    return lines
+
+
+def _percent(rate: float) -> str:
+    return f"{round(rate * 100):>3}%"
+
+
+def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
+    if report["run"] is None:
+        return [f"history {where}: no runs yet"]
+    lines = [f"history {where}: {report['runs']} run(s) read", f"run: {_run_line(report['run'])}"]
+    diff = report["since_last"]
+    lines.append("")
+    if diff["previous"] is None:
+        lines.append("== since the last comparable run: none (same suites on the same devices) ==")
+    else:
+        lines.append(f"== since the last comparable run: {_run_line(diff['previous'])} ==")
+    lines += _changes("new failures", diff["new_failures"])
+    lines += _changes("fixed", diff["fixed"])
+    lines += _changes("still failing", diff["still_failing"])
+    lines += _changes("new infra", diff["new_infra"])
+    quarantines = diff["quarantines"]
+    lines.append(f"quarantines ({len(quarantines)})")
+    lines += [f"  {q['device']}{' (new)' if q['new'] else ''}: {q['cause']}" for q in quarantines]
+    lines += [
+        "",
+        f"== flaky checks: last {report['flaky_window']} runs, same runtime, agent and device ==",
+    ]
+    if not report["flaky"]:
+        lines.append("none")
+    for f in report["flaky"]:
+        outcomes = " ".join("P" if o == "passed" else "F" for _, o in f["outcomes"])
+        lines.append(
+            f"  {f['nodeid']} on {f['device'] or '-'} ({f['runtime'] or 'runtime ?'}, "
+            f"agent {f['agent_version'] or '?'}): {outcomes} ({f['flips']} flips)"
+        )
+    for kind in ("device", "place"):
+        series = report["health"][kind]
+        if kind == "place" and not series:
+            continue
+        lines += ["", f"== {kind} health: infra rate and pass rate per run, oldest first =="]
+        for h in series:
+            points = h["points"][-_SPARK_RUNS:]
+            infra = " ".join(_percent(p["infra_rate"]) for p in points)
+            passed = " ".join(_percent(p["pass_rate"]) for p in points)
+            quarantined = sum(1 for p in h["points"] if p["quarantined"])
+            lines.append(
+                f"  {h['name']}: {len(h['points'])} run(s), quarantined in "
+                f"{quarantined}; infra {infra}; passed {passed}"
+            )
+    lines += ["", "== failing now: where it began =="]
+    if not report["regressions"]:
+        lines.append("none")
+    for r in report["regressions"]:
+        first, good = r["first_failing"], r["last_good"]
+        began = (
+            f"failing since {first['run']} ({first['runtime'] or 'runtime ?'}"
+            f"{', commit ' + first['sdk_commit'] if first['sdk_commit'] else ''}), "
+            f"{r['failing_runs']} failing run(s)"
+        )
+        last = (
+            "; passed in no run kept"
+            if good is None
+            else f"; last good {good['run']} ({good['runtime'] or 'runtime ?'}"
+            f"{', commit ' + good['sdk_commit'] if good['sdk_commit'] else ''})"
+        )
+        lines.append(f"  {r['nodeid']} on {r['device'] or '-'}: {began}{last}")
+    return lines
