@@ -245,27 +245,46 @@ def _check_entry(
         differences.append(
             Difference(DifferenceKind.WRONG_STATUS, name, None, expected_status, entry.status)
         )
-    if not entry.is_probe and not compare_non_probe:
+    if not entry.is_observed and not compare_non_probe:
         return BackendOutcome(name, entry, expected_status, None, None, (), tuple(differences))
     hook = HOOKS[action]
-    if entry.is_probe and entry.calls == 0:
+    if entry.is_observed and entry.calls == 0:
         differences.append(Difference(DifferenceKind.NOT_CALLED, name, hook, expected_calls, 0))
-    elif entry.is_probe and entry.calls != expected_calls:
+    elif entry.is_observed and entry.calls != expected_calls:
         differences.append(
             Difference(DifferenceKind.WRONG_CALL_COUNT, name, hook, expected_calls, entry.calls)
         )
+    differences += _backend_status_differences(name, entry, action)
     others = tuple(b for b in sent.backends if b.backend_id != name)
-    rows, option_differences = _align(name, expected, entry.options, others, values_checked)
+    rows, option_differences = _align(name, expected, entry.delivered, others, values_checked)
     return BackendOutcome(
         name,
         entry,
         expected_status,
-        expected_calls if entry.is_probe else None,
+        expected_calls if entry.is_observed else None,
         expected,
         rows,
         tuple(differences) + option_differences,
         values_checked,
     )
+
+
+def _backend_status_differences(
+    name: str, entry: ReportEntry, action: Action
+) -> tuple[Difference, ...]:
+    """A recorded real backend's own return code against what the runtime reported:
+    SET and GET pass it on as it is; a LOAD whose ``init`` failed cannot load."""
+    returned = entry.backend_status
+    if returned is None or entry.calls == 0:
+        return ()
+    if action is Action.LOAD:
+        passed_on = returned == RuntimeErrorCode.Ok or entry.status != RuntimeErrorCode.Ok
+    else:
+        passed_on = returned == entry.status
+    if passed_on:
+        return ()
+    hook = HOOKS[action]
+    return (Difference(DifferenceKind.BACKEND_STATUS, name, hook, returned, entry.status),)
 
 
 def _align(
