@@ -181,6 +181,13 @@ class CaseRunner:
         return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
 
     @property
+    def recorded(self) -> tuple[str, ...]:
+        """The real backends whose calls the agent records (HELLO ``recorded``): their
+        entries are checked exactly, like a probe's (docs/agent.md)."""
+        announced = self.hello.fact("recorded")
+        return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
+
+    @property
     def max_models(self) -> int:
         """How many models one LOAD may carry (HELLO ``max_models``; 1 if absent)."""
         value = self.hello.fact("max_models")
@@ -316,7 +323,14 @@ class CaseRunner:
             )
         report = self._exchange(lambda link: link.request(request))
         return self._record(
-            check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path)
+            check_load(
+                request.delivered,
+                program_ids,
+                report,
+                unobserved=unobserved,
+                path=path,
+                recorded=self.recorded,
+            )
         )
 
     def load_models(
@@ -355,7 +369,7 @@ class CaseRunner:
             concurrent=concurrent,
         )
         report = self._exchange(lambda link: link.request(request))
-        verdicts = check_models(request, report, unobserved=unobserved)
+        verdicts = check_models(request, report, unobserved=unobserved, recorded=self.recorded)
         for verdict in verdicts:
             self._record(verdict)
         return verdicts
@@ -373,7 +387,7 @@ class CaseRunner:
         self._prepare_calls(options, expected_status)
         self._dirty = True
         report = self._exchange(lambda link: link.request(Request(Action.SET, options)))
-        return self._record(check_set(options, report, expected_status))
+        return self._record(check_set(options, report, expected_status, recorded=self.recorded))
 
     def get(
         self,
@@ -385,7 +399,9 @@ class CaseRunner:
         expected_status = dict(expected_status or {})
         self._prepare_calls(requested, expected_status)
         report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))
-        return self._record(check_get(requested, report, expected, expected_status))
+        return self._record(
+            check_get(requested, report, expected, expected_status, recorded=self.recorded)
+        )
 
     def reset(self) -> Report:
         """Forget the loaded program and everything the probes recorded or were set."""

@@ -88,6 +88,11 @@ def _sentence(difference: Difference) -> str:
             return f"status {_status(act)}, expected {_status(exp)}"
         case DifferenceKind.WRONG_CALL_COUNT:
             return f"{key} called {_times(act)}, expected {_times(exp)}"
+        case DifferenceKind.NOT_RECORDED:
+            return (
+                f"has a report entry without records ({_entry_facts(act)}), although the "
+                "device announces it as recorded (HELLO fact 'recorded')"
+            )
         case DifferenceKind.BACKEND_STATUS:
             return (
                 f"the backend's own {key} returned {_status(exp)}, but the runtime "
