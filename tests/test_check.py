@@ -512,7 +512,8 @@ def recorded(
 
 def test_a_recorded_real_backend_is_checked_like_a_probe() -> None:
     exact = recorded(XNN, ("workspace_sharing_mode", 1), ("x", "y"))
-    assert (exact.is_recorded, exact.is_probe, exact.compile_specs) == (True, False, (("version", 4),))
+    assert (exact.is_recorded, exact.is_probe) == (True, False)
+    assert exact.compile_specs == (("version", 4),)
     verdict = check_load(XNN_SENT, (XNN,), report(exact), unobserved={XNN}, recorded={XNN})
     assert verdict.ok, verdict.render()
     assert "recorded real backend" in verdict.render()
