@@ -57,3 +57,11 @@ def test_a_multi_delegate_program_as_a_file(et, map_file):
     for result in checked.results:
         names = [(b.name, b.expected_options is not None) for b in result.verdict.backends]
         assert names == [("ProbeA", True), ("ProbeB", True), (XNNPACK_BACKEND, True)]
+
+
+def test_your_program(et, users_program):
+    """``pytest suites/test_user_program.py --device D --program model.pte --options
+    map.yaml [--probe NAME]``: your program, every method on every load path, every
+    delegate checked exactly against your map."""
+    et.check_program(users_program.program, users_program.options,
+                     probes=users_program.probes).raise_for_differences()

@@ -311,21 +311,23 @@ def records_cases(device: Device) -> dict[str, Request]:
     }
 
 
-def records_cost(device: HostedDevice, runner: CaseRunner, rounds: int) -> tuple[RecordsCost, ...]:
-    """Each of :func:`records_cases` on ``runner``'s agent (records as the profile says,
-    on by default) and on a second agent started with ``--no-records``, sampled in turn."""
+def records_cost(device: HostedDevice, rounds: int) -> tuple[RecordsCost, ...]:
+    """Each of :func:`records_cases` on two fresh agents of ``device``, one recording the
+    real backends' calls and one started with ``--no-records``, sampled in turn."""
+    recorded = CaseRunner(lambda: device.start_link(records=True), device.program_for)
     unrecorded = CaseRunner(lambda: device.start_link(records=False), device.program_for)
     try:
         costs = []
         for name, request in records_cases(device).items():
-            for each in (runner, unrecorded):
+            for each in (recorded, unrecorded):
                 each.prepare(["Bench0", "Bench1"])
             on, off = sample_alternately(
-                rounds, request_sampler(runner, request), request_sampler(unrecorded, request)
+                rounds, request_sampler(recorded, request), request_sampler(unrecorded, request)
             )
             costs.append(RecordsCost(name, on, off))
         return tuple(costs)
     finally:
+        recorded.close()
         unrecorded.close()
 
 
@@ -442,7 +444,7 @@ def benchmark(
             figures = session_mode(runner, shape, growth_cases)
             row.update(p50_ms=figures.p50_ms, per_second=figures.per_second)
         growth.append(row)
-    records = records_cost(hosted, runner, cases) if hosted else ()
+    records = records_cost(hosted, cases) if hosted else ()
     return DeviceFigures(
         device.name,
         cases,
