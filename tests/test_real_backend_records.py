@@ -5,29 +5,13 @@ return code and its execute count; ``--no-records`` turns them off."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from test_agent_host import REAL_BACKENDS, AgentProcess, agent, build, opts  # noqa: F401
 
-import pytest
-from test_agent_host import REAL_BACKENDS, AgentProcess, opts
-
-from harness.agent.build import AgentBuild, ensure_agent
+from harness.agent.build import AgentBuild
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.model.messages import Action, Outcome, Report, Request
 from harness.model.options import OptionsMap
 from harness.model.runtime_error import RuntimeErrorCode as E
-
-
-@pytest.fixture(scope="module")
-def build() -> AgentBuild:
-    return ensure_agent("x86_64")
-
-
-@pytest.fixture
-def agent(build: AgentBuild) -> Iterator[AgentProcess]:
-    process = AgentProcess([str(build.binary)])
-    yield process
-    code, err = process.finish()
-    assert code == 0, err
 
 
 def load_xnnpack(agent: AgentProcess, options: OptionsMap, probes: tuple[str, ...] = ()) -> Report:

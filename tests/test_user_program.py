@@ -99,8 +99,19 @@ def map_file(tmp_path: Path) -> Path:
 def test_send_program_checks_every_method_on_every_load_path(
     map_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["send", "--program", str(multi_delegate_program()), "--options", str(map_file),
-            "--probe", "ProbeA", "--probe", "ProbeB", "--device", "host"]
+    argv = [
+        "send",
+        "--program",
+        str(multi_delegate_program()),
+        "--options",
+        str(map_file),
+        "--probe",
+        "ProbeA",
+        "--probe",
+        "ProbeB",
+        "--device",
+        "host",
+    ]
     assert main(argv) == 0, capsys.readouterr()
     out = capsys.readouterr().out
     assert out.splitlines()[-1].endswith("2 methods x load paths = 8 loads, 8 exact")
@@ -114,8 +125,15 @@ def test_send_xnnpack_program_alone(map_file: Path, capsys: pytest.CaptureFixtur
         "backends:\n  XnnpackBackend:\n    - {key: workspace_sharing_mode, value: 0}\n",
         encoding="utf-8",
     )
-    argv = ["send", "--program", str(xnnpack_program()), "--options", str(only_xnnpack),
-            "--device", "host"]
+    argv = [
+        "send",
+        "--program",
+        str(xnnpack_program()),
+        "--options",
+        str(only_xnnpack),
+        "--device",
+        "host",
+    ]
     assert main(argv) == 0, capsys.readouterr()
     assert "1 methods x load paths = 4 loads, 4 exact" in capsys.readouterr().out
 
@@ -129,8 +147,15 @@ def test_send_program_refusals_are_one_line(
     err = capsys.readouterr().err.strip()
     assert "bad.pte: not an ExecuTorch program" in err and "\n" not in err
     # A delegate the device lacks (no probe declared): named, and how to fix it.
-    argv = ["send", "--program", str(multi_delegate_program()), "--options", str(map_file),
-            "--device", "host"]
+    argv = [
+        "send",
+        "--program",
+        str(multi_delegate_program()),
+        "--options",
+        str(map_file),
+        "--device",
+        "host",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "method 'forward' delegates to 'ProbeA', which the device lacks" in err
@@ -153,8 +178,10 @@ def damaged_programs(directory: Path, count: int) -> list[tuple[Path, tuple[str,
     init crashes on some damaged graphs (docs/agent.md), which is the backend's, not the
     agent's, to fix."""
     rng = random.Random(2222)
-    sources = [(multi_delegate_program().read_bytes(), (*PROBES, XNNPACK_BACKEND)),
-               (probe_program(PROBES).read_bytes(), PROBES)]
+    sources = [
+        (multi_delegate_program().read_bytes(), (*PROBES, XNNPACK_BACKEND)),
+        (probe_program(PROBES).read_bytes(), PROBES),
+    ]
     made = []
     for index in range(count):
         good, delegates = sources[index % 2]
@@ -186,18 +213,24 @@ def test_the_agent_survives_damaged_programs_on_every_load_path(
     build = ensure_agent("x86_64", sanitizer=sanitizer)
     programs = damaged_programs(tmp_path, 240)
     paths = list(LoadPath)
-    options = OptionsMap.from_dict({"ProbeA": {"k": 1}, XNNPACK_BACKEND: {"workspace_sharing_mode": 1}})
+    options = OptionsMap.from_dict(
+        {"ProbeA": {"k": 1}, XNNPACK_BACKEND: {"workspace_sharing_mode": 1}}
+    )
     requests = [Request.register(PROBES)]
     for index, (path, delegates) in enumerate(programs):
         load_path = paths[index % len(paths)]
         method_options = options if load_path is LoadPath.MODULE_BOTH else None
-        requests.append(Request.load(str(path), delegates, options, path=load_path,
-                                     method_options=method_options))
+        requests.append(
+            Request.load(
+                str(path), delegates, options, path=load_path, method_options=method_options
+            )
+        )
     requests.append(Request(Action.HELLO))
     stream = b"".join(wire.encode_request(r) for r in requests)
     env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1 exitcode=66"}
-    done = subprocess.run([str(build.binary)], input=stream, capture_output=True,
-                          timeout=600, env=env, check=False)
+    done = subprocess.run(
+        [str(build.binary)], input=stream, capture_output=True, timeout=600, env=env, check=False
+    )
     stderr = done.stderr.decode(errors="replace")
     assert done.returncode == 0, f"agent exited {done.returncode}: {stderr[-3000:]}"
     assert "ThreadSanitizer" not in stderr

@@ -173,7 +173,8 @@ def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Laten
     )
     remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
     remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
-    argv = [*device.profile.agent.wrapper, agent, "--oneshot", remote_in, remote_out]
+    started = device.agent_argv(agent)
+    argv = [*device.profile.agent.wrapper, *started, "--oneshot", remote_in, remote_out]
     env = dict(device.profile.agent.env) or None
     timeout = device.profile.timeouts.command
     with tempfile.TemporaryDirectory() as tmp:

@@ -160,6 +160,13 @@ class HostedDevice(Device):
                 )
         return (binary, *libraries)
 
+    def agent_argv(self, agent: str) -> list[str]:
+        """How the deployed ``agent`` is started here: by the glibc bundle's own loader,
+        or as it is (the profile's wrapper goes in front of either)."""
+        if self.deployment().mode is Deployment.GLIBC_BUNDLE:
+            return start_argv(agent)
+        return [agent]
+
     def start_link(
         self, time_limit: TimeLimit | None = None, *, records: bool | None = None
     ) -> AgentLink:
@@ -171,7 +178,7 @@ class HostedDevice(Device):
         """
         agent = self.deploy_agent()
         mode = self.deployment().mode
-        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
+        started = self.agent_argv(agent)
         race_log = self._race_log()
         detector_argv, detector_env = race_log.launch() if race_log else ((), {})
         recording = self.profile.agent.records if records is None else records

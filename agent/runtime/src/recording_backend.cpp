@@ -67,7 +67,9 @@ bool RecordingBackend::recording() {
 void RecordingBackend::begin_request() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (DeliveryRecord& record : records_) {
-    record.clear();
+    if (record.first_call != 0) {  // every hook marks its record: the others are clean
+      record.clear();
+    }
   }
 }
 
@@ -82,24 +84,23 @@ et::Result<et::DelegateHandle*> RecordingBackend::init(
   if (!recording()) {
     return real_->init(context, processed, compile_specs);
   }
+  // The specs and compile specs are const and the runtime's: read after the call,
+  // under one lock, what the backend was handed.
   const uint8_t model = current_model();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    DeliveryRecord& record = records_[model];
-    record.note_call();
-    record.note_init_specs(context.runtime_specs());
-    if (record.init_calls == 0) {
-      const size_t kept = std::min(compile_specs.size(), DeliveryRecord::kMaxCompileSpecs);
-      for (size_t i = 0; i < kept; ++i) {
-        const char* key = compile_specs[i].key;
-        record.compile_specs.emplace_back(key != nullptr ? key : "", compile_specs[i].value.nbytes);
-      }
-    }
-    ++record.init_calls;
-  }
   et::Result<et::DelegateHandle*> handle = real_->init(context, processed, compile_specs);
   std::lock_guard<std::mutex> lock(mutex_);
-  records_[model].note_returned(handle.ok() ? et::Error::Ok : handle.error());
+  DeliveryRecord& record = records_[model];
+  record.note_call();
+  record.note_init_specs(context.runtime_specs());
+  if (record.init_calls == 0) {
+    const size_t kept = std::min(compile_specs.size(), DeliveryRecord::kMaxCompileSpecs);
+    for (size_t i = 0; i < kept; ++i) {
+      const char* key = compile_specs[i].key;
+      record.compile_specs.emplace_back(key != nullptr ? key : "", compile_specs[i].value.nbytes);
+    }
+  }
+  ++record.init_calls;
+  record.note_returned(handle.ok() ? et::Error::Ok : handle.error());
   return handle;
 }
 
@@ -111,14 +112,12 @@ et::Error RecordingBackend::execute(
     return real_->execute(context, handle, args);
   }
   const uint8_t model = current_model();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    records_[model].note_call();
-    ++records_[model].execute_calls;
-  }
   const et::Error error = real_->execute(context, handle, args);
   std::lock_guard<std::mutex> lock(mutex_);
-  records_[model].note_returned(error);
+  DeliveryRecord& record = records_[model];
+  record.note_call();
+  ++record.execute_calls;
+  record.note_returned(error);
   return error;
 }
 
