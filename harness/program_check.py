@@ -56,8 +56,9 @@ class ProgramCheck:
         """Each method and path's verdict, then one line for the whole program."""
         parts = [f"method {r.method!r}, {r.verdict.render()}" for r in self.results]
         exact = sum(r.verdict.ok for r in self.results)
+        methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
         parts.append(
-            f"program {self.program}: {len(self.methods)} methods x load paths = "
+            f"program {self.program}: {methods} x load paths = "
             f"{len(self.results)} loads, {exact} exact"
         )
         return "\n".join(parts)

@@ -5,13 +5,18 @@ return code and its execute count; ``--no-records`` turns them off."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from test_agent_host import REAL_BACKENDS, AgentProcess, agent, build, opts  # noqa: F401
 
 from harness.agent.build import AgentBuild
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
+from harness.config.profile import ProfileError, load_profile
 from harness.model.messages import Action, Outcome, Report, Request
 from harness.model.options import OptionsMap
 from harness.model.runtime_error import RuntimeErrorCode as E
+from harness.runner import open_runner
 
 
 def load_xnnpack(agent: AgentProcess, options: OptionsMap, probes: tuple[str, ...] = ()) -> Report:
@@ -77,3 +82,22 @@ def test_no_records_leaves_the_entries_as_before(build: AgentBuild) -> None:
     assert report.fact("outputs") == "10.5,24.5,44.5,54.5"
     code, err = process.finish()
     assert code == 0, err
+
+
+def test_a_profile_turns_the_records_off(tmp_path: Path) -> None:
+    text = f"transport: {{kind: local}}\nwork_dir: {tmp_path / 'device'}\n"
+    on, off = tmp_path / "on.yaml", tmp_path / "off.yaml"
+    on.write_text(text, encoding="utf-8")
+    off.write_text(text + "agent: {records: false}\n", encoding="utf-8")
+    for path, recorded in ((on, ",".join(REAL_BACKENDS)), (off, None)):
+        device, runner = open_runner(load_profile(str(path)))
+        try:
+            assert runner.hello.fact("recorded") == recorded
+            assert runner.recorded == (REAL_BACKENDS if recorded else ())
+        finally:
+            runner.close()
+            device.close()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("transport: {kind: local}\nagent: {records: 1}\n", encoding="utf-8")
+    with pytest.raises(ProfileError, match=r"bad\.yaml: agent\.records: must be true"):
+        load_profile(str(bad))

@@ -135,7 +135,7 @@ def test_send_xnnpack_program_alone(map_file: Path, capsys: pytest.CaptureFixtur
         "host",
     ]
     assert main(argv) == 0, capsys.readouterr()
-    assert "1 methods x load paths = 4 loads, 4 exact" in capsys.readouterr().out
+    assert "1 method x load paths = 4 loads, 4 exact" in capsys.readouterr().out
 
 
 def test_send_program_refusals_are_one_line(
