@@ -43,7 +43,13 @@ from harness.check import Verdict
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
-from harness.farm.command_line import add_options, farm_policy, results_place
+from harness.farm.command_line import (
+    UserProgram,
+    add_options,
+    farm_policy,
+    results_place,
+    user_program,
+)
 from harness.farm.deadline import RunDeadline
 from harness.farm.distribution import (
     GROUPED_MODES,
@@ -77,6 +83,7 @@ _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
 _ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
+_USER_PROGRAM = pytest.StashKey["UserProgram | None"]()  # --program, checked at configure
 
 
 # ---- options and configuration -----------------------------------------------------------
@@ -127,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
             message = f"--device: {message}"
         raise pytest.UsageError(message) from None
     _check_sdk_from_environment()
+    config.stash[_USER_PROGRAM] = user_program(config)  # a bad --program: a usage error now
     deadline = (
         RunDeadline(**worker["et_deadline"])
         if worker
@@ -287,6 +295,16 @@ def load_path(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> LoadPat
             f"(it announces: {','.join(p.label for p in served)})"
         )
     return path
+
+
+@pytest.fixture(scope="session")
+def users_program(request: pytest.FixtureRequest) -> UserProgram:
+    """The program given with ``--program`` (and ``--options``, ``--probe``); skipped
+    without one."""
+    given = request.config.stash[_USER_PROGRAM]
+    if given is None:
+        pytest.skip("no --program given (pytest --device D --program model.pte --options map.yaml)")
+    return given
 
 
 @pytest.fixture

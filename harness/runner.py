@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.agent.session import AgentLink, TimeLimit
@@ -28,6 +29,7 @@ from harness.transport.base import TransportError
 if TYPE_CHECKING:
     from harness.config.profile import DeviceProfile
     from harness.devices.base import Device
+    from harness.program_check import ProgramCheck
 
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
 # module_both's default stored map gives each backend this option: the explicit map
@@ -92,7 +94,8 @@ class CaseRunner:
     returns its link; ``program_for`` returns the device path of a probe program
     whose delegates are the given ids, pushing it first if needed ("" on devices
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
-    before every request.
+    before every request; ``push_program`` returns the device path of a program
+    file, pushed if needed (:meth:`check_program`).
     """
 
     def __init__(
@@ -100,9 +103,11 @@ class CaseRunner:
         start_link: Callable[[], AgentLink],
         program_for: Callable[[tuple[str, ...]], str],
         time_limit: TimeLimit | None = None,
+        push_program: Callable[[Path], str] | None = None,
     ) -> None:
         self._start_link = start_link
         self._program_for = program_for
+        self._push_program = push_program
         self._time_limit = time_limit  # checked before every request (e.g. the run's deadline)
         self._link: AgentLink | None = None
         self._hello: Report | None = None
@@ -178,6 +183,13 @@ class CaseRunner:
     def load_flags(self) -> tuple[str, ...]:
         """The LOAD flags the agent honours (HELLO ``load_flags``, e.g. ``keep``)."""
         announced = self.hello.fact("load_flags")
+        return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
+
+    @property
+    def recorded(self) -> tuple[str, ...]:
+        """The real backends whose calls the agent records (HELLO ``recorded``): their
+        entries are checked exactly, like a probe's (docs/agent.md)."""
+        announced = self.hello.fact("recorded")
         return tuple(announced.split(",")) if isinstance(announced, str) and announced else ()
 
     @property
@@ -282,6 +294,7 @@ class CaseRunner:
         stored: OptionsMap | None = None,
         keep: bool = False,
         method: str = "",
+        program: str | None = None,
     ) -> Verdict:
         """Load a probe program through ``path`` so that its delegates must receive
         ``options``; check every init.
@@ -292,12 +305,15 @@ class CaseRunner:
         ``Module::load`` before it (default: one decoy option per backend, which must
         never arrive); other paths take no ``stored``. ``keep`` and ``method`` load a
         method into the program or module already loaded (wire-format.md, LOAD).
+        ``program`` is the device path of another program whose ``method`` delegates
+        to ``delegates`` (:meth:`check_program`).
         """
         program_ids = tuple(options.backend_ids if delegates is None else delegates)
         if stored is not None and path is not LoadPath.MODULE_BOTH:
             raise RunnerError(f"a stored map goes with path module_both only, not {path.label}")
         self.prepare([d for d in program_ids if d not in unobserved])
-        program = self._program_for(program_ids)
+        if program is None:
+            program = self._program_for(program_ids)
         self._dirty = True
         if path is LoadPath.MODULE_BOTH:
             first = stored if stored is not None else _decoy(program_ids, options)
@@ -316,7 +332,14 @@ class CaseRunner:
             )
         report = self._exchange(lambda link: link.request(request))
         return self._record(
-            check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path)
+            check_load(
+                request.delivered,
+                program_ids,
+                report,
+                unobserved=unobserved,
+                path=path,
+                recorded=self.recorded,
+            )
         )
 
     def load_models(
@@ -355,10 +378,29 @@ class CaseRunner:
             concurrent=concurrent,
         )
         report = self._exchange(lambda link: link.request(request))
-        verdicts = check_models(request, report, unobserved=unobserved)
+        verdicts = check_models(request, report, unobserved=unobserved, recorded=self.recorded)
         for verdict in verdicts:
             self._record(verdict)
         return verdicts
+
+    def check_program(
+        self,
+        program: str | Path,
+        options: OptionsMap | str | Path | None = None,
+        *,
+        probes: Sequence[str] = (),
+    ) -> ProgramCheck:
+        """Check a program file (a user's own ``.pte``) on this device: every method it
+        holds, loaded through every load path the agent announces with ``options`` (a
+        map or a map file), each delegate's ``init`` checked exactly. Delegates named
+        in ``probes`` are the harness's probes; every other must be a backend the
+        device has. See :mod:`harness.program_check`."""
+        from harness.program_check import check_program
+
+        if self._push_program is None:
+            raise RunnerError("this runner has no way to push a program file to its device")
+        sent = OptionsMap() if options is None else options
+        return check_program(self, self._push_program, program, sent, probes=probes)
 
     def execute(self) -> Report:
         """Execute the loaded program (every loaded model, in model order) once more."""
@@ -373,7 +415,7 @@ class CaseRunner:
         self._prepare_calls(options, expected_status)
         self._dirty = True
         report = self._exchange(lambda link: link.request(Request(Action.SET, options)))
-        return self._record(check_set(options, report, expected_status))
+        return self._record(check_set(options, report, expected_status, recorded=self.recorded))
 
     def get(
         self,
@@ -385,7 +427,9 @@ class CaseRunner:
         expected_status = dict(expected_status or {})
         self._prepare_calls(requested, expected_status)
         report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))
-        return self._record(check_get(requested, report, expected, expected_status))
+        return self._record(
+            check_get(requested, report, expected, expected_status, recorded=self.recorded)
+        )
 
     def reset(self) -> Report:
         """Forget the loaded program and everything the probes recorded or were set."""
@@ -439,7 +483,9 @@ def open_runner(
             on_link(link)
         return link
 
-    return device, CaseRunner(start_link, device.program_for, time_limit=time_limit)
+    return device, CaseRunner(
+        start_link, device.program_for, time_limit=time_limit, push_program=device.push_program
+    )
 
 
 def _decoy(delegates: Sequence[str], options: OptionsMap) -> OptionsMap:

@@ -369,9 +369,11 @@ def test_xnnpack_set_option_statuses(
     agent: AgentProcess, key: str, value: object, status: int
 ) -> None:
     report = set_options(agent, {"XnnpackBackend": {key: value}})
-    assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
-        ("XnnpackBackend", status, 0, ())
-    ]
+    (xnn,) = report.entries
+    assert (xnn.name, xnn.status, xnn.flags, xnn.calls) == ("XnnpackBackend", status, 0, 1)
+    # The records: what the backend's own set_option was handed, and what it returned.
+    assert xnn.is_recorded
+    assert (xnn.delivered, xnn.backend_status) == (opts(**{key: value}), status)
 
 
 def test_xnnpack_get_reads_back_what_set_stored(agent: AgentProcess) -> None:
@@ -391,9 +393,11 @@ def test_xnnpack_get_reads_back_what_set_stored(agent: AgentProcess) -> None:
     assert refused.entries[0].status == E.InvalidArgument
     got = get_options(agent, {"XnnpackBackend": placeholders})
     (xnn,) = got.entries
-    assert (xnn.name, xnn.status, xnn.flags) == ("XnnpackBackend", E.Ok, 0)
-    # The refused 9 changed nothing; the unknown key is left as it was sent.
-    assert xnn.options == opts(**stored, not_an_xnnpack_key=42)
+    assert (xnn.name, xnn.status, xnn.flags, xnn.calls) == ("XnnpackBackend", E.Ok, 0, 1)
+    # The refused 9 changed nothing; the unknown key is left as it was sent (the span
+    # as the backend's own get_option left it).
+    assert xnn.delivered == opts(**stored, not_an_xnnpack_key=42)
+    assert xnn.backend_status == E.Ok
 
 
 # --------------------------------------------------------------------------- RESET

@@ -488,3 +488,76 @@ def test_report_served_on_another_path_is_a_difference() -> None:
     assert (difference.kind, difference.expected, difference.actual) == (
         DifferenceKind.WRONG_PATH, "module", "program")
     assert "served load path 'program', the request asked for 'module'" in verdict.render()
+
+
+# ---- recorded real backends (docs/agent.md, "Records for real backends") -------------------
+
+
+XNN = "XnnpackBackend"
+XNN_SENT = OptionsMap.from_dict({XNN: [("workspace_sharing_mode", 1), ("x", "y")]})
+
+
+def recorded(
+    name: str, *options: tuple[str, object], status: int = 0, returned: int = 0, calls: int = 1
+) -> ReportEntry:
+    """A recorded real backend's entry: what its hook was handed, then the annotations."""
+    handed = tuple(Option(k, v) for k, v in options)
+    annotations = (
+        Option("etb.recorded", len(handed)),
+        Option("etb.returned", int(returned)),
+        Option("etb.compile_spec:version", 4),
+    )
+    return ReportEntry(name, status, calls=calls, executes=calls, options=handed + annotations)
+
+
+def test_a_recorded_real_backend_is_checked_like_a_probe() -> None:
+    exact = recorded(XNN, ("workspace_sharing_mode", 1), ("x", "y"))
+    assert (exact.is_recorded, exact.is_probe) == (True, False)
+    assert exact.compile_specs == (("version", 4),)
+    verdict = check_load(XNN_SENT, (XNN,), report(exact), unobserved={XNN}, recorded={XNN})
+    assert verdict.ok, verdict.render()
+    assert "recorded real backend" in verdict.render()
+    swapped = recorded(XNN, ("workspace_sharing_mode", 2), ("x", "y"))
+    verdict = check_load(XNN_SENT, (XNN,), report(swapped), unobserved={XNN}, recorded={XNN})
+    assert only(verdict).kind is K.WRONG_VALUE
+
+
+@pytest.mark.parametrize(
+    ("handed", "kinds"),
+    [
+        ((("workspace_sharing_mode", 1), ("x", "y"), ("extra", 1)), (K.EXTRA_OPTION,)),
+        ((("workspace_sharing_mode", 1),), (K.MISSING_OPTION,)),
+        ((("x", "y"), ("workspace_sharing_mode", 1)), (K.WRONG_ORDER,)),
+        ((("workspace_sharing_mode", True), ("x", "y")), (K.WRONG_TYPE,)),
+        ((), (K.NOTHING_DELIVERED,)),
+    ],
+)
+def test_silent_faults_on_a_recorded_real_backend_are_differences(
+    handed: tuple[tuple[str, object], ...], kinds: tuple[DifferenceKind, ...]
+) -> None:
+    verdict = check_load(XNN_SENT, (XNN,), report(recorded(XNN, *handed)), unobserved={XNN})
+    assert verdict.kinds() == kinds
+
+
+def test_an_announced_record_must_be_there() -> None:
+    silent = ReportEntry(XNN, 0)
+    verdict = check_load(XNN_SENT, (XNN,), report(silent), unobserved={XNN}, recorded={XNN})
+    assert only(verdict).kind is K.NOT_RECORDED
+    assert "HELLO fact 'recorded'" in verdict.render()
+    verdict = check_load(XNN_SENT, (XNN,), report(), unobserved={XNN}, recorded={XNN})
+    assert only(verdict).kind is K.NOT_CALLED
+
+
+def test_a_backend_status_the_runtime_swallowed_is_a_difference() -> None:
+    entry = recorded(XNN, ("k", 1), returned=RuntimeErrorCode.InvalidArgument)
+    sent = OptionsMap.from_dict({XNN: {"k": 1}})
+    verdict = check_set(sent, report(entry, action=Action.SET), recorded={XNN})
+    assert only(verdict) == Difference(
+        K.BACKEND_STATUS, XNN, "set_option", RuntimeErrorCode.InvalidArgument, 0
+    )
+    assert "the backend's own set_option returned InvalidArgument" in verdict.render()
+
+
+def test_a_spec_named_like_the_marker_is_an_ordinary_option() -> None:
+    entry = recorded(XNN, ("etb.recorded", 7), ("x", "y"))
+    assert entry.delivered == (Option("etb.recorded", 7), Option("x", "y"))

@@ -7,9 +7,12 @@ interposes the runtime's dispatch on every load path (``Program::load_method``,
 backend's ``init``, ``set_option`` and ``get_option``; ``ETB_FAULT`` picks one fault.
 For every fault the device suites run on the host and must fail with a delivery
 difference (a verdict that is not exact), never with an infrastructure error; with
-the shim loaded and no fault they must pass. Three faults strike only the real
-backends (XnnpackBackend, QnnBackend, OpenvinoBackend), caught by their contract and
-load-time suites. Four strike the seam between models, loads and threads (specs that
+the shim loaded and no fault they must pass. Eight faults strike only the real
+backends (XnnpackBackend, QnnBackend, OpenvinoBackend), five of them faults a real
+backend accepts silently (a valid value changed, an extra key, part of the list, the
+list reordered, another model's specs: it loads and computes the same); the agent's
+records of the real backends make every one a delivery difference, and they run only
+the real-backend suites (``REAL_SUITES``). Four strike the seam between models, loads and threads (specs that
 stick to a backend and reach the next model, global values that leak into specs, a
 loading thread handed another thread's map, or the specs of the init that raced it),
 caught by the multi-model suites (suites/test_models*.py); the two thread faults touch
@@ -61,7 +64,15 @@ FAULTS = {
     "real_init_without_specs": "init: a real backend (XnnpackBackend, ...) gets no specs",
     "real_set_option_swallowed": "set_option: a real backend is not called, Ok returned",
     "real_get_option_ignored": "get_option: a real backend is not called, values untouched",
+    "real_value_changed": "init: a real backend's int spec 0..2 arrives as another valid one",
+    "real_extra_key": "init: a real backend gets one spec more (num_threads = 1)",
+    "real_partial_list": "init: a real backend given two or more specs misses the last",
+    "real_reordered": "init: a real backend's two or more specs arrive reversed",
+    "real_other_models_specs": "init: a real backend gets the specs of its previous, other init",
 }
+# What a fault that strikes only the real backends needs to run: their suites.
+REAL_SUITES = ("suites/test_xnnpack.py", "suites/test_openvino.py", "suites/test_qnn.py",
+               "suites/test_concurrent_xnnpack.py", "suites/test_real_backend_records.py")
 PARALLEL_RUNS = 2
 RUN_TIMEOUT_S = 900
 
@@ -138,7 +149,8 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
         encoding="utf-8",
     )
     results_dir = work / "results"
-    command = [sys.executable, "-m", "pytest", "suites", "--device", str(profile), "-q",
+    suites = list(REAL_SUITES) if fault.startswith("real_") else ["suites"]
+    command = [sys.executable, "-m", "pytest", *suites, "--device", str(profile), "-q",
                "-p", "no:cacheprovider", "--results-dir", str(results_dir),
                "--lock-dir", str(work / "locks")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
@@ -199,16 +211,13 @@ def test_inert_shim_passes_every_suite(runs: dict[str, FaultRun]) -> None:
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_is_caught_by_a_delivery_difference(runs: dict[str, FaultRun], fault: str) -> None:
-    """Caught: the suites fail on assertions, never on infrastructure errors. Where the
-    harness can read what a backend received (probes) a failure must be a verdict's
-    delivery diff; real backends record nothing readable, so their contract and
-    load-time suites catch faults there by the effects they assert (init status, the
-    weight cache file, values read back)."""
+    """Caught: the suites fail on assertions, never on infrastructure errors, and with a
+    verdict's delivery diff: the probes record what they receive, and the agent records
+    what the real backends receive."""
     run = runs[fault]
     assert not run.infra, f"{fault}: infrastructure errors, not a diff: {run.infra}\n{run.output}"
     assert run.caught_by, (
         f"fault {fault} ({FAULTS[fault]}) was not caught by any suite\n{run.output}"
     )
-    if not fault.startswith("real_"):
-        assert run.diff_caught_by, f"{fault}: failures without a delivery diff: {run.caught_by}"
+    assert run.diff_caught_by, f"{fault}: failures without a delivery diff: {run.caught_by}"
     assert run.returncode == 1, run.output

@@ -51,13 +51,17 @@ class XnnpackProgramError(Exception):
     """The XNNPACK program could not be generated."""
 
 
-def xnnpack_program(probes: tuple[str, ...] = ()) -> Path:
+def xnnpack_program(probes: tuple[str, ...] = (), methods: tuple[str, ...] = ("forward",)) -> Path:
     """The path of the XNNPACK program, probe delegates ``probes`` first (generated once).
 
     Probe ids follow :func:`harness.agent.probe_program.probe_program`'s rules; at most 7,
-    none of them ``XnnpackBackend``.
+    none of them ``XnnpackBackend``. Each of ``methods`` is the same graph under its
+    own name (a multi-method, multi-delegate program, e.g. for ``et.check_program``).
     """
     probes = tuple(probes)
+    methods = tuple(methods)
+    if not methods or len(set(methods)) != len(methods) or not all(methods):
+        raise ValueError(f"methods {methods!r}: give one or more distinct, non-empty names")
     validate_delegates(probes, min_count=0, max_count=MAX_DELEGATES - 1)
     if XNNPACK_BACKEND in probes:
         raise ValueError(f"the probes of an XNNPACK program cannot be named {XNNPACK_BACKEND}")
@@ -69,13 +73,16 @@ def xnnpack_program(probes: tuple[str, ...] = ()) -> Path:
             return compile_json(
                 sdk.flatc,
                 sdk.schema / "program.fbs",
-                program_json(blob, probes),
+                program_json(blob, probes, methods),
                 "the XNNPACK program",
             )
         except FlatcError as exc:
             raise XnnpackProgramError(str(exc)) from None
 
-    return cached_program("xnnpack", [FORMAT_REVISION, sdk.version, list(probes)], generate)
+    key: list = [FORMAT_REVISION, sdk.version, list(probes)]
+    if methods != ("forward",):
+        key.append(list(methods))
+    return cached_program("xnnpack", key, generate)
 
 
 def expected_output() -> str:
@@ -164,7 +171,9 @@ def delegate_blob(sdk: SdkPaths) -> bytes:
     return _pad(header) + _pad(flatbuffer) + constants
 
 
-def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
+def program_json(
+    blob: bytes, probes: tuple[str, ...] = (), methods: tuple[str, ...] = ("forward",)
+) -> dict:
     """The program as flatc JSON, following ``schema/program.fbs``."""
     row_bytes = 4 * FEATURES
     delegates = (*probes, XNNPACK_BACKEND)
@@ -199,7 +208,7 @@ def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
         "version": 0,
         "execution_plan": [
             {
-                "name": "forward",
+                "name": name,
                 "values": [planned(0), planned(row_bytes)],
                 "inputs": [0],
                 "outputs": [1],
@@ -215,6 +224,7 @@ def program_json(blob: bytes, probes: tuple[str, ...] = ()) -> dict:
                 # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
                 "non_const_buffer_sizes": [0, 2 * row_bytes],
             }
+            for name in methods
         ],
         "constant_buffer": [],
         "backend_delegate_data": [

@@ -31,6 +31,7 @@ def check_load(
     *,
     unobserved: Collection[str] = (),
     path: LoadPath = LoadPath.PROGRAM,
+    recorded: Collection[str] = (),
 ) -> Verdict:
     """Check a LOAD report: each delegate's ``init`` got exactly its map entry.
 
@@ -41,6 +42,8 @@ def check_load(
     ``unobserved`` names delegates served by backends that are not probes, which
     report nothing on LOAD; if they do report, their status is checked. ``path`` is
     the load path asked for; a report naming another (fact ``load_path``) differs.
+    ``recorded`` names the real backends the device records (HELLO fact ``recorded``):
+    their entries must carry the records, which are then checked like a probe's.
     """
     strays = [name for name in unobserved if name not in delegates]
     if strays:
@@ -66,7 +69,7 @@ def check_load(
     for name in dict.fromkeys(delegates):
         entry = entries.get(name)
         calls = delegates.count(name)
-        if entry is None and name in unobserved:
+        if entry is None and name in unobserved and name not in recorded:
             outcomes.append(BackendOutcome(name, None, RuntimeErrorCode.Ok, None, None))
             continue
         if entry is None:
@@ -85,6 +88,7 @@ def check_load(
                 expected_status=RuntimeErrorCode.Ok,
                 expected_calls=calls,
                 sent=sent,
+                must_record=name in recorded,
             )
         )
     return Verdict(Action.LOAD, report, tuple(outcomes), header + entry_differences, ignored, path)
@@ -94,13 +98,16 @@ def check_set(
     sent: OptionsMap,
     report: Report,
     expected_status: Mapping[str, int] | None = None,
+    *,
+    recorded: Collection[str] = (),
 ) -> Verdict:
-    """Check a SET report: one entry per backend, each probe got exactly its options.
+    """Check a SET report: one entry per backend, each probe (and each backend named
+    in ``recorded``, see :func:`check_load`) got exactly its options.
 
     ``expected_status`` gives the ``Error`` code expected for some backends (e.g.
     ``{"Unregistered": RuntimeErrorCode.NotFound}``); the others must return Ok.
     """
-    return _check_calls(Action.SET, sent, report, expected_status or {}, lambda _: None)
+    return _check_calls(Action.SET, sent, report, expected_status or {}, lambda _: None, recorded)
 
 
 def check_get(
@@ -108,13 +115,16 @@ def check_get(
     report: Report,
     expected: OptionsMap | None = None,
     expected_status: Mapping[str, int] | None = None,
+    *,
+    recorded: Collection[str] = (),
 ) -> Verdict:
     """Check a GET report against the values each backend should have filled in.
 
     For a backend in ``expected`` the returned span must equal its entry there (for
     any entry, probe or not: the span as the call left it is what the host reads).
     For the others only probes are compared, with ``requested``, by key, type and
-    order but not value (the values sent are placeholders).
+    order but not value (the values sent are placeholders); a backend named in
+    ``recorded`` is compared like a probe.
     """
     expected = expected or OptionsMap()
     strays = [b for b in expected.backend_ids if requested.for_backend(b) is None]
@@ -123,7 +133,9 @@ def check_get(
             f"expected values for {strays}, which are not in the requested map "
             f"{list(requested.backend_ids)}; add them to the request or drop them"
         )
-    return _check_calls(Action.GET, requested, report, expected_status or {}, expected.for_backend)
+    return _check_calls(
+        Action.GET, requested, report, expected_status or {}, expected.for_backend, recorded
+    )
 
 
 def _check_calls(
@@ -132,6 +144,7 @@ def _check_calls(
     report: Report,
     expected_status: Mapping[str, int],
     expected_for: Callable[[str], BackendOptions | None],
+    recorded: Collection[str],
 ) -> Verdict:
     """SET and GET: the runtime calls each backend of the request once, in order."""
     strays = [name for name in expected_status if sent.for_backend(name) is None]
@@ -167,6 +180,7 @@ def _check_calls(
                 sent=sent,
                 values_checked=action is not Action.GET or explicit is not None,
                 compare_non_probe=explicit is not None,
+                must_record=name in recorded,
             )
         )
     return Verdict(action, report, tuple(outcomes), entry_differences)
@@ -239,33 +253,55 @@ def _check_entry(
     sent: OptionsMap,
     values_checked: bool = True,
     compare_non_probe: bool = False,
+    must_record: bool = False,
 ) -> BackendOutcome:
     differences = []
     if entry.status != expected_status:
         differences.append(
             Difference(DifferenceKind.WRONG_STATUS, name, None, expected_status, entry.status)
         )
-    if not entry.is_probe and not compare_non_probe:
+    if must_record and not entry.is_observed:
+        differences.append(Difference(DifferenceKind.NOT_RECORDED, name, actual=entry))
+    if not entry.is_observed and not compare_non_probe:
         return BackendOutcome(name, entry, expected_status, None, None, (), tuple(differences))
     hook = HOOKS[action]
-    if entry.is_probe and entry.calls == 0:
+    if entry.is_observed and entry.calls == 0:
         differences.append(Difference(DifferenceKind.NOT_CALLED, name, hook, expected_calls, 0))
-    elif entry.is_probe and entry.calls != expected_calls:
+    elif entry.is_observed and entry.calls != expected_calls:
         differences.append(
             Difference(DifferenceKind.WRONG_CALL_COUNT, name, hook, expected_calls, entry.calls)
         )
+    differences += _backend_status_differences(name, entry, action)
     others = tuple(b for b in sent.backends if b.backend_id != name)
-    rows, option_differences = _align(name, expected, entry.options, others, values_checked)
+    rows, option_differences = _align(name, expected, entry.delivered, others, values_checked)
     return BackendOutcome(
         name,
         entry,
         expected_status,
-        expected_calls if entry.is_probe else None,
+        expected_calls if entry.is_observed else None,
         expected,
         rows,
         tuple(differences) + option_differences,
         values_checked,
     )
+
+
+def _backend_status_differences(
+    name: str, entry: ReportEntry, action: Action
+) -> tuple[Difference, ...]:
+    """A recorded real backend's own return code against what the runtime reported:
+    SET and GET pass it on as it is; a LOAD whose ``init`` failed cannot load."""
+    returned = entry.backend_status
+    if returned is None or entry.calls == 0:
+        return ()
+    if action is Action.LOAD:
+        passed_on = returned == RuntimeErrorCode.Ok or entry.status != RuntimeErrorCode.Ok
+    else:
+        passed_on = returned == entry.status
+    if passed_on:
+        return ()
+    hook = HOOKS[action]
+    return (Difference(DifferenceKind.BACKEND_STATUS, name, hook, returned, entry.status),)
 
 
 def _align(

@@ -36,6 +36,8 @@ class DifferenceKind(enum.Enum):
     MISSING_ENTRY = enum.auto()  # None / None: no entry for a backend of the request
     WRONG_PATH = enum.auto()  # requested load path / the path the report says was served
     CROSS_MODEL = enum.auto()  # own value or None / received value; ``belongs_to``: models
+    NOT_RECORDED = enum.auto()  # None / the ReportEntry, without the records the device announced
+    BACKEND_STATUS = enum.auto()  # the backend's own Error code / the one reported; ``key``: hook
 
 
 HOOKS = {Action.LOAD: "init", Action.SET: "set_option", Action.GET: "get_option"}

@@ -88,6 +88,16 @@ def _sentence(difference: Difference) -> str:
             return f"status {_status(act)}, expected {_status(exp)}"
         case DifferenceKind.WRONG_CALL_COUNT:
             return f"{key} called {_times(act)}, expected {_times(exp)}"
+        case DifferenceKind.NOT_RECORDED:
+            return (
+                f"has a report entry without records ({_entry_facts(act)}), although the "
+                "device announces it as recorded (HELLO fact 'recorded')"
+            )
+        case DifferenceKind.BACKEND_STATUS:
+            return (
+                f"the backend's own {key} returned {_status(exp)}, but the runtime "
+                f"reported {_status(act)}"
+            )
         case DifferenceKind.UNEXPECTED_OUTCOME:
             outcome, wanted = _enum_name(act), _enum_name(exp)
             return f"report outcome {outcome}, expected {wanted}: {difference.note}"
@@ -206,10 +216,10 @@ def _times(n: DifferenceValue) -> str:
 def _entry_facts(entry: DifferenceValue) -> str:
     if not isinstance(entry, ReportEntry):
         return repr(entry)
-    probe = "probe" if entry.is_probe else "not a probe"
+    probe = "probe" if entry.is_probe else "recorded" if entry.is_recorded else "not a probe"
     return (
         f"status {describe_status(entry.status)}, {_count(entry.calls, 'call')}, "
-        f"{_count(len(entry.options), 'option')}, {probe}"
+        f"{_count(len(entry.delivered), 'option')}, {probe}"
     )
 
 
@@ -264,7 +274,9 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
     facts = "no entry in the report"
     if entry is not None:
         facts = f"status {describe_status(entry.status)}"
-        facts += f", {hook} called {_times(entry.calls)}" if entry.is_probe else ", not a probe"
+        facts += f", {hook} called {_times(entry.calls)}" if entry.is_observed else ", not a probe"
+        if entry.is_recorded:
+            facts += ", recorded real backend"
     if outcome.ok:
         if outcome.expected_options is None:
             what = "options not observable"

@@ -31,7 +31,11 @@ _LEAK_KINDS = frozenset(
 
 
 def check_models(
-    request: Request, report: Report, *, unobserved: Collection[str] = ()
+    request: Request,
+    report: Report,
+    *,
+    unobserved: Collection[str] = (),
+    recorded: Collection[str] = (),
 ) -> tuple[Verdict, ...]:
     """One verdict per model of ``request`` (model 0 first): its entries against its map.
 
@@ -54,7 +58,9 @@ def check_models(
         )
         # ``unobserved`` names real backends of any model; each model's check takes its own.
         own_unobserved = [name for name in unobserved if name in delegates]
-        verdict = check_load(sent, delegates, own, unobserved=own_unobserved, path=path)
+        verdict = check_load(
+            sent, delegates, own, unobserved=own_unobserved, path=path, recorded=recorded
+        )
         verdicts.append(_mark_cross_model(verdict, index, maps))
     strays = tuple(e for e in report.entries if e.model >= len(specs))
     if strays:

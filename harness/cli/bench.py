@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.codec import wire
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
-from harness.model.messages import Action, Outcome, Report, Request
+from harness.model.messages import Action, LoadSpec, Outcome, Report, Request
 from harness.model.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
 
@@ -131,8 +132,12 @@ def round_trip_sampler(
 ) -> Callable[[], float]:
     """(a) the device's part of one case: from the request's first byte sent to the
     report's last byte received (the host encodes before, decodes and checks after)."""
+    return request_sampler(runner, _case_request(device, options))
+
+
+def request_sampler(runner: CaseRunner, request: Request) -> Callable[[], float]:
+    """The round trip of ``request`` on ``runner``'s agent, its report checked Ok."""
     link = runner.link
-    request = _case_request(device, options)
 
     def round_trip() -> float:
         seq = link.next_seq()
@@ -168,7 +173,8 @@ def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Laten
     )
     remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
     remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
-    argv = [*device.profile.agent.wrapper, agent, "--oneshot", remote_in, remote_out]
+    started = device.agent_argv(agent)
+    argv = [*device.profile.agent.wrapper, *started, "--oneshot", remote_in, remote_out]
     env = dict(device.profile.agent.env) or None
     timeout = device.profile.timeouts.command
     with tempfile.TemporaryDirectory() as tmp:
@@ -263,6 +269,69 @@ def _expect_ok(reports: Sequence[Report]) -> None:
             raise BenchmarkError("a LOAD report named no backend")
 
 
+RECORDS_GOAL = 1.05
+"""What the real backends' records may cost: round trip with them over without, per case."""
+
+
+@dataclass(frozen=True)
+class RecordsCost:
+    """One case's round trip on an agent with records (``on``) and without (``off``)."""
+
+    case: str
+    on: Latency
+    off: Latency
+
+    @property
+    def ratio(self) -> float:
+        return self.on.p50_ms / self.off.p50_ms if self.off.p50_ms else 0.0
+
+
+def records_cases(device: Device) -> dict[str, Request]:
+    """The cases the records could slow: real XNNPACK delegates (beside two probes, and
+    in two models loaded concurrently), XNNPACK's set_option and get_option."""
+    probes = ("Bench0", "Bench1")
+    delegates = (*probes, XNNPACK_BACKEND)
+    xnnpack = OptionsMap.from_dict(
+        {
+            "Bench0": {"a": 1, "b": "x"},
+            "Bench1": {"c": True},
+            XNNPACK_BACKEND: {"workspace_sharing_mode": 1, "weight_cache_enabled": False},
+        }
+    )
+    program = device.program_for(delegates)
+    load = Request.load(program, delegates, xnnpack)
+    other = LoadSpec(program, delegates, xnnpack)
+    global_options = OptionsMap.from_dict(
+        {XNNPACK_BACKEND: {"workspace_sharing_mode": 2, "weight_cache_enabled": False}}
+    )
+    return {
+        "xnnpack load": load,
+        "xnnpack 2 models concurrent": dataclasses.replace(load, models=(other,), concurrent=True),
+        "xnnpack set": Request(Action.SET, global_options),
+        "xnnpack get": Request(Action.GET, global_options),
+    }
+
+
+def records_cost(device: HostedDevice, rounds: int) -> tuple[RecordsCost, ...]:
+    """Each of :func:`records_cases` on two fresh agents of ``device``, one recording the
+    real backends' calls and one started with ``--no-records``, sampled in turn."""
+    recorded = CaseRunner(lambda: device.start_link(records=True), device.program_for)
+    unrecorded = CaseRunner(lambda: device.start_link(records=False), device.program_for)
+    try:
+        costs = []
+        for name, request in records_cases(device).items():
+            for each in (recorded, unrecorded):
+                each.prepare(["Bench0", "Bench1"])
+            on, off = sample_alternately(
+                rounds, request_sampler(recorded, request), request_sampler(unrecorded, request)
+            )
+            costs.append(RecordsCost(name, on, off))
+        return tuple(costs)
+    finally:
+        recorded.close()
+        unrecorded.close()
+
+
 @dataclass(frozen=True)
 class DeviceFigures:
     """Everything measured on one device."""
@@ -276,6 +345,7 @@ class DeviceFigures:
     floor: Latency | None
     runtime_us: int
     growth: tuple[dict, ...]
+    records: tuple[RecordsCost, ...] = ()
 
     @property
     def throughput_ratio(self) -> float | None:
@@ -314,6 +384,8 @@ class DeviceFigures:
             figures = getattr(self, key)
             if figures is not None:
                 data[key]["per_second"] = figures.per_second
+        for row, cost in zip(data["records"], self.records, strict=True):
+            row["ratio"] = cost.ratio
         return data
 
 
@@ -373,6 +445,7 @@ def benchmark(
             figures = session_mode(runner, shape, growth_cases)
             row.update(p50_ms=figures.p50_ms, per_second=figures.per_second)
         growth.append(row)
+    records = records_cost(hosted, cases) if hosted else ()
     return DeviceFigures(
         device.name,
         cases,
@@ -383,6 +456,7 @@ def benchmark(
         floor,
         runtime_us,
         tuple(growth),
+        records,
     )
 
 
@@ -445,4 +519,10 @@ def format_figures(figures: DeviceFigures) -> str:
             for g in figures.growth
         ),
     ]
+    for cost in figures.records:
+        verdict = "ok" if cost.ratio <= RECORDS_GOAL else f"over the {RECORDS_GOAL}x goal"
+        lines.append(
+            f"  records, {cost.case}: p50 {cost.on.p50_ms:.3f} ms with, "
+            f"{cost.off.p50_ms:.3f} ms without = {cost.ratio:.3f}x ({verdict})"
+        )
     return "\n".join(lines)

@@ -30,6 +30,7 @@ from harness.codec.mapfile import MapFileError, load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
 from harness.history import command as history_command
 from harness.model.messages import Action, Request
+from harness.model.options import OptionsMap
 from harness.transport.base import TransportError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     says what went wrong and what to change; anything else is a bug and keeps its
     traceback. Imported only when needed: device modules (paramiko) take a while."""
     from harness.agent.build import AgentBuildError
+    from harness.agent.program_contents import ProgramError
     from harness.agent.sdk import SdkError
     from harness.cli.bench import BenchmarkError
     from harness.farm.selection import DeviceSelectionError
@@ -63,6 +65,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
         SdkError,
         RunnerError,
         MessageTooLarge,
+        ProgramError,
         BenchmarkError,
         StoreError,
         CatchUpError,
@@ -189,6 +192,12 @@ def _open(name: str):
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
+    if args.program is not None:
+        return _send_program(args)
+    if args.options is not None or args.probe:
+        raise CliError("--options and --probe go with --program; give the map file alone")
+    if args.file is None:
+        raise CliError("send needs a map file (or --program PTE [--options MAP])")
     options = load_map(args.file)
     device, runner = _open(args.device)
     try:
@@ -213,6 +222,27 @@ def _cmd_send(args: argparse.Namespace) -> int:
             verdict = runner.get(options)
         print(verdict.render())
         return 0 if verdict.ok else 1
+    finally:
+        runner.close()
+        device.close()
+
+
+def _send_program(args: argparse.Namespace) -> int:
+    """``send --program PTE [--options MAP]``: every method on every load path, checked."""
+    from harness.agent.program_contents import read_program
+
+    if args.file is not None and args.options is not None:
+        raise CliError("give the map once: as --options MAP or as the positional file")
+    if args.action != "load":
+        raise CliError("--program loads the program: --action set / get take no program")
+    read_program(args.program)  # a bad program is refused before a device is brought up
+    map_file = args.options if args.options is not None else args.file
+    options = load_map(map_file) if map_file is not None else OptionsMap()
+    device, runner = _open(args.device)
+    try:
+        checked = runner.check_program(args.program, options, probes=tuple(args.probe))
+        print(checked.render())
+        return 0 if checked.ok else 1
     finally:
         runner.close()
         device.close()
@@ -374,8 +404,22 @@ def _main(argv: list[str] | None) -> int:
 
     commands.add_parser("devices", help="list and check the device profiles in devices/")
 
-    send_cmd = commands.add_parser("send", help="send one map file to one device, print verdicts")
-    send_cmd.add_argument("file", help="YAML or JSON map file (docs/map-files.md)")
+    send_cmd = commands.add_parser(
+        "send", help="send one map file (or a program and its map) to one device, print verdicts"
+    )
+    send_cmd.add_argument("file", nargs="?", help="YAML or JSON map file (docs/map-files.md)")
+    send_cmd.add_argument(
+        "--program",
+        help="a program file (.pte): every method loaded on every load path the device "
+        "serves, each delegate's init checked against the map (README)",
+    )
+    send_cmd.add_argument("--options", help="with --program: the map file (default: empty)")
+    send_cmd.add_argument(
+        "--probe",
+        action="append",
+        default=[],
+        help="with --program: a delegate id that is one of the harness's probes (repeatable)",
+    )
     send_cmd.add_argument(
         "--device", default="host", help="profile name or YAML path (default: host)"
     )

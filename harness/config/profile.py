@@ -53,6 +53,7 @@ class AgentConfig:
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
     race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
+    records: bool = True  # the agent records the real backends' calls (docs/agent.md)
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class DeviceProfile:
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-_AGENT_FIELDS = ("env", "wrapper", "prebuilt", "sdk", "deployment", "race_detector")
+_AGENT_FIELDS = ("env", "wrapper", "prebuilt", "sdk", "deployment", "race_detector", "records")
 _TOP_FIELDS = {
     "name",
     "description",
@@ -260,7 +261,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
         raise ProfileError(
             f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment, "
-            "race_detector"
+            "race_detector, records"
         )
     check_known(data, _AGENT_FIELDS, f"{src}: agent")
     deployment = data.get("deployment", "auto")
@@ -319,12 +320,19 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         )
     if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
         raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {brief(wrapper)}")
+    records = data.get("records", True)
+    if not isinstance(records, bool):
+        raise ProfileError(
+            f"{src}: agent.records: must be true (record the real backends' calls, the "
+            f"default) or false (forward them only); got {brief(records)}"
+        )
     return AgentConfig(
         env={k: str(v) for k, v in env.items()},
         wrapper=tuple(wrapper),
         prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
         sdk=sdk_path,
         deployment=deployment,
+        records=records,
     )
 
 

@@ -83,6 +83,15 @@ class Device(abc.ABC):
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """The device path of a program whose delegates are ``delegates``."""
 
+    def push_program(self, local: Path) -> str:
+        """The device path of the program file ``local`` (a user's own), pushed if the
+        device lacks its content; a device without a file system has none."""
+        raise DeviceSetupError(
+            f"{self.name}: the device has no file system to load a program file from "
+            "(its firmware loads the programs it was built with); use a Linux or "
+            "Android device"
+        )
+
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Files a crashed agent left on the device, pulled into ``dest``; none by default."""
         return []

@@ -160,18 +160,30 @@ class HostedDevice(Device):
                 )
         return (binary, *libraries)
 
-    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
+    def agent_argv(self, agent: str) -> list[str]:
+        """How the deployed ``agent`` is started here: by the glibc bundle's own loader,
+        or as it is (the profile's wrapper goes in front of either)."""
+        if self.deployment().mode is Deployment.GLIBC_BUNDLE:
+            return start_argv(agent)
+        return [agent]
+
+    def start_link(
+        self, time_limit: TimeLimit | None = None, *, records: bool | None = None
+    ) -> AgentLink:
         """Start a fresh agent (a new process, or a reset board) and return its link.
 
         Each report is awaited for the profile's case timeout at most, and never
-        beyond ``time_limit``.
+        beyond ``time_limit``. ``records`` overrides the profile's ``agent.records``
+        (the bench measures both).
         """
         agent = self.deploy_agent()
         mode = self.deployment().mode
-        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
+        started = self.agent_argv(agent)
         race_log = self._race_log()
         detector_argv, detector_env = race_log.launch() if race_log else ((), {})
-        argv = [*self.profile.agent.wrapper, *detector_argv, *started]
+        recording = self.profile.agent.records if records is None else records
+        no_records = () if recording else ("--no-records",)
+        argv = [*self.profile.agent.wrapper, *detector_argv, *started, *no_records]
         env = {**self.profile.agent.env, **detector_env}
         stream = self.transport.open_stream(argv, env=env or None)
         android_glibc = (
@@ -217,6 +229,13 @@ class HostedDevice(Device):
             remote = posixpath.join(self.work_dir, "programs", local.name)
             self.push_once(local, remote)
             self._programs[delegates] = remote
+        return remote
+
+    def push_program(self, local: Path) -> str:
+        """Device path of the program file ``local``, named by its content and pushed
+        unless the device has it already."""
+        remote = posixpath.join(self.work_dir, "programs", f"user-{_sha256(local)[:16]}.pte")
+        self.push_once(local, remote)
         return remote
 
     def collect_artifacts(self, dest: Path) -> list[Path]:

@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.agent.program_contents import ProgramError, read_program
+from harness.codec.mapfile import MapFileError, load_map
 from harness.config.profile import DEVICES_DIR
 from harness.farm.deadline import RunDeadline
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.results import REPORT_FILE, default_results_dir, unwritable_reason
+from harness.model.options import OptionsMap
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -80,6 +83,28 @@ def add_options(parser: pytest.Parser) -> None:
         "(default: results/<timestamp>-<pid>)",
     )
     group.addoption(
+        "--program",
+        type=Path,
+        default=None,
+        metavar="PTE",
+        help="a program of your own: suites/test_user_program.py loads each of its methods "
+        "on every load path and checks every delegate against --options",
+    )
+    group.addoption(
+        "--options",
+        type=Path,
+        default=None,
+        metavar="MAP",
+        help="with --program: the options map file (docs/map-files.md; default: empty)",
+    )
+    group.addoption(
+        "--probe",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --program: a delegate id that is one of the harness's probes (repeatable)",
+    )
+    group.addoption(
         "--html-report",
         type=Path,
         default=None,
@@ -100,6 +125,34 @@ def farm_policy(config: pytest.Config, deadline: RunDeadline) -> FarmPolicy:
         )
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class UserProgram:
+    """``--program``, ``--options`` and ``--probe``: a program of the user's own to check."""
+
+    program: Path
+    options: OptionsMap
+    probes: tuple[str, ...]
+
+
+def user_program(config: pytest.Config) -> UserProgram | None:
+    """The program ``--program`` names, read and checked now (a bad file, map or a
+    misplaced option is a one-line usage error), or None."""
+    program = config.getoption("program")
+    options = config.getoption("options")
+    probes = tuple(config.getoption("probe"))
+    if program is None:
+        if options is not None or probes:
+            raise pytest.UsageError("--options and --probe go with --program PTE")
+        return None
+    base = config.invocation_params.dir
+    try:
+        read_program(base / program)
+        sent = load_map(base / options) if options is not None else OptionsMap()
+    except (ProgramError, MapFileError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return UserProgram(base / program, sent, probes)
 
 
 @dataclass(frozen=True)

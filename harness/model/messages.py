@@ -169,6 +169,68 @@ class ReportEntry:
         """True when ``options`` is exactly what the backend itself received."""
         return bool(self.flags & ENTRY_FLAG_PROBE)
 
+    @property
+    def is_recorded(self) -> bool:
+        """True for a real backend's entry carrying the agent's records of its calls
+        (wire-format.md, "Records"): :attr:`delivered` is what its hook was handed."""
+        return _record_marker(self.options) is not None
+
+    @property
+    def is_observed(self) -> bool:
+        """A probe's or a recorded real backend's entry: what the backend received is known."""
+        return self.is_probe or self.is_recorded
+
+    @property
+    def delivered(self) -> tuple[Option, ...]:
+        """What the backend's hook was handed: a recorded entry's options before its
+        annotations, otherwise every option."""
+        marker = _record_marker(self.options)
+        return self.options if marker is None else self.options[:marker]
+
+    @property
+    def backend_status(self) -> int | None:
+        """A recorded entry's ``etb.returned``: the first ``Error`` other than Ok the
+        backend's own hooks returned (0 if none); None when not recorded."""
+        return self._annotation(RECORD_RETURNED)
+
+    @property
+    def compile_specs(self) -> tuple[tuple[str, int], ...]:
+        """A recorded LOAD entry's compile-spec keys with their values' sizes in bytes."""
+        marker = _record_marker(self.options)
+        if marker is None:
+            return ()
+        return tuple(
+            (o.key.removeprefix(RECORD_COMPILE_SPEC), o.value)
+            for o in self.options[marker + 1 :]
+            if o.key.startswith(RECORD_COMPILE_SPEC) and type(o.value) is int
+        )
+
+    def _annotation(self, key: str) -> int | None:
+        marker = _record_marker(self.options)
+        if marker is None:
+            return None
+        for option in self.options[marker + 1 :]:
+            if option.key == key and type(option.value) is int:
+                return option.value
+        return None
+
+
+RECORD_MARKER = "etb.recorded"
+"""The option that ends what a recorded real backend was handed; its int value is its
+own index, i.e. how many options precede it (wire-format.md, "Records")."""
+RECORD_RETURNED = "etb.returned"
+RECORD_COMPILE_SPEC = "etb.compile_spec:"
+
+
+def _record_marker(options: tuple[Option, ...]) -> int | None:
+    """The index of a recorded entry's marker: the last ``etb.recorded`` whose value is
+    its own index, or None."""
+    for index in range(len(options) - 1, -1, -1):
+        option = options[index]
+        if option.key == RECORD_MARKER and type(option.value) is int and option.value == index:
+            return index
+    return None
+
 
 @dataclass(frozen=True)
 class Report:

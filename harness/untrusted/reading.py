@@ -46,7 +46,13 @@ class InputFileError(ValueError):
 
 
 def read_bounded_text(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> str:
-    """The UTF-8 text of the regular file ``path`` (a leading BOM dropped).
+    """The UTF-8 text of the regular file ``path`` (a leading BOM dropped), read as
+    :func:`read_bounded_bytes` reads it."""
+    return _decode(read_bounded_bytes(path, limit), os.fspath(path))
+
+
+def read_bounded_bytes(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path``.
 
     The file is opened without blocking and checked on the opened descriptor, so a
     FIFO or a device is refused before a byte is read, whatever its name or link
@@ -73,7 +79,7 @@ def read_bounded_text(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES
         os.close(fd)
     if len(data) > limit:  # it grew after fstat
         raise _too_large(source, "more than that", limit)
-    return _decode(data, source)
+    return data
 
 
 def _too_large(source: str, size: str, limit: int) -> InputFileError:

@@ -56,8 +56,14 @@ enum class Fault {
   ThreadGetsOtherMap,       // Program::load_method on a loading thread: the previous thread's map
   RacingInitSpecs,          // init on a loading thread: the specs of the last other thread's init
   // Real backends (registered names ending in "Backend": XnnpackBackend, QnnBackend,
-  // OpenvinoBackend), where the suites cannot read what the backend received:
+  // OpenvinoBackend), whose calls only the agent's records show:
   RealInitWithoutSpecs,     // init: a real backend gets no runtime specs
+  // ... faults a real backend accepts silently (it loads and computes the same):
+  RealValueChanged,         // init: an int spec 0..2 arrives as the next valid one ((v + 1) % 3)
+  RealExtraKey,             // init: one more spec (num_threads = 1) after the real ones
+  RealPartialList,          // init: of two or more specs, the last is not delivered
+  RealReordered,            // init: two or more specs arrive reversed
+  RealOtherModelsSpecs,     // init: the specs the backend's previous, different init got
   RealSetOptionSwallowed,   // set_option: a real backend is not called, Ok is returned
   RealGetOptionIgnored,     // get_option: a real backend is not called, values untouched
 };
@@ -87,6 +93,11 @@ constexpr FaultName kFaults[] = {
     {"thread_gets_other_map", Fault::ThreadGetsOtherMap},
     {"racing_init_specs", Fault::RacingInitSpecs},
     {"real_init_without_specs", Fault::RealInitWithoutSpecs},
+    {"real_value_changed", Fault::RealValueChanged},
+    {"real_extra_key", Fault::RealExtraKey},
+    {"real_partial_list", Fault::RealPartialList},
+    {"real_reordered", Fault::RealReordered},
+    {"real_other_models_specs", Fault::RealOtherModelsSpecs},
     {"real_set_option_swallowed", Fault::RealSetOptionSwallowed},
     {"real_get_option_ignored", Fault::RealGetOptionIgnored},
 };
@@ -278,6 +289,9 @@ class ProxyBackend final : public et::BackendInterface {
     if ((fault == Fault::SecondInitEmpty && nth > 1) || (fault == Fault::RealInitWithoutSpecs && is_real_)) {
       handed.clear();
     }
+    if (is_real_) {
+      rewrite_real(handed, fault);
+    }
     for (et::BackendOption& option : handed) {
       rewrite(option, fault);
     }
@@ -292,6 +306,37 @@ class ProxyBackend final : public et::BackendInterface {
   et::Error execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
       et::Span<et::EValue*> args) const override {
     return real_->execute(context, handle, args);
+  }
+
+  // The faults a real backend accepts silently, applied to what its init is handed.
+  void rewrite_real(std::vector<et::BackendOption>& handed, Fault fault) const {
+    if (fault == Fault::RealValueChanged) {
+      for (et::BackendOption& option : handed) {
+        if (auto* number = std::get_if<int>(&option.value); number != nullptr && *number >= 0 && *number <= 2) {
+          *number = (*number + 1) % 3;
+          break;
+        }
+      }
+    } else if (fault == Fault::RealExtraKey) {
+      et::BackendOption extra{};
+      std::strncpy(extra.key, "num_threads", sizeof(extra.key) - 1);
+      extra.value = 1;
+      handed.push_back(extra);
+    } else if (fault == Fault::RealPartialList && handed.size() > 1) {
+      handed.pop_back();
+    } else if (fault == Fault::RealReordered && handed.size() > 1) {
+      std::reverse(handed.begin(), handed.end());
+    } else if (fault == Fault::RealOtherModelsSpecs) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<et::BackendOption> own = handed;
+      if (has_other_ && !same_options(other_, et::Span<const et::BackendOption>(own.data(), own.size()))) {
+        handed = other_;
+      }
+      if (!has_other_ || !same_options(other_, et::Span<const et::BackendOption>(own.data(), own.size()))) {
+        other_ = std::move(own);
+        has_other_ = true;
+      }
+    }
   }
 
   et::Error set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) override {
@@ -348,6 +393,8 @@ class ProxyBackend final : public et::BackendInterface {
   std::vector<et::BackendOption> global_;              // GlobalLeaksIntoSpecs: what set_option set
   mutable std::vector<et::BackendOption> raced_;       // RacingInitSpecs: the last loading thread's
   mutable std::thread::id raced_by_;                   // specs, and that thread
+  mutable std::vector<et::BackendOption> other_;       // RealOtherModelsSpecs: the previous
+  mutable bool has_other_ = false;                     // different specs
 };
 
 // ---- proof that the interposers ran -----------------------------------------------

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "recording_backend.h"
 #include "runtime_options.h"
 
 namespace etb {
@@ -46,6 +47,44 @@ et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend,
     to_runtime_option(backend.options[i], options[first + i]);
   }
   return et::Span<et::BackendOption>(options.data() + first, backend.option_count);
+}
+
+// A named int option, its label cut to a key's 63 bytes at a UTF-8 boundary.
+et::BackendOption int_option(std::string label, int value) {
+  et::BackendOption option{};
+  if (label.size() > sizeof(option.key) - 1) {
+    size_t end = sizeof(option.key) - 1;
+    while (end > 0 && (static_cast<unsigned char>(label[end]) & 0xC0) == 0x80) {
+      --end;
+    }
+    label.resize(end);
+  }
+  std::memcpy(option.key, label.data(), label.size());
+  option.value = value;
+  return option;
+}
+
+// The options of a recorded real backend's entry (docs/wire-format.md,
+// "Records"): what the hook was handed, then "etb.recorded" = how many, then
+// "etb.returned" = the backend's own first non-Ok Error, then on LOAD one
+// "etb.compile_spec:KEY" = the value's size per compile spec, as room allows.
+void add_recorded_options(const std::vector<et::BackendOption>& delivered, const DeliveryRecord& record,
+    bool with_compile_specs, ReportBuilder& report) {
+  constexpr size_t kAnnotations = 2;
+  const size_t count = std::min(delivered.size(), size_t{ETB_MAX_OPTIONS} - kAnnotations);
+  for (size_t i = 0; i < count; ++i) {
+    report.add_option(delivered[i]);
+  }
+  report.add_option(int_option("etb.recorded", static_cast<int>(count)));
+  report.add_option(int_option("etb.returned", static_cast<int>(record.returned)));
+  size_t room = size_t{ETB_MAX_OPTIONS} - count - kAnnotations;
+  for (const auto& [key, size] : record.compile_specs) {
+    if (!with_compile_specs || room == 0) {
+      break;
+    }
+    report.add_option(int_option("etb.compile_spec:" + key, static_cast<int>(size)));
+    --room;
+  }
 }
 
 // The LOAD directives OwnedOptionsMap::build applies (docs/wire-format.md, "Agent directives").
@@ -99,6 +138,9 @@ void add_device_facts(ReportBuilder& report) {
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
   for (const auto& probe : probes_) {
     probe->begin_request();
+  }
+  for (size_t i = 0; i < recorder_count(); ++i) {
+    recorder_at(i).begin_request();
   }
   switch (request.action) {
     case ETB_ACTION_LOAD:
@@ -225,9 +267,9 @@ void Agent::load_models(const etb_request_t& request, bool keep, bool concurrent
   }
   results.assign(count, StepResult{});
   auto load_one = [&](size_t k) {
-    ProbeBackend::set_current_model(static_cast<uint8_t>(k));
+    set_current_model(static_cast<uint8_t>(k));
     results[k] = models_[k]->load(ModelRequest::of(request, static_cast<uint8_t>(k)), keep);
-    ProbeBackend::set_current_model(0);
+    set_current_model(0);
   };
   if (!concurrent) {
     for (size_t k = 0; k < count; ++k) {
@@ -280,9 +322,46 @@ void Agent::add_real_backend_entries(uint8_t model, const std::vector<std::strin
     if (seen || find_probe(id) != nullptr || et::get_backend_class(id.c_str()) == nullptr) {
       continue;
     }
-    // A real backend records nothing the agent can read: what is observable
-    // is whether the method's delegates initialised, i.e. load_method's result.
+    add_real_backend_entry(model, id, init_status, report);
+  }
+  if (!RecordingBackend::recording()) {
+    return;
+  }
+  // A recorded backend whose hooks ran for this model although it is none of
+  // its delegates (a runtime calling the wrong backend), in first-call order.
+  std::vector<const RecordingBackend*> strays;
+  for (size_t i = 0; i < recorder_count(); ++i) {
+    const RecordingBackend& recorder = recorder_at(i);
+    if (recorder.record(model).first_call != 0 &&
+        std::find(delegates.begin(), delegates.end(), recorder.name()) == delegates.end()) {
+      strays.push_back(&recorder);
+    }
+  }
+  std::sort(strays.begin(), strays.end(), [model](const RecordingBackend* a, const RecordingBackend* b) {
+    return a->record(model).first_call < b->record(model).first_call;
+  });
+  for (const RecordingBackend* recorder : strays) {
+    add_real_backend_entry(model, recorder->name(), init_status, report);
+  }
+}
+
+void Agent::add_real_backend_entry(uint8_t model, std::string_view id, et::Error init_status,
+    ReportBuilder& report) const {
+  // status: whether the method's delegates initialised (load_method's result).
+  const RecordingBackend* recorder = RecordingBackend::recording() ? find_recorder(id) : nullptr;
+  if (recorder == nullptr) {
     report.add_entry(id, status_of(init_status), 0, 0, 0, model);
+    return;
+  }
+  const DeliveryRecord& record = recorder->record(model);
+  report.add_entry(id, status_of(init_status), record.init_calls, record.execute_calls, 0, model);
+  add_recorded_options(record.received, record, /*with_compile_specs=*/true, report);
+  if (record.specs_diverged) {
+    report.add_entry(id, status_of(init_status), 1, 0, 0, model);
+    add_recorded_options(record.diverged, record, /*with_compile_specs=*/false, report);
+    report.append_message("backend " + std::string(id) + (models_.size() > 1 ? " in model " +
+        std::to_string(model) : std::string()) +
+        ": a later init received runtime_specs different from the first (second entry)");
   }
 }
 
@@ -303,10 +382,10 @@ void Agent::execute(ReportBuilder& report) {
   // Every model the last LOAD loaded; one that failed to load answers InvalidState.
   std::vector<StepResult> results(models_.size());
   for (size_t k = 0; k < models_.size(); ++k) {
-    ProbeBackend::set_current_model(static_cast<uint8_t>(k));
+    set_current_model(static_cast<uint8_t>(k));
     results[k] = models_[k]->execute();
   }
-  ProbeBackend::set_current_model(0);
+  set_current_model(0);
   report.add_fact("execute_us", models_[0]->execute_us);
   report_results(results, report);
   add_output_fact(models_[0]->float_outputs(), report);
@@ -326,6 +405,10 @@ void Agent::set(const etb_request_t& request, ReportBuilder& report) {
       for (const et::BackendOption& option : record.received) {
         report.add_option(option);
       }
+    } else if (const RecordingBackend* recorder = recorded(id)) {
+      const DeliveryRecord& record = recorder->record();
+      report.add_entry(id, status_of(error), record.set_calls, 0, 0);
+      add_recorded_options(record.received, record, /*with_compile_specs=*/false, report);
     } else {
       report.add_entry(id, status_of(error), 0, 0, 0);
     }
@@ -341,6 +424,12 @@ void Agent::get(const etb_request_t& request, ReportBuilder& report) {
     const et::Error error = et::get_option(c_id(backend.id, id), options);
     if (const ProbeBackend* probe = find_probe(id)) {
       report.add_entry(probe->name(), status_of(error), probe->record().get_calls, 0, ETB_ENTRY_FLAG_PROBE);
+    } else if (const RecordingBackend* recorder = recorded(id)) {
+      // The span as the backend's own call left it, in the order it was handed.
+      const DeliveryRecord& record = recorder->record();
+      report.add_entry(id, status_of(error), record.get_calls, 0, 0);
+      add_recorded_options(record.received, record, /*with_compile_specs=*/false, report);
+      continue;
     } else {
       report.add_entry(id, status_of(error), 0, 0, 0);
     }
@@ -363,7 +452,7 @@ void Agent::reset() {
 void Agent::register_probes(const etb_request_t& request, ReportBuilder& report) {
   for (uint8_t i = 0; i < request.backend_count; ++i) {
     auto probe = std::make_unique<ProbeBackend>(std::string(view(request.backends[i].id)));
-    const et::Error error = et::register_backend(et::Backend{probe->name(), probe.get()});
+    const et::Error error = register_unrecorded(et::Backend{probe->name(), probe.get()});
     if (error == et::Error::Ok) {
       report.add_entry(probe->name(), status_of(error), 0, 0, ETB_ENTRY_FLAG_PROBE);
       probes_.push_back(std::move(probe));
@@ -374,8 +463,20 @@ void Agent::register_probes(const etb_request_t& request, ReportBuilder& report)
   }
 }
 
+const RecordingBackend* Agent::recorded(std::string_view name) const {
+  return RecordingBackend::recording() && find_probe(name) == nullptr ? find_recorder(name) : nullptr;
+}
+
 void Agent::hello(ReportBuilder& report) {
   add_device_facts(report);
+  if (RecordingBackend::recording()) {
+    // The real backends whose calls this agent records (docs/agent.md, "Records for real backends").
+    std::string names;
+    for (size_t i = 0; i < recorder_count(); ++i) {
+      names += (names.empty() ? "" : ",") + std::string(recorder_at(i).name());
+    }
+    report.add_fact("recorded", names.substr(0, ETB_MAX_STRING));
+  }
   const size_t count = et::get_num_registered_backends();
   for (size_t i = 0; i < count; ++i) {
     auto name = et::get_backend_name(i);

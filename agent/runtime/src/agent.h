@@ -9,6 +9,7 @@
 #include "etb/wire.h"
 #include "model_instance.h"
 #include "probe_backend.h"
+#include "recording_backend.h"
 #include "report_builder.h"
 
 namespace etb {
@@ -44,9 +45,14 @@ class Agent {
   // first-call order within the model.
   void add_probe_entries(ReportBuilder& report, bool with_received) const;
   // LOAD: one entry per registered real (non-probe) backend among a model's
-  // delegates, status = init_status.
+  // delegates, status = init_status, with its records; then one per recorded
+  // backend whose hooks ran for the model although it is not a delegate.
   void add_real_backend_entries(uint8_t model, const std::vector<std::string>& delegates, et::Error init_status,
       ReportBuilder& report) const;
+  void add_real_backend_entry(uint8_t model, std::string_view id, et::Error init_status,
+      ReportBuilder& report) const;
+  // The recorder of a real backend (none for a probe, or with --no-records).
+  const RecordingBackend* recorded(std::string_view name) const;
   // Fact "outputs": the method's float outputs after execute, if it has any.
   static void add_output_fact(const std::string& outputs, ReportBuilder& report);
 

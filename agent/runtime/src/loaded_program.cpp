@@ -76,11 +76,18 @@ StepResult LoadedProgram::load_method(const std::string& name, std::unique_ptr<O
   auto loaded = std::make_unique<LoadedMethod>();
   loaded->name = name;
   loaded->map = std::move(map);
+  size_t planned = 0;
   for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
     auto size = meta->memory_planned_buffer_size(i);
     if (!size.ok() || *size < 0) {
       return fail(size.ok() ? et::Error::InvalidProgram : size.error(), "bad memory-planned buffer size in program");
     }
+    // A program is untrusted: what it asks for is bounded before it is allocated.
+    if (static_cast<uint64_t>(*size) > kMaxPlannedBytes - planned) {
+      return fail(et::Error::MemoryAllocationFailed, "method \"" + name + "\" plans more than " +
+          std::to_string(kMaxPlannedBytes >> 20) + " MiB of memory, the agent's bound");
+    }
+    planned += static_cast<size_t>(*size);
     loaded->planned_buffers.emplace_back(static_cast<size_t>(*size));
     loaded->planned_spans.emplace_back(loaded->planned_buffers.back().data(), loaded->planned_buffers.back().size());
   }
@@ -127,8 +134,14 @@ std::string LoadedProgram::float_outputs(const std::string& name) const {
     return "";
   }
   const et::Method& method = *found->second->method;
+  // Method::get_output aborts the process on an output that names no value (a
+  // damaged program); MethodMeta::output_tag checks the index and says so.
+  auto meta = program_->method_meta(name.c_str());
   std::vector<et::EValue> outputs;
   for (size_t i = 0; i < method.outputs_size(); ++i) {
+    if (!meta.ok() || !meta->output_tag(i).ok()) {
+      return "";
+    }
     outputs.push_back(method.get_output(i));
   }
   return etb::float_outputs(outputs.data(), outputs.size());

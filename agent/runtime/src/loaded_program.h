@@ -26,6 +26,9 @@ namespace etb {
 // first, then their memory and maps, the program and the loader.
 class LoadedProgram {
  public:
+  // The memory-planned bytes one method may ask for (programs are untrusted).
+  static constexpr size_t kMaxPlannedBytes = size_t{256} << 20;
+
   LoadedProgram() = default;
   LoadedProgram(const LoadedProgram&) = delete;
   LoadedProgram& operator=(const LoadedProgram&) = delete;

@@ -1,7 +1,7 @@
 // et-agent: serves wire-format requests with the real ExecuTorch runtime.
 //
-//   et-agent [--session]               requests on stdin, reports on stdout
-//   et-agent --oneshot REQUESTS REPORTS  a file of requests in, a file of reports out
+//   et-agent [--no-records] [--session]               requests on stdin, reports on stdout
+//   et-agent [--no-records] --oneshot REQUESTS REPORTS  a file of requests in, reports out
 //   et-agent --version | --help
 //
 // Logs go to stderr only. See docs/agent.md.
@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "etb/wire.h"
 #include "message_reader.h"
+#include "recording_backend.h"
 #include "report_builder.h"
 
 namespace {
@@ -30,14 +31,15 @@ constexpr int kExitIoError = 1;
 constexpr int kExitUsage = 2;
 
 constexpr const char* kUsage =
-    "usage: et-agent [--session]\n"
-    "       et-agent --oneshot REQUESTS.bin REPORTS.bin\n"
+    "usage: et-agent [--no-records] [--session]\n"
+    "       et-agent [--no-records] --oneshot REQUESTS.bin REPORTS.bin\n"
     "       et-agent --version\n"
     "\n"
     "Serves wire-format v2 requests (docs/wire-format.md) with the ExecuTorch\n"
     "runtime: in session mode (the default) from stdin, each report written to\n"
     "stdout as soon as it is ready; in one-shot mode from a file of back-to-back\n"
     "requests, the reports written back to back to REPORTS.bin. Logs go to stderr.\n"
+    "--no-records: the real backends' calls are forwarded without being recorded.\n"
     "Exits 0 at the end of the input.\n";
 
 bool write_all(int fd, const uint8_t* data, size_t size) {
@@ -148,7 +150,11 @@ int run_oneshot(const char* requests_path, const char* reports_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--no-records") {
+    etb::RecordingBackend::set_recording(false);
+    args.erase(args.begin());
+  }
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::fputs(kUsage, stdout);
     return kExitOk;

@@ -22,7 +22,12 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
     size_t numel = 1;
     for (size_t d = tensor->sizes.size(); d-- > 0;) {
       tensor->strides[d] = static_cast<executorch::aten::StridesType>(numel);
-      numel *= static_cast<size_t>(tensor->sizes[d]);
+      const auto size = tensor->sizes[d];
+      if (size < 0 || (size > 0 && numel > kMaxInputElements / static_cast<size_t>(size))) {
+        return StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(i) +
+            " has more than " + std::to_string(kMaxInputElements) + " elements, the agent's bound"};
+      }
+      numel *= static_cast<size_t>(size);
     }
     tensor->data.assign(numel, 1.0f);
     tensor->impl.emplace(executorch::aten::ScalarType::Float, static_cast<ssize_t>(tensor->sizes.size()),

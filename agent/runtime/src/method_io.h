@@ -22,6 +22,9 @@ namespace et = executorch::runtime;
 // long as this object (the values point into it). Probe programs have none.
 class MethodInputs {
  public:
+  // The elements one input tensor may have (a program is untrusted).
+  static constexpr size_t kMaxInputElements = size_t{64} << 20;
+
   MethodInputs() = default;
   MethodInputs(const MethodInputs&) = delete;
   MethodInputs& operator=(const MethodInputs&) = delete;

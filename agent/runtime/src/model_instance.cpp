@@ -1,6 +1,7 @@
 #include "model_instance.h"
 
 #include <algorithm>
+#include <new>
 
 #include "owned_options_map.h"
 #include "runtime_options.h"
@@ -100,7 +101,13 @@ StepResult ModelInstance::load(const ModelRequest& request, bool keep) {
     return StepResult{et::Error::InvalidArgument, "KEEP names program " + path + ", the loaded " +
         (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " is " + loaded_path_};
   }
-  return spec.path == ETB_LOAD_PROGRAM ? load_program(request, path) : load_module(request, path);
+  try {
+    return spec.path == ETB_LOAD_PROGRAM ? load_program(request, path) : load_module(request, path);
+  } catch (const std::bad_alloc&) {
+    // What a program asks for that the agent does not bound itself (the Module
+    // paths' planned memory is the runtime's own allocation).
+    return StepResult{et::Error::MemoryAllocationFailed, "out of memory loading " + path};
+  }
 }
 
 StepResult ModelInstance::check_delegates(const ModelRequest& request, const std::string& path) const {

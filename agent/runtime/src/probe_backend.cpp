@@ -1,7 +1,6 @@
 #include "probe_backend.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <new>
 #include <string>
@@ -12,42 +11,12 @@
 
 namespace etb {
 
-namespace {
-
-// Orders first calls across all probes and threads.
-std::atomic<uint64_t> g_call_clock{0};
-
-// The model the calling thread is loading or executing (set_current_model).
-thread_local uint8_t t_current_model = 0;
-
-bool same_options(et::Span<const et::BackendOption> a, const std::vector<et::BackendOption>& b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (option_key(a[i]) != option_key(b[i]) || a[i].value != b[i].value) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 ProbeBackend::ProbeBackend(std::string name) : name_(std::move(name)) {}
-
-void ProbeBackend::set_current_model(uint8_t model) {
-  t_current_model = model < ETB_MAX_MODELS ? model : 0;
-}
 
 void ProbeBackend::begin_request() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (Record& record : records_) {
-    // A fresh record whose received keeps its memory for this request.
-    std::vector<et::BackendOption> received = std::move(record.received);
-    received.clear();
-    record = Record{};
-    record.received = std::move(received);
+    record.clear();
   }
 }
 
@@ -57,31 +26,22 @@ void ProbeBackend::reset() {
   state_.clear();
 }
 
-void ProbeBackend::note_call(Record& record) {
-  if (record.first_call == 0) {
-    record.first_call = ++g_call_clock;
-  }
-}
-
 et::Result<et::DelegateHandle*> ProbeBackend::init(
     et::BackendInitContext& context,
     et::FreeableBuffer* processed,
     et::ArrayRef<et::CompileSpec> compile_specs) const {
   const et::Span<const et::BackendOption> specs = context.runtime_specs();
-  auto* handle = new (std::nothrow) Handle{t_current_model};
+  auto* handle = new (std::nothrow) Handle{current_model()};
   if (handle == nullptr) {
     return et::Error::MemoryAllocationFailed;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Record& record = records_[handle->model];
-    note_call(record);
+    record.note_call();
+    record.note_init_specs(specs);
     if (record.init_calls == 0) {
-      record.received.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
       look_up_repeated_keys(context, record);
-    } else if (!record.specs_diverged && !same_options(specs, record.received)) {
-      record.specs_diverged = true;
-      record.diverged.assign(specs.begin(), specs.begin() + std::min(specs.size(), kMaxRecordedOptions));
     }
     ++record.init_calls;
   }
@@ -157,7 +117,7 @@ et::Error ProbeBackend::execute(
   const uint8_t model = handle != nullptr ? reinterpret_cast<const Handle*>(handle)->model : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   Record& record = records_[model];
-  note_call(record);
+  record.note_call();
   ++record.execute_calls;
   return et::Error::Ok;
 }
@@ -167,7 +127,7 @@ et::Error ProbeBackend::set_option(
     const et::Span<et::BackendOption>& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   Record& record = records_[0];
-  note_call(record);
+  record.note_call();
   ++record.set_calls;
   for (const et::BackendOption& option : options) {
     if (record.received.size() < kMaxRecordedOptions) {
@@ -196,7 +156,7 @@ et::Error ProbeBackend::get_option(
     et::Span<et::BackendOption>& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   Record& record = records_[0];
-  note_call(record);
+  record.note_call();
   ++record.get_calls;
   // Like real backends: fill the keys this probe knows, leave the others as they are.
   for (et::BackendOption& wanted : options) {

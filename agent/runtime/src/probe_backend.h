@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "delivery_record.h"
 #include "etb/wire.h"
 
 namespace etb {
@@ -20,38 +21,17 @@ namespace et = executorch::runtime;
 // options set on it through set_option, so reports show exactly what each
 // delegate saw and under which name it answers. Every init makes a handle of
 // its own that names the model it was loaded in (the model the loading thread
-// is working on, set_current_model), so execute counts for the delegate's own
+// is working on, etb::set_current_model), so execute counts for the delegate's own
 // model however threads interleave. Models load on threads of their own
 // (CONCURRENT): the records are guarded by a mutex. The runtime keeps a pointer
 // to the probe and to its name for the life of the process, so a registered
 // probe is never destroyed.
 class ProbeBackend final : public et::BackendInterface {
  public:
-  // Bounds on what a probe keeps, so no request can grow it without limit.
-  static constexpr size_t kMaxRecordedOptions = 64;
+  static constexpr size_t kMaxRecordedOptions = DeliveryRecord::kMaxRecordedOptions;
   static constexpr size_t kMaxStateOptions = 1024;
 
-  // What the probe's delegates of one model received during one request.
-  struct Record {
-    uint32_t init_calls = 0;
-    uint32_t execute_calls = 0;
-    uint32_t set_calls = 0;
-    uint32_t get_calls = 0;
-    // Order of this probe's first hook call among all probes in the request
-    // (0: not called).
-    uint64_t first_call = 0;
-    // init: runtime_specs of the first init; set_option: the options received.
-    std::vector<et::BackendOption> received;
-    // init ran again with runtime_specs that differ from the first ones:
-    // the first such specs (reported as a second entry, so a check sees them).
-    bool specs_diverged = false;
-    std::vector<et::BackendOption> diverged;
-    // For each key the first init's runtime_specs hold more than once: what
-    // BackendInitContext::get_runtime_spec<T>(key) returned, T the type of the
-    // key's last occurrence, as "etb.lookup:KEY" = the value found or
-    // "etb.lookup_error:KEY" = the Error code (int).
-    std::vector<et::BackendOption> lookups;
-  };
+  using Record = DeliveryRecord;
 
   explicit ProbeBackend(std::string name);
 
@@ -61,10 +41,6 @@ class ProbeBackend final : public et::BackendInterface {
   // The record of one model (SET and GET count in model 0's). Read it only
   // while no thread is loading or executing.
   const Record& record(uint8_t model = 0) const { return records_[model]; }
-
-  // The model whose delegates the calling thread's init and execute calls
-  // belong to until it says otherwise (0 on a fresh thread).
-  static void set_current_model(uint8_t model);
 
   // Forget the previous request's record (set state is kept).
   void begin_request();
@@ -95,7 +71,6 @@ class ProbeBackend final : public et::BackendInterface {
     uint8_t model;
   };
 
-  static void note_call(Record& record);
   static void look_up_repeated_keys(const et::BackendInitContext& context, Record& record);
 
   const std::string name_;

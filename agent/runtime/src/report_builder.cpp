@@ -1,6 +1,7 @@
 #include "report_builder.h"
 
 #include <algorithm>
+#include <string>
 #include <variant>
 
 #include "runtime_options.h"
@@ -24,6 +25,38 @@ std::string_view utf8_prefix(std::string_view text, size_t max) {
     --end;
   }
   return text.substr(0, end);
+}
+
+// text with every byte that does not begin a well-formed UTF-8 character
+// replaced by '?': messages quote what a program holds (a damaged program's
+// delegate id, say), and the wire carries UTF-8 only.
+std::string well_formed_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    size_t length = lead < 0x80 ? 1 : (lead >= 0xC2 && lead <= 0xDF) ? 2 : (lead >= 0xE0 && lead <= 0xEF) ? 3
+        : (lead >= 0xF0 && lead <= 0xF4) ? 4 : 0;
+    bool ok = length > 0 && i + length <= text.size();
+    for (size_t k = 1; ok && k < length; ++k) {
+      ok = (byte(i + k) & 0xC0) == 0x80;
+    }
+    if (ok && length >= 3) {
+      const unsigned char second = byte(i + 1);
+      ok = !(lead == 0xE0 && second < 0xA0) && !(lead == 0xED && second > 0x9F) &&  // overlong, surrogate
+          !(lead == 0xF0 && second < 0x90) && !(lead == 0xF4 && second > 0x8F);     // overlong, > U+10FFFF
+    }
+    if (!ok) {
+      out += '?';
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, length));
+    i += length;
+  }
+  return out;
 }
 
 }  // namespace
@@ -151,6 +184,7 @@ void ReportBuilder::add_option(const executorch::runtime::BackendOption& option)
 }
 
 etb_status_t ReportBuilder::encode(uint8_t* buf, size_t cap, size_t* out_len) {
+  message_ = well_formed_utf8(message_);
   report_.message = keep(utf8_prefix(message_, ETB_MAX_TEXT));
   etb_status_t status = etb_encode_report(&report_, buf, cap, out_len);
   if (status == ETB_OK || status == ETB_ERR_CAPACITY) {

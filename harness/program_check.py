@@ -1,0 +1,133 @@
+"""A user's own program checked on a device (``et.check_program``, ``et-harness send
+--program``): every method, every load path, every delegate's ``init`` exactly.
+
+The program file is read within :data:`~harness.agent.program_contents.MAX_PROGRAM_BYTES`
+and its methods and delegates are read from the program itself
+(:mod:`harness.agent.program_contents`); the bytes read are what is pushed, named by
+their content, so a device that has them already is not sent them again. Each method
+is loaded (and executed once, with inputs the agent builds from the method's metadata)
+through each load path the agent announces; the map must reach each delegate as it
+would reach a probe: its own entry, exactly (on ``module_both`` as the explicit map,
+with a decoy stored map that must never arrive).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.agent.program_contents import ProgramContents, ProgramError, read_program
+from harness.codec.mapfile import load_map
+from harness.lifecycle.cache import cache_root
+from harness.model.messages import LoadPath
+from harness.model.options import OptionsMap
+
+if TYPE_CHECKING:
+    from harness.check import Verdict
+    from harness.runner import CaseRunner
+
+
+@dataclass(frozen=True)
+class MethodVerdict:
+    """One method of the program loaded through one path, and its verdict."""
+
+    method: str
+    path: LoadPath
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class ProgramCheck:
+    """Every method of a program on every load path of one device."""
+
+    program: str
+    methods: tuple[str, ...]
+    results: tuple[MethodVerdict, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.verdict.ok for r in self.results)
+
+    def render(self) -> str:
+        """Each method and path's verdict, then one line for the whole program."""
+        parts = [f"method {r.method!r}, {r.verdict.render()}" for r in self.results]
+        exact = sum(r.verdict.ok for r in self.results)
+        methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
+        parts.append(
+            f"program {self.program}: {methods} x load paths = "
+            f"{len(self.results)} loads, {exact} exact"
+        )
+        return "\n".join(parts)
+
+    def raise_for_differences(self) -> None:
+        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass."""
+        for result in self.results:
+            result.verdict.raise_for_differences()
+
+
+def check_program(
+    runner: CaseRunner,
+    push: Callable[[Path], str],
+    program: str | os.PathLike[str],
+    options: OptionsMap | str | os.PathLike[str],
+    *,
+    probes: Sequence[str] = (),
+) -> ProgramCheck:
+    """Check ``program`` with ``options`` on ``runner``'s device (see the module)."""
+    contents = read_program(program)
+    sent = options if isinstance(options, OptionsMap) else load_map(options)
+    real = [e.name for e in runner.hello.entries if not e.is_probe]
+    _check_backends(contents, real, probes)
+    remote = push(_cached_copy(contents))
+    results = []
+    for method in contents.methods:
+        unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
+        for path in runner.load_paths:
+            verdict = runner.load(
+                sent,
+                method.delegates,
+                unobserved=unobserved,
+                path=path,
+                method=method.name,
+                program=remote,
+            )
+            results.append(MethodVerdict(method.name, path, verdict))
+            runner.reset()
+    return ProgramCheck(contents.source, tuple(m.name for m in contents.methods), tuple(results))
+
+
+def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequence[str]) -> None:
+    """Every delegate is a backend the device has, or one of the harness's probes."""
+    for name in probes:
+        if name in real:
+            raise ProgramError(
+                f"probe {name!r}: the device has a real backend of that name; a probe "
+                "cannot be registered under it: drop it from the probes"
+            )
+    for method in contents.methods:
+        for delegate in method.delegates:
+            if delegate not in real and delegate not in probes:
+                raise ProgramError(
+                    f"{contents.source}: method {method.name!r} delegates to {delegate!r}, "
+                    f"which the device lacks (its backends: {', '.join(real) or 'none'}); "
+                    "use a device whose runtime registers it, or name it a probe "
+                    "(--probe / probes=) if it is one of the harness's"
+                )
+
+
+def _cached_copy(contents: ProgramContents) -> Path:
+    """The bytes that were read, in the harness's cache under their digest: what is
+    pushed is what was checked, whatever happens to the user's file meanwhile."""
+    digest = hashlib.sha256(contents.data).hexdigest()
+    directory = cache_root() / "programs" / "user"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{digest}.pte"
+    if not path.is_file() or path.stat().st_size != len(contents.data):
+        partial = directory / f".{digest}.{os.getpid()}.tmp"
+        partial.write_bytes(contents.data)
+        partial.replace(path)
+    return path
