@@ -130,7 +130,7 @@ class AdbTransport(Transport):
                 f"$ANDROID_ADB_SERVER_PORT is {port!r}, not a TCP port: unset it, or set "
                 "transport.server_port"
             )
-        host = self.target.server_host or "localhost"
+        host = self._server_host().strip("[]")
         if not adb_server_answers(host, int(port), self.target.query_timeout):
             raise DeviceUnavailable(
                 f"the adb server at {self._server()} does not answer; start it with "
@@ -311,17 +311,19 @@ class AdbTransport(Transport):
     # -- adb client ------------------------------------------------------------------
 
     def _base_argv(self) -> list[str]:
-        argv = [self.target.adb]
-        if self.target.server_host:
-            argv += ["-H", self._server_host()]
+        argv = [self.target.adb, "-H", self._server_host()]
         if self.target.server_port:
             argv += ["-P", str(self.target.server_port)]
         return argv
 
     def _server_host(self) -> str:
         """The server's host as adb's -H takes it: an IPv6 address in brackets (adb reads a
-        bare '::1' as host '::1:PORT' and the default port)."""
-        host = self.target.server_host or "localhost"
+        bare '::1' as host '::1:PORT' and the default port); ``127.0.0.1`` for none or
+        ``localhost``, the only name for which the client forks a server when it finds
+        none (one that would outlive the run)."""
+        host = self.target.server_host or "127.0.0.1"
+        if host == "localhost":
+            host = "127.0.0.1"
         return f"[{host}]" if ":" in host else host
 
     def _server(self) -> str:
