@@ -61,7 +61,7 @@ from harness.farm.results import ResultsRecorder, RunInfo
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
-from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm
+from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.model.messages import LoadPath
 from harness.runner import CaseRunner
@@ -114,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
+        quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
     try:
         profiles = select_profiles(config.getoption("device"), config.getoption("devices_dir"))
         for profile in profiles:

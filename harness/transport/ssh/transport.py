@@ -215,7 +215,7 @@ class SshTransport(Transport):
             if "No authentication methods available" in str(exc):  # paramiko had no key at all
                 raise self._authentication_failed(hop, identities, "no key to offer") from None
             raise DeviceUnavailable(
-                f"{hop}: cannot connect: {exc or type(exc).__name__}. Is sshd running "
+                f"{hop}: cannot connect: {_reason(exc)}. Is sshd running "
                 "there and the address and port right?"
             ) from None
         transport = client.get_transport()
@@ -482,3 +482,13 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
         sftp.mkdir(directory, 0o700)
     except OSError:
         sftp.stat(directory)  # made meanwhile by someone else is fine; else raise
+
+
+def _reason(exc: BaseException) -> str:
+    """What ``exc`` says, or what it means when it says nothing (paramiko's bare EOFError
+    when the server closes the connection after its banner: a killed sshd session)."""
+    if str(exc):
+        return str(exc)
+    if isinstance(exc, EOFError):
+        return "the server closed the connection during the SSH handshake (EOFError)"
+    return type(exc).__name__
