@@ -53,7 +53,7 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
-from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY
+from harness.farm.junit import EMULATOR_RESTART_PROPERTY, INFRA_PHASE_PROPERTY, INFRA_PROPERTY
 from harness.farm.labgrid import LabgridPlace, find_client, pool_names
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.reporting import ControllerReporting
@@ -421,6 +421,8 @@ def _device_payload(
         payload["facts"] = facts
         payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
         payload["artifacts"] = item.stash[_ARTIFACTS].paths if _ARTIFACTS in item.stash else []
+        payload["emulator_restarts"] = restarts = slot.take_restarts()
+        report.user_properties += [(EMULATOR_RESTART_PROPERTY, reason) for reason in restarts]
         if tries:
             item.user_properties.append(
                 ("infrastructure_retries", "; ".join(payload["failed_tries"]))

@@ -13,6 +13,7 @@ from harness.farm.summary import (
     backend_table,
     device_runtime,
     devices_in_order,
+    emulator_restarts,
     infrastructure_lines,
     outcome_table,
     quarantined_devices,
@@ -72,6 +73,9 @@ class ControllerReporting:
         terminalreporter.section("device farm")
         for line in outcome_table(results):
             terminalreporter.write_line(line)
+        for device, reasons in emulator_restarts(results).items():
+            for reason in reasons:
+                terminalreporter.write_line(f"emulator restarted: {device}: {reason}", yellow=True)
         for device, reason in quarantined_devices(results).items():
             terminalreporter.write_line(f"quarantined: {device}: {reason}", yellow=True)
         terminalreporter.write_line(f"results: {self.recorder.results_dir}")

@@ -91,7 +91,9 @@ class AdbTransport(Transport):
         self._facts: DeviceFacts | None = None
 
     def close(self) -> None:
-        """Nothing to release: every command is its own ``adb`` client process."""
+        """Forget the device (every command is its own ``adb`` client process): the next
+        use finds it afresh (``adb connect`` again, e.g. to a restarted emulator)."""
+        self._serial = None
 
     # -- device selection ------------------------------------------------------------
 

@@ -101,10 +101,13 @@ class SshTransport(Transport):
         self._live()
 
     def close(self) -> None:
+        """Close the connection; the next use reads the route (ssh_config) again, so that
+        it reaches a board that came back elsewhere (a restarted ssh-emu's new namespace)."""
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+            self.route = resolve_route(self.profile)
 
     def _live(self) -> _Connection:
         with self._lock:
