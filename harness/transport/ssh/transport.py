@@ -88,6 +88,7 @@ class SshTransport(Transport):
     def __init__(self, profile: SshProfile) -> None:
         self.profile = profile
         self.route = resolve_route(profile)
+        self._route_read = True  # False after close(): read again before the next connection
         self._pin = _HostKeyPin.parse(profile.host_key) if profile.host_key else None
         self._connection: _Connection | None = None
         self._lock = threading.Lock()
@@ -107,7 +108,7 @@ class SshTransport(Transport):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
-            self.route = resolve_route(self.profile)
+            self._route_read = False
 
     def _live(self) -> _Connection:
         with self._lock:
@@ -116,6 +117,9 @@ class SshTransport(Transport):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+            if not self._route_read:
+                self.route = resolve_route(self.profile)
+                self._route_read = True
             self._connection = self._open_route()
             return self._connection
 
