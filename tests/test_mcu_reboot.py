@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.agent.session import AgentSession
 from harness.config.profile import parse_profile
 from harness.devices.base import Device
 from harness.emulators.qemu_mcu import BOOT_TIMEOUT_S, QemuMcu
@@ -49,6 +50,22 @@ def test_each_agent_session_on_a_board_without_a_reset_line_starts_with_an_empty
         runner.restart()  # as the farm does between tests that need other probes
         runner.prepare([f"Fresh{session}"])
         assert runner.registered == (f"Fresh{session}",)
+
+
+def test_reboot_is_answered_then_the_board_boots_again_with_an_empty_registry(mcu: QemuMcu) -> None:
+    with mcu.connect() as link:
+        session = AgentSession(link, name="mcu")
+        registered = session.request(Request.register(("ProbeA", "ProbeB")))
+        assert [e.status for e in registered.entries] == [0, 0]
+        hello = session.request(Request(Action.HELLO))
+        assert "reboot" in str(hello.fact("capabilities")).split(",")
+        assert session.request(Request(Action.REBOOT)).outcome is Outcome.OK
+        link.await_reboot()
+        assert link.boot_hello is not None and link.boot_hello.session == 0
+        after = session.request(Request(Action.HELLO))
+        assert after.entries == ()  # the registry is empty again
+        assert after.fact("requests_handled") == 1  # counters start again: it booted
+        assert mcu.poll() is None  # QEMU rebooted the board, it did not exit
 
 
 class _BoardNothingResets:
