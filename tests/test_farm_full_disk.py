@@ -8,6 +8,7 @@ read-only, so the disk changes between two results of one run.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -165,3 +166,33 @@ def test_a_cut_short_last_line_is_dropped_when_the_file_is_opened_again(tmp_path
     writer.close()
     assert path.read_text("utf-8") == whole + result.to_json() + "\n"
     assert writer.unwritten == 0
+
+
+def test_crash_artifacts_a_full_disk_refuses_cost_one_line_not_the_test(disk, capsys):
+    from harness.farm.artifacts import CrashArtifacts
+    from harness.transport.base import TransportLost
+
+    filler = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)  # the disk is full first
+    try:
+        while True:
+            os.write(filler, b"x" * 4096)
+    except OSError:
+        pass
+    os.close(filler)
+    artifacts = CrashArtifacts(disk / "results", "board", "test_x")
+    path = artifacts.keep_text(1, "tsan-report.txt", "x" * 100_000)
+    core = disk.parent / "core"
+    core.write_bytes(b"\0" * 100_000)
+
+    def pull(dest: Path) -> list[Path]:
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "core").write_bytes(core.read_bytes())
+        return [dest / "core"]
+
+    artifacts.after_failure(TransportLost("agent died"), 2, pull)
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 2 and all(
+        line.startswith("et-harness: cannot keep crash artifacts in ") for line in said
+    ), said
+    assert "(ENOSPC)" in said[0] and "(ENOSPC)" in said[1]
+    assert path == "artifacts/board/test_x/try-1/tsan-report.txt" and artifacts.paths == []
