@@ -59,7 +59,7 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
-from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY
+from harness.farm.junit import EMULATOR_RESTART_PROPERTY, INFRA_PHASE_PROPERTY, INFRA_PROPERTY
 from harness.farm.labgrid import LabgridPlace, find_client, pool_names
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.reporting import ControllerReporting
@@ -67,7 +67,7 @@ from harness.farm.results import ResultsRecorder, RunInfo
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
-from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm
+from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.model.messages import LoadPath
@@ -123,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker: dict[str, Any] | None = getattr(config, "workerinput", None)
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
+        quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
     try:
         profiles = select_profiles(config.getoption("device"), config.getoption("devices_dir"))
         for profile in profiles:
@@ -441,6 +442,8 @@ def _device_payload(
         payload["facts"] = facts
         payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
         payload["artifacts"] = item.stash[_ARTIFACTS].paths if _ARTIFACTS in item.stash else []
+        payload["emulator_restarts"] = restarts = slot.take_restarts()
+        report.user_properties += [(EMULATOR_RESTART_PROPERTY, reason) for reason in restarts]
         if tries:
             item.user_properties.append(
                 ("infrastructure_retries", "; ".join(payload["failed_tries"]))

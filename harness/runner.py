@@ -41,6 +41,11 @@ class RunnerError(Exception):
     """A case asked for something the device cannot do; the message says what to change."""
 
 
+class RegistryKept(TransportError):
+    """A restarted agent still holds the probes of an earlier session (a board nothing
+    could reset) and the case needs room it lacks: device trouble, not the case's."""
+
+
 class LinkBroken(TransportError):
     """The agent's link failed earlier (lost, timed out, out of step): nothing was sent.
 
@@ -260,6 +265,16 @@ class CaseRunner:
             self.restart()
             missing = [n for n in dict.fromkeys(names) if n not in self.registered]
             room = self.capacity - len(self._registered)
+            kept = [entry.name for entry in self.hello.entries if entry.is_probe]
+            if len(missing) > room and kept:
+                raise RegistryKept(
+                    f"the device kept its registry across an agent restart ({len(kept)} "
+                    f"probe backends of an earlier session: {', '.join(kept[:4])}"
+                    f"{', ...' if len(kept) > 4 else ''}), so {len(missing)} more do not fit "
+                    f"in its {self.capacity}: nothing resets the board; set transport.reset "
+                    "(dtr or rts, the line wired to its reset), labgrid reset: power, or "
+                    "flash firmware that serves REBOOT (HELLO capabilities)"
+                )
             if len(missing) > room:
                 raise RunnerError(
                     f"{len(missing)} probe backends needed but the registry holds "

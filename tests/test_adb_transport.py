@@ -410,7 +410,7 @@ def test_no_server_is_started_behind_the_runs_back(no_android_serial: None) -> N
 
     port = free_port()
     transport = AdbTransport(AdbTarget(server_port=port, query_timeout=5))
-    says = rf"localhost:{port} does not answer.*adb start-server"
+    says = rf"127\.0\.0\.1:{port} does not answer.*adb start-server"
     with pytest.raises(DeviceUnavailable, match=says):
         transport.facts()
     assert not adb_server_answers("localhost", port, 1.0)  # the client started no server

@@ -421,7 +421,7 @@ CRAFTED_ERRORS: dict[str, tuple[bytes, int, str]] = {
     # request body
     "body_1_byte": (frame(REQUEST, b"\x07"), REQUEST, "TRUNCATED"),
     "action_0": (frame(REQUEST, request_body(0)), REQUEST, "ACTION"),
-    "action_8": (frame(REQUEST, b"\x08"), REQUEST, "ACTION"),
+    "action_11": (frame(REQUEST, b"\x0b"), REQUEST, "ACTION"),
     "program_runs_into_crc": (frame(REQUEST, b"\x01\x04\x00ab"), REQUEST, "TRUNCATED"),
     "program_on_hello": (request(HELLO, "p"), REQUEST, "UNEXPECTED_FIELD"),
     "program_on_hello_before_utf8": (request(HELLO, b"\xff"), REQUEST, "UNEXPECTED_FIELD"),
@@ -483,7 +483,7 @@ CRAFTED_ERRORS: dict[str, tuple[bytes, int, str]] = {
                    "NUL"),
     "trailing_body": (frame(REQUEST, request_body(HELLO) + b"\0"), REQUEST, "TRAILING"),
     # report body
-    "report_action_8": (report(action=8), REPORT, "ACTION"),
+    "report_action_11": (report(action=11), REPORT, "ACTION"),
     "report_action_before_outcome": (report(action=9, outcome=9), REPORT, "ACTION"),
     "report_outcome_4": (report(outcome=4), REPORT, "OUTCOME"),
     "report_detail_short": (frame(REPORT, b"\x01\x00\x00\x00"), REPORT, "TRUNCATED"),
@@ -609,7 +609,7 @@ def set_key(index: int, key: bytes):  # type: ignore[no-untyped-def]
 
 ENCODER_ERRORS = {
     "action_0": (REQUEST, lambda m, k: setattr(m, "action", 0), "ACTION"),
-    "action_8": (REQUEST, lambda m, k: setattr(m, "action", 8), "ACTION"),
+    "action_11": (REQUEST, lambda m, k: setattr(m, "action", 11), "ACTION"),
     "program_on_set": (REQUEST, lambda m, k: setattr(m, "action", SET), "UNEXPECTED_FIELD"),
     "program_1025": (REQUEST, lambda m, k: setattr(m, "program", view(b"p" * 1025, k)),
                      "TEXT_LENGTH"),
@@ -634,7 +634,7 @@ ENCODER_ERRORS = {
     "tag_0": (REQUEST, lambda m, k: setattr(m.backends[0].options[0], "type", 0), "TAG"),
     "string_256": (REQUEST, lambda m, k: setattr(m.backends[0].options[2], "s",
                                                  view(b"s" * 256, k)), "STRING_LENGTH"),
-    "report_action_8": (REPORT, lambda m, k: setattr(m, "action", 8), "ACTION"),
+    "report_action_11": (REPORT, lambda m, k: setattr(m, "action", 11), "ACTION"),
     "report_outcome_4": (REPORT, lambda m, k: setattr(m, "outcome", 4), "OUTCOME"),
     "report_message_nul": (REPORT, lambda m, k: setattr(m, "message", view(b"\0", k)), "NUL"),
     "report_facts_33": (REPORT, lambda m, k: setattr(m, "fact_count", 33), "TOO_MANY_OPTIONS"),

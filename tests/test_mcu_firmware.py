@@ -133,7 +133,7 @@ def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoa
     assert fact(report, "wire_version") == 2
     assert fact(report, "max_message") == link.channel.hello.max_message
     assert fact(report, "registry_capacity") == 16
-    assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello"
+    assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello,reboot"
     assert fact(report, "load_paths") == "program"
     assert fact(report, "agent_version") == link.channel.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [

@@ -11,6 +11,7 @@ import socket
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -306,6 +307,35 @@ def test_refused_port_is_device_unavailable(tmp_path: Path) -> None:
         transport.connect()
     assert time.monotonic() - started < 5
     assert f"127.0.0.1:{port}" in str(refused.value)
+
+
+def test_a_connection_closed_after_the_banner_says_why_it_failed(tmp_path: Path) -> None:
+    """An sshd whose session is killed after its banner: paramiko raises a bare EOFError,
+    whose message was empty ('cannot connect: . Is sshd running there...')."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def banner_then_close() -> None:
+            client, _ = server.accept()
+            with client:
+                client.sendall(b"SSH-2.0-OpenSSH_9.2p1\r\n")
+                client.recv(4096)  # the client's banner; then the session dies
+
+        thread = threading.Thread(target=banner_then_close, daemon=True)
+        thread.start()
+        transport = SshTransport(
+            SshProfile(host="127.0.0.1", port=port, user="nobody",
+                       known_hosts=tmp_path / "none", connect_timeout=5)
+        )
+        with pytest.raises(DeviceUnavailable) as lost:
+            transport.connect()
+        thread.join(5)
+    assert str(lost.value) == (
+        f"nobody@127.0.0.1:{port}: cannot connect: the server closed the connection during "
+        "the SSH handshake (EOFError). Is sshd running there and the address and port right?"
+    )
 
 
 def test_wrong_key_is_an_authentication_failure(board: SshdEmulator, tmp_path: Path) -> None:

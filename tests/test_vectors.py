@@ -71,7 +71,7 @@ def test_vectors_cover_every_action_in_both_directions() -> None:
         for readable in (load(name)[1] for name in vector_names())
         if "error" not in readable
     }
-    actions = {"load", "execute", "set", "get", "reset", "register", "hello"}
+    actions = {"load", "execute", "set", "get", "reset", "register", "hello", "reboot"}
     assert {a for t, a in seen if t == "request"} == actions
     assert {a for t, a in seen if t == "report"} == actions | {"none"}
 

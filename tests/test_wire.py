@@ -227,7 +227,7 @@ def entry(name: str = "ProbeA", *opts: Option, flags: int = 1) -> ReportEntry:
 @pytest.mark.parametrize(
     ("rep", "code"),
     [
-        (Report(8, Outcome.OK), E.ACTION),  # type: ignore[arg-type]
+        (Report(11, Outcome.OK), E.ACTION),  # type: ignore[arg-type]
         (Report(Action.LOAD, 4), E.OUTCOME),  # type: ignore[arg-type]
         (Report(Action.LOAD, Outcome.OK, message="m" * 1025), E.TEXT_LENGTH),
         (Report(Action.LOAD, Outcome.OK, facts=(Option("f", 1),) * 33), E.TOO_MANY_OPTIONS),

@@ -96,6 +96,17 @@ class Device(abc.ABC):
         """Files a crashed agent left on the device, pulled into ``dest``; none by default."""
         return []
 
+    def restart_emulator(self) -> None:
+        """Stop the emulator the harness started and start it again (its daemon or process
+        died); :class:`DeviceSetupError` if it does not come up. Start a new agent after."""
+        if self.emulator is None:
+            raise DeviceSetupError(f"{self.name} is no emulated device: nothing to restart")
+        try:
+            self.emulator.stop()
+            self.emulator.start()
+        except (OSError, RuntimeError) as exc:  # the emulators' own errors
+            raise DeviceSetupError(f"{self.name}: its emulator did not start again: {exc}") from exc
+
     def close(self) -> None:
         """Release what the device holds and stop its emulator, if the harness started one."""
         if self._resources is not None:

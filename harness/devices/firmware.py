@@ -15,9 +15,11 @@ from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice
-from harness.link.serial.arq import LinkConfig
+from harness.link.serial.arq import LinkConfig, SerialLink
 from harness.link.serial.port import ResetLine, SerialPortConfig
 from harness.link.serial.port import connect as connect_serial
+from harness.model.messages import Action, Outcome, Request
+from harness.transport.base import DeviceUnavailable
 
 if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
     from harness.emulators.qemu_mcu import QemuMcu
@@ -28,9 +30,11 @@ class FirmwareDevice(Device):
 
     A fresh agent means a fresh registry, so every link after the first resets the
     board: an emulated board is restarted; a real one is reset through DTR or RTS
-    when its profile wires one (``transport.reset``), else it keeps its state. A board
-    in a lab place with a power port is reset through the lab (``reset``) before
-    every link, the first included, so a pool board starts with a fresh registry.
+    when its profile wires one (``transport.reset``). A board in a lab place with a
+    power port is reset through the lab (``reset``) before every link, the first
+    included, so a pool board starts with a fresh registry. A board with neither is
+    asked to reset itself (REBOOT, docs/serial-protocol.md) at every link whose boot
+    HELLO was not seen, if its firmware serves it; else it keeps its state.
     """
 
     def __init__(
@@ -71,8 +75,28 @@ class FirmwareDevice(Device):
         elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
-        return AgentSession(connect_serial(config, name=self.name), name=self.name)
+        port_link = connect_serial(config, name=self.name)
+        session = AgentSession(port_link, name=self.name)
+        if self._reset is None and config.reset is ResetLine.NONE and not port_link.boot_hello:
+            try:
+                _soft_reset(session, port_link, self.name)
+            except BaseException:
+                session.close()
+                raise
+        return session
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Empty: the board's LOAD takes the request's delegate list as the program."""
         return ""
+
+
+def _soft_reset(session: AgentSession, link: SerialLink, name: str) -> None:
+    """REBOOT the board, if its firmware serves it (HELLO ``capabilities``), and wait for
+    its boot HELLO: the fresh registry of a board nothing else can reset."""
+    served = str(session.request(Request(Action.HELLO)).fact("capabilities") or "")
+    if "reboot" not in served.split(","):
+        return  # the runner names what to set if the kept registry is in the way
+    report = session.request(Request(Action.REBOOT))
+    if report.outcome is not Outcome.OK:
+        raise DeviceUnavailable(f"{name}: the firmware refused REBOOT: {report.message}")
+    link.await_reboot()

@@ -64,6 +64,19 @@ class HostedDevice(Device):
         self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
 
+    def restart_emulator(self) -> None:
+        """The emulator started again where the transport reaches it (its settings are
+        checked to be the same); the transport's connections are made anew."""
+        before = dict(self.emulator.settings) if self.emulator is not None else None
+        super().restart_emulator()  # refuses a device without an emulator
+        self.transport.close()  # after: the transport reads where the new one listens
+        after = dict(self.emulator.settings) if self.emulator is not None else None
+        if after != before:
+            raise DeviceSetupError(
+                f"{self.name}: its emulator came back with other transport settings "
+                f"({after} instead of {before}); the transport cannot follow it"
+            )
+
     @property
     def work_dir(self) -> str:
         return self.transport.facts().work_dir

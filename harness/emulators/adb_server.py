@@ -5,7 +5,11 @@ that uses the same port (5037 by default) and keeps its keys in ``$HOME/.android
 :class:`PrivateAdbServer` gives a test its own of each. It runs the real server in
 the foreground (``adb -P PORT server nodaemon``) as a child of the harness, rather
 than letting a client fork it into the background, so that it is stopped with the
-harness however the harness ends (:mod:`harness.lifecycle`).
+harness however the harness ends (:mod:`harness.lifecycle`). Its clients name the
+server ``127.0.0.1`` (``-H``), never ``localhost``: the adb client forks a server only
+for ``localhost``, so a client that finds the server gone fails instead of starting
+one that would outlive the run; and the port stays in the owner's record, so a server
+there is found by the janitor and the sweep whoever started it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.emulators.adbd import EMULATOR_SCAN_PORTS
-from harness.lifecycle.process import ManagedProcess, on_free_port
+from harness.lifecycle import owner
+from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.lifecycle.process import free_port as lifecycle_free_port
+from harness.lifecycle.reap import adb_servers, end_processes
 from harness.transport.adb import adb_server_answers
 
 DEFAULT_SERVER_PORT = 5037
@@ -73,9 +79,10 @@ class PrivateAdbServer:
     def adb(
         self, *args: str, timeout: float = 30.0, check: bool = False
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``adb -P PORT ARGS`` against this server."""
+        """Run ``adb -H 127.0.0.1 -P PORT ARGS`` against this server (an address the client
+        calls remote, so it never forks a server of its own there)."""
         return subprocess.run(
-            [self.adb_path, "-P", str(self.port), *args],
+            [self.adb_path, "-H", "127.0.0.1", "-P", str(self.port), *args],
             env=self.env,
             capture_output=True,
             text=True,
@@ -107,6 +114,7 @@ class PrivateAdbServer:
         self.port = port
         if self._process is not None:
             self._process.stop()
+        owner.current().add_adb_port(port)  # a server a client forks here is found too
         process = self._process = ManagedProcess(
             [self.adb_path, "-P", str(port), "server", "nodaemon"],
             name="adb server", env=self.env, log=self.home / "adb-server.log",
@@ -128,6 +136,7 @@ class PrivateAdbServer:
         if self._process is not None:
             self._process.stop()
             self._process = None
+            end_processes(adb_servers({self.port}), STOP_GRACE)  # one a client forked
 
     def __enter__(self) -> PrivateAdbServer:
         self.start()

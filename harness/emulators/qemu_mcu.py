@@ -196,7 +196,6 @@ class QemuMcu:
             "-S",
             "-monitor",
             "stdio",
-            "-no-reboot",
             "-semihosting-config",
             "enable=on,target=native",
             "-kernel",

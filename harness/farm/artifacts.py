@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.farm.infra import every_exception
-from harness.farm.results import ARTIFACTS_DIR
+from harness.farm.results import ARTIFACTS_DIR, describe_os_error
 from harness.transport.base import TransportLost
 
 
@@ -63,17 +64,25 @@ class CrashArtifacts:
         if any(seen is exc for seen in self._handled) or not lost_the_agent(exc):
             return
         self._handled.append(exc)
-        self.paths += [
-            os.path.relpath(path, self.results_dir) for path in collect(self._try_dir(attempt))
-        ]
+        try:
+            pulled = collect(self._try_dir(attempt))
+        except OSError as error:  # the results disk is full or read-only: the test goes on
+            _not_kept(self._try_dir(attempt), error)
+            return
+        self.paths += [os.path.relpath(path, self.results_dir) for path in pulled]
 
     def keep_text(self, attempt: int, name: str, text: str) -> str:
         """Write ``text`` as ``<name>`` in the directory of try ``attempt``; return its path,
-        relative to the results directory (e.g. a race detector's report)."""
+        relative to the results directory (e.g. a race detector's report). A disk that
+        refuses it costs one line on stderr, not the test."""
         path = self._try_dir(attempt) / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", errors="replace")
         relative = os.path.relpath(path, self.results_dir)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", errors="replace")
+        except OSError as error:
+            _not_kept(path, error)
+            return relative
         if relative not in self.paths:
             self.paths.append(relative)
         return relative
@@ -88,3 +97,10 @@ class CrashArtifacts:
                 dest = self._base / f"try-{attempt}-{again}"
             self._tries[attempt] = dest
         return self._tries[attempt]
+
+
+def _not_kept(path: Path, error: OSError) -> None:
+    print(
+        f"et-harness: cannot keep crash artifacts in {path}: {describe_os_error(error)}",
+        file=sys.stderr,
+    )

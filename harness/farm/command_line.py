@@ -76,6 +76,14 @@ def add_options(parser: pytest.Parser) -> None:
         "errors; quarantine it if the check fails (default: %(default)s)",
     )
     group.addoption(
+        "--emulator-restarts",
+        type=int,
+        default=FarmPolicy.emulator_restarts,
+        metavar="N",
+        help="restart an emulated device whose health check fails (a new emulator, "
+        "checked again) up to N times a run before quarantining it (default: %(default)s)",
+    )
+    group.addoption(
         "--results-dir",
         type=Path,
         default=None,
@@ -119,6 +127,7 @@ def farm_policy(config: pytest.Config, deadline: RunDeadline) -> FarmPolicy:
         return FarmPolicy(
             infra_retries=config.getoption("infra_retries"),
             quarantine_after=config.getoption("quarantine_after"),
+            emulator_restarts=config.getoption("emulator_restarts"),
             lock_timeout=config.getoption("lock_timeout"),
             lock_dir=config.getoption("lock_dir") or default_lock_dir(),
             deadline=deadline,

@@ -22,6 +22,7 @@ from harness.farm.summary import ROUTES
 
 INFRA_PROPERTY = "infrastructure_error"  # "TransportLost: message"
 INFRA_PHASE_PROPERTY = "infrastructure_phase"  # setup, call or teardown
+EMULATOR_RESTART_PROPERTY = "emulator_restart"  # why the device's emulator was restarted
 _MESSAGE_CHARS = 500
 
 

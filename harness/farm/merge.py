@@ -54,11 +54,11 @@ def merge(inputs: Sequence[Path], out_dir: Path) -> list[CaseResult]:
             )
     out_file.unlink(missing_ok=True)
     writer = ResultsWriter(out_file)
-    try:
-        for result in merged:
-            writer.write(result)
-    finally:
-        writer.close()
+    for result in merged:
+        writer.write(result)
+    writer.close()
+    if writer.unwritten:
+        raise OSError(f"{out_file}: {writer.unwritten} results not written ({writer.error})")
     write_report(out_dir / REPORT_FILE, merged, out_dir, title="ExecuTorch device farm: merged")
     return merged
 

@@ -16,6 +16,7 @@ class FarmPolicy:
 
     infra_retries: int = 1  # extra tries of a test after an infrastructure error
     quarantine_after: int = 2  # consecutive infrastructure errors before a health check
+    emulator_restarts: int = 2  # per emulated device and run, when its health check fails
     lock_timeout: float = 600.0  # seconds to wait for a device another process holds
     lock_dir: Path = field(default_factory=default_lock_dir)
     deadline: RunDeadline = field(default_factory=RunDeadline)
@@ -25,6 +26,8 @@ class FarmPolicy:
             raise ValueError(f"--infra-retries must be >= 0; got {self.infra_retries}")
         if self.quarantine_after < 1:
             raise ValueError(f"--quarantine-after must be >= 1; got {self.quarantine_after}")
+        if self.emulator_restarts < 0:
+            raise ValueError(f"--emulator-restarts must be >= 0; got {self.emulator_restarts}")
         if not 0 <= self.lock_timeout < math.inf:  # nan and inf would wait forever
             raise ValueError(f"--lock-timeout must be >= 0 seconds; got {self.lock_timeout}")
         seconds = self.deadline.seconds

@@ -91,6 +91,8 @@ class CaseResult:
     longrepr: str = ""
     sections: tuple[tuple[str, str], ...] = ()  # (title, text): agent stderr, captured output
     artifacts: tuple[str, ...] = ()  # paths relative to the results directory
+    # why the device's emulator was restarted during this test (a failed health check)
+    emulator_restarts: tuple[str, ...] = ()
 
     @property
     def suite(self) -> str:
@@ -123,6 +125,7 @@ class CaseResult:
             longrepr=data.get("longrepr", ""),
             sections=tuple((title, text) for title, text in data.get("sections", ())),
             artifacts=tuple(data.get("artifacts", ())),
+            emulator_restarts=tuple(data.get("emulator_restarts", ())),
         )
 
 
@@ -177,6 +180,7 @@ class ResultAssembler:
             longrepr=_longrepr(reports),
             sections=tuple((title, text) for r in failed for title, text in r.sections),
             artifacts=tuple(merged.get("artifacts", ())),
+            emulator_restarts=tuple(merged.get("emulator_restarts", ())),
         )
 
 

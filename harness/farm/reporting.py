@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 from harness.farm.junit import amend_junit
-from harness.farm.results import ResultsRecorder
+from harness.farm.results import ResultsRecorder, describe_os_error
 from harness.farm.summary import (
     backend_table,
     device_runtime,
     devices_in_order,
+    emulator_restarts,
     infrastructure_lines,
     outcome_table,
     quarantined_devices,
@@ -29,15 +31,24 @@ class ControllerReporting:
         self.recorder.add(report)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, exitstatus: int) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.recorder.finish(int(exitstatus))
+        if self.recorder.unwritten and exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the record is incomplete
         xmlpath = self.config.getoption("xmlpath", default=None)
         if xmlpath and self.recorder.active:
             path = self.config.invocation_params.dir / os.path.expanduser(
                 os.path.expandvars(xmlpath)
             )
             if path.is_file():
-                amend_junit(path, self.recorder.results)
+                try:
+                    amend_junit(path, self.recorder.results)
+                except OSError as exc:
+                    print(
+                        f"et-harness: --junitxml {path}: cannot add the device facts "
+                        f"({describe_os_error(exc)})",
+                        file=sys.stderr,
+                    )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.recorder.active:
@@ -62,7 +73,13 @@ class ControllerReporting:
         terminalreporter.section("device farm")
         for line in outcome_table(results):
             terminalreporter.write_line(line)
+        for device, reasons in emulator_restarts(results).items():
+            for reason in reasons:
+                terminalreporter.write_line(f"emulator restarted: {device}: {reason}", yellow=True)
         for device, reason in quarantined_devices(results).items():
             terminalreporter.write_line(f"quarantined: {device}: {reason}", yellow=True)
         terminalreporter.write_line(f"results: {self.recorder.results_dir}")
+        unwritten = self.recorder.unwritten_line()
+        if unwritten:
+            terminalreporter.write_line(unwritten, red=True)
         terminalreporter.write_line(f"report:  {self.recorder.html_path}")

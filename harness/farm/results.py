@@ -3,13 +3,16 @@ report, artifacts.
 
 ``results.jsonl`` holds one :class:`~harness.farm.records.CaseResult` per line,
 appended and flushed as each test ends, so a run that is killed keeps every test
-that finished. ``run.json`` describes the run (command, host, devices, times,
+that finished; a disk that fills or turns read-only costs neither the run nor a
+whole line (:class:`ResultsWriter`). ``run.json`` describes the run (command, host, devices, times,
 exit status). ``artifacts/`` holds crash artifacts.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import errno
 import json
 import os
 import socket
@@ -18,7 +21,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import Protocol
 
 import pytest
 
@@ -29,6 +32,8 @@ RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
 REPORT_FILE = "report.html"
 ARTIFACTS_DIR = "artifacts"
+HELD_BYTES = 64 << 20  # results held in memory while the disk refuses them
+_TAIL_CHUNK = 1 << 16
 
 
 def default_results_dir(base: Path) -> Path:
@@ -78,24 +83,115 @@ class RunInfo:
 
 
 class ResultsWriter:
-    """Appends results to ``results.jsonl``, one flushed line each; the file is created on
-    the first result."""
+    """Appends results to ``results.jsonl``, whole lines only; the file is created on the
+    first result.
 
-    def __init__(self, path: Path) -> None:
+    A line is written by one ``os.write`` loop on a file opened for that line, so no
+    file stays open between tests (a filesystem can be remounted read-only under a
+    run). A write that fails (a full or read-only disk) is cut back to the last whole
+    line and reported once, on stderr, naming the path and the error; the results
+    from then on are held in memory (at most :data:`HELD_BYTES`) and written, in
+    order, as soon as a write succeeds again, or by :meth:`close`. A file that ends
+    in a cut-short line (a killed run) is repaired when it is opened: the fragment
+    is dropped. What could not be written is counted in :attr:`unwritten`.
+    """
+
+    def __init__(self, path: Path, held_bytes: int = HELD_BYTES) -> None:
         self.path = path
-        self._handle: IO[str] | None = None
+        self.error: OSError | None = None  # the last failed write, None once one succeeds
+        self.dropped = 0  # results neither written nor held (over the memory bound)
+        self._held: collections.deque[bytes] = collections.deque()
+        self._held_size = 0
+        self._held_bytes = held_bytes
+        self._reported = False
+        self._checked = False  # the file's end was checked for a cut-short line
+
+    @property
+    def unwritten(self) -> int:
+        """How many results given to :meth:`write` are not in the file."""
+        return len(self._held) + self.dropped
 
     def write(self, result: CaseResult) -> None:
-        if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "a", encoding="utf-8")
-        self._handle.write(result.to_json() + "\n")
-        self._handle.flush()
+        line = (result.to_json() + "\n").encode("utf-8")
+        if self._held_size + len(line) > self._held_bytes:
+            self.dropped += 1
+        else:
+            self._held.append(line)
+            self._held_size += len(line)
+        self._write_held()
 
     def close(self) -> None:
-        if self._handle is not None:
-            handle, self._handle = self._handle, None
-            handle.close()
+        """Write what is held, if the disk takes it now."""
+        self._write_held()
+
+    def _write_held(self) -> None:
+        if not self._held:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            self._failed(exc)
+            return
+        try:
+            if not self._checked:
+                _drop_cut_short_line(fd)
+                self._checked = True
+            while self._held:
+                _append_line(fd, self._held[0])
+                self._held_size -= len(self._held.popleft())
+            self.error = None
+        except OSError as exc:
+            self._checked = False  # a cut back that failed too is repaired on the next open
+            self._failed(exc)
+        finally:
+            os.close(fd)
+
+    def _failed(self, exc: OSError) -> None:
+        self.error = exc
+        if not self._reported:
+            self._reported = True
+            print(
+                f"et-harness: cannot write {self.path}: {describe_os_error(exc)}; the run "
+                f"goes on, holding its results in memory (up to {self._held_bytes >> 20} MiB) "
+                "until the disk takes them again",
+                file=sys.stderr,
+            )
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``No space left on device (ENOSPC)``: the message and the errno's name."""
+    name = errno.errorcode.get(exc.errno or 0, f"errno {exc.errno}")
+    return f"{exc.strerror or exc} ({name})"
+
+
+def _append_line(fd: int, line: bytes) -> None:
+    """Append ``line`` whole, or cut the file back to where it was and raise."""
+    start = os.fstat(fd).st_size
+    done = 0
+    try:
+        while done < len(line):
+            done += os.write(fd, line[done:])
+    except OSError:
+        if done:
+            os.ftruncate(fd, start)  # if this fails too, the next open repairs the file
+        raise
+
+
+def _drop_cut_short_line(fd: int) -> None:
+    """Cut the file back to its last whole line (a killed run may have left part of one)."""
+    size = os.fstat(fd).st_size
+    end = size
+    while end > 0:
+        start = max(0, end - _TAIL_CHUNK)
+        chunk = os.pread(fd, end - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    if end != size:
+        os.ftruncate(fd, end)
 
 
 class ResultsFileError(ValueError):
@@ -173,9 +269,26 @@ class ResultsRecorder:
             self._write(result)
         return result
 
+    @property
+    def unwritten(self) -> int:
+        """How many results are not in ``results.jsonl`` (its disk refused them)."""
+        return self._writer.unwritten
+
+    def unwritten_line(self) -> str | None:
+        """What the run's report says when results could not be written, else None."""
+        error = self._writer.error
+        if not self.unwritten:
+            return None
+        why = describe_os_error(error) if error is not None else "over the memory bound"
+        return (
+            f"NOT WRITTEN: {self.unwritten} of {len(self.results)} results are not in "
+            f"{self._writer.path} ({why}); they are only in this summary and the JUnit "
+            "XML, if any"
+        )
+
     def _activate(self) -> None:
         self._active = True
-        self.info.write(self.results_dir)
+        self._write_info(self.info)
         for listener in self.listeners:
             listener.run_started(self.info, self.results_dir)
         for result in self.results:
@@ -186,13 +299,24 @@ class ResultsRecorder:
         for listener in self.listeners:
             listener.result_written(result)
 
+    def _write_info(self, info: RunInfo) -> None:
+        try:
+            info.write(self.results_dir)
+        except OSError as exc:
+            print(
+                f"et-harness: cannot write {self.results_dir / RUN_FILE}: {describe_os_error(exc)}",
+                file=sys.stderr,
+            )
+
     def finish(self, exit_status: int) -> None:
-        """Close the results file; write the HTML report and the final ``run.json``."""
+        """Write what the results file still lacks; write the HTML report and the final
+        ``run.json``. A disk that still refuses them costs the results it refused
+        (:meth:`unwritten_line`), never the report or the run."""
         self._writer.close()
         if not self._active:
             return
         final = dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status)
-        final.write(self.results_dir)
+        self._write_info(final)
         for listener in self.listeners:
             listener.run_finished(final)
         appendix = "".join(listener.report_section(self.results) for listener in self.listeners)
@@ -201,6 +325,6 @@ class ResultsRecorder:
         except OSError as exc:  # checked at start-up, but the place may have changed since
             print(
                 f"et-harness: --html-report {self.html_path}: cannot write it "
-                f"({exc.strerror}); the results in {self.results_dir} are complete",
+                f"({describe_os_error(exc)}); the results are in {self.results_dir}",
                 file=sys.stderr,
             )

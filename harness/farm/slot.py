@@ -4,8 +4,11 @@ A :class:`DeviceSlot` takes the device's lock (and labgrid place), brings the
 device up, starts its agent and checks it answers HELLO before the first test.
 It restarts the agent between tries of a test after an infrastructure error,
 re-checks the device after consecutive infrastructure errors, and quarantines it
-when a check fails. It keeps the links it started so that a failing test can
-show the agent's stderr.
+when a check fails. An emulated device (the harness's own emulator) is checked
+before every retry too, and one that fails a check has its emulator started again
+and is checked again, up to ``emulator_restarts`` times a run, before it is
+quarantined; real devices are never restarted. It keeps the links it started so
+that a failing test can show the agent's stderr.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ class DeviceSlot:
         self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
         self._links: list[AgentLink] = []
+        self.emulator_restarts: list[str] = []  # why, one per restart this run
+        self._restarts_reported = 0
 
     @property
     def name(self) -> str:
@@ -90,6 +95,17 @@ class DeviceSlot:
         self._check("the health check before its first test")
         return device
 
+    @property
+    def emulated(self) -> bool:
+        """True when the harness started the device (its emulator is ours to restart)."""
+        return self.device is not None and self.device.emulator is not None
+
+    def take_restarts(self) -> list[str]:
+        """The emulator restarts since this was last called (for the test that ends)."""
+        new = self.emulator_restarts[self._restarts_reported :]
+        self._restarts_reported = len(self.emulator_restarts)
+        return new
+
     def check_if_due(self) -> None:
         """After consecutive infrastructure errors, restart the agent and check it again."""
         if not self.health.needs_check or self.runner is None:
@@ -105,6 +121,8 @@ class DeviceSlot:
         try:
             hello = self.runner.hello
         except (TransportError, RunnerError) as exc:
+            if self._restart_emulator(which, exc):
+                return
             lab_wide = self._quarantine_place(exc, f"{which} failed: {describe_error(exc)}")
             self.health.quarantine(f"{which} failed: {describe_error(exc)}{lab_wide}")
             self.close()
@@ -120,6 +138,37 @@ class DeviceSlot:
             facts["deployment"] = self.device.deployment().mode.value
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
+
+    def _restart_emulator(self, which: str, error: BaseException) -> bool:
+        """Start the emulator of a device that failed ``which`` again and check it (which
+        may restart it again); False when it is no emulated device, its restarts are used
+        up, or the run's time is."""
+        if (
+            self.device is None
+            or self.device.emulator is None
+            or len(self.emulator_restarts) >= self.policy.emulator_restarts
+            or self.policy.deadline.remaining() == 0.0
+        ):
+            return False
+        number = len(self.emulator_restarts) + 1
+        self.emulator_restarts.append(
+            f"restart {number} of {self.policy.emulator_restarts}: {which} failed: "
+            f"{describe_error(error)}"
+        )
+        self.restart()  # the agent ran on the emulator that died
+        try:
+            self.device.restart_emulator()
+        except BaseException as exc:
+            if infrastructure_error(exc) is None:
+                raise
+            self.health.quarantine(f"emulator restart {number} failed: {describe_error(exc)}")
+            self.close()
+            raise DeviceQuarantined(
+                f"device {self.name!r} failed {which}, and bringing its emulator up again "
+                f"failed: {describe_error(exc)}; it is quarantined for the rest of this run"
+            ) from exc
+        self._check(f"the health check after emulator restart {number}")
+        return True
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
         """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide
@@ -245,6 +294,8 @@ class DeviceSlot:
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
             self.restart()
+            if self.emulated:  # a dead emulator is restarted before the retry, not after two tests
+                self._check("the health check before a retry")
             try:
                 attempt()
                 return

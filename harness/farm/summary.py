@@ -3,6 +3,7 @@
 - :func:`outcome_table`: devices x outcomes (passed, failed, infra, ...), with
   the tests that passed only after a retry;
 - :func:`quarantined_devices`: each quarantined device and why;
+- :func:`emulator_restarts`: each emulated device the run restarted, and why;
 - :func:`infrastructure_lines`: the infrastructure errors, not-started tests counted;
 - :func:`backend_table`: per backend, the option checks that were exact or wrong, in
   total and per route (each load path, set, get), and how many verdicts with
@@ -76,6 +77,17 @@ def outcome_table(results: Sequence[CaseResult]) -> list[str]:
     for name, row in [*rows, ("total", total)]:
         lines.append("  ".join([f"{name:<{width}}", *(f"{row[c]:>7}" for c in columns)]))
     return lines
+
+
+def emulator_restarts(results: Iterable[CaseResult]) -> dict[str, list[str]]:
+    """Device -> why its emulator was restarted, in order (each with the test it ended)."""
+    found: dict[str, list[str]] = {}
+    for result in results:
+        for reason in result.emulator_restarts:
+            found.setdefault(result.device or NO_DEVICE, []).append(
+                f"{result.name}: {one_line(reason)}"
+            )
+    return found
 
 
 def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:

@@ -32,6 +32,31 @@ class XdistWorkers:
                 os.kill(pid, signal.SIGTERM)
 
 
+def quiet_when_orphaned(config: pytest.Config) -> None:
+    """In an xdist worker: once the controller is gone, drop what xdist would send it.
+
+    The worker then tears its devices down (:func:`~harness.lifecycle.signals.
+    sigterm_when_orphaned`), and xdist's own teardown sends the controller its
+    results, which failed (``OSError: cannot send (already closed?)``) and made pluggy
+    print a ``PluggyTeardownRaisedWarning`` per worker. A send that fails while the
+    controller still runs is raised as before.
+    """
+    controller = os.getppid()
+    for plugin in config.pluginmanager.get_plugins():
+        send = getattr(plugin, "sendevent", None)
+        if type(plugin).__name__ != "WorkerInteractor" or send is None:
+            continue
+
+        def sendevent(name: str, _send: Any = send, **kwargs: object) -> None:
+            try:
+                _send(name, **kwargs)
+            except OSError:
+                if os.getppid() == controller:
+                    raise
+
+        plugin.sendevent = sendevent
+
+
 def interrupted_by_sigterm(workers: XdistWorkers) -> None:
     """End the run as on Ctrl-C, the workers told first."""
     workers.terminate()

@@ -5,7 +5,8 @@ The first time a process starts a child through :mod:`harness.lifecycle.process`
 
 - it writes ``<state dir>/<owner>.json`` (:class:`~harness.lifecycle.reap.OwnerRecord`:
   its PID and start time, the process groups, network namespaces and files it holds,
-  and commands that hand back what it holds elsewhere, such as a labgrid place)
+  the ports of the adb servers it ran, and commands that hand back what it holds
+  elsewhere, such as a labgrid place)
   and holds an exclusive ``flock`` on ``<owner>.lock`` for as long as it lives;
 - it starts a janitor (``python -m harness.lifecycle.janitor``) in a session of its
   own, which waits for the end of a pipe only this process holds. When the process
@@ -66,6 +67,7 @@ class Owner:
         self._netns: list[str] = []
         self._paths: list[str] = []
         self._hand_back: list[tuple[str, ...]] = []
+        self._adb_ports: list[int] = []
         self.janitor_pid: int | None = None
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -135,6 +137,14 @@ class Owner:
                 self._hand_back.remove(tuple(argv))
                 self._save()
 
+    def add_adb_port(self, port: int) -> None:
+        """Any adb server on ``port`` is ours until this process is gone (an adb client that
+        finds none forks one there, outside every process group we lead)."""
+        with self._lock:
+            if port not in self._adb_ports:
+                self._adb_ports.append(port)
+                self._save()
+
     def _save(self) -> None:
         record = OwnerRecord(
             owner=self.name,
@@ -148,6 +158,7 @@ class Owner:
             janitor=self.janitor_pid,
             command=" ".join(sys.argv)[:200],
             hand_back=tuple(self._hand_back),
+            adb_ports=tuple(self._adb_ports),
         )
         staging = self.record_path.with_suffix(".tmp")
         staging.write_text(record.to_json())

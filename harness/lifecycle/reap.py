@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +55,8 @@ class OwnerRecord:
     # argv lists to run once the owner is gone: handing back what it holds elsewhere
     # (a labgrid place: cancel its reservation, release it)
     hand_back: tuple[tuple[str, ...], ...] = ()
+    # ports of adb servers it ran: any adb server found on one is its, whoever forked it
+    adb_ports: tuple[int, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(
@@ -65,6 +67,7 @@ class OwnerRecord:
                 "processes": [vars(p) for p in self.processes],
                 "netns": list(self.netns), "paths": list(self.paths),
                 "hand_back": [list(argv) for argv in self.hand_back],
+                "adb_ports": list(self.adb_ports),
             },
             indent=1,
         )  # fmt: skip
@@ -87,6 +90,7 @@ class OwnerRecord:
             janitor=data.get("janitor"),
             command=str(data.get("command", "")),
             hand_back=tuple(tuple(str(arg) for arg in argv) for argv in data.get("hand_back", [])),
+            adb_ports=tuple(int(port) for port in data.get("adb_ports", [])),
         )
 
 
@@ -139,6 +143,29 @@ def marked(owner: str) -> set[int]:
     return found
 
 
+def adb_servers(ports: Iterable[int]) -> set[int]:
+    """adb servers on any of ``ports``, however started: run in the foreground (``adb -P
+    PORT server nodaemon``) or forked by a client that found none (``adb -L tcp:PORT
+    fork-server server``), which leaves the process group and carries no marker."""
+    wanted = {str(port) for port in ports}
+    found = set()
+    for entry in Path("/proc").iterdir() if wanted else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+        except OSError:
+            continue
+        words = [word.decode(errors="replace") for word in argv]
+        if not words or os.path.basename(words[0]) != "adb" or "server" not in words:
+            continue
+        listed = {w.rsplit(":", 1)[-1] for w in words if w.startswith("tcp:")}
+        listed |= {words[i + 1] for i, w in enumerate(words[:-1]) if w == "-P"}
+        if listed & wanted:
+            found.add(int(entry.name))
+    return found
+
+
 def end_processes(pids: set[int], grace: float) -> None:
     """SIGTERM ``pids``, and SIGKILL those still running after ``grace`` seconds."""
     started = {pid: start_time(pid) for pid in pids}
@@ -179,6 +206,7 @@ def reap(record: OwnerRecord, grace: float = 1.0) -> None:
     """End and remove everything ``record`` names (see the module docstring)."""
     leaders = {p.pid for p in record.processes if start_time(p.pid) == p.start}
     targets = leaders | session_members(leaders) | marked(record.owner)
+    targets |= adb_servers(record.adb_ports)
     targets |= descendants(targets)
     targets.discard(os.getpid())
     end_processes(targets, grace)

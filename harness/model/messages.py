@@ -22,6 +22,7 @@ class Action(enum.IntEnum):
     RESET = 5
     REGISTER = 6
     HELLO = 7
+    REBOOT = 8  # a firmware's soft reset: answered, then the board reboots (its boot HELLO)
 
 
 class Outcome(enum.IntEnum):

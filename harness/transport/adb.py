@@ -91,7 +91,9 @@ class AdbTransport(Transport):
         self._facts: DeviceFacts | None = None
 
     def close(self) -> None:
-        """Nothing to release: every command is its own ``adb`` client process."""
+        """Forget the device (every command is its own ``adb`` client process): the next
+        use finds it afresh (``adb connect`` again, e.g. to a restarted emulator)."""
+        self._serial = None
 
     # -- device selection ------------------------------------------------------------
 
@@ -130,7 +132,7 @@ class AdbTransport(Transport):
                 f"$ANDROID_ADB_SERVER_PORT is {port!r}, not a TCP port: unset it, or set "
                 "transport.server_port"
             )
-        host = self.target.server_host or "localhost"
+        host = self._server_host().strip("[]")
         if not adb_server_answers(host, int(port), self.target.query_timeout):
             raise DeviceUnavailable(
                 f"the adb server at {self._server()} does not answer; start it with "
@@ -311,17 +313,19 @@ class AdbTransport(Transport):
     # -- adb client ------------------------------------------------------------------
 
     def _base_argv(self) -> list[str]:
-        argv = [self.target.adb]
-        if self.target.server_host:
-            argv += ["-H", self._server_host()]
+        argv = [self.target.adb, "-H", self._server_host()]
         if self.target.server_port:
             argv += ["-P", str(self.target.server_port)]
         return argv
 
     def _server_host(self) -> str:
         """The server's host as adb's -H takes it: an IPv6 address in brackets (adb reads a
-        bare '::1' as host '::1:PORT' and the default port)."""
-        host = self.target.server_host or "localhost"
+        bare '::1' as host '::1:PORT' and the default port); ``127.0.0.1`` for none or
+        ``localhost``, the only name for which the client forks a server when it finds
+        none (one that would outlive the run)."""
+        host = self.target.server_host or "127.0.0.1"
+        if host == "localhost":
+            host = "127.0.0.1"
         return f"[{host}]" if ":" in host else host
 
     def _server(self) -> str:

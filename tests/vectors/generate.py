@@ -255,6 +255,7 @@ def valid_requests() -> Iterator[tuple[str, Request]]:
     yield "req_reset", request(Action.RESET, seq=11)
     yield "req_register", request(Action.REGISTER, {n: {} for n in ("ProbeA", "ProbeB", "ProbeC")})
     yield "req_hello", request(Action.HELLO, seq=0xFFFFFFFF)
+    yield "req_reboot", request(Action.REBOOT, seq=12)
     yield (
         "req_types",
         request(
@@ -437,6 +438,7 @@ def valid_reports() -> Iterator[tuple[str, Report]]:
         ),
     )
     yield "rep_reset", report(Action.RESET, seq=11)
+    yield "rep_reboot", report(Action.REBOOT, seq=12)
     yield (
         "rep_register",
         report(
@@ -770,10 +772,10 @@ def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
         ("request action 0 (none exists only in reports)"),
     )
     yield (
-        "bad_request_action_8",
-        encode_request(raw_request(8, [])),
+        "bad_request_action_11",
+        encode_request(raw_request(11, [])),
         WireErrorCode.ACTION,
-        ("request action 8"),
+        ("request action 11 (8 is REBOOT; 9, 10 are claimed for MCU program upload)"),
     )
     yield (
         "bad_request_action_255",
@@ -1400,7 +1402,7 @@ def report_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
         return encode_report(report(**fields), checked=False)  # type: ignore[arg-type]
 
     entry = probe_entry("ProbeA", {"k": 1})
-    yield "bad_report_action_8", raw(action=8), WireErrorCode.ACTION, "report action 8"
+    yield "bad_report_action_11", raw(action=11), WireErrorCode.ACTION, "report action 11"
     yield "bad_report_outcome_4", raw(outcome=4), WireErrorCode.OUTCOME, "outcome 4"
     yield "bad_report_outcome_255", raw(outcome=255), WireErrorCode.OUTCOME, "outcome 255"
     yield (

@@ -15,6 +15,9 @@ extern "C" {
 /* Divides the RAM for options (mcu_capacity.h); once at boot, before link_init. */
 void agent_init(void);
 
+/* True once a REBOOT was answered: the caller resets the board when the link is idle. */
+bool agent_reboot_due(void);
+
 /* The agent as the link calls it. */
 extern const link_agent_t mcu_agent;
 

@@ -39,6 +39,10 @@ typedef struct {
 #define SYST_CSR_CLKSOURCE_CPU 0x4u
 #define SYST_MAX_RELOAD 0x00FFFFFFu
 
+/* Application interrupt and reset control: the key, and SYSRESETREQ. */
+#define SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
+#define SCB_AIRCR_SYSRESETREQ (0x05FA0000u | 0x4u)
+
 static inline void nvic_enable(uint32_t irq) { NVIC_ISER(irq / 32u) = 1u << (irq % 32u); }
 
 static inline void cpu_irq_disable(void) { __asm__ volatile("cpsid i" ::: "memory"); }
@@ -50,5 +54,14 @@ static inline void cpu_irq_enable(void) { __asm__ volatile("cpsie i" ::: "memory
  * its handler runs when the caller unmasks.
  */
 static inline void cpu_wait_for_interrupt(void) { __asm__ volatile("wfi" ::: "memory"); }
+
+/* A system reset, as the reset pin gives: the board boots again. */
+__attribute__((noreturn)) static inline void cpu_system_reset(void) {
+  __asm__ volatile("dsb" ::: "memory");
+  SCB_AIRCR = SCB_AIRCR_SYSRESETREQ;
+  __asm__ volatile("dsb" ::: "memory");
+  for (;;) {
+  }
+}
 
 #endif /* MCU_BOARD_H */

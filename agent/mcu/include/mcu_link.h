@@ -59,6 +59,9 @@ void link_poll(void);
 /* True when link_poll has work without new input; otherwise the caller may sleep. */
 bool link_has_work(void);
 
+/* True when the last report was acknowledged whole (or none was sent). */
+bool link_report_acknowledged(void);
+
 link_stats_t link_stats(void);
 
 #ifdef __cplusplus

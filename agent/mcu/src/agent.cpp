@@ -36,7 +36,7 @@ using executorch::runtime::Span;
 
 #define RUNTIME_NAME \
   "ExecuTorch " MCU_EXECUTORCH_VERSION " option types and map; registry and dispatch: stand-in"
-#define CAPABILITIES "load,execute,set,get,reset,register,hello"
+#define CAPABILITIES "load,execute,set,get,reset,register,hello,reboot"
 /* No Module on the MCU: only the Program path, one method. */
 #define LOAD_PATHS "program"
 constexpr size_t kMessageCap = 512;
@@ -51,6 +51,7 @@ char backend_ids[ETB_MAX_BACKENDS][ETB_MAX_ID + 1u];
 char delegate_ids[ETB_MAX_DELEGATES][ETB_MAX_ID + 1u];
 
 uint32_t requests_handled; /* since boot, resent requests answered from the cache excluded */
+bool reboot_due;           /* REBOOT answered: reset once its report is acknowledged */
 
 etb_report_t rep;
 etb_option_t facts[ETB_MAX_FACTS];
@@ -480,6 +481,9 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
     case ETB_ACTION_HELLO:
       do_hello();
       break;
+    case ETB_ACTION_REBOOT:
+      reboot_due = true;
+      break;
     default:
       report_outcome(ETB_OUTCOME_UNSUPPORTED, 0, "action not served by this agent");
       break;
@@ -491,6 +495,8 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
 }  // namespace mcu
 
 extern "C" void agent_init(void) { mcu::capacity_init(); }
+
+extern "C" bool agent_reboot_due(void) { return mcu::reboot_due; }
 
 extern "C" const link_agent_t mcu_agent = {
     mcu::handle,

@@ -326,6 +326,8 @@ bool link_has_work(void) {
   return uart_rx_pending() || (tx_active && tx_next < tx_count && tx_next - tx_base < MCU_TX_WINDOW);
 }
 
+bool link_report_acknowledged(void) { return !tx_active; }
+
 link_stats_t link_stats(void) {
   link_stats_t out = stats;
   out.rx_overruns = uart_rx_overruns();

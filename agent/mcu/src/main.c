@@ -14,6 +14,9 @@ int main(void) {
   link_init(&mcu_agent);
   for (;;) {
     link_poll();
+    if (agent_reboot_due() && link_report_acknowledged()) {
+      cpu_system_reset(); /* REBOOT: the board starts again and sends its boot HELLO */
+    }
     cpu_irq_disable();
     if (!link_has_work()) {
       cpu_wait_for_interrupt();

@@ -202,6 +202,7 @@ _REQUEST_RULES = {
     Action.RESET: _BARE_RULES,
     Action.REGISTER: _RequestRules(_EMPTY, _EMPTY, _GLOBAL_RULES.backends, _EMPTY),
     Action.HELLO: _BARE_RULES,
+    Action.REBOOT: _BARE_RULES,
 }
 
 

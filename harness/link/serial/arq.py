@@ -163,6 +163,35 @@ class SerialLink(MessageChannel):
         """The HELLO the device sent when it booted, if the link saw it."""
         return self._boot_hello
 
+    def await_reboot(self) -> None:
+        """After the device answered REBOOT: wait for its boot HELLO, then handshake anew.
+
+        The device resets once its report is acknowledged, so the report's ACK is sent
+        again while waiting (a lost one would keep it waiting); :class:`BootHelloMissing`
+        if no boot HELLO comes within ``boot_timeout``.
+        """
+        self._check_open()
+        self._hello = None
+        self._handshake_done = False
+        self._boot_hello = None
+        self._session = secrets.randbits(32) or 1
+        ack = Frame(FrameKind.ACK, self._rx_expected).encode()
+        deadline = time.monotonic() + self._config.boot_timeout
+        while self._boot_hello is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise BootHelloMissing(
+                    f"{self._name}: no boot HELLO within {self._config.boot_timeout:g} s "
+                    "after the device answered REBOOT: it did not reset; power-cycle the "
+                    "board, or give the profile a reset line (transport.reset)",
+                    self._io.first_bytes,
+                )
+            self._write(ack)
+            self._wait(
+                min(self._config.ack_timeout, remaining), lambda: self._boot_hello is not None
+            )
+        self._resync(DeviceUnavailable)
+
     def stats(self) -> LinkStats:
         """Counters since the link was opened."""
         return LinkStats(**self._stats)

@@ -88,6 +88,7 @@ class SshTransport(Transport):
     def __init__(self, profile: SshProfile) -> None:
         self.profile = profile
         self.route = resolve_route(profile)
+        self._route_read = True  # False after close(): read again before the next connection
         self._pin = _HostKeyPin.parse(profile.host_key) if profile.host_key else None
         self._connection: _Connection | None = None
         self._lock = threading.Lock()
@@ -101,10 +102,13 @@ class SshTransport(Transport):
         self._live()
 
     def close(self) -> None:
+        """Close the connection; the next use reads the route (ssh_config) again, so that
+        it reaches a board that came back elsewhere (a restarted ssh-emu's new namespace)."""
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+            self._route_read = False
 
     def _live(self) -> _Connection:
         with self._lock:
@@ -113,6 +117,9 @@ class SshTransport(Transport):
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+            if not self._route_read:
+                self.route = resolve_route(self.profile)
+                self._route_read = True
             self._connection = self._open_route()
             return self._connection
 
@@ -215,7 +222,7 @@ class SshTransport(Transport):
             if "No authentication methods available" in str(exc):  # paramiko had no key at all
                 raise self._authentication_failed(hop, identities, "no key to offer") from None
             raise DeviceUnavailable(
-                f"{hop}: cannot connect: {exc or type(exc).__name__}. Is sshd running "
+                f"{hop}: cannot connect: {_reason(exc)}. Is sshd running "
                 "there and the address and port right?"
             ) from None
         transport = client.get_transport()
@@ -482,3 +489,13 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
         sftp.mkdir(directory, 0o700)
     except OSError:
         sftp.stat(directory)  # made meanwhile by someone else is fine; else raise
+
+
+def _reason(exc: BaseException) -> str:
+    """What ``exc`` says, or what it means when it says nothing (paramiko's bare EOFError
+    when the server closes the connection after its banner: a killed sshd session)."""
+    if str(exc):
+        return str(exc)
+    if isinstance(exc, EOFError):
+        return "the server closed the connection during the SSH handshake (EOFError)"
+    return type(exc).__name__

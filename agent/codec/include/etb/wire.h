@@ -79,7 +79,8 @@ typedef enum {
   ETB_ACTION_GET = 4,
   ETB_ACTION_RESET = 5,
   ETB_ACTION_REGISTER = 6,
-  ETB_ACTION_HELLO = 7
+  ETB_ACTION_HELLO = 7,
+  ETB_ACTION_REBOOT = 8 /* a firmware soft reset (docs/serial-protocol.md) */
 } etb_action_t;
 
 typedef enum {
