@@ -54,7 +54,7 @@ from harness.farm.distribution import (
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
 from harness.farm.junit import INFRA_PHASE_PROPERTY, INFRA_PROPERTY
-from harness.farm.labgrid import LabgridPlace, find_client, pool_names
+from harness.farm.labgrid import LabgridPlace, pool_names, require_labgrid
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.reporting import ControllerReporting
 from harness.farm.results import ResultsRecorder, RunInfo
@@ -118,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         profiles = select_profiles(config.getoption("device"), config.getoption("devices_dir"))
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
-                find_client(profile)
+                require_labgrid(profile)
     except (DeviceSelectionError, ProfileError) as exc:
         message = str(exc)  # most already start with the option they are about
         if not message.startswith("--device"):

@@ -46,6 +46,15 @@ class SerialAddress:
 
 
 @dataclass(frozen=True)
+class PowerPort:
+    """A ``NetworkPowerPort``: a networked power switch, driven by labgrid's model module."""
+
+    model: str
+    host: str
+    index: int
+
+
+@dataclass(frozen=True)
 class LabResources:
     """The resources of one acquired place that the harness uses, and the place's tags."""
 
@@ -55,6 +64,7 @@ class LabResources:
     # The place's tags as its admin set them (labgrid-client set-tags), not yet checked:
     # e.g. adb_serial and adb_server of an Android phone, for which labgrid has no resource.
     tags: tuple[tuple[str, str], ...] = ()
+    power_port: PowerPort | None = None  # a NetworkPowerPort, which the harness can cycle
 
     def tag(self, place: str, key: str, rule: Callable[[object], T], example: str) -> T:
         """The place's tag ``key``, checked with ``rule`` (the profile's own rule for the

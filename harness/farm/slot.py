@@ -20,8 +20,9 @@ from harness.devices.base import Device
 from harness.farm import lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
+from harness.farm.lab_reservation import LabgridReservation
 from harness.farm.lab_resources import LabResourceError, with_lab_address
-from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
+from harness.farm.labgrid import LabgridPlace, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.runner import CaseRunner, RunnerError, open_runner
@@ -69,6 +70,12 @@ class DeviceSlot:
         quarantines it (and is raised for the test that asked).
         """
         self.health.ensure_usable()
+        if self.device is not None and self._reservation is not None:
+            try:
+                self._reservation.check_held()
+            except TransportError:
+                self.close()  # the next test holds a place again
+                raise
         if self.device is not None:
             return self.device
         try:
@@ -149,7 +156,7 @@ class DeviceSlot:
         """
         profile, key, board_reset = self.profile, device_key(self.profile), None
         if self._place is not None:
-            reservation = LabgridReservation(self._place, find_client(self.profile))
+            reservation = LabgridReservation(self._place)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
             self._held.callback(reservation.release)
             self._reservation = reservation
@@ -157,6 +164,9 @@ class DeviceSlot:
                 "place": held.name,
                 "exporter": ",".join(held.exporters),
                 "holder": reservation.lab.identity.owner,
+                "coordinator": reservation.lab.coordinator,
+                "reservation": held.reservation,
+                "acquired_at": f"{held.acquired_at:.3f}",
             }
             key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
             profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
