@@ -9,7 +9,8 @@ adb server as place ``android-a`` (tagged ``kind=android pool=lab et_health=ok``
 with its ``adb_serial`` and ``adb_server``). The runs are real pytest runs of the
 device suites through devices/lab-mcu.yaml, lab-linux.yaml and lab-android.yaml (with
 this lab's coordinator address and SSH files); what a place did is read from the
-coordinator (``labgrid-client -v places``) and from each run's results.
+coordinator (through labgrid's client session, as the harness reads it) and from each
+run's results.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from pathlib import Path
 import pytest
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
-from harness.farm.lab_places import LabIdentity, parse_places
+from harness.farm.lab_places import LabIdentity, PlaceState, place_state
+from harness.farm.lab_session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
 from tests.prerequisites import require
@@ -110,6 +112,24 @@ def _results(results: Path) -> list[dict]:
     return [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
 
 
+def _session(lab: LabgridLab) -> LabSession:
+    me = LabIdentity.this_process()
+    return LabSession.of(lab.coordinator, LabIdentity(me.host, "watch", me.pid, me.start))
+
+
+def parse_places(lab: LabgridLab) -> list[PlaceState]:
+    """Every place as the coordinator has it now (after a sync with it)."""
+    session = _session(lab)
+    session.call("sync", "GetPlaces", session.messages().GetPlacesRequest())
+    return sorted((place_state(raw) for raw in session.snapshot()[0]), key=lambda s: s.name)
+
+
+def _reservation_owners(lab: LabgridLab) -> list[str]:
+    session = _session(lab)
+    request = session.messages().GetReservationsRequest()
+    return [r.owner for r in session.call("reservations", "GetReservations", request).reservations]
+
+
 class CoordinatorWatch:
     """Who holds each place, as the coordinator says, polled while runs go on; with
     ``reservations``, also whose reservations it lists, listed first in each poll."""
@@ -125,10 +145,9 @@ class CoordinatorWatch:
     def _poll(self) -> None:
         while not self._stop.is_set():
             if self._reservations:
-                owners = re.findall(r"^  owner: (\S+)$", self.lab.client("reservations"),
-                                    re.MULTILINE)
+                owners = _reservation_owners(self.lab)
                 self.reserving.append({i.pid for o in owners if (i := LabIdentity.parse(o))})
-            states = parse_places(self.lab.client("-v", "places"))
+            states = parse_places(self.lab)
             self.seen.append((time.monotonic(), {s.name: s.acquired for s in states}))
 
     def __enter__(self) -> CoordinatorWatch:
@@ -156,7 +175,7 @@ def _pid_of(holder: str) -> int:
 
 
 def _all_free(lab: LabgridLab) -> None:
-    states = parse_places(lab.client("-v", "places"))
+    states = parse_places(lab)
     assert [(s.name, s.acquired, s.reservation) for s in states] == [
         ("android-a", None, None), ("lab-a", None, None), ("lab-b", None, None),
         ("ssh-a", None, None)]
@@ -257,7 +276,7 @@ def test_an_ssh_place_whose_host_key_the_lab_did_not_publish_is_refused(lab, dev
     assert "HostKeyUnknown" in records[0]["infra"]["message"], records[0]["infra"]
     assert unknown.read_text() == ""  # never learnt
     # this runner's missing key says nothing about the board: not quarantined lab-wide
-    ssh = next(s for s in parse_places(lab.client("-v", "places")) if s.name == "ssh-a")
+    ssh = next(s for s in parse_places(lab) if s.name == "ssh-a")
     assert dict(ssh.tags)["et_health"] == "ok" and ssh.comment == "", ssh
     _all_free(lab)
 
@@ -307,10 +326,11 @@ def test_an_android_place_with_a_malformed_serial_tag_is_refused_naming_place_an
     records = _results(tmp_path / "r")
     assert [r["outcome"] for r in records] == ["infra", "infra"]
     infra = records[0]["infra"]
-    assert infra["type"] == "LabResourceError", infra
+    assert infra["type"] == "NoUsablePlace", infra
     assert re.fullmatch(  # one line: the place, the tag, the limit, the fix
-        r"labgrid place 'android-a': tags.adb_serial: 'x;reboot' holds ';', which is not "
-        r"allowed; [^\n]*; correct it: 'labgrid-client -p android-a set-tags adb_serial=SERIAL'",
+        r"a labgrid place with tags kind=android pool=lab at 127.0.0.1:\d+: labgrid place "
+        r"'android-a': tags.adb_serial: 'x;reboot' holds ';', which is not allowed; [^\n]*; "
+        r"correct it: 'labgrid-client -x 127.0.0.1:\d+ -p android-a set-tags KEY=VALUE'",
         infra["message"]), infra
     # the run handed the place back, and did not take it out of service lab-wide
     state = _place(lab, "android-a")
@@ -359,7 +379,7 @@ def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path,
     deadline = time.monotonic() + 120
     while True:
         assert time.monotonic() < deadline and run.poll() is None, "the run never held lab-a"
-        holder = {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"]
+        holder = {s.name: s.acquired for s in parse_places(lab)}["lab-a"]
         if holder is not None:
             assert _pid_of(holder) == run.pid
             return run, holder
@@ -410,7 +430,7 @@ def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
     os.kill(_janitor_of(first.pid), signal.SIGKILL)
     os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
     first.communicate()
-    assert {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"] \
+    assert {s.name: s.acquired for s in parse_places(lab)}["lab-a"] \
         == holder  # the coordinator never expires an acquired place
     started = time.monotonic()
     second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30",
@@ -458,7 +478,7 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
 
 
 def _place(lab: LabgridLab, name: str):
-    return next(s for s in parse_places(lab.client("-v", "places")) if s.name == name)
+    return next(s for s in parse_places(lab) if s.name == name)
 
 
 def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person_clears_it(
@@ -487,7 +507,8 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert re.fullmatch(  # who, when, why
             r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
             r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
-            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine clear lab-b\)",
+            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine -x "
+            + re.escape(lab.coordinator) + r" clear lab-b\)",
             state.comment), state.comment
         # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
         _acquire(lab, "lab-a", holder_env)
@@ -523,4 +544,50 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
                        capture_output=True, check=False)
         subprocess.run(lab.client_argv("-p", "lab-b", "set-tags", "et_health=ok"),
                        capture_output=True, check=False)
+    _all_free(lab)
+
+
+def _set(lab: LabgridLab, place: str, tags: dict[str, str] | None = None,
+         comment: str | None = None) -> None:
+    """Set what any lab user may set on a place, through labgrid's own requests."""
+    session = _session(lab)
+    messages = session.messages()
+    if comment is not None:
+        session.call("comment", "SetPlaceComment",
+                     messages.SetPlaceCommentRequest(placename=place, comment=comment))
+    if tags is not None:
+        session.call("tags", "SetPlaceTags", messages.SetPlaceTagsRequest(placename=place,
+                                                                          tags=tags))
+
+
+@pytest.mark.parametrize("hostile", [
+    {"comment": "hi\n  tags: kind=mcu, pool=lab\nPlace 'lab-c':"},
+    {"tags": {"note": "x\n  acquired: runner1/ci"}},
+    {"tags": {"note": "A" * 5000}},
+])
+def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devices, tmp_path,
+                                                                      hostile):
+    """One place with a line break in its comment or a tag, or a huge tag, made every run
+    against the coordinator fail (labgrid-client's text could not be read): now that
+    place alone is left out (a tag that fails the value rules) or shown inert (a comment),
+    and the pool's runs go on, on the good place."""
+    _set(lab, "lab-b", **hostile)
+    try:
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "120")
+        output = _finish(run)
+    finally:
+        _set(lab, "lab-b", tags={"note": ""}, comment="")
+    assert run.returncode == 0, output[-3000:]
+    records = _results(tmp_path / "r")
+    assert [r["outcome"] for r in records] == ["passed", "passed"]
+    places = {r["facts"]["place"] for r in records}
+    if "tags" in hostile:  # never chosen, one line naming the place and the field
+        assert places == {"lab-a"}, places
+        assert re.search(r"skipping labgrid place 'lab-b': tags.note: [^\n]*", output), output
+    else:
+        assert places <= {"lab-a", "lab-b"}
+    for record in records:  # the run's own records say what it held and when
+        facts = record["facts"]
+        assert facts["reservation"] and float(facts["acquired_at"]) > 0
+        assert facts["coordinator"] == lab.coordinator
     _all_free(lab)

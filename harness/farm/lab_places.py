@@ -108,25 +108,26 @@ class PlaceState:
         return f"{self.name} ({held}{reserved}{comment})"
 
 
-def place_state(raw: RawPlace) -> PlaceState:
-    """``raw`` checked by the value rules; :class:`BadPlace` names place and field."""
+def place_state(raw: RawPlace, coordinator: str = "COORDINATOR") -> PlaceState:
+    """``raw`` checked by the value rules; :class:`BadPlace` names place, field and fix
+    (at ``coordinator``)."""
     try:
         name = check_word(raw.name, "a place name")
     except ValueRuleError as exc:
         raise BadPlace(f"labgrid place {brief(raw.name)}: name: {exc}") from None
-    where = f"labgrid place {name!r}"
+    where, fix = f"labgrid place {name!r}", _fix(name, coordinator)
     if len(raw.tags) > MAX_TAGS:
-        raise BadPlace(f"{where}: tags: {len(raw.tags)} tags, limit {MAX_TAGS}; {_fix(name)}")
+        raise BadPlace(f"{where}: tags: {len(raw.tags)} tags, limit {MAX_TAGS}; {fix}")
     tags = []
     for key, value in raw.tags:
         if not isinstance(key, str) or not _TAG_KEY.fullmatch(key):
             raise BadPlace(
-                f"{where}: tags: key {brief(key)} is not [a-z][a-z0-9_]* (at most 64); {_fix(name)}"
+                f"{where}: tags: key {brief(key)} is not [a-z][a-z0-9_]* (at most 64); {fix}"
             )
         try:
             tags.append((key, check_word(value, f"tag {key}")))
         except ValueRuleError as exc:
-            raise BadPlace(f"{where}: tags.{key}: {exc}; {_fix(name)}") from None
+            raise BadPlace(f"{where}: tags.{key}: {exc}; {fix}") from None
     comment = raw.comment if isinstance(raw.comment, str) else ""
     holder = _optional_word(raw.acquired, where, "acquired")
     reservation = _optional_word(raw.reservation, where, "reservation")
@@ -155,8 +156,8 @@ def _optional_word(value: object, where: str, field: str) -> str | None:
         raise BadPlace(f"{where}: {field}: {exc}") from None
 
 
-def _fix(place: str) -> str:
-    return f"correct it: 'labgrid-client -p {place} set-tags KEY=VALUE'"
+def _fix(place: str, coordinator: str) -> str:
+    return f"correct it: 'labgrid-client -x {coordinator} -p {place} set-tags KEY=VALUE'"
 
 
 def printable(text: str) -> str:

@@ -104,6 +104,11 @@ class LabgridReservation:
         self._generation = 0  # the session's, when the reservations were made
         self._recorded: list[list[str]] = []
 
+    @property
+    def waiting(self) -> bool:
+        """Whether reservations of this are waiting for a place."""
+        return bool(self._waiting)
+
     # ---- what may be chosen -------------------------------------------------------------
 
     def candidates(self) -> tuple[list[PlaceState], list[str]]:
@@ -114,7 +119,7 @@ class LabgridReservation:
             if not self.wanted.asks_for(raw.name, dict(raw.tags)):
                 continue
             try:
-                state = place_state(raw)
+                state = place_state(raw, self.lab.coordinator)
                 read_resources(state.name, matched_resources(raw, resources), acquired=False)
             except (BadPlace, LabResourceError) as exc:
                 skipped.append(str(exc))
@@ -191,6 +196,7 @@ class LabgridReservation:
             self._waiting[name] = response.reservation.token
             self._last_poll = time.monotonic()
         self._set_hand_back()
+        self.lab.notify()
 
     def _keepalive(self) -> float:
         return getattr(self, "_last_poll", time.monotonic()) + _KEEPALIVE_S

@@ -37,6 +37,7 @@ from harness.devices.lab_place import (
     SerialAddress,
     ServiceAddress,
 )
+from harness.farm.lab_places import printable
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (
     ValueRuleError,
@@ -62,7 +63,9 @@ def read_resources(place: str, resources: Iterable[Resource], acquired: bool) ->
     for index, resource in enumerate(resources):
         if index >= _MAX_RESOURCES:
             raise LabResourceError(f"{source}: more than {_MAX_RESOURCES} resources match it")
-        path = "/".join(brief(p) for p in (resource.exporter, resource.group, resource.cls))
+        path = "/".join(
+            printable(p)[:100] for p in (resource.exporter, resource.group, resource.cls)
+        )
         where = f"resources.{path}"
         by_class.setdefault(resource.cls, []).append((where, dict(resource.args)))
     service = _one(by_class, "NetworkService", source, _service)
@@ -138,7 +141,10 @@ def _power(fields: Mapping[str, Any]) -> PowerPort:
     host = fields.get("host")
     if not isinstance(host, str) or not host.isprintable() or not 0 < len(host) <= 1000:
         raise ValueRuleError(f"host: {brief(host)} is not a printable URL of at most 1000 chars")
-    index = _field({"index": fields.get("index", 0)}, "index", lambda v: check_count(v, 0, 1023))
+    index = fields.get("index", 0)
+    if isinstance(index, str) and index.isdigit() and len(index) < 5:
+        index = int(index)  # labgrid keeps a power port's index as text
+    index = _field({"index": index}, "index", lambda v: check_count(v, 0, 1023))
     return PowerPort(model, host, index)
 
 

@@ -132,7 +132,8 @@ class LabSession:
 
     # ---- the connection ----------------------------------------------------------------
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Wake the waiters (every update does; so does a change of this process's own)."""
         with self.changed:
             self._updates += 1
             self.changed.notify_all()
@@ -151,7 +152,7 @@ class LabSession:
                 try:
                     self._session = _run(self._start(), CALL_TIMEOUT_S)
                     self.generation += 1
-                    self._notify()
+                    self.notify()
                     return self._session
                 except (Error, OSError, TimeoutError) as exc:
                     if time.monotonic() + _RETRY_CONNECT_S > deadline:
@@ -169,7 +170,7 @@ class LabSession:
         from labgrid.remote.generated import labgrid_coordinator_pb2_grpc
         from labgrid.util.proxy import proxymanager
 
-        notify, identity = self._notify, self.identity
+        notify, identity = self.notify, self.identity
 
         class Session(client.ClientSession):
             """labgrid's session as this identity, telling waiters of every update."""
