@@ -133,8 +133,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline))
     if worker is not None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
-        return
-    _configure_controller(config, profiles)
+    else:
+        _configure_controller(config, profiles)
+    config.stash[_SLOTS].results_dir = config.stash.get(_RESULTS_DIR, None)
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -447,6 +448,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     return None
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before the results are finished: run.json lists holdings
 def pytest_sessionfinish(session: pytest.Session) -> None:
     session.config.stash[_SLOTS].close()

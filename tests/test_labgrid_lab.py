@@ -591,3 +591,50 @@ def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devi
         assert facts["reservation"] and float(facts["acquired_at"]) > 0
         assert facts["coordinator"] == lab.coordinator
     _all_free(lab)
+
+
+def _hold_all_as_someone_else(lab: LabgridLab) -> None:
+    for place in ("lab-a", "lab-b"):
+        _acquire(lab, place, {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"})
+
+
+def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place(
+        lab, devices, tmp_path):
+    """labgrid keeps reservations and acquisitions in memory only. A run waiting for a
+    pool when the coordinator is killed and started again reconnects (bounded), reserves
+    again and runs; a run holding a place then ends in bounded time with every test
+    recorded, infra for what lost its place, the place free in the end."""
+    _hold_all_as_someone_else(lab)  # both MCU places taken: the run waits
+    waiting = _pytest(devices, tmp_path / "waits", "--device", "lab-mcu", "--lock-timeout", "200")
+    deadline = time.monotonic() + 120
+    while not any(LabIdentity.parse(owner) and LabIdentity.parse(owner).pid == waiting.pid
+                  for owner in _reservation_owners(lab)):
+        assert time.monotonic() < deadline and waiting.poll() is None, "the run never reserved"
+    lab.restart_coordinator()  # forgets runner1/ci's places and the run's reservations
+    output = _finish(waiting)
+    assert waiting.returncode == 0, output[-3000:]
+    assert [r["outcome"] for r in _results(tmp_path / "waits")] == ["passed", "passed"]
+    _all_free(lab)
+    holding, holder = _start_holding_lab_a(lab, devices, tmp_path / "holds")
+    lab.restart_coordinator()
+    started = time.monotonic()
+    _finish(holding, timeout=180)
+    assert time.monotonic() - started < 150
+    records = _results(tmp_path / "holds")
+    assert len(records) == 2 and {r["outcome"] for r in records} <= {"passed", "infra"}, records
+    _all_free(lab)
+
+
+def test_an_exporter_that_goes_away_leaves_its_place_and_the_pool_goes_on(lab, devices,
+                                                                          tmp_path):
+    """exp-b ends: lab-b's resources are gone, so lab-b cannot be acquired; the pool's
+    run takes lab-a."""
+    lab.stop_exporter("exp-b")
+    try:
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "120")
+        output = _finish(run)
+    finally:
+        lab.start_exporter("exp-b")
+    assert run.returncode == 0, output[-3000:]
+    assert {r["facts"]["place"] for r in _results(tmp_path / "r")} == {"lab-a"}
+    _all_free(lab)

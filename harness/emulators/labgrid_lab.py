@@ -41,6 +41,7 @@ import shlex
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -127,6 +128,10 @@ class LabgridLab:
         self.android_places: list[AndroidPlace] = []
         self._stack = contextlib.ExitStack()
         self.coordinator = ""
+        self._coordinator_argv: list[str] = []
+        self._coordinator_process: ManagedProcess | None = None
+        self._exporters: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        self._exporter_processes: dict[str, ManagedProcess] = {}
         self.known_hosts = Path()
         self.client_key = Path()
 
@@ -146,8 +151,6 @@ class LabgridLab:
 
     def client(self, *args: str, timeout: float = 30.0) -> str:
         """Run ``labgrid-client`` against this lab (as this process's login identity)."""
-        import subprocess
-
         env = {k: v for k, v in os.environ.items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
         done = subprocess.run(
             self.client_argv(*args),
@@ -169,19 +172,16 @@ class LabgridLab:
         firmware = build_firmware()
         port = self._port or free_port(COORDINATOR_HOST)
         self.coordinator = f"{COORDINATOR_HOST}:{port}"
-        coordinator = ManagedProcess(
-            [
-                "env",
-                "-C",
-                str(directory),
-                _bin("labgrid-coordinator"),
-                "--listen",
-                self.coordinator,
-            ],
-            name="labgrid-coordinator",
-        )
-        self._stack.callback(coordinator.stop)
-        _wait_listening(COORDINATOR_HOST, port, coordinator)
+        self._coordinator_argv = [
+            "env",
+            "-C",
+            str(directory),
+            _bin("labgrid-coordinator"),
+            "--listen",
+            self.coordinator,
+        ]
+        self._stack.callback(lambda: self._coordinator_process and self._coordinator_process.stop())
+        self._start_coordinator()
         wrapper_dir = directory / "bin"
         wrapper_dir.mkdir()
         wrapper = wrapper_dir / "ser2net"
@@ -239,23 +239,20 @@ class LabgridLab:
                 "ET_SER2NET_BIND": host,
                 "PYTHONPATH": str(Path(__file__).parents[2]),
             }
-            process = ManagedProcess(
-                [
-                    _bin("labgrid-exporter"),
-                    "-c",
-                    self.coordinator,
-                    "-n",
-                    exporter,
-                    "--hostname",
-                    host,
-                    str(config),
-                ],
-                name=f"labgrid-exporter-{letter}",
-                env=env,
-                log=directory / f"{exporter}.log",
-            )
-            self._stack.callback(process.stop)
+            argv = [
+                _bin("labgrid-exporter"),
+                "-c",
+                self.coordinator,
+                "-n",
+                exporter,
+                "--hostname",
+                host,
+                str(config),
+            ]
+            self._exporters[exporter] = (argv, env, directory / f"{exporter}.log")
+            self._start_exporter(exporter)
             self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
+        self._stack.callback(self._stop_exporters)
         self._publish_ssh_files()
         self._wait_exported()
         for name, exporter, group, tags in (
@@ -266,6 +263,47 @@ class LabgridLab:
             self.client("-p", name, "create")
             self.client("-p", name, "add-match", f"{exporter}/{group}/*")
             self.client("-p", name, "set-tags", *(f"{k}={v}" for k, v in tags.items()))
+
+    def _start_coordinator(self) -> None:
+        self._coordinator_process = ManagedProcess(
+            self._coordinator_argv, name="labgrid-coordinator"
+        )
+        host, port = self.coordinator.rsplit(":", 1)
+        _wait_listening(host, int(port), self._coordinator_process)
+
+    def _start_exporter(self, exporter: str) -> None:
+        argv, env, log = self._exporters[exporter]
+        self._exporter_processes[exporter] = ManagedProcess(
+            argv, name=f"labgrid-{exporter}", env=env, log=log
+        )
+
+    def _stop_exporters(self) -> None:
+        for process in self._exporter_processes.values():
+            process.stop()
+
+    def stop_exporter(self, exporter: str) -> None:
+        """End one exporter, as a host that goes away (its places' resources go with it)."""
+        self._exporter_processes[exporter].stop()
+
+    def start_exporter(self, exporter: str) -> None:
+        """Start a stopped exporter again; once its resources are back."""
+        self._start_exporter(exporter)
+        self._wait_exported()
+
+    def restart_coordinator(self) -> None:
+        """SIGKILL the coordinator and start it again on its address, with its places
+        file (labgrid forgets acquisitions and reservations in a restart); exporters that
+        ended with it are started again, as a lab's service manager would."""
+        assert self._coordinator_process is not None
+        self._coordinator_process.kill()
+        self._coordinator_process.stop()
+        self._start_coordinator()
+        for exporter, process in self._exporter_processes.items():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(_READY_TIMEOUT_S)  # an exporter ends when its coordinator does
+            process.stop()
+            self._start_exporter(exporter)
+        self._wait_exported()
 
     def _publish_ssh_files(self) -> None:
         """The SSH boards' host keys in one known_hosts (what a lab publishes for its

@@ -120,10 +120,17 @@ class LabgridReservation:
                 continue
             try:
                 state = place_state(raw, self.lab.coordinator)
-                read_resources(state.name, matched_resources(raw, resources), acquired=False)
+                matched = matched_resources(raw, resources)
+                read_resources(state.name, matched, acquired=False)
             except (BadPlace, LabResourceError) as exc:
                 skipped.append(str(exc))
                 _skip(str(exc))
+                continue
+            if raw.matches and not any(r.available for r in matched):
+                skipped.append(
+                    f"labgrid place {state.name!r}: resources: none available (is its "
+                    "exporter running?)"
+                )  # not reserved until its exporter is back; no warning: it comes and goes
                 continue
             usable.append(state)
         return usable, skipped

@@ -61,6 +61,7 @@ class Resource:
     cls: str
     args: tuple[tuple[str, object], ...]
     acquired: str | None  # the place it is acquired for
+    available: bool = True  # the exporter says the resource is there
 
 
 @dataclass(frozen=True)
@@ -310,5 +311,7 @@ def _copy_resources(resources: dict[str, Any]) -> list[Resource]:
                 if "cls" not in entry.data:
                     continue  # deleted
                 args = tuple(entry.args.items())
-                copied.append(Resource(exporter, group, name, entry.cls, args, entry.acquired))
+                copied.append(
+                    Resource(exporter, group, name, entry.cls, args, entry.acquired, entry.avail)
+                )
     return copied

@@ -18,10 +18,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
+from harness.farm import lab_holdings
 from harness.farm.html_report import write_report
 from harness.farm.records import CaseResult, ResultAssembler
 
@@ -65,6 +66,7 @@ class RunInfo:
     started: float
     finished: float | None = None
     exit_status: int | None = None
+    lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.farm.lab_holdings
 
     @classmethod
     def starting(cls, run: str, command: Iterable[str], devices: Iterable[str]) -> RunInfo:
@@ -162,9 +164,12 @@ class ResultsRecorder:
         self._writer.close()
         if not self._active:
             return
-        dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status).write(
-            self.results_dir
-        )
+        dataclasses.replace(
+            self.info,
+            finished=time.time(),
+            exit_status=exit_status,
+            lab_holdings=tuple(lab_holdings.read(self.results_dir)),
+        ).write(self.results_dir)
         try:
             write_report(self.html_path, self.results, self.results_dir)
         except OSError as exc:  # checked at start-up, but the place may have changed since

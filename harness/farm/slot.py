@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.agent.session import AgentLink
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
-from harness.farm import lab_quarantine
+from harness.farm import lab_holdings, lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
 from harness.farm.lab_reservation import LabgridReservation
@@ -44,8 +44,11 @@ def describe_error(exc: BaseException) -> str:
 class DeviceSlot:
     """One device in this process's share of the run."""
 
-    def __init__(self, profile: DeviceProfile, policy: FarmPolicy) -> None:
+    def __init__(
+        self, profile: DeviceProfile, policy: FarmPolicy, results_dir: Path | None = None
+    ) -> None:
         self.profile = profile
+        self.results_dir = results_dir  # where lab holdings are recorded
         self.policy = policy
         self.health = DeviceHealth(profile.name, policy.quarantine_after)
         self.device: Device | None = None
@@ -158,7 +161,7 @@ class DeviceSlot:
         if self._place is not None:
             reservation = LabgridReservation(self._place)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
-            self._held.callback(reservation.release)
+            self._held.callback(self._hand_back, reservation)
             self._reservation = reservation
             self.lab_facts = {
                 "place": held.name,
@@ -181,6 +184,24 @@ class DeviceSlot:
         lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
         self._held.callback(lock.release)
         return profile, board_reset
+
+    def _hand_back(self, reservation: LabgridReservation) -> None:
+        """Release the place; record the holding (:mod:`harness.farm.lab_holdings`)."""
+        held = reservation.held
+        reservation.release()
+        if held is not None and self.results_dir is not None:
+            lab_holdings.record(
+                self.results_dir,
+                {
+                    "device": self.name,
+                    "place": held.name,
+                    "coordinator": reservation.lab.coordinator,
+                    "holder": reservation.lab.identity.owner,
+                    "reservation": held.reservation,
+                    "acquired_at": round(held.acquired_at, 3),
+                    "released_at": round(reservation.released_at or 0.0, 3),
+                },
+            )
 
     def close(self) -> None:
         """Stop the agent, release the device, its labgrid place and its lock."""
@@ -277,6 +298,7 @@ class DeviceSlots:
     def __init__(self, profiles: tuple[DeviceProfile, ...], policy: FarmPolicy) -> None:
         self.profiles = {profile.name: profile for profile in profiles}
         self.policy = policy
+        self.results_dir: Path | None = None  # set once known: lab holdings go there
         self._slots: dict[str, DeviceSlot] = {}
 
     @property
@@ -285,7 +307,7 @@ class DeviceSlots:
 
     def __getitem__(self, name: str) -> DeviceSlot:
         if name not in self._slots:
-            self._slots[name] = DeviceSlot(self.profiles[name], self.policy)
+            self._slots[name] = DeviceSlot(self.profiles[name], self.policy, self.results_dir)
         return self._slots[name]
 
     def get(self, name: str) -> DeviceSlot | None:
