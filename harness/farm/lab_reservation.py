@@ -24,6 +24,8 @@ from harness.farm.lab_session import LabgridError, LabSession, RawPlace, Resourc
 from harness.farm.labgrid import LabgridPlace
 from harness.lifecycle import owner
 
+_RECONNECT = ("", "")  # what the wait gives when the coordinator went away or came back
+_REPLAN = ("", "replan")  # ... when the usable places changed
 _KEEPALIVE_S = 20.0  # the coordinator drops a waiting reservation 60 s after its last poll
 _POWER_TIMEOUT_S = 30.0
 
@@ -101,7 +103,8 @@ class LabgridReservation:
         self.released_at: float | None = None
         self.stale_released: list[str] = []  # places this run took back from dead runs
         self._waiting: dict[str, str] = {}  # place -> token of a reservation for it
-        self._generation = 0  # the session's, when the reservations were made
+        self._generation = 0  # the session's, when the reservations were last made
+        self._made_in: dict[str, int] = {}  # token -> the session's generation then
         self._recorded: list[list[str]] = []
 
     @property
@@ -111,10 +114,11 @@ class LabgridReservation:
 
     # ---- what may be chosen -------------------------------------------------------------
 
-    def candidates(self) -> tuple[list[PlaceState], list[str]]:
-        """The places this asks for that pass the checks, and one line per one that fails."""
+    def candidates(self) -> tuple[list[PlaceState], list[PlaceState], list[str]]:
+        """The places this asks for that pass the checks; those of them whose exporter has
+        nothing available now (waited for, not reserved); one line per place that fails."""
         raws, resources = self.lab.snapshot()
-        usable, skipped = [], []
+        usable, unavailable, skipped = [], [], []
         for raw in raws:
             if not self.wanted.asks_for(raw.name, dict(raw.tags)):
                 continue
@@ -127,13 +131,10 @@ class LabgridReservation:
                 _skip(str(exc))
                 continue
             if raw.matches and not any(r.available for r in matched):
-                skipped.append(
-                    f"labgrid place {state.name!r}: resources: none available (is its "
-                    "exporter running?)"
-                )  # not reserved until its exporter is back; no warning: it comes and goes
+                unavailable.append(state)  # reserved once its exporter is back
                 continue
             usable.append(state)
-        return usable, skipped
+        return usable, unavailable, skipped
 
     def states(self) -> list[PlaceState]:
         """Every place that passes the checks (others left out silently)."""
@@ -156,11 +157,15 @@ class LabgridReservation:
         self.release_stale()
         try:
             while True:
-                usable, skipped = self.candidates()
-                self._refuse_if_none(usable, skipped)
+                usable, unavailable, skipped = self.candidates()
+                self._refuse_if_none(usable, unavailable, skipped)
                 self._reserve(usable)
-                allocated = self.lab.wait_for(self._allocated, min(deadline, self._keepalive()))
-                if allocated is not None:
+                allocated = self.lab.wait_for(self._ready, min(deadline, self._keepalive()))
+                if allocated == _RECONNECT:
+                    self.lab.connected()
+                elif allocated == _REPLAN:
+                    continue
+                elif allocated is not None:
                     held = self._take(*allocated, deadline)
                     if held is not None:
                         return held
@@ -177,10 +182,14 @@ class LabgridReservation:
             self.release()
             raise
 
-    def _refuse_if_none(self, usable: list[PlaceState], skipped: list[str]) -> None:
+    def _refuse_if_none(
+        self, usable: list[PlaceState], unavailable: list[PlaceState], skipped: list[str]
+    ) -> None:
         if self.wanted.quarantine == "lab":
-            lab_quarantine.refuse_if_none_in_service(self.wanted.what, usable, self.lab.coordinator)
-        if not usable:
+            lab_quarantine.refuse_if_none_in_service(
+                self.wanted.what, usable + unavailable, self.lab.coordinator
+            )
+        if not usable and not unavailable:
             reasons = "; ".join(skipped) or (
                 "no place matches (check the coordinator, the place's name or its tags)"
             )
@@ -190,7 +199,11 @@ class LabgridReservation:
         """One reservation per usable place that has none of ours; cancel those of places
         no longer usable. A coordinator that restarted forgot them all: made again."""
         if self._generation != self.lab.generation:
-            self._waiting.clear()
+            self._waiting = {  # a reservation made after a reconnect is kept
+                name: token
+                for name, token in self._waiting.items()
+                if self._made_in.get(token) == self.lab.generation
+            }
             self._generation = self.lab.generation
         names = {state.name for state in usable}
         for name in sorted(set(self._waiting) - names):
@@ -201,6 +214,7 @@ class LabgridReservation:
             request = messages.CreateReservationRequest(filters={"main": fltr}, prio=0.0)
             response = self.lab.call("reserve", "CreateReservation", request)
             self._waiting[name] = response.reservation.token
+            self._made_in[response.reservation.token] = self.lab.generation
             self._last_poll = time.monotonic()
         self._set_hand_back()
         self.lab.notify()
@@ -219,24 +233,24 @@ class LabgridReservation:
                 del self._waiting[name]  # expired or invalid: made again in the next round
         self._last_poll = time.monotonic()
 
-    def _allocated(self) -> tuple[str, str] | None:
-        """(place, token) of a place allocated to one of our reservations; ``('', '')``
-        when the coordinator went away or came back (the reservations must be made again)."""
+    def _ready(self) -> tuple[str, str] | None:
+        """(place, token) of a place allocated to one of our reservations;
+        :data:`_RECONNECT` when the coordinator went away or came back (the reservations
+        must be made again); :data:`_REPLAN` when the usable places changed."""
         if self.lab.lost() or self._generation != self.lab.generation:
-            return ("", "")
+            return _RECONNECT
         tokens = {token: name for name, token in self._waiting.items()}
         raws, _ = self.lab.snapshot()
         for raw in raws:
             if raw.reservation in tokens and not raw.acquired:
                 return raw.name, str(raw.reservation)
+        if {state.name for state in self.candidates()[0]} != set(self._waiting):
+            return _REPLAN
         return None
 
     def _take(self, name: str, token: str, deadline: float) -> HeldPlace | None:
         """Acquire ``name``, allocated to ``token``; the others cancelled. None if the
         allocation was lost meanwhile (the caller waits again)."""
-        if not name:
-            self.lab.connected()
-            return None
         messages = self.lab.messages()
         request = messages.AcquirePlaceRequest(placename=name)
         self.token = token
