@@ -451,3 +451,29 @@ def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys
     with pytest.raises(SystemExit) as done:
         main(["two"])
     assert done.value.code == 2 and "invalid int value: 'two'" in capsys.readouterr().err
+
+
+def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address(tmp_path):
+    """The lab profile leaves identity_file out; its ssh_config names each board's key by
+    the address the place's NetworkService gives."""
+    from harness.transport.ssh.route import resolve_route
+    from harness.transport.ssh.settings import SshProfile
+
+    config = tmp_path / "lab_ssh_config"
+    config.write_text(f"Host 127.0.0.5\n  IdentityFile {tmp_path}/key-5\n"
+                      f"Host 127.0.0.6\n  IdentityFile {tmp_path}/key-6\n")
+    for address, key in (("127.0.0.5", "key-5"), ("127.0.0.6", "key-6")):
+        (hop,) = resolve_route(SshProfile(host=address, port=2222, user="etdevice",
+                                          ssh_config=config, config_commands=False))
+        assert hop.identity_files == (tmp_path / key,)
+
+
+def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real_address(
+        capsys):
+    from harness.config.profile import load_profile
+    from harness.emulators.lab_board import serve_for_lab
+
+    assert serve_for_lab(load_profile("mcu-emu"), "127.0.0.5") == 2
+    assert "only ssh-emu can be exposed on a lab address" in capsys.readouterr().err
+    assert serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x") == 2
+    assert "--lab-address: '-oProxyCommand=x' starts with '-'" in capsys.readouterr().err

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
@@ -205,7 +206,7 @@ class LabgridReservation:
                 if self._made_in.get(token) == self.lab.generation
             }
             self._generation = self.lab.generation
-        names = {state.name for state in usable}
+        names = self._plan(usable)
         for name in sorted(set(self._waiting) - names):
             self._cancel(self._waiting.pop(name))
         messages = self.lab.messages()
@@ -218,6 +219,24 @@ class LabgridReservation:
             self._last_poll = time.monotonic()
         self._set_hand_back()
         self.lab.notify()
+
+    def _plan(self, usable: list[PlaceState]) -> set[str]:
+        """Which places to hold reservations for: one open place (free, or allocated to
+        us) if there is one, so a free place costs one reservation; else every usable
+        place, so that the first one freed comes to us in the coordinator's order."""
+        mine = set(self._waiting.values())
+        open_places = sorted(
+            state.name
+            for state in usable
+            if state.acquired is None and (state.reservation is None or state.reservation in mine)
+        )
+        if not open_places:
+            return {state.name for state in usable}
+        ours = [name for name in open_places if name in self._waiting]
+        if ours:
+            return {ours[0]}
+        spread = zlib.crc32(self.lab.identity.owner.encode()) % len(open_places)
+        return {open_places[spread]}  # runners asking at once start on different places
 
     def _keepalive(self) -> float:
         return getattr(self, "_last_poll", time.monotonic()) + _KEEPALIVE_S
@@ -244,7 +263,7 @@ class LabgridReservation:
         for raw in raws:
             if raw.reservation in tokens and not raw.acquired:
                 return raw.name, str(raw.reservation)
-        if {state.name for state in self.candidates()[0]} != set(self._waiting):
+        if self._plan(self.candidates()[0]) != set(self._waiting):
             return _REPLAN
         return None
 

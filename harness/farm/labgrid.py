@@ -18,11 +18,11 @@ The harness talks to the coordinator through labgrid's own client session, in
 process (:mod:`harness.farm.lab_session`). Before reserving, it checks every place
 that would match (:func:`~harness.farm.lab_places.place_state`, and its resources
 by :func:`~harness.farm.lab_resources.read_resources`): a place that fails is left
-out with one warning naming it and the field, and is never chosen. For each usable
-place it makes one reservation (filter ``name=PLACE`` plus the profile's tags), so
-the coordinator's own queue decides who is next on each place while a bad place can
-never be allocated; the first place allocated is acquired, the other reservations
-are cancelled at once. The coordinator streams each allocation to the session, so
+out with one warning naming it and the field, and is never chosen. Reservations name
+one place each (filter ``name=PLACE`` plus the profile's tags), so a bad place can
+never be allocated: one for a free place if there is one; with none free, one per
+usable place, so the coordinator's own queue decides who is next on each place. The
+first place allocated is acquired, the other reservations are cancelled at once. The coordinator streams each allocation to the session, so
 the waiting runner acquires as soon as a place is handed to it. Hand-over cancels
 the reservation first and then releases the place: the other order leaves the
 place allocated to a cancelled token until the coordinator's next 15 s scheduling
