@@ -67,7 +67,7 @@ LAB_FILES = Path("~/.cache/et-harness/labgrid-lab").expanduser()  # the worked e
 _READY_TIMEOUT_S = 30.0
 
 
-def _bin(name: str) -> str:
+def labgrid_program(name: str) -> str:
     """A labgrid program beside this Python (the harness's .venv) or on PATH."""
     beside = Path(sys.executable).parent / name
     found = str(beside) if beside.exists() else shutil.which(name)
@@ -147,7 +147,7 @@ class LabgridLab:
         self._stack.close()
 
     def client_argv(self, *args: str) -> list[str]:
-        return [_bin("labgrid-client"), "-x", self.coordinator, *args]
+        return [labgrid_program("labgrid-client"), "-x", self.coordinator, *args]
 
     def client(self, *args: str, timeout: float = 30.0) -> str:
         """Run ``labgrid-client`` against this lab (as this process's login identity)."""
@@ -176,7 +176,7 @@ class LabgridLab:
             "env",
             "-C",
             str(directory),
-            _bin("labgrid-coordinator"),
+            labgrid_program("labgrid-coordinator"),
             "--listen",
             self.coordinator,
         ]
@@ -240,7 +240,7 @@ class LabgridLab:
                 "PYTHONPATH": str(Path(__file__).parents[2]),
             }
             argv = [
-                _bin("labgrid-exporter"),
+                labgrid_program("labgrid-exporter"),
                 "-c",
                 self.coordinator,
                 "-n",
@@ -269,7 +269,7 @@ class LabgridLab:
             self._coordinator_argv, name="labgrid-coordinator"
         )
         host, port = self.coordinator.rsplit(":", 1)
-        _wait_listening(host, int(port), self._coordinator_process)
+        wait_listening(host, int(port), self._coordinator_process)
 
     def _start_exporter(self, exporter: str) -> None:
         argv, env, log = self._exporters[exporter]
@@ -338,7 +338,7 @@ class LabgridLab:
             time.sleep(0.2)  # polling the coordinator: it has no "wait for exporter" call
 
 
-def _wait_listening(host: str, port: int, process: ManagedProcess) -> None:
+def wait_listening(host: str, port: int, process: ManagedProcess) -> None:
     deadline = time.monotonic() + _READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -113,6 +113,11 @@ class LabgridReservation:
         """Whether reservations of this are waiting for a place."""
         return bool(self._waiting)
 
+    @property
+    def tokens(self) -> frozenset[str]:
+        """The reservations of this not yet taken up."""
+        return frozenset(self._waiting.values())
+
     # ---- what may be chosen -------------------------------------------------------------
 
     def candidates(self) -> tuple[list[PlaceState], list[PlaceState], list[str]]:

@@ -22,8 +22,9 @@ out with one warning naming it and the field, and is never chosen. Reservations 
 one place each (filter ``name=PLACE`` plus the profile's tags), so a bad place can
 never be allocated: one for a free place if there is one; with none free, one per
 usable place, so the coordinator's own queue decides who is next on each place. The
-first place allocated is acquired, the other reservations are cancelled at once. The coordinator streams each allocation to the session, so
-the waiting runner acquires as soon as a place is handed to it. Hand-over cancels
+first place allocated is acquired, the other reservations are cancelled at once. The
+coordinator streams each allocation to the session, so the waiting runner acquires as
+soon as a place is handed to it. Hand-over cancels
 the reservation first and then releases the place: the other order leaves the
 place allocated to a cancelled token until the coordinator's next 15 s scheduling
 pass.
