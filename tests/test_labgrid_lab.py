@@ -590,6 +590,11 @@ def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devi
         facts = record["facts"]
         assert facts["reservation"] and float(facts["acquired_at"]) > 0
         assert facts["coordinator"] == lab.coordinator
+    (holding,) = json.loads((tmp_path / "r" / "run.json").read_text())["lab_holdings"]
+    assert (holding["place"], holding["reservation"]) == (
+        records[0]["facts"]["place"], records[0]["facts"]["reservation"])
+    assert holding["acquired_at"] == pytest.approx(float(records[0]["facts"]["acquired_at"]))
+    assert holding["released_at"] > holding["acquired_at"]
     _all_free(lab)
 
 

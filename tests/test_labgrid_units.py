@@ -477,3 +477,16 @@ def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real
     assert "only ssh-emu can be exposed on a lab address" in capsys.readouterr().err
     assert serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x") == 2
     assert "--lab-address: '-oProxyCommand=x' starts with '-'" in capsys.readouterr().err
+
+
+def test_lab_holdings_are_one_line_each_and_read_in_acquisition_order(tmp_path):
+    from harness.farm import lab_holdings
+
+    assert lab_holdings.read(tmp_path) == []
+    later = {"place": "lab-b", "acquired_at": 20.5, "released_at": 30.0}
+    earlier = {"place": "lab-a", "acquired_at": 10.25, "released_at": 19.0}
+    lab_holdings.record(tmp_path, later)
+    lab_holdings.record(tmp_path, earlier)
+    with open(tmp_path / lab_holdings.HOLDINGS_FILE, "a") as cut:
+        cut.write('{"place": "lab-c", "acq')  # a process killed in its write
+    assert lab_holdings.read(tmp_path) == [earlier, later]
