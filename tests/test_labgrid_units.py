@@ -235,10 +235,10 @@ def test_an_android_place_gives_its_serial_and_adb_server_by_tags():
     [
         ((("adb_server", "127.0.0.2:5037"),),
          r"^labgrid place 'phone-a' has no tag adb_serial; set it: "
-         r"'labgrid-client -p phone-a set-tags adb_serial=SERIAL'$"),
+         r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$"),
         ((("adb_serial", "-s"), ("adb_server", "127.0.0.2:5037")),
          r"^labgrid place 'phone-a': tags.adb_serial: '-s' starts with '-'.*; correct it: "
-         r"'labgrid-client -p phone-a set-tags adb_serial=SERIAL'$"),
+         r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$"),
         ((("adb_serial", "a;reboot"), ("adb_server", "127.0.0.2:5037")),
          r"^labgrid place 'phone-a': tags.adb_serial: .*';'.*letters, digits"),
         ((("adb_serial", "X" * 300), ("adb_server", "127.0.0.2:5037")),

@@ -321,7 +321,11 @@ class LabgridReservation:
                     return None  # a serial port's network port comes a moment later
                 raise
             return HeldPlace(
-                name, state.exporters, replace(found, tags=state.tags), token, acquired_at
+                name,
+                state.exporters,
+                replace(found, tags=state.tags, coordinator=self.lab.coordinator),
+                token,
+                acquired_at,
             )
 
         held = self.lab.wait_for(ready, min(deadline, time.monotonic() + 5.0))
