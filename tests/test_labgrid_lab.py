@@ -15,6 +15,7 @@ run's results.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -642,4 +643,67 @@ def test_an_exporter_that_goes_away_leaves_its_place_and_the_pool_goes_on(lab, d
         lab.start_exporter("exp-b")
     assert run.returncode == 0, output[-3000:]
     assert {r["facts"]["place"] for r in _results(tmp_path / "r")} == {"lab-a"}
+    _all_free(lab)
+
+
+def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp_path):
+    """docs/device-farm.md, "From an emulated board to a pool run", step by step: the
+    board on an exporter's address, the printed stanza in an exporter config, a place,
+    the printed known_hosts line, one key per place from an ssh_config, a pool run."""
+    from harness.emulators.labgrid_lab import labgrid_program
+    from harness.lifecycle.process import ManagedProcess
+
+    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "ssh-emu",
+                            "--lab-address", "127.0.0.7"], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    exporter = None
+    session = _session(lab)
+    messages = session.messages()
+    try:
+        printed = []
+        assert emu.stdout is not None
+        for line in emu.stdout:
+            printed.append(line.rstrip("\n"))
+            if line.startswith("Ctrl-C"):
+                break
+        text = "\n".join(printed)
+        stanza = text.split("no line may start with '#'):\n", 1)[1].split("\nknown_hosts", 1)[0]
+        assert re.fullmatch(r"ssh_emu:\n  NetworkService:\n    address: 127\.0\.0\.7\n"
+                            r"    port: \d+\n    username: etdevice", stanza), text
+        known = re.search(r"^\[127\.0\.0\.7\]:\d+ ssh-ed25519 \S+$", text, re.MULTILINE)
+        key = re.search(r"^client key .*: (\S+)$", text, re.MULTILINE)
+        assert known and key, text
+        config = tmp_path / "exp-x.yaml"
+        config.write_text(stanza + "\n")
+        exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
+                                   "-n", "exp-x", "--hostname", "127.0.0.7", str(config)],
+                                  name="labgrid-exporter-x")
+        session.call("add", "AddPlace", messages.AddPlaceRequest(name="ssh-x"))
+        session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
+            placename="ssh-x", pattern="exp-x/ssh_emu/*"))
+        _set(lab, "ssh-x", tags={"kind": "linux", "pool": "labx", "et_health": "ok"})
+        (tmp_path / "known_hosts").write_text(known.group(0) + "\n")
+        (tmp_path / "lab_ssh_config").write_text(
+            f"Host 127.0.0.7\n  IdentityFile {key.group(1)}\n")
+        profile = (devices / "lab-linux.yaml").read_text()
+        lines = [line for line in profile.splitlines() if "identity_file:" not in line]
+        text = "\n".join(lines).replace(
+            "tags: {kind: linux, pool: lab}", "tags: {kind: linux, pool: labx}")
+        text = re.sub(r"known_hosts: \S+", f"known_hosts: {tmp_path}/known_hosts\n"
+                      f"  ssh_config: {tmp_path}/lab_ssh_config", text, count=1)
+        (devices / "lab-x.yaml").write_text(text.replace("lab]", "labx]"))
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-x", "--lock-timeout", "120")
+        output = _finish(run)
+        assert run.returncode == 0, output[-3000:]
+        records = _results(tmp_path / "r")
+        assert [r["outcome"] for r in records] == ["passed", "passed"]
+        assert {(r["facts"]["place"], r["facts"]["exporter"]) for r in records} == {
+            ("ssh-x", "exp-x")}
+    finally:
+        os.killpg(emu.pid, signal.SIGTERM)
+        emu.communicate(timeout=60)
+        if exporter is not None:
+            exporter.stop()
+        with contextlib.suppress(Exception):
+            session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="ssh-x"))
     _all_free(lab)

@@ -18,7 +18,9 @@ one concept per module:
   (holders, identities); :mod:`~harness.farm.lab_resources`: an acquired place's
   resources, checked, and the address its device kind takes from them;
   :mod:`~harness.farm.lab_quarantine`: a place out of service lab-wide (opt-in);
-  :mod:`~harness.farm.lab_benchmark`: what a lab costs;
+  :mod:`~harness.farm.lab_holdings`: who held which place when, a run's own record;
+  :mod:`~harness.farm.lab_benchmark`: what a lab costs; :mod:`~harness.farm.lab_scale`:
+  a larger lab, by simulation;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;
 - :mod:`~harness.farm.infra`: what counts as an infrastructure error;
 - :mod:`~harness.farm.health`: consecutive infrastructure errors and quarantine;
