@@ -102,6 +102,7 @@ class LabgridReservation:
         self.token: str | None = None  # the reservation of the held place
         self.held: HeldPlace | None = None
         self.released_at: float | None = None
+        self._lost: str | None = None  # why the held place is no longer ours
         self.stale_released: list[str] = []  # places this run took back from dead runs
         self._waiting: dict[str, str] = {}  # place -> token of a reservation for it
         self._generation = 0  # the session's, when the reservations were last made
@@ -346,8 +347,11 @@ class LabgridReservation:
     # ---- holding ----------------------------------------------------------------------
 
     def check_held(self) -> None:
-        """:class:`PlaceLost` if the held place is no longer this process's."""
+        """:class:`PlaceLost` if the held place is no longer this process's (from then on:
+        a place lost stays lost for this reservation)."""
         assert self.held is not None, "acquire the place first"
+        if self._lost is not None:
+            raise PlaceLost(self._lost)
         name, me = self.held.name, self.lab.identity.owner
         restarted = self.lab.lost() or self._generation != self.lab.generation
         raws, _ = self.lab.snapshot()
@@ -361,8 +365,8 @@ class LabgridReservation:
             if raw is None
             else f"it is now {'acquired by ' + str(raw.acquired) if raw.acquired else 'free'}"
         )
-        self.held = None  # not ours to release any more
-        raise PlaceLost(f"labgrid place {name!r} at {self.lab.coordinator} was lost: {why}")
+        self._lost = f"labgrid place {name!r} at {self.lab.coordinator} was lost: {why}"
+        raise PlaceLost(self._lost)  # the release at the end is "from" this process only
 
     def quarantine(self, reason: str) -> str:
         """Take the held place out of service lab-wide (who, when, why in its comment)."""

@@ -73,12 +73,6 @@ class DeviceSlot:
         quarantines it (and is raised for the test that asked).
         """
         self.health.ensure_usable()
-        if self.device is not None and self._reservation is not None:
-            try:
-                self._reservation.check_held()
-            except TransportError:
-                self.close()  # the next test holds a place again
-                raise
         if self.device is not None:
             return self.device
         try:
@@ -145,6 +139,10 @@ class DeviceSlot:
         ):
             return ""  # a run out of time, or a key this runner lacks, says nothing of it
         place = reservation.held.name
+        try:
+            reservation.check_held()
+        except TransportError:  # lost, or the coordinator is gone: not the device's fault
+            return f"; labgrid place {place} not quarantined lab-wide: no longer held"
         try:
             comment = reservation.quarantine(f"device {self.name!r}: {reason}")
         except TransportError as exc:
@@ -243,6 +241,8 @@ class DeviceSlot:
         reset, until the test's retry restarts it.
         """
         assert self.runner is not None
+        if self._reservation is not None and self._reservation.held is not None:
+            self._reservation.check_held()  # PlaceLost: an infrastructure error of this test
         if self.runner.broken:
             self.runner.restart()
         try:
