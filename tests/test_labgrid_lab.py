@@ -387,8 +387,15 @@ def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path,
 
 
 def _janitor_of(pid: int) -> int:
-    found = [child for child in descendants({pid})
-             if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    """The run's janitor. It is started just before the run's first reservation; the
+    place can be held before its process has exec'd (until then its command line is
+    the run's own), so it is looked for until it shows, for at most 30 s."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = [child for child in descendants({pid})
+                 if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+        if found or time.monotonic() > deadline:
+            break
     assert len(found) == 1, f"one janitor under {pid}: {found}"
     return found[0]
 
@@ -599,6 +606,21 @@ def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devi
     _all_free(lab)
 
 
+def _wait_for_exporter(session: LabSession, exporter, name: str) -> None:
+    """Until the coordinator lists the exporter's resources (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while not any(r.exporter == name for r in session.snapshot()[1]):
+        assert time.monotonic() < deadline and exporter.poll() is None, exporter.stderr_tail()
+        session.wait_update(timeout=1.0)
+
+
+def _reload_cleared(lab: LabgridLab) -> None:
+    """A killed coordinator comes back with its places file as it last saved it (it saves
+    a moment after a change): what an earlier test set on lab-b and cleared again may be
+    back. Cleared once more, as a lab's admin would."""
+    _set(lab, "lab-b", tags={"note": ""}, comment="")
+
+
 def _hold_all_as_someone_else(lab: LabgridLab) -> None:
     for place in ("lab-a", "lab-b"):
         _acquire(lab, place, {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"})
@@ -617,12 +639,14 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
                   for owner in _reservation_owners(lab)):
         assert time.monotonic() < deadline and waiting.poll() is None, "the run never reserved"
     lab.restart_coordinator()  # forgets runner1/ci's places and the run's reservations
+    _reload_cleared(lab)
     output = _finish(waiting)
     assert waiting.returncode == 0, output[-3000:]
     assert [r["outcome"] for r in _results(tmp_path / "waits")] == ["passed", "passed"]
     _all_free(lab)
     holding, holder = _start_holding_lab_a(lab, devices, tmp_path / "holds")
     lab.restart_coordinator()
+    _reload_cleared(lab)
     started = time.monotonic()
     _finish(holding, timeout=180)
     assert time.monotonic() - started < 150
@@ -678,6 +702,7 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
         exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
                                    "-n", "exp-x", "--hostname", "127.0.0.7", str(config)],
                                   name="labgrid-exporter-x")
+        _wait_for_exporter(session, exporter, "exp-x")
         session.call("add", "AddPlace", messages.AddPlaceRequest(name="ssh-x"))
         session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
             placename="ssh-x", pattern="exp-x/ssh_emu/*"))
@@ -706,4 +731,45 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
             exporter.stop()
         with contextlib.suppress(Exception):
             session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="ssh-x"))
+    _all_free(lab)
+
+
+def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devices, tmp_path):
+    """An exporter announces a NetworkService whose address is an ssh option, for a place
+    tagged like the pool's: while the pool's good places are taken, that free place is
+    still not chosen; the run waits for a good one and says why the other was skipped."""
+    from harness.emulators.labgrid_lab import labgrid_program
+    from harness.lifecycle.process import ManagedProcess
+
+    config = tmp_path / "exp-z.yaml"
+    config.write_text("bad:\n  NetworkService:\n    address: '-oProxyCommand=x'\n"
+                      "    port: 22\n    username: etdevice\n")
+    exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
+                               "-n", "exp-z", "--hostname", "127.0.0.9", str(config)],
+                              name="labgrid-exporter-z")
+    _wait_for_exporter(_session(lab), exporter, "exp-z")
+    session = _session(lab)
+    messages = session.messages()
+    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    try:
+        session.call("add", "AddPlace", messages.AddPlaceRequest(name="lab-z"))
+        session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
+            placename="lab-z", pattern="exp-z/bad/*"))
+        _set(lab, "lab-z", tags={"kind": "mcu", "pool": "lab", "et_health": "ok"})
+        _hold_all_as_someone_else(lab)
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "5")
+        output = _finish(run)
+        assert run.returncode != 0
+        assert re.search(r"skipping labgrid place 'lab-z': resources.exp-z/bad/NetworkService"
+                         r"\.address: '-oProxyCommand=x' starts with '-'", output), output
+        message = json.dumps(_results(tmp_path / "r")[0]["infra"])
+        assert "was not allocated within 5.0 s" in message, message
+        assert "lab-z" not in {s.name: s.acquired for s in parse_places(lab) if s.acquired}
+    finally:
+        for place in ("lab-a", "lab-b"):
+            subprocess.run(lab.client_argv("-p", place, "release"), env=holder_env,
+                           capture_output=True, check=False)
+        with contextlib.suppress(Exception):
+            session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="lab-z"))
+        exporter.stop()
     _all_free(lab)

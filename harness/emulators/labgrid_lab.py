@@ -129,6 +129,7 @@ class LabgridLab:
         self._stack = contextlib.ExitStack()
         self.coordinator = ""
         self._coordinator_argv: list[str] = []
+        self._directory = Path()
         self._coordinator_process: ManagedProcess | None = None
         self._exporters: dict[str, tuple[list[str], dict[str, str], Path]] = {}
         self._exporter_processes: dict[str, ManagedProcess] = {}
@@ -166,7 +167,7 @@ class LabgridLab:
         return done.stdout
 
     def _start(self) -> None:
-        directory = self._stack.enter_context(
+        directory = self._directory = self._stack.enter_context(
             owned_directory("labgrid-lab-", cache_root() / "emulators")
         )
         firmware = build_firmware()
@@ -295,6 +296,14 @@ class LabgridLab:
         file (labgrid forgets acquisitions and reservations in a restart); exporters that
         ended with it are started again, as a lab's service manager would."""
         assert self._coordinator_process is not None
+        saved = self._directory / "places.yaml"  # the coordinator saves a moment after a
+        deadline = time.monotonic() + _READY_TIMEOUT_S  # change: a kill before that loses
+        names = [p.name for p in self.places] + [p.name for p in self.ssh_places]
+        names += [p.name for p in self.android_places]
+        while not (saved.exists() and all(f"{name}:" in saved.read_text() for name in names)):
+            if time.monotonic() > deadline:
+                raise LabError(f"the coordinator did not save its places in {saved}")
+            time.sleep(0.2)  # polling a file the coordinator writes in its own time
         self._coordinator_process.kill()
         self._coordinator_process.stop()
         self._start_coordinator()
