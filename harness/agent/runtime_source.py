@@ -46,6 +46,8 @@ def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | No
     named = (os.environ if env is None else env).get(ENV_VAR, "")
     if named:
         return runtime_source(Path(named).expanduser(), f"{ENV_VAR}={named}")
+    if (SHARED_TREE / "runtime" / "executor" / "program.cpp").is_file():
+        return runtime_source(SHARED_TREE, str(SHARED_TREE))
     return None
 
 

@@ -1,7 +1,9 @@
 """A firmware device: a board whose firmware is the agent, on a serial port.
 
-There is nothing to deploy and no file system: a program is the LOAD request's
-delegate list (the path is empty) and a crash leaves no files to collect.
+There is nothing to deploy and no file system: firmware built with ExecuTorch's
+runtime receives the program a LOAD runs as an upload just before it; the stand-in
+takes the LOAD request's delegate list as the program (the path is empty either way).
+A crash leaves no files to collect.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from harness.agent.program_upload import ProgramUploadingLink
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice
-from harness.link.serial.arq import LinkConfig
+from harness.link.serial.arq import LinkConfig, SerialLink
 from harness.link.serial.port import ResetLine, SerialPortConfig
 from harness.link.serial.port import connect as connect_serial
+from harness.model.messages import Action
 
 if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
     from harness.emulators.qemu_mcu import QemuMcu
@@ -62,7 +66,7 @@ class FirmwareDevice(Device):
                 self._qemu.start()
             self._links += 1
             link = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
-            return AgentSession(self._qemu.connect(link), name=self.name)
+            return _with_upload(self._qemu.connect(link), self.name)
         config = self._port
         assert config is not None  # one of the two, checked in __init__
         if self._reset is not None:  # through its lab place, before every session
@@ -71,8 +75,18 @@ class FirmwareDevice(Device):
         elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
-        return AgentSession(connect_serial(config, name=self.name), name=self.name)
+        return _with_upload(connect_serial(config, name=self.name), self.name)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
-        """Empty: the board's LOAD takes the request's delegate list as the program."""
+        """Empty: the board holds no files. Firmware built with ExecuTorch's runtime gets
+        the program uploaded before each LOAD (:mod:`harness.agent.program_upload`); the
+        stand-in takes the request's delegate list as the program."""
         return ""
+
+
+def _with_upload(link: SerialLink, name: str) -> AgentLink:
+    """The board's agent link; one that uploads programs if the firmware serves uploads."""
+    session = AgentSession(link, name=name)
+    if link.hello.serves(Action.PROGRAM_DATA) and link.hello.serves(Action.PROGRAM_END):
+        return ProgramUploadingLink(session, link.hello.max_message)
+    return session

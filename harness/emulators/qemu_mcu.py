@@ -84,8 +84,8 @@ def firmware_source_hash(
         *sorted((CODEC_SOURCES / "src").rglob("*")),
     ]
     for path in files:
-        source = path.suffix in (".c", ".cpp", ".h", ".ld", ".mk", "") and "build" not in path.parts
-        if path.is_file() and source:
+        wanted = path.suffix in (".c", ".cpp", ".h", ".ld", ".mk", "") and "build" not in path.parts
+        if path.is_file() and wanted:
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     digest.update(_compiler_version().encode())

@@ -22,6 +22,13 @@ class Action(enum.IntEnum):
     RESET = 5
     REGISTER = 6
     HELLO = 7
+    # Program upload to a device without a file system (docs/wire-format.md, "Program
+    # upload"): bodies of their own, written by harness.codec.wire.program_upload.
+    PROGRAM_DATA = 9
+    PROGRAM_END = 10
+
+
+UPLOAD_ACTIONS = frozenset({Action.PROGRAM_DATA, Action.PROGRAM_END})
 
 
 class Outcome(enum.IntEnum):

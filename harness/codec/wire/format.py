@@ -18,6 +18,7 @@ from harness.model.messages import (
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
     MAX_MODELS,
+    UPLOAD_ACTIONS,
     Action,
     LoadPath,
     Outcome,
@@ -142,7 +143,10 @@ _EMPTY = _Limit(WireErrorCode.UNEXPECTED_FIELD, 0)
 _OPTIONS = _Limit(WireErrorCode.TOO_MANY_OPTIONS, MAX_OPTIONS_PER_BACKEND)
 _FACTS = _Limit(WireErrorCode.TOO_MANY_OPTIONS, MAX_FACTS)
 _ENTRIES = _Limit(WireErrorCode.TOO_MANY_BACKENDS, MAX_BACKENDS)
-_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.LOAD)
+# Requests with the common body; the upload actions have bodies of their own (program_upload.py).
+_ACTIONS = _Limit(
+    WireErrorCode.ACTION, max(a for a in Action if a not in UPLOAD_ACTIONS), Action.LOAD
+)
 _REPORT_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.NONE)
 _OUTCOMES = _Limit(WireErrorCode.OUTCOME, max(Outcome))
 _ENTRY_FLAGS = _Limit(WireErrorCode.FLAGS, ENTRY_FLAG_PROBE)  # only bit 0 is defined

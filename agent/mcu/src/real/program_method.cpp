@@ -27,7 +27,7 @@
 #include "mcu_program.h"
 
 #ifndef MCU_METHOD_ARENA_BYTES
-#define MCU_METHOD_ARENA_BYTES 8192u
+#define MCU_METHOD_ARENA_BYTES 2048u
 #endif
 #ifndef MCU_PLANNED_ARENA_BYTES
 #define MCU_PLANNED_ARENA_BYTES 1024u
