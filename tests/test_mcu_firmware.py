@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.agent.runtime_source import find_runtime_source
 from harness.agent.sdk import EXECUTORCH_VERSION
 from harness.agent.session import AgentSession
 from harness.codec import wire
 from harness.config.mcu_boards import McuBoard
+from harness.devices.firmware import firmware_session
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.link.serial.arq import LinkConfig, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
@@ -39,7 +41,7 @@ PROBES = tuple(f"Probe{i}" for i in range(8))
 def link(mcu: QemuMcu) -> Iterator[AgentSession]:
     """An agent session over a serial link to the firmware (``link.channel``)."""
     with mcu.connect() as opened:
-        yield AgentSession(opened)
+        yield firmware_session(opened)
         if mcu.poll() is None:
             assert mcu.shutdown(opened, 0) == 0
 
@@ -64,7 +66,28 @@ def fact(report: Report, key: str) -> object:
 # --------------------------------------------------------------------------- build
 
 
-RUNTIME_FACT = f"ExecuTorch {EXECUTORCH_VERSION} option types and map; registry and dispatch: stand-in"
+SOURCE = find_runtime_source()  # the firmware's runtime is compiled from it when there is one
+if SOURCE is not None:
+    RUNTIME_FACT = (
+        f"ExecuTorch {SOURCE.version} @ {SOURCE.commit}, built from source: Program, Method, "
+        "backend and operator registries, PAL; no stand-in"
+    )
+    CAPABILITIES = "load,execute,set,get,reset,register,hello,program_upload"
+else:
+    RUNTIME_FACT = (
+        "STAND-IN registry and dispatch (no ExecuTorch source tree: set ET_HARNESS_SOURCE); "
+        f"ExecuTorch {EXECUTORCH_VERSION} option types and map"
+    )
+    CAPABILITIES = "load,execute,set,get,reset,register,hello"
+# Functions of ExecuTorch's own .cpp files that a firmware built from source defines, each
+# from the tree (arm-none-eabi-nm -C -l names the file of a definition).
+SOURCE_DEFINED = {
+    "executorch::runtime::Method::init(": "runtime/executor/method.cpp",
+    "executorch::runtime::Program::load(": "runtime/executor/program.cpp",
+    "executorch::runtime::register_backend(": "runtime/backend/interface.cpp",
+    "executorch::runtime::get_option(": "runtime/backend/interface.cpp",
+    "executorch::runtime::set_option(": "runtime/backend/interface.cpp",
+}
 
 # Code of the runtime's headers the firmware must contain (arm-none-eabi-nm -C).
 RUNTIME_SYMBOLS = (
@@ -100,13 +123,25 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
     assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r",
                         "__cxa_atexit", "__aeabi_atexit"}
     assert {"etb_decode_request", "etb_encode_report", "etb_crc32"} <= names  # the codec
-    missing = [symbol for symbol in RUNTIME_SYMBOLS if symbol not in names]
-    assert not missing, f"the runtime's header code is not in the image: {missing}"
     size = firmware_size(firmware)
     sections = _sections(firmware)
-    assert size["text"] < 32 * 1024
-    assert sections[".data"] + sections[".bss"] < 24 * 1024  # the rest of RAM: options, stack
     assert sections[".stack"] == 4096
+    if SOURCE is None:
+        missing = [symbol for symbol in RUNTIME_SYMBOLS if symbol not in names]
+        assert not missing, f"the runtime's header code is not in the image: {missing}"
+        assert size["text"] < 32 * 1024
+        assert sections[".data"] + sections[".bss"] < 24 * 1024  # the rest: options, stack
+        return
+    located = subprocess.run(
+        ["arm-none-eabi-nm", "-C", "-l", "--defined-only", str(firmware)],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    for prefix, origin in SOURCE_DEFINED.items():
+        lines = [line for line in located if f" {prefix}" in line and " T " in line]
+        assert lines, f"{prefix} is not defined in the image"
+        assert all(f"{SOURCE.path}/{origin}:" in line for line in lines), lines
+    assert not [line for line in located if "standin_" in line]  # no stand-in linked
+    assert size["text"] < 96 * 1024
 
 
 # --------------------------------------------------------------------------- boot, hello, exit
@@ -119,7 +154,9 @@ def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
     assert hello.session != 0 and hello.link_version == 1 and hello.wire_version == 1
     assert hello.max_message == 4096 and hello.max_frame == 135 and hello.window == 3
     assert hello.rx_buffer == 1024
-    assert all(hello.serves(action) for action in Action if action != Action.NONE)
+    served = [action for action in Action if action != Action.NONE and hello.serves(action)]
+    uploads = [Action.PROGRAM_DATA, Action.PROGRAM_END] if SOURCE is not None else []
+    assert served == [a for a in Action if Action.NONE < a <= Action.HELLO] + uploads
     assert re.fullmatch(r"0\.1\.0\+[0-9a-f]{12}", hello.firmware_version)
 
 
@@ -132,7 +169,7 @@ def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoa
     assert fact(report, "wire_version") == 1
     assert fact(report, "max_message") == link.channel.hello.max_message
     assert fact(report, "registry_capacity") == 16
-    assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello"
+    assert fact(report, "capabilities") == CAPABILITIES
     assert fact(report, "load_paths") == "program"
     assert fact(report, "agent_version") == link.channel.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
@@ -200,7 +237,10 @@ def test_load_hands_each_backend_exactly_its_own_options(link: AgentSession, cou
         | bystander
     )
     report = ok(link.request(Request.load("", names, options)))
-    assert {f.key for f in report.facts} == {"load_path", "load_us", "execute_us"}
+    memory = {"program_bytes", "method_allocator_used", "planned_bytes", "temp_allocator_used"}
+    assert {f.key for f in report.facts} == {"load_path", "load_us", "execute_us"} | (
+        memory if SOURCE is not None else set()
+    )
     assert report.fact("load_path") == "program"
     assert [e.name for e in report.entries] == list(names)
     for entry in report.entries:

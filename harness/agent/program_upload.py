@@ -2,10 +2,10 @@
 
 MCU firmware built from an ExecuTorch source tree runs ``Program::load`` over a
 program it received with PROGRAM_DATA and PROGRAM_END (actions 9 and 10,
-:mod:`harness.codec.wire.program_upload`). :class:`ProgramUploadingLink` wraps such a
-board's agent link: before a LOAD it uploads the probe program for the LOAD's
-delegates (:func:`harness.agent.probe_program.probe_program`) unless the board holds
-that one already. The LOAD itself goes out unchanged (its ``program`` path empty).
+:mod:`harness.codec.wire.program_upload`). :class:`ProgramUploadingSession` is the
+agent session of such a board: before a LOAD it uploads the probe program for the
+LOAD's delegates (:func:`harness.agent.probe_program.probe_program`) unless the board
+holds that one already. The LOAD itself goes out unchanged (its ``program`` empty).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.agent.probe_program import probe_program
-from harness.agent.session import AgentLink
+from harness.agent.session import AgentSession
 from harness.codec.wire.program_upload import chunk_limit, encode_program_data, encode_program_end
+from harness.link.channel import MessageChannel
 from harness.model.messages import Action, Outcome, Report, Request
 from harness.transport.base import TransportError
 
@@ -23,43 +24,26 @@ class ProgramUploadError(TransportError):
     """The board refused a program upload: device trouble, not a verdict."""
 
 
-class ProgramUploadingLink:
-    """An agent link whose LOADs first upload the program they run (see the module)."""
+class ProgramUploadingSession(AgentSession):
+    """An agent session whose LOADs first upload the program they run (see the module)."""
 
-    def __init__(self, link: AgentLink, max_message: int) -> None:
-        self._link = link
+    def __init__(self, channel: MessageChannel, max_message: int, *, name: str = "agent") -> None:
+        super().__init__(channel, name=name)
         self._chunk = chunk_limit(max_message)
         self._held: tuple[str, ...] | None = None
+        self.upload_messages = 0  # PROGRAM_DATA and PROGRAM_END requests sent
         if self._chunk <= 0:
             raise ProgramUploadError(f"a max_message of {max_message} leaves no room for a chunk")
-
-    def next_seq(self) -> int:
-        return self._link.next_seq()
 
     def request(self, request: Request) -> Report:
         if request.action is Action.LOAD:
             self.upload(request.delegates)
-        return self._link.request(request)
+        return super().request(request)
 
     def pipeline(self, requests: Sequence[Request], window: int = 8) -> list[Report]:
         if any(r.action is Action.LOAD for r in requests):  # uploads go between them
             return [self.request(r) for r in requests]
-        return self._link.pipeline(requests, window)
-
-    def send_raw(self, frame: bytes, seq: int | None = None) -> Report:
-        return self._link.send_raw(frame, seq)
-
-    def exchange(self, frame: bytes) -> bytes:
-        return self._link.exchange(frame)
-
-    def decode(self, data: bytes, seq: int) -> Report:
-        return self._link.decode(data, seq)
-
-    def stderr_tail(self) -> str:
-        return self._link.stderr_tail()
-
-    def close(self) -> None:
-        self._link.close()
+        return super().pipeline(requests, window)
 
     def upload(self, delegates: tuple[str, ...]) -> None:
         """Make the board hold the probe program calling ``delegates``."""
@@ -74,7 +58,8 @@ class ProgramUploadingLink:
         self._held = delegates
 
     def _expect_ok(self, message: bytes, delegates: tuple[str, ...]) -> None:
-        report = self._link.send_raw(message)
+        self.upload_messages += 1
+        report = self.send_raw(message)
         if report.outcome is not Outcome.OK:
             raise ProgramUploadError(
                 f"the board refused the upload of the probe program for {delegates!r}: "

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.agent.program_upload import ProgramUploadingLink
+from harness.agent.program_upload import ProgramUploadingSession
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
@@ -66,7 +66,7 @@ class FirmwareDevice(Device):
                 self._qemu.start()
             self._links += 1
             link = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
-            return _with_upload(self._qemu.connect(link), self.name)
+            return firmware_session(self._qemu.connect(link), self.name)
         config = self._port
         assert config is not None  # one of the two, checked in __init__
         if self._reset is not None:  # through its lab place, before every session
@@ -75,7 +75,7 @@ class FirmwareDevice(Device):
         elif self._links and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
-        return _with_upload(connect_serial(config, name=self.name), self.name)
+        return firmware_session(connect_serial(config, name=self.name), self.name)
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Empty: the board holds no files. Firmware built with ExecuTorch's runtime gets
@@ -84,9 +84,8 @@ class FirmwareDevice(Device):
         return ""
 
 
-def _with_upload(link: SerialLink, name: str) -> AgentLink:
-    """The board's agent link; one that uploads programs if the firmware serves uploads."""
-    session = AgentSession(link, name=name)
+def firmware_session(link: SerialLink, name: str = "mcu") -> AgentSession:
+    """The board's agent session; one that uploads programs if the firmware serves uploads."""
     if link.hello.serves(Action.PROGRAM_DATA) and link.hello.serves(Action.PROGRAM_END):
-        return ProgramUploadingLink(session, link.hello.max_message)
-    return session
+        return ProgramUploadingSession(link, link.hello.max_message, name=name)
+    return AgentSession(link, name=name)
