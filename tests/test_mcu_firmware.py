@@ -160,7 +160,9 @@ def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
     assert re.fullmatch(r"0\.1\.0\+[0-9a-f]{12}", hello.firmware_version)
 
 
-def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoard) -> None:
+def test_hello_action_reports_device_facts(
+    link: AgentSession, mcu_board: McuBoard, firmware: Path
+) -> None:
     register(link, ("Alpha", "Beta"))
     report = ok(link.request(Request(Action.HELLO)))
     assert fact(report, "abi") == mcu_board.abi
@@ -170,6 +172,13 @@ def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoa
     assert fact(report, "max_message") == link.channel.hello.max_message
     assert fact(report, "registry_capacity") == 16
     assert fact(report, "capabilities") == CAPABILITIES
+    if SOURCE is not None:  # the image's share of runtime and rest (boards/sections.ld)
+        sections = _sections(firmware)
+        flash = [fact(report, "flash_runtime"), fact(report, "flash_rest")]
+        ram = [fact(report, "ram_runtime"), fact(report, "ram_rest")]
+        assert flash[0] > 16 * 1024 and ram[0] > 0
+        assert sum(flash) == sections[".text"] + sections[".ARM.exidx"] + sections[".data"]
+        assert 0 <= sum(ram) - (sections[".data"] + sections[".bss"]) < 16  # alignment
     assert fact(report, "load_paths") == "program"
     assert fact(report, "agent_version") == link.channel.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [

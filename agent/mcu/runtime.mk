@@ -54,7 +54,8 @@ RUNTIME_FILES := \
 	runtime/platform/abort.cpp runtime/platform/log.cpp runtime/platform/platform.cpp \
 	runtime/platform/runtime.cpp \
 	runtime/kernel/operator_registry.cpp schema/extended_header.cpp
-RUNTIME_OBJECTS := $(patsubst %.cpp,$(BUILD)/et/%.o,$(RUNTIME_FILES))
+# sections.ld finds them by this directory's name (the runtime's share of flash and RAM).
+RUNTIME_OBJECTS := $(patsubst %.cpp,$(BUILD)/executorch-runtime/%.o,$(RUNTIME_FILES))
 
 # The stand-in is replaced by the runtime; src/real/ holds what only this mode needs.
 EXCLUDED_SOURCES := $(HERE)src/standin_registry.cpp $(HERE)src/standin_method.cpp
@@ -75,6 +76,6 @@ $(ET_GEN)/executorch/schema/%_generated.h: $(ET_TREE)/schema/%.fbs
 	mkdir -p $(dir $@)
 	$(FLATC) --cpp --scoped-enums -o $(dir $@) $<
 
-$(BUILD)/et/%.o: $(ET_TREE)/%.cpp $(RUNTIME_GENERATED)
+$(BUILD)/executorch-runtime/%.o: $(ET_TREE)/%.cpp $(RUNTIME_GENERATED)
 	@mkdir -p $(dir $@)
 	$(CXX) $(RUNTIME_CXXFLAGS) -c $< -o $@

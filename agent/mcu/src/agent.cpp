@@ -237,6 +237,28 @@ void explain_load_failure(Error error) {
   report_runtime_error(error, "load_method failed");
 }
 
+#ifdef MCU_RUNTIME_FROM_SOURCE
+extern "C" const uint8_t __runtime_text_start[], __runtime_text_end[], __runtime_data_start[],
+    __runtime_data_end[], __runtime_bss_start[], __runtime_bss_end[], __flash_start[],
+    __flash_end[], __data_start[], __bss_end[];
+
+struct ImageSizes {
+  size_t flash_runtime, flash_total, ram_runtime, ram_total;
+};
+
+/* The runtime's share of the image, from the linker's symbols (boards/sections.ld); RAM is
+   .data and .bss (the option arena and the stack are announced on their own). */
+ImageSizes image_sizes() {
+  size_t runtime_data = static_cast<size_t>(__runtime_data_end - __runtime_data_start);
+  return ImageSizes{
+      static_cast<size_t>(__runtime_text_end - __runtime_text_start) + runtime_data,
+      static_cast<size_t>(__flash_end - __flash_start),
+      runtime_data + static_cast<size_t>(__runtime_bss_end - __runtime_bss_start),
+      static_cast<size_t>(__bss_end - __data_start),
+  };
+}
+#endif
+
 /* What the method's load used of the static arenas (runtime from source only). */
 void add_memory_facts() {
 #ifdef MCU_RUNTIME_FROM_SOURCE
@@ -404,6 +426,11 @@ void do_hello() {
   fact_int("requests_handled", requests_handled);
 #ifdef MCU_RUNTIME_FROM_SOURCE
   const MethodMemory &memory = method_memory();
+  const ImageSizes sizes = image_sizes();
+  fact_int("flash_runtime", sizes.flash_runtime);
+  fact_int("flash_rest", sizes.flash_total - sizes.flash_runtime);
+  fact_int("ram_runtime", sizes.ram_runtime);
+  fact_int("ram_rest", sizes.ram_total - sizes.ram_runtime);
   fact_int("max_program", MCU_PROGRAM_BYTES);
   fact_int("method_arena", memory.method_arena);
   fact_int("planned_arena", memory.planned_arena);
