@@ -673,3 +673,44 @@ def test_the_python_example_of_mcu_md_runs() -> None:
                          timeout=120, check=False)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("Report(action=<Action.HELLO: 7>, outcome=<Outcome.OK: 0>")
+
+
+# --------------------------------------------------------------------------- program upload
+
+
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
+    link: AgentSession,
+) -> None:
+    """PROGRAM_DATA/PROGRAM_END (docs/wire-format.md, "Program upload"): out-of-order
+    offsets, a wrong size, a wrong CRC and a program over max_program are refused."""
+    from harness.agent.probe_program import probe_program
+    from harness.codec.wire.program_upload import encode_program_data, encode_program_end
+
+    program = probe_program(("Probe0",)).read_bytes()
+    limit = fact(ok(link.request(Request(Action.HELLO))), "max_program")
+    assert isinstance(limit, int) and len(program) < limit
+
+    def send(message: bytes) -> Report:
+        return link.send_raw(message)
+
+    def refused(report: Report, code: wire.WireErrorCode) -> None:
+        assert (report.outcome, report.action, report.detail) == (
+            Outcome.REJECTED, Action.NONE, code), report
+
+    half = len(program) // 2
+    ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+    refused(send(encode_program_data(link.next_seq(), half + 1, program[half:])),
+            wire.WireErrorCode.UNEXPECTED_FIELD)
+    ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+    ok(send(encode_program_data(link.next_seq(), half, program[half:])))
+    refused(send(encode_program_end(link.next_seq(), program + b"x")), wire.WireErrorCode.LENGTH)
+    ok(send(encode_program_data(link.next_seq(), 0, program)))
+    refused(send(encode_program_end(link.next_seq(), bytes(len(program)))), wire.WireErrorCode.CRC)
+    chunk = bytes(1024)
+    for offset in range(0, limit, len(chunk)):
+        ok(send(encode_program_data(link.next_seq(), offset, chunk)))
+    refused(send(encode_program_data(link.next_seq(), limit, b"\0")), wire.WireErrorCode.CAPACITY)
+    ok(send(encode_program_data(link.next_seq(), 0, program)))
+    held = ok(send(encode_program_end(link.next_seq(), program)))
+    assert (held.action, held.fact("program_bytes")) == (Action.PROGRAM_END, len(program))
