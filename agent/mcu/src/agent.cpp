@@ -572,7 +572,17 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
 }  // namespace
 }  // namespace mcu
 
+#ifdef MCU_RUNTIME_FROM_SOURCE
+#include <executorch/runtime/platform/runtime.h>
+
+/* The runtime first (its PAL), as ExecuTorch asks of a program before any other call. */
+extern "C" void agent_init(void) {
+  executorch::runtime::runtime_init();
+  mcu::capacity_init();
+}
+#else
 extern "C" void agent_init(void) { mcu::capacity_init(); }
+#endif
 
 extern "C" const link_agent_t mcu_agent = {
     mcu::handle,
