@@ -119,15 +119,19 @@ class Header:
 
 @dataclass(frozen=True)
 class _Limit:
-    """The allowed range of a length or count, and the error for a value outside it."""
+    """The allowed range of a length or count (less ``gaps``, values it does not define), and
+    the error for a value outside it."""
 
     code: WireErrorCode
     most: int
     least: int = 0
+    gaps: frozenset[int] = frozenset()
 
     def check(self, size: int, offset: int, what: str, unit: str) -> None:
         if self.least <= size <= self.most:
-            return
+            if size not in self.gaps:
+                return
+            raise WireError(self.code, offset, f"{what} {size} is not defined")
         if self.most == 0:
             raise WireError(self.code, offset, f"{what} must be empty here; it has {size}{unit}")
         raise WireError(
@@ -147,7 +151,12 @@ _ENTRIES = _Limit(WireErrorCode.TOO_MANY_BACKENDS, MAX_BACKENDS)
 _ACTIONS = _Limit(
     WireErrorCode.ACTION, max(a for a in Action if a not in UPLOAD_ACTIONS), Action.LOAD
 )
-_REPORT_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.NONE)
+_REPORT_ACTIONS = _Limit(
+    WireErrorCode.ACTION,
+    max(Action),
+    Action.NONE,
+    frozenset(range(max(Action) + 1)) - frozenset(Action),  # 8 is not (yet) an action
+)
 _OUTCOMES = _Limit(WireErrorCode.OUTCOME, max(Outcome))
 _ENTRY_FLAGS = _Limit(WireErrorCode.FLAGS, ENTRY_FLAG_PROBE)  # only bit 0 is defined
 _LOAD_FLAGS = _Limit(WireErrorCode.FLAGS, LOAD_FLAG_KEEP | LOAD_FLAG_CONCURRENT)  # bits 0, 1
