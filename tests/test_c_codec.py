@@ -484,7 +484,7 @@ CRAFTED_ERRORS: dict[str, tuple[bytes, int, str]] = {
     "trailing_body": (frame(REQUEST, request_body(HELLO) + b"\0"), REQUEST, "TRAILING"),
     # report body
     "report_action_11": (report(action=11), REPORT, "ACTION"),
-    "report_action_before_outcome": (report(action=9, outcome=9), REPORT, "ACTION"),
+    "report_action_before_outcome": (report(action=11, outcome=9), REPORT, "ACTION"),
     "report_outcome_4": (report(outcome=4), REPORT, "OUTCOME"),
     "report_detail_short": (frame(REPORT, b"\x01\x00\x00\x00"), REPORT, "TRUNCATED"),
     "report_message_1025": (report(message="m" * 1025), REPORT, "TEXT_LENGTH"),

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.agent.runtime_source import find_runtime_source
 from harness.agent.sdk import EXECUTORCH_VERSION
 from harness.agent.session import AgentSession
 from harness.codec import wire
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
 from harness.config.mcu_boards import McuBoard
+from harness.devices.firmware import firmware_session
 from harness.emulators.qemu_mcu import QemuMcu, firmware_size
 from harness.link.serial.arq import LinkConfig, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
@@ -40,7 +42,7 @@ PROBES = tuple(f"Probe{i}" for i in range(8))
 def link(mcu: QemuMcu) -> Iterator[AgentSession]:
     """An agent session over a serial link to the firmware (``link.channel``)."""
     with mcu.connect() as opened:
-        yield AgentSession(opened)
+        yield firmware_session(opened)
         if mcu.poll() is None:
             assert mcu.shutdown(opened, 0) == 0
 
@@ -65,7 +67,28 @@ def fact(report: Report, key: str) -> object:
 # --------------------------------------------------------------------------- build
 
 
-RUNTIME_FACT = f"ExecuTorch {EXECUTORCH_VERSION} option types and map; registry and dispatch: stand-in"
+SOURCE = find_runtime_source()  # the firmware's runtime is compiled from it when there is one
+if SOURCE is not None:
+    RUNTIME_FACT = (
+        f"ExecuTorch {SOURCE.version} @ {SOURCE.commit}, built from source: Program, Method, "
+        "backend and operator registries, PAL; no stand-in"
+    )
+    CAPABILITIES = "load,execute,set,get,reset,register,hello,reboot,program_upload"
+else:
+    RUNTIME_FACT = (
+        "STAND-IN registry and dispatch (no ExecuTorch source tree: set ET_HARNESS_SOURCE); "
+        f"ExecuTorch {EXECUTORCH_VERSION} option types and map"
+    )
+    CAPABILITIES = "load,execute,set,get,reset,register,hello,reboot"
+# Functions of ExecuTorch's own .cpp files that a firmware built from source defines, each
+# from the tree (arm-none-eabi-nm -C -l names the file of a definition).
+SOURCE_DEFINED = {
+    "executorch::runtime::Method::init(": "runtime/executor/method.cpp",
+    "executorch::runtime::Program::load(": "runtime/executor/program.cpp",
+    "executorch::runtime::register_backend(": "runtime/backend/interface.cpp",
+    "executorch::runtime::get_option(": "runtime/backend/interface.cpp",
+    "executorch::runtime::set_option(": "runtime/backend/interface.cpp",
+}
 
 # Code of the runtime's headers the firmware must contain (arm-none-eabi-nm -C).
 RUNTIME_SYMBOLS = (
@@ -101,13 +124,25 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
     assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r",
                         "__cxa_atexit", "__aeabi_atexit"}
     assert {"etb_decode_request", "etb_encode_report", "etb_crc32"} <= names  # the codec
-    missing = [symbol for symbol in RUNTIME_SYMBOLS if symbol not in names]
-    assert not missing, f"the runtime's header code is not in the image: {missing}"
     size = firmware_size(firmware)
     sections = _sections(firmware)
-    assert size["text"] < 32 * 1024
-    assert sections[".data"] + sections[".bss"] < 24 * 1024  # the rest of RAM: options, stack
     assert sections[".stack"] == 4096
+    if SOURCE is None:
+        missing = [symbol for symbol in RUNTIME_SYMBOLS if symbol not in names]
+        assert not missing, f"the runtime's header code is not in the image: {missing}"
+        assert size["text"] < 32 * 1024
+        assert sections[".data"] + sections[".bss"] < 24 * 1024  # the rest: options, stack
+        return
+    located = subprocess.run(
+        ["arm-none-eabi-nm", "-C", "-l", "--defined-only", str(firmware)],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    for prefix, origin in SOURCE_DEFINED.items():
+        lines = [line for line in located if f" {prefix}" in line and " T " in line]
+        assert lines, f"{prefix} is not defined in the image"
+        assert all(f"{SOURCE.path}/{origin}:" in line for line in lines), lines
+    assert not [line for line in located if "standin_" in line]  # no stand-in linked
+    assert size["text"] < 96 * 1024
 
 
 # --------------------------------------------------------------------------- boot, hello, exit
@@ -120,11 +155,15 @@ def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
     assert hello.session != 0 and hello.link_version == 1 and hello.wire_version == 2
     assert hello.max_message == 4096 and hello.max_frame == 135 and hello.window == 3
     assert hello.rx_buffer == 1024
-    assert all(hello.serves(action) for action in Action if action != Action.NONE)
+    served = [action for action in Action if action != Action.NONE and hello.serves(action)]
+    uploads = [Action.PROGRAM_DATA, Action.PROGRAM_END] if SOURCE is not None else []
+    assert served == [a for a in Action if Action.NONE < a <= Action.HELLO] + uploads
     assert re.fullmatch(r"0\.1\.0\+[0-9a-f]{12}", hello.firmware_version)
 
 
-def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoard) -> None:
+def test_hello_action_reports_device_facts(
+    link: AgentSession, mcu_board: McuBoard, firmware: Path
+) -> None:
     register(link, ("Alpha", "Beta"))
     report = ok(link.request(Request(Action.HELLO)))
     assert fact(report, "abi") == mcu_board.abi
@@ -133,7 +172,14 @@ def test_hello_action_reports_device_facts(link: AgentSession, mcu_board: McuBoa
     assert fact(report, "wire_version") == 2
     assert fact(report, "max_message") == link.channel.hello.max_message
     assert fact(report, "registry_capacity") == 16
-    assert fact(report, "capabilities") == "load,execute,set,get,reset,register,hello,reboot"
+    assert fact(report, "capabilities") == CAPABILITIES
+    if SOURCE is not None:  # the image's share of runtime and rest (boards/sections.ld)
+        sections = _sections(firmware)
+        flash = [fact(report, "flash_runtime"), fact(report, "flash_rest")]
+        ram = [fact(report, "ram_runtime"), fact(report, "ram_rest")]
+        assert flash[0] > 16 * 1024 and ram[0] > 0
+        assert sum(flash) == sections[".text"] + sections[".ARM.exidx"] + sections[".data"]
+        assert 0 <= sum(ram) - (sections[".data"] + sections[".bss"]) < 16  # alignment
     assert fact(report, "load_paths") == "program"
     assert fact(report, "agent_version") == link.channel.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
@@ -201,7 +247,10 @@ def test_load_hands_each_backend_exactly_its_own_options(link: AgentSession, cou
         | bystander
     )
     report = ok(link.request(Request.load("", names, options)))
-    assert {f.key for f in report.facts} == {"load_path", "load_us", "execute_us"}
+    memory = {"program_bytes", "method_allocator_used", "planned_bytes", "temp_allocator_used"}
+    assert {f.key for f in report.facts} == {"load_path", "load_us", "execute_us"} | (
+        memory if SOURCE is not None else set()
+    )
     assert report.fact("load_path") == "program"
     assert [e.name for e in report.entries] == list(names)
     for entry in report.entries:
@@ -671,3 +720,44 @@ def test_the_python_example_of_mcu_md_runs() -> None:
                          timeout=120, check=False)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("Report(action=<Action.HELLO: 7>, outcome=<Outcome.OK: 0>")
+
+
+# --------------------------------------------------------------------------- program upload
+
+
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
+    link: AgentSession,
+) -> None:
+    """PROGRAM_DATA/PROGRAM_END (docs/wire-format.md, "Program upload"): out-of-order
+    offsets, a wrong size, a wrong CRC and a program over max_program are refused."""
+    from harness.agent.probe_program import probe_program
+    from harness.codec.wire.program_upload import encode_program_data, encode_program_end
+
+    program = probe_program(("Probe0",)).read_bytes()
+    limit = fact(ok(link.request(Request(Action.HELLO))), "max_program")
+    assert isinstance(limit, int) and len(program) < limit
+
+    def send(message: bytes) -> Report:
+        return link.send_raw(message)
+
+    def refused(report: Report, code: wire.WireErrorCode) -> None:
+        assert (report.outcome, report.action, report.detail) == (
+            Outcome.REJECTED, Action.NONE, code), report
+
+    half = len(program) // 2
+    ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+    refused(send(encode_program_data(link.next_seq(), half + 1, program[half:])),
+            wire.WireErrorCode.UNEXPECTED_FIELD)
+    ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+    ok(send(encode_program_data(link.next_seq(), half, program[half:])))
+    refused(send(encode_program_end(link.next_seq(), program + b"x")), wire.WireErrorCode.LENGTH)
+    ok(send(encode_program_data(link.next_seq(), 0, program)))
+    refused(send(encode_program_end(link.next_seq(), bytes(len(program)))), wire.WireErrorCode.CRC)
+    chunk = bytes(1024)
+    for offset in range(0, limit, len(chunk)):
+        ok(send(encode_program_data(link.next_seq(), offset, chunk)))
+    refused(send(encode_program_data(link.next_seq(), limit, b"\0")), wire.WireErrorCode.CAPACITY)
+    ok(send(encode_program_data(link.next_seq(), 0, program)))
+    held = ok(send(encode_program_end(link.next_seq(), program)))
+    assert (held.action, held.fact("program_bytes")) == (Action.PROGRAM_END, len(program))

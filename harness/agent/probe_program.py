@@ -30,13 +30,14 @@ class ProbeProgramError(Exception):
     """A probe program could not be generated."""
 
 
-def probe_program(delegates: tuple[str, ...]) -> Path:
+def probe_program(delegates: tuple[str, ...], *, min_count: int = 1) -> Path:
     """The path of a probe program calling ``delegates`` in order (generated once).
 
-    Each id is 1..63 bytes of UTF-8 without NUL; 1..8 ids, duplicates allowed.
+    Each id is 1..63 bytes of UTF-8 without NUL; ``min_count`` (1, or 0 for a program
+    that calls no delegate)..8 ids, duplicates allowed.
     """
     delegates = tuple(delegates)
-    validate_delegates(delegates)
+    validate_delegates(delegates, min_count)
     sdk = ensure_sdk(host_abi())
 
     def generate() -> bytes:

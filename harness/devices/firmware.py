@@ -1,7 +1,9 @@
 """A firmware device: a board whose firmware is the agent, on a serial port.
 
-There is nothing to deploy and no file system: a program is the LOAD request's
-delegate list (the path is empty) and a crash leaves no files to collect.
+There is nothing to deploy and no file system: firmware built with ExecuTorch's
+runtime receives the program a LOAD runs as an upload just before it; the stand-in
+takes the LOAD request's delegate list as the program (the path is empty either way).
+A crash leaves no files to collect.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from harness.agent.program_upload import ProgramUploadingSession
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
@@ -66,7 +69,7 @@ class FirmwareDevice(Device):
                 self._qemu.start()
             self._links += 1
             link = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
-            return AgentSession(self._qemu.connect(link), name=self.name)
+            return firmware_session(self._qemu.connect(link), self.name)
         config = self._port
         assert config is not None  # one of the two, checked in __init__
         if self._reset is not None:  # through its lab place, before every session
@@ -76,7 +79,7 @@ class FirmwareDevice(Device):
             config = dataclasses.replace(config, wait_boot=False)
         self._links += 1
         port_link = connect_serial(config, name=self.name)
-        session = AgentSession(port_link, name=self.name)
+        session = firmware_session(port_link, self.name)
         if self._reset is None and config.reset is ResetLine.NONE and not port_link.boot_hello:
             try:
                 _soft_reset(session, port_link, self.name)
@@ -86,7 +89,9 @@ class FirmwareDevice(Device):
         return session
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
-        """Empty: the board's LOAD takes the request's delegate list as the program."""
+        """Empty: the board holds no files. Firmware built with ExecuTorch's runtime gets
+        the program uploaded before each LOAD (:mod:`harness.agent.program_upload`); the
+        stand-in takes the request's delegate list as the program."""
         return ""
 
 
@@ -100,3 +105,10 @@ def _soft_reset(session: AgentSession, link: SerialLink, name: str) -> None:
     if report.outcome is not Outcome.OK:
         raise DeviceUnavailable(f"{name}: the firmware refused REBOOT: {report.message}")
     link.await_reboot()
+
+
+def firmware_session(link: SerialLink, name: str = "mcu") -> AgentSession:
+    """The board's agent session; one that uploads programs if the firmware serves uploads."""
+    if link.hello.serves(Action.PROGRAM_DATA) and link.hello.serves(Action.PROGRAM_END):
+        return ProgramUploadingSession(link, link.hello.max_message, name=name)
+    return AgentSession(link, name=name)

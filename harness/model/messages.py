@@ -23,6 +23,13 @@ class Action(enum.IntEnum):
     REGISTER = 6
     HELLO = 7
     REBOOT = 8  # a firmware's soft reset: answered, then the board reboots (its boot HELLO)
+    # Program upload to a device without a file system (docs/wire-format.md, "Program
+    # upload"): bodies of their own, written by harness.codec.wire.program_upload.
+    PROGRAM_DATA = 9
+    PROGRAM_END = 10
+
+
+UPLOAD_ACTIONS = frozenset({Action.PROGRAM_DATA, Action.PROGRAM_END})
 
 
 class Outcome(enum.IntEnum):

@@ -1407,9 +1407,9 @@ def report_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
     yield "bad_report_outcome_255", raw(outcome=255), WireErrorCode.OUTCOME, "outcome 255"
     yield (
         "bad_order_action_before_outcome",
-        raw(action=9, outcome=9),
+        raw(action=11, outcome=9),
         WireErrorCode.ACTION,
-        "action 9 and outcome 9: action comes first",
+        "action 11 and outcome 9: action comes first",
     )
     for flags in (2, 3, 0x80):
         yield (

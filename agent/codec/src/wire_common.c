@@ -786,3 +786,8 @@ etb_status_t etbi_check_program(uint8_t action, etb_str_t program) {
   }
   return etbi_check_str(program, 0u, (uint16_t)ETB_MAX_TEXT, ETB_ERR_TEXT_LENGTH);
 }
+
+bool etbi_report_action_known(uint8_t action) {
+  return action <= ETB_ACTION_REBOOT || action == ETB_ACTION_PROGRAM_DATA ||
+         action == ETB_ACTION_PROGRAM_END;
+}

@@ -298,7 +298,7 @@ static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *p
 static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *pool) {
   uint8_t i;
   ETBI_TRY(read_u8(r, &out->action));
-  if (out->action > ETB_ACTION_REBOOT) {
+  if (!etbi_report_action_known(out->action)) {
     return ETB_ERR_ACTION;
   }
   ETBI_TRY(read_u8(r, &out->outcome));

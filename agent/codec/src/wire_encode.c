@@ -212,7 +212,7 @@ static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
 
 static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
   uint8_t i;
-  if (rep->action > ETB_ACTION_REBOOT) {
+  if (!etbi_report_action_known(rep->action)) {
     return ETB_ERR_ACTION;
   }
   put_u8(w, rep->action);

@@ -43,4 +43,7 @@ uint8_t etbi_max_method_backends(uint8_t path);
 /* The program path: 0..1024 bytes for LOAD, empty for every other action. */
 etb_status_t etbi_check_program(uint8_t action, etb_str_t program);
 
+/* A report's action: one a request can carry (upload actions included), or NONE. */
+bool etbi_report_action_known(uint8_t action);
+
 #endif /* ETB_WIRE_INTERNAL_H */

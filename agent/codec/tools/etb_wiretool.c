@@ -17,9 +17,9 @@
 #define EXIT_USAGE 64
 #define POOL_SIZE (ETB_MAX_FACTS + ETB_MAX_BACKENDS * ETB_MAX_OPTIONS)
 
-static const char *const action_names[] = {"none", "load",  "execute", "set",
-                                           "get",  "reset", "register", "hello",
-                                           "reboot"};
+static const char *const action_names[] = {"none",  "load",     "execute", "set",
+                                           "get",   "reset",    "register", "hello",
+                                           "reboot", "program_data", "program_end"};
 static const char *const outcome_names[] = {"ok", "rejected", "runtime_error",
                                             "unsupported"};
 static const char *const type_names[] = {"?", "bool", "int", "string"};

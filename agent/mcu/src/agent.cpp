@@ -20,6 +20,7 @@
 #include "mcu_method.h"
 #include "mcu_options.h"
 #include "mcu_probe.h"
+#include "mcu_program.h"
 
 namespace mcu {
 namespace {
@@ -34,9 +35,17 @@ using executorch::runtime::LoadBackendOptionsMap;
 using executorch::runtime::register_backend;
 using executorch::runtime::Span;
 
-#define RUNTIME_NAME \
-  "ExecuTorch " MCU_EXECUTORCH_VERSION " option types and map; registry and dispatch: stand-in"
+#ifdef MCU_RUNTIME_FROM_SOURCE
+#define RUNTIME_NAME                                                                   \
+  "ExecuTorch " MCU_EXECUTORCH_VERSION " @ " MCU_EXECUTORCH_COMMIT                      \
+  ", built from source: Program, Method, backend and operator registries, PAL; no stand-in"
+#define CAPABILITIES "load,execute,set,get,reset,register,hello,reboot,program_upload"
+#else
+#define RUNTIME_NAME                                                                   \
+  "STAND-IN registry and dispatch (no ExecuTorch source tree: set ET_HARNESS_SOURCE); " \
+  "ExecuTorch " MCU_EXECUTORCH_VERSION " option types and map"
 #define CAPABILITIES "load,execute,set,get,reset,register,hello,reboot"
+#endif
 /* No Module on the MCU: only the Program path, one method. */
 #define LOAD_PATHS "program"
 constexpr size_t kMessageCap = 512;
@@ -210,6 +219,12 @@ void add_probe_entries(bool with_received) {
 }
 
 void explain_load_failure(Error error) {
+#ifdef MCU_RUNTIME_FROM_SOURCE
+  if (method_failure() != nullptr) {
+    report_runtime_error(error, method_failure());
+    return;
+  }
+#endif
   if (error == Error::NotFound) {
     for (size_t k = 0; k < request.delegate_count; k++) {
       if (get_backend_class(delegate_ids[k]) == nullptr) {
@@ -222,6 +237,40 @@ void explain_load_failure(Error error) {
   }
   report_runtime_error(error, "load_method failed");
 }
+
+#ifdef MCU_RUNTIME_FROM_SOURCE
+extern "C" const uint8_t __runtime_text_start[], __runtime_text_end[], __runtime_data_start[],
+    __runtime_data_end[], __runtime_bss_start[], __runtime_bss_end[], __flash_start[],
+    __flash_end[], __data_start[], __bss_end[];
+
+struct ImageSizes {
+  size_t flash_runtime, flash_total, ram_runtime, ram_total;
+};
+
+/* The runtime's share of the image, from the linker's symbols (boards/sections.ld); RAM is
+   .data and .bss (the option arena and the stack are announced on their own). */
+ImageSizes image_sizes() {
+  size_t runtime_data = static_cast<size_t>(__runtime_data_end - __runtime_data_start);
+  return ImageSizes{
+      static_cast<size_t>(__runtime_text_end - __runtime_text_start) + runtime_data,
+      static_cast<size_t>(__flash_end - __flash_start),
+      runtime_data + static_cast<size_t>(__runtime_bss_end - __runtime_bss_start),
+      static_cast<size_t>(__bss_end - __data_start),
+  };
+}
+#endif
+
+/* What the method's load used of the static arenas (runtime from source only). */
+void add_memory_facts() {
+#ifdef MCU_RUNTIME_FROM_SOURCE
+  const MethodMemory &memory = method_memory();
+  fact_int("program_bytes", program_size());
+  fact_int("method_allocator_used", memory.method_used);
+  fact_int("planned_bytes", memory.planned_bytes);
+  fact_int("temp_allocator_used", memory.temp_used);
+#endif
+}
+
 
 /* The one method the firmware's delegate list stands for. */
 bool is_forward(etb_str_t name) {
@@ -275,6 +324,7 @@ void do_load() {
       report_runtime_error(error, "execute failed");
     }
   }
+  add_memory_facts();
   add_probe_entries(true);
 }
 
@@ -375,6 +425,18 @@ void do_hello() {
   fact_int("link_replays", stats.replays);
   fact_int("rx_overruns", stats.rx_overruns);
   fact_int("requests_handled", requests_handled);
+#ifdef MCU_RUNTIME_FROM_SOURCE
+  const MethodMemory &memory = method_memory();
+  const ImageSizes sizes = image_sizes();
+  fact_int("flash_runtime", sizes.flash_runtime);
+  fact_int("flash_rest", sizes.flash_total - sizes.flash_runtime);
+  fact_int("ram_runtime", sizes.ram_runtime);
+  fact_int("ram_rest", sizes.ram_total - sizes.ram_runtime);
+  fact_int("max_program", MCU_PROGRAM_BYTES);
+  fact_int("method_arena", memory.method_arena);
+  fact_int("planned_arena", memory.planned_arena);
+  fact_int("temp_arena", memory.temp_arena);
+#endif
   size_t count = get_num_registered_backends();
   for (size_t k = 0; k < count; k++) {
     auto name = get_backend_name(k);
@@ -438,6 +500,29 @@ uint32_t seq_of(const uint8_t *message, size_t len) {
          (static_cast<uint32_t>(message[14]) << 16) | (static_cast<uint32_t>(message[15]) << 24);
 }
 
+#ifdef MCU_RUNTIME_FROM_SOURCE
+/* PROGRAM_DATA (9) and PROGRAM_END (10): the body after the action byte, before the CRC. */
+size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+  uint32_t stored = static_cast<uint32_t>(message[len - 4u]) |
+                    (static_cast<uint32_t>(message[len - 3u]) << 8) |
+                    (static_cast<uint32_t>(message[len - 2u]) << 16) |
+                    (static_cast<uint32_t>(message[len - 1u]) << 24);
+  if (etb_crc32(0u, message, len - 4u) != stored) {
+    return reject(seq_of(message, len), ETB_ERR_CRC, out, cap);
+  }
+  uint8_t action = message[ETB_HEADER_SIZE];
+  const uint8_t *body = &message[ETB_HEADER_SIZE + 1u];
+  size_t body_len = len - ETB_HEADER_SIZE - 1u - 4u;
+  UploadAnswer answer = action == ETB_ACTION_PROGRAM_DATA ? program_data(body, body_len)
+                                                          : program_end(body, body_len);
+  report_start(seq_of(message, len), answer.outcome == ETB_OUTCOME_OK ? action : 0u);
+  report_outcome(answer.outcome, answer.detail, answer.message);
+  fact_int("program_received", program_received());
+  fact_int("program_bytes", program_size());
+  return finish_report(out, cap);
+}
+#endif
+
 /*
  * One link message is one unit (docs/wire-format.md, "Stream reading", framed links):
  * decoded whole, with this device's max_message as the limit of step 3.
@@ -450,6 +535,15 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
                                 capacity().options_per_request);
   }
   requests_handled++;
+#ifdef MCU_RUNTIME_FROM_SOURCE
+  uint8_t action = len > ETB_HEADER_SIZE + 4u ? message[ETB_HEADER_SIZE] : 0u;
+  if (status == ETB_ERR_ACTION &&
+      (action == ETB_ACTION_PROGRAM_DATA || action == ETB_ACTION_PROGRAM_END) &&
+      etb_peek_header(message, len, MCU_MAX_MESSAGE, ETB_MSG_REQUEST, &header) == ETB_OK &&
+      header.length == len) {
+    return do_upload(message, len, out, cap);
+  }
+#endif
   if (status != ETB_OK) {
     return refuse(seq_of(message, len), status, len > 4u ? message[4] : 0u, out, cap);
   }
@@ -494,7 +588,17 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
 }  // namespace
 }  // namespace mcu
 
+#ifdef MCU_RUNTIME_FROM_SOURCE
+#include <executorch/runtime/platform/runtime.h>
+
+/* The runtime first (its PAL), as ExecuTorch asks of a program before any other call. */
+extern "C" void agent_init(void) {
+  executorch::runtime::runtime_init();
+  mcu::capacity_init();
+}
+#else
 extern "C" void agent_init(void) { mcu::capacity_init(); }
+#endif
 
 extern "C" bool agent_reboot_due(void) { return mcu::reboot_due; }
 
@@ -504,5 +608,9 @@ extern "C" const link_agent_t mcu_agent = {
     mcu::action_bit(ETB_ACTION_LOAD) | mcu::action_bit(ETB_ACTION_EXECUTE) |
         mcu::action_bit(ETB_ACTION_SET) | mcu::action_bit(ETB_ACTION_GET) |
         mcu::action_bit(ETB_ACTION_RESET) | mcu::action_bit(ETB_ACTION_REGISTER) |
-        mcu::action_bit(ETB_ACTION_HELLO),
+        mcu::action_bit(ETB_ACTION_HELLO)
+#ifdef MCU_RUNTIME_FROM_SOURCE
+        | mcu::action_bit(ETB_ACTION_PROGRAM_DATA) | mcu::action_bit(ETB_ACTION_PROGRAM_END)
+#endif
+    ,
 };

@@ -9,6 +9,13 @@
  * destructors) and a pure virtual call are aborts too, and so is abort() (what
  * libstdc++'s headers call where they would throw, e.g. std::get on the wrong
  * alternative; newlib's abort would need a process to signal).
+ *
+ * With the runtime compiled from a source tree (MCU_RUNTIME_FROM_SOURCE) the
+ * tree's log.cpp and abort.cpp define vlogf and runtime_abort over the platform
+ * layer (real/pal.cpp). They format with vsnprintf and snprintf, defined here
+ * over the same formatter: newlib's would link its malloc (its string streams
+ * may grow). They return the number of characters written, not the number that
+ * would have been.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,13 +32,14 @@ namespace {
 
 constexpr size_t kLineCap = 200;
 
-/* A line being formatted; output past its capacity is dropped. */
+/* A line being formatted into text[0..cap); output past its capacity is dropped. */
 struct Line {
-  char text[kLineCap];
+  char *text;
+  size_t cap;
   size_t len = 0;
 
   void put(char c) {
-    if (len < kLineCap) {
+    if (len < cap) {
       text[len++] = c;
     }
   }
@@ -117,6 +125,24 @@ void format(Line &line, const char *f, va_list args) {
 
 }  // namespace
 
+#ifdef MCU_RUNTIME_FROM_SOURCE
+extern "C" int vsnprintf(char *buffer, size_t size, const char *fmt, va_list args) {
+  Line line{buffer, size > 0u ? size - 1u : 0u};
+  format(line, fmt, args);
+  if (size > 0u) {
+    buffer[line.len] = '\0';
+  }
+  return static_cast<int>(line.len);
+}
+
+extern "C" int snprintf(char *buffer, size_t size, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  int written = vsnprintf(buffer, size, fmt, args);
+  va_end(args);
+  return written;
+}
+#else
 namespace executorch {
 namespace runtime {
 namespace internal {
@@ -129,7 +155,8 @@ void vlogf(LogLevel level, et_timestamp_t timestamp, const char *filename, const
   static const char levels[] = "DIEF";
   (void)timestamp;
   (void)function;
-  Line line;
+  char text[kLineCap];
+  Line line{text, kLineCap};
   line.put("executorch ");
   line.put(static_cast<size_t>(level) < sizeof levels - 1u ? levels[static_cast<size_t>(level)]
                                                             : '?');
@@ -156,6 +183,7 @@ void runtime_abort() {
 
 }  // namespace runtime
 }  // namespace executorch
+#endif /* MCU_RUNTIME_FROM_SOURCE */
 
 void operator delete(void *) noexcept { executorch::runtime::runtime_abort(); }
 void operator delete(void *, size_t) noexcept { executorch::runtime::runtime_abort(); }

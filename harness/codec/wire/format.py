@@ -18,6 +18,7 @@ from harness.model.messages import (
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
     MAX_MODELS,
+    UPLOAD_ACTIONS,
     Action,
     LoadPath,
     Outcome,
@@ -131,15 +132,19 @@ class Header:
 
 @dataclass(frozen=True)
 class _Limit:
-    """The allowed range of a length or count, and the error for a value outside it."""
+    """The allowed range of a length or count (less ``gaps``, values it does not define), and
+    the error for a value outside it."""
 
     code: WireErrorCode
     most: int
     least: int = 0
+    gaps: frozenset[int] = frozenset()
 
     def check(self, size: int, offset: int, what: str, unit: str) -> None:
         if self.least <= size <= self.most:
-            return
+            if size not in self.gaps:
+                return
+            raise WireError(self.code, offset, f"{what} {size} is not defined")
         if self.most == 0:
             raise WireError(self.code, offset, f"{what} must be empty here; it has {size}{unit}")
         raise WireError(
@@ -155,8 +160,16 @@ _EMPTY = _Limit(WireErrorCode.UNEXPECTED_FIELD, 0)
 _OPTIONS = _Limit(WireErrorCode.TOO_MANY_OPTIONS, MAX_OPTIONS_PER_BACKEND)
 _FACTS = _Limit(WireErrorCode.TOO_MANY_OPTIONS, MAX_FACTS)
 _ENTRIES = _Limit(WireErrorCode.TOO_MANY_BACKENDS, MAX_BACKENDS)
-_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.LOAD)
-_REPORT_ACTIONS = _Limit(WireErrorCode.ACTION, max(Action), Action.NONE)
+# Requests with the common body; the upload actions have bodies of their own (program_upload.py).
+_ACTIONS = _Limit(
+    WireErrorCode.ACTION, max(a for a in Action if a not in UPLOAD_ACTIONS), Action.LOAD
+)
+_REPORT_ACTIONS = _Limit(
+    WireErrorCode.ACTION,
+    max(Action),
+    Action.NONE,
+    frozenset(range(max(Action) + 1)) - frozenset(Action),  # values between the actions
+)
 _OUTCOMES = _Limit(WireErrorCode.OUTCOME, max(Outcome))
 _ENTRY_FLAGS = _Limit(WireErrorCode.FLAGS, ENTRY_FLAG_PROBE)  # only bit 0 is defined
 _LOAD_FLAGS = _Limit(WireErrorCode.FLAGS, LOAD_FLAG_KEEP | LOAD_FLAG_CONCURRENT)  # bits 0, 1

@@ -80,7 +80,12 @@ typedef enum {
   ETB_ACTION_RESET = 5,
   ETB_ACTION_REGISTER = 6,
   ETB_ACTION_HELLO = 7,
-  ETB_ACTION_REBOOT = 8 /* a firmware soft reset (docs/serial-protocol.md) */
+  ETB_ACTION_REBOOT = 8, /* a firmware soft reset (docs/serial-protocol.md) */
+  /* Program upload (docs/wire-format.md, "Program upload"): bodies of their own,
+     which etb_decode_request does not read (it answers ACTION); their reports are
+     ordinary reports. */
+  ETB_ACTION_PROGRAM_DATA = 9,
+  ETB_ACTION_PROGRAM_END = 10
 } etb_action_t;
 
 typedef enum {

@@ -1,0 +1,104 @@
+"""The ExecuTorch source tree the MCU firmware compiles its runtime core from.
+
+``ET_HARNESS_SOURCE=DIR`` names one (a user's checkout, with its
+``third-party/flatbuffers`` submodule); without it the tree CI uses,
+``../shared/vendor/executorch`` next to this repository, is taken when present. With
+neither, the firmware is built with the stand-in registry and dispatch, and says so
+in HELLO (docs/mcu.md). The tree is only read: generated headers and objects go to
+the harness cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+ENV_VAR = "ET_HARNESS_SOURCE"
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_TREE = ROOT.parent / "shared" / "vendor" / "executorch"
+# What the firmware compiles or includes from the tree; its hash is part of the firmware's.
+_HASHED = ("runtime", "schema", "extension/data_loader", "version.txt")
+_HASHED_SUFFIXES = (".cpp", ".h", ".fbs", ".txt")
+_COMMIT = re.compile(r"\bcommit ([0-9a-f]{7,40})\b")
+_GIT_TIMEOUT_S = 10
+
+
+class RuntimeSourceError(Exception):
+    """The named source tree is not an ExecuTorch source tree the firmware can use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeSource:
+    """An ExecuTorch source tree: where, which version and commit, and a hash of its files."""
+
+    path: Path
+    version: str
+    commit: str
+    digest: str
+
+
+def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | None:
+    """The tree ``ET_HARNESS_SOURCE`` names, else the shared one when present, else None."""
+    named = (os.environ if env is None else env).get(ENV_VAR, "")
+    if named:
+        return runtime_source(Path(named).expanduser(), f"{ENV_VAR}={named}")
+    if (SHARED_TREE / "runtime" / "executor" / "program.cpp").is_file():
+        return runtime_source(SHARED_TREE, str(SHARED_TREE))
+    return None
+
+
+def runtime_source(path: Path, what: str) -> RuntimeSource:
+    """Describe the tree at ``path``; ``what`` names where it came from, for errors."""
+    path = path.resolve()
+    for needed in ("runtime/executor/program.cpp", "schema/program.fbs", "version.txt"):
+        if not (path / needed).is_file():
+            raise RuntimeSourceError(
+                f"{what}: {path} is not an ExecuTorch source tree (no {needed}); point "
+                f"{ENV_VAR} at a checkout of github.com/pytorch/executorch"
+            )
+    if not (path / "third-party/flatbuffers/include/flatbuffers/flatbuffers.h").is_file():
+        raise RuntimeSourceError(
+            f"{what}: {path}/third-party/flatbuffers is empty: run "
+            "`git submodule update --init third-party/flatbuffers` in the tree"
+        )
+    version = (path / "version.txt").read_text(encoding="utf-8").strip()[:32] or "unknown"
+    return RuntimeSource(path, version, _commit(path), _digest(path))
+
+
+def _commit(path: Path) -> str:
+    """The tree's commit: from git in a checkout, else from the vendoring note beside it."""
+    if (path / ".git").exists():
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(path), "rev-parse", "--short=7", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=_GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown commit"
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    note = path.parent / "README.md"
+    if note.is_file():
+        found = _COMMIT.search(note.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return found.group(1)[:7]
+    return "unknown commit"
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    for part in _HASHED:
+        base = path / part
+        files = [base] if base.is_file() else sorted(base.rglob("*"))
+        for file in files:
+            if file.is_file() and file.suffix in _HASHED_SUFFIXES:
+                digest.update(str(file.relative_to(path)).encode() + b"\0")
+                digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()

@@ -1,0 +1,101 @@
+"""The runtime on the MCU boards is ExecuTorch's own: a fault put into its source is caught.
+
+Each case copies the ExecuTorch source tree to a temporary directory, puts one fault into
+ExecuTorch's own code there, builds the firmware from the copy (``ET_HARNESS_SOURCE``)
+and runs the suites on ``mcu-emu``: they must fail with delivery differences (verdicts
+that are not exact), never with infrastructure errors. With the stand-in, the same
+faults would change nothing: the firmware would not contain the patched code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.agent.runtime_source import find_runtime_source, runtime_source
+from harness.emulators.qemu_mcu import firmware_source_hash
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = find_runtime_source()
+_RUN_TIMEOUT_S = 900
+
+# (file in the tree, the text as upstream has it, the same text with the fault)
+FAULTS = {
+    "delegate-gets-another-delegates-specs": (
+        "runtime/executor/method.cpp",
+        "backend_options->get_options(delegate.id()->c_str());",
+        "backend_options->get_options(\n"
+        "                delegates->Get((i + 1) % n_delegate)->id()->c_str());",
+    ),
+    "last-option-dropped": (
+        "runtime/backend/backend_options_map.h",
+        "entries_[i].options.data(), entries_[i].options.size());",
+        "entries_[i].options.data(),\n"
+        "            entries_[i].options.size() - (entries_[i].options.size() > 0));",
+    ),
+    "get-option-ok-for-unknown-backend": (
+        "runtime/backend/interface.cpp",
+        "  if (!backend_class) {\n    return Error::NotFound;\n  }\n"
+        "  BackendOptionContext backend_option_context;\n"
+        "  executorch::runtime::Span<BackendOption> backend_options_ref(\n"
+        "      backend_options.data(), backend_options.size());\n"
+        "  auto result =\n      backend_class->get_option(",
+        "  if (!backend_class) {\n    return Error::Ok;\n  }\n"
+        "  BackendOptionContext backend_option_context;\n"
+        "  executorch::runtime::Span<BackendOption> backend_options_ref(\n"
+        "      backend_options.data(), backend_options.size());\n"
+        "  auto result =\n      backend_class->get_option(",
+    ),
+}
+
+
+def patched_tree(tmp: Path, fault: str) -> Path:
+    """A copy of the source tree with ``fault`` in it (the anchor must occur exactly once)."""
+    assert SOURCE is not None
+    copy = tmp / "executorch"
+    shutil.copytree(SOURCE.path, copy, symlinks=True)
+    file, original, faulty = FAULTS[fault]
+    target = copy / file
+    target.chmod(0o644)  # CI's shared tree has no write bits; the copy keeps them
+    text = target.read_text(encoding="utf-8")
+    assert text.count(original) == 1, f"{file} changed upstream: the fault's anchor is gone"
+    target.write_text(text.replace(original, faulty), encoding="utf-8")
+    return copy
+
+
+@pytest.mark.skipif(SOURCE is None, reason="no ExecuTorch source tree (set ET_HARNESS_SOURCE)")
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_fault_in_executorchs_source_fails_the_suites_with_delivery_differences(
+    tmp_path: Path, fault: str, record_property
+) -> None:
+    tree = patched_tree(tmp_path, fault)
+    results = tmp_path / "results"
+    env = dict(os.environ, ET_HARNESS_SOURCE=str(tree))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites", "--device", "mcu-emu", "-q",
+         "-p", "no:cacheprovider", "--results-dir", str(results)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False,
+    )
+    records = [
+        json.loads(line)
+        for path in results.rglob("results.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    device = [r for r in records if r["device"] == "mcu-emu"]
+    assert device, done.stdout[-3000:] + done.stderr[-3000:]
+    built = f"0.1.0+{firmware_source_hash('mps2-an385', runtime_source(tree, 'the copy'))[:12]}"
+    assert {r["facts"]["agent_version"] for r in device} == {built}  # the patched build ran
+    assert all(r["facts"]["runtime"].endswith("no stand-in") for r in device)
+    assert not [r["nodeid"] for r in device if r["infra"]], done.stdout[-3000:]
+    failed = [r for r in device if r["outcome"] == "failed"]
+    assert failed, f"no suite caught {fault}:\n{done.stdout[-3000:]}"
+    differing = [r for r in failed if any(not v["ok"] and v["differences"] for v in r["verdicts"])]
+    assert differing, [r["longrepr"][:300] for r in failed[:3]]
+    record_property("failed_with_differences", sorted(r["nodeid"] for r in differing))
+    assert done.returncode != 0
