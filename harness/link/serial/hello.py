@@ -52,5 +52,8 @@ class DeviceHello:
         return cls(*fields, text.decode("utf-8", errors="replace"))  # type: ignore[call-arg]
 
     def serves(self, action: Action) -> bool:
-        """True if the device announced that it serves ``action``."""
+        """True if the device announced that it serves ``action``. Bit 8 is EXIT frames,
+        not REBOOT: REBOOT is announced in the HELLO report's ``capabilities`` fact only."""
+        if action is Action.REBOOT:
+            return False
         return bool(self.capabilities & (1 << int(action)))
