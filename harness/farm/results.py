@@ -21,11 +21,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import pytest
 
-from harness.farm import lab_holdings
 from harness.farm.html_report import write_report
 from harness.farm.records import CaseResult, ResultAssembler
 
@@ -71,7 +70,6 @@ class RunInfo:
     started: float
     finished: float | None = None
     exit_status: int | None = None
-    lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.farm.lab_holdings
 
     @classmethod
     def starting(cls, run: str, command: Iterable[str], devices: Iterable[str]) -> RunInfo:
@@ -317,12 +315,7 @@ class ResultsRecorder:
         self._writer.close()
         if not self._active:
             return
-        final = dataclasses.replace(
-            self.info,
-            finished=time.time(),
-            exit_status=exit_status,
-            lab_holdings=tuple(lab_holdings.read(self.results_dir)),
-        )
+        final = dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status)
         self._write_info(final)
         for listener in self.listeners:
             listener.run_finished(final)
