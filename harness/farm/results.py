@@ -17,6 +17,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -44,8 +45,9 @@ def default_results_dir(base: Path) -> Path:
 def unwritable_reason(directory: Path) -> str | None:
     """Why ``directory`` could not be created or written to, or None if it could.
 
-    Checked without creating anything: the directory itself if it exists, else its
-    nearest existing ancestor, which must be a directory this process may write.
+    Checked on the directory itself if it exists, else its nearest existing ancestor,
+    which must be a directory this process may write: a probe directory is made in it
+    and removed again.
     """
     place = directory
     while not place.exists():
@@ -56,6 +58,11 @@ def unwritable_reason(directory: Path) -> str | None:
         return f"{place} is not a directory"
     if not os.access(place, os.W_OK | os.X_OK):
         return f"{place} is not writable"
+    try:  # root passes os.access everywhere, /proc included: a probe directory tells
+        probe = tempfile.mkdtemp(prefix=".et-harness-probe-", dir=place)
+    except OSError as exc:
+        return f"{place} is not writable ({describe_os_error(exc)})"
+    os.rmdir(probe)
     return None
 
 
