@@ -16,6 +16,7 @@ from harness.runner import ModelLoad
 XNNPACK = "XnnpackBackend"
 
 
+@pytest.mark.backend(XNNPACK)  # a device with a real backend (the MCU boards have none)
 def test_every_real_backend_in_hello_is_recorded(et):
     real = [entry.name for entry in et.hello.entries if not entry.is_probe]
     assert real, "the agent announces no real backend"
