@@ -25,7 +25,7 @@ from harness.codec import wire
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
 from harness.config.mcu_boards import McuBoard
 from harness.devices.firmware import firmware_session
-from harness.emulators.qemu_mcu import QemuMcu, firmware_size
+from harness.emulators.qemu_mcu import QemuMcu, firmware_size, firmware_source_hash
 from harness.link.serial.arq import LinkConfig, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
 from harness.link.serial.hello import DeviceHello
@@ -143,6 +143,16 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
         assert all(f"{SOURCE.path}/{origin}:" in line for line in lines), lines
     assert not [line for line in located if "standin_" in line]  # no stand-in linked
     assert size["text"] < 96 * 1024
+
+
+@pytest.mark.skipif(SOURCE is None, reason="no ExecuTorch source tree (set ET_HARNESS_SOURCE)")
+def test_the_same_tree_in_another_place_is_another_build(tmp_path: Path) -> None:
+    """The image's debug information names its source files, so a cached image built
+    from a tree elsewhere (another checkout, another CI directory) is not reused."""
+    assert SOURCE is not None
+    moved = dataclasses.replace(SOURCE, path=tmp_path / "executorch")
+    assert firmware_source_hash("mps2-an385", moved) != firmware_source_hash("mps2-an385", SOURCE)
+    assert firmware_source_hash("mps2-an385", SOURCE) == firmware_source_hash("mps2-an385", SOURCE)
 
 
 # --------------------------------------------------------------------------- boot, hello, exit
