@@ -43,7 +43,7 @@ from harness.lifecycle.reap import (
     reap,
     start_time,
 )
-from harness.lifecycle.signals import reset_in_child
+from harness.lifecycle.signals import with_default_signals
 
 
 class LifecycleError(RuntimeError):
@@ -167,14 +167,14 @@ class Owner:
     def _start_janitor(self) -> tuple[int, int]:
         read_end, write_end = os.pipe()  # both close-on-exec: no other child gets them
         env = {k: v for k, v in os.environ.items() if k != MARKER_VARIABLE}
+        argv = [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory), self.name]
         try:
             janitor = subprocess.Popen(
-                [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory), self.name],
+                with_default_signals(argv),
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=reset_in_child,
             )
         finally:
             os.close(read_end)
