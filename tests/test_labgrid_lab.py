@@ -182,6 +182,32 @@ def _all_free(lab: LabgridLab) -> None:
         ("ssh-a", None, None)]
 
 
+def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(lab):
+    """With labgrid's gRPC threads busy, a forked child that ran Python before exec
+    (``preexec_fn``: CPython's at-fork hooks) crashed about one time in three (SIGSEGV in
+    threading._after_fork): an exporter or a phone the lab started again never came up.
+    Children now run no Python between fork and exec (docs/architecture.md)."""
+    from harness.lifecycle.process import run
+
+    session = _session(lab)
+    stop = threading.Event()
+
+    def ask() -> None:
+        while not stop.is_set():
+            session.call("sync", "GetPlaces", session.messages().GetPlacesRequest())
+
+    askers = [threading.Thread(target=ask, daemon=True) for _ in range(2)]
+    for asker in askers:
+        asker.start()
+    try:
+        codes = [run(["true"], timeout=30).returncode for _ in range(100)]
+    finally:
+        stop.set()
+        for asker in askers:
+            asker.join(timeout=30)
+    assert codes == [0] * 100, f"{100 - codes.count(0)} of 100 children did not run"
+
+
 def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
                                                                           tmp_path):
     with CoordinatorWatch(lab, reservations=True) as watch:
