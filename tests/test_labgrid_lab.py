@@ -186,7 +186,7 @@ def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(la
     """With labgrid's gRPC threads busy, a forked child that ran Python before exec
     (``preexec_fn``: CPython's at-fork hooks) crashed about one time in three (SIGSEGV in
     threading._after_fork): an exporter or a phone the lab started again never came up.
-    Children now run no Python between fork and exec (docs/architecture.md)."""
+    Children now run no Python between fork and exec (docs/lifecycle.md)."""
     from harness.lifecycle.process import run
 
     session = _session(lab)

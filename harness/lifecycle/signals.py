@@ -25,8 +25,8 @@ def with_default_signals(argv: Sequence[str]) -> list[str]:
     them, would pass that on. Python 3.11's subprocess can reset them only through
     ``preexec_fn``, which runs Python code (and the at-fork hooks) in the forked child
     of a process with threads; with a gRPC client's threads running that crashes
-    (docs/architecture.md, "Starting a child"). So the reset is done after the fork by
-    a program: env, exec'd by subprocess's C code, which runs no Python in the child.
+    (docs/lifecycle.md, "Starting a child"). So the reset is done after the fork by a
+    program: env, exec'd by subprocess's C code, which runs no Python in the child.
     """
     if not argv:
         raise ValueError("an empty command: name the program to start")
