@@ -45,6 +45,7 @@ SELECTION = ["suites/test_dispatch.py", "-k",
 SIX = ["suites/test_dispatch.py", "-k",
        "load_time_map_each_backend and program and not 7-backends and not 8-backends"]
 pytestmark = pytest.mark.slow
+SOMEONE_ELSE = {"LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}  # a lab user, not a run
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,8 @@ def _reservation_owners(lab: LabgridLab) -> list[str]:
 
 
 class CoordinatorWatch:
-    """Who holds each place, as the coordinator says, polled while runs go on; with
+    """Which run holds each place, as the coordinator says, polled while runs go on (a
+    holder that is no harness run, such as a test's runner1/ci, shows as None); with
     ``reservations``, also whose reservations it lists, listed first in each poll."""
 
     def __init__(self, lab: LabgridLab, reservations: bool = False) -> None:
@@ -149,7 +151,9 @@ class CoordinatorWatch:
                 owners = _reservation_owners(self.lab)
                 self.reserving.append({i.pid for o in owners if (i := LabIdentity.parse(o))})
             states = parse_places(self.lab)
-            self.seen.append((time.monotonic(), {s.name: s.acquired for s in states}))
+            self.seen.append((time.monotonic(), {
+                s.name: s.acquired if LabIdentity.parse(s.acquired or "") else None
+                for s in states}))
 
     def __enter__(self) -> CoordinatorWatch:
         self._thread.start()
@@ -210,9 +214,17 @@ def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(la
 
 def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
                                                                           tmp_path):
+    """Three runs wait for the pool of two while someone else holds it (so that none can
+    finish before the third has reserved); once it is let go, two runs hold one place
+    each, and the third takes the first place freed."""
+    _hold_all_as_someone_else(lab)
     with CoordinatorWatch(lab, reservations=True) as watch:
-        started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
-                           "--lock-timeout", "200") for number in range(3)]
+        try:
+            started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
+                               "--lock-timeout", "200") for number in range(3)]
+            _wait_until_reserving(lab, started)
+        finally:
+            _release_as_someone_else(lab)
         outputs = [_finish(run) for run in started]
     for run, output in zip(started, outputs, strict=True):
         assert run.returncode == 0, output[-3000:]
@@ -257,6 +269,17 @@ def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, 
     other = "lab-b" if first_freed == "lab-a" else "lab-a"
     assert holders[other] == [pids[place_of.index(other)]]
     _all_free(lab)
+
+
+def _wait_until_reserving(lab: LabgridLab, runs: list[subprocess.Popen[str]]) -> None:
+    """Until the coordinator lists a reservation of each run (120 s at most)."""
+    deadline = time.monotonic() + 120
+    while not {run.pid for run in runs} <= {
+            identity.pid for owner in _reservation_owners(lab)
+            if (identity := LabIdentity.parse(owner))}:
+        ended = [run.pid for run in runs if run.poll() is not None]
+        assert time.monotonic() < deadline and not ended, f"not all reserved; ended: {ended}"
+        time.sleep(0.1)  # polled: the coordinator tells no client of a new reservation
 
 
 def _first_holder(watch: CoordinatorWatch, place: str) -> str:
@@ -494,7 +517,7 @@ def _acquire(lab: LabgridLab, place: str, env: dict[str, str] | None = None) -> 
 
 
 def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, devices, tmp_path):
-    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    holder_env = {**os.environ, **SOMEONE_ELSE}
     _acquire(lab, "lab-a", holder_env)
     try:
         run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
@@ -526,7 +549,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         .replace("reset: power", "reset: none").replace("case: 30", "case: 3")
         .replace("lab]", "sick]"))
     board = lab.places[1].board
-    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    holder_env = {**os.environ, **SOMEONE_ELSE}
     board.power(False)  # lab-b's board stops answering
     try:
         sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
@@ -649,7 +672,13 @@ def _reload_cleared(lab: LabgridLab) -> None:
 
 def _hold_all_as_someone_else(lab: LabgridLab) -> None:
     for place in ("lab-a", "lab-b"):
-        _acquire(lab, place, {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"})
+        _acquire(lab, place, {**os.environ, **SOMEONE_ELSE})
+
+
+def _release_as_someone_else(lab: LabgridLab) -> None:
+    for place in ("lab-a", "lab-b"):
+        subprocess.run(lab.client_argv("-p", place, "release"),
+                       env={**os.environ, **SOMEONE_ELSE}, capture_output=True, check=False)
 
 
 def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place(
@@ -670,7 +699,7 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
     assert waiting.returncode == 0, output[-3000:]
     assert [r["outcome"] for r in _results(tmp_path / "waits")] == ["passed", "passed"]
     _all_free(lab)
-    holding, holder = _start_holding_lab_a(lab, devices, tmp_path / "holds")
+    holding, _ = _start_holding_lab_a(lab, devices, tmp_path / "holds")
     lab.restart_coordinator()
     _reload_cleared(lab)
     started = time.monotonic()
@@ -776,7 +805,6 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
     _wait_for_exporter(_session(lab), exporter, "exp-z")
     session = _session(lab)
     messages = session.messages()
-    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
     try:
         session.call("add", "AddPlace", messages.AddPlaceRequest(name="lab-z"))
         session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
@@ -792,9 +820,7 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
         assert "was not allocated within 5.0 s" in message, message
         assert "lab-z" not in {s.name: s.acquired for s in parse_places(lab) if s.acquired}
     finally:
-        for place in ("lab-a", "lab-b"):
-            subprocess.run(lab.client_argv("-p", place, "release"), env=holder_env,
-                           capture_output=True, check=False)
+        _release_as_someone_else(lab)
         with contextlib.suppress(Exception):
             session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="lab-z"))
         exporter.stop()
