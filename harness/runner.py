@@ -3,17 +3,28 @@
 :class:`CaseRunner` is what test suites talk to (through the ``et`` fixture). It
 owns one agent link, keeps track of which probe backends the device's registry
 holds, and turns "send this map" into the right requests and a :class:`Verdict`.
+
+With :mod:`harness.options` and :mod:`harness.check` this module is the interface
+suites use (``__all__``; ``tests/test_public_api.py`` keeps ``suites/`` to it):
+:class:`ModelLoad` for :meth:`CaseRunner.load_models`, :func:`encode_request` for the
+bytes :meth:`CaseRunner.send_raw` corrupts, and :func:`xnnpack_output`, what the
+harness's XNNPACK program computes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.agent.session import AgentLink, TimeLimit
+from harness.agent.xnnpack_program import expected_output as xnnpack_output
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.check.several_models import check_models
+from harness.codec.wire import encode_request
 from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.model.options import (
     MAX_LOAD_BACKENDS,
@@ -28,6 +39,17 @@ from harness.transport.base import TransportError
 if TYPE_CHECKING:
     from harness.config.profile import DeviceProfile
     from harness.devices.base import Device
+
+__all__ = [
+    "STORED_DECOY",
+    "CaseRunner",
+    "LinkBroken",
+    "ModelLoad",
+    "RunnerError",
+    "encode_request",
+    "open_runner",
+    "xnnpack_output",
+]
 
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
 # module_both's default stored map gives each backend this option: the explicit map
@@ -316,7 +338,8 @@ class CaseRunner:
             )
         report = self._exchange(lambda link: link.request(request))
         return self._record(
-            check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path)
+            check_load(request.delivered, program_ids, report, unobserved=unobserved, path=path),
+            "et.load",
         )
 
     def load_models(
@@ -355,10 +378,10 @@ class CaseRunner:
             concurrent=concurrent,
         )
         report = self._exchange(lambda link: link.request(request))
-        verdicts = check_models(request, report, unobserved=unobserved)
-        for verdict in verdicts:
-            self._record(verdict)
-        return verdicts
+        return tuple(
+            self._record(v, "et.load_models")
+            for v in check_models(request, report, unobserved=unobserved)
+        )
 
     def execute(self) -> Report:
         """Execute the loaded program (every loaded model, in model order) once more."""
@@ -373,7 +396,7 @@ class CaseRunner:
         self._prepare_calls(options, expected_status)
         self._dirty = True
         report = self._exchange(lambda link: link.request(Request(Action.SET, options)))
-        return self._record(check_set(options, report, expected_status))
+        return self._record(check_set(options, report, expected_status), "et.set")
 
     def get(
         self,
@@ -385,7 +408,7 @@ class CaseRunner:
         expected_status = dict(expected_status or {})
         self._prepare_calls(requested, expected_status)
         report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))
-        return self._record(check_get(requested, report, expected, expected_status))
+        return self._record(check_get(requested, report, expected, expected_status), "et.get")
 
     def reset(self) -> Report:
         """Forget the loaded program and everything the probes recorded or were set."""
@@ -405,7 +428,9 @@ class CaseRunner:
         self._dirty = True
         return self._exchange(lambda link: link.send_raw(frame, seq))
 
-    def _record(self, verdict: Verdict) -> Verdict:
+    def _record(self, verdict: Verdict, method: str) -> Verdict:
+        """``verdict``, naming the caller's line that made it, handed to ``on_verdict``."""
+        verdict = dataclasses.replace(verdict, made_at=f"{_caller()} {method}")
         if self.on_verdict is not None:
             self.on_verdict(verdict)
         return verdict
@@ -440,6 +465,22 @@ def open_runner(
         return link
 
     return device, CaseRunner(start_link, device.program_for, time_limit=time_limit)
+
+
+_HARNESS_DIR = str(Path(__file__).resolve().parent)
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside the harness package: the test's call."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_HARNESS_DIR):
+        frame = frame.f_back
+    path = Path(frame.f_code.co_filename)
+    try:
+        shown = path.relative_to(Path.cwd())
+    except ValueError:
+        shown = path
+    return f"{shown}:{frame.f_lineno}"
 
 
 def _decoy(delegates: Sequence[str], options: OptionsMap) -> OptionsMap:
