@@ -160,22 +160,33 @@ class HostedDevice(Device):
                 )
         return (binary, *libraries)
 
+    def agent_command(self, *arguments: str) -> tuple[list[str], dict[str, str] | None]:
+        """The argv and environment that start the agent here with ``arguments`` (none for
+        session mode; ``--oneshot IN OUT`` for a one-shot run), the agent deployed first.
+
+        The one way an agent is started, for sessions and one-shot runs alike: the
+        profile's ``agent.wrapper``, the race detector's launcher (if any), then the agent
+        as its deployment runs it (itself, or through the glibc bundle's loader).
+        """
+        agent = self.deploy_agent()
+        bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
+        started = start_argv(agent) if bundled else [agent]
+        race_log = self._race_log()
+        detector_argv, detector_env = race_log.launch() if race_log else ((), {})
+        argv = [*self.profile.agent.wrapper, *detector_argv, *started, *arguments]
+        env = {**self.profile.agent.env, **detector_env}
+        return argv, env or None
+
     def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
         """Start a fresh agent (a new process, or a reset board) and return its link.
 
         Each report is awaited for the profile's case timeout at most, and never
         beyond ``time_limit``.
         """
-        agent = self.deploy_agent()
-        mode = self.deployment().mode
-        started = start_argv(agent) if mode is Deployment.GLIBC_BUNDLE else [agent]
-        race_log = self._race_log()
-        detector_argv, detector_env = race_log.launch() if race_log else ((), {})
-        argv = [*self.profile.agent.wrapper, *detector_argv, *started]
-        env = {**self.profile.agent.env, **detector_env}
-        stream = self.transport.open_stream(argv, env=env or None)
+        argv, env = self.agent_command()
+        stream = self.transport.open_stream(argv, env=env)
         android_glibc = (
-            mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
+            self.deployment().mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
             and self.transport.facts().os == "android"
         )  # fmt: skip
         hint = no_glibc_hint(self.profile) if android_glibc else ""
