@@ -31,8 +31,14 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# An interrupted run can leave a .venv without pip (killed between making the venv and
+# its ensurepip, or in pip's own upgrade): such a venv is made afresh, not patched.
+if [[ -x .venv/bin/python ]] && ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  echo "ci/setup.sh: .venv has no working pip (left by an interrupted run): making it afresh"
+  rm -rf .venv
+fi
 if [[ ! -x .venv/bin/python ]]; then
-  python3 -m venv .venv
+  python3 -m venv --clear .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[labgrid]'
@@ -46,4 +52,7 @@ fi
 .venv/bin/python -m pip install -q --force-reinstall --no-deps 'pyserial==3.5'
 .venv/bin/python -c 'import serial, sys; sys.exit(serial.__version__ != "3.5")' || {
   echo "ci/setup.sh: serial/ is not stock pyserial 3.5" >&2; exit 1; }
+# What an interrupted SDK fetch left in the cache (a truncated wheel, a half-extracted
+# tree; $ET_HARNESS_CACHE or ~/.cache/et-harness) is removed; fetches in progress are not.
+.venv/bin/python -m harness.agent.sdk --repair
 echo "ci/setup.sh: ready (.venv/bin/pytest, .venv/bin/et-harness)"
