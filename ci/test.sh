@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== ruff (rules in pyproject.toml)"
-.venv/bin/ruff check harness
+.venv/bin/ruff check harness tests suites
 .venv/bin/ruff format --check harness
 echo "== mypy (settings in pyproject.toml)"
 .venv/bin/mypy harness

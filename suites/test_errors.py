@@ -64,7 +64,8 @@ OUT_OF_SPEC_MAPS = {
         WireErrorCode.TOO_MANY_BACKENDS,
     ),
     "65-options": (
-        OptionsMap.unchecked((BackendOptions("ProbeA", tuple(Option(f"k{i}", i) for i in range(65))),)),
+        OptionsMap.unchecked(
+            (BackendOptions("ProbeA", tuple(Option(f"k{i}", i) for i in range(65))),)),
         WireErrorCode.TOO_MANY_OPTIONS,
     ),
     "duplicate-key": (

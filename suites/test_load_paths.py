@@ -34,7 +34,7 @@ def shifted(names: tuple[str, ...], by: int) -> OptionsMap:
     """Like distinct_map, with every value different from distinct_map's."""
     return OptionsMap(
         tuple(
-            BackendOptions(n, distinct_options(i + by, n) + (Option("map", f"shift-{by}"),))
+            BackendOptions(n, (*distinct_options(i + by, n), Option("map", f"shift-{by}")))
             for i, n in enumerate(names)
         )
     )

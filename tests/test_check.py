@@ -476,7 +476,8 @@ def test_load_verdict_carries_its_path_and_names_it_when_not_program() -> None:
     verdict = check_load(SENT, ("ProbeA", "ProbeB"), served, path=LoadPath.MODULE_BOTH)
     assert verdict.ok and verdict.path is LoadPath.MODULE_BOTH
     assert verdict.summary() == "load [module_both]: ok, 2 backends as expected"
-    assert verdict.render().splitlines()[0] == "load [module_both] check: ok, 2 backends as expected"
+    first_line = verdict.render().splitlines()[0]
+    assert first_line == "load [module_both] check: ok, 2 backends as expected"
     assert check_load(SENT, ("ProbeA", "ProbeB"), report(A_EXACT, B_EXACT)).path is LoadPath.PROGRAM
 
 

@@ -182,8 +182,8 @@ def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Faul
         print(f"{name:<28} {len(run.caught_by):>6} {len(run.diff_caught_by):>6}  "
               f"{shown + more or '-- NOT CAUGHT --'}")
     inert = done["none"]
-    print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  failures in "
-          f"{len(inert.results)} tests")
+    print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  "
+          f"failures in {len(inert.results)} tests")
     return done
 
 

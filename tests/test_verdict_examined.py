@@ -9,6 +9,8 @@ XnnpackBackend refusing a wrong-typed option gives a real WRONG_STATUS differenc
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from harness.check import Action, DifferenceKind, Outcome, Report, Verdict, VerdictNotExamined
@@ -87,7 +89,8 @@ def test_examining_marks_a_verdict_and_the_error_names_the_call() -> None:
     def fresh() -> Verdict:
         difference = Difference(DifferenceKind.WRONG_STATUS, "B", expected=0, actual=2)
         outcome = BackendOutcome("B", None, 0, None, None, differences=(difference,))
-        return Verdict(Action.SET, Report(Action.SET, Outcome.OK), (outcome,), made_at="t.py:3 et.set")
+        report = Report(Action.SET, Outcome.OK)
+        return Verdict(Action.SET, report, (outcome,), made_at="t.py:3 et.set")
 
     untouched = fresh()
     assert untouched.unexamined_differences and not untouched.examined
@@ -101,12 +104,14 @@ def test_examining_marks_a_verdict_and_the_error_names_the_call() -> None:
         lambda v: v.summary(),
         lambda v: v.render(),
         lambda v: v.ignore_differences(),
-        lambda v: pytest.raises(AssertionError, v.raise_for_differences),
+        lambda v: v.raise_for_differences(),
     ):
         verdict = fresh()
-        examine(verdict)
+        with contextlib.suppress(AssertionError):
+            examine(verdict)
         assert verdict.examined and not verdict.unexamined_differences
-    assert not Verdict(Action.SET, Report(Action.SET, Outcome.OK)).unexamined_differences  # no differences
+    exact = Verdict(Action.SET, Report(Action.SET, Outcome.OK))
+    assert not exact.unexamined_differences  # no differences: nothing to examine
     message = str(VerdictNotExamined((fresh(),)))
     assert message.startswith("t.py:3 et.set returned a verdict with differences")
     assert "ignore_differences()" in message
