@@ -9,6 +9,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev   # the harness
   gcc g++ make                       # C codec, device agent
   clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
+  clang-format                       # agent/.clang-format is checked to parse
   valgrind                           # host-helgrind, host-drd (race detectors on the agent)
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu
@@ -42,9 +43,10 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[labgrid]'
-# The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red.
+# The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red;
+# zizmor checks the GitHub Actions workflows (tests/test_workflows.py).
 .venv/bin/python -m pip install -q 'ruff==0.17.6' 'mypy==2.4.1' \
-  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122'
+  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122' 'zizmor==1.32.0'
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes

@@ -467,7 +467,7 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
     assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
     command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
-    argv = shlex.split(command.replace("${{ matrix.pool }}", "lab-mcu").replace("$WORKERS", "2"))
+    argv = shlex.split(command.replace("$POOL", "lab-mcu").replace("$WORKERS", "2"))
     assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
     assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
     argv = [sys.executable, *argv[1:]]
