@@ -121,6 +121,16 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def suite_run_environment(profile: Path) -> dict[str, str]:
+    """This environment for a suite run of ``profile`` (trusted: its agent.env runs here),
+    with bytecode written: under ``PYTHONDONTWRITEBYTECODE`` each of the 21 runs would
+    compile and assertion-rewrite every module again (~5 s each); so the first run caches
+    them and the others read them."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", TRUSTED_PROFILES_ENV: str(profile)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
     """The device suites on a host profile whose agent runs under the shim with ``fault``."""
     work = base / fault
@@ -138,14 +148,13 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
         encoding="utf-8",
     )
     results_dir = work / "results"
+    # --tb=line: a traceback per failure costs pytest ~50 ms (it parses the source of
+    # every frame), most of a fault run's time, and the verdicts are in results.jsonl.
     command = [sys.executable, "-m", "pytest", "suites", "--device", str(profile), "-q",
-               "-p", "no:cacheprovider", "--results-dir", str(results_dir),
+               "-p", "no:cacheprovider", "--tb=line", "--results-dir", str(results_dir),
                "--lock-dir", str(work / "locks")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S,
-                          env={**os.environ, "PYTHONHASHSEED": "0",
-                               TRUSTED_PROFILES_ENV: str(profile)},  # its agent.env runs here
-                          check=False)
+                          timeout=RUN_TIMEOUT_S, env=suite_run_environment(profile), check=False)
     results = tuple(read_results(results_dir / RESULTS_FILE))
     log = work / "shim.log"
     calls = log.read_text("utf-8").splitlines() if log.is_file() else []
