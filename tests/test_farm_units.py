@@ -60,7 +60,9 @@ def _profiles_dir(tmp_path: Path, specs: dict[str, list[str]]) -> Path:
 
 def test_selection_by_names_all_tags_and_paths(tmp_path):
     devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": ["lab", "arm"], "c": []})
-    names = lambda spec: [p.name for p in select_profiles(spec, devices)]
+    def names(spec):
+        return [p.name for p in select_profiles(spec, devices)]
+
     assert names("b,a") == ["b", "a"]
     assert names("all") == ["a", "b", "c"]
     assert names("tag:lab") == ["a", "b"]
@@ -157,7 +159,7 @@ def test_health_asks_for_a_check_after_k_consecutive_infrastructure_errors():
     health.quarantine("HELLO timed out")
     health.quarantine("a later reason")
     assert not health.needs_check
-    with pytest.raises(DeviceQuarantined, match="'dev' is quarantined .*: HELLO timed out"):
+    with pytest.raises(DeviceQuarantined, match=r"'dev' is quarantined .*: HELLO timed out"):
         health.ensure_usable()
 
 

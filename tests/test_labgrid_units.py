@@ -48,7 +48,8 @@ def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
         "reset": "power"}}))
     assert pool.filters == ["kind=mcu", "pool=lab"]
     assert (pool.coordinator, pool.reset) == ("127.0.0.1:20408", "power")
-    assert "labgrid" not in without_labgrid(_profile({"kind": "local", "labgrid": {"place": "p"}})).settings
+    profile = _profile({"kind": "local", "labgrid": {"place": "p"}})
+    assert "labgrid" not in without_labgrid(profile).settings
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,7 @@ def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
 
 def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
     profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
-    with pytest.raises(LabgridNotInstalled, match="labgrid-client is not installed.*labgrid"):
+    with pytest.raises(LabgridNotInstalled, match=r"labgrid-client is not installed.*labgrid"):
         find_client(profile, search_path=str(tmp_path))
 
 
@@ -273,7 +274,8 @@ Place 'lab-b':
 
 def test_the_coordinators_view_names_holders_and_reservations():
     a, b = parse_places(PLACES)
-    assert (a.name, a.acquired, a.reservation) == ("lab-a", "runner1/ci-pid4242-123456", "QAX4DEJMSN")
+    assert (a.name, a.acquired, a.reservation) == (
+        "lab-a", "runner1/ci-pid4242-123456", "QAX4DEJMSN")
     assert a.tags == (("kind", "mcu"), ("pool", "lab"))
     assert (b.acquired, b.reservation) == (None, None)
     assert a.matches(LabgridPlace(tags=(("pool", "lab"),)))
@@ -353,7 +355,8 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
             "-Y", "  options:", "-Y", "    max-connections: 10"]
     assert rewrite(argv, "127.0.0.2") == [
         "-d", "-n", "-Y",
-        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),127.0.0.2,4001",
+        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),"
+        "127.0.0.2,4001",
         "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
         "-Y", "  options:", "-Y", "    chardelay: false", "-Y", "    max-connections: 10"]
     assert rewrite(["-v"], "127.0.0.3") == ["-v"]
@@ -397,7 +400,8 @@ def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
         "tags": {"pool": "lab"}, "quarantine": "lab"}}))
     assert lab.filters == ["pool=lab", "et_health=ok"]
     assert lab.what == "a labgrid place with tags pool=lab"
-    with pytest.raises(ProfileError, match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
+    with pytest.raises(ProfileError,
+                       match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
         LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
             "place": "p", "quarantine": "everywhere"}}))
     profiles = [_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}, "pool"),
@@ -441,8 +445,9 @@ def test_places_out_of_service_are_refused_with_their_reasons():
         "a labgrid place with tags pool=lab: no place in service: lab-a: quarantined by r/ci at "
         "T: why; lab-b: not in service (tag et_health=(none); a lab adds it with "
         "'labgrid-client -p lab-b set-tags et_health=ok')")
-    healthy = parse_places(PLACES.replace("kind=mcu, pool=lab\n  matches:\n    exp-b",
-                                          "et_health=ok, kind=mcu, pool=lab\n  matches:\n    exp-b"))
+    healthy = parse_places(PLACES.replace(
+        "kind=mcu, pool=lab\n  matches:\n    exp-b",
+        "et_health=ok, kind=mcu, pool=lab\n  matches:\n    exp-b"))
     refuse_if_none_in_service("x", healthy)  # one in service: the reservation waits for it
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
 
@@ -462,7 +467,7 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
     assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
     command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
-    argv = shlex.split(command.replace("${{ matrix.pool }}", "lab-mcu").replace("$WORKERS", "2"))
+    argv = shlex.split(command.replace("$POOL", "lab-mcu").replace("$WORKERS", "2"))
     assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
     assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
     argv = [sys.executable, *argv[1:]]

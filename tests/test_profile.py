@@ -37,14 +37,16 @@ def write(tmp_path: Path, text: str) -> str:
         ("description: no transport\n", "board.yaml: transport: required"),
         ("transport: {kind: usb}\n", "board.yaml: transport.kind: 'usb' is not one of"),
         ("transport: {kind: local}\ntimeouts: {case: -1}\n", "timeouts.case: must be seconds > 0"),
-        ("transport: {kind: local}\ntimeouts: {case: .nan}\n", "timeouts.case: must be seconds > 0"),
+        ("transport: {kind: local}\ntimeouts: {case: .nan}\n",
+         "timeouts.case: must be seconds > 0"),
         ("transport: {kind: local}\ntimeouts: {cse: 3}\n", "timeouts.cse: unknown field"),
         ("transport: {kind: local}\nagent: {wrapper: valgrind}\n", "agent.wrapper: must be a list"),
         ("transport: {kind: local}\nagent: {env: {'é': x}}\n", "agent.env.é: not a valid"),
         ("transport: {kind: local}\nagent: {prebuilt: 3}\n", "agent.prebuilt: must be the path"),
         ("transport: {kind: local}\nemulator: vm\n", "emulator: 'vm' is not one of"),
         ("transport: {kind: local}\ntags: emulated\n", "tags: must be a list of strings"),
-        ("transport: {kind: local}\ntransport: {kind: ssh}\n", "line 2, column 1: key 'transport' appears twice"),
+        ("transport: {kind: local}\ntransport: {kind: ssh}\n",
+         "line 2, column 1: key 'transport' appears twice"),
         ("transport: {kind: local}\nabi: [x\n", "not valid YAML"),
         ("transport: {kind: local}\nmachine: mps2-an385\n",
          "machine: only the qemu-mcu emulator takes a machine"),
@@ -67,7 +69,7 @@ def test_a_profile_that_is_not_utf8_is_refused(tmp_path):
 
 
 def test_unknown_device_names_the_known_ones():
-    with pytest.raises(ProfileError, match="known devices: .*host"):
+    with pytest.raises(ProfileError, match=r"known devices: .*host"):
         load_profile("no-such-device")
 
 
@@ -88,7 +90,8 @@ def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("transport: {kind: ssh, host: board}\nemulator: sshd\n", "transport.host: set by the sshd"),
+        ("transport: {kind: ssh, host: board}\nemulator: sshd\n",
+         "transport.host: set by the sshd"),
         ("transport: {kind: adb, connect: 'h:1'}\nemulator: adbd\n", "transport.connect: set by"),
         ("transport: {kind: serial, baudrate: 9600}\nemulator: qemu-mcu\n",
          "transport.baudrate: the qemu-mcu emulator sets the port itself"),

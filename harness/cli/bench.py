@@ -167,15 +167,12 @@ def session_pipelined(
 
 def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Latency:
     """(b) push a request file, run the agent one-shot, pull the report file, per case."""
-    agent = device.deploy_agent()
     requests = wire.encode_request(Request.register(options.backend_ids)) + wire.encode_request(
         _case_request(device, options)
     )
     remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
     remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
-    started = device.agent_argv(agent)
-    argv = [*device.profile.agent.wrapper, *started, "--oneshot", remote_in, remote_out]
-    env = dict(device.profile.agent.env) or None
+    argv, env = device.agent_command("--oneshot", remote_in, remote_out)  # as sessions start it
     timeout = device.profile.timeouts.command
     with tempfile.TemporaryDirectory() as tmp:
         local_in, local_out = Path(tmp, "requests.bin"), Path(tmp, "reports.bin")
