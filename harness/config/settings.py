@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.errors import UsageError
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import ValueRuleError
 
@@ -30,7 +31,7 @@ T = TypeVar("T")
 Rule = Callable[[Any], object]  # raises ValueRuleError; what it returns is ignored
 
 
-class ProfileError(ValueError):
+class ProfileError(ValueError, UsageError):
     """A device profile is missing or malformed; the message names file and field."""
 
 
