@@ -114,7 +114,10 @@ _PROFILE_FIELDS: dict[str, Spec] = {
     "description": None,
     "transport": Field(later=True),  # its kind chooses the settings class: devices/<kind>.py
     "abi": None,
-    "work_dir": Field(rule=check_work_dir, means="a non-empty string"),
+    "work_dir": Field(
+        rule=check_work_dir,
+        means="a non-empty string (give the absolute path of a directory of its own)",
+    ),
     "agent": Field(section=_AGENT_FIELDS),
     "emulator": one_of(EMULATOR_KINDS),
     "machine": one_of(sorted(BOARDS)),
