@@ -1,4 +1,5 @@
-"""The layers import one way: no cycle between packages, transport/ below the protocol."""
+"""The layers import one way: no cycle between packages, transport/ below the protocol, the
+error root (harness/errors.py) below everything."""
 
 from __future__ import annotations
 
