@@ -1,7 +1,9 @@
 """Device profiles: YAML files in ``devices/`` that say where a device is and how to use it.
 
-A profile maps one-to-one onto :class:`DeviceProfile`; every error names the file
-and the field. See docs/device-profiles.md for the format.
+A profile maps one-to-one onto :class:`DeviceProfile`. Every field, the agent and timeouts
+sections included, is checked by the one settings validator (:mod:`.settings`) against
+``_PROFILE_FIELDS``; the rules between fields run after it (``_after_the_fields``). Every
+error names the file and the field. See docs/device-profiles.md for the format.
 """
 
 from __future__ import annotations
