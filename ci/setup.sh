@@ -9,6 +9,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev   # the harness
   gcc g++ make                       # C codec, device agent
   clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
+  clang-format                       # agent/.clang-format is checked to parse
   valgrind                           # host-helgrind, host-drd (race detectors on the agent)
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu
@@ -32,14 +33,21 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# An interrupted run can leave a .venv without pip (killed between making the venv and
+# its ensurepip, or in pip's own upgrade): such a venv is made afresh, not patched.
+if [[ -x .venv/bin/python ]] && ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  echo "ci/setup.sh: .venv has no working pip (left by an interrupted run): making it afresh"
+  rm -rf .venv
+fi
 if [[ ! -x .venv/bin/python ]]; then
-  python3 -m venv .venv
+  python3 -m venv --clear .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[labgrid]'
-# The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red.
+# The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red;
+# zizmor checks the GitHub Actions workflows (tests/test_workflows.py).
 .venv/bin/python -m pip install -q 'ruff==0.17.6' 'mypy==2.4.1' \
-  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122'
+  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122' 'zizmor==1.32.0'
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes
@@ -47,4 +55,7 @@ fi
 .venv/bin/python -m pip install -q --force-reinstall --no-deps 'pyserial==3.5'
 .venv/bin/python -c 'import serial, sys; sys.exit(serial.__version__ != "3.5")' || {
   echo "ci/setup.sh: serial/ is not stock pyserial 3.5" >&2; exit 1; }
+# What an interrupted SDK fetch left in the cache (a truncated wheel, a half-extracted
+# tree; $ET_HARNESS_CACHE or ~/.cache/et-harness) is removed; fetches in progress are not.
+.venv/bin/python -m harness.agent.sdk --repair
 echo "ci/setup.sh: ready (.venv/bin/pytest, .venv/bin/et-harness)"

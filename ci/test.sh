@@ -8,11 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== ruff (rules in pyproject.toml)"
-.venv/bin/ruff check harness
+.venv/bin/ruff check harness tests suites
 .venv/bin/ruff format --check harness
 echo "== mypy (settings in pyproject.toml)"
 .venv/bin/mypy harness
 echo "== project tests (tests/)"
+# Many tests run pytest in a subprocess (the fault injection alone 21 times): with bytecode
+# written, the first caches the compiled, assertion-rewritten modules and the rest read them.
+unset PYTHONDONTWRITEBYTECODE
 .venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2
 echo "== device suites on every emulated device (suites/)"
 bash ci/run-emulated.sh results/ci

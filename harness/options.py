@@ -4,8 +4,12 @@ Suites, map-building helpers and docs/ use this name; it is part of the harness'
 interface, as :mod:`harness.check` is for verdicts. The definitions live in
 :mod:`harness.model.options` with the rest of the pure data (docs/architecture.md), and
 this module only re-exports them: the two names are the same objects, and
-``tests/test_options.py`` keeps this list equal to that module's public names.
+``tests/test_options.py`` keeps this list equal to that module's public names. One more
+name, ``options_maps`` (Hypothesis strategies for valid maps, for property-based suites,
+:mod:`harness.model.strategies`), is imported when first used, as it loads Hypothesis.
 """
+
+from typing import Any
 
 from harness.model.options import (
     INT32_MAX,
@@ -39,4 +43,14 @@ __all__ = [
     "OptionValue",
     "OptionsMap",
     "backend_path",
+    "options_maps",  # noqa: F822 -- defined by __getattr__ below, on first use
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``options_maps``, from :mod:`harness.model.strategies` on first use."""
+    if name == "options_maps":
+        from harness.model.strategies import options_maps
+
+        return options_maps
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,10 @@ Fixtures (the user interface):
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
-  verdicts, ``verdict.raise_for_differences()`` fails the test with the diff;
+  verdicts, ``verdict.raise_for_differences()`` fails the test with the diff; a
+  test that ends with a verdict whose differences it never examined fails
+  (:class:`~harness.check.VerdictNotExamined`, naming the call that made it), unless
+  it opted out with ``verdict.ignore_differences()`` (a test of a refusal);
 - ``probe_program``: ``probe_program(("A", "B"))`` is the device path of a probe
   program whose delegates are A and B;
 - ``load_path``: a test that asks for it runs once per load path
@@ -39,7 +42,7 @@ from typing import Any
 
 import pytest
 
-from harness.check import Verdict
+from harness.check import Verdict, VerdictNotExamined
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
@@ -350,11 +353,20 @@ def pytest_runtest_call(item: pytest.Item):
                 again, exc, item.stash.setdefault(_FAILED_TRIES, []), _keep_artifacts(item, slot)
             )
             result = []
+        _fail_unexamined(item)
         failed = False
         return result
     finally:
         if slot is not None:
             _check_races(item, slot, fail=not failed)
+
+
+def _fail_unexamined(item: pytest.Item) -> None:
+    """Fail a test that left a verdict with differences unexamined, naming its call."""
+    __tracebackhide__ = True
+    forgotten = tuple(v for v in item.stash.get(_VERDICTS, []) if v.unexamined_differences)
+    if forgotten:
+        raise VerdictNotExamined(forgotten)
 
 
 def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:

@@ -3,18 +3,31 @@
 :class:`CaseRunner` is what test suites talk to (through the ``et`` fixture). It
 owns one agent link, keeps track of which probe backends the device's registry
 holds, and turns "send this map" into the right requests and a :class:`Verdict`.
+
+With :mod:`harness.options` and :mod:`harness.check` this module is the interface
+suites use (``__all__``; ``tests/test_public_api.py`` keeps ``suites/`` to it):
+:class:`ModelLoad` for :meth:`CaseRunner.load_models`, :func:`encode_request` for the
+bytes :meth:`CaseRunner.send_raw` corrupts, :func:`xnnpack_program`, the harness's
+XNNPACK program as a ``.pte`` file (for :meth:`CaseRunner.check_program`), and
+:func:`xnnpack_output`, what it computes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.agent.session import AgentLink, TimeLimit
+from harness.agent.xnnpack_program import expected_output as xnnpack_output
+from harness.agent.xnnpack_program import xnnpack_program
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.check.several_models import check_models
+from harness.codec.wire import encode_request
+from harness.errors import UsageError
 from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.model.options import (
     MAX_LOAD_BACKENDS,
@@ -31,13 +44,25 @@ if TYPE_CHECKING:
     from harness.devices.base import Device
     from harness.program_check import ProgramCheck
 
+__all__ = [
+    "STORED_DECOY",
+    "CaseRunner",
+    "LinkBroken",
+    "ModelLoad",
+    "RunnerError",
+    "encode_request",
+    "open_runner",
+    "xnnpack_output",
+    "xnnpack_program",
+]
+
 DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
 # module_both's default stored map gives each backend this option: the explicit map
 # replaces the stored one wholly, so no delegate may ever receive it.
 STORED_DECOY = Option("etb.stored_map_must_not_arrive", True)
 
 
-class RunnerError(Exception):
+class RunnerError(UsageError):
     """A case asked for something the device cannot do; the message says what to change."""
 
 
@@ -354,7 +379,8 @@ class CaseRunner:
                 unobserved=unobserved,
                 path=path,
                 recorded=self.recorded,
-            )
+            ),
+            "et.load",
         )
 
     def load_models(
@@ -393,10 +419,10 @@ class CaseRunner:
             concurrent=concurrent,
         )
         report = self._exchange(lambda link: link.request(request))
-        verdicts = check_models(request, report, unobserved=unobserved, recorded=self.recorded)
-        for verdict in verdicts:
-            self._record(verdict)
-        return verdicts
+        return tuple(
+            self._record(v, "et.load_models")
+            for v in check_models(request, report, unobserved=unobserved, recorded=self.recorded)
+        )
 
     def check_program(
         self,
@@ -430,7 +456,9 @@ class CaseRunner:
         self._prepare_calls(options, expected_status)
         self._dirty = True
         report = self._exchange(lambda link: link.request(Request(Action.SET, options)))
-        return self._record(check_set(options, report, expected_status, recorded=self.recorded))
+        return self._record(
+            check_set(options, report, expected_status, recorded=self.recorded), "et.set"
+        )
 
     def get(
         self,
@@ -443,7 +471,8 @@ class CaseRunner:
         self._prepare_calls(requested, expected_status)
         report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))
         return self._record(
-            check_get(requested, report, expected, expected_status, recorded=self.recorded)
+            check_get(requested, report, expected, expected_status, recorded=self.recorded),
+            "et.get",
         )
 
     def reset(self) -> Report:
@@ -464,7 +493,9 @@ class CaseRunner:
         self._dirty = True
         return self._exchange(lambda link: link.send_raw(frame, seq))
 
-    def _record(self, verdict: Verdict) -> Verdict:
+    def _record(self, verdict: Verdict, method: str) -> Verdict:
+        """``verdict``, naming the caller's line that made it, handed to ``on_verdict``."""
+        verdict = dataclasses.replace(verdict, made_at=f"{_caller()} {method}")
         if self.on_verdict is not None:
             self.on_verdict(verdict)
         return verdict
@@ -501,6 +532,22 @@ def open_runner(
     return device, CaseRunner(
         start_link, device.program_for, time_limit=time_limit, push_program=device.push_program
     )
+
+
+_HARNESS_DIR = str(Path(__file__).resolve().parent)
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside the harness package: the test's call."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_HARNESS_DIR):
+        frame = frame.f_back
+    path = Path(frame.f_code.co_filename)
+    try:
+        shown = path.relative_to(Path.cwd())
+    except ValueError:
+        shown = path
+    return f"{shown}:{frame.f_lineno}"
 
 
 def _decoy(delegates: Sequence[str], options: OptionsMap) -> OptionsMap:

@@ -9,7 +9,8 @@ PROBE_NAMES = tuple(f"Probe{letter}" for letter in "ABCDEFGH")
 
 
 def distinct_options(index: int, name: str) -> tuple[Option, ...]:
-    """Options for backend number ``index``: shared keys with distinct values, and one of its own."""
+    """Options for backend number ``index``: shared keys with distinct values, and one of
+    its own."""
     return (
         Option("threads", index + 1),
         Option("mode", f"mode-for-{name}"),
@@ -29,7 +30,8 @@ def every_type(backend: str, count: int) -> OptionsMap:
     """``count`` options for ``backend``, ints, bools and strings of growing length in turn."""
     kinds = (lambda i: i * 1000 - 31000, lambda i: i % 3 == 0, lambda i: f"value-{i}-" + "v" * i)
     return OptionsMap(
-        (BackendOptions(backend, tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(count))),)
+        (BackendOptions(backend,
+                        tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(count))),)
     )
 
 

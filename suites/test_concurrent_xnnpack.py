@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.agent.xnnpack_program import expected_output
-from harness.model.messages import LoadPath
+from harness.check import LoadPath
 from harness.options import BackendOptions, Option, OptionsMap
-from harness.runner import ModelLoad
+from harness.runner import ModelLoad, xnnpack_output
 
 pytestmark = pytest.mark.backend("XnnpackBackend")
 
@@ -47,4 +46,4 @@ def test_concurrent_xnnpack_models_each_init_and_compute(et, load_path, count):
         verdict.raise_for_differences()
         statuses = [e.status for e in verdict.report.entries if e.name == XNNPACK]
         assert statuses == [0], f"model {model}: XnnpackBackend init statuses {statuses}"
-        assert verdict.report.fact("outputs") == expected_output()
+        assert verdict.report.fact("outputs") == xnnpack_output()

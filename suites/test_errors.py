@@ -5,10 +5,7 @@ from __future__ import annotations
 import pytest
 from maps import distinct_map, single
 
-from harness.codec import wire
-from harness.codec.wire import WireErrorCode
-from harness.model.messages import Action, Outcome, Request
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.check import Action, Outcome, Request, RuntimeErrorCode, WireErrorCode
 from harness.options import (
     MAX_OPTIONS_PER_BACKEND,
     BackendOptions,
@@ -16,6 +13,7 @@ from harness.options import (
     Option,
     OptionsMap,
 )
+from harness.runner import encode_request
 
 OUT_OF_SPEC_OPTIONS = {
     "key-64-bytes": (Option("k" * 64, 1), WireErrorCode.KEY_LENGTH, "63"),
@@ -66,7 +64,8 @@ OUT_OF_SPEC_MAPS = {
         WireErrorCode.TOO_MANY_BACKENDS,
     ),
     "65-options": (
-        OptionsMap.unchecked((BackendOptions("ProbeA", tuple(Option(f"k{i}", i) for i in range(65))),)),
+        OptionsMap.unchecked(
+            (BackendOptions("ProbeA", tuple(Option(f"k{i}", i) for i in range(65))),)),
         WireErrorCode.TOO_MANY_OPTIONS,
     ),
     "duplicate-key": (
@@ -121,7 +120,7 @@ def test_one_option_beyond_the_devices_capacity_is_refused(et, probe_program, ac
 
 
 def test_corrupted_frame_is_refused_and_the_agent_keeps_serving(et):
-    frame = bytearray(wire.encode_request(Request(Action.SET, distinct_map(("ProbeA",)), seq=77)))
+    frame = bytearray(encode_request(Request(Action.SET, distinct_map(("ProbeA",)), seq=77)))
     frame[-1] ^= 0xFF
     report = et.send_raw(bytes(frame), seq=77)
     assert (report.outcome, WireErrorCode(report.detail)) == (Outcome.REJECTED, WireErrorCode.CRC)

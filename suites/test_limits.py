@@ -35,7 +35,7 @@ KEYS = {
 IDS = {
     "id-1-byte": "P",
     "id-63-bytes": "P" * 63,
-    "id-utf8": "Пробa🚀",
+    "id-utf8": "\u041f\u0440\u043e\u0431a\U0001f680",  # Cyrillic "Prob", Latin "a", an emoji
 }
 
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import pytest
 from maps import PROBE_NAMES, distinct_map, distinct_options, single
 
-from harness.model.messages import LoadPath, Outcome, Request
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.check import DifferenceKind, LoadPath, Outcome, Request, RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
 
 PAIR = ("ProbeA", "ProbeB")
@@ -35,7 +34,7 @@ def shifted(names: tuple[str, ...], by: int) -> OptionsMap:
     """Like distinct_map, with every value different from distinct_map's."""
     return OptionsMap(
         tuple(
-            BackendOptions(n, distinct_options(i + by, n) + (Option("map", f"shift-{by}"),))
+            BackendOptions(n, (*distinct_options(i + by, n), Option("map", f"shift-{by}")))
             for i, n in enumerate(names)
         )
     )
@@ -152,5 +151,6 @@ def test_every_module_path_refuses_a_method_the_program_lacks(et):
             continue
         et.load(distinct_map(PAIR), path=path).raise_for_differences()
         verdict = et.load(distinct_map(PAIR), path=path, keep=True, method="no_such_method")
+        assert verdict.kinds() == (DifferenceKind.UNEXPECTED_OUTCOME,)
         assert verdict.report.outcome is Outcome.RUNTIME_ERROR
         assert "no_such_method" in verdict.report.message

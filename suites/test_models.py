@@ -18,8 +18,15 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.check import Verdict
-from harness.model.messages import MAX_MODELS, LoadPath, LoadSpec, Outcome, Request
+from harness.check import (
+    MAX_MODELS,
+    DifferenceKind,
+    LoadPath,
+    LoadSpec,
+    Outcome,
+    Request,
+    Verdict,
+)
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import ModelLoad
 
@@ -170,6 +177,7 @@ def test_a_failing_model_is_reported_as_its_own_and_the_others_still_load(et, lo
     good = ModelLoad(own_map(0, (PROBE,)), (PROBE,), load_path)
     bad = ModelLoad(own_map(1, (missing,)), (missing,), load_path)
     verdicts = et.load_models([good, bad], concurrent=True, unobserved=(missing,))
+    assert [v.kinds() for v in verdicts] == [(DifferenceKind.UNEXPECTED_OUTCOME,)] * 2
     report = verdicts[0].report  # model 0's entries; outcome and message are the LOAD's
     assert report.outcome is Outcome.RUNTIME_ERROR, report
     assert report.message.startswith("model 1: "), report.message

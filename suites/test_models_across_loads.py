@@ -30,10 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_models import CONCURRENCY, OTHER, PROBE, assert_all_exact, need_models, own_map
 
-from harness.check import Verdict
-from harness.model.messages import LoadPath, Outcome
-from harness.model.strategies import options_maps
-from harness.options import BackendOptions, Option, OptionsMap
+from harness.check import LoadPath, Outcome, Verdict
+from harness.options import BackendOptions, Option, OptionsMap, options_maps
 from harness.runner import CaseRunner, ModelLoad
 
 THIRD = "ProbeC"

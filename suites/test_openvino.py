@@ -15,8 +15,7 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.model.messages import Outcome, Request
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.check import Outcome, Request, RuntimeErrorCode
 from harness.options import Option, OptionsMap
 
 pytestmark = pytest.mark.backend("OpenvinoBackend")

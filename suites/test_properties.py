@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from harness.model.strategies import options_maps
+from harness.options import options_maps
 
 # A fixed pool of names keeps the device's registry (16 slots) from filling up.
 NAMES = tuple(f"Gen{i}" for i in range(10))

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.agent.xnnpack_program import expected_output
-from harness.model.messages import LoadPath
+from harness.check import LoadPath
 from harness.options import OptionsMap
-from harness.runner import ModelLoad
+from harness.runner import ModelLoad, xnnpack_output
 
 XNNPACK = "XnnpackBackend"
 
@@ -41,7 +40,7 @@ def test_a_real_delegate_gets_exactly_its_own_specs_on_every_path(et, load_path)
     xnn = _xnnpack_entry(verdict)
     assert xnn.entry.is_recorded and xnn.expected_options == options.for_backend(XNNPACK).options
     assert (xnn.entry.calls, xnn.entry.executes, xnn.entry.backend_status) == (1, 1, 0)
-    assert verdict.report.fact("outputs") == expected_output()
+    assert verdict.report.fact("outputs") == xnnpack_output()
 
 
 @pytest.mark.backend(XNNPACK)

@@ -22,8 +22,7 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.model.messages import Action, Outcome, Request
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.check import Action, Outcome, Request, RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
 
 pytestmark = pytest.mark.capability("register")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from maps import distinct_map, single
 
-from harness.model.messages import Outcome
+from harness.check import Outcome
 from harness.options import Option, OptionsMap
 
 

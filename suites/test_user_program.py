@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.agent.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
+from harness.runner import xnnpack_output, xnnpack_program
+
+XNNPACK_BACKEND = "XnnpackBackend"
 
 pytestmark = pytest.mark.backend(XNNPACK_BACKEND)
 
@@ -45,7 +47,7 @@ def test_the_xnnpack_program_as_a_file(et, tmp_path):
     for result in checked.results:
         (xnn,) = result.verdict.report.entries
         assert xnn.is_recorded and xnn.calls == 1 and xnn.executes == 1
-        assert result.verdict.report.fact("outputs") == expected_output()
+        assert result.verdict.report.fact("outputs") == xnnpack_output()
 
 
 def test_a_multi_delegate_program_as_a_file(et, map_file):

@@ -30,10 +30,9 @@ import uuid
 import pytest
 from maps import single
 
-from harness.agent.xnnpack_program import expected_output
-from harness.model.messages import LoadPath, Outcome, Request
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.check import LoadPath, Outcome, Request, RuntimeErrorCode
 from harness.options import Option, OptionsMap
+from harness.runner import xnnpack_output
 
 pytestmark = pytest.mark.backend("XnnpackBackend")
 
@@ -181,9 +180,9 @@ def test_xnnpack_program_loads_and_computes(et, load_path):
     verdict.raise_for_differences()
     entry = verdict.report.entry(XNNPACK)
     assert entry is not None and entry.status == RuntimeErrorCode.Ok and not entry.is_probe
-    assert verdict.report.fact("outputs") == expected_output()  # W @ ones + b, by XNNPACK
+    assert verdict.report.fact("outputs") == xnnpack_output()  # W @ ones + b, by XNNPACK
     again = et.execute()
-    assert again.outcome is Outcome.OK and again.fact("outputs") == expected_output()
+    assert again.outcome is Outcome.OK and again.fact("outputs") == xnnpack_output()
 
 
 @pytest.mark.parametrize("mode", [0, 1, 2], ids=lambda m: f"mode-{m}")
@@ -191,7 +190,7 @@ def test_own_workspace_sharing_mode_in_range_loads(et, load_path, mode):
     options = single(XNNPACK, Option("workspace_sharing_mode", mode))
     verdict = load_xnnpack(et, load_path, options)
     verdict.raise_for_differences()
-    assert verdict.report.fact("outputs") == expected_output()
+    assert verdict.report.fact("outputs") == xnnpack_output()
 
 
 @pytest.mark.parametrize("mode", [3, -1, 1000], ids=lambda m: f"mode-{m}")
@@ -211,7 +210,7 @@ def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et, load_path
     verdict = load_xnnpack(et, load_path, options, probes=("ProbeA",))
     verdict.raise_for_differences()  # ProbeA got exactly its entry; XNNPACK initialised
     assert verdict.report.entry(XNNPACK).status == RuntimeErrorCode.Ok
-    assert verdict.report.fact("outputs") == expected_output()
+    assert verdict.report.fact("outputs") == xnnpack_output()
 
 
 def test_load_time_specs_leave_the_global_values_alone(et, load_path, probe_program):

@@ -1,5 +1,6 @@
 """Fixtures shared by the project's tests of the MCU firmware and its serial link: every
-test that uses ``firmware`` or ``mcu`` runs on each emulated board (harness/config/mcu_boards.py)."""
+test that uses ``firmware`` or ``mcu`` runs on each emulated board
+(harness/config/mcu_boards.py)."""
 
 from __future__ import annotations
 

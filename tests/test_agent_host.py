@@ -830,5 +830,5 @@ def test_a_failing_build_names_its_log(
 def test_unknown_abi_has_no_build() -> None:
     from harness.agent.build import UnsupportedAgentAbi
 
-    with pytest.raises(UnsupportedAgentAbi, match="android-arm64.md"):
+    with pytest.raises(UnsupportedAgentAbi, match=r"android-arm64\.md"):
         ensure_agent("arm64-v8a")

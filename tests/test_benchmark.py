@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from prerequisites import require
+
 from harness.cli import main
 from harness.cli.bench import case_map, sample_alternately
 from harness.model.options import OptionType
@@ -18,12 +21,21 @@ def test_case_map_has_every_type_and_the_requested_shape():
     assert all(len(s.encode()) == 255 for s in strings)
 
 
-def test_bench_on_host_writes_all_figures(tmp_path, capsys):
+# Every emulated hosted device: the per-case way starts its one-shot agent as sessions
+# start theirs (HostedDevice.agent_command), so adb-emu runs it through the glibc bundle.
+HOSTED_EMULATED = {"host": (), "ssh-emu": ("/usr/sbin/sshd", "qemu-aarch64"),
+                   "adb-emu": ("adb", "qemu-aarch64")}
+
+
+@pytest.mark.parametrize("device", sorted(HOSTED_EMULATED))
+def test_bench_on_every_emulated_hosted_device_writes_all_figures(tmp_path, capsys, device):
+    if HOSTED_EMULATED[device]:
+        require(*HOSTED_EMULATED[device], root=True)
     out = tmp_path / "bench.json"
-    assert main(["bench", "--device", "host", "--cases", "20", "--per-case-cases", "3",
+    assert main(["bench", "--device", device, "--cases", "20", "--per-case-cases", "3",
                  "--growth-cases", "2", "--json", str(out)]) == 0
     (figures,) = json.loads(out.read_text())["devices"]
-    assert figures["device"] == "host"
+    assert figures["device"] == device
     for way in ("session", "round_trip", "pipelined", "per_case", "floor"):
         assert figures[way]["cases"] > 0 and figures[way]["per_second"] > 0
     assert figures["floor_ms"] > 0 and figures["floor_ratio"] > 0

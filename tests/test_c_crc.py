@@ -1,4 +1,5 @@
-"""Every CRC variant of the C codec (slicing-by-8, byte table, nibble table) equals zlib's CRC-32."""
+"""Every CRC variant of the C codec (slicing-by-8, byte table, nibble table) equals zlib's
+CRC-32."""
 
 from __future__ import annotations
 

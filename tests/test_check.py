@@ -476,7 +476,8 @@ def test_load_verdict_carries_its_path_and_names_it_when_not_program() -> None:
     verdict = check_load(SENT, ("ProbeA", "ProbeB"), served, path=LoadPath.MODULE_BOTH)
     assert verdict.ok and verdict.path is LoadPath.MODULE_BOTH
     assert verdict.summary() == "load [module_both]: ok, 2 backends as expected"
-    assert verdict.render().splitlines()[0] == "load [module_both] check: ok, 2 backends as expected"
+    first_line = verdict.render().splitlines()[0]
+    assert first_line == "load [module_both] check: ok, 2 backends as expected"
     assert check_load(SENT, ("ProbeA", "ProbeB"), report(A_EXACT, B_EXACT)).path is LoadPath.PROGRAM
 
 
@@ -561,3 +562,63 @@ def test_a_backend_status_the_runtime_swallowed_is_a_difference() -> None:
 def test_a_spec_named_like_the_marker_is_an_ordinary_option() -> None:
     entry = recorded(XNN, ("etb.recorded", 7), ("x", "y"))
     assert entry.delivered == (Option("etb.recorded", 7), Option("x", "y"))
+
+
+# ---- whole differences: kind, backend, key, expected, actual, owners and note ---------------
+
+A_GOT_B = probe("ProbeA", ("threads", 2), ("cache", "/tmp/c"))
+B_GOT_A = probe("ProbeB", ("threads", 4), ("fast", True), ("mode", "perf"))
+SENT_WITH_A_STRANGER = OptionsMap.from_dict({"ProbeA": {"threads": 4},
+                                             "NotInProgram": {"secret": "x"}})
+WHOLE_DIFFERENCES = {
+    "key-received-twice": (
+        lambda: check_load(SENT, ("ProbeB",), report(
+            probe("ProbeB", ("threads", 2), ("cache", "/tmp/c"), ("threads", 2)))),
+        (Difference(K.EXTRA_OPTION, "ProbeB", "threads", None, 2,
+                    note="a second option with this key"),)),
+    "zero-calls": (
+        lambda: check_load(SENT, ("ProbeA",), report(probe("ProbeA", calls=0))),
+        (Difference(K.NOT_CALLED, "ProbeA", "init", 1, 0),
+         Difference(K.NOTHING_DELIVERED, "ProbeA", None, SENT.backends[0].options, ()))),
+    "runtime-error": (
+        lambda: check_load(SENT, ("ProbeA",), Report(Action.LOAD, Outcome.RUNTIME_ERROR, 0x23,
+                                                     "delegate ids differ")),
+        (Difference(K.UNEXPECTED_OUTCOME, None, None, Outcome.OK, Outcome.RUNTIME_ERROR,
+                    note="detail InvalidProgram (0x23), message 'delegate ids differ'"),)),
+    "entry-of-a-map-backend-not-in-the-program": (
+        lambda: check_load(SENT, ("ProbeA",), report(A_EXACT, B_EXACT)),
+        (Difference(K.UNEXPECTED_ENTRY, "ProbeB", None, None, B_EXACT,
+                    note="it is in the map, not a delegate of the program: "
+                         "its init should never run"),)),
+    "entry-of-a-stranger": (
+        lambda: check_set(SENT, report(A_EXACT, B_EXACT, probe("Stranger"), action=Action.SET)),
+        (Difference(K.UNEXPECTED_ENTRY, "Stranger", None, None, probe("Stranger"),
+                    note="it is not a backend of the request"),)),
+    "option-of-an-ignored-backend": (
+        lambda: check_load(SENT_WITH_A_STRANGER, ("ProbeA",), report(
+            probe("ProbeA", ("threads", 4), ("secret", "x")))),
+        (Difference(K.MISROUTED, "ProbeA", "secret", None, "x", belongs_to=("NotInProgram",)),)),
+    "same-key-other-type-is-extra": (
+        lambda: check_load(SENT, ("ProbeA", "ProbeB"), report(A_EXACT, probe(
+            "ProbeB", ("threads", 2), ("cache", "/tmp/c"), ("fast", 1)))),
+        (Difference(K.EXTRA_OPTION, "ProbeB", "fast", None, 1),)),
+    "swapped-spans": (
+        lambda: check_load(SENT, ("ProbeA", "ProbeB"), report(A_GOT_B, B_GOT_A)),
+        (Difference(K.WRONG_VALUE, "ProbeA", "threads", 4, 2),
+         Difference(K.MISSING_OPTION, "ProbeA", "fast", True, None),
+         Difference(K.MISSING_OPTION, "ProbeA", "mode", "perf", None),
+         Difference(K.MISROUTED, "ProbeA", "cache", None, "/tmp/c", belongs_to=("ProbeB",)),
+         Difference(K.WRONG_VALUE, "ProbeB", "threads", 2, 4),
+         Difference(K.MISSING_OPTION, "ProbeB", "cache", "/tmp/c", None),
+         Difference(K.MISROUTED, "ProbeB", "fast", None, True, belongs_to=("ProbeA",)),
+         Difference(K.MISROUTED, "ProbeB", "mode", None, "perf", belongs_to=("ProbeA",)))),
+}
+
+
+@pytest.mark.parametrize("case", WHOLE_DIFFERENCES)
+def test_each_difference_names_everything_whole(case: str) -> None:
+    """Every field of every difference, in order: a check that named the wrong backend,
+    hook, count or owner would fail here, not only one that got the kind wrong."""
+    make, expected = WHOLE_DIFFERENCES[case]
+    verdict = make()
+    assert verdict.differences == expected, verdict.render()

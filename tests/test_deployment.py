@@ -107,7 +107,7 @@ def test_unknown_modes_and_a_bundled_prebuilt_are_one_line_profile_errors(tmp_pa
     with pytest.raises(ProfileError, match=r"agent.deployment: 'bionic' is not one of auto, "
                                            r"native, glibc-bundle"):
         profile({"deployment": "bionic"})
-    with pytest.raises(ProfileError, match="agent.prebuilt is run as it was built"):
+    with pytest.raises(ProfileError, match=r"agent\.prebuilt is run as it was built"):
         profile({"deployment": "glibc-bundle", "prebuilt": str(tmp_path)})
 
 
@@ -120,7 +120,7 @@ def test_shipped_phone_profiles_use_the_bundle():
 
 def test_android_abi_runs_natively_only_as_an_ndk_build():
     device = HostedDevice(profile({"deployment": "native"}), AnsweringTransport("android", PHONE))
-    with pytest.raises(DeviceSetupError, match="arm64-v8a with agent.deployment: glibc-bundle"):
+    with pytest.raises(DeviceSetupError, match=r"arm64-v8a with agent\.deployment: glibc-bundle"):
         device.agent_build()
 
 
@@ -130,6 +130,6 @@ def test_the_bundle_is_for_aarch64_agents_only(tmp_path):
         agent=dataclasses.replace(load_profile("host").agent, deployment="glibc-bundle"),
     )
     device = HostedDevice(host, LocalTransport(str(tmp_path)))
-    with pytest.raises(DeviceSetupError, match="agent.deployment: the glibc bundle carries "
+    with pytest.raises(DeviceSetupError, match=r"agent\.deployment: the glibc bundle carries "
                                                "aarch64 glibc; the x86_64 agent runs as it is"):
         device.deploy_agent()

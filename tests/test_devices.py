@@ -48,7 +48,8 @@ def test_deploy_skips_files_the_device_already_has(tmp_path):
     profile = host_profile(tmp_path)
     first = CountingTransport(str(tmp_path))
     agent = HostedDevice(profile, first).deploy_agent()
-    assert first.pushed[0] == "et-agent" and any(n.startswith("libexecutorch") for n in first.pushed)
+    assert first.pushed[0] == "et-agent"
+    assert any(n.startswith("libexecutorch") for n in first.pushed)
 
     again = CountingTransport(str(tmp_path))
     assert HostedDevice(profile, again).deploy_agent() == agent
@@ -98,7 +99,7 @@ def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path, mo
         {"transport": {"kind": "local"}, "work_dir": str(tmp_path), "agent": {"prebuilt": "nope"}},
         tmp_path / "profile.yaml",
     )
-    with pytest.raises(DeviceSetupError, match="agent.prebuilt: no et-agent"):
+    with pytest.raises(DeviceSetupError, match=r"agent\.prebuilt: no et-agent"):
         open_device(profile).deploy_agent()
 
 
@@ -124,7 +125,7 @@ def test_prebuilt_files_that_link_outside_the_directory_are_not_pushed(tmp_path,
 
 def test_android_abi_without_an_ndk_build_is_a_clear_setup_error(tmp_path):
     profile = dataclasses.replace(host_profile(tmp_path), abi="arm64-v8a")
-    with pytest.raises(DeviceSetupError, match="android-arm64.md"):
+    with pytest.raises(DeviceSetupError, match=r"android-arm64\.md"):
         HostedDevice(profile, LocalTransport(str(tmp_path))).deploy_agent()
 
 

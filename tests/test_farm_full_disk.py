@@ -130,7 +130,8 @@ def test_a_disk_that_stays_full_keeps_whole_lines_and_the_report_says_what_is_mi
     assert "30 passed" in run.stdout, run.stdout  # every test ran
     assert (
         f"NOT WRITTEN: {30 - len(written)} of 30 results are not in {results} "
-        "(No space left on device (ENOSPC)); they are only in this summary and the JUnit XML, if any"
+        "(No space left on device (ENOSPC)); they are only in this summary and the JUnit XML, "
+        "if any"
     ) in run.stdout
     assert run.returncode == 1, run.stdout  # an incomplete record is no green run
 

@@ -19,12 +19,13 @@ from harness.agent.session import AgentSession
 from harness.check import check_set
 from harness.config.profile import parse_profile
 from harness.devices.core_files import collect_core_files
+from harness.errors import InfrastructureError
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.html_report import render_report, write_report
-from harness.farm.infra import InfrastructureError, infrastructure_error
+from harness.farm.infra import infrastructure_error
 from harness.farm.junit import amend_junit
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.merge import main as merge_main
@@ -60,7 +61,9 @@ def _profiles_dir(tmp_path: Path, specs: dict[str, list[str]]) -> Path:
 
 def test_selection_by_names_all_tags_and_paths(tmp_path):
     devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": ["lab", "arm"], "c": []})
-    names = lambda spec: [p.name for p in select_profiles(spec, devices)]
+    def names(spec):
+        return [p.name for p in select_profiles(spec, devices)]
+
     assert names("b,a") == ["b", "a"]
     assert names("all") == ["a", "b", "c"]
     assert names("tag:lab") == ["a", "b"]
@@ -157,7 +160,7 @@ def test_health_asks_for_a_check_after_k_consecutive_infrastructure_errors():
     health.quarantine("HELLO timed out")
     health.quarantine("a later reason")
     assert not health.needs_check
-    with pytest.raises(DeviceQuarantined, match="'dev' is quarantined .*: HELLO timed out"):
+    with pytest.raises(DeviceQuarantined, match=r"'dev' is quarantined .*: HELLO timed out"):
         health.ensure_usable()
 
 

@@ -12,11 +12,11 @@ backends (XnnpackBackend, QnnBackend, OpenvinoBackend), five of them faults a re
 backend accepts silently (a valid value changed, an extra key, part of the list, the
 list reordered, another model's specs: it loads and computes the same); the agent's
 records of the real backends make every one a delivery difference, and they run only
-the real-backend suites (``REAL_SUITES``). Four strike the seam between models, loads and threads (specs that
-stick to a backend and reach the next model, global values that leak into specs, a
-loading thread handed another thread's map, or the specs of the init that raced it),
-caught by the multi-model suites (suites/test_models*.py); the two thread faults touch
-only models loaded CONCURRENT, so only the concurrent cases catch them. A table of
+the real-backend suites (``REAL_SUITES``). Four strike the seam between models, loads
+and threads (specs that stick to a backend and reach the next model, global values that
+leak into specs, a loading thread handed another thread's map, or the specs of the init
+that raced it), caught by the multi-model suites (suites/test_models*.py); the two thread
+faults touch only models loaded CONCURRENT, so only the concurrent cases catch them. A table of
 fault -> catching tests is printed (``-s`` shows it).
 """
 
@@ -132,6 +132,16 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def suite_run_environment(profile: Path) -> dict[str, str]:
+    """This environment for a suite run of ``profile`` (trusted: its agent.env runs here),
+    with bytecode written: under ``PYTHONDONTWRITEBYTECODE`` each of the 21 runs would
+    compile and assertion-rewrite every module again (~5 s each); so the first run caches
+    them and the others read them."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", TRUSTED_PROFILES_ENV: str(profile)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
     """The device suites on a host profile whose agent runs under the shim with ``fault``."""
     work = base / fault
@@ -150,14 +160,13 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
     )
     results_dir = work / "results"
     suites = list(REAL_SUITES) if fault.startswith("real_") else ["suites"]
+    # --tb=line: a traceback per failure costs pytest ~50 ms (it parses the source of
+    # every frame), most of a fault run's time, and the verdicts are in results.jsonl.
     command = [sys.executable, "-m", "pytest", *suites, "--device", str(profile), "-q",
-               "-p", "no:cacheprovider", "--results-dir", str(results_dir),
+               "-p", "no:cacheprovider", "--tb=line", "--results-dir", str(results_dir),
                "--lock-dir", str(work / "locks")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S,
-                          env={**os.environ, "PYTHONHASHSEED": "0",
-                               TRUSTED_PROFILES_ENV: str(profile)},  # its agent.env runs here
-                          check=False)
+                          timeout=RUN_TIMEOUT_S, env=suite_run_environment(profile), check=False)
     results = tuple(read_results(results_dir / RESULTS_FILE))
     log = work / "shim.log"
     calls = log.read_text("utf-8").splitlines() if log.is_file() else []
@@ -194,8 +203,8 @@ def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Faul
         print(f"{name:<28} {len(run.caught_by):>6} {len(run.diff_caught_by):>6}  "
               f"{shown + more or '-- NOT CAUGHT --'}")
     inert = done["none"]
-    print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  failures in "
-          f"{len(inert.results)} tests")
+    print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  "
+          f"failures in {len(inert.results)} tests")
     return done
 
 

@@ -100,7 +100,7 @@ def test_linked_and_shipped_libraries_are_bundled_and_the_bundle_runs_with_the_s
             "qemu-aarch64", *start_argv(str(bundle.agent))]  # fmt: skip
     ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert (ran.returncode, ran.stdout) == (0, "answer 42\n"), ran.stderr
-    plain = subprocess.run(argv[:-4] + [str(bundle.agent)], capture_output=True, text=True,
+    plain = subprocess.run([*argv[:-4], str(bundle.agent)], capture_output=True, text=True,
                            timeout=60, check=False)  # fmt: skip
     assert plain.returncode != 0 and LOADER_NAME in plain.stderr  # no glibc but the bundle's
 

@@ -165,7 +165,7 @@ def test_concurrent_writers_lose_no_row_and_corrupt_nothing(target, tmp_path):
     # Three writers open the new store at once: one makes the tables, the others wait.
     writers = [_writer(target, f"w{n}", 60, tmp_path / f"w{n}") for n in range(3)]
     for writer in writers:
-        out, err = writer.communicate(timeout=240)
+        _, err = writer.communicate(timeout=240)
         assert writer.returncode == 0, err
     store = HistoryStore.open(target)
     runs = store.recent_runs(10)

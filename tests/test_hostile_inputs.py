@@ -532,4 +532,5 @@ def test_the_documented_limits_are_the_enforced_ones() -> None:
     limits = (ROOT / "docs" / "map-files.md").read_text(encoding="utf-8").split("## Limits")[1]
     assert f"{MAX_INPUT_BYTES // (1 << 20)} MiB ({MAX_INPUT_BYTES:,} bytes)" in limits
     assert f"{MAX_DEPTH} levels" in limits and f"{MAX_VALUES:,} in the document" in limits
-    assert f"{MAX_NUMBER_CHARS} characters" in limits and f"first {BRIEF_CHARS} characters" in limits
+    assert f"{MAX_NUMBER_CHARS} characters" in limits
+    assert f"first {BRIEF_CHARS} characters" in limits

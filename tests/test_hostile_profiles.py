@@ -225,7 +225,8 @@ LOCAL = "{kind: local}"
     [
         (SSH % "user: 'et;touch MARKER'", "", "transport.user", "holds ';'"),
         (SSH % "user: -oProxyCommand", "", "transport.user", "starts with '-'"),
-        ("{kind: ssh, host: '-oProxyCommand=touch MARKER'}", "", "transport.host", "starts with '-'"),
+        ("{kind: ssh, host: '-oProxyCommand=touch MARKER'}", "", "transport.host",
+         "starts with '-'"),
         ("{kind: ssh, host: 'a b'}", "", "transport.host", "holds whitespace"),
         ("{kind: ssh, host: \"a\\tb\"}", "", "transport.host", "control byte"),
         ("{kind: ssh, host: '::1%eth0'}", "", "transport.host", "zone ids"),

@@ -446,7 +446,8 @@ def test_the_next_run_removes_a_dead_runs_leftovers_but_not_a_live_runs(tmp_path
     assert_gone(live_print, live.token, "the live run, once stopped")
 
 
-CONTROLLER_EXIT_WITHIN = 6.5  # s (3.5-4.9 s seen); xdist alone waits 10 s for its workers (8.4-13.3 s seen)
+# s (3.5-4.9 s seen); xdist alone waits 10 s for its workers (8.4-13.3 s seen)
+CONTROLLER_EXIT_WITHIN = 6.5
 
 SLEEPERS = """\
 import time

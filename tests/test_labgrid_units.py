@@ -52,7 +52,8 @@ def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
     assert pool.asks_for("x", {"kind": "mcu", "pool": "lab", "more": "y"})
     assert not pool.asks_for("x", {"kind": "mcu"})
     assert (pool.coordinator, pool.reset) == ("127.0.0.1:20408", "power")
-    assert "labgrid" not in without_labgrid(_profile({"kind": "local", "labgrid": {"place": "p"}})).settings
+    profile = _profile({"kind": "local", "labgrid": {"place": "p"}})
+    assert "labgrid" not in without_labgrid(profile).settings
 
 
 @pytest.mark.parametrize(
@@ -90,7 +91,7 @@ def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch)
     profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
     require_labgrid(profile)  # installed here
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(LabgridNotInstalled, match="labgrid is not installed here.*labgrid"):
+    with pytest.raises(LabgridNotInstalled, match=r"labgrid is not installed here.*labgrid"):
         require_labgrid(profile)
 
 
@@ -290,7 +291,8 @@ def test_the_coordinators_view_names_holders_reservations_and_exporters():
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"tags": (("kind", "mcu\n  acquired: runner1/ci"),)}, r"tags.kind: 'mcu\\n  acquired: runner1/ci' holds the control byte '\\n'"),
+        ({"tags": (("kind", "mcu\n  acquired: runner1/ci"),)},
+         r"tags.kind: 'mcu\\n  acquired: runner1/ci' holds the control byte '\\n'"),
         ({"tags": (("kind", "mcu"), ("adb_serial", "A" * 1100))},
          r"tags.adb_serial: .*longer than 255"),
         ({"tags": (("Kind", "mcu"),)}, r"tags: key 'Kind' is not"),
@@ -338,7 +340,8 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
             "-Y", "  options:", "-Y", "    max-connections: 10"]
     assert rewrite(argv, "127.0.0.2") == [
         "-d", "-n", "-Y",
-        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),127.0.0.2,4001",
+        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),"
+        "127.0.0.2,4001",
         "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
         "-Y", "  options:", "-Y", "    chardelay: false", "-Y", "    max-connections: 10"]
     assert rewrite(["-v"], "127.0.0.3") == ["-v"]
@@ -365,7 +368,8 @@ def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
         "tags": {"pool": "lab"}, "quarantine": "lab"}}))
     assert lab.filters == {"pool": "lab", "et_health": "ok"}
     assert lab.what == "a labgrid place with tags pool=lab"
-    with pytest.raises(ProfileError, match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
+    with pytest.raises(ProfileError,
+                       match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
         LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
             "place": "p", "quarantine": "everywhere"}}))
     profiles = [_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}, "pool"),
@@ -429,7 +433,7 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
     assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
     command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
-    argv = shlex.split(command.replace("${{ matrix.pool }}", "lab-mcu").replace("$WORKERS", "2"))
+    argv = shlex.split(command.replace("$POOL", "lab-mcu").replace("$WORKERS", "2"))
     assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
     assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
     argv = [sys.executable, *argv[1:]]

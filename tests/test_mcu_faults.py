@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.agent.session import AgentSession
 from harness.agent.program_upload import ProgramUploadingSession
+from harness.agent.session import AgentSession
 from harness.devices.firmware import firmware_session
 from harness.emulators.fault_relay import FaultRates, FaultRelay
 from harness.emulators.qemu_mcu import QemuMcu

@@ -304,7 +304,8 @@ def test_module_load_paths_are_unsupported_and_nothing_is_initialised(
     link: AgentSession, path: LoadPath
 ) -> None:
     register(link, ("A",))
-    report = link.request(Request.load("", ("A",), OptionsMap.from_dict({"A": {"k": 1}}), path=path))
+    options = OptionsMap.from_dict({"A": {"k": 1}})
+    report = link.request(Request.load("", ("A",), options, path=path))
     assert (report.outcome, report.entries) == (Outcome.UNSUPPORTED, ())
     assert "program only" in report.message
     for keep, method in ((True, ""), (False, "second")):
@@ -395,7 +396,9 @@ def full_map(names: tuple[str, ...], count: int, *, checked: bool = True) -> Opt
     )
 
 
-def test_hello_announces_the_capacity_its_ram_holds(link: AgentSession, mcu_board: McuBoard) -> None:
+def test_hello_announces_the_capacity_its_ram_holds(
+    link: AgentSession, mcu_board: McuBoard
+) -> None:
     hello = ok(link.request(Request(Action.HELLO)))
     assert fact(hello, "backend_option_bytes") == 324  # sizeof(BackendOption) on Cortex-M
     per_backend, per_map, per_request = capacity(link)
@@ -586,7 +589,8 @@ def test_link_over_a_pty_device_path(firmware: Path, mcu_board: McuBoard) -> Non
         match = re.search(r"(/dev/pts/\d+)", line)
         assert match, f"QEMU did not name its pty within 10 s: {line!r}"
         with connect(SerialPortConfig(url=match.group(1), baudrate=115200)) as link:
-            assert ok(AgentSession(link).request(Request(Action.HELLO))).fact("abi") == mcu_board.abi
+            hello = ok(AgentSession(link).request(Request(Action.HELLO)))
+            assert hello.fact("abi") == mcu_board.abi
             link.exit_device(5)
             assert process.wait(5) == 5
     finally:

@@ -261,7 +261,7 @@ def test_fault_relay_without_faults_is_transparent(echo_server: int) -> None:
 
 
 def test_fault_rates_are_checked() -> None:
-    with pytest.raises(ValueError, match="0..1"):
+    with pytest.raises(ValueError, match=r"0\.\.1"):
         FaultRates(corrupt=1.5)
     with pytest.raises(ValueError, match="more than 1"):
         FaultRates(corrupt=0.6, drop=0.6)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_agent_host import REAL_BACKENDS, AgentProcess, agent, build, opts  # noqa: F401
+import test_agent_host
+from test_agent_host import REAL_BACKENDS, AgentProcess, opts
 
 from harness.agent.build import AgentBuild
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
@@ -17,6 +18,9 @@ from harness.model.messages import Action, Outcome, Report, Request
 from harness.model.options import OptionsMap
 from harness.model.runtime_error import RuntimeErrorCode as E
 from harness.runner import open_runner
+
+agent = test_agent_host.agent  # the fixtures, shared
+build = test_agent_host.build
 
 
 def load_xnnpack(agent: AgentProcess, options: OptionsMap, probes: tuple[str, ...] = ()) -> Report:

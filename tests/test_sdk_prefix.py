@@ -84,7 +84,7 @@ def test_prefix_below_1_5_0_is_refused_clearly(tmp_path) -> None:
 
 @pytest.mark.parametrize("version", ["1.4.1", "1.2.0", "0.7.0"])
 def test_pinned_versions_below_1_5_0_are_refused(version) -> None:
-    with pytest.raises(SdkTooOld, match="agent/executorch-sdk.lock: executorch"):
+    with pytest.raises(SdkTooOld, match=r"agent/executorch-sdk\.lock: executorch"):
         check_sdk_version(version, "agent/executorch-sdk.lock")
     check_sdk_version("1.5.0", "agent/executorch-sdk.lock")
 
@@ -93,7 +93,7 @@ def test_prefix_problems_name_the_setting_and_the_fix(tmp_path) -> None:
     with pytest.raises(SdkPrefixError, match=f"{SDK_ENV}: .* is not a directory"):
         sdk_from_prefix(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SdkPrefixError, match="has no lib/libexecutorch.so"):
+    with pytest.raises(SdkPrefixError, match=r"has no lib/libexecutorch\.so"):
         sdk_from_prefix(tmp_path / "empty")
 
 
@@ -119,5 +119,5 @@ def test_profile_field_agent_sdk_names_a_prefix_the_user_trusts(tmp_path, monkey
     monkeypatch.setenv(SDK_ENV, str(mine))
     assert load_profile(str(profile)).agent.sdk == mine
     profile.write_text("transport: {kind: local}\nagent: {sdk: ../a, prebuilt: ../b}\n")
-    with pytest.raises(ProfileError, match="agent.sdk: .* not both"):
+    with pytest.raises(ProfileError, match=r"agent\.sdk: .* not both"):
         load_profile(str(profile))

@@ -485,7 +485,8 @@ def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
     try:
         shared.chmod(0o777)  # as another user of the board made it: not sticky
         with pytest.raises(UnsafeDirectoryError,
-                           match=rf"^b.yaml: work_dir: {shared} is writable by group \(mode 0777\)"):
+                           match=rf"^b.yaml: work_dir: {shared} is writable by group "
+                                 r"\(mode 0777\)"):
             transport.facts()
         shared.chmod(0o755)
         os.chown(shared, 65534, 65534)

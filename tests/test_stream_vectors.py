@@ -154,7 +154,7 @@ def test_python_reader(name: str) -> None:
         fed_in_chunks(stream, 7),
         fed_as_a_host_feeds(stream),
     ):
-        assert [python_answer(u) for u in units] == list(zip(want, starts))
+        assert [python_answer(u) for u in units] == list(zip(want, starts, strict=True))
 
 
 @pytest.mark.parametrize("name", stream_names())
@@ -167,7 +167,7 @@ def test_python_reader_answers_as_soon_as_the_deciding_bytes_are_in(name: str) -
         seen_at += [(position + 1, unit) for unit in reader.feed(stream[position : position + 1])]
     seen_at += [(None, unit) for unit in reader.end()]
     assert len(seen_at) == len(vector["answers"])
-    for (when, unit), answer in zip(seen_at, vector["answers"]):
+    for (when, unit), answer in zip(seen_at, vector["answers"], strict=True):
         start, end = answer["span"]
         if isinstance(unit, StreamMessage):
             assert when == end, answer
@@ -178,7 +178,7 @@ def test_python_reader_answers_as_soon_as_the_deciding_bytes_are_in(name: str) -
 
 
 def test_python_reader_refuses_a_bad_limit() -> None:
-    with pytest.raises(ValueError, match="max_message must be 21..1048576"):
+    with pytest.raises(ValueError, match=r"max_message must be 21\.\.1048576"):
         StreamReader(wire.MessageType.REQUEST, 20)
 
 
@@ -334,7 +334,7 @@ def test_mcu_firmware_answers_each_unit_as_one_link_message(mcu: QemuMcu, name: 
     answers = []
     with mcu.connect() as link:
         session = AgentSession(link)
-        for answer, want in zip(vector["answers"], expected(vector, framed=True)):
+        for answer, want in zip(vector["answers"], expected(vector, framed=True), strict=True):
             start, end = answer["span"]
             answers.append(answer_of(session.send_raw(stream[start:end], seq=want[0])))
         assert mcu.shutdown(link, 0) == 0

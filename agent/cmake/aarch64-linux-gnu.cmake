@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cross-compiles the device agent for arm64 Linux (glibc) with Debian's
 # g++-aarch64-linux-gnu, against the executorch manylinux_2_28_aarch64 wheel.
 #

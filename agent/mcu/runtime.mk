@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # runtime.mk - the ExecuTorch runtime core compiled from a source tree (included by
 # the Makefile when EXECUTORCH_SOURCE is set).
 #

@@ -17,6 +17,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from harness.errors import UsageError
+
 ENV_VAR = "ET_HARNESS_SOURCE"
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_TREE = ROOT.parent / "shared" / "vendor" / "executorch"
@@ -27,7 +29,7 @@ _COMMIT = re.compile(r"\bcommit ([0-9a-f]{7,40})\b")
 _GIT_TIMEOUT_S = 10
 
 
-class RuntimeSourceError(Exception):
+class RuntimeSourceError(UsageError):
     """The named source tree is not an ExecuTorch source tree the firmware can use."""
 
 

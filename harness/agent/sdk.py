@@ -7,6 +7,11 @@ for one ABI with ``pip download --no-deps --require-hashes`` (so none of its
 heavy Python dependencies is installed), extracts only those parts into the
 harness cache and returns where they are. The version and the wheels' hashes are
 pinned in ``agent/executorch-sdk.lock``.
+
+A fetch works in a staging directory beside its target and renames it into place, so an
+interrupted one leaves only that staging directory (e.g. a truncated wheel) behind, never
+a tree taken for complete; :func:`repair_sdk_cache` (``python -m harness.agent.sdk
+--repair``, which ``ci/setup.sh`` runs) removes such leftovers.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import filelock
 
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "agent" / "executorch-sdk.lock"
@@ -44,7 +50,7 @@ _LAYOUT_REVISION = 2
 _PIP_TIMEOUT_S = 600
 
 
-class SdkError(Exception):
+class SdkError(UsageError):
     """The ExecuTorch SDK could not be provided."""
 
 
@@ -174,10 +180,43 @@ def ensure_sdk(abi: str) -> SdkPaths:
             wheel = _download_wheel(abi, Path(tmp) / "wheel")
             staging = Path(tmp) / "sdk"
             _extract_sdk(wheel, staging)
-            if target.exists():  # a partial tree from an interrupted run: replace it
-                shutil.rmtree(target)
+            if target.exists():  # a partial tree from an interrupted run: moved aside
+                target.rename(Path(tmp) / "replaced")  # and removed with the staging dir
             staging.rename(target)
     return paths
+
+
+def repair_sdk_cache() -> list[Path]:
+    """Remove what interrupted fetches left in the SDK cache and return it: staging
+    directories (a truncated wheel, a half-extracted tree) and incomplete SDK trees.
+
+    Each target is repaired under its fetch lock, so a fetch in progress in another
+    process (which holds it) is left alone.
+    """
+    root = cache_root() / "sdk"
+    leftovers: dict[str, list[Path]] = {}
+    for entry in sorted(root.iterdir()) if root.is_dir() else ():
+        if not entry.is_dir():
+            continue
+        if entry.name.startswith("."):  # ".{target}.{random}": a fetch's staging directory
+            leftovers.setdefault(entry.name[1:].rpartition(".")[0], []).append(entry)
+        elif entry.name.endswith(f"-r{_LAYOUT_REVISION}") and not _is_complete(
+            SdkPaths(root=entry, abi="", version="")
+        ):  # an older layout's tree is left to the checkout that uses it
+            leftovers.setdefault(entry.name, []).append(entry)
+    removed: list[Path] = []
+    for target, entries in leftovers.items():
+        try:
+            with filelock.FileLock(str(root / f"{target}.lock"), timeout=0):
+                for entry in entries:
+                    if entry.name.startswith(".") or not _is_complete(
+                        SdkPaths(root=entry, abi="", version="")
+                    ):
+                        shutil.rmtree(entry, ignore_errors=True)
+                        removed.append(entry)
+        except filelock.Timeout:
+            continue  # being fetched right now
+    return removed
 
 
 def _is_complete(paths: SdkPaths) -> bool:
@@ -259,3 +298,17 @@ def _extract_sdk(wheel: Path, staging: Path) -> None:
             f"{wheel.name} lacks {', '.join(missing)} ({kept} files kept); "
             "the pinned executorch version may not ship its C++ SDK"
         )
+
+
+def main(argv: list[str]) -> int:
+    """``python -m harness.agent.sdk --repair``: remove leftovers of interrupted fetches."""
+    if argv != ["--repair"]:
+        print("usage: python -m harness.agent.sdk --repair", file=sys.stderr)
+        return 2
+    for path in repair_sdk_cache():
+        print(f"removed {path}: left by an interrupted SDK fetch")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -8,6 +8,18 @@ the same value and the same order. ``verdict.raise_for_differences()`` raises
 :class:`DeliveryMismatch`, whose message is :meth:`Verdict.render`: per backend,
 the sent and received options aligned side by side, differing lines marked.
 
+A verdict is examined when a test reads ``ok``, ``differences``, ``kinds()``,
+``backend()`` or calls ``raise_for_differences()``; the ``et`` fixture fails a test that
+leaves one with differences unexamined (:class:`VerdictNotExamined`, naming the call
+that made it), and ``verdict.ignore_differences()`` is the explicit opt-out for a test of
+a refusal that asserts on ``verdict.report`` alone.
+
+With :mod:`harness.options` and :mod:`harness.runner` (the ``et`` fixture's types) this
+is the interface suites use, so it also exports the vocabulary of the requests and
+reports a verdict is about: :class:`Request`, :class:`Report`, :class:`Action`,
+:class:`Outcome`, :class:`LoadPath`, the runtime's :class:`RuntimeErrorCode` and the
+wire's :class:`WireErrorCode` (a REJECTED report's ``detail``).
+
 ``model`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text.
 """
 
@@ -20,17 +32,41 @@ from harness.check.model import (
     DifferenceValue,
     OptionRow,
     Verdict,
+    VerdictNotExamined,
 )
 from harness.check.rendering import format_value, show_name
+from harness.codec.wire import WireErrorCode
+from harness.model.messages import (
+    MAX_MODELS,
+    Action,
+    LoadPath,
+    LoadSpec,
+    Outcome,
+    Report,
+    ReportEntry,
+    Request,
+)
+from harness.model.runtime_error import RuntimeErrorCode
 
 __all__ = [
+    "MAX_MODELS",
+    "Action",
     "BackendOutcome",
     "DeliveryMismatch",
     "Difference",
     "DifferenceKind",
     "DifferenceValue",
+    "LoadPath",
+    "LoadSpec",
     "OptionRow",
+    "Outcome",
+    "Report",
+    "ReportEntry",
+    "Request",
+    "RuntimeErrorCode",
     "Verdict",
+    "VerdictNotExamined",
+    "WireErrorCode",
     "check_get",
     "check_load",
     "check_set",

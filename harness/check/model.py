@@ -8,9 +8,10 @@ text import it when called, as it reads these types.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from harness.errors import CheckFailure
 from harness.model.messages import Action, LoadPath, Outcome, Report, ReportEntry
 from harness.model.options import Option, OptionValue
 
@@ -109,12 +110,41 @@ class BackendOutcome:
         return not self.differences
 
 
-class DeliveryMismatch(AssertionError):
+class DeliveryMismatch(AssertionError, CheckFailure):
     """The backends did not receive exactly what was sent; the message is the full diff."""
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         super().__init__(verdict.render())
+
+
+class Examination:
+    """Whether a verdict's differences were looked at: the one mutable part of a verdict."""
+
+    __slots__ = ("examined",)
+
+    def __init__(self) -> None:
+        self.examined = False
+
+
+class VerdictNotExamined(AssertionError, CheckFailure):
+    """A test ended with verdicts whose differences it never looked at: a forgotten check.
+
+    The message names the call that made each one and what to do.
+    """
+
+    def __init__(self, verdicts: tuple[Verdict, ...]) -> None:
+        self.verdicts = verdicts
+        lines = [
+            f"{v.made_at or 'a check'} returned a verdict with differences that the test "
+            f"never examined: {v.summary()}"
+            for v in verdicts
+        ]
+        super().__init__(
+            "\n".join(lines) + "\ncheck it with verdict.raise_for_differences() (or assert on "
+            "verdict.ok / verdict.kinds()); a test of a refusal that asserts on "
+            "verdict.report alone says so with verdict.ignore_differences()"
+        )
 
 
 @dataclass(frozen=True, repr=False)
@@ -123,7 +153,13 @@ class Verdict:
 
     ``ignored_backends`` are map entries for backends that are not delegates of the
     program (LOAD only): the runtime ignores them silently, which is not a failure.
-    ``path`` is the load path a LOAD went through (None for SET and GET).
+    ``path`` is the load path a LOAD went through (None for SET and GET). ``made_at``
+    is the test's call that made it (``suites/test_x.py:12 et.load``), where known.
+
+    A verdict is *examined* once ``ok``, ``differences``, ``kinds()``, ``backend()``,
+    ``raise_for_differences()``, ``summary()``, ``render()`` or ``ignore_differences()``
+    was called: the ``et`` fixture fails a test that leaves a verdict with differences
+    unexamined (:attr:`examined`).
     """
 
     action: Action
@@ -132,6 +168,8 @@ class Verdict:
     report_differences: tuple[Difference, ...] = ()
     ignored_backends: tuple[str, ...] = ()
     path: LoadPath | None = None
+    made_at: str = field(default="", compare=False)
+    _examination: Examination = field(default_factory=Examination, compare=False)
 
     @property
     def label(self) -> str:
@@ -145,14 +183,35 @@ class Verdict:
     @property
     def differences(self) -> tuple[Difference, ...]:
         """All differences: the report's first, then each backend's, in request order."""
+        self._examination.examined = True
         return self.report_differences + tuple(d for b in self.backends for d in b.differences)
 
     @property
     def ok(self) -> bool:
         return not self.differences
 
+    @property
+    def examined(self) -> bool:
+        """True once the test looked at the differences (see the class docstring)."""
+        return self._examination.examined
+
+    @property
+    def unexamined_differences(self) -> bool:
+        """True for a verdict with differences that nobody looked at: a forgotten check.
+        Reading this does not count as examining."""
+        return not self.examined and bool(
+            self.report_differences or any(b.differences for b in self.backends)
+        )
+
+    def ignore_differences(self) -> Verdict:
+        """Mark the differences as deliberately not checked and return the verdict: for
+        a test of a refusal that asserts on ``verdict.report`` alone."""
+        self._examination.examined = True
+        return self
+
     def backend(self, name: str) -> BackendOutcome | None:
         """The outcome for backend ``name``, or None."""
+        self._examination.examined = True
         return next((b for b in self.backends if b.name == name), None)
 
     def kinds(self) -> tuple[DifferenceKind, ...]:
@@ -172,10 +231,12 @@ class Verdict:
         """One line: ``load: ok, 2 backends as expected`` or the first few differences."""
         from harness.check.rendering import summary
 
+        self._examination.examined = True
         return summary(self)
 
     def render(self) -> str:
         """Multi-line text: the report's problems, then each backend's aligned options."""
         from harness.check.rendering import render
 
+        self._examination.examined = True
         return render(self)

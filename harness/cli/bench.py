@@ -27,6 +27,7 @@ from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.codec import wire
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
+from harness.errors import CheckFailure
 from harness.model.messages import Action, LoadSpec, Outcome, Report, Request
 from harness.model.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
@@ -34,7 +35,7 @@ from harness.runner import CaseRunner
 SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 
 
-class BenchmarkError(Exception):
+class BenchmarkError(CheckFailure):
     """A benchmark case did not come back correct; figures would be meaningless."""
 
 
@@ -167,15 +168,12 @@ def session_pipelined(
 
 def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Latency:
     """(b) push a request file, run the agent one-shot, pull the report file, per case."""
-    agent = device.deploy_agent()
     requests = wire.encode_request(Request.register(options.backend_ids)) + wire.encode_request(
         _case_request(device, options)
     )
     remote_in = posixpath.join(device.work_dir, "bench", "requests.bin")
     remote_out = posixpath.join(device.work_dir, "bench", "reports.bin")
-    started = device.agent_argv(agent)
-    argv = [*device.profile.agent.wrapper, *started, "--oneshot", remote_in, remote_out]
-    env = dict(device.profile.agent.env) or None
+    argv, env = device.agent_command("--oneshot", remote_in, remote_out)  # as sessions start it
     timeout = device.profile.timeouts.command
     with tempfile.TemporaryDirectory() as tmp:
         local_in, local_out = Path(tmp, "requests.bin"), Path(tmp, "reports.bin")

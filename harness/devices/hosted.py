@@ -173,12 +173,23 @@ class HostedDevice(Device):
                 )
         return (binary, *libraries)
 
-    def agent_argv(self, agent: str) -> list[str]:
-        """How the deployed ``agent`` is started here: by the glibc bundle's own loader,
-        or as it is (the profile's wrapper goes in front of either)."""
-        if self.deployment().mode is Deployment.GLIBC_BUNDLE:
-            return start_argv(agent)
-        return [agent]
+    def agent_command(self, *arguments: str) -> tuple[list[str], dict[str, str] | None]:
+        """The argv and environment that start the agent here with ``arguments`` (say
+        ``--no-records`` for a session; ``--oneshot IN OUT`` for a one-shot run), the
+        agent deployed first.
+
+        The one way an agent is started, for sessions and one-shot runs alike: the
+        profile's ``agent.wrapper``, the race detector's launcher (if any), then the agent
+        as its deployment runs it (itself, or through the glibc bundle's loader).
+        """
+        agent = self.deploy_agent()
+        bundled = self.deployment().mode is Deployment.GLIBC_BUNDLE
+        started = start_argv(agent) if bundled else [agent]
+        race_log = self._race_log()
+        detector_argv, detector_env = race_log.launch() if race_log else ((), {})
+        argv = [*self.profile.agent.wrapper, *detector_argv, *started, *arguments]
+        env = {**self.profile.agent.env, **detector_env}
+        return argv, env or None
 
     def start_link(
         self, time_limit: TimeLimit | None = None, *, records: bool | None = None
@@ -189,18 +200,11 @@ class HostedDevice(Device):
         beyond ``time_limit``. ``records`` overrides the profile's ``agent.records``
         (the bench measures both).
         """
-        agent = self.deploy_agent()
-        mode = self.deployment().mode
-        started = self.agent_argv(agent)
-        race_log = self._race_log()
-        detector_argv, detector_env = race_log.launch() if race_log else ((), {})
         recording = self.profile.agent.records if records is None else records
-        no_records = () if recording else ("--no-records",)
-        argv = [*self.profile.agent.wrapper, *detector_argv, *started, *no_records]
-        env = {**self.profile.agent.env, **detector_env}
-        stream = self.transport.open_stream(argv, env=env or None)
+        argv, env = self.agent_command(*(() if recording else ("--no-records",)))
+        stream = self.transport.open_stream(argv, env=env)
         android_glibc = (
-            mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
+            self.deployment().mode is Deployment.NATIVE and self.profile.agent.prebuilt is None
             and self.transport.facts().os == "android"
         )  # fmt: skip
         hint = no_glibc_hint(self.profile) if android_glibc else ""

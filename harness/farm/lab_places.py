@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.errors import InfrastructureError
 from harness.lifecycle.reap import start_time
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import ValueRuleError, check_word
@@ -82,7 +83,7 @@ MAX_TAGS = 64
 _TAG_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's tag key rule, bounded
 
 
-class BadPlace(ValueError):
+class BadPlace(ValueError, InfrastructureError):
     """A place whose data fails the value rules; the message names the place, the field
     and the fix. The place is never chosen; every other place goes on."""
 

@@ -8,8 +8,9 @@ A valid vector's JSON is its readable form; an invalid vector's JSON is
 as ``expect`` must fail with exactly ``CODE``. Stream vectors (``stream/``) are a byte
 stream and the reports a device owes it (docs/wire-format.md, "Stream reading"). Every
 vector is checked against :mod:`harness.codec.wire` (and
-:mod:`harness.codec.wire.stream_reader`) before it is written. ``tests/test_vectors.py`` and ``tests/test_stream_vectors.py`` fail when the
-committed files differ from what this script produces.
+:mod:`harness.codec.wire.stream_reader`) before it is written. ``tests/test_vectors.py``
+and ``tests/test_stream_vectors.py`` fail when the committed files differ from what this
+script produces.
 """
 
 from __future__ import annotations
@@ -1744,7 +1745,8 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
     yield (
         "magic_inside_refused_header",
         inside + hello(2),
-        [Answer(8, WIRE_VERSION, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE), Answer(n, 2, h)],
+        [Answer(8, WIRE_VERSION, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE),
+         Answer(n, 2, h)],
         ("a header whose length field reads ETBO: LENGTH; the search from its second byte "
          "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
          "from there finds the request"),
@@ -1800,7 +1802,7 @@ def stream_vector(name: str, stream: bytes, answers: list[Answer], about: str) -
     units = [u for i in range(len(stream)) for u in trickle.feed(stream[i : i + 1])]
     assert [_unit_answer(u) for u in units + trickle.end()] == expected, f"{name}: byte by byte"
     readable = []
-    for start, answer in zip(starts, answers):
+    for start, answer in zip(starts, answers, strict=True):
         entry = answer.readable(start)
         unit = stream[start : start + answer.size]
         assert len(unit) <= FRAMED_MAX_MESSAGE, f"{name}: a unit too long for a framed device"

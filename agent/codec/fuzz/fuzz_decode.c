@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_decode.c - libFuzzer target for the wire-format v2 decoders.
  *

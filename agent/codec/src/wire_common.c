@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire_common.c - CRC, status names and the limits shared by decoder and encoder. */
 #include "wire_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire_decode.c - decoding of wire format v2, checks in the order of the
  * "Decoding" section of docs/wire-format.md: the first failure is the error.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire_encode.c - encoding of wire format v2. Every field is checked against
  * the decoder's limit, in the decoder's order, before it is written; bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire_internal.h - rules shared by the decoder and the encoder of wire
  * format v2, so that both enforce the same limits in the same order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * etb_wiretool - decode or re-encode one wire-format v2 message read from stdin.
  *

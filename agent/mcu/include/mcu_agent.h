@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_agent.h - serves wire-format v2 requests (docs/wire-format.md) with the
  * ExecuTorch's option types and map, the stand-in registry and dispatch, and

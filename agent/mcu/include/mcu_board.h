@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_board.h - the parts of the board the agent uses: the board's own
  * addresses come from boards/<board>/board.h (the Makefile's BOARD picks it);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_capacity.h - what this firmware can hold, from the RAM its board leaves.
  *

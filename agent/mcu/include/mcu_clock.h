@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_clock.h - microsecond durations from SysTick, free running without its
  * interrupt (so an idle device stays asleep). Durations up to 0.67 s are exact;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_cobs.h - Consistent Overhead Byte Stuffing (Cheshire and Baker, 1999).
  *

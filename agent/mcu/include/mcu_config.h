@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_config.h - sizes and versions of the MCU agent firmware.
  *

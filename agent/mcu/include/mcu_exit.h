@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_exit.h - exit statuses the firmware ends the emulator with (semihosting),
  * besides the status an EXIT frame asks for.

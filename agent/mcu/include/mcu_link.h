@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_link.h - device side of the framed serial protocol (docs/serial-protocol.md).
  *

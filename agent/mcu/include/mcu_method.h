@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_method.h - STAND-IN for the part of Program::load_method / Method that
  * dispatches to delegates (runtime/executor/method.cpp is not in the wheel).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_probe.h - probe backends: real BackendInterface implementations that
  * record what the runtime hands them, so a report shows exactly what each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * mcu_program.h - the program the firmware holds (firmware built from an
  * ExecuTorch source tree only) and its upload, actions 9 PROGRAM_DATA and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_semihost.h - Arm semihosting calls the agent makes (QEMU runs it with
  * -semihosting-config enable=on,target=native; on a board, the debugger serves them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mcu_uart.h - UART0 driver: interrupt-driven receive into a ring buffer,
  * transmit that sleeps (wfi) while the transmitter is busy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * agent.cpp - request handling: one wire-format request in, one report out.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* capacity.cpp - the option arena divided at boot (see mcu_capacity.h). */
 #include "mcu_capacity.h"
 

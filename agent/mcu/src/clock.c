@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.c - SysTick as a free-running 24-bit down counter at the CPU clock. */
 #include "mcu_clock.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cobs.c - COBS encoding and decoding (see mcu_cobs.h). */
 #include "mcu_cobs.h"
 

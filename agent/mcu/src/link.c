@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* link.c - device side of the framed serial protocol (see mcu_link.h). */
 #include "mcu_link.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c - the MCU agent: serve the serial link, sleep (wfi) whenever idle. */
 #include "mcu_agent.h"
 #include "mcu_board.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* options.cpp - wire options <-> executorch::runtime::BackendOption (see mcu_options.h). */
 #include "mcu_options.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * platform.cpp - what the ExecuTorch headers need from the platform, and what
  * C++ needs without libstdc++.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* probe.cpp - probe backends (see mcu_probe.h). */
 #include "mcu_probe.h"
 

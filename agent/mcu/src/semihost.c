@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* semihost.c - semihosting SYS_EXIT_EXTENDED and writes to the host's stderr. */
 #include "mcu_semihost.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* standin_method.cpp - STAND-IN for Method's delegate dispatch (see mcu_method.h). */
 #include "mcu_method.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * standin_registry.cpp - STAND-IN for the backend registry of
  * runtime/backend/interface.cpp, which the wheel ships only compiled for

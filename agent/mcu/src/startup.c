@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* startup.c - vector table and reset handler (every board; its IRQ lines from board.h). */
 #include <stdint.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uart.c - CMSDK APB UART0: RX interrupt into a ring buffer, TX waits with wfi. */
 #include "mcu_uart.h"
 

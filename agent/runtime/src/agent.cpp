@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "agent.h"
 
 #include <executorch/runtime/backend/interface.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Carries out decoded requests against the real ExecuTorch runtime.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What one backend's delegates of one model received during one request: kept
 // by the probes (probe_backend.h) and by the recorders around real backends
 // (recording_backend.h), and turned into report entries by the agent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "loaded_module.h"
 
 #include <chrono>

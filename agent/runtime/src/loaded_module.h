@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A program loaded through extension::Module, the facade applications use.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A program loaded from a file through Program::load, and the methods loaded
 // from it through Program::load_method, with everything they need kept alive.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // et-agent: serves wire-format requests with the real ExecuTorch runtime.
 //
 //   et-agent [--no-records] [--session]               requests on stdin, reports on stdout

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "message_reader.h"
 
 #include <unistd.h>

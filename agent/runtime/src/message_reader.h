@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reads wire-format messages back to back from a file descriptor.
 #pragma once
 

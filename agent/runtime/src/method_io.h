@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the agent feeds a method and reads back from it, the same on every load
 // path: each input a float tensor of ones (the XNNPACK program's x), the float
 // tensor outputs as text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One program instance of a LOAD (a "model", wire-format.md LOAD): its own
 // Program or Module, its own maps, loaded through its own load path.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "owned_options_map.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A LoadBackendOptionsMap together with the option arrays its spans point to.
 #pragma once
 

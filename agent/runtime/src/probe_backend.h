@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A probe backend: a BackendInterface that records what the runtime hands it.
 #pragma once
 

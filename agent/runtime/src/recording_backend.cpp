@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "recording_backend.h"
 
 #include <dlfcn.h>

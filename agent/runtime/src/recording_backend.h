@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Records for the real backends: every backend the agent did not write is
 // registered behind a RecordingBackend that forwards each call to it unchanged
 // and keeps, per model, what the call was handed and what the backend returned.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Owns the storage of one report while it is being assembled and encoded.
 #pragma once
 

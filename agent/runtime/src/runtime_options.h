@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conversions between wire-format options and the runtime's BackendOption.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a failed step of serving a request returns.
 #pragma once
 

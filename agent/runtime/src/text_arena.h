@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Storage for the texts of one report, reused from report to report.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * etb/wire.h - wire format v2 of the ExecuTorch backend-options harness.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * board.h - Arm MPS2 AN385 (Cortex-M3), as QEMU's mps2-an385 machine emulates it.
  */

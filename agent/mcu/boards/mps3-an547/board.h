@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * board.h - Arm MPS3 AN547 (Corstone-300: Cortex-M55), as QEMU's mps3-an547
  * machine emulates it. The core starts in the Secure state, so the firmware

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * pal.cpp - ExecuTorch's platform abstraction layer over the board
  * (runtime/platform/platform.h), for a firmware whose runtime core is compiled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /*
  * program_method.cpp - DelegateMethod (mcu_method.h) over ExecuTorch's own
  * Program and Method, compiled from the source tree.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* program_store.cpp - the uploaded program (see mcu_program.h). */
 #include "mcu_program.h"
 
