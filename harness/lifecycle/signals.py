@@ -11,7 +11,7 @@ from types import FrameType
 
 # coreutils' env (8.31 or later): ``--default-signal`` without a name sets every
 # signal's disposition to the default and unblocks it, then execs the command.
-ENV_PROGRAM = "/usr/bin/env"
+_ENV_PROGRAM = "/usr/bin/env"
 # What the command runs through when its first word holds "=" (env would take that for
 # a variable assignment): a shell that execs its arguments, built from no input.
 _EXEC_ARGUMENTS = ("/bin/sh", "-c", 'exec "$0" "$@"')
@@ -31,8 +31,8 @@ def with_default_signals(argv: Sequence[str]) -> list[str]:
     if not argv:
         raise ValueError("an empty command: name the program to start")
     if "=" in argv[0]:
-        return [ENV_PROGRAM, "--default-signal", *_EXEC_ARGUMENTS, *argv]
-    return [ENV_PROGRAM, "--default-signal", *argv]
+        return [_ENV_PROGRAM, "--default-signal", *_EXEC_ARGUMENTS, *argv]
+    return [_ENV_PROGRAM, "--default-signal", *argv]
 
 
 def stop_on_sigterm(stop: Callable[[], None]) -> None:
