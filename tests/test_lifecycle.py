@@ -148,6 +148,21 @@ def _record(of: owner.Owner) -> OwnerRecord:
     return OwnerRecord.from_json(of.record_path.read_text())
 
 
+def test_a_hand_back_is_replaced_in_one_save(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab run swaps its hand-back when it takes its place: removed, then added, in
+    two saves, a run killed in between left a record with none, and its place held."""
+    me = owner.current()
+    saved: list[tuple[tuple[str, ...], ...]] = []
+    real_save = me._save
+    monkeypatch.setattr(me, "_save", lambda: (saved.append(tuple(me._hand_back)), real_save()))
+    me.replace_hand_back([], [["hand-back", "reserving"]])
+    me.replace_hand_back([["hand-back", "reserving"]], [["hand-back", "holding"]])
+    assert saved == [(("hand-back", "reserving"),), (("hand-back", "holding"),)]
+    assert _record(me).hand_back == (("hand-back", "holding"),)
+    me.replace_hand_back([["hand-back", "holding"]], [])
+    assert _record(me).hand_back == ()
+
+
 def _write_record(
     directory: Path, name: str, processes: tuple[RecordedProcess, ...], paths: tuple[str, ...]
 ) -> Path:

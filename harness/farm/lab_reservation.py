@@ -454,11 +454,7 @@ class LabgridReservation:
                     *sorted(tokens),
                 ]
             ]
-        me = owner.current()
-        for argv in self._recorded:
-            me.remove_hand_back(argv)
-        for argv in commands:
-            me.add_hand_back(argv)
+        owner.current().replace_hand_back(self._recorded, commands)
         self._recorded = commands
 
     def release_stale(self) -> list[PlaceState]:

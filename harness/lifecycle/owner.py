@@ -126,17 +126,15 @@ class Owner:
                 self._paths.remove(str(path))
                 self._save()
 
-    def add_hand_back(self, argv: list[str]) -> None:
-        """Run ``argv`` when this process is gone unless :meth:`remove_hand_back` came first."""
+    def replace_hand_back(self, old: list[list[str]], new: list[list[str]]) -> None:
+        """Run the commands ``new`` instead of ``old`` when this process is gone. One save:
+        a process killed in between never leaves a record with neither."""
         with self._lock:
-            self._hand_back.append(tuple(argv))
+            for argv in old:
+                if tuple(argv) in self._hand_back:
+                    self._hand_back.remove(tuple(argv))
+            self._hand_back.extend(tuple(argv) for argv in new)
             self._save()
-
-    def remove_hand_back(self, argv: list[str]) -> None:
-        with self._lock:
-            if tuple(argv) in self._hand_back:
-                self._hand_back.remove(tuple(argv))
-                self._save()
 
     def add_adb_port(self, port: int) -> None:
         """Any adb server on ``port`` is ours until this process is gone (an adb client that
