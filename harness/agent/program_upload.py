@@ -51,19 +51,27 @@ class ProgramUploadingSession(AgentSession):
         return super().pipeline(requests, window)
 
     def with_programs(self, request: Request) -> Request:
-        """``request`` with each unnamed model's program uploaded (if not held) and named."""
-        specs = [
-            (request.program, request.delegates),
-            *((m.program, m.delegates) for m in request.models),
-        ]
-        named = [program or self.upload(delegates) for program, delegates in specs]
-        ours = {name for name, (program, _) in zip(named, specs, strict=True) if not program}
-        if ours - self._held:
+        """``request`` with each unnamed model's program uploaded (if not held) and named.
+
+        An upload replaces the board's least recently used program, which may be one this
+        LOAD names and the board held already: such a program is uploaded again, at most
+        once per model, before the LOAD goes out."""
+        specs = [(request.program, request.delegates)]
+        specs += [(m.program, m.delegates) for m in request.models]
+        ours = {delegates: self.upload(delegates) for program, delegates in specs if not program}
+        lost = [delegates for delegates, name in ours.items() if name not in self._held]
+        for _ in ours:
+            if not lost:
+                break
+            for delegates in lost:
+                self.upload(delegates)
+            lost = [delegates for delegates, name in ours.items() if name not in self._held]
+        if lost:
             raise ProgramUploadError(
-                f"the board dropped programs {sorted(ours - self._held)} of this LOAD while "
-                f"receiving the others: its program slots (arenas in HELLO) hold fewer than the "
-                f"{len(ours)} programs the LOAD names"
+                f"the board cannot hold the {len(ours)} programs this LOAD names at once: it "
+                "drops one whenever it receives another (program slots: arenas in HELLO)"
             )
+        named = [program or ours[delegates] for program, delegates in specs]
         models = tuple(
             dataclasses.replace(m, program=n)
             for m, n in zip(request.models, named[1:], strict=True)

@@ -6,8 +6,9 @@
  *
  * The store is MCU_PROGRAM_SLOTS static slots of MCU_PROGRAM_BYTES each
  * (boards/<board>/board.h). PROGRAM_DATA at offset 0 starts a new upload into a
- * slot: a free one, else the least recently used program no loaded model uses;
- * later chunks must continue exactly where the previous one ended. PROGRAM_END
+ * slot: a free one, else the least recently held or loaded program's (if loaded
+ * models use that one, the agent unloads them first: program_slot_free); later
+ * chunks must continue exactly where the previous one ended. PROGRAM_END
  * gives the size and CRC-32 of the whole program: when both match what was
  * received the program is held, named by its CRC-32 as 8 lowercase hex digits.
  * A LOAD's `program` names a held program that way; empty names the one held
@@ -36,7 +37,7 @@ struct UploadAnswer {
 UploadAnswer program_data(const uint8_t *body, size_t len);
 UploadAnswer program_end(const uint8_t *body, size_t len);
 
-/* Whether an upload starting now finds a slot no loaded model pins. */
+/* Whether the slot an upload starting now takes is one no loaded model pins. */
 bool program_slot_free();
 
 /* The slot holding the program `name` names (empty: the one held last), or -1. */

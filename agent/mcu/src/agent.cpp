@@ -271,8 +271,8 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   uint8_t action = message[ETB_HEADER_SIZE];
   const uint8_t *body = &message[ETB_HEADER_SIZE + 1u];
   size_t body_len = len - ETB_HEADER_SIZE - 1u - 4u;
-  /* A new upload needs a slot no loaded model pins: else the models go (a LOAD would unload
-     them anyway), never a program under a loaded method. */
+  /* A new upload replaces the least recently used program; if loaded models use it they go
+     first (the LOAD that follows would unload them anyway): never a program under a method. */
   bool unloaded = false;
   if (action == ETB_ACTION_PROGRAM_DATA && body_len >= 4u && body[0] == 0u && body[1] == 0u &&
       body[2] == 0u && body[3] == 0u && !program_slot_free()) {
@@ -284,7 +284,7 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   report_start(seq_of(message, len), answer.outcome == ETB_OUTCOME_OK ? action : 0u);
   report_outcome(answer.outcome, answer.detail, answer.message);
   if (unloaded) {
-    message_clause("the loaded models were unloaded: their programs held every slot");
+    message_clause("the loaded models were unloaded: the upload replaces the least recently used program, theirs");
   }
   fact_int("program_received", program_received());
   fact_int("program_bytes", program_last_size());

@@ -35,15 +35,14 @@ constexpr UploadAnswer refuse(etb_status_t detail, const char *message) {
   return {ETB_OUTCOME_REJECTED, static_cast<uint32_t>(detail), message};
 }
 
-/* A slot for a new upload: a free one, else the least recently used unpinned one, or -1. */
+/* The slot a new upload takes: a free one, else the least recently used program's. */
 int slot_for_upload() {
-  int best = -1;
+  int best = 0;
   for (size_t k = 0; k < MCU_PROGRAM_SLOTS; k++) {
-    const ProgramSlot &slot = slots[k];
-    if (slot.size == 0u) {
+    if (slots[k].size == 0u) {
       return static_cast<int>(k);
     }
-    if (slot.pins == 0u && (best < 0 || slot.used < slots[best].used)) {
+    if (slots[k].used < slots[best].used) {
       best = static_cast<int>(k);
     }
   }
@@ -82,7 +81,7 @@ UploadAnswer program_data(const uint8_t *body, size_t len) {
   if (offset == 0u) {
     drop_upload();
     int slot = slot_for_upload();
-    if (slot < 0) {
+    if (slots[slot].pins != 0u) {
       return refuse(ETB_ERR_CAPACITY, "PROGRAM_DATA: every program slot holds a program a "
                                       "loaded model uses (program_slots in HELLO)");
     }
@@ -134,7 +133,7 @@ UploadAnswer program_end(const uint8_t *body, size_t len) {
   return ok("program held");
 }
 
-bool program_slot_free() { return slot_for_upload() >= 0; }
+bool program_slot_free() { return slots[slot_for_upload()].pins == 0u; }
 
 int program_find(etb_str_t name) {
   if (name.len == 0u) {
