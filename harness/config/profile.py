@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
+from harness.agent.runtime_source import RuntimeSourceError, check_trusted_source
 from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
 from harness.config.kinds import EMULATORS, KINDS
@@ -51,6 +52,7 @@ class AgentConfig:
     wrapper: tuple[str, ...] = ()
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
+    source: Path | None = None  # an ExecuTorch source tree the MCU firmware compiles (qemu-mcu)
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
     race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
     records: bool = True  # the agent records the real backends' calls (docs/agent.md)
@@ -81,7 +83,16 @@ class DeviceProfile:
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-_AGENT_FIELDS = ("env", "wrapper", "prebuilt", "sdk", "deployment", "race_detector", "records")
+_AGENT_FIELDS = (
+    "env",
+    "wrapper",
+    "prebuilt",
+    "sdk",
+    "source",
+    "deployment",
+    "race_detector",
+    "records",
+)
 _TOP_FIELDS = {
     "name",
     "description",
@@ -181,6 +192,11 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     if KINDS[kind].on_this_machine or emulator is not None:
         _check_trusted_for_this_machine(agent_data, src, path)
     machine = _machine(data, emulator, src)
+    if agent.source is not None and emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: agent.source: only an emulated board (emulator: qemu-mcu) has its firmware "
+            "built here; remove agent.source or set emulator: qemu-mcu"
+        )
     return DeviceProfile(
         name=name,
         path=path,
@@ -260,8 +276,8 @@ def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
 def _agent(data: object, src: str, base: Path) -> AgentConfig:
     if not isinstance(data, dict):
         raise ProfileError(
-            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment, "
-            "race_detector, records"
+            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, source, "
+            "deployment, race_detector, records"
         )
     check_known(data, _AGENT_FIELDS, f"{src}: agent")
     deployment = data.get("deployment", "auto")
@@ -298,6 +314,20 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
             sdk_path = check_trusted(base / Path(sdk).expanduser(), f"{src}: agent.sdk")
         except SdkPrefixError as exc:
             raise ProfileError(str(exc)) from None
+    source = data.get("source")
+    if source is not None and (not isinstance(source, str) or not source or "\0" in source):
+        raise ProfileError(
+            f"{src}: agent.source: must be the path of an ExecuTorch source tree (a checkout "
+            f"with third-party/flatbuffers); got {brief(source)}"
+        )
+    source_path = None
+    if source is not None:
+        try:
+            source_path = check_trusted_source(
+                base / Path(source).expanduser(), f"{src}: agent.source"
+            )
+        except RuntimeSourceError as exc:
+            raise ProfileError(str(exc)) from None
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
@@ -331,6 +361,7 @@ def _agent(data: object, src: str, base: Path) -> AgentConfig:
         wrapper=tuple(wrapper),
         prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
         sdk=sdk_path,
+        source=source_path,
         deployment=deployment,
         records=records,
     )
