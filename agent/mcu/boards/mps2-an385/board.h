@@ -19,6 +19,6 @@
 /* Program store and method memory (mcu_program.h); what RAM is left holds options. */
 #define MCU_PROGRAM_SLOTS 4u
 #define MCU_PROGRAM_BYTES 3072u
-#define MCU_METHOD_ARENA_BYTES 4096u
+#define MCU_METHOD_ARENA_BYTES 4608u
 
 #endif /* MCU_BOARD_PARTS_H */
