@@ -27,6 +27,7 @@ from harness.agent.xnnpack_program import xnnpack_program
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.check.several_models import check_models
 from harness.codec.wire import encode_request
+from harness.errors import UsageError
 from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.model.options import (
     MAX_LOAD_BACKENDS,
@@ -61,7 +62,7 @@ DEFAULT_REGISTRY_CAPACITY = 16  # kMaxRegisteredBackends
 STORED_DECOY = Option("etb.stored_map_must_not_arrive", True)
 
 
-class RunnerError(Exception):
+class RunnerError(UsageError):
     """A case asked for something the device cannot do; the message says what to change."""
 
 

@@ -19,12 +19,13 @@ from harness.agent.session import AgentSession
 from harness.check import check_set
 from harness.config.profile import parse_profile
 from harness.devices.core_files import collect_core_files
+from harness.errors import InfrastructureError
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.html_report import render_report, write_report
-from harness.farm.infra import InfrastructureError, infrastructure_error
+from harness.farm.infra import infrastructure_error
 from harness.farm.junit import amend_junit
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.merge import main as merge_main

@@ -1,4 +1,5 @@
-"""The layers import one way: no cycle between packages, transport/ below the protocol."""
+"""The layers import one way: no cycle between packages, transport/ below the protocol, the
+error root (harness/errors.py) below everything."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def imports() -> dict[str, set[str]]:
 
 
 def test_transport_imports_nothing_from_the_protocol_or_config_layers():
-    below = {"lifecycle", "untrusted"}
+    below = {"errors", "lifecycle", "untrusted"}
     assert imports().get("transport", set()) <= below
 
 
@@ -50,3 +51,7 @@ def test_no_cycle_between_packages():
 
     cycles = sorted(p for p in PACKAGES if reaches(p, p, {p}))
     assert not cycles, {p: sorted(graph.get(p, ())) for p in cycles}
+
+
+def test_the_error_root_imports_nothing_of_the_harness():
+    assert "errors" not in imports()

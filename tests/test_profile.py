@@ -61,6 +61,37 @@ def test_bad_profiles_are_refused_naming_file_and_field(tmp_path, text, expected
     assert "board.yaml" in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        ("tags: [a, 3]\n", "tags[1]: must be a string; got 3"),
+        ("backends: [XnnpackBackend, {x: 1}]\n", "backends[1]: must be a string; got {'x': 1}"),
+        ("description: [x]\n", "description: must be a string; got ['x']"),
+        ("agent: {wrapper: [valgrind, 3]}\n", "agent.wrapper[1]: must be a string; got 3"),
+        ("agent: {env: {A: [1]}}\n", "agent.env.A: must be a string; got [1]"),
+        ("agent: {env: [A]}\n", "agent.env: must be a mapping of variable names to strings"),
+        ("agent: {colour: red}\n", "agent.colour: unknown field; allowed: deployment, env,"),
+        ("agent: 5\n", "agent: must be a mapping of env, wrapper, prebuilt, sdk, deployment"),
+        ("agent: {sdk: [x]}\n", "agent.sdk: must be the path of an ExecuTorch install prefix"),
+        ("timeouts: 5\n", "timeouts: must be a mapping of seconds; got 5"),
+        ("timeouts: {case: '3'}\n", "timeouts.case: must be a number of seconds; got '3'"),
+    ],
+)
+def test_lists_maps_and_sections_of_a_profile_go_through_the_validator(tmp_path, extra, expected):
+    with pytest.raises(ProfileError) as refused:
+        load_profile(write(tmp_path, "transport: {kind: local}\n" + extra))
+    assert str(refused.value).startswith(f"{tmp_path / 'board.yaml'}: {expected}"), refused.value
+
+
+def test_the_rules_between_fields_run_after_each_field_passed_its_own(tmp_path):
+    """A field's own refusal comes first; then the rule that relates it to another."""
+    with pytest.raises(ProfileError, match=r"machine: 'm' is not one of"):
+        load_profile(write(tmp_path, "transport: {kind: local}\nmachine: m\n"))
+    with pytest.raises(ProfileError, match=r"agent.sdk: a prebuilt agent is not built here"):
+        load_profile(write(tmp_path, "transport: {kind: ssh, host: b}\n"
+                                     "agent: {prebuilt: d, sdk: s}\n"))
+
+
 def test_a_profile_that_is_not_utf8_is_refused(tmp_path):
     path = tmp_path / "board.yaml"
     path.write_bytes(b"description: \xff\ntransport: {kind: local}\n")

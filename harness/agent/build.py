@@ -23,6 +23,7 @@ import filelock
 
 from harness.agent.sdk import SdkPaths, ensure_sdk
 from harness.agent.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ _BUILD_TIMEOUT_S = 900
 _LOG_TAIL_LINES = 40
 
 
-class AgentBuildError(Exception):
+class AgentBuildError(UsageError):
     """The device agent could not be built."""
 
 

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import filelock
 
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 
 _FLATC_TIMEOUT_S = 60
 
 
-class FlatcError(Exception):
+class FlatcError(UsageError):
     """``flatc`` could not compile a generated flatbuffer."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import filelock
 
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 
 GLIBC_SYSROOT = Path("/usr/aarch64-linux-gnu")  # Debian's libc6-arm64-cross and friends
@@ -44,7 +45,7 @@ _INTERP = re.compile(r"\[Requesting program interpreter: ([^\]]+)\]")
 _LOAD = re.compile(r"^\s*LOAD\s.*\s(0x[0-9a-f]+)\s*$", re.MULTILINE)
 
 
-class GlibcBundleError(Exception):
+class GlibcBundleError(UsageError):
     """The bundle cannot be made; the message says which file or tool is missing."""
 
 

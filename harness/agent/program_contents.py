@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from harness.codec.wire.format import MAX_ID_BYTES
+from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, read_bounded_bytes
 
 MAX_PROGRAM_BYTES = 64 << 20
@@ -32,7 +33,7 @@ _PLAN_DELEGATES = 7
 _DELEGATE_ID = 0
 
 
-class ProgramError(ValueError):
+class ProgramError(ValueError, UsageError):
     """A file that is not a program the harness can load, with what to do."""
 
 

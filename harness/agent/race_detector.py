@@ -32,6 +32,7 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
+from harness.errors import CheckFailure, UsageError
 from harness.transport.base import TransportError
 from harness.untrusted.reading import brief
 
@@ -52,7 +53,7 @@ class RaceDetector(enum.Enum):
         return "thread" if self is RaceDetector.TSAN else None
 
 
-class RaceDetectorChoiceError(ValueError):
+class RaceDetectorChoiceError(ValueError, UsageError):
     """``agent.race_detector`` is not allowed here; the message names file, field and fix."""
 
 
@@ -95,7 +96,7 @@ class DetectorBroke(TransportError):
     """The race detector itself failed (not installed, crashed, refused to run)."""
 
 
-class RaceReported(AssertionError):
+class RaceReported(AssertionError, CheckFailure):
     """The detector reported something no suppression explains: the test fails."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from harness.codec.strict_yaml import read_yaml
+from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ _BROKEN_MARKERS = (
 )
 
 
-class SuppressionFileError(ValueError):
+class SuppressionFileError(ValueError, UsageError):
     """The suppression file is malformed; the message names the file, the entry and the field."""
 
 

@@ -19,6 +19,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.untrusted.trust import listed_by_user
 
 ENV_VAR = "ET_HARNESS_SOURCE"
@@ -35,7 +36,7 @@ _COMMIT = re.compile(r"\bcommit ([0-9a-f]{7,40})\b")
 _GIT_TIMEOUT_S = 10
 
 
-class RuntimeSourceError(Exception):
+class RuntimeSourceError(UsageError):
     """The named source tree is not an ExecuTorch source tree the firmware can use."""
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import filelock
 
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "agent" / "executorch-sdk.lock"
@@ -49,7 +50,7 @@ _LAYOUT_REVISION = 2
 _PIP_TIMEOUT_S = 600
 
 
-class SdkError(Exception):
+class SdkError(UsageError):
     """The ExecuTorch SDK could not be provided."""
 
 

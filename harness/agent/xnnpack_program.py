@@ -28,6 +28,7 @@ from pathlib import Path
 from harness.agent.flatc import FlatcError, cached_program, compile_json
 from harness.agent.probe_program import MAX_DELEGATES, delegate_table, validate_delegates
 from harness.agent.sdk import SdkPaths, ensure_sdk, host_abi
+from harness.errors import UsageError
 
 XNNPACK_BACKEND = "XnnpackBackend"
 FORMAT_REVISION = 1  # bump when the generated program changes shape
@@ -47,7 +48,7 @@ _XNN_FLAG_EXTERNAL_OUTPUT = 0x2
 _SCALAR_TYPE_FLOAT = "FLOAT"
 
 
-class XnnpackProgramError(Exception):
+class XnnpackProgramError(UsageError):
     """The XNNPACK program could not be generated."""
 
 

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from harness.errors import CheckFailure
 from harness.model.messages import Action, LoadPath, Outcome, Report, ReportEntry
 from harness.model.options import Option, OptionValue
 
@@ -109,7 +110,7 @@ class BackendOutcome:
         return not self.differences
 
 
-class DeliveryMismatch(AssertionError):
+class DeliveryMismatch(AssertionError, CheckFailure):
     """The backends did not receive exactly what was sent; the message is the full diff."""
 
     def __init__(self, verdict: Verdict) -> None:
@@ -126,7 +127,7 @@ class Examination:
         self.examined = False
 
 
-class VerdictNotExamined(AssertionError):
+class VerdictNotExamined(AssertionError, CheckFailure):
     """A test ended with verdicts whose differences it never looked at: a forgotten check.
 
     The message names the call that made each one and what to do.

@@ -27,6 +27,7 @@ from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.codec import wire
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
+from harness.errors import CheckFailure
 from harness.model.messages import Action, LoadSpec, Outcome, Report, Request
 from harness.model.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
@@ -34,7 +35,7 @@ from harness.runner import CaseRunner
 SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 
 
-class BenchmarkError(Exception):
+class BenchmarkError(CheckFailure):
     """A benchmark case did not come back correct; figures would be meaningless."""
 
 

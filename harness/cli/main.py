@@ -26,51 +26,19 @@ from pathlib import Path
 
 from harness.check import format_value, show_name
 from harness.codec import readable, wire
-from harness.codec.mapfile import MapFileError, load_map
+from harness.codec.mapfile import load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
+from harness.errors import HarnessError, UsageError
 from harness.history import command as history_command
 from harness.model.messages import Action, Request
 from harness.model.options import OptionsMap
-from harness.transport.base import TransportError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES_DIR = REPO_ROOT / "suites"
 
 
-class CliError(Exception):
+class CliError(UsageError):
     """A command cannot do what it was asked; the message says what to change."""
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    """What the commands report as one line (exit 2) rather than as a traceback: each
-    says what went wrong and what to change; anything else is a bug and keeps its
-    traceback. Imported only when needed: device modules (paramiko) take a while."""
-    from harness.agent.build import AgentBuildError
-    from harness.agent.program_contents import ProgramError
-    from harness.agent.sdk import SdkError
-    from harness.cli.bench import BenchmarkError
-    from harness.farm.selection import DeviceSelectionError
-    from harness.history.catch_up import CatchUpError
-    from harness.history.store import StoreError
-    from harness.link.serial.arq import MessageTooLarge
-    from harness.runner import RunnerError
-
-    return (
-        CliError,
-        ProfileError,
-        DeviceSelectionError,
-        MapFileError,
-        TransportError,
-        AgentBuildError,
-        SdkError,
-        RunnerError,
-        MessageTooLarge,
-        ProgramError,
-        BenchmarkError,
-        StoreError,
-        CatchUpError,
-        history_command.HistoryOutputError,
-    )
 
 
 def _cmd_map(args: argparse.Namespace) -> int:
@@ -489,9 +457,7 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "run":
             return _cmd_run(args, rest)
         return handlers[args.command](args)
-    except Exception as exc:
-        if not isinstance(exc, _user_errors()):
-            raise
+    except HarnessError as exc:  # usage, infrastructure or a failed check: one line, exit 2
         print(f"et-harness {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -10,11 +10,12 @@ import dataclasses
 from collections.abc import Mapping
 
 from harness.codec.wire import check_request, encode_report
+from harness.errors import UsageError
 from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
 from harness.model.options import BackendOptions, Option, OptionsMap, OptionType
 
 
-class ReadableFormError(ValueError):
+class ReadableFormError(ValueError, UsageError):
     """A dict that is not a message in the readable form; names the bad field."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.errors import UsageError
+
 
 @dataclass(frozen=True)
 class McuBoard:
@@ -33,7 +35,7 @@ BOARDS: dict[str, McuBoard] = {
 DEFAULT_MACHINE = "mps2-an385"
 
 
-class UnknownBoard(ValueError):
+class UnknownBoard(ValueError, UsageError):
     """A machine name that is not one of :data:`BOARDS`."""
 
 

@@ -1,7 +1,9 @@
 """Device profiles: YAML files in ``devices/`` that say where a device is and how to use it.
 
-A profile maps one-to-one onto :class:`DeviceProfile`; every error names the file
-and the field. See docs/device-profiles.md for the format.
+A profile maps one-to-one onto :class:`DeviceProfile`. Every field, the agent and timeouts
+sections included, is checked by the one settings validator (:mod:`.settings`) against
+``_PROFILE_FIELDS``; the rules between fields run after it (``_after_the_fields``). Every
+error names the file and the field. See docs/device-profiles.md for the format.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
 from harness.config.kinds import EMULATORS, KINDS
 from harness.config.mcu_boards import BOARDS, DEFAULT_MACHINE
-from harness.config.settings import ProfileError, check_known, parse_settings
+from harness.config.settings import (
+    Field,
+    ProfileError,
+    Spec,
+    check_known,
+    one_of,
+    parse_settings,
+)
 from harness.lifecycle.cache import cache_root
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 from harness.untrusted.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
@@ -81,30 +90,56 @@ class DeviceProfile:
         return f"{self.path or self.name}: {field_path}"
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SOURCE_MEANS = "the path of an ExecuTorch source tree (a checkout with third-party/flatbuffers)"
 
-_AGENT_FIELDS = (
-    "env",
-    "wrapper",
-    "prebuilt",
-    "sdk",
-    "source",
-    "deployment",
-    "race_detector",
-    "records",
-)
-_TOP_FIELDS = {
-    "name",
-    "description",
-    "transport",
-    "abi",
-    "work_dir",
-    "agent",
-    "emulator",
-    "machine",
-    "backends",
-    "tags",
-    "timeouts",
+
+def _check_source_path(value: object) -> None:
+    if isinstance(value, str) and (not value or "\0" in value):
+        raise ValueRuleError(f"must be {_SOURCE_MEANS}, not empty, without NUL; got {brief(value)}")
+
+
+def _check_env_name(name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueRuleError(
+            "not a valid environment variable name (letters, digits and _; not starting "
+            "with a digit)"
+        )
+
+
+# What a profile file may set, and the rule of each value; the validator
+# (config/settings.py) checks them all, and _after_the_fields the rules between fields.
+_AGENT_FIELDS: dict[str, Spec] = {
+    "env": Field(key=_check_env_name, means="a mapping of variable names to strings"),
+    "wrapper": Field(means="a list of arguments, e.g. [valgrind, --error-exitcode=1]"),
+    "prebuilt": Field(means="the path of a directory holding et-agent and its libraries"),
+    "sdk": Field(
+        means="the path of an ExecuTorch install prefix (include/, lib/, its CMake package)"
+    ),
+    "deployment": one_of(DEPLOYMENT_MODES, "auto asks the device"),
+    "race_detector": Field(later=True),  # which detector depends on the device
+    "records": Field(
+        means="true (record the real backends' calls, the default) or false (forward them only)"
+    ),
+    "source": Field(rule=_check_source_path, means=_SOURCE_MEANS),
+}
+_PROFILE_FIELDS: dict[str, Spec] = {
+    "name": Field(rule=check_name, means="a non-empty string"),  # as the rule words it
+    "description": None,
+    "transport": Field(later=True),  # its kind chooses the settings class: devices/<kind>.py
+    "abi": None,
+    "work_dir": Field(
+        rule=check_work_dir,
+        means="a non-empty string (give the absolute path of a directory of its own)",
+    ),
+    "agent": Field(section=_AGENT_FIELDS),
+    "emulator": one_of(EMULATOR_KINDS),
+    "machine": one_of(sorted(BOARDS)),
+    "backends": None,
+    "tags": None,
+    "timeouts": Field(
+        means="a mapping of seconds",
+        section=dict.fromkeys(("connect", "command", "case"), check_seconds),
+    ),
 }
 
 
@@ -146,13 +181,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     src = str(path) if path else default_name or "<profile>"
     if not isinstance(data, dict):
         raise ProfileError(f"{src}: a profile is a mapping of fields; got {type(data).__name__}")
-    check_known(data, _TOP_FIELDS, f"{src}:")
-    name = _str(data, "name", src, default=path.stem if path else default_name)
-    try:
-        check_name(name)
-    except ValueRuleError as exc:
-        field = "name" if "name" in data else "name (taken from the file name)"
-        raise ProfileError(f"{src}: {field}: {exc}") from None
+    check_known(data, _PROFILE_FIELDS, f"{src}:")
     transport = data.get("transport")
     if not isinstance(transport, dict) or "kind" not in transport:
         raise ProfileError(
@@ -164,19 +193,48 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         raise ProfileError(
             f"{src}: transport.kind: {brief(kind)} is not one of {', '.join(TRANSPORT_KINDS)}"
         )
-    emulator = data.get("emulator")
-    if emulator is not None and emulator not in EMULATOR_KINDS:
-        raise ProfileError(
-            f"{src}: emulator: {brief(emulator)} is not one of {', '.join(EMULATOR_KINDS)}"
-        )
+    named: dict[str, Any] = {} if "name" in data else {"name": path.stem if path else default_name}
+    profile = parse_settings(
+        DeviceProfile,
+        data,
+        f"{src}:",
+        fields=_PROFILE_FIELDS,
+        base=path.parent if path else Path.cwd(),
+        path=path,
+        transport=kind,
+        settings={k: v for k, v in transport.items() if k != "kind"},
+        **named,
+    )
+    return _after_the_fields(profile, data, src)
+
+
+def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DeviceProfile:
+    """The rules between fields, once each field has passed its own; the defaults that
+    depend on other fields."""
+    if "name" not in data:
+        try:
+            check_name(profile.name)
+        except ValueRuleError as exc:
+            raise ProfileError(f"{src}: name (taken from the file name): {exc}") from None
+    kind, emulator = profile.transport, profile.emulator
     if emulator is not None and EMULATORS[emulator].name != kind:
         raise ProfileError(
             f"{src}: emulator: {emulator} emulates a device reached over "
             f"{EMULATORS[emulator].name}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {EMULATORS[emulator].name}"
         )
+    if profile.agent.source is not None and emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: agent.source: only an emulated board (emulator: qemu-mcu) has its firmware "
+            "built here; remove agent.source or set emulator: qemu-mcu"
+        )
+    if profile.machine is not None and emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
+            "emulator: qemu-mcu"
+        )
     agent_data = data.get("agent", {})
-    agent = _agent(agent_data, src, path.parent if path else Path.cwd())
+    agent = _agent_after_the_fields(profile.agent, src)
     try:
         race_detector = check_race_detector(
             agent_data.get("race_detector"),
@@ -188,29 +246,13 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         )
     except RaceDetectorChoiceError as exc:
         raise ProfileError(str(exc)) from None
-    agent = dataclasses.replace(agent, race_detector=race_detector)
     if KINDS[kind].on_this_machine or emulator is not None:
-        _check_trusted_for_this_machine(agent_data, src, path)
-    machine = _machine(data, emulator, src)
-    if agent.source is not None and emulator != "qemu-mcu":
-        raise ProfileError(
-            f"{src}: agent.source: only an emulated board (emulator: qemu-mcu) has its firmware "
-            "built here; remove agent.source or set emulator: qemu-mcu"
-        )
-    return DeviceProfile(
-        name=name,
-        path=path,
-        transport=kind,
-        settings={k: v for k, v in transport.items() if k != "kind"},
-        description=_str(data, "description", src, default=""),
-        abi=_str(data, "abi", src, default=None),
-        work_dir=_work_dir(data, src, kind, name),
-        agent=agent,
-        emulator=emulator,
-        machine=machine,
-        backends=_str_list(data, "backends", src),
-        tags=_str_list(data, "tags", src),
-        timeouts=_timeouts(data.get("timeouts", {}), src),
+        _check_trusted_for_this_machine(agent_data, src, profile.path)
+    return dataclasses.replace(
+        profile,
+        agent=dataclasses.replace(agent, race_detector=race_detector),
+        machine=profile.machine or (DEFAULT_MACHINE if emulator == "qemu-mcu" else None),
+        work_dir=_work_dir(profile, "work_dir" in data),
     )
 
 
@@ -231,148 +273,38 @@ def _check_trusted_for_this_machine(agent: dict, src: str, path: Path | None) ->
         )
 
 
-def _machine(data: dict, emulator: str | None, src: str) -> str | None:
-    """The qemu-mcu board: ``machine`` if given, else the default board; None for others."""
-    if "machine" not in data:
-        return DEFAULT_MACHINE if emulator == "qemu-mcu" else None
-    machine = data["machine"]
-    if emulator != "qemu-mcu":
-        raise ProfileError(
-            f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
-            "emulator: qemu-mcu"
-        )
-    if machine not in BOARDS:
-        raise ProfileError(
-            f"{src}: machine: {brief(machine)} is not one of {', '.join(sorted(BOARDS))}"
-        )
-    return str(machine)
+def _work_dir(profile: DeviceProfile, given: bool) -> str:
+    """The profile's work_dir; if it gives none, a directory of the user's own for a device
+    that is this machine (not a shared /tmp), else the default."""
+    if not given and KINDS[profile.transport].on_this_machine:
+        return str(cache_root() / "host-work" / profile.name)
+    return profile.work_dir
 
 
-def _str(data: dict, key: str, src: str, default: Any) -> Any:
-    value = data.get(key, default)
-    if value is not default and not isinstance(value, str):
-        raise ProfileError(f"{src}: {key}: must be a string; got {brief(value)}")
-    return value
-
-
-def _work_dir(data: dict, src: str, kind: str, name: str) -> str:
-    if "work_dir" not in data:
-        if KINDS[kind].on_this_machine:  # a directory of the user's own, not a shared /tmp
-            return str(cache_root() / "host-work" / name)
-        return DEFAULT_WORK_DIR
-    try:
-        return check_work_dir(data["work_dir"])
-    except ValueRuleError as exc:
-        raise ProfileError(f"{src}: work_dir: {exc}") from None
-
-
-def _str_list(data: dict, key: str, src: str) -> tuple[str, ...]:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ProfileError(f"{src}: {key}: must be a list of strings; got {brief(value)}")
-    return tuple(value)
-
-
-def _agent(data: object, src: str, base: Path) -> AgentConfig:
-    if not isinstance(data, dict):
-        raise ProfileError(
-            f"{src}: agent: must be a mapping of env, wrapper, prebuilt, sdk, source, "
-            "deployment, race_detector, records"
-        )
-    check_known(data, _AGENT_FIELDS, f"{src}: agent")
-    deployment = data.get("deployment", "auto")
-    if deployment not in DEPLOYMENT_MODES:
-        raise ProfileError(
-            f"{src}: agent.deployment: {brief(deployment)} is not one of "
-            f"{', '.join(DEPLOYMENT_MODES)} (auto asks the device)"
-        )
-    if deployment == "glibc-bundle" and data.get("prebuilt") is not None:
+def _agent_after_the_fields(agent: AgentConfig, src: str) -> AgentConfig:
+    """The agent section's rules between fields; its paths resolved, the SDK and the source
+    tree trusted."""
+    if agent.deployment == "glibc-bundle" and agent.prebuilt is not None:
         raise ProfileError(
             f"{src}: agent.deployment: glibc-bundle bundles the harness's own aarch64 build; "
             "agent.prebuilt is run as it was built: remove one of them"
         )
-    prebuilt = data.get("prebuilt")
-    if prebuilt is not None and not isinstance(prebuilt, str):
-        raise ProfileError(
-            f"{src}: agent.prebuilt: must be the path of a directory holding et-agent and its "
-            f"libraries; got {brief(prebuilt)}"
-        )
-    sdk = data.get("sdk")
-    if sdk is not None and not isinstance(sdk, str):
-        raise ProfileError(
-            f"{src}: agent.sdk: must be the path of an ExecuTorch install prefix (include/, "
-            f"lib/, its CMake package); got {sdk!r}"
-        )
-    if sdk is not None and prebuilt is not None:
+    if agent.sdk is not None and agent.prebuilt is not None:
         raise ProfileError(
             f"{src}: agent.sdk: a prebuilt agent is not built here; give agent.prebuilt or "
             "agent.sdk, not both"
         )
-    sdk_path = None
-    if sdk is not None:
+    sdk = None
+    if agent.sdk is not None:
         try:
-            sdk_path = check_trusted(base / Path(sdk).expanduser(), f"{src}: agent.sdk")
+            sdk = check_trusted(agent.sdk, f"{src}: agent.sdk")
         except SdkPrefixError as exc:
             raise ProfileError(str(exc)) from None
-    source = data.get("source")
-    if source is not None and (not isinstance(source, str) or not source or "\0" in source):
-        raise ProfileError(
-            f"{src}: agent.source: must be the path of an ExecuTorch source tree (a checkout "
-            f"with third-party/flatbuffers); got {brief(source)}"
-        )
-    source_path = None
-    if source is not None:
+    source = None
+    if agent.source is not None:
         try:
-            source_path = check_trusted_source(
-                base / Path(source).expanduser(), f"{src}: agent.source"
-            )
+            source = check_trusted_source(agent.source, f"{src}: agent.source")
         except RuntimeSourceError as exc:
             raise ProfileError(str(exc)) from None
-    env = data.get("env", {})
-    if not isinstance(env, dict) or not all(
-        isinstance(k, str) and isinstance(v, (str, int)) and not isinstance(v, bool)
-        for k, v in env.items()
-    ):
-        raise ProfileError(
-            f"{src}: agent.env: must map variable names to strings; got {brief(env)}"
-        )
-    for key in env:
-        if not _ENV_NAME.fullmatch(key):
-            raise ProfileError(
-                f"{src}: agent.env.{key}: not a valid environment variable name "
-                "(letters, digits and _; not starting with a digit)"
-            )
-    wrapper = data.get("wrapper", [])
-    if isinstance(wrapper, str):
-        raise ProfileError(
-            f"{src}: agent.wrapper: must be a list of arguments, e.g. "
-            f"[valgrind, --error-exitcode=1]; got the string {brief(wrapper)}"
-        )
-    if not isinstance(wrapper, list) or not all(isinstance(w, str) for w in wrapper):
-        raise ProfileError(f"{src}: agent.wrapper: must be a list of strings; got {brief(wrapper)}")
-    records = data.get("records", True)
-    if not isinstance(records, bool):
-        raise ProfileError(
-            f"{src}: agent.records: must be true (record the real backends' calls, the "
-            f"default) or false (forward them only); got {brief(records)}"
-        )
-    return AgentConfig(
-        env={k: str(v) for k, v in env.items()},
-        wrapper=tuple(wrapper),
-        prebuilt=(base / Path(prebuilt).expanduser()).resolve() if prebuilt else None,
-        sdk=sdk_path,
-        source=source_path,
-        deployment=deployment,
-        records=records,
-    )
-
-
-def _timeouts(data: object, src: str) -> Timeouts:
-    if not isinstance(data, dict):
-        raise ProfileError(f"{src}: timeouts: must be a mapping of seconds")
-    return parse_settings(
-        Timeouts,
-        data,
-        f"{src}: timeouts",
-        fields=dict.fromkeys(("connect", "command", "case"), check_seconds),
-    )
+    prebuilt = agent.prebuilt.resolve() if agent.prebuilt is not None else None
+    return dataclasses.replace(agent, prebuilt=prebuilt, sdk=sdk, source=source)

@@ -10,7 +10,11 @@ The class's field types say what each value must be; the caller says which field
 file may set and what rule (a :mod:`harness.untrusted.value_rules` check) each value must also
 pass, so settings classes (e.g. a transport's) need not know about files at all.
 Supported types: ``str``, ``int``, ``float``, ``bool``, :class:`~pathlib.Path` (relative
-to the file's directory), an :class:`enum.Enum` of strings, and any of those ``| None``.
+to the file's directory), an :class:`enum.Enum` of strings, any of those ``| None``, a
+list of one of them (``tuple[str, ...]``, refusals name ``field[2]``), a map from strings
+to one of them (``Mapping[str, str]``, refusals name ``field.KEY``) and a nested section
+(another settings dataclass, whose fields :class:`Field` ``section`` gives). Rules that
+relate fields to each other run after it, in the caller.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.errors import UsageError
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import ValueRuleError
 
@@ -30,8 +36,26 @@ T = TypeVar("T")
 Rule = Callable[[Any], object]  # raises ValueRuleError; what it returns is ignored
 
 
-class ProfileError(ValueError):
+@dataclass(frozen=True)
+class Field:
+    """What a field must pass beyond its type, when a bare rule does not say enough."""
+
+    rule: Rule | None = None  # the value; each item of a list, each value of a map
+    key: Rule | None = None  # each key of a map
+    means: str | None = None  # for a value of the wrong type: "must be MEANS; got ..."
+    section: Mapping[str, Spec] | None = None  # a nested section: its own fields
+    later: bool = False  # allowed here; a rule after the validator reads it
+
+
+Spec = Field | Rule | None
+
+
+class ProfileError(ValueError, UsageError):
     """A device profile is missing or malformed; the message names file and field."""
+
+
+def _joined(where: str, field: str) -> str:
+    return f"{where} {field}" if where.endswith(":") else f"{where}.{field}"
 
 
 def refuse(where: str, field: str, message: str) -> ProfileError:
@@ -39,8 +63,19 @@ def refuse(where: str, field: str, message: str) -> ProfileError:
 
     ``where`` is ``FILE: SECTION``, or ``FILE:`` for a top-level field.
     """
-    joined = f"{where} {field}" if where.endswith(":") else f"{where}.{field}"
-    return ProfileError(f"{joined}: {message}")
+    return ProfileError(f"{_joined(where, field)}: {message}")
+
+
+def one_of(choices: Collection[str], note: str = "") -> Rule:
+    """The rule of a string field that takes one of ``choices`` (``note`` says more)."""
+
+    def check(value: object) -> None:
+        if value not in choices:
+            raise ValueRuleError(
+                f"{brief(value)} is not one of {', '.join(choices)}{f' ({note})' if note else ''}"
+            )
+
+    return check
 
 
 def check_known(data: Mapping[str, Any], allowed: Collection[str], where: str) -> None:
@@ -57,7 +92,7 @@ def parse_settings(
     data: Mapping[str, Any],
     where: str,
     *,
-    fields: Mapping[str, Rule | None],
+    fields: Mapping[str, Spec],
     base: Path | None = None,
     required: Mapping[str, str] | None = None,
     also_allowed: Collection[str] = (),
@@ -66,18 +101,19 @@ def parse_settings(
     """``cls(**data, **given)`` once every field of ``data`` is checked.
 
     ``where`` is ``FILE: SECTION`` for messages; ``fields`` maps each field the file may
-    set to its rule (or None: its type is enough); ``required`` says what to answer when
-    a field without a default is missing; ``base`` is where relative paths start (the
-    current directory if None); ``also_allowed`` names fields the caller has already
-    taken out of ``data``; ``given`` are the fields the harness fills in. Values are
-    kept as the file gives them (a relative path made absolute).
+    set to its rule, a :class:`Field`, or None (its type is enough); ``required`` says
+    what to answer when a field without a default is missing; ``base`` is where relative
+    paths start (the current directory if None); ``also_allowed`` names fields the caller
+    has already taken out of ``data``; ``given`` are the fields the harness fills in.
+    Values are kept as the file gives them (a relative path made absolute).
     """
     check_known(data, (*fields, *also_allowed), where)
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for spec in dataclasses.fields(cls):  # type: ignore[arg-type]  # a dataclass, by contract
         name = spec.name
-        if name not in fields or name in given:
+        field = _as_field(fields.get(name))
+        if name not in fields or name in given or field.later:
             continue
         if name not in data:
             no_default = (
@@ -86,43 +122,111 @@ def parse_settings(
             if no_default:
                 raise refuse(where, name, (required or {}).get(name, "required"))
             continue
-        value = _typed(hints[name], data[name], base, where, name)
-        rule = fields[name]
-        if rule is not None and value is not None:
-            try:
-                rule(data[name])
-            except ValueRuleError as exc:
-                raise refuse(where, name, str(exc)) from None
-        values[name] = value
+        values[name] = _Reading(base, where).typed(hints[name], data[name], name, field)
     return cls(**values, **given)
 
 
-def _typed(hint: Any, value: Any, base: Path | None, where: str, name: str) -> Any:
-    """``value`` as ``hint`` says, or the refusal naming ``where.name``."""
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if value is None and type(None) in options:
-        return None
-    (kind,) = [option for option in options if option is not type(None)]
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise refuse(where, name, f"must be true or false; got {brief(value)}")
-    if kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise refuse(where, name, f"must be an integer; got {brief(value)}")
-    if kind is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return value
-        raise refuse(where, name, f"must be a number of seconds; got {brief(value)}")
-    if kind is str or kind is Path:
-        if not isinstance(value, str):
-            raise refuse(where, name, f"must be a string; got {brief(value)}")
-        return value if kind is str else (base or Path.cwd()) / Path(value).expanduser()
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        for member in kind:
-            if member.value == value:
-                return member
-        choices = ", ".join(str(member.value) for member in kind)
-        raise refuse(where, name, f"{brief(value)} is not one of {choices}")
-    raise TypeError(f"{name}: settings of type {kind!r} are not supported")
+def _as_field(spec: Spec) -> Field:
+    return spec if isinstance(spec, Field) else Field(rule=spec)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Values of one section: ``where`` names it, relative paths start at ``base``."""
+
+    base: Path | None
+    where: str
+
+    def typed(self, hint: Any, value: Any, name: str, field: Field) -> Any:
+        """``value`` as ``hint`` says and ``field``'s rules allow, or the refusal."""
+        options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        if value is None and type(None) in options:
+            return None
+        (kind,) = [option for option in options if option is not type(None)]
+        origin = typing.get_origin(kind)
+        if origin is tuple:
+            return self._items(typing.get_args(kind)[0], value, name, field)
+        if origin is Mapping or origin is dict:
+            return self._map(typing.get_args(kind)[1], value, name, field)
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            if not isinstance(value, dict):
+                means = field.means or f"a mapping of {', '.join(field.section or ())}"
+                raise refuse(self.where, name, f"must be {means}; got {brief(value)}")
+            return parse_settings(
+                kind, value, _joined(self.where, name), fields=field.section or {}, base=self.base
+            )
+        typed = self._scalar(kind, value, name, field.means)
+        self._check(field.rule, value, name)
+        return typed
+
+    def _items(self, kind: Any, value: Any, name: str, field: Field) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            means = field.means or f"a list of {_plural(kind)}"
+            raise refuse(self.where, name, f"must be {means}; got {brief(value)}")
+        items = []
+        for index, item in enumerate(value):
+            items.append(self._scalar(kind, item, f"{name}[{index}]", None))
+            self._check(field.rule, item, f"{name}[{index}]")
+        return tuple(items)
+
+    def _map(self, kind: Any, value: Any, name: str, field: Field) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            means = field.means or f"a mapping of names to {_plural(kind)}"
+            raise refuse(self.where, name, f"must be {means}; got {brief(value)}")
+        entries = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise refuse(self.where, name, f"names must be strings; got {brief(key)}")
+            self._check(field.key, key, f"{name}.{key}")
+            entries[key] = self._scalar(kind, item, f"{name}.{key}", None)
+            self._check(field.rule, item, f"{name}.{key}")
+        return entries
+
+    def _check(self, rule: Rule | None, value: Any, name: str) -> None:
+        if rule is not None and value is not None:
+            try:
+                rule(value)
+            except ValueRuleError as exc:
+                raise refuse(self.where, name, str(exc)) from None
+
+    def _scalar(self, kind: Any, value: Any, name: str, means: str | None) -> Any:
+        """``value`` as the scalar type ``kind``; ``means`` replaces the wrong-type wording."""
+
+        def wrong(default: str) -> ProfileError:
+            return refuse(self.where, name, f"must be {means or default}; got {brief(value)}")
+
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            raise wrong("true or false")
+        if kind is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            raise wrong("an integer")
+        if kind is float:
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return value
+            raise wrong("a number of seconds")
+        if kind is str or kind is Path:
+            if not isinstance(value, str):
+                raise wrong("a string")
+            return value if kind is str else (self.base or Path.cwd()) / Path(value).expanduser()
+        if isinstance(kind, type) and issubclass(kind, enum.Enum):
+            for member in kind:
+                if member.value == value:
+                    return member
+            choices = ", ".join(str(member.value) for member in kind)
+            raise refuse(self.where, name, f"{brief(value)} is not one of {choices}")
+        raise TypeError(f"{name}: settings of type {kind!r} are not supported")
+
+
+def _plural(kind: Any) -> str:
+    """``strings`` for ``str``: what a list or map of ``kind`` holds, for messages."""
+    words = {
+        str: "strings",
+        int: "integers",
+        float: "numbers",
+        bool: "true or false",
+        Path: "paths",
+    }
+    return words.get(kind, "values")

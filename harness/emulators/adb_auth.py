@@ -18,10 +18,12 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 
+from harness.errors import UsageError
+
 TOKEN_SIZE = 20
 
 
-class AdbKeyError(ValueError):
+class AdbKeyError(ValueError, UsageError):
     """A line is not an ADB public key."""
 
 

@@ -27,6 +27,7 @@ from harness.emulators.adb_protocol import (
     ProtocolError,
     read_message,
 )
+from harness.errors import InfrastructureError
 
 log = logging.getLogger("adb-emu")
 
@@ -34,7 +35,7 @@ HANDSHAKE_TIMEOUT = 10.0  # seconds for the host's first CNXN
 MAX_STREAMS = 64  # open streams per connection
 
 
-class StreamClosed(Exception):
+class StreamClosed(InfrastructureError):
     """The host closed the stream (or the connection) while a service used it."""
 
 

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from harness.emulators.adb_properties import DeviceProperties
+from harness.errors import InfrastructureError
 
 _READ_ONLY_BINDS = ("usr", "etc", "sys")
 _RECURSIVE_BINDS = ("dev", "proc")
@@ -54,7 +55,7 @@ exit 127
 """
 
 
-class DeviceRootError(RuntimeError):
+class DeviceRootError(RuntimeError, InfrastructureError):
     """The device root cannot be prepared or entered."""
 
 

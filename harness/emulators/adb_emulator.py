@@ -11,12 +11,13 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
+from harness.errors import InfrastructureError
 from harness.lifecycle.process import PIPE, STOP_GRACE, ManagedProcess
 
 START_TIMEOUT = 15.0
 
 
-class AdbEmulatorError(RuntimeError):
+class AdbEmulatorError(RuntimeError, InfrastructureError):
     """adb-emu did not start; the message carries the end of its log."""
 
 

@@ -11,6 +11,8 @@ import enum
 import struct
 from dataclasses import dataclass
 
+from harness.errors import InfrastructureError
+
 ADB_VERSION = 0x01000001  # also the first version that skips payload checksums
 MAX_PAYLOAD = 1024 * 1024  # what the device accepts per message (as real adbd)
 MAX_PAYLOAD_V1 = 4096  # for hosts older than ADB_VERSION
@@ -39,7 +41,7 @@ class AuthType(enum.IntEnum):
     RSAPUBLICKEY = 3
 
 
-class ProtocolError(Exception):
+class ProtocolError(InfrastructureError):
     """The host sent something that is not valid ADB; the connection is dropped."""
 
 

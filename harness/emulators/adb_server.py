@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.emulators.adbd import EMULATOR_SCAN_PORTS
+from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.lifecycle.process import free_port as lifecycle_free_port
@@ -32,7 +33,7 @@ from harness.transport.adb import adb_server_answers
 DEFAULT_SERVER_PORT = 5037
 
 
-class AdbServerError(RuntimeError):
+class AdbServerError(RuntimeError, InfrastructureError):
     """The adb client is missing or its server would not start."""
 
 

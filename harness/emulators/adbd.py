@@ -26,6 +26,7 @@ from harness.emulators.adb_device_root import DeviceNamespace, prepare_device_ro
 from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
 from harness.emulators.adb_shell import ShellRequest, serve_shell
 from harness.emulators.adb_sync import serve_sync
+from harness.errors import UsageError
 
 log = logging.getLogger("adb-emu")
 
@@ -33,7 +34,7 @@ MAX_CONNECTIONS = 8
 EMULATOR_SCAN_PORTS = range(5555, 5586)  # the adb server probes these for emulators
 
 
-class PortInScanRange(ValueError):
+class PortInScanRange(ValueError, UsageError):
     """The chosen port is one the adb server scans for emulators."""
 
 

@@ -30,13 +30,14 @@ from harness.config.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.adb_emulator import AdbEmulator
 from harness.emulators.adb_server import PrivateAdbServer
 from harness.emulators.qemu_mcu import QEMU
+from harness.errors import InfrastructureError
 from harness.lifecycle.process import ManagedProcess
 
 _PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
 _ATTACH_TIMEOUT_S = 15.0
 
 
-class LabError(RuntimeError):
+class LabError(RuntimeError, InfrastructureError):
     """The emulated lab could not be started."""
 
 

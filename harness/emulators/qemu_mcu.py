@@ -33,6 +33,7 @@ from filelock import FileLock
 from harness.agent.runtime_source import RuntimeSource, find_runtime_source
 from harness.agent.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
 from harness.config.mcu_boards import DEFAULT_MACHINE, board
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.link.serial.arq import BootHelloMissing, LinkConfig, SerialLink
@@ -59,7 +60,7 @@ _RUN_CPU = b"cont\n"  # the monitor command that lets the stopped CPU run
 _EVIDENCE_LINES = 10  # of QEMU's stderr, in the error when the boot HELLO is missing
 
 
-class FirmwareBuildError(RuntimeError):
+class FirmwareBuildError(RuntimeError, UsageError):
     """The firmware could not be built; the message carries the compiler's output."""
 
 

@@ -25,6 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import ManagedProcess, free_port
 from harness.lifecycle.reap import descendants
@@ -41,7 +42,7 @@ _NETNS_TOOLS = {"ip": "iproute2", "socat": "socat"}
 _LOG_KEEP_LINES = 10_000  # what log_count and wait_for_log can see
 
 
-class SshdError(RuntimeError):
+class SshdError(RuntimeError, InfrastructureError):
     """The emulated board could not be set up, started or stopped."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from harness.farm.infra import InfrastructureError
+from harness.errors import InfrastructureError
 
 
 class RunTimeExpired(InfrastructureError):

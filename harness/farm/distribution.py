@@ -21,11 +21,13 @@ from collections.abc import Collection, Sequence
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from harness.errors import UsageError
+
 GROUPED_MODES = ("load", "loadgroup")  # served by DeviceScheduling
 _DEVICE_SCOPE = "device:"
 
 
-class DistributionError(ValueError):
+class DistributionError(ValueError, UsageError):
     """The requested xdist mode cannot keep each device on one worker."""
 
 

@@ -1,10 +1,11 @@
 """What counts as an infrastructure error: device trouble, not a verdict on the runtime.
 
-:class:`~harness.transport.base.TransportError` and its subclasses (a lost link,
-a timeout, a device that cannot be reached, busy or quarantined) and
-:class:`InfrastructureError` (trouble of the farm itself, e.g. the run's time is
-up). They are reported as their own outcome, retried and counted towards
-quarantine, never as test failures.
+The infra branch of the harness's errors, :class:`harness.errors.InfrastructureError`:
+:class:`~harness.transport.base.TransportError` and its subclasses (a lost link, a
+timeout, a device that cannot be reached, busy or quarantined), an emulator that did
+not start, and trouble of the farm itself (e.g. the run's time is up). They are
+reported as their own outcome, retried and counted towards quarantine, never as test
+failures.
 
 Hypothesis wraps what a test raised: in an exception group when it found several
 distinct failures (``FlakyFailure`` is one too), or in one of its own errors
@@ -15,12 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from harness.errors import InfrastructureError
 from harness.runner import LinkBroken
-from harness.transport.base import TransportError
-
-
-class InfrastructureError(Exception):
-    """Trouble of the test farm around the device, not of the code under test."""
 
 
 def infrastructure_error(exc: BaseException) -> BaseException | None:
@@ -32,7 +29,7 @@ def infrastructure_error(exc: BaseException) -> BaseException | None:
     """
     if isinstance(exc, LinkBroken) and exc.__cause__ is not None:
         return infrastructure_error(exc.__cause__) or exc
-    if isinstance(exc, (TransportError, InfrastructureError)):
+    if isinstance(exc, InfrastructureError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         found = [infrastructure_error(inner) for inner in exc.exceptions]

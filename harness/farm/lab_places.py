@@ -15,6 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.errors import InfrastructureError
 from harness.lifecycle.reap import start_time
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ _FIELD_ORDER = (
 )
 
 
-class PlaceListError(ValueError):
+class PlaceListError(ValueError, InfrastructureError):
     """The coordinator's list of places cannot be read unambiguously; the message names
     the place, the field and the fix."""
 

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import pytest
 
+from harness.errors import UsageError
 from harness.farm.html_report import write_report
 from harness.farm.records import CaseResult, ResultAssembler
 
@@ -201,7 +202,7 @@ def _drop_cut_short_line(fd: int) -> None:
         os.ftruncate(fd, end)
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(ValueError, UsageError):
     """A results file has a line that is not a result (other than a cut-short last line)."""
 
 

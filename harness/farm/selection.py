@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.config.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.devices.bring_up import check_transport_settings
+from harness.errors import UsageError
 from harness.farm.labgrid import for_transport_checks
 from harness.untrusted.reading import brief_plain
 
@@ -20,7 +21,7 @@ DEFAULT_DEVICE = "host"  # when --device is not given at all
 _TAGS_SHOWN = 12  # an unknown tag's error lists this many of those present
 
 
-class DeviceSelectionError(ValueError):
+class DeviceSelectionError(ValueError, UsageError):
     """``--device`` names no profile, an unknown one, or two profiles with one name."""
 
 

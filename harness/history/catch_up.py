@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.farm.results import RESULTS_FILE, RUN_FILE, ResultsFileError, RunInfo, read_results
 from harness.history.records import RunIdentity, case_row, run_id, run_row
 from harness.history.store import HistoryStore
@@ -21,7 +22,7 @@ from harness.history.writers import dead_writers
 CATCH_UP_SOURCE = "results.jsonl"
 
 
-class CatchUpError(Exception):
+class CatchUpError(UsageError):
     """A directory is not a run's results directory; the message says which and why."""
 
 

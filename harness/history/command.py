@@ -12,11 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UsageError
+
 DEFAULT_RUNS = 30
 DEFAULT_FLAKY_WINDOW = 10
 
 
-class HistoryOutputError(Exception):
+class HistoryOutputError(UsageError):
     """The history page could not be written; the message says what to do."""
 
 

@@ -16,6 +16,7 @@ import time
 
 from sqlalchemy import Connection, inspect, text
 
+from harness.errors import UsageError
 from harness.history.schema import KNOWN_TABLES, SCHEMA_VERSION, migrations_table
 
 # Any number: the PostgreSQL advisory lock every runner takes to open the store.
@@ -53,7 +54,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 assert max(MIGRATIONS) == SCHEMA_VERSION
 
 
-class SchemaError(Exception):
+class SchemaError(UsageError):
     """The database is not a history store this harness can use; the message says why."""
 
 

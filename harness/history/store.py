@@ -22,6 +22,7 @@ from sqlalchemy import Engine, Table, create_engine, event, func, select, update
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
+from harness.errors import UsageError
 from harness.history.migrations import SchemaError, migrate
 from harness.history.records import COMPLETE, INCOMPLETE, RUNNING, CaseRecord, RunRecord
 from harness.history.schema import cases, runs
@@ -41,7 +42,7 @@ _POSTGRES_BOUNDS = {
 }
 
 
-class StoreError(Exception):
+class StoreError(UsageError):
     """The store cannot be opened, read or written; the message says what to do."""
 
 

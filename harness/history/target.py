@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 
 STORE_ENV = "ET_HARNESS_HISTORY"
@@ -20,7 +21,7 @@ SCHEMES = {
 }
 
 
-class TargetError(ValueError):
+class TargetError(ValueError, UsageError):
     """A ``--history`` value no store can be made of; the message says what to give."""
 
 

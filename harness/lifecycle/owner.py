@@ -34,6 +34,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import (
     MARKER_VARIABLE,
@@ -46,7 +47,7 @@ from harness.lifecycle.reap import (
 from harness.lifecycle.signals import reset_in_child
 
 
-class LifecycleError(RuntimeError):
+class LifecycleError(RuntimeError, UsageError):
     """The harness cannot keep track of what it starts (its state directory is unusable)."""
 
 

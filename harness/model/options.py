@@ -13,6 +13,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harness.errors import UsageError
 from harness.untrusted.reading import brief
 
 OptionValue = bool | int | str
@@ -47,7 +48,7 @@ class OptionType(enum.IntEnum):
         )
 
 
-class MapValidationError(ValueError):
+class MapValidationError(ValueError, UsageError):
     """An options map breaks a runtime limit.
 
     ``path`` locates the bad entry (``backends.XnnpackBackend[2].value``);

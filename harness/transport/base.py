@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import InfrastructureError
 
-class TransportError(Exception):
+
+class TransportError(InfrastructureError):
     """Device trouble: the device, not the code under test, failed.
 
     The pytest plugin reports these as infrastructure errors, never as test

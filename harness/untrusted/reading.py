@@ -18,6 +18,8 @@ import os
 import reprlib
 import stat
 
+from harness.errors import UsageError
+
 MAX_INPUT_BYTES = 1 << 20  # 1 MiB: hundreds of times the largest valid profile or map
 BRIEF_CHARS = 40  # how much of a bad value an error message quotes
 
@@ -30,7 +32,7 @@ _KINDS = (
 )
 
 
-class InputFileError(ValueError):
+class InputFileError(ValueError, UsageError):
     """An input file that cannot be read as it is.
 
     ``source`` names the file, ``location`` the line, byte or entry path (or None),

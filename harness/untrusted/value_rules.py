@@ -17,6 +17,7 @@ import math
 import posixpath
 import re
 
+from harness.errors import UsageError
 from harness.untrusted.reading import brief
 
 MAX_SECONDS = 86400  # one day: a longer bound is a typo, and would keep a hung test alive
@@ -54,7 +55,7 @@ _SYSTEM_TREES = (
 _SHARED_ROOTS = ("data", "home", "mnt", "media", "opt", "root", "run", "srv", "tmp", "var")
 
 
-class ValueRuleError(ValueError):
+class ValueRuleError(ValueError, UsageError):
     """A value breaks a rule; the message says the rule and how to write the value."""
 
 

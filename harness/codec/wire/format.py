@@ -13,6 +13,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from harness.errors import UsageError
 from harness.model.messages import (
     ENTRY_FLAG_PROBE,
     LOAD_FLAG_CONCURRENT,
@@ -94,7 +95,7 @@ class WireErrorCode(enum.IntEnum):
     TOO_MANY_MODELS = 28
 
 
-class WireError(ValueError):
+class WireError(ValueError, UsageError):
     """Bytes that are not a valid message, or a message that breaks a wire limit.
 
     ``code`` is the specification's error code; ``offset`` the byte offset in the

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.codec import wire
+from harness.errors import InfrastructureError, UsageError
 from harness.link.channel import FIRMWARE_REBUILD, MessageChannel, header_seq, version_mismatch
 from harness.link.serial.frame import (
     FLAG_END,
@@ -60,7 +61,7 @@ class BootHelloMissing(DeviceUnavailable):
         self.received = received
 
 
-class MessageTooLarge(ValueError):
+class MessageTooLarge(ValueError, UsageError):
     """A message is larger than the device's announced ``max_message``."""
 
 
@@ -98,7 +99,7 @@ class LinkStats:
     max_in_flight: int = 0  # most DATA frames ever unacknowledged at once
 
 
-class _NoProgress(Exception):
+class _NoProgress(InfrastructureError):
     """This attempt at an exchange stalled; the link resynchronises and tries again."""
 
 

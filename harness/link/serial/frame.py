@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from cobs import cobs
 
+from harness.errors import InfrastructureError
+
 FRAME_HEADER = 3  # kind, seq, flags
 FRAME_CRC = 4
 FLAG_START = 0x01
@@ -31,7 +33,7 @@ class FrameKind(enum.IntEnum):
     EXIT = 6
 
 
-class FrameError(ValueError):
+class FrameError(ValueError, InfrastructureError):
     """Bytes between two delimiters that are not a valid frame."""
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from harness.errors import UsageError
 from harness.transport.base import (
     DeviceUnavailable,
 )
 
 
-class SshConfigError(ValueError):
+class SshConfigError(ValueError, UsageError):
     """The SSH settings are malformed or contradict each other; the message says which.
 
     ``field`` is the SshProfile field (profile ``transport.FIELD``) the trouble traces to.
