@@ -382,6 +382,27 @@ def test_keep_loads_another_method_into_the_loaded_program(link: AgentSession) -
 
 
 @pytest.mark.skipif(SOURCE is None, reason="programs are held by firmware built from source")
+def test_a_held_program_the_next_upload_replaces_is_uploaded_again_before_the_load(
+    link: AgentSession,
+) -> None:
+    """Every slot holds a program; a LOAD naming the oldest and a new one: the new one's
+    upload replaces the oldest, so the session uploads it again and the LOAD runs both."""
+    assert isinstance(link, ProgramUploadingSession)
+    arenas = fact(ok(link.request(Request(Action.HELLO))), "arenas")
+    found = re.match(r"programs (\d+) x", str(arenas))
+    assert found, arenas
+    names = [f"S{i}" for i in range(int(found.group(1)) + 1)]
+    register(link, tuple(names))
+    for name in names[:-1]:
+        link.upload((name,))
+    sent = link.upload_messages
+    models = (LoadSpec("", (names[-1],), OptionsMap.from_dict({names[-1]: {"m": 1}})),)
+    report = ok(link.request(Request.load("", (names[0],), OptionsMap(), models=models)))
+    assert [(e.model, e.name) for e in report.entries] == [(0, names[0]), (1, names[-1])]
+    assert link.upload_messages - sent == 4  # the new program and the oldest again, 2 each
+
+
+@pytest.mark.skipif(SOURCE is None, reason="programs are held by firmware built from source")
 def test_an_upload_replaces_the_least_recently_used_program_never_one_under_a_method(
     link: AgentSession,
 ) -> None:
