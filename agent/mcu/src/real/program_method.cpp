@@ -253,8 +253,8 @@ Error model_load(const ModelLoad &load) {
   if (!plan_memory(meta.get(), *loaded, spans)) {
     loaded->drop();
     return fail(Error::MemoryAllocationFailed,
-                "the method's planned memory does not fit the planned arena (planned_arena in "
-                "HELLO)");
+                "the method's planned memory does not fit what the planned arena has left "
+                "(arenas in HELLO)");
   }
   if (temp_allocator.object == nullptr) {
     temp_allocator.make(static_cast<uint32_t>(sizeof temp_arena), temp_arena);

@@ -83,7 +83,7 @@ UploadAnswer program_data(const uint8_t *body, size_t len) {
     int slot = slot_for_upload();
     if (slots[slot].pins != 0u) {
       return refuse(ETB_ERR_CAPACITY, "PROGRAM_DATA: every program slot holds a program a "
-                                      "loaded model uses (program_slots in HELLO)");
+                                      "loaded model uses (arenas in HELLO)");
     }
     if (slot == last_held) {
       last_held = -1;
