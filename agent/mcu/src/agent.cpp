@@ -284,7 +284,8 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   report_start(seq_of(message, len), answer.outcome == ETB_OUTCOME_OK ? action : 0u);
   report_outcome(answer.outcome, answer.detail, answer.message);
   if (unloaded) {
-    message_clause("the loaded models were unloaded: the upload replaces the least recently used program, theirs");
+    message_clause("the loaded models were unloaded: the upload replaces the least recently "
+                   "used program, theirs");
   }
   fact_int("program_received", program_received());
   fact_int("program_bytes", program_last_size());

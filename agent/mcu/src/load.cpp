@@ -292,7 +292,8 @@ bool refuse_load(const etb_request_t &request, size_t count, bool keep) {
     return true;
   }
   if (keep && count > 1u) {
-    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u, "KEEP loads into the one program loaded before: a LOAD of ");
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
+                   "KEEP loads into the one program loaded before: a LOAD of ");
     append_number(count);
     append_text(" models loads each afresh");
     return true;
