@@ -16,7 +16,7 @@ echo "== project tests (tests/)"
 # Many tests run pytest in a subprocess (the fault injection alone 21 times): with bytecode
 # written, the first caches the compiled, assertion-rewritten modules and the rest read them.
 unset PYTHONDONTWRITEBYTECODE
-.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2
+.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2 --durations=15  # where the time goes
 echo "== device suites on every emulated device (suites/)"
 bash ci/run-emulated.sh results/ci
 echo "== concurrent multi-model cases under the race detectors (host-tsan, host-helgrind, host-drd)"
