@@ -122,7 +122,7 @@ def test_any_set_of_models_exact_passes_and_a_swap_is_caught(values, data):
 
 def test_only_loads_are_checked_per_model():
     request = Request(Action.SET, OptionsMap.from_dict({"ProbeA": {"threads": 1}}))
-    with pytest.raises(ValueError, match="^check_models checks LOAD requests, not SET$"):
+    with pytest.raises(ValueError, match=r"^check_models checks LOAD requests, not SET$"):
         check_models(request, load_report())
 
 
@@ -189,8 +189,8 @@ def test_a_leak_keeps_its_note_and_is_marked_in_the_rows_too():
 
 
 def test_entries_of_a_model_the_request_lacks_go_to_the_last_models_verdict_whole():
-    request = dataclasses.replace(REQUEST, models=REQUEST.models + (
-        LoadSpec("/p/c.pte", ("ProbeA",), OptionsMap.from_dict({})),))
+    third = LoadSpec("/p/c.pte", ("ProbeA",), OptionsMap.from_dict({}))
+    request = dataclasses.replace(REQUEST, models=(*REQUEST.models, third))
     stray = entry("ProbeB", 5)
     verdicts = check_models(request, load_report(
         entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
