@@ -25,8 +25,9 @@ wire)
     mutate='harness/codec/wire/*'
     # test_stream_vectors.py's Python reader tests; its agent, QEMU and MCU tests are not
     # this area's unit tests (the agent's C reader is not mutated here).
-    tests=(tests/test_wire.py tests/test_wire_limits.py tests/test_vectors.py
-        tests/test_stream_vectors.py -k 'not hosted and not host_session and not arm64 and not mcu')
+    tests=(tests/test_wire.py tests/test_wire_limits.py tests/test_wire_errors.py
+        tests/test_vectors.py tests/test_stream_vectors.py tests/test_stream_reader.py
+        -k 'not hosted and not host_session and not arm64 and not mcu')
     ;;
 *)
     echo "ci/mutation.sh: unknown area '$area'; give check or wire" >&2
@@ -60,10 +61,11 @@ cd "$scratch"
 echo "== mutmut $mutmut_version on $mutate, max $children children, tests: ${tests[*]}"
 start=$(date +%s)
 "$repo/.venv/bin/mutmut" run --max-children "$children" >mutmut-run.log 2>&1 || {
-    tail -30 mutmut-run.log >&2
+    tail -c 3000 mutmut-run.log >&2
     exit 1
 }
-echo "== done in $(($(date +%s) - start)) s (log: $scratch/mutmut-run.log)"
+elapsed=$(($(date +%s) - start))
+echo "== done in $elapsed s (log: $scratch/mutmut-run.log)"
 "$repo/.venv/bin/mutmut" results --all true >mutmut-results.txt
 "$repo/.venv/bin/python" - mutmut-results.txt <<'EOF'
 import collections
