@@ -195,5 +195,7 @@ def test_entries_of_a_model_the_request_lacks_go_to_the_last_models_verdict_whol
     verdicts = check_models(request, load_report(
         entry("ProbeA", 0, threads=1), entry("ProbeB", 0, mode="a"),
         entry("ProbeA", 1, threads=2), entry("ProbeB", 1), entry("ProbeA", 2), stray))
+    assert [(v.path, len(v.backends)) for v in verdicts] == [
+        (LoadPath.PROGRAM, 2), (LoadPath.MODULE_METHOD, 2), (LoadPath.PROGRAM, 1)]
     assert [v.report_differences for v in verdicts] == [(), (), (Difference(
         K.UNEXPECTED_ENTRY, "ProbeB", None, None, stray, note="the request has no model 5"),)]

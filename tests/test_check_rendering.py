@@ -97,8 +97,8 @@ SENTENCES = [
         "ProbeA: status NotFound (0x20), expected Ok (0x00)",
     ),
     (
-        Difference(K.WRONG_STATUS, "ProbeA", None, 0, None),  # a hand-made entry's status
-        "ProbeA: status None, expected Ok (0x00)",
+        Difference(K.WRONG_STATUS, "ProbeA", None, 0, "0x20"),  # a hand-made entry's status
+        "ProbeA: status '0x20', expected Ok (0x00)",
     ),
     (
         Difference(K.WRONG_CALL_COUNT, "ProbeA", "set_option", 1, 2),
@@ -126,8 +126,8 @@ SENTENCES = [
         "Real: has a report entry (status Ok (0x00), 1 call, 0 options, not a probe), but why",
     ),
     (
-        Difference(K.UNEXPECTED_ENTRY, "Real", note="why"),
-        "Real: has a report entry (None), but why",
+        Difference(K.UNEXPECTED_ENTRY, "Real", actual="Real", note="why"),
+        "Real: has a report entry ('Real'), but why",
     ),
     (
         Difference(K.DUPLICATE_ENTRY, "ProbeA", None, 1, 3),
@@ -289,4 +289,10 @@ def test_a_longer_cell_is_cut_to_44_columns_and_given_in_full_below() -> None:
 def test_wide_characters_are_cut_by_columns() -> None:
     sent = "日" * 20  # "[0] k: string '" (15 columns) and 40 columns of wide characters
     cut = "[0] k: string '" + "日" * 14 + "…"  # 43 columns, and the ellipsis
+    assert _cell_lines(sent, "b")[1] == f"  - {cut}    [0] k: string 'b'    <- WRONG_VALUE"
+
+
+def test_combining_characters_take_no_column_when_a_cell_is_cut() -> None:
+    sent = "e\u0301" * 30  # 30 columns of accented letters, 60 characters
+    cut = "[0] k: string '" + "e\u0301" * 28 + "…"  # 43 columns, and the ellipsis
     assert _cell_lines(sent, "b")[1] == f"  - {cut}    [0] k: string 'b'    <- WRONG_VALUE"
