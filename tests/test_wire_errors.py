@@ -553,3 +553,31 @@ def test_an_unchecked_text_too_long_for_the_wire_names_its_place() -> None:
         HEADER_SIZE + 6,
         "message is 65536 bytes; a u16 holds 65535",
     )
+
+
+def test_an_action_out_of_range_is_refused_by_name_when_encoding() -> None:
+    request = dataclasses.replace(Request(Action.HELLO), action=0)
+    problem = refusal(lambda: wire.encode_request(request)).problem
+    assert re.fullmatch(r"action is 0, limit 1\.\.\d+", problem), problem
+    report = dataclasses.replace(REPORT, action=99)
+    problem = refusal(lambda: wire.encode_report(report)).problem
+    assert re.fullmatch(r"action is 99, limit 0\.\.\d+", problem), problem
+    frame = wire.encode_report(REPORT)[:-4]
+    bad = wire.seal(frame[:HEADER_SIZE] + b"\x63" + frame[HEADER_SIZE + 1 :])
+    code, offset, problem = whole(refusal(lambda: wire.decode_report(bad)))
+    assert (code, offset) == (E.ACTION, HEADER_SIZE)
+    assert re.fullmatch(r"action is 99, limit 0\.\.\d+", problem), problem
+
+
+def test_a_models_counts_are_named_when_encoding() -> None:
+    model = LOAD.models[0]
+    delegates = dataclasses.replace(model, delegates=tuple(f"D{i}" for i in range(9)))
+    request = dataclasses.replace(LOAD, models=(delegates,))
+    assert whole(refusal(lambda: wire.check_request(request)))[2] == (
+        "LOAD model 1 delegate count is 9, limit 0..8"
+    )
+    backends = OptionsMap.unchecked([BackendOptions(f"B{i}", ()) for i in range(9)])
+    request = dataclasses.replace(LOAD, models=(dataclasses.replace(model, options=backends),))
+    assert whole(refusal(lambda: wire.check_request(request)))[2] == (
+        "LOAD model 1 backend count is 9, limit 0..8"
+    )
