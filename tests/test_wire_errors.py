@@ -513,6 +513,7 @@ def test_unchecked_requests_reach_to_the_wire_and_no_further() -> None:
         E.INT_RANGE,
         f"int 'k' is {-(2**63) - 1}, outside {-(2**63)}..{2**63 - 1}",
     )
+    assert low.offset == wire.encode_request(Request(Action.SET, options(k=0))).index(b"k\x02") + 2
     wire.encode_request(Request(Action.SET, options(s="x" * 0xFFFF)))
     long = refusal(lambda: wire.encode_request(Request(Action.SET, options(s="x" * 0x10000))))
     assert whole(long)[0] is E.STRING_LENGTH
@@ -580,4 +581,21 @@ def test_a_models_counts_are_named_when_encoding() -> None:
     request = dataclasses.replace(LOAD, models=(dataclasses.replace(model, options=backends),))
     assert whole(refusal(lambda: wire.check_request(request)))[2] == (
         "LOAD model 1 backend count is 9, limit 0..8"
+    )
+
+
+def test_a_bool_cut_before_its_value_is_truncated_whatever_the_crc_holds() -> None:
+    """The CRC follows the body: a decoder that read the missing value byte from it would
+    take a CRC starting with 0 or 1 for a bool."""
+    for seq in range(2000):
+        body = wire.encode_request(Request(Action.SET, options(b=True), seq=seq))[:-5]
+        frame = wire.seal(body)
+        if frame[-4] <= 1:
+            break
+    else:
+        raise AssertionError("no seq gives a CRC starting with 0 or 1")
+    assert whole(refusal(lambda: wire.decode_request(frame))) == (
+        E.TRUNCATED,
+        len(body),
+        "bool value of 'b' needs 1 bytes, 0 are left before the CRC",
     )
