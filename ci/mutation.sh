@@ -26,7 +26,8 @@ wire)
     # test_stream_vectors.py's Python reader tests; its agent, QEMU and MCU tests are not
     # this area's unit tests (the agent's C reader is not mutated here).
     tests=(tests/test_wire.py tests/test_wire_limits.py tests/test_wire_errors.py
-        tests/test_vectors.py tests/test_stream_vectors.py tests/test_stream_reader.py tests/test_wire_hot_path.py
+        tests/test_wire_hot_path.py tests/test_vectors.py tests/test_stream_vectors.py
+        tests/test_stream_reader.py
         -k 'not hosted and not host_session and not arm64 and not mcu')
     ;;
 *)
