@@ -229,6 +229,13 @@ class CaseRunner:
         return value if isinstance(value, int) and value >= 1 else 1
 
     @property
+    def concurrent(self) -> bool:
+        """Whether the device loads the models of a CONCURRENT LOAD on threads of their own
+        (HELLO ``concurrent``; absent: whenever it holds several models)."""
+        value = self.hello.fact("concurrent")
+        return value if isinstance(value, bool) else self.max_models > 1
+
+    @property
     def capacity(self) -> int:
         value = self.hello.fact("registry_capacity")
         return value if isinstance(value, int) else DEFAULT_REGISTRY_CAPACITY

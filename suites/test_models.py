@@ -5,8 +5,9 @@ own map; a device says in HELLO how many it holds (``max_models``, 1 when absent
 answers a LOAD carrying more, or asking for CONCURRENT loading it cannot do, with
 UNSUPPORTED, leaving nothing half loaded. The hosted agent (host, ssh-emu, adb-emu)
 announces 8 and loads them in order or, CONCURRENT, each on a thread of its own, all
-started together; the MCU holds one program and announces 1, so the multi-model cases
-skip there with that reason.
+started together. The MCU boards hold 8 too but have no threads: they announce
+``concurrent`` false in HELLO, so the CONCURRENT cases skip there with that reason and
+the others load their models one after another.
 
 Every multi-model case checks each model against its own map (check_models): an option
 a delegate of one model receives from another model's map is a CROSS_MODEL difference.
@@ -38,11 +39,15 @@ CONCURRENCY = pytest.mark.parametrize("concurrent", [False, True],
                                       ids=["sequential", "concurrent"])
 
 
-def need_models(et, count: int) -> None:
-    """Skip where the device holds fewer than ``count`` models per LOAD."""
+def need_models(et, count: int, concurrent: bool = False) -> None:
+    """Skip where the device holds fewer than ``count`` models per LOAD or, with
+    ``concurrent``, cannot load them on threads of their own."""
     if et.max_models < count:
         pytest.skip(f"the device holds {et.max_models} model(s) per LOAD (max_models in "
                     f"HELLO); this case loads {count}")
+    if concurrent and not et.concurrent:
+        pytest.skip("the device loads the models of a LOAD one after another (HELLO "
+                    "concurrent false: no threads on the board)")
 
 
 def own_map(model: int, delegates: tuple[str, ...]) -> OptionsMap:
@@ -97,9 +102,9 @@ def test_more_models_than_announced_is_unsupported_and_leaves_nothing_loaded(
     et.load(options, delegates=(PROBE,), path=load_path, stored=stored).raise_for_differences()
 
 
-def test_concurrent_loading_is_refused_by_a_device_that_holds_one_model(et, probe_program):
-    if et.max_models != 1:
-        pytest.skip("the device holds several models")
+def test_concurrent_loading_is_refused_by_a_device_without_threads(et, probe_program):
+    if et.concurrent:
+        pytest.skip("the device loads models concurrently")
     program = probe_program((PROBE,))
     report = et.send(Request.load(program, (PROBE,), OptionsMap(), concurrent=True))
     assert report.outcome is Outcome.UNSUPPORTED, report
@@ -108,7 +113,7 @@ def test_concurrent_loading_is_refused_by_a_device_that_holds_one_model(et, prob
 @CONCURRENCY
 @pytest.mark.parametrize("count", [2, 3, 8])
 def test_each_model_gets_exactly_its_own_map(et, load_path, concurrent, count):
-    need_models(et, count)
+    need_models(et, count, concurrent)
     models = []
     for n in range(count):
         delegates = DELEGATE_SETS[n % len(DELEGATE_SETS)]
@@ -120,7 +125,7 @@ def test_each_model_gets_exactly_its_own_map(et, load_path, concurrent, count):
 @pytest.mark.parametrize("mapped_first", [True, False], ids=["mapped_first", "empty_first"])
 def test_a_model_without_a_map_gets_nothing_beside_one_with_a_map(
         et, load_path, concurrent, mapped_first):
-    need_models(et, 2)
+    need_models(et, 2, concurrent)
     delegates = (PROBE, OTHER)
     mapped = ModelLoad(own_map(0, delegates), delegates, load_path)
     # On module_both the empty map is the explicit one; the stored decoys must not arrive.
@@ -137,7 +142,7 @@ def test_a_model_without_a_map_gets_nothing_beside_one_with_a_map(
 @CONCURRENCY
 def test_every_load_path_side_by_side(et, concurrent):
     paths = [p for p in LoadPath if p in et.load_paths]
-    need_models(et, max(2, len(paths)))
+    need_models(et, max(2, len(paths)), concurrent)
     if len(paths) < 2:
         pytest.skip(f"the device serves one load path ({paths[0].label})")
     models = [ModelLoad(own_map(n, (PROBE, OTHER)), (PROBE, OTHER), path)
@@ -147,7 +152,7 @@ def test_every_load_path_side_by_side(et, concurrent):
 
 @CONCURRENCY
 def test_two_delegates_of_one_backend_in_each_model_are_two_handles(et, load_path, concurrent):
-    need_models(et, 2)
+    need_models(et, 2, concurrent)
     shapes = ((PROBE, PROBE, OTHER), (OTHER, PROBE, OTHER))
     models = [ModelLoad(own_map(n, tuple(dict.fromkeys(d))), d, load_path)
               for n, d in enumerate(shapes)]
@@ -162,7 +167,7 @@ def test_execute_after_a_multi_model_load_runs_every_model_once_more(et, load_pa
     need_models(et, 3)
     models = [ModelLoad(own_map(n, DELEGATE_SETS[n]), DELEGATE_SETS[n], load_path)
               for n in range(3)]
-    assert_all_exact(et.load_models(models, concurrent=True), 3)
+    assert_all_exact(et.load_models(models, concurrent=et.concurrent), 3)
     report = et.execute()
     assert report.outcome is Outcome.OK, report
     executed = sorted((e.model, e.name, e.executes) for e in report.entries)
@@ -176,7 +181,7 @@ def test_a_failing_model_is_reported_as_its_own_and_the_others_still_load(et, lo
     assert missing not in et.registered
     good = ModelLoad(own_map(0, (PROBE,)), (PROBE,), load_path)
     bad = ModelLoad(own_map(1, (missing,)), (missing,), load_path)
-    verdicts = et.load_models([good, bad], concurrent=True, unobserved=(missing,))
+    verdicts = et.load_models([good, bad], concurrent=et.concurrent, unobserved=(missing,))
     assert [v.kinds() for v in verdicts] == [(DifferenceKind.UNEXPECTED_OUTCOME,)] * 2
     report = verdicts[0].report  # model 0's entries; outcome and message are the LOAD's
     assert report.outcome is Outcome.RUNTIME_ERROR, report

@@ -68,7 +68,7 @@ def global_map() -> OptionsMap:
 @CONCURRENCY
 def test_a_global_set_option_between_two_loads_reaches_no_later_init(et, load_path,
                                                                        concurrent):
-    need_models(et, 3)
+    need_models(et, 3, concurrent)
     load_exactly(et, [ModelLoad(own_map(0, BOTH), BOTH, load_path)], concurrent)
     values = global_map()
     et.set(values).raise_for_differences()
@@ -86,7 +86,7 @@ def test_a_global_set_option_between_two_loads_reaches_no_later_init(et, load_pa
 
 @CONCURRENCY
 def test_set_option_while_models_are_loaded_changes_no_model(et, load_path, concurrent):
-    need_models(et, 2)
+    need_models(et, 2, concurrent)
     models = [ModelLoad(own_map(0, BOTH), BOTH, load_path),
               ModelLoad(own_map(1, (PROBE,)), (PROBE,), load_path)]
     load_exactly(et, models, concurrent)
@@ -122,7 +122,7 @@ def version_map(model: str) -> OptionsMap:
 @CONCURRENCY
 @pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
 def test_unload_and_reload_orders(et, load_path, concurrent, order):
-    need_models(et, max(len(step.split()) for step in order))
+    need_models(et, max(len(step.split()) for step in order), concurrent)
     et.prepare([THIRD, *BOTH])
     for step in order:
         models = [ModelLoad(version_map(m), DELEGATES[m[0]], load_path) for m in step.split()]
@@ -154,7 +154,7 @@ def test_random_models_in_random_orders_each_get_exactly_their_own(et, data):
     most = min(et.max_models, MAX_RANDOM_MODELS)
     loads = data.draw(st.lists(
         st.tuples(st.lists(random_model(et.load_paths), min_size=1, max_size=most),
-                  st.booleans()),
+                  st.booleans() if et.concurrent else st.just(False)),
         min_size=1, max_size=3), label="LOADs (models, concurrent)")
     for models, concurrent in loads:
         verdicts: tuple[Verdict, ...] = et.load_models(models, concurrent=concurrent)

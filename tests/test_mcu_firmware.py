@@ -13,15 +13,19 @@ import socket
 import struct
 import subprocess
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.agent.probe_program import probe_program
+from harness.agent.program_upload import ProgramUploadingSession
 from harness.agent.runtime_source import find_runtime_source
 from harness.agent.sdk import EXECUTORCH_VERSION
 from harness.agent.session import AgentSession
 from harness.codec import wire
+from harness.codec.wire.program_upload import encode_program_data, encode_program_end
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
 from harness.config.mcu_boards import McuBoard
 from harness.devices.firmware import firmware_session
@@ -30,7 +34,15 @@ from harness.link.serial.arq import LinkConfig, MessageTooLarge
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
 from harness.link.serial.hello import DeviceHello
 from harness.link.serial.port import SerialPortConfig, connect
-from harness.model.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, Request
+from harness.model.messages import (
+    ENTRY_FLAG_PROBE,
+    Action,
+    LoadPath,
+    LoadSpec,
+    Outcome,
+    Report,
+    Request,
+)
 from harness.model.options import Option, OptionsMap
 from harness.model.runtime_error import RuntimeErrorCode
 
@@ -191,6 +203,9 @@ def test_hello_action_reports_device_facts(
         assert sum(flash) == sections[".text"] + sections[".ARM.exidx"] + sections[".data"]
         assert 0 <= sum(ram) - (sections[".data"] + sections[".bss"]) < 16  # alignment
     assert fact(report, "load_paths") == "program"
+    assert report.fact("load_flags") == ("keep" if SOURCE is not None else None)
+    assert (fact(report, "max_models"), fact(report, "concurrent")) == (8, False)
+    assert fact(report, "directives") == "etb.dup:,etb.id_suffix"
     assert fact(report, "agent_version") == link.channel.hello.firmware_version
     assert [(e.name, e.status, e.flags, e.options) for e in report.entries] == [
         ("Alpha", 0, ENTRY_FLAG_PROBE, ()),
@@ -300,18 +315,117 @@ def test_load_of_unregistered_delegate_is_not_found(link: AgentSession) -> None:
 
 @pytest.mark.parametrize("path", [p for p in LoadPath if p is not LoadPath.PROGRAM],
                          ids=lambda p: p.label)
-def test_module_load_paths_are_unsupported_and_nothing_is_initialised(
+def test_module_load_paths_and_concurrent_loads_are_unsupported_and_nothing_is_initialised(
     link: AgentSession, path: LoadPath
 ) -> None:
     register(link, ("A",))
     options = OptionsMap.from_dict({"A": {"k": 1}})
     report = link.request(Request.load("", ("A",), options, path=path))
     assert (report.outcome, report.entries) == (Outcome.UNSUPPORTED, ())
-    assert "program only" in report.message
-    for keep, method in ((True, ""), (False, "second")):
-        other = link.request(Request.load("", ("A",), OptionsMap(), keep=keep, method=method))
-        assert (other.outcome, other.entries) == (Outcome.UNSUPPORTED, ())
+    assert "extension::Module needs a file system and a heap" in report.message
+    models = (LoadSpec("", ("A",)),)
+    threads = link.request(Request.load("", ("A",), OptionsMap(), models=models, concurrent=True))
+    assert (threads.outcome, threads.entries) == (Outcome.UNSUPPORTED, ())
+    assert "no threads" in threads.message
     ok(link.request(Request.load("", ("A",), OptionsMap(), method="forward")))
+
+
+def test_several_models_load_one_after_another_each_with_its_own_map(link: AgentSession) -> None:
+    """wire-format.md, LOAD "models": each model its own program instance and map; a failing
+    model is reported as its own; EXECUTE runs every model the LOAD loaded."""
+    register(link, ("A", "B"))
+    maps = [OptionsMap.from_dict({b: {"model": n, "who": f"{b} {n}"} for b in d})
+            for n, d in enumerate((("A", "B"), ("B",), ("A",)))]
+    further = (LoadSpec("", ("B",), maps[1]), LoadSpec("", ("A",), maps[2]),
+               LoadSpec("", ("Ghost",)))
+    report = link.request(Request.load("", ("A", "B"), maps[0], models=further))
+    assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.NotFound)
+    assert report.message.startswith('model 3: delegate "Ghost" has no registered backend')
+    assert report.fact("models") == 4
+    assert [(e.model, e.name, e.calls, e.executes, e.options) for e in report.entries] == [
+        (0, "A", 1, 1, maps[0].backends[0].options), (0, "B", 1, 1, maps[0].backends[1].options),
+        (1, "B", 1, 1, maps[1].backends[0].options), (2, "A", 1, 1, maps[2].backends[0].options),
+    ]
+    again = link.request(Request(Action.EXECUTE))
+    assert (again.outcome, again.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState)
+    assert again.message.startswith("model 3: no method loaded")
+    assert [(e.model, e.name, e.calls, e.executes) for e in again.entries] == [
+        (0, "A", 0, 1), (0, "B", 0, 1), (1, "B", 0, 1), (2, "A", 0, 1)]
+
+
+@pytest.mark.skipif(SOURCE is None, reason="KEEP needs a program: firmware built from source")
+def test_keep_loads_another_method_into_the_loaded_program(link: AgentSession) -> None:
+    """KEEP as wire-format.md decides: nothing loaded is InvalidState; `second` gets its own
+    map and is what EXECUTE runs; a KEEP naming another program is InvalidArgument and
+    unloads nothing."""
+    register(link, ("A", "B"))
+    none = link.request(Request.load("", ("A", "B"), OptionsMap(), keep=True, method="second"))
+    assert (none.outcome, none.detail, none.entries) == (
+        Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState, ())
+    first = OptionsMap.from_dict({"A": {"k": 1}})
+    ok(link.request(Request.load("", ("A", "B"), first)))
+    second = OptionsMap.from_dict({"B": {"k": 2}, "A": {"s": "second"}})
+    kept = ok(link.request(Request.load("", ("A", "B"), second, keep=True, method="second")))
+    assert [(e.name, e.calls, e.executes, e.options) for e in kept.entries] == [
+        ("A", 1, 1, (Option("s", "second"),)), ("B", 1, 1, (Option("k", 2),))]
+    assert fact(kept, "method_allocator_used") > 0
+    again = ok(link.request(Request.load("", ("A", "B"), first, keep=True, method="second")))
+    assert [(e.name, e.calls, e.executes) for e in again.entries] == [("A", 0, 1), ("B", 0, 1)]
+    other = link.request(Request.load("", ("B", "A"), first, keep=True, method="second"))
+    assert (other.outcome, other.detail, other.entries) == (
+        Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidArgument, ())
+    assert "KEEP names another program than the loaded one" in other.message
+    runs = ok(link.request(Request(Action.EXECUTE)))
+    assert [(e.name, e.executes) for e in runs.entries] == [("A", 1), ("B", 1)]
+    third = link.request(Request.load("", ("A", "B"), first, keep=True, method="no_such"))
+    assert (third.outcome, third.entries) == (Outcome.RUNTIME_ERROR, ())
+
+
+@pytest.mark.skipif(SOURCE is None, reason="programs are held by firmware built from source")
+def test_a_held_program_the_next_upload_replaces_is_uploaded_again_before_the_load(
+    link: AgentSession,
+) -> None:
+    """Every slot holds a program; a LOAD naming the oldest and a new one: the new one's
+    upload replaces the oldest, so the session uploads it again and the LOAD runs both."""
+    assert isinstance(link, ProgramUploadingSession)
+    arenas = fact(ok(link.request(Request(Action.HELLO))), "arenas")
+    found = re.match(r"programs (\d+) x", str(arenas))
+    assert found, arenas
+    names = [f"S{i}" for i in range(int(found.group(1)) + 1)]
+    register(link, tuple(names))
+    for name in names[:-1]:
+        link.upload((name,))
+    sent = link.upload_messages
+    models = (LoadSpec("", (names[-1],), OptionsMap.from_dict({names[-1]: {"m": 1}})),)
+    report = ok(link.request(Request.load("", (names[0],), OptionsMap(), models=models)))
+    assert [(e.model, e.name) for e in report.entries] == [(0, names[0]), (1, names[-1])]
+    assert link.upload_messages - sent == 4  # the new program and the oldest again, 2 each
+
+
+@pytest.mark.skipif(SOURCE is None, reason="programs are held by firmware built from source")
+def test_an_upload_replaces_the_least_recently_used_program_never_one_under_a_method(
+    link: AgentSession,
+) -> None:
+    """The program slots (HELLO arenas): a LOAD names a held program by its CRC-32; an upload
+    takes the least recently used slot, unloading first the models whose program it is."""
+    assert isinstance(link, ProgramUploadingSession)
+    hello = ok(link.request(Request(Action.HELLO)))
+    found = re.match(r"programs (\d+) x (\d+) B, method \d+ B", str(fact(hello, "arenas")))
+    assert found, hello.fact("arenas")
+    slots = int(found.group(1))
+    names = [f"S{i}" for i in range(slots + 1)]
+    register(link, tuple(names))
+    ok(link.request(Request.load("", (names[0],), OptionsMap())))  # pins S0's program
+    held = [link.upload((name,)) for name in names[1:slots]]
+    assert link.request(Request(Action.EXECUTE)).outcome is Outcome.OK  # all slots full now
+    link.upload((names[slots],))  # replaces S0's program, the least recently used
+    assert link.request(Request(Action.EXECUTE)).detail == RuntimeErrorCode.InvalidState
+    report = link.request(Request.load(held[0], (names[1],), OptionsMap()))  # still held
+    assert report.outcome is Outcome.OK, report
+    gone = f"{zlib.crc32(probe_program((names[0],), min_count=0).read_bytes()):08x}"
+    lost = link.request(Request.load(gone, (names[0],), OptionsMap()))
+    assert (lost.outcome, lost.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.AccessFailed)
+    assert "not held on this board" in lost.message
 
 
 def test_execute_runs_the_loaded_method_again(link: AgentSession) -> None:
@@ -745,9 +859,6 @@ def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
 ) -> None:
     """PROGRAM_DATA/PROGRAM_END (docs/wire-format.md, "Program upload"): out-of-order
     offsets, a wrong size, a wrong CRC and a program over max_program are refused."""
-    from harness.agent.probe_program import probe_program
-    from harness.codec.wire.program_upload import encode_program_data, encode_program_end
-
     program = probe_program(("Probe0",)).read_bytes()
     limit = fact(ok(link.request(Request(Action.HELLO))), "max_program")
     assert isinstance(limit, int) and len(program) < limit
@@ -775,3 +886,4 @@ def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
     ok(send(encode_program_data(link.next_seq(), 0, program)))
     held = ok(send(encode_program_end(link.next_seq(), program)))
     assert (held.action, held.fact("program_bytes")) == (Action.PROGRAM_END, len(program))
+    assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"

@@ -1,11 +1,13 @@
 """The ExecuTorch source tree the MCU firmware compiles its runtime core from.
 
-``ET_HARNESS_SOURCE=DIR`` names one (a user's checkout, with its
-``third-party/flatbuffers`` submodule); without it the tree CI uses,
-``../shared/vendor/executorch`` next to this repository, is taken when present. With
-neither, the firmware is built with the stand-in registry and dispatch, and says so
-in HELLO (docs/mcu.md). The tree is only read: generated headers and objects go to
-the harness cache.
+A profile's ``agent.source`` names one for its board, else ``ET_HARNESS_SOURCE=DIR``
+does (a user's checkout, with its ``third-party/flatbuffers`` submodule); without
+either the tree CI uses, ``../shared/vendor/executorch`` next to this repository, is
+taken when present. With none, the firmware is built with the stand-in registry and
+dispatch, and says so in HELLO (docs/mcu.md). The tree is only read: generated headers
+and objects go to the harness cache. A profile may only name a tree the user's
+environment trusts (:func:`check_trusted_source`): the firmware built from it runs in
+QEMU with semihosting, through which guest code can open files on this machine.
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.untrusted.trust import listed_by_user
 
 ENV_VAR = "ET_HARNESS_SOURCE"
+# Trees a profile's agent.source may name besides $ET_HARNESS_SOURCE: the user's word.
+TRUSTED_ENV = "ET_HARNESS_TRUSTED_SOURCES"
+_NEEDED = ("runtime/executor/program.cpp", "schema/program.fbs", "version.txt")
+_FLATBUFFERS = "third-party/flatbuffers/include/flatbuffers/flatbuffers.h"
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_TREE = ROOT.parent / "shared" / "vendor" / "executorch"
 # What the firmware compiles or includes from the tree; its hash is part of the firmware's.
@@ -53,20 +60,40 @@ def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | No
     return None
 
 
-def runtime_source(path: Path, what: str) -> RuntimeSource:
-    """Describe the tree at ``path``; ``what`` names where it came from, for errors."""
-    path = path.resolve()
-    for needed in ("runtime/executor/program.cpp", "schema/program.fbs", "version.txt"):
+def check_trusted_source(path: Path, what: str) -> Path:
+    """``path`` resolved, if it is an ExecuTorch source tree that ``$ET_HARNESS_SOURCE`` or
+    ``$ET_HARNESS_TRUSTED_SOURCES`` names (or a directory holding it); ``what`` names the
+    profile field, for errors. A profile is untrusted input (docs/security.md)."""
+    resolved = path.resolve()
+    if not (listed_by_user(resolved, ENV_VAR) or listed_by_user(resolved, TRUSTED_ENV)):
+        raise RuntimeSourceError(
+            f"{what}: {resolved} is not a trusted ExecuTorch source tree: the firmware built "
+            "from it runs with semihosting, which can open files on this machine; add it to "
+            f"{TRUSTED_ENV} (paths separated by '{os.pathsep}') in your environment to allow it"
+        )
+    check_tree(resolved, what)
+    return resolved
+
+
+def check_tree(path: Path, what: str) -> None:
+    """Raise :class:`RuntimeSourceError` unless ``path`` holds what the firmware compiles."""
+    for needed in _NEEDED:
         if not (path / needed).is_file():
             raise RuntimeSourceError(
-                f"{what}: {path} is not an ExecuTorch source tree (no {needed}); point "
-                f"{ENV_VAR} at a checkout of github.com/pytorch/executorch"
+                f"{what}: {path} is not an ExecuTorch source tree (no {needed}); point it at "
+                "a checkout of github.com/pytorch/executorch"
             )
-    if not (path / "third-party/flatbuffers/include/flatbuffers/flatbuffers.h").is_file():
+    if not (path / _FLATBUFFERS).is_file():
         raise RuntimeSourceError(
             f"{what}: {path}/third-party/flatbuffers is empty: run "
             "`git submodule update --init third-party/flatbuffers` in the tree"
         )
+
+
+def runtime_source(path: Path, what: str) -> RuntimeSource:
+    """Describe the tree at ``path``; ``what`` names where it came from, for errors."""
+    path = path.resolve()
+    check_tree(path, what)
     version = (path / "version.txt").read_text(encoding="utf-8").strip()[:32] or "unknown"
     return RuntimeSource(path, version, _commit(path), _digest(path))
 

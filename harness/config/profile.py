@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
+from harness.agent.runtime_source import RuntimeSourceError, check_trusted_source
 from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
 from harness.config.kinds import EMULATORS, KINDS
@@ -60,6 +61,7 @@ class AgentConfig:
     wrapper: tuple[str, ...] = ()
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
+    source: Path | None = None  # an ExecuTorch source tree the MCU firmware compiles (qemu-mcu)
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
     race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
     records: bool = True  # the agent records the real backends' calls (docs/agent.md)
@@ -88,6 +90,14 @@ class DeviceProfile:
         return f"{self.path or self.name}: {field_path}"
 
 
+_SOURCE_MEANS = "the path of an ExecuTorch source tree (a checkout with third-party/flatbuffers)"
+
+
+def _check_source_path(value: object) -> None:
+    if isinstance(value, str) and (not value or "\0" in value):
+        raise ValueRuleError(f"must be {_SOURCE_MEANS}, not empty, without NUL; got {brief(value)}")
+
+
 def _check_env_name(name: str) -> None:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueRuleError(
@@ -110,6 +120,7 @@ _AGENT_FIELDS: dict[str, Spec] = {
     "records": Field(
         means="true (record the real backends' calls, the default) or false (forward them only)"
     ),
+    "source": Field(rule=_check_source_path, means=_SOURCE_MEANS),
 }
 _PROFILE_FIELDS: dict[str, Spec] = {
     "name": Field(rule=check_name, means="a non-empty string"),  # as the rule words it
@@ -212,6 +223,11 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
             f"{EMULATORS[emulator].name}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {EMULATORS[emulator].name}"
         )
+    if profile.agent.source is not None and emulator != "qemu-mcu":
+        raise ProfileError(
+            f"{src}: agent.source: only an emulated board (emulator: qemu-mcu) has its firmware "
+            "built here; remove agent.source or set emulator: qemu-mcu"
+        )
     if profile.machine is not None and emulator != "qemu-mcu":
         raise ProfileError(
             f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
@@ -266,7 +282,8 @@ def _work_dir(profile: DeviceProfile, given: bool) -> str:
 
 
 def _agent_after_the_fields(agent: AgentConfig, src: str) -> AgentConfig:
-    """The agent section's rules between fields; its paths resolved and the SDK trusted."""
+    """The agent section's rules between fields; its paths resolved, the SDK and the source
+    tree trusted."""
     if agent.deployment == "glibc-bundle" and agent.prebuilt is not None:
         raise ProfileError(
             f"{src}: agent.deployment: glibc-bundle bundles the harness's own aarch64 build; "
@@ -283,5 +300,11 @@ def _agent_after_the_fields(agent: AgentConfig, src: str) -> AgentConfig:
             sdk = check_trusted(agent.sdk, f"{src}: agent.sdk")
         except SdkPrefixError as exc:
             raise ProfileError(str(exc)) from None
+    source = None
+    if agent.source is not None:
+        try:
+            source = check_trusted_source(agent.source, f"{src}: agent.source")
+        except RuntimeSourceError as exc:
+            raise ProfileError(str(exc)) from None
     prebuilt = agent.prebuilt.resolve() if agent.prebuilt is not None else None
-    return dataclasses.replace(agent, prebuilt=prebuilt, sdk=sdk)
+    return dataclasses.replace(agent, prebuilt=prebuilt, sdk=sdk, source=source)

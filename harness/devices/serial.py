@@ -103,8 +103,11 @@ def open_device(
             f"{profile.where('transport.' + sorted(profile.settings)[0])}: the qemu-mcu "
             "emulator sets the port itself; an emulated board takes no transport fields"
         )
+    from harness.agent.runtime_source import runtime_source
     from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 
     machine = profile.machine or DEFAULT_MACHINE
-    qemu = resources.enter_context(QemuMcu(build_firmware(machine), machine=machine))
+    source = profile.agent.source
+    tree = runtime_source(source, profile.where("agent.source")) if source else None
+    qemu = resources.enter_context(QemuMcu(build_firmware(machine, source=tree), machine=machine))
     return FirmwareDevice(profile, qemu=qemu, reset=board_reset, resources=resources)

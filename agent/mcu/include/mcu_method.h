@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mcu_method.h - STAND-IN for the part of Program::load_method / Method that
- * dispatches to delegates (runtime/executor/method.cpp is not in the wheel).
+ * mcu_method.h - the models of a LOAD (wire-format.md, LOAD "models"): up to
+ * MCU_MAX_MODELS program instances, each loaded, executed and unloaded here.
  *
- * The program is the request's list of delegate ids (an MCU has no .pte file).
- * load() does for each delegate, in program order, what Method::init does: look
- * the id up with get_backend_class (NotFound when absent or not available),
- * build a BackendInitContext whose runtime_specs are map->get_options(id) (the
- * real LoadBackendOptionsMap: an empty span when it has no entry; entries naming
- * no delegate are never asked for), and call BackendInterface::init. The first
- * failing init ends the load with its error after destroying the delegates
- * initialised before it. execute() calls each delegate's execute in order.
+ * Built from an ExecuTorch source tree (real/program_method.cpp), a model is a
+ * Program loaded from a held program (mcu_program.h) with up to
+ * MCU_METHODS_PER_MODEL of its methods loaded through Program::load_method; KEEP
+ * loads another method into the model's program. With the stand-in
+ * (standin_method.cpp) a model's program is its delegate list, one method
+ * (forward): for each delegate it does what Method::init does (get_backend_class,
+ * is_available, a BackendInitContext whose runtime_specs are map->get_options(id),
+ * init; destroy on failure), and execute calls each delegate's execute in order.
  */
 #ifndef MCU_METHOD_H
 #define MCU_METHOD_H
@@ -22,32 +22,39 @@
 
 #include "etb/wire.h"
 
+#define MCU_MAX_MODELS ETB_MAX_MODELS
+#define MCU_METHODS_PER_MODEL 2u
+
 namespace mcu {
 
-using executorch::runtime::BackendInterface;
-using executorch::runtime::DelegateHandle;
 using executorch::runtime::Error;
 using executorch::runtime::LoadBackendOptionsMap;
 
-class DelegateMethod {
- public:
-  /* delegate_ids: NUL-terminated, at most ETB_MAX_DELEGATES of them. */
-  Error load(const char *const *delegate_ids, size_t count, const LoadBackendOptionsMap *map);
-  /* InvalidState when nothing is loaded. */
-  Error execute();
-  /* Destroys the delegates of a loaded method; an unloaded method is left as is. */
-  void unload();
-  bool loaded() const { return loaded_; }
-
- private:
-  struct Delegate {
-    BackendInterface *backend;
-    DelegateHandle *handle;
-  };
-  Delegate delegates_[ETB_MAX_DELEGATES] = {};
-  size_t initialized_ = 0;
-  bool loaded_ = false;
+/* One model of a LOAD, as the agent hands it over. */
+struct ModelLoad {
+  size_t model;                    /* 0..MCU_MAX_MODELS-1 */
+  etb_str_t program;               /* a held program's name (empty: the one held last) */
+  const char *method;              /* NUL-terminated; "forward" by default */
+  const char *const *delegate_ids; /* NUL-terminated, at most ETB_MAX_DELEGATES */
+  size_t delegate_count;
+  const LoadBackendOptionsMap *map;
+  bool keep;                       /* load into the program this model holds (KEEP) */
 };
+
+/* Loads the method; on success it is what model_execute runs. A failed load leaves
+   the model's methods loaded before as they were. */
+Error model_load(const ModelLoad &load);
+/* Executes the model's current method; InvalidState when it has none. */
+Error model_execute(size_t model);
+/* Whether the model has a method to execute / a program loaded (KEEP needs one). */
+bool model_has_method(size_t model);
+bool model_has_program(size_t model);
+/* The name of the model's program ("" with the stand-in or none loaded). */
+const char *model_program(size_t model);
+/* Destroys every model's methods (their delegates), then their programs. */
+void models_unload();
+/* Why the last model_load failed, for the report; nullptr: the runtime's error says it. */
+const char *model_failure();
 
 }  // namespace mcu
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <new>
+#include <variant>
 
 #include "mcu_capacity.h"
 #include "mcu_options.h"
@@ -23,9 +24,17 @@ struct ProbeSlot {
   Probe *probe() { return std::launder(reinterpret_cast<Probe *>(storage)); }
 };
 
+/* Labels of the lookups of repeated keys (etb.lookup:KEY), this request. */
+constexpr size_t kLookupLabels = 8;
+constexpr char kLookupOk[] = "etb.lookup:";
+constexpr char kLookupError[] = "etb.lookup_error:";
+
 ProbeSlot slots[kProbePool];
 size_t records_used; /* of pools().received, this request */
 uint32_t call_clock;
+size_t current_model;
+char lookup_labels[kLookupLabels][ETB_MAX_KEY + 1u];
+size_t lookup_labels_used;
 
 /* Appends views to the probe's record (at most ETB_MAX_OPTIONS kept); false if out of room. */
 bool append_record(ProbeRecord &rec, const etb_option_t *options, size_t count) {
@@ -74,6 +83,91 @@ etb_option_t read_spec(const BackendInitContext &context, const BackendOption &s
   return view;
 }
 
+/* Whether specs[k]'s key is held by an earlier spec too. */
+bool repeated(Span<const BackendOption> specs, size_t k) {
+  for (size_t j = 0; j < k; j++) {
+    if (strcmp(specs[j].key, specs[k].key) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* "etb.lookup:KEY" (or _error), cut to a key's 63 bytes at a character boundary; or null. */
+const char *lookup_label(const char *prefix, const char *key) {
+  if (lookup_labels_used == kLookupLabels) {
+    return nullptr;
+  }
+  char *label = lookup_labels[lookup_labels_used++];
+  size_t len = 0;
+  for (const char *part : {prefix, key}) {
+    for (size_t k = 0; part[k] != '\0' && len < ETB_MAX_KEY; k++) {
+      label[len++] = part[k];
+    }
+  }
+  if (len == ETB_MAX_KEY) {
+    while (len > 0u && (static_cast<uint8_t>(label[len]) & 0xC0u) == 0x80u) {
+      len--;
+    }
+  }
+  label[len] = '\0';
+  return label;
+}
+
+/* What get_runtime_spec<T>(key) finds for a key the specs hold more than once, T the type
+   of its last copy: the value, or the Error as an int, under its lookup label. */
+bool look_up(const BackendInitContext &context, const BackendOption &last, etb_option_t &out) {
+  const char *key = last.key;
+  out = etb_option_t{};
+  Error error = Error::Ok;
+  if (std::holds_alternative<bool>(last.value)) {
+    auto value = context.get_runtime_spec<bool>(key);
+    error = value.ok() ? Error::Ok : value.error();
+    out.type = ETB_TYPE_BOOL;
+    out.b = value.ok() && value.get();
+  } else if (std::holds_alternative<int>(last.value)) {
+    auto value = context.get_runtime_spec<int>(key);
+    error = value.ok() ? Error::Ok : value.error();
+    out.type = ETB_TYPE_INT;
+    out.i = value.ok() ? value.get() : 0;
+  } else {
+    auto value = context.get_runtime_spec<const char *>(key);
+    error = value.ok() ? Error::Ok : value.error();
+    out.type = ETB_TYPE_STRING;
+    out.s = value.ok() ? text_view(value.get()) : etb_str_t{};
+  }
+  if (error != Error::Ok) {
+    out.type = ETB_TYPE_INT;
+    out.i = static_cast<int32_t>(error);
+  }
+  const char *label = lookup_label(error == Error::Ok ? kLookupOk : kLookupError, key);
+  out.key = text_view(label);
+  return label != nullptr;
+}
+
+/* Appends the lookups of the keys `specs` hold more than once, at their first copy. */
+bool record_lookups(ProbeRecord &rec, const BackendInitContext &context,
+                    Span<const BackendOption> specs) {
+  for (size_t i = 0; i < specs.size(); i++) {
+    size_t last = i;
+    bool earlier = false;
+    for (size_t j = 0; j < specs.size(); j++) {
+      if (strcmp(specs[j].key, specs[i].key) == 0) {
+        earlier = earlier || j < i;
+        last = j;
+      }
+    }
+    if (earlier || last == i) {
+      continue;
+    }
+    etb_option_t found;
+    if (!look_up(context, specs[last], found) || !append_record(rec, &found, 1u)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 KeptOption *find_kept(const Probe *owner, const char *key) {
   KeptOption *kept = pools().kept;
   for (size_t k = 0; k < capacity().options_per_request; k++) {
@@ -95,15 +189,21 @@ void forget_kept(const Probe *owner) {
 
 }  // namespace
 
-Probe::Probe(etb_str_t name) : record_{} { copy_id(name, name_); }
+Probe::Probe(etb_str_t name) : records_{} { copy_id(name, name_); }
 
 etb_str_t Probe::name_view() const { return text_view(name_); }
 
-void Probe::forget_record() { record_ = ProbeRecord{}; }
+void Probe::forget_record() {
+  for (ProbeRecord &rec : records_) {
+    rec = ProbeRecord{};
+  }
+}
+
+ProbeRecord &Probe::current() const { return records_[current_model]; }
 
 void Probe::note_call() const {
-  if (record_.first_call == 0u) {
-    record_.first_call = ++call_clock;
+  if (current().first_call == 0u) {
+    current().first_call = ++call_clock;
   }
 }
 
@@ -114,22 +214,31 @@ Result<DelegateHandle *> Probe::init(BackendInitContext &context, FreeableBuffer
   (void)processed;
   (void)compile_specs;
   note_call();
+  ProbeRecord &rec = current();
   Span<const BackendOption> specs = context.runtime_specs();
-  if (record_.init_calls == 0u) {
+  if (rec.init_calls == 0u) {
     for (size_t k = 0; k < specs.size(); k++) {
-      etb_option_t view = read_spec(context, specs[k]);
-      if (!append_record(record_, &view, 1u)) {
+      /* A later copy of a key is reported as it is (get_runtime_spec finds the first). */
+      etb_option_t view =
+          repeated(specs, k) ? option_view(specs[k]) : read_spec(context, specs[k]);
+      if (!append_record(rec, &view, 1u)) {
         return Error::MemoryAllocationFailed;
       }
     }
-  } else {
-    bool same = specs.size() == record_.received_count;
-    for (size_t k = 0; same && k < specs.size(); k++) {
-      same = same_option(read_spec(context, specs[k]), record_.received[k]);
+    rec.spec_count = rec.received_count;
+    if (!record_lookups(rec, context, specs)) {
+      return Error::MemoryAllocationFailed;
     }
-    record_.specs_diverged = record_.specs_diverged || !same;
+  } else {
+    bool same = specs.size() == rec.spec_count;
+    for (size_t k = 0; same && k < specs.size(); k++) {
+      etb_option_t view =
+          repeated(specs, k) ? option_view(specs[k]) : read_spec(context, specs[k]);
+      same = same_option(view, rec.received[k]);
+    }
+    rec.specs_diverged = rec.specs_diverged || !same;
   }
-  record_.init_calls++;
+  rec.init_calls++;
   /* The handle is the probe: execute finds its record through it. */
   return static_cast<DelegateHandle *>(const_cast<Probe *>(this));
 }
@@ -140,17 +249,17 @@ Error Probe::execute(BackendExecutionContext &context, DelegateHandle *handle,
   (void)args;
   const Probe *self = static_cast<const Probe *>(handle);
   self->note_call();
-  self->record_.execute_calls++;
+  self->current().execute_calls++;
   return Error::Ok;
 }
 
 Error Probe::set_option(BackendOptionContext &context, const Span<BackendOption> &backend_options) {
   (void)context;
   note_call();
-  record_.set_calls++;
+  current().set_calls++;
   for (size_t k = 0; k < backend_options.size(); k++) {
     etb_option_t view = option_view(backend_options[k]);
-    if (!append_record(record_, &view, 1u)) {
+    if (!append_record(current(), &view, 1u)) {
       return Error::MemoryAllocationFailed;
     }
   }
@@ -175,7 +284,7 @@ Error Probe::set_option(BackendOptionContext &context, const Span<BackendOption>
 Error Probe::get_option(BackendOptionContext &context, Span<BackendOption> &backend_options) {
   (void)context;
   note_call();
-  record_.get_calls++;
+  current().get_calls++;
   for (size_t k = 0; k < backend_options.size(); k++) {
     const KeptOption *held = find_kept(this, backend_options[k].key);
     if (held != nullptr) {
@@ -225,19 +334,23 @@ void probes_begin_request() {
   }
   records_used = 0;
   call_clock = 0;
+  current_model = 0;
+  lookup_labels_used = 0;
 }
+
+void probes_set_model(size_t model) { current_model = model < MCU_MAX_MODELS ? model : 0u; }
 
 void probes_reset() {
   probes_begin_request();
   forget_kept(nullptr);
 }
 
-size_t probes_called(const Probe **out, size_t cap) {
+size_t probes_called(size_t model, const Probe **out, size_t cap) {
   size_t n = 0;
-  /* first_call values are 1..call_clock, each used by at most one probe. */
+  /* first_call values are 1..call_clock, each used by at most one (probe, model). */
   for (uint32_t order = 1; order <= call_clock && n < cap; order++) {
     for (ProbeSlot &slot : slots) {
-      if (slot.in_use && slot.probe()->record().first_call == order) {
+      if (slot.in_use && slot.probe()->record(model).first_call == order) {
         out[n++] = slot.probe();
         break;
       }

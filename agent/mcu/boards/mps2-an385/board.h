@@ -16,4 +16,9 @@
 
 #define MCU_EXTERNAL_IRQS 32u
 
+/* Program store and method memory (mcu_program.h); what RAM is left holds options. */
+#define MCU_PROGRAM_SLOTS 4u
+#define MCU_PROGRAM_BYTES 3072u
+#define MCU_METHOD_ARENA_BYTES 4608u
+
 #endif /* MCU_BOARD_PARTS_H */

@@ -21,4 +21,9 @@
 
 #define MCU_EXTERNAL_IRQS 96u
 
+/* Program store and method memory (mcu_program.h); what RAM is left holds options. */
+#define MCU_PROGRAM_SLOTS 8u
+#define MCU_PROGRAM_BYTES 4096u
+#define MCU_METHOD_ARENA_BYTES 8192u
+
 #endif /* MCU_BOARD_PARTS_H */
