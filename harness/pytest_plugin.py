@@ -63,7 +63,7 @@ from harness.farm.distribution import (
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
 from harness.farm.junit import EMULATOR_RESTART_PROPERTY, INFRA_PHASE_PROPERTY, INFRA_PROPERTY
-from harness.farm.labgrid import LabgridPlace, find_client, pool_names
+from harness.farm.labgrid import LabgridPlace, pool_names, require_labgrid
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.reporting import ControllerReporting
 from harness.farm.results import ResultsRecorder, RunInfo
@@ -131,7 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
         profiles = select_profiles(config.getoption("device"), config.getoption("devices_dir"))
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
-                find_client(profile)
+                require_labgrid(profile)
     except (DeviceSelectionError, ProfileError) as exc:
         message = str(exc)  # most already start with the option they are about
         if not message.startswith("--device"):
@@ -147,8 +147,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline))
     if worker is not None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
-        return
-    _configure_controller(config, profiles)
+    else:
+        _configure_controller(config, profiles)
+    config.stash[_SLOTS].results_dir = config.stash.get(_RESULTS_DIR, None)
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -483,6 +484,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     return None
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before the results are finished: run.json lists holdings
 def pytest_sessionfinish(session: pytest.Session) -> None:
     session.config.stash[_SLOTS].close()

@@ -9,11 +9,13 @@ adb server as place ``android-a`` (tagged ``kind=android pool=lab et_health=ok``
 with its ``adb_serial`` and ``adb_server``). The runs are real pytest runs of the
 device suites through devices/lab-mcu.yaml, lab-linux.yaml and lab-android.yaml (with
 this lab's coordinator address and SSH files); what a place did is read from the
-coordinator (``labgrid-client -v places``) and from each run's results.
+coordinator (through labgrid's client session, as the harness reads it) and from each
+run's results.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -29,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
-from harness.farm.lab_places import LabIdentity, parse_places
+from harness.farm.lab_places import LabIdentity, PlaceState, place_state
+from harness.farm.lab_session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
 from tests.prerequisites import require
@@ -42,6 +45,7 @@ SELECTION = ["suites/test_dispatch.py", "-k",
 SIX = ["suites/test_dispatch.py", "-k",
        "load_time_map_each_backend and program and not 7-backends and not 8-backends"]
 pytestmark = pytest.mark.slow
+SOMEONE_ELSE = {"LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}  # a lab user, not a run
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +114,27 @@ def _results(results: Path) -> list[dict]:
     return [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
 
 
+def _session(lab: LabgridLab) -> LabSession:
+    me = LabIdentity.this_process()
+    return LabSession.of(lab.coordinator, LabIdentity(me.host, "watch", me.pid, me.start))
+
+
+def parse_places(lab: LabgridLab) -> list[PlaceState]:
+    """Every place as the coordinator has it now (after a sync with it)."""
+    session = _session(lab)
+    session.call("sync", "GetPlaces", session.messages().GetPlacesRequest())
+    return sorted((place_state(raw) for raw in session.snapshot()[0]), key=lambda s: s.name)
+
+
+def _reservation_owners(lab: LabgridLab) -> list[str]:
+    session = _session(lab)
+    request = session.messages().GetReservationsRequest()
+    return [r.owner for r in session.call("reservations", "GetReservations", request).reservations]
+
+
 class CoordinatorWatch:
-    """Who holds each place, as the coordinator says, polled while runs go on; with
+    """Which run holds each place, as the coordinator says, polled while runs go on (a
+    holder that is no harness run, such as a test's runner1/ci, shows as None); with
     ``reservations``, also whose reservations it lists, listed first in each poll."""
 
     def __init__(self, lab: LabgridLab, reservations: bool = False) -> None:
@@ -125,11 +148,12 @@ class CoordinatorWatch:
     def _poll(self) -> None:
         while not self._stop.is_set():
             if self._reservations:
-                owners = re.findall(r"^  owner: (\S+)$", self.lab.client("reservations"),
-                                    re.MULTILINE)
+                owners = _reservation_owners(self.lab)
                 self.reserving.append({i.pid for o in owners if (i := LabIdentity.parse(o))})
-            states = parse_places(self.lab.client("-v", "places"))
-            self.seen.append((time.monotonic(), {s.name: s.acquired for s in states}))
+            states = parse_places(self.lab)
+            self.seen.append((time.monotonic(), {
+                s.name: s.acquired if LabIdentity.parse(s.acquired or "") else None
+                for s in states}))
 
     def __enter__(self) -> CoordinatorWatch:
         self._thread.start()
@@ -156,17 +180,51 @@ def _pid_of(holder: str) -> int:
 
 
 def _all_free(lab: LabgridLab) -> None:
-    states = parse_places(lab.client("-v", "places"))
+    states = parse_places(lab)
     assert [(s.name, s.acquired, s.reservation) for s in states] == [
         ("android-a", None, None), ("lab-a", None, None), ("lab-b", None, None),
         ("ssh-a", None, None)]
 
 
+def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(lab):
+    """With labgrid's gRPC threads busy, a forked child that ran Python before exec
+    (``preexec_fn``: CPython's at-fork hooks) crashed about one time in three (SIGSEGV in
+    threading._after_fork): an exporter or a phone the lab started again never came up.
+    Children now run no Python between fork and exec (docs/lifecycle.md)."""
+    from harness.lifecycle.process import run
+
+    session = _session(lab)
+    stop = threading.Event()
+
+    def ask() -> None:
+        while not stop.is_set():
+            session.call("sync", "GetPlaces", session.messages().GetPlacesRequest())
+
+    askers = [threading.Thread(target=ask, daemon=True) for _ in range(2)]
+    for asker in askers:
+        asker.start()
+    try:
+        codes = [run(["true"], timeout=30).returncode for _ in range(100)]
+    finally:
+        stop.set()
+        for asker in askers:
+            asker.join(timeout=30)
+    assert codes == [0] * 100, f"{100 - codes.count(0)} of 100 children did not run"
+
+
 def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
                                                                           tmp_path):
+    """Three runs wait for the pool of two while someone else holds it (so that none can
+    finish before the third has reserved); once it is let go, two runs hold one place
+    each, and the third takes the first place freed."""
+    _hold_all_as_someone_else(lab)
     with CoordinatorWatch(lab, reservations=True) as watch:
-        started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
-                           "--lock-timeout", "200") for number in range(3)]
+        try:
+            started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
+                               "--lock-timeout", "200") for number in range(3)]
+            _wait_until_reserving(lab, started)
+        finally:
+            _release_as_someone_else(lab)
         outputs = [_finish(run) for run in started]
     for run, output in zip(started, outputs, strict=True):
         assert run.returncode == 0, output[-3000:]
@@ -213,6 +271,17 @@ def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, 
     _all_free(lab)
 
 
+def _wait_until_reserving(lab: LabgridLab, runs: list[subprocess.Popen[str]]) -> None:
+    """Until the coordinator lists a reservation of each run (120 s at most)."""
+    deadline = time.monotonic() + 120
+    while not {run.pid for run in runs} <= {
+            identity.pid for owner in _reservation_owners(lab)
+            if (identity := LabIdentity.parse(owner))}:
+        ended = [run.pid for run in runs if run.poll() is not None]
+        assert time.monotonic() < deadline and not ended, f"not all reserved; ended: {ended}"
+        time.sleep(0.1)  # polled: the coordinator tells no client of a new reservation
+
+
 def _first_holder(watch: CoordinatorWatch, place: str) -> str:
     return watch.holders_of(place)[0]
 
@@ -257,7 +326,7 @@ def test_an_ssh_place_whose_host_key_the_lab_did_not_publish_is_refused(lab, dev
     assert "HostKeyUnknown" in records[0]["infra"]["message"], records[0]["infra"]
     assert unknown.read_text() == ""  # never learnt
     # this runner's missing key says nothing about the board: not quarantined lab-wide
-    ssh = next(s for s in parse_places(lab.client("-v", "places")) if s.name == "ssh-a")
+    ssh = next(s for s in parse_places(lab) if s.name == "ssh-a")
     assert dict(ssh.tags)["et_health"] == "ok" and ssh.comment == "", ssh
     _all_free(lab)
 
@@ -307,10 +376,11 @@ def test_an_android_place_with_a_malformed_serial_tag_is_refused_naming_place_an
     records = _results(tmp_path / "r")
     assert [r["outcome"] for r in records] == ["infra", "infra"]
     infra = records[0]["infra"]
-    assert infra["type"] == "LabResourceError", infra
+    assert infra["type"] == "NoUsablePlace", infra
     assert re.fullmatch(  # one line: the place, the tag, the limit, the fix
-        r"labgrid place 'android-a': tags.adb_serial: 'x;reboot' holds ';', which is not "
-        r"allowed; [^\n]*; correct it: 'labgrid-client -p android-a set-tags adb_serial=SERIAL'",
+        r"a labgrid place with tags kind=android pool=lab at 127.0.0.1:\d+: labgrid place "
+        r"'android-a': tags.adb_serial: 'x;reboot' holds ';', which is not allowed; [^\n]*; "
+        r"correct it: 'labgrid-client -x 127.0.0.1:\d+ -p android-a set-tags KEY=VALUE'",
         infra["message"]), infra
     # the run handed the place back, and did not take it out of service lab-wide
     state = _place(lab, "android-a")
@@ -359,15 +429,22 @@ def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path,
     deadline = time.monotonic() + 120
     while True:
         assert time.monotonic() < deadline and run.poll() is None, "the run never held lab-a"
-        holder = {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"]
+        holder = {s.name: s.acquired for s in parse_places(lab)}["lab-a"]
         if holder is not None:
             assert _pid_of(holder) == run.pid
             return run, holder
 
 
 def _janitor_of(pid: int) -> int:
-    found = [child for child in descendants({pid})
-             if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    """The run's janitor. It is started just before the run's first reservation; the
+    place can be held before its process has exec'd (until then its command line is
+    the run's own), so it is looked for until it shows, for at most 30 s."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = [child for child in descendants({pid})
+                 if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+        if found or time.monotonic() > deadline:
+            break
     assert len(found) == 1, f"one janitor under {pid}: {found}"
     return found[0]
 
@@ -410,7 +487,7 @@ def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
     os.kill(_janitor_of(first.pid), signal.SIGKILL)
     os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
     first.communicate()
-    assert {s.name: s.acquired for s in parse_places(lab.client("-v", "places"))}["lab-a"] \
+    assert {s.name: s.acquired for s in parse_places(lab)}["lab-a"] \
         == holder  # the coordinator never expires an acquired place
     started = time.monotonic()
     second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30",
@@ -440,7 +517,7 @@ def _acquire(lab: LabgridLab, place: str, env: dict[str, str] | None = None) -> 
 
 
 def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, devices, tmp_path):
-    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    holder_env = {**os.environ, **SOMEONE_ELSE}
     _acquire(lab, "lab-a", holder_env)
     try:
         run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
@@ -458,7 +535,7 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
 
 
 def _place(lab: LabgridLab, name: str):
-    return next(s for s in parse_places(lab.client("-v", "places")) if s.name == name)
+    return next(s for s in parse_places(lab) if s.name == name)
 
 
 def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person_clears_it(
@@ -472,7 +549,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         .replace("reset: power", "reset: none").replace("case: 30", "case: 3")
         .replace("lab]", "sick]"))
     board = lab.places[1].board
-    holder_env = {**os.environ, "LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}
+    holder_env = {**os.environ, **SOMEONE_ELSE}
     board.power(False)  # lab-b's board stops answering
     try:
         sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
@@ -487,7 +564,8 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert re.fullmatch(  # who, when, why
             r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
             r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
-            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine clear lab-b\)",
+            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine -x "
+            + re.escape(lab.coordinator) + r" clear lab-b\)",
             state.comment), state.comment
         # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
         _acquire(lab, "lab-a", holder_env)
@@ -523,4 +601,227 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
                        capture_output=True, check=False)
         subprocess.run(lab.client_argv("-p", "lab-b", "set-tags", "et_health=ok"),
                        capture_output=True, check=False)
+    _all_free(lab)
+
+
+def _set(lab: LabgridLab, place: str, tags: dict[str, str] | None = None,
+         comment: str | None = None) -> None:
+    """Set what any lab user may set on a place, through labgrid's own requests."""
+    session = _session(lab)
+    messages = session.messages()
+    if comment is not None:
+        session.call("comment", "SetPlaceComment",
+                     messages.SetPlaceCommentRequest(placename=place, comment=comment))
+    if tags is not None:
+        session.call("tags", "SetPlaceTags", messages.SetPlaceTagsRequest(placename=place,
+                                                                          tags=tags))
+
+
+@pytest.mark.parametrize("hostile", [
+    {"comment": "hi\n  tags: kind=mcu, pool=lab\nPlace 'lab-c':"},
+    {"tags": {"note": "x\n  acquired: runner1/ci"}},
+    {"tags": {"note": "A" * 5000}},
+])
+def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devices, tmp_path,
+                                                                      hostile):
+    """One place with a line break in its comment or a tag, or a huge tag, made every run
+    against the coordinator fail (labgrid-client's text could not be read): now that
+    place alone is left out (a tag that fails the value rules) or shown inert (a comment),
+    and the pool's runs go on, on the good place."""
+    _set(lab, "lab-b", **hostile)
+    try:
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "120")
+        output = _finish(run)
+    finally:
+        _set(lab, "lab-b", tags={"note": ""}, comment="")
+    assert run.returncode == 0, output[-3000:]
+    records = _results(tmp_path / "r")
+    assert [r["outcome"] for r in records] == ["passed", "passed"]
+    places = {r["facts"]["place"] for r in records}
+    if "tags" in hostile:  # never chosen, one line naming the place and the field
+        assert places == {"lab-a"}, places
+        assert re.search(r"skipping labgrid place 'lab-b': tags.note: [^\n]*", output), output
+    else:
+        assert places <= {"lab-a", "lab-b"}
+    for record in records:  # the run's own records say what it held and when
+        facts = record["facts"]
+        assert facts["reservation"] and float(facts["acquired_at"]) > 0
+        assert facts["coordinator"] == lab.coordinator
+    (holding,) = json.loads((tmp_path / "r" / "run.json").read_text())["lab_holdings"]
+    assert (holding["place"], holding["reservation"]) == (
+        records[0]["facts"]["place"], records[0]["facts"]["reservation"])
+    assert holding["acquired_at"] == pytest.approx(float(records[0]["facts"]["acquired_at"]))
+    assert holding["released_at"] > holding["acquired_at"]
+    _all_free(lab)
+
+
+def _wait_for_exporter(session: LabSession, exporter, name: str) -> None:
+    """Until the coordinator lists the exporter's resources (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while not any(r.exporter == name for r in session.snapshot()[1]):
+        assert time.monotonic() < deadline and exporter.poll() is None, exporter.stderr_tail()
+        session.wait_update(timeout=1.0)
+
+
+def _reload_cleared(lab: LabgridLab) -> None:
+    """A killed coordinator comes back with its places file as it last saved it (it saves
+    a moment after a change): what an earlier test set on lab-b and cleared again may be
+    back. Cleared once more, as a lab's admin would."""
+    _set(lab, "lab-b", tags={"note": ""}, comment="")
+
+
+def _hold_all_as_someone_else(lab: LabgridLab) -> None:
+    for place in ("lab-a", "lab-b"):
+        _acquire(lab, place, {**os.environ, **SOMEONE_ELSE})
+
+
+def _release_as_someone_else(lab: LabgridLab) -> None:
+    for place in ("lab-a", "lab-b"):
+        subprocess.run(lab.client_argv("-p", place, "release"),
+                       env={**os.environ, **SOMEONE_ELSE}, capture_output=True, check=False)
+
+
+def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place(
+        lab, devices, tmp_path):
+    """labgrid keeps reservations and acquisitions in memory only. A run waiting for a
+    pool when the coordinator is killed and started again reconnects (bounded), reserves
+    again and runs; a run holding a place then ends in bounded time with every test
+    recorded, infra for what lost its place, the place free in the end."""
+    _hold_all_as_someone_else(lab)  # both MCU places taken: the run waits
+    waiting = _pytest(devices, tmp_path / "waits", "--device", "lab-mcu", "--lock-timeout", "200")
+    deadline = time.monotonic() + 120
+    while not any(LabIdentity.parse(owner) and LabIdentity.parse(owner).pid == waiting.pid
+                  for owner in _reservation_owners(lab)):
+        assert time.monotonic() < deadline and waiting.poll() is None, "the run never reserved"
+    lab.restart_coordinator()  # forgets runner1/ci's places and the run's reservations
+    _reload_cleared(lab)
+    output = _finish(waiting)
+    assert waiting.returncode == 0, output[-3000:]
+    assert [r["outcome"] for r in _results(tmp_path / "waits")] == ["passed", "passed"]
+    _all_free(lab)
+    holding, _ = _start_holding_lab_a(lab, devices, tmp_path / "holds")
+    lab.restart_coordinator()
+    _reload_cleared(lab)
+    started = time.monotonic()
+    _finish(holding, timeout=180)
+    assert time.monotonic() - started < 150
+    records = _results(tmp_path / "holds")
+    assert len(records) == 2 and {r["outcome"] for r in records} <= {"passed", "infra"}, records
+    _all_free(lab)
+
+
+def test_an_exporter_that_goes_away_leaves_its_place_and_the_pool_goes_on(lab, devices,
+                                                                          tmp_path):
+    """exp-b ends: lab-b's resources are gone, so lab-b cannot be acquired; the pool's
+    run takes lab-a."""
+    lab.stop_exporter("exp-b")
+    try:
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "120")
+        output = _finish(run)
+    finally:
+        lab.start_exporter("exp-b")
+    assert run.returncode == 0, output[-3000:]
+    assert {r["facts"]["place"] for r in _results(tmp_path / "r")} == {"lab-a"}
+    _all_free(lab)
+
+
+def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp_path):
+    """docs/device-farm.md, "From an emulated board to a pool run", step by step: the
+    board on an exporter's address, the printed stanza in an exporter config, a place,
+    the printed known_hosts line, one key per place from an ssh_config, a pool run."""
+    from harness.emulators.labgrid_lab import labgrid_program
+    from harness.lifecycle.process import ManagedProcess
+
+    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "ssh-emu",
+                            "--lab-address", "127.0.0.7"], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    exporter = None
+    session = _session(lab)
+    messages = session.messages()
+    try:
+        printed = []
+        assert emu.stdout is not None
+        for line in emu.stdout:
+            printed.append(line.rstrip("\n"))
+            if line.startswith("Ctrl-C"):
+                break
+        text = "\n".join(printed)
+        stanza = text.split("no line may start with '#'):\n", 1)[1].split("\nknown_hosts", 1)[0]
+        assert re.fullmatch(r"ssh_emu:\n  NetworkService:\n    address: 127\.0\.0\.7\n"
+                            r"    port: \d+\n    username: etdevice", stanza), text
+        known = re.search(r"^\[127\.0\.0\.7\]:\d+ ssh-ed25519 \S+$", text, re.MULTILINE)
+        key = re.search(r"^client key .*: (\S+)$", text, re.MULTILINE)
+        assert known and key, text
+        config = tmp_path / "exp-x.yaml"
+        config.write_text(stanza + "\n")
+        exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
+                                   "-n", "exp-x", "--hostname", "127.0.0.7", str(config)],
+                                  name="labgrid-exporter-x")
+        _wait_for_exporter(session, exporter, "exp-x")
+        session.call("add", "AddPlace", messages.AddPlaceRequest(name="ssh-x"))
+        session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
+            placename="ssh-x", pattern="exp-x/ssh_emu/*"))
+        _set(lab, "ssh-x", tags={"kind": "linux", "pool": "labx", "et_health": "ok"})
+        (tmp_path / "known_hosts").write_text(known.group(0) + "\n")
+        (tmp_path / "lab_ssh_config").write_text(
+            f"Host 127.0.0.7\n  IdentityFile {key.group(1)}\n")
+        profile = (devices / "lab-linux.yaml").read_text()
+        lines = [line for line in profile.splitlines() if "identity_file:" not in line]
+        text = "\n".join(lines).replace(
+            "tags: {kind: linux, pool: lab}", "tags: {kind: linux, pool: labx}")
+        text = re.sub(r"known_hosts: \S+", f"known_hosts: {tmp_path}/known_hosts\n"
+                      f"  ssh_config: {tmp_path}/lab_ssh_config", text, count=1)
+        (devices / "lab-x.yaml").write_text(text.replace("lab]", "labx]"))
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-x", "--lock-timeout", "120")
+        output = _finish(run)
+        assert run.returncode == 0, output[-3000:]
+        records = _results(tmp_path / "r")
+        assert [r["outcome"] for r in records] == ["passed", "passed"]
+        assert {(r["facts"]["place"], r["facts"]["exporter"]) for r in records} == {
+            ("ssh-x", "exp-x")}
+    finally:
+        os.killpg(emu.pid, signal.SIGTERM)
+        emu.communicate(timeout=60)
+        if exporter is not None:
+            exporter.stop()
+        with contextlib.suppress(Exception):
+            session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="ssh-x"))
+    _all_free(lab)
+
+
+def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devices, tmp_path):
+    """An exporter announces a NetworkService whose address is an ssh option, for a place
+    tagged like the pool's: while the pool's good places are taken, that free place is
+    still not chosen; the run waits for a good one and says why the other was skipped."""
+    from harness.emulators.labgrid_lab import labgrid_program
+    from harness.lifecycle.process import ManagedProcess
+
+    config = tmp_path / "exp-z.yaml"
+    config.write_text("bad:\n  NetworkService:\n    address: '-oProxyCommand=x'\n"
+                      "    port: 22\n    username: etdevice\n")
+    exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
+                               "-n", "exp-z", "--hostname", "127.0.0.9", str(config)],
+                              name="labgrid-exporter-z")
+    _wait_for_exporter(_session(lab), exporter, "exp-z")
+    session = _session(lab)
+    messages = session.messages()
+    try:
+        session.call("add", "AddPlace", messages.AddPlaceRequest(name="lab-z"))
+        session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
+            placename="lab-z", pattern="exp-z/bad/*"))
+        _set(lab, "lab-z", tags={"kind": "mcu", "pool": "lab", "et_health": "ok"})
+        _hold_all_as_someone_else(lab)
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "5")
+        output = _finish(run)
+        assert run.returncode != 0
+        assert re.search(r"skipping labgrid place 'lab-z': resources.exp-z/bad/NetworkService"
+                         r"\.address: '-oProxyCommand=x' starts with '-'", output), output
+        message = json.dumps(_results(tmp_path / "r")[0]["infra"])
+        assert "was not allocated within 5.0 s" in message, message
+        assert "lab-z" not in {s.name: s.acquired for s in parse_places(lab) if s.acquired}
+    finally:
+        _release_as_someone_else(lab)
+        with contextlib.suppress(Exception):
+            session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="lab-z"))
+        exporter.stop()
     _all_free(lab)

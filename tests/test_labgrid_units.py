@@ -13,23 +13,24 @@ import textwrap
 import pytest
 
 from harness.config.profile import ProfileError, parse_profile
-from harness.farm.lab_client import LabgridError
-from harness.farm.lab_places import LabIdentity, PlaceListError, PlaceState, parse_places
+from harness.devices.lab_place import PowerPort
+from harness.farm.lab_places import BadPlace, LabIdentity, PlaceState, place_state
+from harness.farm.lab_reservation import matched_resources
 from harness.farm.lab_resources import (
     LabResourceError,
     LabResources,
     SerialAddress,
     ServiceAddress,
     check_lab_profile,
-    parse_env,
+    read_resources,
     with_lab_address,
 )
+from harness.farm.lab_session import RawPlace, Resource
 from harness.farm.labgrid import (
     LabgridNotInstalled,
     LabgridPlace,
-    LabgridReservation,
-    find_client,
     for_transport_checks,
+    require_labgrid,
     without_labgrid,
 )
 from harness.farm.selection import select_profiles
@@ -42,11 +43,14 @@ def _profile(transport: dict, name: str = "board"):
 def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
     one = LabgridPlace.of(_profile({"kind": "local", "labgrid": {"place": "board-7"}}))
     assert one == LabgridPlace(place="board-7")
-    assert one.filters == ["name=board-7"]
+    assert one.filters == {}
+    assert one.asks_for("board-7", {}) and not one.asks_for("board-8", {})
     pool = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
         "tags": {"pool": "lab", "kind": "mcu"}, "coordinator": "127.0.0.1:20408",
         "reset": "power"}}))
-    assert pool.filters == ["kind=mcu", "pool=lab"]
+    assert pool.filters == {"kind": "mcu", "pool": "lab"}
+    assert pool.asks_for("x", {"kind": "mcu", "pool": "lab", "more": "y"})
+    assert not pool.asks_for("x", {"kind": "mcu"})
     assert (pool.coordinator, pool.reset) == ("127.0.0.1:20408", "power")
     profile = _profile({"kind": "local", "labgrid": {"place": "p"}})
     assert "labgrid" not in without_labgrid(profile).settings
@@ -81,10 +85,14 @@ def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
     assert LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}})).reset == "none"
 
 
-def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(tmp_path):
+def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch):
+    import importlib.util
+
     profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
-    with pytest.raises(LabgridNotInstalled, match=r"labgrid-client is not installed.*labgrid"):
-        find_client(profile, search_path=str(tmp_path))
+    require_labgrid(profile)  # installed here
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(LabgridNotInstalled, match=r"labgrid is not installed here.*labgrid"):
+        require_labgrid(profile)
 
 
 def test_lab_profiles_pass_every_profile_check_without_an_address(tmp_path):
@@ -120,65 +128,76 @@ def test_a_lab_profile_may_not_set_the_address_the_lab_gives():
         check_lab_profile(without_labgrid(ssh))
 
 
-ENV = """\
-targets:
-  lab-a:
-    resources:
-    - NetworkPowerPort:
-        model: simplerest
-        index: 0
-        host: http://127.0.0.2:9999/relay/{index}/{value}
-    - NetworkService:
-        username: etdevice
-        port: 2222
-        address: 127.0.0.2
-    - NetworkSerialPort:
-        name: RawSerialPort
-        speed: 115200
-        port: 33721
-        host: 127.0.0.2
-"""
+def _resources(**changes: dict) -> list[Resource]:
+    """Place lab-a's resources as labgrid's session holds them, with ``changes`` to the
+    arguments of a class."""
+    args = {
+        "NetworkService": {"address": "127.0.0.2", "port": 2222, "username": "etdevice"},
+        "NetworkSerialPort": {"host": "127.0.0.2", "port": 33721, "speed": 115200},
+        "NetworkPowerPort": {"model": "simplerest", "host": "http://127.0.0.2:9/{index}/{value}",
+                             "index": "0"},
+    }
+    for cls, change in changes.items():
+        args[cls] = {**args[cls], **change}
+    return [Resource("exp-a", "mcu", name, cls, tuple(fields.items()), None)
+            for name, cls, fields in (("RawSerialPort", "NetworkSerialPort",
+                                       args["NetworkSerialPort"]),
+                                      ("NetworkService", "NetworkService", args["NetworkService"]),
+                                      ("NetworkPowerPort", "NetworkPowerPort",
+                                       args["NetworkPowerPort"]))]
 
 
 def test_an_acquired_places_resources_give_the_address():
-    place, resources = parse_env(ENV)
-    assert place == "lab-a"
+    resources = read_resources("lab-a", _resources(), acquired=True)
     assert resources == LabResources(
         ServiceAddress("127.0.0.2", 2222, "etdevice"), SerialAddress("127.0.0.2", 33721, 115200),
-        power=True,
+        power=True, power_port=PowerPort("simplerest", "http://127.0.0.2:9/{index}/{value}", 0),
     )
     serial = with_lab_address(_profile({"kind": "serial"}), resources, "lab-a")
     assert serial.settings == {"url": "rfc2217://127.0.0.2:33721", "baudrate": 115200}
     ssh = with_lab_address(_profile({"kind": "ssh", "known_hosts": "k"}), resources, "lab-a")
     assert ssh.settings == {"known_hosts": "k", "host": "127.0.0.2", "port": 2222,
                             "user": "etdevice"}
+    # before acquisition the serial port has no network port yet: not an error
+    free = read_resources("lab-a", _resources(NetworkSerialPort={"port": None}), acquired=False)
+    assert free.serial is None and free.service is not None
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (("address: 127.0.0.2", "address: -oProxyCommand=x"), r"NetworkService.address: .*'-'"),
-        (("username: etdevice", "username: 'a b'"), r"NetworkService.username: "),
-        (("port: 2222", "port: 70000"), r"NetworkService.port: "),
-        (("port: 33721", "port: null"), r"NetworkSerialPort.port: none; the exporter has not"),
-        (("host: 127.0.0.2\n", "host: 'evil host'\n"), r"NetworkSerialPort.host: "),
-        (("speed: 115200", "speed: 0"), r"NetworkSerialPort.speed: "),
-        (("    resources:", "    things:"), r"no targets.lab-a.resources"),
-        (("  lab-a:", "  -rf:"), r"targets: .*starts with '-'"),
-        (("    - NetworkService:", "    - NetworkService: 3\n    - X:"), r"not a mapping"),
-        (("port: 2222", "port: &a [*a]"), r"not valid YAML|recursive|alias"),
+        ({"NetworkService": {"address": "-oProxyCommand=x"}}, r"NetworkService.address: .*'-'"),
+        ({"NetworkService": {"username": "a b"}}, r"NetworkService.username: "),
+        ({"NetworkService": {"port": 70000}}, r"NetworkService.port: "),
+        ({"NetworkService": {"port": "22; x"}}, r"NetworkService.port: "),
+        ({"NetworkSerialPort": {"port": None}}, r"NetworkSerialPort.port: none; the exporter"),
+        ({"NetworkSerialPort": {"host": "evil host"}}, r"NetworkSerialPort.host: "),
+        ({"NetworkSerialPort": {"speed": 0}}, r"NetworkSerialPort.speed: "),
+        ({"NetworkPowerPort": {"model": "../../os"}}, r"NetworkPowerPort.model: .*labgrid power"),
+        ({"NetworkPowerPort": {"host": "x\ny"}}, r"NetworkPowerPort.host: "),
     ],
 )
 def test_hostile_lab_data_is_refused_naming_the_field(change, message):
-    text = ENV.replace(*change, 1)
-    with pytest.raises(LabResourceError, match=message):
-        parse_env(text)
+    with pytest.raises(LabResourceError, match=r"^labgrid place 'lab-a': resources.exp-a/mcu/"
+                       + message) as caught:
+        read_resources("lab-a", _resources(**change), acquired=True)
+    assert "\n" not in str(caught.value)
 
 
 def test_two_serial_ports_on_one_place_are_ambiguous():
-    text = ENV + "    - NetworkSerialPort: {host: 127.0.0.2, port: 1, speed: 9600}\n"
+    extra = Resource("exp-b", "mcu", "RawSerialPort", "NetworkSerialPort",
+                     (("host", "127.0.0.3"), ("port", 1), ("speed", 9600)), None)
     with pytest.raises(LabResourceError, match="2 NetworkSerialPort resources"):
-        parse_env(text)
+        read_resources("lab-a", [*_resources(), extra], acquired=True)
+
+
+def test_a_places_matches_take_resources_by_labgrids_own_rule():
+    raw = _raw(matches=(("exp-a", "mcu", "*", None),))
+    other = Resource("exp-b", "mcu", "X", "NetworkService", (), None)
+    assert matched_resources(raw, [*_resources(), other]) == _resources()
+    named = _raw(matches=(("exp-*", "mcu", "NetworkSerialPort", "Raw*"),))
+    assert [r.name for r in matched_resources(named, [*_resources(), other])] == [
+        "RawSerialPort"]
 
 
 def test_every_lab_capable_kind_maps_an_acquired_place_in_its_own_module():
@@ -217,10 +236,10 @@ def test_an_android_place_gives_its_serial_and_adb_server_by_tags():
     [
         ((("adb_server", "127.0.0.2:5037"),),
          r"^labgrid place 'phone-a' has no tag adb_serial; set it: "
-         r"'labgrid-client -p phone-a set-tags adb_serial=SERIAL'$"),
+         r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$"),
         ((("adb_serial", "-s"), ("adb_server", "127.0.0.2:5037")),
          r"^labgrid place 'phone-a': tags.adb_serial: '-s' starts with '-'.*; correct it: "
-         r"'labgrid-client -p phone-a set-tags adb_serial=SERIAL'$"),
+         r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$"),
         ((("adb_serial", "a;reboot"), ("adb_server", "127.0.0.2:5037")),
          r"^labgrid place 'phone-a': tags.adb_serial: .*';'.*letters, digits"),
         ((("adb_serial", "X" * 300), ("adb_server", "127.0.0.2:5037")),
@@ -241,99 +260,65 @@ def test_hostile_android_place_tags_are_refused_in_one_line_naming_the_tag(tags,
     assert "\n" not in str(caught.value)
 
 
+def _raw(name: str = "lab-a", **fields: object) -> RawPlace:
+    """A place as labgrid's session copied it, with ``fields`` changed."""
+    values: dict = {"tags": (("kind", "mcu"), ("pool", "lab")), "comment": "",
+                    "acquired": None, "reservation": None,
+                    "matches": (("exp-a", "mcu", "*", None),), "acquired_resources": ()}
+    values.update(fields)
+    return RawPlace(name, **values)
+
+
 def test_the_coordinators_view_keeps_tag_values_as_labgrid_stores_them():
     """labgrid 26.0.1 checks a tag value with re.match('[a-z0-9_]?'), which any string
-    passes: a serial with capitals, dots and colons is stored and listed as given."""
-    (place,) = parse_places("Place 'phone-a':\n  tags: adb_serial=127.0.0.2:40123, "
-                            "adb_server=127.0.0.1:5037, kind=android, up=38141FDJH000XY\n")
-    assert dict(place.tags) == {"adb_serial": "127.0.0.2:40123", "adb_server": "127.0.0.1:5037",
-                                "kind": "android", "up": "38141FDJH000XY"}
+    passes: a serial with capitals, dots and colons is stored and used as given."""
+    tags = (("adb_serial", "127.0.0.2:40123"), ("adb_server", "127.0.0.1:5037"),
+            ("kind", "android"), ("up", "38141FDJH000XY"))
+    assert place_state(_raw("phone-a", tags=tags)).tags == tags
 
 
-PLACES = """\
-Place 'lab-a':
-  tags: kind=mcu, pool=lab
-  matches:
-    exp-a/mcu/*
-  acquired: runner1/ci-pid4242-123456
-  acquired resources:
-    exp-a/mcu/NetworkSerialPort/RawSerialPort
-  created: 2026-12-01 07:48:21.107131
-  changed: 2026-12-01 07:48:23.046443
-  reservation: QAX4DEJMSN
-Place 'lab-b':
-  tags: kind=mcu, pool=lab
-  matches:
-    exp-b/mcu/*
-  acquired: None
-  acquired resources:
-  created: 2026-12-01 07:48:21.107131
-  changed: 2026-12-01 07:48:23.046443
-"""
-
-
-def test_the_coordinators_view_names_holders_and_reservations():
-    a, b = parse_places(PLACES)
-    assert (a.name, a.acquired, a.reservation) == (
-        "lab-a", "runner1/ci-pid4242-123456", "QAX4DEJMSN")
-    assert a.tags == (("kind", "mcu"), ("pool", "lab"))
-    assert (b.acquired, b.reservation) == (None, None)
-    assert a.matches(LabgridPlace(tags=(("pool", "lab"),)))
-    assert not a.matches(LabgridPlace(place="lab-b"))
+def test_the_coordinators_view_names_holders_reservations_and_exporters():
+    a = place_state(_raw(acquired="runner1/ci-pid4242-123456", reservation="QAX4DEJMSN",
+                         matches=(("exp-a", "mcu", "*", None), ("exp-a", "ssh", "*", None))))
+    assert (a.name, a.acquired, a.reservation) == ("lab-a", "runner1/ci-pid4242-123456",
+                                                   "QAX4DEJMSN")
+    assert a.tags == (("kind", "mcu"), ("pool", "lab")) and a.exporters == ("exp-a",)
     assert "acquired by runner1/ci-pid4242-123456" in a.describe()
-    assert (a.patterns, b.patterns) == (("exp-a/mcu/*",), ("exp-b/mcu/*",))
-
-
-def _listed(*places: object) -> str:
-    """``labgrid-client -v places`` as labgrid's own Place.show() prints these places."""
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        for place in places:
-            print(f"Place '{place.name}':")
-            place.show(level=1)
-    return out.getvalue()
+    b = place_state(_raw("lab-b"))
+    assert (b.acquired, b.reservation) == (None, None)
 
 
 @pytest.mark.parametrize(
-    "comment",
+    "fields, message",
     [
-        "hi\n  tags: adb_serial=EVIL, adb_server=203.0.113.9:5037",  # other tags
-        "hi\n  acquired: runner1/ci-pid1-2",  # another holder
-        "hi\n  reservation: QAX4DEJMSN",  # a reservation to cancel
-        "hi\nPlace 'lab-b':\n  tags: pool=lab",  # another place
+        ({"tags": (("kind", "mcu\n  acquired: runner1/ci"),)},
+         r"tags.kind: 'mcu\\n  acquired: runner1/ci' holds the control byte '\\n'"),
+        ({"tags": (("kind", "mcu"), ("adb_serial", "A" * 1100))},
+         r"tags.adb_serial: .*longer than 255"),
+        ({"tags": (("Kind", "mcu"),)}, r"tags: key 'Kind' is not"),
+        ({"tags": tuple((f"k{n}", "v") for n in range(65))}, r"tags: 65 tags, limit 64"),
+        ({"acquired": "runner1/ci\nx"}, r"acquired: "),
+        ({"reservation": "-rf"}, r"reservation: .*'-'"),
+        ({"matches": (("-exp", "mcu", "*", None),)}, r"matches: .*'-'"),
     ],
 )
-def test_a_comment_with_a_line_break_cannot_pose_as_a_field(comment):
-    """Any lab user may set a place's comment (labgrid checks nothing), and labgrid
-    prints it as it is, before the place's tags: a line break in it printed lines that
-    the harness read as the place's tags, holder or reservation (the first one won)."""
-    from labgrid.remote.common import Place
-
-    phone = Place(name="lab-a", comment=comment, acquired=None,
-                  tags={"adb_serial": "38141FDJH000XY", "adb_server": "127.0.0.1:5037"})
-    text = _listed(phone, Place(name="lab-b", tags={"pool": "lab"}))
-    with pytest.raises(PlaceListError, match=r"^labgrid place 'lab-[ab]': [a-z ]+: listed .*"
-                                             r"holds a line break.*set-comment ''") as caught:
-        parse_places(text)
+def test_a_place_with_hostile_data_is_that_places_problem_named_in_one_line(fields, message):
+    with pytest.raises(BadPlace, match=r"^labgrid place 'lab-a': " + message) as caught:
+        place_state(_raw(**fields), "10.0.0.1:20408")
     assert "\n" not in str(caught.value)
-    assert parse_places(_listed(Place(name="lab-a", comment="hi there", tags=phone.tags)))
+    if "tags" in fields:  # the fix names the coordinator it applies to
+        assert str(caught.value).endswith(
+            "correct it: 'labgrid-client -x 10.0.0.1:20408 -p lab-a set-tags KEY=VALUE'")
+    with pytest.raises(BadPlace, match=r"^labgrid place 'a\\nb': name: "):
+        place_state(_raw("a\nb"))
 
 
-def test_a_tag_value_cannot_pose_as_another_tag_or_field():
-    from labgrid.remote.common import Place
-
-    for tags in ({"kind": "android", "note": "x, kind=mcu"},  # kind twice
-                 {"kind": "mcu\n  acquired: runner1/ci-pid1-2"}):  # a holder
-        with pytest.raises(PlaceListError, match=r"holds a line break|listed twice"):
-            parse_places(_listed(Place(name="lab-a", tags=tags)))
-    with pytest.raises(PlaceListError, match=r"^labgrid place 'lab-a': tags: 1\d{3} characters, "
-                                             "limit 1000; shorten"):
-        parse_places(_listed(Place(name="lab-a", tags={"adb_serial": "A" * 1100})))
-    (long,) = parse_places(_listed(Place(name="lab-a", comment="c" * 5000, tags={"k": "v"})))
-    assert long.comment == "c" * 1000 and long.tags == (("k", "v"),)  # a long note is cut
+def test_a_comment_is_only_shown_inert_and_bounded():
+    """Any lab user may set a comment; it is never parsed, only shown: a line break or a
+    terminal escape in it is shown as '?', a long one is cut."""
+    shown = place_state(_raw(comment="hi\n  acquired: x \x1b]0;owned\x07"))
+    assert shown.comment == "hi?  acquired: x ?]0;owned?" and shown.acquired is None
+    assert place_state(_raw(comment="c" * 5000)).comment == "c" * 1000
 
 
 def test_an_identity_is_one_process_and_says_when_it_is_gone():
@@ -364,23 +349,6 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
         rewrite(argv, "0.0.0.0,9;x")  # an address only, never ser2net syntax
 
 
-def test_a_client_that_prints_without_end_is_refused_within_bounds(tmp_path):
-    from harness.farm.lab_client import LabgridClient, LabgridTimeout
-
-    flood = tmp_path / "labgrid-client"
-    flood.write_text("#!/bin/sh\nhead -c 50000000 /dev/zero\n")
-    flood.chmod(0o755)
-    client = LabgridClient(str(flood), None, LabIdentity.this_process())
-    with pytest.raises(LabgridError, match="printed more than 262144 bytes; refused"):
-        client.run(["-v", "places"])
-    hang = tmp_path / "hanging-client"
-    hang.write_text("#!/bin/sh\necho 'export LG_TOKEN=ABC123'\nexec sleep 60\n")
-    hang.chmod(0o755)
-    with pytest.raises(LabgridTimeout) as caught:
-        LabgridClient(str(hang), None, LabIdentity.this_process()).run(["reserve"], timeout=1.0)
-    assert "LG_TOKEN=ABC123" in caught.value.output  # the token is kept, to cancel it
-
-
 def test_a_pools_tests_are_cut_into_one_lane_per_worker():
     from harness.farm.distribution import pool_lanes
 
@@ -395,10 +363,10 @@ def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
     from harness.farm.labgrid import pool_names
 
     run = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}))
-    assert (run.quarantine, run.filters) == ("run", ["pool=lab"])
+    assert (run.quarantine, run.filters) == ("run", {"pool": "lab"})
     lab = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
         "tags": {"pool": "lab"}, "quarantine": "lab"}}))
-    assert lab.filters == ["pool=lab", "et_health=ok"]
+    assert lab.filters == {"pool": "lab", "et_health": "ok"}
     assert lab.what == "a labgrid place with tags pool=lab"
     with pytest.raises(ProfileError,
                        match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
@@ -419,14 +387,13 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
 
     when = datetime.datetime(2026, 12, 1, 10, 5, 7, tzinfo=datetime.UTC)
     comment = comment_for("runner1/ci-pid7-9", "lab-b", "HELLO timed out\nafter 3 s" + "x" * 900,
-                          when)
+                          "10.0.0.1:20408", when)
     assert comment.startswith("quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: "
                               "HELLO timed out after 3 s")
-    assert comment.endswith("(clear: python -m harness.farm.lab_quarantine clear lab-b)")
+    assert comment.endswith(
+        "(clear: python -m harness.farm.lab_quarantine -x 10.0.0.1:20408 clear lab-b)")
     assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
-    assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m")  # no terminal escapes
-    (shown,) = parse_places("Place 'p':\n  comment: \x1b]0;owned\x07 hi\n")
-    assert shown.comment == "?]0;owned? hi"  # another runner's comment, shown inert
+    assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m", "c:1")  # no escapes
     assert about_the_device(TransportTimeout("no answer"))
     assert about_the_device(HostKeyMismatch("changed"))
     assert not about_the_device(HostKeyUnknown("this runner lacks the lab's known_hosts"))
@@ -435,19 +402,18 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
 def test_places_out_of_service_are_refused_with_their_reasons():
     from harness.farm.lab_quarantine import PlaceQuarantined, refuse_if_none_in_service
 
-    states = parse_places(PLACES.replace("tags: kind=mcu, pool=lab\n  matches:\n    exp-a",
-                                         "comment: quarantined by r/ci at T: why\n"
-                                         "  tags: et_health=quarantined, kind=mcu, pool=lab\n"
-                                         "  matches:\n    exp-a"))
+    states = [
+        PlaceState("lab-a", (("et_health", "quarantined"), ("kind", "mcu")), None, None,
+                   "quarantined by r/ci at T: why"),
+        PlaceState("lab-b", (("kind", "mcu"),), None, None),
+    ]
     with pytest.raises(PlaceQuarantined) as caught:
-        refuse_if_none_in_service("a labgrid place with tags pool=lab", states)
+        refuse_if_none_in_service("a labgrid place with tags pool=lab", states, "10.0.0.1:20408")
     assert str(caught.value) == (
         "a labgrid place with tags pool=lab: no place in service: lab-a: quarantined by r/ci at "
         "T: why; lab-b: not in service (tag et_health=(none); a lab adds it with "
-        "'labgrid-client -p lab-b set-tags et_health=ok')")
-    healthy = parse_places(PLACES.replace(
-        "kind=mcu, pool=lab\n  matches:\n    exp-b",
-        "et_health=ok, kind=mcu, pool=lab\n  matches:\n    exp-b"))
+        "'labgrid-client -x 10.0.0.1:20408 -p lab-b set-tags et_health=ok')")
+    healthy = [*states, PlaceState("lab-c", (("et_health", "ok"),), None, None)]
     refuse_if_none_in_service("x", healthy)  # one in service: the reservation waits for it
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
 
@@ -480,44 +446,6 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
 
 
 
-class _StaleReleaseLab:
-    """A coordinator whose ``release-from`` of a dead run's place fails: because someone
-    else handed the place back between this run's listing and its call, or not."""
-
-    def __init__(self, dead: LabIdentity, me: LabIdentity, handed_back: bool) -> None:
-        self.identity = me
-        self.acquired: str | None = dead.owner
-        self.handed_back = handed_back
-        self.calls: list[list[str]] = []
-
-    def places(self) -> list[PlaceState]:
-        return [PlaceState("lab-a", (), self.acquired, None)]
-
-    def run(self, args: list[str], timeout: float = 0, identity: object = None) -> str:
-        self.calls.append(list(args))
-        if self.handed_back:  # another run's sweep of the dead run's record was first
-            self.acquired = None
-            raise LabgridError("labgrid-client: Error: place lab-a is not acquired")
-        raise LabgridError("labgrid-client: Error: coordinator unreachable")
-
-
-@pytest.mark.parametrize("handed_back", [True, False])
-def test_release_of_a_stale_place_fails_only_while_the_dead_run_still_holds_it(
-        handed_back: bool) -> None:
-    me = LabIdentity.this_process()
-    dead = LabIdentity(me.host, me.user, pid=2**22 + 7, start=1)  # no such process
-    reservation = LabgridReservation(LabgridPlace(place="lab-a"), "labgrid-client", me)
-    lab = _StaleReleaseLab(dead, me, handed_back)
-    reservation.lab = lab  # type: ignore[assignment]
-    if handed_back:
-        reservation.release_stale()
-    else:
-        with pytest.raises(LabgridError, match="unreachable"):
-            reservation.release_stale()
-    assert lab.calls == [["-p", "lab-a", "release-from", dead.owner]]
-    assert reservation.stale_released == []
-
-
 def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys):
     from harness.emulators.labgrid_lab import main
 
@@ -527,3 +455,42 @@ def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys
     with pytest.raises(SystemExit) as done:
         main(["two"])
     assert done.value.code == 2 and "invalid int value: 'two'" in capsys.readouterr().err
+
+
+def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address(tmp_path):
+    """The lab profile leaves identity_file out; its ssh_config names each board's key by
+    the address the place's NetworkService gives."""
+    from harness.transport.ssh.route import resolve_route
+    from harness.transport.ssh.settings import SshProfile
+
+    config = tmp_path / "lab_ssh_config"
+    config.write_text(f"Host 127.0.0.5\n  IdentityFile {tmp_path}/key-5\n"
+                      f"Host 127.0.0.6\n  IdentityFile {tmp_path}/key-6\n")
+    for address, key in (("127.0.0.5", "key-5"), ("127.0.0.6", "key-6")):
+        (hop,) = resolve_route(SshProfile(host=address, port=2222, user="etdevice",
+                                          ssh_config=config, config_commands=False))
+        assert hop.identity_files == (tmp_path / key,)
+
+
+def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real_address(
+        capsys):
+    from harness.config.profile import load_profile
+    from harness.emulators.lab_board import serve_for_lab
+
+    assert serve_for_lab(load_profile("mcu-emu"), "127.0.0.5") == 2
+    assert "only ssh-emu can be exposed on a lab address" in capsys.readouterr().err
+    assert serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x") == 2
+    assert "--lab-address: '-oProxyCommand=x' starts with '-'" in capsys.readouterr().err
+
+
+def test_lab_holdings_are_one_line_each_and_read_in_acquisition_order(tmp_path):
+    from harness.farm import lab_holdings
+
+    assert lab_holdings.read(tmp_path) == []
+    later = {"place": "lab-b", "acquired_at": 20.5, "released_at": 30.0}
+    earlier = {"place": "lab-a", "acquired_at": 10.25, "released_at": 19.0}
+    lab_holdings.record(tmp_path, later)
+    lab_holdings.record(tmp_path, earlier)
+    with open(tmp_path / lab_holdings.HOLDINGS_FILE, "a") as cut:
+        cut.write('{"place": "lab-c", "acq')  # a process killed in its write
+    assert lab_holdings.read(tmp_path) == [earlier, later]

@@ -59,6 +59,66 @@ def test_a_child_leads_its_own_session() -> None:
     assert session == pid and int(session) != os.getsid(0)
 
 
+def test_no_python_code_runs_in_a_child_between_fork_and_exec(tmp_path: Path) -> None:
+    """A process with a gRPC client's threads (a lab run's labgrid session) crashed in a
+    child's at-fork hooks (threading._after_fork), which ``preexec_fn`` makes CPython run.
+    Here an at-fork hook reports every child that runs Python before exec: none may,
+    whether started by run, by a ManagedProcess or as an owner's janitor."""
+    script = (
+        "import os, pathlib, sys\n"
+        "read_end, write_end = os.pipe()\n"
+        "os.register_at_fork(after_in_child=lambda: os.write(write_end, b'!'))\n"
+        "from harness.lifecycle import owner\n"
+        "from harness.lifecycle.process import ManagedProcess, run\n"
+        "run(['true'], timeout=10)\n"
+        "ManagedProcess(['sh', '-c', 'exit 0'], name='sh').stop(terminate=False)\n"
+        f"other = owner.Owner(pathlib.Path({str(tmp_path / 'owners')!r}))\n"
+        "os.close(other._janitor_pipe)\n"
+        "os.set_blocking(read_end, False)\n"
+        "try:\n"
+        "    print(len(os.read(read_end, 100)))\n"
+        "except BlockingIOError:\n"
+        "    print(0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"], f"children ran Python after the fork: {done.stdout}"
+
+
+def test_a_program_whose_path_holds_an_equals_sign_starts_with_its_arguments(
+    tmp_path: Path,
+) -> None:
+    """env, which resets the child's signal state, reads a first word with "=" as a
+    variable: such a program is started all the same, with a clean signal state."""
+    program = tmp_path / "a=b" / "show"
+    program.parent.mkdir()
+    program.write_text('#!/bin/sh\necho "$1|$2"; grep -E "^Sig(Blk|Ign)" /proc/self/status\n')
+    program.chmod(0o755)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        done = run([str(program), "x y", "$HOME"], timeout=10)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    first, *fields = done.stdout.decode().splitlines()
+    assert first == "x y|$HOME"
+    for line in fields:
+        assert not _has(int(line.split()[1], 16), signal.SIGTERM), line
+
+
+def test_a_program_that_cannot_be_started_raises_what_popen_raises(tmp_path: Path) -> None:
+    """Not an exit status 127 or 126 from env, which starts the program."""
+    with pytest.raises(FileNotFoundError, match="no-such-program"):
+        run(["no-such-program-of-the-harness"], timeout=10)
+    (tmp_path / "data").write_text("not a program")
+    with pytest.raises(PermissionError):
+        run(["./data"], timeout=10, cwd=tmp_path)  # looked up in cwd, as Popen does
+    with pytest.raises(FileNotFoundError):
+        run(["./data"], timeout=10)
+
+
 def test_a_timed_out_run_kills_the_whole_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild"
     with pytest.raises(subprocess.TimeoutExpired):
@@ -86,6 +146,21 @@ def test_stop_terminates_then_kills_and_keeps_the_stderr_tail() -> None:
 
 def _record(of: owner.Owner) -> OwnerRecord:
     return OwnerRecord.from_json(of.record_path.read_text())
+
+
+def test_a_hand_back_is_replaced_in_one_save(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab run swaps its hand-back when it takes its place: removed, then added, in
+    two saves, a run killed in between left a record with none, and its place held."""
+    me = owner.current()
+    saved: list[tuple[tuple[str, ...], ...]] = []
+    real_save = me._save
+    monkeypatch.setattr(me, "_save", lambda: (saved.append(tuple(me._hand_back)), real_save()))
+    me.replace_hand_back([], [["hand-back", "reserving"]])
+    me.replace_hand_back([["hand-back", "reserving"]], [["hand-back", "holding"]])
+    assert saved == [(("hand-back", "reserving"),), (("hand-back", "holding"),)]
+    assert _record(me).hand_back == (("hand-back", "holding"),)
+    me.replace_hand_back([["hand-back", "holding"]], [])
+    assert _record(me).hand_back == ()
 
 
 def _write_record(

@@ -263,6 +263,10 @@ def _cmd_emu(args: argparse.Namespace) -> int:
     if profile.emulator is None:
         print(f"et-harness emu: {args.device} is not an emulated device", file=sys.stderr)
         return 2
+    if args.lab_address is not None:
+        from harness.emulators.lab_board import serve_for_lab
+
+        return serve_for_lab(profile, args.lab_address)
     # Blocked first, so that SIGINT or SIGTERM ends the wait below and the emulator is
     # brought down, never left running.
     stop_signals = {signal.SIGINT, signal.SIGTERM}
@@ -407,6 +411,13 @@ def _main(argv: list[str] | None) -> int:
     emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
     emu_cmd.add_argument(
         "device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu, mcu-m55-emu"
+    )
+    emu_cmd.add_argument(
+        "--lab-address",
+        metavar="ADDRESS",
+        help="ssh-emu only: listen on this address of the machine (a labgrid exporter's) "
+        "and print the exporter's NetworkService, the known_hosts line and the key "
+        "(docs/device-farm.md)",
     )
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")

@@ -46,6 +46,15 @@ class SerialAddress:
 
 
 @dataclass(frozen=True)
+class PowerPort:
+    """A ``NetworkPowerPort``: a networked power switch, driven by labgrid's model module."""
+
+    model: str
+    host: str
+    index: int
+
+
+@dataclass(frozen=True)
 class LabResources:
     """The resources of one acquired place that the harness uses, and the place's tags."""
 
@@ -55,12 +64,14 @@ class LabResources:
     # The place's tags as its admin set them (labgrid-client set-tags), not yet checked:
     # e.g. adb_serial and adb_server of an Android phone, for which labgrid has no resource.
     tags: tuple[tuple[str, str], ...] = ()
+    power_port: PowerPort | None = None  # a NetworkPowerPort, which the harness can cycle
+    coordinator: str = "COORDINATOR"  # the lab's, for the hints
 
     def tag(self, place: str, key: str, rule: Callable[[object], T], example: str) -> T:
         """The place's tag ``key``, checked with ``rule`` (the profile's own rule for the
         field it fills); :class:`LabResourceError` names the place, the tag and the fix."""
         value = dict(self.tags).get(key)
-        fix = f"'labgrid-client -p {place} set-tags {key}={example}'"
+        fix = f"'labgrid-client -x {self.coordinator} -p {place} set-tags {key}={example}'"
         if value is None:
             raise LabResourceError(f"labgrid place {place!r} has no tag {key}; set it: {fix}")
         try:

@@ -41,6 +41,7 @@ import shlex
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -66,7 +67,7 @@ LAB_FILES = Path("~/.cache/et-harness/labgrid-lab").expanduser()  # the worked e
 _READY_TIMEOUT_S = 30.0
 
 
-def _bin(name: str) -> str:
+def labgrid_program(name: str) -> str:
     """A labgrid program beside this Python (the harness's .venv) or on PATH."""
     beside = Path(sys.executable).parent / name
     found = str(beside) if beside.exists() else shutil.which(name)
@@ -127,6 +128,11 @@ class LabgridLab:
         self.android_places: list[AndroidPlace] = []
         self._stack = contextlib.ExitStack()
         self.coordinator = ""
+        self._coordinator_argv: list[str] = []
+        self._directory = Path()
+        self._coordinator_process: ManagedProcess | None = None
+        self._exporters: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        self._exporter_processes: dict[str, ManagedProcess] = {}
         self.known_hosts = Path()
         self.client_key = Path()
 
@@ -142,12 +148,10 @@ class LabgridLab:
         self._stack.close()
 
     def client_argv(self, *args: str) -> list[str]:
-        return [_bin("labgrid-client"), "-x", self.coordinator, *args]
+        return [labgrid_program("labgrid-client"), "-x", self.coordinator, *args]
 
     def client(self, *args: str, timeout: float = 30.0) -> str:
         """Run ``labgrid-client`` against this lab (as this process's login identity)."""
-        import subprocess
-
         env = {k: v for k, v in os.environ.items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
         done = subprocess.run(
             self.client_argv(*args),
@@ -163,25 +167,22 @@ class LabgridLab:
         return done.stdout
 
     def _start(self) -> None:
-        directory = self._stack.enter_context(
+        directory = self._directory = self._stack.enter_context(
             owned_directory("labgrid-lab-", cache_root() / "emulators")
         )
         firmware = build_firmware()
         port = self._port or free_port(COORDINATOR_HOST)
         self.coordinator = f"{COORDINATOR_HOST}:{port}"
-        coordinator = ManagedProcess(
-            [
-                "env",
-                "-C",
-                str(directory),
-                _bin("labgrid-coordinator"),
-                "--listen",
-                self.coordinator,
-            ],
-            name="labgrid-coordinator",
-        )
-        self._stack.callback(coordinator.stop)
-        _wait_listening(COORDINATOR_HOST, port, coordinator)
+        self._coordinator_argv = [
+            "env",
+            "-C",
+            str(directory),
+            labgrid_program("labgrid-coordinator"),
+            "--listen",
+            self.coordinator,
+        ]
+        self._stack.callback(lambda: self._coordinator_process and self._coordinator_process.stop())
+        self._start_coordinator()
         wrapper_dir = directory / "bin"
         wrapper_dir.mkdir()
         wrapper = wrapper_dir / "ser2net"
@@ -239,23 +240,20 @@ class LabgridLab:
                 "ET_SER2NET_BIND": host,
                 "PYTHONPATH": str(Path(__file__).parents[2]),
             }
-            process = ManagedProcess(
-                [
-                    _bin("labgrid-exporter"),
-                    "-c",
-                    self.coordinator,
-                    "-n",
-                    exporter,
-                    "--hostname",
-                    host,
-                    str(config),
-                ],
-                name=f"labgrid-exporter-{letter}",
-                env=env,
-                log=directory / f"{exporter}.log",
-            )
-            self._stack.callback(process.stop)
+            argv = [
+                labgrid_program("labgrid-exporter"),
+                "-c",
+                self.coordinator,
+                "-n",
+                exporter,
+                "--hostname",
+                host,
+                str(config),
+            ]
+            self._exporters[exporter] = (argv, env, directory / f"{exporter}.log")
+            self._start_exporter(exporter)
             self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
+        self._stack.callback(self._stop_exporters)
         self._publish_ssh_files()
         self._wait_exported()
         for name, exporter, group, tags in (
@@ -266,6 +264,55 @@ class LabgridLab:
             self.client("-p", name, "create")
             self.client("-p", name, "add-match", f"{exporter}/{group}/*")
             self.client("-p", name, "set-tags", *(f"{k}={v}" for k, v in tags.items()))
+
+    def _start_coordinator(self) -> None:
+        self._coordinator_process = ManagedProcess(
+            self._coordinator_argv, name="labgrid-coordinator"
+        )
+        host, port = self.coordinator.rsplit(":", 1)
+        wait_listening(host, int(port), self._coordinator_process)
+
+    def _start_exporter(self, exporter: str) -> None:
+        argv, env, log = self._exporters[exporter]
+        self._exporter_processes[exporter] = ManagedProcess(
+            argv, name=f"labgrid-{exporter}", env=env, log=log
+        )
+
+    def _stop_exporters(self) -> None:
+        for process in self._exporter_processes.values():
+            process.stop()
+
+    def stop_exporter(self, exporter: str) -> None:
+        """End one exporter, as a host that goes away (its places' resources go with it)."""
+        self._exporter_processes[exporter].stop()
+
+    def start_exporter(self, exporter: str) -> None:
+        """Start a stopped exporter again; once its resources are back."""
+        self._start_exporter(exporter)
+        self._wait_exported()
+
+    def restart_coordinator(self) -> None:
+        """SIGKILL the coordinator and start it again on its address, with its places
+        file (labgrid forgets acquisitions and reservations in a restart); exporters that
+        ended with it are started again, as a lab's service manager would."""
+        assert self._coordinator_process is not None
+        saved = self._directory / "places.yaml"  # the coordinator saves a moment after a
+        deadline = time.monotonic() + _READY_TIMEOUT_S  # change: a kill before that loses
+        names = [p.name for p in self.places] + [p.name for p in self.ssh_places]
+        names += [p.name for p in self.android_places]
+        while not (saved.exists() and all(f"{name}:" in saved.read_text() for name in names)):
+            if time.monotonic() > deadline:
+                raise LabError(f"the coordinator did not save its places in {saved}")
+            time.sleep(0.2)  # polling a file the coordinator writes in its own time
+        self._coordinator_process.kill()
+        self._coordinator_process.stop()
+        self._start_coordinator()
+        for exporter, process in self._exporter_processes.items():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(_READY_TIMEOUT_S)  # an exporter ends when its coordinator does
+            process.stop()
+            self._start_exporter(exporter)
+        self._wait_exported()
 
     def _publish_ssh_files(self) -> None:
         """The SSH boards' host keys in one known_hosts (what a lab publishes for its
@@ -300,7 +347,7 @@ class LabgridLab:
             time.sleep(0.2)  # polling the coordinator: it has no "wait for exporter" call
 
 
-def _wait_listening(host: str, port: int, process: ManagedProcess) -> None:
+def wait_listening(host: str, port: int, process: ManagedProcess) -> None:
     deadline = time.monotonic() + _READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:

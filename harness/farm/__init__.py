@@ -10,13 +10,17 @@ one concept per module:
   pool's on up to N);
 - :mod:`~harness.farm.policy`: the run's rules (retries, quarantine, waits);
 - :mod:`~harness.farm.lock`: one holder per device across processes on a host;
-- :mod:`~harness.farm.labgrid`: a profile's labgrid setting, and reserving, acquiring
-  and handing over a place; :mod:`~harness.farm.lab_client`: ``labgrid-client`` calls
-  as one identity, bounded; :mod:`~harness.farm.lab_places`: the coordinator's view
+- :mod:`~harness.farm.labgrid`: a profile's labgrid setting;
+  :mod:`~harness.farm.lab_reservation`: reserving, acquiring and handing over a place;
+  :mod:`~harness.farm.lab_session`: labgrid's own client session, in process, one per
+  coordinator and identity; :mod:`~harness.farm.lab_handback`: a dead run's hand-over,
+  for its janitor; :mod:`~harness.farm.lab_places`: the coordinator's view, checked
   (holders, identities); :mod:`~harness.farm.lab_resources`: an acquired place's
   resources, checked, and the address its device kind takes from them;
   :mod:`~harness.farm.lab_quarantine`: a place out of service lab-wide (opt-in);
-  :mod:`~harness.farm.lab_benchmark`: what a lab costs;
+  :mod:`~harness.farm.lab_holdings`: who held which place when, a run's own record;
+  :mod:`~harness.farm.lab_benchmark`: what a lab costs; :mod:`~harness.farm.lab_scale`:
+  a larger lab, by simulation;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;
 - :mod:`~harness.farm.infra`: what counts as an infrastructure error;
 - :mod:`~harness.farm.health`: consecutive infrastructure errors and quarantine;

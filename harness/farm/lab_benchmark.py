@@ -5,10 +5,12 @@ real exporters and ser2net on loopback, QEMU boards), it prints
 
 - a HELLO round trip (``Request(HELLO)`` to its report) over a place's RFC 2217 port
   (ser2net), against the same firmware on QEMU's raw TCP socket (mcu-emu);
-- hand-over latency: from one runner's release returning to the waiting runner's
-  allocation, for the harness's order (cancel the reservation, then release) and
-  the other one (release, then cancel);
-- the labgrid-client calls of one acquisition and one release;
+- hand-over, over ``--handovers`` (at least 10) hand-overs of one place between two
+  runners: from one runner's release returning to the waiting runner's first request
+  on the board (HELLO sent over the place's ser2net port), min/median/max; beside it,
+  labgrid's own client in the same lab: from ``labgrid-client release`` returning to
+  a waiting ``labgrid-client reserve --wait`` and ``acquire`` having the place;
+- one acquisition and one release through the harness's session;
 - with ``--suite``: wall time of ``suites/test_dispatch.py`` on mcu-emu, on one lab
   place, and on the pool profile devices/lab-mcu.yaml with ``-n 2``: with one place
   free (the other held by someone else, so the second worker waits for the first's
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import subprocess
 import sys
@@ -31,11 +34,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.agent.session import AgentSession
-from harness.config.profile import parse_profile
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.qemu_mcu import QemuMcu, build_firmware
 from harness.farm.lab_places import LabIdentity
-from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client
+from harness.farm.lab_reservation import LabgridReservation
+from harness.farm.labgrid import LabgridPlace
 from harness.link.serial.port import SerialPortConfig, connect
 from harness.model.messages import Action, Request
 
@@ -67,10 +70,7 @@ def _reservation(lab: LabgridLab, user: str, place: str | None = None) -> Labgri
         if place
         else LabgridPlace(tags=(("pool", "lab"),), coordinator=lab.coordinator)
     )
-    profile = parse_profile({"transport": {"kind": "local", "labgrid": {"place": "x"}}}, None, "b")
-    return LabgridReservation(
-        wanted, find_client(profile), LabIdentity(me.host, user, me.pid, me.start)
-    )
+    return LabgridReservation(wanted, LabIdentity(me.host, user, me.pid, me.start))
 
 
 def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
@@ -91,37 +91,75 @@ def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
     return {"raw socket (QEMU tcp, mcu-emu)": raw, "RFC 2217 (labgrid ser2net)": network}
 
 
-def handover(lab: LabgridLab, cancel_first: bool) -> float:
-    """Seconds from runner A's hand-over returning to runner B's ``reserve --wait``
-    returning with the place allocated (B polls once a second, as labgrid's client does)."""
+def _stats(samples: list[float]) -> str:
+    return (
+        f"min {min(samples):.2f} s, median {statistics.median(samples):.2f} s, "
+        f"max {max(samples):.2f} s (n={len(samples)})"
+    )
+
+
+def handover(lab: LabgridLab) -> tuple[float, float]:
+    """Seconds from runner A's release returning to runner B, which waited for the
+    place, (1) holding it (the coordinator's and the exporter's part) and (2) having
+    its first request on the board answered (the HELLO of the link's handshake). A
+    used the board first, as a run does."""
     place = lab.places[0].name
     first, second = _reservation(lab, "bench-a", place), _reservation(lab, "bench-b", place)
-    first.acquire(60)
-    printed: list[str] = []
-    allocated: list[float] = []
+    held = first.acquire(60)
+    assert held.resources.serial is not None
+    connect(SerialPortConfig(url=held.resources.serial.url), name="lab").close()
+    marks: list[float] = []
 
-    def wait_for_place() -> None:
-        printed.append(second.lab.run(["reserve", "--wait", "--shell", f"name={place}"], 120))
-        allocated.append(time.monotonic())
+    def next_runner() -> None:
+        taken = second.acquire(120)
+        marks.append(time.monotonic())
+        assert taken.resources.serial is not None
+        link = connect(SerialPortConfig(url=taken.resources.serial.url), name="lab")
+        marks.append(time.monotonic())
+        link.close()
 
-    waiting = threading.Thread(target=wait_for_place)
+    waiting = threading.Thread(target=next_runner)
     waiting.start()
-    deadline = time.monotonic() + 60
-    while "state: waiting" not in lab.client("reservations"):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the second reservation never showed as waiting")
-    assert first.token is not None and first.held is not None
-    token, name = first.token, first.held.name
-    if cancel_first:
-        first.release()  # the harness's order
-    else:
-        first.token = first.held = None
-        first.lab.run(["-p", name, "release"])
-        first.lab.run(["cancel-reservation", token])
+    second.lab.wait_for(lambda: second.waiting or None, time.monotonic() + 60)
+    first.release()
     released = time.monotonic()
     waiting.join(180)
-    second.lab.run(["cancel-reservation", printed[0].split("LG_TOKEN=")[1].split()[0]])
-    return allocated[0] - released
+    second.release()
+    return marks[0] - released, marks[1] - released
+
+
+def labgrid_handover(lab: LabgridLab) -> float:
+    """The same with labgrid's own client: from ``release`` returning to a waiting
+    ``reserve --wait`` and the ``acquire`` after it having the place."""
+    place = lab.places[0].name
+    env = {**os.environ, "LG_HOSTNAME": "bench", "LG_USERNAME": "labgrid-a"}
+    other = {**env, "LG_USERNAME": "labgrid-b"}
+
+    def client(environment: dict[str, str], *args: str) -> str:
+        return subprocess.run(
+            lab.client_argv(*args), env=environment, capture_output=True, text=True, check=True
+        ).stdout
+
+    token = client(env, "reserve", "--wait", "--shell", f"name={place}").split("=")[1].strip()
+    client(env, "-p", f"+{token}", "acquire")
+    acquired: list[float] = []
+
+    def next_runner() -> None:
+        printed = client(other, "reserve", "--wait", "--shell", f"name={place}")
+        client(other, "-p", "+" + printed.split("=")[1].strip(), "acquire")
+        acquired.append(time.monotonic())
+        client(other, "-p", place, "release")
+        client(other, "cancel-reservation", printed.split("=")[1].strip())
+
+    waiting = threading.Thread(target=next_runner)
+    waiting.start()
+    while "state: waiting" not in lab.client("reservations"):
+        pass  # each call takes a few hundred ms
+    client(env, "cancel-reservation", token)
+    client(env, "-p", place, "release")
+    released = time.monotonic()
+    waiting.join(180)
+    return acquired[0] - released
 
 
 @contextlib.contextmanager
@@ -168,15 +206,19 @@ def suite_wall_time(devices: Path, device: str, *extra: str) -> tuple[float, str
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.farm.lab_benchmark")
     parser.add_argument("--suite", action="store_true", help="also time suites/test_dispatch.py")
-    parser.add_argument("--handovers", type=int, default=3)
+    parser.add_argument("--handovers", type=int, default=10)
     args = parser.parse_args(argv)
     with running_lab(2) as lab:
         for name, samples in hello_figures(lab).items():
             print(f"HELLO round trip, {name}: {_ms(samples)}", flush=True)
-        for cancel_first in (True, False):
-            order = "cancel, then release" if cancel_first else "release, then cancel"
-            figures = [handover(lab, cancel_first) for _ in range(args.handovers)]
-            print(f"hand-over ({order}): " + ", ".join(f"{f:.2f} s" for f in figures), flush=True)
+        ours = [handover(lab) for _ in range(max(args.handovers, 10))]
+        theirs = [labgrid_handover(lab) for _ in range(max(args.handovers, 10))]
+        print(f"hand-over, release -> next runner holds the place: {_stats([a for a, _ in ours])}")
+        print(
+            "hand-over, release -> next runner's first request answered on the board: "
+            + _stats([b for _, b in ours])
+        )
+        print(f"hand-over, labgrid's own client, release -> acquire: {_stats(theirs)}", flush=True)
         timing = _reservation(lab, "bench-calls")
         started = time.monotonic()
         timing.acquire(60)
@@ -184,8 +226,7 @@ def main(argv: list[str]) -> int:
         started = time.monotonic()
         timing.release()
         print(
-            f"acquisition (4 labgrid-client calls): {acquired:.2f} s; release (2 calls): "
-            f"{time.monotonic() - started:.2f} s",
+            f"acquisition (session): {acquired:.2f} s; release: {time.monotonic() - started:.2f} s",
             flush=True,
         )
         if args.suite:

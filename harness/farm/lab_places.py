@@ -1,9 +1,10 @@
 """The coordinator's view of a lab: who holds which place, and which holders are runs.
 
 :class:`LabIdentity` is one harness process as a labgrid owner
-(``HOST/USER-pidPID-START``); :func:`parse_places` reads ``labgrid-client -v places``
-(tags, holder, reservation, comment, matches of each place). Both are read from the
-coordinator's text, so both are parsed narrowly, line by line.
+(``HOST/USER-pidPID-START``); :func:`place_state` checks one place as labgrid's client
+session copied it (:mod:`harness.farm.lab_session`): name, tags, comment, holder,
+reservation and exporters, each by the harness's value rules. A place that fails them is
+that place's problem (:class:`BadPlace`): it is left out, and the others go on.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ import getpass
 import os
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.errors import InfrastructureError
 from harness.lifecycle.reap import start_time
+from harness.untrusted.reading import brief
+from harness.untrusted.value_rules import ValueRuleError, check_word
 
 if TYPE_CHECKING:
-    from harness.farm.labgrid import LabgridPlace
+    from harness.farm.lab_session import RawPlace
 
 # ---- identities ------------------------------------------------------------------------------
 
@@ -74,49 +78,29 @@ class LabIdentity:
 
 # ---- the coordinator's view -----------------------------------------------------------------
 
-_PLACE_LINE = re.compile(r"Place '(?P<name>[^']{1,200})':")
-_FIELD_LINE = re.compile(r"  (?P<key>[a-z][a-z ]{0,39}): ?(?P<value>.*)")
-_MAX_VALUE_CHARS = 1000  # of a field; a longer comment is cut, a longer other field refused
-# The fields labgrid's Place.show() prints, in its order, each at most once (26.0.1). A
-# comment or tag holding a line break prints lines that look like fields; one seen twice
-# or out of this order is such a line, and the harness will not guess which is real.
-_FIELD_ORDER = (
-    "aliases",
-    "comment",
-    "tags",
-    "matches",
-    "acquired",
-    "acquired resources",
-    "allowed",
-    "created",
-    "changed",
-    "reservation",
-)
+MAX_COMMENT_CHARS = 1000  # longer is cut: a comment is only shown
+MAX_TAGS = 64
+_TAG_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's tag key rule, bounded
 
 
-class PlaceListError(ValueError, InfrastructureError):
-    """The coordinator's list of places cannot be read unambiguously; the message names
-    the place, the field and the fix."""
-
-
-_MATCH_LINE = re.compile(r"    [A-Za-z0-9_.*?-]{1,100}(/[A-Za-z0-9_.*?-]{1,100}){2,3}( -> \S+)?")
+class BadPlace(ValueError, InfrastructureError):
+    """A place whose data fails the value rules; the message names the place, the field
+    and the fix. The place is never chosen; every other place goes on."""
 
 
 @dataclass(frozen=True)
 class PlaceState:
-    """One place as ``labgrid-client -v places`` shows it."""
+    """One place as the coordinator sent it, checked."""
 
     name: str
     tags: tuple[tuple[str, str], ...]
     acquired: str | None  # HOST/USER of the holder
     reservation: str | None  # the token it is allocated to
     comment: str = ""
-    patterns: tuple[str, ...] = ()  # its matches, exporter/group/class[/name]
+    exporters: tuple[str, ...] = ()  # the exporters its matches name
 
-    def matches(self, wanted: LabgridPlace) -> bool:
-        if wanted.place is not None:
-            return self.name == wanted.place
-        return set(wanted.tags) <= set(self.tags)
+    def has_tags(self, wanted: Mapping[str, str]) -> bool:
+        return set(wanted.items()) <= set(self.tags)
 
     def describe(self) -> str:
         held = f"acquired by {self.acquired}" if self.acquired else "not acquired"
@@ -125,81 +109,59 @@ class PlaceState:
         return f"{self.name} ({held}{reserved}{comment})"
 
 
-def parse_places(text: str) -> list[PlaceState]:
-    """The places in ``labgrid-client -v places`` output (other lines are ignored)."""
-    places: list[PlaceState] = []
-    names: set[str] = set()
-    for block in re.split(r"^(?=Place ')", text, flags=re.MULTILINE):
-        lines = block.splitlines()
-        start = _PLACE_LINE.fullmatch(lines[0]) if lines else None
-        if start is None:
-            continue
-        name = start["name"]
-        if name in names:
-            raise _ambiguous(name, "Place", "listed twice")
-        names.add(name)
-        fields: dict[str, str] = {}
-        patterns: list[str] = []
-        key = ""
-        for line in lines[1:]:
-            field = _FIELD_LINE.fullmatch(line)
-            if field is None:
-                if key == "matches" and _MATCH_LINE.fullmatch(line):
-                    patterns.append(line.strip())
-                continue
-            key = field["key"]
-            if key not in _FIELD_ORDER:
-                continue  # a field of another labgrid version
-            if key in fields:
-                raise _ambiguous(name, key, "listed twice")
-            if any(_FIELD_ORDER.index(seen) > _FIELD_ORDER.index(key) for seen in fields):
-                raise _ambiguous(name, key, "listed out of labgrid's order")
-            value = field["value"].strip()
-            if len(value) > _MAX_VALUE_CHARS and key != "comment":
-                raise PlaceListError(
-                    f"labgrid place {name!r}: {key}: {len(value)} characters, limit "
-                    f"{_MAX_VALUE_CHARS}; shorten what the lab set there (tags: "
-                    f"labgrid-client -p {name} set-tags KEY=VALUE)"
-                )
-            fields[key] = value[:_MAX_VALUE_CHARS]
-        tags = tuple(
-            sorted(
-                (k, v)
-                for k, _, v in (pair.partition("=") for pair in fields.get("tags", "").split(", "))
-                if v
+def place_state(raw: RawPlace, coordinator: str = "COORDINATOR") -> PlaceState:
+    """``raw`` checked by the value rules; :class:`BadPlace` names place, field and fix
+    (at ``coordinator``)."""
+    try:
+        name = check_word(raw.name, "a place name")
+    except ValueRuleError as exc:
+        raise BadPlace(f"labgrid place {brief(raw.name)}: name: {exc}") from None
+    where, fix = f"labgrid place {name!r}", _fix(name, coordinator)
+    if len(raw.tags) > MAX_TAGS:
+        raise BadPlace(f"{where}: tags: {len(raw.tags)} tags, limit {MAX_TAGS}; {fix}")
+    tags = []
+    for key, value in raw.tags:
+        if not isinstance(key, str) or not _TAG_KEY.fullmatch(key):
+            raise BadPlace(
+                f"{where}: tags: key {brief(key)} is not [a-z][a-z0-9_]* (at most 64); {fix}"
             )
-        )
-        if len(dict(tags)) != len(tags):
-            raise _ambiguous(name, "tags", "a key listed twice")
-        places.append(
-            PlaceState(
-                name,
-                tags,
-                _none(fields.get("acquired")),
-                _none(fields.get("reservation")),
-                _printable(fields.get("comment", "")),
-                tuple(patterns),
-            )
-        )
-    return places
-
-
-def _ambiguous(place: str, field: str, how: str) -> PlaceListError:
-    """A field line that a comment or tag with a line break printed; ``field`` 'Place': a
-    place line, printed by a place listed before it."""
-    whose = f"place {place!r}" if field != "Place" else "the place listed before it"
-    return PlaceListError(
-        f"labgrid place {place!r}: {field}: {how} in 'labgrid-client -v places': a comment "
-        f"or tag of {whose} holds a line break, and the harness will not guess which line is "
-        "the field; remove the line break (labgrid-client -p PLACE set-comment '', or "
-        "set-tags KEY=VALUE)"
+        try:
+            tags.append((key, check_word(value, f"tag {key}")))
+        except ValueRuleError as exc:
+            raise BadPlace(f"{where}: tags.{key}: {exc}; {fix}") from None
+    comment = raw.comment if isinstance(raw.comment, str) else ""
+    holder = _optional_word(raw.acquired, where, "acquired")
+    reservation = _optional_word(raw.reservation, where, "reservation")
+    exporters = []
+    for exporter, *_ in raw.matches:
+        try:
+            exporters.append(check_word(exporter, "an exporter name"))
+        except ValueRuleError as exc:
+            raise BadPlace(f"{where}: matches: {exc}") from None
+    return PlaceState(
+        name,
+        tuple(sorted(tags)),
+        holder,
+        reservation,
+        printable(comment[:MAX_COMMENT_CHARS]),
+        tuple(dict.fromkeys(exporters)),
     )
 
 
-def _printable(text: str) -> str:
-    """Lab text as it may reach a terminal: anything not printable (escapes) shown as '?'."""
+def _optional_word(value: object, where: str, field: str) -> str | None:
+    if value in (None, ""):
+        return None
+    try:
+        return check_word(value, field)
+    except ValueRuleError as exc:
+        raise BadPlace(f"{where}: {field}: {exc}") from None
+
+
+def _fix(place: str, coordinator: str) -> str:
+    return f"correct it: 'labgrid-client -x {coordinator} -p {place} set-tags KEY=VALUE'"
+
+
+def printable(text: str) -> str:
+    """Lab text as it may reach a terminal or a log line: anything not printable (escapes,
+    line breaks) shown as '?'."""
     return "".join(c if c.isprintable() else "?" for c in text)
-
-
-def _none(value: str | None) -> str | None:
-    return None if value in (None, "", "None") else value

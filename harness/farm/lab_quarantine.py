@@ -10,25 +10,26 @@ and clears it::
 
     python -m harness.farm.lab_quarantine -x COORDINATOR clear PLACE
 
-(``labgrid-client -p PLACE set-tags et_health=ok`` and ``set-comment ''`` by hand
-do the same). Without the opt-in a failed check quarantines the device for the
-rest of the run only (:mod:`harness.farm.health`).
+(``labgrid-client -x COORDINATOR -p PLACE set-tags et_health=ok`` and
+``set-comment ''`` by hand do the same). Without the opt-in a failed check
+quarantines the device for the rest of the run only (:mod:`harness.farm.health`).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from typing import TYPE_CHECKING
 
 from harness.farm.infra import one_line
-from harness.farm.lab_client import CLIENT, LabgridClient, LabgridError, find_client_path
 from harness.farm.lab_places import LabIdentity
 from harness.transport.base import DeviceUnavailable
 
 if TYPE_CHECKING:
     from harness.farm.lab_places import PlaceState
+    from harness.farm.lab_session import LabSession
 
 HEALTH_TAG = "et_health"
 HEALTHY = "ok"
@@ -56,31 +57,44 @@ def health_of(state: PlaceState) -> str | None:
     return dict(state.tags).get(HEALTH_TAG)
 
 
-def comment_for(who: str, place: str, reason: str, now: datetime.datetime | None = None) -> str:
+def comment_for(
+    who: str, place: str, reason: str, coordinator: str, now: datetime.datetime | None = None
+) -> str:
     """The place comment a quarantine leaves: who, when (UTC), why, and how to clear it."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     why = "".join(c if c.isprintable() else "?" for c in one_line(reason, _REASON_LIMIT))
     return (
         f"quarantined by {who} at {when}: {why} "
-        f"(clear: python -m harness.farm.lab_quarantine clear {place})"
+        f"(clear: python -m harness.farm.lab_quarantine -x {coordinator} clear {place})"
     )
 
 
-def quarantine(lab: LabgridClient, place: str, reason: str) -> str:
+def _set(lab: LabSession, place: str, tags: dict[str, str] | None, comment: str | None) -> None:
+    messages = lab.messages()
+    if comment is not None:
+        request = messages.SetPlaceCommentRequest(placename=place, comment=comment)
+        lab.call(f"set the comment of {place}", "SetPlaceComment", request)
+    if tags is not None:
+        request = messages.SetPlaceTagsRequest(placename=place, tags=tags)
+        lab.call(f"set the tags of {place}", "SetPlaceTags", request)
+
+
+def quarantine(lab: LabSession, place: str, reason: str) -> str:
     """Take ``place`` out of service lab-wide; the comment it got."""
-    comment = comment_for(lab.identity.owner, place, reason)
-    lab.run(["-p", place, "set-comment", comment])  # starts with a letter: no option
-    lab.run(["-p", place, "set-tags", f"{HEALTH_TAG}={QUARANTINED}"])  # last: the comment is
-    return comment  # already there when another runner sees the tag
+    comment = comment_for(lab.identity.owner, place, reason, lab.coordinator)
+    _set(lab, place, None, comment)  # first: the comment is there when another runner
+    _set(lab, place, {HEALTH_TAG: QUARANTINED}, None)  # sees the tag
+    return comment
 
 
-def clear(lab: LabgridClient, place: str) -> None:
+def clear(lab: LabSession, place: str) -> None:
     """Put ``place`` back in service: ``et_health=ok``, no comment."""
-    lab.run(["-p", place, "set-tags", f"{HEALTH_TAG}={HEALTHY}"])
-    lab.run(["-p", place, "set-comment", ""])
+    _set(lab, place, {HEALTH_TAG: HEALTHY}, "")
 
 
-def refuse_if_none_in_service(what: str, candidates: list[PlaceState]) -> None:
+def refuse_if_none_in_service(
+    what: str, candidates: list[PlaceState], coordinator: str = "COORDINATOR"
+) -> None:
     """:class:`PlaceQuarantined` when places match but none is tagged ``et_health=ok``:
     a reservation would only wait for its timeout."""
     if not candidates or any(health_of(state) == HEALTHY for state in candidates):
@@ -93,7 +107,7 @@ def refuse_if_none_in_service(what: str, candidates: list[PlaceState]) -> None:
         else:
             reasons.append(
                 f"{state.name}: not in service (tag {HEALTH_TAG}={health or '(none)'}"
-                f"; a lab adds it with 'labgrid-client -p {state.name} set-tags "
+                f"; a lab adds it with 'labgrid-client -x {coordinator} -p {state.name} set-tags "
                 f"{HEALTH_TAG}={HEALTHY}')"
             )
     raise PlaceQuarantined(f"{what}: no place in service: {'; '.join(reasons)}")
@@ -108,11 +122,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("action", choices=["clear"])
     parser.add_argument("place")
     args = parser.parse_args(argv)
-    client = find_client_path()
-    if client is None:
-        print(f"{CLIENT} is not installed here (pip install -e '.[labgrid]')", file=sys.stderr)
-        return 2
-    lab = LabgridClient(client, args.coordinator, LabIdentity.this_process())
+    from harness.farm.lab_session import LabgridError, LabSession
+
+    coordinator = args.coordinator or os.environ.get("LG_COORDINATOR")
+    lab = LabSession.of(coordinator, LabIdentity.this_process())
     try:
         clear(lab, args.place)
     except LabgridError as exc:

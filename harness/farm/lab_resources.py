@@ -1,17 +1,16 @@
-"""Where an acquired labgrid place's device is: its resources, read as untrusted input.
+"""Where a labgrid place's device is: its resources, read as untrusted input.
 
-``labgrid-client -p PLACE env`` prints the acquired place's resources as YAML::
+labgrid's client session (:mod:`harness.farm.lab_session`) holds every resource the
+exporters announce, e.g. for a place::
 
-    targets:
-      board-7:
-        resources:
-        - NetworkService: {address: 127.0.0.2, port: 2222, username: etdevice}
-        - NetworkSerialPort: {name: RawSerialPort, host: 127.0.0.2, port: 41193, speed: 115200}
-        - NetworkPowerPort: {model: simplerest, host: "http://...", index: 0}
+    NetworkService     {address: 127.0.0.2, port: 2222, username: etdevice}
+    NetworkSerialPort  {host: 127.0.0.2, port: 41193, speed: 115200}
+    NetworkPowerPort   {model: simplerest, host: "http://...", index: 0}
 
-That text comes from the lab (exporters describe their own resources), so it is
-read like a profile: bounded strict YAML, and every value the transport uses is
-checked with the profile's own rules (:mod:`harness.untrusted.value_rules`). The device
+That data comes from the lab (exporters describe their own resources), so it is read
+like a profile: every value the transport uses is checked with the profile's own rules
+(:mod:`harness.untrusted.value_rules`), and a place whose resources fail them is not
+chosen (:func:`read_resources` with ``acquired=False``, before reserving). The device
 kind (its registry entry's ``lab``, :mod:`harness.config.kinds`) then fills the
 transport fields a lab profile leaves out, through its module's ``lab_settings``:
 ``host``, ``port`` and ``user`` of an SSH device from its ``NetworkService``;
@@ -24,58 +23,56 @@ the place's tags ``adb_serial`` and ``adb_server`` (labgrid has no adb resource)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from harness.codec.strict_yaml import read_yaml
 from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.bring_up import kind_module
-from harness.devices.lab_place import LabResourceError, LabResources, SerialAddress, ServiceAddress
-from harness.untrusted.reading import InputFileError, brief
+from harness.devices.lab_place import (
+    LabResourceError,
+    LabResources,
+    PowerPort,
+    SerialAddress,
+    ServiceAddress,
+)
+from harness.farm.lab_places import printable
+from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (
     ValueRuleError,
     check_count,
     check_host,
     check_port,
     check_user,
-    check_word,
 )
 
+if TYPE_CHECKING:
+    from harness.farm.lab_session import Resource
+
 _MAX_BAUDRATE = 20_000_000
+_MAX_RESOURCES = 64  # of one place
 
 
-def parse_env(text: str) -> tuple[str, LabResources]:
-    """The place and its resources in ``labgrid-client env`` output; :class:`LabResourceError`."""
-    source = "the acquired labgrid place (labgrid-client env)"
-    try:
-        data = read_yaml(text, source)
-    except InputFileError as exc:
-        raise LabResourceError(str(exc)) from None
-    targets = data.get("targets") if isinstance(data, Mapping) else None
-    if not isinstance(targets, Mapping) or len(targets) != 1:
-        raise LabResourceError(f"{source}: not one place under 'targets'")
-    ((place, target),) = targets.items()
-    try:
-        place = check_word(place, "the labgrid place's name")
-    except ValueRuleError as exc:
-        raise LabResourceError(f"{source}: targets: {exc}") from None
-    source = f"labgrid place {place!r} (labgrid-client env)"
-    listed = target.get("resources") if isinstance(target, Mapping) else None
-    if not isinstance(listed, list):
-        raise LabResourceError(f"{source}: no targets.{place}.resources list")
+def read_resources(place: str, resources: Iterable[Resource], acquired: bool) -> LabResources:
+    """The device's addresses in a place's ``resources``; :class:`LabResourceError`
+    names place, resource and field. Before acquisition (``acquired`` False) a serial
+    port has no network port yet, which is not an error."""
+    source = f"labgrid place {place!r}"
     by_class: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-    for index, entry in enumerate(listed):
-        if not isinstance(entry, Mapping) or len(entry) != 1:
-            raise LabResourceError(f"{source}: resources[{index}] is not one 'Class: {{...}}'")
-        ((cls, fields),) = entry.items()
-        if not isinstance(fields, Mapping):
-            raise LabResourceError(f"{source}: resources[{index}].{brief(cls)}: not a mapping")
-        by_class.setdefault(str(cls), []).append((f"resources[{index}].{cls}", fields))
+    for index, resource in enumerate(resources):
+        if index >= _MAX_RESOURCES:
+            raise LabResourceError(f"{source}: more than {_MAX_RESOURCES} resources match it")
+        path = "/".join(
+            printable(p)[:100] for p in (resource.exporter, resource.group, resource.cls)
+        )
+        where = f"resources.{path}"
+        by_class.setdefault(resource.cls, []).append((where, dict(resource.args)))
     service = _one(by_class, "NetworkService", source, _service)
-    serial = _one(by_class, "NetworkSerialPort", source, _serial)
-    power = any(cls.endswith("PowerPort") for cls in by_class)
-    return place, LabResources(service, serial, power)
+    serial = _one(by_class, "NetworkSerialPort", source, lambda f: _serial(f, acquired))
+    power = _one(by_class, "NetworkPowerPort", source, _power)
+    powered = power is not None or any(cls.endswith("PowerPort") for cls in by_class)
+    return LabResources(service, serial, powered, power_port=power)
 
 
 def _one(
@@ -112,7 +109,10 @@ def _service(fields: Mapping[str, Any]) -> ServiceAddress:
     )
 
 
-def _serial(fields: Mapping[str, Any]) -> SerialAddress:
+def _serial(fields: Mapping[str, Any], acquired: bool) -> SerialAddress | None:
+    if fields.get("port") is None and not acquired:
+        _field(fields, "host", check_host)
+        return None  # the exporter opens its network port at each acquisition
     if fields.get("port") is None:
         raise ValueRuleError(
             "port: none; the exporter has not started ser2net for it "
@@ -127,6 +127,25 @@ def _serial(fields: Mapping[str, Any]) -> SerialAddress:
             lambda v: check_count(v, 1, _MAX_BAUDRATE),
         ),
     )
+
+
+_POWER_MODEL = re.compile(r"[a-z][a-z0-9_]{0,40}")  # a module of labgrid.driver.power
+
+
+def _power(fields: Mapping[str, Any]) -> PowerPort:
+    model = fields.get("model")
+    if not isinstance(model, str) or not _POWER_MODEL.fullmatch(model):
+        raise ValueRuleError(
+            f"model: {brief(model)} is not a labgrid power model name ([a-z][a-z0-9_]*)"
+        )
+    host = fields.get("host")
+    if not isinstance(host, str) or not host.isprintable() or not 0 < len(host) <= 1000:
+        raise ValueRuleError(f"host: {brief(host)} is not a printable URL of at most 1000 chars")
+    index = fields.get("index", 0)
+    if isinstance(index, str) and index.isdigit() and len(index) < 5:
+        index = int(index)  # labgrid keeps a power port's index as text
+    index = _field({"index": index}, "index", lambda v: check_count(v, 0, 1023))
+    return PowerPort(model, host, index)
 
 
 def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:

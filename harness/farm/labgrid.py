@@ -14,52 +14,46 @@ profile names a coordinator and either one place or a tag filter (a pool)::
         quarantine: lab                  # optional: a failed health check takes the
                                          # place out of service lab-wide (lab_quarantine)
 
-The harness drives labgrid's own client (:mod:`harness.farm.lab_client`):
-``reserve --shell FILTER`` gives a token, ``wait TOKEN`` (bounded by the lock
-timeout) until the coordinator allocates a place, ``-p +TOKEN acquire`` takes it
-and ``-p +TOKEN env`` says where its resources are (see
-:mod:`harness.farm.lab_resources`). Hand-over cancels the reservation first and
-then releases the place: the other order leaves the place allocated to a
-cancelled token until the coordinator's next 15 s scheduling pass.
+The harness talks to the coordinator through labgrid's own client session, in
+process (:mod:`harness.farm.lab_session`). Before reserving, it checks every place
+that would match (:func:`~harness.farm.lab_places.place_state`, and its resources
+by :func:`~harness.farm.lab_resources.read_resources`): a place that fails is left
+out with one warning naming it and the field, and is never chosen. Reservations name
+one place each (filter ``name=PLACE`` plus the profile's tags), so a bad place can
+never be allocated: one for a free place if there is one; with none free, one per
+usable place, so the coordinator's own queue decides who is next on each place. The
+first place allocated is acquired, the other reservations are cancelled at once. The
+coordinator streams each allocation to the session, so the waiting runner acquires as
+soon as a place is handed to it. Hand-over cancels
+the reservation first and then releases the place: the other order leaves the
+place allocated to a cancelled token until the coordinator's next 15 s scheduling
+pass.
 
 Every process is its own labgrid owner, ``HOST/USER-pidPID-START`` (START is the
 process's start time, which guards against PID reuse), so two xdist workers are
 two owners and a run's holdings say which process holds them. The coordinator
 never expires an acquired place, so a run that dies holding one hands it back twice
 over: its janitor (:mod:`harness.lifecycle.janitor`, which outlives a ``kill -9``)
-runs the same hand-over; and before reserving, a run releases (and cancels the
-reservation of) every place acquired by an identity of this host whose process is
-gone, for when the janitor died too.
+runs the same hand-over (:mod:`harness.farm.lab_handback`); and before reserving, a
+run releases (and cancels the reservations of) every place acquired by an identity of
+this host whose process is gone, for when the janitor died too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
-import time
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
-from harness.devices.lab_place import LabResources
 from harness.farm import lab_quarantine
-from harness.farm.lab_client import (
-    CLIENT,
-    LabgridClient,
-    LabgridError,
-    LabgridTimeout,
-    find_client_path,
-)
-from harness.farm.lab_places import LabIdentity, PlaceState
-from harness.farm.lab_resources import check_lab_profile, parse_env
-from harness.lifecycle import owner
+from harness.farm.lab_resources import check_lab_profile
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
-_TOKEN = re.compile(r"LG_TOKEN=([A-Za-z0-9_-]{1,64})")
-_ACQUIRED = re.compile(r"^acquired place (?P<place>[A-Za-z0-9_.:@+\[\]-]{1,200})$", re.MULTILINE)
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
 _RESETS = ("none", "power")
@@ -68,14 +62,6 @@ _FIELDS = ("coordinator", "place", "quarantine", "reset", "tags")
 
 class LabgridNotInstalled(ProfileError):
     """The profile names a labgrid place but labgrid's client is not installed here."""
-
-
-class StaleHolderReleased(UserWarning):
-    """A place held by a dead run of this host was released so that this run can use it."""
-
-
-class LabgridBusy(LabgridError):
-    """No place was allocated within the wait; the message names who holds them."""
 
 
 @dataclass(frozen=True)
@@ -89,17 +75,19 @@ class LabgridPlace:
     quarantine: str = "run"  # "lab": a failed health check quarantines the place lab-wide
 
     @property
-    def filters(self) -> list[str]:
-        """The reservation filter, as ``labgrid-client reserve`` takes it; with lab-wide
-        quarantine, only places in service (``et_health=ok``)."""
-        wanted = (
-            [f"name={self.place}"]
-            if self.place is not None
-            else [f"{key}={value}" for key, value in self.tags]
-        )
+    def filters(self) -> dict[str, str]:
+        """The tags a place must have (a reservation's filter, besides its ``name``); with
+        lab-wide quarantine, only places in service (``et_health=ok``)."""
+        wanted = dict(self.tags)
         if self.quarantine == "lab":
-            wanted.append(f"{lab_quarantine.HEALTH_TAG}={lab_quarantine.HEALTHY}")
+            wanted[lab_quarantine.HEALTH_TAG] = lab_quarantine.HEALTHY
         return wanted
+
+    def asks_for(self, name: str, tags: Mapping[object, object]) -> bool:
+        """Whether a place of this name and these tags (unchecked) is one this asks for."""
+        if self.place is not None:
+            return name == self.place
+        return all(tags.get(key) == value for key, value in self.tags)
 
     @property
     def what(self) -> str:
@@ -208,209 +196,12 @@ def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
     return check_lab_profile(without_labgrid(profile))
 
 
-def find_client(profile: DeviceProfile, search_path: str | None = None) -> str:
-    """Path of ``labgrid-client`` for ``profile``; :class:`LabgridNotInstalled`."""
-    found = find_client_path(search_path)
-    if found is None:
+def require_labgrid(profile: DeviceProfile) -> None:
+    """:class:`LabgridNotInstalled` unless labgrid's client library is importable here."""
+    if importlib.util.find_spec("labgrid") is None:
         raise LabgridNotInstalled(
             f"{profile.where('transport.' + SETTING)}: the profile names a labgrid place but "
-            f"{CLIENT} is not installed here; install the harness with its labgrid extra "
+            "labgrid is not installed here; install the harness with its labgrid extra "
             "('pip install -e .[labgrid]', docs/device-farm.md) on this machine, or use a "
             "profile without the labgrid setting"
         )
-    return found
-
-
-# ---- one reservation ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HeldPlace:
-    """A place this process acquired: its name, exporters and resources."""
-
-    name: str
-    exporters: tuple[str, ...]
-    resources: LabResources
-
-
-class LabgridReservation:
-    """One reservation of one place for this process: acquire, reset, hand over."""
-
-    def __init__(
-        self, wanted: LabgridPlace, client: str, identity: LabIdentity | None = None
-    ) -> None:
-        self.wanted = wanted
-        self.lab = LabgridClient(client, wanted.coordinator, identity or LabIdentity.this_process())
-        self.token: str | None = None
-        self.held: HeldPlace | None = None
-        self.stale_released: list[str] = []  # places this run took back from dead runs
-        self._recorded: list[list[str]] = []  # this reservation's hand-back commands
-
-    def acquire(self, timeout: float) -> HeldPlace:
-        """Reserve, wait at most ``timeout`` s for an allocation, acquire; the place held.
-
-        :class:`LabgridBusy` names who holds the matching places when none came free.
-        """
-        deadline = time.monotonic() + timeout
-        states = self.release_stale()
-        if self.wanted.quarantine == "lab":
-            lab_quarantine.refuse_if_none_in_service(
-                self.wanted.what, [s for s in states if s.matches(self.wanted)]
-            )
-        try:
-            output = self.lab.run(
-                ["reserve", "--wait", "--shell", *self.wanted.filters], timeout=max(timeout, 0.1)
-            )
-        except LabgridTimeout as exc:
-            self.token = _token(exc.output)
-            self.release()
-            raise LabgridBusy(
-                f"{self.wanted.what} was not allocated within {timeout:.1f} s: "
-                f"{self._holders()} (raise --lock-timeout, or free a place: "
-                f"'{CLIENT} -p PLACE release-from HOLDER')"
-            ) from None
-        self.token = _token(output)
-        if self.token is None:
-            raise LabgridError(
-                f"{self.wanted.what}: '{CLIENT} reserve' printed no LG_TOKEN: {output[:200]!r}"
-            )
-        try:
-            self._set_hand_back()  # before acquiring: a kill may come during the call
-            acquired = self._acquire_allocated(deadline)
-            name = _ACQUIRED.search(acquired)
-            if name is None:
-                raise LabgridError(
-                    f"{self.wanted.what}: '{CLIENT} acquire' did not say which "
-                    f"place: {acquired[:200]!r}"
-                )
-            self.held = HeldPlace(name["place"], (), LabResources())  # release() undoes it
-            self._set_hand_back()
-            place, resources = parse_env(self.lab.run(["-p", name["place"], "env"]))
-            state = next((s for s in states if s.name == place), None)
-            tags = state.tags if state is not None else ()
-            self.held = HeldPlace(
-                place, _exporters(states, place), dataclasses.replace(resources, tags=tags)
-            )
-        except BaseException:
-            self.release()
-            raise
-        return self.held
-
-    def _acquire_allocated(self, deadline: float) -> str:
-        """``-p +TOKEN acquire``; what it printed. An exporter frees a released place's
-        resources a moment after the coordinator says so (ser2net takes about a second
-        to stop), so an acquisition refused for that reason is tried again until
-        ``deadline``."""
-        while True:
-            try:
-                return self.lab.run(["-p", f"+{self.token}", "acquire"])
-            except LabgridError as exc:
-                if "Failed to acquire resources" not in str(exc) or time.monotonic() > deadline:
-                    raise LabgridBusy(
-                        f"{self.wanted.what}: cannot acquire the allocated "
-                        f"place: {exc}; {self._holders()}"
-                    ) from None
-            time.sleep(0.2)  # the exporter gives no notice when it has let them go
-
-    def _holders(self) -> str:
-        try:
-            states = [s for s in self.lab.places() if s.matches(self.wanted)]
-        except LabgridError as exc:
-            return f"(cannot list the places: {exc})"
-        if not states:
-            return "no place matches (check the coordinator, the place's name or its tags)"
-        return "; ".join(state.describe() for state in states)
-
-    def quarantine(self, reason: str) -> str:
-        """Take the held place out of service lab-wide (who, when, why in its comment)."""
-        assert self.held is not None, "acquire the place first"
-        return lab_quarantine.quarantine(self.lab, self.held.name, reason)
-
-    def power_cycle(self) -> None:
-        """Switch the place's power port off and on again (labgrid's power protocol)."""
-        assert self.held is not None, "acquire the place first"
-        self.lab.run(["-p", self.held.name, "power", "cycle", "--delay", "0.1"])
-
-    def release(self) -> None:
-        """Cancel the reservation, then release the place; safe to call twice."""
-        token, self.token = self.token, None
-        held, self.held = self.held, None
-        try:
-            if token is not None:
-                self.lab.run(["cancel-reservation", token])
-        finally:
-            try:
-                if held is not None:
-                    self.lab.run(["-p", held.name, "release"])
-            finally:
-                self._set_hand_back()
-
-    def _set_hand_back(self) -> None:
-        """Record what this process's janitor runs if the process dies holding the place:
-        the same hand-over, as commands that need no identity (``release-from`` this
-        one). Until the place's name is known, it is found through the token."""
-        commands: list[list[str]] = []
-        mine = self.lab.identity.owner
-        if self.held is not None and self.token is not None:
-            commands = [
-                self.lab.argv("cancel-reservation", self.token),
-                self.lab.argv("-p", self.held.name, "release-from", mine),
-            ]
-        elif self.token is not None:
-            commands = [
-                self.lab.argv("-p", f"+{self.token}", "release-from", mine),
-                self.lab.argv("cancel-reservation", self.token),
-            ]
-        me = owner.current()
-        for argv in self._recorded:
-            me.remove_hand_back(argv)
-        for argv in commands:
-            me.add_hand_back(argv)
-        self._recorded = commands
-
-    def release_stale(self) -> list[PlaceState]:
-        """Release places acquired by dead processes of this host (a ``kill -9``'d run);
-        the coordinator's view of the places from before."""
-        host = self.lab.identity.host
-        states = self.lab.places()
-        for state in states:
-            holder = LabIdentity.parse(state.acquired or "")
-            if holder is None or not holder.is_gone_from(host):
-                continue
-            if state.reservation is not None:
-                try:  # first, or the place stays allocated to the dead run's reservation
-                    self.lab.run(["cancel-reservation", state.reservation], identity=holder)
-                except LabgridError:
-                    pass  # it expired meanwhile
-            try:
-                self.lab.run(["-p", state.name, "release-from", holder.owner])
-            except LabgridError:
-                if self._held_by(state.name, holder.owner):
-                    raise
-                continue  # handed back meanwhile: the dead run's record, swept by another run
-            self.stale_released.append(state.name)
-            warnings.warn(
-                StaleHolderReleased(
-                    f"released labgrid place {state.name}, held by {holder.owner} (a run that is "
-                    "gone)"
-                ),
-                stacklevel=2,
-            )
-        return states
-
-    def _held_by(self, place: str, holder: str) -> bool:
-        """Whether the coordinator says ``holder`` still holds ``place``."""
-        return any(s.name == place and s.acquired == holder for s in self.lab.places())
-
-
-def _token(output: str) -> str | None:
-    match = _TOKEN.search(output)
-    return match.group(1) if match else None
-
-
-def _exporters(states: list[PlaceState], place: str) -> tuple[str, ...]:
-    """The exporters a place's matches name (``exporter/group/class``), from the listing."""
-    for state in states:
-        if state.name == place:
-            return tuple(dict.fromkeys(m.split("/")[0] for m in state.patterns))
-    return ()

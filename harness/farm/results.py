@@ -22,11 +22,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 
 from harness.errors import UsageError
+from harness.farm import lab_holdings
 from harness.farm.html_report import write_report
 from harness.farm.records import CaseResult, ResultAssembler
 
@@ -78,6 +79,7 @@ class RunInfo:
     started: float
     finished: float | None = None
     exit_status: int | None = None
+    lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.farm.lab_holdings
 
     @classmethod
     def starting(cls, run: str, command: Iterable[str], devices: Iterable[str]) -> RunInfo:
@@ -323,7 +325,12 @@ class ResultsRecorder:
         self._writer.close()
         if not self._active:
             return
-        final = dataclasses.replace(self.info, finished=time.time(), exit_status=exit_status)
+        final = dataclasses.replace(
+            self.info,
+            finished=time.time(),
+            exit_status=exit_status,
+            lab_holdings=tuple(lab_holdings.read(self.results_dir)),
+        )
         self._write_info(final)
         for listener in self.listeners:
             listener.run_finished(final)

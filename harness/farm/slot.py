@@ -20,11 +20,12 @@ from pathlib import Path
 from harness.agent.session import AgentLink
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
-from harness.farm import lab_quarantine
+from harness.farm import lab_holdings, lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
+from harness.farm.lab_reservation import LabgridReservation
 from harness.farm.lab_resources import LabResourceError, with_lab_address
-from harness.farm.labgrid import LabgridPlace, LabgridReservation, find_client, without_labgrid
+from harness.farm.labgrid import LabgridPlace, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.runner import CaseRunner, RunnerError, open_runner
@@ -46,8 +47,11 @@ def describe_error(exc: BaseException) -> str:
 class DeviceSlot:
     """One device in this process's share of the run."""
 
-    def __init__(self, profile: DeviceProfile, policy: FarmPolicy) -> None:
+    def __init__(
+        self, profile: DeviceProfile, policy: FarmPolicy, results_dir: Path | None = None
+    ) -> None:
         self.profile = profile
+        self.results_dir = results_dir  # where lab holdings are recorded
         self.policy = policy
         self.health = DeviceHealth(profile.name, policy.quarantine_after)
         self.device: Device | None = None
@@ -185,6 +189,10 @@ class DeviceSlot:
             return ""  # a run out of time, or a key this runner lacks, says nothing of it
         place = reservation.held.name
         try:
+            reservation.check_held()
+        except TransportError:  # lost, or the coordinator is gone: not the device's fault
+            return f"; labgrid place {place} not quarantined lab-wide: no longer held"
+        try:
             comment = reservation.quarantine(f"device {self.name!r}: {reason}")
         except TransportError as exc:
             return f"; labgrid place {place} could not be quarantined lab-wide: {exc}"
@@ -198,14 +206,17 @@ class DeviceSlot:
         """
         profile, key, board_reset = self.profile, device_key(self.profile), None
         if self._place is not None:
-            reservation = LabgridReservation(self._place, find_client(self.profile))
+            reservation = LabgridReservation(self._place)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
-            self._held.callback(reservation.release)
+            self._held.callback(self._hand_back, reservation)
             self._reservation = reservation
             self.lab_facts = {
                 "place": held.name,
                 "exporter": ",".join(held.exporters),
                 "holder": reservation.lab.identity.owner,
+                "coordinator": reservation.lab.coordinator,
+                "reservation": held.reservation,
+                "acquired_at": f"{held.acquired_at:.3f}",
             }
             key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
             profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
@@ -220,6 +231,24 @@ class DeviceSlot:
         lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
         self._held.callback(lock.release)
         return profile, board_reset
+
+    def _hand_back(self, reservation: LabgridReservation) -> None:
+        """Release the place; record the holding (:mod:`harness.farm.lab_holdings`)."""
+        held = reservation.held
+        reservation.release()
+        if held is not None and self.results_dir is not None:
+            lab_holdings.record(
+                self.results_dir,
+                {
+                    "device": self.name,
+                    "place": held.name,
+                    "coordinator": reservation.lab.coordinator,
+                    "holder": reservation.lab.identity.owner,
+                    "reservation": held.reservation,
+                    "acquired_at": round(held.acquired_at, 3),
+                    "released_at": round(reservation.released_at or 0.0, 3),
+                },
+            )
 
     def close(self) -> None:
         """Stop the agent, release the device, its labgrid place and its lock."""
@@ -261,6 +290,8 @@ class DeviceSlot:
         reset, until the test's retry restarts it.
         """
         assert self.runner is not None
+        if self._reservation is not None and self._reservation.held is not None:
+            self._reservation.check_held()  # PlaceLost: an infrastructure error of this test
         if self.runner.broken:
             self.runner.restart()
         try:
@@ -318,6 +349,7 @@ class DeviceSlots:
     def __init__(self, profiles: tuple[DeviceProfile, ...], policy: FarmPolicy) -> None:
         self.profiles = {profile.name: profile for profile in profiles}
         self.policy = policy
+        self.results_dir: Path | None = None  # set once known: lab holdings go there
         self._slots: dict[str, DeviceSlot] = {}
 
     @property
@@ -326,7 +358,7 @@ class DeviceSlots:
 
     def __getitem__(self, name: str) -> DeviceSlot:
         if name not in self._slots:
-            self._slots[name] = DeviceSlot(self.profiles[name], self.policy)
+            self._slots[name] = DeviceSlot(self.profiles[name], self.policy, self.results_dir)
         return self._slots[name]
 
     def get(self, name: str) -> DeviceSlot | None:

@@ -44,7 +44,7 @@ from harness.lifecycle.reap import (
     reap,
     start_time,
 )
-from harness.lifecycle.signals import reset_in_child
+from harness.lifecycle.signals import with_default_signals
 
 
 class LifecycleError(RuntimeError, UsageError):
@@ -126,17 +126,15 @@ class Owner:
                 self._paths.remove(str(path))
                 self._save()
 
-    def add_hand_back(self, argv: list[str]) -> None:
-        """Run ``argv`` when this process is gone unless :meth:`remove_hand_back` came first."""
+    def replace_hand_back(self, old: list[list[str]], new: list[list[str]]) -> None:
+        """Run the commands ``new`` instead of ``old`` when this process is gone. One save:
+        a process killed in between never leaves a record with neither."""
         with self._lock:
-            self._hand_back.append(tuple(argv))
+            for argv in old:
+                if tuple(argv) in self._hand_back:
+                    self._hand_back.remove(tuple(argv))
+            self._hand_back.extend(tuple(argv) for argv in new)
             self._save()
-
-    def remove_hand_back(self, argv: list[str]) -> None:
-        with self._lock:
-            if tuple(argv) in self._hand_back:
-                self._hand_back.remove(tuple(argv))
-                self._save()
 
     def add_adb_port(self, port: int) -> None:
         """Any adb server on ``port`` is ours until this process is gone (an adb client that
@@ -168,14 +166,14 @@ class Owner:
     def _start_janitor(self) -> tuple[int, int]:
         read_end, write_end = os.pipe()  # both close-on-exec: no other child gets them
         env = {k: v for k, v in os.environ.items() if k != MARKER_VARIABLE}
+        argv = [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory), self.name]
         try:
             janitor = subprocess.Popen(
-                [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory), self.name],
+                with_default_signals(argv),
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=reset_in_child,
             )
         finally:
             os.close(read_end)

@@ -2,8 +2,10 @@
 
 Every child gets a clean signal state (nothing blocked, default dispositions: a
 harness that blocks SIGTERM, or runs as a background job with SIGINT ignored, does
-not pass that on), a session and process group of its own (a Ctrl-C at the terminal
-reaches the harness, which then stops its children in order), and this process's
+not pass that on; set by exec'ing through env, so that no Python code runs between
+fork and exec: :func:`harness.lifecycle.signals.with_default_signals`), a session
+and process group of its own (a Ctrl-C at the terminal reaches the harness, which
+then stops its children in order), and this process's
 owner marker (:mod:`harness.lifecycle.owner`), so that its janitor can end it if
 the harness dies first.
 
@@ -20,8 +22,10 @@ the harness dies first.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from harness.lifecycle import owner
-from harness.lifecycle.signals import reset_in_child
+from harness.lifecycle.signals import with_default_signals
 from harness.lifecycle.stderr_tail import TAIL_LINES, StderrTail
 
 PIPE = subprocess.PIPE
@@ -49,12 +53,28 @@ def popen(
     env: Mapping[str, str] | None = None,
     cwd: Path | str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` (see the module docstring); ``env`` None means this environment."""
+    """Start ``argv`` (see the module docstring); ``env`` None means this environment.
+
+    A program that cannot be started raises :class:`FileNotFoundError` or
+    :class:`PermissionError` here, as :class:`subprocess.Popen` would: env, which
+    starts it, would only exit with status 127 or 126.
+    """
     marked = {**(os.environ if env is None else env), **owner.current().marker}
+    _check_program(argv[0] if argv else "", marked.get("PATH", os.defpath), cwd)
     return subprocess.Popen(
-        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=marked, cwd=cwd,
-        start_new_session=True, preexec_fn=reset_in_child,
+        with_default_signals(argv), stdin=stdin, stdout=stdout, stderr=stderr, env=marked,
+        cwd=cwd, start_new_session=True,
     )  # fmt: skip
+
+
+def _check_program(program: str, path: str, cwd: Path | str | None) -> None:
+    """Raise the :class:`OSError` :class:`subprocess.Popen` would unless ``program``
+    is an executable file (looked up in ``path`` without a slash, in ``cwd`` with one)."""
+    where = os.path.join(cwd, program) if "/" in program and cwd is not None else program
+    if shutil.which(where, path=path) is None:
+        found = shutil.which(where, mode=os.F_OK, path=path) is not None
+        error = errno.EACCES if found else errno.ENOENT
+        raise OSError(error, os.strerror(error), program)  # PermissionError, FileNotFoundError
 
 
 def run(

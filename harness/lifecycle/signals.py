@@ -6,26 +6,33 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 
-# Dispositions a child must not inherit: SIG_IGN survives exec, so a harness started
-# as a background job (SIGINT ignored) or under nohup would pass that on.
-_RESET_IN_CHILD = (
-    signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE,
-    signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGCHLD,
-)  # fmt: skip
+# coreutils' env (8.31 or later): ``--default-signal`` without a name sets every
+# signal's disposition to the default and unblocks it, then execs the command.
+_ENV_PROGRAM = "/usr/bin/env"
+# What the command runs through when its first word holds "=" (env would take that for
+# a variable assignment): a shell that execs its arguments, built from no input.
+_EXEC_ARGUMENTS = ("/bin/sh", "-c", 'exec "$0" "$@"')
 
 
-def reset_in_child() -> None:
-    """``preexec_fn``: nothing blocked, default dispositions (runs in the forked child).
+def with_default_signals(argv: Sequence[str]) -> list[str]:
+    """``argv`` made to start with nothing blocked and default dispositions.
 
-    Python 3.11's subprocess has no parameter for either. It only sets the signal
-    mask and dispositions, taking no lock, so it is safe in a process with threads.
+    SIG_IGN and the signal mask survive exec: a harness run as a background job
+    (SIGINT ignored) or under nohup, or one that blocks SIGINT and SIGTERM to wait for
+    them, would pass that on. Python 3.11's subprocess can reset them only through
+    ``preexec_fn``, which runs Python code (and the at-fork hooks) in the forked child
+    of a process with threads; with a gRPC client's threads running that crashes
+    (docs/lifecycle.md, "Starting a child"). So the reset is done after the fork by a
+    program: env, exec'd by subprocess's C code, which runs no Python in the child.
     """
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
-    for signum in _RESET_IN_CHILD:
-        signal.signal(signum, signal.SIG_DFL)
+    if not argv:
+        raise ValueError("an empty command: name the program to start")
+    if "=" in argv[0]:
+        return [_ENV_PROGRAM, "--default-signal", *_EXEC_ARGUMENTS, *argv]
+    return [_ENV_PROGRAM, "--default-signal", *argv]
 
 
 def stop_on_sigterm(stop: Callable[[], None]) -> None:
