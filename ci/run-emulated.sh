@@ -16,7 +16,7 @@ echo "== emulated devices:"
 .venv/bin/python - <<'PY'
 from harness.farm.selection import select_profiles
 for profile in select_profiles("tag:emulated"):
-    print(f"  {profile.name:<12} {profile.transport:<7} {profile.description}")
+    print(f"  {profile.name:<12} {profile.kind:<7} {profile.description}")
 PY
 
 exec .venv/bin/python -m pytest suites -p no:cacheprovider -q \

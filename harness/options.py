@@ -2,16 +2,16 @@
 
 Suites, map-building helpers and docs/ use this name; it is part of the harness's public
 interface, as :mod:`harness.check` is for verdicts. The definitions live in
-:mod:`harness.model.options` with the rest of the pure data (docs/architecture.md), and
+:mod:`harness.data.options` with the rest of the pure data (docs/architecture.md), and
 this module only re-exports them: the two names are the same objects, and
 ``tests/test_options.py`` keeps this list equal to that module's public names. One more
 name, ``options_maps`` (Hypothesis strategies for valid maps, for property-based suites,
-:mod:`harness.model.strategies`), is imported when first used, as it loads Hypothesis.
+:mod:`harness.data.strategies`), is imported when first used, as it loads Hypothesis.
 """
 
 from typing import Any
 
-from harness.model.options import (
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_ID_BYTES,
@@ -48,9 +48,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``options_maps``, from :mod:`harness.model.strategies` on first use."""
+    """``options_maps``, from :mod:`harness.data.strategies` on first use."""
     if name == "options_maps":
-        from harness.model.strategies import options_maps
+        from harness.data.strategies import options_maps
 
         return options_maps
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

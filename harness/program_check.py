@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.codec.mapfile import load_map
+from harness.data.messages import LoadPath
+from harness.data.options import OptionsMap
 from harness.lifecycle.cache import cache_root
-from harness.model.messages import LoadPath
-from harness.model.options import OptionsMap
 
 if TYPE_CHECKING:
     from harness.check import Verdict

@@ -13,7 +13,7 @@ Fixtures (the user interface):
 - ``probe_program``: ``probe_program(("A", "B"))`` is the device path of a probe
   program whose delegates are A and B;
 - ``load_path``: a test that asks for it runs once per load path
-  (:class:`~harness.model.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
+  (:class:`~harness.data.messages.LoadPath`, ids ``[program]``, ``[module]``, ...) and
   passes it on, ``et.load(options, path=load_path)``; paths the device's agent does
   not announce in HELLO (``load_paths``) are skipped on that device.
 
@@ -44,6 +44,7 @@ import pytest
 
 from harness.check import Verdict, VerdictNotExamined
 from harness.config.profile import DeviceProfile, ProfileError
+from harness.data.messages import LoadPath
 from harness.devices.base import Device
 from harness.farm.artifacts import CrashArtifacts
 from harness.farm.command_line import (
@@ -73,7 +74,6 @@ from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, 
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
-from harness.model.messages import LoadPath
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 

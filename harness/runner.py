@@ -27,16 +27,16 @@ from harness.agent.xnnpack_program import xnnpack_program
 from harness.check import Verdict, check_get, check_load, check_set
 from harness.check.several_models import check_models
 from harness.codec.wire import encode_request
-from harness.errors import UsageError
-from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
-from harness.model.options import (
+from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
+from harness.data.options import (
     MAX_LOAD_BACKENDS,
     MAX_OPTIONS_PER_BACKEND,
     BackendOptions,
     Option,
     OptionsMap,
 )
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.data.runtime_error import RuntimeErrorCode
+from harness.errors import UsageError
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import pytest
 from serial.urlhandler import protocol_socket
 
 from harness.config.mcu_boards import BOARDS, McuBoard
-from harness.emulators.qemu_mcu import QemuMcu, build_firmware
+from harness.emulators.mcu import McuEmulator, build_firmware
 
 # The project's tests and the pytest runs they start keep out of the user's run history
 # (and a lab's database named by $ET_HARNESS_HISTORY); the history's own tests name a
@@ -34,9 +34,9 @@ def firmware(mcu_board: McuBoard) -> Path:
 
 
 @pytest.fixture
-def mcu(firmware: Path, mcu_board: McuBoard) -> Iterator[QemuMcu]:
+def mcu(firmware: Path, mcu_board: McuBoard) -> Iterator[McuEmulator]:
     """A fresh QEMU board running the firmware, stopped after the test."""
-    with QemuMcu(firmware, machine=mcu_board.machine) as running:
+    with McuEmulator(firmware, machine=mcu_board.machine) as running:
         yield running
 
 

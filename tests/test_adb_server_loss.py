@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 
 def adb_servers_on(port):
@@ -91,7 +91,7 @@ def test_the_sweep_ends_an_adb_server_on_a_port_the_harness_used(tmp_path):
     """A server forked by an adb client is in no process group the record names and carries
     no marker: the record's port finds it."""
     require("adb")
-    from harness.emulators.adb_server import free_port
+    from harness.emulators.adb.server import free_port
     from harness.lifecycle.reap import OwnerRecord, adb_servers, boot_id, reap
 
     port = free_port()

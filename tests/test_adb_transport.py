@@ -14,10 +14,10 @@ import pytest
 from prerequisites import require
 
 from harness.config.profile import ProfileError, parse_profile
-from harness.devices.adb import adb_target
-from harness.emulators.adb_emulator import AdbEmulator, AdbEndpoint
-from harness.emulators.adb_server import PrivateAdbServer, free_port
-from harness.transport.adb import AdbTarget, AdbTransport
+from harness.devices.adb import adb_settings
+from harness.emulators.adb.launcher import AdbEmulator, AdbEndpoint
+from harness.emulators.adb.server import PrivateAdbServer, free_port
+from harness.transport.adb import AdbSettings, AdbTransport
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 
 
@@ -57,7 +57,7 @@ def device(device_root: Path) -> Iterator[AdbEndpoint]:
 
 @pytest.fixture(scope="module")
 def transport(server: PrivateAdbServer, device: AdbEndpoint) -> AdbTransport:
-    return AdbTransport(AdbTarget(server_port=server.port, connect=device.serial, query_timeout=10))
+    return AdbTransport(AdbSettings(server_port=server.port, connect=device.serial, query_timeout=10))
 
 
 @pytest.fixture
@@ -104,8 +104,8 @@ def test_target_from_profile(tmp_path: Path) -> None:
         },
         tmp_path / "emu.yaml",
     )
-    target = adb_target(profile)
-    assert target == AdbTarget(
+    target = adb_settings(profile)
+    assert target == AdbSettings(
         connect="127.0.0.1:40555",
         server_port=15037,
         work_dir=WORK,
@@ -115,7 +115,7 @@ def test_target_from_profile(tmp_path: Path) -> None:
     bad = parse_profile({"transport": {"kind": "adb", "serail": "x"}}, tmp_path / "bad.yaml")
     with pytest.raises(ProfileError, match=r"bad.yaml: transport.serail: unknown field; "
                        r"allowed: connect, serial, server_host, server_port$"):
-        adb_target(bad)
+        adb_settings(bad)
 
 
 # -- running commands ---------------------------------------------------------------
@@ -260,7 +260,7 @@ def test_daemon_killed_mid_stream_is_transport_lost_quickly(
     emulator.start()
     endpoint = emulator.endpoint
     try:
-        transport = AdbTransport(AdbTarget(server_port=server.port, connect=endpoint.serial))
+        transport = AdbTransport(AdbSettings(server_port=server.port, connect=endpoint.serial))
         stream = transport.open_stream(["cat"])
         stream.write(b"ping")
         assert stream.read_exact(4, timeout=5) == b"ping"
@@ -286,7 +286,7 @@ def test_daemon_killed_mid_run_is_transport_lost_not_exit_0(
     endpoint = emulator.endpoint
     outcome: list[BaseException | object] = []
     try:
-        transport = AdbTransport(AdbTarget(server_port=server.port, connect=endpoint.serial))
+        transport = AdbTransport(AdbSettings(server_port=server.port, connect=endpoint.serial))
         transport.facts()
 
         def run() -> None:
@@ -317,14 +317,14 @@ def test_restarted_daemon_is_reconnected_by_a_connect_profile(
     emulator.start()
     endpoint = emulator.endpoint
     try:
-        transport = AdbTransport(AdbTarget(server_port=server.port, connect=endpoint.serial))
+        transport = AdbTransport(AdbSettings(server_port=server.port, connect=endpoint.serial))
         assert transport.run(["echo", "one"], timeout=10).stdout == b"one\n"
         emulator.kill()
         # adb 1.0.41 lists a dead TCP device as offline, then drops it after failed
         # reconnects; either way a transport without `connect` cannot use it.
         with pytest.raises(DeviceUnavailable, match=f"{endpoint.serial} is (offline|not attached)"):
             _ = AdbTransport(
-                AdbTarget(server_port=server.port, serial=endpoint.serial, query_timeout=1)
+                AdbSettings(server_port=server.port, serial=endpoint.serial, query_timeout=1)
             ).serial
         # The transport notices the lost device once ...
         with pytest.raises((DeviceUnavailable, TransportLost)):
@@ -342,7 +342,7 @@ def test_restarted_daemon_is_reconnected_by_a_connect_profile(
 
 def test_no_device_attached(tmp_path: Path, no_android_serial: None) -> None:
     with PrivateAdbServer(tmp_path / "home") as empty:
-        transport = AdbTransport(AdbTarget(server_port=empty.port))
+        transport = AdbTransport(AdbSettings(server_port=empty.port))
         with pytest.raises(DeviceUnavailable, match="no Android device is attached"):
             transport.facts()
 
@@ -359,15 +359,15 @@ def test_several_devices_need_a_serial(
         server.adb("connect", second.serial)
         try:
             with pytest.raises(DeviceUnavailable) as caught:
-                AdbTransport(AdbTarget(server_port=server.port)).facts()
+                AdbTransport(AdbSettings(server_port=server.port)).facts()
             message = str(caught.value)
             assert device.serial in message and second.serial in message
             assert "transport.serial" in message and "ANDROID_SERIAL" in message
 
-            chosen = AdbTransport(AdbTarget(server_port=server.port, serial=second.serial))
+            chosen = AdbTransport(AdbSettings(server_port=server.port, serial=second.serial))
             assert chosen.run(["getprop", "ro.product.model"], timeout=10).stdout == b"adb-emu\n"
             monkeypatch.setenv("ANDROID_SERIAL", second.serial)
-            assert AdbTransport(AdbTarget(server_port=server.port)).serial == second.serial
+            assert AdbTransport(AdbSettings(server_port=server.port)).serial == second.serial
         finally:
             server.adb("disconnect", second.serial)
 
@@ -377,7 +377,7 @@ def test_unknown_serial_names_the_attached_devices(
 ) -> None:
     transport.facts()  # makes sure `device` is connected
     with pytest.raises(DeviceUnavailable, match=rf"not attached .*{device.serial} \(device\)"):
-        AdbTransport(AdbTarget(server_port=server.port, serial="no-such-serial")).facts()
+        AdbTransport(AdbSettings(server_port=server.port, serial="no-such-serial")).facts()
 
 
 def test_unauthorized_device(server: PrivateAdbServer, tmp_path: Path) -> None:
@@ -387,7 +387,7 @@ def test_unauthorized_device(server: PrivateAdbServer, tmp_path: Path) -> None:
     with AdbEmulator(tmp_path / "root", adb_keys=tmp_path / "adb_keys") as endpoint:
         try:
             transport = AdbTransport(
-                AdbTarget(server_port=server.port, connect=endpoint.serial, query_timeout=5)
+                AdbSettings(server_port=server.port, connect=endpoint.serial, query_timeout=5)
             )
             with pytest.raises(
                 DeviceUnavailable, match="unauthorized: accept the 'Allow USB debugging'"
@@ -398,7 +398,7 @@ def test_unauthorized_device(server: PrivateAdbServer, tmp_path: Path) -> None:
 
 
 def test_unreachable_adb_server(no_android_serial: None) -> None:
-    transport = AdbTransport(AdbTarget(server_host="127.0.0.1", server_port=free_port()))
+    transport = AdbTransport(AdbSettings(server_host="127.0.0.1", server_port=free_port()))
     with pytest.raises(DeviceUnavailable, match="does not answer"):
         transport.facts()
 
@@ -409,7 +409,7 @@ def test_no_server_is_started_behind_the_runs_back(no_android_serial: None) -> N
     from harness.transport.adb import adb_server_answers
 
     port = free_port()
-    transport = AdbTransport(AdbTarget(server_port=port, query_timeout=5))
+    transport = AdbTransport(AdbSettings(server_port=port, query_timeout=5))
     says = rf"127\.0\.0\.1:{port} does not answer.*adb start-server"
     with pytest.raises(DeviceUnavailable, match=says):
         transport.facts()
@@ -440,7 +440,7 @@ def test_an_ipv6_adb_server_is_reached(no_android_serial: None) -> None:
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
-    transport = AdbTransport(AdbTarget(server_host="::1", server_port=port, query_timeout=10))
+    transport = AdbTransport(AdbSettings(server_host="::1", server_port=port, query_timeout=10))
     with pytest.raises(DeviceUnavailable, match=rf"adb server at \[::1\]:{port} does not answer"):
         transport.devices()
     listener.close()

@@ -25,7 +25,7 @@ from prerequisites import require
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.probe_program import probe_program
 from harness.codec import wire
-from harness.model.messages import (
+from harness.data.messages import (
     ENTRY_FLAG_PROBE,
     Action,
     LoadPath,
@@ -35,8 +35,8 @@ from harness.model.messages import (
     ReportEntry,
     Request,
 )
-from harness.model.options import Option, OptionsMap
-from harness.model.runtime_error import RuntimeErrorCode as E
+from harness.data.options import Option, OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode as E
 
 TIMEOUT_S = 20.0
 # The x86_64 wheel's real backends, in the order their libraries' static

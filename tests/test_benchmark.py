@@ -9,7 +9,7 @@ from prerequisites import require
 
 from harness.cli import main
 from harness.cli.bench import case_map, sample_alternately
-from harness.model.options import OptionType
+from harness.data.options import OptionType
 
 
 def test_case_map_has_every_type_and_the_requested_shape():

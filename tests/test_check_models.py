@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.check import BackendOutcome, Difference, DifferenceKind, OptionRow
 from harness.check.several_models import check_models
-from harness.model.messages import (
+from harness.data.messages import (
     ENTRY_FLAG_PROBE,
     Action,
     LoadPath,
@@ -21,7 +21,7 @@ from harness.model.messages import (
     ReportEntry,
     Request,
 )
-from harness.model.options import Option, OptionsMap
+from harness.data.options import Option, OptionsMap
 
 K = DifferenceKind
 PAIR = ("ProbeA", "ProbeB")

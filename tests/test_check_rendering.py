@@ -19,8 +19,8 @@ from harness.check import (
     check_set,
     format_value,
 )
-from harness.model.messages import ENTRY_FLAG_PROBE
-from harness.model.options import Option, OptionsMap
+from harness.data.messages import ENTRY_FLAG_PROBE
+from harness.data.options import Option, OptionsMap
 
 K = DifferenceKind
 SENT = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"cache": "/c"}})

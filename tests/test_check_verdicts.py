@@ -19,9 +19,9 @@ from harness.check import (
     check_load,
     check_set,
 )
-from harness.model.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, ReportEntry
-from harness.model.options import Option, OptionsMap
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.data.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, ReportEntry
+from harness.data.options import Option, OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode
 
 K = DifferenceKind
 OK = RuntimeErrorCode.Ok

@@ -125,11 +125,12 @@ def _emulated_mcu() -> Iterator[str]:
 def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
     """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
     from harness.agent.session import AgentSession
-    from harness.link.serial.port import SerialPortConfig, connect
-    from harness.model.messages import Action, Request
+    from harness.data.messages import Action, Request
+    from harness.link.serial.connect import connect
+    from harness.transport.serial import SerialSettings
 
     with _emulated_mcu() as url:
-        link = AgentSession(connect(SerialPortConfig(url=url), name="mcu-emu"))
+        link = AgentSession(connect(SerialSettings(url=url), name="mcu-emu"))
         try:
             hello = link.request(Request(Action.HELLO))
             assert (hello.action, hello.fact("abi")) == (Action.HELLO, "armv7m")

@@ -20,7 +20,7 @@ CASE_TIMEOUT = 3.0
 PROPERTY_CASES = '''\
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 
 def test_before(et):

@@ -16,10 +16,10 @@ import pytest
 
 from harness.agent.build import ensure_agent
 from harness.config.profile import load_profile, parse_profile
+from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.hosted import HostedDevice
-from harness.model.options import OptionsMap
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 from harness.transport.local import LocalTransport

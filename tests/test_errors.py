@@ -54,14 +54,14 @@ def test_every_harness_exception_is_a_harness_error_of_exactly_one_branch(cls):
     [
         ("harness.config.settings.ProfileError", UsageError),
         ("harness.codec.mapfile.MapFileError", UsageError),
-        ("harness.model.options.MapValidationError", UsageError),
+        ("harness.data.options.MapValidationError", UsageError),
         ("harness.agent.sdk.SdkError", UsageError),
         ("harness.agent.program_contents.ProgramError", UsageError),
         ("harness.transport.base.TransportError", InfrastructureError),
         ("harness.transport.base.DeviceUnavailable", InfrastructureError),
         ("harness.farm.deadline.RunTimeExpired", InfrastructureError),
-        ("harness.emulators.sshd.SshdError", InfrastructureError),
-        ("harness.check.model.DeliveryMismatch", CheckFailure),
+        ("harness.emulators.ssh.SshEmulatorError", InfrastructureError),
+        ("harness.check.verdict.DeliveryMismatch", CheckFailure),
     ],
 )
 def test_each_kind_of_trouble_is_in_its_branch(name, branch):
@@ -70,7 +70,7 @@ def test_each_kind_of_trouble_is_in_its_branch(name, branch):
 
 
 def test_builtin_bases_kept_for_callers_that_catch_them():
-    from harness.check.model import DeliveryMismatch
+    from harness.check.verdict import DeliveryMismatch
     from harness.config.settings import ProfileError
     from harness.untrusted.value_rules import ValueRuleError
 
@@ -79,10 +79,10 @@ def test_builtin_bases_kept_for_callers_that_catch_them():
 
 
 def test_the_infra_branch_is_what_the_plugin_reports_as_infrastructure():
-    from harness.emulators.sshd import SshdError
+    from harness.emulators.ssh import SshEmulatorError
     from harness.farm.infra import infrastructure_error
 
-    trouble = SshdError("ssh-emu did not start")
+    trouble = SshEmulatorError("ssh-emu did not start")
     assert infrastructure_error(trouble) is trouble
     from harness.config.settings import ProfileError
 
@@ -94,7 +94,7 @@ def test_the_infra_branch_is_what_the_plugin_reports_as_infrastructure():
     [
         "harness.config.settings.ProfileError",
         "harness.transport.base.DeviceUnavailable",
-        "harness.emulators.sshd.SshdError",
+        "harness.emulators.ssh.SshEmulatorError",
         "harness.cli.bench.BenchmarkError",
     ],
 )

@@ -20,7 +20,7 @@ from pathlib import Path
 CASES = '''\
 import pytest
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 
 @pytest.mark.parametrize("n", range(8))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 
 @pytest.mark.parametrize("n", range(5))

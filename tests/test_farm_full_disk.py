@@ -28,7 +28,7 @@ import subprocess
 
 import pytest
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 DISK = {disk!r}
 

@@ -129,7 +129,7 @@ finally:
 CASES = '''\
 import pytest
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 
 @pytest.mark.parametrize("n", range({count}))

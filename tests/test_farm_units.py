@@ -18,6 +18,8 @@ from prerequisites import require
 from harness.agent.session import AgentSession
 from harness.check import check_set
 from harness.config.profile import parse_profile
+from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.data.options import Option, OptionsMap
 from harness.devices.core_files import collect_core_files
 from harness.errors import InfrastructureError
 from harness.farm.artifacts import CrashArtifacts
@@ -40,8 +42,6 @@ from harness.farm.summary import (
     quarantined_devices,
 )
 from harness.link.stream import StreamChannel
-from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
-from harness.model.options import Option, OptionsMap
 from harness.runner import CaseRunner, LinkBroken
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
@@ -599,7 +599,7 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
     board = profile("nucleo", {"kind": "serial", "port": "/dev/ttyACM0"})
     again = profile("nucleo-debug", {"kind": "serial", "port": "/dev/ttyACM0"})
     assert device_key(board) == device_key(again)
-    emulated = profile("ssh-emu", {"kind": "ssh"}, emulator="sshd")
+    emulated = profile("ssh-emu", {"kind": "ssh"}, emulator="ssh-emu")
     assert device_key(emulated) != device_key(profile("ssh-emu-2", {"kind": "ssh"}, "sshd"))
 
     first = DeviceLock("rpi5", tmp_path, device_key(rpi))

@@ -28,13 +28,13 @@ from harness.agent.probe_program import probe_program
 from harness.agent.sdk import SdkPaths
 from harness.agent.session import AgentSession
 from harness.config.profile import load_profile
+from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.deployment import Deployment
 from harness.devices.hosted import HostedDevice
-from harness.emulators.adb_device_root import HIDDEN_HOST_DIRS
+from harness.emulators.adb.device_root import HIDDEN_HOST_DIRS
 from harness.link.stream import AgentDidNotStart, StreamChannel
-from harness.model.options import OptionsMap
 from harness.runner import CaseRunner
 from harness.transport.local import LocalTransport
 from tests.prerequisites import require

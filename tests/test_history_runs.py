@@ -17,7 +17,7 @@ from prerequisites import require
 REPO = Path(__file__).resolve().parents[1]
 SELECTED = "set_option_each and (2-backends or 3-backends) or seeded"
 SEEDED = '''\
-from harness.model.options import BackendOptions, Option, OptionsMap
+from harness.data.options import BackendOptions, Option, OptionsMap
 
 
 def test_seeded_threads(et):

@@ -177,7 +177,7 @@ def test_encodings(tmp_path: Path) -> None:
     assert load_map(bom).backends[0].options[0].value == 1
     profile_bom = tmp_path / "pbom.yaml"
     profile_bom.write_bytes(b"\xef\xbb\xbf" + PROFILE.encode())
-    assert load_profile(str(profile_bom)).transport == "local"
+    assert load_profile(str(profile_bom)).kind == "local"
     utf16 = tmp_path / "u16.yaml"
     utf16.write_bytes("backends: {}\n".encode("utf-16"))
     assert map_error(utf16) == "UTF-16 (it starts with a UTF-16 BOM); save it as UTF-8"

@@ -20,7 +20,7 @@ from harness.config.profile import ProfileError, load_profile
 from harness.devices.bring_up import check_transport_settings
 from harness.devices.ssh import ssh_settings
 from harness.transport.base import DeviceUnavailable
-from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
+from harness.transport.ssh import SshConfigError, SshSettings, SshTransport, resolve_route
 from harness.untrusted.value_rules import (
     ValueRuleError,
     check_host,
@@ -134,13 +134,13 @@ def test_the_proxy_command_that_runs_sees_the_profile_port(home, tmp_path):
         f"    ProxyCommand sh -c 'echo %h %p %r > {seen}'\n"
     )
     transport = SshTransport(
-        SshProfile(host="board", port=9, user="et", known_hosts=tmp_path / "none",
+        SshSettings(host="board", port=9, user="et", known_hosts=tmp_path / "none",
                    connect_timeout=5)
     )
     with pytest.raises(DeviceUnavailable):
         transport.connect()  # the proxy exits at once: nothing to log in to
     assert seen.read_text() == "127.0.0.1 9 et\n"
-    without_port = resolve_route(SshProfile(host="board"))
+    without_port = resolve_route(SshSettings(host="board"))
     assert without_port[-1].port == 2222  # no port in the profile: the config's, as ssh does
     assert "echo 127.0.0.1 2222 " in (without_port[-1].proxy_command or "")
 
@@ -264,9 +264,9 @@ LOCAL = "{kind: local}"
          "transport.baudrate", "outside 1..20000000"),
         (SERIAL % "port: /dev/ttyACM0, boot_timeout: 100000000", "", "transport.boot_timeout",
          "at most 86400"),
-        (LOCAL, "emulator: sshd\n", "emulator", "sshd emulates a device reached over ssh"),
-        (LOCAL, "emulator: qemu-mcu\n", "emulator", "set transport.kind: serial"),
-        (ADB % "serial: x", "emulator: sshd\n", "emulator", "not over adb"),
+        (LOCAL, "emulator: ssh-emu\n", "emulator", "sshd emulates a device reached over ssh"),
+        (LOCAL, "emulator: mcu-emu\n", "emulator", "set transport.kind: serial"),
+        (ADB % "serial: x", "emulator: ssh-emu\n", "emulator", "not over adb"),
         (LOCAL, "name: ../../../tmp/evil\n", "name", "starts with '.'"),
         (LOCAL, "name: 'a/b'\n", "name", "holds '/'"),
         (LOCAL, "name: ''\n", "name", "must be a non-empty string"),
@@ -413,9 +413,9 @@ def test_proxy_command_tokens_are_those_of_openssh(home, tmp_path):
     config = home / ".ssh" / "config"
     config.write_text("Host board\n    HostName 127.0.0.1\n"
                       "    ProxyCommand socat - TCP:%h:%p,name=%n,pct=100%%h\n")
-    route = resolve_route(SshProfile(host="board", port=9))
+    route = resolve_route(SshSettings(host="board", port=9))
     assert route[-1].proxy_command == "socat - TCP:127.0.0.1:9,name=board,pct=100%h"
     for token in ("%u", "%d", "%"):
         config.write_text(f"Host board\n    ProxyCommand socat - TCP:%h:%p {token}\n")
         with pytest.raises(SshConfigError, match=f"unknown token '{token}'"):
-            resolve_route(SshProfile(host="board"))
+            resolve_route(SshSettings(host="board"))

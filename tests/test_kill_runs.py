@@ -41,7 +41,7 @@ import time
 
 import pytest
 
-from harness.model.options import OptionsMap
+from harness.data.options import OptionsMap
 
 
 def test_before(et, device):
@@ -59,7 +59,7 @@ def test_hold(et, device):
 DEVICE_PROCESSES = {
     "host": ("et-agent",),
     "ssh-emu": ("sshd", "socat", "qemu-aarch64"),
-    "adb-emu": ("harness.emulators.adbd", "server nodaemon", "qemu-aarch64"),
+    "adb-emu": ("harness.emulators.adb.daemon", "server nodaemon", "qemu-aarch64"),
     "mcu-emu": ("qemu-system-arm",),
 }
 
@@ -385,7 +385,7 @@ def start_emu(tmp_path: Path, device: str) -> EmuRun:
 EMU_DEVICES = ("ssh-emu", "adb-emu", "mcu-emu")
 EMU_PROCESSES = {
     "ssh-emu": ("sshd -D", "harness.lifecycle.janitor"),
-    "adb-emu": ("harness.emulators.adbd", "server nodaemon", "harness.lifecycle.janitor"),
+    "adb-emu": ("harness.emulators.adb.daemon", "server nodaemon", "harness.lifecycle.janitor"),
     "mcu-emu": ("qemu-system-arm", "harness.lifecycle.janitor"),
 }
 

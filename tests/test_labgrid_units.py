@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from harness.config.profile import ProfileError, parse_profile
-from harness.devices.lab_place import PowerPort
+from harness.devices.acquired_place import PowerPort
 from harness.farm.lab_places import BadPlace, LabIdentity, PlaceState, place_state
 from harness.farm.lab_reservation import matched_resources
 from harness.farm.lab_resources import (
@@ -461,13 +461,13 @@ def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address
     """The lab profile leaves identity_file out; its ssh_config names each board's key by
     the address the place's NetworkService gives."""
     from harness.transport.ssh.route import resolve_route
-    from harness.transport.ssh.settings import SshProfile
+    from harness.transport.ssh.settings import SshSettings
 
     config = tmp_path / "lab_ssh_config"
     config.write_text(f"Host 127.0.0.5\n  IdentityFile {tmp_path}/key-5\n"
                       f"Host 127.0.0.6\n  IdentityFile {tmp_path}/key-6\n")
     for address, key in (("127.0.0.5", "key-5"), ("127.0.0.6", "key-6")):
-        (hop,) = resolve_route(SshProfile(host=address, port=2222, user="etdevice",
+        (hop,) = resolve_route(SshSettings(host=address, port=2222, user="etdevice",
                                           ssh_config=config, config_commands=False))
         assert hop.identity_files == (tmp_path / key,)
 

@@ -50,4 +50,4 @@ def test_every_registered_kind_has_its_module(name):
 
 def test_every_emulator_belongs_to_one_kind():
     assert {kind.emulator for kind in KINDS.values() if kind.emulator} == set(EMULATORS)
-    assert json.dumps(sorted(EMULATORS)) == '["adbd", "qemu-mcu", "sshd"]'
+    assert json.dumps(sorted(EMULATORS)) == '["adbd", "mcu-emu", "sshd"]'

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.codec.mapfile import MapFileError, load_map, parse_map
-from harness.model.options import BackendOptions, Option, OptionsMap
+from harness.data.options import BackendOptions, Option, OptionsMap
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "maps"

@@ -19,19 +19,20 @@ import pytest
 
 from harness.agent.program_upload import ProgramUploadingSession
 from harness.agent.session import AgentSession
+from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
+from harness.data.options import Option, OptionsMap
 from harness.devices.firmware import firmware_session
 from harness.emulators.fault_relay import FaultRates, FaultRelay
-from harness.emulators.qemu_mcu import QemuMcu
+from harness.emulators.mcu import McuEmulator
 from harness.link.serial.arq import LinkConfig
-from harness.link.serial.port import SerialPortConfig, connect
-from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
-from harness.model.options import Option, OptionsMap
+from harness.link.serial.connect import connect
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,
     TransportLost,
     TransportTimeout,
 )
+from harness.transport.serial import SerialSettings
 
 PROBES = tuple(f"P{i}" for i in range(8))
 CASES = 200
@@ -95,13 +96,13 @@ def _get_case(number: int, expected: dict[str, int]) -> Case:
 
 
 def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
-    mcu: QemuMcu, record_property
+    mcu: McuEmulator, record_property
 ) -> None:
     rng = random.Random(SEED)
     with FaultRelay(
         ("127.0.0.1", mcu.port), to_device=ONE_IN_A_THOUSAND, to_host=ONE_IN_A_THOUSAND, seed=SEED
     ) as relay:
-        link = connect(SerialPortConfig(url=relay.url), on_open=mcu.run)
+        link = connect(SerialSettings(url=relay.url), on_open=mcu.run)
         agent = firmware_session(link)
         sent = correct = 0
         errors: list[str] = []
@@ -158,18 +159,18 @@ def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
     assert hello.fact("rx_overruns") == 0
 
 
-def test_a_silent_device_gives_device_unavailable_within_the_timeout(mcu: QemuMcu) -> None:
+def test_a_silent_device_gives_device_unavailable_within_the_timeout(mcu: McuEmulator) -> None:
     silent = FaultRates(drop=1.0)
     with FaultRelay(
         ("127.0.0.1", mcu.port), to_device=FaultRates(), to_host=silent, seed=1
     ) as relay:
         start = time.monotonic()
         with pytest.raises(DeviceUnavailable, match="no HELLO"):
-            connect(SerialPortConfig(url=relay.url, hello_timeout=1.0), on_open=mcu.run)
+            connect(SerialSettings(url=relay.url, hello_timeout=1.0), on_open=mcu.run)
         assert time.monotonic() - start < 3.0
 
 
-def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(mcu: QemuMcu) -> None:
+def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(mcu: McuEmulator) -> None:
     link = mcu.connect(QUICK)
     agent = AgentSession(link)
     try:
@@ -189,7 +190,7 @@ def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(mcu:
         link.close()
 
 
-def test_a_vanished_device_is_transport_lost(mcu: QemuMcu) -> None:
+def test_a_vanished_device_is_transport_lost(mcu: McuEmulator) -> None:
     link = mcu.connect(QUICK)
     agent = AgentSession(link)
     try:

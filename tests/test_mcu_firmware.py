@@ -28,13 +28,7 @@ from harness.codec import wire
 from harness.codec.wire.program_upload import encode_program_data, encode_program_end
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
 from harness.config.mcu_boards import McuBoard
-from harness.devices.firmware import firmware_session
-from harness.emulators.qemu_mcu import QemuMcu, firmware_size, firmware_source_hash
-from harness.link.serial.arq import LinkConfig, MessageTooLarge
-from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
-from harness.link.serial.hello import DeviceHello
-from harness.link.serial.port import SerialPortConfig, connect
-from harness.model.messages import (
+from harness.data.messages import (
     ENTRY_FLAG_PROBE,
     Action,
     LoadPath,
@@ -43,15 +37,22 @@ from harness.model.messages import (
     Report,
     Request,
 )
-from harness.model.options import Option, OptionsMap
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.data.options import Option, OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode
+from harness.devices.firmware import firmware_session
+from harness.emulators.mcu import McuEmulator, firmware_size, firmware_source_hash
+from harness.link.serial.arq import LinkConfig, MessageTooLarge
+from harness.link.serial.connect import connect
+from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
+from harness.link.serial.hello import DeviceHello
+from harness.transport.serial import SerialSettings
 
 PROBES = tuple(f"Probe{i}" for i in range(8))
 
 
 
 @pytest.fixture
-def link(mcu: QemuMcu) -> Iterator[AgentSession]:
+def link(mcu: McuEmulator) -> Iterator[AgentSession]:
     """An agent session over a serial link to the firmware (``link.channel``)."""
     with mcu.connect() as opened:
         yield firmware_session(opened)
@@ -213,7 +214,7 @@ def test_hello_action_reports_device_facts(
     ]
 
 
-def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: AgentSession) -> None:
+def test_runtime_log_reaches_the_host_through_semihosting(mcu: McuEmulator, link: AgentSession) -> None:
     """ET_LOG goes through the firmware's executorch::runtime::internal::vlogf to QEMU's stderr."""
     per_backend = ok(link.request(Request(Action.HELLO))).fact("options_per_backend")
     assert mcu.wait_for_log("executorch I "), mcu.stderr_tail()
@@ -222,7 +223,7 @@ def test_runtime_log_reaches_the_host_through_semihosting(mcu: QemuMcu, link: Ag
 
 @pytest.mark.parametrize("restarted", [False, True], ids=["first-start", "restarted"])
 def test_the_boot_hello_is_read_however_late_the_port_opens(
-    mcu: QemuMcu, late_port_open: None, restarted: bool
+    mcu: McuEmulator, late_port_open: None, restarted: bool
 ) -> None:
     """The CPU runs only once the port is open, so the boot HELLO cannot be discarded; after a
     restart the first link requires it again (it proves the board restarted)."""
@@ -235,15 +236,15 @@ def test_the_boot_hello_is_read_however_late_the_port_opens(
         assert mcu.shutdown(link, 0) == 0
 
 
-def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: QemuMcu) -> None:
-    link = connect(SerialPortConfig(url=mcu.url), on_open=mcu.run)
+def test_exit_frame_ends_qemu_with_the_status_asked_for(mcu: McuEmulator) -> None:
+    link = connect(SerialSettings(url=mcu.url), on_open=mcu.run)
     try:
         assert mcu.shutdown(link, 42) == 42
     finally:
         link.close()
 
 
-def test_idle_firmware_sleeps(mcu: QemuMcu, link: AgentSession, record_property) -> None:
+def test_idle_firmware_sleeps(mcu: McuEmulator, link: AgentSession, record_property) -> None:
     ok(link.request(Request(Action.HELLO)))
     before, start = mcu.cpu_seconds(), time.monotonic()
     time.sleep(2.0)  # measuring idle CPU needs an idle interval
@@ -689,7 +690,7 @@ def test_multi_frame_requests_and_reports(link: AgentSession) -> None:
 
 def test_link_over_a_pty_device_path(firmware: Path, mcu_board: McuBoard) -> None:
     """QEMU's UART on a pseudo-terminal: the port is opened as a device path, like a real board."""
-    argv = QemuMcu(firmware, machine=mcu_board.machine).argv(0)
+    argv = McuEmulator(firmware, machine=mcu_board.machine).argv(0)
     argv[argv.index("-serial") + 1] = "pty"
     argv.remove("-S")  # nothing else here to let the CPU run: the handshake needs no boot HELLO
     argv[argv.index("-monitor") + 1] = "none"
@@ -702,7 +703,7 @@ def test_link_over_a_pty_device_path(firmware: Path, mcu_board: McuBoard) -> Non
         line = process.stdout.readline().decode() if ready else ""
         match = re.search(r"(/dev/pts/\d+)", line)
         assert match, f"QEMU did not name its pty within 10 s: {line!r}"
-        with connect(SerialPortConfig(url=match.group(1), baudrate=115200)) as link:
+        with connect(SerialSettings(url=match.group(1), baudrate=115200)) as link:
             hello = ok(AgentSession(link).request(Request(Action.HELLO)))
             assert hello.fact("abi") == mcu_board.abi
             link.exit_device(5)
@@ -778,7 +779,7 @@ def _one_frame_request(seq: int, link_seq: int) -> Frame:
     return Frame(FrameKind.DATA, link_seq, FLAG_START | FLAG_END, message)
 
 
-def test_firmware_link_rules_frame_by_frame(mcu: QemuMcu) -> None:
+def test_firmware_link_rules_frame_by_frame(mcu: McuEmulator) -> None:
     raw = RawLink(mcu.url)
     mcu.run()
     assert raw.handshake().window == 3
@@ -810,7 +811,7 @@ def test_firmware_link_rules_frame_by_frame(mcu: QemuMcu) -> None:
     ids=["valid_header", "version_1", "report_type", "bad_magic"],
 )
 def test_firmware_refuses_a_message_longer_than_max_message(
-    mcu: QemuMcu, magic: bytes, version: int, msg_type: int, stream_error: wire.WireErrorCode
+    mcu: McuEmulator, magic: bytes, version: int, msg_type: int, stream_error: wire.WireErrorCode
 ) -> None:
     """A link message over max_message is LENGTH, its header unread, where a stream reader
     answers the header's error (wire-format.md, "Framed links")."""

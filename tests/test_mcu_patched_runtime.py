@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.agent.runtime_source import find_runtime_source, runtime_source
-from harness.emulators.qemu_mcu import firmware_source_hash
+from harness.emulators.mcu import firmware_source_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = find_runtime_source()

@@ -20,14 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.config.profile import ProfileError, parse_profile
+from harness.data.messages import Action
 from harness.devices.serial import port_settings
 from harness.emulators.fault_relay import FaultRates, FaultRelay
 from harness.link.serial.frame import Frame, FrameError, FrameKind, decode_frame
 from harness.link.serial.frame_port import FramePort
 from harness.link.serial.hello import CAP_EXIT, DeviceHello, SerialProtocolError
-from harness.link.serial.port import ResetLine, SerialPortConfig, open_port
-from harness.model.messages import Action
 from harness.transport.base import DeviceUnavailable
+from harness.transport.serial import ResetLine, SerialSettings, open_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MCU = ROOT / "agent" / "mcu"
@@ -155,7 +155,7 @@ def test_c_cobs_refuses_what_the_python_package_refuses(c_cobs: ctypes.CDLL, dat
 # --------------------------------------------------------------------------- port settings
 
 
-def serial_settings(settings: dict) -> SerialPortConfig:
+def serial_settings(settings: dict) -> SerialSettings:
     """The port settings of a serial profile whose transport fields are ``settings``."""
     return port_settings(parse_profile({"transport": {"kind": "serial", **settings}}, None, "b"))
 
@@ -170,7 +170,7 @@ def test_serial_settings_from_a_profile() -> None:
             "boot_timeout": 2,
         }
     )
-    assert config == SerialPortConfig(
+    assert config == SerialSettings(
         url="/dev/ttyACM0", baudrate=921600, rtscts=True, reset=ResetLine.DTR, boot_timeout=2.0
     )
 
@@ -198,9 +198,9 @@ def test_ports_that_cannot_be_opened_are_device_unavailable() -> None:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     with pytest.raises(DeviceUnavailable, match="cannot open"):
-        open_port(SerialPortConfig(url=f"socket://127.0.0.1:{closed_port}"))
+        open_port(SerialSettings(url=f"socket://127.0.0.1:{closed_port}"))
     with pytest.raises(DeviceUnavailable, match="/dev/no-such-tty"):
-        open_port(SerialPortConfig(url="/dev/no-such-tty"))
+        open_port(SerialSettings(url="/dev/no-such-tty"))
 
 
 # --------------------------------------------------------------------------- fault relay

@@ -14,16 +14,16 @@ import pytest
 
 from harness.agent.session import AgentSession
 from harness.config.profile import parse_profile
+from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
+from harness.data.options import Option
 from harness.devices.base import Device
-from harness.emulators.qemu_mcu import BOOT_TIMEOUT_S, QemuMcu
+from harness.emulators.mcu import BOOT_TIMEOUT_S, McuEmulator
 from harness.farm.infra import infrastructure_error
-from harness.model.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
-from harness.model.options import Option
 from harness.runner import CaseRunner, RegistryKept, open_runner
 
 
 @pytest.fixture
-def socket_board(mcu: QemuMcu) -> Iterator[tuple[Device, CaseRunner]]:
+def socket_board(mcu: McuEmulator) -> Iterator[tuple[Device, CaseRunner]]:
     """The running board as a ``url:`` profile without ``reset:`` opens it."""
     mcu.connect().close()  # lets the CPU run and reads its boot HELLO, as a powered board
     profile = parse_profile(
@@ -52,7 +52,7 @@ def test_each_agent_session_on_a_board_without_a_reset_line_starts_with_an_empty
         assert runner.registered == (f"Fresh{session}",)
 
 
-def test_reboot_is_answered_then_the_board_boots_again_with_an_empty_registry(mcu: QemuMcu) -> None:
+def test_reboot_is_answered_then_the_board_boots_again_with_an_empty_registry(mcu: McuEmulator) -> None:
     with mcu.connect() as link:
         session = AgentSession(link, name="mcu")
         registered = session.request(Request.register(("ProbeA", "ProbeB")))

@@ -17,7 +17,7 @@ from harness.agent.runtime_source import ENV_VAR, TRUSTED_ENV, RuntimeSource
 from harness.config.profile import ProfileError, load_profile
 from harness.devices import serial
 
-BOARD = "transport: {kind: serial}\nemulator: qemu-mcu\nmachine: mps3-an547\n"
+BOARD = "transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps3-an547\n"
 
 
 def lay_out_tree(root: Path) -> Path:
@@ -88,7 +88,7 @@ def test_hostile_values_are_refused_in_one_line_naming_file_field_and_fix(
         profile, BOARD + "agent: {source: trusted/half}\n")
     # Only an emulated board has its firmware built here.
     lay_out_tree(trusted / "tree")
-    assert "only an emulated board (emulator: qemu-mcu)" in refusal(
+    assert "only an emulated board (emulator: mcu-emu)" in refusal(
         profile, "transport: {kind: local}\nagent: {source: trusted/tree}\n")
 
 
@@ -108,10 +108,10 @@ def test_the_board_is_built_from_the_profiles_tree(tmp_path, untrusting) -> None
         def __init__(self, elf: Path, *, machine: str) -> None:
             super().__init__(self)
 
-    import harness.emulators.qemu_mcu as qemu_mcu
+    import harness.emulators.mcu as qemu_mcu
 
     untrusting.setattr(qemu_mcu, "build_firmware", build_firmware)
-    untrusting.setattr(qemu_mcu, "QemuMcu", Board)
+    untrusting.setattr(qemu_mcu, "McuEmulator", Board)
     with contextlib.ExitStack() as resources:
         serial.open_device(load_profile(str(profile)), resources, None)
     [(machine, source)] = built

@@ -1,4 +1,4 @@
-"""harness.model.options: the options map model, its runtime limits and its error messages."""
+"""harness.data.options: the options map model, its runtime limits and its error messages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import enum
 
 import pytest
 
-from harness.model.options import (
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     BackendOptions,
@@ -223,12 +223,12 @@ def test_unchecked_maps_hold_anything_and_compare_equal_to_checked_ones() -> Non
 
 
 def test_harness_options_re_exports_every_public_name_of_the_model() -> None:
-    """``harness.options`` (what users import) is :mod:`harness.model.options`, name for
+    """``harness.options`` (what users import) is :mod:`harness.data.options`, name for
     name: nothing defined twice, nothing left out."""
     import ast
     import inspect
 
-    import harness.model.options as model
+    import harness.data.options as model
     import harness.options as public
 
     defined = set()
@@ -237,7 +237,7 @@ def test_harness_options_re_exports_every_public_name_of_the_model() -> None:
             defined.add(node.name)
         elif isinstance(node, ast.Assign):
             defined.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    from harness.model.strategies import options_maps
+    from harness.data.strategies import options_maps
 
     lazy = {"options_maps"}  # imported on first use: it loads Hypothesis
     assert set(public.__all__) - lazy == {name for name in defined if not name.startswith("_")}

@@ -13,7 +13,7 @@ from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 @pytest.mark.parametrize("name", profile_names())
 def test_every_shipped_profile_loads(name):
     profile = load_profile(name)
-    assert profile.name == name and profile.transport in ("local", "ssh", "adb", "serial")
+    assert profile.name == name and profile.kind in ("local", "ssh", "adb", "serial")
 
 
 @pytest.mark.parametrize("name", profile_names())
@@ -49,8 +49,8 @@ def write(tmp_path: Path, text: str) -> str:
          "line 2, column 1: key 'transport' appears twice"),
         ("transport: {kind: local}\nabi: [x\n", "not valid YAML"),
         ("transport: {kind: local}\nmachine: mps2-an385\n",
-         "machine: only the qemu-mcu emulator takes a machine"),
-        ("transport: {kind: serial}\nemulator: qemu-mcu\nmachine: mps2-an505\n",
+         "machine: only the mcu-emu emulator takes a machine"),
+        ("transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps2-an505\n",
          "machine: 'mps2-an505' is not one of mps2-an385, mps3-an547"),
     ],
 )
@@ -105,7 +105,7 @@ def test_unknown_device_names_the_known_ones():
 
 
 def test_qemu_mcu_boards_come_from_machine_with_the_m3_as_default(tmp_path):
-    emulated = "transport: {kind: serial}\nemulator: qemu-mcu\n"
+    emulated = "transport: {kind: serial}\nemulator: mcu-emu\n"
     assert load_profile(write(tmp_path, emulated)).machine == "mps2-an385"
     assert load_profile(write(tmp_path, emulated + "machine: mps3-an547\n")).machine == "mps3-an547"
     assert load_profile("mcu-m55-emu").machine == "mps3-an547"
@@ -121,11 +121,11 @@ def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("transport: {kind: ssh, host: board}\nemulator: sshd\n",
+        ("transport: {kind: ssh, host: board}\nemulator: ssh-emu\n",
          "transport.host: set by the sshd"),
-        ("transport: {kind: adb, connect: 'h:1'}\nemulator: adbd\n", "transport.connect: set by"),
-        ("transport: {kind: serial, baudrate: 9600}\nemulator: qemu-mcu\n",
-         "transport.baudrate: the qemu-mcu emulator sets the port itself"),
+        ("transport: {kind: adb, connect: 'h:1'}\nemulator: adb-emu\n", "transport.connect: set by"),
+        ("transport: {kind: serial, baudrate: 9600}\nemulator: mcu-emu\n",
+         "transport.baudrate: the mcu-emu emulator sets the port itself"),
     ],
 )
 def test_emulated_profiles_refuse_fields_the_emulator_sets(tmp_path, text, expected):

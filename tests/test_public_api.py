@@ -44,10 +44,10 @@ def test_every_exported_name_exists():
 
 def test_the_check_finds_an_import_of_an_internal_module(tmp_path):
     suite = tmp_path / "test_x.py"
-    suite.write_text("from harness.model.messages import Request\nimport harness.codec.wire\n"
+    suite.write_text("from harness.data.messages import Request\nimport harness.codec.wire\n"
                      "from harness.check import Verdict\n")
     assert harness_imports(suite) == [
-        (1, "harness.model.messages", "Request"),
+        (1, "harness.data.messages", "Request"),
         (2, "harness.codec.wire", None),
         (3, "harness.check", "Verdict"),
     ]

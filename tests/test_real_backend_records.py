@@ -14,9 +14,9 @@ from test_agent_host import REAL_BACKENDS, AgentProcess, opts
 from harness.agent.build import AgentBuild
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.config.profile import ProfileError, load_profile
-from harness.model.messages import Action, Outcome, Report, Request
-from harness.model.options import OptionsMap
-from harness.model.runtime_error import RuntimeErrorCode as E
+from harness.data.messages import Action, Outcome, Report, Request
+from harness.data.options import OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode as E
 from harness.runner import open_runner
 
 agent = test_agent_host.agent  # the fixtures, shared

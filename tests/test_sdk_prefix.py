@@ -22,8 +22,8 @@ from harness.agent.sdk_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_f
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
 from harness.codec import wire
 from harness.config.profile import ProfileError, load_profile
-from harness.model.messages import Action, Outcome, Request
-from harness.model.options import OptionsMap
+from harness.data.messages import Action, Outcome, Request
+from harness.data.options import OptionsMap
 
 
 def lay_out_prefix(prefix: Path, version: str = "1.5.0") -> Path:

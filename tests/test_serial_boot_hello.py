@@ -13,10 +13,11 @@ import pytest
 
 from harness.codec import wire
 from harness.link.serial.arq import BootHelloMissing
+from harness.link.serial.connect import connect
 from harness.link.serial.frame import Frame, FrameKind, decode_frame
 from harness.link.serial.hello import CAP_EXIT
-from harness.link.serial.port import SerialPortConfig, connect
 from harness.transport.base import DeviceUnavailable
+from harness.transport.serial import SerialSettings
 
 NOISE = b"\x13\x37noise\x00"
 
@@ -100,8 +101,8 @@ def board_factory() -> Iterator[type[ScriptedBoard]]:
         board.close()
 
 
-def _config(board: ScriptedBoard) -> SerialPortConfig:
-    return SerialPortConfig(url=board.url, wait_boot=True, boot_timeout=1.0, hello_timeout=2.0)
+def _config(board: ScriptedBoard) -> SerialSettings:
+    return SerialSettings(url=board.url, wait_boot=True, boot_timeout=1.0, hello_timeout=2.0)
 
 
 def test_a_board_that_boots_once_the_port_is_open_has_its_boot_hello_read(
@@ -151,4 +152,4 @@ def test_firmware_of_another_wire_version_is_refused_saying_which_side_to_update
         f"firmware speaks wire-format version {found}, this harness version {wire.WIRE_VERSION}"
     )
     with pytest.raises(DeviceUnavailable, match=f"{versions}: {advice}"):
-        connect(SerialPortConfig(url=board.url, hello_timeout=2.0))
+        connect(SerialSettings(url=board.url, hello_timeout=2.0))

@@ -23,14 +23,14 @@ from prerequisites import require
 
 from harness.config.profile import ProfileError, parse_profile
 from harness.devices.ssh import ssh_settings
-from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator
+from harness.emulators.ssh import Isolation, NetworkNamespace, SshEmulator
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 from harness.transport.private_dir import UnsafeDirectoryError
 from harness.transport.ssh import (
     HostKeyMismatch,
     HostKeyUnknown,
     SshConfigError,
-    SshProfile,
+    SshSettings,
     SshTransport,
 )
 
@@ -63,22 +63,22 @@ HOSTILE_ARGS = [
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdEmulator]:
-    with SshdEmulator(tmp_path_factory.mktemp("board"), isolation=Isolation.NETNS) as emulator:
+def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshEmulator]:
+    with SshEmulator(tmp_path_factory.mktemp("board"), isolation=Isolation.NETNS) as emulator:
         yield emulator
 
 
 @pytest.fixture
-def ssh(board: SshdEmulator) -> Iterator[SshTransport]:
+def ssh(board: SshEmulator) -> Iterator[SshTransport]:
     transport = SshTransport(board.profile())
     yield transport
     transport.close()
 
 
 @pytest.fixture
-def own_board(tmp_path: Path) -> Iterator[SshdEmulator]:
+def own_board(tmp_path: Path) -> Iterator[SshEmulator]:
     """A board this test may kill."""
-    with SshdEmulator(tmp_path / "own", isolation=Isolation.NETNS) as emulator:
+    with SshEmulator(tmp_path / "own", isolation=Isolation.NETNS) as emulator:
         yield emulator
 
 
@@ -90,7 +90,7 @@ REFUSED_BEFORE_LOGIN = "[preauth]"  # sshd's line for a client that left before 
 # -- host keys ---------------------------------------------------------------
 
 
-def test_connects_with_known_hosts_from_the_ssh_config(board: SshdEmulator) -> None:
+def test_connects_with_known_hosts_from_the_ssh_config(board: SshEmulator) -> None:
     transport = SshTransport(board.profile())
     try:
         assert transport.run(["id", "-un"], timeout=10).stdout == b"etdevice\n"
@@ -99,7 +99,7 @@ def test_connects_with_known_hosts_from_the_ssh_config(board: SshdEmulator) -> N
 
 
 def test_connects_with_a_known_hosts_path_from_the_profile(
-    board: SshdEmulator, tmp_path: Path
+    board: SshEmulator, tmp_path: Path
 ) -> None:
     known = tmp_path / "known"
     known.write_text(board.known_hosts.read_text())
@@ -111,7 +111,7 @@ def test_connects_with_a_known_hosts_path_from_the_profile(
 
 
 @pytest.mark.parametrize("pin", ["key", "fingerprint"])
-def test_connects_with_a_pinned_host_key(board: SshdEmulator, tmp_path: Path, pin: str) -> None:
+def test_connects_with_a_pinned_host_key(board: SshEmulator, tmp_path: Path, pin: str) -> None:
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     host_key = board.host_public_key if pin == "key" else board.host_key_fingerprint
@@ -123,7 +123,7 @@ def test_connects_with_a_pinned_host_key(board: SshdEmulator, tmp_path: Path, pi
 
 
 def test_unknown_host_key_is_refused_with_its_fingerprint(
-    own_board: SshdEmulator, tmp_path: Path
+    own_board: SshEmulator, tmp_path: Path
 ) -> None:
     board = own_board
     empty = tmp_path / "empty_known_hosts"
@@ -137,7 +137,7 @@ def test_unknown_host_key_is_refused_with_its_fingerprint(
     assert board.log_count(LOGIN) == 0, "no login may happen before the key is trusted"
 
 
-def test_changed_host_key_is_refused(own_board: SshdEmulator, tmp_path: Path) -> None:
+def test_changed_host_key_is_refused(own_board: SshEmulator, tmp_path: Path) -> None:
     board = own_board
     impostor = tmp_path / "impostor"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(impostor)], check=True)
@@ -158,7 +158,7 @@ def test_changed_host_key_is_refused(own_board: SshdEmulator, tmp_path: Path) ->
     assert board.log_count(LOGIN) == 0
 
 
-def test_malformed_pins_are_configuration_errors(board: SshdEmulator) -> None:
+def test_malformed_pins_are_configuration_errors(board: SshEmulator) -> None:
     for bad in ("SHA256:short", "ssh-ed25519", "ssh-ed25519 !!!notbase64", "nonsense"):
         with pytest.raises(SshConfigError):
             board.profile(host_key=bad)
@@ -186,8 +186,8 @@ def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
     reaches the jump host through its ProxyCommand, and the board through the jump."""
     with (
         NetworkNamespace() as netns,
-        SshdEmulator(tmp_path / "jump", netns=netns, alias="jump") as jump,
-        SshdEmulator(tmp_path / "board", netns=netns, port=2200) as board,
+        SshEmulator(tmp_path / "jump", netns=netns, alias="jump") as jump,
+        SshEmulator(tmp_path / "board", netns=netns, port=2200) as board,
     ):
         config = tmp_path / "ssh_config"
         config.write_text(
@@ -199,7 +199,7 @@ def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
         known = tmp_path / "known_hosts"
         known.write_text(jump.known_hosts.read_text() + board.known_hosts.read_text())
         via_config = SshTransport(
-            SshProfile(host="lab-board", ssh_config=config, known_hosts=known)
+            SshSettings(host="lab-board", ssh_config=config, known_hosts=known)
         )
         try:
             assert [hop.hostname + f":{hop.port}" for hop in via_config.route] == [
@@ -220,7 +220,7 @@ def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
         assert board.wait_for_log(LOGOUT) and jump.wait_for_log(LOGOUT)
         assert (jump.log_count(LOGIN), board.log_count(LOGIN)) == (1, 1)
         via_profile = SshTransport(
-            SshProfile(
+            SshSettings(
                 host="127.0.0.1",
                 port=board.port,
                 user=board.user,
@@ -235,7 +235,7 @@ def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
         finally:
             via_profile.close()
         direct = SshTransport(
-            SshProfile(
+            SshSettings(
                 host="127.0.0.1",
                 port=board.port,
                 ssh_config=config,
@@ -249,7 +249,7 @@ def test_proxy_jump_through_a_second_sshd(tmp_path: Path) -> None:
             direct.connect()  # the board is not on the host's network
 
 
-def test_ssh_config_alias_and_agent(board: SshdEmulator, tmp_path: Path) -> None:
+def test_ssh_config_alias_and_agent(board: SshEmulator, tmp_path: Path) -> None:
     """A Host alias with no IdentityFile: the key comes from a private ssh-agent."""
     config = tmp_path / "config"
     config.write_text(
@@ -277,12 +277,12 @@ def test_ssh_config_alias_and_agent(board: SshdEmulator, tmp_path: Path) -> None
         assert added.returncode == 0, added.stderr
         os.environ["SSH_AUTH_SOCK"] = str(agent_socket)
         try:
-            transport = SshTransport(SshProfile(host="my-board", ssh_config=config))
+            transport = SshTransport(SshSettings(host="my-board", ssh_config=config))
             assert transport.run(["id", "-un"], timeout=10).stdout == b"etdevice\n"
             transport.close()
         finally:
             del os.environ["SSH_AUTH_SOCK"]
-        no_agent = SshTransport(SshProfile(host="my-board", ssh_config=config, use_agent=False))
+        no_agent = SshTransport(SshSettings(host="my-board", ssh_config=config, use_agent=False))
         with pytest.raises(DeviceUnavailable, match="authentication failed"):
             no_agent.connect()
     finally:
@@ -294,7 +294,7 @@ def test_refused_port_is_device_unavailable(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     transport = SshTransport(
-        SshProfile(
+        SshSettings(
             host="127.0.0.1",
             port=port,
             user="nobody",
@@ -326,7 +326,7 @@ def test_a_connection_closed_after_the_banner_says_why_it_failed(tmp_path: Path)
         thread = threading.Thread(target=banner_then_close, daemon=True)
         thread.start()
         transport = SshTransport(
-            SshProfile(host="127.0.0.1", port=port, user="nobody",
+            SshSettings(host="127.0.0.1", port=port, user="nobody",
                        known_hosts=tmp_path / "none", connect_timeout=5)
         )
         with pytest.raises(DeviceUnavailable) as lost:
@@ -338,7 +338,7 @@ def test_a_connection_closed_after_the_banner_says_why_it_failed(tmp_path: Path)
     )
 
 
-def test_wrong_key_is_an_authentication_failure(board: SshdEmulator, tmp_path: Path) -> None:
+def test_wrong_key_is_an_authentication_failure(board: SshEmulator, tmp_path: Path) -> None:
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     transport = SshTransport(board.profile(identity_file=stranger, use_agent=False))
@@ -347,7 +347,7 @@ def test_wrong_key_is_an_authentication_failure(board: SshdEmulator, tmp_path: P
     assert str(stranger) in str(refused.value)
 
 
-def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None:
+def test_profile_from_a_device_file(board: SshEmulator, tmp_path: Path) -> None:
     """As open_device gives it after starting an sshd emulator: the config is the
     harness's own, so its ProxyCommand runs; a profile naming that file itself may not."""
     data: dict = {
@@ -357,7 +357,7 @@ def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None
     }
     with pytest.raises(ProfileError, match=r"transport\.ssh_config: .*ProxyCommand runs a command"):
         ssh_settings(parse_profile(data, tmp_path / "named.yaml"))
-    data["emulator"] = "sshd"
+    data["emulator"] = "ssh-emu"
     profile = ssh_settings(parse_profile(data, tmp_path / "emulated.yaml"))
     transport = SshTransport(profile)
     try:
@@ -377,7 +377,7 @@ def test_profile_from_a_device_file(board: SshdEmulator, tmp_path: Path) -> None
 # -- commands ------------------------------------------------------------------
 
 
-def test_one_connection_serves_many_commands(own_board: SshdEmulator) -> None:
+def test_one_connection_serves_many_commands(own_board: SshEmulator) -> None:
     transport = SshTransport(own_board.profile())
     for _ in range(5):
         assert transport.run(["true"], timeout=10).exit_code == 0
@@ -409,7 +409,7 @@ def test_hostile_arguments_arrive_exactly(ssh: SshTransport) -> None:
 _ANY_ARG = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)))
 
 
-def test_any_argv_and_env_round_trip(board: SshdEmulator) -> None:
+def test_any_argv_and_env_round_trip(board: SshEmulator) -> None:
     transport = SshTransport(board.profile())
 
     @settings(max_examples=150, deadline=None)
@@ -438,7 +438,7 @@ def test_timeout_kills_the_command(ssh: SshTransport) -> None:
     assert ssh.run(["pgrep", "-f", pattern], timeout=10).exit_code == 1, "still running"
 
 
-def test_frozen_device_times_out(own_board: SshdEmulator) -> None:
+def test_frozen_device_times_out(own_board: SshEmulator) -> None:
     transport = SshTransport(own_board.profile(connect_timeout=2))
     try:
         assert transport.run(["true"], timeout=5).exit_code == 0
@@ -458,7 +458,7 @@ def test_frozen_device_times_out(own_board: SshdEmulator) -> None:
         transport.close()
 
 
-def test_reconnects_after_the_connection_dropped(own_board: SshdEmulator) -> None:
+def test_reconnects_after_the_connection_dropped(own_board: SshEmulator) -> None:
     transport = SshTransport(own_board.profile())
     try:
         assert transport.run(["true"], timeout=5).exit_code == 0
@@ -473,7 +473,7 @@ def test_reconnects_after_the_connection_dropped(own_board: SshdEmulator) -> Non
 
 
 def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
-    board: SshdEmulator,
+    board: SshEmulator,
 ) -> None:
     """As on this machine (test_private_dir.py): the board's work_dir and every directory
     above it must be the login user's or root's and not writable by others."""
@@ -502,7 +502,7 @@ def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
         shutil.rmtree(shared)
 
 
-def test_a_sticky_shared_directory_is_no_work_dir(board: SshdEmulator) -> None:
+def test_a_sticky_shared_directory_is_no_work_dir(board: SshEmulator) -> None:
     """A root-owned sticky directory (/var/tmp, or one like /tmp) may lie above the work
     directory, never be it: there another user of the board makes the subdirectory the
     agent is pushed to first, and swaps what the harness puts in it."""
@@ -663,7 +663,7 @@ def test_stream_close_ends_the_process(ssh: SshTransport) -> None:
     assert ssh.run(["pgrep", "-f", pattern], timeout=10).exit_code == 1
 
 
-def test_killing_sshd_mid_stream_is_lost_quickly(own_board: SshdEmulator) -> None:
+def test_killing_sshd_mid_stream_is_lost_quickly(own_board: SshEmulator) -> None:
     transport = SshTransport(own_board.profile())
     stream = transport.open_stream(["cat"])
     try:
@@ -685,7 +685,7 @@ def test_killing_sshd_mid_stream_is_lost_quickly(own_board: SshdEmulator) -> Non
         transport.close()
 
 
-def test_measurements(board: SshdEmulator) -> None:
+def test_measurements(board: SshEmulator) -> None:
     """Figures for the docs: connect, one command, one stream round trip."""
     transport = SshTransport(board.profile())
     try:

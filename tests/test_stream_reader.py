@@ -12,7 +12,7 @@ import pytest
 from harness.codec import wire
 from harness.codec.wire import MAX_MESSAGE, MIN_MESSAGE, MessageType, WireErrorCode
 from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamRefusal
-from harness.model.messages import Action, Request
+from harness.data.messages import Action, Request
 
 MESSAGE = wire.encode_request(Request(Action.HELLO, seq=7))
 

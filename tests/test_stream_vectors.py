@@ -24,9 +24,9 @@ from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
 from harness.codec import wire
 from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
-from harness.emulators.qemu_mcu import QemuMcu
+from harness.data.messages import Action, Outcome, Report, Request
+from harness.emulators.mcu import McuEmulator
 from harness.link.stream import StreamChannel
-from harness.model.messages import Action, Outcome, Report, Request
 from harness.transport.process_stream import ProcessStream, start_stream_process
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
@@ -329,7 +329,7 @@ def test_arm64_agent_under_qemu(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", stream_names())
-def test_mcu_firmware_answers_each_unit_as_one_link_message(mcu: QemuMcu, name: str) -> None:
+def test_mcu_firmware_answers_each_unit_as_one_link_message(mcu: McuEmulator, name: str) -> None:
     stream, vector = load(name)
     answers = []
     with mcu.connect() as link:
@@ -341,7 +341,7 @@ def test_mcu_firmware_answers_each_unit_as_one_link_message(mcu: QemuMcu, name: 
     assert answers == expected(vector, framed=True)
 
 
-def test_mcu_firmware_checks_the_length_field_against_its_own_max_message(mcu: QemuMcu) -> None:
+def test_mcu_firmware_checks_the_length_field_against_its_own_max_message(mcu: McuEmulator) -> None:
     """Step 3 with the device's limit: LENGTH, not TRUNCATED, for a header claiming more."""
     with mcu.connect() as link:
         claimed = link.hello.max_message + 1

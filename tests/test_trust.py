@@ -19,9 +19,9 @@ from harness.untrusted.trust import TRUSTED_PROFILES_ENV, listed_by_user, profil
 
 THIS_MACHINE = {
     "local": "transport: {kind: local}\n",
-    "ssh-emu": "transport: {kind: ssh}\nemulator: sshd\n",
-    "adb-emu": "transport: {kind: adb}\nemulator: adbd\n",
-    "mcu-emu": "transport: {kind: serial}\nemulator: qemu-mcu\n",
+    "ssh-emu": "transport: {kind: ssh}\nemulator: ssh-emu\n",
+    "adb-emu": "transport: {kind: adb}\nemulator: adb-emu\n",
+    "mcu-emu": "transport: {kind: serial}\nemulator: mcu-emu\n",
 }
 
 

@@ -23,8 +23,8 @@ from harness.agent.sdk import ensure_sdk, host_abi
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, delegate_blob, xnnpack_program
 from harness.cli.main import main
 from harness.codec import wire
-from harness.model.messages import Action, LoadPath, Outcome, Request
-from harness.model.options import OptionsMap
+from harness.data.messages import Action, LoadPath, Outcome, Request
+from harness.data.options import OptionsMap
 
 PROBES = ("ProbeA", "ProbeB")
 MULTI_METHODS = ("forward", "second")

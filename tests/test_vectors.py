@@ -19,7 +19,7 @@ from harness.codec.wire import (
     encode_report,
     encode_request,
 )
-from harness.model.messages import Report, Request
+from harness.data.messages import Report, Request
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 

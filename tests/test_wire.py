@@ -26,8 +26,8 @@ from harness.codec.wire import (
     peek_header,
     seal,
 )
-from harness.model.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.model.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.data.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.data.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 
 SPEC = Path(__file__).resolve().parents[1] / "docs" / "wire-format.md"
 E = WireErrorCode

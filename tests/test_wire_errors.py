@@ -16,7 +16,7 @@ import pytest
 
 from harness.codec import wire
 from harness.codec.wire import HEADER_SIZE, WireError, WireErrorCode
-from harness.model.messages import (
+from harness.data.messages import (
     Action,
     LoadPath,
     LoadSpec,
@@ -25,7 +25,7 @@ from harness.model.messages import (
     ReportEntry,
     Request,
 )
-from harness.model.options import BackendOptions, Option, OptionsMap
+from harness.data.options import BackendOptions, Option, OptionsMap
 
 E = WireErrorCode
 BOTH = OptionsMap.from_dict({"P": {"m": "x"}})

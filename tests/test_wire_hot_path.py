@@ -10,8 +10,8 @@ import pytest
 
 from harness.codec import wire
 from harness.codec.wire import decode, encode
-from harness.model.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.model.options import (
+from harness.data.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

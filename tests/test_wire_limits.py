@@ -10,8 +10,8 @@ import pytest
 
 from harness.codec import wire
 from harness.codec.wire import WireError, WireErrorCode
-from harness.model.messages import Action, Request
-from harness.model.options import (
+from harness.data.messages import Action, Request
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_ID_BYTES,

@@ -16,8 +16,8 @@ from harness.codec.wire import (
     encode_request,
     seal,
 )
-from harness.model.messages import Action, Outcome, Report, ReportEntry, Request
-from harness.model.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.data.messages import Action, Outcome, Report, ReportEntry, Request
+from harness.data.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

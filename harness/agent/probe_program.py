@@ -19,8 +19,8 @@ from pathlib import Path
 
 from harness.agent.flatc import FlatcError, cached_program, compile_json
 from harness.agent.sdk import ensure_sdk, host_abi
+from harness.data.options import MAX_ID_BYTES
 from harness.errors import UsageError
-from harness.model.options import MAX_ID_BYTES
 
 MAX_DELEGATES = 8  # wire format v2: delegate_count limit
 FORMAT_REVISION = 2  # bump when the generated program changes shape

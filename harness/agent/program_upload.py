@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from harness.agent.probe_program import probe_program
 from harness.agent.session import AgentSession
 from harness.codec.wire.program_upload import chunk_limit, encode_program_data, encode_program_end
+from harness.data.messages import Action, Outcome, Report, Request
 from harness.link.channel import MessageChannel
-from harness.model.messages import Action, Outcome, Report, Request
 from harness.transport.base import TransportError
 
 

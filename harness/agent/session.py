@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from harness.codec import wire
+from harness.data.messages import Report, Request
 from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit, header_seq
-from harness.model.messages import Report, Request
 
 __all__ = ["AgentLink", "AgentProtocolError", "AgentSession", "TimeLimit"]
 

@@ -1,7 +1,7 @@
 """The exactness check: what the host sent against what each backend reported.
 
 :func:`check_load`, :func:`check_set` and :func:`check_get` compare a request's
-options map with the device's :class:`~harness.model.messages.Report` and return a
+options map with the device's :class:`~harness.data.messages.Report` and return a
 :class:`Verdict` that names every difference (:class:`DifferenceKind`). Options
 are compared strictly: the same key, the same type (``True`` never equals ``1``),
 the same value and the same order. ``verdict.raise_for_differences()`` raises
@@ -24,7 +24,8 @@ wire's :class:`WireErrorCode` (a REJECTED report's ``detail``).
 """
 
 from harness.check.comparison import check_get, check_load, check_set
-from harness.check.model import (
+from harness.check.rendering import format_value, show_name
+from harness.check.verdict import (
     BackendOutcome,
     DeliveryMismatch,
     Difference,
@@ -34,9 +35,8 @@ from harness.check.model import (
     Verdict,
     VerdictNotExamined,
 )
-from harness.check.rendering import format_value, show_name
 from harness.codec.wire import WireErrorCode
-from harness.model.messages import (
+from harness.data.messages import (
     MAX_MODELS,
     Action,
     LoadPath,
@@ -46,7 +46,7 @@ from harness.model.messages import (
     ReportEntry,
     Request,
 )
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.data.runtime_error import RuntimeErrorCode
 
 __all__ = [
     "MAX_MODELS",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from harness.check.model import (
+from harness.check.verdict import (
     HOOKS,
     BackendOutcome,
     Difference,
@@ -19,9 +19,9 @@ from harness.check.model import (
     Verdict,
 )
 from harness.codec.wire import WireErrorCode
-from harness.model.messages import Action, LoadPath, Outcome, Report, ReportEntry
-from harness.model.options import BackendOptions, Option, OptionsMap
-from harness.model.runtime_error import RuntimeErrorCode, describe_status
+from harness.data.messages import Action, LoadPath, Outcome, Report, ReportEntry
+from harness.data.options import BackendOptions, Option, OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode, describe_status
 
 
 def check_load(

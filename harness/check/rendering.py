@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from wcwidth import wcwidth
 
-from harness.check.model import (
+from harness.check.verdict import (
     HOOKS,
     BackendOutcome,
     Difference,
@@ -20,9 +20,9 @@ from harness.check.model import (
     DifferenceValue,
     Verdict,
 )
-from harness.model.messages import Action, ReportEntry
-from harness.model.options import Option
-from harness.model.runtime_error import describe_status
+from harness.data.messages import Action, ReportEntry
+from harness.data.options import Option
+from harness.data.runtime_error import describe_status
 
 _OPTION_KINDS = frozenset(
     {

@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Collection
 
 from harness.check import BackendOutcome, Difference, DifferenceKind, Verdict, check_load
-from harness.model.messages import Action, Report, Request
-from harness.model.options import Option, OptionsMap
+from harness.data.messages import Action, Report, Request
+from harness.data.options import Option, OptionsMap
 
 # What a value of another model shows up as when only one model's map is looked at.
 _LEAK_KINDS = frozenset(

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.codec import wire
+from harness.data.messages import Action, LoadSpec, Outcome, Report, Request
+from harness.data.options import BackendOptions, Option, OptionsMap
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
 from harness.errors import CheckFailure
-from harness.model.messages import Action, LoadSpec, Outcome, Report, Request
-from harness.model.options import BackendOptions, Option, OptionsMap
 from harness.runner import CaseRunner
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"

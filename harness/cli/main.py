@@ -28,10 +28,10 @@ from harness.check import format_value, show_name
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
+from harness.data.messages import Action, Request
+from harness.data.options import OptionsMap
 from harness.errors import HarnessError, UsageError
 from harness.history import command as history_command
-from harness.model.messages import Action, Request
-from harness.model.options import OptionsMap
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES_DIR = REPO_ROOT / "suites"
@@ -306,7 +306,7 @@ def _cmd_devices(_: argparse.Namespace) -> int:
             print(f"{name:<{width}} INVALID {exc}")
             invalid += 1
             continue
-        print(f"{name:<{width}} {profile.transport:<7} {profile.description}")
+        print(f"{name:<{width}} {profile.kind:<7} {profile.description}")
     return 1 if invalid else 0
 
 

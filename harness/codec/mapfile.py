@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.codec.strict_yaml import MAX_NUMBER_CHARS, YamlError, read_yaml
-from harness.model.options import (
+from harness.data.options import (
     BackendOptions,
     MapValidationError,
     Option,

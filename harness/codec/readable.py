@@ -10,9 +10,9 @@ import dataclasses
 from collections.abc import Mapping
 
 from harness.codec.wire import check_request, encode_report
+from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
+from harness.data.options import BackendOptions, Option, OptionsMap, OptionType
 from harness.errors import UsageError
-from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
-from harness.model.options import BackendOptions, Option, OptionsMap, OptionType
 
 
 class ReadableFormError(ValueError, UsageError):

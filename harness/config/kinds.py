@@ -94,7 +94,7 @@ KINDS: dict[str, DeviceKind] = {
         DeviceKind(
             "serial",
             "harness.devices.serial",
-            "qemu-mcu",
+            "mcu-emu",
             hardware_key=_serial_key,
             lab=LabAddress(("url", "port"), (("url", "rfc2217://127.0.0.1:1"),)),
             takes_outside_reset=True,

@@ -1,4 +1,4 @@
-"""The boards the qemu-mcu emulator can be: QEMU machine, CPU and firmware build per board.
+"""The boards the mcu-emu emulator can be: QEMU machine, CPU and firmware build per board.
 
 A profile names one with ``machine:`` (default :data:`DEFAULT_MACHINE`); the
 firmware in ``agent/mcu`` is built once per board (``make BOARD=<machine>``, its

@@ -61,7 +61,7 @@ class AgentConfig:
     wrapper: tuple[str, ...] = ()
     prebuilt: Path | None = None  # an agent built elsewhere (e.g. with the Android NDK)
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
-    source: Path | None = None  # an ExecuTorch source tree the MCU firmware compiles (qemu-mcu)
+    source: Path | None = None  # an ExecuTorch source tree the MCU firmware compiles (mcu-emu)
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
     race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
     records: bool = True  # the agent records the real backends' calls (docs/agent.md)
@@ -73,14 +73,14 @@ class DeviceProfile:
 
     name: str
     path: Path | None
-    transport: str
+    kind: str  # transport.kind: the device's kind (harness/devices/<kind>.py)
     settings: Mapping[str, Any]  # the transport's own fields, checked by the transport
     description: str = ""
     abi: str | None = None
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
-    machine: str | None = None  # the board qemu-mcu emulates (harness/config/mcu_boards.py)
+    machine: str | None = None  # the board mcu-emu emulates (harness/config/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -201,7 +201,7 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
         fields=_PROFILE_FIELDS,
         base=path.parent if path else Path.cwd(),
         path=path,
-        transport=kind,
+        kind=kind,
         settings={k: v for k, v in transport.items() if k != "kind"},
         **named,
     )
@@ -216,22 +216,22 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
             check_name(profile.name)
         except ValueRuleError as exc:
             raise ProfileError(f"{src}: name (taken from the file name): {exc}") from None
-    kind, emulator = profile.transport, profile.emulator
+    kind, emulator = profile.kind, profile.emulator
     if emulator is not None and EMULATORS[emulator].name != kind:
         raise ProfileError(
             f"{src}: emulator: {emulator} emulates a device reached over "
             f"{EMULATORS[emulator].name}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {EMULATORS[emulator].name}"
         )
-    if profile.agent.source is not None and emulator != "qemu-mcu":
+    if profile.agent.source is not None and emulator != "mcu-emu":
         raise ProfileError(
-            f"{src}: agent.source: only an emulated board (emulator: qemu-mcu) has its firmware "
-            "built here; remove agent.source or set emulator: qemu-mcu"
+            f"{src}: agent.source: only an emulated board (emulator: mcu-emu) has its firmware "
+            "built here; remove agent.source or set emulator: mcu-emu"
         )
-    if profile.machine is not None and emulator != "qemu-mcu":
+    if profile.machine is not None and emulator != "mcu-emu":
         raise ProfileError(
-            f"{src}: machine: only the qemu-mcu emulator takes a machine; remove it or set "
-            "emulator: qemu-mcu"
+            f"{src}: machine: only the mcu-emu emulator takes a machine; remove it or set "
+            "emulator: mcu-emu"
         )
     agent_data = data.get("agent", {})
     agent = _agent_after_the_fields(profile.agent, src)
@@ -251,7 +251,7 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
     return dataclasses.replace(
         profile,
         agent=dataclasses.replace(agent, race_detector=race_detector),
-        machine=profile.machine or (DEFAULT_MACHINE if emulator == "qemu-mcu" else None),
+        machine=profile.machine or (DEFAULT_MACHINE if emulator == "mcu-emu" else None),
         work_dir=_work_dir(profile, "work_dir" in data),
     )
 
@@ -276,7 +276,7 @@ def _check_trusted_for_this_machine(agent: dict, src: str, path: Path | None) ->
 def _work_dir(profile: DeviceProfile, given: bool) -> str:
     """The profile's work_dir; if it gives none, a directory of the user's own for a device
     that is this machine (not a shared /tmp), else the default."""
-    if not given and KINDS[profile.transport].on_this_machine:
+    if not given and KINDS[profile.kind].on_this_machine:
         return str(cache_root() / "host-work" / profile.name)
     return profile.work_dir
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
+from harness.devices.acquired_place import LabResources
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
-from harness.devices.lab_place import LabResources
-from harness.transport.adb import ADB_ENV, AdbTarget, AdbTransport
+from harness.transport.adb import ADB_ENV, AdbSettings, AdbTransport
 from harness.untrusted.value_rules import check_host, check_port, check_word, split_host_port
 
 # The transport fields of an adb profile and the rule each value must pass.
@@ -26,7 +26,7 @@ SERIAL_TAG = "adb_serial"
 SERVER_TAG = "adb_server"
 
 
-def adb_target(profile: DeviceProfile) -> AdbTarget:
+def adb_settings(profile: DeviceProfile) -> AdbSettings:
     """The profile's transport fields, checked, with the profile's timeouts."""
     where = profile.where("transport")
     if "adb" in profile.settings:
@@ -38,7 +38,7 @@ def adb_target(profile: DeviceProfile) -> AdbTarget:
             f"{ADB_ENV}=/path/to/adb in your environment",
         )
     return parse_settings(
-        AdbTarget,
+        AdbSettings,
         profile.settings,
         where,
         fields=FIELDS,
@@ -49,7 +49,7 @@ def adb_target(profile: DeviceProfile) -> AdbTarget:
 
 
 def check_settings(profile: DeviceProfile) -> None:
-    adb_target(profile)
+    adb_settings(profile)
 
 
 def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) -> dict[str, object]:
@@ -65,12 +65,12 @@ def open_device(
 ) -> HostedDevice:
     emulator = None
     if profile.emulator is not None:
-        from harness.emulators.adb_emulator import AdbEmulator
-        from harness.emulators.adb_server import PrivateAdbServer
+        from harness.emulators.adb.launcher import AdbEmulator
+        from harness.emulators.adb.server import PrivateAdbServer
 
         home = emulator_home(profile, resources)
         server = resources.enter_context(PrivateAdbServer(home / "adb-server"))
         emulator = AdbEmulator(home / "device-root")
         resources.enter_context(emulator)
         profile = with_settings(profile, **emulator.settings, server_port=server.port)
-    return HostedDevice(profile, AdbTransport(adb_target(profile)), resources, emulator)
+    return HostedDevice(profile, AdbTransport(adb_settings(profile)), resources, emulator)

@@ -30,7 +30,7 @@ class Emulator(Protocol):
     """An emulated device the harness starts: a real daemon or machine on this host.
 
     An emulator may also offer ``reset()`` where its device has a reset to emulate, and
-    ``run()`` where it holds its CPU until the harness's own link is ready (qemu-mcu): a
+    ``run()`` where it holds its CPU until the harness's own link is ready (mcu-emu): a
     client that is not the harness's (``et-harness emu``) calls it first.
     """
 

@@ -9,8 +9,8 @@ from typing import Protocol, cast
 
 from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
+from harness.devices.acquired_place import LabResources
 from harness.devices.base import Device
-from harness.devices.lab_place import LabResources
 
 
 class KindModule(Protocol):
@@ -40,7 +40,7 @@ class KindModule(Protocol):
 
 def kind_module(profile: DeviceProfile) -> KindModule:
     """The module of the profile's device kind (``transport.kind``, checked by the profile)."""
-    return cast(KindModule, importlib.import_module(KINDS[profile.transport].module))
+    return cast(KindModule, importlib.import_module(KINDS[profile.kind].module))
 
 
 def check_transport_settings(profile: DeviceProfile) -> None:
@@ -60,7 +60,7 @@ def open_device(profile: DeviceProfile, *, board_reset: Callable[[], None] | Non
 
     ``board_reset`` resets a serial board from outside (its lab place's power port).
     """
-    kind = KINDS[profile.transport]
+    kind = KINDS[profile.kind]
     if profile.emulator is not None:
         clash = sorted(set(profile.settings) & set(kind.emulator_fields))
         if clash:

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 from harness.agent.program_upload import ProgramUploadingSession
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.config.profile import DeviceProfile
+from harness.data.messages import Action, Outcome, Request
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice
 from harness.link.serial.arq import LinkConfig, SerialLink
-from harness.link.serial.port import ResetLine, SerialPortConfig
-from harness.link.serial.port import connect as connect_serial
-from harness.model.messages import Action, Outcome, Request
+from harness.link.serial.connect import connect as connect_serial
 from harness.transport.base import DeviceUnavailable
+from harness.transport.serial import ResetLine, SerialSettings
 
 if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
-    from harness.emulators.qemu_mcu import QemuMcu
+    from harness.emulators.mcu import McuEmulator
 
 
 class FirmwareDevice(Device):
@@ -44,8 +44,8 @@ class FirmwareDevice(Device):
         self,
         profile: DeviceProfile,
         *,
-        qemu: QemuMcu | None = None,
-        port: SerialPortConfig | None = None,
+        qemu: McuEmulator | None = None,
+        port: SerialSettings | None = None,
         reset: Callable[[], None] | None = None,
         resources: contextlib.ExitStack | None = None,
     ) -> None:

@@ -1,4 +1,4 @@
-"""Device kind ``serial``: an MCU whose firmware is the agent; emulator ``qemu-mcu``."""
+"""Device kind ``serial``: an MCU whose firmware is the agent; emulator ``mcu-emu``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Callable
 from harness.config.mcu_boards import DEFAULT_MACHINE
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.config.settings import check_known, parse_settings, refuse
+from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.firmware import FirmwareDevice
-from harness.devices.lab_place import LabResourceError, LabResources
-from harness.link.serial.port import SerialPortConfig
+from harness.transport.serial import SerialSettings
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (
     ValueRuleError,
@@ -55,7 +55,7 @@ def check_port_url(value: object) -> str:
     return str(value)
 
 
-def port_settings(profile: DeviceProfile) -> SerialPortConfig:
+def port_settings(profile: DeviceProfile) -> SerialSettings:
     """The profile's transport fields, checked: where the port is and how to use it."""
     where, settings = profile.where("transport"), profile.settings
     check_known(settings, (*FIELDS, *_WHERE_THE_PORT_IS), where)
@@ -71,7 +71,7 @@ def port_settings(profile: DeviceProfile) -> SerialPortConfig:
         raise refuse(where, field, str(exc)) from None
     rest = {key: value for key, value in settings.items() if key not in _WHERE_THE_PORT_IS}
     return parse_settings(
-        SerialPortConfig, rest, where, fields=FIELDS, also_allowed=_WHERE_THE_PORT_IS, url=url
+        SerialSettings, rest, where, fields=FIELDS, also_allowed=_WHERE_THE_PORT_IS, url=url
     )
 
 
@@ -100,14 +100,16 @@ def open_device(
         )
     if profile.settings:
         raise ProfileError(
-            f"{profile.where('transport.' + sorted(profile.settings)[0])}: the qemu-mcu "
+            f"{profile.where('transport.' + sorted(profile.settings)[0])}: the mcu-emu "
             "emulator sets the port itself; an emulated board takes no transport fields"
         )
     from harness.agent.runtime_source import runtime_source
-    from harness.emulators.qemu_mcu import QemuMcu, build_firmware
+    from harness.emulators.mcu import McuEmulator, build_firmware
 
     machine = profile.machine or DEFAULT_MACHINE
     source = profile.agent.source
     tree = runtime_source(source, profile.where("agent.source")) if source else None
-    qemu = resources.enter_context(QemuMcu(build_firmware(machine, source=tree), machine=machine))
+    qemu = resources.enter_context(
+        McuEmulator(build_firmware(machine, source=tree), machine=machine)
+    )
     return FirmwareDevice(profile, qemu=qemu, reset=board_reset, resources=resources)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
+from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
-from harness.devices.lab_place import LabResourceError, LabResources
-from harness.transport.ssh import SshConfigError, SshProfile, SshTransport, resolve_route
+from harness.transport.ssh import SshConfigError, SshSettings, SshTransport, resolve_route
 
-# The transport fields of an ssh profile; their rules are SshProfile's own (it checks
+# The transport fields of an ssh profile; their rules are SshSettings's own (it checks
 # host, port, user, proxy_jump, keepalive_interval and host_key on construction).
 FIELDS = dict.fromkeys(
     (
@@ -30,7 +30,7 @@ FIELDS = dict.fromkeys(
 )
 
 
-def ssh_settings(profile: DeviceProfile) -> SshProfile:
+def ssh_settings(profile: DeviceProfile) -> SshSettings:
     """The profile's transport fields, checked, with the route through the ssh config
     resolved once to check what the config adds."""
     where = profile.where("transport")
@@ -39,7 +39,7 @@ def ssh_settings(profile: DeviceProfile) -> SshProfile:
     trusted = "ssh_config" not in profile.settings or profile.emulator is not None
     try:
         settings = parse_settings(
-            SshProfile,
+            SshSettings,
             profile.settings,
             where,
             fields=FIELDS,
@@ -75,8 +75,8 @@ def open_device(
 ) -> HostedDevice:
     emulator = None
     if profile.emulator is not None:
-        from harness.emulators.sshd import SshdEmulator
+        from harness.emulators.ssh import SshEmulator
 
-        emulator = resources.enter_context(SshdEmulator(emulator_home(profile, resources) / "sshd"))
+        emulator = resources.enter_context(SshEmulator(emulator_home(profile, resources) / "sshd"))
         profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, SshTransport(ssh_settings(profile)), resources, emulator)

@@ -1,10 +1,10 @@
 """Emulated devices the harness can test against when no hardware is attached.
 
-- :mod:`harness.emulators.adbd` — ``adb-emu``, a device-side ADB daemon that the real
-  ``adb`` client talks to; :class:`harness.emulators.adb_emulator.AdbEmulator` starts it.
-- :mod:`harness.emulators.sshd` — ``ssh-emu``, the real OpenSSH server in a network
+- :mod:`harness.emulators.adb.daemon` — ``adb-emu``, a device-side ADB daemon that the real
+  ``adb`` client talks to; :class:`harness.emulators.adb.launcher.AdbEmulator` starts it.
+- :mod:`harness.emulators.ssh` — ``ssh-emu``, the real OpenSSH server in a network
   namespace of its own.
-- :mod:`harness.emulators.qemu_mcu` — ``mcu-emu`` and ``mcu-m55-emu``, QEMU's mps2-an385
+- :mod:`harness.emulators.mcu` — ``mcu-emu`` and ``mcu-m55-emu``, QEMU's mps2-an385
   (Cortex-M3) and mps3-an547 (Cortex-M55) running the agent firmware built for each
   (:mod:`harness.config.mcu_boards`); :mod:`harness.emulators.fault_relay` corrupts, drops and
   duplicates the bytes between it and the host.

@@ -13,12 +13,12 @@ import signal
 import sys
 
 from harness.config.profile import DeviceProfile
-from harness.emulators.sshd import Isolation, SshdEmulator
+from harness.emulators.ssh import Isolation, SshEmulator
 from harness.lifecycle.cache import cache_root
 from harness.untrusted.value_rules import ValueRuleError, check_host
 
 
-def lab_texts(board: SshdEmulator, group: str) -> list[str]:
+def lab_texts(board: SshEmulator, group: str) -> list[str]:
     """What to put where: exporter config, known_hosts, key."""
     return [
         "exporter config (a Jinja2 template: no line may start with '#'):",
@@ -36,9 +36,9 @@ def lab_texts(board: SshdEmulator, group: str) -> list[str]:
 
 def serve_for_lab(profile: DeviceProfile, address: str) -> int:
     """Run ``profile``'s SSH board on ``address`` until SIGINT or SIGTERM."""
-    if profile.transport != "ssh":
+    if profile.kind != "ssh":
         print(
-            f"et-harness emu: --lab-address: {profile.name} is a {profile.transport} device; "
+            f"et-harness emu: --lab-address: {profile.name} is a {profile.kind} device; "
             "only ssh-emu can be exposed on a lab address (an emulated MCU board is exported "
             "as a RawSerialPort of its pty: python -m harness.emulators.labgrid_lab)",
             file=sys.stderr,
@@ -52,7 +52,7 @@ def serve_for_lab(profile: DeviceProfile, address: str) -> int:
     stop_signals = {signal.SIGINT, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     directory = cache_root() / "emulators" / f"lab-{profile.name}-{address}"
-    with SshdEmulator(
+    with SshEmulator(
         directory / "sshd",
         alias=f"{profile.name}-lab",
         isolation=Isolation.LOOPBACK,

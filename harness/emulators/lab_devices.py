@@ -2,7 +2,7 @@
 
 - :class:`EmulatedBoard`: QEMU mps2-an385 running the agent firmware, its UART0 on a
   pseudo-terminal (``/dev/pts/N``, what ser2net serves as a real board's ``/dev/ttyACM0``);
-- :class:`EmulatedPhone`: adb-emu (:mod:`harness.emulators.adb_emulator`) on the
+- :class:`EmulatedPhone`: adb-emu (:mod:`harness.emulators.adb.launcher`) on the
   exporter's address, attached to that host's real adb server (``adb connect``), which
   only accepts the phone if it knows the server's key, as a phone with USB debugging
   authorised for that host does;
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.config.mcu_boards import DEFAULT_MACHINE
-from harness.emulators.adb_emulator import AdbEmulator
-from harness.emulators.adb_server import PrivateAdbServer
-from harness.emulators.qemu_mcu import QEMU
+from harness.emulators.adb.launcher import AdbEmulator
+from harness.emulators.adb.server import PrivateAdbServer
+from harness.emulators.mcu import QEMU
 from harness.errors import InfrastructureError
 from harness.lifecycle.process import ManagedProcess
 

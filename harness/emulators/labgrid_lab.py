@@ -12,7 +12,7 @@ What is real and what stands in:
 - emulated (:mod:`harness.emulators.lab_devices`): each exporter's MCU board (QEMU
   running the agent firmware, its UART on a pty); with ``ssh_boards=K``, the first K
   exporters also export an emulated arm64 Linux board, ssh-emu's real sshd listening on
-  the exporter's address (:mod:`harness.emulators.sshd`), as a ``NetworkService``
+  the exporter's address (:mod:`harness.emulators.ssh`), as a ``NetworkService``
   (address, port, username); the lab publishes those boards' host keys in
   ``known_hosts`` beside the client key ``id_ed25519``, as a lab's admin would, and a
   profile pins them from there; with ``android_phones=K``, the first K exporters also
@@ -48,10 +48,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.emulators.adb_server import PrivateAdbServer
+from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.lab_devices import EmulatedBoard, EmulatedPhone, LabError, PowerSwitch
-from harness.emulators.qemu_mcu import build_firmware
-from harness.emulators.sshd import Isolation, SshdEmulator
+from harness.emulators.mcu import build_firmware
+from harness.emulators.ssh import Isolation, SshEmulator
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
@@ -90,7 +90,7 @@ class LabPlace:
 class SshPlace:
     name: str
     exporter: str
-    board: SshdEmulator
+    board: SshEmulator
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class LabgridLab:
                     f"    host: '{switch.url}'\n    index: 1\n"
                 )
             if number < self._ssh_boards:
-                sshd = SshdEmulator(
+                sshd = SshEmulator(
                     directory / f"sshd-{letter}",
                     alias=f"ssh-{letter}",
                     isolation=Isolation.LOOPBACK,

@@ -16,11 +16,11 @@ import pytest
 from harness.agent.program_contents import ProgramError, read_program
 from harness.codec.mapfile import MapFileError, load_map
 from harness.config.profile import DEVICES_DIR
+from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
 from harness.farm.results import REPORT_FILE, default_results_dir, unwritable_reason
-from harness.model.options import OptionsMap
 
 
 def add_options(parser: pytest.Parser) -> None:

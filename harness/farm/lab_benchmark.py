@@ -34,13 +34,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.agent.session import AgentSession
+from harness.data.messages import Action, Request
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
-from harness.emulators.qemu_mcu import QemuMcu, build_firmware
+from harness.emulators.mcu import McuEmulator, build_firmware
 from harness.farm.lab_places import LabIdentity
 from harness.farm.lab_reservation import LabgridReservation
 from harness.farm.labgrid import LabgridPlace
-from harness.link.serial.port import SerialPortConfig, connect
-from harness.model.messages import Action, Request
+from harness.link.serial.connect import connect
+from harness.transport.serial import SerialSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 _ROUND_TRIPS = 50
@@ -74,7 +75,7 @@ def _reservation(lab: LabgridLab, user: str, place: str | None = None) -> Labgri
 
 
 def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
-    with QemuMcu(build_firmware()) as qemu:
+    with McuEmulator(build_firmware()) as qemu:
         link = qemu.connect()
         raw = _round_trips(AgentSession(link))
         link.close()
@@ -83,7 +84,7 @@ def hello_figures(lab: LabgridLab) -> dict[str, list[float]]:
     try:
         reservation.power_cycle()
         assert held.resources.serial is not None
-        link = connect(SerialPortConfig(url=held.resources.serial.url), name="lab")
+        link = connect(SerialSettings(url=held.resources.serial.url), name="lab")
         network = _round_trips(AgentSession(link))
         link.close()
     finally:
@@ -107,14 +108,14 @@ def handover(lab: LabgridLab) -> tuple[float, float]:
     first, second = _reservation(lab, "bench-a", place), _reservation(lab, "bench-b", place)
     held = first.acquire(60)
     assert held.resources.serial is not None
-    connect(SerialPortConfig(url=held.resources.serial.url), name="lab").close()
+    connect(SerialSettings(url=held.resources.serial.url), name="lab").close()
     marks: list[float] = []
 
     def next_runner() -> None:
         taken = second.acquire(120)
         marks.append(time.monotonic())
         assert taken.resources.serial is not None
-        link = connect(SerialPortConfig(url=taken.resources.serial.url), name="lab")
+        link = connect(SerialSettings(url=taken.resources.serial.url), name="lab")
         marks.append(time.monotonic())
         link.close()
 

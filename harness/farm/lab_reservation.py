@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
-from harness.devices.lab_place import LabResourceError, LabResources
+from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.farm import lab_quarantine
 from harness.farm.lab_places import BadPlace, LabIdentity, PlaceState, place_state
 from harness.farm.lab_resources import read_resources

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config.kinds import KINDS
 from harness.config.profile import DeviceProfile, ProfileError
-from harness.devices.bring_up import kind_module
-from harness.devices.lab_place import (
+from harness.devices.acquired_place import (
     LabResourceError,
     LabResources,
     PowerPort,
     SerialAddress,
     ServiceAddress,
 )
+from harness.devices.bring_up import kind_module
 from harness.farm.lab_places import printable
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (
@@ -151,7 +151,7 @@ def _power(fields: Mapping[str, Any]) -> PowerPort:
 def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
     """A lab profile with stand-in values for the fields the lab fills, for the transport's
     own checks of the rest; :class:`ProfileError` if the profile sets one of them itself."""
-    lab = KINDS[profile.transport].lab
+    lab = KINDS[profile.kind].lab
     if lab is None:
         return profile  # the place is only held (a host-attached device): nothing to fill
     given = sorted(set(profile.settings) & set(lab.fields))
@@ -167,7 +167,7 @@ def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
 def with_lab_address(profile: DeviceProfile, resources: LabResources, place: str) -> DeviceProfile:
     """``profile`` (without its labgrid setting) with the acquired place's address filled in
     by its kind's ``lab_settings``; :class:`LabResourceError` names the place and the field."""
-    if KINDS[profile.transport].lab is None:
+    if KINDS[profile.kind].lab is None:
         return profile
     filled = kind_module(profile).lab_settings(profile, resources, place)
     return dataclasses.replace(profile, settings={**profile.settings, **filled})

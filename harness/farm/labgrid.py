@@ -133,10 +133,10 @@ class LabgridPlace:
                 f"{where}.reset: {reset!r} is not one of {', '.join(_RESETS)} (power: cycle "
                 "the place's power port before each agent session)"
             )
-        if reset != "none" and not KINDS[profile.transport].takes_outside_reset:
+        if reset != "none" and not KINDS[profile.kind].takes_outside_reset:
             resettable = ", ".join(k.name for k in KINDS.values() if k.takes_outside_reset)
             raise ProfileError(
-                f"{where}.reset: {reset}, but a {profile.transport} device is not reset from "
+                f"{where}.reset: {reset}, but a {profile.kind} device is not reset from "
                 f"outside (only transport.kind {resettable} is): remove the field"
             )
         quarantine = data.get("quarantine", "run")

@@ -72,7 +72,7 @@ def device_key(profile: DeviceProfile) -> str:
 
     Emulated devices and the host are their profile's name: each run starts its own
     emulator, and host profiles differ by work directory."""
-    key = KINDS[profile.transport].hardware_key
+    key = KINDS[profile.kind].hardware_key
     if profile.emulator is not None or key is None:
         return profile.name
     return key(profile.settings)

@@ -46,7 +46,7 @@ ADB_ENV = "ET_HARNESS_ADB"
 
 
 @dataclass(frozen=True)
-class AdbTarget:
+class AdbSettings:
     """Which device, through which adb server: the ``transport`` fields of an adb profile.
 
     ``serial`` falls back to ``$ANDROID_SERIAL``, then to the only attached device.
@@ -85,7 +85,7 @@ def adb_server_answers(host: str, port: int, timeout: float) -> bool:
 class AdbTransport(Transport):
     """Files and processes on one Android device, through the ``adb`` client."""
 
-    def __init__(self, target: AdbTarget = AdbTarget()) -> None:
+    def __init__(self, target: AdbSettings = AdbSettings()) -> None:
         self.target = target
         self._serial: str | None = None
         self._facts: DeviceFacts | None = None

@@ -38,9 +38,9 @@ from harness.codec.wire import (
     seal,
 )
 from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
-from harness.model.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
-from harness.model.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
-from harness.model.runtime_error import RuntimeErrorCode
+from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
+from harness.data.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode
 
 HERE = Path(__file__).resolve().parent
 

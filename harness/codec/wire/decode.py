@@ -48,7 +48,7 @@ from harness.codec.wire.format import (
     _check_text_bytes,
     _Limit,
 )
-from harness.model.messages import (
+from harness.data.messages import (
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
     Action,
@@ -59,7 +59,7 @@ from harness.model.messages import (
     ReportEntry,
     Request,
 )
-from harness.model.options import (
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

@@ -41,7 +41,7 @@ from harness.codec.wire.format import (
     _Limit,
     seal,
 )
-from harness.model.messages import (
+from harness.data.messages import (
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
     Action,
@@ -49,7 +49,7 @@ from harness.model.messages import (
     Report,
     Request,
 )
-from harness.model.options import (
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

@@ -13,8 +13,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from harness.errors import UsageError
-from harness.model.messages import (
+from harness.data.messages import (
     ENTRY_FLAG_PROBE,
     LOAD_FLAG_CONCURRENT,
     LOAD_FLAG_KEEP,
@@ -24,13 +23,14 @@ from harness.model.messages import (
     LoadPath,
     Outcome,
 )
-from harness.model.options import (
+from harness.data.options import (
     MAX_ID_BYTES,
     MAX_KEY_BYTES,
     MAX_LOAD_BACKENDS,
     MAX_OPTIONS_PER_BACKEND,
     MAX_STRING_BYTES,
 )
+from harness.errors import UsageError
 
 MAGIC = b"ETBO"
 WIRE_VERSION = 2  # every change of an existing message's layout takes the next one

@@ -14,7 +14,7 @@ import struct
 import zlib
 
 from harness.codec.wire.format import _HEADER, HEADER_SIZE, MAGIC, WIRE_VERSION, MessageType, seal
-from harness.model.messages import Action
+from harness.data.messages import Action
 
 MAX_CHUNK = 0xFFFF  # the u16 length; a device's max_message bounds it further
 _DATA = struct.Struct("<IH")

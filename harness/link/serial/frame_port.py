@@ -17,10 +17,10 @@ import serial
 
 from harness.link.serial.frame import Frame, FrameError, decode_frame
 from harness.transport.base import TransportLost
+from harness.transport.serial import POLL_INTERVAL
 
 log = logging.getLogger(__name__)
 
-POLL_INTERVAL = 0.02  # s: longest read on a port select() cannot wait on (RFC 2217)
 _READ_CHUNK = 4096
 _MAX_UNDELIMITED = 65536  # encoded bytes without a 0x00 before they are dropped as garbage
 _KEPT_BYTES = 256  # the first bytes read, kept as evidence

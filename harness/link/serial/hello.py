@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from harness.model.messages import Action
+from harness.data.messages import Action
 from harness.transport.base import TransportError
 
 LINK_VERSION = 1

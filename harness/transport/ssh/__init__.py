@@ -1,6 +1,6 @@
 """Linux boards over SSH, with paramiko (docs/ssh-emu.md).
 
-- :mod:`.settings` — :class:`SshProfile`, where a board is and how to log in;
+- :mod:`.settings` — :class:`SshSettings`, where a board is and how to log in;
 - :mod:`.host_keys` — pinned keys and known_hosts, never auto-accepted;
 - :mod:`.route` — jump hosts and the board through the ssh config, its values checked;
 - :mod:`.connection` — one connection along a route (dial, ProxyCommand, watchdog);
@@ -16,7 +16,7 @@ from harness.transport.ssh.errors import (
 )
 from harness.transport.ssh.host_keys import fingerprint_of_public_key
 from harness.transport.ssh.route import resolve_route
-from harness.transport.ssh.settings import SshProfile
+from harness.transport.ssh.settings import SshSettings
 from harness.transport.ssh.stream import SshStream
 from harness.transport.ssh.transport import SshTransport
 
@@ -25,7 +25,7 @@ __all__ = [
     "HostKeyRejected",
     "HostKeyUnknown",
     "SshConfigError",
-    "SshProfile",
+    "SshSettings",
     "SshStream",
     "SshTransport",
     "fingerprint_of_public_key",

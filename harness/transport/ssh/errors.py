@@ -11,7 +11,7 @@ from harness.transport.base import (
 class SshConfigError(ValueError, UsageError):
     """The SSH settings are malformed or contradict each other; the message says which.
 
-    ``field`` is the SshProfile field (profile ``transport.FIELD``) the trouble traces to.
+    ``field`` is the SshSettings field (profile ``transport.FIELD``) the trouble traces to.
     """
 
     def __init__(self, message: str, field: str = "host") -> None:

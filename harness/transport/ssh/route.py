@@ -20,7 +20,7 @@ from harness.transport.ssh.settings import (
     _MAX_JUMPS,
     DEFAULT_KNOWN_HOSTS,
     DEFAULT_SSH_CONFIG,
-    SshProfile,
+    SshSettings,
     _parse_jumps,
 )
 from harness.untrusted.reading import InputFileError, brief_plain, read_bounded_text
@@ -64,7 +64,7 @@ class _SshConfigText:
     path: Path | None  # None: there is no config
     text: str
     commands: bool  # whether ProxyCommand and Match exec are honoured
-    field: str  # the SshProfile field errors in it are reported under
+    field: str  # the SshSettings field errors in it are reported under
 
     def lookup(self, host: str, port: int | None, user: str | None) -> paramiko.SSHConfigDict:
         """``host``'s options, with ``port`` and ``user`` taking precedence over the file's,
@@ -158,7 +158,7 @@ _MAX_KNOWN_HOSTS_BYTES = 4 << 20
 _MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
 
 
-def resolve_route(profile: SshProfile) -> tuple[_Hop, ...]:
+def resolve_route(profile: SshSettings) -> tuple[_Hop, ...]:
     """Jump hosts first, the board last."""
     config = _read_ssh_config(profile.ssh_config, profile.config_commands)
     return tuple(

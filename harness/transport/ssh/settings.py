@@ -1,4 +1,4 @@
-"""Where a board is and how to log in: :class:`SshProfile`, checked on construction."""
+"""Where a board is and how to log in: :class:`SshSettings`, checked on construction."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ _MAX_JUMPS = 8
 
 
 @dataclass(frozen=True)
-class SshProfile:
+class SshSettings:
     """Where a board is and how to log in; unset fields come from the ssh config.
 
     ``host_key`` pins the board's key, as ``"ssh-ed25519 AAAA..."`` (a known_hosts

@@ -63,7 +63,7 @@ from harness.transport.ssh.route import (
     resolve_route,
 )
 from harness.transport.ssh.settings import (
-    SshProfile,
+    SshSettings,
 )
 from harness.transport.ssh.stream import SshStream, _drain, is_id
 from harness.transport.ssh.work_dir import ensure_private_work_dir
@@ -85,7 +85,7 @@ def _tracked(command: str) -> str:
 class SshTransport(Transport):
     """A Linux board reached over SSH (see the module docstring)."""
 
-    def __init__(self, profile: SshProfile) -> None:
+    def __init__(self, profile: SshSettings) -> None:
         self.profile = profile
         self.route = resolve_route(profile)
         self._route_read = True  # False after close(): read again before the next connection

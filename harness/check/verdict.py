@@ -11,9 +11,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from harness.data.messages import Action, LoadPath, Outcome, Report, ReportEntry
+from harness.data.options import Option, OptionValue
 from harness.errors import CheckFailure
-from harness.model.messages import Action, LoadPath, Outcome, Report, ReportEntry
-from harness.model.options import Option, OptionValue
 
 
 class DifferenceKind(enum.Enum):

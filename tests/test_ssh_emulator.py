@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.emulators.sshd import Isolation, NetworkNamespace, SshdEmulator, SshdError
+from harness.emulators.ssh import Isolation, NetworkNamespace, SshEmulator, SshEmulatorError
 from harness.lifecycle import owner
 from harness.lifecycle.reap import OwnerRecord
 
@@ -25,7 +25,7 @@ def _prerequisites() -> None:
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _ssh(emulator: SshdEmulator, *command: str) -> subprocess.CompletedProcess[str]:
+def _ssh(emulator: SshEmulator, *command: str) -> subprocess.CompletedProcess[str]:
     """The real OpenSSH client, with only the files the emulator wrote."""
     return subprocess.run(
         ["ssh", "-F", str(emulator.ssh_config), "-o", "BatchMode=yes", emulator.alias, *command],
@@ -51,7 +51,7 @@ def _netns_names() -> set[str]:
 
 
 def test_board_in_its_own_namespace_serves_ssh_and_cleans_up(tmp_path: Path) -> None:
-    emulator = SshdEmulator(tmp_path / "board", isolation=Isolation.NETNS)
+    emulator = SshEmulator(tmp_path / "board", isolation=Isolation.NETNS)
     with emulator:
         assert emulator.netns is not None and emulator.netns.name in _netns_names()
         done = _ssh(emulator, "id -un; uname -m; cat /proc/net/dev")
@@ -71,7 +71,7 @@ def test_board_in_its_own_namespace_serves_ssh_and_cleans_up(tmp_path: Path) -> 
 
 
 def test_loopback_board_listens_on_a_free_port(tmp_path: Path) -> None:
-    with SshdEmulator(tmp_path / "board", isolation=Isolation.LOOPBACK) as emulator:
+    with SshEmulator(tmp_path / "board", isolation=Isolation.LOOPBACK) as emulator:
         assert emulator.netns is None and emulator.port not in (0, 22)
         with socket.create_connection((emulator.host, emulator.port), timeout=5) as sock:
             assert sock.recv(64).startswith(b"SSH-2.0-OpenSSH")
@@ -84,16 +84,16 @@ def test_a_daemon_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        emulator = SshdEmulator(tmp_path, isolation=Isolation.LOOPBACK, port=port)
-        with pytest.raises(SshdError, match="Address already in use"):
+        emulator = SshEmulator(tmp_path, isolation=Isolation.LOOPBACK, port=port)
+        with pytest.raises(SshEmulatorError, match="Address already in use"):
             emulator.start()
     assert emulator.pids() == []
 
 
 def test_host_key_is_kept_across_restarts(tmp_path: Path) -> None:
-    with SshdEmulator(tmp_path) as first:
+    with SshEmulator(tmp_path) as first:
         fingerprint = first.host_key_fingerprint
-    with SshdEmulator(tmp_path) as second:
+    with SshEmulator(tmp_path) as second:
         assert second.host_key_fingerprint == fingerprint
         assert (
             fingerprint
@@ -110,8 +110,8 @@ def test_host_key_is_kept_across_restarts(tmp_path: Path) -> None:
 def test_two_boards_share_a_namespace(tmp_path: Path) -> None:
     with (
         NetworkNamespace() as netns,
-        SshdEmulator(tmp_path / "a", netns=netns, alias="a") as a,
-        SshdEmulator(tmp_path / "b", netns=netns, alias="b", port=2200) as b,
+        SshEmulator(tmp_path / "a", netns=netns, alias="a") as a,
+        SshEmulator(tmp_path / "b", netns=netns, alias="b", port=2200) as b,
     ):
         assert (a.port, b.port) == (22, 2200)
         assert _ssh(a, "true").returncode == 0 and _ssh(b, "true").returncode == 0
@@ -178,7 +178,7 @@ def test_the_namespace_and_key_are_in_the_ownership_record_while_the_board_runs(
     def record() -> OwnerRecord:
         return OwnerRecord.from_json(owner.current().record_path.read_text())
 
-    with SshdEmulator(tmp_path / "board", isolation=Isolation.NETNS) as emulator:
+    with SshEmulator(tmp_path / "board", isolation=Isolation.NETNS) as emulator:
         assert emulator.netns is not None and emulator.authorized_keys_file is not None
         namespace, key = emulator.netns.name, emulator.authorized_keys_file
         daemon = emulator.pids()[0]

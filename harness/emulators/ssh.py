@@ -29,7 +29,7 @@ from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import ManagedProcess, free_port
 from harness.lifecycle.reap import descendants
-from harness.transport.ssh import SshProfile, fingerprint_of_public_key
+from harness.transport.ssh import SshSettings, fingerprint_of_public_key
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")
@@ -42,7 +42,7 @@ _NETNS_TOOLS = {"ip": "iproute2", "socat": "socat"}
 _LOG_KEEP_LINES = 10_000  # what log_count and wait_for_log can see
 
 
-class SshdError(RuntimeError, InfrastructureError):
+class SshEmulatorError(RuntimeError, InfrastructureError):
     """The emulated board could not be set up, started or stopped."""
 
 
@@ -69,13 +69,13 @@ class NetworkNamespace:
         owner.current().add_netns(self.name)  # first, so a kill right after leaves nothing
         try:
             _run_checked(["ip", "netns", "add", self.name], "create network namespace")
-        except SshdError:
+        except SshEmulatorError:
             owner.current().remove_netns(self.name)
             raise
         self._created = True
         try:
             _run_checked(["ip", "-n", self.name, "link", "set", "lo", "up"], "bring up lo")
-        except SshdError:
+        except SshEmulatorError:
             self.delete()
             raise
 
@@ -107,7 +107,7 @@ class NetworkNamespace:
         self.delete()
 
 
-class SshdEmulator:
+class SshEmulator:
     """One emulated board: a real sshd, its keys, and client files to reach it.
 
     After :meth:`start`, ``directory`` holds ``ssh_config`` (host ``alias``),
@@ -202,11 +202,11 @@ class SshdEmulator:
         """The namespace the daemon lives in, if any."""
         return self._netns
 
-    def profile(self, **overrides: Any) -> SshProfile:
-        """An :class:`SshProfile` that reaches this board through its ``ssh_config``."""
+    def profile(self, **overrides: Any) -> SshSettings:
+        """An :class:`SshSettings` that reaches this board through its ``ssh_config``."""
         fields: dict[str, Any] = {"host": self.alias, "ssh_config": self.ssh_config}
         fields.update(overrides)
-        return SshProfile(**fields)
+        return SshSettings(**fields)
 
     @property
     def settings(self) -> dict[str, object]:
@@ -217,7 +217,7 @@ class SshdEmulator:
         """Set up user, keys and namespace, start sshd and wait until it listens;
         returns :attr:`settings`."""
         if self._process is not None:
-            raise SshdError("ssh-emu is already running")
+            raise SshEmulatorError("ssh-emu is already running")
         _require_root_and(_DAEMON_TOOLS)
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
@@ -267,7 +267,7 @@ class SshdEmulator:
     def wait(self) -> int:
         """Block until the daemon exits; its exit code."""
         if self._process is None:
-            raise SshdError("ssh-emu is not running")
+            raise SshEmulatorError("ssh-emu is not running")
         return self._process.wait()
 
     def log_tail(self) -> str:
@@ -283,7 +283,7 @@ class SshdEmulator:
         (e.g. ``"Connection closed by"`` once a client has gone)."""
         return self._process is not None and self._process.wait_for_stderr(text, count, timeout)
 
-    def __enter__(self) -> SshdEmulator:
+    def __enter__(self) -> SshEmulator:
         self.start()
         return self
 
@@ -302,7 +302,7 @@ class SshdEmulator:
         netns = NetworkNamespace()
         try:
             netns.create()
-        except SshdError:
+        except SshEmulatorError:
             if self._isolation is Isolation.NETNS:
                 raise
             return None
@@ -327,7 +327,7 @@ class SshdEmulator:
             bind_race = "Address already in use" in self._process.stderr_tail()
             if not (bind_race and self._requested_port is None):
                 break
-        raise SshdError(
+        raise SshEmulatorError(
             f"sshd did not start listening on {self.host}:{self.port} within "
             f"{self._start_timeout:.0f} s; its log ({self.log_path}) ends with:\n"
             f"{self.log_tail() or '(nothing)'}"
@@ -384,10 +384,12 @@ def _missing(tools: dict[str, str]) -> list[str]:
 
 def _require_root_and(tools: dict[str, str]) -> None:
     if os.geteuid() != 0:
-        raise SshdError("ssh-emu needs root: it creates the device user and runs sshd")
+        raise SshEmulatorError("ssh-emu needs root: it creates the device user and runs sshd")
     missing = _missing(tools)
     if missing:
-        raise SshdError(f"ssh-emu needs: apt-get install -y {' '.join(sorted(set(missing)))}")
+        raise SshEmulatorError(
+            f"ssh-emu needs: apt-get install -y {' '.join(sorted(set(missing)))}"
+        )
 
 
 def _ensure_privsep_dir() -> None:
@@ -404,7 +406,7 @@ def _ensure_user(name: str) -> Path:
             ["useradd", "-m", "-s", "/bin/sh", name], capture_output=True, text=True, check=False
         )
         if done.returncode not in (0, 9):  # 9: another emulator created it meanwhile
-            raise SshdError(f"useradd {name} failed: {done.stderr.strip()}") from None
+            raise SshEmulatorError(f"useradd {name} failed: {done.stderr.strip()}") from None
         # sshd with UsePAM no refuses accounts whose password is locked ("!").
         _run_checked(["usermod", "-p", "*", name], f"unlock user {name}")
         entry = pwd.getpwnam(name)
@@ -447,7 +449,7 @@ def _write_private(path: Path, text: str) -> None:
 def _run_checked(argv: list[str], what: str) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SshdError(f"cannot {what}: `{' '.join(argv)}` said: {done.stderr.strip()}")
+        raise SshEmulatorError(f"cannot {what}: `{' '.join(argv)}` said: {done.stderr.strip()}")
 
 
 def _kill_all(pids: list[int]) -> None:

@@ -25,9 +25,9 @@ import termios
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.emulators.adb_connection import DeviceStream, StreamClosed
-from harness.emulators.adb_device_root import DEVICE_PATH, DeviceNamespace
-from harness.emulators.adb_protocol import MAX_PAYLOAD
+from harness.emulators.adb.connection import DeviceStream, StreamClosed
+from harness.emulators.adb.device_root import DEVICE_PATH, DeviceNamespace
+from harness.emulators.adb.protocol import MAX_PAYLOAD
 
 _PACKET_HEADER = struct.Struct("<BI")
 DEVICE_SHELL = "/system/bin/sh"

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.emulators.adb_properties import DeviceProperties
+from harness.emulators.adb.properties import DeviceProperties
 from harness.errors import InfrastructureError
 
 _READ_ONLY_BINDS = ("usr", "etc", "sys")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from hypothesis import strategies as st
 
-from harness.model.options import (
+from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
     MAX_KEY_BYTES,

@@ -21,20 +21,18 @@ is :mod:`harness.link.serial.arq`. Profile fields (``transport:`` with
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import os
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import serial
 
-from harness.link.serial.arq import LinkConfig, SerialLink
-from harness.link.serial.frame_port import POLL_INTERVAL
 from harness.transport.base import DeviceUnavailable
+
+POLL_INTERVAL = 0.02  # s: longest read on a port select() cannot wait on (RFC 2217)
 
 
 class ResetLine(enum.Enum):
@@ -46,7 +44,7 @@ class ResetLine(enum.Enum):
 
 
 @dataclass(frozen=True)
-class SerialPortConfig:
+class SerialSettings:
     """Where a serial device is and how to talk to it."""
 
     url: str
@@ -78,7 +76,7 @@ def _rfc2217_port_class() -> type[serial.SerialBase]:
     return Rfc2217Port
 
 
-def open_port(config: SerialPortConfig) -> serial.SerialBase:
+def open_port(config: SerialSettings) -> serial.SerialBase:
     """Open the port; :class:`DeviceUnavailable` if it cannot be opened."""
     network = config.url.startswith("rfc2217://")
     try:
@@ -106,7 +104,7 @@ def _disable_nagle(port: serial.SerialBase) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-def pulse_reset(port: serial.SerialBase, config: SerialPortConfig) -> None:
+def pulse_reset(port: serial.SerialBase, config: SerialSettings) -> None:
     """Hold the configured reset line asserted for ``reset_pulse`` seconds, then release it."""
     if config.reset is ResetLine.NONE:
         return
@@ -118,36 +116,3 @@ def pulse_reset(port: serial.SerialBase, config: SerialPortConfig) -> None:
         raise DeviceUnavailable(
             f"cannot drive {config.reset.value.upper()} on {config.url} to reset the board: {exc}"
         ) from None
-
-
-def connect(
-    config: SerialPortConfig,
-    *,
-    name: str = "mcu",
-    link: LinkConfig | None = None,
-    on_open: Callable[[], None] | None = None,
-) -> SerialLink:
-    """Open the port, reset the board if configured, and complete the HELLO handshake.
-
-    After a reset (or with ``wait_boot``) the board's boot HELLO must arrive within
-    ``boot_timeout``; the handshake then has ``hello_timeout``. Those two come from
-    ``config`` when set there, else from ``link``; the rest of ``link`` applies as given.
-    ``on_open`` runs once the port is open (opening discards what arrived before), in
-    place of a reset: an emulated board's CPU is let run there, so its boot HELLO is read.
-    """
-    link_config = link or LinkConfig()
-    link_config = dataclasses.replace(
-        link_config,
-        hello_timeout=config.hello_timeout or link_config.hello_timeout,
-        boot_timeout=config.boot_timeout or link_config.boot_timeout,
-        wait_boot=config.wait_boot or config.reset is not ResetLine.NONE,
-    )
-    port = open_port(config)
-    try:
-        pulse_reset(port, config)
-        if on_open is not None:
-            on_open()
-    except BaseException:
-        port.close()
-        raise
-    return SerialLink.open(port, link_config, name=name)

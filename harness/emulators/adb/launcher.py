@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
+from harness.emulators.adb.properties import DEFAULT_PROPERTIES, DeviceProperties
 from harness.errors import InfrastructureError
 from harness.lifecycle.process import PIPE, STOP_GRACE, ManagedProcess
 
@@ -82,7 +82,7 @@ class AdbEmulator:
         if self.running:
             return self.settings
         argv = [
-            sys.executable, "-m", "harness.emulators.adbd",
+            sys.executable, "-m", "harness.emulators.adb.daemon",
             "--root", str(self.root), "--host", self._host, "--port", str(self._port),
             "--model", self.properties.model, "--device", self.properties.device,
             "--name", self.properties.name, "--abi", self.properties.abi,

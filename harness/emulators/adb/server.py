@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from harness.emulators.adbd import EMULATOR_SCAN_PORTS
+from harness.emulators.adb.daemon import EMULATOR_SCAN_PORTS
 from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port

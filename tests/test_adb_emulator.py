@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.emulators.adb_auth import AdbKeyError, AdbPublicKey, load_adb_keys
-from harness.emulators.adb_emulator import AdbEmulator, AdbEmulatorError, AdbEndpoint
-from harness.emulators.adb_properties import DeviceProperties
-from harness.emulators.adb_protocol import Command, Message, ProtocolError, read_message
-from harness.emulators.adb_server import PrivateAdbServer
-from harness.emulators.adbd import PortInScanRange, check_port
+from harness.emulators.adb.auth import AdbKeyError, AdbPublicKey, load_adb_keys
+from harness.emulators.adb.daemon import PortInScanRange, check_port
+from harness.emulators.adb.launcher import AdbEmulator, AdbEmulatorError, AdbEndpoint
+from harness.emulators.adb.properties import DeviceProperties
+from harness.emulators.adb.protocol import Command, Message, ProtocolError, read_message
+from harness.emulators.adb.server import PrivateAdbServer
 from harness.lifecycle.reap import start_time
 
 

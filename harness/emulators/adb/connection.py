@@ -17,8 +17,8 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from harness.emulators.adb_auth import TOKEN_SIZE, AdbPublicKey
-from harness.emulators.adb_protocol import (
+from harness.emulators.adb.auth import TOKEN_SIZE, AdbPublicKey
+from harness.emulators.adb.protocol import (
     ADB_VERSION,
     MAX_PAYLOAD,
     AuthType,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from harness.model.options import BackendOptions, Option, OptionsMap, OptionValue
+from harness.data.options import BackendOptions, Option, OptionsMap, OptionValue
 
 
 class Action(enum.IntEnum):

@@ -2,10 +2,10 @@
 
 The real ``adb`` client reaches it with ``adb connect HOST:PORT``. Run it by hand with::
 
-    python -m harness.emulators.adbd --root /tmp/dev1 --port 40555
+    python -m harness.emulators.adb.daemon --root /tmp/dev1 --port 40555
 
 It prints ``adb-emu listening on HOST:PORT`` once ready, and stops on SIGTERM or
-Ctrl-C. Tests start it through :class:`harness.emulators.adb_emulator.AdbEmulator`.
+Ctrl-C. Tests start it through :class:`harness.emulators.adb.launcher.AdbEmulator`.
 What it implements, and what not: docs/adb-emu.md.
 """
 
@@ -20,12 +20,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.emulators.adb_auth import AdbPublicKey, load_adb_keys
-from harness.emulators.adb_connection import AdbConnection, Identity, Service
-from harness.emulators.adb_device_root import DeviceNamespace, prepare_device_root
-from harness.emulators.adb_properties import DEFAULT_PROPERTIES, DeviceProperties
-from harness.emulators.adb_shell import ShellRequest, serve_shell
-from harness.emulators.adb_sync import serve_sync
+from harness.emulators.adb.auth import AdbPublicKey, load_adb_keys
+from harness.emulators.adb.connection import AdbConnection, Identity, Service
+from harness.emulators.adb.device_root import DeviceNamespace, prepare_device_root
+from harness.emulators.adb.properties import DEFAULT_PROPERTIES, DeviceProperties
+from harness.emulators.adb.shell import ShellRequest, serve_shell
+from harness.emulators.adb.sync import serve_sync
 from harness.errors import UsageError
 
 log = logging.getLogger("adb-emu")
@@ -110,7 +110,7 @@ class AdbDaemon:
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.emulators.adbd",
+        prog="python -m harness.emulators.adb.daemon",
         description="adb-emu: an emulated Android device for the real adb client.",
     )
     parser.add_argument(
