@@ -57,7 +57,8 @@ def device(device_root: Path) -> Iterator[AdbEndpoint]:
 
 @pytest.fixture(scope="module")
 def transport(server: PrivateAdbServer, device: AdbEndpoint) -> AdbTransport:
-    return AdbTransport(AdbSettings(server_port=server.port, connect=device.serial, query_timeout=10))
+    settings = AdbSettings(server_port=server.port, connect=device.serial, query_timeout=10)
+    return AdbTransport(settings)
 
 
 @pytest.fixture

@@ -600,7 +600,7 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
     again = profile("nucleo-debug", {"kind": "serial", "port": "/dev/ttyACM0"})
     assert device_key(board) == device_key(again)
     emulated = profile("ssh-emu", {"kind": "ssh"}, emulator="ssh-emu")
-    assert device_key(emulated) != device_key(profile("ssh-emu-2", {"kind": "ssh"}, "sshd"))
+    assert device_key(emulated) != device_key(profile("ssh-emu-2", {"kind": "ssh"}, "ssh-emu"))
 
     first = DeviceLock("rpi5", tmp_path, device_key(rpi))
     second = DeviceLock("rpi5-nightly", tmp_path, device_key(copy))

@@ -264,7 +264,7 @@ LOCAL = "{kind: local}"
          "transport.baudrate", "outside 1..20000000"),
         (SERIAL % "port: /dev/ttyACM0, boot_timeout: 100000000", "", "transport.boot_timeout",
          "at most 86400"),
-        (LOCAL, "emulator: ssh-emu\n", "emulator", "sshd emulates a device reached over ssh"),
+        (LOCAL, "emulator: ssh-emu\n", "emulator", "ssh-emu emulates a device reached over ssh"),
         (LOCAL, "emulator: mcu-emu\n", "emulator", "set transport.kind: serial"),
         (ADB % "serial: x", "emulator: ssh-emu\n", "emulator", "not over adb"),
         (LOCAL, "name: ../../../tmp/evil\n", "name", "starts with '.'"),

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.config.kinds import EMULATORS, KINDS
+from harness.config.kinds import all_kinds, emulators, kind_module_name, kind_names
 
 HEAVY = ("paramiko", "serial", "cobs")  # third-party: only for ssh, serial devices
 
@@ -27,7 +27,7 @@ def test_the_plugin_loads_no_paramiko_pyserial_or_emulator():
     assert "harness.pytest_plugin" in loaded
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     assert not {m for m in loaded if m.startswith("harness.emulators")}
-    assert not {m for m in loaded for kind in KINDS.values() if m == kind.module}
+    assert not {m for m in loaded for name in kind_names() if m == kind_module_name(name)}
 
 
 def test_checking_a_serial_profile_loads_its_kind_only():
@@ -42,12 +42,13 @@ def test_checking_a_serial_profile_loads_its_kind_only():
     assert not {m for m in loaded if m.startswith("harness.emulators")}
 
 
-@pytest.mark.parametrize("name", sorted(KINDS))
+@pytest.mark.parametrize("name", kind_names())
 def test_every_registered_kind_has_its_module(name):
-    module = importlib.import_module(KINDS[name].module)
+    module = importlib.import_module(kind_module_name(name))
     assert callable(module.check_settings) and callable(module.open_device)
+    assert module.KIND.name == name
 
 
 def test_every_emulator_belongs_to_one_kind():
-    assert {kind.emulator for kind in KINDS.values() if kind.emulator} == set(EMULATORS)
-    assert json.dumps(sorted(EMULATORS)) == '["adbd", "mcu-emu", "sshd"]'
+    assert [kind.emulator for kind in all_kinds() if kind.emulator] == list(emulators())
+    assert {"adb-emu", "mcu-emu", "ssh-emu"} <= set(emulators())

@@ -170,7 +170,9 @@ def test_a_silent_device_gives_device_unavailable_within_the_timeout(mcu: McuEmu
         assert time.monotonic() - start < 3.0
 
 
-def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(mcu: McuEmulator) -> None:
+def test_a_frozen_device_times_out_and_the_link_recovers_when_it_runs_again(
+    mcu: McuEmulator,
+) -> None:
     link = mcu.connect(QUICK)
     agent = AgentSession(link)
     try:

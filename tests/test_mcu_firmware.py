@@ -214,7 +214,9 @@ def test_hello_action_reports_device_facts(
     ]
 
 
-def test_runtime_log_reaches_the_host_through_semihosting(mcu: McuEmulator, link: AgentSession) -> None:
+def test_runtime_log_reaches_the_host_through_semihosting(
+    mcu: McuEmulator, link: AgentSession
+) -> None:
     """ET_LOG goes through the firmware's executorch::runtime::internal::vlogf to QEMU's stderr."""
     per_backend = ok(link.request(Request(Action.HELLO))).fact("options_per_backend")
     assert mcu.wait_for_log("executorch I "), mcu.stderr_tail()

@@ -52,7 +52,9 @@ def test_each_agent_session_on_a_board_without_a_reset_line_starts_with_an_empty
         assert runner.registered == (f"Fresh{session}",)
 
 
-def test_reboot_is_answered_then_the_board_boots_again_with_an_empty_registry(mcu: McuEmulator) -> None:
+def test_reboot_is_answered_then_the_board_boots_again_with_an_empty_registry(
+    mcu: McuEmulator,
+) -> None:
     with mcu.connect() as link:
         session = AgentSession(link, name="mcu")
         registered = session.request(Request.register(("ProbeA", "ProbeB")))

@@ -122,8 +122,9 @@ def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
     "text, expected",
     [
         ("transport: {kind: ssh, host: board}\nemulator: ssh-emu\n",
-         "transport.host: set by the sshd"),
-        ("transport: {kind: adb, connect: 'h:1'}\nemulator: adb-emu\n", "transport.connect: set by"),
+         "transport.host: set by the ssh-emu"),
+        ("transport: {kind: adb, connect: 'h:1'}\nemulator: adb-emu\n",
+         "transport.connect: set by"),
         ("transport: {kind: serial, baudrate: 9600}\nemulator: mcu-emu\n",
          "transport.baudrate: the mcu-emu emulator sets the port itself"),
     ],

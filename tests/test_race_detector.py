@@ -72,7 +72,7 @@ def test_profile_picks_a_detector_from_the_fixed_set(detector: str) -> None:
         (_profile({"race_detector": "tsan"}, transport="ssh"),
          "agent.race_detector: tsan runs only on the local host device"),
         (_profile({"race_detector": "helgrind"}, transport="ssh", emulator="ssh-emu"),
-         "not on ssh emulator sshd; remove the field"),
+         "not on ssh emulator ssh-emu; remove the field"),
         (_profile({"race_detector": "tsan", "prebuilt": "/opt/agent"}),
          ("agent.race_detector: tsan runs the harness's own thread-sanitized build, not "
           "agent.prebuilt")),

@@ -60,7 +60,7 @@ class RaceDetectorChoiceError(ValueError, UsageError):
 def check_race_detector(
     value: object,
     src: str,
-    transport: str,
+    kind: str,
     emulator: str | None,
     prebuilt: bool,
     local_kinds: tuple[str, ...],
@@ -77,11 +77,11 @@ def check_race_detector(
             f"{src}: agent.race_detector: {brief(value)} is not one of {allowed}; "
             "pick one or remove the field"
         ) from None
-    if transport not in local_kinds or emulator is not None:
+    if kind not in local_kinds or emulator is not None:
         here = ", ".join(local_kinds)
         raise RaceDetectorChoiceError(
             f"{src}: agent.race_detector: {detector.value} runs only on the local host device "
-            f"(transport.kind: {here}, no emulator), not on {transport}"
+            f"(transport.kind: {here}, no emulator), not on {kind}"
             f"{' emulator ' + emulator if emulator else ''}; remove the field"
         )
     if prebuilt and detector.sanitizer is not None:

@@ -20,7 +20,7 @@ reports a verdict is about: :class:`Request`, :class:`Report`, :class:`Action`,
 :class:`Outcome`, :class:`LoadPath`, the runtime's :class:`RuntimeErrorCode` and the
 wire's :class:`WireErrorCode` (a REJECTED report's ``detail``).
 
-``model`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text.
+``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text.
 """
 
 from harness.check.comparison import check_get, check_load, check_set

@@ -276,7 +276,7 @@ def _cmd_emu(args: argparse.Namespace) -> int:
         run = getattr(device.emulator, "run", None)
         if run is not None:  # a board held for the harness's link boots for the first client
             run()
-        print(f"{profile.name} is up ({profile.emulator}); transport settings:")
+        print(f"{profile.name} is up (emulator {profile.emulator}); transport settings:")
         # What the emulator provides: a board's opens its own port (a serial url), which
         # no profile field holds; the others' fields are in the profile already.
         settings = dict(device.profile.settings)

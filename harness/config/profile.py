@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,14 @@ from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, c
 from harness.agent.runtime_source import RuntimeSourceError, check_trusted_source
 from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
-from harness.config.kinds import EMULATORS, KINDS
+from harness.config.kinds import (
+    RENAMED_EMULATORS,
+    UnknownKind,
+    all_kinds,
+    device_kind,
+    emulators,
+    kind_names,
+)
 from harness.config.mcu_boards import BOARDS, DEFAULT_MACHINE
 from harness.config.settings import (
     Field,
@@ -37,8 +45,6 @@ from harness.untrusted.value_rules import ValueRuleError, check_name, check_seco
 
 DEVICES_DIR = SHIPPED_DEVICES_DIR
 
-TRANSPORT_KINDS = tuple(KINDS)
-EMULATOR_KINDS = tuple(EMULATORS)
 DEFAULT_WORK_DIR = "/tmp/et-harness"
 # agent.deployment: how the agent runs (harness/devices/deployment.py); auto asks the device.
 DEPLOYMENT_MODES = ("auto", "native", "glibc-bundle")
@@ -132,7 +138,7 @@ _PROFILE_FIELDS: dict[str, Spec] = {
         means="a non-empty string (give the absolute path of a directory of its own)",
     ),
     "agent": Field(section=_AGENT_FIELDS),
-    "emulator": one_of(EMULATOR_KINDS),
+    "emulator": Field(later=True),  # only its kind's own emulator (harness/devices/<kind>.py)
     "machine": one_of(sorted(BOARDS)),
     "backends": None,
     "tags": None,
@@ -185,14 +191,13 @@ def parse_profile(data: object, path: Path | None, default_name: str = "") -> De
     transport = data.get("transport")
     if not isinstance(transport, dict) or "kind" not in transport:
         raise ProfileError(
-            f"{src}: transport: required, a mapping with 'kind' "
-            f"(one of {', '.join(TRANSPORT_KINDS)})"
+            f"{src}: transport: required, a mapping with 'kind' (one of {', '.join(kind_names())})"
         )
     kind = transport["kind"]
-    if kind not in TRANSPORT_KINDS:
-        raise ProfileError(
-            f"{src}: transport.kind: {brief(kind)} is not one of {', '.join(TRANSPORT_KINDS)}"
-        )
+    try:
+        device_kind(kind)
+    except UnknownKind as exc:
+        raise ProfileError(f"{src}: transport.kind: {brief(kind)} {exc}") from None
     named: dict[str, Any] = {} if "name" in data else {"name": path.stem if path else default_name}
     profile = parse_settings(
         DeviceProfile,
@@ -216,13 +221,20 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
             check_name(profile.name)
         except ValueRuleError as exc:
             raise ProfileError(f"{src}: name (taken from the file name): {exc}") from None
-    kind, emulator = profile.kind, profile.emulator
-    if emulator is not None and EMULATORS[emulator].name != kind:
+    kind, spec = profile.kind, device_kind(profile.kind)
+    emulator = _emulator(data, src)
+    if emulator is not None and emulator != spec.emulator:
+        others = emulators()
+        if not isinstance(emulator, str) or emulator not in others:
+            raise ProfileError(
+                f"{src}: emulator: {brief(emulator)} is not one of {', '.join(others)}"
+            )
         raise ProfileError(
             f"{src}: emulator: {emulator} emulates a device reached over "
-            f"{EMULATORS[emulator].name}, not over {kind}; remove 'emulator' or set "
-            f"transport.kind: {EMULATORS[emulator].name}"
+            f"{others[emulator].name}, not over {kind}; remove 'emulator' or set "
+            f"transport.kind: {others[emulator].name}"
         )
+    emulator = None if emulator is None else spec.emulator
     if profile.agent.source is not None and emulator != "mcu-emu":
         raise ProfileError(
             f"{src}: agent.source: only an emulated board (emulator: mcu-emu) has its firmware "
@@ -242,15 +254,19 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
             kind,
             emulator,
             agent.prebuilt is not None,
-            tuple(k.name for k in KINDS.values() if k.on_this_machine),
+            # every kind's module is imported for this only when the field is given
+            tuple(k.name for k in all_kinds() if k.on_this_machine)
+            if agent_data.get("race_detector") is not None
+            else (),
         )
     except RaceDetectorChoiceError as exc:
         raise ProfileError(str(exc)) from None
-    if KINDS[kind].on_this_machine or emulator is not None:
+    if spec.on_this_machine or emulator is not None:
         _check_trusted_for_this_machine(agent_data, src, profile.path)
     return dataclasses.replace(
         profile,
         agent=dataclasses.replace(agent, race_detector=race_detector),
+        emulator=emulator,
         machine=profile.machine or (DEFAULT_MACHINE if emulator == "mcu-emu" else None),
         work_dir=_work_dir(profile, "work_dir" in data),
     )
@@ -273,10 +289,24 @@ def _check_trusted_for_this_machine(agent: dict, src: str, path: Path | None) ->
         )
 
 
+def _emulator(data: dict, src: str) -> object:
+    """The profile's ``emulator``, an old name read as its new one (with a deprecation note)."""
+    emulator = data.get("emulator")
+    if isinstance(emulator, str) and emulator in RENAMED_EMULATORS:
+        new = RENAMED_EMULATORS[emulator]
+        warnings.warn(
+            f"{src}: emulator: {emulator} is now called {new}; write emulator: {new}",
+            FutureWarning,
+            stacklevel=4,  # the caller of parse_profile
+        )
+        return new
+    return emulator
+
+
 def _work_dir(profile: DeviceProfile, given: bool) -> str:
     """The profile's work_dir; if it gives none, a directory of the user's own for a device
     that is this machine (not a shared /tmp), else the default."""
-    if not given and KINDS[profile.kind].on_this_machine:
+    if not given and device_kind(profile.kind).on_this_machine:
         return str(cache_root() / "host-work" / profile.name)
     return profile.work_dir
 

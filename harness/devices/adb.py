@@ -1,13 +1,12 @@
-"""Device kind ``adb``: an Android device through the real adb client; emulator ``adbd``."""
+"""Device kind ``adb``: an Android device through the real adb client; emulator ``adb-emu``."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
-
+from harness.config.kinds import DeviceKind, LabAddress, Settings
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.acquired_place import LabResources
+from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.transport.adb import ADB_ENV, AdbSettings, AdbTransport
 from harness.untrusted.value_rules import check_host, check_port, check_word, split_host_port
@@ -60,10 +59,8 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
     return {"serial": serial, "server_host": host, "server_port": port}
 
 
-def open_device(
-    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
-) -> HostedDevice:
-    emulator = None
+def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
+    resources, emulator = context.resources, None
     if profile.emulator is not None:
         from harness.emulators.adb.launcher import AdbEmulator
         from harness.emulators.adb.server import PrivateAdbServer
@@ -74,3 +71,23 @@ def open_device(
         resources.enter_context(emulator)
         profile = with_settings(profile, **emulator.settings, server_port=server.port)
     return HostedDevice(profile, AdbTransport(adb_settings(profile)), resources, emulator)
+
+
+def lock_key(settings: Settings) -> str:
+    """One phone, whichever profile names it: its adb server and serial (or address)."""
+    server = f"{settings.get('server_host', 'localhost')}:{settings.get('server_port', '')}"
+    target = settings.get("serial") or settings.get("connect") or "the only device"
+    return f"adb:{server}/{target}"
+
+
+KIND = DeviceKind(
+    name="adb",
+    settings=AdbSettings,
+    emulator="adb-emu",
+    emulator_fields=("connect", "server_port"),
+    lock_key=lock_key,
+    lab=LabAddress(
+        fields=("serial", "server_host", "server_port", "connect"),
+        placeholder=(("serial", "lab"), ("server_host", "127.0.0.1"), ("server_port", 5037)),
+    ),
+)

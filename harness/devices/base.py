@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -46,6 +47,18 @@ class Emulator(Protocol):
 
     def kill(self) -> None:
         """End it abruptly, as a crash or a pulled cable would."""
+
+
+@dataclass(frozen=True)
+class OpenContext:
+    """What a kind's ``open_device(profile, context)`` is given besides the profile."""
+
+    # Whatever the kind starts (its emulator, a private server) goes here; the device
+    # closes it, and so does bring-up if opening fails.
+    resources: contextlib.ExitStack
+    # A reset from outside (a lab place's power port, before each agent session); only
+    # for kinds whose KIND says takes_outside_reset.
+    board_reset: Callable[[], None] | None = None
 
 
 class DeviceSetupError(TransportError):

@@ -7,10 +7,10 @@ import importlib
 from collections.abc import Callable
 from typing import Protocol, cast
 
-from harness.config.kinds import KINDS
+from harness.config.kinds import device_kind, kind_module_name
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.acquired_place import LabResources
-from harness.devices.base import Device
+from harness.devices.base import Device, OpenContext
 
 
 class KindModule(Protocol):
@@ -19,20 +19,15 @@ class KindModule(Protocol):
     def check_settings(self, profile: DeviceProfile) -> None:
         """Validate the profile's transport fields without reaching the device."""
 
-    def open_device(
-        self,
-        profile: DeviceProfile,
-        resources: contextlib.ExitStack,
-        board_reset: Callable[[], None] | None,
-    ) -> Device:
+    def open_device(self, profile: DeviceProfile, context: OpenContext) -> Device:
         """Start the emulator (if the profile asks for one) and the device; whatever is
-        started goes on ``resources``, which the device closes."""
+        started goes on ``context.resources``, which the device closes."""
         ...
 
     def lab_settings(
         self, profile: DeviceProfile, resources: LabResources, place: str
     ) -> dict[str, object]:
-        """Only kinds whose registry entry has ``lab``: the transport fields of the device
+        """Only kinds whose ``KIND`` has ``lab``: the transport fields of the device
         in acquired labgrid place ``place``, from its resources or tags, each checked
         with the profile's own rule (:class:`LabResourceError` names place and field)."""
         ...
@@ -40,7 +35,7 @@ class KindModule(Protocol):
 
 def kind_module(profile: DeviceProfile) -> KindModule:
     """The module of the profile's device kind (``transport.kind``, checked by the profile)."""
-    return cast(KindModule, importlib.import_module(KINDS[profile.kind].module))
+    return cast(KindModule, importlib.import_module(kind_module_name(profile.kind)))
 
 
 def check_transport_settings(profile: DeviceProfile) -> None:
@@ -60,7 +55,7 @@ def open_device(profile: DeviceProfile, *, board_reset: Callable[[], None] | Non
 
     ``board_reset`` resets a serial board from outside (its lab place's power port).
     """
-    kind = KINDS[profile.kind]
+    kind = device_kind(profile.kind)
     if profile.emulator is not None:
         clash = sorted(set(profile.settings) & set(kind.emulator_fields))
         if clash:
@@ -71,7 +66,7 @@ def open_device(profile: DeviceProfile, *, board_reset: Callable[[], None] | Non
             )
     resources = contextlib.ExitStack()
     try:
-        return kind_module(profile).open_device(profile, resources, board_reset)
+        return kind_module(profile).open_device(profile, OpenContext(resources, board_reset))
     except BaseException:
         resources.close()
         raise

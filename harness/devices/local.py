@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
-
+from harness.config.kinds import DeviceKind
 from harness.config.profile import DeviceProfile, ProfileError
+from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice
 from harness.transport.local import LocalTransport
 
@@ -18,9 +17,10 @@ def check_settings(profile: DeviceProfile) -> None:
         )
 
 
-def open_device(
-    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
-) -> HostedDevice:
+def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
     check_settings(profile)
     transport = LocalTransport(profile.work_dir, profile.where("work_dir"))
-    return HostedDevice(profile, transport, resources)
+    return HostedDevice(profile, transport, context.resources)
+
+
+KIND = DeviceKind(name="local", settings=None, on_this_machine=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
-
+from harness.config.kinds import DeviceKind, LabAddress, Settings
 from harness.config.mcu_boards import DEFAULT_MACHINE
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.config.settings import check_known, parse_settings, refuse
 from harness.devices.acquired_place import LabResourceError, LabResources
+from harness.devices.base import OpenContext
 from harness.devices.firmware import FirmwareDevice
 from harness.transport.serial import SerialSettings
 from harness.untrusted.reading import brief
@@ -91,9 +90,8 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
     return {"url": serial.url, "baudrate": profile.settings.get("baudrate", serial.speed)}
 
 
-def open_device(
-    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
-) -> FirmwareDevice:
+def open_device(profile: DeviceProfile, context: OpenContext) -> FirmwareDevice:
+    resources, board_reset = context.resources, context.board_reset
     if profile.emulator is None:
         return FirmwareDevice(
             profile, port=port_settings(profile), reset=board_reset, resources=resources
@@ -113,3 +111,18 @@ def open_device(
         McuEmulator(build_firmware(machine, source=tree), machine=machine)
     )
     return FirmwareDevice(profile, qemu=qemu, reset=board_reset, resources=resources)
+
+
+def lock_key(settings: Settings) -> str:
+    """One board, whichever profile names it: its serial port."""
+    return f"serial:{settings.get('port') or settings.get('url')}"
+
+
+KIND = DeviceKind(
+    name="serial",
+    settings=SerialSettings,
+    emulator="mcu-emu",
+    lock_key=lock_key,
+    lab=LabAddress(fields=("url", "port"), placeholder=(("url", "rfc2217://127.0.0.1:1"),)),
+    takes_outside_reset=True,
+)

@@ -1,14 +1,14 @@
-"""Device kind ``ssh``: a Linux board over OpenSSH; emulator ``sshd`` (ssh-emu)."""
+"""Device kind ``ssh``: a Linux board over OpenSSH; emulator ``ssh-emu``."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
 from pathlib import Path
 
+from harness.config.kinds import DeviceKind, LabAddress, Settings
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.acquired_place import LabResourceError, LabResources
+from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.transport.ssh import SshConfigError, SshSettings, SshTransport, resolve_route
 
@@ -70,13 +70,29 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
     return {"host": service.host, "port": service.port, "user": service.user}
 
 
-def open_device(
-    profile: DeviceProfile, resources: contextlib.ExitStack, board_reset: Callable[[], None] | None
-) -> HostedDevice:
-    emulator = None
+def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
+    resources, emulator = context.resources, None
     if profile.emulator is not None:
         from harness.emulators.ssh import SshEmulator
 
         emulator = resources.enter_context(SshEmulator(emulator_home(profile, resources) / "sshd"))
         profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, SshTransport(ssh_settings(profile)), resources, emulator)
+
+
+def lock_key(settings: Settings) -> str:
+    """One board, whichever profile names it: its login and address."""
+    return f"ssh:{settings.get('user', '')}@{settings.get('host')}:{settings.get('port', 22)}"
+
+
+KIND = DeviceKind(
+    name="ssh",
+    settings=SshSettings,
+    emulator="ssh-emu",
+    emulator_fields=("host", "ssh_config"),
+    lock_key=lock_key,
+    lab=LabAddress(
+        fields=("host", "port", "user"),
+        placeholder=(("host", "127.0.0.1"), ("port", 22), ("user", "lab")),
+    ),
+)

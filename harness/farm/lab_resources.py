@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.config.kinds import KINDS
+from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.acquired_place import (
     LabResourceError,
@@ -151,7 +151,7 @@ def _power(fields: Mapping[str, Any]) -> PowerPort:
 def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
     """A lab profile with stand-in values for the fields the lab fills, for the transport's
     own checks of the rest; :class:`ProfileError` if the profile sets one of them itself."""
-    lab = KINDS[profile.kind].lab
+    lab = device_kind(profile.kind).lab
     if lab is None:
         return profile  # the place is only held (a host-attached device): nothing to fill
     given = sorted(set(profile.settings) & set(lab.fields))
@@ -167,7 +167,7 @@ def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
 def with_lab_address(profile: DeviceProfile, resources: LabResources, place: str) -> DeviceProfile:
     """``profile`` (without its labgrid setting) with the acquired place's address filled in
     by its kind's ``lab_settings``; :class:`LabResourceError` names the place and the field."""
-    if KINDS[profile.kind].lab is None:
+    if device_kind(profile.kind).lab is None:
         return profile
     filled = kind_module(profile).lab_settings(profile, resources, place)
     return dataclasses.replace(profile, settings={**profile.settings, **filled})

@@ -47,7 +47,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from harness.config.kinds import KINDS
+from harness.config.kinds import all_kinds, device_kind
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.farm import lab_quarantine
 from harness.farm.lab_resources import check_lab_profile
@@ -133,8 +133,8 @@ class LabgridPlace:
                 f"{where}.reset: {reset!r} is not one of {', '.join(_RESETS)} (power: cycle "
                 "the place's power port before each agent session)"
             )
-        if reset != "none" and not KINDS[profile.kind].takes_outside_reset:
-            resettable = ", ".join(k.name for k in KINDS.values() if k.takes_outside_reset)
+        if reset != "none" and not device_kind(profile.kind).takes_outside_reset:
+            resettable = ", ".join(k.name for k in all_kinds() if k.takes_outside_reset)
             raise ProfileError(
                 f"{where}.reset: {reset}, but a {profile.kind} device is not reset from "
                 f"outside (only transport.kind {resettable} is): remove the field"

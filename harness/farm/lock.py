@@ -24,7 +24,7 @@ from pathlib import Path
 
 import filelock
 
-from harness.config.kinds import KINDS
+from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.lifecycle.cache import cache_root
 from harness.transport.base import DeviceUnavailable
@@ -72,7 +72,7 @@ def device_key(profile: DeviceProfile) -> str:
 
     Emulated devices and the host are their profile's name: each run starts its own
     emulator, and host profiles differ by work directory."""
-    key = KINDS[profile.kind].hardware_key
+    key = device_kind(profile.kind).lock_key
     if profile.emulator is not None or key is None:
         return profile.name
     return key(profile.settings)

@@ -4,8 +4,9 @@
 - :mod:`harness.link.stream` — over a transport's byte stream (an agent process's
   stdin and stdout), each report's length read from its header;
 - :mod:`harness.link.serial` — over a serial port to an MCU: COBS frames
-  (:mod:`.frame`), go-back-N ARQ with the HELLO handshake (:mod:`.arq`), the port
-  itself (:mod:`.port`).
+  (:mod:`.frame`), go-back-N ARQ with the HELLO handshake (:mod:`.arq`), connecting
+  (:mod:`.connect`); the port itself is the serial transport,
+  :mod:`harness.transport.serial`.
 
 A channel knows the wire format's header (its length and sequence number), never its
 body: numbering requests and decoding reports is the agent session's

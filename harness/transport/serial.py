@@ -1,12 +1,13 @@
-"""Serial ports for MCU devices: open one from a profile's settings, reset the board, connect.
+"""The serial transport: an MCU's port, opened from a profile's settings; its reset line.
 
 A port is anything pyserial's ``serial_for_url`` opens: a device path
 (``/dev/ttyACM0``), ``socket://127.0.0.1:PORT`` (QEMU's ``-serial tcp:...``) or
 ``rfc2217://host:port`` (a networked serial server such as ser2net, which a labgrid
 exporter runs for a place's serial port; opened with ``?ign_set_control``, as ser2net
-does not answer the control option pyserial otherwise waits for). The framed protocol on top
-is :mod:`harness.link.serial.arq`. Profile fields (``transport:`` with
-``kind: serial``, checked by :mod:`harness.devices.serial`)::
+does not answer the control option pyserial otherwise waits for). The framed protocol on
+top is :mod:`harness.link.serial.arq`, reached through :mod:`harness.link.serial.connect`.
+Profile fields (``transport:`` with ``kind: serial``, checked by
+:mod:`harness.devices.serial`)::
 
     port: /dev/ttyACM0          # or url: socket://127.0.0.1:4321
     baudrate: 115200
