@@ -16,6 +16,7 @@ import pytest
 from harness.agent.runtime_source import ENV_VAR, TRUSTED_ENV, RuntimeSource
 from harness.config.profile import ProfileError, load_profile
 from harness.devices import serial
+from harness.devices.base import OpenContext
 
 BOARD = "transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps3-an547\n"
 
@@ -113,7 +114,7 @@ def test_the_board_is_built_from_the_profiles_tree(tmp_path, untrusting) -> None
     untrusting.setattr(qemu_mcu, "build_firmware", build_firmware)
     untrusting.setattr(qemu_mcu, "McuEmulator", Board)
     with contextlib.ExitStack() as resources:
-        serial.open_device(load_profile(str(profile)), resources, None)
+        serial.open_device(load_profile(str(profile)), OpenContext(resources))
     [(machine, source)] = built
     assert machine == "mps3-an547" and source is not None
     assert (source.path, source.version) == (tree, "1.5.0")
