@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import power_runs
 import pytest
 from prerequisites import require
 
@@ -132,16 +133,6 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def suite_run_environment(profile: Path) -> dict[str, str]:
-    """This environment for a suite run of ``profile`` (trusted: its agent.env runs here),
-    with bytecode written: under ``PYTHONDONTWRITEBYTECODE`` each of the 21 runs would
-    compile and assertion-rewrite every module again (~5 s each); so the first run caches
-    them and the others read them."""
-    env = {**os.environ, "PYTHONHASHSEED": "0", TRUSTED_PROFILES_ENV: str(profile)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
-
-
 def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
     """The device suites on a host profile whose agent runs under the shim with ``fault``."""
     work = base / fault
@@ -163,10 +154,12 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
     # --tb=line: a traceback per failure costs pytest ~50 ms (it parses the source of
     # every frame), most of a fault run's time, and the verdicts are in results.jsonl.
     command = [sys.executable, "-m", "pytest", *suites, "--device", str(profile), "-q",
-               "-p", "no:cacheprovider", "--tb=line", "--results-dir", str(results_dir),
-               "--lock-dir", str(work / "locks")]
+               "-p", "no:cacheprovider", *power_runs.PYTEST_ARGS, "--tb=line",
+               "--results-dir", str(results_dir), "--lock-dir", str(work / "locks")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, env=suite_run_environment(profile), check=False)
+                          timeout=RUN_TIMEOUT_S, env=power_runs.environment(
+                              PYTHONHASHSEED="0", **{TRUSTED_PROFILES_ENV: str(profile)}),
+                          check=False)
     results = tuple(read_results(results_dir / RESULTS_FILE))
     log = work / "shim.log"
     calls = log.read_text("utf-8").splitlines() if log.is_file() else []

@@ -10,12 +10,12 @@ faults would change nothing: the firmware would not contain the patched code.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import power_runs
 import pytest
 
 from harness.agent.runtime_source import find_runtime_source, runtime_source
@@ -76,10 +76,10 @@ def test_a_fault_in_executorchs_source_fails_the_suites_with_delivery_difference
 ) -> None:
     tree = patched_tree(tmp_path, fault)
     results = tmp_path / "results"
-    env = dict(os.environ, ET_HARNESS_SOURCE=str(tree))
+    env = power_runs.environment(ET_HARNESS_SOURCE=str(tree))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "suites", "--device", "mcu-emu", "-q",
-         "-p", "no:cacheprovider", "--results-dir", str(results)],
+         "-p", "no:cacheprovider", *power_runs.PYTEST_ARGS, "--results-dir", str(results)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False,
     )
     records = [

@@ -9,6 +9,8 @@ import pytest
 from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
+    MAX_KEY_BYTES,
+    MAX_STRING_BYTES,
     BackendOptions,
     MapValidationError,
     Option,
@@ -243,3 +245,26 @@ def test_harness_options_re_exports_every_public_name_of_the_model() -> None:
     assert set(public.__all__) - lazy == {name for name in defined if not name.startswith("_")}
     assert all(getattr(public, name) is getattr(model, name) for name in set(public.__all__) - lazy)
     assert public.options_maps is options_maps
+
+
+def test_generated_maps_hold_multi_byte_text_and_stay_within_the_byte_limits() -> None:
+    """``options_maps`` cuts over-long text at a character boundary (it does not filter it
+    out): long multi-byte keys and strings come, and never over 63 and 255 bytes."""
+    from hypothesis import Phase, given, settings
+
+    from harness.data.strategies import options_maps
+
+    longest = {MAX_KEY_BYTES: 0, MAX_STRING_BYTES: 0}  # of multi-byte text, in bytes
+
+    @settings(max_examples=300, database=None, derandomize=True, phases=[Phase.generate])
+    @given(options_maps(backend_ids=("A", "B")))
+    def within(options: OptionsMap) -> None:
+        for option in (o for b in options.backends for o in b.options):
+            for limit, text in ((MAX_KEY_BYTES, option.key), (MAX_STRING_BYTES, option.value)):
+                if isinstance(text, str):
+                    assert len(text.encode()) <= limit, (limit, text)
+                    if len(text.encode()) > len(text):
+                        longest[limit] = max(longest[limit], len(text.encode()))
+
+    within()
+    assert longest[MAX_KEY_BYTES] >= 60 and longest[MAX_STRING_BYTES] >= 32, longest

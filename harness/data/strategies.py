@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,9 +25,17 @@ _CHARS = st.characters(exclude_categories=_SURROGATES, exclude_characters="\0")
 
 
 def _text_within(min_bytes: int, max_bytes: int) -> st.SearchStrategy[str]:
-    return st.text(_CHARS, min_size=min_bytes, max_size=max_bytes).filter(
-        lambda s: min_bytes <= len(s.encode("utf-8")) <= max_bytes
+    """Text of ``min_bytes``..``max_bytes`` bytes of UTF-8 (``max_bytes`` >= 4).
+
+    Cut, not filtered: a string over the limit is cut at the last whole character that
+    fits, so long multi-byte strings land near the limit instead of being drawn again."""
+    return st.text(_CHARS, min_size=min_bytes, max_size=max_bytes).map(
+        functools.partial(_cut, max_bytes=max_bytes)
     )
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
 
 
 keys = _text_within(1, MAX_KEY_BYTES)
@@ -41,6 +50,7 @@ values = st.one_of(
 """Option values: bool, int32 (limits favoured), or strings of 0..255 bytes."""
 
 
+@functools.cache  # built once per backend: options_maps draws it for every example
 def backend_options(backend_id: str, max_options: int = 8) -> st.SearchStrategy[BackendOptions]:
     """Options for ``backend_id`` with distinct keys."""
     return st.lists(
