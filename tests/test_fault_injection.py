@@ -74,7 +74,6 @@ FAULTS = {
 # What a fault that strikes only the real backends needs to run: their suites.
 REAL_SUITES = ("suites/test_xnnpack.py", "suites/test_openvino.py", "suites/test_qnn.py",
                "suites/test_concurrent_xnnpack.py", "suites/test_real_backend_records.py")
-PARALLEL_RUNS = 2
 RUN_TIMEOUT_S = 900
 
 
@@ -133,8 +132,9 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
-    """The device suites on a host profile whose agent runs under the shim with ``fault``."""
+def fault_profile(shim: Path, fault: str, base: Path) -> Path:
+    """A host profile whose agent runs under the shim with ``fault``; its name is
+    ``host-<fault>`` (the profile file's name)."""
     work = base / fault
     work.mkdir()
     env = (f"{{LD_PRELOAD: '{shim}', ETB_FAULT: {fault}, "
@@ -149,22 +149,33 @@ def run_suites(shim: Path, fault: str, base: Path) -> FaultRun:
         f"agent:\n  env: {env}\n",
         encoding="utf-8",
     )
-    results_dir = work / "results"
-    suites = list(REAL_SUITES) if fault.startswith("real_") else ["suites"]
+    return profile
+
+
+def run_suites(shim: Path, faults: list[str], suites: list[str], base: Path) -> dict[str, FaultRun]:
+    """The device suites in one pytest, on one profile per fault (each device its own
+    agent, under the shim with its fault): one start-up and collection for them all."""
+    profiles = {fault: fault_profile(shim, fault, base) for fault in faults}
+    results_dir = base / f"results-{faults[0]}"
     # --tb=line: a traceback per failure costs pytest ~50 ms (it parses the source of
     # every frame), most of a fault run's time, and the verdicts are in results.jsonl.
-    command = [sys.executable, "-m", "pytest", *suites, "--device", str(profile), "-q",
+    command = [sys.executable, "-m", "pytest", *suites, "-q",
+               "--device", ",".join(str(profile) for profile in profiles.values()),
                "-p", "no:cacheprovider", *power_runs.PYTEST_ARGS, "--tb=line",
-               "--results-dir", str(results_dir), "--lock-dir", str(work / "locks")]
+               "--results-dir", str(results_dir), "--lock-dir", str(base / "locks")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S, env=power_runs.environment(
-                              PYTHONHASHSEED="0", **{TRUSTED_PROFILES_ENV: str(profile)}),
+                              PYTHONHASHSEED="0", **{TRUSTED_PROFILES_ENV: str(base)}),
                           check=False)
-    results = tuple(read_results(results_dir / RESULTS_FILE))
-    log = work / "shim.log"
-    calls = log.read_text("utf-8").splitlines() if log.is_file() else []
-    return FaultRun(fault, results, done.returncode, done.stdout[-4000:] + done.stderr[-2000:],
-                    tuple(calls))
+    results = read_results(results_dir / RESULTS_FILE)
+    output = done.stdout[-4000:] + done.stderr[-2000:]
+    runs = {}
+    for fault, profile in profiles.items():
+        log = profile.parent / "shim.log"
+        calls = log.read_text("utf-8").splitlines() if log.is_file() else []
+        mine = tuple(r for r in results if r.device == profile.stem)
+        runs[fault] = FaultRun(fault, mine, done.returncode, output, tuple(calls))
+    return runs
 
 
 @pytest.fixture(scope="module")
@@ -182,10 +193,14 @@ def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Faul
         else:
             base = session / "fault_runs"
             base.mkdir()
-            with concurrent.futures.ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-                futures = {name: pool.submit(run_suites, shim, name, base)
-                           for name in ["none", *FAULTS]}
-                done = {name: future.result() for name, future in futures.items()}
+            real = [fault for fault in FAULTS if fault.startswith("real_")]
+            rest = [fault for fault in FAULTS if fault not in real]
+            groups = [(rest[::2], ["suites"]), (rest[1::2], ["suites"]), (["none"], ["suites"]),
+                      (real, list(REAL_SUITES))]  # about as long as each other, but "none"
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                futures = [pool.submit(run_suites, shim, faults, suites, base)
+                           for faults, suites in groups]
+                done = {name: run for f in futures for name, run in f.result().items()}
             kept.write_bytes(pickle.dumps(done))
     print("\nfault                        caught  diffs  by (failing tests per test function)")
     for name in FAULTS:

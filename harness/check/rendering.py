@@ -231,6 +231,8 @@ def _short(difference: Difference) -> str:
 
 def _width(text: str) -> int:
     """Terminal columns ``text`` takes (wide East Asian characters count two)."""
+    if text.isascii() and text.isprintable():
+        return len(text)  # the common case, one column each, without a lookup per character
     return sum(max(wcwidth(c), 0) for c in text)
 
 

@@ -110,6 +110,14 @@ class _Page:
         self.suites = list(dict.fromkeys(r.suite for r in self.results))
         self.case_id = {id(r): f"c{n}" for n, r in enumerate(self.results)}
         self.runs = sorted({r.run for r in self.results if r.run})
+        # Each cell's cases, and each suite's, found once: a run of many devices has
+        # thousands of results, and the matrix asks for every suite x device x backend.
+        self._by_cell: dict[tuple[str, str], list[CaseResult]] = collections.defaultdict(list)
+        self._by_suite: dict[str, list[CaseResult]] = collections.defaultdict(list)
+        for r in self.results:
+            self._by_cell[r.suite, r.device or NO_DEVICE].append(r)
+            self._by_suite[r.suite].append(r)
+        self._backends = {suite: self._backends_of(suite) for suite in self.suites}
 
     def render(self) -> str:
         parts = [
@@ -166,13 +174,13 @@ class _Page:
     def _backends_of(self, suite: str) -> list[tuple[str, str]]:
         """(backend, route) pairs the suite's verdicts checked: route is the load path
         (program, module, ...) or set / get, so rows are path x backend."""
-        pairs: dict[tuple[str, str], None] = {}
-        for r in self.results:
-            if r.suite == suite:
-                for verdict in r.verdicts:
-                    pairs.update(dict.fromkeys((n, verdict.route) for n, _ in verdict.backends))
+        pairs: dict[tuple[str, str], int] = {}  # in order of first appearance
+        for r in self._by_suite.get(suite, []):
+            for verdict in r.verdicts:
+                for name, _ in verdict.backends:
+                    pairs.setdefault((name, verdict.route), len(pairs))
         order = {route: i for i, route in enumerate(ROUTES)}
-        return sorted(pairs, key=lambda p: (order.get(p[1], len(order)), list(pairs).index(p)))
+        return sorted(pairs, key=lambda p: (order.get(p[1], len(order)), pairs[p]))
 
     @staticmethod
     def _checks(result: CaseResult, pair: tuple[str, str]) -> list[bool]:
@@ -200,7 +208,7 @@ class _Page:
                     f"{_e(_counts_text(outcomes))}</a></td>"
                 )
             rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
-            for b, pair in enumerate(self._backends_of(suite)):
+            for b, pair in enumerate(self._backends[suite]):
                 cells = []
                 for d, device in enumerate(self.devices):
                     checks = [
@@ -221,7 +229,7 @@ class _Page:
         return "\n".join(rows)
 
     def _cases(self, suite: str, device: str) -> list[CaseResult]:
-        return [r for r in self.results if r.suite == suite and (r.device or NO_DEVICE) == device]
+        return self._by_cell.get((suite, device), [])
 
     def _link(self, result: CaseResult, note: str = "") -> str:
         extra = f' <span class="muted">{_e(note)}</span>' if note else ""
@@ -248,7 +256,7 @@ class _Page:
                         f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
                         f"{_e(device)}</h3><ul>{items}</ul></section>"
                     )
-                for b, pair in enumerate(self._backends_of(suite)):
+                for b, pair in enumerate(self._backends[suite]):
                     links = []
                     for r in cases:
                         checks = self._checks(r, pair)
