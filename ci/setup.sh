@@ -43,16 +43,18 @@ if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv --clear .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[labgrid]'
+# --no-compile: pip would byte-compile every module of every package (a third of the
+# install's time); Python compiles what is imported, when it is first imported.
+.venv/bin/python -m pip install -q --no-compile -e '.[labgrid]'
 # The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red;
 # zizmor checks the GitHub Actions workflows (tests/test_workflows.py).
-.venv/bin/python -m pip install -q 'ruff==0.17.6' 'mypy==2.4.1' \
+.venv/bin/python -m pip install -q --no-compile 'ruff==0.17.6' 'mypy==2.4.1' \
   'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122' 'zizmor==1.32.0'
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes
 # last, every time; `pip check` is still satisfied (both distributions are installed).
-.venv/bin/python -m pip install -q --force-reinstall --no-deps 'pyserial==3.5'
+.venv/bin/python -m pip install -q --no-compile --force-reinstall --no-deps 'pyserial==3.5'
 .venv/bin/python -c 'import serial, sys; sys.exit(serial.__version__ != "3.5")' || {
   echo "ci/setup.sh: serial/ is not stock pyserial 3.5" >&2; exit 1; }
 # What an interrupted SDK fetch left in the cache (a truncated wheel, a half-extracted

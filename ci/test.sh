@@ -6,6 +6,10 @@
 # Run after ci/setup.sh. Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Many tests run pytest in a subprocess (the fault injection, the kill tests, ...): with
+# bytecode written, the first caches the compiled, assertion-rewritten modules and the
+# rest read them (ci/setup.sh installs without byte-compiling).
+unset PYTHONDONTWRITEBYTECODE
 
 echo "== ruff (rules in pyproject.toml)"
 .venv/bin/ruff check harness tests suites
@@ -13,10 +17,9 @@ echo "== ruff (rules in pyproject.toml)"
 echo "== mypy (settings in pyproject.toml)"
 .venv/bin/mypy harness
 echo "== project tests (tests/)"
-# Many tests run pytest in a subprocess (the fault injection alone 21 times): with bytecode
-# written, the first caches the compiled, assertion-rewritten modules and the rest read them.
-unset PYTHONDONTWRITEBYTECODE
-.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 2 --durations=15  # where the time goes
+# Three workers on two cores: a fifth of the tests' time is spent waiting (for a timeout
+# under test, a QEMU board, a coordinator), which a third worker fills.
+.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 3 --durations=15  # where the time goes
 echo "== device suites on every emulated device (suites/)"
 bash ci/run-emulated.sh results/ci
 echo "== concurrent multi-model cases under the race detectors (host-tsan, host-helgrind, host-drd)"
