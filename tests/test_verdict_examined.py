@@ -14,8 +14,10 @@ import contextlib
 import pytest
 
 from harness.check import Action, DifferenceKind, Outcome, Report, Verdict, VerdictNotExamined
+from harness.lifecycle.cache import cache_root
 
 pytest_plugins = ["pytester"]
+CACHE = cache_root()
 
 CASES = """
 from harness.check import DifferenceKind, RuntimeErrorCode
@@ -62,8 +64,13 @@ def line_of(marker: str) -> int:
 
 
 @pytest.mark.slow
-def test_forgotten_verdicts_fail_naming_their_call_and_the_rest_pass(pytester, request):
+def test_forgotten_verdicts_fail_naming_their_call_and_the_rest_pass(
+    pytester, request, monkeypatch
+):
     devices = request.config.rootpath / "devices"
+    # pytester points HOME at its directory: the run keeps the harness cache it would
+    # have had (read before pytester moved HOME), or it would build the host agent afresh
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(CACHE))
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest_subprocess(
         "--device", "host", "--devices-dir", str(devices), "-p", "no:cacheprovider",
