@@ -463,3 +463,21 @@ def test_modes_that_split_a_device_over_workers_are_refused(farm):
     assert unknown.returncode == 4 and "ERROR: --device: unknown device 'nope'" in unknown.stdout
     untagged = farm.run("--device", "tag:gpu")  # the message names the option once
     assert untagged.returncode == 4 and "ERROR: --device tag:gpu: no profile" in untagged.stdout
+
+
+def test_an_infra_error_in_a_run_without_devices_is_named_in_the_summary(tmp_path) -> None:
+    """No device, so no device tables: the infrastructure error is still named, with its
+    test and message, and fails the run."""
+    (tmp_path / "test_lost.py").write_text(
+        "from harness.transport.base import TransportTimeout\n\n\n"
+        "def test_times_out():\n"
+        "    raise TransportTimeout('the board stopped answering')\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "test_lost.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1, done.stdout
+    assert "1 infra" in done.stdout, done.stdout
+    assert ("INFRA test_lost.py::test_times_out (call): harness.transport.base."
+            "TransportTimeout: the board stopped answering" in done.stdout), done.stdout

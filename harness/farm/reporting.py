@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from harness.farm.infra import one_line
 from harness.farm.junit import amend_junit
 from harness.farm.results import ResultsRecorder, describe_os_error
 from harness.farm.summary import (
@@ -18,6 +19,14 @@ from harness.farm.summary import (
     outcome_table,
     quarantined_devices,
 )
+
+_INFRA_TITLE = "infrastructure errors (device trouble, not test failures)"
+
+
+def _infra_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = crash.message if crash is not None else str(report.longrepr)
+    return f"INFRA {report.nodeid} ({report.when}): {one_line(message)}"
 
 
 class ControllerReporting:
@@ -51,7 +60,12 @@ class ControllerReporting:
                     )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.recorder.active:
+        if not self.recorder.active:  # no device: no tables, but an infra outcome is named
+            lines = [_infra_line(report) for report in terminalreporter.stats.get("infra", [])]
+            if lines:
+                terminalreporter.section(_INFRA_TITLE, yellow=True)
+                for line in lines:
+                    terminalreporter.write_line(line)
             return
         results = self.recorder.results
         for device in devices_in_order(results):
@@ -65,9 +79,7 @@ class ControllerReporting:
                     terminalreporter.write_line(line)
         infra = infrastructure_lines(results)
         if infra:
-            terminalreporter.section(
-                "infrastructure errors (device trouble, not test failures)", yellow=True
-            )
+            terminalreporter.section(_INFRA_TITLE, yellow=True)
             for line in infra:
                 terminalreporter.write_line(line)
         terminalreporter.section("device farm")
