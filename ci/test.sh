@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Style checks (ruff lint and format, mypy), the project's tests, then the device suites on
-# every emulated device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in parallel, with reports),
-# then the concurrent multi-model cases on the host agent under each race detector
-# (ci/run-race-detectors.sh).
+# every emulated device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in
+# parallel, with reports) beside the concurrent multi-model cases on the host agent under
+# each race detector (ci/run-race-detectors.sh).
 # Run after ci/setup.sh. Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,17 +10,31 @@ cd "$(dirname "$0")/.."
 # bytecode written, the first caches the compiled, assertion-rewritten modules and the
 # rest read them (ci/setup.sh installs without byte-compiling).
 unset PYTHONDONTWRITEBYTECODE
+mkdir -p results
+status=0
 
 echo "== ruff (rules in pyproject.toml)"
 .venv/bin/ruff check harness tests suites
 .venv/bin/ruff format --check harness
-echo "== mypy (settings in pyproject.toml)"
-.venv/bin/mypy harness
+# mypy takes one core for ~10 s: it runs while the project tests start; its output
+# comes after theirs.
+.venv/bin/mypy harness > results/ci-mypy.log 2>&1 &
+mypy=$!
 echo "== project tests (tests/)"
 # Three workers on two cores: a fifth of the tests' time is spent waiting (for a timeout
-# under test, a QEMU board, a coordinator), which a third worker fills.
-.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 3 --durations=15  # where the time goes
-echo "== device suites on every emulated device (suites/)"
-bash ci/run-emulated.sh results/ci
+# under test, a QEMU board, a coordinator), which the third worker fills.
+.venv/bin/python -m pytest tests -q -p no:cacheprovider -n 3 \
+  --durations=15 || status=$?  # --durations: where the time goes
+echo "== mypy (settings in pyproject.toml)"
+wait "$mypy" || status=$?
+cat results/ci-mypy.log
+# The two device runs share the machine: each ends with a tail of one slow device
+# (an MCU board, valgrind), which the other fills. The race detectors' output comes first.
+bash ci/run-emulated.sh results/ci > results/ci-emulated.log 2>&1 &
+emulated=$!
 echo "== concurrent multi-model cases under the race detectors (host-tsan, host-helgrind, host-drd)"
-bash ci/run-race-detectors.sh results/ci-races
+bash ci/run-race-detectors.sh results/ci-races || status=$?
+echo "== device suites on every emulated device (suites/)"
+wait "$emulated" || status=$?
+cat results/ci-emulated.log
+exit "$status"
