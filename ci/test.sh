@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Style checks (ruff lint and format, mypy), the project's tests, then the device suites on
 # every emulated device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in
-# parallel, with reports) beside the concurrent multi-model cases on the host agent under
-# each race detector (ci/run-race-detectors.sh).
-# Run after ci/setup.sh. Exits non-zero if any step fails.
+# parallel, with reports), then the concurrent multi-model cases on the host agent under
+# each race detector (ci/run-race-detectors.sh). Every step runs; the exit status is
+# non-zero if any failed.
+# Run after ci/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Many tests run pytest in a subprocess (the fault injection, the kill tests, ...): with
@@ -28,13 +29,8 @@ echo "== project tests (tests/)"
 echo "== mypy (settings in pyproject.toml)"
 wait "$mypy" || status=$?
 cat results/ci-mypy.log
-# The two device runs share the machine: each ends with a tail of one slow device
-# (an MCU board, valgrind), which the other fills. The race detectors' output comes first.
-bash ci/run-emulated.sh results/ci > results/ci-emulated.log 2>&1 &
-emulated=$!
+echo "== device suites on every emulated device (suites/)"
+bash ci/run-emulated.sh results/ci || status=$?
 echo "== concurrent multi-model cases under the race detectors (host-tsan, host-helgrind, host-drd)"
 bash ci/run-race-detectors.sh results/ci-races || status=$?
-echo "== device suites on every emulated device (suites/)"
-wait "$emulated" || status=$?
-cat results/ci-emulated.log
 exit "$status"

@@ -681,6 +681,18 @@ def _release_as_someone_else(lab: LabgridLab) -> None:
                        env={**os.environ, **SOMEONE_ELSE}, capture_output=True, check=False)
 
 
+def test_a_coordinator_restart_keeps_a_tag_set_just_before_it(lab):
+    """labgrid's coordinator saves its places up to 15 s after a change: a restart waits for
+    the present state's save (a test that put a tag back must not find the old one)."""
+    lab.restart_coordinator()  # so that the places file has every place, saved before
+    lab.client("-p", "lab-a", "set-tags", "et_probe=1")
+    try:
+        lab.restart_coordinator()
+        assert dict(_place(lab, "lab-a").tags).get("et_probe") == "1"
+    finally:
+        lab.client("-p", "lab-a", "set-tags", "et_probe=")
+
+
 def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place(
         lab, devices, tmp_path):
     """labgrid keeps reservations and acquisitions in memory only. A run waiting for a

@@ -296,11 +296,20 @@ class LabgridLab:
         file (labgrid forgets acquisitions and reservations in a restart); exporters that
         ended with it are started again, as a lab's service manager would."""
         assert self._coordinator_process is not None
-        saved = self._directory / "places.yaml"  # the coordinator saves a moment after a
-        deadline = time.monotonic() + _READY_TIMEOUT_S  # change: a kill before that loses
+        # The coordinator saves its places up to 15 s after a change, so a kill before that
+        # would bring back an older state (a tag a test has since put back). A change made
+        # now (a tag set to the value it has) asks for a save of the present state.
+        saved = self._directory / "places.yaml"
+        before = saved.stat().st_mtime_ns if saved.exists() else 0
+        self.client("-p", self.places[0].name, "set-tags", f"kind={TAGS['kind']}")
+        deadline = time.monotonic() + _READY_TIMEOUT_S
         names = [p.name for p in self.places] + [p.name for p in self.ssh_places]
         names += [p.name for p in self.android_places]
-        while not (saved.exists() and all(f"{name}:" in saved.read_text() for name in names)):
+        while not (
+            saved.exists()
+            and saved.stat().st_mtime_ns > before
+            and all(f"{name}:" in saved.read_text() for name in names)
+        ):
             if time.monotonic() > deadline:
                 raise LabError(f"the coordinator did not save its places in {saved}")
             time.sleep(0.2)  # polling a file the coordinator writes in its own time
