@@ -472,6 +472,31 @@ def test_reconnects_after_the_connection_dropped(own_board: SshEmulator) -> None
     assert own_board.log_count(LOGIN) == 2
 
 
+def test_a_send_failing_before_paramiko_notices_the_drop_reconnects(
+    own_board: SshEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen under load: the sessions were killed, the request for a channel failed to
+    send (EOFError) while paramiko's reader thread had not yet seen the EOF and still
+    called the link active. That is a lost link, not a device that does not answer."""
+    transport = SshTransport(own_board.profile())
+    try:
+        assert transport.run(["true"], timeout=5).exit_code == 0
+        dead = transport._live().transport
+        _daemon, *sessions = own_board.pids()
+        for pid in sessions:
+            os.kill(pid, signal.SIGKILL)
+
+        def send_fails(*args: object, **kwargs: object) -> None:
+            raise EOFError  # what paramiko's packetizer raises writing to a closed socket
+
+        monkeypatch.setattr(dead, "is_active", lambda: True)
+        monkeypatch.setattr(dead, "open_session", send_fails)
+        assert transport.run(["echo", "back"], timeout=10).stdout == b"back\n"
+    finally:
+        transport.close()
+    assert own_board.log_count(LOGIN) == 2
+
+
 def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
     board: SshEmulator,
 ) -> None:

@@ -123,6 +123,13 @@ class SshTransport(Transport):
             self._connection = self._open_route()
             return self._connection
 
+    def _discard(self, connection: _Connection) -> None:
+        """Close ``connection`` so that the next :meth:`_live` dials afresh."""
+        with self._lock:
+            if self._connection is connection:
+                self._connection = None
+        connection.close()
+
     def _open_route(self) -> _Connection:
         timeout = self.profile.connect_timeout
         clients: list[paramiko.SSHClient] = []
@@ -267,11 +274,14 @@ class SshTransport(Transport):
                 channel = connection.transport.open_session(timeout=timeout)
                 break
             except (paramiko.SSHException, OSError, EOFError) as exc:
-                if connection.alive():
+                # A failed send (EOFError, OSError) means the link is gone even while
+                # paramiko's reader thread has not noticed yet and calls it active.
+                if connection.alive() and isinstance(exc, paramiko.SSHException):
                     raise TransportTimeout(
                         f"{self.name}: no channel within {timeout:.1f} s ({exc}): the device "
                         "is not answering"
                     ) from None
+                self._discard(connection)
                 if attempt == 2:
                     raise TransportLost(
                         f"{self.name}: connection lost while opening a channel"
