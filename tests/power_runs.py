@@ -1,6 +1,7 @@
 """How the tests that measure the suites' power run them: in a pytest of their own, with
-the ``generate_only`` plugin (``tests/faults/generate_only.py``: Hypothesis does not
-shrink what it finds, and keeps no examples in the checkout)."""
+the plugins of ``tests/faults/``: ``generate_only`` (Hypothesis does not shrink what it
+finds, and keeps no examples in the checkout) and ``first_catch`` (each device stops at
+its first failing test)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 from pathlib import Path
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "faults"
-PYTEST_ARGS = ("-p", "generate_only")
+PYTEST_ARGS = ("-p", "generate_only", "-p", "first_catch")
 
 
 def environment(**variables: str) -> dict[str, str]:

@@ -16,8 +16,9 @@ the real-backend suites (``REAL_SUITES``). Four strike the seam between models, 
 and threads (specs that stick to a backend and reach the next model, global values that
 leak into specs, a loading thread handed another thread's map, or the specs of the init
 that raced it), caught by the multi-model suites (suites/test_models*.py); the two thread
-faults touch only models loaded CONCURRENT, so only the concurrent cases catch them. A table of
-fault -> catching tests is printed (``-s`` shows it).
+faults touch only models loaded CONCURRENT, so only the concurrent cases catch them. Each
+fault's device stops at its first failing test (``tests/faults/first_catch.py``); a table of
+fault -> the test that caught it is printed (``-s`` shows it).
 """
 
 from __future__ import annotations

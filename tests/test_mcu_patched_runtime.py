@@ -2,9 +2,9 @@
 
 Each case copies the ExecuTorch source tree to a temporary directory, puts one fault into
 ExecuTorch's own code there, builds the firmware from the copy (``ET_HARNESS_SOURCE``)
-and runs the suites on ``mcu-emu`` until the first failure (``-x``: the question is only
-whether they catch the fault): they must fail with delivery differences (verdicts that
-are not exact), never with infrastructure errors. With the stand-in, the same
+and runs the suites on ``mcu-emu`` until their first failure (:mod:`power_runs`: the
+question is only whether they catch the fault): they must fail with delivery differences
+(verdicts that are not exact), never with infrastructure errors. With the stand-in, the same
 faults would change nothing: the firmware would not contain the patched code.
 """
 
@@ -80,7 +80,7 @@ def test_a_fault_in_executorchs_source_fails_the_suites_with_delivery_difference
     env = power_runs.environment(ET_HARNESS_SOURCE=str(tree))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "suites", "--device", "mcu-emu", "-q",
-         "-p", "no:cacheprovider", "-x", *power_runs.PYTEST_ARGS, "--results-dir", str(results)],
+         "-p", "no:cacheprovider", *power_runs.PYTEST_ARGS, "--results-dir", str(results)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False,
     )
     records = [
