@@ -47,8 +47,8 @@ def compile_commands(source: Path, build: Path, *options: str) -> list[dict]:
 
 def test_every_compile_of_the_cmake_builds_treats_warnings_as_errors(tmp_path):
     sdk = ensure_sdk(host_abi())
-    agent = compile_commands(AGENT / "runtime", tmp_path / "agent",
-                             f"-Dexecutorch_DIR={sdk.cmake_dir}")
+    agent = compile_commands(AGENT / "runtime", tmp_path / "agent",  # a command per source
+                             f"-Dexecutorch_DIR={sdk.cmake_dir}", "-DCMAKE_UNITY_BUILD=OFF")
     codec = compile_commands(AGENT / "codec", tmp_path / "codec", "-DETB_WIRE_BUILD_TOOLS=ON")
     names = {Path(c["file"]).name for c in agent + codec}
     assert {"main.cpp", "wire_decode.c", "etb_wiretool.c"} <= names

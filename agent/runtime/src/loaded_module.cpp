@@ -1,21 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "loaded_module.h"
 
-#include <chrono>
 #include <utility>
 
+#include "elapsed.h"
 #include "loaded_program.h"
 
 namespace etb {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using executorch::extension::module::Module;
-
-int64_t micros_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-}
 
 StepResult result_of(et::Error error, const std::string& call) {
   if (error == et::Error::Ok) {

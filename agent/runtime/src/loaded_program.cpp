@@ -2,19 +2,14 @@
 #include "loaded_program.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <utility>
+
+#include "elapsed.h"
 
 namespace etb {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-int64_t micros_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-}
 
 StepResult fail(et::Error error, std::string message) {
   return StepResult{error, std::move(message)};
