@@ -19,7 +19,7 @@ CODEC = ROOT / "agent" / "codec"
 VECTORS = ROOT / "tests" / "vectors"
 # Seeded from the golden vectors, the run covers every edge it will reach (483) within
 # about 90,000 inputs, under a second; 5 s is about 850,000 inputs (20 s found 5 more
-# features and no more edges). The nightly-length run is in agent/codec/README.md.
+# features and no more edges). A longer run: agent/codec/README.md, "Fuzzing longer".
 FUZZ_SECONDS = 5
 SANITIZERS = ["-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all"]
 ARTIFACT_PREFIXES = ("crash-", "leak-", "timeout-", "oom-")
