@@ -166,6 +166,23 @@ class LabgridLab:
             raise LabError(f"labgrid-client {' '.join(args)}: {done.stderr.strip()[-400:]}")
         return done.stdout
 
+    def admin(self, rpc: str, **fields: object) -> None:
+        """One request to the coordinator as the lab's admin, through labgrid's gRPC API
+        (``rpc`` a method of its stub, ``fields`` its request's): what ``labgrid-client
+        create``, ``add-match`` and ``set-tags`` send, without a client process (0.4 s of
+        CPU each)."""
+        import grpc
+        from labgrid.remote.generated import labgrid_coordinator_pb2 as messages
+        from labgrid.remote.generated.labgrid_coordinator_pb2_grpc import CoordinatorStub
+
+        request = getattr(messages, f"{rpc}Request")(**fields)
+        with grpc.insecure_channel(self.coordinator) as channel:
+            try:
+                getattr(CoordinatorStub(channel), rpc)(request, timeout=_READY_TIMEOUT_S)
+            except grpc.RpcError as exc:
+                why = exc.details() if isinstance(exc, grpc.Call) else exc
+                raise LabError(f"labgrid coordinator {self.coordinator}: {rpc}: {why}") from None
+
     def _start(self) -> None:
         directory = self._directory = self._stack.enter_context(
             owned_directory("labgrid-lab-", cache_root() / "emulators")
@@ -261,9 +278,9 @@ class LabgridLab:
             *((p.name, p.exporter, SSH_GROUP, SSH_TAGS) for p in self.ssh_places),
             *((p.name, p.exporter, ANDROID_GROUP, p.tags) for p in self.android_places),
         ):
-            self.client("-p", name, "create")
-            self.client("-p", name, "add-match", f"{exporter}/{group}/*")
-            self.client("-p", name, "set-tags", *(f"{k}={v}" for k, v in tags.items()))
+            self.admin("AddPlace", name=name)
+            self.admin("AddPlaceMatch", placename=name, pattern=f"{exporter}/{group}/*")
+            self.admin("SetPlaceTags", placename=name, tags=tags)
 
     def _start_coordinator(self) -> None:
         self._coordinator_process = ManagedProcess(
@@ -301,7 +318,7 @@ class LabgridLab:
         # now (a tag set to the value it has) asks for a save of the present state.
         saved = self._directory / "places.yaml"
         before = saved.stat().st_mtime_ns if saved.exists() else 0
-        self.client("-p", self.places[0].name, "set-tags", f"kind={TAGS['kind']}")
+        self.admin("SetPlaceTags", placename=self.places[0].name, tags={"kind": TAGS["kind"]})
         deadline = time.monotonic() + _READY_TIMEOUT_S
         names = [p.name for p in self.places] + [p.name for p in self.ssh_places]
         names += [p.name for p in self.android_places]
