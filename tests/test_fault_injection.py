@@ -35,6 +35,7 @@ from pathlib import Path
 
 import power_runs
 import pytest
+from faults.first_catch import SKIPPED
 from prerequisites import require
 
 from harness.agent.sdk import ensure_sdk, host_abi
@@ -221,6 +222,7 @@ def test_inert_shim_passes_every_suite(runs: dict[str, FaultRun]) -> None:
     inert = runs["none"]
     assert inert.returncode == 0 and not inert.failed and not inert.infra, inert.output
     assert sum(r.outcome == "passed" for r in inert.results) > 200
+    assert not [r.nodeid for r in inert.results if SKIPPED in r.longrepr]  # it never failed
     # The shim really sat in the agent: every interposed entry point was called.
     for function in ("program_load_method", "module_load", "module_load_method",
                      "get_backend_class"):
@@ -238,4 +240,7 @@ def test_fault_is_caught_by_a_delivery_difference(runs: dict[str, FaultRun], fau
         f"fault {fault} ({FAULTS[fault]}) was not caught by any suite\n{run.output}"
     )
     assert run.diff_caught_by, f"{fault}: failures without a delivery diff: {run.caught_by}"
+    caught = min(r.started for r in run.results if r.outcome == "failed")
+    after = [r for r in run.results if r.started > caught]  # first_catch skipped the rest
+    assert all(r.outcome == "skipped" and SKIPPED in r.longrepr for r in after), fault
     assert run.returncode == 1, run.output

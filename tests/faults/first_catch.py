@@ -13,6 +13,7 @@ import pytest
 
 from harness.pytest_plugin import DEVICE_PARAM
 
+SKIPPED = "failed a test already: this run asks only whether one does"  # the skip's reason
 _CAUGHT = pytest.StashKey[set[str]]()
 
 
@@ -29,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     device = _device(item)
     if device is not None and device in item.config.stash[_CAUGHT]:
-        pytest.skip(f"{device} failed a test already: this run asks only whether one does")
+        pytest.skip(f"{device} {SKIPPED}")
 
 
 @pytest.hookimpl(wrapper=True)
