@@ -225,13 +225,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(LOAD_PATH_PARAM, paths, ids=[p.label for p in paths], indirect=True)
 
 
-def _device_of(item: pytest.Item) -> str | None:
+def device_of(item: pytest.Item) -> str | None:
+    """The name of the device ``item`` runs on, or None for a test without one."""
     callspec = getattr(item, "callspec", None)
     return callspec.params.get(DEVICE_PARAM) if callspec is not None else None
 
 
 def _slot_of(item: pytest.Item) -> DeviceSlot | None:
-    name = _device_of(item)
+    name = device_of(item)
     return item.config.stash[_SLOTS][name] if name is not None else None
 
 

@@ -29,6 +29,13 @@ def _infra_line(report: pytest.TestReport) -> str:
     return f"INFRA {report.nodeid} ({report.when}): {one_line(message)}"
 
 
+def _write_infra(terminalreporter, lines: list[str]) -> None:
+    if lines:
+        terminalreporter.section(_INFRA_TITLE, yellow=True)
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 class ControllerReporting:
     """The controller's (or only process's) hooks: results, HTML, JUnit, terminal tables."""
 
@@ -61,11 +68,8 @@ class ControllerReporting:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.recorder.active:  # no device: no tables, but an infra outcome is named
-            lines = [_infra_line(report) for report in terminalreporter.stats.get("infra", [])]
-            if lines:
-                terminalreporter.section(_INFRA_TITLE, yellow=True)
-                for line in lines:
-                    terminalreporter.write_line(line)
+            stats = terminalreporter.stats.get("infra", [])
+            _write_infra(terminalreporter, [_infra_line(report) for report in stats])
             return
         results = self.recorder.results
         for device in devices_in_order(results):
@@ -77,11 +81,7 @@ class ControllerReporting:
                     terminalreporter.write_line(f"runtime: {runtime}")
                 for line in lines:
                     terminalreporter.write_line(line)
-        infra = infrastructure_lines(results)
-        if infra:
-            terminalreporter.section(_INFRA_TITLE, yellow=True)
-            for line in infra:
-                terminalreporter.write_line(line)
+        _write_infra(terminalreporter, infrastructure_lines(results))
         terminalreporter.section("device farm")
         for line in outcome_table(results):
             terminalreporter.write_line(line)

@@ -11,15 +11,10 @@ from collections.abc import Generator
 
 import pytest
 
-from harness.pytest_plugin import DEVICE_PARAM
+from harness.pytest_plugin import device_of
 
 SKIPPED = "failed a test already: this run asks only whether one does"  # the skip's reason
 _CAUGHT = pytest.StashKey[set[str]]()
-
-
-def _device(item: pytest.Item) -> str | None:
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get(DEVICE_PARAM) if callspec is not None else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,7 +23,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    device = _device(item)
+    device = device_of(item)
     if device is not None and device in item.config.stash[_CAUGHT]:
         pytest.skip(f"{device} {SKIPPED}")
 
@@ -38,7 +33,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    device = _device(item)
+    device = device_of(item)
     if device is not None and report.when == "call" and report.failed:
         item.config.stash[_CAUGHT].add(device)
     return report
