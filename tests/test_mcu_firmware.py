@@ -890,3 +890,67 @@ def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
     held = ok(send(encode_program_end(link.next_seq(), program)))
     assert (held.action, held.fact("program_bytes")) == (Action.PROGRAM_END, len(program))
     assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"
+
+
+def _refused_chunks(seq: int, offset: int, chunk: bytes) -> dict[wire.WireErrorCode, bytes]:
+    """The chunk ``chunk`` at ``offset`` refused each way a device refuses a PROGRAM_DATA:
+    out of order, its body ending before its bytes, a byte after them, a wrong message CRC."""
+    good = encode_program_data(seq, offset, chunk)
+    length_at = wire.HEADER_SIZE + 1 + 4  # header, action, offset: the chunk's u16 length
+    longer = bytearray(good[:-4])
+    struct.pack_into("<H", longer, length_at, len(chunk) + 1)
+    damaged = bytearray(good)
+    damaged[-1] ^= 0xFF
+    return {
+        wire.WireErrorCode.UNEXPECTED_FIELD: encode_program_data(seq, offset + 1, chunk),
+        wire.WireErrorCode.TRUNCATED: wire.seal(bytes(longer)),
+        wire.WireErrorCode.TRAILING: wire.seal(good[:-4] + b"\0"),
+        wire.WireErrorCode.CRC: bytes(damaged),
+    }
+
+
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+@pytest.mark.parametrize(
+    "code",
+    [wire.WireErrorCode.UNEXPECTED_FIELD, wire.WireErrorCode.TRUNCATED,
+     wire.WireErrorCode.TRAILING, wire.WireErrorCode.CRC],
+    ids=lambda code: code.name,
+)
+def test_a_refused_chunk_drops_the_upload_under_way(
+    link: AgentSession, code: wire.WireErrorCode
+) -> None:
+    """Program upload: a refusal drops the upload under way. After a chunk refused
+    ``code``, neither a PROGRAM_END nor the chunk at the old end continues the upload,
+    nothing is held, and an upload from offset 0 then works."""
+    program = probe_program(("Probe0",)).read_bytes()
+    half = len(program) // 2
+
+    def send(message: bytes) -> Report:
+        return link.send_raw(message)
+
+    def refused(report: Report, expected: wire.WireErrorCode, why: str) -> None:
+        assert (report.outcome, report.action, report.detail) == (
+            Outcome.REJECTED, Action.NONE, expected), f"{why}: {report}"
+        assert report.fact("programs_held") in (None, ""), f"{why}: {report}"
+
+    for then in ("PROGRAM_END", "the chunk at the old end"):
+        why = f"after a chunk refused {code.name}, {then}"
+        ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+        bad = _refused_chunks(link.next_seq(), half, program[half:])[code]
+        refused(send(bad), code, f"the chunk refused {code.name}")
+        if then == "PROGRAM_END":
+            end = encode_program_end(link.next_seq(), program[:half])
+            refused(send(end), wire.WireErrorCode.LENGTH, why)
+        else:
+            chunk = encode_program_data(link.next_seq(), half, program[half:])
+            refused(send(chunk), wire.WireErrorCode.UNEXPECTED_FIELD, why)
+            end = encode_program_end(link.next_seq(), program)
+            refused(send(end), wire.WireErrorCode.LENGTH, f"{why}, then PROGRAM_END")
+    ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+    ok(send(encode_program_data(link.next_seq(), half, program[half:])))
+    held = ok(send(encode_program_end(link.next_seq(), program)))
+    assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"
+    register(link, ("Probe0",))
+    loaded = link.send_raw(wire.encode_request(
+        dataclasses.replace(Request.load("", ("Probe0",), OptionsMap()), seq=link.next_seq())))
+    assert [e.name for e in ok(loaded).entries] == ["Probe0"]

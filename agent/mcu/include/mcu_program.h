@@ -37,6 +37,9 @@ struct UploadAnswer {
 UploadAnswer program_data(const uint8_t *body, size_t len);
 UploadAnswer program_end(const uint8_t *body, size_t len);
 
+/* Drops the upload under way, if any (held programs stay): the device refused a request. */
+void program_drop_upload();
+
 /* Whether the slot an upload starting now takes is one no loaded model pins. */
 bool program_slot_free();
 

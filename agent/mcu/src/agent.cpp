@@ -246,8 +246,19 @@ size_t refuse(uint32_t seq, etb_status_t error, uint8_t version, uint8_t *out, s
   return finish_report(out, cap);
 }
 
+/* Every refusal drops the upload under way, whatever the request's action: the bytes of a
+   damaged chunk may not even say that it is one (docs/wire-format.md, "Program upload"). */
+size_t answered(size_t len) {
+#ifdef MCU_RUNTIME_FROM_SOURCE
+  if (report_rejected()) {
+    program_drop_upload();
+  }
+#endif
+  return len;
+}
+
 size_t reject(uint32_t seq, etb_status_t error, uint8_t *out, size_t cap) {
-  return refuse(seq, error, 0, out, cap);
+  return answered(refuse(seq, error, 0, out, cap));
 }
 
 uint32_t seq_of(const uint8_t *message, size_t len) {
@@ -298,7 +309,7 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
  * One link message is one unit (docs/wire-format.md, "Stream reading", framed links):
  * decoded whole, with this device's max_message as the limit of step 3.
  */
-size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+size_t answer(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   etb_header_t header;
   etb_status_t status = etb_peek_header(message, len, MCU_MAX_MESSAGE, ETB_MSG_REQUEST, &header);
   if (status == ETB_OK) {
@@ -354,6 +365,10 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
       break;
   }
   return finish_report(out, cap);
+}
+
+size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+  return answered(answer(message, len, out, cap));
 }
 
 }  // namespace

@@ -133,6 +133,8 @@ UploadAnswer program_end(const uint8_t *body, size_t len) {
   return ok("program held");
 }
 
+void program_drop_upload() { drop_upload(); }
+
 bool program_slot_free() { return slots[slot_for_upload()].pins == 0u; }
 
 int program_find(etb_str_t name) {
