@@ -306,9 +306,14 @@ def test_qnn_init_crashes_on_a_foreign_blob_today(agent: AgentProcess) -> None:
     assert agent.proc.wait(timeout=TIMEOUT_S) == -signal.SIGSEGV
 
 
-@pytest.mark.xfail(strict=True, raises=AgentDied, reason=(
-    "QnnBackend 1.5.1 crashes (SIGSEGV) in init on a processed blob that is not a QNN "
-    "context, instead of returning an Error the runtime could report"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AgentDied,
+    reason=(
+        "QnnBackend 1.5.1 crashes (SIGSEGV) in init on a processed blob that is not a QNN "
+        "context, instead of returning an Error the runtime could report"
+    ),
+)
 def test_qnn_init_refuses_a_foreign_blob_with_an_error(agent: AgentProcess) -> None:
     report = load(agent, ("QnnBackend",), OptionsMap())
     assert report.outcome is Outcome.RUNTIME_ERROR
@@ -832,3 +837,36 @@ def test_unknown_abi_has_no_build() -> None:
 
     with pytest.raises(UnsupportedAgentAbi, match=r"android-arm64\.md"):
         ensure_agent("arm64-v8a")
+
+
+# --------------------------------------------------------------------------- issue #33's rules
+
+
+def test_an_agent_without_uploads_answers_actions_9_and_10_action_whatever_follows(
+    agent: AgentProcess,
+) -> None:
+    """docs/wire-format.md, Actions: the upload actions are version 2's, and a device
+    without uploads answers them ACTION at the action byte, valid body or not."""
+    vectors = Path(__file__).resolve().parent / "vectors"
+    for name in (
+        "req_program_data",
+        "req_program_end",
+        "bad_program_data_length_past_body",
+        "bad_program_end_trailing",
+    ):
+        data = (vectors / f"{name}.bin").read_bytes()
+        seq = struct.unpack_from("<I", data, 12)[0]
+        _assert_rejected(agent.send_raw(data), wire.WireErrorCode.ACTION, seq)
+    assert "program_data" not in str(agent.request(Request(Action.HELLO)).fact("capabilities"))
+
+
+def test_a_load_of_one_model_reports_no_models_fact(agent: AgentProcess) -> None:
+    """docs/wire-format.md, Several models: only a LOAD of more than one model says how many."""
+    register(agent, *PAIR)
+    program = str(probe_program(PAIR))
+    one = agent.request(Request.load(program, PAIR, OptionsMap()))
+    assert (one.outcome, one.fact("models")) == (Outcome.OK, None)
+    two = agent.request(
+        Request.load(program, PAIR, OptionsMap(), models=(LoadSpec(program, PAIR),))
+    )
+    assert (two.outcome, two.fact("models")) == (Outcome.OK, 2)

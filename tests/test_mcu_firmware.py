@@ -50,7 +50,6 @@ from harness.transport.serial import SerialSettings
 PROBES = tuple(f"Probe{i}" for i in range(8))
 
 
-
 @pytest.fixture
 def link(mcu: McuEmulator) -> Iterator[AgentSession]:
     """An agent session over a serial link to the firmware (``link.channel``)."""
@@ -134,8 +133,16 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
         ["arm-none-eabi-nm", "-C", str(firmware)], capture_output=True, text=True, check=True
     ).stdout
     names = {line.split(maxsplit=2)[-1] for line in symbols.splitlines() if line.strip()}
-    assert not names & {"malloc", "free", "calloc", "realloc", "_sbrk", "_malloc_r",
-                        "__cxa_atexit", "__aeabi_atexit"}
+    assert not names & {
+        "malloc",
+        "free",
+        "calloc",
+        "realloc",
+        "_sbrk",
+        "_malloc_r",
+        "__cxa_atexit",
+        "__aeabi_atexit",
+    }
     assert {"etb_decode_request", "etb_encode_report", "etb_crc32"} <= names  # the codec
     size = firmware_size(firmware)
     sections = _sections(firmware)
@@ -148,7 +155,9 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
         return
     located = subprocess.run(
         ["arm-none-eabi-nm", "-C", "-l", "--defined-only", str(firmware)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     for prefix, origin in SOURCE_DEFINED.items():
         lines = [line for line in located if f" {prefix}" in line and " T " in line]
@@ -316,8 +325,9 @@ def test_load_of_unregistered_delegate_is_not_found(link: AgentSession) -> None:
     assert (failed.outcome, failed.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState)
 
 
-@pytest.mark.parametrize("path", [p for p in LoadPath if p is not LoadPath.PROGRAM],
-                         ids=lambda p: p.label)
+@pytest.mark.parametrize(
+    "path", [p for p in LoadPath if p is not LoadPath.PROGRAM], ids=lambda p: p.label
+)
 def test_module_load_paths_and_concurrent_loads_are_unsupported_and_nothing_is_initialised(
     link: AgentSession, path: LoadPath
 ) -> None:
@@ -337,23 +347,34 @@ def test_several_models_load_one_after_another_each_with_its_own_map(link: Agent
     """wire-format.md, LOAD "models": each model its own program instance and map; a failing
     model is reported as its own; EXECUTE runs every model the LOAD loaded."""
     register(link, ("A", "B"))
-    maps = [OptionsMap.from_dict({b: {"model": n, "who": f"{b} {n}"} for b in d})
-            for n, d in enumerate((("A", "B"), ("B",), ("A",)))]
-    further = (LoadSpec("", ("B",), maps[1]), LoadSpec("", ("A",), maps[2]),
-               LoadSpec("", ("Ghost",)))
+    maps = [
+        OptionsMap.from_dict({b: {"model": n, "who": f"{b} {n}"} for b in d})
+        for n, d in enumerate((("A", "B"), ("B",), ("A",)))
+    ]
+    further = (
+        LoadSpec("", ("B",), maps[1]),
+        LoadSpec("", ("A",), maps[2]),
+        LoadSpec("", ("Ghost",)),
+    )
     report = link.request(Request.load("", ("A", "B"), maps[0], models=further))
     assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.NotFound)
     assert report.message.startswith('model 3: delegate "Ghost" has no registered backend')
     assert report.fact("models") == 4
     assert [(e.model, e.name, e.calls, e.executes, e.options) for e in report.entries] == [
-        (0, "A", 1, 1, maps[0].backends[0].options), (0, "B", 1, 1, maps[0].backends[1].options),
-        (1, "B", 1, 1, maps[1].backends[0].options), (2, "A", 1, 1, maps[2].backends[0].options),
+        (0, "A", 1, 1, maps[0].backends[0].options),
+        (0, "B", 1, 1, maps[0].backends[1].options),
+        (1, "B", 1, 1, maps[1].backends[0].options),
+        (2, "A", 1, 1, maps[2].backends[0].options),
     ]
     again = link.request(Request(Action.EXECUTE))
     assert (again.outcome, again.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState)
     assert again.message.startswith("model 3: no method loaded")
     assert [(e.model, e.name, e.calls, e.executes) for e in again.entries] == [
-        (0, "A", 0, 1), (0, "B", 0, 1), (1, "B", 0, 1), (2, "A", 0, 1)]
+        (0, "A", 0, 1),
+        (0, "B", 0, 1),
+        (1, "B", 0, 1),
+        (2, "A", 0, 1),
+    ]
 
 
 @pytest.mark.skipif(SOURCE is None, reason="KEEP needs a program: firmware built from source")
@@ -364,19 +385,27 @@ def test_keep_loads_another_method_into_the_loaded_program(link: AgentSession) -
     register(link, ("A", "B"))
     none = link.request(Request.load("", ("A", "B"), OptionsMap(), keep=True, method="second"))
     assert (none.outcome, none.detail, none.entries) == (
-        Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidState, ())
+        Outcome.RUNTIME_ERROR,
+        RuntimeErrorCode.InvalidState,
+        (),
+    )
     first = OptionsMap.from_dict({"A": {"k": 1}})
     ok(link.request(Request.load("", ("A", "B"), first)))
     second = OptionsMap.from_dict({"B": {"k": 2}, "A": {"s": "second"}})
     kept = ok(link.request(Request.load("", ("A", "B"), second, keep=True, method="second")))
     assert [(e.name, e.calls, e.executes, e.options) for e in kept.entries] == [
-        ("A", 1, 1, (Option("s", "second"),)), ("B", 1, 1, (Option("k", 2),))]
+        ("A", 1, 1, (Option("s", "second"),)),
+        ("B", 1, 1, (Option("k", 2),)),
+    ]
     assert fact(kept, "method_allocator_used") > 0
     again = ok(link.request(Request.load("", ("A", "B"), first, keep=True, method="second")))
     assert [(e.name, e.calls, e.executes) for e in again.entries] == [("A", 0, 1), ("B", 0, 1)]
     other = link.request(Request.load("", ("B", "A"), first, keep=True, method="second"))
     assert (other.outcome, other.detail, other.entries) == (
-        Outcome.RUNTIME_ERROR, RuntimeErrorCode.InvalidArgument, ())
+        Outcome.RUNTIME_ERROR,
+        RuntimeErrorCode.InvalidArgument,
+        (),
+    )
     assert "KEEP names another program than the loaded one" in other.message
     runs = ok(link.request(Request(Action.EXECUTE)))
     assert [(e.name, e.executes) for e in runs.entries] == [("A", 1), ("B", 1)]
@@ -847,8 +876,9 @@ def test_the_python_example_of_mcu_md_runs() -> None:
     docs = Path(__file__).resolve().parents[1] / "docs" / "mcu.md"
     example = re.search(r"```python\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
     assert example is not None, "docs/mcu.md has no Python example"
-    ran = subprocess.run([sys.executable, "-c", example[1]], capture_output=True, text=True,
-                         timeout=120, check=False)
+    ran = subprocess.run(
+        [sys.executable, "-c", example[1]], capture_output=True, text=True, timeout=120, check=False
+    )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("Report(action=<Action.HELLO: 7>, outcome=<Outcome.OK: 0>")
 
@@ -871,12 +901,17 @@ def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
 
     def refused(report: Report, code: wire.WireErrorCode) -> None:
         assert (report.outcome, report.action, report.detail) == (
-            Outcome.REJECTED, Action.NONE, code), report
+            Outcome.REJECTED,
+            Action.NONE,
+            code,
+        ), report
 
     half = len(program) // 2
     ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
-    refused(send(encode_program_data(link.next_seq(), half + 1, program[half:])),
-            wire.WireErrorCode.UNEXPECTED_FIELD)
+    refused(
+        send(encode_program_data(link.next_seq(), half + 1, program[half:])),
+        wire.WireErrorCode.UNEXPECTED_FIELD,
+    )
     ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
     ok(send(encode_program_data(link.next_seq(), half, program[half:])))
     refused(send(encode_program_end(link.next_seq(), program + b"x")), wire.WireErrorCode.LENGTH)
@@ -890,3 +925,171 @@ def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
     held = ok(send(encode_program_end(link.next_seq(), program)))
     assert (held.action, held.fact("program_bytes")) == (Action.PROGRAM_END, len(program))
     assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"
+
+
+def _refused_chunks(seq: int, offset: int, chunk: bytes) -> dict[wire.WireErrorCode, bytes]:
+    """The chunk ``chunk`` at ``offset`` refused each way a device refuses a PROGRAM_DATA:
+    out of order, its body ending before its bytes, a byte after them, a wrong message CRC."""
+    good = encode_program_data(seq, offset, chunk)
+    length_at = wire.HEADER_SIZE + 1 + 4  # header, action, offset: the chunk's u16 length
+    longer = bytearray(good[:-4])
+    struct.pack_into("<H", longer, length_at, len(chunk) + 1)
+    damaged = bytearray(good)
+    damaged[-1] ^= 0xFF
+    return {
+        wire.WireErrorCode.UNEXPECTED_FIELD: encode_program_data(seq, offset + 1, chunk),
+        wire.WireErrorCode.TRUNCATED: wire.seal(bytes(longer)),
+        wire.WireErrorCode.TRAILING: wire.seal(good[:-4] + b"\0"),
+        wire.WireErrorCode.CRC: bytes(damaged),
+    }
+
+
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+@pytest.mark.parametrize(
+    "code",
+    [
+        wire.WireErrorCode.UNEXPECTED_FIELD,
+        wire.WireErrorCode.TRUNCATED,
+        wire.WireErrorCode.TRAILING,
+        wire.WireErrorCode.CRC,
+    ],
+    ids=lambda code: code.name,
+)
+def test_a_refused_chunk_drops_the_upload_under_way(
+    link: AgentSession, code: wire.WireErrorCode
+) -> None:
+    """Program upload: a refusal drops the upload under way. After a chunk refused
+    ``code``, neither a PROGRAM_END nor the chunk at the old end continues the upload,
+    nothing is held, and an upload from offset 0 then works."""
+    program = probe_program(("Probe0",)).read_bytes()
+    half = len(program) // 2
+
+    def send(message: bytes) -> Report:
+        return link.send_raw(message)
+
+    def refused(report: Report, expected: wire.WireErrorCode, why: str) -> None:
+        assert (report.outcome, report.action, report.detail) == (
+            Outcome.REJECTED,
+            Action.NONE,
+            expected,
+        ), f"{why}: {report}"
+        assert report.fact("programs_held") in (None, ""), f"{why}: {report}"
+
+    for then in ("PROGRAM_END", "the chunk at the old end"):
+        why = f"after a chunk refused {code.name}, {then}"
+        ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+        bad = _refused_chunks(link.next_seq(), half, program[half:])[code]
+        refused(send(bad), code, f"the chunk refused {code.name}")
+        if then == "PROGRAM_END":
+            end = encode_program_end(link.next_seq(), program[:half])
+            refused(send(end), wire.WireErrorCode.LENGTH, why)
+        else:
+            chunk = encode_program_data(link.next_seq(), half, program[half:])
+            refused(send(chunk), wire.WireErrorCode.UNEXPECTED_FIELD, why)
+            end = encode_program_end(link.next_seq(), program)
+            refused(send(end), wire.WireErrorCode.LENGTH, f"{why}, then PROGRAM_END")
+    ok(send(encode_program_data(link.next_seq(), 0, program[:half])))
+    ok(send(encode_program_data(link.next_seq(), half, program[half:])))
+    held = ok(send(encode_program_end(link.next_seq(), program)))
+    assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"
+    register(link, ("Probe0",))
+    loaded = link.send_raw(
+        wire.encode_request(
+            dataclasses.replace(Request.load("", ("Probe0",), OptionsMap()), seq=link.next_seq())
+        )
+    )
+    assert [e.name for e in ok(loaded).entries] == ["Probe0"]
+
+
+# --------------------------------------------------------------------------- issue #33's rules
+
+
+def _raw(link: AgentSession, request: Request) -> Report:
+    """``request`` as it is: no upload, no program named for it (an empty program stays)."""
+    return link.send_raw(wire.encode_request(dataclasses.replace(request, seq=link.next_seq())))
+
+
+def _upload(link: AgentSession, program: bytes) -> str:
+    ok(link.send_raw(encode_program_data(link.next_seq(), 0, program)))
+    ok(link.send_raw(encode_program_end(link.next_seq(), program)))
+    return f"{zlib.crc32(program):08x}"
+
+
+@pytest.mark.skipif(SOURCE is None, reason="KEEP and uploads need firmware built from source")
+def test_keep_names_the_held_program_not_the_string(link: AgentSession) -> None:
+    """KEEP on an upload device compares the held program `program` names: an empty one
+    (the program held last) is the loaded program until another one is held."""
+    register(link, ("A", "B"))
+    name = _upload(link, probe_program(("A", "B")).read_bytes())
+    ok(_raw(link, Request.load(name, ("A", "B"), OptionsMap())))
+    kept = _raw(link, Request.load("", ("A", "B"), OptionsMap(), keep=True, method="second"))
+    assert [(e.name, e.calls) for e in ok(kept).entries] == [("A", 1), ("B", 1)]
+    _upload(link, probe_program(("B", "A")).read_bytes())  # now the program held last
+    other = _raw(link, Request.load("", ("A", "B"), OptionsMap(), keep=True, method="second"))
+    assert (other.outcome, other.detail, other.entries) == (
+        Outcome.RUNTIME_ERROR,
+        RuntimeErrorCode.InvalidArgument,
+        (),
+    )
+    by_name = _raw(link, Request.load(name, ("A", "B"), OptionsMap(), keep=True, method="second"))
+    assert ok(by_name).fact("models") is None  # a LOAD of one model: no models fact
+
+
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+def test_program_end_without_an_upload_is_length_and_other_requests_keep_the_upload(
+    link: AgentSession,
+) -> None:
+    """PROGRAM_END with nothing under way is LENGTH; requests the device serves between two
+    chunks (HELLO, RESET, LOAD) leave the upload under way as it was."""
+    program = probe_program(("A",)).read_bytes()
+    alone = link.send_raw(encode_program_end(link.next_seq(), program))
+    assert (alone.outcome, alone.detail) == (Outcome.REJECTED, wire.WireErrorCode.LENGTH)
+    half = len(program) // 2
+    ok(link.send_raw(encode_program_data(link.next_seq(), 0, program[:half])))
+    register(link, ("A",))
+    ok(link.request(Request(Action.HELLO)))
+    ok(link.request(Request(Action.RESET)))
+    failed = _raw(link, Request.load("00000000", ("A",), OptionsMap()))  # not held
+    assert (failed.outcome, failed.detail) == (Outcome.RUNTIME_ERROR, RuntimeErrorCode.AccessFailed)
+    ok(link.send_raw(encode_program_data(link.next_seq(), half, program[half:])))
+    held = ok(link.send_raw(encode_program_end(link.next_seq(), program)))
+    assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"
+
+
+def test_a_refused_request_fills_the_replay_cache(link: AgentSession) -> None:
+    """serial-protocol.md, Recovery: a refused request's report is cached like any other, so
+    the same bytes again are a retransmission answered from the cache."""
+    damaged = bytearray(wire.encode_request(dataclasses.replace(Request(Action.HELLO), seq=77)))
+    damaged[-1] ^= 0xFF
+    first = link.send_raw(bytes(damaged))
+    assert (first.outcome, first.detail) == (Outcome.REJECTED, wire.WireErrorCode.CRC)
+    assert link.send_raw(bytes(damaged)) == first
+    assert fact(ok(link.request(Request(Action.HELLO))), "link_replays") == 1
+
+
+def test_the_option_pool_counts_every_list_and_a_count_over_64_is_too_many_options(
+    link: AgentSession,
+) -> None:
+    """The CAPACITY pool (wire-format.md, Error codes): backends, method_backends and further
+    models all count; an option_count over 64 is TOO_MANY_OPTIONS even when it would also
+    overflow the pool."""
+    per_backend, per_map, per_request = capacity(link)
+    names = PROBES[:per_map]
+    full = full_map(names, per_backend)  # exactly the pool
+    assert sum(len(b.options) for b in full.backends) == per_request
+    one = OptionsMap.from_dict({"P": {"k": 1}})
+    via_method = Request.load("", names, full, path=LoadPath.MODULE_BOTH, method_options=one)
+    via_model = Request.load("", names, full, models=(LoadSpec("", ("P",), one),))
+    for request in (via_method, via_model):
+        report = _raw(link, request)
+        assert (report.outcome, report.detail) == (Outcome.REJECTED, wire.WireErrorCode.CAPACITY)
+    # A SET of the full pool and one more backend: its count is read before its options.
+    more = OptionsMap.unchecked((*full.backends, *OptionsMap.from_dict({"Z": {}}).backends))
+    frame = bytearray(wire.encode_request(Request(Action.SET, more, seq=link.next_seq()))[:-4])
+    for count, error in (
+        (65, wire.WireErrorCode.TOO_MANY_OPTIONS),
+        (1, wire.WireErrorCode.CAPACITY),
+    ):
+        frame[-1] = count  # Z's option_count, the last byte of the body
+        report = link.send_raw(wire.seal(bytes(frame)))
+        assert (report.outcome, report.detail) == (Outcome.REJECTED, error), count

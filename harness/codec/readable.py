@@ -10,7 +10,17 @@ import dataclasses
 from collections.abc import Mapping
 
 from harness.codec.wire import check_request, encode_report
-from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
+from harness.codec.wire.program_upload import ProgramData, ProgramEnd, ProgramUpload
+from harness.data.messages import (
+    UPLOAD_ACTIONS,
+    Action,
+    LoadPath,
+    LoadSpec,
+    Outcome,
+    Report,
+    ReportEntry,
+    Request,
+)
 from harness.data.options import BackendOptions, Option, OptionsMap, OptionType
 from harness.errors import UsageError
 
@@ -30,8 +40,24 @@ def _readable_option(option: Option) -> dict[str, object]:
     return {"key": option.key, "type": _TYPE_NAMES[option.type], "value": option.value}
 
 
-def to_readable(msg: Request | Report) -> dict[str, object]:
+def to_readable(msg: Request | Report | ProgramUpload) -> dict[str, object]:
     """The readable form of a message: a JSON-ready dict with the spec's keys in order."""
+    if isinstance(msg, ProgramData):
+        return {
+            "type": "request",
+            "seq": msg.seq,
+            "action": "program_data",
+            "offset": msg.offset,
+            "bytes": msg.data.hex(),
+        }
+    if isinstance(msg, ProgramEnd):
+        return {
+            "type": "request",
+            "seq": msg.seq,
+            "action": "program_end",
+            "size": msg.size,
+            "crc": msg.crc,
+        }
     if isinstance(msg, Request):
         readable: dict[str, object] = {
             "type": "request",
@@ -198,8 +224,32 @@ def _backends_from_readable(data: object, path: str) -> OptionsMap:
     return OptionsMap.unchecked(maps)
 
 
-def _request_from_readable(data: Mapping[str, object]) -> Request:
-    is_load = "action" in data and _action(data["action"]) is Action.LOAD
+def _upload_from_readable(data: Mapping[str, object], action: Action) -> ProgramUpload:
+    if action is Action.PROGRAM_DATA:
+        _, seq, _, offset, chunk = _fields(
+            data, "request", ("type", "seq", "action", "offset", "bytes")
+        )
+        try:
+            raw = bytes.fromhex(_str(chunk, "bytes"))
+        except ValueError:
+            raise ReadableFormError(f"bytes: {chunk!r} is not hex digits, two a byte") from None
+        return ProgramData(_u32(offset, "offset"), raw, _int(seq, "seq"))
+    _, seq, _, size, crc = _fields(data, "request", ("type", "seq", "action", "size", "crc"))
+    return ProgramEnd(_u32(size, "size"), _u32(crc, "crc"), _int(seq, "seq"))
+
+
+def _u32(value: object, path: str) -> int:
+    number = _int(value, path)
+    if not 0 <= number <= 0xFFFFFFFF:
+        raise ReadableFormError(f"{path}: {number} is not a u32 (0..4294967295)")
+    return number
+
+
+def _request_from_readable(data: Mapping[str, object]) -> Request | ProgramUpload:
+    action_of = _action(data["action"]) if "action" in data else None
+    if action_of in UPLOAD_ACTIONS:
+        return _upload_from_readable(data, action_of)
+    is_load = action_of is Action.LOAD
     values = _fields(data, "request", _REQUEST_FIELDS + (_LOAD_FIELDS if is_load else ()))
     _, seq, action, program, delegates, backends = values[:6]
     req = Request(
@@ -268,7 +318,7 @@ def _report_from_readable(data: Mapping[str, object]) -> Report:
     return rep
 
 
-def from_readable(data: Mapping[str, object]) -> Request | Report:
+def from_readable(data: Mapping[str, object]) -> Request | Report | ProgramUpload:
     """The message of a readable-form dict; the inverse of :func:`to_readable`.
 
     Raises :class:`ReadableFormError` for a malformed dict and :class:`WireError`

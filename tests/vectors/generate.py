@@ -4,8 +4,9 @@
 
 deletes every ``*.bin`` / ``*.json`` here and writes them again, deterministically.
 A valid vector's JSON is its readable form; an invalid vector's JSON is
-``{"error": CODE, "expect": "request" | "report", "about": ...}``: decoding the bytes
-as ``expect`` must fail with exactly ``CODE``. Stream vectors (``stream/``) are a byte
+``{"error": CODE, "expect": "request" | "report" | "upload", "about": ...}``: decoding
+the bytes as ``expect`` must fail with exactly ``CODE`` ("upload": the decoder of actions
+9 and 10, a device with program upload). Stream vectors (``stream/``) are a byte
 stream and the reports a device owes it (docs/wire-format.md, "Stream reading"). Every
 vector is checked against :mod:`harness.codec.wire` (and
 :mod:`harness.codec.wire.stream_reader`) before it is written. ``tests/test_vectors.py``
@@ -36,6 +37,13 @@ from harness.codec.wire import (
     encode_report,
     encode_request,
     seal,
+)
+from harness.codec.wire.program_upload import (
+    ProgramData,
+    ProgramEnd,
+    ProgramUpload,
+    decode_upload,
+    encode_upload,
 )
 from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
 from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
@@ -205,9 +213,12 @@ def valid_requests() -> Iterator[tuple[str, Request]]:
         dataclasses.replace(
             load_request(LoadPath.PROGRAM, {"ProbeA": {"model": "A"}, "ProbeB": {"n": 1}}),
             models=(
-                LoadSpec("/tmp/et-harness/two_probes.pte", ("ProbeA", "ProbeB"),
-                         OptionsMap.from_dict({"ProbeA": {"model": "B"}}),
-                         LoadPath.MODULE_METHOD),
+                LoadSpec(
+                    "/tmp/et-harness/two_probes.pte",
+                    ("ProbeA", "ProbeB"),
+                    OptionsMap.from_dict({"ProbeA": {"model": "B"}}),
+                    LoadPath.MODULE_METHOD,
+                ),
             ),
         ),
     )
@@ -217,11 +228,16 @@ def valid_requests() -> Iterator[tuple[str, Request]]:
             load_request(LoadPath.MODULE, {"ProbeA": {"model": 0}}),
             concurrent=True,
             models=tuple(
-                LoadSpec(f"/tmp/et-harness/m{n}.pte", ("ProbeA",),
-                         OptionsMap.from_dict({"ProbeA": {"model": n}}), LoadPath(n % 4),
-                         "forward" if n % 2 else "",
-                         OptionsMap.from_dict({"ProbeA": {"explicit": n}})
-                         if n % 4 == LoadPath.MODULE_BOTH else OptionsMap())
+                LoadSpec(
+                    f"/tmp/et-harness/m{n}.pte",
+                    ("ProbeA",),
+                    OptionsMap.from_dict({"ProbeA": {"model": n}}),
+                    LoadPath(n % 4),
+                    "forward" if n % 2 else "",
+                    OptionsMap.from_dict({"ProbeA": {"explicit": n}})
+                    if n % 4 == LoadPath.MODULE_BOTH
+                    else OptionsMap(),
+                )
                 for n in range(1, 8)
             ),
         ),
@@ -383,9 +399,12 @@ def valid_reports() -> Iterator[tuple[str, Report]]:
         "rep_load_two_models",
         report(
             Action.LOAD,
-            entries=(probe_entry("ProbeA", {"model": "A"}), probe_entry("ProbeB", {"n": 1}),
-                     probe_entry("ProbeA", {"model": "B"}, model=1),
-                     probe_entry("ProbeB", {}, model=1)),
+            entries=(
+                probe_entry("ProbeA", {"model": "A"}),
+                probe_entry("ProbeB", {"n": 1}),
+                probe_entry("ProbeA", {"model": "B"}, model=1),
+                probe_entry("ProbeB", {}, model=1),
+            ),
             seq=7,
         ),
     )
@@ -440,6 +459,24 @@ def valid_reports() -> Iterator[tuple[str, Report]]:
     )
     yield "rep_reset", report(Action.RESET, seq=11)
     yield "rep_reboot", report(Action.REBOOT, seq=12)
+    held = (Option("program_received", 6), Option("program_bytes", 0), Option("programs_held", ""))
+    yield (
+        "rep_program_data",
+        report(Action.PROGRAM_DATA, message="chunk stored", facts=held, seq=13),
+    )
+    yield (
+        "rep_program_end",
+        report(
+            Action.PROGRAM_END,
+            message="program held",
+            facts=(
+                Option("program_received", 0),
+                Option("program_bytes", 6),
+                Option("programs_held", "4c430b86,1a2b3c4d"),
+            ),
+            seq=14,
+        ),
+    )
     yield (
         "rep_register",
         report(
@@ -776,7 +813,7 @@ def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
         "bad_request_action_11",
         encode_request(raw_request(11, [])),
         WireErrorCode.ACTION,
-        ("request action 11 (8 is REBOOT; 9, 10 are claimed for MCU program upload)"),
+        ("request action 11 (8 is REBOOT; 9, 10 are the program upload actions)"),
     )
     yield (
         "bad_request_action_255",
@@ -927,6 +964,7 @@ def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
         Action.RESET,
         Action.REGISTER,
         Action.HELLO,
+        Action.REBOOT,
     ):
         lower = action.name.lower()
         yield (
@@ -941,7 +979,7 @@ def request_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str]]:
             WireErrorCode.UNEXPECTED_FIELD,
             f"{action.name} with a delegate",
         )
-    for action in (Action.EXECUTE, Action.RESET, Action.HELLO):
+    for action in (Action.EXECUTE, Action.RESET, Action.HELLO, Action.REBOOT):
         yield (
             f"bad_{action.name.lower()}_backends",
             encode_request(raw_request(action, [BackendOptions("ProbeA")])),
@@ -1283,8 +1321,14 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
     for flags in (1, 2):
         yield (
             f"bad_load_model_flags_{flags:02x}",
-            seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + bytes((0, flags))
-                 + b"\x00\x00\x00"),
+            seal(
+                load_head
+                + own
+                + b"\x01"
+                + b"\x00\x00\x00\x00"
+                + bytes((0, flags))
+                + b"\x00\x00\x00"
+            ),
             WireErrorCode.FLAGS,
             f"a further model with flags 0x{flags:02x}: KEEP and CONCURRENT are the LOAD's own",
         )
@@ -1296,8 +1340,15 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
     )
     yield (
         "bad_load_model_method_64",
-        seal(load_head + own + b"\x01" + b"\x00\x00\x00\x00" + b"\x00\x00\x40\x00" + b"m" * 64
-             + b"\x00"),
+        seal(
+            load_head
+            + own
+            + b"\x01"
+            + b"\x00\x00\x00\x00"
+            + b"\x00\x00\x40\x00"
+            + b"m" * 64
+            + b"\x00"
+        ),
         WireErrorCode.ID_LENGTH,
         "a further model's method of 64 bytes: methods are ids, 0..63 bytes",
     )
@@ -1309,21 +1360,37 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
     )
     yield (
         "bad_load_model_duplicate_backend",
-        encode_request(dataclasses.replace(
-            load_request(LoadPath.PROGRAM),
-            models=(LoadSpec("", (), OptionsMap.unchecked(
-                [BackendOptions("ProbeA", ()), BackendOptions("ProbeA", ())])),),
-        )),
+        encode_request(
+            dataclasses.replace(
+                load_request(LoadPath.PROGRAM),
+                models=(
+                    LoadSpec(
+                        "",
+                        (),
+                        OptionsMap.unchecked(
+                            [BackendOptions("ProbeA", ()), BackendOptions("ProbeA", ())]
+                        ),
+                    ),
+                ),
+            )
+        ),
         WireErrorCode.DUPLICATE_BACKEND,
         "a further model naming ProbeA twice in its map: ids are unique within each list",
     )
     yield (
         "bad_load_model_9_backends",
-        encode_request(dataclasses.replace(
-            load_request(LoadPath.PROGRAM),
-            models=(LoadSpec("", (), OptionsMap.from_dict({i: {} for i in ids("Probe", 9)},
-                                                          checked=False)),),
-        )),
+        encode_request(
+            dataclasses.replace(
+                load_request(LoadPath.PROGRAM),
+                models=(
+                    LoadSpec(
+                        "",
+                        (),
+                        OptionsMap.from_dict({i: {} for i in ids("Probe", 9)}, checked=False),
+                    ),
+                ),
+            )
+        ),
         WireErrorCode.TOO_MANY_BACKENDS,
         "a further model's map with 9 backends (LoadBackendOptionsMap holds 8)",
     )
@@ -1355,9 +1422,7 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
     yield (
         "bad_load_module_both_9_method_backends",
         encode_request(
-            load_request(
-                LoadPath.MODULE_BOTH, {}, {i: {} for i in ids("Probe", 9)}, checked=False
-            )
+            load_request(LoadPath.MODULE_BOTH, {}, {i: {} for i in ids("Probe", 9)}, checked=False)
         ),
         WireErrorCode.TOO_MANY_BACKENDS,
         "module_both method map with 9 backends (LoadBackendOptionsMap holds 8)",
@@ -1366,7 +1431,10 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
         "bad_load_module_both_duplicate_method_backend",
         encode_request(
             Request.load(
-                "", (), OptionsMap(), path=LoadPath.MODULE_BOTH,
+                "",
+                (),
+                OptionsMap(),
+                path=LoadPath.MODULE_BOTH,
                 method_options=OptionsMap.unchecked(
                     [BackendOptions("ProbeA"), BackendOptions("ProbeA")]
                 ),
@@ -1379,7 +1447,10 @@ def load_field_errors(load_head: bytes) -> Iterator[tuple[str, bytes, WireErrorC
         "bad_load_module_both_duplicate_method_key",
         encode_request(
             Request.load(
-                "", (), OptionsMap(), path=LoadPath.MODULE_BOTH,
+                "",
+                (),
+                OptionsMap(),
+                path=LoadPath.MODULE_BOTH,
                 method_options=OptionsMap.unchecked(
                     [BackendOptions("ProbeA", (Option("k", 1), Option("k", 2)))]
                 ),
@@ -1597,8 +1668,10 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "short_garbage_at_end",
         b"xyz",
         [Answer(3, 0, t)],
-        ("3 bytes, then the end: TRUNCATED, not BAD_MAGIC; a header is judged only once its "
-         "16 bytes are at hand"),
+        (
+            "3 bytes, then the end: TRUNCATED, not BAD_MAGIC; a header is judged only once its "
+            "16 bytes are at hand"
+        ),
     )
     yield (
         "partial_header_at_end",
@@ -1624,8 +1697,10 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "short_garbage_then_message",
         stream,
         [Answer(len(garbage), u32_at(stream, 12), s.BAD_MAGIC), Answer(n, 43, h)],
-        ("9 stray bytes, then a request: BAD_MAGIC for the 16 bytes judged (seq = their bytes "
-         "12..15, which belong to the request), then the request's report"),
+        (
+            "9 stray bytes, then a request: BAD_MAGIC for the 16 bytes judged (seq = their bytes "
+            "12..15, which belong to the request), then the request's report"
+        ),
     )
     yield (
         "long_garbage_is_one_unit",
@@ -1677,15 +1752,19 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "report_type_with_flags",
         flagged_report + hello(2),
         [Answer(21, 1, s.MSG_TYPE), Answer(n, 2, h)],
-        ("a report-typed header with flags 1 and a usable length (the message vector "
-         "bad_order_type_before_flags): MSG_TYPE, not FLAGS; its 21 bytes are skipped"),
+        (
+            "a report-typed header with flags 1 and a usable length (the message vector "
+            "bad_order_type_before_flags): MSG_TYPE, not FLAGS; its 21 bytes are skipped"
+        ),
     )
     yield (
         "report_type_with_bad_length",
         header(msg_type=2, flags=1, length=5) + hello(3),
         [Answer(16, 1, s.MSG_TYPE), Answer(n, 3, h)],
-        ("a report-typed header with flags and length 5: MSG_TYPE, then the length is "
-         "unusable, so the reader looks for the next magic"),
+        (
+            "a report-typed header with flags and length 5: MSG_TYPE, then the length is "
+            "unusable, so the reader looks for the next magic"
+        ),
     )
     a_report = encode_report(report(Action.HELLO, seq=9))
     yield (
@@ -1710,8 +1789,10 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "refused_header_answered_at_end",
         (header(version=1, length=100, seq=7) + b"\0" * 20)[:30],
         [Answer(30, 7, s.VERSION)],
-        ("a version-1 header of length 100, then the end after 30 bytes: VERSION, not "
-         "TRUNCATED; a refused header is answered when its 16 bytes are read"),
+        (
+            "a version-1 header of length 100, then the end after 30 bytes: VERSION, not "
+            "TRUNCATED; a refused header is answered when its 16 bytes are read"
+        ),
     )
     yield (
         "flags_header_alone_at_end",
@@ -1724,15 +1805,19 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
         "skipped_unit_hides_a_message",
         header(version=1, length=16 + len(hidden) + 4, seq=9) + hidden + b"\0" * 4 + hello(11),
         [Answer(16 + len(hidden) + 4, 9, s.VERSION), Answer(n, 11, h)],
-        ("a version-1 message whose body holds a whole request: the request inside is skipped "
-         "unseen; the next one is served"),
+        (
+            "a version-1 message whose body holds a whole request: the request inside is skipped "
+            "unseen; the next one is served"
+        ),
     )
     yield (
         "length_20_resynchronises",
         header(length=20, seq=12) + hello(13),
         [Answer(16, 12, s.LENGTH), Answer(n, 13, h)],
-        ("length field 20: LENGTH; the next message cannot be located, so the reader looks "
-         "for the next magic"),
+        (
+            "length field 20: LENGTH; the next message cannot be located, so the reader looks "
+            "for the next magic"
+        ),
     )
     above = header(length=MAX_MESSAGE + 1, seq=14) + b"\x07" + b"\0" * 8
     yield (
@@ -1745,11 +1830,16 @@ def streams() -> Iterator[tuple[str, bytes, list[Answer], str]]:
     yield (
         "magic_inside_refused_header",
         inside + hello(2),
-        [Answer(8, WIRE_VERSION, s.LENGTH), Answer(8, u32_at(hello(2), 4), s.MSG_TYPE),
-         Answer(n, 2, h)],
-        ("a header whose length field reads ETBO: LENGTH; the search from its second byte "
-         "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
-         "from there finds the request"),
+        [
+            Answer(8, WIRE_VERSION, s.LENGTH),
+            Answer(8, u32_at(hello(2), 4), s.MSG_TYPE),
+            Answer(n, 2, h),
+        ],
+        (
+            "a header whose length field reads ETBO: LENGTH; the search from its second byte "
+            "finds that ETBO, whose 16 bytes (type 0, length ETBO again) are MSG_TYPE; the search "
+            "from there finds the request"
+        ),
     )
     bad_crc = bytearray(hello(17))
     bad_crc[-1] ^= 0xFF
@@ -1822,18 +1912,93 @@ def build_streams() -> list[Vector]:
     return vectors
 
 
+# ------------------------------------------------------------------------ program upload
+
+
+def valid_uploads() -> Iterator[tuple[str, ProgramUpload]]:
+    """Actions 9 and 10 (docs/wire-format.md, "Program upload"): bodies of their own."""
+    # Chunk bytes are any bytes: a NUL, invalid UTF-8 and the magic are all just data.
+    yield "req_program_data", ProgramData(0, b"\x00ETBO\xff", seq=13)
+    yield "req_program_data_empty_chunk", ProgramData(4096, b"", seq=15)
+    yield "req_program_end", ProgramEnd(6, 0x4C430B86, seq=14)
+
+
+def upload_body_errors() -> Iterator[tuple[str, bytes, WireErrorCode, str, str]]:
+    """(name, bytes, error, expect, about): upload bodies, and who reads actions 9 and 10."""
+    chunk = encode_upload(ProgramData(0, b"abcd", seq=1))[:-4]
+    end = encode_upload(ProgramEnd(4, 0xED82CD11, seq=1))[:-4]
+    length_at = HEADER_SIZE + 1 + 4
+    yield (
+        "bad_program_data_length_past_body",
+        seal(chunk[:length_at] + struct.pack("<H", 5) + chunk[length_at + 2 :]),
+        WireErrorCode.TRUNCATED,
+        "upload",
+        "PROGRAM_DATA whose length (5) runs past its 4 bytes: the body ends before its bytes",
+    )
+    yield (
+        "bad_program_data_no_length",
+        seal(chunk[: length_at + 1]),
+        WireErrorCode.TRUNCATED,
+        "upload",
+        "PROGRAM_DATA ending inside its u16 length",
+    )
+    yield (
+        "bad_program_data_trailing",
+        seal(chunk + b"\x00"),
+        WireErrorCode.TRAILING,
+        "upload",
+        "PROGRAM_DATA with a byte after its chunk",
+    )
+    yield (
+        "bad_program_end_truncated",
+        seal(end[:-1]),
+        WireErrorCode.TRUNCATED,
+        "upload",
+        "PROGRAM_END ending inside its crc",
+    )
+    yield (
+        "bad_program_end_trailing",
+        seal(end + b"\x00"),
+        WireErrorCode.TRAILING,
+        "upload",
+        "PROGRAM_END with a byte after its crc",
+    )
+    yield (
+        "bad_upload_action_8",
+        encode_request(request(Action.REBOOT, seq=1)),
+        WireErrorCode.ACTION,
+        "upload",
+        "a REBOOT given to the upload decoder, which reads actions 9 and 10 only",
+    )
+    for name, data in (("9", chunk), ("10", end)):
+        yield (
+            f"bad_request_action_{name}",
+            seal(data),
+            WireErrorCode.ACTION,
+            "request",
+            f"action {name} to a device without uploads: ACTION at the action byte, whatever "
+            "follows (a device with uploads reads it with the upload decoder)",
+        )
+
 
 # ------------------------------------------------------------------------ assembly
 
 
-def _decode(data: bytes, expect: str) -> Request | Report:
+def _decode(data: bytes, expect: str) -> Request | Report | ProgramUpload:
+    if expect == "upload":
+        return decode_upload(data)
     return decode_request(data) if expect == "request" else decode_report(data)
 
 
-def valid(name: str, msg: Request | Report) -> Vector:
-    data = encode_request(msg) if isinstance(msg, Request) else encode_report(msg)
+def valid(name: str, msg: Request | Report | ProgramUpload) -> Vector:
+    if isinstance(msg, (ProgramData, ProgramEnd)):
+        data, expect = encode_upload(msg), "upload"
+    elif isinstance(msg, Request):
+        data, expect = encode_request(msg), "request"
+    else:
+        data, expect = encode_report(msg), "report"
     expected = to_readable(msg)
-    decoded = to_readable(_decode(data, str(expected["type"])))
+    decoded = to_readable(_decode(data, expect))
     assert decoded == expected and json.dumps(decoded) == json.dumps(expected), name
     return Vector(name, data, expected)
 
@@ -1851,10 +2016,12 @@ def invalid(name: str, data: bytes, error: WireErrorCode, expect: str, about: st
 def build() -> list[Vector]:
     """Every golden vector, in a fixed order."""
     vectors = [valid(name, msg) for name, msg in valid_requests()]
+    vectors += [valid(name, msg) for name, msg in valid_uploads()]
     vectors += [valid(name, msg) for name, msg in valid_reports()]
     vectors += [invalid(n, d, e, x, a) for n, d, e, x, a in header_errors()]
     vectors += [invalid(n, d, e, "request", a) for n, d, e, a in request_body_errors()]
     vectors += [invalid(n, d, e, "report", a) for n, d, e, a in report_body_errors()]
+    vectors += [invalid(n, d, e, x, a) for n, d, e, x, a in upload_body_errors()]
     names = [v.name for v in vectors]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     assert not duplicates, f"vector names used twice: {duplicates}"

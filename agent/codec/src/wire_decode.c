@@ -354,6 +354,28 @@ etb_status_t etb_decode_request(const uint8_t *buf, size_t len, etb_request_t *o
   return r.pos == r.end ? ETB_OK : ETB_ERR_TRAILING;
 }
 
+etb_status_t etb_decode_upload(const uint8_t *buf, size_t len, etb_upload_t *out) {
+  reader_t r;
+  out->seq = 0;
+  out->offset = 0;
+  out->chunk.ptr = NULL;
+  out->chunk.len = 0;
+  out->size = 0;
+  out->crc = 0;
+  ETBI_TRY(open_message(buf, len, ETB_MSG_REQUEST, &out->seq, &r));
+  ETBI_TRY(read_u8(&r, &out->action));
+  if (out->action == ETB_ACTION_PROGRAM_DATA) {
+    ETBI_TRY(read_u32(&r, &out->offset));
+    ETBI_TRY(read_str(&r, &out->chunk)); /* a u16 length and its bytes, like a str */
+  } else if (out->action == ETB_ACTION_PROGRAM_END) {
+    ETBI_TRY(read_u32(&r, &out->size));
+    ETBI_TRY(read_u32(&r, &out->crc));
+  } else {
+    return ETB_ERR_ACTION;
+  }
+  return r.pos == r.end ? ETB_OK : ETB_ERR_TRAILING;
+}
+
 etb_status_t etb_decode_report(const uint8_t *buf, size_t len, etb_report_t *out,
                                etb_option_t *pool, size_t pool_cap) {
   reader_t r;

@@ -267,3 +267,25 @@ etb_status_t etb_encode_report(const etb_report_t *rep, uint8_t *buf, size_t cap
   ETBI_TRY(put_report_body(&w, rep));
   return finish(&w, out_len);
 }
+
+etb_status_t etb_encode_upload(const etb_upload_t *up, uint8_t *buf, size_t cap,
+                               size_t *out_len) {
+  writer_t w;
+  w.buf = buf;
+  w.cap = buf != NULL ? cap : 0u;
+  w.pos = 0;
+  put_header(&w, ETB_MSG_REQUEST, up->seq);
+  put_u8(&w, up->action);
+  if (up->action == ETB_ACTION_PROGRAM_DATA) {
+    ETBI_TRY(check_view(up->chunk.ptr, up->chunk.len));
+    put_u32(&w, up->offset);
+    put_u16(&w, up->chunk.len);
+    put_bytes(&w, up->chunk.ptr, up->chunk.len);
+  } else if (up->action == ETB_ACTION_PROGRAM_END) {
+    put_u32(&w, up->size);
+    put_u32(&w, up->crc);
+  } else {
+    return ETB_ERR_ACTION;
+  }
+  return finish(&w, out_len);
+}

@@ -2,8 +2,10 @@
 /*
  * etb_wiretool - decode or re-encode one wire-format v2 message read from stdin.
  *
- *   etb_wiretool decode request|report   < msg.bin   prints the readable JSON form
- *   etb_wiretool reencode request|report < msg.bin   writes decode+encode bytes
+ *   etb_wiretool decode request|report|upload   < msg.bin   prints the readable JSON form
+ *   etb_wiretool reencode request|report|upload < msg.bin   writes decode+encode bytes
+ *
+ * "upload" reads a program upload request (actions 9 and 10, etb_decode_upload).
  *
  * A message that does not decode prints "error <NAME>" and exits 2. Used by the
  * tests to check the C codec against the golden vectors.
@@ -30,6 +32,7 @@ static uint8_t output[ETB_MAX_MESSAGE];
 static etb_option_t pool[POOL_SIZE];
 static etb_request_t request;
 static etb_report_t report;
+static etb_upload_t upload;
 
 static void print_str(etb_str_t s) {
   uint16_t i;
@@ -153,43 +156,63 @@ static void print_report(const etb_report_t *r) {
   printf("]}\n");
 }
 
+static void print_upload(const etb_upload_t *u) {
+  uint16_t i;
+  printf("{\"type\": \"request\", \"seq\": %lu, \"action\": \"%s\", ", (unsigned long)u->seq,
+         action_names[u->action]);
+  if (u->action == ETB_ACTION_PROGRAM_DATA) {
+    printf("\"offset\": %lu, \"bytes\": \"", (unsigned long)u->offset);
+    for (i = 0; i < u->chunk.len; i++) {
+      printf("%02x", u->chunk.ptr[i]);
+    }
+    printf("\"}\n");
+  } else {
+    printf("\"size\": %lu, \"crc\": %lu}\n", (unsigned long)u->size, (unsigned long)u->crc);
+  }
+}
+
 static int usage(void) {
-  fprintf(stderr, "usage: etb_wiretool decode|reencode request|report < message.bin\n");
+  fprintf(stderr, "usage: etb_wiretool decode|reencode request|report|upload < message.bin\n");
   return EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
   size_t len = 0, out_len = 0, n;
-  int reencode, is_request;
+  int reencode, is_request, is_upload;
   etb_status_t status;
 
   if (argc != 3) return usage();
   reencode = strcmp(argv[1], "reencode") == 0;
   is_request = strcmp(argv[2], "request") == 0;
+  is_upload = strcmp(argv[2], "upload") == 0;
   if ((!reencode && strcmp(argv[1], "decode") != 0) ||
-      (!is_request && strcmp(argv[2], "report") != 0)) {
+      (!is_request && !is_upload && strcmp(argv[2], "report") != 0)) {
     return usage();
   }
   while (len < sizeof input && (n = fread(input + len, 1, sizeof input - len, stdin)) > 0) {
     len += n;
   }
 
-  status = is_request ? etb_decode_request(input, len, &request, pool, POOL_SIZE)
-                      : etb_decode_report(input, len, &report, pool, POOL_SIZE);
+  status = is_upload    ? etb_decode_upload(input, len, &upload)
+           : is_request ? etb_decode_request(input, len, &request, pool, POOL_SIZE)
+                        : etb_decode_report(input, len, &report, pool, POOL_SIZE);
   if (status != ETB_OK) {
     printf("error %s\n", etb_status_name(status));
     return EXIT_DECODE;
   }
   if (!reencode) {
-    if (is_request) {
+    if (is_upload) {
+      print_upload(&upload);
+    } else if (is_request) {
       print_request(&request);
     } else {
       print_report(&report);
     }
     return 0;
   }
-  status = is_request ? etb_encode_request(&request, output, sizeof output, &out_len)
-                      : etb_encode_report(&report, output, sizeof output, &out_len);
+  status = is_upload    ? etb_encode_upload(&upload, output, sizeof output, &out_len)
+           : is_request ? etb_encode_request(&request, output, sizeof output, &out_len)
+                        : etb_encode_report(&report, output, sizeof output, &out_len);
   if (status != ETB_OK) {
     fprintf(stderr, "encoding failed: %s\n", etb_status_name(status));
     return EXIT_ENCODE;

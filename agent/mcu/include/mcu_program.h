@@ -33,9 +33,12 @@ struct UploadAnswer {
   const char *message;
 };
 
-/* body: the bytes after the action byte, up to the message's CRC. */
-UploadAnswer program_data(const uint8_t *body, size_t len);
-UploadAnswer program_end(const uint8_t *body, size_t len);
+/* The fields of a decoded PROGRAM_DATA and PROGRAM_END (etb_decode_upload). */
+UploadAnswer program_data(uint32_t offset, const uint8_t *chunk, size_t count);
+UploadAnswer program_end(uint32_t size, uint32_t crc);
+
+/* Drops the upload under way, if any (held programs stay): the device refused a request. */
+void program_drop_upload();
 
 /* Whether the slot an upload starting now takes is one no loaded model pins. */
 bool program_slot_free();

@@ -30,6 +30,7 @@ void message_clause(const char *s);
 void report_outcome(uint8_t outcome, uint32_t detail, const char *message);
 void report_runtime_error(executorch::runtime::Error error, const char *message);
 bool report_failed();
+bool report_rejected(); /* outcome REJECTED: the request was refused */
 
 void fact_int(const char *key, size_t value);
 void fact_text(const char *key, const char *value);

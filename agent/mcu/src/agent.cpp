@@ -246,8 +246,19 @@ size_t refuse(uint32_t seq, etb_status_t error, uint8_t version, uint8_t *out, s
   return finish_report(out, cap);
 }
 
+/* Every refusal drops the upload under way, whatever the request's action: the bytes of a
+   damaged chunk may not even say that it is one (docs/wire-format.md, "Program upload"). */
+size_t answered(size_t len) {
+#ifdef MCU_RUNTIME_FROM_SOURCE
+  if (report_rejected()) {
+    program_drop_upload();
+  }
+#endif
+  return len;
+}
+
 size_t reject(uint32_t seq, etb_status_t error, uint8_t *out, size_t cap) {
-  return refuse(seq, error, 0, out, cap);
+  return answered(refuse(seq, error, 0, out, cap));
 }
 
 uint32_t seq_of(const uint8_t *message, size_t len) {
@@ -259,29 +270,25 @@ uint32_t seq_of(const uint8_t *message, size_t len) {
 }
 
 #ifdef MCU_RUNTIME_FROM_SOURCE
-/* PROGRAM_DATA (9) and PROGRAM_END (10): the body after the action byte, before the CRC. */
+/* PROGRAM_DATA (9) and PROGRAM_END (10), read by the codec's upload decoder. */
 size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
-  uint32_t stored = static_cast<uint32_t>(message[len - 4u]) |
-                    (static_cast<uint32_t>(message[len - 3u]) << 8) |
-                    (static_cast<uint32_t>(message[len - 2u]) << 16) |
-                    (static_cast<uint32_t>(message[len - 1u]) << 24);
-  if (etb_crc32(0u, message, len - 4u) != stored) {
-    return reject(seq_of(message, len), ETB_ERR_CRC, out, cap);
+  etb_upload_t upload;
+  etb_status_t status = etb_decode_upload(message, len, &upload);
+  if (status != ETB_OK) {
+    return refuse(seq_of(message, len), status, 0, out, cap);
   }
-  uint8_t action = message[ETB_HEADER_SIZE];
-  const uint8_t *body = &message[ETB_HEADER_SIZE + 1u];
-  size_t body_len = len - ETB_HEADER_SIZE - 1u - 4u;
   /* A new upload replaces the least recently used program; if loaded models use it they go
      first (the LOAD that follows would unload them anyway): never a program under a method. */
   bool unloaded = false;
-  if (action == ETB_ACTION_PROGRAM_DATA && body_len >= 4u && body[0] == 0u && body[1] == 0u &&
-      body[2] == 0u && body[3] == 0u && !program_slot_free()) {
+  if (upload.action == ETB_ACTION_PROGRAM_DATA && upload.offset == 0u && !program_slot_free()) {
     loads_reset();
     unloaded = true;
   }
-  UploadAnswer answer = action == ETB_ACTION_PROGRAM_DATA ? program_data(body, body_len)
-                                                          : program_end(body, body_len);
-  report_start(seq_of(message, len), answer.outcome == ETB_OUTCOME_OK ? action : 0u);
+  UploadAnswer answer = upload.action == ETB_ACTION_PROGRAM_DATA
+                            ? program_data(upload.offset, upload.chunk.ptr, upload.chunk.len)
+                            : program_end(upload.size, upload.crc);
+  uint8_t action = upload.action;
+  report_start(upload.seq, answer.outcome == ETB_OUTCOME_OK ? action : 0u);
   report_outcome(answer.outcome, answer.detail, answer.message);
   if (unloaded) {
     message_clause("the loaded models were unloaded: the upload replaces the least recently "
@@ -298,7 +305,7 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
  * One link message is one unit (docs/wire-format.md, "Stream reading", framed links):
  * decoded whole, with this device's max_message as the limit of step 3.
  */
-size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+size_t answer(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   etb_header_t header;
   etb_status_t status = etb_peek_header(message, len, MCU_MAX_MESSAGE, ETB_MSG_REQUEST, &header);
   if (status == ETB_OK) {
@@ -307,11 +314,10 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   }
   requests_handled++;
 #ifdef MCU_RUNTIME_FROM_SOURCE
-  uint8_t action = len > ETB_HEADER_SIZE + 4u ? message[ETB_HEADER_SIZE] : 0u;
+  /* ACTION comes after the header and CRC checks: the action byte is the sender's. */
+  uint8_t action = len > ETB_HEADER_SIZE ? message[ETB_HEADER_SIZE] : 0u;
   if (status == ETB_ERR_ACTION &&
-      (action == ETB_ACTION_PROGRAM_DATA || action == ETB_ACTION_PROGRAM_END) &&
-      etb_peek_header(message, len, MCU_MAX_MESSAGE, ETB_MSG_REQUEST, &header) == ETB_OK &&
-      header.length == len) {
+      (action == ETB_ACTION_PROGRAM_DATA || action == ETB_ACTION_PROGRAM_END)) {
     return do_upload(message, len, out, cap);
   }
 #endif
@@ -354,6 +360,10 @@ size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
       break;
   }
   return finish_report(out, cap);
+}
+
+size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+  return answered(answer(message, len, out, cap));
 }
 
 }  // namespace

@@ -88,6 +88,8 @@ void report_runtime_error(executorch::runtime::Error error, const char *message)
 
 bool report_failed() { return rep.outcome != ETB_OUTCOME_OK; }
 
+bool report_rejected() { return rep.outcome == ETB_OUTCOME_REJECTED; }
+
 void fact_int(const char *key, size_t value) {
   etb_option_t *fact = next_fact(key);
   if (fact != nullptr) {

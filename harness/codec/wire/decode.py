@@ -170,6 +170,10 @@ class _Reader:
         self.pos += size
         return raw
 
+    def raw(self, size: int, what: str) -> bytes:
+        """``size`` bytes as they are (a program chunk: no text rules)."""
+        return self._take(size, what)
+
     def number(self, fmt: struct.Struct, what: str) -> int:
         return fmt.unpack(self._take(fmt.size, what))[0]
 

@@ -82,9 +82,9 @@ typedef enum {
   ETB_ACTION_REGISTER = 6,
   ETB_ACTION_HELLO = 7,
   ETB_ACTION_REBOOT = 8, /* a firmware soft reset (docs/serial-protocol.md) */
-  /* Program upload (docs/wire-format.md, "Program upload"): bodies of their own,
-     which etb_decode_request does not read (it answers ACTION); their reports are
-     ordinary reports. */
+  /* Program upload (docs/wire-format.md, "Program upload"): actions of version 2 with
+     bodies of their own, read by etb_decode_upload; etb_decode_request, the decoder of a
+     device without uploads, answers them ACTION. Their reports are ordinary reports. */
   ETB_ACTION_PROGRAM_DATA = 9,
   ETB_ACTION_PROGRAM_END = 10
 } etb_action_t;
@@ -178,6 +178,16 @@ typedef struct {
   etb_model_t models[ETB_MAX_MODELS - 1u];
 } etb_request_t;
 
+/* A program upload request: PROGRAM_DATA (offset, chunk) or PROGRAM_END (size, crc). */
+typedef struct {
+  uint32_t seq;
+  uint8_t action;  /* ETB_ACTION_PROGRAM_DATA or ETB_ACTION_PROGRAM_END */
+  uint32_t offset; /* PROGRAM_DATA: where the chunk goes in the program */
+  etb_str_t chunk; /* PROGRAM_DATA: its bytes, any bytes (no text rules) */
+  uint32_t size;   /* PROGRAM_END: the program's size in bytes */
+  uint32_t crc;    /* PROGRAM_END: CRC-32/ISO-HDLC of the program's bytes */
+} etb_upload_t;
+
 typedef struct {
   etb_str_t name;
   uint32_t status; /* ExecuTorch Error code */
@@ -227,6 +237,13 @@ etb_status_t etb_decode_request(const uint8_t *buf, size_t len,
                                 etb_request_t *out, etb_option_t *pool,
                                 size_t pool_cap);
 
+/*
+ * Decodes one whole program upload request (action 9 or 10; any other action is
+ * ETB_ERR_ACTION): the header checks and CRC as etb_decode_request, then the
+ * action's body. out->chunk points into buf.
+ */
+etb_status_t etb_decode_upload(const uint8_t *buf, size_t len, etb_upload_t *out);
+
 /* Decodes one whole report; facts and entry options are stored in pool. */
 etb_status_t etb_decode_report(const uint8_t *buf, size_t len,
                                etb_report_t *out, etb_option_t *pool,
@@ -241,6 +258,8 @@ etb_status_t etb_encode_request(const etb_request_t *req, uint8_t *buf,
                                 size_t cap, size_t *out_len);
 etb_status_t etb_encode_report(const etb_report_t *rep, uint8_t *buf,
                                size_t cap, size_t *out_len);
+etb_status_t etb_encode_upload(const etb_upload_t *up, uint8_t *buf, size_t cap,
+                               size_t *out_len);
 
 /* Convenience: a view of a NUL-terminated C string (length clamped to 65535). */
 etb_str_t etb_cstr(const char *s);

@@ -24,11 +24,6 @@ int last_held = -1;   /* the slot of the program held last */
 uint32_t use_clock;
 char held_names[MCU_PROGRAM_SLOTS * MCU_PROGRAM_NAME_BYTES];
 
-uint32_t get_u32(const uint8_t *p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
-}
-
 constexpr UploadAnswer ok(const char *message) { return {ETB_OUTCOME_OK, 0u, message}; }
 
 constexpr UploadAnswer refuse(etb_status_t detail, const char *message) {
@@ -66,18 +61,7 @@ bool valid(int slot) { return slot >= 0 && static_cast<size_t>(slot) < MCU_PROGR
 
 }  // namespace
 
-UploadAnswer program_data(const uint8_t *body, size_t len) {
-  if (len < 6u) {
-    return refuse(ETB_ERR_TRUNCATED, "PROGRAM_DATA: the body ends before offset and length");
-  }
-  uint32_t offset = get_u32(body);
-  size_t count = static_cast<size_t>(body[4]) | (static_cast<size_t>(body[5]) << 8);
-  if (len - 6u < count) {
-    return refuse(ETB_ERR_TRUNCATED, "PROGRAM_DATA: the body ends before its bytes");
-  }
-  if (len - 6u > count) {
-    return refuse(ETB_ERR_TRAILING, "PROGRAM_DATA: bytes after the chunk");
-  }
+UploadAnswer program_data(uint32_t offset, const uint8_t *chunk, size_t count) {
   if (offset == 0u) {
     drop_upload();
     int slot = slot_for_upload();
@@ -92,7 +76,8 @@ UploadAnswer program_data(const uint8_t *body, size_t len) {
     receiving = slot;
   } else if (receiving < 0 || offset != received) {
     return refuse(ETB_ERR_UNEXPECTED_FIELD,
-                  "PROGRAM_DATA: offset is not where the upload under way ends (start at 0)");
+                  "PROGRAM_DATA: offset is not where the upload under way ends; the upload "
+                  "is dropped (start again at 0)");
   }
   if (count > MCU_PROGRAM_BYTES - received) {
     drop_upload();
@@ -100,18 +85,14 @@ UploadAnswer program_data(const uint8_t *body, size_t len) {
                   "PROGRAM_DATA: the program is larger than this device holds (max_program in "
                   "HELLO); the upload is dropped");
   }
-  memcpy(&slots[receiving].bytes[received], &body[6], count);
+  if (count != 0u) {
+    memcpy(&slots[receiving].bytes[received], chunk, count);
+  }
   received += count;
   return ok("chunk stored");
 }
 
-UploadAnswer program_end(const uint8_t *body, size_t len) {
-  if (len != 8u) {
-    return refuse(len < 8u ? ETB_ERR_TRUNCATED : ETB_ERR_TRAILING,
-                  "PROGRAM_END: the body is size (u32) and crc (u32)");
-  }
-  uint32_t size = get_u32(body);
-  uint32_t crc = get_u32(&body[4]);
+UploadAnswer program_end(uint32_t size, uint32_t crc) {
   if (receiving < 0 || size == 0u || size != received) {
     drop_upload();
     return refuse(ETB_ERR_LENGTH,
@@ -132,6 +113,8 @@ UploadAnswer program_end(const uint8_t *body, size_t len) {
   drop_upload();
   return ok("program held");
 }
+
+void program_drop_upload() { drop_upload(); }
 
 bool program_slot_free() { return slots[slot_for_upload()].pins == 0u; }
 
