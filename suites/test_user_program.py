@@ -69,6 +69,7 @@ def test_a_multi_delegate_program_as_a_file(et, map_file):
 def test_your_program(et, users_program):
     """``pytest suites/test_user_program.py --device D --program model.pte --options
     map.yaml [--probe NAME]``: your program, every method on every load path, every
-    delegate checked exactly against your map."""
+    delegate checked exactly against your map; options your backends will ignore are
+    warnings (failures with ``--strict-options``)."""
     et.check_program(users_program.program, users_program.options,
                      probes=users_program.probes).raise_for_differences()
