@@ -175,11 +175,30 @@ def test_the_suite_fails_where_the_device_cannot_load_the_program(
     assert main(["send", "--program", program, "--probe", "ProbeA", "--device", "mcu-emu"]) == 2
     assert reason in capsys.readouterr().err
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_user_program.py", "-q", "-rs",
-         "-p", "no:cacheprovider", "--tb=line", "--device", "mcu-emu", "--program", program,
-         "--probe", "ProbeA", "--results-dir", str(tmp_path / "results")],
-        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
-        timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_user_program.py",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "--tb=line",
+            "--device",
+            "mcu-emu",
+            "--program",
+            program,
+            "--probe",
+            "ProbeA",
+            "--results-dir",
+            str(tmp_path / "results"),
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed, 2 skipped" in done.stdout and reason in done.stdout, done.stdout
