@@ -318,7 +318,8 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
 def _render_table(outcome: BackendOutcome, action: Action) -> list[str]:
     if action is Action.GET:
         left = "expected" if outcome.values_checked else "requested (values not compared)"
-        right = "returned"
+        recorded = outcome.entry is not None and outcome.entry.is_recorded
+        right = "left by the backend" if recorded else "returned"
     else:
         left, right = "sent", "received"
     if not outcome.rows:
