@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
+from harness.check.option_contracts import (
+    NoEffectWarning,
+    OptionsWithoutEffect,
+    OptionWarning,
+    Route,
+    judge_options,
+)
 from harness.codec.mapfile import load_map
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
@@ -42,31 +50,41 @@ class MethodVerdict:
 
 @dataclass(frozen=True)
 class ProgramCheck:
-    """Every method of a program on every load path of one device."""
+    """Every method of a program on every load path of one device, and the options of
+    the map its backends will ignore (``warnings``, a failure when ``strict``)."""
 
     program: str
     methods: tuple[str, ...]
     results: tuple[MethodVerdict, ...]
+    warnings: tuple[OptionWarning, ...] = ()
+    strict: bool = False
 
     @property
     def ok(self) -> bool:
-        return all(r.verdict.ok for r in self.results)
+        return all(r.verdict.ok for r in self.results) and not (self.strict and self.warnings)
 
     def render(self) -> str:
-        """Each method and path's verdict, then one line for the whole program."""
+        """Each method and path's verdict, the warnings, then one line for the program."""
         parts = [f"method {r.method!r}, {r.verdict.render()}" for r in self.results]
+        parts += [f"warning: {w.text}" for w in self.warnings]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
-        parts.append(
-            f"program {self.program}: {methods} x load paths = "
-            f"{len(self.results)} loads, {exact} exact"
-        )
+        line = f"program {self.program}: {methods} x load paths = {len(self.results)} loads, "
+        line += f"{exact} exact"
+        if self.warnings:
+            count = len(self.warnings)
+            line += f"; {count} option{'' if count == 1 else 's'} without effect"
+            line += " (--strict-options: a failure)" if self.strict else " (warnings above)"
+        parts.append(line)
         return "\n".join(parts)
 
     def raise_for_differences(self) -> None:
-        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass."""
+        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass, then,
+        when ``strict``, :class:`OptionsWithoutEffect` for the warnings."""
         for result in self.results:
             result.verdict.raise_for_differences()
+        if self.strict and self.warnings:
+            raise OptionsWithoutEffect(self.warnings)
 
 
 def check_program(
@@ -76,10 +94,16 @@ def check_program(
     options: OptionsMap | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
+    strict: bool = False,
 ) -> ProgramCheck:
-    """Check ``program`` with ``options`` on ``runner``'s device (see the module)."""
+    """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
+    map's options its backends will ignore are warned of (:class:`NoEffectWarning`),
+    and fail the check when ``strict``."""
     contents = read_program(program)
     sent = options if isinstance(options, OptionsMap) else load_map(options)
+    ignored = judge_options(sent, Route.LOAD, probes=probes)
+    for warning in ignored:
+        warnings.warn(NoEffectWarning(warning.text), stacklevel=3)
     real = [e.name for e in runner.hello.entries if not e.is_probe]
     _check_backends(contents, real, probes)
     remote = push(_cached_copy(contents))
@@ -97,7 +121,8 @@ def check_program(
             )
             results.append(MethodVerdict(method.name, path, verdict))
             runner.reset()
-    return ProgramCheck(contents.source, tuple(m.name for m in contents.methods), tuple(results))
+    methods = tuple(m.name for m in contents.methods)
+    return ProgramCheck(contents.source, methods, tuple(results), ignored, strict)
 
 
 def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequence[str]) -> None:

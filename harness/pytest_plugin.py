@@ -287,6 +287,7 @@ def et(
     verdicts: list[Verdict] = []
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
+    _et_runner.strict_options = request.config.getoption("strict_options")
     return _et_runner
 
 

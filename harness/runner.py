@@ -145,6 +145,8 @@ class CaseRunner:
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
+        # check_program's default: options the backends will ignore fail (--strict-options)
+        self.strict_options = False
 
     # ---- the agent -----------------------------------------------------------------
 
@@ -437,18 +439,22 @@ class CaseRunner:
         options: OptionsMap | str | Path | None = None,
         *,
         probes: Sequence[str] = (),
+        strict: bool | None = None,
     ) -> ProgramCheck:
         """Check a program file (a user's own ``.pte``) on this device: every method it
         holds, loaded through every load path the agent announces with ``options`` (a
         map or a map file), each delegate's ``init`` checked exactly. Delegates named
         in ``probes`` are the harness's probes; every other must be a backend the
-        device has. See :mod:`harness.program_check`."""
+        device has. Options the backends will ignore are warnings, failures when
+        ``strict`` (default: :attr:`strict_options`, pytest's ``--strict-options``).
+        See :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
-        return check_program(self, self._push_program, program, sent, probes=probes)
+        strict = self.strict_options if strict is None else strict
+        return check_program(self, self._push_program, program, sent, probes=probes, strict=strict)
 
     def execute(self) -> Report:
         """Execute the loaded program (every loaded model, in model order) once more."""

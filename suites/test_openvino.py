@@ -4,7 +4,9 @@
 runtime (``libopenvino_c.so``) is only opened when the backend is asked whether it is
 available, i.e. at load. OpenvinoBackend documents no runtime options and keeps
 ``BackendInterface``'s default ``set_option``/``get_option``: Ok, nothing stored,
-values left as they are. Observed in 1.5.1 exactly so, for every type. Without the
+values left as they are. Observed in 1.5.1 exactly so, for every type: the harness's
+contract for OpenvinoBackend (``CONTRACTS``, harness/check/option_contracts.py) says it
+reads no options on any route, which this suite pins. Without the
 OpenVINO runtime on the device, a program delegating to it fails to load with NotFound
 ("Backend OpenvinoBackend is not available"), and the delegates before it still got
 their own options.
@@ -15,12 +17,14 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.check import Outcome, Request, RuntimeErrorCode
+from harness.check import CONTRACTS, Outcome, Request, RuntimeErrorCode
 from harness.options import Option, OptionsMap
 
 pytestmark = pytest.mark.backend("OpenvinoBackend")
 
 OPENVINO = "OpenvinoBackend"
+CONTRACT = CONTRACTS[OPENVINO]
+assert CONTRACT.options == () and CONTRACT.load is None and CONTRACT.set is None
 VALUES = {"int": 4, "bool": True, "string": "CPU"}
 
 

@@ -3,7 +3,9 @@
 ``libexecutorch_backend_qnn.so`` registers ``QnnBackend`` from its static initializer;
 the QNN SDK is only opened at ``init``, so the global ``set_option``/``get_option``
 work without it (QNN never reads load-time runtime specs). Keys (1.5.1): the int keys
-in ``INT_KEYS`` and the string ``qnn_runtime_heap_profiling_path``. Observed in 1.5.1:
+in ``INT_KEYS`` and the string ``qnn_runtime_heap_profiling_path``, from the harness's
+contract for QnnBackend (``CONTRACTS``, harness/check/option_contracts.py), which this
+suite pins. Observed in 1.5.1:
 a known key round-trips; values are not range-checked; ``get_option`` of a key never
 set, or of an unknown key, gives Internal (the known, set keys of the call are still
 filled in); an unknown key in ``set_option`` gives Internal. Two deviations from what
@@ -19,23 +21,16 @@ from __future__ import annotations
 import pytest
 from maps import single
 
-from harness.check import RuntimeErrorCode
+from harness.check import CONTRACTS, Route, RuntimeErrorCode
 from harness.options import Option, OptionsMap
 
 pytestmark = pytest.mark.backend("QnnBackend")
 
 QNN = "QnnBackend"
-INT_KEYS = (
-    "qnn_runtime_log_level",
-    "qnn_runtime_htp_performance_mode",
-    "qnn_runtime_profile_level",
-    "qnn_runtime_lpai_fps",
-    "qnn_runtime_lpai_ftrt_ratio",
-    "qnn_runtime_lpai_affinity",
-    "qnn_runtime_lpai_client_perf_type",
-    "qnn_runtime_lpai_core_selection",
-)
-STRING_KEY = "qnn_runtime_heap_profiling_path"
+CONTRACT = CONTRACTS[QNN]
+INT_KEYS = CONTRACT.keys(Route.SET, int)
+(STRING_KEY,) = CONTRACT.keys(Route.SET, str)
+assert CONTRACT.load is None and not CONTRACT.keys(Route.LOAD)  # reads nothing at load time
 INTERNAL = RuntimeErrorCode.Internal
 
 

@@ -2,7 +2,12 @@
 ``et.check_program(path, map)`` reads its methods and delegates from the program,
 pushes it (content-cached), loads every method through every load path the agent
 announces and checks every delegate's ``init`` exactly, the real XNNPACK delegate
-through the agent's records."""
+through the agent's records.
+
+Only the tests of the harness's own XNNPACK program need XnnpackBackend; ``--program``'s
+test needs what the given program delegates to, and a device that cannot load it (an
+MCU board has no file system for a program file; a delegate the device lacks) fails
+it with the line ``et-harness send --program`` gives, never a skip."""
 
 from __future__ import annotations
 
@@ -11,8 +16,6 @@ import pytest
 from harness.runner import xnnpack_output, xnnpack_program
 
 XNNPACK_BACKEND = "XnnpackBackend"
-
-pytestmark = pytest.mark.backend(XNNPACK_BACKEND)
 
 MAP_TEXT = """backends:
   ProbeA:
@@ -33,6 +36,7 @@ def map_file(tmp_path):
     return path
 
 
+@pytest.mark.backend(XNNPACK_BACKEND)
 def test_the_xnnpack_program_as_a_file(et, tmp_path):
     program = tmp_path / "model.pte"
     program.write_bytes(xnnpack_program().read_bytes())
@@ -50,6 +54,7 @@ def test_the_xnnpack_program_as_a_file(et, tmp_path):
         assert result.verdict.report.fact("outputs") == xnnpack_output()
 
 
+@pytest.mark.backend(XNNPACK_BACKEND)
 def test_a_multi_delegate_program_as_a_file(et, map_file):
     checked = et.check_program(xnnpack_program(("ProbeA", "ProbeB"), ("forward", "second")),
                                map_file, probes=("ProbeA", "ProbeB"))
@@ -64,6 +69,7 @@ def test_a_multi_delegate_program_as_a_file(et, map_file):
 def test_your_program(et, users_program):
     """``pytest suites/test_user_program.py --device D --program model.pte --options
     map.yaml [--probe NAME]``: your program, every method on every load path, every
-    delegate checked exactly against your map."""
+    delegate checked exactly against your map; options your backends will ignore are
+    warnings (failures with ``--strict-options``)."""
     et.check_program(users_program.program, users_program.options,
                      probes=users_program.probes).raise_for_differences()

@@ -1,11 +1,13 @@
 """A real backend: XnnpackBackend from the executorch wheel, globally and at load time.
 
-Global path (``set_option``/``get_option``), executorch 1.5.1 as observed: keys
-``workspace_sharing_mode`` (int 0..2, default 2), ``weight_cache_enabled`` (bool,
-default false), ``packed_cache_path`` (string, default ""), ``save_weight_cache_on_disk``
-(bool, set only). A wrong type or an out-of-range value gives InvalidArgument; unknown
-keys are ignored with Ok. Its state is process-global and survives RESET, so every
-test sets what it reads.
+The keys, types and ranges come from the harness's contract for XnnpackBackend
+(``CONTRACTS``, harness/check/option_contracts.py, which names a user's options that
+will have no effect); this suite pins it. Global path (``set_option``/``get_option``),
+executorch 1.5.1 as observed: keys ``workspace_sharing_mode`` (int 0..2, default 2),
+``weight_cache_enabled`` (bool, default false), ``packed_cache_path`` (string, default
+""), ``save_weight_cache_on_disk`` (bool, set only). A wrong type or an out-of-range value
+gives InvalidArgument; unknown keys are ignored with Ok. Its state is process-global and
+survives RESET, so every test sets what it reads.
 
 Load time, on every load path the device announces: the XNNPACK program
 (harness/agent/xnnpack_program.py: a real fully connected layer with a constant weight, no
@@ -30,13 +32,15 @@ import uuid
 import pytest
 from maps import single
 
-from harness.check import LoadPath, Outcome, Request, RuntimeErrorCode
+from harness.check import CONTRACTS, LoadPath, Outcome, Request, Route, RuntimeErrorCode
 from harness.options import Option, OptionsMap
 from harness.runner import xnnpack_output
 
 pytestmark = pytest.mark.backend("XnnpackBackend")
 
 XNNPACK = "XnnpackBackend"
+CONTRACT = CONTRACTS[XNNPACK]
+MODE = CONTRACT.rule("workspace_sharing_mode")
 GLOBAL_KEYS = (
     Option("workspace_sharing_mode", -1),
     Option("weight_cache_enabled", True),
@@ -46,7 +50,7 @@ GLOBAL_KEYS = (
 # ---- global set_option / get_option ------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", [0, 1, 2], ids=lambda m: f"mode-{m}")
+@pytest.mark.parametrize("mode", range(MODE.low, MODE.high + 1), ids=lambda m: f"mode-{m}")
 def test_workspace_sharing_mode_is_set_and_read_back(et, mode):
     et.set(single(XNNPACK, Option("workspace_sharing_mode", mode))).raise_for_differences()
     et.get(single(XNNPACK, Option("workspace_sharing_mode", -1)),
@@ -94,8 +98,8 @@ def test_save_weight_cache_on_disk_is_read_back(et):
 WRONG = {
     "mode-as-bool": Option("workspace_sharing_mode", True),
     "mode-as-string": Option("workspace_sharing_mode", "1"),
-    "mode-above-range": Option("workspace_sharing_mode", 3),
-    "mode-below-range": Option("workspace_sharing_mode", -1),
+    "mode-above-range": Option("workspace_sharing_mode", MODE.high + 1),
+    "mode-below-range": Option("workspace_sharing_mode", MODE.low - 1),
     "weight-cache-as-int": Option("weight_cache_enabled", 1),
     "cache-path-as-int": Option("packed_cache_path", 5),
 }
@@ -110,6 +114,22 @@ def test_wrong_type_or_range_gives_invalid_argument(et, option):
         et.get(single(XNNPACK, Option("workspace_sharing_mode", -1)),
                expected=single(XNNPACK, Option("workspace_sharing_mode", 1))
                ).raise_for_differences()
+
+
+# XNNPACK's defaults for its keys' types: the process-global state is left as a fresh
+# process has it (later loads in this process see no weight cache switched on).
+A_VALUE = {bool: False, int: 2, str: ""}
+
+
+@pytest.mark.parametrize("key", CONTRACT.keys(Route.SET))
+def test_every_key_of_the_contract_takes_its_type_and_refuses_another(et, key):
+    """The contract's keys and types, as set_option takes them: a value of the key's type
+    is Ok, one of another type InvalidArgument (what the contract says XNNPACK does)."""
+    rule = CONTRACT.rule(key)
+    et.set(single(XNNPACK, Option(key, A_VALUE[rule.type]))).raise_for_differences()
+    other = next(value for kind, value in A_VALUE.items() if kind is not rule.type)
+    et.set(single(XNNPACK, Option(key, other)),
+           expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument}).raise_for_differences()
 
 
 def test_a_refused_key_does_not_stop_the_others_of_its_call(et):

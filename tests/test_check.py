@@ -559,6 +559,61 @@ def test_a_backend_status_the_runtime_swallowed_is_a_difference() -> None:
     assert "the backend's own set_option returned InvalidArgument" in verdict.render()
 
 
+def recorded_get(
+    name: str, left: tuple[tuple[str, object], ...], handed_back: tuple[tuple[str, object], ...]
+) -> ReportEntry:
+    """A recorded GET entry: the span as the backend left it, the annotations, then the
+    span as the runtime handed it back to its caller and its count (``etb.caller``)."""
+    own = tuple(Option(k, v) for k, v in left)
+    caller = tuple(Option(k, v) for k, v in handed_back)
+    options = (*own, Option("etb.recorded", len(own)), Option("etb.returned", 0), *caller,
+               Option("etb.caller", len(caller)))
+    return ReportEntry(name, 0, calls=1, options=options)
+
+
+OV = "OpenvinoBackend"
+OV_ASKED = OptionsMap.from_dict({OV: {"num_threads": -1, "device": "x"}})
+
+
+def test_a_recorded_get_is_checked_at_both_ends() -> None:
+    same = (("num_threads", -1), ("device", "x"))
+    entry = recorded_get(OV, same, same)
+    assert entry.delivered == entry.caller_received == OV_ASKED.backends[0].options
+    verdict = check_get(OV_ASKED, report(entry, action=Action.GET), OV_ASKED, recorded={OV})
+    assert verdict.ok, verdict.render()
+
+
+def test_a_value_changed_on_its_way_back_to_the_caller_is_a_difference() -> None:
+    """The backend left -1; the runtime handed 0 back: both named, at both ends."""
+    entry = recorded_get(OV, (("num_threads", -1), ("device", "x")),
+                         (("num_threads", 0), ("device", "x")))
+    verdict = check_get(OV_ASKED, report(entry, action=Action.GET), OV_ASKED, recorded={OV})
+    assert verdict.differences == (
+        Difference(K.CHANGED_ON_RETURN, OV, "num_threads", -1, 0),
+        Difference(K.WRONG_VALUE, OV, "num_threads", -1, 0,
+                   note="as get_option handed it back to its caller"),
+    )
+    text = verdict.render()
+    assert "the backend's get_option left int -1, but the runtime handed int 0 back" in text
+    # Without expected values only keys, types and order count: still caught between ends.
+    verdict = check_get(OV_ASKED, report(entry, action=Action.GET), recorded={OV})
+    assert verdict.kinds() == (K.CHANGED_ON_RETURN,)
+    # One option more on the way back, and a type changed.
+    entry = recorded_get(OV, (("num_threads", -1),), (("num_threads", True), ("device", "x")))
+    asked = OptionsMap.from_dict({OV: {"num_threads": -1}})
+    verdict = check_get(asked, report(entry, action=Action.GET), asked, recorded={OV})
+    assert verdict.kinds()[:2] == (K.CHANGED_ON_RETURN, K.CHANGED_ON_RETURN)
+    assert verdict.differences[1] == Difference(K.CHANGED_ON_RETURN, OV, "device", None, "x")
+
+
+def test_a_recorded_get_without_the_callers_end_is_not_recorded() -> None:
+    entry = recorded(OV, ("num_threads", -1), ("device", "x"))
+    assert entry.caller_received is None
+    verdict = check_get(OV_ASKED, report(entry, action=Action.GET), OV_ASKED, recorded={OV})
+    assert verdict.differences == (Difference(K.NOT_RECORDED, OV, "get_option", actual=entry),)
+    assert "lack the caller's end" in verdict.render()
+
+
 def test_a_spec_named_like_the_marker_is_an_ordinary_option() -> None:
     entry = recorded(XNN, ("etb.recorded", 7), ("x", "y"))
     assert entry.delivered == (Option("etb.recorded", 7), Option("x", "y"))

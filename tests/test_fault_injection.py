@@ -7,18 +7,20 @@ interposes the runtime's dispatch on every load path (``Program::load_method``,
 backend's ``init``, ``set_option`` and ``get_option``; ``ETB_FAULT`` picks one fault.
 For every fault the device suites run on the host and must fail with a delivery
 difference (a verdict that is not exact), never with an infrastructure error; with
-the shim loaded and no fault they must pass. Eight faults strike only the real
+the shim loaded and no fault they must pass. Nine faults strike only the real
 backends (XnnpackBackend, QnnBackend, OpenvinoBackend), five of them faults a real
 backend accepts silently (a valid value changed, an extra key, part of the list, the
-list reordered, another model's specs: it loads and computes the same); the agent's
-records of the real backends make every one a delivery difference, and they run only
-the real-backend suites (``REAL_SUITES``). Four strike the seam between models, loads
+list reordered, another model's specs: it loads and computes the same) and one a value
+changed between the backend's get_option and its caller; the agent's records of the
+real backends (both ends of a get_option) make every one a delivery difference, and
+they run only the real-backend suites (``REAL_SUITES``). Four strike the seam between models, loads
 and threads (specs that stick to a backend and reach the next model, global values that
 leak into specs, a loading thread handed another thread's map, or the specs of the init
 that raced it), caught by the multi-model suites (suites/test_models*.py); the two thread
 faults touch only models loaded CONCURRENT, so only the concurrent cases catch them. Each
 fault's device stops at its first failing test (``tests/faults/first_catch.py``); a table of
-fault -> the test that caught it is printed (``-s`` shows it).
+fault -> the test that caught it is printed (``-s`` shows it). Only the faults of the
+selected tests run: ``-k real_get_value_changed`` runs that fault's suites alone.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ FAULTS = {
     "real_init_without_specs": "init: a real backend (XnnpackBackend, ...) gets no specs",
     "real_set_option_swallowed": "set_option: a real backend is not called, Ok returned",
     "real_get_option_ignored": "get_option: a real backend is not called, values untouched",
+    "real_get_value_changed": "get_option: every int OpenvinoBackend left arrives increased by 1",
     "real_value_changed": "init: a real backend's int spec 0..2 arrives as another valid one",
     "real_extra_key": "init: a real backend gets one spec more (num_threads = 1)",
     "real_partial_list": "init: a real backend given two or more specs misses the last",
@@ -180,10 +183,24 @@ def run_suites(shim: Path, faults: list[str], suites: list[str], base: Path) -> 
     return runs
 
 
+def selected_faults(session: pytest.Session) -> set[str]:
+    """The faults (and "none", the inert shim) the session's selected tests look at."""
+    wanted = set()
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "fault" in callspec.params:
+            wanted.add(callspec.params["fault"])
+        elif item.name == test_inert_shim_passes_every_suite.__name__:
+            wanted.add("none")
+    return wanted
+
+
 @pytest.fixture(scope="module")
-def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, FaultRun]:
-    """Every fault's run, made once per session: under pytest-xdist the first worker to
-    get here makes them while the others wait on a lock, then read what it kept."""
+def runs(
+    shim: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, FaultRun]:
+    """The selected tests' faults' runs, made once per session: under pytest-xdist the first
+    worker to get here makes them while the others wait on a lock, then read what it kept."""
     session = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         session = session.parent  # the workers' common temporary directory
@@ -195,26 +212,29 @@ def runs(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Faul
         else:
             base = session / "fault_runs"
             base.mkdir()
-            real = [fault for fault in FAULTS if fault.startswith("real_")]
-            rest = [fault for fault in FAULTS if fault not in real]
-            groups = [(rest[::2], ["suites"]), (rest[1::2], ["suites"]), (["none"], ["suites"]),
+            wanted = selected_faults(request.session)
+            real = [fault for fault in FAULTS if fault.startswith("real_") and fault in wanted]
+            rest = [fault for fault in FAULTS if fault not in real and fault in wanted]
+            groups = [(rest[::2], ["suites"]), (rest[1::2], ["suites"]),
+                      (["none"] if "none" in wanted else [], ["suites"]),
                       (real, list(REAL_SUITES))]  # about as long as each other, but "none"
             with concurrent.futures.ThreadPoolExecutor(2) as pool:
                 futures = [pool.submit(run_suites, shim, faults, suites, base)
-                           for faults, suites in groups]
+                           for faults, suites in groups if faults]
                 done = {name: run for f in futures for name, run in f.result().items()}
             kept.write_bytes(pickle.dumps(done))
     print("\nfault                        caught  diffs  by (failing tests per test function)")
-    for name in FAULTS:
+    for name in (fault for fault in FAULTS if fault in done):
         run = done[name]
         functions = collections.Counter(test.split("[", 1)[0] for test in run.caught_by)
         shown = ", ".join(f"{f} x{n}" for f, n in functions.most_common(3))
         more = f", +{len(functions) - 3} more" if len(functions) > 3 else ""
         print(f"{name:<28} {len(run.caught_by):>6} {len(run.diff_caught_by):>6}  "
               f"{shown + more or '-- NOT CAUGHT --'}")
-    inert = done["none"]
-    print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  "
-          f"failures in {len(inert.results)} tests")
+    if "none" in done:
+        inert = done["none"]
+        print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  "
+              f"failures in {len(inert.results)} tests")
     return done
 
 

@@ -76,6 +76,22 @@ def test_a_backend_given_nothing_records_an_empty_span(agent: AgentProcess) -> N
     assert (xnn.calls, xnn.delivered) == (1, ())
 
 
+def test_a_get_records_both_ends_of_the_call(agent: AgentProcess) -> None:
+    """What OpenvinoBackend's get_option left (it leaves every value as it is) and what the
+    runtime's get_option handed back to the agent, after the annotations."""
+    asked = {"num_threads": -1, "device": "x", "cache": False}
+    report = agent.request(Request(Action.GET, OptionsMap.from_dict({"OpenvinoBackend": asked})))
+    (ov,) = report.entries
+    assert (ov.name, ov.status, ov.calls, ov.is_recorded) == ("OpenvinoBackend", E.Ok, 1, True)
+    assert ov.delivered == ov.caller_received == opts(**asked)
+    # Each end holds at most 30 options, so that both fit one entry of 64.
+    many = {f"key{i:02d}": i for i in range(40)}
+    report = agent.request(Request(Action.GET, OptionsMap.from_dict({"OpenvinoBackend": many})))
+    (ov,) = report.entries
+    assert ov.delivered == ov.caller_received == opts(**dict(list(many.items())[:30]))
+    assert len(ov.options) == 63
+
+
 def test_no_records_leaves_the_entries_as_before(build: AgentBuild) -> None:
     process = AgentProcess([str(build.binary), "--no-records"])
     assert process.request(Request(Action.HELLO)).fact("recorded") is None

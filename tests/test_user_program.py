@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.agent.build import ensure_agent
 from harness.agent.probe_program import probe_program
@@ -160,6 +162,47 @@ def test_send_program_refusals_are_one_line(
     err = capsys.readouterr().err.strip()
     assert "method 'forward' delegates to 'ProbeA', which the device lacks" in err
     assert "\n" not in err
+
+
+def test_the_suite_fails_where_the_device_cannot_load_the_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On an MCU board (no file system for a program file) ``--program``'s test fails with
+    the line ``send`` gives; only the tests of the harness's XNNPACK program skip there."""
+    require("qemu-system-arm")
+    program = str(probe_program(("ProbeA",)))
+    reason = "mcu-emu: the device has no file system to load a program file from"
+    assert main(["send", "--program", program, "--probe", "ProbeA", "--device", "mcu-emu"]) == 2
+    assert reason in capsys.readouterr().err
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_user_program.py",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "--tb=line",
+            "--device",
+            "mcu-emu",
+            "--program",
+            program,
+            "--probe",
+            "ProbeA",
+            "--results-dir",
+            str(tmp_path / "results"),
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 2 skipped" in done.stdout and reason in done.stdout, done.stdout
+    assert done.stdout.count("does not register backend 'XnnpackBackend'") == 2, done.stdout
 
 
 # ---- damaged programs in the agent -----------------------------------------------------------

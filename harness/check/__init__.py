@@ -20,10 +20,28 @@ reports a verdict is about: :class:`Request`, :class:`Report`, :class:`Action`,
 :class:`Outcome`, :class:`LoadPath`, the runtime's :class:`RuntimeErrorCode` and the
 wire's :class:`WireErrorCode` (a REJECTED report's ``detail``).
 
-``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text.
+Beside a verdict, :func:`judge_options` names the options of a map that the backend
+will ignore, by the option contracts the harness knows (:data:`CONTRACTS`, the one place
+the suites take them from): :class:`OptionWarning`, a failure under ``--strict-options``
+(:class:`OptionsWithoutEffect`).
+
+``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text,
+``option_contracts`` the contracts.
 """
 
 from harness.check.comparison import check_get, check_load, check_set
+from harness.check.option_contracts import (
+    CONTRACTS,
+    BackendContract,
+    NoEffect,
+    NoEffectWarning,
+    OptionRule,
+    OptionsWithoutEffect,
+    OptionWarning,
+    Route,
+    RouteBehaviour,
+    judge_options,
+)
 from harness.check.rendering import format_value, show_name
 from harness.check.verdict import (
     BackendOutcome,
@@ -49,8 +67,10 @@ from harness.data.messages import (
 from harness.data.runtime_error import RuntimeErrorCode
 
 __all__ = [
+    "CONTRACTS",
     "MAX_MODELS",
     "Action",
+    "BackendContract",
     "BackendOutcome",
     "DeliveryMismatch",
     "Difference",
@@ -58,11 +78,18 @@ __all__ = [
     "DifferenceValue",
     "LoadPath",
     "LoadSpec",
+    "NoEffect",
+    "NoEffectWarning",
     "OptionRow",
+    "OptionRule",
+    "OptionWarning",
+    "OptionsWithoutEffect",
     "Outcome",
     "Report",
     "ReportEntry",
     "Request",
+    "Route",
+    "RouteBehaviour",
     "RuntimeErrorCode",
     "Verdict",
     "VerdictNotExamined",
@@ -71,5 +98,6 @@ __all__ = [
     "check_load",
     "check_set",
     "format_value",
+    "judge_options",
     "show_name",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 
 from harness.check.verdict import (
     HOOKS,
@@ -274,6 +275,8 @@ def _check_entry(
     differences += _backend_status_differences(name, entry, action)
     others = tuple(b for b in sent.backends if b.backend_id != name)
     rows, option_differences = _align(name, expected, entry.delivered, others, values_checked)
+    if action is Action.GET and entry.is_recorded:
+        option_differences += _caller_end(name, entry, expected, others, values_checked)
     return BackendOutcome(
         name,
         entry,
@@ -302,6 +305,45 @@ def _backend_status_differences(
         return ()
     hook = HOOKS[action]
     return (Difference(DifferenceKind.BACKEND_STATUS, name, hook, returned, entry.status),)
+
+
+def _caller_end(
+    name: str,
+    entry: ReportEntry,
+    expected: tuple[Option, ...],
+    others: tuple[BackendOptions, ...],
+    values_checked: bool,
+) -> tuple[Difference, ...]:
+    """A recorded GET's other end: the span the runtime handed back to its caller, against
+    the span the backend's call left (option by option) and against the expectation."""
+    caller = entry.caller_received
+    if caller is None:
+        return (Difference(DifferenceKind.NOT_RECORDED, name, HOOKS[Action.GET], actual=entry),)
+    left = entry.delivered
+    if len(caller) == len(left) and all(_same(a, b) for a, b in zip(caller, left, strict=True)):
+        return ()  # one span at both ends: the backend end's check covers it
+    changed = []
+    for index in range(max(len(left), len(caller))):
+        own = left[index] if index < len(left) else None
+        got = caller[index] if index < len(caller) else None
+        if own is not None and got is not None and _same(own, got):
+            continue
+        key = got.key if got is not None else own.key if own is not None else None
+        changed.append(
+            Difference(
+                DifferenceKind.CHANGED_ON_RETURN,
+                name,
+                key,
+                None if own is None else own.value,
+                None if got is None else got.value,
+            )
+        )
+    _, against_expected = _align(name, expected, caller, others, values_checked)
+    at_caller = tuple(replace(d, note=_AT_CALLER) for d in against_expected)
+    return (*changed, *at_caller)
+
+
+_AT_CALLER = "as get_option handed it back to its caller"
 
 
 def _align(

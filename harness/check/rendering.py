@@ -33,6 +33,7 @@ _OPTION_KINDS = frozenset(
         DifferenceKind.MISROUTED,
         DifferenceKind.UNEXPECTED_DELIVERY,
         DifferenceKind.CROSS_MODEL,
+        DifferenceKind.CHANGED_ON_RETURN,
     }
 )
 _CELL_WIDTH = 44  # longer cells are cut; the full values follow on a line of their own
@@ -88,10 +89,22 @@ def _sentence(difference: Difference) -> str:
             return f"status {_status(act)}, expected {_status(exp)}"
         case DifferenceKind.WRONG_CALL_COUNT:
             return f"{key} called {_times(act)}, expected {_times(exp)}"
+        case DifferenceKind.NOT_RECORDED if key == HOOKS[Action.GET]:
+            return (
+                f"its records of {key} lack the caller's end (etb.caller: what the runtime "
+                "handed back to its caller); rebuild the agent from this harness"
+            )
         case DifferenceKind.NOT_RECORDED:
             return (
                 f"has a report entry without records ({_entry_facts(act)}), although the "
                 "device announces it as recorded (HELLO fact 'recorded')"
+            )
+        case DifferenceKind.CHANGED_ON_RETURN:
+            left = "nothing" if exp is None else format_value(exp)
+            handed = "nothing" if act is None else format_value(act)
+            return (
+                f"option {key}: the backend's get_option left {left}, but the runtime "
+                f"handed {handed} back to its caller"
             )
         case DifferenceKind.BACKEND_STATUS:
             return (
@@ -305,7 +318,8 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
 def _render_table(outcome: BackendOutcome, action: Action) -> list[str]:
     if action is Action.GET:
         left = "expected" if outcome.values_checked else "requested (values not compared)"
-        right = "returned"
+        recorded = outcome.entry is not None and outcome.entry.is_recorded
+        right = "left by the backend" if recorded else "returned"
     else:
         left, right = "sent", "received"
     if not outcome.rows:

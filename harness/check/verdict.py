@@ -39,6 +39,9 @@ class DifferenceKind(enum.Enum):
     CROSS_MODEL = enum.auto()  # own value or None / received value; ``belongs_to``: models
     NOT_RECORDED = enum.auto()  # None / the ReportEntry, without the records the device announced
     BACKEND_STATUS = enum.auto()  # the backend's own Error code / the one reported; ``key``: hook
+    # GET of a recorded backend: the value the backend's call left / the value the runtime
+    # handed back to its caller (None where one end has no such option); ``key``: the option
+    CHANGED_ON_RETURN = enum.auto()
 
 
 HOOKS = {Action.LOAD: "init", Action.SET: "set_option", Action.GET: "get_option"}

@@ -21,10 +21,11 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.check import format_value, show_name
+from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
@@ -189,7 +190,13 @@ def _cmd_send(args: argparse.Namespace) -> int:
         else:
             verdict = runner.get(options)
         print(verdict.render())
-        return 0 if verdict.ok else 1
+        route = Route.SET if args.action == "set" else Route.LOAD
+        ignored = judge_options(options, route) if args.action != "get" else ()
+        for warning in ignored:
+            print(f"warning: {warning.text}")
+        if ignored and args.strict_options:
+            print(f"{len(ignored)} option(s) without effect: a failure with --strict-options")
+        return 0 if verdict.ok and not (ignored and args.strict_options) else 1
     finally:
         runner.close()
         device.close()
@@ -208,7 +215,11 @@ def _send_program(args: argparse.Namespace) -> int:
     options = load_map(map_file) if map_file is not None else OptionsMap()
     device, runner = _open(args.device)
     try:
-        checked = runner.check_program(args.program, options, probes=tuple(args.probe))
+        with warnings.catch_warnings():  # shown in the rendering, not twice
+            warnings.simplefilter("ignore", NoEffectWarning)
+            checked = runner.check_program(
+                args.program, options, probes=tuple(args.probe), strict=args.strict_options
+            )
         print(checked.render())
         return 0 if checked.ok else 1
     finally:
@@ -391,6 +402,12 @@ def _main(argv: list[str] | None) -> int:
         action="append",
         default=[],
         help="with --program: a delegate id that is one of the harness's probes (repeatable)",
+    )
+    send_cmd.add_argument(
+        "--strict-options",
+        action="store_true",
+        help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
+        "option for a backend that reads none then) fail the run (exit 1) instead of warning",
     )
     send_cmd.add_argument(
         "--device", default="host", help="profile name or YAML path (default: host)"

@@ -196,6 +196,23 @@ class ReportEntry:
         return self.options if marker is None else self.options[:marker]
 
     @property
+    def caller_received(self) -> tuple[Option, ...] | None:
+        """A recorded GET entry's other end: the span as the runtime's ``get_option``
+        handed it back to its caller (the agent), where :attr:`delivered` is the span as
+        the backend's own call left it; None for an entry without it (wire-format.md,
+        "Records")."""
+        marker = _record_marker(self.options)
+        if marker is None:
+            return None
+        start = marker + 2  # after the marker and etb.returned
+        for index in range(len(self.options) - 1, start - 1, -1):
+            option = self.options[index]
+            if option.key == RECORD_CALLER and type(option.value) is int:
+                if index - option.value == start:
+                    return self.options[start:index]
+        return None
+
+    @property
     def backend_status(self) -> int | None:
         """A recorded entry's ``etb.returned``: the first ``Error`` other than Ok the
         backend's own hooks returned (0 if none); None when not recorded."""
@@ -228,6 +245,9 @@ RECORD_MARKER = "etb.recorded"
 own index, i.e. how many options precede it (wire-format.md, "Records")."""
 RECORD_RETURNED = "etb.returned"
 RECORD_COMPILE_SPEC = "etb.compile_spec:"
+RECORD_CALLER = "etb.caller"
+"""GET: ends the span the caller received, which follows ``etb.returned``; its int value
+is how many options that span holds."""
 
 
 def _record_marker(options: tuple[Option, ...]) -> int | None:

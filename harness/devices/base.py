@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from harness.agent.session import AgentLink, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.devices.deployment import DeploymentChoice
+from harness.errors import UsageError
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -65,6 +66,12 @@ class DeviceSetupError(TransportError):
     """The device could not be prepared (agent not deployable, emulator not starting)."""
 
 
+class NoProgramFiles(UsageError):
+    """The device cannot load a program file of the user's (no file system): a property
+    of the device, not device trouble, so a test asking for it fails rather than being
+    retried as an infrastructure error."""
+
+
 class Device(abc.ABC):
     """One device brought up for a run: start agents on it, find its programs, close it."""
 
@@ -99,7 +106,7 @@ class Device(abc.ABC):
     def push_program(self, local: Path) -> str:
         """The device path of the program file ``local`` (a user's own), pushed if the
         device lacks its content; a device without a file system has none."""
-        raise DeviceSetupError(
+        raise NoProgramFiles(
             f"{self.name}: the device has no file system to load a program file from "
             "(its firmware loads the programs it was built with); use a Linux or "
             "Android device"

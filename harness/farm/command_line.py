@@ -113,6 +113,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="with --program: a delegate id that is one of the harness's probes (repeatable)",
     )
     group.addoption(
+        "--strict-options",
+        action="store_true",
+        default=False,
+        help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
+        "option for a backend that reads none then) fail et.check_program instead of warning",
+    )
+    group.addoption(
         "--html-report",
         type=Path,
         default=None,

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 namespace et = executorch::runtime;
@@ -66,6 +67,7 @@ enum class Fault {
   RealOtherModelsSpecs,     // init: the specs the backend's previous, different init got
   RealSetOptionSwallowed,   // set_option: a real backend is not called, Ok is returned
   RealGetOptionIgnored,     // get_option: a real backend is not called, values untouched
+  RealGetValueChanged,      // get_option: every int OpenvinoBackend left arrives increased by 1
 };
 
 struct FaultName {
@@ -100,6 +102,7 @@ constexpr FaultName kFaults[] = {
     {"real_other_models_specs", Fault::RealOtherModelsSpecs},
     {"real_set_option_swallowed", Fault::RealSetOptionSwallowed},
     {"real_get_option_ignored", Fault::RealGetOptionIgnored},
+    {"real_get_value_changed", Fault::RealGetValueChanged},
 };
 
 Fault parse_fault() {
@@ -367,6 +370,14 @@ class ProxyBackend final : public et::BackendInterface {
       return et::Error::Ok;
     }
     const et::Error error = real_->get_option(context, options);
+    if (active() == Fault::RealGetValueChanged && name_ == "OpenvinoBackend") {
+      // After the backend returned: on the way back to get_option's caller.
+      for (et::BackendOption& option : options) {
+        if (const int* value = std::get_if<int>(&option.value)) {
+          option.value = *value + 1;
+        }
+      }
+    }
     if (active() == Fault::LeakSpecsIntoGetOption) {
       std::lock_guard<std::mutex> lock(mutex_);
       for (et::BackendOption& wanted : options) {

@@ -66,13 +66,13 @@ et::BackendOption int_option(std::string label, int value) {
 }
 
 // The options of a recorded real backend's entry (docs/wire-format.md,
-// "Records"): what the hook was handed, then "etb.recorded" = how many, then
-// "etb.returned" = the backend's own first non-Ok Error, then on LOAD one
-// "etb.compile_spec:KEY" = the value's size per compile spec, as room allows.
+// "Records"): what the hook was handed (at most `most`), then "etb.recorded" =
+// how many, then "etb.returned" = the backend's own first non-Ok Error, then on
+// LOAD one "etb.compile_spec:KEY" = the value's size per compile spec, as room allows.
 void add_recorded_options(const std::vector<et::BackendOption>& delivered, const DeliveryRecord& record,
-    bool with_compile_specs, ReportBuilder& report) {
+    bool with_compile_specs, ReportBuilder& report, size_t most = ETB_MAX_OPTIONS - 2) {
   constexpr size_t kAnnotations = 2;
-  const size_t count = std::min(delivered.size(), size_t{ETB_MAX_OPTIONS} - kAnnotations);
+  const size_t count = std::min(delivered.size(), most);
   for (size_t i = 0; i < count; ++i) {
     report.add_option(delivered[i]);
   }
@@ -86,6 +86,20 @@ void add_recorded_options(const std::vector<et::BackendOption>& delivered, const
     report.add_option(int_option("etb.compile_spec:" + key, static_cast<int>(size)));
     --room;
   }
+}
+
+// A recorded GET holds both ends of the call (docs/wire-format.md, "Records"):
+// the span as the backend left it and, after the annotations, the span as the
+// runtime's get_option handed it back to the agent, then "etb.caller" = how many.
+// Each end holds at most kGetEndRoom options, so that both fit one entry.
+constexpr size_t kGetEndRoom = (ETB_MAX_OPTIONS - 3) / 2;
+
+void add_caller_options(et::Span<et::BackendOption> received, ReportBuilder& report) {
+  const size_t count = std::min(received.size(), kGetEndRoom);
+  for (size_t i = 0; i < count; ++i) {
+    report.add_option(received[i]);
+  }
+  report.add_option(int_option("etb.caller", static_cast<int>(count)));
 }
 
 // The LOAD directives OwnedOptionsMap::build applies (docs/wire-format.md, "Agent directives").
@@ -426,10 +440,12 @@ void Agent::get(const etb_request_t& request, ReportBuilder& report) {
     if (const ProbeBackend* probe = find_probe(id)) {
       report.add_entry(probe->name(), status_of(error), probe->record().get_calls, 0, ETB_ENTRY_FLAG_PROBE);
     } else if (const RecordingBackend* recorder = recorded(id)) {
-      // The span as the backend's own call left it, in the order it was handed.
+      // Both ends: the span as the backend's own call left it, in the order it was
+      // handed, then the span as get_option handed it back to its caller (the agent).
       const DeliveryRecord& record = recorder->record();
       report.add_entry(id, status_of(error), record.get_calls, 0, 0);
-      add_recorded_options(record.received, record, /*with_compile_specs=*/false, report);
+      add_recorded_options(record.received, record, /*with_compile_specs=*/false, report, kGetEndRoom);
+      add_caller_options(options, report);
       continue;
     } else {
       report.add_entry(id, status_of(error), 0, 0, 0);

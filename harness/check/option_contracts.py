@@ -1,0 +1,273 @@
+"""What each backend the harness knows does with its options (its option contract), and
+the options of a map that will have no effect there.
+
+The runtime delivers a map exactly and the backends accept what they do not use without
+a word: a misspelled key, a value of the wrong type, an option given at load time to a
+backend that reads none then. Delivery is exact; the user's option changed nothing. The
+harness knows the contracts of the backends it ships suites for, so it names those:
+:func:`judge_options` returns an :class:`OptionWarning` for each, shown beside an exact verdict
+(``et-harness send``, ``et.check_program``, pytest's warnings summary) and a failure with
+``--strict-options`` (``strict=True``). A backend without a contract here stays unjudged.
+
+Each contract lives here once, and the suites that pin the backend's behaviour take its
+keys, types and ranges from it (``suites/test_xnnpack.py``, ``test_qnn.py``,
+``test_openvino.py``), so a contract that drifted from the backend fails there. The
+probes (``agent/runtime/src/probe_backend.cpp``) take any option on every route.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from harness.check.rendering import format_value, show_name
+from harness.data.options import OptionsMap, OptionValue
+from harness.errors import CheckFailure
+
+
+class Route(enum.Enum):
+    """How an option reaches a backend."""
+
+    LOAD = "at load time"  # the LoadBackendOptionsMap: init's runtime_specs
+    SET = "through set_option"  # the global set_option(backend, options)
+
+
+class NoEffect(enum.Enum):
+    """Why an option will have no effect (or not the one meant)."""
+
+    UNKNOWN_KEY = "unknown key"
+    WRONG_TYPE = "wrong type"
+    OUT_OF_RANGE = "out of range"
+    NOT_READ = "not read on this route"
+
+
+@dataclass(frozen=True)
+class OptionRule:
+    """One option a backend reads: its key, type, range (ints) and routes."""
+
+    key: str
+    type: type[bool] | type[int] | type[str]
+    low: int | None = None
+    high: int | None = None
+    routes: frozenset[Route] = frozenset(Route)
+
+    def describe(self) -> str:
+        """``an int 0..2``, ``a bool``, ``a string``."""
+        if self.type is bool:
+            return "a bool"
+        if self.type is str:
+            return "a string"
+        bounds = f" {self.low}..{self.high}" if self.low is not None else ""
+        return f"an int{bounds}"
+
+    def in_range(self, value: int) -> bool:
+        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+
+
+@dataclass(frozen=True)
+class RouteBehaviour:
+    """What a backend does, on one route, with an option it cannot use."""
+
+    unknown_key: str
+    wrong_type: str
+    out_of_range: str = ""
+
+
+@dataclass(frozen=True)
+class BackendContract:
+    """A backend's options and what it does with the others, per route (None: it reads
+    no options on that route); ``pinned_by`` is the suite that checks it on devices."""
+
+    backend: str
+    options: tuple[OptionRule, ...]
+    load: RouteBehaviour | None
+    set: RouteBehaviour | None
+    pinned_by: str
+    any_option: bool = False  # the probes: every key, every type, every route
+    _by_key: dict[str, OptionRule] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_key", {rule.key: rule for rule in self.options})
+
+    def rule(self, key: str) -> OptionRule:
+        """The rule of ``key``; KeyError naming the known keys otherwise."""
+        try:
+            return self._by_key[key]
+        except KeyError:
+            raise KeyError(f"{self.backend} has no option {key!r}; known: {self.keys()}") from None
+
+    def find(self, key: str) -> OptionRule | None:
+        """The rule of ``key``, or None for a key the backend does not know."""
+        return self._by_key.get(key)
+
+    def keys(self, route: Route | None = None, of_type: type | None = None) -> tuple[str, ...]:
+        """The keys read on ``route`` (any route if None), of type ``of_type`` if given."""
+        return tuple(
+            rule.key
+            for rule in self.options
+            if (route is None or route in rule.routes) and (of_type is None or rule.type is of_type)
+        )
+
+    def behaviour(self, route: Route) -> RouteBehaviour | None:
+        return self.load if route is Route.LOAD else self.set
+
+
+_NONE = "it will have no effect"
+_KEPT = "the value set before stays"
+_XNNPACK_REFUSES = f"set_option refuses it with InvalidArgument; {_KEPT}"
+_QNN_INT_KEYS = (
+    "qnn_runtime_log_level",
+    "qnn_runtime_htp_performance_mode",
+    "qnn_runtime_profile_level",
+    "qnn_runtime_lpai_fps",
+    "qnn_runtime_lpai_ftrt_ratio",
+    "qnn_runtime_lpai_affinity",
+    "qnn_runtime_lpai_client_perf_type",
+    "qnn_runtime_lpai_core_selection",
+)
+_SET_ONLY = frozenset({Route.SET})
+
+CONTRACTS: dict[str, BackendContract] = {
+    contract.backend: contract
+    for contract in (
+        BackendContract(
+            "XnnpackBackend",
+            (
+                OptionRule("workspace_sharing_mode", int, 0, 2),
+                OptionRule("weight_cache_enabled", bool),
+                OptionRule("packed_cache_path", str),
+                OptionRule("save_weight_cache_on_disk", bool, routes=_SET_ONLY),
+            ),
+            load=RouteBehaviour(
+                unknown_key=f"init ignores it: {_NONE}",
+                wrong_type="init ignores it and uses the global value (set_option's) instead",
+                out_of_range="init fails with InvalidArgument: the method will not load",
+            ),
+            set=RouteBehaviour(
+                unknown_key=f"set_option ignores it and returns Ok: {_NONE}",
+                wrong_type=_XNNPACK_REFUSES,
+                out_of_range=_XNNPACK_REFUSES,
+            ),
+            pinned_by="suites/test_xnnpack.py",
+        ),
+        BackendContract(
+            "QnnBackend",
+            (
+                *(OptionRule(key, int, routes=_SET_ONLY) for key in _QNN_INT_KEYS),
+                OptionRule("qnn_runtime_heap_profiling_path", str, routes=_SET_ONLY),
+            ),
+            load=None,
+            set=RouteBehaviour(
+                unknown_key="set_option returns Internal for it (the call's known keys apply)",
+                wrong_type=f"set_option skips it and returns Ok; {_KEPT}",
+            ),
+            pinned_by="suites/test_qnn.py",
+        ),
+        BackendContract(
+            "OpenvinoBackend", (), load=None, set=None, pinned_by="suites/test_openvino.py"
+        ),
+    )
+}
+"""The contracts of the backends the harness ships suites for (executorch 1.5.1)."""
+
+PROBE_CONTRACT = BackendContract(
+    "probe",
+    (),
+    load=RouteBehaviour("", ""),
+    set=RouteBehaviour("", ""),
+    pinned_by="suites/test_limits.py",
+    any_option=True,
+)
+"""The harness's probes: they record whatever they are given, on every route."""
+
+
+@dataclass(frozen=True)
+class OptionWarning:
+    """One option of a map that its backend will ignore (or refuse), and why."""
+
+    backend: str
+    key: str
+    kind: NoEffect
+    route: Route
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class NoEffectWarning(UserWarning):
+    """Python's warning for an :class:`OptionWarning` (pytest lists it in its summary)."""
+
+
+class OptionsWithoutEffect(AssertionError, CheckFailure):
+    """``--strict-options`` (``strict=True``): options that will have no effect fail."""
+
+    def __init__(self, warnings: tuple[OptionWarning, ...]) -> None:
+        self.warnings = warnings
+        lines = "\n".join(f"  - {w.text}" for w in warnings)
+        super().__init__(
+            f"{len(warnings)} option{'' if len(warnings) == 1 else 's'} will have no effect "
+            f"(--strict-options makes that a failure):\n{lines}"
+        )
+
+
+def judge_options(
+    options: OptionsMap, route: Route, *, probes: Collection[str] = ()
+) -> tuple[OptionWarning, ...]:
+    """What each known backend of ``options`` will ignore when the map travels ``route``;
+    ``probes`` are backend ids served by the harness's probes. Backends without a
+    contract are not judged."""
+    found: list[OptionWarning] = []
+    for entry in options.backends:
+        name = entry.backend_id
+        contract = PROBE_CONTRACT if name in probes else CONTRACTS.get(name)
+        if contract is None or contract.any_option:
+            continue
+        for option in entry.options:
+            warning = _judge_option(contract, route, option.key, option.value)
+            if warning is not None:
+                found.append(warning)
+    return tuple(found)
+
+
+def _judge_option(
+    contract: BackendContract, route: Route, key: str, value: OptionValue
+) -> OptionWarning | None:
+    name = contract.backend
+    shown = f"{show_name(name)}: option {show_name(key)} ({format_value(value)})"
+    behaviour = contract.behaviour(route)
+
+    def warn(kind: NoEffect, why: str) -> OptionWarning:
+        return OptionWarning(name, key, kind, route, f"{shown}: {why}")
+
+    if behaviour is None:
+        elsewhere = [r for r in Route if contract.behaviour(r) is not None]
+        where = f" (only {elsewhere[0].value})" if elsewhere else ""
+        return warn(
+            NoEffect.NOT_READ, f"{show_name(name)} reads no options {route.value}{where}: {_NONE}"
+        )
+    rule = contract.find(key)
+    if rule is None:
+        nearest = difflib.get_close_matches(key, contract.keys(), n=1)
+        known = f"its options: {', '.join(map(show_name, contract.keys()))}"
+        hint = f" (nearest: {show_name(nearest[0])})" if nearest else f" ({known})"
+        return warn(
+            NoEffect.UNKNOWN_KEY,
+            f"not an option {show_name(name)} knows{hint}; {behaviour.unknown_key}",
+        )
+    if route not in rule.routes:
+        only = ", ".join(r.value for r in rule.routes)
+        return warn(
+            NoEffect.NOT_READ, f"{show_name(name)} reads it {only} only, not {route.value}: {_NONE}"
+        )
+    if type(value) is not rule.type:
+        reads = f"{show_name(name)} reads {rule.describe()}"
+        return warn(NoEffect.WRONG_TYPE, f"{reads}; {behaviour.wrong_type}")
+    if type(value) is int and not rule.in_range(value):
+        return warn(
+            NoEffect.OUT_OF_RANGE,
+            f"{show_name(name)} reads {rule.describe()}; {behaviour.out_of_range}",
+        )
+    return None
