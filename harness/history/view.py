@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history.records import CaseRecord, RunRecord
+from harness.history.records import CaseRecord, CheckKey, RunRecord
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class History:
     def run(self, key: str) -> RunRecord | None:
         return next((r for r in self.runs if r.id == key), None)
 
-    def of_run(self, key: str) -> dict[tuple[str, str], CaseRecord]:
-        """The run's tests by check (test, device)."""
+    def of_run(self, key: str) -> dict[CheckKey, CaseRecord]:
+        """The run's tests by check (test, device, runtime)."""
         return {case.key: case for case in self.cases.get(key, ())}
 
     def before(self, run: RunRecord) -> tuple[RunRecord, ...]:
