@@ -11,15 +11,18 @@ from harness.history.records import CaseRecord, CheckKey, RunRecord
 
 @dataclass(frozen=True)
 class CaseFilter:
-    """Which tests to look at: on a device, checking a backend, with a text in the id."""
+    """Which tests to look at: on a device, checking a backend, with a text in the id, on a
+    runtime (its ``--runtime`` label)."""
 
     device: str | None = None
     backend: str | None = None
     test: str | None = None
+    runtime: str | None = None
 
     def keeps(self, case: CaseRecord) -> bool:
         return (
             (self.device is None or case.device == self.device)
+            and (self.runtime is None or case.runtime_label == self.runtime)
             and (self.backend is None or self.backend in case.backends)
             and (self.test is None or self.test in case.nodeid)
         )
