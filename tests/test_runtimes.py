@@ -42,10 +42,14 @@ REPO = Path(__file__).resolve().parents[1]
 def test_1_5_0_is_its_own_sdk_and_differs_from_1_5_1_in_its_threadpool() -> None:
     old, new = ensure_sdk("x86_64", "1.5.0"), ensure_sdk("x86_64", "1.5.1")
     assert (old.version, new.version) == ("1.5.0", "1.5.1") and old.root != new.root
-    differing = [p.name for p in sorted(old.lib.glob("*.so"))
-                 if p.read_bytes() != (new.lib / p.name).read_bytes()]
+    differing = [
+        p.name
+        for p in sorted(old.lib.glob("*.so"))
+        if p.read_bytes() != (new.lib / p.name).read_bytes()
+    ]
     assert differing == ["libexecutorch_threadpool.so"]
-    assert 'PACKAGE_VERSION "1.5.0"' in (old.cmake_dir / "executorch-config-version.cmake").read_text()
+    version_file = old.cmake_dir / "executorch-config-version.cmake"
+    assert 'PACKAGE_VERSION "1.5.0"' in version_file.read_text()
 
 
 def _git_tree(path: Path) -> str:
@@ -57,8 +61,9 @@ def _git_tree(path: Path) -> str:
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "tree"], check=True)
     subprocess.run([*git, "tag", "v1"], check=True)
-    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_entries_are_parsed_into_their_kinds(tmp_path) -> None:
@@ -67,30 +72,37 @@ def test_entries_are_parsed_into_their_kinds(tmp_path) -> None:
     commit = _git_tree(tree)
     parsed = parse_runtimes(f"1.5.1, wheel:1.5.0,{prefix},source:{tree},{tree}@v1")
     assert [(r.kind, r.label) for r in parsed] == [
-        (RuntimeKind.WHEEL, "1.5.1"), (RuntimeKind.WHEEL, "1.5.0"),
-        (RuntimeKind.PREFIX, "prefix-my-et"), (RuntimeKind.SOURCE, "source-executorch"),
-        (RuntimeKind.SOURCE, "source-executorch@v1")]
-    assert parsed[4] == Runtime(RuntimeKind.SOURCE, f"{tree}@v1", path=tree.resolve(),
-                                revision="v1", commit=commit)
+        (RuntimeKind.WHEEL, "1.5.1"),
+        (RuntimeKind.WHEEL, "1.5.0"),
+        (RuntimeKind.PREFIX, "prefix-my-et"),
+        (RuntimeKind.SOURCE, "source-executorch"),
+        (RuntimeKind.SOURCE, "source-executorch@v1"),
+    ]
+    assert parsed[4] == Runtime(
+        RuntimeKind.SOURCE, f"{tree}@v1", path=tree.resolve(), revision="v1", commit=commit
+    )
     assert parsed[0].wheel_version == "1.5.1" and parsed[2].wheel_version is None
     assert parse_runtimes(None) == ()
     assert sdk_for(parsed[1], "x86_64") == ensure_sdk("x86_64", "1.5.0")
     assert sdk_for(parsed[2], "x86_64").root == prefix.resolve()
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ("1.4.9", r"--runtime '1\.4\.9': no executorch 1\.4\.9 wheel is pinned"),
-    ("1.5.1,,1.5.0", r"--runtime '': an entry is a version, a path or PATH@REV"),
-    ("1.5.1,1.5.1", r"--runtime '1\.5\.1': the same runtime as '1\.5\.1'"),
-    ("/no/such/dir", r"/no/such/dir is no directory, and '/no/such/dir' is no pinned version"),
-    ("{tmp}", r"is neither an install prefix \(no lib/libexecutorch\.so\) nor a source tree"),
-    ("{tree}@-rf", r"@'-rf' is not a git revision .*not starting with '-'"),
-    ("{tree}@nosuch", r"'nosuch' names no commit in .*; fetch it there"),
-    ("prefix:{prefix}@v1", r"a revision goes with a source tree, not an install prefix"),
-    ("prefix:{tmp}", r"has no lib/libexecutorch\.so"),
-    ("source:{tmp}", r"is not an ExecuTorch source tree \(no runtime/executor/program\.cpp\)"),
-    ("1.5.0\x1b[2J", r"printable characters"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("1.4.9", r"--runtime '1\.4\.9': no executorch 1\.4\.9 wheel is pinned"),
+        ("1.5.1,,1.5.0", r"--runtime '': an entry is a version, a path or PATH@REV"),
+        ("1.5.1,1.5.1", r"--runtime '1\.5\.1': the same runtime as '1\.5\.1'"),
+        ("/no/such/dir", r"/no/such/dir is no directory, and '/no/such/dir' is no pinned version"),
+        ("{tmp}", r"is neither an install prefix \(no lib/libexecutorch\.so\) nor a source tree"),
+        ("{tree}@-rf", r"@'-rf' is not a git revision .*not starting with '-'"),
+        ("{tree}@nosuch", r"'nosuch' names no commit in .*; fetch it there"),
+        ("prefix:{prefix}@v1", r"a revision goes with a source tree, not an install prefix"),
+        ("prefix:{tmp}", r"has no lib/libexecutorch\.so"),
+        ("source:{tmp}", r"is not an ExecuTorch source tree \(no runtime/executor/program\.cpp\)"),
+        ("1.5.0\x1b[2J", r"printable characters"),
+    ],
+)
 def test_a_bad_entry_is_one_line_naming_it_and_the_fix(tmp_path, entry, message) -> None:
     tree = tmp_path / "executorch"
     _git_tree(tree)
@@ -101,8 +113,9 @@ def test_a_bad_entry_is_one_line_naming_it_and_the_fix(tmp_path, entry, message)
     assert "\n" not in str(caught.value) and str(caught.value).startswith("--runtime ")
 
 
-def test_a_source_runtime_is_built_by_the_one_call_into_source_runtime(tmp_path,
-                                                                       monkeypatch) -> None:
+def test_a_source_runtime_is_built_by_the_one_call_into_source_runtime(
+    tmp_path, monkeypatch
+) -> None:
     """The call site the source-tree build connects to: (tree, commit or None, ABI)."""
     tree = tmp_path / "executorch"
     commit = _git_tree(tree)
@@ -117,8 +130,9 @@ def test_a_source_runtime_is_built_by_the_one_call_into_source_runtime(tmp_path,
     assert runtimes_module.RuntimeKind.SOURCE is at_tag.kind
 
 
-def test_devices_whose_agent_is_not_built_here_skip_a_runtime_saying_why(tmp_path,
-                                                                          monkeypatch) -> None:
+def test_devices_whose_agent_is_not_built_here_skip_a_runtime_saying_why(
+    tmp_path, monkeypatch
+) -> None:
     (one,) = parse_runtimes("1.5.0")
     board = load_profile(str(REPO / "devices" / "mcu-emu.yaml"))
     assert "its firmware is its agent" in (runtime_not_served(board, one) or "")
@@ -135,21 +149,37 @@ def test_an_agent_that_announces_another_version_is_refused() -> None:
     slot = DeviceSlot(host, FarmPolicy(), runtime=old)
     assert slot.profile.agent.runtime == old and host.agent.runtime is None
     slot._check_runtime("executorch 1.5.0")
-    with pytest.raises(RuntimeNotRunning, match=r"was to run executorch 1\.5\.0 .* but its "
-                                                r"agent announces executorch 1\.5\.1"):
+    with pytest.raises(
+        RuntimeNotRunning,
+        match=r"was to run executorch 1\.5\.0 .* but its "
+        r"agent announces executorch 1\.5\.1",
+    ):
         slot._check_runtime("executorch 1.5.1")
 
 
 def _result(test: str, label: str, outcome: str, difference: str = "") -> CaseResult:
-    verdict = VerdictRecord("set", not difference, "set", (difference,) if difference else (),
-                            (("ProbeA", not difference),))
-    return CaseResult(f"s.py::{test}[host-{label}-0]", "host", outcome, 0.1, 1.0,
-                      verdicts=(verdict,), runtime_label=label)
+    verdict = VerdictRecord(
+        "set",
+        not difference,
+        "set",
+        (difference,) if difference else (),
+        (("ProbeA", not difference),),
+    )
+    return CaseResult(
+        f"s.py::{test}[host-{label}-0]",
+        "host",
+        outcome,
+        0.1,
+        1.0,
+        verdicts=(verdict,),
+        runtime_label=label,
+    )
 
 
 def test_the_report_shows_side_by_side_only_the_checks_that_differ() -> None:
     results = [
-        _result("test_same", "1.5.1", "passed"), _result("test_same", "1.5.0", "passed"),
+        _result("test_same", "1.5.1", "passed"),
+        _result("test_same", "1.5.0", "passed"),
         _result("test_lifetime", "1.5.1", "passed"),
         _result("test_lifetime", "1.5.0", "failed", "ProbeA: key 'k' 1 was 7"),
         _result("test_new", "1.5.1", "passed"),
@@ -158,7 +188,8 @@ def test_the_report_shows_side_by_side_only_the_checks_that_differ() -> None:
     assert labels == ["1.5.1", "1.5.0"] and agreeing == 1
     assert [(check, sorted(on)) for check, _, on in differing] == [
         ("s.py::test_lifetime[host-0]", ["1.5.0", "1.5.1"]),
-        ("s.py::test_new[host-0]", ["1.5.1"])]
+        ("s.py::test_new[host-0]", ["1.5.1"]),
+    ]
     page = render_report(results)
     assert "Across runtimes: 2 check(s) differ" in page
     row = page.split("<th>s.py::test_lifetime[host-0]</th>", 1)[1].split("</tr>", 1)[0]
@@ -177,17 +208,27 @@ def test_one_run_across_two_wheels_and_a_prefix_keys_everything_by_runtime(tmp_p
     prefix = lay_out_prefix(tmp_path / "my-et", version="1.5.1")
     farm.profile("alpha")
     junit = farm.root / "junit.xml"
-    run = farm.run("--device", "alpha", "--runtime", f"1.5.1,1.5.0,{prefix}",
-                   f"--junitxml={junit}", timeout=600)
+    run = farm.run(
+        "--device",
+        "alpha",
+        "--runtime",
+        f"1.5.1,1.5.0,{prefix}",
+        f"--junitxml={junit}",
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout
     labels = ("1.5.1", "1.5.0", "prefix-my-et")
     results = run.results()
     assert sorted(results) == sorted(
         [f"test_set[alpha-{label}-{n}]" for label in labels for n in range(2)]
-        + ["test_without_device"])
+        + ["test_without_device"]
+    )
     announced = {r["runtime_label"]: r["facts"]["runtime"] for r in results.values() if r["device"]}
-    assert announced == {"1.5.1": "executorch 1.5.1", "1.5.0": "executorch 1.5.0",
-                         "prefix-my-et": "executorch 1.5.1"}
+    assert announced == {
+        "1.5.1": "executorch 1.5.1",
+        "1.5.0": "executorch 1.5.0",
+        "prefix-my-et": "executorch 1.5.1",
+    }
     assert "devices: alpha; runtimes: 1.5.1, 1.5.0, prefix-my-et" in run.stdout
     assert "alpha@1.5.0" in run.stdout.split("== device farm ==", 1)[1]
     suite = ET.parse(junit).getroot().find("testsuite")
