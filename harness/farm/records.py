@@ -104,8 +104,12 @@ class CaseResult:
     @property
     def check(self) -> str:
         """The test id without its runtime (``test_x[host-1.5.0-2]`` -> ``test_x[host-2]``):
-        the same check on another runtime has the same one."""
-        return without_runtime(self.nodeid, self.device or "", self.runtime_label)
+        the same check on another runtime has the same one (the runtime's part follows the
+        device's in the parameters)."""
+        if not self.runtime_label:
+            return self.nodeid
+        device = self.device or ""
+        return self.nodeid.replace(f"[{device}-{self.runtime_label}", f"[{device}", 1)
 
     @property
     def suite(self) -> str:
@@ -141,13 +145,6 @@ class CaseResult:
             emulator_restarts=tuple(data.get("emulator_restarts", ())),
             runtime_label=data.get("runtime_label", ""),
         )
-
-
-def without_runtime(nodeid: str, device: str, runtime_label: str) -> str:
-    """``nodeid`` without the runtime's part, which follows the device's in its parameters."""
-    if not runtime_label:
-        return nodeid
-    return nodeid.replace(f"[{device}-{runtime_label}", f"[{device}", 1)
 
 
 def farm_payload(report: pytest.TestReport) -> dict[str, Any]:

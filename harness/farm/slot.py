@@ -178,14 +178,15 @@ class DeviceSlot:
     def _check_runtime(self, announced: str) -> None:
         """Refuse an agent that runs another version than the pinned wheel it was built for
         (1.5.0's libraries are 1.5.1's but for one: HELLO must tell them apart)."""
-        expected = self.runtime.wheel_version if self.runtime is not None else None
-        if expected is not None and announced != f"executorch {expected}":
-            raise RuntimeNotRunning(
-                f"device {self.name!r} was to run executorch {expected} (--runtime "
-                f"{self.runtime.entry if self.runtime else ''}), but its agent announces "
-                f"{announced or 'no runtime'}; clear its agent build from the harness cache "
-                "and run again"
-            )
+        runtime = self.runtime
+        expected = runtime.wheel_version if runtime is not None else None
+        if runtime is None or expected is None or announced == f"executorch {expected}":
+            return
+        raise RuntimeNotRunning(
+            f"device {self.name!r} was to run executorch {expected} (--runtime "
+            f"{runtime.entry}), but its agent announces {announced or 'no runtime'}; clear "
+            "its agent build from the harness cache and run again"
+        )
 
     def _restart_emulator(self, which: str, error: BaseException) -> bool:
         """Start the emulator of a device that failed ``which`` again and check it (which
