@@ -34,7 +34,7 @@ from harness.farm.html_report import render_report
 from harness.farm.policy import FarmPolicy
 from harness.farm.records import CaseResult, VerdictRecord
 from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
-from harness.farm.summary import across_runtimes
+from harness.farm.summary import across_runtimes, across_runtimes_lines
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -191,6 +191,11 @@ def test_the_report_shows_side_by_side_only_the_checks_that_differ() -> None:
         ("s.py::test_lifetime[host-0]", ["1.5.0", "1.5.1"]),
         ("s.py::test_new[host-0]", ["1.5.1"]),
     ]
+    assert across_runtimes_lines(results) == [
+        "2 check(s) differ on 1.5.1, 1.5.0 (1 the same)",
+        "s.py::test_lifetime[host-0] on host: 1.5.1 passed, 1.5.0 failed",
+        "s.py::test_new[host-0] on host: 1.5.1 passed, 1.5.0 not run",
+    ]
     page = render_report(results)
     assert "Across runtimes: 2 check(s) differ" in page
     row = page.split("<th>s.py::test_lifetime[host-0]</th>", 1)[1].split("</tr>", 1)[0]
@@ -199,6 +204,7 @@ def test_the_report_shows_side_by_side_only_the_checks_that_differ() -> None:
     assert "not run" in page.split("<th>s.py::test_new[host-0]</th>", 1)[1].split("</tr>")[0]
     assert "<th>host@1.5.1</th><th>host@1.5.0</th>" in page  # the matrix's columns
     assert "Across runtimes" not in render_report(results[:1])
+    assert across_runtimes_lines(results[:1]) == []
 
 
 def test_one_run_across_both_wheels_keys_everything_by_runtime(tmp_path) -> None:
@@ -223,6 +229,7 @@ def test_one_run_across_both_wheels_keys_everything_by_runtime(tmp_path) -> None
     assert announced == {"1.5.1": "executorch 1.5.1", "1.5.0": "executorch 1.5.0"}
     assert "devices: alpha; runtimes: 1.5.1, 1.5.0" in run.stdout
     assert "alpha@1.5.0" in run.stdout.split("== device farm ==", 1)[1]
+    assert "0 check(s) differ on 1.5.1, 1.5.0 (2 the same)" in run.stdout
     suite = ET.parse(junit).getroot().find("testsuite")
     case = next(c for c in suite.iter("testcase") if c.get("name") == "test_set[alpha-1.5.0-1]")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}

@@ -8,7 +8,8 @@
 - :func:`backend_table`: per backend, the option checks that were exact or wrong, in
   total and per route (each load path, set, get), and how many verdicts with
   differences the tests expected;
-- :func:`device_runtime`: what ran on a device, as its HELLO named it.
+- :func:`device_runtime`: what ran on a device, as its HELLO named it;
+- :func:`across_runtimes`: where the runtimes of a run across runtimes differ.
 
 A run across runtimes (``--runtime``) has each device once per runtime in these tables,
 ``host@1.5.0`` (:func:`where`).
@@ -232,3 +233,18 @@ def across_runtimes(
         else:
             differing.append((check, device, on))
     return labels, differing, agreeing
+
+
+def across_runtimes_lines(results: Sequence[CaseResult]) -> list[str]:
+    """The checks that are not the same on every runtime, one line each (none for a run
+    on one runtime)."""
+    labels, differing, agreeing = across_runtimes(results)
+    if len(labels) < 2:
+        return []
+    lines = [f"{len(differing)} check(s) differ on {', '.join(labels)} ({agreeing} the same)"]
+    for check, device, on in differing:
+        outcomes = ", ".join(
+            f"{label} {on[label].outcome if label in on else 'not run'}" for label in labels
+        )
+        lines.append(f"{check} on {device}: {outcomes}")
+    return lines
