@@ -3,6 +3,8 @@
 Fixtures (the user interface):
 
 - ``device_profile``: the :class:`~harness.config.profile.DeviceProfile` under test;
+- ``et_runtime``: the :class:`~harness.agent.runtimes.Runtime` it runs (``--runtime``),
+  or None for the device's own;
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
@@ -24,7 +26,10 @@ devices whose runtime does not register that backend.
 Many devices (docs/device-farm.md): ``--device a,b``, ``--device all`` or
 ``--device tag:NAME`` run every test that uses a device fixture once per device,
 its id starting with the device (``test_x[host-2-backends]``); other tests run
-once. With ``-n N`` each device's tests stay on one worker, and a file lock keeps
+once. ``--runtime 1.5.1,1.5.0,PATH`` runs each of them once per runtime too, the
+runtime after the device in its id (``test_x[host-1.5.0-2-backends]``); a device whose
+agent the harness does not build (firmware, a prebuilt agent) skips them, saying so.
+With ``-n N`` each device's tests (all its runtimes) stay on one worker, and a file lock keeps
 each device to one holder across processes. Device trouble
 (:class:`~harness.transport.base.TransportError`) is an infrastructure error
 (outcome ``infra``, letter ``I``, JUnit ``<error>``): retried after an agent
@@ -42,6 +47,7 @@ from typing import Any
 
 import pytest
 
+from harness.agent.runtimes import Runtime
 from harness.check import Verdict, VerdictNotExamined
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
@@ -52,6 +58,7 @@ from harness.farm.command_line import (
     add_options,
     farm_policy,
     results_place,
+    runtimes,
     user_program,
 )
 from harness.farm.deadline import RunDeadline
@@ -63,14 +70,27 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.infra import infrastructure_error
-from harness.farm.junit import EMULATOR_RESTART_PROPERTY, INFRA_PHASE_PROPERTY, INFRA_PROPERTY
+from harness.farm.junit import (
+    EMULATOR_RESTART_PROPERTY,
+    INFRA_PHASE_PROPERTY,
+    INFRA_PROPERTY,
+    RUNTIME_LABEL_PROPERTY,
+)
 from harness.farm.labgrid import LabgridPlace, pool_names, require_labgrid
 from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.farm.reporting import ControllerReporting
 from harness.farm.results import ResultsRecorder, RunInfo
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
-from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
+from harness.farm.slot import (
+    FACT_KEYS,
+    AfterFailure,
+    DeviceSlot,
+    DeviceSlots,
+    SlotKey,
+    describe_error,
+    runtime_not_served,
+)
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
@@ -78,6 +98,7 @@ from harness.runner import CaseRunner
 from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
+RUNTIME_PARAM = "et_runtime"  # parametrized by --runtime; device_profile depends on it
 LOAD_PATH_PARAM = "load_path"
 
 _SLOTS = pytest.StashKey[DeviceSlots]()
@@ -144,7 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if worker
         else RunDeadline.starting_now(config.getoption("run_timeout"))
     )
-    config.stash[_SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline))
+    config.stash[_SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline), runtimes(config))
     if worker is not None:
         config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
     else:
@@ -165,7 +186,10 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
         recorder = ResultsRecorder(
             results_dir,
             RunInfo.starting(
-                results_dir.name, config.invocation_params.args, (p.name for p in profiles)
+                results_dir.name,
+                config.invocation_params.args,
+                (p.name for p in profiles),
+                config.stash[_SLOTS].runtimes,
             ),
             html_path=place.html_path,
             eager=place.eager,
@@ -204,8 +228,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     slots = config.stash[_SLOTS]
     policy = slots.policy
     timeout = f"{policy.deadline.seconds:g} s" if policy.deadline.seconds else "none"
+    chosen = f"; runtimes: {', '.join(slots.runtimes)}" if slots.runtimes else ""
     return [
-        f"devices: {', '.join(slots.names)}",
+        f"devices: {', '.join(slots.names)}{chosen}",
         f"device farm: infra retries {policy.infra_retries}, quarantine after "
         f"{policy.quarantine_after}, lock timeout {policy.lock_timeout:g} s, run timeout "
         f"{timeout}, locks in {policy.lock_dir}",
@@ -220,6 +245,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
         names = metafunc.config.stash[_SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
+        labels = list(metafunc.config.stash[_SLOTS].runtimes)
+        if labels:
+            metafunc.parametrize(RUNTIME_PARAM, labels, ids=labels, indirect=True, scope="session")
     if LOAD_PATH_PARAM in metafunc.fixturenames:
         paths = list(LoadPath)
         metafunc.parametrize(LOAD_PATH_PARAM, paths, ids=[p.label for p in paths], indirect=True)
@@ -231,24 +259,47 @@ def device_of(item: pytest.Item) -> str | None:
     return callspec.params.get(DEVICE_PARAM) if callspec is not None else None
 
 
+def runtime_of(item: pytest.Item) -> str:
+    """The label of the runtime ``item`` runs (``--runtime``), or "" (the device's own)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get(RUNTIME_PARAM, "") if callspec is not None else ""
+
+
 def _slot_of(item: pytest.Item) -> DeviceSlot | None:
     name = device_of(item)
-    return item.config.stash[_SLOTS][name] if name is not None else None
+    return item.config.stash[_SLOTS][(name, runtime_of(item))] if name is not None else None
+
+
+def _slot_key(request: pytest.FixtureRequest, device_name: str) -> SlotKey:
+    runtime = request.getfixturevalue(RUNTIME_PARAM)
+    return (device_name, runtime.label if runtime is not None else "")
 
 
 # ---- fixtures ----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def device_profile(request: pytest.FixtureRequest) -> DeviceProfile:
+def et_runtime(request: pytest.FixtureRequest) -> Runtime | None:
+    """The runtime under test (``--runtime``), or None: the device's own."""
+    label = getattr(request, "param", None)
+    return request.config.stash[_SLOTS].runtimes[label] if label is not None else None
+
+
+@pytest.fixture(scope="session")
+def device_profile(et_runtime: Runtime | None, request: pytest.FixtureRequest) -> DeviceProfile:
     """The profile of the device under test."""
     return request.config.stash[_SLOTS].profiles[request.param]
 
 
 @pytest.fixture(scope="session")
-def device(device_profile: DeviceProfile, request: pytest.FixtureRequest) -> Iterator[Device]:
-    """The device under test: held (lock), brought up and health-checked once."""
-    slot = request.config.stash[_SLOTS][device_profile.name]
+def device(
+    device_profile: DeviceProfile, et_runtime: Runtime | None, request: pytest.FixtureRequest
+) -> Iterator[Device]:
+    """The device under test with its runtime: held (lock), brought up and health-checked
+    once (again for the next runtime, after this one's tests)."""
+    if et_runtime is not None and (reason := runtime_not_served(device_profile, et_runtime)):
+        pytest.skip(reason)
+    slot = request.config.stash[_SLOTS][_slot_key(request, device_profile.name)]
     try:
         yield slot.open()
     finally:
@@ -257,7 +308,7 @@ def device(device_profile: DeviceProfile, request: pytest.FixtureRequest) -> Ite
 
 @pytest.fixture(scope="session")
 def _et_runner(device: Device, request: pytest.FixtureRequest) -> CaseRunner:
-    runner = request.config.stash[_SLOTS][device.name].runner
+    runner = request.config.stash[_SLOTS][_slot_key(request, device.name)].runner
     assert runner is not None, "the device slot was closed while its tests run"
     return runner
 
@@ -267,7 +318,7 @@ def et(
     _et_runner: CaseRunner, device_profile: DeviceProfile, request: pytest.FixtureRequest
 ) -> CaseRunner:
     """The case runner, reset so that nothing leaks in from an earlier test."""
-    slot = request.config.stash[_SLOTS][device_profile.name]
+    slot = request.config.stash[_SLOTS][_slot_key(request, device_profile.name)]
     slot.reset(
         request.node.stash.setdefault(_FAILED_TRIES, []), _keep_artifacts(request.node, slot)
     )
@@ -438,11 +489,14 @@ def _device_payload(
     infra: BaseException | None,
     call_error: BaseException | None,
 ) -> dict[str, Any]:
-    payload: dict[str, Any] = {"device": slot.name}
+    label = slot.runtime.label if slot.runtime is not None else ""
+    payload: dict[str, Any] = {"device": slot.name, "runtime_label": label}
     facts = slot.facts or ({"abi": slot.profile.abi} if slot.profile.abi else {})
     tries = item.stash.get(_FAILED_TRIES, [])
     if report.when == "setup":
         item.user_properties.append(("device", slot.name))
+        if label:
+            item.user_properties.append((RUNTIME_LABEL_PROPERTY, label))
         item.user_properties += [(key, facts[key]) for key in FACT_KEYS if key in facts]
     if report.when in ("setup", "call") and call_error is not None:
         _keep_artifacts(item, slot)(call_error, len(tries) + 1)  # unless a retry kept them

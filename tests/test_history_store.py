@@ -7,6 +7,7 @@ test and regression found (docs/device-farm.md, "Run history").
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -272,7 +273,80 @@ def test_a_store_of_the_older_schema_is_migrated_and_keeps_its_runs(tmp_path):
     (case,) = store.cases_of([run.id])
     assert (run.name, case.outcome, case.place) == ("r1", "failed", "")
     with sqlite3.connect(old) as db:
-        assert [v for (v,) in db.execute("SELECT version FROM et_history_migrations")] == [1, 2]
+        assert [v for (v,) in db.execute("SELECT version FROM et_history_migrations")] == [
+            1, 2, 3]
+    store.close()
+
+
+def test_a_store_of_schema_2_is_migrated_to_key_checks_by_runtime(target, monkeypatch):
+    from harness.history import migrations
+
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", 2)  # a store as the harness left it
+    store = HistoryStore.open(target)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO et_history_runs VALUES ('h/r1', 'r1', 'h', '[]', 'alpha', '/r', "
+            "'0.1.0', '', 'wheel', '', 1.0, 2.0, 0, 'complete', '', 'live')")
+        connection.exec_driver_sql(
+            "INSERT INTO et_history_cases VALUES ('h/r1', 's::t[alpha]', 0, 's', 'alpha', "
+            "'failed', 0.1, 1.0, 'executorch 1.5.1', '0.1.0', 'set', 'ProbeA', 'x', '', '', 1, "
+            "'', '')")
+    store.close()
+    monkeypatch.undo()
+    store = HistoryStore.open(target)
+    (old,) = store.recent_runs(5)
+    assert (old.name, old.runtimes) == ("r1", ())
+    (case,) = store.cases_of([old.id])
+    assert (case.key, case.outcome) == (("s::t[alpha]", "alpha", ""), "failed")
+    # The migrated store takes a run across runtimes, which is no run like the old one.
+    now = write_runtimes_run(store, "r2", 3.0, {"1.5.1": "failed", "1.5.0": "passed"})
+    history = History.load(store, 10)
+    assert since_last(history, history.run(now)).previous is None
+    found = inspect(store.engine)
+    assert "runtime_label" in {c["name"] for c in found.get_columns("et_history_cases")}
+    assert "et_history_cases_check" in {i["name"] for i in found.get_indexes("et_history_cases")}
+    store.close()
+
+
+def write_runtimes_run(store: HistoryStore, name: str, started: float,
+                       outcomes: dict[str, str], commit: str = "") -> str:
+    """A run of ``test_a`` on alpha across the runtimes ``outcomes`` names (label: outcome)."""
+    info = RunInfo(name, ("pytest",), "farm-1", ("alpha",), started, runtimes=tuple(outcomes))
+    identity = RunIdentity.of_this_process(info.runtimes)
+    store.add_run(run_row(info, identity, Path("/r") / name, "", "live"))
+    key = run_id(info)
+    rows = []
+    for n, (label, outcome) in enumerate(outcomes.items()):
+        case = result("test_a", "alpha", outcome)
+        case = dataclasses.replace(case, nodeid=f"{SUITE}::test_a[alpha-{label}]",
+                                   runtime_label=label)
+        rows.append(case_row(key, n, case))
+    store.add_cases(rows)
+    store.end_run(key, started + 1, 0)
+    return key
+
+
+def test_since_last_flaky_and_regressions_key_checks_by_runtime(target):
+    store = HistoryStore.open(target)
+    write_runtimes_run(store, "n1", 100.0, {"1.5.1": "passed", "1.5.0": "passed"}, "c1")
+    write_runtimes_run(store, "only-one", 150.0, {"1.5.1": "passed"})  # not comparable
+    write_runtimes_run(store, "n2", 200.0, {"1.5.1": "passed", "1.5.0": "failed"}, "c2")
+    write_runtimes_run(store, "n3", 300.0, {"1.5.1": "passed", "1.5.0": "passed"})
+    now = write_runtimes_run(store, "n4", 400.0, {"1.5.1": "passed", "1.5.0": "failed"})
+    history = History.load(store, 10)
+    run = history.run(now)
+    assert run.runtimes == ("1.5.1", "1.5.0") and run.sdk_source == "runtimes 1.5.1,1.5.0"
+    diff = since_last(history, run)
+    assert diff.previous.name == "n3"  # "only-one" ran one runtime: not comparable
+    assert [(c.nodeid, c.runtime_label, c.then, c.now) for c in diff.new_failures] == [
+        (f"{SUITE}::test_a[alpha-1.5.0]", "1.5.0", "passed", "failed")]
+    (began,) = regressions(history, run)
+    assert (began.runtime_label, began.first_failing.run, began.last_good.run) == (
+        "1.5.0", "n4", "n3")
+    (flaky,) = flaky_checks(history, 10)  # 1.5.0 flipped three times
+    assert (flaky.runtime_label, flaky.flips) == ("1.5.0", 3)
+    only = History.load(store, 10, CaseFilter(runtime="1.5.1"))
+    assert {c.runtime_label for cases in only.cases.values() for c in cases} == {"1.5.1"}
     store.close()
 
 

@@ -14,19 +14,27 @@ from harness.agent import sdk
 from harness.agent.sdk import (
     EXECUTORCH_VERSION,
     LOCK_FILE,
+    LOCKED_VERSIONS,
     SdkDownloadFailed,
     UnsupportedAbi,
+    VersionNotLocked,
     ensure_sdk,
     sdk_dir,
 )
 from harness.lifecycle.cache import cache_root
 
 
-def test_lock_pins_one_version_and_both_wheels() -> None:
+def test_lock_pins_1_5_1_first_and_1_5_0_each_for_both_wheels() -> None:
     text = LOCK_FILE.read_text()
-    assert re.findall(r"^executorch==(\S+)", text, re.MULTILINE) == [EXECUTORCH_VERSION]
-    assert EXECUTORCH_VERSION == "1.5.1"
-    assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", text)) == len(sdk.WHEEL_PLATFORMS) == 2
+    assert re.findall(r"^executorch==(\S+)", text, re.MULTILINE) == list(LOCKED_VERSIONS)
+    assert LOCKED_VERSIONS == ("1.5.1", "1.5.0") and EXECUTORCH_VERSION == "1.5.1"
+    for version in LOCKED_VERSIONS:  # one hash per platform wheel
+        block = text.split(f"executorch=={version} \\\n", 1)[1].split("executorch==", 1)[0]
+        assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", block)) == len(sdk.WHEEL_PLATFORMS)
+    assert sdk_dir("x86_64", "1.5.0") != sdk_dir("x86_64", "1.5.1")
+    with pytest.raises(VersionNotLocked, match=r"no executorch 1\.4\.9 wheel is pinned .* "
+                                               r"\(pinned: 1\.5\.1, 1\.5\.0\)"):
+        ensure_sdk("x86_64", "1.4.9")
 
 
 def test_host_sdk_has_the_parts_the_agent_needs() -> None:

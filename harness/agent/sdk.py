@@ -5,8 +5,10 @@ libraries and CMake package inside the ``executorch`` wheel, plus the program
 schema and the ``flatc`` binary it ships. :func:`ensure_sdk` downloads the wheel
 for one ABI with ``pip download --no-deps --require-hashes`` (so none of its
 heavy Python dependencies is installed), extracts only those parts into the
-harness cache and returns where they are. The version and the wheels' hashes are
-pinned in ``agent/executorch-sdk.lock``.
+harness cache and returns where they are. The versions and their wheels' hashes are
+pinned in ``agent/executorch-sdk.lock`` (:data:`LOCKED_VERSIONS`; the first,
+:data:`EXECUTORCH_VERSION`, is the default); each version has a cache directory of its
+own.
 
 A fetch works in a staging directory beside its target and renames it into place, so an
 interrupted one leaves only that staging directory (e.g. a truncated wheel) behind, never
@@ -66,6 +68,10 @@ class SdkExtractFailed(SdkError):
     """The downloaded wheel lacks the parts the SDK needs, or cannot be unpacked."""
 
 
+class VersionNotLocked(SdkError):
+    """No wheel of the requested executorch version is pinned in the lock file."""
+
+
 class SdkTooOld(SdkError):
     """The requested executorch version has no C++ SDK (only 1.5.0 and later do)."""
 
@@ -90,14 +96,32 @@ def check_sdk_version(version: str, where: str) -> None:
         )
 
 
-def _read_locked_version(lock_file: Path = LOCK_FILE) -> str:
-    match = re.search(r"^executorch==([0-9][^\s\\]*)", lock_file.read_text(), re.MULTILINE)
-    if match is None:
-        raise SdkError(f"{lock_file} has no 'executorch==VERSION' line")
-    return match.group(1)
+def _read_locked_versions(lock_file: Path = LOCK_FILE) -> dict[str, str]:
+    """Each pinned version and its requirement block (the line and its hashes), in order."""
+    blocks = re.findall(
+        r"^executorch==([0-9][^\s\\]*)((?:[ \t]*\\\n[ \t]*--hash=sha256:[0-9a-f]{64})+)",
+        lock_file.read_text(),
+        re.MULTILINE,
+    )
+    if not blocks:
+        raise SdkError(f"{lock_file} has no 'executorch==VERSION --hash=...' block")
+    return {version: f"executorch=={version}{hashes}\n" for version, hashes in blocks}
 
 
-EXECUTORCH_VERSION = _read_locked_version()
+_LOCKED = _read_locked_versions()
+LOCKED_VERSIONS = tuple(_LOCKED)  # in the lock file's order
+EXECUTORCH_VERSION = LOCKED_VERSIONS[0]  # the default: a run without --runtime
+
+
+def check_locked(version: str, where: str) -> None:
+    """Raise :class:`VersionNotLocked` naming ``where`` unless a wheel of ``version`` is
+    pinned."""
+    if version not in _LOCKED:
+        raise VersionNotLocked(
+            f"{where}: no executorch {version} wheel is pinned in {LOCK_FILE.name} (pinned: "
+            f"{', '.join(LOCKED_VERSIONS)}); give a pinned version, or an install prefix or "
+            "source tree of your own"
+        )
 
 
 @dataclass(frozen=True)
@@ -152,24 +176,26 @@ def host_abi() -> str:
     return {"arm64": "aarch64"}.get(machine, machine)
 
 
-def sdk_dir(abi: str) -> Path:
-    """Where :func:`ensure_sdk` puts the SDK for ``abi``."""
-    return cache_root() / "sdk" / f"executorch-{EXECUTORCH_VERSION}-{abi}-r{_LAYOUT_REVISION}"
+def sdk_dir(abi: str, version: str = EXECUTORCH_VERSION) -> Path:
+    """Where :func:`ensure_sdk` puts the SDK of ``version`` for ``abi``."""
+    return cache_root() / "sdk" / f"executorch-{version}-{abi}-r{_LAYOUT_REVISION}"
 
 
-def ensure_sdk(abi: str) -> SdkPaths:
-    """The ExecuTorch SDK for ``abi`` ("x86_64" or "aarch64"), fetched on first use.
+def ensure_sdk(abi: str, version: str = EXECUTORCH_VERSION) -> SdkPaths:
+    """The ExecuTorch SDK of ``version`` (one of :data:`LOCKED_VERSIONS`) for ``abi``
+    ("x86_64" or "aarch64"), fetched on first use.
 
     Safe to call from parallel processes: one downloads and extracts under a
     file lock, the others wait and reuse the result.
     """
-    check_sdk_version(EXECUTORCH_VERSION, str(LOCK_FILE))
+    check_locked(version, str(LOCK_FILE))
+    check_sdk_version(version, str(LOCK_FILE))
     if abi not in WHEEL_PLATFORMS:
         raise UnsupportedAbi(
             f"no executorch wheel for ABI {abi!r}; supported: {', '.join(sorted(WHEEL_PLATFORMS))}"
         )
-    target = sdk_dir(abi)
-    paths = SdkPaths(root=target, abi=abi, version=EXECUTORCH_VERSION)
+    target = sdk_dir(abi, version)
+    paths = SdkPaths(root=target, abi=abi, version=version)
     if _is_complete(paths):
         return paths
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +203,7 @@ def ensure_sdk(abi: str) -> SdkPaths:
         if _is_complete(paths):
             return paths
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
-            wheel = _download_wheel(abi, Path(tmp) / "wheel")
+            wheel = _download_wheel(abi, version, Path(tmp))
             staging = Path(tmp) / "sdk"
             _extract_sdk(wheel, staging)
             if target.exists():  # a partial tree from an interrupted run: moved aside
@@ -229,14 +255,17 @@ def _is_complete(paths: SdkPaths) -> bool:
     )
 
 
-def _download_wheel(abi: str, dest: Path) -> Path:
+def _download_wheel(abi: str, version: str, tmp: Path) -> Path:
     platform = WHEEL_PLATFORMS[abi]
+    dest = tmp / "wheel"
+    requirement = tmp / "requirement.txt"  # the version's block of the lock file alone
+    requirement.write_text(_LOCKED[version])
     argv = [
         sys.executable, "-m", "pip", "download",
         "--no-deps", "--only-binary=:all:",
         "--platform", platform,
         "--python-version", WHEEL_PYTHON_VERSION,
-        "--require-hashes", "-r", str(LOCK_FILE),
+        "--require-hashes", "-r", str(requirement),
         "--dest", str(dest),
         "--disable-pip-version-check", "--quiet",
     ]  # fmt: skip
@@ -246,14 +275,14 @@ def _download_wheel(abi: str, dest: Path) -> Path:
         )
     except subprocess.TimeoutExpired:
         raise SdkDownloadFailed(
-            f"pip download of executorch=={EXECUTORCH_VERSION} for {platform} took over "
+            f"pip download of executorch=={version} for {platform} took over "
             f"{_PIP_TIMEOUT_S} s; check access to PyPI and retry"
         ) from None
     wheels = sorted(dest.glob("executorch-*.whl")) if dest.is_dir() else []
     if result.returncode != 0 or len(wheels) != 1:
         output = (result.stderr.strip() or result.stdout.strip())[-2000:]
         raise SdkDownloadFailed(
-            f"could not download the executorch {EXECUTORCH_VERSION} wheel for {platform} "
+            f"could not download the executorch {version} wheel for {platform} "
             f"(pip exit code {result.returncode}). Check that PyPI is reachable, or run by hand:\n"
             f"  {' '.join(argv)}\n"
             f"A hash mismatch means {LOCK_FILE} and the wheel on PyPI disagree.\n"

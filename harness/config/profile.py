@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
 from harness.agent.runtime_source import RuntimeSourceError, check_trusted_source
+from harness.agent.runtimes import Runtime
 from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
 from harness.config.kinds import (
@@ -71,6 +72,8 @@ class AgentConfig:
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
     race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
     records: bool = True  # the agent records the real backends' calls (docs/agent.md)
+    # The runtime the run tests on this device (--runtime); never a profile's field.
+    runtime: Runtime | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.agent.probe_program import probe_program
 from harness.agent.race_detector import RaceLog
+from harness.agent.runtimes import sdk_for
 from harness.agent.sdk_prefix import sdk_from_prefix
 from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
@@ -110,7 +111,8 @@ class HostedDevice(Device):
     def agent_build(self) -> AgentBuild:
         """The agent build this device runs (profile ``abi`` or the device's own).
 
-        It is built against the profile's ``agent.sdk`` prefix if set, else as
+        It is built against the run's runtime (``--runtime``, :mod:`harness.agent.runtimes`)
+        if one is chosen, else the profile's ``agent.sdk`` prefix if set, else as
         :func:`~harness.agent.build.ensure_agent` chooses (``$ET_HARNESS_SDK`` or the
         pinned wheel).
         """
@@ -124,8 +126,13 @@ class HostedDevice(Device):
                 f"x86_64, aarch64, and arm64-v8a with agent.deployment: glibc-bundle (an "
                 "NDK build goes in agent.prebuilt: see agent/cmake/android-arm64.md)"
             )
-        own = self.profile.agent.sdk
-        sdk = sdk_from_prefix(own, self.profile.where("agent.sdk")) if own is not None else None
+        own, runtime = self.profile.agent.sdk, self.profile.agent.runtime
+        if runtime is not None:  # the run's --runtime, over the profile's agent.sdk
+            sdk = sdk_for(runtime, build)
+        elif own is not None:
+            sdk = sdk_from_prefix(own, self.profile.where("agent.sdk"))
+        else:
+            sdk = None
         detector = self.profile.agent.race_detector
         return ensure_agent(build, sdk, detector.sanitizer if detector else None)
 

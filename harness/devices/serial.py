@@ -125,4 +125,5 @@ KIND = DeviceKind(
     lock_key=lock_key,
     lab=LabAddress(fields=("url", "port"), placeholder=(("url", "rfc2217://127.0.0.1:1"),)),
     takes_outside_reset=True,
+    builds_agent=False,
 )

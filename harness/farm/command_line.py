@@ -1,6 +1,7 @@
 """The run's command line: the options the pytest plugin adds, and what they become.
 
 ``--device`` and ``--devices-dir`` select the profiles (:mod:`harness.farm.selection`);
+``--runtime`` the runtimes each device runs (:mod:`harness.agent.runtimes`);
 the farm's rules become a :class:`~harness.farm.policy.FarmPolicy`; ``--results-dir``
 and ``--html-report`` a :class:`ResultsPlace`. Each is checked before any test runs
 and refused as a one-line usage error naming the option.
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.agent.program_contents import ProgramError, read_program
+from harness.agent.runtimes import Runtime, RuntimeEntryError, parse_runtimes
 from harness.codec.mapfile import MapFileError, load_map
 from harness.config.profile import DEVICES_DIR
 from harness.data.options import OptionsMap
@@ -31,6 +33,15 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="device profile(s): a name from devices/ (host, ssh-emu, adb-emu, mcu-emu, ...), "
         "a path to a YAML profile, 'all', 'tag:NAME', or a comma-separated list (default: host)",
+    )
+    group.addoption(
+        "--runtime",
+        default=None,
+        metavar="LIST",
+        help="the runtime(s) every device runs, each test once per runtime: a pinned wheel's "
+        "version (1.5.1, 1.5.0), an install prefix, a source tree (PATH or PATH@REV), "
+        "comma-separated (default: the profile's agent.sdk, $ET_HARNESS_SDK or the wheel "
+        "pinned first)",
     )
     group.addoption(
         "--devices-dir",
@@ -140,6 +151,14 @@ def farm_policy(config: pytest.Config, deadline: RunDeadline) -> FarmPolicy:
             deadline=deadline,
         )
     except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def runtimes(config: pytest.Config) -> tuple[Runtime, ...]:
+    """The runtimes ``--runtime`` lists, checked now; () without the option."""
+    try:
+        return parse_runtimes(config.getoption("runtime"))
+    except RuntimeEntryError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 

@@ -1,7 +1,9 @@
 """One self-contained HTML file for a run (or many merged runs): no scripts, no external assets.
 
 The page shows the devices (facts and outcome counts, quarantine reasons) and a
-matrix: one column per device; per suite, a row of test outcomes and a row per
+matrix: one column per device (per device and runtime in a run across runtimes, where
+a table first shows side by side each check whose outcome or differences are not the
+same on every runtime); per suite, a row of test outcomes and a row per
 backend and route its verdicts checked (route: the load path, ``program``,
 ``module``, ``module_method``, ``module_both``, or ``set`` / ``get``). Each cell
 links to the list of its cases, and each case to its details: outcome,
@@ -21,11 +23,12 @@ from pathlib import Path
 
 from harness.farm.records import CaseResult
 from harness.farm.summary import (
-    NO_DEVICE,
     ROUTES,
+    across_runtimes,
     devices_in_order,
     outcome_counts,
     quarantined_devices,
+    where,
 )
 
 # Worst first: a cell takes the colour of its worst outcome.
@@ -115,7 +118,7 @@ class _Page:
         self._by_cell: dict[tuple[str, str], list[CaseResult]] = collections.defaultdict(list)
         self._by_suite: dict[str, list[CaseResult]] = collections.defaultdict(list)
         for r in self.results:
-            self._by_cell[r.suite, r.device or NO_DEVICE].append(r)
+            self._by_cell[r.suite, where(r)].append(r)
             self._by_suite[r.suite].append(r)
         self._backends = {suite: self._backends_of(suite) for suite in self.suites}
 
@@ -124,6 +127,7 @@ class _Page:
             self._overview(),
             self.appendix,
             self._devices(),
+            self._across_runtimes(),
             "<h2>Matrix: suites and backends by device</h2>",
             '<p class="muted">Suite rows count tests (✓ passed, ✗ failed, E error, '
             "I infrastructure error, s skipped); backend rows count option checks "
@@ -141,9 +145,12 @@ class _Page:
         total = collections.Counter(r.outcome for r in self.results)
         when = datetime.datetime.now().isoformat(timespec="seconds")
         runs = f"; runs: {', '.join(self.runs)}" if self.runs else ""
+        devices = {r.device for r in self.results if r.device}
+        labels = dict.fromkeys(r.runtime_label for r in self.results if r.runtime_label)
+        runtimes = f" x {len(labels)} runtime(s) ({', '.join(labels)})" if labels else ""
         return (
             f"<p>{len(self.results)} tests on "
-            f"{len([d for d in self.devices if d != NO_DEVICE])} device(s): "
+            f"{len(devices)} device(s){_e(runtimes)}: "
             f"{_e(', '.join(f'{n} {o}' for o, n in total.most_common()))}. "
             f'<span class="muted">Generated {when}{_e(runs)}.</span></p>'
         )
@@ -154,7 +161,7 @@ class _Page:
         facts: dict[str, dict[str, str]] = {}
         for r in self.results:
             if r.facts:
-                facts.setdefault(r.device or NO_DEVICE, dict(r.facts))
+                facts.setdefault(where(r), dict(r.facts))
         rows = []
         for device in self.devices:
             c, f = counts[device], facts.get(device, {})
@@ -169,6 +176,38 @@ class _Page:
         return (
             "<h2>Devices</h2><table><tr><th>device</th><th>ABI</th><th>runtime</th>"
             f"<th>agent</th>{head}<th>quarantined</th></tr>{''.join(rows)}</table>"
+        )
+
+    def _across_runtimes(self) -> str:
+        """Side by side, the checks that are not the same on every runtime (``--runtime``)."""
+        labels, differing, agreeing = across_runtimes(self.results)
+        if len(labels) < 2:
+            return ""
+        head = "".join(f"<th>{_e(label)}</th>" for label in labels)
+        rows = []
+        for check, device, on in differing:
+            cells = []
+            for label in labels:
+                r = on.get(label)
+                if r is None:
+                    cells.append('<td class="none">not run</td>')
+                    continue
+                first = next((d for v in r.verdicts for d in v.differences), "")
+                note = f'<br><span class="muted">{_e(first[:160])}</span>' if first else ""
+                cells.append(
+                    f'<td class="{_e(r.outcome)}"><a href="#{self.case_id[id(r)]}">'
+                    f"{_e(r.outcome)}</a>{note}</td>"
+                )
+            rows.append(f"<tr><th>{_e(check)}</th><td>{_e(device)}</td>{''.join(cells)}</tr>")
+        table = (
+            f"<table><tr><th>check</th><th>device</th>{head}</tr>{''.join(rows)}</table>"
+            if rows
+            else ""
+        )
+        return (
+            f"<h2>Across runtimes: {len(differing)} check(s) differ</h2>"
+            f'<p class="muted">{agreeing} check(s) have the same outcome and differences on '
+            f"every runtime ({_e(', '.join(labels))}).</p>{table}"
         )
 
     def _backends_of(self, suite: str) -> list[tuple[str, str]]:
@@ -242,7 +281,7 @@ class _Page:
         bad = [r for r in self.results if r.outcome in ("failed", "error", "infra", "xpassed")]
         if not bad:
             return "<h2>Not passed</h2><p>Every test passed or was skipped.</p>"
-        items = "".join(self._link(r, f"on {r.device or NO_DEVICE}") for r in bad)
+        items = "".join(self._link(r, f"on {where(r)}") for r in bad)
         return f"<h2>Not passed ({len(bad)})</h2><ul>{items}</ul>"
 
     def _cells(self) -> str:
@@ -276,7 +315,7 @@ class _Page:
         parts = [
             f'<section class="case" id="{self.case_id[id(r)]}">',
             f"<h3>{_badge(r.outcome)} {_e(r.nodeid)}</h3>",
-            f'<p class="muted">device {_e(r.device or NO_DEVICE)}; {r.duration:.3f} s'
+            f'<p class="muted">device {_e(where(r))}; {r.duration:.3f} s'
             f"{_e('; ' + facts if facts else '')}{_e(run)}</p>",
         ]
         if r.infra:

@@ -6,9 +6,12 @@ exception's ``type`` and ``message`` (fixing the suite's counts), and adds the
 run's devices with their HELLO facts as ``<testsuite>`` properties
 (``device.NAME.load_paths`` the paths its agent announces, ``device.NAME.real_backends``
 the registered backends that are not probes) and ``device.NAME.paths_served``, the
-load paths its verdicts went through. Each test case already carries ``device``,
-``abi``, ``runtime``, ``agent_version``, ``load_paths`` and ``real_backends``
-properties, and ``infrastructure_error`` where it had one.
+load paths its verdicts went through; in a run across runtimes (``--runtime``) each
+device is there once per runtime, ``device.NAME@LABEL.KEY``, and ``runtimes`` lists the
+labels. Each test case already carries ``device``, ``runtime_label`` (with
+``--runtime``), ``abi``, ``runtime`` (what HELLO announces), ``agent_version``,
+``load_paths`` and ``real_backends`` properties, and ``infrastructure_error`` where it
+had one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from harness.farm.summary import ROUTES
 INFRA_PROPERTY = "infrastructure_error"  # "TransportLost: message"
 INFRA_PHASE_PROPERTY = "infrastructure_phase"  # setup, call or teardown
 EMULATOR_RESTART_PROPERTY = "emulator_restart"  # why the device's emulator was restarted
+RUNTIME_LABEL_PROPERTY = "runtime_label"  # the --runtime it ran (harness.agent.runtimes)
 _MESSAGE_CHARS = 500
 
 
@@ -63,13 +67,16 @@ def _mark_infrastructure_errors(case: ET.Element) -> int:
 def _add_device_properties(suite: ET.Element, results: Sequence[CaseResult]) -> None:
     facts: dict[str, dict[str, str]] = {}
     served: dict[str, dict[str, None]] = {}
+    labels: dict[str, None] = {}
     for result in results:
         if result.device:
-            known = facts.setdefault(result.device, {})
+            known = facts.setdefault(result.device_runtime, {})
             for key, value in result.facts.items():
                 known.setdefault(key, value)
-            paths = served.setdefault(result.device, {})
+            paths = served.setdefault(result.device_runtime, {})
             paths.update(dict.fromkeys(v.path for v in result.verdicts if v.path))
+            if result.runtime_label:
+                labels[result.runtime_label] = None
     if not facts:
         return
     properties = suite.find("properties")
@@ -77,6 +84,8 @@ def _add_device_properties(suite: ET.Element, results: Sequence[CaseResult]) -> 
         properties = ET.Element("properties")
         suite.insert(0, properties)
     ET.SubElement(properties, "property", name="devices", value=",".join(facts))
+    if labels:
+        ET.SubElement(properties, "property", name="runtimes", value=",".join(labels))
     for device, known in facts.items():
         for key, value in known.items():
             ET.SubElement(properties, "property", name=f"device.{device}.{key}", value=value)

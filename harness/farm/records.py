@@ -93,6 +93,23 @@ class CaseResult:
     artifacts: tuple[str, ...] = ()  # paths relative to the results directory
     # why the device's emulator was restarted during this test (a failed health check)
     emulator_restarts: tuple[str, ...] = ()
+    runtime_label: str = ""  # the runtime it ran (--runtime; harness.agent.runtimes), or ""
+
+    @property
+    def device_runtime(self) -> str:
+        """``host``, or ``host@1.5.0`` for a run across runtimes: where and on what it ran."""
+        device = self.device or ""
+        return f"{device}@{self.runtime_label}" if self.runtime_label else device
+
+    @property
+    def check(self) -> str:
+        """The test id without its runtime (``test_x[host-1.5.0-2]`` -> ``test_x[host-2]``):
+        the same check on another runtime has the same one (the runtime's part follows the
+        device's in the parameters)."""
+        if not self.runtime_label:
+            return self.nodeid
+        device = self.device or ""
+        return self.nodeid.replace(f"[{device}-{self.runtime_label}", f"[{device}", 1)
 
     @property
     def suite(self) -> str:
@@ -126,6 +143,7 @@ class CaseResult:
             sections=tuple((title, text) for title, text in data.get("sections", ())),
             artifacts=tuple(data.get("artifacts", ())),
             emulator_restarts=tuple(data.get("emulator_restarts", ())),
+            runtime_label=data.get("runtime_label", ""),
         )
 
 
@@ -181,6 +199,7 @@ class ResultAssembler:
             sections=tuple((title, text) for r in failed for title, text in r.sections),
             artifacts=tuple(merged.get("artifacts", ())),
             emulator_restarts=tuple(merged.get("emulator_restarts", ())),
+            runtime_label=merged.get("runtime_label", ""),
         )
 
 

@@ -11,6 +11,7 @@ from harness.farm.infra import one_line
 from harness.farm.junit import amend_junit
 from harness.farm.results import ResultsRecorder, describe_os_error
 from harness.farm.summary import (
+    across_runtimes_lines,
     backend_table,
     device_runtime,
     devices_in_order,
@@ -82,6 +83,11 @@ class ControllerReporting:
                 for line in lines:
                     terminalreporter.write_line(line)
         _write_infra(terminalreporter, infrastructure_lines(results))
+        across = across_runtimes_lines(results)
+        if across:
+            terminalreporter.section("across runtimes")
+            for line in across:
+                terminalreporter.write_line(line)
         terminalreporter.section("device farm")
         for line in outcome_table(results):
             terminalreporter.write_line(line)

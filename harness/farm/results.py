@@ -80,10 +80,20 @@ class RunInfo:
     finished: float | None = None
     exit_status: int | None = None
     lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.farm.lab_holdings
+    runtimes: tuple[str, ...] = ()  # the labels of --runtime (harness.agent.runtimes)
 
     @classmethod
-    def starting(cls, run: str, command: Iterable[str], devices: Iterable[str]) -> RunInfo:
-        return cls(run, tuple(command), socket.gethostname(), tuple(devices), time.time())
+    def starting(
+        cls, run: str, command: Iterable[str], devices: Iterable[str], runtimes: Iterable[str] = ()
+    ) -> RunInfo:
+        return cls(
+            run,
+            tuple(command),
+            socket.gethostname(),
+            tuple(devices),
+            time.time(),
+            runtimes=tuple(runtimes),
+        )
 
     def write(self, results_dir: Path) -> None:
         results_dir.mkdir(parents=True, exist_ok=True)

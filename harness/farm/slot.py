@@ -14,12 +14,16 @@ that a failing test can show the agent's stderr.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from harness.agent.runtimes import Runtime
 from harness.agent.session import AgentLink
+from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
+from harness.errors import UsageError
 from harness.farm import lab_holdings, lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.infra import infrastructure_error, one_line
@@ -44,12 +48,39 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {one_line(str(exc))}"
 
 
+class RuntimeNotRunning(UsageError):
+    """The agent announces another executorch version than the runtime chosen for it."""
+
+
+def runtime_not_served(profile: DeviceProfile, runtime: Runtime) -> str | None:
+    """Why ``profile``'s device cannot run ``runtime`` (the harness does not build its agent),
+    or None."""
+    if not device_kind(profile.kind).builds_agent:
+        return (
+            f"runtime {runtime.label} is not for {profile.name}: its firmware is its agent "
+            "(agent.source chooses the tree it is built from)"
+        )
+    if profile.agent.prebuilt is not None:
+        return f"runtime {runtime.label} is not for {profile.name}: it runs a prebuilt agent"
+    return None
+
+
 class DeviceSlot:
-    """One device in this process's share of the run."""
+    """One device with one runtime (the device's own when ``runtime`` is None) in this
+    process's share of the run."""
 
     def __init__(
-        self, profile: DeviceProfile, policy: FarmPolicy, results_dir: Path | None = None
+        self,
+        profile: DeviceProfile,
+        policy: FarmPolicy,
+        results_dir: Path | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
+        self.runtime = runtime
+        if runtime is not None:
+            profile = dataclasses.replace(
+                profile, agent=dataclasses.replace(profile.agent, runtime=runtime)
+            )
         self.profile = profile
         self.results_dir = results_dir  # where lab holdings are recorded
         self.policy = policy
@@ -135,6 +166,7 @@ class DeviceSlot:
                 f"this run: {describe_error(exc)}{lab_wide}"
             ) from exc
         facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
+        self._check_runtime(facts.get("runtime", ""))
         real = [entry.name for entry in hello.entries if not entry.is_probe]
         if real:
             facts["real_backends"] = ",".join(real)
@@ -142,6 +174,19 @@ class DeviceSlot:
             facts["deployment"] = self.device.deployment().mode.value
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
+
+    def _check_runtime(self, announced: str) -> None:
+        """Refuse an agent that runs another version than the pinned wheel it was built for
+        (1.5.0's libraries are 1.5.1's but for one: HELLO must tell them apart)."""
+        runtime = self.runtime
+        expected = runtime.wheel_version if runtime is not None else None
+        if runtime is None or expected is None or announced == f"executorch {expected}":
+            return
+        raise RuntimeNotRunning(
+            f"device {self.name!r} was to run executorch {expected} (--runtime "
+            f"{runtime.entry}), but its agent announces {announced or 'no runtime'}; clear "
+            "its agent build from the harness cache and run again"
+        )
 
     def _restart_emulator(self, which: str, error: BaseException) -> bool:
         """Start the emulator of a device that failed ``which`` again and check it (which
@@ -343,27 +388,41 @@ class DeviceSlot:
         return self.device.collect_artifacts(dest) if self.device is not None else []
 
 
-class DeviceSlots:
-    """The run's devices, by name; a slot is created when a test first needs it."""
+SlotKey = tuple[str, str]  # (device name, runtime label; "" for the device's own runtime)
 
-    def __init__(self, profiles: tuple[DeviceProfile, ...], policy: FarmPolicy) -> None:
+
+class DeviceSlots:
+    """The run's devices and runtimes; a slot, one device with one runtime, is created
+    when a test first needs it."""
+
+    def __init__(
+        self,
+        profiles: tuple[DeviceProfile, ...],
+        policy: FarmPolicy,
+        runtimes: Sequence[Runtime] = (),
+    ) -> None:
         self.profiles = {profile.name: profile for profile in profiles}
+        self.runtimes = {runtime.label: runtime for runtime in runtimes}
         self.policy = policy
         self.results_dir: Path | None = None  # set once known: lab holdings go there
-        self._slots: dict[str, DeviceSlot] = {}
+        self._slots: dict[SlotKey, DeviceSlot] = {}
 
     @property
     def names(self) -> list[str]:
         return list(self.profiles)
 
-    def __getitem__(self, name: str) -> DeviceSlot:
-        if name not in self._slots:
-            self._slots[name] = DeviceSlot(self.profiles[name], self.policy, self.results_dir)
-        return self._slots[name]
+    def __getitem__(self, key: SlotKey) -> DeviceSlot:
+        if key not in self._slots:
+            name, label = key
+            runtime = self.runtimes[label] if label else None
+            self._slots[key] = DeviceSlot(
+                self.profiles[name], self.policy, self.results_dir, runtime
+            )
+        return self._slots[key]
 
-    def get(self, name: str) -> DeviceSlot | None:
-        """The slot of ``name`` if one was created."""
-        return self._slots.get(name)
+    def get(self, key: SlotKey) -> DeviceSlot | None:
+        """The slot of ``key`` if one was created."""
+        return self._slots.get(key)
 
     def close(self) -> None:
         for slot in self._slots.values():

@@ -8,7 +8,11 @@
 - :func:`backend_table`: per backend, the option checks that were exact or wrong, in
   total and per route (each load path, set, get), and how many verdicts with
   differences the tests expected;
-- :func:`device_runtime`: what ran on a device, as its HELLO named it.
+- :func:`device_runtime`: what ran on a device, as its HELLO named it;
+- :func:`across_runtimes`: where the runtimes of a run across runtimes differ.
+
+A run across runtimes (``--runtime``) has each device once per runtime in these tables,
+``host@1.5.0`` (:func:`where`).
 """
 
 from __future__ import annotations
@@ -33,9 +37,16 @@ _SHOWN_BACKENDS = 12
 _NAME_WIDTH = 32
 
 
+def where(result: CaseResult) -> str:
+    """The device a result ran on, with its runtime in a run across runtimes (``host``,
+    ``host@1.5.0``), or :data:`NO_DEVICE`."""
+    return result.device_runtime or NO_DEVICE
+
+
 def devices_in_order(results: Iterable[CaseResult]) -> list[str]:
-    """Device names in the order they first appear (tests without a device last)."""
-    seen = dict.fromkeys(r.device or NO_DEVICE for r in results)
+    """Device names (:func:`where`) in the order they first appear (tests without a device
+    last)."""
+    seen = dict.fromkeys(where(r) for r in results)
     names = [n for n in seen if n != NO_DEVICE]
     return names + ([NO_DEVICE] if NO_DEVICE in seen else [])
 
@@ -44,7 +55,7 @@ def device_runtime(results: Iterable[CaseResult], device: str) -> str | None:
     """The ``runtime`` fact the device's agent announced (e.g. what is real and what is a
     stand-in on an MCU), or None if no result of it carries one."""
     for result in results:
-        if result.device == device and result.facts.get("runtime"):
+        if where(result) == device and result.facts.get("runtime"):
             return result.facts["runtime"]
     return None
 
@@ -53,7 +64,7 @@ def outcome_counts(results: Iterable[CaseResult]) -> dict[str, collections.Count
     """Per device, how many tests ended in each outcome (and ``retried``: passed after a retry)."""
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for result in results:
-        row = counts[result.device or NO_DEVICE]
+        row = counts[where(result)]
         row[result.outcome] += 1
         if result.failed_tries and result.outcome == "passed":
             row["retried"] += 1
@@ -84,9 +95,7 @@ def emulator_restarts(results: Iterable[CaseResult]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for result in results:
         for reason in result.emulator_restarts:
-            found.setdefault(result.device or NO_DEVICE, []).append(
-                f"{result.name}: {one_line(reason)}"
-            )
+            found.setdefault(where(result), []).append(f"{result.name}: {one_line(reason)}")
     return found
 
 
@@ -95,7 +104,7 @@ def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:
     found: dict[str, str] = {}
     for result in results:
         if result.infra and result.infra.type == _QUARANTINED and result.device:
-            found.setdefault(result.device, one_line(result.infra.message))
+            found.setdefault(where(result), one_line(result.infra.message))
     return found
 
 
@@ -111,7 +120,7 @@ def backend_counts(results: Iterable[CaseResult]) -> dict[str, dict[str, collect
     for result in results:
         for verdict in result.verdicts:
             for backend, ok in verdict.backends:
-                row = counts[result.device or NO_DEVICE][backend]
+                row = counts[where(result)][backend]
                 row["ok" if ok else "wrong"] += 1
                 row[(verdict.route, "ok" if ok else "wrong")] += 1
     return counts
@@ -136,7 +145,7 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
     """The per-backend delivery table of ``device`` (the busiest backends first): checks,
     exact, wrong, then exact/checks per route (load path x backend, set, get)."""
     per_backend = backend_counts(results).get(device, {})
-    mine = [r for r in results if (r.device or NO_DEVICE) == device]
+    mine = [r for r in results if where(r) == device]
     verdicts = [v for r in mine for v in r.verdicts]
     if not verdicts:
         return []
@@ -185,11 +194,57 @@ def infrastructure_lines(results: Sequence[CaseResult]) -> list[str]:
         if infra is None:
             continue
         if infra.phase == "setup" and infra.type in _NOT_STARTED:
-            not_started[(result.device or NO_DEVICE, infra.type)] += 1
+            not_started[(where(result), infra.type)] += 1
             continue
         lines.append(
             f"INFRA {result.nodeid} ({infra.phase}): {infra.type}: {one_line(infra.message)}"
         )
     for (device, kind), count in not_started.items():
         lines.append(f"INFRA {count} test(s) on {device} not started: {_NOT_STARTED[kind]}")
+    return lines
+
+
+def runtimes_in_order(results: Iterable[CaseResult]) -> list[str]:
+    """The runtime labels of a run across runtimes, in the order they first appear."""
+    return [label for label in dict.fromkeys(r.runtime_label for r in results) if label]
+
+
+def _signature(result: CaseResult) -> tuple[str, tuple[str, ...]]:
+    return result.outcome, tuple(d for v in result.verdicts for d in v.differences)
+
+
+def across_runtimes(
+    results: Iterable[CaseResult],
+) -> tuple[list[str], list[tuple[str, str, dict[str, CaseResult]]], int]:
+    """Where the runtimes of a run across runtimes differ: (the runtimes in order, each
+    check on a device whose outcome or differences are not the same on every runtime as
+    ``(check, device, {runtime: result})``, how many checks agree on all of them)."""
+    results = list(results)
+    labels = runtimes_in_order(results)
+    by_check: dict[tuple[str, str], dict[str, CaseResult]] = {}
+    for result in results:
+        if result.runtime_label:
+            key = (result.check, result.device or NO_DEVICE)
+            by_check.setdefault(key, {})[result.runtime_label] = result
+    differing, agreeing = [], 0
+    for (check, device), on in by_check.items():
+        if len(on) == len(labels) and len({_signature(r) for r in on.values()}) == 1:
+            agreeing += 1
+        else:
+            differing.append((check, device, on))
+    return labels, differing, agreeing
+
+
+def across_runtimes_lines(results: Sequence[CaseResult]) -> list[str]:
+    """The checks that are not the same on every runtime, one line each (none for a run
+    on one runtime)."""
+    labels, differing, agreeing = across_runtimes(results)
+    if len(labels) < 2:
+        return []
+    lines = [f"{len(differing)} check(s) differ on {', '.join(labels)} ({agreeing} the same)"]
+    for check, device, on in differing:
+        outcomes = ", ".join(
+            f"{label} {on[label].outcome if label in on else 'not run'}" for label in labels
+        )
+        lines.append(f"{check} on {device}: {outcomes}")
     return lines

@@ -63,6 +63,7 @@ def read_run_info(results_dir: Path) -> RunInfo:
             started=float(data["started"]),
             finished=None if data.get("finished") is None else float(data["finished"]),
             exit_status=None if data.get("exit_status") is None else int(data["exit_status"]),
+            runtimes=tuple(str(label) for label in data.get("runtimes", ())),
         )
     except FileNotFoundError:
         raise CatchUpError(f"{path}: not found; give a run's results directory") from None

@@ -37,6 +37,9 @@ def add_parser(commands: Any, positive_int: Any) -> None:
     )
     cmd.add_argument("--device", dest="on_device", help="only tests on this device")
     cmd.add_argument("--backend", help="only tests whose verdicts checked this backend")
+    cmd.add_argument(
+        "--runtime", dest="on_runtime", help="only tests on this runtime (a --runtime label)"
+    )
     cmd.add_argument("--test", help="only tests whose id contains this text")
     cmd.add_argument("--run", help="the run to look from (its name; default: the latest)")
     cmd.add_argument(
@@ -89,7 +92,7 @@ def run_history(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"caught up {done.run_id}: {done.added} of {done.total} tests added")
         store.mark_abandoned(dead_writers(store.running_writers()))
-        keep = CaseFilter(args.on_device, args.backend, args.test)
+        keep = CaseFilter(args.on_device, args.backend, args.test, args.on_runtime)
         history = History.load(store, args.runs, keep)
         report = analyse(history, args.run, args.flaky_window)
         if args.json:

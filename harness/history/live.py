@@ -67,7 +67,7 @@ class LiveHistory:
     def run_started(self, info: RunInfo, results_dir: Path) -> None:
         from harness.history.writers import this_writer
 
-        identity = RunIdentity.of_this_process()
+        identity = RunIdentity.of_this_process(info.runtimes)
         try:
             identity.write(results_dir)
         except OSError:

@@ -50,6 +50,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE et_history_cases ADD COLUMN exporter VARCHAR(200) NOT NULL DEFAULT ''",
         "CREATE INDEX et_history_runs_started ON et_history_runs (started)",
     ),
+    3: (
+        # Runs across runtimes (--runtime): a check is a test on a device with a runtime.
+        "ALTER TABLE et_history_runs ADD COLUMN runtimes TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE et_history_cases ADD COLUMN runtime_label VARCHAR(200) NOT NULL DEFAULT ''",
+        "CREATE INDEX et_history_cases_check ON et_history_cases (nodeid, device, runtime_label)",
+    ),
 }
 assert max(MIGRATIONS) == SCHEMA_VERSION
 

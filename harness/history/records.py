@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -44,15 +44,21 @@ class RunIdentity:
     sdk_commit: str
 
     @classmethod
-    def of_this_process(cls) -> RunIdentity:
+    def of_this_process(cls, runtimes: Sequence[str] = ()) -> RunIdentity:
+        """This harness, and the run's ``runtimes`` (``--runtime`` labels) if it chose any,
+        else the runtime the environment gives."""
         from harness.agent.sdk import EXECUTORCH_VERSION
         from harness.agent.sdk_prefix import prefix_from_environment
 
         prefix = prefix_from_environment()
+        if runtimes:
+            source = f"runtimes {','.join(runtimes)}"
+        else:
+            source = f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}"
         return cls(
             harness_version=_harness_version(),
             harness_commit=_git_commit(),
-            sdk_source=f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}",
+            sdk_source=source,
             sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
         )
 
@@ -110,19 +116,25 @@ class RunRecord:
     sdk_source: str
     sdk_commit: str
     results_dir: str
+    runtimes: tuple[str, ...] = ()  # the labels of a run across runtimes (--runtime)
 
     @classmethod
     def of_row(cls, row: Mapping[Any, Any], suites: Iterable[str]) -> RunRecord:
         values = {name: row[name] for name in cls.__dataclass_fields__ if name != "suites"}
         values["devices"] = _split(row["devices"])
+        values["runtimes"] = _split(row["runtimes"])
         return cls(**values, suites=tuple(sorted(suites)))
 
     def comparable(self, other: RunRecord) -> bool:
-        """Same suites on the same devices."""
-        return (set(self.devices), self.suites) == (set(other.devices), other.suites)
+        """Same suites on the same devices and runtimes."""
+        mine = (set(self.devices), set(self.runtimes), self.suites)
+        return mine == (set(other.devices), set(other.runtimes), other.suites)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+CheckKey = tuple[str, str, str]  # (test id, device, runtime label)
 
 
 @dataclass(frozen=True)
@@ -143,15 +155,21 @@ class CaseRecord:
     infra_cause: str
     tries: int
     place: str
+    runtime_label: str  # the runtime it ran (--runtime), "" for the device's own
 
     @property
     def failing(self) -> bool:
         return self.outcome in FAILING
 
     @property
-    def key(self) -> tuple[str, str]:
-        """The check across runs: the test on its device."""
-        return (self.nodeid, self.device)
+    def key(self) -> CheckKey:
+        """The check across runs: the test on its device with its runtime."""
+        return (self.nodeid, self.device, self.runtime_label)
+
+    @property
+    def where(self) -> str:
+        """``host``, or ``host@1.5.0`` for a test of a run across runtimes."""
+        return f"{self.device}@{self.runtime_label}" if self.runtime_label else self.device
 
     @classmethod
     def of_row(cls, row: Mapping[Any, Any]) -> CaseRecord:
@@ -200,6 +218,7 @@ def case_row(run_id: str, seq: int, result: CaseResult) -> dict[str, Any]:
         "tries": 1 + len(result.failed_tries),
         "place": result.facts.get("place", ""),
         "exporter": result.facts.get("exporter", ""),
+        "runtime_label": result.runtime_label,
     }
 
 
@@ -219,6 +238,7 @@ def run_row(
         "host": info.host,
         "command": json.dumps(list(info.command)),
         "devices": ",".join(info.devices),
+        "runtimes": ",".join(info.runtimes),
         "results_dir": str(results_dir),
         **asdict(identity),
         "started": info.started,

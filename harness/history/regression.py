@@ -35,6 +35,7 @@ class Regression:
     first_failing: RunAt
     last_good: RunAt | None  # None: failing in every run kept
     failing_runs: int
+    runtime_label: str = ""  # --runtime
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,5 +56,7 @@ def regressions(history: History, run: RunRecord) -> list[Regression]:
                 last_good = RunAt.of(older, old)
                 break
             first, failing_runs = RunAt.of(older, old), failing_runs + 1
-        found.append(Regression(key[0], key[1], case.outcome, first, last_good, failing_runs))
+        found.append(
+            Regression(key[0], key[1], case.outcome, first, last_good, failing_runs, key[2])
+        )
     return sorted(found, key=lambda r: (r.first_failing.started, r.nodeid, r.device))

@@ -21,7 +21,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -51,6 +51,8 @@ runs = Table(
     Column("state", String(20), nullable=False),
     Column("writer", String(200), nullable=False),  # boot id, pid, start of the writer
     Column("source", String(20), nullable=False),  # live or results.jsonl
+    # version 3: the runtime labels of a run across runtimes (--runtime), comma-separated
+    Column("runtimes", Text, nullable=False, server_default=""),
 )
 
 cases = Table(
@@ -75,6 +77,8 @@ cases = Table(
     # version 2
     Column("place", String(200), nullable=False, server_default=""),
     Column("exporter", String(200), nullable=False, server_default=""),
+    # version 3: the runtime the test ran (--runtime), "" for the device's own
+    Column("runtime_label", String(200), nullable=False, server_default=""),
 )
 
 KNOWN_TABLES = frozenset(metadata.tables)

@@ -1,7 +1,9 @@
-"""What changed since the last comparable run (same suites on the same devices).
+"""What changed since the last comparable run (same suites on the same devices and
+runtimes).
 
-A check is a test on a device. Failing is ``failed``, ``error`` or ``xpassed``
-(the runtime is wrong); ``infra`` is device trouble, apart:
+A check is a test on a device with a runtime (``--runtime``; "" the device's own).
+Failing is ``failed``, ``error`` or ``xpassed`` (the runtime is wrong); ``infra`` is
+device trouble, apart:
 
 - new failures: failing now, not failing (or not run) then;
 - fixed: failing then, passed now;
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.history.records import QUARANTINED, CaseRecord, RunRecord
+from harness.history.records import QUARANTINED, CaseRecord, CheckKey, RunRecord
 from harness.history.view import History
 
 
@@ -26,16 +28,18 @@ class Change:
     now: str  # outcome in this run
     then: str  # outcome in the previous comparable run, "" if it was not run
     detail: str  # the differences or the infrastructure cause, short
+    runtime_label: str = ""
 
     @classmethod
     def of(cls, now: CaseRecord, then: CaseRecord | None) -> Change:
         detail = now.infra_cause if now.outcome == "infra" else now.differences
-        return cls(now.nodeid, now.device, now.outcome, then.outcome if then else "", detail)
+        then_outcome = then.outcome if then else ""
+        return cls(now.nodeid, now.device, now.outcome, then_outcome, detail, now.runtime_label)
 
 
 @dataclass(frozen=True)
 class Quarantine:
-    device: str
+    device: str  # with its runtime in a run across runtimes: host@1.5.0
     new: bool
     cause: str
 
@@ -58,15 +62,15 @@ class SinceLast:
 
 
 def previous_comparable(history: History, run: RunRecord) -> RunRecord | None:
-    """The latest run before ``run`` with the same suites on the same devices."""
+    """The latest run before ``run`` with the same suites on the same devices and runtimes."""
     return next((r for r in reversed(history.before(run)) if r.comparable(run)), None)
 
 
-def _quarantined(cases: dict[tuple[str, str], CaseRecord]) -> dict[str, str]:
+def _quarantined(cases: dict[CheckKey, CaseRecord]) -> dict[str, str]:
     found: dict[str, str] = {}
     for case in cases.values():
         if case.infra_type == QUARANTINED:
-            found.setdefault(case.device, case.infra_cause)
+            found.setdefault(case.where, case.infra_cause)
     return found
 
 

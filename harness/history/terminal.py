@@ -17,13 +17,18 @@ def _run_line(run: Mapping[str, Any]) -> str:
     )
 
 
+def _where(check: Mapping[str, Any]) -> str:
+    """``host``, ``host@1.5.0`` (a check of a run across runtimes), or ``-``."""
+    label = check.get("runtime_label", "")
+    return f"{check['device'] or '-'}@{label}" if label else check["device"] or "-"
+
+
 def _changes(title: str, changes: list[dict[str, Any]]) -> list[str]:
-    lines = [f"{title} ({len(changes)})"]
+    lines = [f"{title} ({len(changes)})"]  # each on its device and runtime
     for c in changes:
         detail = f"  {c['detail']}" if c["detail"] else ""
         lines.append(
-            f"  {c['nodeid']} on {c['device'] or '-'}: {c['then'] or 'not run'} -> "
-            f"{c['now']}{detail}"
+            f"  {c['nodeid']} on {_where(c)}: {c['then'] or 'not run'} -> {c['now']}{detail}"
         )
     return lines
 
@@ -39,7 +44,10 @@ def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[st
     diff = report["since_last"]
     lines.append("")
     if diff["previous"] is None:
-        lines.append("== since the last comparable run: none (same suites on the same devices) ==")
+        lines.append(
+            "== since the last comparable run: none (same suites on the same devices and "
+            "runtimes) =="
+        )
     else:
         lines.append(f"== since the last comparable run: {_run_line(diff['previous'])} ==")
     lines += _changes("new failures", diff["new_failures"])
@@ -58,7 +66,7 @@ def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[st
     for f in report["flaky"]:
         outcomes = " ".join("P" if o == "passed" else "F" for _, o in f["outcomes"])
         lines.append(
-            f"  {f['nodeid']} on {f['device'] or '-'} ({f['runtime'] or 'runtime ?'}, "
+            f"  {f['nodeid']} on {_where(f)} ({f['runtime'] or 'runtime ?'}, "
             f"agent {f['agent_version'] or '?'}): {outcomes} ({f['flips']} flips)"
         )
     for kind in ("device", "place"):
@@ -91,5 +99,5 @@ def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[st
             else f"; last good {good['run']} ({good['runtime'] or 'runtime ?'}"
             f"{', commit ' + good['sdk_commit'] if good['sdk_commit'] else ''})"
         )
-        lines.append(f"  {r['nodeid']} on {r['device'] or '-'}: {began}{last}")
+        lines.append(f"  {r['nodeid']} on {_where(r)}: {began}{last}")
     return lines

@@ -6,20 +6,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history.records import CaseRecord, RunRecord
+from harness.history.records import CaseRecord, CheckKey, RunRecord
 
 
 @dataclass(frozen=True)
 class CaseFilter:
-    """Which tests to look at: on a device, checking a backend, with a text in the id."""
+    """Which tests to look at: on a device, checking a backend, with a text in the id, on a
+    runtime (its ``--runtime`` label)."""
 
     device: str | None = None
     backend: str | None = None
     test: str | None = None
+    runtime: str | None = None
 
     def keeps(self, case: CaseRecord) -> bool:
         return (
             (self.device is None or case.device == self.device)
+            and (self.runtime is None or case.runtime_label == self.runtime)
             and (self.backend is None or self.backend in case.backends)
             and (self.test is None or self.test in case.nodeid)
         )
@@ -49,8 +52,8 @@ class History:
     def run(self, key: str) -> RunRecord | None:
         return next((r for r in self.runs if r.id == key), None)
 
-    def of_run(self, key: str) -> dict[tuple[str, str], CaseRecord]:
-        """The run's tests by check (test, device)."""
+    def of_run(self, key: str) -> dict[CheckKey, CaseRecord]:
+        """The run's tests by check (test, device, runtime)."""
         return {case.key: case for case in self.cases.get(key, ())}
 
     def before(self, run: RunRecord) -> tuple[RunRecord, ...]:
