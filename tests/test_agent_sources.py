@@ -75,3 +75,67 @@ def test_the_clang_format_style_parses():
     dumped = subprocess.run(["clang-format", f"--style=file:{style}", "--dump-config"],
                             check=True, capture_output=True, text=True, timeout=60).stdout
     assert "ColumnLimit:     120" in dumped
+
+
+FIT_HEADER = AGENT / "codec" / "include" / "etb" / "runtime_fit.hpp"
+
+
+def _tree(root: Path, key: int, value: int, backends: int | None) -> Path:
+    """A stand-in tree with the runtime's three limits (only what runtime_fit.hpp reads)."""
+    backend = root / "executorch" / "runtime" / "backend"
+    backend.mkdir(parents=True)
+    (backend / "options.h").write_text(
+        "#pragma once\n#include <stddef.h>\nnamespace executorch { namespace runtime {\n"
+        f"static constexpr size_t kMaxOptionKeyLength = {key};\n"
+        f"static constexpr size_t kMaxOptionValueLength = {value};\n}} }}\n"
+    )
+    if backends is not None:
+        (backend / "backend_options_map.h").write_text(
+            "#pragma once\n#include <executorch/runtime/backend/options.h>\n"
+            "namespace executorch { namespace runtime {\nclass LoadBackendOptionsMap final {\n"
+            f" private:\n  static constexpr size_t kMaxBackends = {backends};\n}};\n}} }}\n"
+        )
+    return root
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "backends", "refusal"),
+    [
+        (64, 256, 8, None),
+        (64, 256, None, None),  # a tree before the load-time map: nothing to check there
+        (63, 256, 8, "kMaxOptionKeyLength"),
+        (64, 255, 8, "kMaxOptionValueLength"),
+        (64, 256, 7, "kMaxBackends"),
+    ],
+)
+def test_the_build_fails_when_the_wires_limits_do_not_fit_the_trees(
+    tmp_path: Path, key: int, value: int, backends: int | None, refusal: str | None
+) -> None:
+    """etb/runtime_fit.hpp (included where the agent and firmware copy options into the
+    runtime's types): 63-byte keys, 255-byte strings and 8 backends must fit the tree."""
+    require("g++")
+    tree = _tree(tmp_path / "tree", key, value, backends)
+    source = tmp_path / "fit.cpp"
+    source.write_text('#include "etb/runtime_fit.hpp"\n')
+    built = subprocess.run(
+        ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+         f"-I{tree}", f"-I{FIT_HEADER.parents[1]}", str(source)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    if refusal is None:
+        assert built.returncode == 0, built.stderr
+    else:
+        assert built.returncode != 0 and refusal in built.stderr, built.stderr
+
+
+def test_the_wheels_headers_hold_the_wires_limits(tmp_path: Path) -> None:
+    require("g++")
+    source = tmp_path / "fit.cpp"
+    source.write_text('#include "etb/runtime_fit.hpp"\n')
+    include = ensure_sdk(host_abi()).include
+    built = subprocess.run(
+        ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+         f"-I{include}", f"-I{FIT_HEADER.parents[1]}", str(source)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert built.returncode == 0, built.stderr
