@@ -22,8 +22,9 @@ NOT_SOURCE = {".md", ".lock", ".yaml"}  # docs, the SDK pin, the race suppressio
 
 
 def agent_sources() -> list[Path]:
-    names = subprocess.run(["git", "ls-files", "agent"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split()
+    names = subprocess.run(
+        ["git", "ls-files", "agent"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split()
     return [ROOT / n for n in names if Path(n).suffix not in NOT_SOURCE]
 
 
@@ -32,23 +33,39 @@ def test_every_agent_source_file_starts_with_the_projects_spdx_line():
     sources = agent_sources()
     assert len(sources) > 60
     unlicensed = [
-        str(p.relative_to(ROOT)) for p in sources
+        str(p.relative_to(ROOT))
+        for p in sources
         if f"SPDX-License-Identifier: {license_id}" not in p.read_text("utf-8").split("\n", 1)[0]
     ]
     assert not unlicensed, f"no SPDX-License-Identifier: {license_id} on line 1 of {unlicensed}"
 
 
 def compile_commands(source: Path, build: Path, *options: str) -> list[dict]:
-    subprocess.run([str(find_cmake()), "-S", str(source), "-B", str(build),
-                    "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *options],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            str(find_cmake()),
+            "-S",
+            str(source),
+            "-B",
+            str(build),
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            *options,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return json.loads((build / "compile_commands.json").read_text("utf-8"))
 
 
 def test_every_compile_of_the_cmake_builds_treats_warnings_as_errors(tmp_path):
     sdk = ensure_sdk(host_abi())
-    agent = compile_commands(AGENT / "runtime", tmp_path / "agent",  # a command per source
-                             f"-Dexecutorch_DIR={sdk.cmake_dir}", "-DCMAKE_UNITY_BUILD=OFF")
+    agent = compile_commands(
+        AGENT / "runtime",
+        tmp_path / "agent",  # a command per source
+        f"-Dexecutorch_DIR={sdk.cmake_dir}",
+        "-DCMAKE_UNITY_BUILD=OFF",
+    )
     codec = compile_commands(AGENT / "codec", tmp_path / "codec", "-DETB_WIRE_BUILD_TOOLS=ON")
     names = {Path(c["file"]).name for c in agent + codec}
     assert {"main.cpp", "wire_decode.c", "etb_wiretool.c"} <= names
@@ -60,9 +77,21 @@ def test_every_compile_of_the_firmware_treats_warnings_as_errors(tmp_path):
     require("arm-none-eabi-gcc")
     include = ensure_sdk(host_abi()).include
     for board in ("mps2-an385", "mps3-an547"):
-        dry = subprocess.run(["make", "-n", "-C", str(AGENT / "mcu"), f"BOARD={board}",
-                              f"BUILD={tmp_path / board}", f"EXECUTORCH_INCLUDE={include}"],
-                             check=True, capture_output=True, text=True, timeout=60).stdout
+        dry = subprocess.run(
+            [
+                "make",
+                "-n",
+                "-C",
+                str(AGENT / "mcu"),
+                f"BOARD={board}",
+                f"BUILD={tmp_path / board}",
+                f"EXECUTORCH_INCLUDE={include}",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
         compiles = [line for line in dry.splitlines() if " -c " in line]
         assert len(compiles) > 10
         assert all("-Werror" in line.split() for line in compiles), board
@@ -72,6 +101,70 @@ def test_the_clang_format_style_parses():
     if shutil.which("clang-format") is None:
         pytest.fail("clang-format not found: run `bash ci/setup.sh` to install it")
     style = AGENT / ".clang-format"
-    dumped = subprocess.run(["clang-format", f"--style=file:{style}", "--dump-config"],
-                            check=True, capture_output=True, text=True, timeout=60).stdout
+    dumped = subprocess.run(
+        ["clang-format", f"--style=file:{style}", "--dump-config"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     assert "ColumnLimit:     120" in dumped
+
+
+FIT_HEADER = AGENT / "codec" / "include" / "etb" / "runtime_fit.hpp"
+
+
+def _tree(root: Path, key: int, value: int, backends: int | None) -> Path:
+    """A stand-in tree with the runtime's three limits (only what runtime_fit.hpp reads)."""
+    backend = root / "executorch" / "runtime" / "backend"
+    backend.mkdir(parents=True)
+    (backend / "options.h").write_text(
+        "#pragma once\n#include <stddef.h>\nnamespace executorch { namespace runtime {\n"
+        f"static constexpr size_t kMaxOptionKeyLength = {key};\n"
+        f"static constexpr size_t kMaxOptionValueLength = {value};\n}} }}\n"
+    )
+    if backends is not None:
+        (backend / "backend_options_map.h").write_text(
+            "#pragma once\n#include <executorch/runtime/backend/options.h>\n"
+            "namespace executorch { namespace runtime {\nclass LoadBackendOptionsMap final {\n"
+            f" private:\n  static constexpr size_t kMaxBackends = {backends};\n}};\n}} }}\n"
+        )
+    return root
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "backends", "refusal"),
+    [
+        (64, 256, 8, None),
+        (64, 256, None, None),  # a tree before the load-time map: nothing to check there
+        (63, 256, 8, "kMaxOptionKeyLength"),
+        (64, 255, 8, "kMaxOptionValueLength"),
+        (64, 256, 7, "kMaxBackends"),
+    ],
+)
+def test_the_build_fails_when_the_wires_limits_do_not_fit_the_trees(
+    tmp_path: Path, key: int, value: int, backends: int | None, refusal: str | None
+) -> None:
+    """etb/runtime_fit.hpp (included where the agent and firmware copy options into the
+    runtime's types): 63-byte keys, 255-byte strings and 8 backends must fit the tree."""
+    require("g++")
+    built = compile_fit(_tree(tmp_path / "tree", key, value, backends), tmp_path)
+    if refusal is None:
+        assert built.returncode == 0, built.stderr
+    else:
+        assert built.returncode != 0 and refusal in built.stderr, built.stderr
+
+
+def test_the_wheels_headers_hold_the_wires_limits(tmp_path: Path) -> None:
+    require("g++")
+    built = compile_fit(ensure_sdk(host_abi()).include, tmp_path)
+    assert built.returncode == 0, built.stderr
+
+
+def compile_fit(include: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """etb/runtime_fit.hpp compiled against the runtime headers under ``include``."""
+    source = tmp_path / "fit.cpp"
+    source.write_text('#include "etb/runtime_fit.hpp"\n')
+    argv = ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
+    argv += [f"-I{include}", f"-I{FIT_HEADER.parents[1]}", str(source)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)

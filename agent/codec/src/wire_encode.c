@@ -246,35 +246,33 @@ static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
   return ETB_OK;
 }
 
-etb_status_t etb_encode_request(const etb_request_t *req, uint8_t *buf, size_t cap,
-                                size_t *out_len) {
+/* A writer into buf[0..cap) that has written the header of a message of `type`. */
+static writer_t start_message(uint8_t *buf, size_t cap, uint8_t type, uint32_t seq) {
   writer_t w;
   w.buf = buf;
   w.cap = buf != NULL ? cap : 0u;
   w.pos = 0;
-  put_header(&w, ETB_MSG_REQUEST, req->seq);
+  put_header(&w, type, seq);
+  return w;
+}
+
+etb_status_t etb_encode_request(const etb_request_t *req, uint8_t *buf, size_t cap,
+                                size_t *out_len) {
+  writer_t w = start_message(buf, cap, ETB_MSG_REQUEST, req->seq);
   ETBI_TRY(put_request_body(&w, req));
   return finish(&w, out_len);
 }
 
 etb_status_t etb_encode_report(const etb_report_t *rep, uint8_t *buf, size_t cap,
                                size_t *out_len) {
-  writer_t w;
-  w.buf = buf;
-  w.cap = buf != NULL ? cap : 0u;
-  w.pos = 0;
-  put_header(&w, ETB_MSG_REPORT, rep->seq);
+  writer_t w = start_message(buf, cap, ETB_MSG_REPORT, rep->seq);
   ETBI_TRY(put_report_body(&w, rep));
   return finish(&w, out_len);
 }
 
 etb_status_t etb_encode_upload(const etb_upload_t *up, uint8_t *buf, size_t cap,
                                size_t *out_len) {
-  writer_t w;
-  w.buf = buf;
-  w.cap = buf != NULL ? cap : 0u;
-  w.pos = 0;
-  put_header(&w, ETB_MSG_REQUEST, up->seq);
+  writer_t w = start_message(buf, cap, ETB_MSG_REQUEST, up->seq);
   put_u8(&w, up->action);
   if (up->action == ETB_ACTION_PROGRAM_DATA) {
     ETBI_TRY(check_view(up->chunk.ptr, up->chunk.len));

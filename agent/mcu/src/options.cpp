@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "etb/runtime_fit.hpp" /* the wire's limits fit this tree's, or the build fails */
+
 namespace mcu {
 
 using executorch::runtime::kMaxOptionValueLength;

@@ -114,18 +114,25 @@ const char *lookup_label(const char *prefix, const char *key) {
   return label;
 }
 
-/* What get_runtime_spec<T>(key) finds for a key the specs hold more than once, T the type
-   of its last copy: the value, or the Error as an int, under its lookup label. */
-bool look_up(const BackendInitContext &context, const BackendOption &last, etb_option_t &out) {
-  const char *key = last.key;
+uint8_t type_of(const BackendOption &option) {
+  if (std::holds_alternative<bool>(option.value)) {
+    return ETB_TYPE_BOOL;
+  }
+  return std::holds_alternative<int>(option.value) ? ETB_TYPE_INT : ETB_TYPE_STRING;
+}
+
+/* What get_runtime_spec<T>(key) returned, T named by `type`: the value under its label
+   (ok_prefix KEY), or the Error as an int under error_prefix KEY. */
+bool look_up(const BackendInitContext &context, const char *key, uint8_t type,
+             const char *ok_prefix, const char *error_prefix, etb_option_t &out) {
   out = etb_option_t{};
   Error error = Error::Ok;
-  if (std::holds_alternative<bool>(last.value)) {
+  if (type == ETB_TYPE_BOOL) {
     auto value = context.get_runtime_spec<bool>(key);
     error = value.ok() ? Error::Ok : value.error();
     out.type = ETB_TYPE_BOOL;
     out.b = value.ok() && value.get();
-  } else if (std::holds_alternative<int>(last.value)) {
+  } else if (type == ETB_TYPE_INT) {
     auto value = context.get_runtime_spec<int>(key);
     error = value.ok() ? Error::Ok : value.error();
     out.type = ETB_TYPE_INT;
@@ -140,9 +147,63 @@ bool look_up(const BackendInitContext &context, const BackendOption &last, etb_o
     out.type = ETB_TYPE_INT;
     out.i = static_cast<int32_t>(error);
   }
-  const char *label = lookup_label(error == Error::Ok ? kLookupOk : kLookupError, key);
+  const char *label = lookup_label(error == Error::Ok ? ok_prefix : error_prefix, key);
   out.key = text_view(label);
   return label != nullptr;
+}
+
+/* A type an etb.ask names, and the labels of what get_runtime_spec returned for it. */
+struct AskedType {
+  const char *name;
+  uint8_t type;
+  const char *ok_prefix;
+  const char *error_prefix;
+};
+constexpr AskedType kAskedTypes[] = {
+    {"bool", ETB_TYPE_BOOL, "etb.as_bool:", "etb.as_bool_error:"},
+    {"int", ETB_TYPE_INT, "etb.as_int:", "etb.as_int_error:"},
+    {"string", ETB_TYPE_STRING, "etb.as_string:", "etb.as_string_error:"},
+};
+constexpr char kAsk[] = "etb.ask:";
+
+/* Whether `name` starts with the `len` bytes of `word` and `word` has no more. */
+bool is_word(const char *word, const char *name, size_t len) {
+  size_t k = 0;
+  while (k < len && word[k] != '\0' && word[k] == name[k]) {
+    k++;
+  }
+  return k == len && word[k] == '\0';
+}
+
+/* For each spec etb.ask:KEY = "TYPE,...": what get_runtime_spec<TYPE>(KEY) returned, in
+   order, as etb.as_TYPE:KEY (or etb.as_TYPE_error:KEY) (docs/agent.md, probes). */
+bool record_asks(ProbeRecord &rec, const BackendInitContext &context,
+                 Span<const BackendOption> specs) {
+  for (size_t i = 0; i < specs.size(); i++) {
+    const auto *list = std::get_if<std::array<char, executorch::runtime::kMaxOptionValueLength>>(
+        &specs[i].value);
+    if (list == nullptr || strncmp(specs[i].key, kAsk, sizeof kAsk - 1u) != 0) {
+      continue;
+    }
+    const char *key = specs[i].key + (sizeof kAsk - 1u);
+    const char *name = list->data();
+    while (*name != '\0') {
+      size_t len = 0;
+      while (name[len] != '\0' && name[len] != ',') {
+        len++;
+      }
+      for (const AskedType &asked : kAskedTypes) {
+        etb_option_t found;
+        if (is_word(asked.name, name, len) &&
+            (!look_up(context, key, asked.type, asked.ok_prefix, asked.error_prefix, found) ||
+             !append_record(rec, &found, 1u))) {
+          return false;
+        }
+      }
+      name += name[len] == ',' ? len + 1u : len;
+    }
+  }
+  return true;
 }
 
 /* Appends the lookups of the keys `specs` hold more than once, at their first copy. */
@@ -161,7 +222,8 @@ bool record_lookups(ProbeRecord &rec, const BackendInitContext &context,
       continue;
     }
     etb_option_t found;
-    if (!look_up(context, specs[last], found) || !append_record(rec, &found, 1u)) {
+    if (!look_up(context, specs[i].key, type_of(specs[last]), kLookupOk, kLookupError, found) ||
+        !append_record(rec, &found, 1u)) {
       return false;
     }
   }
@@ -226,7 +288,7 @@ Result<DelegateHandle *> Probe::init(BackendInitContext &context, FreeableBuffer
       }
     }
     rec.spec_count = rec.received_count;
-    if (!record_lookups(rec, context, specs)) {
+    if (!record_lookups(rec, context, specs) || !record_asks(rec, context, specs)) {
       return Error::MemoryAllocationFailed;
     }
   } else {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -43,6 +44,7 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
     record.note_init_specs(specs);
     if (record.init_calls == 0) {
       look_up_repeated_keys(context, record);
+      answer_asks(context, record);
     }
     ++record.init_calls;
   }
@@ -55,6 +57,60 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
 void ProbeBackend::destroy(et::DelegateHandle* handle) const {
   delete reinterpret_cast<Handle*>(handle);
 }
+
+namespace {
+
+constexpr std::string_view kAsk = "etb.ask:";
+
+enum class SpecType { kBool, kInt, kString };
+
+SpecType type_of(const et::BackendOption& option) {
+  if (std::holds_alternative<bool>(option.value)) return SpecType::kBool;
+  if (std::holds_alternative<int>(option.value)) return SpecType::kInt;
+  return SpecType::kString;
+}
+
+// What get_runtime_spec<T>(key) returned, as an option to report: the value under
+// "PREFIX:KEY", or the Error as an int under "PREFIX_error:KEY"; the label is cut to a
+// key's 63 bytes, at a UTF-8 character boundary.
+et::BackendOption looked_up(
+    const et::BackendInitContext& context, const char* key, SpecType type, const std::string& prefix) {
+  et::BackendOption found{};
+  et::Error error = et::Error::Ok;
+  if (type == SpecType::kBool) {
+    auto value = context.get_runtime_spec<bool>(key);
+    error = value.ok() ? et::Error::Ok : value.error();
+    if (value.ok()) found.value = *value;
+  } else if (type == SpecType::kInt) {
+    auto value = context.get_runtime_spec<int>(key);
+    error = value.ok() ? et::Error::Ok : value.error();
+    if (value.ok()) found.value = *value;
+  } else {
+    auto value = context.get_runtime_spec<const char*>(key);
+    error = value.ok() ? et::Error::Ok : value.error();
+    if (value.ok()) {
+      auto& text = found.value.emplace<std::array<char, et::kMaxOptionValueLength>>();
+      const size_t length = strnlen(*value, text.size() - 1);
+      std::memcpy(text.data(), *value, length);
+      text[length] = '\0';
+    }
+  }
+  if (error != et::Error::Ok) {
+    found.value = static_cast<int>(error);
+  }
+  std::string label = prefix + (error == et::Error::Ok ? ":" : "_error:") + key;
+  if (label.size() > sizeof(found.key) - 1) {
+    size_t end = sizeof(found.key) - 1;
+    while (end > 0 && (static_cast<unsigned char>(label[end]) & 0xC0) == 0x80) {
+      --end;
+    }
+    label.resize(end);
+  }
+  std::memcpy(found.key, label.data(), label.size());
+  return found;
+}
+
+}  // namespace
 
 void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context, Record& record) {
   const std::vector<et::BackendOption>& specs = record.received;
@@ -71,43 +127,41 @@ void ProbeBackend::look_up_repeated_keys(const et::BackendInitContext& context, 
     if (earlier || last == i || record.lookups.size() + 1 > kMaxRecordedOptions) {
       continue;  // not repeated, or looked up at its first occurrence already
     }
-    et::BackendOption found{};
-    const std::string prefix_ok = "etb.lookup:" + std::string(key);
-    const std::string prefix_error = "etb.lookup_error:" + std::string(key);
-    const char* name = specs[i].key;
-    et::Error error = et::Error::Ok;
-    if (std::holds_alternative<bool>(specs[last].value)) {
-      auto value = context.get_runtime_spec<bool>(name);
-      error = value.ok() ? et::Error::Ok : value.error();
-      if (value.ok()) found.value = *value;
-    } else if (std::holds_alternative<int>(specs[last].value)) {
-      auto value = context.get_runtime_spec<int>(name);
-      error = value.ok() ? et::Error::Ok : value.error();
-      if (value.ok()) found.value = *value;
-    } else {
-      auto value = context.get_runtime_spec<const char*>(name);
-      error = value.ok() ? et::Error::Ok : value.error();
-      if (value.ok()) {
-        auto& text = found.value.emplace<std::array<char, et::kMaxOptionValueLength>>();
-        const size_t length = strnlen(*value, text.size() - 1);
-        std::memcpy(text.data(), *value, length);
-        text[length] = '\0';
+    record.lookups.push_back(looked_up(context, specs[i].key, type_of(specs[last]), "etb.lookup"));
+  }
+}
+
+void ProbeBackend::answer_asks(const et::BackendInitContext& context, Record& record) {
+  const size_t received = record.received.size();
+  for (size_t i = 0; i < received; ++i) {
+    const std::string_view key = option_key(record.received[i]);
+    const auto* types =
+        std::get_if<std::array<char, et::kMaxOptionValueLength>>(&record.received[i].value);
+    if (key.substr(0, kAsk.size()) != kAsk || types == nullptr) {
+      continue;
+    }
+    const std::string asked(key.substr(kAsk.size()));
+    std::string_view list = option_string(*types);
+    while (!list.empty()) {
+      const size_t comma = list.find(',');
+      const std::string_view name = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      SpecType type;
+      if (name == "bool") {
+        type = SpecType::kBool;
+      } else if (name == "int") {
+        type = SpecType::kInt;
+      } else if (name == "string") {
+        type = SpecType::kString;
+      } else {
+        continue;  // not a type get_runtime_spec takes
       }
-    }
-    if (error != et::Error::Ok) {
-      found.value = static_cast<int>(error);
-    }
-    // The label is cut to a key's 63 bytes, at a UTF-8 character boundary.
-    std::string label = error == et::Error::Ok ? prefix_ok : prefix_error;
-    if (label.size() > sizeof(found.key) - 1) {
-      size_t end = sizeof(found.key) - 1;
-      while (end > 0 && (static_cast<unsigned char>(label[end]) & 0xC0) == 0x80) {
-        --end;
+      if (record.lookups.size() + 1 > kMaxRecordedOptions) {
+        return;
       }
-      label.resize(end);
+      record.lookups.push_back(
+          looked_up(context, asked.c_str(), type, "etb.as_" + std::string(name)));
     }
-    std::memcpy(found.key, label.data(), label.size());
-    record.lookups.push_back(found);
   }
 }
 

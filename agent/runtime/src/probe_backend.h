@@ -72,7 +72,12 @@ class ProbeBackend final : public et::BackendInterface {
     uint8_t model;
   };
 
+  // etb.lookup:KEY for each key the first init's specs hold more than once
+  // (docs/wire-format.md, "Agent directives").
   static void look_up_repeated_keys(const et::BackendInitContext& context, Record& record);
+  // etb.as_TYPE:KEY for each received etb.ask:KEY = "TYPE,..." (docs/agent.md, probes):
+  // what get_runtime_spec<TYPE>(KEY) returned.
+  static void answer_asks(const et::BackendInitContext& context, Record& record);
 
   const std::string name_;
   // init and execute are const in BackendInterface; recording is their effect.

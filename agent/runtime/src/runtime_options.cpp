@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "etb/runtime_fit.hpp"  // the wire's limits fit this tree's, or the build fails
+
 namespace etb {
 
 using executorch::runtime::kMaxOptionKeyLength;
