@@ -25,6 +25,10 @@ from harness.codec.mapfile import load_map
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import writing
+
+USER_PROGRAM_KIND = "user-program"
 
 if TYPE_CHECKING:
     from harness.check import Verdict
@@ -124,10 +128,14 @@ def _cached_copy(contents: ProgramContents) -> Path:
     pushed is what was checked, whatever happens to the user's file meanwhile."""
     digest = hashlib.sha256(contents.data).hexdigest()
     directory = cache_root() / "programs" / "user"
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{digest}.pte"
-    if not path.is_file() or path.stat().st_size != len(contents.data):
-        partial = directory / f".{digest}.{os.getpid()}.tmp"
-        partial.write_bytes(contents.data)
-        partial.replace(path)
+    entry = CacheEntry(USER_PROGRAM_KIND, path)
+    if not entry.use():
+        with entry.building() as intact:
+            if not intact:
+                with writing(directory, f"keeping a copy of {contents.source}"):
+                    partial = directory / f".{digest}.{os.getpid()}.tmp"
+                    partial.write_bytes(contents.data)
+                    partial.replace(path)
+                entry.commit()
     return path
