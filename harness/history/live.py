@@ -36,7 +36,7 @@ def add_history_option(parser: pytest.Parser) -> None:
         default=None,
         metavar="STORE",
         help="the run history: an SQLite file or a postgresql:// URL; 'off' for none "
-        "(default: $ET_HARNESS_HISTORY or ~/.cache/et-harness/history.sqlite)",
+        "(default: $ET_HARNESS_HISTORY or ~/.local/share/et-harness/history.sqlite)",
     )
 
 

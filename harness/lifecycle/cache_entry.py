@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import filelock
 
@@ -93,11 +94,12 @@ class CacheEntry:
         self.path = path
         self.manifest = _manifest_of(path)
 
-    def use(self) -> bool:
+    def use(self, *, again: bool = False) -> bool:
         """True when the entry is complete and intact; it is then held by this process
-        until it ends, and its last use is now. False when absent or damaged."""
+        until it ends, and its last use is now. False when absent or damaged. An entry
+        this process holds is checked once, unless ``again``."""
         held = _HELD.get(self.manifest)
-        if held is not None and _same_file(held, self.manifest):
+        if held is not None and not again and _same_file(held, self.manifest):
             return True
         try:
             handle = os.open(self.manifest, os.O_RDONLY | os.O_CLOEXEC)
@@ -107,7 +109,7 @@ class CacheEntry:
             fcntl.flock(handle, fcntl.LOCK_SH)
             if not _same_file(handle, self.manifest):  # removed or replaced meanwhile
                 os.close(handle)
-                return self.use()
+                return self.use(again=again)
             if _damage(self.path, _read_manifest(handle)) is not None:
                 os.close(handle)
                 return False
@@ -132,7 +134,7 @@ class CacheEntry:
             lock = filelock.FileLock(str(self.path) + LOCK_SUFFIX)
             lock.acquire()
         try:
-            if self.use():
+            if self.use(again=True):
                 yield True
                 return
             if self.manifest.exists():
@@ -212,7 +214,7 @@ def entries(kind: str | None = None) -> list[EntryInfo]:
             continue  # being replaced or removed
         if kind is None or record["kind"] == kind:
             path = manifest.with_name(manifest.name[: -len(MANIFEST_SUFFIX)])
-            found.append(EntryInfo(str(record["kind"]), path, int(record["bytes"]), last_use))
+            found.append(EntryInfo(record["kind"], path, record["bytes"], last_use))
     return sorted(found, key=lambda e: (e.last_use, str(e.path)))
 
 
@@ -336,7 +338,7 @@ def _record(kind: str, path: Path) -> dict[str, object]:
     }  # fmt: skip
 
 
-def _read_manifest(handle: int) -> dict[str, object]:
+def _read_manifest(handle: int) -> dict[str, Any]:
     """The manifest read from ``handle`` (from its start); ValueError if it is not one."""
     data = os.pread(handle, _MAX_MANIFEST_BYTES + 1, 0)
     if len(data) > _MAX_MANIFEST_BYTES:
@@ -349,7 +351,7 @@ def _read_manifest(handle: int) -> dict[str, object]:
     return record
 
 
-def _damage(path: Path, record: dict[str, object]) -> str | None:
+def _damage(path: Path, record: dict[str, Any]) -> str | None:
     files = record.get("files")
     links = record.get("links")
     if not isinstance(files, dict) or not isinstance(links, dict):
