@@ -60,12 +60,16 @@ def cached_program(kind: str, key: object, generate: Callable[[], bytes]) -> Pat
     if not entry.use():
         with entry.building(adopt=target.is_file) as intact:
             if not intact:
-                with writing(target.parent, f"writing the {kind} program"):
-                    with tempfile.NamedTemporaryFile(
-                        dir=target.parent, prefix=f".{kind}-", delete=False
-                    ) as sink:
+                sink = tempfile.NamedTemporaryFile(
+                    dir=target.parent, prefix=f".{kind}-", delete=False
+                )
+                try:
+                    with writing(target.parent, f"writing the {kind} program"), sink:
                         sink.write(generate())
                     os.replace(sink.name, target)
+                except BaseException:
+                    Path(sink.name).unlink(missing_ok=True)
+                    raise
                 entry.commit()
     return target
 

@@ -54,7 +54,7 @@ def is_disk_trouble(exc: BaseException) -> bool:
 
 def disk_trouble(folder: Path, step: str, number: int, needed: int = 0) -> DiskTrouble:
     """The one line for ``step`` failing in ``folder`` with ``errno`` ``number``."""
-    need = f"; {step} needs about {human_size(needed)} there" if needed else ""
+    need = f" needs about {human_size(needed)} there" if needed else ""
     try:
         free = f", {human_size(shutil.disk_usage(_existing(folder)).free)} free"
     except OSError:
