@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.codec.mapfile import load_map
-from harness.data.messages import LoadPath
+from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
@@ -80,13 +81,17 @@ def check_program(
     options: OptionsMap | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
+    forget: Callable[[str], None] | None = None,
 ) -> ProgramCheck:
-    """Check ``program`` with ``options`` on ``runner``'s device (see the module)."""
+    """Check ``program`` with ``options`` on ``runner``'s device (see the module). When a
+    load says the program is damaged, its copies (the cache's, and the device's through
+    ``forget``) are removed at once: the next check sends it again."""
     contents = read_program(program)
     sent = options if isinstance(options, OptionsMap) else load_map(options)
     real = [e.name for e in runner.hello.entries if not e.is_probe]
     _check_backends(contents, real, probes)
-    remote = push(_cached_copy(contents))
+    cached = _cached_copy(contents)
+    remote = push(cached)
     results = []
     for method in contents.methods:
         unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
@@ -101,7 +106,19 @@ def check_program(
             )
             results.append(MethodVerdict(method.name, path, verdict))
             runner.reset()
+    if any(_says_damaged(r.verdict) for r in results):
+        CacheEntry(USER_PROGRAM_KIND, cached).discard()
+        if forget is not None:
+            forget(remote)
     return ProgramCheck(contents.source, tuple(m.name for m in contents.methods), tuple(results))
+
+
+def _says_damaged(verdict: Verdict) -> bool:
+    """The runtime refused the program itself (``Error::InvalidProgram``)."""
+    report = verdict.report
+    return (
+        report.outcome is Outcome.RUNTIME_ERROR and report.detail == RuntimeErrorCode.InvalidProgram
+    )
 
 
 def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequence[str]) -> None:

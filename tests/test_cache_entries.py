@@ -30,6 +30,7 @@ from harness.lifecycle.cache_entry import (
     entries,
     size_limit,
 )
+from harness.transport.local import LocalTransport
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -247,3 +248,71 @@ def test_the_bound_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv(LIMIT_ENV, "lots")
     with pytest.raises(CacheLimitError, match="ET_HARNESS_CACHE_LIMIT='lots' is no size"):
         size_limit()
+
+
+def test_user_programs_on_a_device_stay_within_their_bound_least_recently_used_first(tmp_path):
+    from harness.devices.device_files import keep_bounded
+
+    work = tmp_path / "work"
+    programs = work / "programs"
+    programs.mkdir(parents=True)
+    transport = LocalTransport(str(work))
+    paths = []
+    for n in range(5):
+        path = programs / f"user-{n:016x}.pte"
+        path.write_bytes(_program(n, 1000))
+        os.utime(path, (1000 + n, 1000 + n))
+        paths.append(path)
+    (programs / "probe-a.pte").write_bytes(_program(9, 5000))  # the harness's own: not counted
+
+    removed = keep_bounded(transport, str(paths[0]), 2500, timeout=30)  # in use: the oldest
+
+    assert removed == [str(paths[1]), str(paths[2]), str(paths[3])]
+    assert sorted(p.name for p in programs.iterdir()) == [
+        "probe-a.pte",
+        paths[0].name,
+        paths[4].name,
+    ]
+    assert paths[0].stat().st_mtime > 1000 + 5  # marked used now
+
+
+def test_a_program_a_load_finds_damaged_is_removed_from_the_cache_and_the_device(
+    shared_agent, tmp_path
+):
+    import dataclasses
+
+    from harness.agent.probe_program import probe_program
+    from harness.config.profile import load_profile
+    from harness.data.options import OptionsMap
+    from harness.program_check import USER_PROGRAM_KIND
+    from harness.runner import open_runner
+
+    profile = dataclasses.replace(load_profile("host"), work_dir=str(tmp_path / "work"))
+    program = probe_program(("ProbeA", "ProbeB"))
+    options = OptionsMap.from_dict({"ProbeA": {"k": 1}})
+    device, runner = open_runner(profile)
+    try:
+        first = runner.check_program(program, options, probes=("ProbeA", "ProbeB"))
+        assert first.ok, first.render()
+        on_device = next((tmp_path / "work" / "programs").glob("user-*.pte"))
+        cached = cache_root() / "programs" / "user" / f"{_sha256(program)}.pte"
+        assert CacheEntry(USER_PROGRAM_KIND, cached).use()
+        data = on_device.read_bytes()  # damaged on the device behind the harness's back
+        on_device.write_bytes(data[:8] + b"\xff" * 24 + data[32:])
+
+        damaged = runner.check_program(program, options, probes=("ProbeA", "ProbeB"))
+
+        assert not damaged.ok
+        assert {r.verdict.report.detail for r in damaged.results} == {0x23}, damaged.render()
+        assert not on_device.exists() and not cached.exists()  # removed at once
+        again = runner.check_program(program, options, probes=("ProbeA", "ProbeB"))
+        assert again.ok and on_device.read_bytes() == data
+    finally:
+        runner.close()
+        device.close()
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()

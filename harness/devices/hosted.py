@@ -31,6 +31,7 @@ from harness.devices.deployment import (
     choose_deployment,
     no_glibc_hint,
 )
+from harness.devices.device_files import USER_PROGRAM_PREFIX, USER_PROGRAMS_BOUND, keep_bounded
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.link.stream import StreamChannel
@@ -250,10 +251,19 @@ class HostedDevice(Device):
 
     def push_program(self, local: Path) -> str:
         """Device path of the program file ``local``, named by its content and pushed
-        unless the device has it already."""
-        remote = posixpath.join(self.work_dir, "programs", f"user-{_sha256(local)[:16]}.pte")
+        unless the device has it already. The user programs kept on the device stay
+        within :data:`USER_PROGRAMS_BOUND` bytes, the least recently used removed first."""
+        remote = posixpath.join(
+            self.work_dir, "programs", f"{USER_PROGRAM_PREFIX}{_sha256(local)[:16]}.pte"
+        )
         self.push_once(local, remote)
+        keep_bounded(self.transport, remote, USER_PROGRAMS_BOUND, self.profile.timeouts.command)
         return remote
+
+    def forget_program(self, remote: str) -> None:
+        """Remove the program file at ``remote`` (a load said it is damaged)."""
+        self._pushed.pop(remote, None)
+        self.transport.run(["rm", "-f", "--", remote], timeout=self.profile.timeouts.command)
 
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Core files the agent left in the work directory (:mod:`harness.devices.core_files`);
