@@ -73,6 +73,7 @@ from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, describe_error
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
+from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
@@ -422,6 +423,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         )
         if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
             item.stash[_COUNTS_AS_INFRA] = True
+        if isinstance(infra, DiskTrouble) and slot is not None:  # said once, not per test
+            slot.health.quarantine(describe_error(infra))
     if slot is not None:
         error = call.excinfo.value if call.excinfo is not None else None
         payload.update(_device_payload(item, slot, report, infra, error))

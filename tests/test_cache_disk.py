@@ -115,3 +115,70 @@ def test_the_history_lives_apart_from_the_cache_and_outlives_it(tmp_path, monkey
     db.close()
     monkeypatch.setenv("ET_HARNESS_DATA", str(tmp_path / "mine"))
     assert store_target(None) == str(tmp_path / "mine" / "history.sqlite")
+
+
+WORK_CASES = """\
+import os
+
+import pytest
+
+DISK = {disk!r}
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_push(device, tmp_path, n):
+    if n == 2:  # the work folder's disk fills up mid-run
+        filler = os.open(os.path.join(DISK, "filler"), os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(filler, b"x" * 65536)
+        except OSError:
+            pass
+        os.close(filler)
+    program = tmp_path / "p.pte"
+    program.write_bytes(bytes([n]) * 200_000)
+    device.push_program(program)
+"""
+
+
+@pytest.fixture
+def work_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 48 MiB tmpfs at ``tmp_path/work``: room for the agent, little more."""
+    require("mount", "umount", root=True)
+    place = tmp_path / "work"
+    place.mkdir(mode=0o700)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(place)], check=True
+    )
+    try:
+        yield place
+    finally:
+        subprocess.run(["umount", "-l", str(place)], check=True)
+
+
+def test_a_work_folder_that_fills_mid_run_is_one_line_and_the_rest_infra(work_disk, tmp_path):
+    devices = tmp_path / "devices"
+    devices.mkdir()
+    (devices / "small.yaml").write_text(
+        f"name: small\ntransport: {{kind: local}}\nwork_dir: {work_disk}\n", "utf-8"
+    )
+    (tmp_path / "test_cases.py").write_text(WORK_CASES.format(disk=str(work_disk)), "utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(ET_HARNESS_HISTORY="off", PYTHONPATH=str(REPO))
+    results = tmp_path / "results"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_cases.py", "-q", "-p", "no:cacheprovider",
+         "--devices-dir", str(devices), "--device", "small", "--results-dir", str(results),
+         "--lock-dir", str(tmp_path / "locks")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    output = run.stdout + run.stderr
+    outcomes = [
+        json.loads(line)["outcome"] for line in (results / "results.jsonl").read_text().splitlines()
+    ]
+    assert outcomes == ["passed", "passed", "infra", "infra", "infra", "infra"], output
+    line = f"DiskTrouble: {work_disk}/programs: no space left on the device (copying p.pte"
+    assert output.count(line) == 2, output  # the test's own line, and the quarantine's
+    assert "give the device a work_dir on a disk with room" in output
+    assert "INFRA 3 test(s) on small not started: the device is quarantined" in output
+    assert "Traceback" not in output, output
