@@ -64,7 +64,9 @@ def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
     if profile.emulator is not None:
         from harness.emulators.adb.phone import EmulatedPhone
 
-        emulator = resources.enter_context(EmulatedPhone(emulator_home(profile, resources)))
+        emulator = EmulatedPhone(emulator_home(profile, resources))
+        emulator.start()  # on failure, it stops what it started
+        resources.callback(emulator.stop)
         profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, AdbTransport(adb_settings(profile)), resources, emulator)
 

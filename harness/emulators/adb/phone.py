@@ -9,7 +9,6 @@ given. A server the user runs (a real phone's) is never started or stopped here.
 from __future__ import annotations
 
 from pathlib import Path
-from types import TracebackType
 
 from harness.emulators.adb.launcher import AdbEmulator
 from harness.emulators.adb.server import PrivateAdbServer
@@ -47,15 +46,3 @@ class EmulatedPhone:
     def kill(self) -> None:
         """End the daemon abruptly, as a crashing phone would (the host's server stays)."""
         self.daemon.kill()
-
-    def __enter__(self) -> EmulatedPhone:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
