@@ -57,7 +57,7 @@ def test_a_cache_too_small_for_the_sdk_is_one_line_once_and_every_test_is_infra(
     assert len(records) > 20 and {r["outcome"] for r in records} == {"infra"}, output
     line = (
         f"DiskTrouble: {small_cache}/sdk: no space left on the device (fetching the "
-        "ExecuTorch SDK needs about 110.0 MB there, "
+        "ExecuTorch SDK needs about 64.0 MB there, "
     )
     assert output.count(line) == 1, output  # once for the device, in its quarantine
     assert "free space there, or point ET_HARNESS_CACHE at a folder with room" in output
@@ -182,3 +182,15 @@ def test_a_work_folder_that_fills_mid_run_is_one_line_and_the_rest_infra(work_di
     assert "give the device a work_dir on a disk with room" in output
     assert "INFRA 3 test(s) on small not started: the device is quarantined" in output
     assert "Traceback" not in output, output
+
+
+def test_a_tools_words_for_a_full_or_read_only_disk_are_read():
+    import errno
+
+    from harness.lifecycle.disk import said_in
+
+    pip = "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"
+    assert said_in(pip) == errno.ENOSPC
+    assert said_in("ld: final link failed: Read-only file system") == errno.EROFS
+    assert said_in("cc1plus: error: Disk quota exceeded") == errno.EDQUOT
+    assert said_in("error: 'foo' was not declared in this scope") is None

@@ -50,9 +50,9 @@ _KEPT_FILES = ("data/bin/flatc", "backends/xnnpack/serialization/schema.fbs")
 _LAYOUT_REVISION = 2
 
 _PIP_TIMEOUT_S = 600
-# What a fetch writes beside its target at most: the wheel (19 MB for 1.5.1 x86_64) and
-# the parts kept of it (82 MB).
-_FETCH_BYTES = 110 << 20
+# What a fetch writes beside its target at most: the wheel (19 MB for 1.5.1 x86_64) as
+# pip unpacks it and as it keeps it, and the parts kept of it (22 MB), with some room.
+_FETCH_BYTES = 64 << 20
 _FETCH_STEP = "fetching the ExecuTorch SDK"
 
 
@@ -252,8 +252,9 @@ def _download_wheel(abi: str, dest: Path) -> Path:
     ]  # fmt: skip
     try:
         result = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False
-        )
+            argv, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False,
+            env={**os.environ, "TMPDIR": str(dest.parent)},  # its unpacking too: one disk
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise SdkDownloadFailed(
             f"pip download of executorch=={EXECUTORCH_VERSION} for {platform} took over "
