@@ -316,3 +316,34 @@ def _sha256(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+RACER = """
+import sys, time
+from pathlib import Path
+from harness.agent.flatc import cached_program
+from harness.lifecycle.cache_entry import CacheEntry
+
+def generate():
+    Path(sys.argv[1], str(__import__("os").getpid())).write_text("")  # who made it
+    time.sleep(0.5)
+    return bytes(range(256)) * 40
+
+path = cached_program("probe", ["raced"], generate)
+print(path, CacheEntry("program", path).damage())
+"""
+
+
+def test_concurrent_runs_make_an_entry_once_and_all_use_it(own_cache, tmp_path):
+    makers = tmp_path / "makers"
+    makers.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-c", RACER, str(makers)]
+    racers = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+        for _ in range(4)
+    ]
+    said = {racer.communicate(timeout=60)[0] for racer in racers}
+    assert all(racer.returncode == 0 for racer in racers)
+    assert len(said) == 1 and said.pop().endswith(".pte None\n")  # one path, intact for all
+    assert len(list(makers.iterdir())) == 1  # made once
