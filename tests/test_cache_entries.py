@@ -347,3 +347,16 @@ def test_concurrent_runs_make_an_entry_once_and_all_use_it(own_cache, tmp_path):
     assert all(racer.returncode == 0 for racer in racers)
     assert len(said) == 1 and said.pop().endswith(".pte None\n")  # one path, intact for all
     assert len(list(makers.iterdir())) == 1  # made once
+
+
+def test_an_entry_whose_record_is_damaged_is_made_again(own_cache, capfd):
+    made = subprocess.run(  # by an earlier run
+        [sys.executable, "-c", MAKER], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    path = Path(made.stdout.splitlines()[0])
+    Path(f"{path}.entry").write_text("{not json", "utf-8")
+    capfd.readouterr()
+    again = []
+    cached_program("probe", [0], lambda: again.append(1) or _program(0, 10_000))
+    assert again == [1] and CacheEntry("program", path).damage() is None
+    assert "cannot be read" in capfd.readouterr().err

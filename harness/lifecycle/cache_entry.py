@@ -113,6 +113,9 @@ class CacheEntry:
             if _damage(self.path, _read_manifest(handle)) is not None:
                 os.close(handle)
                 return False
+        except ValueError:  # a record that is none: the builder says so and makes it again
+            os.close(handle)
+            return False
         except BaseException:
             os.close(handle)
             raise
@@ -356,6 +359,8 @@ def _damage(path: Path, record: dict[str, Any]) -> str | None:
     links = record.get("links")
     if not isinstance(files, dict) or not isinstance(links, dict):
         return "its record lists no files"
+    if not all(isinstance(v, list) and len(v) == 3 for v in files.values()):
+        return "its record's files are not size, time and hash"
     for name, (size, mtime_ns, digest) in files.items():
         full = path if name == "." else path / name
         try:
