@@ -7,6 +7,7 @@ harness cache: too small for the SDK, or filled or made read-only before a write
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -41,9 +42,8 @@ def small_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
         subprocess.run(["umount", "-l", str(place)], check=True)
 
 
-def test_a_cache_too_small_for_the_sdk_is_one_line_once_and_every_test_is_infra(
-    small_cache, tmp_path
-):
+def _dispatch_suite_on_host(tmp_path: Path) -> tuple[list[str], str]:
+    """``pytest suites/test_dispatch.py --device host``: each test's outcome, the output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(ET_HARNESS_HISTORY="off", PYTHONPATH=str(REPO))
     results = tmp_path / "results"
@@ -53,8 +53,15 @@ def test_a_cache_too_small_for_the_sdk_is_one_line_once_and_every_test_is_infra(
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     output = run.stdout + run.stderr
-    records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
-    assert len(records) > 20 and {r["outcome"] for r in records} == {"infra"}, output
+    records = (results / "results.jsonl").read_text().splitlines()
+    return [json.loads(line)["outcome"] for line in records], output
+
+
+def test_a_cache_too_small_for_the_sdk_is_one_line_once_and_every_test_is_infra(
+    small_cache, tmp_path
+):
+    outcomes, output = _dispatch_suite_on_host(tmp_path)
+    assert len(outcomes) > 20 and set(outcomes) == {"infra"}, output
     line = (
         f"DiskTrouble: {small_cache}/sdk: no space left on the device (fetching the "
         "ExecuTorch SDK needs about 64.0 MB there, "
@@ -64,6 +71,22 @@ def test_a_cache_too_small_for_the_sdk_is_one_line_once_and_every_test_is_infra(
     assert "Traceback" not in output and "pip" not in output, output
     left = [p.suffix for p in (small_cache / "sdk").iterdir()]
     assert left == [".lock"]  # nothing half-fetched left behind
+
+
+def test_a_full_cache_is_one_line_for_the_device_from_its_first_write(small_cache, tmp_path):
+    filler = os.open(small_cache / "filler", os.O_WRONLY | os.O_CREAT)
+    with contextlib.suppress(OSError):
+        while True:
+            os.write(filler, b"x" * 65536)
+    os.close(filler)
+
+    outcomes, output = _dispatch_suite_on_host(tmp_path)
+
+    assert len(outcomes) > 20 and set(outcomes) == {"infra"}, output
+    line = f"DiskTrouble: {small_cache}/locks: no space left on the device (taking the lock"
+    assert output.count(line) == 2, output  # the first test's, and the device's quarantine
+    assert f"INFRA {len(outcomes) - 1} test(s) on host not started" in output
+    assert "Traceback" not in output, output
 
 
 def test_a_cache_filled_or_made_read_only_mid_write_names_the_folder(small_cache):

@@ -47,9 +47,12 @@ class DiskTrouble(InfrastructureError):
         self.folder = folder
 
 
-def is_disk_trouble(exc: BaseException) -> bool:
-    """True for the ``OSError`` of a full, read-only or over-quota disk."""
-    return isinstance(exc, OSError) and exc.errno in DISK_ERRNOS
+def as_disk_trouble(exc: OSError, folder: Path, step: str, needed: int = 0) -> DiskTrouble | None:
+    """The one line for ``exc`` when it is a full, read-only or over-quota disk's."""
+    number = exc.errno
+    if number is None or number not in DISK_ERRNOS:
+        return None
+    return disk_trouble(folder, step, number, needed)
 
 
 def disk_trouble(folder: Path, step: str, number: int, needed: int = 0) -> DiskTrouble:
@@ -102,9 +105,10 @@ def writing(folder: Path, step: str, needed: int = 0) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.errno not in DISK_ERRNOS:
+        trouble = as_disk_trouble(exc, folder, step, needed)
+        if trouble is None:
             raise
-        raise disk_trouble(folder, step, exc.errno, needed) from None
+        raise trouble from None
 
 
 def _existing(folder: Path) -> Path:
