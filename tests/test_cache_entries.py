@@ -33,6 +33,7 @@ from harness.lifecycle.cache_entry import (
 from harness.transport.local import LocalTransport
 
 REPO = Path(__file__).resolve().parents[1]
+SHARED_CACHE = cache_root()  # the one the other tests share, before a test points elsewhere
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +143,9 @@ def test_a_truncated_cached_agent_is_rebuilt_and_runs(shared_agent, own_cache, c
 
 
 def _shared(directory_of: Callable[[str], Path]) -> Path:
-    """Where ``directory_of("x86_64")`` is in the shared cache (``ET_HARNESS_CACHE`` unset)."""
-    saved = os.environ.pop("ET_HARNESS_CACHE")
+    """Where ``directory_of("x86_64")`` is in the shared cache."""
+    saved = os.environ["ET_HARNESS_CACHE"]
+    os.environ["ET_HARNESS_CACHE"] = str(SHARED_CACHE)
     try:
         return directory_of("x86_64")
     finally:
