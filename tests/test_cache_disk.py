@@ -107,8 +107,13 @@ def test_a_cache_filled_or_made_read_only_mid_write_names_the_folder(small_cache
     transport = LocalTransport(str(work))
     program = cached_program("probe", ["small"], lambda: b"z" * 1000)
     subprocess.run(["mount", "-o", "remount,ro", str(small_cache)], check=True)
-    with pytest.raises(DiskTrouble, match=f"^{work}: the file system is read-only \\(copying"):
+    with pytest.raises(
+        DiskTrouble, match=f"^{work}: the file system is read-only \\(copying"
+    ) as ro:
         transport.push(program, str(work / program.name))
+    assert str(ro.value).endswith(
+        ": make it writable, or point ET_HARNESS_CACHE at a writable folder"
+    )
 
 
 def test_the_history_lives_apart_from_the_cache_and_outlives_it(tmp_path, monkeypatch, capsys):
@@ -202,7 +207,7 @@ def test_a_work_folder_that_fills_mid_run_is_one_line_and_the_rest_infra(work_di
     assert outcomes == ["passed", "passed", "infra", "infra", "infra", "infra"], output
     line = f"DiskTrouble: {work_disk}/programs: no space left on the device (copying p.pte"
     assert output.count(line) == 2, output  # the test's own line, and the quarantine's
-    assert "give the device a work_dir on a disk with room" in output
+    assert "give the device a work_dir in a folder with room" in output
     assert "INFRA 3 test(s) on small not started: the device is quarantined" in output
     assert "Traceback" not in output, output
 

@@ -66,10 +66,11 @@ def disk_trouble(folder: Path, step: str, number: int, needed: int = 0) -> DiskT
         fix = "make it writable"
     else:
         fix = "free space there" if number == errno.ENOSPC else "raise the quota or free space"
+    place = "writable folder" if number == errno.EROFS else "folder with room"
     elsewhere = (
-        f", or point {CACHE_ENV} at a folder with room"
+        f", or point {CACHE_ENV} at a {place}"
         if _inside(folder, cache_root())
-        else ", or give the device a work_dir on a disk with room"
+        else f", or give the device a work_dir in a {place}"
     )
     return DiskTrouble(
         f"{folder}: {DISK_ERRNOS[number]} ({step}{need}{free}): {fix}{elsewhere}", folder
