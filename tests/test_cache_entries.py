@@ -278,6 +278,26 @@ def test_user_programs_on_a_device_stay_within_their_bound_least_recently_used_f
     assert paths[0].stat().st_mtime > 1000 + 5  # marked used now
 
 
+def test_agent_builds_on_a_device_beyond_three_unused_for_a_day_are_removed(tmp_path):
+    from harness.devices.device_files import keep_latest
+
+    agents = tmp_path / "work" / "agent"
+    agents.mkdir(parents=True)
+    now = time.time()
+    ages = {"a": 9, "b": 8, "c": 7, "d": 0.5, "e": 0.2, "f": 0}  # days since last use
+    for name, days in ages.items():
+        (agents / name).mkdir()
+        (agents / name / "et-agent").write_bytes(b"x")
+        os.utime(agents / name, (now - days * 86400, now - days * 86400))
+    transport = LocalTransport(str(tmp_path / "work"))
+
+    removed = keep_latest(transport, str(agents / "a"), 3, timeout=30)  # "a": in use again
+
+    # Beyond the three most recent ("a" now, "f", "e"): "d" was used within a day, stays.
+    assert removed == [str(agents / "b"), str(agents / "c")]
+    assert sorted(p.name for p in agents.iterdir()) == ["a", "d", "e", "f"]
+
+
 def test_a_program_a_load_finds_damaged_is_removed_from_the_cache_and_the_device(
     shared_agent, tmp_path
 ):

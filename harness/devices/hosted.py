@@ -31,7 +31,13 @@ from harness.devices.deployment import (
     choose_deployment,
     no_glibc_hint,
 )
-from harness.devices.device_files import USER_PROGRAM_PREFIX, USER_PROGRAMS_BOUND, keep_bounded
+from harness.devices.device_files import (
+    AGENT_BUILDS_KEPT,
+    USER_PROGRAM_PREFIX,
+    USER_PROGRAMS_BOUND,
+    keep_bounded,
+    keep_latest,
+)
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.link.stream import StreamChannel
@@ -134,13 +140,17 @@ class HostedDevice(Device):
         """Put the agent and its libraries on the device; return the agent's path there.
 
         The directory is named after the files' content hash, so devices keep one copy
-        per build and a run never overwrites files another run is using.
+        per build and a run never overwrites files another run is using; the
+        :data:`AGENT_BUILDS_KEPT` most recently used builds are kept.
         """
         if self._agent_path is None:
             files = self._agent_files()
             digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
             remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
             self.push_each_once([(f, posixpath.join(remote_dir, f.name)) for f in files])
+            keep_latest(
+                self.transport, remote_dir, AGENT_BUILDS_KEPT, self.profile.timeouts.command
+            )
             self._agent_path = posixpath.join(remote_dir, files[0].name)
         return self._agent_path
 
