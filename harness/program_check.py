@@ -30,9 +30,14 @@ from harness.check.option_contracts import (
     judge_options,
 )
 from harness.codec.mapfile import load_map
-from harness.data.messages import LoadPath
+from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
+from harness.data.runtime_error import RuntimeErrorCode
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import writing
+
+USER_PROGRAM_KIND = "user-program"
 
 if TYPE_CHECKING:
     from harness.check import Verdict
@@ -95,10 +100,13 @@ def check_program(
     *,
     probes: Sequence[str] = (),
     strict: bool = False,
+    forget: Callable[[str], None] | None = None,
 ) -> ProgramCheck:
     """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
     map's options its backends will ignore are warned of (:class:`NoEffectWarning`),
-    and fail the check when ``strict``."""
+    and fail the check when ``strict``. When a load says the program is damaged, its
+    copies (the cache's, and the device's through ``forget``) are removed at once: the
+    next check sends it again."""
     contents = read_program(program)
     sent = options if isinstance(options, OptionsMap) else load_map(options)
     ignored = judge_options(sent, Route.LOAD, probes=probes)
@@ -106,7 +114,8 @@ def check_program(
         warnings.warn(NoEffectWarning(warning.text), stacklevel=3)
     real = [e.name for e in runner.hello.entries if not e.is_probe]
     _check_backends(contents, real, probes)
-    remote = push(_cached_copy(contents))
+    cached = _cached_copy(contents)
+    remote = push(cached)
     results = []
     for method in contents.methods:
         unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
@@ -121,8 +130,20 @@ def check_program(
             )
             results.append(MethodVerdict(method.name, path, verdict))
             runner.reset()
+    if any(_says_damaged(r.verdict) for r in results):
+        CacheEntry(USER_PROGRAM_KIND, cached).discard()
+        if forget is not None:
+            forget(remote)
     methods = tuple(m.name for m in contents.methods)
     return ProgramCheck(contents.source, methods, tuple(results), ignored, strict)
+
+
+def _says_damaged(verdict: Verdict) -> bool:
+    """The runtime refused the program itself (``Error::InvalidProgram``)."""
+    report = verdict.report
+    return (
+        report.outcome is Outcome.RUNTIME_ERROR and report.detail == RuntimeErrorCode.InvalidProgram
+    )
 
 
 def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequence[str]) -> None:
@@ -149,10 +170,14 @@ def _cached_copy(contents: ProgramContents) -> Path:
     pushed is what was checked, whatever happens to the user's file meanwhile."""
     digest = hashlib.sha256(contents.data).hexdigest()
     directory = cache_root() / "programs" / "user"
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{digest}.pte"
-    if not path.is_file() or path.stat().st_size != len(contents.data):
-        partial = directory / f".{digest}.{os.getpid()}.tmp"
-        partial.write_bytes(contents.data)
-        partial.replace(path)
+    entry = CacheEntry(USER_PROGRAM_KIND, path)
+    if not entry.use():
+        with entry.building() as intact:
+            if not intact:
+                with writing(directory, f"keeping a copy of {contents.source}"):
+                    partial = directory / f".{digest}.{os.getpid()}.tmp"
+                    partial.write_bytes(contents.data)
+                    partial.replace(path)
+                entry.commit()
     return path

@@ -93,6 +93,7 @@ from harness.farm.slot import (
 )
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
+from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.runner import CaseRunner
 from harness.transport.base import TransportError
@@ -124,12 +125,18 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     settle_rootdir(early_config, args)
 
 
-def _check_sdk_from_environment() -> None:
-    """A ``$ET_HARNESS_SDK`` that is no usable prefix is one usage error at the start, not
-    a traceback in the setup of every test."""
+def _check_environment() -> None:
+    """A ``$ET_HARNESS_SDK`` that is no usable prefix (or an ``$ET_HARNESS_CACHE_LIMIT``
+    that is no size) is one usage error at the start, not a traceback in the setup of
+    every test."""
     from harness.agent.sdk import SdkError
     from harness.agent.sdk_prefix import prefix_from_environment, sdk_from_prefix
+    from harness.lifecycle.cache_entry import CacheLimitError, size_limit
 
+    try:
+        size_limit()
+    except CacheLimitError as exc:
+        raise pytest.UsageError(str(exc)) from None
     prefix = prefix_from_environment()
     if prefix is not None:
         try:
@@ -158,7 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not message.startswith("--device"):
             message = f"--device: {message}"
         raise pytest.UsageError(message) from None
-    _check_sdk_from_environment()
+    _check_environment()
     config.stash[_USER_PROGRAM] = user_program(config)  # a bad --program: a usage error now
     deadline = (
         RunDeadline(**worker["et_deadline"])
@@ -474,6 +481,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         )
         if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
             item.stash[_COUNTS_AS_INFRA] = True
+        if isinstance(infra, DiskTrouble) and slot is not None:  # said once, not per test
+            slot.health.quarantine(describe_error(infra))
     if slot is not None:
         error = call.excinfo.value if call.excinfo is not None else None
         payload.update(_device_payload(item, slot, report, infra, error))

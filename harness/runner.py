@@ -125,7 +125,8 @@ class CaseRunner:
     whose delegates are the given ids, pushing it first if needed ("" on devices
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
     before every request; ``push_program`` returns the device path of a program
-    file, pushed if needed (:meth:`check_program`).
+    file, pushed if needed, and ``forget_program`` removes one a load found damaged
+    (:meth:`check_program`).
     """
 
     def __init__(
@@ -134,10 +135,12 @@ class CaseRunner:
         program_for: Callable[[tuple[str, ...]], str],
         time_limit: TimeLimit | None = None,
         push_program: Callable[[Path], str] | None = None,
+        forget_program: Callable[[str], None] | None = None,
     ) -> None:
         self._start_link = start_link
         self._program_for = program_for
         self._push_program = push_program
+        self._forget_program = forget_program
         self._time_limit = time_limit  # checked before every request (e.g. the run's deadline)
         self._link: AgentLink | None = None
         self._hello: Report | None = None
@@ -454,7 +457,15 @@ class CaseRunner:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
         strict = self.strict_options if strict is None else strict
-        return check_program(self, self._push_program, program, sent, probes=probes, strict=strict)
+        return check_program(
+            self,
+            self._push_program,
+            program,
+            sent,
+            probes=probes,
+            strict=strict,
+            forget=self._forget_program,
+        )
 
     def execute(self) -> Report:
         """Execute the loaded program (every loaded model, in model order) once more."""
@@ -543,7 +554,11 @@ def open_runner(
         return link
 
     return device, CaseRunner(
-        start_link, device.program_for, time_limit=time_limit, push_program=device.push_program
+        start_link,
+        device.program_for,
+        time_limit=time_limit,
+        push_program=device.push_program,
+        forget_program=device.forget_program,
     )
 
 

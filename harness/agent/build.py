@@ -19,12 +19,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from harness.agent.sdk import SdkPaths, ensure_sdk
 from harness.agent.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import disk_trouble, said_in, writing
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"
@@ -42,6 +42,7 @@ SANITIZERS = ("thread",)
 _MIN_CMAKE = (3, 28)
 _BUILD_TIMEOUT_S = 900
 _LOG_TAIL_LINES = 40
+_BUILD_BYTES = 40 << 20  # a build tree and its install: 19 MB for x86_64
 
 
 class AgentBuildError(UsageError):
@@ -112,20 +113,21 @@ def ensure_agent(
     builds = cache_root() / "agent"
     variant = f"{abi}-{sanitizer}" if sanitizer else abi
     target = builds / f"{variant}-{key}"
-    build = _describe(abi, target, sdk)
-    if build is not None:
-        return build
-    builds.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(target) + ".lock"):
+    entry = CacheEntry("agent", target)
+    if entry.use():
         build = _describe(abi, target, sdk)
         if build is not None:
             return build
-        print(
-            f"building ExecuTorch device agent for {variant} (first run, ~{estimate_s} s)...",
-            file=sys.stderr,
-            flush=True,
-        )
-        _build(abi, sdk, toolchain, sanitizer, target, builds / f"{variant}-{key}.log")
+    with entry.building(adopt=lambda: _describe(abi, target, sdk) is not None) as intact:
+        if not intact:
+            print(
+                f"building ExecuTorch device agent for {variant} (first run, ~{estimate_s} s)...",
+                file=sys.stderr,
+                flush=True,
+            )
+            with writing(builds, f"building the agent for {variant}", needed=_BUILD_BYTES):
+                _build(abi, sdk, toolchain, sanitizer, target, builds / f"{variant}-{key}.log")
+            entry.commit()
     build = _describe(abi, target, sdk)
     if build is None:
         raise AgentBuildFailed(
@@ -274,6 +276,9 @@ def _build(
                 ) from None
             if result.returncode != 0:
                 sink.flush()
+                disk = said_in(_tail(log))
+                if disk is not None:  # the compiler's own words say no more than this
+                    raise disk_trouble(target.parent, f"building the agent for {abi}", disk)
                 raise AgentBuildFailed(
                     f"building the agent for {abi} failed at `{' '.join(argv[:2])} ...` "
                     f"(exit code {result.returncode}). Full log: {log}\n{_tail(log)}",

@@ -16,10 +16,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import filelock
-
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import writing
 
 _FLATC_TIMEOUT_S = 60
 
@@ -56,19 +56,26 @@ def cached_program(kind: str, key: object, generate: Callable[[], bytes]) -> Pat
     text = json.dumps(key, ensure_ascii=True, sort_keys=True)
     digest = hashlib.sha256(text.encode("ascii")).hexdigest()[:24]
     target = _programs_dir() / f"{kind}-{digest}.pte"
-    if target.is_file():
-        return target
-    with filelock.FileLock(str(target) + ".lock"):
-        if not target.is_file():
-            with tempfile.NamedTemporaryFile(
-                dir=target.parent, prefix=f".{kind}-", delete=False
-            ) as sink:
-                sink.write(generate())
-            os.replace(sink.name, target)
+    entry = CacheEntry("program", target)
+    if not entry.use():
+        with entry.building(adopt=target.is_file) as intact:
+            if not intact:
+                sink = tempfile.NamedTemporaryFile(
+                    dir=target.parent, prefix=f".{kind}-", delete=False
+                )
+                try:
+                    with writing(target.parent, f"writing the {kind} program"), sink:
+                        sink.write(generate())
+                    os.replace(sink.name, target)
+                except BaseException:
+                    Path(sink.name).unlink(missing_ok=True)
+                    raise
+                entry.commit()
     return target
 
 
 def _programs_dir() -> Path:
     path = cache_root() / "programs"
-    path.mkdir(parents=True, exist_ok=True)
+    with writing(path, "writing a generated program"):
+        path.mkdir(parents=True, exist_ok=True)
     return path

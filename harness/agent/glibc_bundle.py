@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from harness.agent.build import AGENT_BINARY_NAME, AgentBuild
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import writing
 
 GLIBC_SYSROOT = Path("/usr/aarch64-linux-gnu")  # Debian's libc6-arm64-cross and friends
 LOADER_NAME = "ld-linux-aarch64.so.1"
@@ -127,10 +127,13 @@ def ensure_glibc_bundle(build: AgentBuild, sysroot: Path = GLIBC_SYSROOT) -> Gli
     for name in sorted(inputs):
         key.update(f"{name}\0{_sha256(inputs[name])}\n".encode())
     target = cache_root() / "bundle" / f"{BUNDLE_ABI}-{key.hexdigest()[:16]}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(f"{target}.lock"):
-        if not (target / "complete").is_file():
-            _make(target, inputs)
+    entry = CacheEntry("bundle", target)
+    if not entry.use():
+        with entry.building(adopt=(target / "complete").is_file) as intact:
+            if not intact:
+                with writing(target.parent, "making the glibc bundle"):
+                    _make(target, inputs)
+                entry.commit()
     libraries = sorted(name for name in inputs if name != AGENT_BINARY_NAME)
     return GlibcBundle(
         directory=target,

@@ -32,6 +32,8 @@ import filelock
 
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import disk_trouble, said_in, writing
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "agent" / "executorch-sdk.lock"
 
@@ -50,6 +52,10 @@ _KEPT_FILES = ("data/bin/flatc", "backends/xnnpack/serialization/schema.fbs")
 _LAYOUT_REVISION = 2
 
 _PIP_TIMEOUT_S = 600
+# What a fetch writes beside its target at most: the wheel (19 MB for 1.5.1 x86_64) as
+# pip unpacks it and as it keeps it, and the parts kept of it (22 MB), with some room.
+_FETCH_BYTES = 64 << 20
+_FETCH_STEP = "fetching the ExecuTorch SDK"
 
 
 class SdkError(UsageError):
@@ -196,19 +202,23 @@ def ensure_sdk(abi: str, version: str = EXECUTORCH_VERSION) -> SdkPaths:
         )
     target = sdk_dir(abi, version)
     paths = SdkPaths(root=target, abi=abi, version=version)
-    if _is_complete(paths):
+    entry = CacheEntry("sdk", target)
+    if entry.use():
         return paths
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(target) + ".lock"):
-        if _is_complete(paths):
+    with entry.building(adopt=lambda: _is_complete(paths)) as intact:
+        if intact:
             return paths
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
+        with (
+            writing(target.parent, _FETCH_STEP, needed=_FETCH_BYTES),
+            tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp,
+        ):
             wheel = _download_wheel(abi, version, Path(tmp))
             staging = Path(tmp) / "sdk"
             _extract_sdk(wheel, staging)
             if target.exists():  # a partial tree from an interrupted run: moved aside
                 target.rename(Path(tmp) / "replaced")  # and removed with the staging dir
             staging.rename(target)
+        entry.commit()
     return paths
 
 
@@ -271,8 +281,9 @@ def _download_wheel(abi: str, version: str, tmp: Path) -> Path:
     ]  # fmt: skip
     try:
         result = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False
-        )
+            argv, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False,
+            env={**os.environ, "TMPDIR": str(dest.parent)},  # its unpacking too: one disk
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise SdkDownloadFailed(
             f"pip download of executorch=={version} for {platform} took over "
@@ -281,6 +292,9 @@ def _download_wheel(abi: str, version: str, tmp: Path) -> Path:
     wheels = sorted(dest.glob("executorch-*.whl")) if dest.is_dir() else []
     if result.returncode != 0 or len(wheels) != 1:
         output = (result.stderr.strip() or result.stdout.strip())[-2000:]
+        disk = said_in(output)
+        if disk is not None:  # pip's traceback says no more than this line
+            raise disk_trouble(dest.parent.parent, _FETCH_STEP, disk, _FETCH_BYTES)
         raise SdkDownloadFailed(
             f"could not download the executorch {version} wheel for {platform} "
             f"(pip exit code {result.returncode}). Check that PyPI is reachable, or run by hand:\n"

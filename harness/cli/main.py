@@ -10,7 +10,9 @@
 - ``et-harness bench``: measure what a case costs (docs/performance.md);
 - ``et-harness devices``: list the device profiles;
 - ``et-harness history``: what changed since the last run, flaky checks, device
-  health, where a failure began (docs/device-farm.md, "Run history").
+  health, where a failure began (docs/device-farm.md, "Run history");
+- ``et-harness cache [clean] [--kind K]``: what the harness cache holds, and cleaning
+  it (docs/lifecycle.md, "The cache and the data").
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
+from harness.cli import cache_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
@@ -464,6 +467,7 @@ def _main(argv: list[str] | None) -> int:
     bench_cmd.add_argument("--json", help="write all figures to this JSON file")
 
     history_command.add_parser(commands, _positive_int)
+    cache_command.add_parser(commands)
 
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "run":
@@ -476,6 +480,7 @@ def _main(argv: list[str] | None) -> int:
         "doctor": _cmd_doctor,
         "emu": _cmd_emu,
         "history": _cmd_history,
+        "cache": cache_command.run_cache,
     }
     try:
         if args.command != "emu" and getattr(args, "device", None) is not None:

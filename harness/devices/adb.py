@@ -62,14 +62,12 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
     resources, emulator = context.resources, None
     if profile.emulator is not None:
-        from harness.emulators.adb.launcher import AdbEmulator
-        from harness.emulators.adb.server import PrivateAdbServer
+        from harness.emulators.adb.phone import EmulatedPhone
 
-        home = emulator_home(profile, resources)
-        server = resources.enter_context(PrivateAdbServer(home / "adb-server"))
-        emulator = AdbEmulator(home / "device-root")
-        resources.enter_context(emulator)
-        profile = with_settings(profile, **emulator.settings, server_port=server.port)
+        emulator = EmulatedPhone(emulator_home(profile, resources))
+        emulator.start()  # on failure, it stops what it started
+        resources.callback(emulator.stop)
+        profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, AdbTransport(adb_settings(profile)), resources, emulator)
 
 

@@ -112,6 +112,11 @@ class Device(abc.ABC):
             "Android device"
         )
 
+    def forget_program(self, remote: str) -> None:
+        """Remove the program file at ``remote`` from the device (a load said it is
+        damaged); a device without a file system has none."""
+        return None
+
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Files a crashed agent left on the device, pulled into ``dest``; none by default."""
         return []

@@ -32,6 +32,13 @@ from harness.devices.deployment import (
     choose_deployment,
     no_glibc_hint,
 )
+from harness.devices.device_files import (
+    AGENT_BUILDS_KEPT,
+    USER_PROGRAM_PREFIX,
+    USER_PROGRAMS_BOUND,
+    keep_bounded,
+    keep_latest,
+)
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.link.stream import StreamChannel
@@ -140,13 +147,17 @@ class HostedDevice(Device):
         """Put the agent and its libraries on the device; return the agent's path there.
 
         The directory is named after the files' content hash, so devices keep one copy
-        per build and a run never overwrites files another run is using.
+        per build and a run never overwrites files another run is using; the
+        :data:`AGENT_BUILDS_KEPT` most recently used builds are kept.
         """
         if self._agent_path is None:
             files = self._agent_files()
             digest = hashlib.sha256(b"".join(_sha256(f).encode() for f in files)).hexdigest()
             remote_dir = posixpath.join(self.work_dir, "agent", digest[:16])
             self.push_each_once([(f, posixpath.join(remote_dir, f.name)) for f in files])
+            keep_latest(
+                self.transport, remote_dir, AGENT_BUILDS_KEPT, self.profile.timeouts.command
+            )
             self._agent_path = posixpath.join(remote_dir, files[0].name)
         return self._agent_path
 
@@ -257,10 +268,19 @@ class HostedDevice(Device):
 
     def push_program(self, local: Path) -> str:
         """Device path of the program file ``local``, named by its content and pushed
-        unless the device has it already."""
-        remote = posixpath.join(self.work_dir, "programs", f"user-{_sha256(local)[:16]}.pte")
+        unless the device has it already. The user programs kept on the device stay
+        within :data:`USER_PROGRAMS_BOUND` bytes, the least recently used removed first."""
+        remote = posixpath.join(
+            self.work_dir, "programs", f"{USER_PROGRAM_PREFIX}{_sha256(local)[:16]}.pte"
+        )
         self.push_once(local, remote)
+        keep_bounded(self.transport, remote, USER_PROGRAMS_BOUND, self.profile.timeouts.command)
         return remote
+
+    def forget_program(self, remote: str) -> None:
+        """Remove the program file at ``remote`` (a load said it is damaged)."""
+        self._pushed.pop(remote, None)
+        self.transport.run(["rm", "-f", "--", remote], timeout=self.profile.timeouts.command)
 
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Core files the agent left in the work directory (:mod:`harness.devices.core_files`);

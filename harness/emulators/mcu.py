@@ -28,13 +28,13 @@ import tempfile
 from pathlib import Path
 from subprocess import PIPE
 
-from filelock import FileLock
-
 from harness.agent.runtime_source import RuntimeSource, find_runtime_source
 from harness.agent.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
 from harness.config.mcu_boards import DEFAULT_MACHINE, board
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import disk_trouble, said_in, writing
 from harness.lifecycle.process import STOP_GRACE, ManagedProcess, on_free_port
 from harness.link.serial.arq import BootHelloMissing, LinkConfig, SerialLink
 from harness.link.serial.connect import connect as connect_port
@@ -125,57 +125,71 @@ def build_firmware(
     source_hash = firmware_source_hash(machine, source)
     target = cache_dir / source_hash
     elf = target / FIRMWARE_NAME
-    if elf.is_file():
+    entry = CacheEntry("firmware", target)
+    if entry.use():
         return elf
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cache_dir / f"{source_hash}.lock")):
-        if elf.is_file():
+    with entry.building(adopt=elf.is_file) as intact:
+        if intact:
             return elf
-        try:
-            sdk = ensure_sdk(host_abi())
-        except SdkError as exc:
-            raise FirmwareBuildError(
-                f"the firmware needs the ExecuTorch SDK's headers and flatc: {exc}"
-            ) from None
-        if source is not None:
-            runtime = [
-                f"EXECUTORCH_SOURCE={source.path}",
-                f"EXECUTORCH_COMMIT={source.commit}",
-                f"FLATC={sdk.flatc}",
-            ]
-        else:
-            runtime = [
-                f"EXECUTORCH_INCLUDE={sdk.include}",
-                f"EXECUTORCH_VERSION={EXECUTORCH_VERSION}",
-            ]
-        staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=cache_dir))
-        try:
-            done = subprocess.run(
-                [
-                    "make",
-                    "-C",
-                    str(FIRMWARE_SOURCES),
-                    f"-j{jobs}",
-                    f"BOARD={machine}",
-                    f"BUILD={staging}",
-                    f"BUILD_ID={source_hash[:12]}",
-                    *runtime,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=_BUILD_TIMEOUT_S,
-                check=False,
-            )
-            if done.returncode != 0:
-                raise FirmwareBuildError(
-                    f"building the MCU firmware for {machine} failed "
-                    f"(make exit {done.returncode}):\n"
-                    f"{(done.stdout + done.stderr)[-4000:]}"
-                )
-            staging.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with writing(cache_dir, f"building the MCU firmware for {machine}"):
+            _make_firmware(machine, target, source_hash, source, jobs)
+        entry.commit()
     return elf
+
+
+def _make_firmware(
+    machine: str, target: Path, source_hash: str, source: RuntimeSource | None, jobs: int
+) -> None:
+    """Build the firmware into a staging directory beside ``target`` and rename it there."""
+    try:
+        sdk = ensure_sdk(host_abi())
+    except SdkError as exc:
+        raise FirmwareBuildError(
+            f"the firmware needs the ExecuTorch SDK's headers and flatc: {exc}"
+        ) from None
+    if source is not None:
+        runtime = [
+            f"EXECUTORCH_SOURCE={source.path}",
+            f"EXECUTORCH_COMMIT={source.commit}",
+            f"FLATC={sdk.flatc}",
+        ]
+    else:
+        runtime = [
+            f"EXECUTORCH_INCLUDE={sdk.include}",
+            f"EXECUTORCH_VERSION={EXECUTORCH_VERSION}",
+        ]
+    staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=target.parent))
+    try:
+        done = subprocess.run(
+            [
+                "make",
+                "-C",
+                str(FIRMWARE_SOURCES),
+                f"-j{jobs}",
+                f"BOARD={machine}",
+                f"BUILD={staging}",
+                f"BUILD_ID={source_hash[:12]}",
+                *runtime,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=_BUILD_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            disk = said_in(done.stdout + done.stderr)
+            if disk is not None:  # the compiler's own words say no more than this
+                raise disk_trouble(target.parent, f"building the MCU firmware for {machine}", disk)
+            raise FirmwareBuildError(
+                f"building the MCU firmware for {machine} failed "
+                f"(make exit {done.returncode}):\n"
+                f"{(done.stdout + done.stderr)[-4000:]}"
+            )
+        if target.exists():  # what a removal left: the entry's record is gone already
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def firmware_size(elf: Path) -> dict[str, int]:

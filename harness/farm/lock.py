@@ -27,6 +27,7 @@ import filelock
 from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.disk import writing
 from harness.transport.base import DeviceUnavailable
 
 _COMMAND_CHARS = 300
@@ -100,9 +101,11 @@ class DeviceLock:
 
     def acquire(self, timeout: float) -> None:
         """Take the lock, waiting at most ``timeout`` seconds; :class:`DeviceBusy` if not."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        step = f"taking the lock on device {self.device!r}"
         try:
-            self._lock.acquire(timeout=timeout)
+            with writing(self.path.parent, step):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock.acquire(timeout=timeout)
         except filelock.Timeout:
             holder = self.holder()
             who = holder.describe() if holder else "a process that left no holder note"
@@ -112,8 +115,14 @@ class DeviceLock:
                 "to end)"
             ) from None
         note = self.holder_path.with_name(f".{self.holder_path.name}.{os.getpid()}")
-        note.write_text(json.dumps(asdict(LockHolder.this_process(self.device))), "utf-8")
-        os.replace(note, self.holder_path)
+        try:
+            with writing(self.path.parent, step):
+                note.write_text(json.dumps(asdict(LockHolder.this_process(self.device))), "utf-8")
+                os.replace(note, self.holder_path)
+        except BaseException:
+            note.unlink(missing_ok=True)
+            self._lock.release(force=True)
+            raise
 
     def release(self) -> None:
         """Give the device up (the holder note first, so it never names the next holder)."""

@@ -155,8 +155,10 @@ class DeviceSlot:
         assert self.runner is not None
         try:
             hello = self.runner.hello
-        except (TransportError, RunnerError) as exc:
-            if self._restart_emulator(which, exc):
+        except Exception as exc:  # the link, the runner, or the harness's own disk
+            if not isinstance(exc, TransportError | RunnerError) and not infrastructure_error(exc):
+                raise
+            if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
                 return
             lab_wide = self._quarantine_place(exc, f"{which} failed: {describe_error(exc)}")
             self.health.quarantine(f"{which} failed: {describe_error(exc)}{lab_wide}")

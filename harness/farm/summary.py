@@ -104,7 +104,7 @@ def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:
     found: dict[str, str] = {}
     for result in results:
         if result.infra and result.infra.type == _QUARANTINED and result.device:
-            found.setdefault(where(result), one_line(result.infra.message))
+            found.setdefault(where(result), one_line(result.infra.message, 500))  # its cause whole
     return found
 
 

@@ -33,7 +33,7 @@ def add_parser(commands: Any, positive_int: Any) -> None:
         "--history",
         metavar="STORE",
         help="SQLite file or postgresql:// URL (default: $ET_HARNESS_HISTORY or "
-        "~/.cache/et-harness/history.sqlite)",
+        "~/.local/share/et-harness/history.sqlite)",
     )
     cmd.add_argument("--device", dest="on_device", help="only tests on this device")
     cmd.add_argument("--backend", help="only tests whose verdicts checked this backend")

@@ -25,6 +25,7 @@ from harness.farm.records import CaseResult
 from harness.farm.results import RunInfo
 from harness.history.records import RunIdentity, case_row, run_id, run_row
 from harness.history.target import OFF, TargetError, driver_of, store_target
+from harness.lifecycle.disk import DiskTrouble
 
 OPTION = "--history"
 
@@ -36,7 +37,7 @@ def add_history_option(parser: pytest.Parser) -> None:
         default=None,
         metavar="STORE",
         help="the run history: an SQLite file or a postgresql:// URL; 'off' for none "
-        "(default: $ET_HARNESS_HISTORY or ~/.cache/et-harness/history.sqlite)",
+        "(default: $ET_HARNESS_HISTORY or ~/.local/share/et-harness/history.sqlite)",
     )
 
 
@@ -55,7 +56,10 @@ class LiveHistory:
     def of(cls, config: pytest.Config) -> LiveHistory | None:
         """The run's history writer, or None with ``--history off``; a ``--history`` no
         store can be made of is a usage error before any test."""
-        target = store_target(config.getoption("history"))
+        try:
+            target = store_target(config.getoption("history"))
+        except DiskTrouble as exc:  # the data folder, where an older history was to move
+            raise pytest.UsageError(f"--history: {exc}") from None
         if target == OFF:
             return None
         try:

@@ -1,7 +1,7 @@
 """The history store: an SQLite file (default) or a lab's PostgreSQL, over SQLAlchemy 2.
 
 :func:`~harness.history.target.store_target` says where (``--history``,
-``$ET_HARNESS_HISTORY``, or ``<cache>/history.sqlite``); :meth:`HistoryStore.open`
+``$ET_HARNESS_HISTORY``, or ``<data folder>/history.sqlite``); :meth:`HistoryStore.open`
 connects, takes the store's lock and migrates it (:mod:`harness.history.migrations`).
 Every write is its own short transaction and inserts only rows that are not there
 yet, so two runners at once never lose or corrupt rows (SQLite: ``BEGIN IMMEDIATE``

@@ -5,9 +5,15 @@ run writes its first result)."""
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+from pathlib import Path
+
+import filelock
 
 from harness.errors import UsageError
-from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache import cache_root, data_root
+from harness.lifecycle.disk import writing
 
 STORE_ENV = "ET_HARNESS_HISTORY"
 OFF = "off"
@@ -26,9 +32,34 @@ class TargetError(ValueError, UsageError):
 
 
 def store_target(option: str | None) -> str:
-    """Where the history is: the option, else ``$ET_HARNESS_HISTORY``, else the cache's
-    SQLite file; ``off`` turns it off."""
-    return option or os.environ.get(STORE_ENV) or str(cache_root() / DEFAULT_FILE)
+    """Where the history is: the option, else ``$ET_HARNESS_HISTORY``, else the SQLite
+    file in the data folder (:func:`~harness.lifecycle.cache.data_root`, never the cache,
+    which people delete); ``off`` turns it off."""
+    return option or os.environ.get(STORE_ENV) or str(default_store())
+
+
+def default_store() -> Path:
+    """The data folder's SQLite file; a history an older harness kept in the cache is
+    moved there first, once, with one line on stderr."""
+    target = data_root() / DEFAULT_FILE
+    old = cache_root() / DEFAULT_FILE
+    if target.exists() or not old.exists():
+        return target
+    with writing(target.parent, "moving the run history out of the cache"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(str(target.parent / f"{DEFAULT_FILE}.lock")):
+            if old.exists() and not target.exists():
+                for suffix in ("-wal", "-shm", "-journal"):  # SQLite's own, if left
+                    if Path(f"{old}{suffix}").exists():
+                        shutil.move(f"{old}{suffix}", f"{target}{suffix}")
+                shutil.move(old, target)
+                print(
+                    f"history: moved {old} to {target} (the cache may be deleted; the "
+                    "history is data)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    return target
 
 
 def driver_of(target: str) -> str:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.disk import as_disk_trouble, writing
 from harness.lifecycle.reap import (
     MARKER_VARIABLE,
     OwnerRecord,
@@ -75,6 +76,9 @@ class Owner:
             self._lock_fd = _hold_lock(directory / f"{self.name}.lock")
             self._save()
         except OSError as exc:
+            trouble = as_disk_trouble(exc, directory, "keeping this run's ownership record")
+            if trouble is not None:
+                raise trouble from None
             raise LifecycleError(
                 f"cannot keep an ownership record in {directory}: {exc}; make it writable "
                 "or point ET_HARNESS_CACHE at a writable directory"
@@ -294,8 +298,9 @@ def _claimed(lock_path: Path) -> Iterator[bool]:
 @contextlib.contextmanager
 def owned_directory(prefix: str, parent: Path) -> Iterator[Path]:
     """A fresh directory under ``parent``, removed on exit, or after this process dies."""
-    parent.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    with writing(parent, "making a private folder"):
+        parent.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     current().add_path(path)
     try:
         yield path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -10,6 +11,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.lifecycle.disk import writing
 from harness.lifecycle.process import run
 from harness.transport.base import (
     CommandResult,
@@ -48,8 +50,14 @@ class LocalTransport(Transport):
         target = Path(remote)
         self._private(target.parent)
         tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        shutil.copy2(local, tmp)
-        os.replace(tmp, target)
+        with writing(target.parent, f"copying {local.name} to the device"):
+            try:
+                shutil.copy2(local, tmp)
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
+                raise
 
     def pull(self, remote: str, local: Path) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)

@@ -98,7 +98,8 @@ class PrivateAdbServer:
         return self._process.pid if self._process is not None else None
 
     def start(self) -> None:
-        """Start the server and wait until it accepts connections."""
+        """Start the server and wait until it accepts connections; after a stop, on the
+        port it had."""
         self.home.mkdir(parents=True, exist_ok=True)
         if self._requested_port is not None:
             started = self._launch(self._requested_port)
@@ -109,6 +110,7 @@ class PrivateAdbServer:
         if not started:
             tail = self._process.stderr_tail() if self._process is not None else ""
             raise AdbServerError(f"adb server on port {self.port} did not start:\n{tail}")
+        self._requested_port = self.port  # started again, it keeps the port clients know
 
     def _launch(self, port: int) -> bool:
         """True once the server on ``port`` accepts connections; False if it exited."""

@@ -1,0 +1,58 @@
+"""``et-harness cache``: what the harness cache holds (kind, size, last use) and, with
+``clean``, removing it, all or one kind; entries a running process holds stay."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import LIMIT_ENV, entries, remove_unless_busy, size_limit
+from harness.lifecycle.disk import human_size
+
+
+def add_parser(commands: Any) -> None:
+    """The ``cache`` subcommand's options, on ``et-harness``'s subparsers."""
+    cmd = commands.add_parser(
+        "cache",
+        help="list what the harness cache holds (kind, size, last use), or clean it",
+        description=__doc__.split("\n\n")[0],
+    )
+    cmd.add_argument(
+        "action", nargs="?", choices=["list", "clean"], default="list", help="(default: list)"
+    )
+    cmd.add_argument("--kind", help="only entries of this kind (sdk, agent, firmware, ...)")
+
+
+def run_cache(args: argparse.Namespace) -> int:
+    listed = entries(args.kind)
+    if args.action == "clean":
+        removed = [entry for entry in listed if remove_unless_busy(entry)]
+        kept = len(listed) - len(removed)
+        freed = sum(entry.size for entry in removed)
+        busy = f"; {kept} in use by a running process kept" if kept else ""
+        print(f"removed {len(removed)} entries ({human_size(freed)}) from {cache_root()}{busy}")
+        return 0
+    now = time.time()
+    print(f"cache {cache_root()}: bound {human_size(size_limit())} (${LIMIT_ENV})")
+    width = max((len(entry.kind) for entry in listed), default=4)
+    for entry in reversed(listed):  # the most recently used first
+        print(
+            f"  {entry.kind:<{width}}  {human_size(entry.size):>9}  {_ago(now - entry.last_use):>9}"
+            f"  {entry.path.relative_to(cache_root())}"
+        )
+    kinds: dict[str, list[int]] = {}
+    for entry in listed:
+        kinds.setdefault(entry.kind, []).append(entry.size)
+    summary = ", ".join(f"{kind} {human_size(sum(sizes))}" for kind, sizes in sorted(kinds.items()))
+    total = sum(entry.size for entry in listed)
+    print(f"{len(listed)} entries, {human_size(total)}{': ' + summary if summary else ''}")
+    return 0
+
+
+def _ago(seconds: float) -> str:
+    for unit, scale in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= scale:
+            return f"{seconds / scale:.0f} {unit} ago"
+    return "just now"
