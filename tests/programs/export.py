@@ -1,0 +1,144 @@
+"""Export the project's own small real programs (``tests/programs/*.pte``).
+
+Run with the pinned versions of ``requirements.txt`` beside this file, in a virtual
+environment of its own (the harness never depends on torch):
+
+    python3 -m venv /tmp/export-venv
+    /tmp/export-venv/bin/pip install -r tests/programs/requirements.txt
+    /tmp/export-venv/bin/python tests/programs/export.py            # write the programs
+    /tmp/export-venv/bin/python tests/programs/export.py --check    # compare, write nothing
+
+Each program is a small model exported by ``torch.export`` and lowered by ExecuTorch as a
+user would (``to_edge_transform_and_lower`` with the XNNPACK partitioner where it is
+delegated, then ``to_executorch``), with fixed weights, so exporting again gives the same
+bytes; ``--check`` exports into memory and says which file differs. ``SHA256SUMS`` holds
+the digests the tests compare the committed files with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import to_edge_transform_and_lower
+from torch.export import export
+
+HERE = Path(__file__).resolve().parent
+SUMS = HERE / "SHA256SUMS"
+
+
+def _seeded_linear(features: int, seed: int) -> torch.nn.Linear:
+    """A linear layer with weights fixed by ``seed``, so every export has the same bytes."""
+    generator = torch.Generator().manual_seed(seed)
+    layer = torch.nn.Linear(features, features)
+    with torch.no_grad():
+        layer.weight.copy_(torch.rand(features, features, generator=generator) - 0.5)
+        layer.bias.copy_(torch.rand(features, generator=generator) - 0.5)
+    return layer
+
+
+class LinearReluCumsum(torch.nn.Module):
+    """linear -> relu -> cumsum: XNNPACK takes the first two, never cumsum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = _seeded_linear(8, seed=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(torch.relu(self.linear(x)), dim=1)
+
+
+class LinearCumsumLinear(torch.nn.Module):
+    """linear -> cumsum -> linear: two XNNPACK partitions with a portable operator between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = _seeded_linear(8, seed=2)
+        self.second = _seeded_linear(8, seed=3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(torch.cumsum(self.first(x), dim=1))
+
+
+class LinearRelu(torch.nn.Module):
+    """linear -> relu: all of it XNNPACK's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = _seeded_linear(8, seed=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x))
+
+
+class ScaleCumsum(torch.nn.Module):
+    """x * 2 -> cumsum: XNNPACK takes the multiplication, not cumsum."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x * 2.0, dim=1)
+
+
+_INPUT = (torch.ones(1, 8),)
+
+
+def _lower(methods: dict[str, torch.nn.Module], delegated: bool) -> bytes:
+    exported = {name: export(module.eval(), _INPUT, strict=True) for name, module in methods.items()}
+    partitioner = [XnnpackPartitioner()] if delegated else []
+    edge = to_edge_transform_and_lower(exported, partitioner=partitioner)
+    return edge.to_executorch().buffer
+
+
+# file name -> how it is made
+PROGRAMS: dict[str, Callable[[], bytes]] = {
+    # No delegate: every operator runs on the agent's kernels.
+    "not_delegated.pte": lambda: _lower({"forward": LinearReluCumsum()}, delegated=False),
+    # One XNNPACK delegate holds the whole graph.
+    "xnnpack.pte": lambda: _lower({"forward": LinearRelu()}, delegated=True),
+    # Two XNNPACK delegates with a portable cumsum between them.
+    "partly_delegated.pte": lambda: _lower({"forward": LinearCumsumLinear()}, delegated=True),
+    # Two methods: one all XNNPACK, one partly.
+    "two_methods.pte": lambda: _lower(
+        {"forward": LinearRelu(), "scaled": ScaleCumsum()}, delegated=True
+    ),
+}
+
+
+def _sums(programs: dict[str, bytes]) -> str:
+    return "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in programs.items())
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check", action="store_true", help="export into memory and compare with the files"
+    )
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    made = {name: make() for name, make in sorted(PROGRAMS.items())}
+    if args.check:
+        differing = [
+            name
+            for name, data in made.items()
+            if not (HERE / name).is_file() or (HERE / name).read_bytes() != data
+        ]
+        if SUMS.read_text() != _sums(made):
+            differing.append(SUMS.name)
+        for name in differing:
+            print(f"{name}: exporting again gives other bytes", file=sys.stderr)
+        if not differing:
+            print(f"{len(made)} programs: exporting again gives the same bytes")
+        return 1 if differing else 0
+    for name, data in made.items():
+        (HERE / name).write_bytes(data)
+        print(f"{name}: {len(data)} bytes")
+    SUMS.write_text(_sums(made))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
