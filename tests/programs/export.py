@@ -83,6 +83,32 @@ class ScaleCumsum(torch.nn.Module):
         return torch.cumsum(x * 2.0, dim=1)
 
 
+def _define_custom_op() -> torch.library.Library:
+    """``et_harness::double`` and its out variant: an operator of the user's own, which no
+    kernel library the agent links registers (as a user's custom op the agent was not
+    built with)."""
+    library = torch.library.Library("et_harness", "DEF")
+    library.define("double(Tensor x) -> Tensor")
+    library.define("double.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+
+    def double_out(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        return out.copy_(x * 2)
+
+    library.impl("double", lambda x: x * 2, "CompositeExplicitAutograd")
+    library.impl("double.out", double_out, "CompositeExplicitAutograd")
+    return library
+
+
+_CUSTOM_OPS = _define_custom_op()
+
+
+class ReluDouble(torch.nn.Module):
+    """relu -> et_harness::double: an operator no kernel library has."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.et_harness.double(torch.relu(x))
+
+
 _INPUT = (torch.ones(1, 8),)
 
 
@@ -101,6 +127,8 @@ PROGRAMS: dict[str, Callable[[], bytes]] = {
     "xnnpack.pte": lambda: _lower({"forward": LinearRelu()}, delegated=True),
     # Two XNNPACK delegates with a portable cumsum between them.
     "partly_delegated.pte": lambda: _lower({"forward": LinearCumsumLinear()}, delegated=True),
+    # An operator of the user's own that the agent has no kernel for: named when it fails.
+    "custom_op.pte": lambda: _lower({"forward": ReluDouble()}, delegated=False),
     # Two methods: one all XNNPACK, one partly.
     "two_methods.pte": lambda: _lower(
         {"forward": LinearRelu(), "scaled": ScaleCumsum()}, delegated=True
