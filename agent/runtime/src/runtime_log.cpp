@@ -21,8 +21,8 @@ thread_local MissingOperators* current_collector = nullptr;
 // The PAL's log function before the agent's: written once, before any other thread starts.
 pal_emit_log_message_method printed_by = nullptr;
 
-void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function,
-    size_t line, const char* message, size_t length) {
+void emit(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function, size_t line,
+          const char* message, size_t length) {
   if (printed_by != nullptr) {
     printed_by(timestamp, level, filename, function, line, message, length);
   }
