@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
+from harness.check import DeliveryMismatch
 from harness.codec.mapfile import load_map
-from harness.data.messages import LoadPath
+from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
+from harness.data.runtime_error import describe_status
 from harness.lifecycle.cache import cache_root
 
 if TYPE_CHECKING:
@@ -64,9 +66,25 @@ class ProgramCheck:
         return "\n".join(parts)
 
     def raise_for_differences(self) -> None:
-        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass."""
+        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass; where the
+        runtime refused the method, :class:`MethodFailed` says why on its first line."""
         for result in self.results:
+            if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
+                raise MethodFailed(self.program, result)
             result.verdict.raise_for_differences()
+
+
+class MethodFailed(DeliveryMismatch):
+    """A method of the program did not load or run: the runtime's error and the agent's
+    message (which names any missing operator) first, then the verdict."""
+
+    def __init__(self, program: str, result: MethodVerdict) -> None:
+        super().__init__(result.verdict)
+        report = result.verdict.report
+        self.args = (
+            f"{program}: method {result.method!r} failed on load path {result.path.label}: "
+            f"{describe_status(report.detail)}, {report.message}\n{self.args[0]}",
+        )
 
 
 def check_program(

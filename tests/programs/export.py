@@ -11,16 +11,17 @@ environment of its own (the harness never depends on torch):
 Each program is a small model exported by ``torch.export`` and lowered by ExecuTorch as a
 user would (``to_edge_transform_and_lower`` with the XNNPACK partitioner where it is
 delegated, then ``to_executorch``), with fixed weights, so exporting again gives the same
-bytes; ``--check`` exports into memory and says which file differs. ``SHA256SUMS`` holds
-the digests the tests compare the committed files with.
+bytes; ``--check`` exports into memory and says which file differs. ``outputs.json`` holds
+what torch computes for each method from the inputs the agent gives (float tensors of
+ones), ``SHA256SUMS`` the digests the tests compare the committed files with.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -29,7 +30,8 @@ from executorch.exir import to_edge_transform_and_lower
 from torch.export import export
 
 HERE = Path(__file__).resolve().parent
-SUMS = HERE / "SHA256SUMS"
+OUTPUTS = "outputs.json"
+SUMS = "SHA256SUMS"
 
 
 def _seeded_linear(features: int, seed: int) -> torch.nn.Linear:
@@ -113,31 +115,44 @@ _INPUT = (torch.ones(1, 8),)
 
 
 def _lower(methods: dict[str, torch.nn.Module], delegated: bool) -> bytes:
-    exported = {name: export(module.eval(), _INPUT, strict=True) for name, module in methods.items()}
+    exported = {name: export(m.eval(), _INPUT, strict=True) for name, m in methods.items()}
     partitioner = [XnnpackPartitioner()] if delegated else []
     edge = to_edge_transform_and_lower(exported, partitioner=partitioner)
     return edge.to_executorch().buffer
 
 
-# file name -> how it is made
-PROGRAMS: dict[str, Callable[[], bytes]] = {
-    # No delegate: every operator runs on the agent's kernels.
-    "not_delegated.pte": lambda: _lower({"forward": LinearReluCumsum()}, delegated=False),
-    # One XNNPACK delegate holds the whole graph.
-    "xnnpack.pte": lambda: _lower({"forward": LinearRelu()}, delegated=True),
-    # Two XNNPACK delegates with a portable cumsum between them.
-    "partly_delegated.pte": lambda: _lower({"forward": LinearCumsumLinear()}, delegated=True),
-    # An operator of the user's own that the agent has no kernel for: named when it fails.
-    "custom_op.pte": lambda: _lower({"forward": ReluDouble()}, delegated=False),
-    # Two methods: one all XNNPACK, one partly.
-    "two_methods.pte": lambda: _lower(
-        {"forward": LinearRelu(), "scaled": ScaleCumsum()}, delegated=True
-    ),
-}
+def _programs() -> dict[str, tuple[dict[str, torch.nn.Module], bool]]:
+    """Each file's methods, and whether it is lowered to XNNPACK."""
+    return {
+        # An operator of the user's own that the agent has no kernel for: named when it fails.
+        "custom_op.pte": ({"forward": ReluDouble()}, False),
+        # No delegate: every operator runs on the agent's kernels.
+        "not_delegated.pte": ({"forward": LinearReluCumsum()}, False),
+        # Two XNNPACK delegates with a portable cumsum between them.
+        "partly_delegated.pte": ({"forward": LinearCumsumLinear()}, True),
+        # Two methods: one all XNNPACK, one partly.
+        "two_methods.pte": ({"forward": LinearRelu(), "scaled": ScaleCumsum()}, True),
+        # One XNNPACK delegate holds the whole graph.
+        "xnnpack.pte": ({"forward": LinearRelu()}, True),
+    }
 
 
-def _sums(programs: dict[str, bytes]) -> str:
-    return "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in programs.items())
+def export_all() -> dict[str, bytes]:
+    """Every file this script writes, by name: the programs, what torch computes for
+    each method from the agent's inputs (float tensors of ones), and their digests."""
+    files = {}
+    outputs: dict[str, dict[str, list[float]]] = {}
+    for name, (methods, delegated) in _programs().items():
+        files[name] = _lower(methods, delegated)
+        with torch.no_grad():
+            outputs[name] = {
+                method: module(*_INPUT).flatten().tolist() for method, module in methods.items()
+            }
+    files[OUTPUTS] = (json.dumps(outputs, indent=1, sort_keys=True) + "\n").encode()
+    files[SUMS] = "".join(
+        f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(files.items())
+    ).encode()
+    return files
 
 
 def main(argv: list[str]) -> int:
@@ -146,25 +161,21 @@ def main(argv: list[str]) -> int:
         "--check", action="store_true", help="export into memory and compare with the files"
     )
     args = parser.parse_args(argv)
-    torch.manual_seed(0)
-    made = {name: make() for name, make in sorted(PROGRAMS.items())}
+    files = export_all()
     if args.check:
         differing = [
             name
-            for name, data in made.items()
+            for name, data in files.items()
             if not (HERE / name).is_file() or (HERE / name).read_bytes() != data
         ]
-        if SUMS.read_text() != _sums(made):
-            differing.append(SUMS.name)
         for name in differing:
             print(f"{name}: exporting again gives other bytes", file=sys.stderr)
         if not differing:
-            print(f"{len(made)} programs: exporting again gives the same bytes")
+            print(f"{len(files)} files: exporting again gives the same bytes")
         return 1 if differing else 0
-    for name, data in made.items():
+    for name, data in files.items():
         (HERE / name).write_bytes(data)
         print(f"{name}: {len(data)} bytes")
-    SUMS.write_text(_sums(made))
     return 0
 
 
