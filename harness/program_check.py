@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
+from harness.check import DeliveryMismatch
 from harness.check.option_contracts import (
     NoEffectWarning,
     OptionsWithoutEffect,
@@ -32,7 +33,7 @@ from harness.check.option_contracts import (
 from harness.codec.mapfile import load_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
-from harness.data.runtime_error import RuntimeErrorCode
+from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
@@ -84,12 +85,28 @@ class ProgramCheck:
         return "\n".join(parts)
 
     def raise_for_differences(self) -> None:
-        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass, then,
+        """Raise the first verdict's :class:`DeliveryMismatch` that did not pass (where the
+        runtime refused the method, :class:`MethodFailed` says why on its first line), then,
         when ``strict``, :class:`OptionsWithoutEffect` for the warnings."""
         for result in self.results:
+            if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
+                raise MethodFailed(self.program, result)
             result.verdict.raise_for_differences()
         if self.strict and self.warnings:
             raise OptionsWithoutEffect(self.warnings)
+
+
+class MethodFailed(DeliveryMismatch):
+    """A method of the program did not load or run: the runtime's error and the agent's
+    message (which names any missing operator) first, then the verdict."""
+
+    def __init__(self, program: str, result: MethodVerdict) -> None:
+        super().__init__(result.verdict)
+        report = result.verdict.report
+        self.args = (
+            f"{program}: method {result.method!r} failed on load path {result.path.label}: "
+            f"{describe_status(report.detail)}, {report.message}\n{self.args[0]}",
+        )
 
 
 def check_program(

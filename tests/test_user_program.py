@@ -18,7 +18,7 @@ from harness.agent.probe_program import probe_program
 from harness.agent.program_contents import (
     MethodContents,
     ProgramError,
-    parse_methods,
+    parse_program,
     read_program,
 )
 from harness.agent.sdk import ensure_sdk, host_abi
@@ -79,7 +79,7 @@ def test_damaged_programs_are_refused_never_crash_the_reader() -> None:
         for _ in range(rng.randint(0, 6)):
             data[rng.randrange(min(len(data), 512))] = rng.randrange(256)
         try:
-            for method in parse_methods(bytes(data)):
+            for method in parse_program(bytes(data)).methods:
                 assert all(1 <= len(d.encode()) <= 63 for d in method.delegates)
             outcomes["read"] += 1
         except ProgramError as exc:

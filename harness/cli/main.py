@@ -213,7 +213,8 @@ def _send_program(args: argparse.Namespace) -> int:
         raise CliError("give the map once: as --options MAP or as the positional file")
     if args.action != "load":
         raise CliError("--program loads the program: --action set / get take no program")
-    read_program(args.program)  # a bad program is refused before a device is brought up
+    # A damaged program is refused before a device is brought up; a good one is described.
+    print(read_program(args.program).describe(), flush=True)
     map_file = args.options if args.options is not None else args.file
     options = load_map(map_file) if map_file is not None else OptionsMap()
     device, runner = _open(args.device)

@@ -24,6 +24,7 @@
 #include "message_reader.h"
 #include "recording_backend.h"
 #include "report_builder.h"
+#include "runtime_log.h"
 
 namespace {
 
@@ -172,6 +173,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   ::signal(SIGPIPE, SIG_IGN);  // a vanished host is a write error, not a crash
+  etb::install_runtime_log();  // before anything is loaded: missing operators are named
   executorch::runtime::runtime_init();
   std::fprintf(stderr, "et-agent %s: executorch %s, %s, %s mode\n", ETB_AGENT_VERSION,
       ETB_EXECUTORCH_VERSION, ETB_ABI, session ? "session" : "one-shot");

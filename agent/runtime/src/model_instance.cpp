@@ -5,6 +5,7 @@
 #include <new>
 
 #include "owned_options_map.h"
+#include "runtime_log.h"
 #include "runtime_options.h"
 
 namespace etb {
@@ -103,7 +104,8 @@ StepResult ModelInstance::load(const ModelRequest& request, bool keep) {
         (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " is " + loaded_path_};
   }
   try {
-    return spec.path == ETB_LOAD_PROGRAM ? load_program(request, path) : load_module(request, path);
+    const MissingOperators missing;  // what Method::init logs on this thread, named in the report
+    return missing.named_in(spec.path == ETB_LOAD_PROGRAM ? load_program(request, path) : load_module(request, path));
   } catch (const std::bad_alloc&) {
     // What a program asks for that the agent does not bound itself (the Module
     // paths' planned memory is the runtime's own allocation).
