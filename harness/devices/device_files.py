@@ -16,7 +16,13 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from harness.transport.base import Transport
+from harness.transport.base import (
+    DeviceUnavailable,
+    Transport,
+    TransportError,
+    TransportLost,
+    TransportTimeout,
+)
 
 USER_PROGRAM_PREFIX = "user-"
 # A device's storage is not the harness's to fill: a few dozen models of ordinary size.
@@ -71,8 +77,14 @@ def _by_last_use(
     """``in_use`` marked used, then it and what ``kind`` finds beside it, least recently
     used first: (last use in seconds since the epoch, path, size in bytes); nothing when
     the device cannot say."""
-    if transport.run(["touch", "-c", "--", in_use], timeout=timeout).exit_code != 0:
+    try:
+        marked = transport.run(["touch", "-c", "--", in_use], timeout=timeout)
+    except (TransportLost, TransportTimeout, DeviceUnavailable):
+        raise  # the link itself: the device's trouble, not housekeeping's
+    except TransportError:
         return []  # housekeeping: a device without these tools keeps what it has
+    if marked.exit_code != 0:
+        return []
     folder = posixpath.dirname(in_use)
     listed = transport.run(
         ["find", folder, "-mindepth", "1", "-maxdepth", "1", *kind,
