@@ -2,7 +2,23 @@
 // A LoadBackendOptionsMap together with the option arrays its spans point to.
 #pragma once
 
+#include "tree_api.h"
+
+#if __has_include(<executorch/runtime/backend/backend_options_map.h>)
 #include <executorch/runtime/backend/backend_options_map.h>
+#else
+// A tree from before LoadBackendOptionsMap ("1/x"): a stand-in with its set_options, so
+// that the agent compiles; no load path is served (ETB_HAS_LOAD_TIME_MAP is 0).
+#include <executorch/runtime/backend/options.h>
+#include <executorch/runtime/core/error.h>
+#include <executorch/runtime/core/span.h>
+namespace executorch::runtime {
+class LoadBackendOptionsMap {
+ public:
+  Error set_options(const char*, Span<BackendOption>) { return Error::NotSupported; }
+};
+}  // namespace executorch::runtime
+#endif
 
 #include <string>
 #include <vector>
