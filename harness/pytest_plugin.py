@@ -276,7 +276,7 @@ def et(
         if marker.args[0] not in served:
             pytest.skip(
                 f"the device's agent does not serve {marker.args[0]!r} "
-                f"(it announces: {','.join(served)})"
+                f"(it announces: {','.join(served)}){_lacks(_et_runner)}"
             )
     for marker in request.node.iter_markers("backend"):
         if marker.args[0] not in _et_runner.registered:
@@ -298,9 +298,15 @@ def load_path(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> LoadPat
     if path not in served:
         pytest.skip(
             f"the device's agent does not serve load path {path.label!r} "
-            f"(it announces: {','.join(p.label for p in served)})"
+            f"(it announces: {','.join(p.label for p in served)}){_lacks(_et_runner)}"
         )
     return path
+
+
+def _lacks(runner: CaseRunner) -> str:
+    """HELLO's ``lacks`` (what a runtime built from a source tree lacks) as a reason."""
+    lacks = runner.hello.fact("lacks")
+    return f": the runtime lacks {lacks}" if isinstance(lacks, str) and lacks else ""
 
 
 @pytest.fixture(scope="session")

@@ -60,6 +60,7 @@ StepResult LoadedModule::delegate_ids(const std::string& method, std::vector<std
 
 StepResult LoadedModule::load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us) {
   explicit_maps_.push_back(std::move(map));
+  OwnedOptionsMap& given = *explicit_maps_.back();
   const Clock::time_point start = Clock::now();
 #if ETB_HAS_MODULE_LOAD_MAP && ETB_HAS_LOAD_METHOD_KERNEL_REGISTRY
   const et::Error error = module_.load_method(method, nullptr, nullptr, &explicit_maps_.back()->map(), {});
@@ -69,6 +70,9 @@ StepResult LoadedModule::load_method(const std::string& method, std::unique_ptr<
   const et::Error error = et::Error::NotSupported;  // not served (agent.cpp)
 #endif
   *us = micros_since(start);
+  // Released once the call returns (the method is initialised): its storage then
+  // holds another model's map, which a method loaded lazily later must not see.
+  given.release();
   return result_of(error, "Module::load_method(\"" + method + "\", map)");
 }
 

@@ -30,14 +30,14 @@ namespace etb {
 namespace et = executorch::runtime;
 
 // Built from one backend list of a request. The map does not own the arrays
-// (the runtime's rule), so this object keeps both together. release() plays
-// a caller that frees its arrays once the runtime has taken what it needs: it
-// overwrites every option with kReleasedKey / kReleasedValue, so a runtime that
-// kept pointers into them delivers that poison, visibly, instead of the options.
+// (the runtime's rule), so this object keeps both together. release() plays a
+// caller that frees its map once the runtime has taken what it needs and whose
+// memory then holds another model's map: the map object is destroyed and a new
+// one built in its storage, over the same arrays, with the same ids and keys and
+// every value changed (another_models_value). A runtime that kept a pointer to the
+// map or into its arrays delivers those other values: a difference per option.
 class OwnedOptionsMap {
  public:
-  static constexpr const char* kReleasedKey = "etb.released";
-  static constexpr const char* kReleasedValue = "the caller overwrote this option after handing the map over";
 
   OwnedOptionsMap() = default;
   OwnedOptionsMap(const OwnedOptionsMap&) = delete;
@@ -49,11 +49,18 @@ class OwnedOptionsMap {
 
   const et::LoadBackendOptionsMap& map() const { return map_; }
 
-  // Overwrites every option the map's spans point to (the map's entries stay).
+  // The map and its arrays released; their storage then holds another model's map
+  // (same ids, keys and types; other values).
   void release();
 
  private:
+  struct Entry {
+    std::string id;
+    size_t first;
+    size_t count;
+  };
   std::vector<et::BackendOption> options_;
+  std::vector<Entry> entries_;
   et::LoadBackendOptionsMap map_;
 };
 
