@@ -15,22 +15,12 @@ from __future__ import annotations
 
 import pytest
 from maps import PROBE_NAMES, distinct_map, distinct_options
+from serving import needs
 
 from harness.check import LoadPath
 from harness.options import BackendOptions, Option, OptionsMap
 
 PAIR = ("ProbeA", "ProbeB")
-
-
-def needs(et, *paths: LoadPath) -> None:
-    """Skip unless the agent serves ``paths`` (and KEEP), with HELLO's reason if it says one."""
-    missing = [p.label for p in paths if p not in et.load_paths]
-    if missing:
-        lacks = et.hello.fact("lacks")
-        reason = f": the runtime lacks {lacks}" if isinstance(lacks, str) and lacks else ""
-        pytest.skip(f"the device's agent does not serve load paths {missing}{reason}")
-    if "keep" not in et.load_flags:
-        pytest.skip("the device's agent does not honour LOAD's KEEP flag (HELLO load_flags)")
 
 
 def exactly(verdict, moment: str) -> None:

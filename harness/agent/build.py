@@ -282,15 +282,12 @@ def _build(
             f"-DETB_EXECUTORCH_SOURCE={source.tree}",
             f"-DETB_EXECUTORCH_GENERATED={source.home / 'gen'}",
             f"-DETB_FLATBUFFERS_INCLUDE={source.flatbuffers}",
-            f"-DETB_EXECUTORCH_ORIGIN={source.label}",
-            f"-DETB_SOURCE_DEFINES={';'.join(source.api.defines())}",
-            f"-DETB_SOURCE_LACKS={' | '.join(source.api.absent())}",
-            f"-DETB_SOURCE_PARTS={source.from_source}",
+            f"-DETB_SOURCE_FACTS_DIR={source.home / 'facts'}",
         ]
         cache_env = compiler_cache_env(source.home)
         if cache_env:
             env.update(cache_env)
-            configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache", "-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
+            configure += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX")]
     if shutil.which("ninja"):
         configure += ["-G", "Ninja"]
     if toolchain is not None:

@@ -168,6 +168,7 @@ def source_runtime(tree: Path, revision: str | None, abi: str) -> SdkPaths:
     ``flatc`` and schema make the programs) with :attr:`SdkPaths.source` set."""
     runtime = describe_source(tree, revision)
     generate_headers(runtime)
+    write_facts(runtime)
     wheel = ensure_sdk(host_abi())
     return dataclasses.replace(wheel, abi=abi, version=runtime.version, source=runtime)
 
@@ -234,8 +235,8 @@ def _git(checkout: Path, where: str, *args: str) -> str:
     if done is None or done.returncode != 0 or not done.stdout.strip():
         said = done.stderr.decode(errors="replace").strip()[-300:] if done else "git not run"
         raise SourceRuntimeError(
-            f"{where}: `git {' '.join(args[:2])} ...` in {checkout} failed ({said or 'no output'}); "
-            "the tree must be a git checkout holding that revision"
+            f"{where}: `git {' '.join(args[:2])} ...` in {checkout} failed "
+            f"({said or 'no output'}); the tree must be a git checkout holding that revision"
         )
     return done.stdout.decode(errors="replace").strip()
 
@@ -339,6 +340,46 @@ def generate_headers(runtime: SourceRuntime) -> Path:
         (gen / "root" / "executorch").symlink_to(runtime.tree, target_is_directory=True)
         (gen / "complete").write_text(runtime.digest)
     return gen
+
+
+def facts_header(runtime: SourceRuntime) -> str:
+    """``etb_source_facts.h``: the tree's API and what HELLO says of the runtime."""
+    lines = [
+        "// Written by harness/agent/source_runtime.py: the runtime is compiled from source.",
+        "#pragma once",
+        *(f"#define {name} {value}" for name, value in
+          (d.split("=") for d in runtime.api.defines())),
+        f"#define ETB_EXECUTORCH_VERSION {_c_string(runtime.label)}",
+        f"#define ETB_SOURCE_PARTS {_c_string(runtime.from_source)}",
+        f"#define ETB_SOURCE_LACKS {_c_string(' | '.join(runtime.api.absent()))}",
+    ]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of ``text`` (printable ASCII kept, the rest escaped)."""
+    out = []
+    for byte in text.encode():
+        char = chr(byte)
+        if char in '"\\?':
+            out.append("\\" + char)
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def write_facts(runtime: SourceRuntime) -> Path:
+    """Write :func:`facts_header` into ``home/facts`` unless it holds it already."""
+    header = runtime.home / "facts" / "etb_source_facts.h"
+    text = facts_header(runtime)
+    if _read(header) != text:
+        header.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=header.parent, delete=False) as staging:
+            staging.write(text)
+        Path(staging.name).replace(header)
+    return header
 
 
 def compiler_cache_env(base_dir: Path) -> dict[str, str]:

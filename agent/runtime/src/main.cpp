@@ -24,6 +24,7 @@
 #include "message_reader.h"
 #include "recording_backend.h"
 #include "report_builder.h"
+#include "tree_api.h"
 
 namespace {
 

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the ExecuTorch API the agent is compiled against offers. Built from a source
-// tree, harness/agent/source_runtime.py reads it from the tree's headers and defines
-// these (0 or 1); against the wheel (1.5.x) or an install prefix, all are there.
+// tree, harness/agent/source_runtime.py reads it from the tree's headers and writes
+// these (0 or 1) into etb_source_facts.h; against the wheel (1.5.x) or an install
+// prefix, all are there.
 #pragma once
+
+#ifdef ETB_SOURCE_FACTS
+#include "etb_source_facts.h"
+#endif
 
 #ifndef ETB_HAS_LOAD_TIME_MAP  // Program::load_method(..., const LoadBackendOptionsMap*)
 #define ETB_HAS_LOAD_TIME_MAP 1
