@@ -198,7 +198,6 @@ def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
                 "github.com/pytorch/executorch"
             )
     message = _try_git(checkout, "log", "-1", "--format=%B", commit) if commit else ""
-    upstream = _UPSTREAM.search(message)
     return SourceRuntime(
         checkout=checkout,
         revision=revision,
@@ -207,11 +206,17 @@ def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
         flatbuffers=_flatbuffers(checkout, where),
         commit=commit,
         subject=message.splitlines()[0] if message else "",
-        upstream=f"{upstream.group(1)}@{upstream.group(2)}" if upstream else "",
+        upstream=upstream_of(message),
         version=_read(compiled / "version.txt").strip()[:32] or "unknown",
         digest=digest,
         api=tree_api(compiled),
     )
+
+
+def upstream_of(message: str) -> str:
+    """``pytorch/executorch@<hash>`` from a commit message's ``upstream:`` line, or ""."""
+    found = _UPSTREAM.search(message)
+    return f"{found.group(1)}@{found.group(2)}" if found else ""
 
 
 def _flatbuffers(checkout: Path, where: str) -> Path:
@@ -342,18 +347,23 @@ def generate_headers(runtime: SourceRuntime) -> Path:
     return gen
 
 
-def facts_header(runtime: SourceRuntime) -> str:
-    """``etb_source_facts.h``: the tree's API and what HELLO says of the runtime."""
-    lines = [
-        "// Written by harness/agent/source_runtime.py: the runtime is compiled from source.",
-        "#pragma once",
-        *(f"#define {name} {value}" for name, value in
-          (d.split("=") for d in runtime.api.defines())),
+def facts_headers(runtime: SourceRuntime) -> dict[str, str]:
+    """``etb_source_facts.h``, the tree's API (agent/runtime/src/tree_api.h), and
+    ``etb_source_label.h``, what HELLO says of the runtime (runtime_label.cpp): apart, so
+    that a neighbouring commit with the same API changes only the label's object."""
+    top = "// Written by harness/agent/source_runtime.py: the runtime is compiled from source."
+    api = [
+        f"#define {name} {value}" for name, value in (d.split("=") for d in runtime.api.defines())
+    ]
+    label = [
         f"#define ETB_EXECUTORCH_VERSION {_c_string(runtime.label)}",
         f"#define ETB_SOURCE_PARTS {_c_string(runtime.from_source)}",
         f"#define ETB_SOURCE_LACKS {_c_string(' | '.join(runtime.api.absent()))}",
-    ]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    ]
+    return {
+        name: "\n".join([top, "#pragma once", *lines]) + "\n"
+        for name, lines in (("etb_source_facts.h", api), ("etb_source_label.h", label))
+    }
 
 
 def _c_string(text: str) -> str:
@@ -371,15 +381,16 @@ def _c_string(text: str) -> str:
 
 
 def write_facts(runtime: SourceRuntime) -> Path:
-    """Write :func:`facts_header` into ``home/facts`` unless it holds it already."""
-    header = runtime.home / "facts" / "etb_source_facts.h"
-    text = facts_header(runtime)
-    if _read(header) != text:
-        header.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=header.parent, delete=False) as staging:
-            staging.write(text)
-        Path(staging.name).replace(header)
-    return header
+    """Write :func:`facts_headers` into ``home/facts`` (unless there already); return it."""
+    directory = runtime.home / "facts"
+    for name, text in facts_headers(runtime).items():
+        header = directory / name
+        if _read(header) != text:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=directory, delete=False) as staging:
+                staging.write(text)
+            Path(staging.name).replace(header)
+    return directory
 
 
 def compiler_cache_env(base_dir: Path) -> dict[str, str]:

@@ -10,7 +10,9 @@
 - ``et-harness bench``: measure what a case costs (docs/performance.md);
 - ``et-harness devices``: list the device profiles;
 - ``et-harness history``: what changed since the last run, flaky checks, device
-  health, where a failure began (docs/device-farm.md, "Run history").
+  health, where a failure began (docs/device-farm.md, "Run history");
+- ``et-harness bisect TREE --good REV --bad REV -- TESTS``: the commit of an ExecuTorch
+  source tree where the tests change (docs/source-runtime.md).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.check import format_value, show_name
+from harness.cli import bisect as bisect_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
 from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
@@ -91,6 +94,14 @@ def _check_writable(path: Path, option: str = "--json") -> None:
         ) from None
     if not existed:
         path.unlink()
+
+
+def _cmd_bisect(args: argparse.Namespace, rest: list[str]) -> int:
+    from harness.cli.bisect import run_bisect
+
+    if args.json:
+        _check_writable(args.json)
+    return run_bisect(args, rest[1:] if rest[:1] == ["--"] else rest)
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
@@ -447,9 +458,10 @@ def _main(argv: list[str] | None) -> int:
     bench_cmd.add_argument("--json", help="write all figures to this JSON file")
 
     history_command.add_parser(commands, _positive_int)
+    bisect_command.add_parser(commands)
 
     args, rest = parser.parse_known_args(argv)
-    if rest and args.command != "run":
+    if rest and args.command not in ("run", "bisect"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {
         "map": _cmd_map,
@@ -467,6 +479,8 @@ def _main(argv: list[str] | None) -> int:
             device_items(args.device)  # an empty --device is refused, never read as host
         if args.command == "run":
             return _cmd_run(args, rest)
+        if args.command == "bisect":
+            return _cmd_bisect(args, rest)
         return handlers[args.command](args)
     except HarnessError as exc:  # usage, infrastructure or a failed check: one line, exit 2
         print(f"et-harness {args.command}: {exc}", file=sys.stderr)

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "recording_backend.h"
+#include "runtime_label.h"
 #include "runtime_options.h"
 #include "tree_api.h"
 
@@ -136,7 +137,7 @@ class StartGate {
 void add_device_facts(ReportBuilder& report) {
   report.add_fact("agent_version", ETB_AGENT_VERSION);
   report.add_fact("wire_version", static_cast<int32_t>(ETB_WIRE_VERSION));
-  report.add_fact("runtime", "executorch " ETB_EXECUTORCH_VERSION);
+  report.add_fact("runtime", std::string("executorch ") + runtime_label());
   report.add_fact("abi", ETB_ABI);
   report.add_fact("max_message", static_cast<int32_t>(ETB_MAX_MESSAGE));
   report.add_fact("registry_capacity", kRegistryCapacity);
@@ -145,11 +146,11 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("load_flags", kLoadFlags);
   report.add_fact("max_models", kMaxModels);
   report.add_fact("directives", kDirectives);
-  if (*ETB_SOURCE_PARTS != '\0') {
-    report.add_fact("from_source", ETB_SOURCE_PARTS);
+  if (*source_parts() != '\0') {
+    report.add_fact("from_source", source_parts());
   }
-  if (*ETB_SOURCE_LACKS != '\0') {
-    report.add_fact("lacks", ETB_SOURCE_LACKS);
+  if (*source_lacks() != '\0') {
+    report.add_fact("lacks", source_lacks());
   }
 }
 
@@ -248,7 +249,7 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   report.add_fact("load_path", path_label(spec.path));
   if (std::strstr(kLoadPaths, path_label(spec.path)) == nullptr) {
     report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0, std::string("load path ") + path_label(spec.path) +
-        " is not served: the runtime lacks it (HELLO lacks: " ETB_SOURCE_LACKS ")");
+        " is not served: the runtime lacks it (HELLO lacks: " + source_lacks() + ")");
     return;
   }
   if (keep && count > 1) {

@@ -21,11 +21,3 @@
 #ifndef ETB_HAS_LOAD_METHOD_KERNEL_REGISTRY  // Module::load_method(..., &map, kernel_registry)
 #define ETB_HAS_LOAD_METHOD_KERNEL_REGISTRY 0
 #endif
-// HELLO "from_source": the parts compiled from a source tree (empty: none).
-#ifndef ETB_SOURCE_PARTS
-#define ETB_SOURCE_PARTS ""
-#endif
-// HELLO "lacks": one line per capability the tree lacks, " | " between them.
-#ifndef ETB_SOURCE_LACKS
-#define ETB_SOURCE_LACKS ""
-#endif
