@@ -107,6 +107,17 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     commits = _between(tree, old, new)
     steps: dict[str, Step] = {}
     low, high = -1, len(commits) - 1  # commits[low] is as old (or the old end), commits[high] new
+    # The new end is tested first: a new end that behaves as the old one is a mistaken
+    # range; one that cannot be tested is skipped and taken as the user says it is.
+    end = run_step(tree, commits[high], args.device, selection)
+    steps[commits[high]] = end
+    print(f"  {commits[high][:12]} (the {'good' if args.find_fix else 'bad'} end): "
+          f"{end.outcome}: {end.why}", flush=True)  # fmt: skip
+    if end.outcome not in (wanted, UNTESTABLE):
+        raise BisectError(
+            f"{new} is {end.outcome}, not {wanted} ({end.why}): give a {wanted} revision "
+            f"as --{'good' if args.find_fix else 'bad'}"
+        )
     while high - low > 1:
         untried = [i for i in range(low + 1, high) if commits[i] not in steps]
         if not untried:
@@ -122,11 +133,13 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
         else:
             low = middle
     skipped = [c for c in commits[low + 1 : high] if c in steps]
+    untested = [c for c in commits if c in steps and steps[c].outcome == UNTESTABLE]
     bad = [steps[c] for c in commits if c in steps and steps[c].outcome == BAD]
     # The difference that decided: the found commit's failure, or (--find-fix) the
     # failure of the newest bad commit before the fix.
     deciding = (bad[-1] if args.find_fix else bad[0]) if bad else None
     result = _result(tree, args, commits[high], skipped, steps, deciding, started, selection)
+    result["skipped"] = [dataclasses.asdict(_commit(tree, c)) for c in untested]
     for line in _lines(result):
         print(line)
     from harness.history.bisects import keep_bisect
@@ -178,6 +191,8 @@ def _lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"{what} commit: {found.line()}")
     if result["difference"]:
         lines.append(f"deciding difference: {result['difference']}")
+    for skipped in result.get("skipped", []):
+        lines.append(f"skipped (could not be tested): {Commit(**skipped).line()}")
     lines.append(f"{result['builds']} builds, {result['seconds']:.0f} s")
     return lines
 
