@@ -255,3 +255,65 @@ def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile
     assert [s["hash"] for s in result["skipped"]] == [broken]
     assert "WRONG" in result["difference"] or "MISSING" in result["difference"], result
     assert result["builds"] <= 3
+
+
+# ---- nightly (ci/nightly.yml, job source-history) ----------------------------------------
+
+
+def sample(history: History) -> list[str]:
+    """4/x, the commit before the deep copy, and five commits evenly between them."""
+    first, last = history.index("4/x"), history.index("deep_copy") - 1
+    inner = [first + (last - first) * k // 6 for k in range(1, 6)]
+    return [history.commits[i][0] for i in (first, *inner, last)]
+
+
+@needs_bundle
+@pytest.mark.nightly
+@pytest.mark.parametrize("position", range(7))
+def test_lifetime_fails_on_every_sampled_commit_before_the_deep_copy(
+    history: History, tmp_path: Path, position: int
+) -> None:
+    commit = sample(history)[position]
+    assert_lifetime(run_suites(tmp_path, f"{history.path}@{commit}", LIFETIME), True)
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_lifetime_passes_on_the_tip(history: History, tmp_path: Path) -> None:
+    assert_lifetime(run_suites(tmp_path, f"{history.path}@main", LIFETIME), False)
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_bisect_find_fix_names_the_deep_copy_and_its_upstream_hash(
+    history: History, tmp_path: Path
+) -> None:
+    out = tmp_path / "bisect.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "bisect", str(history.path), "--find-fix",
+         "--bad", history.at("4/x"), "--good", "main", "--device", "host",
+         "--json", str(out), "--", LIFETIME],
+        cwd=ROOT, env={**os.environ, "ET_HARNESS_HISTORY": "off"}, capture_output=True,
+        text=True, timeout=3 * _RUN_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text("utf-8"))
+    deep_copy = history.at("deep_copy")
+    upstream = git(history.path, "log", "-1", "--format=%B", deep_copy).split("upstream: ")[1]
+    assert result["found"] == {
+        "hash": deep_copy, "subject": SUBJECTS["deep_copy"], "upstream": upstream.strip()
+    }  # fmt: skip
+    assert f"first good commit: {deep_copy[:12]} {SUBJECTS['deep_copy']}" in done.stdout
+    assert result["builds"] <= 10 and result["difference"]
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_lifetime_ends_on_an_arm64_board(history: History, tmp_path: Path) -> None:
+    four = run_suites(tmp_path, f"{history.path}@{history.at('4/x')}", LIFETIME, device="ssh-emu")
+    assert_lifetime(four, True)
+    deep = run_suites(
+        tmp_path, f"{history.path}@{history.at('deep_copy')}", LIFETIME, device="ssh-emu"
+    )
+    assert_lifetime(deep, False)
+    assert {r["facts"]["abi"] for r in four + deep} == {"aarch64"}  # type: ignore[index]
