@@ -284,10 +284,12 @@ def _build(
             f"-DETB_FLATBUFFERS_INCLUDE={source.flatbuffers}",
             f"-DETB_SOURCE_FACTS_DIR={source.home / 'facts'}",
         ]
-        cache_env = compiler_cache_env(source.home)
-        if cache_env:
-            env.update(cache_env)
-            configure += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX")]
+    # Every build's objects go through the object cache; paths are hashed relative to the
+    # directory of the builds (a source runtime's: its home, beside its tree).
+    cache_env = compiler_cache_env(target.parent if sdk.source is None else sdk.source.home)
+    if cache_env:
+        env.update(cache_env)
+        configure += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX")]
     if shutil.which("ninja"):
         configure += ["-G", "Ninja"]
     if toolchain is not None:
