@@ -3,11 +3,11 @@ cloned into a temporary folder): what each commit's API offers, the Module lifet
 suite on the commits around "Module deep-copies LoadBackendOptionsMap on load (#19673)",
 and ``et-harness bisect`` finding a planted fault.
 
-The README's test command runs the ends (4/x fails, the tip passes, a commit before "3/x"
-lacks the load-time map) and one bisect (a planted fault on the tip); the tests marked
-``nightly`` (ci/nightly.yml, job ``source-history``) sweep a sample of the commits from
-4/x to the one before #19673, #19673 itself, ``bisect --find-fix`` over the range and
-the ends on an arm64 board.
+The README's test command runs the ends (4/x fails, the tip passes) and one bisect (a
+planted fault on the tip); the tests marked ``nightly`` (ci/nightly.yml, job
+``source-history``) sweep a sample of the commits from 4/x to the one before #19673,
+#19673 itself, a commit before "3/x" (it lacks the load-time map), ``bisect
+--find-fix`` over the range and the ends on an arm64 board.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: 
 
 
 @needs_bundle
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_a_commit_before_3x_lacks_the_load_time_map_and_its_load_tests_skip(
     history: History, tmp_path: Path
 ) -> None:
