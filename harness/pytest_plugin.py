@@ -74,7 +74,7 @@ from harness.farm.slot import FACT_KEYS, AfterFailure, DeviceSlot, DeviceSlots, 
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
-from harness.runner import CaseRunner
+from harness.runner import CaseRunner, LoadPathNotServed
 from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
@@ -407,6 +407,9 @@ def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, LoadPathNotServed):
+        report.outcome = "skipped"  # what the runtime lacks: a skip with its reason
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value}")
     payload: dict[str, Any] = {}
     slot = _slot_of(item)
     infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None
