@@ -283,13 +283,15 @@ def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
         if done.returncode != 0:
             said = done.stderr.decode(errors="replace").strip()[-300:]
             raise SourceRuntimeError(f"{where}: git archive of {commit} failed: {said}")
-        with tempfile.TemporaryDirectory(dir=home, prefix=".tree-") as staging:
+        staging = Path(tempfile.mkdtemp(dir=home, prefix=".tree-"))
+        try:
             with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
                 archive.extractall(staging, filter="data")
-            if tree.exists():
+            if tree.exists():  # left by an export interrupted before its mark
                 shutil.rmtree(tree)
-            Path(staging).rename(tree)
-            Path(staging).mkdir()  # for TemporaryDirectory's clean-up
+            staging.rename(tree)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         (home / "exported").write_text(f"{commit}\n")
     return tree
 

@@ -40,19 +40,25 @@ class RunIdentity:
 
     harness_version: str
     harness_commit: str
-    sdk_source: str  # "wheel executorch==1.5.1" or "prefix /opt/et"
+    sdk_source: str  # "wheel executorch==1.5.1", "prefix /opt/et" or "source /src/et@v1.5.0"
     sdk_commit: str
 
     @classmethod
     def of_this_process(cls) -> RunIdentity:
         from harness.agent.sdk import EXECUTORCH_VERSION
         from harness.agent.sdk_prefix import prefix_from_environment
+        from harness.agent.source_runtime import RUNTIME_ENV
 
         prefix = prefix_from_environment()
+        source = os.environ.get(RUNTIME_ENV, "")
         return cls(
             harness_version=_harness_version(),
             harness_commit=_git_commit(),
-            sdk_source=f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}",
+            sdk_source=f"source {source}"
+            if source
+            else f"prefix {prefix}"
+            if prefix
+            else f"wheel executorch=={EXECUTORCH_VERSION}",
             sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
         )
 
