@@ -244,8 +244,7 @@ def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile
 ) -> None:
     tree, (fault, _, broken) = plant(history, tmp_path)
     out = tmp_path / "bisect.json"
-    env = {**os.environ, "ET_HARNESS_HISTORY": "off", "ET_HARNESS_CACHE": os.environ.get(
-        "ET_HARNESS_CACHE", str(Path.home() / ".cache" / "et-harness"))}  # fmt: skip
+    env = {**os.environ, "ET_HARNESS_HISTORY": "off"}
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "bisect", str(tree), "--good", "HEAD~3",
          "--bad", "HEAD", "--device", "host", "--json", str(out), "--", LIFETIME],
