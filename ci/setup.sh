@@ -14,6 +14,7 @@ APT_PACKAGES=(
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu
   g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user
+  ccache                             # the object cache of runtimes built from source
   adb                                # the real adb client (adb-emu, Android devices)
   openssh-server openssh-client socat passwd   # ssh-emu
   iproute2 util-linux procps         # network namespaces, unshare, ps

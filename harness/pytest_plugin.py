@@ -95,7 +95,7 @@ from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, qui
 from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
-from harness.runner import CaseRunner
+from harness.runner import CaseRunner, LoadPathNotServed
 from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
@@ -334,7 +334,7 @@ def et(
         if marker.args[0] not in served:
             pytest.skip(
                 f"the device's agent does not serve {marker.args[0]!r} "
-                f"(it announces: {','.join(served)})"
+                f"(it announces: {','.join(served)}){_lacks(_et_runner)}"
             )
     for marker in request.node.iter_markers("backend"):
         if marker.args[0] not in _et_runner.registered:
@@ -357,9 +357,15 @@ def load_path(_et_runner: CaseRunner, request: pytest.FixtureRequest) -> LoadPat
     if path not in served:
         pytest.skip(
             f"the device's agent does not serve load path {path.label!r} "
-            f"(it announces: {','.join(p.label for p in served)})"
+            f"(it announces: {','.join(p.label for p in served)}){_lacks(_et_runner)}"
         )
     return path
+
+
+def _lacks(runner: CaseRunner) -> str:
+    """HELLO's ``lacks`` (what a runtime built from a source tree lacks) as a reason."""
+    lacks = runner.hello.fact("lacks")
+    return f": the runtime lacks {lacks}" if isinstance(lacks, str) and lacks else ""
 
 
 @pytest.fixture(scope="session")
@@ -460,6 +466,9 @@ def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, LoadPathNotServed):
+        report.outcome = "skipped"  # what the runtime lacks: a skip with its reason
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value}")
     payload: dict[str, Any] = {}
     slot = _slot_of(item)
     infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None

@@ -66,6 +66,12 @@ class RunnerError(UsageError):
     """A case asked for something the device cannot do; the message says what to change."""
 
 
+class LoadPathNotServed(RunnerError):
+    """A LOAD asks for a path the device's runtime lacks (a runtime from a source tree
+    whose API has no load-time map, or no ``Module::load(map)``: HELLO ``lacks``). The
+    pytest plugin reports the test skipped with this message, never failed."""
+
+
 class RegistryKept(TransportError):
     """A restarted agent still holds the probes of an earlier session (a board nothing
     could reset) and the case needs room it lacks: device trouble, not the case's."""
@@ -382,7 +388,7 @@ class CaseRunner:
             request = Request.load(
                 program, program_ids, options, path=path, keep=keep, method=method
             )
-        report = self._exchange(lambda link: link.request(request))
+        report = self._exchange(lambda link: link.request(self._served(request)))
         return self._record(
             check_load(
                 request.delivered,
@@ -430,7 +436,7 @@ class CaseRunner:
             models=tuple(specs[1:]),
             concurrent=concurrent,
         )
-        report = self._exchange(lambda link: link.request(request))
+        report = self._exchange(lambda link: link.request(self._served(request)))
         return tuple(
             self._record(v, "et.load_models")
             for v in check_models(request, report, unobserved=unobserved, recorded=self.recorded)
@@ -510,7 +516,21 @@ class CaseRunner:
     def send(self, request: Request) -> Report:
         """Send any request as it is (no registration, no checks)."""
         self._dirty = True
-        return self._exchange(lambda link: link.request(request))
+        return self._exchange(lambda link: link.request(self._served(request)))
+
+    def _served(self, request: Request) -> Request:
+        """``request``, unless it is a LOAD on a path the runtime lacks (HELLO ``lacks``:
+        a runtime from a source tree): then :class:`LoadPathNotServed`."""
+        lacks = self.hello.fact("lacks")
+        if request.action is not Action.LOAD or not isinstance(lacks, str) or not lacks:
+            return request
+        for path in (request.path, *(model.path for model in request.models)):
+            if path not in self.load_paths:
+                raise LoadPathNotServed(
+                    f"the device's agent does not serve load path {path.label!r}: the "
+                    f"runtime lacks {lacks}"
+                )
+        return request
 
     def send_raw(self, frame: bytes, seq: int) -> Report:
         """Send raw bytes, e.g. a deliberately malformed frame, and read the report."""

@@ -13,21 +13,13 @@ from __future__ import annotations
 
 import pytest
 from maps import PROBE_NAMES, distinct_map, distinct_options, single
+from serving import needs
 
 from harness.check import DifferenceKind, LoadPath, Outcome, Request, RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
 
 PAIR = ("ProbeA", "ProbeB")
 MODULE_PATHS = [p for p in LoadPath if p is not LoadPath.PROGRAM]
-
-
-def needs(et, *paths: LoadPath, keep: bool = True) -> None:
-    """Skip unless the agent serves ``paths`` (and, with ``keep``, the KEEP flag)."""
-    missing = [p.label for p in paths if p not in et.load_paths]
-    if missing:
-        pytest.skip(f"the device's agent does not serve load paths {missing}")
-    if keep and "keep" not in et.load_flags:
-        pytest.skip("the device's agent does not honour LOAD's KEEP flag (HELLO load_flags)")
 
 
 def shifted(names: tuple[str, ...], by: int) -> OptionsMap:

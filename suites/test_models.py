@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 from maps import single
+from serving import needs_a_load_path
 
 from harness.check import (
     MAX_MODELS,
@@ -41,7 +42,8 @@ CONCURRENCY = pytest.mark.parametrize("concurrent", [False, True],
 
 def need_models(et, count: int, concurrent: bool = False) -> None:
     """Skip where the device holds fewer than ``count`` models per LOAD or, with
-    ``concurrent``, cannot load them on threads of their own."""
+    ``concurrent``, cannot load them on threads of their own, or serves no load path."""
+    needs_a_load_path(et)
     if et.max_models < count:
         pytest.skip(f"the device holds {et.max_models} model(s) per LOAD (max_models in "
                     f"HELLO); this case loads {count}")

@@ -452,3 +452,27 @@ def test_analyse_of_an_empty_store_says_no_runs(tmp_path, capsys):
     assert "no runs yet" in capsys.readouterr().out
     with pytest.raises(StoreError):
         HistoryStore.open(str(tmp_path / "h.sqlite" / "below-a-file"))
+
+
+def test_history_shows_a_kept_bisect_beside_the_failure_it_explains(tmp_path, capsys,
+                                                                    monkeypatch):
+    from harness.history.bisects import keep_bisect
+
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
+    target = str(tmp_path / "h.sqlite")
+    store = HistoryStore.open(target)
+    for n in range(3):
+        write_run(store, f"night{n}", 1000.0 + n,
+                  {("test_regress", "alpha"): "passed" if n < 1 else "failed"})
+    store.close()
+    keep_bisect({"tree": "/src/et", "device": "alpha", "find_fix": False, "builds": 4,
+                 "selection": [SUITE], "found": {"hash": "c0ffee" * 6 + "abcd",
+                 "subject": "planted fault", "upstream": "pytorch/executorch@123"}})
+    assert cli_main(["history", "--history", target]) == 0
+    text = capsys.readouterr().out
+    failing = text.index(f"{SUITE}::test_regress[alpha] on alpha: failing since night1")
+    assert text.index("bisected in /src/et: first bad c0ffeec0ffee planted fault (upstream "
+                      "pytorch/executorch@123); 4 builds") > failing
+    assert cli_main(["history", "--history", target, "--json"]) == 0
+    (began,) = json.loads(capsys.readouterr().out)["regressions"]
+    assert began["bisect"]["found"]["subject"] == "planted fault"

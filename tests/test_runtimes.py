@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -122,9 +120,9 @@ def test_a_source_runtime_is_built_by_the_one_call_into_source_runtime(
     commit = _git_tree(tree)
     calls = []
     built = ensure_sdk("x86_64")
-    module = types.ModuleType("harness.agent.source_runtime")
-    module.source_sdk = lambda *args: calls.append(args) or built  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "harness.agent.source_runtime", module)
+    monkeypatch.setattr(
+        "harness.agent.source_runtime.source_runtime", lambda *args: calls.append(args) or built
+    )
     at_tag, as_is = parse_runtimes(f"{tree}@v1,source:{tree}")
     assert sdk_for(at_tag, "aarch64") is built and sdk_for(as_is, "x86_64") is built
     assert calls == [(tree.resolve(), commit, "aarch64"), (tree.resolve(), None, "x86_64")]

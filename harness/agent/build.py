@@ -21,6 +21,12 @@ from pathlib import Path
 
 from harness.agent.sdk import SdkPaths, ensure_sdk
 from harness.agent.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
+from harness.agent.source_runtime import (
+    RUNTIME_ENV,
+    compiler_cache_env,
+    runtime_from_environment,
+    source_runtime,
+)
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
@@ -30,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"
 CODEC_SOURCE_DIR = REPO_ROOT / "agent" / "codec"
 TOOLCHAIN_DIR = REPO_ROOT / "agent" / "cmake"
+FROM_SOURCE_CMAKE = TOOLCHAIN_DIR / "executorch-from-source.cmake"
 AGENT_BINARY_NAME = "et-agent"
 
 # ABI -> (toolchain file or None for a native build, rough build time in seconds).
@@ -85,8 +92,9 @@ def ensure_agent(
 ) -> AgentBuild:
     """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use.
 
-    ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_SDK`` (an
-    install prefix of one's own build, :mod:`harness.agent.sdk_prefix`) or else the pinned
+    ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_RUNTIME`` (a
+    source tree, :mod:`harness.agent.source_runtime`), ``$ET_HARNESS_SDK`` (an install
+    prefix of one's own build, :mod:`harness.agent.sdk_prefix`) or else the pinned
     wheel's SDK. ``sanitizer`` (one of :data:`SANITIZERS`) builds that variant: the
     agent's own code instrumented, the runtime libraries as they are.
     """
@@ -102,15 +110,16 @@ def ensure_agent(
     toolchain_name, estimate_s = _TARGETS[abi]
     toolchain = TOOLCHAIN_DIR / toolchain_name if toolchain_name else None
     if sdk is None:
-        prefix = prefix_from_environment()
-        sdk = sdk_from_prefix(prefix) if prefix is not None else ensure_sdk(abi)
+        sdk = _sdk_from_environment(abi)
     if sdk.abi != abi:
         raise AgentBuildError(
             f"the ExecuTorch build at {sdk.root} is for {sdk.abi}, but an agent for {abi} is "
             f"needed; point {SDK_ENV} (or the profile's agent.sdk) at a build for {abi}"
         )
     key = _build_key(abi, sdk, toolchain, sanitizer)
-    builds = cache_root() / "agent"
+    # A source runtime's builds sit in its own directory, beside its tree: see
+    # compiler_cache_env for why.
+    builds = sdk.source.home / "agent" if sdk.source else cache_root() / "agent"
     variant = f"{abi}-{sanitizer}" if sanitizer else abi
     target = builds / f"{variant}-{key}"
     entry = CacheEntry("agent", target)
@@ -135,6 +144,19 @@ def ensure_agent(
             builds / f"{variant}-{key}.log",
         )
     return build
+
+
+def _sdk_from_environment(abi: str) -> SdkPaths:
+    named = runtime_from_environment()
+    prefix = prefix_from_environment()
+    if named is not None and prefix is not None:
+        raise AgentBuildError(
+            f"both {RUNTIME_ENV} (a source tree) and {SDK_ENV} (an install prefix) are set: "
+            "the agent is built against one runtime; unset one"
+        )
+    if named is not None:
+        return source_runtime(named[0], named[1], abi)
+    return sdk_from_prefix(prefix) if prefix is not None else ensure_sdk(abi)
 
 
 def _describe(abi: str, target: Path, sdk: SdkPaths) -> AgentBuild | None:
@@ -174,12 +196,17 @@ def _source_files() -> list[tuple[str, Path]]:
 def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None, sanitizer: str | None) -> str:
     digest = hashlib.sha256()
     digest.update(f"abi={abi}\nexecutorch={sdk.version}\nsanitizer={sanitizer or ''}\n".encode())
+    if sdk.source is not None:  # the tree's files, its API and where it came from
+        source = sdk.source
+        digest.update(f"source={source.label}\n{source.digest}\n{source.api}\n".encode())
     if sdk.own_build:  # rebuilt when the prefix or anything installed in it changes
         digest.update(f"prefix={sdk.root}\n".encode())
         for path in sorted((*sdk.lib.glob("*.so*"), *sdk.cmake_dir.glob("*.cmake"))):
             stat = path.stat()
             digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     inputs = _source_files() + ([(f"cmake/{toolchain.name}", toolchain)] if toolchain else [])
+    if sdk.source is not None:
+        inputs.append(("cmake/executorch-from-source.cmake", FROM_SOURCE_CMAKE))
     for name, path in inputs:
         digest.update(name.encode() + b"\0")
         digest.update(path.read_bytes())
@@ -246,9 +273,25 @@ def _build(
     configure = [
         str(cmake), "-S", str(AGENT_SOURCE_DIR), "-B", str(build_dir),
         "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-        f"-Dexecutorch_DIR={sdk.cmake_dir}",
         f"-DETB_CODEC_DIR={CODEC_SOURCE_DIR}",
     ]  # fmt: skip
+    env = _build_env()
+    if sdk.source is None:
+        configure.append(f"-Dexecutorch_DIR={sdk.cmake_dir}")
+    else:
+        source = sdk.source
+        configure += [
+            f"-DETB_EXECUTORCH_SOURCE={source.tree}",
+            f"-DETB_EXECUTORCH_GENERATED={source.home / 'gen'}",
+            f"-DETB_FLATBUFFERS_INCLUDE={source.flatbuffers}",
+            f"-DETB_SOURCE_FACTS_DIR={source.home / 'facts'}",
+        ]
+    # Every build's objects go through the object cache; paths are hashed relative to the
+    # directory of the builds (a source runtime's: its home, beside its tree).
+    cache_env = compiler_cache_env(target.parent if sdk.source is None else sdk.source.home)
+    if cache_env:
+        env.update(cache_env)
+        configure += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX")]
     if shutil.which("ninja"):
         configure += ["-G", "Ninja"]
     if toolchain is not None:
@@ -268,7 +311,7 @@ def _build(
             try:
                 result = subprocess.run(
                     argv, stdout=sink, stderr=subprocess.STDOUT, timeout=_BUILD_TIMEOUT_S,
-                    check=False, env=_build_env(),
+                    check=False, env=env,
                 )  # fmt: skip
             except subprocess.TimeoutExpired:
                 raise AgentBuildFailed(

@@ -22,7 +22,6 @@ given for a runtime.
 from __future__ import annotations
 
 import enum
-import importlib
 import re
 import subprocess
 from dataclasses import dataclass
@@ -174,19 +173,12 @@ def sdk_for(runtime: Runtime, abi: str) -> SdkPaths:
 
 
 def _source_sdk(runtime: Runtime, abi: str) -> SdkPaths:
-    """The one call into the source-tree build (``harness/agent/source_runtime.py``,
-    issue #34 item 1): the tree (at the commit checked), built for ``abi``, as an SDK the
-    agent build takes as it takes an install prefix."""
-    try:
-        source_runtime = importlib.import_module("harness.agent.source_runtime")
-    except ModuleNotFoundError:
-        raise RuntimeEntryError(
-            f"{OPTION} {runtime.entry}: this harness does not build a runtime from a source "
-            "tree yet (harness/agent/source_runtime.py is missing); give a pinned version or "
-            "an install prefix"
-        ) from None
-    sdk: SdkPaths = source_runtime.source_sdk(runtime.path, runtime.commit or None, abi)
-    return sdk
+    """The one call into the source-tree build (:mod:`harness.agent.source_runtime`): the
+    tree (at the commit checked), built for ``abi``, as the SDK the agent build takes."""
+    from harness.agent.source_runtime import source_runtime
+
+    assert runtime.path is not None
+    return source_runtime(runtime.path, runtime.commit or None, abi)
 
 
 def _split_revision(body: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import filelock
 
@@ -34,6 +35,9 @@ from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import disk_trouble, said_in, writing
+
+if TYPE_CHECKING:
+    from harness.agent.source_runtime import SourceRuntime
 
 LOCK_FILE = Path(__file__).resolve().parents[2] / "agent" / "executorch-sdk.lock"
 
@@ -138,7 +142,9 @@ class SdkPaths:
     one's own build (:mod:`harness.agent.sdk_prefix`), ``root`` is the install prefix,
     ``config_dir`` the directory of its ``executorch-config.cmake`` and
     ``own_build`` is True; such a prefix has no program schema or ``flatc``, which
-    always come from the pinned wheel.
+    always come from the pinned wheel. For a source tree
+    (:func:`harness.agent.source_runtime.source_runtime`), ``source`` describes it and
+    ``root`` is the wheel's (its ``flatc`` and schema); the runtime is compiled from the tree.
     """
 
     root: Path
@@ -146,6 +152,7 @@ class SdkPaths:
     version: str
     config_dir: Path | None = None
     own_build: bool = False
+    source: SourceRuntime | None = None
 
     @property
     def include(self) -> Path:

@@ -13,6 +13,8 @@
   health, where a failure began (docs/device-farm.md, "Run history");
 - ``et-harness cache [clean] [--kind K]``: what the harness cache holds, and cleaning
   it (docs/lifecycle.md, "The cache and the data").
+- ``et-harness bisect TREE --good REV --bad REV -- TESTS``: the commit of an ExecuTorch
+  source tree where the tests change (docs/source-runtime.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
+from harness.cli import bisect as bisect_command
 from harness.cli import cache_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
@@ -95,6 +98,14 @@ def _check_writable(path: Path, option: str = "--json") -> None:
         ) from None
     if not existed:
         path.unlink()
+
+
+def _cmd_bisect(args: argparse.Namespace, rest: list[str]) -> int:
+    from harness.cli.bisect import run_bisect
+
+    if args.json:
+        _check_writable(args.json)
+    return run_bisect(args, rest[1:] if rest[:1] == ["--"] else rest)
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
@@ -469,9 +480,10 @@ def _main(argv: list[str] | None) -> int:
 
     history_command.add_parser(commands, _positive_int)
     cache_command.add_parser(commands)
+    bisect_command.add_parser(commands)
 
     args, rest = parser.parse_known_args(argv)
-    if rest and args.command != "run":
+    if rest and args.command not in ("run", "bisect"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {
         "map": _cmd_map,
@@ -490,6 +502,8 @@ def _main(argv: list[str] | None) -> int:
             device_items(args.device)  # an empty --device is refused, never read as host
         if args.command == "run":
             return _cmd_run(args, rest)
+        if args.command == "bisect":
+            return _cmd_bisect(args, rest)
         return handlers[args.command](args)
     except HarnessError as exc:  # usage, infrastructure or a failed check: one line, exit 2
         print(f"et-harness {args.command}: {exc}", file=sys.stderr)

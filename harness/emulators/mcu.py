@@ -30,6 +30,7 @@ from subprocess import PIPE
 
 from harness.agent.runtime_source import RuntimeSource, find_runtime_source
 from harness.agent.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
+from harness.agent.source_runtime import compiler_cache_env
 from harness.config.mcu_boards import DEFAULT_MACHINE, board
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
@@ -159,18 +160,26 @@ def _make_firmware(
             f"EXECUTORCH_VERSION={EXECUTORCH_VERSION}",
         ]
     staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=target.parent))
+    # Objects through the object cache (harness.agent.source_runtime), made in the
+    # staging directory with paths relative to it: another firmware hash's build
+    # finds every object whose preprocessed source and flags did not change.
+    cached = compiler_cache_env(staging)
+    launcher = [f"{v}=ccache arm-none-eabi-{t}" for v, t in (("CC", "gcc"), ("CXX", "g++"))]
     try:
         done = subprocess.run(
             [
                 "make",
-                "-C",
-                str(FIRMWARE_SOURCES),
+                "-f",
+                str(FIRMWARE_SOURCES / "Makefile"),
                 f"-j{jobs}",
                 f"BOARD={machine}",
                 f"BUILD={staging}",
                 f"BUILD_ID={source_hash[:12]}",
                 *runtime,
+                *(launcher if cached else []),
             ],
+            cwd=staging,
+            env={**os.environ, **cached},
             capture_output=True,
             text=True,
             timeout=_BUILD_TIMEOUT_S,

@@ -80,6 +80,12 @@ class ControllerReporting:
                 runtime = device_runtime(results, device)
                 if runtime:
                     terminalreporter.write_line(f"runtime: {runtime}")
+                parts = device_runtime(results, device, "from_source")
+                if parts:
+                    terminalreporter.write_line(f"from source: {parts} (no real backend)")
+                for lacking in (device_runtime(results, device, "lacks") or "").split(" | "):
+                    if lacking:
+                        terminalreporter.write_line(f"lacks: {lacking}", yellow=True)
                 for line in lines:
                     terminalreporter.write_line(line)
         _write_infra(terminalreporter, infrastructure_lines(results))

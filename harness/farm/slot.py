@@ -37,8 +37,10 @@ from harness.transport.base import TransportError
 
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
-# started the agent (native or glibc-bundle).
-FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "deployment")
+# started the agent (native or glibc-bundle); from_source, lacks: a runtime built from a
+# source tree, its parts and what its API lacks (harness/agent/source_runtime.py).
+FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "deployment",
+             "from_source", "lacks")  # fmt: skip
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 

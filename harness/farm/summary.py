@@ -51,12 +51,13 @@ def devices_in_order(results: Iterable[CaseResult]) -> list[str]:
     return names + ([NO_DEVICE] if NO_DEVICE in seen else [])
 
 
-def device_runtime(results: Iterable[CaseResult], device: str) -> str | None:
+def device_runtime(results: Iterable[CaseResult], device: str, fact: str = "runtime") -> str | None:
     """The ``runtime`` fact the device's agent announced (e.g. what is real and what is a
-    stand-in on an MCU), or None if no result of it carries one."""
+    stand-in on an MCU), or None if no result of it carries one; ``fact`` another of
+    the runtime's facts (``from_source``, ``lacks``)."""
     for result in results:
-        if where(result) == device and result.facts.get("runtime"):
-            return result.facts["runtime"]
+        if where(result) == device and result.facts.get(fact):
+            return result.facts[fact]
     return None
 
 

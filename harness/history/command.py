@@ -139,5 +139,13 @@ def analyse(history: Any, run_name: str | None, window: int) -> dict[str, Any]:
         "health": {
             kind: [h.as_json() for h in health(history, kind)] for kind in ("device", "place")
         },
-        "regressions": [r.as_json() for r in regressions(history, run)],
+        "regressions": [_with_bisect(r.as_json()) for r in regressions(history, run)],
     }
+
+
+def _with_bisect(regression: dict[str, Any]) -> dict[str, Any]:
+    """A regression with the kept bisect that explains it, if any (``bisect``)."""
+    from harness.history.bisects import explaining, kept_bisects
+
+    found = explaining(regression["nodeid"], regression["device"], kept_bisects())
+    return {**regression, "bisect": found}

@@ -40,7 +40,7 @@ class RunIdentity:
 
     harness_version: str
     harness_commit: str
-    sdk_source: str  # "wheel executorch==1.5.1" or "prefix /opt/et"
+    sdk_source: str  # "wheel executorch==1.5.1", "prefix /opt/et" or "source /src/et@v1.5.0"
     sdk_commit: str
 
     @classmethod
@@ -49,16 +49,20 @@ class RunIdentity:
         else the runtime the environment gives."""
         from harness.agent.sdk import EXECUTORCH_VERSION
         from harness.agent.sdk_prefix import prefix_from_environment
+        from harness.agent.source_runtime import RUNTIME_ENV
 
         prefix = prefix_from_environment()
+        source = os.environ.get(RUNTIME_ENV, "")
         if runtimes:
-            source = f"runtimes {','.join(runtimes)}"
+            described = f"runtimes {','.join(runtimes)}"
+        elif source:
+            described = f"source {source}"
         else:
-            source = f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}"
+            described = f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}"
         return cls(
             harness_version=_harness_version(),
             harness_commit=_git_commit(),
-            sdk_source=source,
+            sdk_source=described,
             sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
         )
 

@@ -100,4 +100,8 @@ def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[st
             f"{', commit ' + good['sdk_commit'] if good['sdk_commit'] else ''})"
         )
         lines.append(f"  {r['nodeid']} on {_where(r)}: {began}{last}")
+        if r.get("bisect"):
+            from harness.history.bisects import bisect_line
+
+            lines.append(f"    {bisect_line(r['bisect'])}")
     return lines

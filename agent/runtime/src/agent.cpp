@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "recording_backend.h"
+#include "runtime_label.h"
 #include "runtime_options.h"
+#include "tree_api.h"
 
 namespace etb {
 
@@ -20,8 +22,18 @@ namespace {
 namespace et = executorch::runtime;
 
 constexpr int32_t kRegistryCapacity = 16;  // kMaxRegisteredBackends in runtime/backend/interface.cpp
+#if ETB_HAS_LOAD_TIME_MAP
 constexpr const char* kCapabilities = "load,execute,set,get,reset,register,hello";
+#else  // nothing a LOAD delivers could be checked: not served
+constexpr const char* kCapabilities = "execute,set,get,reset,register,hello";
+#endif
+#if !ETB_HAS_LOAD_TIME_MAP
+constexpr const char* kLoadPaths = "";
+#elif !ETB_HAS_MODULE_LOAD_MAP
+constexpr const char* kLoadPaths = "program";
+#else
 constexpr const char* kLoadPaths = "program,module,module_method,module_both";
+#endif
 constexpr const char* kLoadFlags = "keep";
 // Models one LOAD may carry (wire-format.md, LOAD): each is a program instance
 // of its own; the bound is the wire's (a report holds ETB_MAX_BACKENDS entries
@@ -139,7 +151,7 @@ class StartGate {
 void add_device_facts(ReportBuilder& report) {
   report.add_fact("agent_version", ETB_AGENT_VERSION);
   report.add_fact("wire_version", static_cast<int32_t>(ETB_WIRE_VERSION));
-  report.add_fact("runtime", "executorch " ETB_EXECUTORCH_VERSION);
+  report.add_fact("runtime", std::string("executorch ") + runtime_label());
   report.add_fact("abi", ETB_ABI);
   report.add_fact("max_message", static_cast<int32_t>(ETB_MAX_MESSAGE));
   report.add_fact("registry_capacity", kRegistryCapacity);
@@ -148,6 +160,12 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("load_flags", kLoadFlags);
   report.add_fact("max_models", kMaxModels);
   report.add_fact("directives", kDirectives);
+  if (*source_parts() != '\0') {
+    report.add_fact("from_source", source_parts());
+  }
+  if (*source_lacks() != '\0') {
+    report.add_fact("lacks", source_lacks());
+  }
 }
 
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
@@ -243,6 +261,11 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   const bool keep = (spec.flags & ETB_LOAD_FLAG_KEEP) != 0;
   const bool concurrent = (spec.flags & ETB_LOAD_FLAG_CONCURRENT) != 0;
   report.add_fact("load_path", path_label(spec.path));
+  if (std::strstr(kLoadPaths, path_label(spec.path)) == nullptr) {
+    report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0, std::string("load path ") + path_label(spec.path) +
+        " is not served: the runtime lacks it (HELLO lacks: " + source_lacks() + ")");
+    return;
+  }
   if (keep && count > 1) {
     report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0,
         "KEEP loads into the one program loaded before: a LOAD of " + std::to_string(count) +

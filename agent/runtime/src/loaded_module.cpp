@@ -25,7 +25,12 @@ LoadedModule::LoadedModule(const std::string& path) : path_(path), module_(path,
 
 StepResult LoadedModule::load(const OwnedOptionsMap& map, int64_t* us) {
   const Clock::time_point start = Clock::now();
+#if ETB_HAS_MODULE_LOAD_MAP
   const et::Error error = module_.load(map.map(), et::Program::Verification::InternalConsistency);
+#else
+  (void)map;  // not served (agent.cpp)
+  const et::Error error = et::Error::NotSupported;
+#endif
   *us = micros_since(start);
   return result_of(error, "Module::load(map) of " + path_);
 }
@@ -55,9 +60,19 @@ StepResult LoadedModule::delegate_ids(const std::string& method, std::vector<std
 
 StepResult LoadedModule::load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us) {
   explicit_maps_.push_back(std::move(map));
+  OwnedOptionsMap& given = *explicit_maps_.back();
   const Clock::time_point start = Clock::now();
+#if ETB_HAS_MODULE_LOAD_MAP && ETB_HAS_LOAD_METHOD_KERNEL_REGISTRY
+  const et::Error error = module_.load_method(method, nullptr, nullptr, &explicit_maps_.back()->map(), {});
+#elif ETB_HAS_MODULE_LOAD_MAP
   const et::Error error = module_.load_method(method, nullptr, nullptr, &explicit_maps_.back()->map());
+#else
+  const et::Error error = et::Error::NotSupported;  // not served (agent.cpp)
+#endif
   *us = micros_since(start);
+  // Released once the call returns (the method is initialised): its storage then
+  // holds another model's map, which a method loaded lazily later must not see.
+  given.release();
   return result_of(error, "Module::load_method(\"" + method + "\", map)");
 }
 

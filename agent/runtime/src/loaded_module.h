@@ -32,9 +32,9 @@ class LoadedModule {
   // The delegate ids of a method, in program order (the program must be loaded).
   StepResult delegate_ids(const std::string& method, std::vector<std::string>* out);
 
-  // Module::load_method(method, nullptr, nullptr, &map). Module may keep
-  // pointers into an explicit map for the method's life, so this object keeps
-  // the map alive and unchanged as long as itself.
+  // Module::load_method(method, nullptr, nullptr, &map), then the map released
+  // (OwnedOptionsMap::release): its storage, kept as long as this object, then
+  // holds another model's map.
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us);
 
   // Module::execute(method, inputs): loads the method first, without a map, if

@@ -91,7 +91,11 @@ StepResult LoadedProgram::load_method(const std::string& name, std::unique_ptr<O
   loaded->memory_manager.emplace(&method_allocator_, &*loaded->planned_memory, &temp_allocator_);
 
   const Clock::time_point start = Clock::now();
+#if ETB_HAS_LOAD_TIME_MAP
   auto method = program_->load_method(name.c_str(), &*loaded->memory_manager, nullptr, nullptr, &loaded->map->map());
+#else
+  auto method = program_->load_method(name.c_str(), &*loaded->memory_manager);  // not served (agent.cpp)
+#endif
   *load_us = micros_since(start);
   if (!method.ok()) {
     return fail(method.error(), "Program::load_method(\"" + name + "\") returned " + error_code(method.error()));

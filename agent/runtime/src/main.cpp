@@ -25,6 +25,7 @@
 #include "recording_backend.h"
 #include "report_builder.h"
 #include "runtime_log.h"
+#include "runtime_label.h"
 
 namespace {
 
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   }
   if (args.size() == 1 && args[0] == "--version") {
     std::printf("et-agent %s (executorch %s, %s, wire format v%u)\n", ETB_AGENT_VERSION,
-        ETB_EXECUTORCH_VERSION, ETB_ABI, ETB_WIRE_VERSION);
+        etb::runtime_label(), ETB_ABI, ETB_WIRE_VERSION);
     return kExitOk;
   }
   const bool session = args.empty() || (args.size() == 1 && args[0] == "--session");
@@ -176,6 +177,6 @@ int main(int argc, char** argv) {
   etb::install_runtime_log();  // before anything is loaded: missing operators are named
   executorch::runtime::runtime_init();
   std::fprintf(stderr, "et-agent %s: executorch %s, %s, %s mode\n", ETB_AGENT_VERSION,
-      ETB_EXECUTORCH_VERSION, ETB_ABI, session ? "session" : "one-shot");
+      etb::runtime_label(), ETB_ABI, session ? "session" : "one-shot");
   return session ? run_session() : run_oneshot(args[1].c_str(), args[2].c_str());
 }

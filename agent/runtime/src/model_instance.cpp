@@ -166,10 +166,11 @@ StepResult ModelInstance::load_module(const ModelRequest& request, const std::st
   StepResult step;
   int64_t total_us = 0;
   int64_t us = 0;
-  // The caller's map: handed to Module::load, then overwritten before the method
-  // loads, as a caller that releases its map at once would do. Its storage stays
-  // allocated (poisoned) until this load ends, so a runtime that kept a pointer
-  // to it delivers the poison, visibly, rather than whatever reuses the memory.
+  // The caller's map: handed to Module::load, then released before the method
+  // loads, its storage holding another model's map (OwnedOptionsMap::release), as a
+  // caller that frees its map at once would see. The storage stays allocated until
+  // this load ends, so a runtime that kept a pointer to it delivers those other
+  // values, visibly, rather than reading freed memory.
   std::unique_ptr<OwnedOptionsMap> stored;
   if (spec.path == ETB_LOAD_MODULE_METHOD) {
     step = module_->load(&us);

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string_view>
+#include <type_traits>
 
 #include "runtime_options.h"
 
@@ -17,6 +19,23 @@ namespace {
 constexpr std::string_view kDupPrefix = "etb.dup:";
 constexpr std::string_view kIdSuffixKey = "etb.id_suffix";
 
+// Another model's value for an option: the same type, a different value.
+void another_models_value(et::BackendOption& option) {
+  std::visit([](auto& value) {
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, bool>) {
+      value = !value;
+    } else if constexpr (std::is_same_v<T, int>) {
+      value = value == 0x2A2A2A2A ? 0x15151515 : 0x2A2A2A2A;
+    } else {
+      static constexpr char kOther[] = "another model's option";
+      const bool same = std::strncmp(value.data(), kOther, value.size()) == 0;
+      value.fill('\0');
+      std::memcpy(value.data(), same ? "yet another model's option" : kOther, same ? 26 : sizeof(kOther) - 1);
+    }
+  }, option.value);
+}
+
 }  // namespace
 
 et::Error OwnedOptionsMap::build(const etb_backend_t* backends, uint8_t count, std::string* refused) {
@@ -25,6 +44,7 @@ et::Error OwnedOptionsMap::build(const etb_backend_t* backends, uint8_t count, s
     total += backends[i].option_count;
   }
   options_.assign(total, et::BackendOption{});  // never reallocated below: spans stay valid
+  entries_.clear();
   size_t used = 0;
   std::string id;
   for (uint8_t i = 0; i < count; ++i) {
@@ -50,6 +70,7 @@ et::Error OwnedOptionsMap::build(const etb_backend_t* backends, uint8_t count, s
       *refused = id;
       return error;
     }
+    entries_.push_back(Entry{id, used, delivered});
     used += delivered;
   }
   return et::Error::Ok;
@@ -57,11 +78,12 @@ et::Error OwnedOptionsMap::build(const etb_backend_t* backends, uint8_t count, s
 
 void OwnedOptionsMap::release() {
   for (et::BackendOption& option : options_) {
-    option = et::BackendOption{};
-    std::strncpy(option.key, kReleasedKey, sizeof(option.key) - 1);
-    std::array<char, et::kMaxOptionValueLength> text{};
-    std::strncpy(text.data(), kReleasedValue, text.size() - 1);
-    option.value = text;
+    another_models_value(option);
+  }
+  map_.~LoadBackendOptionsMap();
+  new (&map_) et::LoadBackendOptionsMap();
+  for (const Entry& entry : entries_) {  // the ids were accepted before: they are again
+    (void)map_.set_options(entry.id.c_str(), et::Span<et::BackendOption>(options_.data() + entry.first, entry.count));
   }
 }
 

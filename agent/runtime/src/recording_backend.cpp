@@ -14,6 +14,7 @@ namespace etb {
 
 namespace {
 
+#ifndef ETB_RUNTIME_FROM_SOURCE
 using RegisterFn = et::Error (*)(const et::Backend&);
 
 // The mangled name of executorch::runtime::register_backend(Backend const&).
@@ -28,6 +29,7 @@ RegisterFn runtime_register() {
   }
   return fn;
 }
+#endif
 
 // Zero-initialised storage (no constructor runs before the backends register).
 alignas(RecordingBackend) unsigned char g_storage[RecordingBackend::kCapacity][sizeof(RecordingBackend)];
@@ -54,7 +56,11 @@ RecordingBackend* find_recorder(std::string_view name) {
 }
 
 et::Error register_unrecorded(const et::Backend& backend) {
+#ifdef ETB_RUNTIME_FROM_SOURCE
+  return et::register_backend(backend);  // linked in: no real backend to record
+#else
   return runtime_register()(backend);
+#endif
 }
 
 void RecordingBackend::set_recording(bool on) {
@@ -171,6 +177,7 @@ et::Error RecordingBackend::get_option(
 
 }  // namespace etb
 
+#ifndef ETB_RUNTIME_FROM_SOURCE
 // The definition the backend libraries' static initializers reach (exported
 // from the executable, see CMakeLists.txt): each real backend goes into the
 // runtime's registry behind a recorder, under its own name.
@@ -189,3 +196,4 @@ executorch::runtime::Error executorch::runtime::register_backend(const executorc
   etb::g_count.store(index + 1, std::memory_order_release);
   return error;
 }
+#endif  // ETB_RUNTIME_FROM_SOURCE

@@ -1,0 +1,411 @@
+"""An ExecuTorch source tree as a hosted device's runtime.
+
+``ET_HARNESS_RUNTIME=PATH[@REV]`` builds the agent of every hosted device (host, the
+arm64 boards, the glibc bundle of adb-emu) against the runtime compiled from the tree
+at ``PATH`` (at revision ``REV`` if given): the runtime core, ``extension/module`` with
+its data loaders and data maps, and the agent's probe backends
+(``agent/cmake/executorch-from-source.cmake``). The wheel's real backends (XNNPACK, QNN,
+OpenVINO) are linked against the wheel's own ``libexecutorch.so`` and cannot join a
+core of another commit: such a device has only the probes, and says so in HELLO
+(facts ``from_source`` and ``lacks``).
+
+:func:`source_runtime` is the one entry point: a tree, an optional revision and an ABI
+give the :class:`~harness.agent.sdk.SdkPaths` the agent build consumes, as
+:func:`~harness.agent.sdk_prefix.sdk_from_prefix` does for an install prefix. A revision
+is exported (``git archive``) into the harness cache, once per commit; the user's
+checkout is only read. What the tree's API offers is read from its headers
+(:func:`tree_api`), never from a list of commits, and becomes compile definitions.
+Objects are cached by content with ccache (:func:`compiler_cache_env`): a neighbouring
+commit recompiles only the files whose preprocessed text changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+import filelock
+
+from harness.agent.runtime_source import SHARED_TREE
+from harness.agent.sdk import SdkError, SdkPaths, ensure_sdk, host_abi
+from harness.lifecycle.cache import cache_root
+
+RUNTIME_ENV = "ET_HARNESS_RUNTIME"
+# Where a tree without its third-party/flatbuffers submodule takes the headers from.
+FLATBUFFERS_ENV = "ET_HARNESS_FLATBUFFERS"
+_FLATBUFFERS = Path("third-party/flatbuffers/include")
+_NEEDED = ("runtime/executor/program.cpp", "extension/module/module.cpp", "version.txt")
+_HASHED = ("runtime", "schema", "extension", "version.txt")
+_HASHED_SUFFIXES = (".cpp", ".h", ".fbs", ".txt")
+_UPSTREAM = re.compile(r"^upstream: (\S+)@([0-9a-f]{7,40})\s*$", re.MULTILINE)
+_GIT_TIMEOUT_S = 60
+_FLATC_TIMEOUT_S = 120
+# Bumped when what source_runtime() writes into a runtime's home changes.
+_LAYOUT_REVISION = 1
+
+
+class SourceRuntimeError(SdkError):
+    """A source tree (or its revision) cannot serve as a hosted device's runtime."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeApi:
+    """What a tree's headers offer the agent; each absent part is one line of HELLO."""
+
+    load_time_map: bool  # Program::load_method takes a LoadBackendOptionsMap ("3/x")
+    module_load_map: bool  # Module::load(map) and Module::load_method(..., &map) ("4/x")
+    entry_at: bool  # LoadBackendOptionsMap::entry_at(i): a map can be walked (#19645)
+    load_method_kernel_registry: bool  # Module::load_method(..., kernel_registry) (#19641)
+
+    def defines(self) -> tuple[str, ...]:
+        """The agent's compile definitions (agent/runtime/src/tree_api.h)."""
+        return tuple(
+            f"ETB_HAS_{name.upper()}={int(getattr(self, name))}"
+            for name in ("load_time_map", "module_load_map", "entry_at",
+                         "load_method_kernel_registry")
+        )  # fmt: skip
+
+    def absent(self) -> tuple[str, ...]:
+        """One line per capability the tree lacks (HELLO ``lacks``, the run summary)."""
+        lines = []
+        if not self.load_time_map:
+            lines.append(
+                "load-time map: Program::load_method takes no LoadBackendOptionsMap in this "
+                "tree (before '3/x: Wire LoadBackendOptionsMap through Program and Method'); "
+                "no load path is served"
+            )
+        if self.load_time_map and not self.module_load_map:
+            lines.append(
+                "Module::load(map): extension::Module takes no LoadBackendOptionsMap in this "
+                "tree (before '4/x'); the module load paths are not served"
+            )
+        if not self.entry_at:
+            lines.append("LoadBackendOptionsMap::entry_at: a map cannot be walked in this tree")
+        return tuple(lines)
+
+
+def tree_api(tree: Path) -> TreeApi:
+    """Read from the tree's headers what its API offers."""
+    program = _read(tree / "runtime/executor/program.h")
+    module = _read(tree / "extension/module/module.h")
+    options_map = _read(tree / "runtime/backend/backend_options_map.h")
+    return TreeApi(
+        load_time_map=bool(options_map) and "LoadBackendOptionsMap" in program,
+        module_load_map=bool(
+            re.search(r"\bload\(\s*const\s+LoadBackendOptionsMap\s*&", module)
+            and re.search(r"const\s+LoadBackendOptionsMap\s*\*\s*backend_options", module)
+        ),
+        entry_at=re.search(r"\bentry_at\s*\(", options_map) is not None,
+        load_method_kernel_registry=re.search(
+            r"LoadBackendOptionsMap\s*\*\s*backend_options\s*=\s*nullptr\s*,\s*"
+            r"std::vector<Kernel>\s+kernel_registry",
+            module,
+        )
+        is not None,
+    )
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceRuntime:
+    """A runtime compiled from a source tree: what was named, what is compiled, where."""
+
+    checkout: Path  # the tree the user named (only read)
+    revision: str | None  # the revision named, if any
+    tree: Path  # what is compiled: the checkout, or the revision's export in the cache
+    home: Path  # the cache directory of this runtime: generated headers, agent builds
+    flatbuffers: Path  # the flatbuffers headers the tree's schema code needs
+    commit: str  # the full hash, or "" when the tree is no git checkout
+    subject: str
+    upstream: str  # "pytorch/executorch@<hash>" when the commit message names one
+    version: str  # version.txt
+    digest: str  # of the compiled files (the commit's tree hash for a revision)
+    api: TreeApi
+
+    @property
+    def label(self) -> str:
+        """How HELLO's ``runtime`` fact and the summary name it."""
+        at = f" @ {self.commit[:10]}" if self.commit else ""
+        return f"{self.version} from source {self.checkout}{at}"
+
+    @property
+    def from_source(self) -> str:
+        """HELLO ``from_source``: the parts compiled from the tree."""
+        return "runtime core,extension/module,data loaders,data maps,probe backends"
+
+
+def parse_runtime(value: str) -> tuple[Path, str | None]:
+    """``PATH[@REV]`` as a path and a revision (None without ``@``)."""
+    path, at, revision = value.rpartition("@") if "@" in value else (value, "", "")
+    if at and not revision:
+        raise SourceRuntimeError(f"{value!r}: nothing after '@'; give PATH or PATH@REVISION")
+    return Path(path).expanduser(), (revision or None)
+
+
+def runtime_from_environment() -> tuple[Path, str | None] | None:
+    """``$ET_HARNESS_RUNTIME`` parsed, or None when unset or empty."""
+    value = os.environ.get(RUNTIME_ENV, "")
+    return parse_runtime(value) if value else None
+
+
+def source_runtime(tree: Path, revision: str | None, abi: str) -> SdkPaths:
+    """The SDK the agent build consumes for the runtime compiled from ``tree`` (at
+    ``revision``, exported into the cache) for ``abi``: the wheel's paths (its
+    ``flatc`` and schema make the programs) with :attr:`SdkPaths.source` set."""
+    runtime = describe_source(tree, revision)
+    generate_headers(runtime)
+    write_facts(runtime)
+    wheel = ensure_sdk(host_abi())
+    return dataclasses.replace(wheel, abi=abi, version=runtime.version, source=runtime)
+
+
+def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
+    """The runtime ``tree`` (at ``revision``) gives, exporting the revision if needed."""
+    where = f"{RUNTIME_ENV}={tree}{'@' + revision if revision else ''}"
+    checkout = tree.expanduser().resolve()
+    if not checkout.is_dir():
+        raise SourceRuntimeError(f"{where}: {checkout} is not a directory")
+    if revision is not None:
+        commit = _git(checkout, where, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+        home = cache_root() / "source-runtime" / f"{commit[:20]}-r{_LAYOUT_REVISION}"
+        compiled = _export(checkout, commit, home, where)
+        digest = commit
+    else:
+        commit = _try_git(checkout, "rev-parse", "HEAD")
+        name = hashlib.sha256(str(checkout).encode()).hexdigest()[:20]
+        home = cache_root() / "source-runtime" / f"tree-{name}-r{_LAYOUT_REVISION}"
+        compiled = checkout
+        digest = _digest(checkout)
+    for needed in _NEEDED:
+        if not (compiled / needed).is_file():
+            raise SourceRuntimeError(
+                f"{where}: {checkout} is not an ExecuTorch source tree (no {needed} "
+                f"{'at ' + revision if revision else ''}); point it at a checkout of "
+                "github.com/pytorch/executorch"
+            )
+    message = _try_git(checkout, "log", "-1", "--format=%B", commit) if commit else ""
+    return SourceRuntime(
+        checkout=checkout,
+        revision=revision,
+        tree=compiled,
+        home=home,
+        flatbuffers=_flatbuffers(checkout, where),
+        commit=commit,
+        subject=message.splitlines()[0] if message else "",
+        upstream=upstream_of(message),
+        version=_read(compiled / "version.txt").strip()[:32] or "unknown",
+        digest=digest,
+        api=tree_api(compiled),
+    )
+
+
+def upstream_of(message: str) -> str:
+    """``pytorch/executorch@<hash>`` from a commit message's ``upstream:`` line, or ""."""
+    found = _UPSTREAM.search(message)
+    return f"{found.group(1)}@{found.group(2)}" if found else ""
+
+
+def _flatbuffers(checkout: Path, where: str) -> Path:
+    named = os.environ.get(FLATBUFFERS_ENV, "")
+    for candidate in (
+        Path(named).expanduser() if named else None,
+        checkout / _FLATBUFFERS,
+        SHARED_TREE / _FLATBUFFERS,
+    ):
+        if candidate is not None and (candidate / "flatbuffers" / "flatbuffers.h").is_file():
+            return candidate.resolve()
+    raise SourceRuntimeError(
+        f"{where}: no flatbuffers headers: {checkout / _FLATBUFFERS} is empty (run `git "
+        "submodule update --init third-party/flatbuffers` in the tree) and "
+        f"{FLATBUFFERS_ENV} names none"
+    )
+
+
+def _git(checkout: Path, where: str, *args: str) -> str:
+    done = _run_git(checkout, *args)
+    if done is None or done.returncode != 0 or not done.stdout.strip():
+        said = done.stderr.decode(errors="replace").strip()[-300:] if done else "git not run"
+        raise SourceRuntimeError(
+            f"{where}: `git {' '.join(args[:2])} ...` in {checkout} failed "
+            f"({said or 'no output'}); the tree must be a git checkout holding that revision"
+        )
+    return done.stdout.decode(errors="replace").strip()
+
+
+def _try_git(checkout: Path, *args: str) -> str:
+    done = _run_git(checkout, *args)
+    if done is None or done.returncode != 0:
+        return ""
+    return done.stdout.decode(errors="replace").strip()
+
+
+def _run_git(checkout: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(checkout), *args],
+            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
+    """The commit's files in ``home/tree`` (``git archive``, once; never the checkout)."""
+    tree = home / "tree"
+    if (home / "exported").is_file():
+        return tree
+    home.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(home / "export.lock")):
+        if (home / "exported").is_file():
+            return tree
+        paths = [p for p in _HASHED if _try_git(checkout, "ls-tree", "--name-only", commit, p)]
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(checkout), "archive", "--format=tar", commit, *paths],
+                capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SourceRuntimeError(f"{where}: git archive of {commit} failed: {exc}") from None
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip()[-300:]
+            raise SourceRuntimeError(f"{where}: git archive of {commit} failed: {said}")
+        staging = Path(tempfile.mkdtemp(dir=home, prefix=".tree-"))
+        try:
+            with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+                archive.extractall(staging, filter="data")
+            if tree.exists():  # left by an export interrupted before its mark
+                shutil.rmtree(tree)
+            staging.rename(tree)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        (home / "exported").write_text(f"{commit}\n")
+    return tree
+
+
+def _digest(tree: Path) -> str:
+    digest = hashlib.sha256()
+    for part in _HASHED:
+        base = tree / part
+        files = [base] if base.is_file() else sorted(base.rglob("*"))
+        for file in files:
+            if file.is_file() and file.suffix in _HASHED_SUFFIXES:
+                digest.update(str(file.relative_to(tree)).encode() + b"\0")
+                digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+# Schema -> (where its headers go under gen/, flatc's extra options).
+_SCHEMAS = (
+    (("schema/program.fbs", "schema/scalar_type.fbs"), "executorch/schema", ()),
+    (
+        ("extension/flat_tensor/serialize/flat_tensor.fbs",
+         "extension/flat_tensor/serialize/scalar_type.fbs"),
+        "executorch/extension/flat_tensor/serialize",
+        ("--cpp-std", "c++11", "--gen-mutable"),
+    ),
+)  # fmt: skip
+
+
+def generate_headers(runtime: SourceRuntime) -> Path:
+    """The tree's schema headers, made by the wheel's flatc, and ``root/executorch``."""
+    gen = runtime.home / "gen"  # one name: compile commands stay alike (compiler_cache_env)
+    if _read(gen / "complete") == runtime.digest:
+        return gen
+    flatc = ensure_sdk(host_abi()).flatc
+    runtime.home.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(gen) + ".lock"):
+        if _read(gen / "complete") == runtime.digest:
+            return gen
+        if gen.exists():
+            shutil.rmtree(gen)
+        for schemas, into, extra in _SCHEMAS:
+            present = [str(runtime.tree / s) for s in schemas if (runtime.tree / s).is_file()]
+            if not present:
+                continue
+            argv = [str(flatc), "--cpp", *extra, "--scoped-enums", "-o", str(gen / into), *present]
+            done = subprocess.run(argv, capture_output=True, timeout=_FLATC_TIMEOUT_S, check=False)
+            if done.returncode != 0:
+                raise SourceRuntimeError(
+                    f"{RUNTIME_ENV}: flatc could not compile {', '.join(schemas)} of "
+                    f"{runtime.tree}: {done.stderr.decode(errors='replace').strip()[-500:]}"
+                )
+        (gen / "root").mkdir(parents=True, exist_ok=True)
+        (gen / "root" / "executorch").symlink_to(runtime.tree, target_is_directory=True)
+        (gen / "complete").write_text(runtime.digest)
+    return gen
+
+
+def facts_headers(runtime: SourceRuntime) -> dict[str, str]:
+    """``etb_source_facts.h``, the tree's API (agent/runtime/src/tree_api.h), and
+    ``etb_source_label.h``, what HELLO says of the runtime (runtime_label.cpp): apart, so
+    that a neighbouring commit with the same API changes only the label's object."""
+    top = "// Written by harness/agent/source_runtime.py: the runtime is compiled from source."
+    api = [
+        f"#define {name} {value}" for name, value in (d.split("=") for d in runtime.api.defines())
+    ]
+    label = [
+        f"#define ETB_EXECUTORCH_VERSION {_c_string(runtime.label)}",
+        f"#define ETB_SOURCE_PARTS {_c_string(runtime.from_source)}",
+        f"#define ETB_SOURCE_LACKS {_c_string(' | '.join(runtime.api.absent()))}",
+    ]
+    return {
+        name: "\n".join([top, "#pragma once", *lines]) + "\n"
+        for name, lines in (("etb_source_facts.h", api), ("etb_source_label.h", label))
+    }
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of ``text`` (printable ASCII kept, the rest escaped)."""
+    out = []
+    for byte in text.encode():
+        char = chr(byte)
+        if char in '"\\?':
+            out.append("\\" + char)
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def write_facts(runtime: SourceRuntime) -> Path:
+    """Write :func:`facts_headers` into ``home/facts`` (unless there already); return it."""
+    directory = runtime.home / "facts"
+    for name, text in facts_headers(runtime).items():
+        header = directory / name
+        if _read(header) != text:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=directory, delete=False) as staging:
+                staging.write(text)
+            Path(staging.name).replace(header)
+    return directory
+
+
+def compiler_cache_env(base_dir: Path) -> dict[str, str]:
+    """ccache's settings for a build under ``base_dir``: the object cache in the harness
+    cache, keyed by the compiler's content, the flags and the preprocessed source;
+    paths under ``base_dir`` hashed relative to it, so builds of neighbouring commits
+    (each in its own directory) share their objects. Empty without ccache."""
+    if shutil.which("ccache") is None:
+        return {}
+    return {
+        "CCACHE_DIR": str(cache_root() / "ccache"),
+        "CCACHE_BASEDIR": str(base_dir),
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_COMPILERCHECK": "content",
+        "CCACHE_MAXSIZE": "2G",
+    }

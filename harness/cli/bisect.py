@@ -1,0 +1,297 @@
+"""``et-harness bisect``: the first commit of a source tree where the selected tests change.
+
+Each step runs the selected tests (pytest, ``-x``) on the device with the runtime built
+from the tree at one commit (``$ET_HARNESS_RUNTIME=TREE@COMMIT``,
+:mod:`harness.agent.source_runtime`: built in the cache, objects shared between
+commits). A step's outcome is *good* (every test that ran passed), *bad* (one failed:
+its difference decides) or *cannot tell* (the build failed, an infrastructure error,
+every test skipped, say for a capability the tree lacks): that commit is skipped, as
+``git bisect`` skips on exit code 125. ``--find-fix`` looks for the first good commit
+after bad ones instead.
+
+``--step`` tests the tree as it is checked out and exits as ``git bisect run`` wants:
+0 good, 1 bad (with ``--find-fix``: 0 bad, 1 good, for ``git bisect start
+--term-old=broken --term-new=fixed``), 125 cannot tell. A whole bisect exits 0 when it
+names the commit, 1 when skipped commits leave it undecided, 2 on a usage error.
+The result is kept for ``et-harness history`` (:mod:`harness.history.bisects`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+
+SKIP_EXIT = 125  # git bisect run: this commit cannot be tested
+GOOD, BAD, UNTESTABLE = "good", "bad", "cannot tell"
+_STEP_TIMEOUT_S = 1800
+_GIT_TIMEOUT_S = 60
+
+
+class BisectError(UsageError):
+    """The bisect cannot start: a revision, the tree or the selection is wrong."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One commit tested: its outcome and why (the deciding difference, or the reason)."""
+
+    commit: str
+    outcome: str  # GOOD, BAD or UNTESTABLE
+    why: str
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    """A commit as the result names it."""
+
+    hash: str
+    subject: str
+    upstream: str  # "pytorch/executorch@<hash>" when its message names one
+
+    def line(self) -> str:
+        upstream = f" (upstream {self.upstream})" if self.upstream else ""
+        return f"{self.hash[:12]} {self.subject}{upstream}"
+
+
+def add_parser(commands: Any) -> None:
+    """The ``bisect`` subcommand's options, on ``et-harness``'s subparsers."""
+    cmd = commands.add_parser(
+        "bisect",
+        help="find the commit of a source tree where the selected tests change",
+        description=__doc__.split("\n\n")[0],
+    )
+    cmd.add_argument("tree", type=Path, help="the ExecuTorch source tree (a git checkout)")
+    cmd.add_argument("--good", help="a revision where the tests pass")
+    cmd.add_argument("--bad", help="a revision where they fail")
+    cmd.add_argument(
+        "--find-fix",
+        action="store_true",
+        help="find the first good commit after bad ones (--bad older than --good)",
+    )
+    cmd.add_argument(
+        "--step",
+        action="store_true",
+        help="test the tree as checked out and exit 0/1/125 (for git bisect run)",
+    )
+    cmd.add_argument("--device", default="host", help="the device profile (default: host)")
+    cmd.add_argument("--json", type=Path, help="also write the result to this JSON file")
+
+
+def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
+    """Bisect (or one ``--step``); ``selection`` is what pytest is given (paths, -k ...)."""
+    if not selection:
+        raise BisectError("name the tests after '--', e.g. -- suites/test_module_lifetime.py")
+    tree = args.tree.expanduser().resolve()
+    if args.step:
+        step = run_step(tree, None, args.device, selection)
+        print(f"{step.outcome}: {step.why}")
+        if step.outcome == UNTESTABLE:
+            return SKIP_EXIT
+        return int((step.outcome == BAD) != args.find_fix)
+    if not args.good or not args.bad:
+        raise BisectError("give --good REV and --bad REV (or --step for git bisect run)")
+    old, new = (args.bad, args.good) if args.find_fix else (args.good, args.bad)
+    wanted = GOOD if args.find_fix else BAD
+    started = time.monotonic()
+    commits = _between(tree, old, new)
+    steps: dict[str, Step] = {}
+    low, high = -1, len(commits) - 1  # commits[low] is as old (or the old end), commits[high] new
+    # The new end is tested first: a new end that behaves as the old one is a mistaken
+    # range; one that cannot be tested is skipped and taken as the user says it is.
+    end = run_step(tree, commits[high], args.device, selection)
+    steps[commits[high]] = end
+    print(f"  {commits[high][:12]} (the {'good' if args.find_fix else 'bad'} end): "
+          f"{end.outcome}: {end.why}", flush=True)  # fmt: skip
+    if end.outcome not in (wanted, UNTESTABLE):
+        raise BisectError(
+            f"{new} is {end.outcome}, not {wanted} ({end.why}): give a {wanted} revision "
+            f"as --{'good' if args.find_fix else 'bad'}"
+        )
+    while high - low > 1:
+        untried = [i for i in range(low + 1, high) if commits[i] not in steps]
+        if not untried:
+            break
+        middle = min(untried, key=lambda i: (abs(i - (low + high) / 2), i))
+        step = run_step(tree, commits[middle], args.device, selection)
+        steps[commits[middle]] = step
+        print(f"  {commits[middle][:12]}: {step.outcome}: {step.why}", flush=True)
+        if step.outcome == UNTESTABLE:
+            continue
+        if step.outcome == wanted:
+            high = middle
+        else:
+            low = middle
+    skipped = [c for c in commits[low + 1 : high] if c in steps]
+    untested = [c for c in commits if c in steps and steps[c].outcome == UNTESTABLE]
+    bad = [steps[c] for c in commits if c in steps and steps[c].outcome == BAD]
+    # The difference that decided: the found commit's failure, or (--find-fix) the
+    # failure of the newest bad commit before the fix.
+    deciding = (bad[-1] if args.find_fix else bad[0]) if bad else None
+    result = _result(tree, args, commits[high], skipped, steps, deciding, started, selection)
+    result["skipped"] = [dataclasses.asdict(_commit(tree, c)) for c in untested]
+    for line in _lines(result):
+        print(line)
+    from harness.history.bisects import keep_bisect
+
+    keep_bisect(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2), "utf-8")
+    return 1 if skipped else 0
+
+
+def _result(
+    tree: Path,
+    args: argparse.Namespace,
+    found: str,
+    skipped: list[str],
+    steps: dict[str, Step],
+    deciding: Step | None,
+    started: float,
+    selection: list[str],
+) -> dict[str, Any]:
+    return {
+        "tree": str(tree),
+        "device": args.device,
+        "selection": selection,
+        "find_fix": bool(args.find_fix),
+        "good": args.good,
+        "bad": args.bad,
+        "found": dataclasses.asdict(_commit(tree, found)),
+        "undecided_among": [dataclasses.asdict(_commit(tree, c)) for c in skipped],
+        "difference": f"{deciding.commit[:12]}: {deciding.why}" if deciding else "",
+        "builds": len(steps),
+        "seconds": round(time.monotonic() - started, 1),
+        "steps": [dataclasses.asdict(s) for s in steps.values()],
+        "finished": time.time(),
+    }
+
+
+def _lines(result: dict[str, Any]) -> list[str]:
+    found = Commit(**result["found"])
+    what = "first good" if result["find_fix"] else "first bad"
+    lines = []
+    if result["undecided_among"]:
+        lines.append(
+            f"{what} commit is one of these (the others could not be tested): "
+            + "; ".join(Commit(**c).line() for c in result["undecided_among"])
+            + f"; or {found.line()}"
+        )
+    else:
+        lines.append(f"{what} commit: {found.line()}")
+    if result["difference"]:
+        lines.append(f"deciding difference: {result['difference']}")
+    for skipped in result.get("skipped", []):
+        lines.append(f"skipped (could not be tested): {Commit(**skipped).line()}")
+    lines.append(f"{result['builds']} builds, {result['seconds']:.0f} s")
+    return lines
+
+
+def run_step(tree: Path, commit: str | None, device: str, selection: list[str]) -> Step:
+    """Run the selection on ``device`` with the runtime of ``tree`` at ``commit`` (as checked
+    out when None); classify the outcome from the run's ``results.jsonl``."""
+    from harness.agent.source_runtime import RUNTIME_ENV, SourceRuntimeError, describe_source
+
+    started = time.monotonic()
+    named = f"{tree}@{commit}" if commit else str(tree)
+    try:
+        describe_source(tree, commit)  # a tree that is none: cannot tell, said plainly
+    except SourceRuntimeError as exc:
+        return Step(commit or "", UNTESTABLE, str(exc), time.monotonic() - started)
+    with tempfile.TemporaryDirectory(prefix="et-bisect-") as results:
+        env = dict(os.environ, **{RUNTIME_ENV: named, "ET_HARNESS_HISTORY": "off"})
+        env.pop("ET_HARNESS_SDK", None)
+        argv = [
+            sys.executable, "-m", "pytest", *selection, "--device", device, "-x", "-q",
+            "-p", "no:cacheprovider", "--results-dir", results,
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(
+                argv, env=env, capture_output=True, timeout=_STEP_TIMEOUT_S, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Step(commit or "", UNTESTABLE, f"timed out after {_STEP_TIMEOUT_S} s", 0.0)
+        records = _records(Path(results) / "results.jsonl")
+        outcome, why = classify(records, done.returncode, done.stdout.decode(errors="replace"))
+    return Step(commit or "", outcome, why, round(time.monotonic() - started, 1))
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except OSError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def classify(records: list[dict[str, Any]], code: int, output: str) -> tuple[str, str]:
+    """A step's outcome from its results: a failure is bad (its difference says why);
+    an error or infrastructure outcome, or no test run, cannot tell; else good."""
+    for record in records:
+        if record.get("outcome") == "failed":
+            return BAD, f"{record['nodeid']}: {_difference(record)}"
+    for record in records:
+        if record.get("outcome") in ("error", "infra"):
+            why = record.get("infra") or _last_line(str(record.get("longrepr", "")))
+            return UNTESTABLE, f"{record['nodeid']}: {record['outcome']}: {why}"
+    passed = [r for r in records if r.get("outcome") == "passed"]
+    if passed:
+        return GOOD, f"{len(passed)} passed"
+    skipped = [r for r in records if r.get("outcome") == "skipped"]
+    if skipped:
+        return UNTESTABLE, f"every test skipped: {_last_line(str(skipped[0].get('longrepr')))}"
+    return UNTESTABLE, f"no test ran (pytest exit code {code}): {_last_line(output)}"
+
+
+def _difference(record: dict[str, Any]) -> str:
+    for verdict in record.get("verdicts", []):
+        if not verdict.get("ok", True):
+            return str(verdict.get("summary", ""))
+    return _last_line(str(record.get("longrepr", "")))
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _between(tree: Path, old: str, new: str) -> list[str]:
+    """The first-parent commits after ``old`` up to ``new``, oldest first."""
+    old_hash = _git(tree, "rev-parse", "--verify", f"{old}^{{commit}}")
+    new_hash = _git(tree, "rev-parse", "--verify", f"{new}^{{commit}}")
+    listed = _git(tree, "rev-list", "--first-parent", "--reverse", f"{old_hash}..{new_hash}")
+    commits = listed.split()
+    if not commits:
+        raise BisectError(f"no commit after {old} up to {new} in {tree}: is {old} older?")
+    return commits
+
+
+def _commit(tree: Path, commit: str) -> Commit:
+    from harness.agent.source_runtime import upstream_of
+
+    message = _git(tree, "log", "-1", "--format=%B", commit)
+    return Commit(commit, message.splitlines()[0] if message else "", upstream_of(message))
+
+
+def _git(tree: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(tree), *args],
+            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BisectError(f"git {args[0]} in {tree} failed: {exc}") from None
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip()[-300:]
+        raise BisectError(f"git {' '.join(args[:2])} in {tree} failed: {said}")
+    return done.stdout.decode(errors="replace").strip()

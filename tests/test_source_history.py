@@ -1,0 +1,322 @@
+"""The runtime built from ExecuTorch's own history (``../shared/vendor/executorch-history.bundle``,
+cloned into a temporary folder): what each commit's API offers, the Module lifetime
+suite on the commits around "Module deep-copies LoadBackendOptionsMap on load (#19673)",
+and ``et-harness bisect`` finding a planted fault.
+
+The README's test command runs the ends (4/x fails, the tip passes) and one bisect (a
+planted fault on the tip); the tests marked ``nightly`` (ci/nightly.yml, job
+``source-history``) sweep a sample of the commits from 4/x to the one before #19673,
+#19673 itself, a commit before "3/x" (it lacks the load-time map), ``bisect
+--find-fix`` over the range and the ends on an arm64 board.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.agent.source_runtime import describe_source, parse_runtime, tree_api
+from harness.cli.bisect import BAD, GOOD, UNTESTABLE, classify
+from harness.history.bisects import bisect_line, explaining
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE = ROOT.parent / "shared" / "vendor" / "executorch-history.bundle"
+LIFETIME = "suites/test_module_lifetime.py"
+_RUN_TIMEOUT_S = 900
+
+needs_bundle = pytest.mark.skipif(not BUNDLE.is_file(), reason=f"no {BUNDLE}")
+
+SUBJECTS = {
+    "3/x": "3/x: Wire LoadBackendOptionsMap through Program and Method",
+    "4/x": "4/x: Add LoadBackendOptionsMap support to Module::load()",
+    "entry_at": "Add entry_at(i) accessor to LoadBackendOptionsMap (#19645)",
+    "deep_copy": "Module deep-copies LoadBackendOptionsMap on load (#19673)",
+    "kernel_registry": "Thread kernel_registry through Module::load_method (#19641)",
+}
+
+
+class History:
+    """A clone of the bundle: its commits oldest first, found by subject."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        log = git(path, "log", "--first-parent", "--reverse", "--format=%H%x09%s")
+        self.commits = [tuple(line.split("\t", 1)) for line in log.splitlines()]
+
+    def index(self, landmark: str) -> int:
+        subject = SUBJECTS[landmark]
+        return next(i for i, (_, s) in enumerate(self.commits) if s == subject)
+
+    def at(self, landmark: str, offset: int = 0) -> str:
+        return self.commits[self.index(landmark) + offset][0]
+
+
+def git(path: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    clone = tmp_path_factory.mktemp("history") / "executorch"
+    subprocess.run(
+        ["git", "clone", "-q", "-b", "main", str(BUNDLE), str(clone)],
+        check=True, timeout=120, capture_output=True,
+    )  # fmt: skip
+    return History(clone)
+
+
+def run_suites(
+    tmp: Path, runtime: str, *suites: str, device: str = "host"
+) -> list[dict[str, object]]:
+    """The suites on ``device`` with ``ET_HARNESS_RUNTIME=runtime``; their results."""
+    results = tmp / f"results-{len(list(tmp.glob('results-*')))}"
+    env = {**os.environ, "ET_HARNESS_RUNTIME": runtime, "ET_HARNESS_HISTORY": "off"}
+    env.pop("ET_HARNESS_SDK", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *suites, "--device", device, "-q",
+         "-p", "no:cacheprovider", "--results-dir", str(results), "-rs"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    path = results / "results.jsonl"
+    assert path.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    assert records, done.stdout[-3000:]
+    return records
+
+
+def assert_lifetime(records: list[dict[str, object]], fails: bool) -> None:
+    """Every case of the lifetime suite failed naming the path (``fails``), or all passed."""
+    outcomes = {str(r["nodeid"]): r["outcome"] for r in records}
+    assert len(outcomes) == 3, outcomes
+    if not fails:
+        assert set(outcomes.values()) == {"passed"}, outcomes
+        return
+    assert set(outcomes.values()) == {"failed"}, outcomes
+    for record in records:
+        assert "on load path module" in str(record["longrepr"]), record["longrepr"]
+        assert any(not v["ok"] for v in record["verdicts"])  # type: ignore[union-attr]
+
+
+# ---- cheap: no build -----------------------------------------------------------------
+
+
+def test_a_runtime_is_a_path_and_an_optional_revision() -> None:
+    assert parse_runtime("/src/et@v1.5.0") == (Path("/src/et"), "v1.5.0")
+    assert parse_runtime("~/et") == (Path("~/et").expanduser(), None)
+    with pytest.raises(Exception, match="nothing after '@'"):
+        parse_runtime("/src/et@")
+
+
+@needs_bundle
+def test_what_each_commit_offers_is_read_from_its_headers(history: History) -> None:
+    def api(rev: str):
+        return describe_source(history.path, rev).api
+
+    before_3x = api(history.at("3/x", -1))
+    assert not before_3x.load_time_map and not before_3x.module_load_map
+    assert "load-time map" in before_3x.absent()[0]
+    at_3x, at_4x = api(history.at("3/x")), api(history.at("4/x"))
+    assert at_3x.load_time_map and not at_3x.module_load_map
+    assert at_4x.module_load_map and not at_4x.entry_at
+    assert api(history.at("entry_at")).entry_at
+    assert not api(history.at("kernel_registry", -1)).load_method_kernel_registry
+    assert api(history.at("kernel_registry")).load_method_kernel_registry
+    assert tree_api(history.path) == api("main")  # the checkout as it is: the tip
+
+
+@needs_bundle
+def test_a_revision_is_exported_into_the_cache_and_the_checkout_untouched(
+    history: History,
+) -> None:
+    status = git(history.path, "status", "--porcelain")
+    runtime = describe_source(history.path, history.at("deep_copy"))
+    assert runtime.tree != history.path and (runtime.tree / "extension/module/module.cpp").is_file()
+    assert runtime.subject == SUBJECTS["deep_copy"]
+    assert runtime.upstream.startswith("pytorch/executorch@")
+    assert git(history.path, "status", "--porcelain") == status
+    assert git(history.path, "worktree", "list").count("\n") == 0
+
+
+def test_a_step_is_bad_on_a_failure_and_cannot_tell_on_errors_and_skips() -> None:
+    failed = {"nodeid": "t[host]", "outcome": "failed", "verdicts": [
+        {"ok": False, "summary": "load [module]: ProbeA WRONG_VALUE threads"}]}  # fmt: skip
+    assert classify([failed], 1, "") == (BAD, "t[host]: load [module]: ProbeA WRONG_VALUE threads")
+    build = {"nodeid": "t", "outcome": "error", "infra": None, "longrepr": "x\nAgentBuildFailed"}
+    assert classify([build], 1, "")[0] == UNTESTABLE
+    skipped = {"nodeid": "t[host]", "outcome": "skipped", "longrepr": "('f', 1, 'lacks x')"}
+    assert classify([skipped], 0, "")[0] == UNTESTABLE
+    assert classify([{"nodeid": "t", "outcome": "passed"}], 0, "") == (GOOD, "1 passed")
+    assert classify([], 4, "ERROR: usage")[0] == UNTESTABLE
+
+
+def test_history_shows_the_bisect_beside_the_failure_it_explains() -> None:
+    result = {
+        "tree": "/src/et", "device": "host", "find_fix": False, "builds": 2,
+        "selection": ["suites/test_module_lifetime.py", "-k", "lazily"],
+        "found": {"hash": "a" * 40, "subject": "planted", "upstream": "pytorch/executorch@b"},
+    }  # fmt: skip
+    nodeid = "suites/test_module_lifetime.py::test_x[host]"
+    assert explaining(nodeid, "host", [result]) is result
+    assert explaining(nodeid, "ssh-emu", [result]) is None
+    assert explaining("suites/test_load_paths.py::t[host]", "host", [result]) is None
+    assert bisect_line(result) == (
+        "bisected in /src/et: first bad aaaaaaaaaaaa planted (upstream "
+        "pytorch/executorch@b); 2 builds"
+    )
+
+
+# ---- the ends and one bisect, on host (the README's test command) ------------------------
+
+
+@needs_bundle
+@pytest.mark.slow
+def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: Path) -> None:
+    assert_lifetime(run_suites(tmp_path, f"{history.path}@{history.at('4/x')}", LIFETIME), True)
+    tip = history.commits[-1][0]
+    records = run_suites(tmp_path, f"{history.path}@main", LIFETIME)
+    assert_lifetime(records, False)
+    facts = records[0]["facts"]
+    assert f"from source {history.path} @ {tip[:10]}" in facts["runtime"]  # type: ignore[index]
+    assert "extension/module" in facts["from_source"]  # type: ignore[index]
+    assert not facts.get("real_backends")  # type: ignore[attr-defined]
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_a_commit_before_3x_lacks_the_load_time_map_and_its_load_tests_skip(
+    history: History, tmp_path: Path
+) -> None:
+    records = run_suites(tmp_path, f"{history.path}@{history.at('3/x', -1)}", "suites")
+    assert "load-time map" in str(records[0]["facts"]["lacks"])  # type: ignore[index]
+    assert {r["outcome"] for r in records} <= {"skipped", "passed", "xfailed"}  # never failed
+    loading = [
+        r
+        for r in records
+        if str(r["nodeid"]).startswith(("suites/test_load_paths", "suites/test_module_lifetime"))
+    ]
+    skipped = [r for r in loading if r["outcome"] == "skipped"]
+    assert len(loading) > 10 and len(records) > 400, len(records)
+    assert len(skipped) >= len(loading) - 1  # one test only loops over what is served
+    assert all("the runtime lacks load-time map" in str(r["longrepr"]) for r in skipped)
+
+
+def plant(history: History, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A clone of the history with three commits on its tip: a delivery fault (Module::load
+    drops each backend's last option), an unrelated change, a change that does not compile."""
+    tree = tmp_path / "planted"
+    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
+    git(tree, "config", "user.email", "harness@example.invalid")
+    git(tree, "config", "user.name", "harness test")
+    changes = [
+        ("extension/module/module.cpp",
+         "local_storage.emplace_back(entry.options.begin(), entry.options.end());",
+         "local_storage.emplace_back(entry.options.begin(),\n"
+         "        entry.options.end() - (entry.options.size() > 1));",
+         "planted: Module::load drops each backend's last option"),
+        ("runtime/platform/log.cpp", "namespace executorch {",
+         "// An unrelated change.\nnamespace executorch {", "planted: an unrelated comment"),
+        ("runtime/core/evalue.cpp", "namespace executorch {",
+         "#error planted build failure\nnamespace executorch {", "planted: does not compile"),
+    ]  # fmt: skip
+    made = []
+    for file, anchor, replacement, subject in changes:
+        path = tree / file
+        text = path.read_text("utf-8")
+        assert anchor in text, f"{file}: the planted change's anchor is gone"
+        path.write_text(text.replace(anchor, replacement, 1), "utf-8")
+        git(tree, "commit", "-q", "-am", subject)
+        made.append(git(tree, "rev-parse", "HEAD"))
+    return tree, made
+
+
+@needs_bundle
+@pytest.mark.slow
+def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile(
+    history: History, tmp_path: Path
+) -> None:
+    tree, (fault, _, broken) = plant(history, tmp_path)
+    out = tmp_path / "bisect.json"
+    env = {**os.environ, "ET_HARNESS_HISTORY": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "bisect", str(tree), "--good", "HEAD~3",
+         "--bad", "HEAD", "--device", "host", "--json", str(out), "--", LIFETIME],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text("utf-8"))
+    assert result["found"]["hash"] == fault, done.stdout
+    assert f"first bad commit: {fault[:12]} planted: Module::load drops" in done.stdout
+    assert [s["hash"] for s in result["skipped"]] == [broken]
+    assert "WRONG" in result["difference"] or "MISSING" in result["difference"], result
+    assert result["builds"] <= 3
+
+
+# ---- nightly (ci/nightly.yml, job source-history) ----------------------------------------
+
+
+def sample(history: History) -> list[str]:
+    """4/x, the commit before the deep copy, and five commits evenly between them."""
+    first, last = history.index("4/x"), history.index("deep_copy") - 1
+    inner = [first + (last - first) * k // 6 for k in range(1, 6)]
+    return [history.commits[i][0] for i in (first, *inner, last)]
+
+
+@needs_bundle
+@pytest.mark.nightly
+@pytest.mark.parametrize("position", range(7))
+def test_lifetime_fails_on_every_sampled_commit_before_the_deep_copy(
+    history: History, tmp_path: Path, position: int
+) -> None:
+    commit = sample(history)[position]
+    assert_lifetime(run_suites(tmp_path, f"{history.path}@{commit}", LIFETIME), True)
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_lifetime_passes_from_the_deep_copy_on(history: History, tmp_path: Path) -> None:
+    records = run_suites(tmp_path, f"{history.path}@{history.at('deep_copy')}", LIFETIME)
+    assert_lifetime(records, False)
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_bisect_find_fix_names_the_deep_copy_and_its_upstream_hash(
+    history: History, tmp_path: Path
+) -> None:
+    out = tmp_path / "bisect.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "bisect", str(history.path), "--find-fix",
+         "--bad", history.at("4/x"), "--good", "main", "--device", "host",
+         "--json", str(out), "--", LIFETIME],
+        cwd=ROOT, env={**os.environ, "ET_HARNESS_HISTORY": "off"}, capture_output=True,
+        text=True, timeout=3 * _RUN_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text("utf-8"))
+    deep_copy = history.at("deep_copy")
+    upstream = git(history.path, "log", "-1", "--format=%B", deep_copy).split("upstream: ")[1]
+    assert result["found"] == {
+        "hash": deep_copy, "subject": SUBJECTS["deep_copy"], "upstream": upstream.strip()
+    }  # fmt: skip
+    assert f"first good commit: {deep_copy[:12]} {SUBJECTS['deep_copy']}" in done.stdout
+    assert result["builds"] <= 10 and result["difference"]
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_lifetime_ends_on_an_arm64_board(history: History, tmp_path: Path) -> None:
+    four = run_suites(tmp_path, f"{history.path}@{history.at('4/x')}", LIFETIME, device="ssh-emu")
+    assert_lifetime(four, True)
+    deep = run_suites(
+        tmp_path, f"{history.path}@{history.at('deep_copy')}", LIFETIME, device="ssh-emu"
+    )
+    assert_lifetime(deep, False)
+    assert {r["facts"]["abi"] for r in four + deep} == {"aarch64"}  # type: ignore[index]
