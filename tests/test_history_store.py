@@ -456,7 +456,7 @@ def test_analyse_of_an_empty_store_says_no_runs(tmp_path, capsys):
 
 def test_history_shows_a_kept_bisect_beside_the_failure_it_explains(tmp_path, capsys,
                                                                     monkeypatch):
-    from harness.history.bisects import keep_bisect
+    from harness.history.bisect_results import keep_bisect
 
     monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
     target = str(tmp_path / "h.sqlite")

@@ -22,7 +22,7 @@ import pytest
 
 from harness.agent.source_runtime import describe_source, parse_runtime, tree_api
 from harness.cli.bisect import BAD, GOOD, UNTESTABLE, classify
-from harness.history.bisects import bisect_line, explaining
+from harness.history.bisect_results import bisect_line, explaining
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT.parent / "shared" / "vendor" / "executorch-history.bundle"

@@ -13,7 +13,7 @@ after bad ones instead.
 0 good, 1 bad (with ``--find-fix``: 0 bad, 1 good, for ``git bisect start
 --term-old=broken --term-new=fixed``), 125 cannot tell. A whole bisect exits 0 when it
 names the commit, 1 when skipped commits leave it undecided, 2 on a usage error.
-The result is kept for ``et-harness history`` (:mod:`harness.history.bisects`).
+The result is kept for ``et-harness history`` (:mod:`harness.history.bisect_results`).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     result["skipped"] = [dataclasses.asdict(_commit(tree, c)) for c in untested]
     for line in _lines(result):
         print(line)
-    from harness.history.bisects import keep_bisect
+    from harness.history.bisect_results import keep_bisect
 
     keep_bisect(result)
     if args.json:

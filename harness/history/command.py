@@ -145,7 +145,7 @@ def analyse(history: Any, run_name: str | None, window: int) -> dict[str, Any]:
 
 def _with_bisect(regression: dict[str, Any]) -> dict[str, Any]:
     """A regression with the kept bisect that explains it, if any (``bisect``)."""
-    from harness.history.bisects import explaining, kept_bisects
+    from harness.history.bisect_results import explaining, kept_bisects
 
     found = explaining(regression["nodeid"], regression["device"], kept_bisects())
     return {**regression, "bisect": found}

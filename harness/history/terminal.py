@@ -101,7 +101,7 @@ def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[st
         )
         lines.append(f"  {r['nodeid']} on {_where(r)}: {began}{last}")
         if r.get("bisect"):
-            from harness.history.bisects import bisect_line
+            from harness.history.bisect_results import bisect_line
 
             lines.append(f"    {bisect_line(r['bisect'])}")
     return lines

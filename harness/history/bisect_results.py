@@ -1,6 +1,7 @@
 """Bisect results kept for the history: each ``et-harness bisect`` writes one JSON file
-into the harness cache (``bisects/``); ``et-harness history`` shows the newest result
-whose device and tests match beside each failure's first failing run."""
+into the harness's data folder (``bisects/``, beside the history, so that deleting the
+cache keeps them); ``et-harness history`` shows the newest result whose device and tests
+match beside each failure's first failing run."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache import data_root
 
 KEPT = 200  # the newest results kept; older ones are removed when a new one is written
 
 
 def bisects_dir() -> Path:
-    return cache_root() / "bisects"
+    return data_root() / "bisects"
 
 
 def keep_bisect(result: dict[str, Any]) -> Path:
