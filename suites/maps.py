@@ -30,8 +30,11 @@ def every_type(backend: str, count: int) -> OptionsMap:
     """``count`` options for ``backend``, ints, bools and strings of growing length in turn."""
     kinds = (lambda i: i * 1000 - 31000, lambda i: i % 3 == 0, lambda i: f"value-{i}-" + "v" * i)
     return OptionsMap(
-        (BackendOptions(backend,
-                        tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(count))),)
+        (
+            BackendOptions(
+                backend, tuple(Option(f"key{i:02d}", kinds[i % 3](i)) for i in range(count))
+            ),
+        )
     )
 
 

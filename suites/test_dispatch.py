@@ -35,8 +35,9 @@ def test_map_entries_for_backends_absent_from_the_program_are_reported(et, load_
 
 
 def test_backend_called_twice_gets_its_options_at_each_init(et, load_path):
-    verdict = et.load(distinct_map(("ProbeA", "ProbeB")), delegates=("ProbeA", "ProbeB", "ProbeA"),
-                      path=load_path)
+    verdict = et.load(
+        distinct_map(("ProbeA", "ProbeB")), delegates=("ProbeA", "ProbeB", "ProbeA"), path=load_path
+    )
     verdict.raise_for_differences()
     assert verdict.report.entry("ProbeA").calls == 2
 

@@ -65,7 +65,8 @@ OUT_OF_SPEC_MAPS = {
     ),
     "65-options": (
         OptionsMap.unchecked(
-            (BackendOptions("ProbeA", tuple(Option(f"k{i}", i) for i in range(65))),)),
+            (BackendOptions("ProbeA", tuple(Option(f"k{i}", i) for i in range(65))),)
+        ),
         WireErrorCode.TOO_MANY_OPTIONS,
     ),
     "duplicate-key": (
@@ -107,12 +108,14 @@ def test_one_option_beyond_the_devices_capacity_is_refused(et, probe_program, ac
     report = et.send(Request(action, over, program, delegates))
     if limit < MAX_OPTIONS_PER_BACKEND:
         assert (report.outcome, WireErrorCode(report.detail)) == (
-            Outcome.REJECTED, WireErrorCode.CAPACITY
+            Outcome.REJECTED,
+            WireErrorCode.CAPACITY,
         ), report.message
         assert f"at most {limit} per backend" in report.message
     else:
         assert (report.outcome, WireErrorCode(report.detail)) == (
-            Outcome.REJECTED, WireErrorCode.TOO_MANY_OPTIONS
+            Outcome.REJECTED,
+            WireErrorCode.TOO_MANY_OPTIONS,
         ), report.message
     assert report.entries == ()
     et.reset()
@@ -135,8 +138,10 @@ def test_unknown_backend_set_option_gives_not_found(et):
 
 
 def test_unknown_backend_get_option_gives_not_found(et):
-    verdict = et.get(single("NoSuchBackend", Option("threads", 0)),
-                     expected_status={"NoSuchBackend": RuntimeErrorCode.NotFound})
+    verdict = et.get(
+        single("NoSuchBackend", Option("threads", 0)),
+        expected_status={"NoSuchBackend": RuntimeErrorCode.NotFound},
+    )
     verdict.raise_for_differences()
 
 

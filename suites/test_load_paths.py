@@ -59,24 +59,32 @@ def test_explicit_map_replaces_the_stored_map_wholly(et):
     needs(et, LoadPath.MODULE_BOTH, keep=False)
     stored = distinct_map(("ProbeA", "ProbeB", "ProbeC"))
     explicit = single("ProbeA", Option("explicit", True), Option("threads", 42))
-    verdict = et.load(explicit, delegates=("ProbeA", "ProbeB", "ProbeC"),
-                      path=LoadPath.MODULE_BOTH, stored=stored)
+    verdict = et.load(
+        explicit, delegates=("ProbeA", "ProbeB", "ProbeC"), path=LoadPath.MODULE_BOTH, stored=stored
+    )
     verdict.raise_for_differences()
     assert [(e.name, e.options) for e in verdict.report.entries] == [
-        ("ProbeA", explicit.backends[0].options), ("ProbeB", ()), ("ProbeC", ())]
+        ("ProbeA", explicit.backends[0].options),
+        ("ProbeB", ()),
+        ("ProbeC", ()),
+    ]
 
 
 def test_explicit_empty_map_delivers_nothing(et):
     needs(et, LoadPath.MODULE_BOTH, keep=False)
-    verdict = et.load(OptionsMap(), delegates=PAIR, path=LoadPath.MODULE_BOTH,
-                      stored=distinct_map(PAIR))
+    verdict = et.load(
+        OptionsMap(), delegates=PAIR, path=LoadPath.MODULE_BOTH, stored=distinct_map(PAIR)
+    )
     verdict.raise_for_differences()
     assert [(e.name, e.calls, e.options) for e in verdict.report.entries] == [
-        ("ProbeA", 1, ()), ("ProbeB", 1, ())]
+        ("ProbeA", 1, ()),
+        ("ProbeB", 1, ()),
+    ]
 
 
-@pytest.mark.parametrize("second_path", [LoadPath.MODULE, LoadPath.MODULE_BOTH],
-                         ids=lambda p: p.label)
+@pytest.mark.parametrize(
+    "second_path", [LoadPath.MODULE, LoadPath.MODULE_BOTH], ids=lambda p: p.label
+)
 def test_module_load_after_a_method_is_loaded_only_reaches_methods_loaded_later(
     et, probe_program, second_path
 ):
@@ -87,16 +95,26 @@ def test_module_load_after_a_method_is_loaded_only_reaches_methods_loaded_later(
     # as the explicit map. forward is loaded, so its delegates are not initialised
     # again: they stay on map A's options (which the check above saw them get).
     # Sent raw: no init is the expected outcome, not a delivery to check.
-    reloaded = et.send(Request.load(
-        probe_program(PAIR), PAIR, map_b, path=second_path, keep=True,
-        method_options=map_b if second_path is LoadPath.MODULE_BOTH else None))
+    reloaded = et.send(
+        Request.load(
+            probe_program(PAIR),
+            PAIR,
+            map_b,
+            path=second_path,
+            keep=True,
+            method_options=map_b if second_path is LoadPath.MODULE_BOTH else None,
+        )
+    )
     assert reloaded.outcome is Outcome.OK, reloaded.message
     assert [(e.name, e.calls, e.executes, e.options) for e in reloaded.entries] == [
-        ("ProbeA", 0, 1, ()), ("ProbeB", 0, 1, ())]
+        ("ProbeA", 0, 1, ()),
+        ("ProbeB", 0, 1, ()),
+    ]
     # A method loaded now gets map B, exactly.
     stored = map_b if second_path is LoadPath.MODULE_BOTH else None
-    et.load(map_b, path=second_path, keep=True, method="second",
-            stored=stored).raise_for_differences()
+    et.load(
+        map_b, path=second_path, keep=True, method="second", stored=stored
+    ).raise_for_differences()
 
 
 def test_second_module_load_replaces_the_stored_entries_it_names_and_drops_the_rest(et):
@@ -115,16 +133,18 @@ def test_module_method_explicit_map_is_not_stored_for_later_methods(et):
     loaded lazily afterwards gets the (empty) stored map."""
     needs(et, LoadPath.MODULE_METHOD, LoadPath.MODULE)
     et.load(distinct_map(PAIR), path=LoadPath.MODULE_METHOD).raise_for_differences()
-    verdict = et.load(OptionsMap(), delegates=PAIR, path=LoadPath.MODULE, keep=True,
-                      method="second")
+    verdict = et.load(
+        OptionsMap(), delegates=PAIR, path=LoadPath.MODULE, keep=True, method="second"
+    )
     verdict.raise_for_differences()
 
 
 def test_program_path_gives_each_method_the_map_it_was_loaded_with(et):
     needs(et, LoadPath.PROGRAM)
     et.load(distinct_map(PAIR), path=LoadPath.PROGRAM).raise_for_differences()
-    et.load(shifted(PAIR, 3), path=LoadPath.PROGRAM, keep=True,
-            method="second").raise_for_differences()
+    et.load(
+        shifted(PAIR, 3), path=LoadPath.PROGRAM, keep=True, method="second"
+    ).raise_for_differences()
 
 
 @pytest.mark.parametrize("path", list(LoadPath), ids=lambda p: p.label)

@@ -36,8 +36,7 @@ PROBE = "ProbeA"
 OTHER = "ProbeB"
 # The delegates of model n: overlapping sets of the same two backends, in both orders.
 DELEGATE_SETS = ((PROBE, OTHER), (OTHER, PROBE), (PROBE,))
-CONCURRENCY = pytest.mark.parametrize("concurrent", [False, True],
-                                      ids=["sequential", "concurrent"])
+CONCURRENCY = pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
 
 
 def need_models(et, count: int, concurrent: bool = False) -> None:
@@ -45,23 +44,32 @@ def need_models(et, count: int, concurrent: bool = False) -> None:
     ``concurrent``, cannot load them on threads of their own, or serves no load path."""
     needs_a_load_path(et)
     if et.max_models < count:
-        pytest.skip(f"the device holds {et.max_models} model(s) per LOAD (max_models in "
-                    f"HELLO); this case loads {count}")
+        pytest.skip(
+            f"the device holds {et.max_models} model(s) per LOAD (max_models in "
+            f"HELLO); this case loads {count}"
+        )
     if concurrent and not et.concurrent:
-        pytest.skip("the device loads the models of a LOAD one after another (HELLO "
-                    "concurrent false: no threads on the board)")
+        pytest.skip(
+            "the device loads the models of a LOAD one after another (HELLO "
+            "concurrent false: no threads on the board)"
+        )
 
 
 def own_map(model: int, delegates: tuple[str, ...]) -> OptionsMap:
     """The same backend ids and keys in every model, with values only model ``model`` has."""
-    return OptionsMap(tuple(
-        BackendOptions(backend, (
-            Option("model", model * 100 + i),
-            Option("who", f"{backend} of model {model}"),
-            Option("even", model % 2 == 0),
-        ))
-        for i, backend in enumerate(delegates)
-    ))
+    return OptionsMap(
+        tuple(
+            BackendOptions(
+                backend,
+                (
+                    Option("model", model * 100 + i),
+                    Option("who", f"{backend} of model {model}"),
+                    Option("even", model % 2 == 0),
+                ),
+            )
+            for i, backend in enumerate(delegates)
+        )
+    )
 
 
 def assert_all_exact(verdicts: tuple[Verdict, ...], count: int) -> None:
@@ -82,18 +90,31 @@ def test_device_announces_how_many_models_a_load_may_carry(et):
 
 @pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
 def test_more_models_than_announced_is_unsupported_and_leaves_nothing_loaded(
-        et, probe_program, load_path, concurrent):
+    et, probe_program, load_path, concurrent
+):
     if et.max_models >= MAX_MODELS:
         pytest.skip(f"the device holds {MAX_MODELS} models: the wire cannot carry more")
     program = probe_program((PROBE,))
     further = tuple(
-        LoadSpec(program, (PROBE,), single(PROBE, Option("model", n)), load_path,
-                 method_options=single(PROBE, Option("model", n))
-                 if load_path is LoadPath.MODULE_BOTH else OptionsMap())
+        LoadSpec(
+            program,
+            (PROBE,),
+            single(PROBE, Option("model", n)),
+            load_path,
+            method_options=single(PROBE, Option("model", n))
+            if load_path is LoadPath.MODULE_BOTH
+            else OptionsMap(),
+        )
         for n in range(1, et.max_models + 1)
     )
-    request = Request.load(program, (PROBE,), single(PROBE, Option("model", 0)), path=load_path,
-                           models=further, concurrent=concurrent)
+    request = Request.load(
+        program,
+        (PROBE,),
+        single(PROBE, Option("model", 0)),
+        path=load_path,
+        models=further,
+        concurrent=concurrent,
+    )
     report = et.send(request)
     assert report.outcome is Outcome.UNSUPPORTED, report
     assert report.entries == ()
@@ -126,7 +147,8 @@ def test_each_model_gets_exactly_its_own_map(et, load_path, concurrent, count):
 @CONCURRENCY
 @pytest.mark.parametrize("mapped_first", [True, False], ids=["mapped_first", "empty_first"])
 def test_a_model_without_a_map_gets_nothing_beside_one_with_a_map(
-        et, load_path, concurrent, mapped_first):
+    et, load_path, concurrent, mapped_first
+):
     need_models(et, 2, concurrent)
     delegates = (PROBE, OTHER)
     mapped = ModelLoad(own_map(0, delegates), delegates, load_path)
@@ -147,8 +169,9 @@ def test_every_load_path_side_by_side(et, concurrent):
     need_models(et, max(2, len(paths)), concurrent)
     if len(paths) < 2:
         pytest.skip(f"the device serves one load path ({paths[0].label})")
-    models = [ModelLoad(own_map(n, (PROBE, OTHER)), (PROBE, OTHER), path)
-              for n, path in enumerate(paths)]
+    models = [
+        ModelLoad(own_map(n, (PROBE, OTHER)), (PROBE, OTHER), path) for n, path in enumerate(paths)
+    ]
     assert_all_exact(et.load_models(models, concurrent=concurrent), len(paths))
 
 
@@ -156,8 +179,9 @@ def test_every_load_path_side_by_side(et, concurrent):
 def test_two_delegates_of_one_backend_in_each_model_are_two_handles(et, load_path, concurrent):
     need_models(et, 2, concurrent)
     shapes = ((PROBE, PROBE, OTHER), (OTHER, PROBE, OTHER))
-    models = [ModelLoad(own_map(n, tuple(dict.fromkeys(d))), d, load_path)
-              for n, d in enumerate(shapes)]
+    models = [
+        ModelLoad(own_map(n, tuple(dict.fromkeys(d))), d, load_path) for n, d in enumerate(shapes)
+    ]
     verdicts = et.load_models(models, concurrent=concurrent)
     assert_all_exact(verdicts, 2)
     for verdict, delegates in zip(verdicts, shapes, strict=True):
@@ -167,14 +191,14 @@ def test_two_delegates_of_one_backend_in_each_model_are_two_handles(et, load_pat
 
 def test_execute_after_a_multi_model_load_runs_every_model_once_more(et, load_path):
     need_models(et, 3)
-    models = [ModelLoad(own_map(n, DELEGATE_SETS[n]), DELEGATE_SETS[n], load_path)
-              for n in range(3)]
+    models = [
+        ModelLoad(own_map(n, DELEGATE_SETS[n]), DELEGATE_SETS[n], load_path) for n in range(3)
+    ]
     assert_all_exact(et.load_models(models, concurrent=et.concurrent), 3)
     report = et.execute()
     assert report.outcome is Outcome.OK, report
     executed = sorted((e.model, e.name, e.executes) for e in report.entries)
-    assert executed == sorted(
-        (n, backend, 1) for n in range(3) for backend in DELEGATE_SETS[n])
+    assert executed == sorted((n, backend, 1) for n in range(3) for backend in DELEGATE_SETS[n])
 
 
 def test_a_failing_model_is_reported_as_its_own_and_the_others_still_load(et, load_path):

@@ -52,43 +52,60 @@ def load_exactly(et: CaseRunner, models: list[ModelLoad], concurrent: bool) -> N
     report = et.execute()
     assert report.outcome is Outcome.OK, report
     assert sorted((e.model, e.name) for e in report.entries) == sorted(
-        {(k, d) for k, m in enumerate(models) for d in m.program_ids})
+        {(k, d) for k, m in enumerate(models) for d in m.program_ids}
+    )
 
 
 # ---- a global set_option between two loads ------------------------------------------
 
+
 def global_map() -> OptionsMap:
     """Global values: the per-load keys with values no model sends, and a key of its own."""
-    return OptionsMap(tuple(
-        BackendOptions(backend, (Option("model", -1 - i), Option("who", f"global {backend}"),
-                                 Option("global_only", True)))
-        for i, backend in enumerate(BOTH)))
+    return OptionsMap(
+        tuple(
+            BackendOptions(
+                backend,
+                (
+                    Option("model", -1 - i),
+                    Option("who", f"global {backend}"),
+                    Option("global_only", True),
+                ),
+            )
+            for i, backend in enumerate(BOTH)
+        )
+    )
 
 
 @CONCURRENCY
-def test_a_global_set_option_between_two_loads_reaches_no_later_init(et, load_path,
-                                                                       concurrent):
+def test_a_global_set_option_between_two_loads_reaches_no_later_init(et, load_path, concurrent):
     need_models(et, 3, concurrent)
     load_exactly(et, [ModelLoad(own_map(0, BOTH), BOTH, load_path)], concurrent)
     values = global_map()
     et.set(values).raise_for_differences()
     # The same keys per load (their values win), a model without a map (gets nothing),
     # and a model that maps one of two backends (the other gets nothing).
-    later = [ModelLoad(own_map(1, BOTH), BOTH, load_path),
-             ModelLoad(OptionsMap(), BOTH, load_path),
-             ModelLoad(own_map(2, (OTHER,)), BOTH, load_path)]
+    later = [
+        ModelLoad(own_map(1, BOTH), BOTH, load_path),
+        ModelLoad(OptionsMap(), BOTH, load_path),
+        ModelLoad(own_map(2, (OTHER,)), BOTH, load_path),
+    ]
     load_exactly(et, later, concurrent)
-    placeholders = OptionsMap(tuple(
-        BackendOptions(b.backend_id, tuple(Option(o.key, 0) for o in b.options))
-        for b in values.backends))
+    placeholders = OptionsMap(
+        tuple(
+            BackendOptions(b.backend_id, tuple(Option(o.key, 0) for o in b.options))
+            for b in values.backends
+        )
+    )
     et.get(placeholders, expected=values).raise_for_differences()
 
 
 @CONCURRENCY
 def test_set_option_while_models_are_loaded_changes_no_model(et, load_path, concurrent):
     need_models(et, 2, concurrent)
-    models = [ModelLoad(own_map(0, BOTH), BOTH, load_path),
-              ModelLoad(own_map(1, (PROBE,)), (PROBE,), load_path)]
+    models = [
+        ModelLoad(own_map(0, BOTH), BOTH, load_path),
+        ModelLoad(own_map(1, (PROBE,)), (PROBE,), load_path),
+    ]
     load_exactly(et, models, concurrent)
     et.set(global_map()).raise_for_differences()
     # A fresh LOAD of the same models: each init still sees its own map alone.
@@ -113,10 +130,18 @@ def version_map(model: str) -> OptionsMap:
     letter, version = model[0], int(model[1:])
     if version == 0:
         return OptionsMap()
-    return OptionsMap(tuple(
-        BackendOptions(backend, (Option("model", ord(letter) * 100 + version * 10 + i),
-                                 Option("who", f"{backend} of {model}")))
-        for i, backend in enumerate(DELEGATES[letter])))
+    return OptionsMap(
+        tuple(
+            BackendOptions(
+                backend,
+                (
+                    Option("model", ord(letter) * 100 + version * 10 + i),
+                    Option("who", f"{backend} of {model}"),
+                ),
+            )
+            for i, backend in enumerate(DELEGATES[letter])
+        )
+    )
 
 
 @CONCURRENCY
@@ -142,8 +167,9 @@ def random_model(draw: st.DrawFn, paths: tuple[LoadPath, ...]) -> ModelLoad:
     return ModelLoad(options, delegates, draw(st.sampled_from(paths)))
 
 
-_SETTINGS = settings(max_examples=25, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @_SETTINGS
@@ -152,15 +178,23 @@ def test_random_models_in_random_orders_each_get_exactly_their_own(et, data):
     need_models(et, 2)
     et.prepare(NAMES)
     most = min(et.max_models, MAX_RANDOM_MODELS)
-    loads = data.draw(st.lists(
-        st.tuples(st.lists(random_model(et.load_paths), min_size=1, max_size=most),
-                  st.booleans() if et.concurrent else st.just(False)),
-        min_size=1, max_size=3), label="LOADs (models, concurrent)")
+    loads = data.draw(
+        st.lists(
+            st.tuples(
+                st.lists(random_model(et.load_paths), min_size=1, max_size=most),
+                st.booleans() if et.concurrent else st.just(False),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        label="LOADs (models, concurrent)",
+    )
     for models, concurrent in loads:
         verdicts: tuple[Verdict, ...] = et.load_models(models, concurrent=concurrent)
         for verdict in verdicts:
             verdict.raise_for_differences()
         for index, (model, verdict) in enumerate(zip(models, verdicts, strict=True)):
             got = sorted((e.model, e.name, e.calls) for e in verdict.report.entries)
-            assert got == sorted((index, b, model.program_ids.count(b))
-                                 for b in set(model.program_ids)), verdict.report.entries
+            assert got == sorted(
+                (index, b, model.program_ids.count(b)) for b in set(model.program_ids)
+            ), verdict.report.entries

@@ -37,8 +37,9 @@ def test_set_of_any_key_is_ok_and_stores_nothing(et, value):
 
 def test_get_before_any_set_is_ok_and_leaves_every_value(et):
     et.restart()
-    untouched = single(OPENVINO, Option("device", "x"), Option("num_threads", -1),
-                       Option("cache", False))
+    untouched = single(
+        OPENVINO, Option("device", "x"), Option("num_threads", -1), Option("cache", False)
+    )
     et.get(untouched, expected=untouched).raise_for_differences()
 
 

@@ -40,16 +40,16 @@ def placeholder(key: str) -> Option:
 
 def read(et, key: str, value) -> None:
     """GET ``key`` and require ``value`` back with Ok."""
-    et.get(single(QNN, placeholder(key)),
-           expected=single(QNN, Option(key, value))).raise_for_differences()
+    et.get(
+        single(QNN, placeholder(key)), expected=single(QNN, Option(key, value))
+    ).raise_for_differences()
 
 
 @pytest.mark.parametrize("key", (*INT_KEYS, STRING_KEY))
 def test_get_before_any_set_gives_internal_and_leaves_the_value(et, key):
     et.restart()  # a fresh process: nothing set yet
     untouched = single(QNN, placeholder(key))
-    et.get(untouched, expected=untouched,
-           expected_status={QNN: INTERNAL}).raise_for_differences()
+    et.get(untouched, expected=untouched, expected_status={QNN: INTERNAL}).raise_for_differences()
 
 
 @pytest.mark.parametrize("key", INT_KEYS)
@@ -86,9 +86,14 @@ def test_wrong_type_is_ignored_with_ok_today(et, option):
     read(et, option.key, STORED[option.key])  # and the value was not taken
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "QnnBackend 1.5.1 returns Ok for a known key of the wrong type and silently ignores "
-    "it (QnnExecuTorchBackend::set_option skips it), so the caller cannot tell"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "QnnBackend 1.5.1 returns Ok for a known key of the wrong type and silently ignores "
+        "it (QnnExecuTorchBackend::set_option skips it), so the caller cannot tell"
+    ),
+)
 @pytest.mark.parametrize("option", WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
 def test_wrong_type_is_refused(et, option):
     verdict = et.set(single(QNN, option)).ignore_differences()  # a refusal: its status
@@ -97,35 +102,47 @@ def test_wrong_type_is_refused(et, option):
 
 
 def test_unknown_key_gives_internal(et):
-    et.set(single(QNN, Option("no_such_qnn_option", 1)),
-           expected_status={QNN: INTERNAL}).raise_for_differences()
+    et.set(
+        single(QNN, Option("no_such_qnn_option", 1)), expected_status={QNN: INTERNAL}
+    ).raise_for_differences()
     untouched = single(QNN, Option("no_such_qnn_option", 7))
     et.get(untouched, expected=untouched, expected_status={QNN: INTERNAL}).raise_for_differences()
 
 
 def test_known_keys_of_a_call_with_an_unknown_key_are_applied_today(et):
     et.set(single(QNN, Option("qnn_runtime_profile_level", 1))).raise_for_differences()
-    et.set(single(QNN, Option("qnn_runtime_profile_level", 2), Option("no_such_qnn_option", 1)),
-           expected_status={QNN: INTERNAL}).raise_for_differences()
+    et.set(
+        single(QNN, Option("qnn_runtime_profile_level", 2), Option("no_such_qnn_option", 1)),
+        expected_status={QNN: INTERNAL},
+    ).raise_for_differences()
     read(et, "qnn_runtime_profile_level", 2)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "QnnBackend 1.5.1 applies the known keys of a set_option call before returning "
-    "Internal for an unknown one: a refused call still changes the backend's state"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "QnnBackend 1.5.1 applies the known keys of a set_option call before returning "
+        "Internal for an unknown one: a refused call still changes the backend's state"
+    ),
+)
 def test_a_call_refused_for_an_unknown_key_changes_nothing(et):
     et.set(single(QNN, Option("qnn_runtime_profile_level", 1))).raise_for_differences()
-    et.set(single(QNN, Option("qnn_runtime_profile_level", 2), Option("no_such_qnn_option", 1)),
-           expected_status={QNN: INTERNAL}).raise_for_differences()
+    et.set(
+        single(QNN, Option("qnn_runtime_profile_level", 2), Option("no_such_qnn_option", 1)),
+        expected_status={QNN: INTERNAL},
+    ).raise_for_differences()
     read(et, "qnn_runtime_profile_level", 1)
 
 
 def test_get_with_an_unknown_key_fills_the_known_ones_and_gives_internal(et):
     et.set(single(QNN, Option("qnn_runtime_htp_performance_mode", 2))).raise_for_differences()
     requested = single(QNN, Option("qnn_runtime_htp_performance_mode", -1), Option("nope", 7))
-    et.get(requested, expected=single(QNN, Option("qnn_runtime_htp_performance_mode", 2),
-                                      Option("nope", 7)),
-           expected_status={QNN: INTERNAL}).raise_for_differences()
+    et.get(
+        requested,
+        expected=single(QNN, Option("qnn_runtime_htp_performance_mode", 2), Option("nope", 7)),
+        expected_status={QNN: INTERNAL},
+    ).raise_for_differences()
 
 
 def test_empty_calls_are_ok(et):
@@ -136,6 +153,8 @@ def test_empty_calls_are_ok(et):
 def test_values_persist_across_cases_and_loads(et):
     et.set(single(QNN, Option("qnn_runtime_lpai_fps", 30))).raise_for_differences()
     et.reset()  # the boundary between two cases
-    et.load(OptionsMap.from_dict({QNN: {"qnn_runtime_lpai_fps": 1}, "ProbeA": {"k": 1}}),
-            delegates=("ProbeA",)).raise_for_differences()  # a load-time entry is not a set
+    et.load(
+        OptionsMap.from_dict({QNN: {"qnn_runtime_lpai_fps": 1}, "ProbeA": {"k": 1}}),
+        delegates=("ProbeA",),
+    ).raise_for_differences()  # a load-time entry is not a set
     read(et, "qnn_runtime_lpai_fps", 30)

@@ -29,13 +29,16 @@ def _xnnpack_entry(verdict):
 
 @pytest.mark.backend(XNNPACK)
 def test_a_real_delegate_gets_exactly_its_own_specs_on_every_path(et, load_path):
-    options = OptionsMap.from_dict({
-        "ProbeA": {"workspace_sharing_mode": 2, "a": "probe"},
-        XNNPACK: {"workspace_sharing_mode": 1, "weight_cache_enabled": False, "s": "ü"},
-    })
+    options = OptionsMap.from_dict(
+        {
+            "ProbeA": {"workspace_sharing_mode": 2, "a": "probe"},
+            XNNPACK: {"workspace_sharing_mode": 1, "weight_cache_enabled": False, "s": "ü"},
+        }
+    )
     stored = OptionsMap() if load_path is LoadPath.MODULE_BOTH else None
-    verdict = et.load(options, delegates=("ProbeA", XNNPACK), unobserved=(XNNPACK,),
-                      path=load_path, stored=stored)
+    verdict = et.load(
+        options, delegates=("ProbeA", XNNPACK), unobserved=(XNNPACK,), path=load_path, stored=stored
+    )
     verdict.raise_for_differences()
     xnn = _xnnpack_entry(verdict)
     assert xnn.entry.is_recorded and xnn.expected_options == options.for_backend(XNNPACK).options

@@ -56,8 +56,11 @@ def test_the_xnnpack_program_as_a_file(et, tmp_path):
 
 @pytest.mark.backend(XNNPACK_BACKEND)
 def test_a_multi_delegate_program_as_a_file(et, map_file):
-    checked = et.check_program(xnnpack_program(("ProbeA", "ProbeB"), ("forward", "second")),
-                               map_file, probes=("ProbeA", "ProbeB"))
+    checked = et.check_program(
+        xnnpack_program(("ProbeA", "ProbeB"), ("forward", "second")),
+        map_file,
+        probes=("ProbeA", "ProbeB"),
+    )
     checked.raise_for_differences()
     assert checked.methods == ("forward", "second")
     assert len(checked.results) == 2 * len(et.load_paths)
@@ -71,5 +74,6 @@ def test_your_program(et, users_program):
     map.yaml [--probe NAME]``: your program, every method on every load path, every
     delegate checked exactly against your map; options your backends will ignore are
     warnings (failures with ``--strict-options``)."""
-    et.check_program(users_program.program, users_program.options,
-                     probes=users_program.probes).raise_for_differences()
+    et.check_program(
+        users_program.program, users_program.options, probes=users_program.probes
+    ).raise_for_differences()

@@ -53,46 +53,63 @@ GLOBAL_KEYS = (
 @pytest.mark.parametrize("mode", range(MODE.low, MODE.high + 1), ids=lambda m: f"mode-{m}")
 def test_workspace_sharing_mode_is_set_and_read_back(et, mode):
     et.set(single(XNNPACK, Option("workspace_sharing_mode", mode))).raise_for_differences()
-    et.get(single(XNNPACK, Option("workspace_sharing_mode", -1)),
-           expected=single(XNNPACK, Option("workspace_sharing_mode", mode))).raise_for_differences()
+    et.get(
+        single(XNNPACK, Option("workspace_sharing_mode", -1)),
+        expected=single(XNNPACK, Option("workspace_sharing_mode", mode)),
+    ).raise_for_differences()
 
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_weight_cache_enabled_is_set_and_read_back(et, enabled):
     et.set(single(XNNPACK, Option("weight_cache_enabled", enabled))).raise_for_differences()
-    et.get(single(XNNPACK, Option("weight_cache_enabled", not enabled)),
-           expected=single(XNNPACK, Option("weight_cache_enabled", enabled))
-           ).raise_for_differences()
+    et.get(
+        single(XNNPACK, Option("weight_cache_enabled", not enabled)),
+        expected=single(XNNPACK, Option("weight_cache_enabled", enabled)),
+    ).raise_for_differences()
 
 
 @pytest.mark.parametrize("path", ["/tmp/et-harness/xnnpack-cache", ""])
 def test_packed_cache_path_is_set_and_read_back(et, path):
     et.set(single(XNNPACK, Option("packed_cache_path", path))).raise_for_differences()
-    et.get(single(XNNPACK, Option("packed_cache_path", "placeholder")),
-           expected=single(XNNPACK, Option("packed_cache_path", path))).raise_for_differences()
+    et.get(
+        single(XNNPACK, Option("packed_cache_path", "placeholder")),
+        expected=single(XNNPACK, Option("packed_cache_path", path)),
+    ).raise_for_differences()
 
 
 def test_get_before_any_set_reads_the_defaults(et):
     et.restart()  # a fresh process: nothing set yet
-    defaults = single(XNNPACK, Option("workspace_sharing_mode", 2),
-                      Option("weight_cache_enabled", False), Option("packed_cache_path", ""))
+    defaults = single(
+        XNNPACK,
+        Option("workspace_sharing_mode", 2),
+        Option("weight_cache_enabled", False),
+        Option("packed_cache_path", ""),
+    )
     et.get(single(XNNPACK, *GLOBAL_KEYS), expected=defaults).raise_for_differences()
 
 
 def test_save_weight_cache_on_disk_is_accepted_as_a_bool(et):
     et.set(single(XNNPACK, Option("save_weight_cache_on_disk", True))).raise_for_differences()
-    et.set(single(XNNPACK, Option("save_weight_cache_on_disk", 1)),
-           expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument}).raise_for_differences()
+    et.set(
+        single(XNNPACK, Option("save_weight_cache_on_disk", 1)),
+        expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument},
+    ).raise_for_differences()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "XnnpackBackend 1.5.1 validates and stores save_weight_cache_on_disk in set_option, but "
-    "its get_option does not read it back: the placeholder comes back untouched"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "XnnpackBackend 1.5.1 validates and stores save_weight_cache_on_disk in set_option, but "
+        "its get_option does not read it back: the placeholder comes back untouched"
+    ),
+)
 def test_save_weight_cache_on_disk_is_read_back(et):
     et.set(single(XNNPACK, Option("save_weight_cache_on_disk", True))).raise_for_differences()
-    et.get(single(XNNPACK, Option("save_weight_cache_on_disk", False)),
-           expected=single(XNNPACK, Option("save_weight_cache_on_disk", True))
-           ).raise_for_differences()
+    et.get(
+        single(XNNPACK, Option("save_weight_cache_on_disk", False)),
+        expected=single(XNNPACK, Option("save_weight_cache_on_disk", True)),
+    ).raise_for_differences()
 
 
 WRONG = {
@@ -108,12 +125,14 @@ WRONG = {
 @pytest.mark.parametrize("option", WRONG.values(), ids=WRONG.keys())
 def test_wrong_type_or_range_gives_invalid_argument(et, option):
     et.set(single(XNNPACK, Option("workspace_sharing_mode", 1))).raise_for_differences()
-    et.set(single(XNNPACK, option),
-           expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument}).raise_for_differences()
+    et.set(
+        single(XNNPACK, option), expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument}
+    ).raise_for_differences()
     if option.key == "workspace_sharing_mode":  # the refused value was not stored
-        et.get(single(XNNPACK, Option("workspace_sharing_mode", -1)),
-               expected=single(XNNPACK, Option("workspace_sharing_mode", 1))
-               ).raise_for_differences()
+        et.get(
+            single(XNNPACK, Option("workspace_sharing_mode", -1)),
+            expected=single(XNNPACK, Option("workspace_sharing_mode", 1)),
+        ).raise_for_differences()
 
 
 # XNNPACK's defaults for its keys' types: the process-global state is left as a fresh
@@ -128,17 +147,23 @@ def test_every_key_of_the_contract_takes_its_type_and_refuses_another(et, key):
     rule = CONTRACT.rule(key)
     et.set(single(XNNPACK, Option(key, A_VALUE[rule.type]))).raise_for_differences()
     other = next(value for kind, value in A_VALUE.items() if kind is not rule.type)
-    et.set(single(XNNPACK, Option(key, other)),
-           expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument}).raise_for_differences()
+    et.set(
+        single(XNNPACK, Option(key, other)),
+        expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument},
+    ).raise_for_differences()
 
 
 def test_a_refused_key_does_not_stop_the_others_of_its_call(et):
     """Observed: every valid key of the call is applied; the call returns InvalidArgument."""
     et.set(single(XNNPACK, Option("workspace_sharing_mode", 2))).raise_for_differences()
-    et.set(single(XNNPACK, Option("weight_cache_enabled", 3), Option("workspace_sharing_mode", 0)),
-           expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument}).raise_for_differences()
-    et.get(single(XNNPACK, Option("workspace_sharing_mode", -1)),
-           expected=single(XNNPACK, Option("workspace_sharing_mode", 0))).raise_for_differences()
+    et.set(
+        single(XNNPACK, Option("weight_cache_enabled", 3), Option("workspace_sharing_mode", 0)),
+        expected_status={XNNPACK: RuntimeErrorCode.InvalidArgument},
+    ).raise_for_differences()
+    et.get(
+        single(XNNPACK, Option("workspace_sharing_mode", -1)),
+        expected=single(XNNPACK, Option("workspace_sharing_mode", 0)),
+    ).raise_for_differences()
 
 
 def test_unknown_key_is_ignored_with_ok(et):
@@ -148,8 +173,12 @@ def test_unknown_key_is_ignored_with_ok(et):
 
 
 def test_values_persist_across_cases_and_loads(et):
-    stored = single(XNNPACK, Option("workspace_sharing_mode", 0),
-                    Option("weight_cache_enabled", False), Option("packed_cache_path", "/p/q"))
+    stored = single(
+        XNNPACK,
+        Option("workspace_sharing_mode", 0),
+        Option("weight_cache_enabled", False),
+        Option("packed_cache_path", "/p/q"),
+    )
     et.set(stored).raise_for_differences()
     et.reset()  # the boundary between two cases
     et.load(OptionsMap(), delegates=(XNNPACK,), unobserved=(XNNPACK,)).raise_for_differences()
@@ -166,16 +195,16 @@ def load_xnnpack(et, path: LoadPath, options: OptionsMap, probes: tuple[str, ...
     the backends get exactly ``options`` on every path.
     """
     stored = OptionsMap() if path is LoadPath.MODULE_BOTH else None
-    return et.load(options, delegates=(*probes, XNNPACK), unobserved=(XNNPACK,), path=path,
-                   stored=stored)
+    return et.load(
+        options, delegates=(*probes, XNNPACK), unobserved=(XNNPACK,), path=path, stored=stored
+    )
 
 
 def load_failing(et, probe_program, path: LoadPath, options: OptionsMap):
     """LOAD the XNNPACK program expecting it to fail: the raw report, no delivery verdict."""
     program = probe_program((XNNPACK,))
     if path is LoadPath.MODULE_BOTH:
-        request = Request.load(program, (XNNPACK,), OptionsMap(), path=path,
-                               method_options=options)
+        request = Request.load(program, (XNNPACK,), OptionsMap(), path=path, method_options=options)
     else:
         request = Request.load(program, (XNNPACK,), options, path=path)
     return et.send(request)
@@ -214,19 +243,21 @@ def test_own_workspace_sharing_mode_in_range_loads(et, load_path, mode):
 
 
 @pytest.mark.parametrize("mode", [3, -1, 1000], ids=lambda m: f"mode-{m}")
-def test_own_out_of_range_workspace_sharing_mode_fails_init(et, load_path, probe_program,
-                                                            mode):
+def test_own_out_of_range_workspace_sharing_mode_fails_init(et, load_path, probe_program, mode):
     options = single(XNNPACK, Option("workspace_sharing_mode", mode))
     report = load_failing(et, probe_program, load_path, options)
-    assert (report.outcome, report.detail) == (Outcome.RUNTIME_ERROR,
-                                               RuntimeErrorCode.InvalidArgument)
+    assert (report.outcome, report.detail) == (
+        Outcome.RUNTIME_ERROR,
+        RuntimeErrorCode.InvalidArgument,
+    )
     entry = report.entry(XNNPACK)
     assert entry is not None and entry.status == RuntimeErrorCode.InvalidArgument
 
 
 def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et, load_path):
-    options = OptionsMap.from_dict({"ProbeA": {"workspace_sharing_mode": 3},
-                                    "OpenvinoBackend": {"workspace_sharing_mode": 3}})
+    options = OptionsMap.from_dict(
+        {"ProbeA": {"workspace_sharing_mode": 3}, "OpenvinoBackend": {"workspace_sharing_mode": 3}}
+    )
     verdict = load_xnnpack(et, load_path, options, probes=("ProbeA",))
     verdict.raise_for_differences()  # ProbeA got exactly its entry; XNNPACK initialised
     assert verdict.report.entry(XNNPACK).status == RuntimeErrorCode.Ok
@@ -235,13 +266,25 @@ def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et, load_path
 
 def test_load_time_specs_leave_the_global_values_alone(et, load_path, probe_program):
     set_global(et, workspace_sharing_mode=1, weight_cache_enabled=False, packed_cache_path="/g")
-    before = single(XNNPACK, Option("workspace_sharing_mode", 1),
-                    Option("weight_cache_enabled", False), Option("packed_cache_path", "/g"))
-    load_xnnpack(et, load_path, single(XNNPACK, Option("workspace_sharing_mode", 0),
-                            Option("weight_cache_enabled", True),
-                            Option("packed_cache_path", "/spec"))).raise_for_differences()
-    failed = load_failing(et, probe_program, load_path,
-                          single(XNNPACK, Option("workspace_sharing_mode", 9)))
+    before = single(
+        XNNPACK,
+        Option("workspace_sharing_mode", 1),
+        Option("weight_cache_enabled", False),
+        Option("packed_cache_path", "/g"),
+    )
+    load_xnnpack(
+        et,
+        load_path,
+        single(
+            XNNPACK,
+            Option("workspace_sharing_mode", 0),
+            Option("weight_cache_enabled", True),
+            Option("packed_cache_path", "/spec"),
+        ),
+    ).raise_for_differences()
+    failed = load_failing(
+        et, probe_program, load_path, single(XNNPACK, Option("workspace_sharing_mode", 9))
+    )
     assert failed.outcome is Outcome.RUNTIME_ERROR
     et.get(single(XNNPACK, *GLOBAL_KEYS), expected=before).raise_for_differences()
 
@@ -249,16 +292,20 @@ def test_load_time_specs_leave_the_global_values_alone(et, load_path, probe_prog
 def test_own_weight_cache_specs_create_the_cache_file(et, load_path, device):
     set_global(et, weight_cache_enabled=False)
     path = cache_file(device)
-    load_xnnpack(et, load_path, single(XNNPACK, Option("weight_cache_enabled", True),
-                            Option("packed_cache_path", path))).raise_for_differences()
+    load_xnnpack(
+        et,
+        load_path,
+        single(XNNPACK, Option("weight_cache_enabled", True), Option("packed_cache_path", path)),
+    ).raise_for_differences()
     assert exists(device, path), f"XnnpackBackend's weight cache did not create {path}"
 
 
 def test_weight_cache_specs_in_a_probes_entry_create_nothing(et, load_path, device):
     set_global(et, weight_cache_enabled=False)
     path = cache_file(device)
-    options = OptionsMap.from_dict({"ProbeA": {"weight_cache_enabled": True,
-                                               "packed_cache_path": path}})
+    options = OptionsMap.from_dict(
+        {"ProbeA": {"weight_cache_enabled": True, "packed_cache_path": path}}
+    )
     load_xnnpack(et, load_path, options, probes=("ProbeA",)).raise_for_differences()
     assert not exists(device, path)
 
@@ -281,12 +328,16 @@ def test_own_cache_path_with_the_global_switch_on_creates_the_file(et, load_path
 
 
 @pytest.mark.parametrize("global_switch", [False, True], ids=["global-off", "global-on"])
-def test_wrong_typed_weight_cache_spec_falls_back_to_the_global_value(et, load_path, device,
-                                                                       global_switch):
+def test_wrong_typed_weight_cache_spec_falls_back_to_the_global_value(
+    et, load_path, device, global_switch
+):
     set_global(et, weight_cache_enabled=global_switch)
     path = cache_file(device)
-    verdict = load_xnnpack(et, load_path, single(XNNPACK, Option("weight_cache_enabled", 1),
-                                      Option("packed_cache_path", path)))
+    verdict = load_xnnpack(
+        et,
+        load_path,
+        single(XNNPACK, Option("weight_cache_enabled", 1), Option("packed_cache_path", path)),
+    )
     verdict.raise_for_differences()  # silently: init succeeds
     assert exists(device, path) is global_switch
     set_global(et, weight_cache_enabled=False)

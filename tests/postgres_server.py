@@ -46,14 +46,41 @@ def postgres_server() -> Iterator[str]:
             os.chown(base, entry.pw_uid, entry.pw_gid)
         data, socket_dir = base / "data", base
         subprocess.run(
-            [str(bin_dir / "initdb"), "-D", str(data), "-U", "et", "--auth=trust", "-E", "UTF8",
-             "--no-sync", "--no-instructions"],
-            user=user, check=True, capture_output=True, timeout=120,
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "et",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            user=user,
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
         server = subprocess.Popen(
-            [str(bin_dir / "postgres"), "-D", str(data), "-k", str(socket_dir),
-             "-c", "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=40"],
-            user=user, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            [
+                str(bin_dir / "postgres"),
+                "-D",
+                str(data),
+                "-k",
+                str(socket_dir),
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=40",
+            ],
+            user=user,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         conninfo = f"host={socket_dir} port=5432 user=et dbname=postgres"
         deadline = time.monotonic() + _READY_TIMEOUT_S

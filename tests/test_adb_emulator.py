@@ -31,6 +31,7 @@ from harness.lifecycle.reap import start_time
 def _prerequisites() -> None:
     require("adb", root=True)
 
+
 PROPERTIES = DeviceProperties(model="EtbEmu_64", device="etb_emu_arm64", name="etb_emu")
 
 

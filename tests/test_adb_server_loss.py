@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tests.prerequisites import require
 
-CASES = '''\
+CASES = """\
 import os
 import signal
 from pathlib import Path
@@ -50,7 +50,7 @@ def test_set(et, device, n):
         for pid in adb_servers_on(port):
             os.kill(pid, signal.SIGKILL)
     et.set(OptionsMap.from_dict({{"ProbeA": {{"k": n}}}})).raise_for_differences()
-'''
+"""
 
 
 def _adb_processes_on(port: str) -> list[str]:
@@ -76,10 +76,28 @@ def test_a_killed_private_adb_server_comes_back_with_its_phone_and_nothing_outli
     results = tmp_path / "results"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
-         "--device", "adb-emu", "--infra-retries", "1", "--lock-dir", str(tmp_path / "locks"),
-         "--results-dir", str(results)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_cases.py",
+            "-p",
+            "no:cacheprovider",
+            "--device",
+            "adb-emu",
+            "--infra-retries",
+            "1",
+            "--lock-dir",
+            str(tmp_path / "locks"),
+            "--results-dir",
+            str(results),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert "INTERNALERROR" not in run.stdout + run.stderr, run.stdout + run.stderr
     port = port_file.read_text()
@@ -90,8 +108,10 @@ def test_a_killed_private_adb_server_comes_back_with_its_phone_and_nothing_outli
         outcomes[record["nodeid"].rsplit("-", 1)[1].rstrip("]")] = record["outcome"]
     # The server is part of the emulated phone: restarted with it, the run goes on.
     assert outcomes == dict.fromkeys("01234", "passed"), run.stdout
-    restarts = [json.loads(line).get("emulator_restarts") for line in
-                (results / "results.jsonl").read_text().splitlines()]
+    restarts = [
+        json.loads(line).get("emulator_restarts")
+        for line in (results / "results.jsonl").read_text().splitlines()
+    ]
     assert sum(len(r or []) for r in restarts) == 1, restarts
 
 
@@ -104,13 +124,20 @@ def test_the_sweep_ends_an_adb_server_on_a_port_the_harness_used(tmp_path):
 
     port = free_port()
     env = {**os.environ, "HOME": str(tmp_path)}
-    subprocess.run(["adb", "-P", str(port), "start-server"], env=env, capture_output=True,
-                   check=True, timeout=30, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        ["adb", "-P", str(port), "start-server"],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     forked = adb_servers({port})
     try:
         assert len(forked) == 1, _adb_processes_on(str(port))
-        record = OwnerRecord("gone-owner", pid=1, start=0, boot_id=boot_id(), host="h",
-                             adb_ports=(port,))
+        record = OwnerRecord(
+            "gone-owner", pid=1, start=0, boot_id=boot_id(), host="h", adb_ports=(port,)
+        )
         reap(OwnerRecord.from_json(record.to_json()))  # as the sweep reads it back
         assert adb_servers({port}) == set()
         assert _adb_processes_on(str(port)) == []

@@ -25,6 +25,7 @@ from harness.transport.base import DeviceUnavailable, TransportLost, TransportTi
 def _prerequisites() -> None:
     require("adb", root=True)
 
+
 WORK = "/data/local/tmp/et-harness"
 HOSTILE_NAMES = [
     "with space",
@@ -114,8 +115,11 @@ def test_target_from_profile(tmp_path: Path) -> None:
         transfer_timeout=60,
     )
     bad = parse_profile({"transport": {"kind": "adb", "serail": "x"}}, tmp_path / "bad.yaml")
-    with pytest.raises(ProfileError, match=r"bad.yaml: transport.serail: unknown field; "
-                       r"allowed: connect, serial, server_host, server_port$"):
+    with pytest.raises(
+        ProfileError,
+        match=r"bad.yaml: transport.serail: unknown field; "
+        r"allowed: connect, serial, server_host, server_port$",
+    ):
         adb_settings(bad)
 
 

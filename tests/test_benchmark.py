@@ -23,8 +23,11 @@ def test_case_map_has_every_type_and_the_requested_shape():
 
 # Every emulated hosted device: the per-case way starts its one-shot agent as sessions
 # start theirs (HostedDevice.agent_command), so adb-emu runs it through the glibc bundle.
-HOSTED_EMULATED = {"host": (), "ssh-emu": ("/usr/sbin/sshd", "qemu-aarch64"),
-                   "adb-emu": ("adb", "qemu-aarch64")}
+HOSTED_EMULATED = {
+    "host": (),
+    "ssh-emu": ("/usr/sbin/sshd", "qemu-aarch64"),
+    "adb-emu": ("adb", "qemu-aarch64"),
+}
 
 
 @pytest.mark.parametrize("device", sorted(HOSTED_EMULATED))
@@ -32,8 +35,24 @@ def test_bench_on_every_emulated_hosted_device_writes_all_figures(tmp_path, caps
     if HOSTED_EMULATED[device]:
         require(*HOSTED_EMULATED[device], root=True)
     out = tmp_path / "bench.json"
-    assert main(["bench", "--device", device, "--cases", "20", "--per-case-cases", "3",
-                 "--growth-cases", "2", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--device",
+                device,
+                "--cases",
+                "20",
+                "--per-case-cases",
+                "3",
+                "--growth-cases",
+                "2",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     (figures,) = json.loads(out.read_text())["devices"]
     assert figures["device"] == device
     for way in ("session", "round_trip", "pipelined", "per_case", "floor"):
@@ -51,6 +70,7 @@ def test_floor_and_round_trip_are_sampled_in_turn():
         def sample() -> float:
             calls.append(name)
             return seconds
+
         return sample
 
     first, second = sample_alternately(3, sampler("case", 0.002), sampler("echo", 0.001))

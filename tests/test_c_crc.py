@@ -36,8 +36,19 @@ def test_crc_matches_zlib(tmp_path, variant):
     source.write_text(PROGRAM)
     binary = tmp_path / "crc"
     subprocess.run(
-        ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", *variant, f"-I{CODEC / 'include'}",
-         str(source), str(CODEC / "src" / "wire_common.c"), "-o", str(binary)],
+        [
+            "gcc",
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            *variant,
+            f"-I{CODEC / 'include'}",
+            str(source),
+            str(CODEC / "src" / "wire_common.c"),
+            "-o",
+            str(binary),
+        ],
         check=True,
     )
     rng = random.Random(7)

@@ -37,17 +37,42 @@ def test_fuzzing_the_decoders_finds_nothing(tmp_path: Path) -> None:
     artifacts.mkdir()
     fuzzer = tmp_path / "fuzz_decode"
     build = subprocess.run(
-        ["clang", "-g", "-O1", *SANITIZERS, "-std=c99", "-Wall", "-Wextra", "-Werror",
-         f"-I{CODEC / 'include'}", *map(str, sorted((CODEC / "src").glob("*.c"))),
-         str(CODEC / "fuzz" / "fuzz_decode.c"), "-o", str(fuzzer)],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            "clang",
+            "-g",
+            "-O1",
+            *SANITIZERS,
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{CODEC / 'include'}",
+            *map(str, sorted((CODEC / "src").glob("*.c"))),
+            str(CODEC / "fuzz" / "fuzz_decode.c"),
+            "-o",
+            str(fuzzer),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert build.returncode == 0, build.stderr
 
     run = subprocess.run(
-        [str(fuzzer), f"-max_total_time={FUZZ_SECONDS}", "-rss_limit_mb=512", "-seed=1",
-         "-timeout=5", f"-artifact_prefix={artifacts}/", str(corpus)],
-        capture_output=True, text=True, timeout=FUZZ_SECONDS + 60, check=False,
+        [
+            str(fuzzer),
+            f"-max_total_time={FUZZ_SECONDS}",
+            "-rss_limit_mb=512",
+            "-seed=1",
+            "-timeout=5",
+            f"-artifact_prefix={artifacts}/",
+            str(corpus),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=FUZZ_SECONDS + 60,
+        check=False,
     )
 
     log_tail = run.stderr[-4000:]

@@ -79,9 +79,7 @@ _TEXT = st.characters(exclude_categories=("Cs",), exclude_characters="\0")
 @given(
     st.dictionaries(
         st.text(_TEXT, min_size=1, max_size=8),
-        st.one_of(
-            st.booleans(), st.integers(-(2**31), 2**31 - 1), st.text(_TEXT, max_size=8)
-        ),
+        st.one_of(st.booleans(), st.integers(-(2**31), 2**31 - 1), st.text(_TEXT, max_size=8)),
         max_size=6,
     )
 )
@@ -471,8 +469,12 @@ def test_backend_ids_and_keys_that_are_not_plain_text_are_shown_escaped() -> Non
 
 
 def test_load_verdict_carries_its_path_and_names_it_when_not_program() -> None:
-    served = Report(Action.LOAD, Outcome.OK, facts=(Option("load_path", "module_both"),),
-                    entries=report(A_EXACT, B_EXACT).entries)
+    served = Report(
+        Action.LOAD,
+        Outcome.OK,
+        facts=(Option("load_path", "module_both"),),
+        entries=report(A_EXACT, B_EXACT).entries,
+    )
     verdict = check_load(SENT, ("ProbeA", "ProbeB"), served, path=LoadPath.MODULE_BOTH)
     assert verdict.ok and verdict.path is LoadPath.MODULE_BOTH
     assert verdict.summary() == "load [module_both]: ok, 2 backends as expected"
@@ -482,12 +484,19 @@ def test_load_verdict_carries_its_path_and_names_it_when_not_program() -> None:
 
 
 def test_report_served_on_another_path_is_a_difference() -> None:
-    served = Report(Action.LOAD, Outcome.OK, facts=(Option("load_path", "program"),),
-                    entries=report(A_EXACT, B_EXACT).entries)
+    served = Report(
+        Action.LOAD,
+        Outcome.OK,
+        facts=(Option("load_path", "program"),),
+        entries=report(A_EXACT, B_EXACT).entries,
+    )
     verdict = check_load(SENT, ("ProbeA", "ProbeB"), served, path=LoadPath.MODULE)
     difference = only(verdict)
     assert (difference.kind, difference.expected, difference.actual) == (
-        DifferenceKind.WRONG_PATH, "module", "program")
+        DifferenceKind.WRONG_PATH,
+        "module",
+        "program",
+    )
     assert "served load path 'program', the request asked for 'module'" in verdict.render()
 
 
@@ -566,8 +575,13 @@ def recorded_get(
     span as the runtime handed it back to its caller and its count (``etb.caller``)."""
     own = tuple(Option(k, v) for k, v in left)
     caller = tuple(Option(k, v) for k, v in handed_back)
-    options = (*own, Option("etb.recorded", len(own)), Option("etb.returned", 0), *caller,
-               Option("etb.caller", len(caller)))
+    options = (
+        *own,
+        Option("etb.recorded", len(own)),
+        Option("etb.returned", 0),
+        *caller,
+        Option("etb.caller", len(caller)),
+    )
     return ReportEntry(name, 0, calls=1, options=options)
 
 
@@ -585,13 +599,20 @@ def test_a_recorded_get_is_checked_at_both_ends() -> None:
 
 def test_a_value_changed_on_its_way_back_to_the_caller_is_a_difference() -> None:
     """The backend left -1; the runtime handed 0 back: both named, at both ends."""
-    entry = recorded_get(OV, (("num_threads", -1), ("device", "x")),
-                         (("num_threads", 0), ("device", "x")))
+    entry = recorded_get(
+        OV, (("num_threads", -1), ("device", "x")), (("num_threads", 0), ("device", "x"))
+    )
     verdict = check_get(OV_ASKED, report(entry, action=Action.GET), OV_ASKED, recorded={OV})
     assert verdict.differences == (
         Difference(K.CHANGED_ON_RETURN, OV, "num_threads", -1, 0),
-        Difference(K.WRONG_VALUE, OV, "num_threads", -1, 0,
-                   note="as get_option handed it back to its caller"),
+        Difference(
+            K.WRONG_VALUE,
+            OV,
+            "num_threads",
+            -1,
+            0,
+            note="as get_option handed it back to its caller",
+        ),
     )
     text = verdict.render()
     assert "the backend's get_option left int -1, but the runtime handed int 0 back" in text
@@ -623,50 +644,101 @@ def test_a_spec_named_like_the_marker_is_an_ordinary_option() -> None:
 
 A_GOT_B = probe("ProbeA", ("threads", 2), ("cache", "/tmp/c"))
 B_GOT_A = probe("ProbeB", ("threads", 4), ("fast", True), ("mode", "perf"))
-SENT_WITH_A_STRANGER = OptionsMap.from_dict({"ProbeA": {"threads": 4},
-                                             "NotInProgram": {"secret": "x"}})
+SENT_WITH_A_STRANGER = OptionsMap.from_dict(
+    {"ProbeA": {"threads": 4}, "NotInProgram": {"secret": "x"}}
+)
 WHOLE_DIFFERENCES = {
     "key-received-twice": (
-        lambda: check_load(SENT, ("ProbeB",), report(
-            probe("ProbeB", ("threads", 2), ("cache", "/tmp/c"), ("threads", 2)))),
-        (Difference(K.EXTRA_OPTION, "ProbeB", "threads", None, 2,
-                    note="a second option with this key"),)),
+        lambda: check_load(
+            SENT,
+            ("ProbeB",),
+            report(probe("ProbeB", ("threads", 2), ("cache", "/tmp/c"), ("threads", 2))),
+        ),
+        (
+            Difference(
+                K.EXTRA_OPTION, "ProbeB", "threads", None, 2, note="a second option with this key"
+            ),
+        ),
+    ),
     "zero-calls": (
         lambda: check_load(SENT, ("ProbeA",), report(probe("ProbeA", calls=0))),
-        (Difference(K.NOT_CALLED, "ProbeA", "init", 1, 0),
-         Difference(K.NOTHING_DELIVERED, "ProbeA", None, SENT.backends[0].options, ()))),
+        (
+            Difference(K.NOT_CALLED, "ProbeA", "init", 1, 0),
+            Difference(K.NOTHING_DELIVERED, "ProbeA", None, SENT.backends[0].options, ()),
+        ),
+    ),
     "runtime-error": (
-        lambda: check_load(SENT, ("ProbeA",), Report(Action.LOAD, Outcome.RUNTIME_ERROR, 0x23,
-                                                     "delegate ids differ")),
-        (Difference(K.UNEXPECTED_OUTCOME, None, None, Outcome.OK, Outcome.RUNTIME_ERROR,
-                    note="detail InvalidProgram (0x23), message 'delegate ids differ'"),)),
+        lambda: check_load(
+            SENT,
+            ("ProbeA",),
+            Report(Action.LOAD, Outcome.RUNTIME_ERROR, 0x23, "delegate ids differ"),
+        ),
+        (
+            Difference(
+                K.UNEXPECTED_OUTCOME,
+                None,
+                None,
+                Outcome.OK,
+                Outcome.RUNTIME_ERROR,
+                note="detail InvalidProgram (0x23), message 'delegate ids differ'",
+            ),
+        ),
+    ),
     "entry-of-a-map-backend-not-in-the-program": (
         lambda: check_load(SENT, ("ProbeA",), report(A_EXACT, B_EXACT)),
-        (Difference(K.UNEXPECTED_ENTRY, "ProbeB", None, None, B_EXACT,
-                    note="it is in the map, not a delegate of the program: "
-                         "its init should never run"),)),
+        (
+            Difference(
+                K.UNEXPECTED_ENTRY,
+                "ProbeB",
+                None,
+                None,
+                B_EXACT,
+                note="it is in the map, not a delegate of the program: its init should never run",
+            ),
+        ),
+    ),
     "entry-of-a-stranger": (
         lambda: check_set(SENT, report(A_EXACT, B_EXACT, probe("Stranger"), action=Action.SET)),
-        (Difference(K.UNEXPECTED_ENTRY, "Stranger", None, None, probe("Stranger"),
-                    note="it is not a backend of the request"),)),
+        (
+            Difference(
+                K.UNEXPECTED_ENTRY,
+                "Stranger",
+                None,
+                None,
+                probe("Stranger"),
+                note="it is not a backend of the request",
+            ),
+        ),
+    ),
     "option-of-an-ignored-backend": (
-        lambda: check_load(SENT_WITH_A_STRANGER, ("ProbeA",), report(
-            probe("ProbeA", ("threads", 4), ("secret", "x")))),
-        (Difference(K.MISROUTED, "ProbeA", "secret", None, "x", belongs_to=("NotInProgram",)),)),
+        lambda: check_load(
+            SENT_WITH_A_STRANGER,
+            ("ProbeA",),
+            report(probe("ProbeA", ("threads", 4), ("secret", "x"))),
+        ),
+        (Difference(K.MISROUTED, "ProbeA", "secret", None, "x", belongs_to=("NotInProgram",)),),
+    ),
     "same-key-other-type-is-extra": (
-        lambda: check_load(SENT, ("ProbeA", "ProbeB"), report(A_EXACT, probe(
-            "ProbeB", ("threads", 2), ("cache", "/tmp/c"), ("fast", 1)))),
-        (Difference(K.EXTRA_OPTION, "ProbeB", "fast", None, 1),)),
+        lambda: check_load(
+            SENT,
+            ("ProbeA", "ProbeB"),
+            report(A_EXACT, probe("ProbeB", ("threads", 2), ("cache", "/tmp/c"), ("fast", 1))),
+        ),
+        (Difference(K.EXTRA_OPTION, "ProbeB", "fast", None, 1),),
+    ),
     "swapped-spans": (
         lambda: check_load(SENT, ("ProbeA", "ProbeB"), report(A_GOT_B, B_GOT_A)),
-        (Difference(K.WRONG_VALUE, "ProbeA", "threads", 4, 2),
-         Difference(K.MISSING_OPTION, "ProbeA", "fast", True, None),
-         Difference(K.MISSING_OPTION, "ProbeA", "mode", "perf", None),
-         Difference(K.MISROUTED, "ProbeA", "cache", None, "/tmp/c", belongs_to=("ProbeB",)),
-         Difference(K.WRONG_VALUE, "ProbeB", "threads", 2, 4),
-         Difference(K.MISSING_OPTION, "ProbeB", "cache", "/tmp/c", None),
-         Difference(K.MISROUTED, "ProbeB", "fast", None, True, belongs_to=("ProbeA",)),
-         Difference(K.MISROUTED, "ProbeB", "mode", None, "perf", belongs_to=("ProbeA",)))),
+        (
+            Difference(K.WRONG_VALUE, "ProbeA", "threads", 4, 2),
+            Difference(K.MISSING_OPTION, "ProbeA", "fast", True, None),
+            Difference(K.MISSING_OPTION, "ProbeA", "mode", "perf", None),
+            Difference(K.MISROUTED, "ProbeA", "cache", None, "/tmp/c", belongs_to=("ProbeB",)),
+            Difference(K.WRONG_VALUE, "ProbeB", "threads", 2, 4),
+            Difference(K.MISSING_OPTION, "ProbeB", "cache", "/tmp/c", None),
+            Difference(K.MISROUTED, "ProbeB", "fast", None, True, belongs_to=("ProbeA",)),
+            Difference(K.MISROUTED, "ProbeB", "mode", None, "perf", belongs_to=("ProbeA",)),
+        ),
+    ),
 }
 
 

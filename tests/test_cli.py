@@ -36,8 +36,10 @@ def test_send_reports_each_backend_and_ignored_real_backends(capsys):
     assert "ignored backends: XnnpackBackend" in out
 
 
-@pytest.mark.parametrize("command", [["send", SAMPLE, "--device", "nope"], ["emu", "nope"],
-                                     ["bench", "--device", "nope"]])
+@pytest.mark.parametrize(
+    "command",
+    [["send", SAMPLE, "--device", "nope"], ["emu", "nope"], ["bench", "--device", "nope"]],
+)
 def test_unknown_device_is_one_clear_line(capsys, command):
     assert main(command) == 2
     err = capsys.readouterr().err
@@ -56,15 +58,20 @@ def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
     assert main(["doctor", "--device", "lab-mcu,lab-linux"]) == 1  # neither checked
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[:3] for line in lines] == [
-        ["lab-mcu", "NOT", "CHECKED"], ["lab-linux", "NOT", "CHECKED"]]
+        ["lab-mcu", "NOT", "CHECKED"],
+        ["lab-linux", "NOT", "CHECKED"],
+    ]
     assert all("pytest suites --device lab-" in line for line in lines)
 
 
-@pytest.mark.parametrize("command, says", [
-    (["run"], ["(default: host)", "every other argument goes to pytest"]),
-    (["send"], ["(default: host)", "set_option", "(default: load)"]),
-    (["bench"], ["a,b,c (default: host)", "(default: 300)"]),
-])
+@pytest.mark.parametrize(
+    "command, says",
+    [
+        (["run"], ["(default: host)", "every other argument goes to pytest"]),
+        (["send"], ["(default: host)", "set_option", "(default: load)"]),
+        (["bench"], ["a,b,c (default: host)", "(default: 300)"]),
+    ],
+)
 def test_help_says_the_defaults_a_person_gets(capsys, command, says):
     with pytest.raises(SystemExit) as done:
         main([*command, "--help"])
@@ -77,7 +84,7 @@ def test_device_listing_keeps_its_columns_for_long_names(capsys):
     assert main(["devices"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("host-helgrind ") for line in lines)  # 13 characters
-    starts = {len(line) - len(line[line.index(" "):].lstrip()) for line in lines}
+    starts = {len(line) - len(line[line.index(" ") :].lstrip()) for line in lines}
     assert len(starts) == 1, lines  # every transport starts in one column
 
 
@@ -92,8 +99,10 @@ def test_an_unusable_sdk_prefix_is_one_clear_line(capsys, monkeypatch, tmp_path)
 def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
     """Names from a map file never reach the terminal raw: escapes, bidi overrides, U+2028."""
     path = tmp_path / "m.yaml"
-    path.write_text('backends:\n  "X\\e]0;pwn\\a":\n    - {key: "k\\u202e", value: 1}\n'
-                    '  "B\\u2028":\n    - {key: x, value: 2}\n')
+    path.write_text(
+        'backends:\n  "X\\e]0;pwn\\a":\n    - {key: "k\\u202e", value: 1}\n'
+        '  "B\\u2028":\n    - {key: x, value: 2}\n'
+    )
     assert main(["map", str(path)]) == 0
     out = capsys.readouterr().out
     print(out)
@@ -108,8 +117,9 @@ def _emulated_mcu() -> Iterator[str]:
     from tests.prerequisites import require
 
     require("qemu-system-arm")
-    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "mcu-emu"],
-                           stdout=subprocess.PIPE, text=True)
+    emu = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "emu", "mcu-emu"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert emu.stdout is not None
         lines = [emu.stdout.readline() for _ in range(3)]

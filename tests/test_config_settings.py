@@ -39,26 +39,43 @@ class Example:
     work_dir: str = "/tmp/w"  # given by the harness, never read from the file
 
 
-FIELDS = {"host": None, "port": check_port, "pulse": None, "flow": None, "line": None,
-          "key_file": None}
+FIELDS = {
+    "host": None,
+    "port": check_port,
+    "pulse": None,
+    "flow": None,
+    "line": None,
+    "key_file": None,
+}
 
 
 def parse(data: dict, **given):
-    return parse_settings(Example, data, WHERE, fields=FIELDS, base=Path("/profiles"),
-                          required={"host": "required, a host name"}, **given)
+    return parse_settings(
+        Example,
+        data,
+        WHERE,
+        fields=FIELDS,
+        base=Path("/profiles"),
+        required={"host": "required, a host name"},
+        **given,
+    )
 
 
 def test_a_valid_mapping_becomes_the_dataclass() -> None:
-    got = parse({"host": "b", "port": 22, "pulse": 1, "flow": True, "line": "dtr",
-                 "key_file": "keys/id"}, work_dir="/w")
+    got = parse(
+        {"host": "b", "port": 22, "pulse": 1, "flow": True, "line": "dtr", "key_file": "keys/id"},
+        work_dir="/w",
+    )
     assert got == Example("b", 22, 1, True, Line.DTR, Path("/profiles/keys/id"), "/w")
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"host": "b", "parity": "N"}, "transport.parity: unknown field; allowed: flow, host, "
-         "key_file, line, port, pulse"),
+        (
+            {"host": "b", "parity": "N"},
+            "transport.parity: unknown field; allowed: flow, host, key_file, line, port, pulse",
+        ),
         ({"host": "b", "work_dir": "/etc"}, "transport.work_dir: unknown field"),
         ({}, "transport.host: required, a host name"),
         ({"host": 5}, "transport.host: must be a string; got 5"),
@@ -117,15 +134,25 @@ NESTED = {
 
 
 def parse_nested(data: dict) -> Nested:
-    return parse_settings(Nested, data, "devices/x.yaml: agent", fields=NESTED,
-                          base=Path("/profiles"))
+    return parse_settings(
+        Nested, data, "devices/x.yaml: agent", fields=NESTED, base=Path("/profiles")
+    )
 
 
 def test_lists_maps_and_sections_become_their_types() -> None:
-    got = parse_nested({"words": ["a", "b"], "ports": [22, 2222], "env": {"A": "1"},
-                        "paths": {"x": "rel/x"}, "limits": {"case": 5}, "later": 3})
-    assert got == Nested(("a", "b"), (22, 2222), {"A": "1"}, {"x": Path("/profiles/rel/x")},
-                         Limits(5), later="kept")  # a later field is left to the caller
+    got = parse_nested(
+        {
+            "words": ["a", "b"],
+            "ports": [22, 2222],
+            "env": {"A": "1"},
+            "paths": {"x": "rel/x"},
+            "limits": {"case": 5},
+            "later": 3,
+        }
+    )
+    assert got == Nested(
+        ("a", "b"), (22, 2222), {"A": "1"}, {"x": Path("/profiles/rel/x")}, Limits(5), later="kept"
+    )  # a later field is left to the caller
 
 
 @pytest.mark.parametrize(
@@ -156,8 +183,9 @@ def test_list_map_and_section_refusals_name_the_item(data: dict, message: str) -
 
 def test_one_of_names_the_choices_and_the_note() -> None:
     with pytest.raises(ProfileError, match=r"^x.yaml: mode: 'b' is not one of a, c \(c is slow\)$"):
-        parse_settings(Mode, {"mode": "b"}, "x.yaml:", fields={"mode": one_of(("a", "c"),
-                                                                             "c is slow")})
+        parse_settings(
+            Mode, {"mode": "b"}, "x.yaml:", fields={"mode": one_of(("a", "c"), "c is slow")}
+        )
     assert parse_settings(Mode, {"mode": "c"}, "x.yaml:", fields={"mode": one_of("ac")}).mode == "c"
 
 

@@ -35,8 +35,14 @@ class AnsweringTransport(Transport):
     def facts(self) -> DeviceFacts:
         return self._facts
 
-    def run(self, argv: Sequence[str], *, timeout: float,
-            env: Mapping[str, str] | None = None, stdin: bytes = b"") -> CommandResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes = b"",
+    ) -> CommandResult:
         self.commands.append(tuple(argv))
         code, out = self._result
         return CommandResult(tuple(argv), code, out, b"sh: broken\n" if code else b"")
@@ -47,8 +53,9 @@ class AnsweringTransport(Transport):
     def pull(self, remote: str, local: Path) -> None:
         raise AssertionError("choosing a mode pulls nothing")
 
-    def open_stream(self, argv: Sequence[str], *,
-                    env: Mapping[str, str] | None = None) -> ByteStream:
+    def open_stream(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> ByteStream:
         raise AssertionError("choosing a mode starts nothing")
 
     def close(self) -> None:
@@ -104,8 +111,11 @@ def test_a_device_that_cannot_be_asked_is_device_trouble():
 
 
 def test_unknown_modes_and_a_bundled_prebuilt_are_one_line_profile_errors(tmp_path):
-    with pytest.raises(ProfileError, match=r"agent.deployment: 'bionic' is not one of auto, "
-                                           r"native, glibc-bundle"):
+    with pytest.raises(
+        ProfileError,
+        match=r"agent.deployment: 'bionic' is not one of auto, "
+        r"native, glibc-bundle",
+    ):
         profile({"deployment": "bionic"})
     with pytest.raises(ProfileError, match=r"agent\.prebuilt is run as it was built"):
         profile({"deployment": "glibc-bundle", "prebuilt": str(tmp_path)})
@@ -126,10 +136,14 @@ def test_android_abi_runs_natively_only_as_an_ndk_build():
 
 def test_the_bundle_is_for_aarch64_agents_only(tmp_path):
     host = dataclasses.replace(
-        load_profile("host"), work_dir=str(tmp_path),
+        load_profile("host"),
+        work_dir=str(tmp_path),
         agent=dataclasses.replace(load_profile("host").agent, deployment="glibc-bundle"),
     )
     device = HostedDevice(host, LocalTransport(str(tmp_path)))
-    with pytest.raises(DeviceSetupError, match=r"agent\.deployment: the glibc bundle carries "
-                                               "aarch64 glibc; the x86_64 agent runs as it is"):
+    with pytest.raises(
+        DeviceSetupError,
+        match=r"agent\.deployment: the glibc bundle carries "
+        "aarch64 glibc; the x86_64 agent runs as it is",
+    ):
         device.deploy_agent()

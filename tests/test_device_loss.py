@@ -17,7 +17,7 @@ from test_farm_runs import Farm, fails_in_call_of
 
 CASE_TIMEOUT = 3.0
 
-PROPERTY_CASES = '''\
+PROPERTY_CASES = """\
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from harness.data.options import OptionsMap
@@ -37,7 +37,7 @@ def test_property(et, k, s):
 
 def test_after(et):
     et.set(OptionsMap.from_dict({"ProbeA": {"k": 2}})).raise_for_differences()
-'''
+"""
 
 # Requests: HELLO; test_before: RESET, REGISTER (ProbeA), SET; test_property: RESET, then
 # per example RESET, (REGISTER ProbeB the first time) and SET. So after 8 requests the
@@ -63,15 +63,22 @@ def _requests_seen(farm: Farm, device: str) -> int:
 
 def test_a_stopped_agent_ends_a_hypothesis_test_within_twice_the_case_timeout(tmp_path, work_dir):
     farm = _property_farm(tmp_path, work_dir)
-    farm.profile("frozen", case_timeout=CASE_TIMEOUT, relay=[
-        "--state", str(tmp_path / "frozen.state"), "--after", str(INTO_THE_PROPERTY_TEST),
-        "--then", "stop",
-    ])
+    farm.profile(
+        "frozen",
+        case_timeout=CASE_TIMEOUT,
+        relay=[
+            "--state",
+            str(tmp_path / "frozen.state"),
+            "--after",
+            str(INTO_THE_PROPERTY_TEST),
+            "--then",
+            "stop",
+        ],
+    )
     run = farm.run("--device", "frozen", "--quarantine-after", "100")
     assert run.returncode == 1, run.stdout  # device trouble: not green, not INTERNALERROR
     results = run.results()
-    assert list(results) == ["test_before[frozen]", "test_property[frozen]",
-                             "test_after[frozen]"]
+    assert list(results) == ["test_before[frozen]", "test_property[frozen]", "test_after[frozen]"]
     assert results["test_before[frozen]"]["outcome"] == "passed"
     frozen = results["test_property[frozen]"]
     assert frozen["outcome"] == "infra", frozen["longrepr"]
@@ -92,10 +99,18 @@ def test_a_stopped_agent_ends_a_hypothesis_test_within_twice_the_case_timeout(tm
 
 def test_the_run_timeout_ends_a_running_test_within_seconds_of_the_deadline(tmp_path, work_dir):
     farm = Farm(tmp_path, work_dir, cases=6)
-    farm.profile("slow", case_timeout=120, relay=[
-        "--state", str(tmp_path / "slow.state"), "--after", str(fails_in_call_of(2)),
-        "--then", "hang",
-    ])
+    farm.profile(
+        "slow",
+        case_timeout=120,
+        relay=[
+            "--state",
+            str(tmp_path / "slow.state"),
+            "--after",
+            str(fails_in_call_of(2)),
+            "--then",
+            "hang",
+        ],
+    )
     run_timeout = 8.0
     run = farm.run("--device", "slow", "--run-timeout", f"{run_timeout:g}", timeout=60)
     assert run.returncode == 1, run.stdout
@@ -116,10 +131,20 @@ def test_each_try_that_crashed_keeps_its_own_core_file_inside_hypothesis(tmp_pat
     kernel_writes_core_here = not (pattern.startswith("|") or "/" in pattern)
     farm = _property_farm(tmp_path, work_dir)
     crash_work = tmp_path / "crash-work"
-    farm.profile("crashy", work_dir=crash_work, relay=[
-        "--state", str(tmp_path / "crashy.state"), "--after", str(INTO_THE_PROPERTY_TEST),
-        "--then", "crash-every", "--cwd", str(crash_work),
-    ])
+    farm.profile(
+        "crashy",
+        work_dir=crash_work,
+        relay=[
+            "--state",
+            str(tmp_path / "crashy.state"),
+            "--after",
+            str(INTO_THE_PROPERTY_TEST),
+            "--then",
+            "crash-every",
+            "--cwd",
+            str(crash_work),
+        ],
+    )
     run = farm.run("--device", "crashy", "--quarantine-after", "100")
     assert run.returncode == 1, run.stdout
     crashed = run.results()["test_property[crashy]"]
@@ -128,8 +153,10 @@ def test_each_try_that_crashed_keeps_its_own_core_file_inside_hypothesis(tmp_pat
     if not kernel_writes_core_here:
         assert crashed["artifacts"] == []
         return
-    expected = ["artifacts/crashy/test_property_crashy_/try-1/core",
-                "artifacts/crashy/test_property_crashy_/try-2/core"]
+    expected = [
+        "artifacts/crashy/test_property_crashy_/try-1/core",
+        "artifacts/crashy/test_property_crashy_/try-2/core",
+    ]
     assert crashed["artifacts"] == expected
     cores = [(run.results_dir / path).read_bytes() for path in expected]
     assert all(core[:4] == b"\x7fELF" for core in cores) and cores[0] != cores[1]

@@ -69,7 +69,8 @@ def test_program_is_pushed_once_per_delegate_set(tmp_path):
     assert device.program_for(("ProbeA", "ProbeB")) == first
     assert device.program_for(("ProbeB", "ProbeA")) != first
     assert [n for n in transport.pushed if n.endswith(".pte")] == [
-        posixpath.basename(first), posixpath.basename(device.program_for(("ProbeB", "ProbeA")))
+        posixpath.basename(first),
+        posixpath.basename(device.program_for(("ProbeB", "ProbeA"))),
     ]
 
 
@@ -78,8 +79,12 @@ def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path, monkeypatch):
     prebuilt = tmp_path / "agent-dist"
     shutil.copytree(ensure_agent("x86_64").dist_dir, prebuilt)
     profile = parse_profile(
-        {"transport": {"kind": "local"}, "work_dir": str(tmp_path / "dev"),
-         "abi": "arm64-v8a", "agent": {"prebuilt": "agent-dist"}},
+        {
+            "transport": {"kind": "local"},
+            "work_dir": str(tmp_path / "dev"),
+            "abi": "arm64-v8a",
+            "agent": {"prebuilt": "agent-dist"},
+        },
         tmp_path / "profile.yaml",
     )
     assert profile.agent.prebuilt == prebuilt
@@ -114,8 +119,11 @@ def test_prebuilt_files_that_link_outside_the_directory_are_not_pushed(tmp_path,
     (prebuilt / link).symlink_to(secret)
     transport = CountingTransport(str(tmp_path / "dev"))
     profile = parse_profile(
-        {"transport": {"kind": "local"}, "work_dir": str(tmp_path / "dev"),
-         "agent": {"prebuilt": "agent-dist"}},
+        {
+            "transport": {"kind": "local"},
+            "work_dir": str(tmp_path / "dev"),
+            "agent": {"prebuilt": "agent-dist"},
+        },
         tmp_path / "profile.yaml",
     )
     with pytest.raises(DeviceSetupError, match=rf"agent.prebuilt: {link} links to .*secret"):
@@ -135,8 +143,11 @@ def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path, monkeypatch):
     wrapper.write_text('#!/bin/sh\necho "$ET_MARK" > "$0.ran"\nexec "$@"\n')
     wrapper.chmod(0o755)
     profile = parse_profile(
-        {"transport": {"kind": "local"}, "work_dir": str(tmp_path / "dev"),
-         "agent": {"wrapper": [str(wrapper)], "env": {"ET_MARK": "hello from the profile"}}},
+        {
+            "transport": {"kind": "local"},
+            "work_dir": str(tmp_path / "dev"),
+            "agent": {"wrapper": [str(wrapper)], "env": {"ET_MARK": "hello from the profile"}},
+        },
         tmp_path / "wrapped.yaml",
     )
     device = open_device(profile)

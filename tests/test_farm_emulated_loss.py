@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CASES = '''\
+CASES = """\
 import pytest
 
 from harness.data.options import OptionsMap
@@ -29,7 +29,7 @@ def test_set(et, device, n):
     if n >= 4 and device.emulator is not None:
         device.emulator.kill()
     et.set(OptionsMap.from_dict({"ProbeA": {"k": n}})).raise_for_differences()
-'''
+"""
 
 EMULATED = ("adb-emu", "mcu-emu", "ssh-emu")
 
@@ -39,10 +39,30 @@ def test_killed_emulated_devices_end_their_tests_as_infra_and_the_host_finishes_
     results = tmp_path / "results"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
-         "--device", ",".join(("host", *EMULATED)), "-n", "4", "--infra-retries", "1",
-         "--lock-dir", str(tmp_path / "locks"), "--results-dir", str(results)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_cases.py",
+            "-p",
+            "no:cacheprovider",
+            "--device",
+            ",".join(("host", *EMULATED)),
+            "-n",
+            "4",
+            "--infra-retries",
+            "1",
+            "--lock-dir",
+            str(tmp_path / "locks"),
+            "--results-dir",
+            str(results),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert run.returncode == 1, run.stdout + run.stderr  # device trouble: not green, no crash
     assert "INTERNALERROR" not in run.stdout + run.stderr
@@ -58,8 +78,12 @@ def test_killed_emulated_devices_end_their_tests_as_infra_and_the_host_finishes_
     for device in EMULATED:  # every test has its result, none crashed the session
         expected = {n: "passed" if n < 4 else "infra" for n in range(8)}
         assert outcomes[device] == expected, (device, run.stdout)
-    assert kinds["mcu-emu"] <= {"TransportLost", "TransportTimeout", "SerialProtocolError",
-                                "DeviceUnavailable"}, kinds
+    assert kinds["mcu-emu"] <= {
+        "TransportLost",
+        "TransportTimeout",
+        "SerialProtocolError",
+        "DeviceUnavailable",
+    }, kinds
     assert "quarantined: ssh-emu" in run.stdout
     assert Path(results / "report.html").is_file()
     run_info = json.loads((results / "run.json").read_text())

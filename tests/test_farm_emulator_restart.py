@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 
 from tests.prerequisites import require
 
-CASES = '''\
+CASES = """\
 from pathlib import Path
 
 import pytest
@@ -33,7 +33,7 @@ def test_set(et, device, n):
         killed.write_text("")
         device.emulator.kill()  # once: the retry finds it dead
     et.set(OptionsMap.from_dict({{"ProbeA": {{"k": n}}}})).raise_for_differences()
-'''
+"""
 
 EMULATED = ("adb-emu", "ssh-emu")
 
@@ -46,31 +46,52 @@ def test_a_killed_emulator_is_restarted_and_the_tests_after_it_run(tmp_path):
     results, junit = tmp_path / "results", tmp_path / "junit.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
-         "--device", ",".join(EMULATED), "-n", "2", "--lock-dir", str(tmp_path / "locks"),
-         "--results-dir", str(results), f"--junitxml={junit}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_cases.py",
+            "-p",
+            "no:cacheprovider",
+            "--device",
+            ",".join(EMULATED),
+            "-n",
+            "2",
+            "--lock-dir",
+            str(tmp_path / "locks"),
+            "--results-dir",
+            str(results),
+            f"--junitxml={junit}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     assert sorted(p.name for p in flags.iterdir()) == list(EMULATED)  # each was killed
     records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
     for device in EMULATED:
-        mine = {r["nodeid"].rsplit("-", 1)[1].rstrip("]"): r for r in records
-                if r["device"] == device}
+        mine = {
+            r["nodeid"].rsplit("-", 1)[1].rstrip("]"): r for r in records if r["device"] == device
+        }
         assert {n: r["outcome"] for n, r in mine.items()} == dict.fromkeys("01234", "passed")
         restarted = mine["2"]
         assert len(restarted["failed_tries"]) == 1, restarted
-        assert [r.split(":", 1)[0] for r in restarted["emulator_restarts"]] == [
-            "restart 1 of 2"
-        ], restarted
+        assert [r.split(":", 1)[0] for r in restarted["emulator_restarts"]] == ["restart 1 of 2"], (
+            restarted
+        )
         assert "the health check before a retry failed" in restarted["emulator_restarts"][0]
         assert all(not mine[n]["emulator_restarts"] for n in "0134")
         assert f"emulator restarted: {device}: test_set[{device}-2]: restart 1 of 2" in output
     properties = [
         (case.get("name"), prop.get("value", ""))
         for case in ET.parse(junit).getroot().iter("testcase")
-        for prop in case.iter("property") if prop.get("name") == "emulator_restart"
+        for prop in case.iter("property")
+        if prop.get("name") == "emulator_restart"
     ]
     assert sorted(name for name, _ in properties) == [f"test_set[{d}-2]" for d in EMULATED]
     assert "quarantined" not in output

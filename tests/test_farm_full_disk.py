@@ -22,7 +22,7 @@ from tests.prerequisites import require
 PAGE = 4096
 DISK_PAGES = 16
 
-CASES = '''\
+CASES = """\
 import os
 import subprocess
 
@@ -49,7 +49,7 @@ def test_set(et, n):
         subprocess.run(["mount", "-o", "remount,ro", DISK], check=True)
     options = OptionsMap.from_dict({{"ProbeA": {{"k": n}}, "ProbeB": {{"s": str(n)}}}})
     et.set(options).raise_for_differences()
-'''
+"""
 
 
 @pytest.fixture
@@ -68,19 +68,28 @@ def disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(place)], check=True)
 
 
-def _run(farm: Farm, disk: Path, *, full_at: int = -1, free_at: int = -1,
-         read_only_at: int = -1, count: int = 30) -> tuple[Run, Path]:
+def _run(
+    farm: Farm,
+    disk: Path,
+    *,
+    full_at: int = -1,
+    free_at: int = -1,
+    read_only_at: int = -1,
+    count: int = 30,
+) -> tuple[Run, Path]:
     """Run ``count`` tests on the host with the results on ``disk``; a later
     ``--results-dir`` wins over the one :class:`Farm` gives."""
     (farm.root / "test_cases.py").write_text(
-        CASES.format(disk=str(disk), count=count, full_at=full_at, free_at=free_at,
-                     read_only_at=read_only_at),
+        CASES.format(
+            disk=str(disk), count=count, full_at=full_at, free_at=free_at, read_only_at=read_only_at
+        ),
         "utf-8",
     )
     farm.profile("host")
     results = disk / "results"
-    return farm.run("--device", "host", "--results-dir", str(results),
-                    timeout=180), results / "results.jsonl"
+    return farm.run(
+        "--device", "host", "--results-dir", str(results), timeout=180
+    ), results / "results.jsonl"
 
 
 def _farm(tmp_path: Path) -> Farm:
@@ -136,9 +145,7 @@ def test_a_disk_that_stays_full_keeps_whole_lines_and_the_report_says_what_is_mi
     assert run.returncode == 1, run.stdout  # an incomplete record is no green run
 
 
-def test_a_disk_that_turns_read_only_mid_run_stops_neither_the_run_nor_the_summary(
-    tmp_path, disk
-):
+def test_a_disk_that_turns_read_only_mid_run_stops_neither_the_run_nor_the_summary(tmp_path, disk):
     farm = _farm(tmp_path)
     run, results = _run(farm, disk, read_only_at=10, count=20)
     assert "INTERNALERROR" not in run.stdout and "Traceback" not in run.stdout, run.stdout
@@ -146,8 +153,7 @@ def test_a_disk_that_turns_read_only_mid_run_stops_neither_the_run_nor_the_summa
     assert _reported(run) == [
         f"et-harness: cannot write {results}: Read-only file system (EROFS); the run goes "
         "on, holding its results in memory (up to 64 MiB) until the disk takes them again",
-        f"et-harness: cannot write {results.parent / 'run.json'}: Read-only file system "
-        "(EROFS)",
+        f"et-harness: cannot write {results.parent / 'run.json'}: Read-only file system (EROFS)",
     ], run.stdout
     assert "20 passed" in run.stdout and "== device farm ==" in run.stdout
     assert "NOT WRITTEN: 10 of 20 results" in run.stdout

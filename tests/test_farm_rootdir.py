@@ -37,8 +37,11 @@ def elsewhere(tmp_path: Path) -> Path:
     """A directory outside the project holding a device profile, a results dir, a report."""
     other = tmp_path / "elsewhere"
     (other / "results").mkdir(parents=True)
-    profile = {"name": "outside", "transport": {"kind": "local"},
-               "work_dir": str(tmp_path / "work")}
+    profile = {
+        "name": "outside",
+        "transport": {"kind": "local"},
+        "work_dir": str(tmp_path / "work"),
+    }
     (other / "outside.yaml").write_text(yaml.safe_dump(profile), "utf-8")
     (other / "report.html").write_text("", "utf-8")
     return other
@@ -48,15 +51,23 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
 @pytest.mark.parametrize("form", ["device", "results-dir", "html-report"])
 @pytest.mark.parametrize("joined", [False, True], ids=["space", "equals"])
 def test_an_absolute_path_option_keeps_rootdir_and_collection(project, elsewhere, form, joined):
-    value = {"device": elsewhere / "outside.yaml", "results-dir": elsewhere / "results",
-             "html-report": elsewhere / "report.html"}[form]
+    value = {
+        "device": elsewhere / "outside.yaml",
+        "results-dir": elsewhere / "results",
+        "html-report": elsewhere / "report.html",
+    }[form]
     option = [f"--{form}={value}"] if joined else [f"--{form}", str(value)]
     run = _pytest(project, "--collect-only", "-q", *option)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -70,27 +81,38 @@ def test_an_absolute_path_option_keeps_rootdir_and_collection(project, elsewhere
 def test_an_absolute_device_path_under_xdist_runs_the_projects_tests_on_every_worker(
     project, elsewhere
 ):
-    run = _pytest(project, "-n", "2", "--device", str(elsewhere / "outside.yaml"),
-                  "--results-dir", str(elsewhere / "results"))
+    run = _pytest(
+        project,
+        "-n",
+        "2",
+        "--device",
+        str(elsewhere / "outside.yaml"),
+        "--results-dir",
+        str(elsewhere / "results"),
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout and "test_unit_only" not in run.stdout
 
 
 def test_explicit_test_paths_still_win(project, elsewhere):
-    run = _pytest(project, "--collect-only", "-q", "--device", str(elsewhere / "outside.yaml"),
-                  "unit")
+    run = _pytest(
+        project, "--collect-only", "-q", "--device", str(elsewhere / "outside.yaml"), "unit"
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert [line for line in run.stdout.splitlines() if "::" in line] == [
         "unit/test_unit.py::test_unit_only"
     ]
 
 
-@pytest.mark.parametrize("option", [
-    ["--results-dir", "{file}/results"],
-    ["--html-report", "{file}/report.html"],
-    ["--results-dir", "/proc/et-harness-results"],
-    ["--html-report", "{dir}"],
-])
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--results-dir", "{file}/results"],
+        ["--html-report", "{file}/report.html"],
+        ["--results-dir", "/proc/et-harness-results"],
+        ["--html-report", "{dir}"],
+    ],
+)
 def test_an_unwritable_results_place_is_a_one_line_usage_error(project, elsewhere, option):
     blocker = elsewhere / "a-file"
     blocker.write_text("", "utf-8")

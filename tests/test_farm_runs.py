@@ -126,7 +126,7 @@ finally:
     log("end")
 '''
 
-CASES = '''\
+CASES = """\
 import pytest
 
 from harness.data.options import OptionsMap
@@ -140,9 +140,9 @@ def test_set(et, n):
 
 def test_without_device():
     pass
-'''
+"""
 
-HOLD_LOCK = '''\
+HOLD_LOCK = """\
 import sys
 from pathlib import Path
 
@@ -153,7 +153,7 @@ lock.acquire(timeout=10)
 print("held", flush=True)
 sys.stdin.read()
 lock.release()
-'''
+"""
 
 # Requests a device sees: HELLO; test 0: RESET, REGISTER, SET; test k > 0: RESET, SET.
 # So test k's SET is request 2k + 4: a device that fails after 2k + 3 requests fails in
@@ -189,9 +189,16 @@ class Farm:
         (root / "test_cases.py").write_text(CASES.format(count=cases), "utf-8")
         self.runs = 0
 
-    def profile(self, file: str, *, name: str | None = None, relay: list[str] | None = None,
-                case_timeout: float = 30, tags: tuple[str, ...] = (),
-                work_dir: Path | None = None) -> str:
+    def profile(
+        self,
+        file: str,
+        *,
+        name: str | None = None,
+        relay: list[str] | None = None,
+        case_timeout: float = 30,
+        tags: tuple[str, ...] = (),
+        work_dir: Path | None = None,
+    ) -> str:
         data: dict = {
             "name": name or file,
             "transport": {"kind": "local"},
@@ -208,18 +215,34 @@ class Farm:
         self.runs += 1
         results = self.root / f"results-{self.runs}"
         return [
-            sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
-            "--devices-dir", str(self.devices), "--lock-dir", str(self.root / "locks"),
-            "--results-dir", str(results), *args,
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_cases.py",
+            "-p",
+            "no:cacheprovider",
+            "--devices-dir",
+            str(self.devices),
+            "--lock-dir",
+            str(self.root / "locks"),
+            "--results-dir",
+            str(results),
+            *args,
         ], results
 
     def popen(self, *args: str, **kwargs) -> tuple[subprocess.Popen, Path]:
         argv, results = self.command(*args)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PYTEST_", "PYTEST_XDIST"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTEST_XDIST"))}
         env[TRUSTED_PROFILES_ENV] = str(self.devices)  # the relay wrapper runs here
-        process = subprocess.Popen(argv, cwd=self.root, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, **kwargs)
+        process = subprocess.Popen(
+            argv,
+            cwd=self.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            **kwargs,
+        )
         return process, results
 
     def run(self, *args: str, timeout: float = 120) -> Run:
@@ -298,8 +321,9 @@ def _agent_intervals(log: Path) -> list[tuple[float, float]]:
 
 def test_two_concurrent_runs_never_use_one_device_at_once(farm):
     for run in ("1", "2"):
-        farm.profile(f"shared-{run}", name="shared",
-                     relay=["--log", str(farm.root / f"agents-{run}.log")])
+        farm.profile(
+            f"shared-{run}", name="shared", relay=["--log", str(farm.root / f"agents-{run}.log")]
+        )
     first, _ = farm.popen("--device", "shared-1")
     second, _ = farm.popen("--device", "shared-2")
     for process in (first, second):
@@ -318,7 +342,9 @@ def test_a_device_held_elsewhere_times_out_naming_the_holder(farm):
     (farm.root / "hold_lock.py").write_text(HOLD_LOCK, "utf-8")
     holder = subprocess.Popen(
         [sys.executable, str(farm.root / "hold_lock.py"), "shared", str(farm.root / "locks")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline() == "held\n"
@@ -340,8 +366,17 @@ def test_a_device_held_elsewhere_times_out_naming_the_holder(farm):
 
 
 def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_on(farm):
-    farm.profile("dying", relay=["--state", str(farm.root / "dying.state"),
-                                 "--after", str(fails_in_call_of(3)), "--then", "die"])
+    farm.profile(
+        "dying",
+        relay=[
+            "--state",
+            str(farm.root / "dying.state"),
+            "--after",
+            str(fails_in_call_of(3)),
+            "--then",
+            "die",
+        ],
+    )
     farm.profile("steady")
     junit = farm.root / "junit.xml"
     run = farm.run("--device", "dying,steady", "-n", "2", f"--junitxml={junit}")
@@ -351,13 +386,18 @@ def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_o
     assert [results[f"test_set[dying-{n}]"]["outcome"] for n in range(3)] == ["passed"] * 3
     died = results["test_set[dying-3]"]
     assert (died["outcome"], died["infra"]["type"], died["infra"]["phase"]) == (
-        "infra", "TransportLost", "call"
+        "infra",
+        "TransportLost",
+        "call",
     )
     assert len(died["failed_tries"]) == 2  # the first try and one retry with a fresh agent
     assert "powered off" in died["failed_tries"][1]
     stderr = dict(died["sections"])
-    assert any("lost power" in text for title, text in stderr.items()
-               if title.startswith("agent stderr on dying"))
+    assert any(
+        "lost power" in text
+        for title, text in stderr.items()
+        if title.startswith("agent stderr on dying")
+    )
     next_one = results["test_set[dying-4]"]
     assert (next_one["infra"]["type"], next_one["infra"]["phase"]) == ("TransportLost", "setup")
     checked = results["test_set[dying-5]"]["infra"]
@@ -366,8 +406,11 @@ def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_o
     for n in range(6, 8):
         assert results[f"test_set[dying-{n}]"]["infra"]["type"] == "DeviceQuarantined"
     assert "quarantined: dying:" in run.stdout and "12 passed, 5 infra" in run.stdout
-    case = next(c for c in ET.parse(junit).getroot().iter("testcase")
-                if c.get("name") == "test_set[dying-3]")
+    case = next(
+        c
+        for c in ET.parse(junit).getroot().iter("testcase")
+        if c.get("name") == "test_set[dying-3]"
+    )
     assert case.find("failure") is None
     assert case.find("error").get("type") == "TransportLost"
     assert run.elapsed < 60
@@ -375,16 +418,25 @@ def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_o
 
 def test_a_hung_agent_times_out_and_the_run_timeout_ends_the_rest(tmp_path, work_dir):
     farm = Farm(tmp_path, work_dir, cases=12)
-    farm.profile("hung", case_timeout=1, relay=[
-        "--state", str(tmp_path / "hung.state"), "--after", str(fails_in_call_of(2)),
-        "--then", "hang",
-    ])
+    farm.profile(
+        "hung",
+        case_timeout=1,
+        relay=[
+            "--state",
+            str(tmp_path / "hung.state"),
+            "--after",
+            str(fails_in_call_of(2)),
+            "--then",
+            "hang",
+        ],
+    )
     run = farm.run("--device", "hung", "--run-timeout", "4", "--quarantine-after", "100")
     assert run.returncode == 1, run.stdout
     results = run.results()
     assert len(results) == 13  # every test has a result, none was left hanging
-    outcomes = {name: (r["outcome"], r["infra"] and r["infra"]["type"])
-                for name, r in results.items()}
+    outcomes = {
+        name: (r["outcome"], r["infra"] and r["infra"]["type"]) for name, r in results.items()
+    }
     assert outcomes["test_set[hung-2]"] == ("infra", "TransportTimeout")
     assert "no answer within 1.0 s" in results["test_set[hung-2]"]["infra"]["message"]
     expired = [n for n, (_, kind) in outcomes.items() if kind == "RunTimeExpired"]
@@ -394,10 +446,18 @@ def test_a_hung_agent_times_out_and_the_run_timeout_ends_the_rest(tmp_path, work
 
 
 def test_results_survive_a_run_killed_with_sigkill(farm):
-    farm.profile("stuck", case_timeout=120, relay=[
-        "--state", str(farm.root / "stuck.state"), "--after", str(fails_in_call_of(4)),
-        "--then", "hang",
-    ])
+    farm.profile(
+        "stuck",
+        case_timeout=120,
+        relay=[
+            "--state",
+            str(farm.root / "stuck.state"),
+            "--after",
+            str(fails_in_call_of(4)),
+            "--then",
+            "hang",
+        ],
+    )
     process, results_dir = farm.popen("--device", "stuck", start_new_session=True)
     results_file = results_dir / "results.jsonl"
     deadline = time.monotonic() + 60
@@ -425,10 +485,20 @@ def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
     pattern = Path("/proc/sys/kernel/core_pattern").read_text("utf-8").strip()
     kernel_writes_core_here = not (pattern.startswith("|") or "/" in pattern)
     crash_work = tmp_path / "crash-work"
-    farm.profile("crashy", work_dir=crash_work, relay=[
-        "--state", str(farm.root / "crashy.state"), "--after", str(fails_in_call_of(3)),
-        "--then", "crash", "--cwd", str(crash_work),
-    ])
+    farm.profile(
+        "crashy",
+        work_dir=crash_work,
+        relay=[
+            "--state",
+            str(farm.root / "crashy.state"),
+            "--after",
+            str(fails_in_call_of(3)),
+            "--then",
+            "crash",
+            "--cwd",
+            str(crash_work),
+        ],
+    )
     run = farm.run("--device", "crashy")
     assert run.returncode == 0, run.stdout  # the retry, on a fresh agent, passed
     crashed = run.results()["test_set[crashy-3]"]
@@ -474,10 +544,17 @@ def test_an_infra_error_in_a_run_without_devices_is_named_in_the_summary(tmp_pat
         "    raise TransportTimeout('the board stopped answering')\n",
         encoding="utf-8",
     )
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "test_lost.py"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_lost.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1, done.stdout
     assert "1 infra" in done.stdout, done.stdout
-    assert ("INFRA test_lost.py::test_times_out (call): harness.transport.base."
-            "TransportTimeout: the board stopped answering" in done.stdout), done.stdout
+    assert (
+        "INFRA test_lost.py::test_times_out (call): harness.transport.base."
+        "TransportTimeout: the board stopped answering" in done.stdout
+    ), done.stdout

@@ -61,6 +61,7 @@ def _profiles_dir(tmp_path: Path, specs: dict[str, list[str]]) -> Path:
 
 def test_selection_by_names_all_tags_and_paths(tmp_path):
     devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": ["lab", "arm"], "c": []})
+
     def names(spec):
         return [p.name for p in select_profiles(spec, devices)]
 
@@ -279,13 +280,15 @@ class _StalledStream(ByteStream):
 
 def test_a_session_waits_no_longer_than_the_runs_deadline_and_says_so():
     stream = _StalledStream()
-    session = AgentSession(StreamChannel(stream, timeout=60,
-                                         time_limit=RunDeadline(time.time() + 0.2, 5)))
+    session = AgentSession(
+        StreamChannel(stream, timeout=60, time_limit=RunDeadline(time.time() + 0.2, 5))
+    )
     with pytest.raises(TransportTimeout):  # the device's timeout, the run still has time
         session.request(Request(Action.HELLO))
     assert stream.timeouts[0] <= 0.2
-    ended = AgentSession(StreamChannel(stream, timeout=60,
-                                       time_limit=RunDeadline(time.time() - 1, 5)))
+    ended = AgentSession(
+        StreamChannel(stream, timeout=60, time_limit=RunDeadline(time.time() - 1, 5))
+    )
     with pytest.raises(RunTimeExpired, match="--run-timeout 5 s"):  # not the device's fault
         ended.request(Request(Action.HELLO))
     assert stream.timeouts[-1] == 0
@@ -331,12 +334,15 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
     artifacts.after_failure(first, 1, collect)  # the same loss seen by another hook
     crash(b"second")
     wrapped = ExceptionGroup("hypothesis", [_raised(LinkBroken("not sent"), first)])
-    artifacts.after_failure(ExceptionGroup("flaky", [wrapped, _raised(TransportLost("x"))]), 2,
-                            collect)
+    artifacts.after_failure(
+        ExceptionGroup("flaky", [wrapped, _raised(TransportLost("x"))]), 2, collect
+    )
     crash(b"not a loss")
     artifacts.after_failure(_raised(TransportTimeout("late")), 3, collect)
-    assert artifacts.paths == ["artifacts/dev/test_x_dev-1_/try-1/core",
-                               "artifacts/dev/test_x_dev-1_/try-2/core"]
+    assert artifacts.paths == [
+        "artifacts/dev/test_x_dev-1_/try-1/core",
+        "artifacts/dev/test_x_dev-1_/try-2/core",
+    ]
     assert [(results / p).read_bytes() for p in artifacts.paths] == [b"first", b"second"]
     again = CrashArtifacts(results, "dev", "test_x[dev-1]")  # the results directory reused
     again.after_failure(_raised(TransportLost("gone")), 1, collect)
@@ -349,10 +355,19 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
 
 def _wrong_value_verdict():
     sent = OptionsMap.from_dict({"ProbeA": {"threads": 4, "mode": "fast"}})
-    report = Report(Action.SET, Outcome.OK, entries=(
-        ReportEntry("ProbeA", 0, calls=1, flags=ENTRY_FLAG_PROBE,
-                    options=(Option("threads", 5), Option("mode", "fast"))),
-    ))
+    report = Report(
+        Action.SET,
+        Outcome.OK,
+        entries=(
+            ReportEntry(
+                "ProbeA",
+                0,
+                calls=1,
+                flags=ENTRY_FLAG_PROBE,
+                options=(Option("threads", 5), Option("mode", "fast")),
+            ),
+        ),
+    )
     verdict = check_set(sent, report)
     assert not verdict.ok
     return verdict
@@ -363,15 +378,42 @@ def _results() -> list[CaseResult]:
     good = VerdictRecord("set", True, "set: ok, 1 backend as expected", (), (("ProbeA", True),))
     facts = {"abi": "x86_64", "runtime": "executorch 1.5.1", "agent_version": "0.1.0"}
     return [
-        CaseResult("suites/test_a.py::test_x[alpha-1]", "alpha", "passed", 0.1, 1.0,
-                   facts=facts, verdicts=(good,)),
-        CaseResult("suites/test_a.py::test_x[alpha-2]", "alpha", "failed", 0.1, 2.0,
-                   facts=facts, verdicts=(bad,), longrepr="DeliveryMismatch: <b>diff</b>"),
-        CaseResult("suites/test_a.py::test_x[beta-1]", "beta", "passed", 0.1, 1.0,
-                   verdicts=(good,), failed_tries=("TransportLost: gone",)),
-        CaseResult("suites/test_a.py::test_x[beta-2]", "beta", "infra", 0.0, 2.0,
-                   infra=InfraRecord("DeviceQuarantined", "device 'beta' is quarantined: x",
-                                     "setup")),
+        CaseResult(
+            "suites/test_a.py::test_x[alpha-1]",
+            "alpha",
+            "passed",
+            0.1,
+            1.0,
+            facts=facts,
+            verdicts=(good,),
+        ),
+        CaseResult(
+            "suites/test_a.py::test_x[alpha-2]",
+            "alpha",
+            "failed",
+            0.1,
+            2.0,
+            facts=facts,
+            verdicts=(bad,),
+            longrepr="DeliveryMismatch: <b>diff</b>",
+        ),
+        CaseResult(
+            "suites/test_a.py::test_x[beta-1]",
+            "beta",
+            "passed",
+            0.1,
+            1.0,
+            verdicts=(good,),
+            failed_tries=("TransportLost: gone",),
+        ),
+        CaseResult(
+            "suites/test_a.py::test_x[beta-2]",
+            "beta",
+            "infra",
+            0.0,
+            2.0,
+            infra=InfraRecord("DeviceQuarantined", "device 'beta' is quarantined: x", "setup"),
+        ),
         CaseResult("suites/test_b.py::test_plain", None, "passed", 0.0, 3.0),
     ]
 
@@ -400,8 +442,14 @@ def test_terminal_tables_count_outcomes_per_device_and_backend():
     assert table[3].split() == ["(no", "device)", "1", "0", "0", "0"]
     assert table[4].split() == ["total", "3", "1", "1", "1"]
     assert quarantined_devices(_results()) == {"beta": "device 'beta' is quarantined: x"}
-    lost = CaseResult("t.py::test_y[beta-0]", "beta", "infra", 0.1, 0.5,
-                      infra=InfraRecord("TransportLost", "gone;\nstderr:\nboom", "call"))
+    lost = CaseResult(
+        "t.py::test_y[beta-0]",
+        "beta",
+        "infra",
+        0.1,
+        0.5,
+        infra=InfraRecord("TransportLost", "gone;\nstderr:\nboom", "call"),
+    )
     assert infrastructure_lines([lost, *_results()]) == [
         "INFRA t.py::test_y[beta-0] (call): TransportLost: gone; stderr: boom",
         "INFRA 1 test(s) on beta not started: the device is quarantined",
@@ -420,29 +468,47 @@ def test_differences_the_tests_expected_are_counted_apart():
     refusal passes on its verdict's differences, and so does an xfailed test."""
     bad = VerdictRecord.of(_wrong_value_verdict())
     results = [
-        CaseResult("suites/t.py::test_refused[alpha]", "alpha", "passed", 0.1, 1.0,
-                   verdicts=(bad,)),
-        CaseResult("suites/t.py::test_known_bug[alpha]", "alpha", "xfailed", 0.1, 1.0,
-                   verdicts=(bad,)),
+        CaseResult(
+            "suites/t.py::test_refused[alpha]", "alpha", "passed", 0.1, 1.0, verdicts=(bad,)
+        ),
+        CaseResult(
+            "suites/t.py::test_known_bug[alpha]", "alpha", "xfailed", 0.1, 1.0, verdicts=(bad,)
+        ),
         CaseResult("suites/t.py::test_x[alpha]", "alpha", "failed", 0.1, 1.0, verdicts=(bad,)),
     ]
     assert backend_table(results, "alpha")[-1] == (
-        "3 verdicts, 0 exact, 3 with differences (2 expected by tests that passed or xfailed)")
+        "3 verdicts, 0 exact, 3 with differences (2 expected by tests that passed or xfailed)"
+    )
     assert backend_table(results[2:], "alpha")[-1] == "1 verdicts, 0 exact, 1 with differences"
 
 
 def _load_record(path: str, ok: bool) -> VerdictRecord:
-    return VerdictRecord("load", ok, f"load [{path}]: ...", (),
-                         (("ProbeA", ok), ("XnnpackBackend", True)), path=path)
+    return VerdictRecord(
+        "load", ok, f"load [{path}]: ...", (), (("ProbeA", ok), ("XnnpackBackend", True)), path=path
+    )
 
 
 def test_tables_and_junit_show_load_path_by_backend_per_device(tmp_path):
     facts = {"abi": "x86_64", "load_paths": "program,module", "real_backends": "XnnpackBackend"}
     results = [
-        CaseResult("suites/test_a.py::test_l[alpha-program]", "alpha", "passed", 0.1, 1.0,
-                   facts=facts, verdicts=(_load_record("program", True),)),
-        CaseResult("suites/test_a.py::test_l[alpha-module]", "alpha", "failed", 0.1, 1.0,
-                   facts=facts, verdicts=(_load_record("module", False),)),
+        CaseResult(
+            "suites/test_a.py::test_l[alpha-program]",
+            "alpha",
+            "passed",
+            0.1,
+            1.0,
+            facts=facts,
+            verdicts=(_load_record("program", True),),
+        ),
+        CaseResult(
+            "suites/test_a.py::test_l[alpha-module]",
+            "alpha",
+            "failed",
+            0.1,
+            1.0,
+            facts=facts,
+            verdicts=(_load_record("module", False),),
+        ),
         *_results(),
     ]
     assert backend_table(results, "alpha") == [
@@ -452,17 +518,22 @@ def test_tables_and_junit_show_load_path_by_backend_per_device(tmp_path):
         "4 verdicts, 2 exact, 2 with differences",
     ]
     page = render_report(results, "paths")
-    assert "ProbeA <span class=\"muted\">via module</span>" in page
+    assert 'ProbeA <span class="muted">via module</span>' in page
     assert page.index("via program") < page.index("via module") < page.index("via set")
     assert "<h3>ProbeA via module in suites/test_a.py on alpha</h3>" in page
     record = VerdictRecord.from_dict(dataclasses.asdict(results[1].verdicts[0]))
     assert (record.path, record.route) == ("module", "module")
     path = tmp_path / "junit.xml"
-    path.write_text('<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="p" '
-                    'errors="0" failures="0" skipped="0" tests="0"/></testsuites>', "utf-8")
+    path.write_text(
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="p" '
+        'errors="0" failures="0" skipped="0" tests="0"/></testsuites>',
+        "utf-8",
+    )
     amend_junit(path, results)
-    props = {p.get("name"): p.get("value")
-             for p in ET.parse(path).getroot().find("testsuite").find("properties")}
+    props = {
+        p.get("name"): p.get("value")
+        for p in ET.parse(path).getroot().find("testsuite").find("properties")
+    }
     assert props["device.alpha.load_paths"] == "program,module"
     assert props["device.alpha.real_backends"] == "XnnpackBackend"
     assert props["device.alpha.paths_served"] == "program,module"
@@ -473,7 +544,7 @@ def test_html_report_has_the_matrix_links_and_the_rendered_diff(tmp_path):
     page = render_report(_results(), "nightly")
     assert page.startswith("<!DOCTYPE html>") and "nightly" in page
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")
-    assert '<th>alpha</th><th>beta</th><th>(no device)</th>' in page
+    assert "<th>alpha</th><th>beta</th><th>(no device)</th>" in page
     # suite row, then the backend row; each cell links to its list of cases
     assert '<a href="#s0d0">✓1 ✗1</a>' in page
     assert '<a href="#s0d1">✓1 I1</a>' in page
@@ -491,17 +562,33 @@ def test_html_report_renders_in_a_real_browser(tmp_path):
     require("chromium")
     report = tmp_path / "report.html"
     write_report(report, _results(), tmp_path)
-    flags = ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--disable-component-update", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     shot = tmp_path / "shot.png"
-    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1200,900", report.as_uri()],
-                   capture_output=True, timeout=90, check=True)
+    subprocess.run(
+        [*flags, f"--screenshot={shot}", "--window-size=1200,900", report.as_uri()],
+        capture_output=True,
+        timeout=90,
+        check=True,
+    )
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1200, 900)
-    dom = subprocess.run([*flags, "--dump-dom", report.as_uri()],
-                         capture_output=True, timeout=90, check=True, text=True).stdout
+    dom = subprocess.run(
+        [*flags, "--dump-dom", report.as_uri()],
+        capture_output=True,
+        timeout=90,
+        check=True,
+        text=True,
+    ).stdout
     assert 'id="s0b0d0"' in dom and "[0] threads: int 4 " in dom
 
 
@@ -557,7 +644,10 @@ def test_merge_runs_as_a_module(tmp_path):
     writer.close()
     done = subprocess.run(
         [sys.executable, "-m", "harness.farm.merge", str(tmp_path / "out"), str(tmp_path / "in")],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "out" / "results.jsonl").read_text("utf-8"))["device"] == "alpha"
@@ -576,8 +666,9 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
     assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
     steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
     assert any("python -m harness.farm.merge merged all-results" in s for s in steps)
-    assert sum("upload-artifact" in str(s.get("uses")) for j in jobs.values()
-               for s in j["steps"]) == 4
+    assert (
+        sum("upload-artifact" in str(s.get("uses")) for j in jobs.values() for s in j["steps"]) == 4
+    )
     history_sweep = [s["run"] for s in jobs["source-history"]["steps"] if "run" in s]
     assert any("tests/test_source_history.py -m nightly" in s for s in history_sweep)
     script = REPO / "ci" / "run-emulated.sh"
@@ -621,21 +712,25 @@ def test_a_report_that_cannot_be_written_at_the_end_leaves_complete_results(tmp_
     results_dir = tmp_path / "results"
     (tmp_path / "blocker").write_text("")  # a file where the report's directory should be
     gone = tmp_path / "blocker" / "report.html"
-    recorder = ResultsRecorder(results_dir, RunInfo.starting("r", ("-q",), ("host",)),
-                               html_path=gone, eager=True)
+    recorder = ResultsRecorder(
+        results_dir, RunInfo.starting("r", ("-q",), ("host",)), html_path=gone, eager=True
+    )
     recorder.finish(0)
     assert json.loads((results_dir / "run.json").read_text())["exit_status"] == 0
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and said[0].startswith(f"et-harness: --html-report {gone}: "), said
 
 
-@pytest.mark.parametrize("policy, message", [
-    ({"lock_timeout": float("nan")}, "--lock-timeout must be >= 0 seconds; got nan"),
-    ({"lock_timeout": float("inf")}, "--lock-timeout must be >= 0 seconds; got inf"),
-    ({"deadline": RunDeadline.starting_now(-5)}, "--run-timeout must be > 0 seconds; got -5"),
-    ({"deadline": RunDeadline.starting_now(0)}, "--run-timeout must be > 0 seconds; got 0"),
-    ({"deadline": RunDeadline.starting_now(float("nan"))}, "--run-timeout must be > 0 seconds"),
-])
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        ({"lock_timeout": float("nan")}, "--lock-timeout must be >= 0 seconds; got nan"),
+        ({"lock_timeout": float("inf")}, "--lock-timeout must be >= 0 seconds; got inf"),
+        ({"deadline": RunDeadline.starting_now(-5)}, "--run-timeout must be > 0 seconds; got -5"),
+        ({"deadline": RunDeadline.starting_now(0)}, "--run-timeout must be > 0 seconds; got 0"),
+        ({"deadline": RunDeadline.starting_now(float("nan"))}, "--run-timeout must be > 0 seconds"),
+    ],
+)
 def test_time_options_that_would_wait_forever_or_end_every_test_are_refused(policy, message):
     """nan or inf waited forever for a busy device; 0, -5 or nan made every test infra."""
     from harness.farm.policy import FarmPolicy

@@ -77,8 +77,13 @@ FAULTS = {
     "real_other_models_specs": "init: a real backend gets the specs of its previous, other init",
 }
 # What a fault that strikes only the real backends needs to run: their suites.
-REAL_SUITES = ("suites/test_xnnpack.py", "suites/test_openvino.py", "suites/test_qnn.py",
-               "suites/test_concurrent_xnnpack.py", "suites/test_real_backend_records.py")
+REAL_SUITES = (
+    "suites/test_xnnpack.py",
+    "suites/test_openvino.py",
+    "suites/test_qnn.py",
+    "suites/test_concurrent_xnnpack.py",
+    "suites/test_real_backend_records.py",
+)
 RUN_TIMEOUT_S = 900
 
 
@@ -112,8 +117,11 @@ class FaultRun:
     @property
     def diff_caught_by(self) -> list[str]:
         """Of those, the ones whose failure is a delivery difference (a verdict not exact)."""
-        return [r.name for r in self.results
-                if r.outcome == "failed" and any(not v.ok for v in r.verdicts)]
+        return [
+            r.name
+            for r in self.results
+            if r.outcome == "failed" and any(not v.ok for v in r.verdicts)
+        ]
 
     @property
     def failed(self) -> list[str]:
@@ -127,12 +135,31 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sdk = ensure_sdk(host_abi())
     out = tmp_path_factory.mktemp("fault_shim") / "libetb_fault_shim.so"
     subprocess.run(
-        ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
-         "-Wno-unused-parameter", "-Wno-deprecated-declarations",
-         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED", "-DET_USE_THREADPOOL",
-         f"-I{sdk.include}", f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
-         str(SHIM_SOURCE), "-o", str(out), "-ldl"],
-        check=True, capture_output=True, timeout=300,
+        [
+            "g++",
+            "-std=c++17",
+            "-O1",
+            "-g",
+            "-fPIC",
+            "-shared",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-Wno-unused-parameter",
+            "-Wno-deprecated-declarations",
+            "-DC10_USING_CUSTOM_GENERATED_MACROS",
+            "-DET_EVENT_TRACER_ENABLED",
+            "-DET_USE_THREADPOOL",
+            f"-I{sdk.include}",
+            f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
+            str(SHIM_SOURCE),
+            "-o",
+            str(out),
+            "-ldl",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     return out
 
@@ -142,8 +169,7 @@ def fault_profile(shim: Path, fault: str, base: Path) -> Path:
     ``host-<fault>`` (the profile file's name)."""
     work = base / fault
     work.mkdir()
-    env = (f"{{LD_PRELOAD: '{shim}', ETB_FAULT: {fault}, "
-           f"ETB_FAULT_SHIM_LOG: '{work / 'shim.log'}'}}")
+    env = f"{{LD_PRELOAD: '{shim}', ETB_FAULT: {fault}, ETB_FAULT_SHIM_LOG: '{work / 'shim.log'}'}}"
     profile = work / f"host-{fault.replace('_', '-')}.yaml"
     profile.write_text(
         f"description: host agent under the fault shim, fault {fault}\n"
@@ -164,14 +190,32 @@ def run_suites(shim: Path, faults: list[str], suites: list[str], base: Path) -> 
     results_dir = base / f"results-{faults[0]}"
     # --tb=line: a traceback per failure costs pytest ~50 ms (it parses the source of
     # every frame), most of a fault run's time, and the verdicts are in results.jsonl.
-    command = [sys.executable, "-m", "pytest", *suites, "-q",
-               "--device", ",".join(str(profile) for profile in profiles.values()),
-               "-p", "no:cacheprovider", *power_runs.PYTEST_ARGS, "--tb=line",
-               "--results-dir", str(results_dir), "--lock-dir", str(base / "locks")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, env=power_runs.environment(
-                              PYTHONHASHSEED="0", **{TRUSTED_PROFILES_ENV: str(base)}),
-                          check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *suites,
+        "-q",
+        "--device",
+        ",".join(str(profile) for profile in profiles.values()),
+        "-p",
+        "no:cacheprovider",
+        *power_runs.PYTEST_ARGS,
+        "--tb=line",
+        "--results-dir",
+        str(results_dir),
+        "--lock-dir",
+        str(base / "locks"),
+    ]
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env=power_runs.environment(PYTHONHASHSEED="0", **{TRUSTED_PROFILES_ENV: str(base)}),
+        check=False,
+    )
     results = read_results(results_dir / RESULTS_FILE)
     output = done.stdout[-4000:] + done.stderr[-2000:]
     runs = {}
@@ -215,12 +259,18 @@ def runs(
             wanted = selected_faults(request.session)
             real = [fault for fault in FAULTS if fault.startswith("real_") and fault in wanted]
             rest = [fault for fault in FAULTS if fault not in real and fault in wanted]
-            groups = [(rest[::2], ["suites"]), (rest[1::2], ["suites"]),
-                      (["none"] if "none" in wanted else [], ["suites"]),
-                      (real, list(REAL_SUITES))]  # about as long as each other, but "none"
+            groups = [
+                (rest[::2], ["suites"]),
+                (rest[1::2], ["suites"]),
+                (["none"] if "none" in wanted else [], ["suites"]),
+                (real, list(REAL_SUITES)),
+            ]  # about as long as each other, but "none"
             with concurrent.futures.ThreadPoolExecutor(2) as pool:
-                futures = [pool.submit(run_suites, shim, faults, suites, base)
-                           for faults, suites in groups if faults]
+                futures = [
+                    pool.submit(run_suites, shim, faults, suites, base)
+                    for faults, suites in groups
+                    if faults
+                ]
                 done = {name: run for f in futures for name, run in f.result().items()}
             kept.write_bytes(pickle.dumps(done))
     print("\nfault                        caught  diffs  by (failing tests per test function)")
@@ -229,12 +279,16 @@ def runs(
         functions = collections.Counter(test.split("[", 1)[0] for test in run.caught_by)
         shown = ", ".join(f"{f} x{n}" for f, n in functions.most_common(3))
         more = f", +{len(functions) - 3} more" if len(functions) > 3 else ""
-        print(f"{name:<28} {len(run.caught_by):>6} {len(run.diff_caught_by):>6}  "
-              f"{shown + more or '-- NOT CAUGHT --'}")
+        print(
+            f"{name:<28} {len(run.caught_by):>6} {len(run.diff_caught_by):>6}  "
+            f"{shown + more or '-- NOT CAUGHT --'}"
+        )
     if "none" in done:
         inert = done["none"]
-        print(f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  "
-              f"failures in {len(inert.results)} tests")
+        print(
+            f"{'(inert shim)':<28} {len(inert.failed):>6} {len(inert.diff_caught_by):>6}  "
+            f"failures in {len(inert.results)} tests"
+        )
     return done
 
 
@@ -244,8 +298,12 @@ def test_inert_shim_passes_every_suite(runs: dict[str, FaultRun]) -> None:
     assert sum(r.outcome == "passed" for r in inert.results) > 200
     assert not [r.nodeid for r in inert.results if SKIPPED in r.longrepr]  # it never failed
     # The shim really sat in the agent: every interposed entry point was called.
-    for function in ("program_load_method", "module_load", "module_load_method",
-                     "get_backend_class"):
+    for function in (
+        "program_load_method",
+        "module_load",
+        "module_load_method",
+        "get_backend_class",
+    ):
         assert inert.calls(function) > 0, (function, inert.shim_log)
 
 

@@ -53,8 +53,12 @@ def test_the_bundle_is_the_agent_its_executorch_libraries_and_glibc_stripped():
     assert all(f.parent == bundle.directory for f in bundle.files)
     assert bundle.size_bytes < bundle.unstripped_bytes
     for file in bundle.files:
-        sections = subprocess.run(["aarch64-linux-gnu-readelf", "-S", "-W", str(file)],
-                                  capture_output=True, text=True, check=True).stdout
+        sections = subprocess.run(
+            ["aarch64-linux-gnu-readelf", "-S", "-W", str(file)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         assert ".symtab" not in sections and ".debug_info" not in sections, file.name
     assert bundle.load_alignment >= 16 * 1024  # runs on 4 KiB and 16 KiB page kernels
     assert (bundle.directory / LOADER_NAME).stat().st_mode & 0o111
@@ -71,18 +75,42 @@ def extra_build(tmp_path, monkeypatch) -> AgentBuild:
     dist.mkdir()
     (tmp_path / "extra.c").write_text("int extra_answer(void) { return 42; }\n")
     (tmp_path / "main.c").write_text(
-        '#include <stdio.h>\nint extra_answer(void);\n'
+        "#include <stdio.h>\nint extra_answer(void);\n"
         'int main(void) { printf("answer %d\\n", extra_answer()); return 0; }\n'
     )
     (tmp_path / "plugin.c").write_text(
-        "#include <math.h>\ndouble plugin_cos(double x) { return cos(x); }\n")
+        "#include <math.h>\ndouble plugin_cos(double x) { return cos(x); }\n"
+    )
     gcc = "aarch64-linux-gnu-gcc"
-    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(dist / "libplugin.so"),
-                    str(tmp_path / "plugin.c"), "-Wl,--no-as-needed", "-lm"], check=True)
-    subprocess.run([gcc, "-shared", "-fPIC", "-Wl,-soname,libextra.so.1", "-o",
-                    str(dist / "libextra.so.1"), str(tmp_path / "extra.c")], check=True)
-    subprocess.run([gcc, "-o", str(dist / "et-agent"), str(tmp_path / "main.c"),
-                    str(dist / "libextra.so.1")], check=True)
+    subprocess.run(
+        [
+            gcc,
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(dist / "libplugin.so"),
+            str(tmp_path / "plugin.c"),
+            "-Wl,--no-as-needed",
+            "-lm",
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            gcc,
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libextra.so.1",
+            "-o",
+            str(dist / "libextra.so.1"),
+            str(tmp_path / "extra.c"),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [gcc, "-o", str(dist / "et-agent"), str(tmp_path / "main.c"), str(dist / "libextra.so.1")],
+        check=True,
+    )
     sdk = SdkPaths(root=tmp_path / "no-sdk", abi="aarch64", version="0")
     libraries = (dist / "libextra.so.1", dist / "libplugin.so")
     return AgentBuild("aarch64", dist, dist / "et-agent", libraries, sdk)
@@ -93,9 +121,15 @@ def test_linked_and_shipped_libraries_are_bundled_and_the_bundle_runs_with_the_s
 ):
     require("qemu-aarch64", "unshare", root=True)
     bundle = ensure_glibc_bundle(extra_build)
-    assert {f.name for f in bundle.files} == {"et-agent", "libextra.so.1", "libplugin.so",
-                                              "libm.so.6", "libc.so.6", LOADER_NAME}
-    hidden = f"mount -t tmpfs -o ro none {GLIBC_SYSROOT} && exec \"$@\""
+    assert {f.name for f in bundle.files} == {
+        "et-agent",
+        "libextra.so.1",
+        "libplugin.so",
+        "libm.so.6",
+        "libc.so.6",
+        LOADER_NAME,
+    }
+    hidden = f'mount -t tmpfs -o ro none {GLIBC_SYSROOT} && exec "$@"'
     argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", hidden, "sh",
             "qemu-aarch64", *start_argv(str(bundle.agent))]  # fmt: skip
     ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
@@ -107,8 +141,11 @@ def test_linked_and_shipped_libraries_are_bundled_and_the_bundle_runs_with_the_s
 
 def test_a_needed_library_found_nowhere_is_named(extra_build):
     (extra_build.dist_dir / "libextra.so.1").unlink()
-    with pytest.raises(GlibcBundleError, match=r"et-agent needs libextra.so.1, which is in none "
-                                               r"of: .*/dist, /usr/aarch64-linux-gnu/lib"):
+    with pytest.raises(
+        GlibcBundleError,
+        match=r"et-agent needs libextra.so.1, which is in none "
+        r"of: .*/dist, /usr/aarch64-linux-gnu/lib",
+    ):
         library_closure(extra_build.binary, (extra_build.dist_dir, GLIBC_SYSROOT / "lib"))
 
 
@@ -144,8 +181,19 @@ def test_the_bundle_serves_cases_in_a_chroot_holding_only_qemu_and_the_bundle(tm
     enter = ('mount -t proc proc "$1/proc" && mount --rbind /sys "$1/sys" && '
              'exec chroot "$1" "$2" /phone/ld-linux-aarch64.so.1 --library-path /phone '
              "/phone/et-agent")  # fmt: skip
-    argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", enter,
-            "sh", str(root), qemu]  # qemu-aarch64 at the same path inside the chroot
+    argv = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        enter,
+        "sh",
+        str(root),
+        qemu,
+    ]  # qemu-aarch64 at the same path inside the chroot
     transport = LocalTransport(str(tmp_path))
     runner = CaseRunner(
         lambda: AgentSession(StreamChannel(transport.open_stream(argv), timeout=60)), program_for
@@ -194,20 +242,23 @@ def test_on_adb_emu_the_agent_loads_nothing_but_the_bundle():
         opened = re.findall(r"(?:trying file|calling init: )=?\s*(\S+)", ran.stderr.decode())
         assert opened and all(p.startswith(directory + "/") for p in opened), opened
         initialised = set(re.findall(r"calling init: \S+/(\S+)", ran.stderr.decode()))
-        needed = library_closure(device.agent_build().binary,
-                                 (device.agent_build().dist_dir, GLIBC_SYSROOT / "lib"))
+        needed = library_closure(
+            device.agent_build().binary, (device.agent_build().dist_dir, GLIBC_SYSROOT / "lib")
+        )
         assert initialised == set(needed)  # the whole DT_NEEDED closure, all from the bundle
     finally:
         device.close()
 
 
-@pytest.mark.parametrize("wrapper", [("qemu-aarch64",),
-                                     ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu")])
+@pytest.mark.parametrize(
+    "wrapper", [("qemu-aarch64",), ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu")]
+)
 def test_on_adb_emu_the_agent_without_the_bundle_fails_saying_what_to_do(wrapper):
     require("adb", "qemu-aarch64", root=True)
     stock = load_profile("adb-emu")
     native = dataclasses.replace(
-        stock, abi="aarch64",  # push the plain aarch64 glibc build, as a Linux board gets it
+        stock,
+        abi="aarch64",  # push the plain aarch64 glibc build, as a Linux board gets it
         agent=dataclasses.replace(stock.agent, deployment="native", wrapper=wrapper),
     )
     device = open_device(native)
@@ -220,8 +271,10 @@ def test_on_adb_emu_the_agent_without_the_bundle_fails_saying_what_to_do(wrapper
         device.close()
     message = str(raised.value)
     assert "Could not open '/lib/ld-linux-aarch64.so.1'" in message  # qemu, on the device
-    assert "adb-emu.yaml: agent.deployment: the agent is a glibc program and this Android " \
-           "device has no glibc loader" in message
+    assert (
+        "adb-emu.yaml: agent.deployment: the agent is a glibc program and this Android "
+        "device has no glibc loader" in message
+    )
     assert "use agent.deployment: glibc-bundle (or auto)" in message
 
 
@@ -231,8 +284,9 @@ def test_on_adb_emu_the_glibc_build_is_refused_before_pushing_without_the_bundle
     native = dataclasses.replace(stock, agent=dataclasses.replace(stock.agent, deployment="native"))
     device = open_device(native)
     try:
-        with pytest.raises(DeviceSetupError, match="no agent build runs natively on ABI "
-                                                   "'arm64-v8a'"):
+        with pytest.raises(
+            DeviceSetupError, match="no agent build runs natively on ABI 'arm64-v8a'"
+        ):
             device.deploy_agent()
     finally:
         device.close()
@@ -254,14 +308,20 @@ def test_bundle_deployment_is_content_hashed_and_repairs_only_what_differs(tmp_p
         odd = "/data/local/tmp/odd name; $(x)"
         transport.run(["sh", "-c", 'printf x > "$1"', "sh", odd], timeout=30)
         assert transport.sha256_each([remotes[0], "/data/local/tmp/none", odd]) == (
-            transport.sha256(remotes[0]), None, transport.sha256(odd))
+            transport.sha256(remotes[0]),
+            None,
+            transport.sha256(odd),
+        )
 
         libm = next(r for r in remotes if r.endswith("/libm.so.6"))
         transport.run(["sh", "-c", 'printf broken > "$1"', "sh", libm], timeout=30)
         pushed: list[str] = []
         push = transport.push
-        monkeypatch.setattr(transport, "push", lambda local, remote: (
-            pushed.append(posixpath.basename(remote)), push(local, remote)))
+        monkeypatch.setattr(
+            transport,
+            "push",
+            lambda local, remote: (pushed.append(posixpath.basename(remote)), push(local, remote)),
+        )
         assert HostedDevice(device.profile, transport).deploy_agent() == agent
         assert pushed == ["libm.so.6"]
     finally:

@@ -16,7 +16,7 @@ from prerequisites import require
 
 REPO = Path(__file__).resolve().parents[1]
 SELECTED = "set_option_each and (2-backends or 3-backends) or seeded"
-SEEDED = '''\
+SEEDED = """\
 from harness.data.options import BackendOptions, Option, OptionsMap
 
 
@@ -24,7 +24,7 @@ def test_seeded_threads(et):
     verdict = et.set(OptionsMap((BackendOptions("ProbeA", (Option("threads", 4),)),)))
     verdict.raise_for_differences()
     assert {expect}, "the seeded change: this check fails from the second run on"
-'''
+"""
 SEEDED_ID = "test_seeded_threads[host]"
 
 
@@ -45,11 +45,33 @@ def nightly(store: str, tmp_path: Path, name: str, change: bool) -> subprocess.P
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "suites/test_dispatch.py", "suites/test_seeded.py",
-         "-c", str(REPO / "pyproject.toml"), "--rootdir", str(tree), "-p", "no:cacheprovider",
-         "-q", "--device", "host", "-k", SELECTED, "--history", store,
-         "--results-dir", str(tmp_path / name)],
-        cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_dispatch.py",
+            "suites/test_seeded.py",
+            "-c",
+            str(REPO / "pyproject.toml"),
+            "--rootdir",
+            str(tree),
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--device",
+            "host",
+            "-k",
+            SELECTED,
+            "--history",
+            store,
+            "--results-dir",
+            str(tmp_path / name),
+        ],
+        cwd=tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -59,18 +81,31 @@ def finished(run: subprocess.Popen[str]) -> tuple[int, str]:
 
 
 def history_json(store: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "history", "--history", store,
-                           "--json"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "history", "--history", store, "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def chromium(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    flags = ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--disable-component-update", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}"]
-    return subprocess.run([*flags, *args, page.as_uri()], capture_output=True, text=True,
-                          timeout=120, check=True)
+    flags = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ]
+    return subprocess.run(
+        [*flags, *args, page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    )
 
 
 def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chromium(tmp_path):
@@ -107,9 +142,24 @@ def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chro
 
     # The nightly report job: a fresh store caught up from the jobs' results directories.
     later, page = str(tmp_path / "later.sqlite"), tmp_path / "history.html"
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "history", "--history", later,
-                           "--catch-up", str(tmp_path), "--html", str(page)],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "history",
+            "--history",
+            later,
+            "--catch-up",
+            str(tmp_path),
+            "--html",
+            str(page),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(": 3 of 3 tests added") == 2 and "new failures (1)" in done.stdout
     assert history_json(later)["since_last"] == diff

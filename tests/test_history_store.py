@@ -76,21 +76,42 @@ def result(test: str, device: str, outcome: str, **facts: str) -> CaseResult:
         infra = InfraRecord("TransportLost", "gone", "call")
     elif outcome == "quarantined":
         outcome, infra = "infra", InfraRecord("DeviceQuarantined", "health check failed", "setup")
-    verdict = VerdictRecord("set", outcome == "passed", "set", ("ProbeA: wrong",) if outcome ==
-                            "failed" else (), (("ProbeA", outcome == "passed"),))
-    return CaseResult(f"{SUITE}::{test}[{device}]", device, outcome, 0.5, 1.0,
-                      facts={"runtime": "executorch 1.5.1", "agent_version": "0.1.0", **facts},
-                      verdicts=(verdict,), infra=infra)
+    verdict = VerdictRecord(
+        "set",
+        outcome == "passed",
+        "set",
+        ("ProbeA: wrong",) if outcome == "failed" else (),
+        (("ProbeA", outcome == "passed"),),
+    )
+    return CaseResult(
+        f"{SUITE}::{test}[{device}]",
+        device,
+        outcome,
+        0.5,
+        1.0,
+        facts={"runtime": "executorch 1.5.1", "agent_version": "0.1.0", **facts},
+        verdicts=(verdict,),
+        infra=infra,
+    )
 
 
-def write_run(store: HistoryStore, name: str, started: float, outcomes: dict[tuple[str, str], str],
-              commit: str = "", devices=("alpha", "beta"), finish=True) -> str:
+def write_run(
+    store: HistoryStore,
+    name: str,
+    started: float,
+    outcomes: dict[tuple[str, str], str],
+    commit: str = "",
+    devices=("alpha", "beta"),
+    finish=True,
+) -> str:
     info = RunInfo(name, ("pytest",), "farm-1", tuple(devices), started)
     identity = RunIdentity("0.1.0", "abc", "wheel executorch==1.5.1", commit)
     store.add_run(run_row(info, identity, Path("/r") / name, "", "live"))
     key = run_id(info)
-    rows = [case_row(key, n, result(test, device, outcome, place=f"place-{device}"))
-            for n, ((test, device), outcome) in enumerate(sorted(outcomes.items()))]
+    rows = [
+        case_row(key, n, result(test, device, outcome, place=f"place-{device}"))
+        for n, ((test, device), outcome) in enumerate(sorted(outcomes.items()))
+    ]
     store.add_cases(rows)
     if finish:
         store.end_run(key, started + 1, 0)
@@ -108,23 +129,40 @@ def test_the_migrations_make_exactly_the_schema_the_queries_use(target):
 
 def test_two_runs_in_a_row_name_the_check_that_changed(target):
     store = HistoryStore.open(target)
-    checks = {("test_a", "alpha"): "passed", ("test_b", "alpha"): "passed",
-              ("test_a", "beta"): "passed", ("test_b", "beta"): "failed"}
+    checks = {
+        ("test_a", "alpha"): "passed",
+        ("test_b", "alpha"): "passed",
+        ("test_a", "beta"): "passed",
+        ("test_b", "beta"): "failed",
+    }
     write_run(store, "n1", 100.0, checks, commit="c1")
-    now = write_run(store, "n2", 200.0, {**checks, ("test_a", "beta"): "failed",
-                                         ("test_b", "beta"): "passed",
-                                         ("test_b", "alpha"): "infra",
-                                         ("test_c", "beta"): "quarantined"}, commit="c2")
+    now = write_run(
+        store,
+        "n2",
+        200.0,
+        {
+            **checks,
+            ("test_a", "beta"): "failed",
+            ("test_b", "beta"): "passed",
+            ("test_b", "alpha"): "infra",
+            ("test_c", "beta"): "quarantined",
+        },
+        commit="c2",
+    )
     history = History.load(store, 10)
     diff = since_last(history, history.run(now))
     assert diff.previous is not None and diff.previous.name == "n1"
     assert [(c.nodeid, c.then, c.now) for c in diff.new_failures] == [
-        (f"{SUITE}::test_a[beta]", "passed", "failed")]
+        (f"{SUITE}::test_a[beta]", "passed", "failed")
+    ]
     assert [c.nodeid for c in diff.fixed] == [f"{SUITE}::test_b[beta]"]
-    assert [c.nodeid for c in diff.new_infra] == [f"{SUITE}::test_b[alpha]",
-                                                  f"{SUITE}::test_c[beta]"]
+    assert [c.nodeid for c in diff.new_infra] == [
+        f"{SUITE}::test_b[alpha]",
+        f"{SUITE}::test_c[beta]",
+    ]
     assert [(q.device, q.new, q.cause) for q in diff.quarantines] == [
-        ("beta", True, "health check failed")]
+        ("beta", True, "health check failed")
+    ]
     assert diff.new_failures[0].detail == "ProbeA: wrong"
     (began,) = regressions(history, history.run(now))
     assert (began.first_failing.sdk_commit, began.last_good.sdk_commit) == ("c2", "c1")
@@ -157,9 +195,13 @@ WRITER = textwrap.dedent("""
 
 
 def _writer(target: str, name: str, count: int, results_dir: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, target, name, str(count),
-                             str(results_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, target, name, str(count), str(results_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def test_concurrent_writers_lose_no_row_and_corrupt_nothing(target, tmp_path):
@@ -173,11 +215,25 @@ def test_concurrent_writers_lose_no_row_and_corrupt_nothing(target, tmp_path):
     assert sorted((r.name, r.state) for r in runs) == [(f"w{n}", COMPLETE) for n in range(3)]
     assert [store.count_cases(r.id) for r in runs] == [60, 60, 60]
     # Catching up the same runs (twice, at once) adds nothing.
-    catchers = [subprocess.Popen([sys.executable, "-m", "harness.cli", "history", "--history",
-                                  target, "--json", "--catch-up", *(str(tmp_path / f"w{n}")
-                                                                    for n in range(3))],
-                                 cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                for _ in range(2)]
+    catchers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "history",
+                "--history",
+                target,
+                "--json",
+                "--catch-up",
+                *(str(tmp_path / f"w{n}") for n in range(3)),
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     for catcher in catchers:
         _, err = catcher.communicate(timeout=120)
         assert catcher.returncode == 0, err
@@ -223,8 +279,7 @@ def test_an_unreachable_server_is_one_line_and_the_run_catches_up_later(tmp_path
     assert len((tmp_path / "offline" / "results.jsonl").read_text().splitlines()) == 5
     later = str(tmp_path / "h.sqlite")
     assert cli_main(["history", "--history", later, "--catch-up", str(tmp_path / "offline")]) == 0
-    assert re.search(r"caught up [^ ]+/offline/[\d.]+: 5 of 5 tests added",
-                     capsys.readouterr().out)
+    assert re.search(r"caught up [^ ]+/offline/[\d.]+: 5 of 5 tests added", capsys.readouterr().out)
 
 
 def _cli_error(target: str, capsys) -> str:
@@ -258,23 +313,28 @@ def test_damaged_foreign_and_newer_stores_are_one_line_errors(tmp_path, capsys):
 def test_a_store_of_the_older_schema_is_migrated_and_keeps_its_runs(tmp_path):
     old = tmp_path / "v1.sqlite"
     with sqlite3.connect(old) as db:
-        db.execute("CREATE TABLE et_history_migrations (version INTEGER PRIMARY KEY, "
-                   "applied FLOAT NOT NULL)")
+        db.execute(
+            "CREATE TABLE et_history_migrations (version INTEGER PRIMARY KEY, "
+            "applied FLOAT NOT NULL)"
+        )
         for statement in MIGRATIONS[1]:
             db.execute(statement)
         db.execute("INSERT INTO et_history_migrations VALUES (1, 0)")
-        db.execute("INSERT INTO et_history_runs VALUES ('h/r1', 'r1', 'h', '[]', 'alpha', '/r', "
-                   "'0.1.0', '', 'wheel', '', 1.0, 2.0, 0, 'complete', '', 'live')")
-        db.execute("INSERT INTO et_history_cases VALUES ('h/r1', 's::t[alpha]', 0, 's', 'alpha', "
-                   "'failed', 0.1, 1.0, 'executorch 1.5.1', '0.1.0', 'set', 'ProbeA', 'x', '', "
-                   "'', 1)")
+        db.execute(
+            "INSERT INTO et_history_runs VALUES ('h/r1', 'r1', 'h', '[]', 'alpha', '/r', "
+            "'0.1.0', '', 'wheel', '', 1.0, 2.0, 0, 'complete', '', 'live')"
+        )
+        db.execute(
+            "INSERT INTO et_history_cases VALUES ('h/r1', 's::t[alpha]', 0, 's', 'alpha', "
+            "'failed', 0.1, 1.0, 'executorch 1.5.1', '0.1.0', 'set', 'ProbeA', 'x', '', "
+            "'', 1)"
+        )
     store = HistoryStore.open(str(old))
     (run,) = store.recent_runs(5)
     (case,) = store.cases_of([run.id])
     assert (run.name, case.outcome, case.place) == ("r1", "failed", "")
     with sqlite3.connect(old) as db:
-        assert [v for (v,) in db.execute("SELECT version FROM et_history_migrations")] == [
-            1, 2, 3]
+        assert [v for (v,) in db.execute("SELECT version FROM et_history_migrations")] == [1, 2, 3]
     store.close()
 
 
@@ -286,11 +346,13 @@ def test_a_store_of_schema_2_is_migrated_to_key_checks_by_runtime(target, monkey
     with store.engine.begin() as connection:
         connection.exec_driver_sql(
             "INSERT INTO et_history_runs VALUES ('h/r1', 'r1', 'h', '[]', 'alpha', '/r', "
-            "'0.1.0', '', 'wheel', '', 1.0, 2.0, 0, 'complete', '', 'live')")
+            "'0.1.0', '', 'wheel', '', 1.0, 2.0, 0, 'complete', '', 'live')"
+        )
         connection.exec_driver_sql(
             "INSERT INTO et_history_cases VALUES ('h/r1', 's::t[alpha]', 0, 's', 'alpha', "
             "'failed', 0.1, 1.0, 'executorch 1.5.1', '0.1.0', 'set', 'ProbeA', 'x', '', '', 1, "
-            "'', '')")
+            "'', '')"
+        )
     store.close()
     monkeypatch.undo()
     store = HistoryStore.open(target)
@@ -308,8 +370,9 @@ def test_a_store_of_schema_2_is_migrated_to_key_checks_by_runtime(target, monkey
     store.close()
 
 
-def write_runtimes_run(store: HistoryStore, name: str, started: float,
-                       outcomes: dict[str, str], commit: str = "") -> str:
+def write_runtimes_run(
+    store: HistoryStore, name: str, started: float, outcomes: dict[str, str], commit: str = ""
+) -> str:
     """A run of ``test_a`` on alpha across the runtimes ``outcomes`` names (label: outcome)."""
     info = RunInfo(name, ("pytest",), "farm-1", ("alpha",), started, runtimes=tuple(outcomes))
     identity = RunIdentity.of_this_process(info.runtimes)
@@ -318,8 +381,9 @@ def write_runtimes_run(store: HistoryStore, name: str, started: float,
     rows = []
     for n, (label, outcome) in enumerate(outcomes.items()):
         case = result("test_a", "alpha", outcome)
-        case = dataclasses.replace(case, nodeid=f"{SUITE}::test_a[alpha-{label}]",
-                                   runtime_label=label)
+        case = dataclasses.replace(
+            case, nodeid=f"{SUITE}::test_a[alpha-{label}]", runtime_label=label
+        )
         rows.append(case_row(key, n, case))
     store.add_cases(rows)
     store.end_run(key, started + 1, 0)
@@ -339,10 +403,14 @@ def test_since_last_flaky_and_regressions_key_checks_by_runtime(target):
     diff = since_last(history, run)
     assert diff.previous.name == "n3"  # "only-one" ran one runtime: not comparable
     assert [(c.nodeid, c.runtime_label, c.then, c.now) for c in diff.new_failures] == [
-        (f"{SUITE}::test_a[alpha-1.5.0]", "1.5.0", "passed", "failed")]
+        (f"{SUITE}::test_a[alpha-1.5.0]", "1.5.0", "passed", "failed")
+    ]
     (began,) = regressions(history, run)
     assert (began.runtime_label, began.first_failing.run, began.last_good.run) == (
-        "1.5.0", "n4", "n3")
+        "1.5.0",
+        "n4",
+        "n3",
+    )
     (flaky,) = flaky_checks(history, 10)  # 1.5.0 flipped three times
     assert (flaky.runtime_label, flaky.flips) == ("1.5.0", 3)
     only = History.load(store, 10, CaseFilter(runtime="1.5.1"))
@@ -360,8 +428,11 @@ RUNS = st.lists(st.fixed_dictionaries({c: OUTCOME for c in CHECKS}), min_size=1,
 def _model_flaky(sequence: list[dict], window: int) -> set[tuple[str, str]]:
     found = set()
     for check in CHECKS:
-        seen = [run[check] == "passed" for run in sequence[-window:]
-                if run[check] in ("passed", "failed", "error")]
+        seen = [
+            run[check] == "passed"
+            for run in sequence[-window:]
+            if run[check] in ("passed", "failed", "error")
+        ]
         if len(list(itertools.groupby(seen))) >= 3:
             found.add(check)
     return found
@@ -374,8 +445,11 @@ def test_generated_run_sequences_diff_and_flaky_as_a_simple_model_says(sequence,
     with tempfile.TemporaryDirectory() as place:
         store = HistoryStore.open(str(Path(place) / "h.sqlite"))
         for n, run in enumerate(sequence):
-            outcomes = {("anchor" if c == "anchor" else c[0], "alpha" if c == "anchor" else c[1]):
-                        o for c, o in run.items() if o is not None}
+            outcomes = {
+                ("anchor" if c == "anchor" else c[0], "alpha" if c == "anchor" else c[1]): o
+                for c, o in run.items()
+                if o is not None
+            }
             write_run(store, f"r{n}", float(n), outcomes)
         history = History.load(store, 20)
         store.close()
@@ -383,38 +457,51 @@ def test_generated_run_sequences_diff_and_flaky_as_a_simple_model_says(sequence,
     now, then = sequence[-1], (sequence[-2] if len(sequence) > 1 else {})
     failing = ("failed", "error")
     assert {(c.nodeid.split("::")[1].split("[")[0], c.device) for c in diff.new_failures} == {
-        c for c in CHECKS if now[c] in failing and then.get(c) not in failing}
+        c for c in CHECKS if now[c] in failing and then.get(c) not in failing
+    }
     assert {(c.nodeid.split("::")[1].split("[")[0], c.device) for c in diff.fixed} == {
-        c for c in CHECKS if now[c] == "passed" and then.get(c) in failing}
+        c for c in CHECKS if now[c] == "passed" and then.get(c) in failing
+    }
     assert {(c.nodeid.split("::")[1].split("[")[0], c.device) for c in diff.still_failing} == {
-        c for c in CHECKS if now[c] in failing and then.get(c) in failing}
+        c for c in CHECKS if now[c] in failing and then.get(c) in failing
+    }
     assert {(c.nodeid.split("::")[1].split("[")[0], c.device) for c in diff.new_infra} == {
-        c for c in CHECKS if now[c] == "infra" and then.get(c) != "infra"}
-    assert {(f.nodeid.split("::")[1].split("[")[0], f.device)
-            for f in flaky_checks(history, window)} == _model_flaky(sequence, window)
+        c for c in CHECKS if now[c] == "infra" and then.get(c) != "infra"
+    }
+    assert {
+        (f.nodeid.split("::")[1].split("[")[0], f.device) for f in flaky_checks(history, window)
+    } == _model_flaky(sequence, window)
 
 
-def test_a_seeded_flaky_test_and_a_seeded_regression_at_a_known_commit_are_found(tmp_path,
-                                                                              capsys):
+def test_a_seeded_flaky_test_and_a_seeded_regression_at_a_known_commit_are_found(tmp_path, capsys):
     target = str(tmp_path / "h.sqlite")
     store = HistoryStore.open(target)
     flaky = "passed failed passed passed failed passed passed passed passed passed".split()
     for n in range(10):
-        write_run(store, f"night{n}", 1000.0 + n, {
-            ("test_flaky", "alpha"): flaky[n],
-            ("test_regress", "alpha"): "passed" if n < 6 else "failed",
-            ("test_steady", "alpha"): "passed",
-            ("test_steady", "beta"): "infra" if n == 7 else "passed",
-        }, commit=f"commit{n}")
+        write_run(
+            store,
+            f"night{n}",
+            1000.0 + n,
+            {
+                ("test_flaky", "alpha"): flaky[n],
+                ("test_regress", "alpha"): "passed" if n < 6 else "failed",
+                ("test_steady", "alpha"): "passed",
+                ("test_steady", "beta"): "infra" if n == 7 else "passed",
+            },
+            commit=f"commit{n}",
+        )
     store.close()
     assert cli_main(["history", "--history", target, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(f["nodeid"], f["flips"]) for f in report["flaky"]] == [
-        (f"{SUITE}::test_flaky[alpha]", 4)]
+        (f"{SUITE}::test_flaky[alpha]", 4)
+    ]
     (began,) = report["regressions"]
     assert began["nodeid"] == f"{SUITE}::test_regress[alpha]"
     assert (began["first_failing"]["sdk_commit"], began["last_good"]["sdk_commit"]) == (
-        "commit6", "commit5")
+        "commit6",
+        "commit5",
+    )
     assert began["failing_runs"] == 4 and report["since_last"]["still_failing"]
     beta = next(h for h in report["health"]["device"] if h["name"] == "beta")
     assert [p["infra"] for p in beta["points"]] == [0] * 7 + [1, 0, 0]
@@ -425,22 +512,27 @@ def test_a_seeded_flaky_test_and_a_seeded_regression_at_a_known_commit_are_found
     assert json.loads(capsys.readouterr().out)["regressions"] == []
     assert cli_main(["history", "--history", target, "--json", "--backend", "Nope"]) == 0
     assert json.loads(capsys.readouterr().out)["flaky"] == []
-    assert cli_main(["history", "--history", target, "--test", "regress", "--flaky-window",
-                     "3"]) == 0
+    assert (
+        cli_main(["history", "--history", target, "--test", "regress", "--flaky-window", "3"]) == 0
+    )
     text = capsys.readouterr().out
-    assert ("test_regress[alpha] on alpha: failing since night6 (executorch 1.5.1, commit "
-            "commit6), 4 failing run(s); last good night5 (executorch 1.5.1, commit commit5)"
-            ) in text
+    assert (
+        "test_regress[alpha] on alpha: failing since night6 (executorch 1.5.1, commit "
+        "commit6), 4 failing run(s); last good night5 (executorch 1.5.1, commit commit5)"
+    ) in text
     assert "test_flaky" not in text
     assert cli_main(["history", "--history", target, "--run", "night9x"]) == 2
     assert "--run night9x: not among the last 10 runs" in capsys.readouterr().err
 
 
 def test_the_plugin_loads_no_database_or_plotting_library():
-    script = ("import harness.pytest_plugin, harness.cli.main, sys; print(sorted(m for m in "
-              "sys.modules if m.split('.')[0] in ('sqlalchemy', 'psycopg', 'matplotlib')))")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    script = (
+        "import harness.pytest_plugin, harness.cli.main, sys; print(sorted(m for m in "
+        "sys.modules if m.split('.')[0] in ('sqlalchemy', 'psycopg', 'matplotlib')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -454,25 +546,44 @@ def test_analyse_of_an_empty_store_says_no_runs(tmp_path, capsys):
         HistoryStore.open(str(tmp_path / "h.sqlite" / "below-a-file"))
 
 
-def test_history_shows_a_kept_bisect_beside_the_failure_it_explains(tmp_path, capsys,
-                                                                    monkeypatch):
+def test_history_shows_a_kept_bisect_beside_the_failure_it_explains(tmp_path, capsys, monkeypatch):
     from harness.history.bisect_results import keep_bisect
 
     monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
     target = str(tmp_path / "h.sqlite")
     store = HistoryStore.open(target)
     for n in range(3):
-        write_run(store, f"night{n}", 1000.0 + n,
-                  {("test_regress", "alpha"): "passed" if n < 1 else "failed"})
+        write_run(
+            store,
+            f"night{n}",
+            1000.0 + n,
+            {("test_regress", "alpha"): "passed" if n < 1 else "failed"},
+        )
     store.close()
-    keep_bisect({"tree": "/src/et", "device": "alpha", "find_fix": False, "builds": 4,
-                 "selection": [SUITE], "found": {"hash": "c0ffee" * 6 + "abcd",
-                 "subject": "planted fault", "upstream": "pytorch/executorch@123"}})
+    keep_bisect(
+        {
+            "tree": "/src/et",
+            "device": "alpha",
+            "find_fix": False,
+            "builds": 4,
+            "selection": [SUITE],
+            "found": {
+                "hash": "c0ffee" * 6 + "abcd",
+                "subject": "planted fault",
+                "upstream": "pytorch/executorch@123",
+            },
+        }
+    )
     assert cli_main(["history", "--history", target]) == 0
     text = capsys.readouterr().out
     failing = text.index(f"{SUITE}::test_regress[alpha] on alpha: failing since night1")
-    assert text.index("bisected in /src/et: first bad c0ffeec0ffee planted fault (upstream "
-                      "pytorch/executorch@123); 4 builds") > failing
+    assert (
+        text.index(
+            "bisected in /src/et: first bad c0ffeec0ffee planted fault (upstream "
+            "pytorch/executorch@123); 4 builds"
+        )
+        > failing
+    )
     assert cli_main(["history", "--history", target, "--json"]) == 0
     (began,) = json.loads(capsys.readouterr().out)["regressions"]
     assert began["bisect"]["found"]["subject"] == "planted fault"

@@ -73,7 +73,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """``et-harness ARGS`` in a fresh process, ended if it runs past HANG_TIMEOUT_S."""
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=HANG_TIMEOUT_S, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HANG_TIMEOUT_S,
+        check=False,
     )
 
 
@@ -188,8 +192,12 @@ def test_encodings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "code", "escape"),
-    [("\0", "U+0000", "\\x00"), ("\x01", "U+0001", "\\x01"), ("\x1b", "U+001B", "\\x1B"),
-     ("\x7f", "U+007F", "\\x7F")],
+    [
+        ("\0", "U+0000", "\\x00"),
+        ("\x01", "U+0001", "\\x01"),
+        ("\x1b", "U+001B", "\\x1B"),
+        ("\x7f", "U+007F", "\\x7F"),
+    ],
 )
 def test_raw_control_bytes_in_yaml(tmp_path: Path, raw: str, code: str, escape: str) -> None:
     assert map_text_error(tmp_path, option_map(f'{{key: k, value: "a{raw}b"}}')) == (
@@ -290,17 +298,32 @@ def test_an_alias_inside_its_own_value_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("scalar", "expected"),
     [
-        ("1e3", ("'1e3' is a float only in YAML 1.2 (a string in YAML 1.1, which the harness "
-                 "reads): write 1000.0 for the float (1000 for an int), or quote it ('1e3') "
-                 "for a string")),
-        ("-2e-5", ("'-2e-5' is a float only in YAML 1.2 (a string in YAML 1.1, which the "
-                   "harness reads): write -2.0e-05 for the float, or quote it ('-2e-5') for a "
-                   "string")),
+        (
+            "1e3",
+            (
+                "'1e3' is a float only in YAML 1.2 (a string in YAML 1.1, which the harness "
+                "reads): write 1000.0 for the float (1000 for an int), or quote it ('1e3') "
+                "for a string"
+            ),
+        ),
+        (
+            "-2e-5",
+            (
+                "'-2e-5' is a float only in YAML 1.2 (a string in YAML 1.1, which the "
+                "harness reads): write -2.0e-05 for the float, or quote it ('-2e-5') for a "
+                "string"
+            ),
+        ),
         ("1.5e3", "write 1500.0 for the float (1500 for an int)"),
         ("-.5", "write -0.5 for the float"),
         ("1e400", "write .inf for the float"),
-        ("0o17", ("'0o17' is an int only in YAML 1.2 (a string in YAML 1.1, which the harness "
-                  "reads): write 15 for the int, or quote it ('0o17') for a string")),
+        (
+            "0o17",
+            (
+                "'0o17' is an int only in YAML 1.2 (a string in YAML 1.1, which the harness "
+                "reads): write 15 for the int, or quote it ('0o17') for a string"
+            ),
+        ),
         ("09", "'09' is an int only in YAML 1.2 (a string in YAML 1.1, which the harness reads)"),
     ],
 )
@@ -314,10 +337,12 @@ def test_yaml_1_2_numbers_are_refused_with_the_fix(
 
 
 def test_quoted_yaml_1_2_numbers_are_strings(tmp_path: Path) -> None:
-    text = option_map("{key: a, value: '1e3'}") + "    - {key: b, value: \"0o17\"}\n"
+    text = option_map("{key: a, value: '1e3'}") + '    - {key: b, value: "0o17"}\n'
     text += "    - {key: c, value: !!str 1e3}\n"
     assert [o.value for o in load_map(write(tmp_path, "q.yaml", text)).backends[0].options] == [
-        "1e3", "0o17", "1e3"
+        "1e3",
+        "0o17",
+        "1e3",
     ]
 
 
@@ -369,20 +394,38 @@ def test_brief_quotes_a_prefix_without_building_the_whole_text() -> None:
 @pytest.mark.parametrize(
     ("text", "name", "expected"),
     [
-        (option_map("{key: '" + "k" * 500_000 + "', value: 1}"), "m.yaml",
-         "backends.A[0].key: key is 500000 bytes of UTF-8, limit 1..63 bytes; shorten the key"),
-        ('{"backends": {"A": [{"' + "f" * 500_000 + '": 1}]}}', "m.json",
-         "backends.A[0]: write {key: 'fffff"),
-        ('{"backends": {"A": [{"key": "k", "value": 1, "' + "t" * 500_000 + '": 1}]}}',
-         "m.json", "backends.A[0]: unknown field 'tttt"),
-        ('{"backends": {"' + "P" * 500_000 + '": []}}', "m.json",
-         "backends." + "P" * 80 + "...: backend id is 500000 bytes of UTF-8, limit 1..63"),
-        ('{"backends": {"' + "P" * 500_000 + '": [], "' + "P" * 500_000 + '": []}}', "m.json",
-         "key 'PPPP"),
+        (
+            option_map("{key: '" + "k" * 500_000 + "', value: 1}"),
+            "m.yaml",
+            "backends.A[0].key: key is 500000 bytes of UTF-8, limit 1..63 bytes; shorten the key",
+        ),
+        (
+            '{"backends": {"A": [{"' + "f" * 500_000 + '": 1}]}}',
+            "m.json",
+            "backends.A[0]: write {key: 'fffff",
+        ),
+        (
+            '{"backends": {"A": [{"key": "k", "value": 1, "' + "t" * 500_000 + '": 1}]}}',
+            "m.json",
+            "backends.A[0]: unknown field 'tttt",
+        ),
+        (
+            '{"backends": {"' + "P" * 500_000 + '": []}}',
+            "m.json",
+            "backends." + "P" * 80 + "...: backend id is 500000 bytes of UTF-8, limit 1..63",
+        ),
+        (
+            '{"backends": {"' + "P" * 500_000 + '": [], "' + "P" * 500_000 + '": []}}',
+            "m.json",
+            "key 'PPPP",
+        ),
         ('{"backends": {}, "' + "x" * 500_000 + '": 1}', "m.json", "unknown field 'xxxx"),
         ("backends: *" + "a" * 500_000 + "\n", "m.yaml", "found undefined alias 'aaaa"),
-        ("backends: !" + "t" * 500_000 + " {}\n", "m.yaml",
-         "could not determine a constructor for the tag '!ttt"),
+        (
+            "backends: !" + "t" * 500_000 + " {}\n",
+            "m.yaml",
+            "could not determine a constructor for the tag '!ttt",
+        ),
     ],
 )
 def test_long_values_are_quoted_short(tmp_path: Path, text: str, name: str, expected: str) -> None:
@@ -406,8 +449,12 @@ def test_json_duplicate_keys_are_found_in_linear_time(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "tag",
-    ["!!python/object/apply:os.system", "!!python/object/new:os.system",
-     "!!python/name:os.system", "!!python/module:os"],
+    [
+        "!!python/object/apply:os.system",
+        "!!python/object/new:os.system",
+        "!!python/name:os.system",
+        "!!python/module:os",
+    ],
 )
 def test_python_tags_run_nothing(tmp_path: Path, tag: str) -> None:
     marker = tmp_path / "ran"
@@ -425,9 +472,11 @@ def test_python_tags_run_nothing(tmp_path: Path, tag: str) -> None:
 
 @pytest.mark.parametrize(
     ("spec", "expected"),
-    [("nonexistent", "et-harness doctor: unknown device 'nonexistent': no "),
-     ("tag:nope", "et-harness doctor: --device tag:nope: no profile in "),
-     ("", "et-harness doctor: --device is empty ('')")],
+    [
+        ("nonexistent", "et-harness doctor: unknown device 'nonexistent': no "),
+        ("tag:nope", "et-harness doctor: --device tag:nope: no profile in "),
+        ("", "et-harness doctor: --device is empty ('')"),
+    ],
 )
 def test_doctor_with_an_unknown_device_or_tag(
     capsys: pytest.CaptureFixture[str], spec: str, expected: str
@@ -469,10 +518,13 @@ def test_bench_counts_must_be_positive(
     assert last.endswith("is not at least 1" if value != "x" else "'x' is not a whole number")
 
 
-@pytest.mark.parametrize("where", ["missing-dir/figures.json", "a-file/figures.json", ".",
-                                   "fifo.json"])
+@pytest.mark.parametrize(
+    "where", ["missing-dir/figures.json", "a-file/figures.json", ".", "fifo.json"]
+)
 def test_bench_json_path_is_checked_before_the_benchmark_runs(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
     where: str,
 ) -> None:
     import harness.cli.bench
@@ -518,8 +570,10 @@ def test_send_of_a_map_too_large_for_the_mcu_names_the_limit(
 @pytest.mark.parametrize("args", [["map", str(SAMPLE), "--hex"], ["devices"]])
 def test_output_into_a_closed_pipe_ends_quietly(args: list[str]) -> None:
     with subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         process.stdout.close()  # as `| head` does once it has its lines: no reader is left

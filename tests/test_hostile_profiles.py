@@ -99,8 +99,16 @@ def test_send_doctor_and_pytest_refuse_the_hostile_host(home, tmp_path):
         "send": _run([*cli, "send", str(SAMPLE_MAP), "--device", str(profile)], home),
         "doctor": _run([*cli, "doctor", "--device", str(profile)], home),
         "pytest": _run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-             f"--device={profile}", "suites/test_dispatch.py"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                f"--device={profile}",
+                "suites/test_dispatch.py",
+            ],
             home,
         ),
     }
@@ -134,8 +142,9 @@ def test_the_proxy_command_that_runs_sees_the_profile_port(home, tmp_path):
         f"    ProxyCommand sh -c 'echo %h %p %r > {seen}'\n"
     )
     transport = SshTransport(
-        SshSettings(host="board", port=9, user="et", known_hosts=tmp_path / "none",
-                   connect_timeout=5)
+        SshSettings(
+            host="board", port=9, user="et", known_hosts=tmp_path / "none", connect_timeout=5
+        )
     )
     with pytest.raises(DeviceUnavailable):
         transport.connect()  # the proxy exits at once: nothing to log in to
@@ -150,8 +159,8 @@ def test_a_profile_named_config_may_not_run_commands(home, tmp_path):
     config = tmp_path / "lab_ssh_config"
     for text in (
         f"Host board\n    ProxyCommand touch {marker}\n",
-        f"Match exec \"touch {marker}\"\n    User et\n",
-        f"Host x\nMatch host board !exec=\"touch {marker}\"\n    Port 2\n",
+        f'Match exec "touch {marker}"\n    User et\n',
+        f'Host x\nMatch host board !exec="touch {marker}"\n    Port 2\n',
     ):
         config.write_text(text)
         profile = write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {config}}}")
@@ -225,10 +234,14 @@ LOCAL = "{kind: local}"
     [
         (SSH % "user: 'et;touch MARKER'", "", "transport.user", "holds ';'"),
         (SSH % "user: -oProxyCommand", "", "transport.user", "starts with '-'"),
-        ("{kind: ssh, host: '-oProxyCommand=touch MARKER'}", "", "transport.host",
-         "starts with '-'"),
+        (
+            "{kind: ssh, host: '-oProxyCommand=touch MARKER'}",
+            "",
+            "transport.host",
+            "starts with '-'",
+        ),
         ("{kind: ssh, host: 'a b'}", "", "transport.host", "holds whitespace"),
-        ("{kind: ssh, host: \"a\\tb\"}", "", "transport.host", "control byte"),
+        ('{kind: ssh, host: "a\\tb"}', "", "transport.host", "control byte"),
         ("{kind: ssh, host: '::1%eth0'}", "", "transport.host", "zone ids"),
         ("{kind: ssh, host: ''}", "", "transport.host", "must be a non-empty string"),
         (SSH % "port: 0", "", "transport.port", "1..65535; got 0"),
@@ -236,10 +249,18 @@ LOCAL = "{kind: local}"
         (SSH % "port: -1", "", "transport.port", "1..65535; got -1"),
         (SSH % "proxy_jump: 'u@j;touch MARKER'", "", "transport.proxy_jump", "holds ';'"),
         (SSH % "proxy_jump: 'j:0'", "", "transport.proxy_jump", "1..65535; got 0"),
-        (SSH % f"proxy_jump: '{','.join(['j'] * 9)}'", "", "transport.proxy_jump",
-         "9 ProxyJump entries; at most 8"),
-        (SSH % "keepalive_interval: 1000000000000", "", "transport.keepalive_interval",
-         "at most 86400"),
+        (
+            SSH % f"proxy_jump: '{','.join(['j'] * 9)}'",
+            "",
+            "transport.proxy_jump",
+            "9 ProxyJump entries; at most 8",
+        ),
+        (
+            SSH % "keepalive_interval: 1000000000000",
+            "",
+            "transport.keepalive_interval",
+            "at most 86400",
+        ),
         (ADB % "serial: -a", "", "transport.serial", "starts with '-'"),
         (ADB % "serial: '$(touch MARKER)'", "", "transport.serial", "holds '$'"),
         (ADB % "serial: 'x y'", "", "transport.serial", "holds whitespace"),
@@ -258,20 +279,36 @@ LOCAL = "{kind: local}"
         (SERIAL % "url: 'spy://socket://h:1'", "", "transport.url", "is not socket://HOST:PORT"),
         (SERIAL % "url: 'socket://h;touch MARKER:1'", "", "transport.url", "holds ';'"),
         (SERIAL % "url: 'socket://127.0.0.1:0'", "", "transport.url", "1..65535; got 0"),
-        (SERIAL % "url: 'rfc2217://lab:4001?logging=debug'", "", "transport.url",
-         "is not a number"),
-        (SERIAL % "port: /dev/ttyACM0, baudrate: 1000000000000000000000", "",
-         "transport.baudrate", "outside 1..20000000"),
-        (SERIAL % "port: /dev/ttyACM0, boot_timeout: 100000000", "", "transport.boot_timeout",
-         "at most 86400"),
+        (
+            SERIAL % "url: 'rfc2217://lab:4001?logging=debug'",
+            "",
+            "transport.url",
+            "is not a number",
+        ),
+        (
+            SERIAL % "port: /dev/ttyACM0, baudrate: 1000000000000000000000",
+            "",
+            "transport.baudrate",
+            "outside 1..20000000",
+        ),
+        (
+            SERIAL % "port: /dev/ttyACM0, boot_timeout: 100000000",
+            "",
+            "transport.boot_timeout",
+            "at most 86400",
+        ),
         (LOCAL, "emulator: ssh-emu\n", "emulator", "ssh-emu emulates a device reached over ssh"),
         (LOCAL, "emulator: mcu-emu\n", "emulator", "set transport.kind: serial"),
         (ADB % "serial: x", "emulator: ssh-emu\n", "emulator", "not over adb"),
         (LOCAL, "name: ../../../tmp/evil\n", "name", "starts with '.'"),
         (LOCAL, "name: 'a/b'\n", "name", "holds '/'"),
         (LOCAL, "name: ''\n", "name", "must be a non-empty string"),
-        (LOCAL, "timeouts: {case: 100000000000000000000000000000}\n", "timeouts.case",
-         "at most 86400 (24 h)"),
+        (
+            LOCAL,
+            "timeouts: {case: 100000000000000000000000000000}\n",
+            "timeouts.case",
+            "at most 86400 (24 h)",
+        ),
         (LOCAL, "timeouts: {connect: 86401}\n", "timeouts.connect", "lower it"),
         (LOCAL, "timeouts: {command: 0}\n", "timeouts.command", "must be seconds > 0"),
     ],
@@ -285,8 +322,11 @@ def test_hostile_fields_are_refused(tmp_path, transport, extra, field, expected)
 def test_a_name_from_the_file_name_is_checked_too(tmp_path):
     path = tmp_path / "my board.yaml"
     path.write_text(f"transport: {LOCAL}\n", encoding="utf-8")
-    with pytest.raises(ProfileError, match=r"my board.yaml: name \(taken from the file name\): "
-                       r"'my board' holds whitespace; give a name"):
+    with pytest.raises(
+        ProfileError,
+        match=r"my board.yaml: name \(taken from the file name\): "
+        r"'my board' holds whitespace; give a name",
+    ):
         load_profile(str(path))
 
 
@@ -322,8 +362,14 @@ def test_work_dir_must_be_an_absolute_normal_non_system_directory(tmp_path, work
 
 
 @pytest.mark.parametrize(
-    "work_dir", ["/tmp/et-harness", "/data/local/tmp/et-harness", "/home/etdevice/et-harness",
-                 "/var/tmp/et", "/opt/lab/et_harness-2"],
+    "work_dir",
+    [
+        "/tmp/et-harness",
+        "/data/local/tmp/et-harness",
+        "/home/etdevice/et-harness",
+        "/var/tmp/et",
+        "/opt/lab/et_harness-2",
+    ],
 )
 def test_usual_work_dirs_are_accepted(work_dir):
     assert check_work_dir(work_dir) == work_dir
@@ -348,9 +394,32 @@ def test_ordinary_transport_fields_pass(tmp_path, monkeypatch, transport):
 # -- the rules themselves, for values that never pass through YAML --------------------------
 
 
-@pytest.mark.parametrize("bad", ["a\0b", "a\x1bb", "a\nb", "a\x7fb", "ünï", "a`b`", "a'b",
-                                 'a"b', "a\\b", "a&b", "a|b", "a>b", "a<b", "a(b)", "a{b}",
-                                 "a,b", "a*b", "a%p", "a~b", "[::1]", "-a"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "a\0b",
+        "a\x1bb",
+        "a\nb",
+        "a\x7fb",
+        "ünï",
+        "a`b`",
+        "a'b",
+        'a"b',
+        "a\\b",
+        "a&b",
+        "a|b",
+        "a>b",
+        "a<b",
+        "a(b)",
+        "a{b}",
+        "a,b",
+        "a*b",
+        "a%p",
+        "a~b",
+        "[::1]",
+        "-a",
+    ],
+)
 def test_hosts_users_and_words_refuse_what_openssh_refuses_and_more(bad):
     checks = [check_host, check_user]
     if bad != "[::1]":  # brackets are fine in an adb serial ([::1]:5555)
@@ -367,8 +436,9 @@ def test_long_values_are_quoted_short():
     assert len(str(refused.value)) < 400
 
 
-@pytest.mark.parametrize("good", ["rpi5.lab", "board_7", "10.0.0.2", "::1", "fe80::1",
-                                  "ssh-emu", "A-B.c"])
+@pytest.mark.parametrize(
+    "good", ["rpi5.lab", "board_7", "10.0.0.2", "::1", "fe80::1", "ssh-emu", "A-B.c"]
+)
 def test_ordinary_hosts_pass(good):
     assert check_host(good) == good
 
@@ -401,8 +471,9 @@ def test_a_profile_named_config_may_not_canonicalize_host_names(home, tmp_path, 
     """paramiko makes a DNS query per CanonicalDomains entry while the config is read."""
     config = tmp_path / "lab_ssh_config"
     domains = " ".join(["d.invalid"] * 3000)
-    config.write_text(f"Host board\n    CanonicalizeHostname {value}\n"
-                      f"    CanonicalDomains {domains}\n")
+    config.write_text(
+        f"Host board\n    CanonicalizeHostname {value}\n    CanonicalDomains {domains}\n"
+    )
     message = refusal(write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {config}}}"))
     assert f"line 2: 'CanonicalizeHostname {value}' makes DNS queries" in message, message
 
@@ -411,8 +482,10 @@ def test_proxy_command_tokens_are_those_of_openssh(home, tmp_path):
     """%n is the host as given and %% a literal % (paramiko expands neither); a token
     OpenSSH's ProxyCommand does not take is refused, as ssh refuses it."""
     config = home / ".ssh" / "config"
-    config.write_text("Host board\n    HostName 127.0.0.1\n"
-                      "    ProxyCommand socat - TCP:%h:%p,name=%n,pct=100%%h\n")
+    config.write_text(
+        "Host board\n    HostName 127.0.0.1\n"
+        "    ProxyCommand socat - TCP:%h:%p,name=%n,pct=100%%h\n"
+    )
     route = resolve_route(SshSettings(host="board", port=9))
     assert route[-1].proxy_command == "socat - TCP:127.0.0.1:9,name=board,pct=100%h"
     for token in ("%u", "%d", "%"):

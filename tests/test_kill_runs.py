@@ -477,7 +477,8 @@ def test_a_sigtermed_xdist_controller_passes_it_on_to_its_workers(tmp_path: Path
         deadline = time.monotonic() + BRING_UP_TIMEOUT
         while (tmp_path / "run.log").read_text().count("test_sleep_") < 2:  # both started
             assert process.poll() is None and time.monotonic() < deadline, (
-                (tmp_path / "run.log").read_text())
+                tmp_path / "run.log"
+            ).read_text()
             time.sleep(0.1)
         signalled = time.monotonic()
         os.kill(process.pid, signal.SIGTERM)  # the controller only

@@ -113,7 +113,7 @@ def open_device(profile, context):
 KIND = DeviceKind(name="greeter", settings=GreeterSettings, on_this_machine=True)
 '''
 
-OPEN_IT = '''
+OPEN_IT = """
 import json, sys
 from harness.config.kinds import kind_names
 from harness.config.profile import ProfileError, load_profile
@@ -130,7 +130,7 @@ try:
 except ProfileError as exc:
     refusal = str(exc)
 print(json.dumps([kind_names(), type(device).__name__, result.stdout.decode(), refusal]))
-'''
+"""
 
 
 def test_a_kind_from_another_package_registers_through_its_entry_point(tmp_path):
@@ -151,7 +151,11 @@ def test_a_kind_from_another_package_registers_through_its_entry_point(tmp_path)
     env = {**os.environ, "PYTHONPATH": path}
     out = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(OPEN_IT), str(good), str(bad)],
-        env=env, check=True, capture_output=True, text=True, timeout=120,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     names, device_type, echoed, refusal = json.loads(out.splitlines()[-1])
     assert "greeter" in names and {"local", "ssh", "adb", "serial"} <= set(names)

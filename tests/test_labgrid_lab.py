@@ -39,23 +39,31 @@ from tests.prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[1]
 # Two suite tests: enough to open a session, load a program, reset between tests.
-SELECTION = ["suites/test_dispatch.py", "-k",
-             "load_time_map_each_backend and program and (1-backends or 2-backends)"]
+SELECTION = [
+    "suites/test_dispatch.py",
+    "-k",
+    "load_time_map_each_backend and program and (1-backends or 2-backends)",
+]
 # Six: two for each of three workers.
-SIX = ["suites/test_dispatch.py", "-k",
-       "load_time_map_each_backend and program and not 7-backends and not 8-backends"]
+SIX = [
+    "suites/test_dispatch.py",
+    "-k",
+    "load_time_map_each_backend and program and not 7-backends and not 8-backends",
+]
 pytestmark = pytest.mark.slow
 SOMEONE_ELSE = {"LG_HOSTNAME": "runner1", "LG_USERNAME": "ci"}  # a lab user, not a run
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabgridLab]:
-    require("ser2net", "qemu-system-arm", "qemu-aarch64", "/usr/sbin/sshd",
-            root=True)  # the SSH board is ssh-emu's sshd, which needs root
+    require(
+        "ser2net", "qemu-system-arm", "qemu-aarch64", "/usr/sbin/sshd", root=True
+    )  # the SSH board is ssh-emu's sshd, which needs root
     require(str(Path(sys.executable).parent / "labgrid-client"))
     require("adb", "qemu-aarch64")
-    with running_lab(2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files"),
-                     android_phones=1) as running:
+    with running_lab(
+        2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files"), android_phones=1
+    ) as running:
         yield running
 
 
@@ -72,30 +80,58 @@ def devices(tmp_path: Path, lab: LabgridLab) -> Path:
     (directory / "second-mcu.yaml").write_text(text)  # no name continues another (lab-mcu-2
     # would: test ids lab-mcu-2-backends and lab-mcu-2-1-backends read alike)
     (directory / "lab-a.yaml").write_text(
-        text.replace("tags: {kind: mcu, pool: lab}", "place: lab-a").replace("lab]", "one]"))
+        text.replace("tags: {kind: mcu, pool: lab}", "place: lab-a").replace("lab]", "one]")
+    )
     linux = (ROOT / "devices" / "lab-linux.yaml").read_text()
     assert linux.count("~/.cache/et-harness/labgrid-lab/") == 2
     (directory / "lab-linux.yaml").write_text(
         linux.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"').replace(
-            "~/.cache/et-harness/labgrid-lab/", f"{lab.known_hosts.parent}/"))
+            "~/.cache/et-harness/labgrid-lab/", f"{lab.known_hosts.parent}/"
+        )
+    )
     android = (ROOT / "devices" / "lab-android.yaml").read_text()
     assert '"127.0.0.1:20408"' in android
     (directory / "lab-android.yaml").write_text(
-        android.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"'))
+        android.replace('"127.0.0.1:20408"', f'"{lab.coordinator}"')
+    )
     return directory
 
 
-def _pytest(devices: Path, results: Path, *args: str, selection: list[str] = SELECTION,
-            cache: Path | None = None) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTEST_") and k not in ("LG_USERNAME", "LG_HOSTNAME")}
+def _pytest(
+    devices: Path,
+    results: Path,
+    *args: str,
+    selection: list[str] = SELECTION,
+    cache: Path | None = None,
+) -> subprocess.Popen[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PYTEST_") and k not in ("LG_USERNAME", "LG_HOSTNAME")
+    }
     if cache is not None:
         env["ET_HARNESS_CACHE"] = str(cache)
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", *selection, "-p", "no:cacheprovider",
-         "--devices-dir", str(devices), "--results-dir", str(results),
-         "--lock-dir", str(results.parent / "locks"), *args],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *selection,
+            "-p",
+            "no:cacheprovider",
+            "--devices-dir",
+            str(devices),
+            "--results-dir",
+            str(results),
+            "--lock-dir",
+            str(results.parent / "locks"),
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
     )
 
@@ -151,9 +187,15 @@ class CoordinatorWatch:
                 owners = _reservation_owners(self.lab)
                 self.reserving.append({i.pid for o in owners if (i := LabIdentity.parse(o))})
             states = parse_places(self.lab)
-            self.seen.append((time.monotonic(), {
-                s.name: s.acquired if LabIdentity.parse(s.acquired or "") else None
-                for s in states}))
+            self.seen.append(
+                (
+                    time.monotonic(),
+                    {
+                        s.name: s.acquired if LabIdentity.parse(s.acquired or "") else None
+                        for s in states
+                    },
+                )
+            )
 
     def __enter__(self) -> CoordinatorWatch:
         self._thread.start()
@@ -182,8 +224,11 @@ def _pid_of(holder: str) -> int:
 def _all_free(lab: LabgridLab) -> None:
     states = parse_places(lab)
     assert [(s.name, s.acquired, s.reservation) for s in states] == [
-        ("android-a", None, None), ("lab-a", None, None), ("lab-b", None, None),
-        ("ssh-a", None, None)]
+        ("android-a", None, None),
+        ("lab-a", None, None),
+        ("lab-b", None, None),
+        ("ssh-a", None, None),
+    ]
 
 
 def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(lab):
@@ -212,16 +257,19 @@ def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(la
     assert codes == [0] * 100, f"{100 - codes.count(0)} of 100 children did not run"
 
 
-def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices,
-                                                                          tmp_path):
+def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, devices, tmp_path):
     """Three runs wait for the pool of two while someone else holds it (so that none can
     finish before the third has reserved); once it is let go, two runs hold one place
     each, and the third takes the first place freed."""
     _hold_all_as_someone_else(lab)
     with CoordinatorWatch(lab, reservations=True) as watch:
         try:
-            started = [_pytest(devices, tmp_path / f"r{number}", "--device", "lab-mcu",
-                               "--lock-timeout", "200") for number in range(3)]
+            started = [
+                _pytest(
+                    devices, tmp_path / f"r{number}", "--device", "lab-mcu", "--lock-timeout", "200"
+                )
+                for number in range(3)
+            ]
             _wait_until_reserving(lab, started)
         finally:
             _release_as_someone_else(lab)
@@ -229,9 +277,14 @@ def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, 
     for run, output in zip(started, outputs, strict=True):
         assert run.returncode == 0, output[-3000:]
     # Which run came third: the last to hold a place, in the coordinator's view.
-    first_held = {run.pid: next(t for t, holders in watch.seen
-                                if any(h and _pid_of(h) == run.pid for h in holders.values()))
-                  for run in started}
+    first_held = {
+        run.pid: next(
+            t
+            for t, holders in watch.seen
+            if any(h and _pid_of(h) == run.pid for h in holders.values())
+        )
+        for run in started
+    }
     order = sorted(range(3), key=lambda n: first_held[started[n].pid])
     runs = [started[n] for n in order]
     # It reserved while both places were held by the other two (else "the first freed"
@@ -249,22 +302,31 @@ def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, 
     place_of = [r[0]["facts"]["place"] for r in records]
     assert sorted(place_of[:2]) == ["lab-a", "lab-b"]  # the first two: one place each
     for record in records[0] + records[1] + records[2]:
-        assert record["facts"]["exporter"] == {"lab-a": "exp-a", "lab-b": "exp-b"}[
-            record["facts"]["place"]]
+        assert (
+            record["facts"]["exporter"]
+            == {"lab-a": "exp-a", "lab-b": "exp-b"}[record["facts"]["place"]]
+        )
     # The coordinator's view: each place held by one run at a time, then by the next.
     pids = [run.pid for run in runs]
     first_holders = {place: _first_holder(watch, place) for place in ("lab-a", "lab-b")}
     freed_first = next(  # the places seen given up in the first poll that saw one given up
-        {place for place, first in first_holders.items()
-         if t > _first_held(watch, place) and holders.get(place) != first}
+        {
+            place
+            for place, first in first_holders.items()
+            if t > _first_held(watch, place) and holders.get(place) != first
+        }
         for t, holders in watch.seen
-        if any(t > _first_held(watch, place) and holders.get(place) != first
-               for place, first in first_holders.items()))
+        if any(
+            t > _first_held(watch, place) and holders.get(place) != first
+            for place, first in first_holders.items()
+        )
+    )
     assert place_of[2] in freed_first, (place_of, freed_first)
     first_freed = place_of[2]
     holders = {place: [_pid_of(h) for h in watch.holders_of(place)] for place in ("lab-a", "lab-b")}
-    assert sorted(holders[first_freed]) == sorted(
-        [pids[place_of.index(first_freed)], pids[2]]), holders
+    assert sorted(holders[first_freed]) == sorted([pids[place_of.index(first_freed)], pids[2]]), (
+        holders
+    )
     assert holders[first_freed][-1] == pids[2]  # the third after the first
     other = "lab-b" if first_freed == "lab-a" else "lab-a"
     assert holders[other] == [pids[place_of.index(other)]]
@@ -275,8 +337,8 @@ def _wait_until_reserving(lab: LabgridLab, runs: list[subprocess.Popen[str]]) ->
     """Until the coordinator lists a reservation of each run (120 s at most)."""
     deadline = time.monotonic() + 120
     while not {run.pid for run in runs} <= {
-            identity.pid for owner in _reservation_owners(lab)
-            if (identity := LabIdentity.parse(owner))}:
+        identity.pid for owner in _reservation_owners(lab) if (identity := LabIdentity.parse(owner))
+    }:
         ended = [run.pid for run in runs if run.poll() is not None]
         assert time.monotonic() < deadline and not ended, f"not all reserved; ended: {ended}"
         time.sleep(0.1)  # polled: the coordinator tells no client of a new reservation
@@ -293,12 +355,17 @@ def _first_held(watch: CoordinatorWatch, place: str) -> float:
 def _first_holder_left(watch: CoordinatorWatch, place: str) -> float:
     """When the coordinator first showed ``place`` without its first holder."""
     first = _first_holder(watch, place)
-    return next((t for t, holders in watch.seen
-                 if t > _first_held(watch, place) and holders.get(place) != first), float("inf"))
+    return next(
+        (
+            t
+            for t, holders in watch.seen
+            if t > _first_held(watch, place) and holders.get(place) != first
+        ),
+        float("inf"),
+    )
 
 
-def test_an_ssh_pool_profile_logs_in_where_the_places_network_service_says(lab, devices,
-                                                                          tmp_path):
+def test_an_ssh_pool_profile_logs_in_where_the_places_network_service_says(lab, devices, tmp_path):
     run = _pytest(devices, tmp_path / "r", "--device", "lab-linux", "--lock-timeout", "60")
     output = _finish(run)
     assert run.returncode == 0, output[-3000:]
@@ -335,7 +402,9 @@ def test_an_android_pool_profile_runs_on_the_phone_its_places_tags_name(lab, dev
     place = lab.android_places[0]
     tags = dict(_place(lab, "android-a").tags)
     assert (tags["adb_serial"], tags["adb_server"]) == (
-        place.phone.serial, f"127.0.0.1:{place.phone.server.port}")
+        place.phone.serial,
+        f"127.0.0.1:{place.phone.server.port}",
+    )
     assert place.phone.serial.startswith("127.0.0.2:")  # adb-emu on the exporter's address
     run = _pytest(devices, tmp_path / "r", "--device", "lab-android", "--lock-timeout", "60")
     output = _finish(run)
@@ -346,8 +415,9 @@ def test_an_android_pool_profile_runs_on_the_phone_its_places_tags_name(lab, dev
         assert (record["facts"]["place"], record["facts"]["exporter"]) == ("android-a", "exp-a")
         assert record["facts"]["deployment"] == "glibc-bundle"  # adb-emu: a phone, no glibc
     # the agent was deployed onto this phone, reached through the place's adb server
-    listed = place.phone.server.adb("-s", place.phone.serial, "shell", "ls",
-                                    "/data/local/tmp/et-harness", check=True).stdout
+    listed = place.phone.server.adb(
+        "-s", place.phone.serial, "shell", "ls", "/data/local/tmp/et-harness", check=True
+    ).stdout
     assert listed.split(), listed
     # the phone's power port (what ties the place to its exporter) cycles it: adb-emu
     # ends and comes back attached, its files kept
@@ -357,18 +427,22 @@ def test_an_android_pool_profile_runs_on_the_phone_its_places_tags_name(lab, dev
     finally:
         lab.client("-p", "android-a", "release")
     assert f"{place.phone.serial}\tdevice" in place.phone.server.adb("devices").stdout
-    assert place.phone.server.adb("-s", place.phone.serial, "shell", "ls",
-                                  "/data/local/tmp/et-harness", check=True).stdout == listed
+    assert (
+        place.phone.server.adb(
+            "-s", place.phone.serial, "shell", "ls", "/data/local/tmp/et-harness", check=True
+        ).stdout
+        == listed
+    )
     _all_free(lab)
 
 
 def test_an_android_place_with_a_malformed_serial_tag_is_refused_naming_place_and_tag(
-        lab, devices, tmp_path):
+    lab, devices, tmp_path
+):
     serial = lab.android_places[0].phone.serial
     lab.client("-p", "android-a", "set-tags", "adb_serial=x;reboot")
     try:
-        run = _pytest(devices, tmp_path / "r", "--device", "lab-android",
-                      "--lock-timeout", "60")
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-android", "--lock-timeout", "60")
         _finish(run)
     finally:
         lab.client("-p", "android-a", "set-tags", f"adb_serial={serial}")
@@ -381,7 +455,8 @@ def test_an_android_place_with_a_malformed_serial_tag_is_refused_naming_place_an
         r"a labgrid place with tags kind=android pool=lab at 127.0.0.1:\d+: labgrid place "
         r"'android-a': tags.adb_serial: 'x;reboot' holds ';', which is not allowed; [^\n]*; "
         r"correct it: 'labgrid-client -x 127.0.0.1:\d+ -p android-a set-tags KEY=VALUE'",
-        infra["message"]), infra
+        infra["message"],
+    ), infra
     # the run handed the place back, and did not take it out of service lab-wide
     state = _place(lab, "android-a")
     assert dict(state.tags)["et_health"] == "ok" and state.comment == "", state
@@ -393,8 +468,17 @@ def test_one_pool_profile_on_three_workers_each_worker_its_own_place(lab, device
     third takes the first place freed; the coordinator never shows a worker on two places
     or a place with a holder whose tests ran elsewhere."""
     with CoordinatorWatch(lab) as watch:
-        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "-n", "3",
-                      "--lock-timeout", "200", selection=SIX)
+        run = _pytest(
+            devices,
+            tmp_path / "r",
+            "--device",
+            "lab-mcu",
+            "-n",
+            "3",
+            "--lock-timeout",
+            "200",
+            selection=SIX,
+        )
         output = _finish(run, timeout=400)
     assert run.returncode == 0, output[-3000:]
     records = _results(tmp_path / "r")
@@ -422,8 +506,9 @@ def test_one_pool_profile_on_three_workers_each_worker_its_own_place(lab, device
     _all_free(lab)
 
 
-def _start_holding_lab_a(lab: LabgridLab, devices: Path, results: Path,
-                         cache: Path | None = None) -> tuple[subprocess.Popen[str], str]:
+def _start_holding_lab_a(
+    lab: LabgridLab, devices: Path, results: Path, cache: Path | None = None
+) -> tuple[subprocess.Popen[str], str]:
     """A run on place lab-a, once the coordinator says it holds lab-a; its identity."""
     run = _pytest(devices, results, "--device", "lab-a", "--lock-timeout", "60", cache=cache)
     deadline = time.monotonic() + 120
@@ -441,8 +526,11 @@ def _janitor_of(pid: int) -> int:
     the run's own), so it is looked for until it shows, for at most 30 s."""
     deadline = time.monotonic() + 30
     while True:
-        found = [child for child in descendants({pid})
-                 if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()]
+        found = [
+            child
+            for child in descendants({pid})
+            if b"harness.lifecycle.janitor" in Path(f"/proc/{child}/cmdline").read_bytes()
+        ]
         if found or time.monotonic() > deadline:
             break
     assert len(found) == 1, f"one janitor under {pid}: {found}"
@@ -481,17 +569,20 @@ def _cache_with_own_owner_records(tmp_path: Path) -> Path:
 
 
 def test_a_place_of_a_run_killed_with_its_janitor_is_released_by_the_next_run(
-        lab, devices, tmp_path):
+    lab, devices, tmp_path
+):
     cache = _cache_with_own_owner_records(tmp_path)
     first, holder = _start_holding_lab_a(lab, devices, tmp_path / "killed", cache)
     os.kill(_janitor_of(first.pid), signal.SIGKILL)
     os.killpg(first.pid, signal.SIGKILL)  # as a reboot of the runner or an OOM kill of both
     first.communicate()
-    assert {s.name: s.acquired for s in parse_places(lab)}["lab-a"] \
-        == holder  # the coordinator never expires an acquired place
+    assert {s.name: s.acquired for s in parse_places(lab)}[
+        "lab-a"
+    ] == holder  # the coordinator never expires an acquired place
     started = time.monotonic()
-    second = _pytest(devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30",
-                     cache=cache)
+    second = _pytest(
+        devices, tmp_path / "next", "--device", "lab-a", "--lock-timeout", "30", cache=cache
+    )
     output = _finish(second)
     assert second.returncode == 0, output[-3000:]
     assert f"released labgrid place lab-a, held by {holder} (a run that is gone)" in output
@@ -507,8 +598,13 @@ def _acquire(lab: LabgridLab, place: str, env: dict[str, str] | None = None) -> 
     at most 30 s, as the harness itself does (harness/farm/labgrid.py)."""
     deadline = time.monotonic() + 30
     while True:
-        done = subprocess.run(lab.client_argv("-p", place, "acquire"), env=env,
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            lab.client_argv("-p", place, "acquire"),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode == 0:
             return
         busy = "Failed to acquire resources" in done.stderr
@@ -523,8 +619,12 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
         run = _pytest(devices, tmp_path / "busy", "--device", "lab-a", "--lock-timeout", "3")
         _finish(run)
     finally:
-        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=holder_env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            lab.client_argv("-p", "lab-a", "release"),
+            env=holder_env,
+            check=True,
+            capture_output=True,
+        )
     assert run.returncode != 0
     records = _results(tmp_path / "busy")
     assert [r["outcome"] for r in records] == ["infra", "infra"]
@@ -539,15 +639,18 @@ def _place(lab: LabgridLab, name: str):
 
 
 def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person_clears_it(
-        lab, devices, tmp_path):
+    lab, devices, tmp_path
+):
     shipped = (devices / "lab-mcu.yaml").read_text()
     opted_in = shipped.replace("reset: power", "reset: power\n    quarantine: lab")
     assert opted_in != shipped
     (devices / "pool-q.yaml").write_text(opted_in.replace("lab]", "q]"))
     (devices / "sick.yaml").write_text(  # lab-b, not power-cycled (that would wake it)
         opted_in.replace("tags: {kind: mcu, pool: lab}", "place: lab-b")
-        .replace("reset: power", "reset: none").replace("case: 30", "case: 3")
-        .replace("lab]", "sick]"))
+        .replace("reset: power", "reset: none")
+        .replace("case: 30", "case: 3")
+        .replace("lab]", "sick]")
+    )
     board = lab.places[1].board
     holder_env = {**os.environ, **SOMEONE_ELSE}
     board.power(False)  # lab-b's board stops answering
@@ -565,8 +668,10 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
             r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
             r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine -x "
-            + re.escape(lab.coordinator) + r" clear lab-b\)",
-            state.comment), state.comment
+            + re.escape(lab.coordinator)
+            + r" clear lab-b\)",
+            state.comment,
+        ), state.comment
         # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
         _acquire(lab, "lab-a", holder_env)
         pool = _pytest(devices, tmp_path / "pool", "--device", "pool-q", "--lock-timeout", "3")
@@ -580,50 +685,80 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         again = _pytest(devices, tmp_path / "again", "--device", "sick", "--lock-timeout", "60")
         _finish(again)
         message = json.dumps(_results(tmp_path / "again")[0]["infra"])
-        assert "PlaceQuarantined" in message and "no place in service: lab-b: quarantined by" \
-            in message, message
+        assert (
+            "PlaceQuarantined" in message
+            and "no place in service: lab-b: quarantined by" in message
+        ), message
         assert time.monotonic() - started < 45  # not the 60 s lock timeout
         # A person looks at the board and clears the place: the pool uses it again.
         board.power(True)
-        subprocess.run([sys.executable, "-m", "harness.farm.lab_quarantine", "-x",
-                        lab.coordinator, "clear", "lab-b"], check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness.farm.lab_quarantine",
+                "-x",
+                lab.coordinator,
+                "clear",
+                "lab-b",
+            ],
+            check=True,
+            cwd=ROOT,
+        )
         state = _place(lab, "lab-b")
         assert (dict(state.tags)["et_health"], state.comment) == ("ok", "")
-        cleared = _pytest(devices, tmp_path / "cleared", "--device", "pool-q",
-                          "--lock-timeout", "60")
+        cleared = _pytest(
+            devices, tmp_path / "cleared", "--device", "pool-q", "--lock-timeout", "60"
+        )
         output = _finish(cleared)
         assert cleared.returncode == 0, output[-3000:]
         assert {r["facts"]["place"] for r in _results(tmp_path / "cleared")} == {"lab-b"}
     finally:
         if not board.powered:
             board.power(True)
-        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=holder_env,
-                       capture_output=True, check=False)
-        subprocess.run(lab.client_argv("-p", "lab-b", "set-tags", "et_health=ok"),
-                       capture_output=True, check=False)
+        subprocess.run(
+            lab.client_argv("-p", "lab-a", "release"),
+            env=holder_env,
+            capture_output=True,
+            check=False,
+        )
+        subprocess.run(
+            lab.client_argv("-p", "lab-b", "set-tags", "et_health=ok"),
+            capture_output=True,
+            check=False,
+        )
     _all_free(lab)
 
 
-def _set(lab: LabgridLab, place: str, tags: dict[str, str] | None = None,
-         comment: str | None = None) -> None:
+def _set(
+    lab: LabgridLab, place: str, tags: dict[str, str] | None = None, comment: str | None = None
+) -> None:
     """Set what any lab user may set on a place, through labgrid's own requests."""
     session = _session(lab)
     messages = session.messages()
     if comment is not None:
-        session.call("comment", "SetPlaceComment",
-                     messages.SetPlaceCommentRequest(placename=place, comment=comment))
+        session.call(
+            "comment",
+            "SetPlaceComment",
+            messages.SetPlaceCommentRequest(placename=place, comment=comment),
+        )
     if tags is not None:
-        session.call("tags", "SetPlaceTags", messages.SetPlaceTagsRequest(placename=place,
-                                                                          tags=tags))
+        session.call(
+            "tags", "SetPlaceTags", messages.SetPlaceTagsRequest(placename=place, tags=tags)
+        )
 
 
-@pytest.mark.parametrize("hostile", [
-    {"comment": "hi\n  tags: kind=mcu, pool=lab\nPlace 'lab-c':"},
-    {"tags": {"note": "x\n  acquired: runner1/ci"}},
-    {"tags": {"note": "A" * 5000}},
-])
-def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devices, tmp_path,
-                                                                      hostile):
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        {"comment": "hi\n  tags: kind=mcu, pool=lab\nPlace 'lab-c':"},
+        {"tags": {"note": "x\n  acquired: runner1/ci"}},
+        {"tags": {"note": "A" * 5000}},
+    ],
+)
+def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(
+    lab, devices, tmp_path, hostile
+):
     """One place with a line break in its comment or a tag, or a huge tag, made every run
     against the coordinator fail (labgrid-client's text could not be read): now that
     place alone is left out (a tag that fails the value rules) or shown inert (a comment),
@@ -649,7 +784,9 @@ def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(lab, devi
         assert facts["coordinator"] == lab.coordinator
     (holding,) = json.loads((tmp_path / "r" / "run.json").read_text())["lab_holdings"]
     assert (holding["place"], holding["reservation"]) == (
-        records[0]["facts"]["place"], records[0]["facts"]["reservation"])
+        records[0]["facts"]["place"],
+        records[0]["facts"]["reservation"],
+    )
     assert holding["acquired_at"] == pytest.approx(float(records[0]["facts"]["acquired_at"]))
     assert holding["released_at"] > holding["acquired_at"]
     _all_free(lab)
@@ -677,8 +814,12 @@ def _hold_all_as_someone_else(lab: LabgridLab) -> None:
 
 def _release_as_someone_else(lab: LabgridLab) -> None:
     for place in ("lab-a", "lab-b"):
-        subprocess.run(lab.client_argv("-p", place, "release"),
-                       env={**os.environ, **SOMEONE_ELSE}, capture_output=True, check=False)
+        subprocess.run(
+            lab.client_argv("-p", place, "release"),
+            env={**os.environ, **SOMEONE_ELSE},
+            capture_output=True,
+            check=False,
+        )
 
 
 def test_a_coordinator_restart_keeps_a_tag_set_just_before_it(lab):
@@ -694,7 +835,8 @@ def test_a_coordinator_restart_keeps_a_tag_set_just_before_it(lab):
 
 
 def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place(
-        lab, devices, tmp_path):
+    lab, devices, tmp_path
+):
     """labgrid keeps reservations and acquisitions in memory only. A run waiting for a
     pool when the coordinator is killed and started again reconnects (bounded), reserves
     again and runs; a run holding a place then ends in bounded time with every test
@@ -702,8 +844,10 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
     _hold_all_as_someone_else(lab)  # both MCU places taken: the run waits
     waiting = _pytest(devices, tmp_path / "waits", "--device", "lab-mcu", "--lock-timeout", "200")
     deadline = time.monotonic() + 120
-    while not any(LabIdentity.parse(owner) and LabIdentity.parse(owner).pid == waiting.pid
-                  for owner in _reservation_owners(lab)):
+    while not any(
+        LabIdentity.parse(owner) and LabIdentity.parse(owner).pid == waiting.pid
+        for owner in _reservation_owners(lab)
+    ):
         assert time.monotonic() < deadline and waiting.poll() is None, "the run never reserved"
     lab.restart_coordinator()  # forgets runner1/ci's places and the run's reservations
     _reload_cleared(lab)
@@ -722,8 +866,7 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
     _all_free(lab)
 
 
-def test_an_exporter_that_goes_away_leaves_its_place_and_the_pool_goes_on(lab, devices,
-                                                                          tmp_path):
+def test_an_exporter_that_goes_away_leaves_its_place_and_the_pool_goes_on(lab, devices, tmp_path):
     """exp-b ends: lab-b's resources are gone, so lab-b cannot be acquired; the pool's
     run takes lab-a."""
     lab.stop_exporter("exp-b")
@@ -744,9 +887,14 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
     from harness.emulators.labgrid_lab import labgrid_program
     from harness.lifecycle.process import ManagedProcess
 
-    emu = subprocess.Popen([sys.executable, "-m", "harness.cli", "emu", "ssh-emu",
-                            "--lab-address", "127.0.0.7"], cwd=ROOT, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    emu = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "emu", "ssh-emu", "--lab-address", "127.0.0.7"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     exporter = None
     session = _session(lab)
     messages = session.messages()
@@ -759,30 +907,50 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
                 break
         text = "\n".join(printed)
         stanza = text.split("no line may start with '#'):\n", 1)[1].split("\nknown_hosts", 1)[0]
-        assert re.fullmatch(r"ssh_emu:\n  NetworkService:\n    address: 127\.0\.0\.7\n"
-                            r"    port: \d+\n    username: etdevice", stanza), text
+        assert re.fullmatch(
+            r"ssh_emu:\n  NetworkService:\n    address: 127\.0\.0\.7\n"
+            r"    port: \d+\n    username: etdevice",
+            stanza,
+        ), text
         known = re.search(r"^\[127\.0\.0\.7\]:\d+ ssh-ed25519 \S+$", text, re.MULTILINE)
         key = re.search(r"^client key .*: (\S+)$", text, re.MULTILINE)
         assert known and key, text
         config = tmp_path / "exp-x.yaml"
         config.write_text(stanza + "\n")
-        exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
-                                   "-n", "exp-x", "--hostname", "127.0.0.7", str(config)],
-                                  name="labgrid-exporter-x")
+        exporter = ManagedProcess(
+            [
+                labgrid_program("labgrid-exporter"),
+                "-c",
+                lab.coordinator,
+                "-n",
+                "exp-x",
+                "--hostname",
+                "127.0.0.7",
+                str(config),
+            ],
+            name="labgrid-exporter-x",
+        )
         _wait_for_exporter(session, exporter, "exp-x")
         session.call("add", "AddPlace", messages.AddPlaceRequest(name="ssh-x"))
-        session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
-            placename="ssh-x", pattern="exp-x/ssh_emu/*"))
+        session.call(
+            "match",
+            "AddPlaceMatch",
+            messages.AddPlaceMatchRequest(placename="ssh-x", pattern="exp-x/ssh_emu/*"),
+        )
         _set(lab, "ssh-x", tags={"kind": "linux", "pool": "labx", "et_health": "ok"})
         (tmp_path / "known_hosts").write_text(known.group(0) + "\n")
-        (tmp_path / "lab_ssh_config").write_text(
-            f"Host 127.0.0.7\n  IdentityFile {key.group(1)}\n")
+        (tmp_path / "lab_ssh_config").write_text(f"Host 127.0.0.7\n  IdentityFile {key.group(1)}\n")
         profile = (devices / "lab-linux.yaml").read_text()
         lines = [line for line in profile.splitlines() if "identity_file:" not in line]
         text = "\n".join(lines).replace(
-            "tags: {kind: linux, pool: lab}", "tags: {kind: linux, pool: labx}")
-        text = re.sub(r"known_hosts: \S+", f"known_hosts: {tmp_path}/known_hosts\n"
-                      f"  ssh_config: {tmp_path}/lab_ssh_config", text, count=1)
+            "tags: {kind: linux, pool: lab}", "tags: {kind: linux, pool: labx}"
+        )
+        text = re.sub(
+            r"known_hosts: \S+",
+            f"known_hosts: {tmp_path}/known_hosts\n  ssh_config: {tmp_path}/lab_ssh_config",
+            text,
+            count=1,
+        )
         (devices / "lab-x.yaml").write_text(text.replace("lab]", "labx]"))
         run = _pytest(devices, tmp_path / "r", "--device", "lab-x", "--lock-timeout", "120")
         output = _finish(run)
@@ -790,7 +958,8 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
         records = _results(tmp_path / "r")
         assert [r["outcome"] for r in records] == ["passed", "passed"]
         assert {(r["facts"]["place"], r["facts"]["exporter"]) for r in records} == {
-            ("ssh-x", "exp-x")}
+            ("ssh-x", "exp-x")
+        }
     finally:
         os.killpg(emu.pid, signal.SIGTERM)
         emu.communicate(timeout=60)
@@ -809,25 +978,43 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
     from harness.lifecycle.process import ManagedProcess
 
     config = tmp_path / "exp-z.yaml"
-    config.write_text("bad:\n  NetworkService:\n    address: '-oProxyCommand=x'\n"
-                      "    port: 22\n    username: etdevice\n")
-    exporter = ManagedProcess([labgrid_program("labgrid-exporter"), "-c", lab.coordinator,
-                               "-n", "exp-z", "--hostname", "127.0.0.9", str(config)],
-                              name="labgrid-exporter-z")
+    config.write_text(
+        "bad:\n  NetworkService:\n    address: '-oProxyCommand=x'\n"
+        "    port: 22\n    username: etdevice\n"
+    )
+    exporter = ManagedProcess(
+        [
+            labgrid_program("labgrid-exporter"),
+            "-c",
+            lab.coordinator,
+            "-n",
+            "exp-z",
+            "--hostname",
+            "127.0.0.9",
+            str(config),
+        ],
+        name="labgrid-exporter-z",
+    )
     _wait_for_exporter(_session(lab), exporter, "exp-z")
     session = _session(lab)
     messages = session.messages()
     try:
         session.call("add", "AddPlace", messages.AddPlaceRequest(name="lab-z"))
-        session.call("match", "AddPlaceMatch", messages.AddPlaceMatchRequest(
-            placename="lab-z", pattern="exp-z/bad/*"))
+        session.call(
+            "match",
+            "AddPlaceMatch",
+            messages.AddPlaceMatchRequest(placename="lab-z", pattern="exp-z/bad/*"),
+        )
         _set(lab, "lab-z", tags={"kind": "mcu", "pool": "lab", "et_health": "ok"})
         _hold_all_as_someone_else(lab)
         run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "5")
         output = _finish(run)
         assert run.returncode != 0
-        assert re.search(r"skipping labgrid place 'lab-z': resources.exp-z/bad/NetworkService"
-                         r"\.address: '-oProxyCommand=x' starts with '-'", output), output
+        assert re.search(
+            r"skipping labgrid place 'lab-z': resources.exp-z/bad/NetworkService"
+            r"\.address: '-oProxyCommand=x' starts with '-'",
+            output,
+        ), output
         message = json.dumps(_results(tmp_path / "r")[0]["infra"])
         assert "was not allocated within 5.0 s" in message, message
         assert "lab-z" not in {s.name: s.acquired for s in parse_places(lab) if s.acquired}

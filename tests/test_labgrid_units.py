@@ -45,9 +45,18 @@ def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
     assert one == LabgridPlace(place="board-7")
     assert one.filters == {}
     assert one.asks_for("board-7", {}) and not one.asks_for("board-8", {})
-    pool = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
-        "tags": {"pool": "lab", "kind": "mcu"}, "coordinator": "127.0.0.1:20408",
-        "reset": "power"}}))
+    pool = LabgridPlace.of(
+        _profile(
+            {
+                "kind": "serial",
+                "labgrid": {
+                    "tags": {"pool": "lab", "kind": "mcu"},
+                    "coordinator": "127.0.0.1:20408",
+                    "reset": "power",
+                },
+            }
+        )
+    )
     assert pool.filters == {"kind": "mcu", "pool": "lab"}
     assert pool.asks_for("x", {"kind": "mcu", "pool": "lab", "more": "y"})
     assert not pool.asks_for("x", {"kind": "mcu"})
@@ -79,8 +88,11 @@ def test_labgrid_settings_errors_name_the_field(labgrid, message):
 @pytest.mark.parametrize("kind", ["local", "ssh", "adb"])
 def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
     """A hosted device would ignore the place's power port: refused, not silently kept."""
-    with pytest.raises(ProfileError, match=rf"labgrid.reset: power, but a {kind} device is "
-                       r"not reset from outside \(only transport.kind serial is\)"):
+    with pytest.raises(
+        ProfileError,
+        match=rf"labgrid.reset: power, but a {kind} device is "
+        r"not reset from outside \(only transport.kind serial is\)",
+    ):
         LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "reset": "power"}}))
     assert LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}})).reset == "none"
 
@@ -97,24 +109,32 @@ def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch)
 
 def test_lab_profiles_pass_every_profile_check_without_an_address(tmp_path):
     """The bug of issue 13: transport.labgrid was refused as 'unknown field' at start."""
-    (tmp_path / "lab-mcu.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "lab-mcu.yaml").write_text(
+        textwrap.dedent("""\
         transport:
           kind: serial
           labgrid: {tags: {pool: lab}, coordinator: "127.0.0.1:20408", reset: power}
         tags: [lab]
-        """))
-    (tmp_path / "lab-ssh.yaml").write_text(textwrap.dedent("""\
+        """)
+    )
+    (tmp_path / "lab-ssh.yaml").write_text(
+        textwrap.dedent("""\
         transport:
           kind: ssh
           known_hosts: lab_known_hosts
           labgrid: {place: board-7}
         tags: [lab]
-        """))
+        """)
+    )
     chosen = select_profiles("tag:lab", tmp_path)
     assert [p.name for p in chosen] == ["lab-mcu", "lab-ssh"]
     # the CLI's listing takes the same path, with the shipped lab profile
-    listing = subprocess.run([sys.executable, "-m", "harness.cli", "devices"],
-                             capture_output=True, text=True, check=False)
+    listing = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "devices"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     line = next(line for line in listing.stdout.splitlines() if line.startswith("lab-mcu "))
     assert "INVALID" not in line, line
 
@@ -134,30 +154,41 @@ def _resources(**changes: dict) -> list[Resource]:
     args = {
         "NetworkService": {"address": "127.0.0.2", "port": 2222, "username": "etdevice"},
         "NetworkSerialPort": {"host": "127.0.0.2", "port": 33721, "speed": 115200},
-        "NetworkPowerPort": {"model": "simplerest", "host": "http://127.0.0.2:9/{index}/{value}",
-                             "index": "0"},
+        "NetworkPowerPort": {
+            "model": "simplerest",
+            "host": "http://127.0.0.2:9/{index}/{value}",
+            "index": "0",
+        },
     }
     for cls, change in changes.items():
         args[cls] = {**args[cls], **change}
-    return [Resource("exp-a", "mcu", name, cls, tuple(fields.items()), None)
-            for name, cls, fields in (("RawSerialPort", "NetworkSerialPort",
-                                       args["NetworkSerialPort"]),
-                                      ("NetworkService", "NetworkService", args["NetworkService"]),
-                                      ("NetworkPowerPort", "NetworkPowerPort",
-                                       args["NetworkPowerPort"]))]
+    return [
+        Resource("exp-a", "mcu", name, cls, tuple(fields.items()), None)
+        for name, cls, fields in (
+            ("RawSerialPort", "NetworkSerialPort", args["NetworkSerialPort"]),
+            ("NetworkService", "NetworkService", args["NetworkService"]),
+            ("NetworkPowerPort", "NetworkPowerPort", args["NetworkPowerPort"]),
+        )
+    ]
 
 
 def test_an_acquired_places_resources_give_the_address():
     resources = read_resources("lab-a", _resources(), acquired=True)
     assert resources == LabResources(
-        ServiceAddress("127.0.0.2", 2222, "etdevice"), SerialAddress("127.0.0.2", 33721, 115200),
-        power=True, power_port=PowerPort("simplerest", "http://127.0.0.2:9/{index}/{value}", 0),
+        ServiceAddress("127.0.0.2", 2222, "etdevice"),
+        SerialAddress("127.0.0.2", 33721, 115200),
+        power=True,
+        power_port=PowerPort("simplerest", "http://127.0.0.2:9/{index}/{value}", 0),
     )
     serial = with_lab_address(_profile({"kind": "serial"}), resources, "lab-a")
     assert serial.settings == {"url": "rfc2217://127.0.0.2:33721", "baudrate": 115200}
     ssh = with_lab_address(_profile({"kind": "ssh", "known_hosts": "k"}), resources, "lab-a")
-    assert ssh.settings == {"known_hosts": "k", "host": "127.0.0.2", "port": 2222,
-                            "user": "etdevice"}
+    assert ssh.settings == {
+        "known_hosts": "k",
+        "host": "127.0.0.2",
+        "port": 2222,
+        "user": "etdevice",
+    }
     # before acquisition the serial port has no network port yet: not an error
     free = read_resources("lab-a", _resources(NetworkSerialPort={"port": None}), acquired=False)
     assert free.serial is None and free.service is not None
@@ -178,15 +209,22 @@ def test_an_acquired_places_resources_give_the_address():
     ],
 )
 def test_hostile_lab_data_is_refused_naming_the_field(change, message):
-    with pytest.raises(LabResourceError, match=r"^labgrid place 'lab-a': resources.exp-a/mcu/"
-                       + message) as caught:
+    with pytest.raises(
+        LabResourceError, match=r"^labgrid place 'lab-a': resources.exp-a/mcu/" + message
+    ) as caught:
         read_resources("lab-a", _resources(**change), acquired=True)
     assert "\n" not in str(caught.value)
 
 
 def test_two_serial_ports_on_one_place_are_ambiguous():
-    extra = Resource("exp-b", "mcu", "RawSerialPort", "NetworkSerialPort",
-                     (("host", "127.0.0.3"), ("port", 1), ("speed", 9600)), None)
+    extra = Resource(
+        "exp-b",
+        "mcu",
+        "RawSerialPort",
+        "NetworkSerialPort",
+        (("host", "127.0.0.3"), ("port", 1), ("speed", 9600)),
+        None,
+    )
     with pytest.raises(LabResourceError, match="2 NetworkSerialPort resources"):
         read_resources("lab-a", [*_resources(), extra], acquired=True)
 
@@ -196,8 +234,7 @@ def test_a_places_matches_take_resources_by_labgrids_own_rule():
     other = Resource("exp-b", "mcu", "X", "NetworkService", (), None)
     assert matched_resources(raw, [*_resources(), other]) == _resources()
     named = _raw(matches=(("exp-*", "mcu", "NetworkSerialPort", "Raw*"),))
-    assert [r.name for r in matched_resources(named, [*_resources(), other])] == [
-        "RawSerialPort"]
+    assert [r.name for r in matched_resources(named, [*_resources(), other])] == ["RawSerialPort"]
 
 
 def test_every_lab_capable_kind_maps_an_acquired_place_in_its_own_module():
@@ -215,8 +252,7 @@ def test_every_lab_capable_kind_maps_an_acquired_place_in_its_own_module():
     assert with_lab_address(without_labgrid(local), LabResources(), "p").settings == {}
 
 
-PHONE = (("adb_serial", "38141FDJH000XY"), ("adb_server", "127.0.0.2:5037"),
-         ("kind", "android"))
+PHONE = (("adb_serial", "38141FDJH000XY"), ("adb_server", "127.0.0.2:5037"), ("kind", "android"))
 
 
 def test_an_android_place_gives_its_serial_and_adb_server_by_tags():
@@ -224,33 +260,47 @@ def test_an_android_place_gives_its_serial_and_adb_server_by_tags():
     checked = for_transport_checks(profile)  # the adb transport's checks pass before a place
     assert checked.settings["serial"] == "lab"
     phone = with_lab_address(without_labgrid(profile), LabResources(tags=PHONE), "phone-a")
-    assert phone.settings == {"serial": "38141FDJH000XY", "server_host": "127.0.0.2",
-                              "server_port": 5037}
-    with pytest.raises(ProfileError, match=r"transport.serial: comes from the acquired labgrid "
-                                           r"place \(serial, server_host, server_port, connect"):
+    assert phone.settings == {
+        "serial": "38141FDJH000XY",
+        "server_host": "127.0.0.2",
+        "server_port": 5037,
+    }
+    with pytest.raises(
+        ProfileError,
+        match=r"transport.serial: comes from the acquired labgrid "
+        r"place \(serial, server_host, server_port, connect",
+    ):
         for_transport_checks(_profile({"kind": "adb", "serial": "X1", "labgrid": {"place": "p"}}))
 
 
 @pytest.mark.parametrize(
     "tags, message",
     [
-        ((("adb_server", "127.0.0.2:5037"),),
-         r"^labgrid place 'phone-a' has no tag adb_serial; set it: "
-         r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$"),
-        ((("adb_serial", "-s"), ("adb_server", "127.0.0.2:5037")),
-         r"^labgrid place 'phone-a': tags.adb_serial: '-s' starts with '-'.*; correct it: "
-         r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$"),
-        ((("adb_serial", "a;reboot"), ("adb_server", "127.0.0.2:5037")),
-         r"^labgrid place 'phone-a': tags.adb_serial: .*';'.*letters, digits"),
-        ((("adb_serial", "X" * 300), ("adb_server", "127.0.0.2:5037")),
-         r"tags.adb_serial: .* longer than 255 characters"),
-        ((("adb_serial", "X1"), ("adb_server", "127.0.0.2")),
-         r"^labgrid place 'phone-a': tags.adb_server: '127.0.0.2' is not host:port.*"
-         r"set-tags adb_server=HOST:5037'$"),
-        ((("adb_serial", "X1"), ("adb_server", "127.0.0.2:70000")),
-         r"tags.adb_server: .*70000"),
-        ((("adb_serial", "X1"), ("adb_server", "-oProxy=x:5037")),
-         r"tags.adb_server: .*'-'"),
+        (
+            (("adb_server", "127.0.0.2:5037"),),
+            r"^labgrid place 'phone-a' has no tag adb_serial; set it: "
+            r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$",
+        ),
+        (
+            (("adb_serial", "-s"), ("adb_server", "127.0.0.2:5037")),
+            r"^labgrid place 'phone-a': tags.adb_serial: '-s' starts with '-'.*; correct it: "
+            r"'labgrid-client -x COORDINATOR -p phone-a set-tags adb_serial=SERIAL'$",
+        ),
+        (
+            (("adb_serial", "a;reboot"), ("adb_server", "127.0.0.2:5037")),
+            r"^labgrid place 'phone-a': tags.adb_serial: .*';'.*letters, digits",
+        ),
+        (
+            (("adb_serial", "X" * 300), ("adb_server", "127.0.0.2:5037")),
+            r"tags.adb_serial: .* longer than 255 characters",
+        ),
+        (
+            (("adb_serial", "X1"), ("adb_server", "127.0.0.2")),
+            r"^labgrid place 'phone-a': tags.adb_server: '127.0.0.2' is not host:port.*"
+            r"set-tags adb_server=HOST:5037'$",
+        ),
+        ((("adb_serial", "X1"), ("adb_server", "127.0.0.2:70000")), r"tags.adb_server: .*70000"),
+        ((("adb_serial", "X1"), ("adb_server", "-oProxy=x:5037")), r"tags.adb_server: .*'-'"),
     ],
 )
 def test_hostile_android_place_tags_are_refused_in_one_line_naming_the_tag(tags, message):
@@ -262,9 +312,14 @@ def test_hostile_android_place_tags_are_refused_in_one_line_naming_the_tag(tags,
 
 def _raw(name: str = "lab-a", **fields: object) -> RawPlace:
     """A place as labgrid's session copied it, with ``fields`` changed."""
-    values: dict = {"tags": (("kind", "mcu"), ("pool", "lab")), "comment": "",
-                    "acquired": None, "reservation": None,
-                    "matches": (("exp-a", "mcu", "*", None),), "acquired_resources": ()}
+    values: dict = {
+        "tags": (("kind", "mcu"), ("pool", "lab")),
+        "comment": "",
+        "acquired": None,
+        "reservation": None,
+        "matches": (("exp-a", "mcu", "*", None),),
+        "acquired_resources": (),
+    }
     values.update(fields)
     return RawPlace(name, **values)
 
@@ -272,16 +327,28 @@ def _raw(name: str = "lab-a", **fields: object) -> RawPlace:
 def test_the_coordinators_view_keeps_tag_values_as_labgrid_stores_them():
     """labgrid 26.0.1 checks a tag value with re.match('[a-z0-9_]?'), which any string
     passes: a serial with capitals, dots and colons is stored and used as given."""
-    tags = (("adb_serial", "127.0.0.2:40123"), ("adb_server", "127.0.0.1:5037"),
-            ("kind", "android"), ("up", "38141FDJH000XY"))
+    tags = (
+        ("adb_serial", "127.0.0.2:40123"),
+        ("adb_server", "127.0.0.1:5037"),
+        ("kind", "android"),
+        ("up", "38141FDJH000XY"),
+    )
     assert place_state(_raw("phone-a", tags=tags)).tags == tags
 
 
 def test_the_coordinators_view_names_holders_reservations_and_exporters():
-    a = place_state(_raw(acquired="runner1/ci-pid4242-123456", reservation="QAX4DEJMSN",
-                         matches=(("exp-a", "mcu", "*", None), ("exp-a", "ssh", "*", None))))
-    assert (a.name, a.acquired, a.reservation) == ("lab-a", "runner1/ci-pid4242-123456",
-                                                   "QAX4DEJMSN")
+    a = place_state(
+        _raw(
+            acquired="runner1/ci-pid4242-123456",
+            reservation="QAX4DEJMSN",
+            matches=(("exp-a", "mcu", "*", None), ("exp-a", "ssh", "*", None)),
+        )
+    )
+    assert (a.name, a.acquired, a.reservation) == (
+        "lab-a",
+        "runner1/ci-pid4242-123456",
+        "QAX4DEJMSN",
+    )
     assert a.tags == (("kind", "mcu"), ("pool", "lab")) and a.exporters == ("exp-a",)
     assert "acquired by runner1/ci-pid4242-123456" in a.describe()
     b = place_state(_raw("lab-b"))
@@ -291,10 +358,14 @@ def test_the_coordinators_view_names_holders_reservations_and_exporters():
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"tags": (("kind", "mcu\n  acquired: runner1/ci"),)},
-         r"tags.kind: 'mcu\\n  acquired: runner1/ci' holds the control byte '\\n'"),
-        ({"tags": (("kind", "mcu"), ("adb_serial", "A" * 1100))},
-         r"tags.adb_serial: .*longer than 255"),
+        (
+            {"tags": (("kind", "mcu\n  acquired: runner1/ci"),)},
+            r"tags.kind: 'mcu\\n  acquired: runner1/ci' holds the control byte '\\n'",
+        ),
+        (
+            {"tags": (("kind", "mcu"), ("adb_serial", "A" * 1100))},
+            r"tags.adb_serial: .*longer than 255",
+        ),
         ({"tags": (("Kind", "mcu"),)}, r"tags: key 'Kind' is not"),
         ({"tags": tuple((f"k{n}", "v") for n in range(65))}, r"tags: 65 tags, limit 64"),
         ({"acquired": "runner1/ci\nx"}, r"acquired: "),
@@ -308,7 +379,8 @@ def test_a_place_with_hostile_data_is_that_places_problem_named_in_one_line(fiel
     assert "\n" not in str(caught.value)
     if "tags" in fields:  # the fix names the coordinator it applies to
         assert str(caught.value).endswith(
-            "correct it: 'labgrid-client -x 10.0.0.1:20408 -p lab-a set-tags KEY=VALUE'")
+            "correct it: 'labgrid-client -x 10.0.0.1:20408 -p lab-a set-tags KEY=VALUE'"
+        )
     with pytest.raises(BadPlace, match=r"^labgrid place 'a\\nb': name: "):
         place_state(_raw("a\nb"))
 
@@ -335,15 +407,33 @@ def test_an_identity_is_one_process_and_says_when_it_is_gone():
 def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
     from harness.emulators.ser2net_loopback import rewrite
 
-    argv = ["-d", "-n", "-Y", "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp,4001",
-            "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
-            "-Y", "  options:", "-Y", "    max-connections: 10"]
+    argv = [
+        "-d",
+        "-n",
+        "-Y",
+        "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp,4001",
+        "-Y",
+        "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
+        "-Y",
+        "  options:",
+        "-Y",
+        "    max-connections: 10",
+    ]
     assert rewrite(argv, "127.0.0.2") == [
-        "-d", "-n", "-Y",
+        "-d",
+        "-n",
+        "-Y",
         "connection: &con01#  accepter: telnet(rfc2217,mode=server),tcp(nodelay=true),"
         "127.0.0.2,4001",
-        "-Y", "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
-        "-Y", "  options:", "-Y", "    chardelay: false", "-Y", "    max-connections: 10"]
+        "-Y",
+        "  connector: serialdev(nouucplock=true),/dev/pts/3,115200n81,local",
+        "-Y",
+        "  options:",
+        "-Y",
+        "    chardelay: false",
+        "-Y",
+        "    max-connections: 10",
+    ]
     assert rewrite(["-v"], "127.0.0.3") == ["-v"]
     with pytest.raises(ValueError):
         rewrite(argv, "0.0.0.0,9;x")  # an address only, never ser2net syntax
@@ -364,17 +454,22 @@ def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
 
     run = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}))
     assert (run.quarantine, run.filters) == ("run", {"pool": "lab"})
-    lab = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
-        "tags": {"pool": "lab"}, "quarantine": "lab"}}))
+    lab = LabgridPlace.of(
+        _profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}, "quarantine": "lab"}})
+    )
     assert lab.filters == {"pool": "lab", "et_health": "ok"}
     assert lab.what == "a labgrid place with tags pool=lab"
-    with pytest.raises(ProfileError,
-                       match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"):
-        LabgridPlace.of(_profile({"kind": "serial", "labgrid": {
-            "place": "p", "quarantine": "everywhere"}}))
-    profiles = [_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}, "pool"),
-                _profile({"kind": "serial", "labgrid": {"place": "p"}}, "one"),
-                _profile({"kind": "local"}, "host")]
+    with pytest.raises(
+        ProfileError, match=r"labgrid.quarantine: 'everywhere' is not one of run, lab"
+    ):
+        LabgridPlace.of(
+            _profile({"kind": "serial", "labgrid": {"place": "p", "quarantine": "everywhere"}})
+        )
+    profiles = [
+        _profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}, "pool"),
+        _profile({"kind": "serial", "labgrid": {"place": "p"}}, "one"),
+        _profile({"kind": "local"}, "host"),
+    ]
     assert pool_names(profiles) == ["pool"]
 
 
@@ -386,12 +481,19 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
     from harness.transport.ssh import HostKeyMismatch, HostKeyUnknown
 
     when = datetime.datetime(2026, 12, 1, 10, 5, 7, tzinfo=datetime.UTC)
-    comment = comment_for("runner1/ci-pid7-9", "lab-b", "HELLO timed out\nafter 3 s" + "x" * 900,
-                          "10.0.0.1:20408", when)
-    assert comment.startswith("quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: "
-                              "HELLO timed out after 3 s")
+    comment = comment_for(
+        "runner1/ci-pid7-9",
+        "lab-b",
+        "HELLO timed out\nafter 3 s" + "x" * 900,
+        "10.0.0.1:20408",
+        when,
+    )
+    assert comment.startswith(
+        "quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: HELLO timed out after 3 s"
+    )
     assert comment.endswith(
-        "(clear: python -m harness.farm.lab_quarantine -x 10.0.0.1:20408 clear lab-b)")
+        "(clear: python -m harness.farm.lab_quarantine -x 10.0.0.1:20408 clear lab-b)"
+    )
     assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
     assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m", "c:1")  # no escapes
     assert about_the_device(TransportTimeout("no answer"))
@@ -403,8 +505,13 @@ def test_places_out_of_service_are_refused_with_their_reasons():
     from harness.farm.lab_quarantine import PlaceQuarantined, refuse_if_none_in_service
 
     states = [
-        PlaceState("lab-a", (("et_health", "quarantined"), ("kind", "mcu")), None, None,
-                   "quarantined by r/ci at T: why"),
+        PlaceState(
+            "lab-a",
+            (("et_health", "quarantined"), ("kind", "mcu")),
+            None,
+            None,
+            "quarantined by r/ci at T: why",
+        ),
         PlaceState("lab-b", (("kind", "mcu"),), None, None),
     ]
     with pytest.raises(PlaceQuarantined) as caught:
@@ -412,7 +519,8 @@ def test_places_out_of_service_are_refused_with_their_reasons():
     assert str(caught.value) == (
         "a labgrid place with tags pool=lab: no place in service: lab-a: quarantined by r/ci at "
         "T: why; lab-b: not in service (tag et_health=(none); a lab adds it with "
-        "'labgrid-client -x 10.0.0.1:20408 -p lab-b set-tags et_health=ok')")
+        "'labgrid-client -x 10.0.0.1:20408 -p lab-b set-tags et_health=ok')"
+    )
     healthy = [*states, PlaceState("lab-c", (("et_health", "ok"),), None, None)]
     refuse_if_none_in_service("x", healthy)  # one in service: the reservation waits for it
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
@@ -439,11 +547,16 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
     argv = [sys.executable, *argv[1:]]
     argv[argv.index("--results-dir") + 1] = str(tmp_path / "results")
     argv[argv.index("--junitxml") + 1] = str(tmp_path / "junit.xml")
-    done = subprocess.run([*argv, "--collect-only"], cwd=root, capture_output=True, text=True,
-                          check=False, timeout=120)
+    done = subprocess.run(
+        [*argv, "--collect-only"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "[lab-mcu-" in done.stdout
-
 
 
 def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys):
@@ -464,16 +577,20 @@ def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address
     from harness.transport.ssh.settings import SshSettings
 
     config = tmp_path / "lab_ssh_config"
-    config.write_text(f"Host 127.0.0.5\n  IdentityFile {tmp_path}/key-5\n"
-                      f"Host 127.0.0.6\n  IdentityFile {tmp_path}/key-6\n")
+    config.write_text(
+        f"Host 127.0.0.5\n  IdentityFile {tmp_path}/key-5\n"
+        f"Host 127.0.0.6\n  IdentityFile {tmp_path}/key-6\n"
+    )
     for address, key in (("127.0.0.5", "key-5"), ("127.0.0.6", "key-6")):
-        (hop,) = resolve_route(SshSettings(host=address, port=2222, user="etdevice",
-                                          ssh_config=config, config_commands=False))
+        (hop,) = resolve_route(
+            SshSettings(
+                host=address, port=2222, user="etdevice", ssh_config=config, config_commands=False
+            )
+        )
         assert hop.identity_files == (tmp_path / key,)
 
 
-def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real_address(
-        capsys):
+def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real_address(capsys):
     from harness.config.profile import load_profile
     from harness.emulators.lab_board import serve_for_lab
 

@@ -17,8 +17,9 @@ HEAVY = ("paramiko", "serial", "cobs")  # third-party: only for ssh, serial devi
 def loaded_after(code: str) -> set[str]:
     """Modules in sys.modules after running ``code`` in a fresh interpreter."""
     script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
-                         text=True, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
     return set(json.loads(out.splitlines()[-1]))
 
 

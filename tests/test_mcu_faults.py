@@ -41,7 +41,6 @@ ONE_IN_A_THOUSAND = FaultRates(corrupt=0.001, drop=0.0005, duplicate=0.0005)
 QUICK = LinkConfig(hello_timeout=1.0, ack_timeout=0.2, max_retries=4, request_timeout=4.0)
 
 
-
 @dataclass(frozen=True)
 class Case:
     """One request and the report it must get."""

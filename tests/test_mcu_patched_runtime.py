@@ -79,9 +79,26 @@ def test_a_fault_in_executorchs_source_fails_the_suites_with_delivery_difference
     results = tmp_path / "results"
     env = power_runs.environment(ET_HARNESS_SOURCE=str(tree))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites", "--device", "mcu-emu", "-q",
-         "-p", "no:cacheprovider", *power_runs.PYTEST_ARGS, "--results-dir", str(results)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites",
+            "--device",
+            "mcu-emu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *power_runs.PYTEST_ARGS,
+            "--results-dir",
+            str(results),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=_RUN_TIMEOUT_S,
+        check=False,
     )
     records = [
         json.loads(line)

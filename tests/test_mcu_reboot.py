@@ -27,8 +27,10 @@ def socket_board(mcu: McuEmulator) -> Iterator[tuple[Device, CaseRunner]]:
     """The running board as a ``url:`` profile without ``reset:`` opens it."""
     mcu.connect().close()  # lets the CPU run and reads its boot HELLO, as a powered board
     profile = parse_profile(
-        {"name": "socket-board",
-         "transport": {"kind": "serial", "url": mcu.url, "boot_timeout": BOOT_TIMEOUT_S}},
+        {
+            "name": "socket-board",
+            "transport": {"kind": "serial", "url": mcu.url, "boot_timeout": BOOT_TIMEOUT_S},
+        },
         None,
     )
     device, runner = open_runner(profile)

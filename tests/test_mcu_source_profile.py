@@ -23,8 +23,11 @@ BOARD = "transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps3-an547\n"
 
 def lay_out_tree(root: Path) -> Path:
     """The files a source tree must hold (not a buildable one: these tests build nothing)."""
-    for name in ("runtime/executor/program.cpp", "schema/program.fbs",
-                 "third-party/flatbuffers/include/flatbuffers/flatbuffers.h"):
+    for name in (
+        "runtime/executor/program.cpp",
+        "schema/program.fbs",
+        "third-party/flatbuffers/include/flatbuffers/flatbuffers.h",
+    ):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("// placeholder\n")
     (root / "version.txt").write_text("1.5.0\n")
@@ -68,7 +71,8 @@ def test_hostile_values_are_refused_in_one_line_naming_file_field_and_fix(
     untrusting.setenv(TRUSTED_ENV, str(trusted))
     for value in ("[a, b]", "''", "7", '"a\\0b"'):
         assert "must be the path of an ExecuTorch source tree" in refusal(
-            profile, BOARD + f"agent: {{source: {value}}}\n")
+            profile, BOARD + f"agent: {{source: {value}}}\n"
+        )
     # A relative path escaping the trusted directory, and a link out of it, are not trusted.
     outside = lay_out_tree(tmp_path / "outside")
     (trusted / "link").symlink_to(outside)
@@ -79,18 +83,22 @@ def test_hostile_values_are_refused_in_one_line_naming_file_field_and_fix(
     # Trusted, but not a tree: a file, an empty directory, a tree without its submodule.
     (trusted / "file").write_text("not a tree")
     (trusted / "empty").mkdir()
-    for value, says in (("trusted/file", "no runtime/executor/program.cpp"),
-                        ("trusted/empty", "no runtime/executor/program.cpp")):
+    for value, says in (
+        ("trusted/file", "no runtime/executor/program.cpp"),
+        ("trusted/empty", "no runtime/executor/program.cpp"),
+    ):
         message = refusal(profile, BOARD + f"agent: {{source: {value}}}\n")
         assert f"is not an ExecuTorch source tree ({says}); point it at a checkout" in message
     half = lay_out_tree(trusted / "half")
     (half / "third-party/flatbuffers/include/flatbuffers/flatbuffers.h").unlink()
     assert "git submodule update --init third-party/flatbuffers" in refusal(
-        profile, BOARD + "agent: {source: trusted/half}\n")
+        profile, BOARD + "agent: {source: trusted/half}\n"
+    )
     # Only an emulated board has its firmware built here.
     lay_out_tree(trusted / "tree")
     assert "only an emulated board (emulator: mcu-emu)" in refusal(
-        profile, "transport: {kind: local}\nagent: {source: trusted/tree}\n")
+        profile, "transport: {kind: local}\nagent: {source: trusted/tree}\n"
+    )
 
 
 def test_the_board_is_built_from_the_profiles_tree(tmp_path, untrusting) -> None:

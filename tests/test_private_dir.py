@@ -52,8 +52,11 @@ def test_new_directories_are_0700_and_tmp_is_fine(tmp_path):
     sticky.chmod(0o1777)  # as /tmp: sticky and root's (the tests run as root)
     if sticky.stat().st_uid == 0:
         ensure_private_dir(sticky / "work", "work_dir")  # below it: allowed
-    with pytest.raises(UnsafeDirectoryError, match=r"^w.yaml: work_dir: /tmp is writable by "
-                                                   r"group \(mode 1777\), and the harness fills"):
+    with pytest.raises(
+        UnsafeDirectoryError,
+        match=r"^w.yaml: work_dir: /tmp is writable by "
+        r"group \(mode 1777\), and the harness fills",
+    ):
         ensure_private_dir(Path("/tmp"), "w.yaml: work_dir")  # the work dir itself: never
 
 
@@ -109,13 +112,24 @@ def test_doctor_on_a_planted_work_dir_runs_nothing(tmp_path):
         "#include <stdio.h>\n__attribute__((constructor)) static void f(void) {\n"
         f'  FILE *m = fopen("{marker}", "w"); if (m) fclose(m);\n}}\n'
     )
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(work / "agent" / "lib" / "libgcc_s.so.1"),
-                    str(source)], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(work / "agent" / "lib" / "libgcc_s.so.1"),
+            str(source),
+        ],
+        check=True,
+    )
     profile = tmp_path / "local.yaml"
     profile.write_text(f"transport: {{kind: local}}\nwork_dir: {work}\n")
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "doctor", "--device", str(profile)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     print(done.stdout, done.stderr)
     assert done.returncode == 1

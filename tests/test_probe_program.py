@@ -44,7 +44,8 @@ def test_one_delegate(tmp_path: Path) -> None:
     assert (plan["name"], second["name"]) == ("forward", "second")
     # second calls the same delegates, sharing their blobs.
     assert {k: v for k, v in second.items() if k != "name"} == {
-        k: v for k, v in plan.items() if k != "name"}
+        k: v for k, v in plan.items() if k != "name"
+    }
     assert [d["id"] for d in plan["delegates"]] == ["ProbeA"]
     assert plan["delegates"][0]["processed"] == {"location": "INLINE", "index": 0}
     assert delegate_calls(plan) == [(0, [0])]

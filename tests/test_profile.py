@@ -37,21 +37,29 @@ def write(tmp_path: Path, text: str) -> str:
         ("description: no transport\n", "board.yaml: transport: required"),
         ("transport: {kind: usb}\n", "board.yaml: transport.kind: 'usb' is not one of"),
         ("transport: {kind: local}\ntimeouts: {case: -1}\n", "timeouts.case: must be seconds > 0"),
-        ("transport: {kind: local}\ntimeouts: {case: .nan}\n",
-         "timeouts.case: must be seconds > 0"),
+        (
+            "transport: {kind: local}\ntimeouts: {case: .nan}\n",
+            "timeouts.case: must be seconds > 0",
+        ),
         ("transport: {kind: local}\ntimeouts: {cse: 3}\n", "timeouts.cse: unknown field"),
         ("transport: {kind: local}\nagent: {wrapper: valgrind}\n", "agent.wrapper: must be a list"),
         ("transport: {kind: local}\nagent: {env: {'é': x}}\n", "agent.env.é: not a valid"),
         ("transport: {kind: local}\nagent: {prebuilt: 3}\n", "agent.prebuilt: must be the path"),
         ("transport: {kind: local}\nemulator: vm\n", "emulator: 'vm' is not one of"),
         ("transport: {kind: local}\ntags: emulated\n", "tags: must be a list of strings"),
-        ("transport: {kind: local}\ntransport: {kind: ssh}\n",
-         "line 2, column 1: key 'transport' appears twice"),
+        (
+            "transport: {kind: local}\ntransport: {kind: ssh}\n",
+            "line 2, column 1: key 'transport' appears twice",
+        ),
         ("transport: {kind: local}\nabi: [x\n", "not valid YAML"),
-        ("transport: {kind: local}\nmachine: mps2-an385\n",
-         "machine: only the mcu-emu emulator takes a machine"),
-        ("transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps2-an505\n",
-         "machine: 'mps2-an505' is not one of mps2-an385, mps3-an547"),
+        (
+            "transport: {kind: local}\nmachine: mps2-an385\n",
+            "machine: only the mcu-emu emulator takes a machine",
+        ),
+        (
+            "transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps2-an505\n",
+            "machine: 'mps2-an505' is not one of mps2-an385, mps3-an547",
+        ),
     ],
 )
 def test_bad_profiles_are_refused_naming_file_and_field(tmp_path, text, expected):
@@ -88,8 +96,9 @@ def test_the_rules_between_fields_run_after_each_field_passed_its_own(tmp_path):
     with pytest.raises(ProfileError, match=r"machine: 'm' is not one of"):
         load_profile(write(tmp_path, "transport: {kind: local}\nmachine: m\n"))
     with pytest.raises(ProfileError, match=r"agent.sdk: a prebuilt agent is not built here"):
-        load_profile(write(tmp_path, "transport: {kind: ssh, host: b}\n"
-                                     "agent: {prebuilt: d, sdk: s}\n"))
+        load_profile(
+            write(tmp_path, "transport: {kind: ssh, host: b}\nagent: {prebuilt: d, sdk: s}\n")
+        )
 
 
 def test_a_profile_that_is_not_utf8_is_refused(tmp_path):
@@ -121,12 +130,18 @@ def test_prebuilt_path_is_relative_to_the_profile(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("transport: {kind: ssh, host: board}\nemulator: ssh-emu\n",
-         "transport.host: set by the ssh-emu"),
-        ("transport: {kind: adb, connect: 'h:1'}\nemulator: adb-emu\n",
-         "transport.connect: set by"),
-        ("transport: {kind: serial, baudrate: 9600}\nemulator: mcu-emu\n",
-         "transport.baudrate: the mcu-emu emulator sets the port itself"),
+        (
+            "transport: {kind: ssh, host: board}\nemulator: ssh-emu\n",
+            "transport.host: set by the ssh-emu",
+        ),
+        (
+            "transport: {kind: adb, connect: 'h:1'}\nemulator: adb-emu\n",
+            "transport.connect: set by",
+        ),
+        (
+            "transport: {kind: serial, baudrate: 9600}\nemulator: mcu-emu\n",
+            "transport.baudrate: the mcu-emu emulator sets the port itself",
+        ),
     ],
 )
 def test_emulated_profiles_refuse_fields_the_emulator_sets(tmp_path, text, expected):

@@ -19,8 +19,11 @@ def harness_imports(path: Path) -> list[tuple[int, str, str | None]]:
             if node.module == "harness" or node.module.startswith("harness."):
                 found += [(node.lineno, node.module, alias.name) for alias in node.names]
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name, None) for a in node.names
-                      if a.name == "harness" or a.name.startswith("harness.")]
+            found += [
+                (node.lineno, a.name, None)
+                for a in node.names
+                if a.name == "harness" or a.name.startswith("harness.")
+            ]
     return found
 
 
@@ -44,8 +47,10 @@ def test_every_exported_name_exists():
 
 def test_the_check_finds_an_import_of_an_internal_module(tmp_path):
     suite = tmp_path / "test_x.py"
-    suite.write_text("from harness.data.messages import Request\nimport harness.codec.wire\n"
-                     "from harness.check import Verdict\n")
+    suite.write_text(
+        "from harness.data.messages import Request\nimport harness.codec.wire\n"
+        "from harness.check import Verdict\n"
+    )
     assert harness_imports(suite) == [
         (1, "harness.data.messages", "Request"),
         (2, "harness.codec.wire", None),

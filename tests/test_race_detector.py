@@ -79,8 +79,9 @@ def test_profile_picks_a_detector_from_the_fixed_set(detector: str) -> None:
     ],
     ids=["command", "list", "ssh", "emulated", "tsan-prebuilt"],
 )  # fmt: skip
-def test_profile_refuses_other_detectors_and_devices(profile: dict, says: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_profile_refuses_other_detectors_and_devices(
+    profile: dict, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(TRUSTED_PROFILES_ENV, "devices/x.yaml")  # prebuilt is a trusted field
     with pytest.raises(ProfileError) as raised:
         parse_profile(profile, Path("devices/x.yaml"))
@@ -137,8 +138,9 @@ def test_valgrind_xml_reports_are_read_and_an_unfinished_error_waits() -> None:
     assert "xnn_init (init.c:7)" in report.text and "conflicts with" in report.text
 
 
-def _race_log(tmp_path: Path, detector: RaceDetector, files: dict[str, str],
-              suppressions: str | None = None) -> RaceLog:
+def _race_log(
+    tmp_path: Path, detector: RaceDetector, files: dict[str, str], suppressions: str | None = None
+) -> RaceLog:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     rules = ()
@@ -172,8 +174,7 @@ suppressions:
 
 
 def test_a_suppression_explains_a_matching_report_and_says_why(tmp_path: Path) -> None:
-    log = _race_log(tmp_path, RaceDetector.HELGRIND, {"helgrind.7.xml": VALGRIND_XML},
-                    SUPPRESSIONS)
+    log = _race_log(tmp_path, RaceDetector.HELGRIND, {"helgrind.7.xml": VALGRIND_XML}, SUPPRESSIONS)
     check = log.take()
     (finding,) = check.findings
     assert finding.suppressed_by is not None and finding.suppressed_by.id == "xnnpack-init"
@@ -194,14 +195,26 @@ def test_a_suppression_explains_a_matching_report_and_says_why(tmp_path: Path) -
         ("  - {id: a, tools: [memcheck], function: f, why: w}", "suppressions[0].tools:"),
         ("  - {id: a, tools: [tsan], why: w}", "give 'function' or 'object'"),
         ("  - {id: a, tools: [tsan], function: f, why: w, run: x}", "suppressions[0].run: unknown"),
-        ("  - {id: a, tools: [tsan], function: '*', why: w}",
-         "suppressions[0].function: '.' matches any access"),
-        ("  - {id: a, tools: [drd], function: '**', object: '?*', why: w, via: f}",
-         "suppressions[0].function: '..' matches any access, so the entry would explain every"),
+        (
+            "  - {id: a, tools: [tsan], function: '*', why: w}",
+            "suppressions[0].function: '.' matches any access",
+        ),
+        (
+            "  - {id: a, tools: [drd], function: '**', object: '?*', why: w, via: f}",
+            "suppressions[0].function: '..' matches any access, so the entry would explain every",
+        ),
         ("  - {id: a, tools: [tsan], object: '*', why: w}", "suppressions[0].object: '.' matches"),
     ],
-    ids=["no-why", "blank-why", "tool", "no-pattern", "unknown-field", "function-any",
-         "both-any", "object-any"],
+    ids=[
+        "no-why",
+        "blank-why",
+        "tool",
+        "no-pattern",
+        "unknown-field",
+        "function-any",
+        "both-any",
+        "object-any",
+    ],
 )
 def test_suppression_entries_must_say_why_and_what(tmp_path: Path, entry: str, says: str) -> None:
     path = tmp_path / "s.yaml"
@@ -301,8 +314,7 @@ class DetectorRun:
         return result
 
 
-def run_under(detector: str, base: Path, shim: Path | None,
-              path: str | None = None) -> DetectorRun:
+def run_under(detector: str, base: Path, shim: Path | None, path: str | None = None) -> DetectorRun:
     """suites/test_load_paths.py's selected tests on a host profile under ``detector``."""
     work = base / f"{detector}-{'racy' if shim else 'clean'}{'-nopath' if path else ''}"
     work.mkdir()
@@ -328,8 +340,11 @@ def run_under(detector: str, base: Path, shim: Path | None,
     return DetectorRun(results, results_dir, done.stdout[-6000:] + done.stderr[-2000:])
 
 
-_HEADLINE = {"tsan": "WARNING: ThreadSanitizer: data race", "helgrind": "Possible data race",
-             "drd": "Conflicting"}
+_HEADLINE = {
+    "tsan": "WARNING: ThreadSanitizer: data race",
+    "helgrind": "Possible data race",
+    "drd": "Conflicting",
+}
 
 
 @pytest.mark.parametrize("detector", [d.value for d in RaceDetector])

@@ -32,8 +32,11 @@ def test_lock_pins_1_5_1_first_and_1_5_0_each_for_both_wheels() -> None:
         block = text.split(f"executorch=={version} \\\n", 1)[1].split("executorch==", 1)[0]
         assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", block)) == len(sdk.WHEEL_PLATFORMS)
     assert sdk_dir("x86_64", "1.5.0") != sdk_dir("x86_64", "1.5.1")
-    with pytest.raises(VersionNotLocked, match=r"no executorch 1\.4\.9 wheel is pinned .* "
-                                               r"\(pinned: 1\.5\.1, 1\.5\.0\)"):
+    with pytest.raises(
+        VersionNotLocked,
+        match=r"no executorch 1\.4\.9 wheel is pinned .* "
+        r"\(pinned: 1\.5\.1, 1\.5\.0\)",
+    ):
         ensure_sdk("x86_64", "1.4.9")
 
 

@@ -36,8 +36,9 @@ def lay_out_prefix(prefix: Path, version: str = "1.5.0") -> Path:
     for config_dir in ("lib/cmake/ExecuTorch", "share/cmake"):
         shutil.copytree(wheel.cmake_dir, prefix / config_dir)
         version_file = prefix / config_dir / "executorch-config-version.cmake"
-        text = version_file.read_text().replace('PACKAGE_VERSION "1.5.1"',
-                                                f'PACKAGE_VERSION "{version}"')
+        text = version_file.read_text().replace(
+            'PACKAGE_VERSION "1.5.1"', f'PACKAGE_VERSION "{version}"'
+        )
         version_file.write_text(text)
     return prefix
 
@@ -67,8 +68,11 @@ def test_agent_builds_against_an_install_prefix_and_runs(tmp_path, monkeypatch) 
     assert build.sdk.cmake_dir == prefix.resolve() / "lib/cmake/ExecuTorch"
     shipped = {p.name: sha256(p) for p in build.libraries}
     assert shipped["libexecutorch.so"] == sha256(prefix / "lib" / "libexecutorch.so")
-    hello, load = request(build.binary, Request(Action.HELLO),
-                          Request.load(str(program), (XNNPACK_BACKEND,), OptionsMap()))
+    hello, load = request(
+        build.binary,
+        Request(Action.HELLO),
+        Request.load(str(program), (XNNPACK_BACKEND,), OptionsMap()),
+    )
     assert hello.fact("runtime") == "executorch 1.5.0"  # the prefix's package, not the wheel
     assert [e.name for e in hello.entries] == ["QnnBackend", "OpenvinoBackend", XNNPACK_BACKEND]
     assert load.outcome is Outcome.OK, load.message
@@ -77,8 +81,11 @@ def test_agent_builds_against_an_install_prefix_and_runs(tmp_path, monkeypatch) 
 
 def test_prefix_below_1_5_0_is_refused_clearly(tmp_path) -> None:
     prefix = lay_out_prefix(tmp_path / "old", version="1.4.1")
-    with pytest.raises(SdkTooOld, match=r"executorch 1\.4\.1 has no C\+\+ SDK; the agent needs "
-                                        r"1\.5\.0 or later"):
+    with pytest.raises(
+        SdkTooOld,
+        match=r"executorch 1\.4\.1 has no C\+\+ SDK; the agent needs "
+        r"1\.5\.0 or later",
+    ):
         sdk_from_prefix(prefix)
 
 
@@ -110,8 +117,10 @@ def test_profile_field_agent_sdk_names_a_prefix_the_user_trusts(tmp_path, monkey
     monkeypatch.delenv(SDK_ENV, raising=False)
     monkeypatch.delenv(TRUSTED_ENV, raising=False)
     # Untrusted input may not make this machine run a package's CMake code.
-    with pytest.raises(ProfileError, match=f"agent.sdk: {mine} is not a trusted ExecuTorch "
-                                           f"prefix: .* add it to {TRUSTED_ENV}"):
+    with pytest.raises(
+        ProfileError,
+        match=f"agent.sdk: {mine} is not a trusted ExecuTorch prefix: .* add it to {TRUSTED_ENV}",
+    ):
         load_profile(str(profile))
     monkeypatch.setenv(TRUSTED_ENV, f"/elsewhere:{mine}")
     assert load_profile(str(profile)).agent.sdk == mine

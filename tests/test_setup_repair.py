@@ -27,8 +27,11 @@ def sdk_tree(root: Path, complete: bool) -> Path:
     """An SDK tree as a fetch extracts it: every part _is_complete looks for, or only some."""
     parts = ["lib/libexecutorch.so", "schema/program.fbs"]
     if complete:
-        parts += ["share/cmake/executorch-config.cmake", "data/bin/flatc",
-                  "backends/xnnpack/serialization/schema.fbs"]
+        parts += [
+            "share/cmake/executorch-config.cmake",
+            "data/bin/flatc",
+            "backends/xnnpack/serialization/schema.fbs",
+        ]
     for part in parts:
         (root / part).parent.mkdir(parents=True, exist_ok=True)
         (root / part).write_bytes(b"\x7fELF" if part.endswith(".so") else b"x")
@@ -68,8 +71,11 @@ def test_the_repair_removes_leftovers_keeps_complete_trees_and_fetches_in_progre
 
 def repository_copy(dest: Path) -> Path:
     """The tracked files of this checkout, as a fresh clone has them."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True)
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, files):
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -81,20 +87,30 @@ def repository_copy(dest: Path) -> Path:
 def test_setup_after_an_interrupted_run_repairs_the_venv_and_the_sdk_cache(tmp_path):
     repo = repository_copy(tmp_path / "repo")
     venv = repo / ".venv"
-    subprocess.run(["python3", "-m", "venv", "--without-pip", str(venv)],
-                   check=True)  # as left by a run killed before the venv's ensurepip
-    assert subprocess.run([venv / "bin/python", "-m", "pip", "--version"],
-                          capture_output=True).returncode != 0
+    subprocess.run(
+        ["python3", "-m", "venv", "--without-pip", str(venv)], check=True
+    )  # as left by a run killed before the venv's ensurepip
+    assert (
+        subprocess.run(
+            [venv / "bin/python", "-m", "pip", "--version"], capture_output=True
+        ).returncode
+        != 0
+    )
     cache = tmp_path / "cache"
     paths = interrupted_cache(cache)
     env = {**os.environ, "ET_HARNESS_CACHE": str(cache)}
-    done = subprocess.run(["bash", "ci/setup.sh"], cwd=repo, env=env, capture_output=True,
-                          text=True, timeout=1200)
+    done = subprocess.run(
+        ["bash", "ci/setup.sh"], cwd=repo, env=env, capture_output=True, text=True, timeout=1200
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert ".venv has no working pip (left by an interrupted run)" in done.stdout
     assert f"removed {paths['staging']}: left by an interrupted SDK fetch" in done.stdout
     assert f"removed {paths['half-extracted']}" in done.stdout
     assert not paths["staging"].exists() and not paths["half-extracted"].exists()
     assert paths["complete"].exists() and paths["older layout"].exists()
-    assert subprocess.run([venv / "bin/et-harness", "--help"], capture_output=True,
-                          timeout=60).returncode == 0
+    assert (
+        subprocess.run(
+            [venv / "bin/et-harness", "--help"], capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )

@@ -22,6 +22,7 @@ from harness.lifecycle.reap import OwnerRecord
 def _prerequisites() -> None:
     require("/usr/sbin/sshd", root=True)
 
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -39,6 +39,7 @@ from harness.transport.ssh import (
 def _prerequisites() -> None:
     require("/usr/sbin/sshd", root=True)
 
+
 HOSTILE_ARGS = [
     "",
     "two words",
@@ -326,8 +327,13 @@ def test_a_connection_closed_after_the_banner_says_why_it_failed(tmp_path: Path)
         thread = threading.Thread(target=banner_then_close, daemon=True)
         thread.start()
         transport = SshTransport(
-            SshSettings(host="127.0.0.1", port=port, user="nobody",
-                       known_hosts=tmp_path / "none", connect_timeout=5)
+            SshSettings(
+                host="127.0.0.1",
+                port=port,
+                user="nobody",
+                known_hosts=tmp_path / "none",
+                connect_timeout=5,
+            )
         )
         with pytest.raises(DeviceUnavailable) as lost:
             transport.connect()
@@ -509,9 +515,11 @@ def test_a_work_dir_another_user_of_the_board_could_change_is_refused(
     )
     try:
         shared.chmod(0o777)  # as another user of the board made it: not sticky
-        with pytest.raises(UnsafeDirectoryError,
-                           match=rf"^b.yaml: work_dir: {shared} is writable by group "
-                                 r"\(mode 0777\)"):
+        with pytest.raises(
+            UnsafeDirectoryError,
+            match=rf"^b.yaml: work_dir: {shared} is writable by group "
+            r"\(mode 0777\)",
+        ):
             transport.facts()
         shared.chmod(0o755)
         os.chown(shared, 65534, 65534)
@@ -539,8 +547,11 @@ def test_a_sticky_shared_directory_is_no_work_dir(board: SshEmulator) -> None:
         planted.mkdir()
         os.chown(planted, 65534, 65534)  # another user of the board was first
         planted.chmod(0o777)
-        with pytest.raises(UnsafeDirectoryError, match=rf"^b.yaml: work_dir: {shared} is "
-                           r"writable by group \(mode 1777\), and the harness fills it"):
+        with pytest.raises(
+            UnsafeDirectoryError,
+            match=rf"^b.yaml: work_dir: {shared} is "
+            r"writable by group \(mode 1777\), and the harness fills it",
+        ):
             transport.facts()  # the device's paths (and so every push) come from facts()
     finally:
         transport.close()

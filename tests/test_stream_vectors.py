@@ -222,8 +222,13 @@ def random_stream(rng: random.Random) -> bytes:
         hello[: rng.randrange(1, len(hello))],
         b"ETBO"[: rng.randrange(1, 5)],
         bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))),
-        header(version=rng.choice((1, 2)), msg_type=rng.randrange(4), flags=rng.choice((0, 1)),
-               length=rng.choice((0, 20, 21, 25, 60, wire.MAX_MESSAGE + 1)), seq=rng.randrange(9)),
+        header(
+            version=rng.choice((1, 2)),
+            msg_type=rng.randrange(4),
+            flags=rng.choice((0, 1)),
+            length=rng.choice((0, 20, 21, 25, 60, wire.MAX_MESSAGE + 1)),
+            seq=rng.randrange(9),
+        ),
     ]
     return b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 25)))
 

@@ -33,13 +33,17 @@ def _write(tmp_path: Path, body: str, agent: str) -> Path:
 
 
 @pytest.mark.parametrize("device", THIS_MACHINE)
-@pytest.mark.parametrize("agent, field", [
-    ("{wrapper: [sh, -c, 'id > /tmp/x; exec \"$0\"']}", "agent.wrapper"),
-    ("{env: {LD_PRELOAD: /tmp/evil.so}}", "agent.env"),
-    ("{prebuilt: dist}", "agent.prebuilt"),
-])
-def test_untrusted_profiles_for_this_machine_may_not_run_things(tmp_path, monkeypatch, device,
-                                                               agent, field):
+@pytest.mark.parametrize(
+    "agent, field",
+    [
+        ("{wrapper: [sh, -c, 'id > /tmp/x; exec \"$0\"']}", "agent.wrapper"),
+        ("{env: {LD_PRELOAD: /tmp/evil.so}}", "agent.env"),
+        ("{prebuilt: dist}", "agent.prebuilt"),
+    ],
+)
+def test_untrusted_profiles_for_this_machine_may_not_run_things(
+    tmp_path, monkeypatch, device, agent, field
+):
     monkeypatch.delenv(TRUSTED_PROFILES_ENV, raising=False)
     path = _write(tmp_path, THIS_MACHINE[device], agent)
     with pytest.raises(ProfileError) as refused:
@@ -81,8 +85,13 @@ def test_devices_listing_names_the_untrusted_field_and_nothing_runs(tmp_path):
     marker = tmp_path / "ran"
     path = _write(tmp_path, THIS_MACHINE["ssh-emu"], f"{{wrapper: [touch, '{marker}']}}")
     env = {k: v for k, v in os.environ.items() if k != TRUSTED_PROFILES_ENV}
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "doctor", "--device", str(path)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "doctor", "--device", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     print(done.stdout, done.stderr)
     assert done.returncode != 0
     assert f"{path}: agent.wrapper: this device is this machine" in done.stdout + done.stderr

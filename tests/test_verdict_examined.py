@@ -73,12 +73,22 @@ def test_forgotten_verdicts_fail_naming_their_call_and_the_rest_pass(
     monkeypatch.setenv("ET_HARNESS_CACHE", str(CACHE))
     pytester.makepyfile(test_cases=CASES)
     result = pytester.runpytest_subprocess(
-        "--device", "host", "--devices-dir", str(devices), "-p", "no:cacheprovider",
-        "--results-dir", str(pytester.path / "results"), timeout=300,
+        "--device",
+        "host",
+        "--devices-dir",
+        str(devices),
+        "-p",
+        "no:cacheprovider",
+        "--results-dir",
+        str(pytester.path / "results"),
+        timeout=300,
     )
     result.assert_outcomes(passed=4, failed=2)
-    failed = {line.split("::")[1].split()[0] for line in result.outlines
-              if line.startswith("FAILED test_cases.py::")}
+    failed = {
+        line.split("::")[1].split()[0]
+        for line in result.outlines
+        if line.startswith("FAILED test_cases.py::")
+    }
     assert failed == {"test_forgets_the_verdict[host]", "test_forgets_through_a_helper[host]"}
     text = result.stdout.str()
     forgotten, helper = line_of("FORGOTTEN"), line_of("HELPER")
@@ -87,8 +97,11 @@ def test_forgotten_verdicts_fail_naming_their_call_and_the_rest_pass(
     # One per failing test, in its failure's E lines (the short summary, which pytest
     # truncates to the terminal's width unless CI is set, is not counted): exact
     # verdicts, the helper's first included, are not named.
-    named = [line for line in result.outlines
-             if line.startswith("E ") and "returned a verdict with differences" in line]
+    named = [
+        line
+        for line in result.outlines
+        if line.startswith("E ") and "returned a verdict with differences" in line
+    ]
     assert len(named) == 2, named
     assert "VerdictNotExamined" in text and "ignore_differences()" in text
     assert "XnnpackBackend" in text  # the summary says what differs

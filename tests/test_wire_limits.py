@@ -33,15 +33,23 @@ def one(option: Option, backend: str = "P") -> tuple[BackendOptions, ...]:
 # name -> (map parts for a size, the limit, the first size over it, code past it); the
 # "below" size is limit - 1, the "above" one limit + 1 (for lower limits, mirrored).
 UPPER = {
-    "string-bytes": (lambda n: one(Option("s", "x" * n)), MAX_STRING_BYTES,
-                     WireErrorCode.STRING_LENGTH),
-    "string-bytes-utf8": (lambda n: one(Option("s", "é" * (n // 2) + "x" * (n % 2))),
-                          MAX_STRING_BYTES, WireErrorCode.STRING_LENGTH),
+    "string-bytes": (
+        lambda n: one(Option("s", "x" * n)),
+        MAX_STRING_BYTES,
+        WireErrorCode.STRING_LENGTH,
+    ),
+    "string-bytes-utf8": (
+        lambda n: one(Option("s", "é" * (n // 2) + "x" * (n % 2))),
+        MAX_STRING_BYTES,
+        WireErrorCode.STRING_LENGTH,
+    ),
     "key-bytes": (lambda n: one(Option("k" * n, 1)), MAX_KEY_BYTES, WireErrorCode.KEY_LENGTH),
     "id-bytes": (lambda n: one(Option("k", 1), "P" * n), MAX_ID_BYTES, WireErrorCode.ID_LENGTH),
     "options-per-backend": (
         lambda n: (BackendOptions("P", tuple(Option(f"k{i}", i) for i in range(n))),),
-        MAX_OPTIONS_PER_BACKEND, WireErrorCode.TOO_MANY_OPTIONS),
+        MAX_OPTIONS_PER_BACKEND,
+        WireErrorCode.TOO_MANY_OPTIONS,
+    ),
     "int-max": (lambda n: one(Option("i", n)), INT32_MAX, WireErrorCode.INT_RANGE),
 }
 LOWER = {
@@ -55,8 +63,12 @@ def round_trip(parts: tuple[BackendOptions, ...], action: Action = Action.SET) -
     return wire.decode_request(wire.encode_request(Request(action, sent))).options
 
 
-def refused_by_the_decoder(parts: tuple[BackendOptions, ...], action: Action = Action.SET,
-                           program: str = "", delegates: tuple[str, ...] = ()) -> WireErrorCode:
+def refused_by_the_decoder(
+    parts: tuple[BackendOptions, ...],
+    action: Action = Action.SET,
+    program: str = "",
+    delegates: tuple[str, ...] = (),
+) -> WireErrorCode:
     frame = wire.encode_request(Request(action, OptionsMap.unchecked(parts), program, delegates))
     with pytest.raises(WireError) as refused:
         wire.decode_request(frame)

@@ -25,8 +25,13 @@ def zizmor() -> str:
 
 
 def audit(*paths: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([zizmor(), "--offline", "--no-progress", *map(str, paths)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [zizmor(), "--offline", "--no-progress", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_pull_request_workflow_runs_readmes_test_command_in_debian_12():

@@ -40,12 +40,15 @@ def decode(data: bytes, schema: Path, tmp_path: Path, name: str) -> dict:
 
 def test_program_calls_the_probes_then_xnnpack_on_planned_tensors(tmp_path: Path) -> None:
     sdk = ensure_sdk(host_abi())
-    program = decode(xnnpack_program(("ProbeA",)).read_bytes(), sdk.schema / "program.fbs",
-                     tmp_path, "program")
+    program = decode(
+        xnnpack_program(("ProbeA",)).read_bytes(), sdk.schema / "program.fbs", tmp_path, "program"
+    )
     (plan,) = program["execution_plan"]
     assert [d["id"] for d in plan["delegates"]] == ["ProbeA", XNNPACK_BACKEND]
-    calls = [(i["instr_args"]["delegate_index"], i["instr_args"]["args"])
-             for i in plan["chains"][0]["instructions"]]
+    calls = [
+        (i["instr_args"]["delegate_index"], i["instr_args"]["args"])
+        for i in plan["chains"][0]["instructions"]
+    ]
     assert calls == [(0, [0]), (1, [0, 1])]
     assert (plan["inputs"], plan["outputs"]) == ([0], [1])
     tensors = [v["val"] for v in plan["values"]]
@@ -57,8 +60,9 @@ def test_program_calls_the_probes_then_xnnpack_on_planned_tensors(tmp_path: Path
 
 def test_blob_has_xnnpacks_header_graph_and_constants(tmp_path: Path) -> None:
     sdk = ensure_sdk(host_abi())
-    program = decode(xnnpack_program().read_bytes(), sdk.schema / "program.fbs",
-                     tmp_path, "program")
+    program = decode(
+        xnnpack_program().read_bytes(), sdk.schema / "program.fbs", tmp_path, "program"
+    )
     blob = bytes(program["backend_delegate_data"][0]["data"])
     assert blob[:4] == b"\0\0\0\0" and blob[4:8] == b"XH00"
     (length,) = struct.unpack_from("<H", blob, 8)
@@ -67,14 +71,14 @@ def test_blob_has_xnnpacks_header_graph_and_constants(tmp_path: Path) -> None:
     assert (length, fb_offset) == (30, 32)
     assert constants_offset == fb_offset + -(-fb_size // 16) * 16
     assert constants_size == len(blob) - constants_offset == 4 * (16 + 4)
-    flatbuffer = blob[fb_offset:fb_offset + fb_size]
+    flatbuffer = blob[fb_offset : fb_offset + fb_size]
     assert flatbuffer[4:8] == b"XN01"  # schema.fbs's file_identifier
     graph = decode(flatbuffer, sdk.xnnpack_schema, tmp_path, "graph")
     (node,) = graph["xnodes"]
     assert node["xnode_union_type"] == "XNNFullyConnected"
-    assert {k: node["xnode_union"][k] for k in ("input1_id", "filter_id", "bias_id",
-                                                "output_id")} == {
-        "input1_id": 0, "filter_id": 1, "bias_id": 2, "output_id": 3}
+    assert {
+        k: node["xnode_union"][k] for k in ("input1_id", "filter_id", "bias_id", "output_id")
+    } == {"input1_id": 0, "filter_id": 1, "bias_id": 2, "output_id": 3}
     flags = [v["xvalue_union"]["flags"] for v in graph["xvalues"]]
     assert flags == [1, 0, 0, 2]  # external input, constants, external output
     assert (graph["input_ids"], graph["output_ids"], graph["num_externs"]) == ([0], [3], 2)

@@ -52,22 +52,22 @@ enum class Fault {
   LeakSpecsIntoGetOption,   // get_option: reads back the last init's runtime specs
   SetOptionDropsLast,       // set_option: the last option of a call is not delivered
   // Several models (the seam between loads, models and threads):
-  StickySpecs,              // init: a backend's last specs reach a later init given none
-  GlobalLeaksIntoSpecs,     // init: options set by set_option fill in keys the specs lack
-  ThreadGetsOtherMap,       // Program::load_method on a loading thread: the previous thread's map
-  RacingInitSpecs,          // init on a loading thread: the specs of the last other thread's init
+  StickySpecs,           // init: a backend's last specs reach a later init given none
+  GlobalLeaksIntoSpecs,  // init: options set by set_option fill in keys the specs lack
+  ThreadGetsOtherMap,    // Program::load_method on a loading thread: the previous thread's map
+  RacingInitSpecs,       // init on a loading thread: the specs of the last other thread's init
   // Real backends (registered names ending in "Backend": XnnpackBackend, QnnBackend,
   // OpenvinoBackend), whose calls only the agent's records show:
-  RealInitWithoutSpecs,     // init: a real backend gets no runtime specs
+  RealInitWithoutSpecs,  // init: a real backend gets no runtime specs
   // ... faults a real backend accepts silently (it loads and computes the same):
-  RealValueChanged,         // init: an int spec 0..2 arrives as the next valid one ((v + 1) % 3)
-  RealExtraKey,             // init: one more spec (num_threads = 1) after the real ones
-  RealPartialList,          // init: of two or more specs, the last is not delivered
-  RealReordered,            // init: two or more specs arrive reversed
-  RealOtherModelsSpecs,     // init: the specs the backend's previous, different init got
-  RealSetOptionSwallowed,   // set_option: a real backend is not called, Ok is returned
-  RealGetOptionIgnored,     // get_option: a real backend is not called, values untouched
-  RealGetValueChanged,      // get_option: every int OpenvinoBackend left arrives increased by 1
+  RealValueChanged,        // init: an int spec 0..2 arrives as the next valid one ((v + 1) % 3)
+  RealExtraKey,            // init: one more spec (num_threads = 1) after the real ones
+  RealPartialList,         // init: of two or more specs, the last is not delivered
+  RealReordered,           // init: two or more specs arrive reversed
+  RealOtherModelsSpecs,    // init: the specs the backend's previous, different init got
+  RealSetOptionSwallowed,  // set_option: a real backend is not called, Ok is returned
+  RealGetOptionIgnored,    // get_option: a real backend is not called, values untouched
+  RealGetValueChanged,     // get_option: every int OpenvinoBackend left arrives increased by 1
 };
 
 struct FaultName {
@@ -195,9 +195,7 @@ MapCopy& keep(std::unique_ptr<MapCopy> copy) {
 // The shim is preloaded, so its static initialisers run on the main thread.
 const std::thread::id g_main_thread = std::this_thread::get_id();
 
-bool on_loading_thread() {
-  return std::this_thread::get_id() != g_main_thread;
-}
+bool on_loading_thread() { return std::this_thread::get_id() != g_main_thread; }
 
 // Specs handed to a backend in place of the ones the runtime gave: kept for the
 // process's life, as a backend may hold on to them.
@@ -234,8 +232,8 @@ void rewrite(et::BackendOption& option, Fault fault) {
 
 bool same_options(const std::vector<et::BackendOption>& a, et::Span<const et::BackendOption> b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
-    return same_key(x, y) && x.value == y.value;
-  });
+           return same_key(x, y) && x.value == y.value;
+         });
 }
 
 // Inits per backend name since the current Program::load_method began on this thread
@@ -260,7 +258,7 @@ class ProxyBackend final : public et::BackendInterface {
   bool is_available() const override { return real_->is_available(); }
 
   et::Result<et::DelegateHandle*> init(et::BackendInitContext& context, et::FreeableBuffer* processed,
-      et::ArrayRef<et::CompileSpec> compile_specs) const override {
+                                       et::ArrayRef<et::CompileSpec> compile_specs) const override {
     const Fault fault = active();
     const et::Span<const et::BackendOption> specs = context.runtime_specs();
     std::vector<et::BackendOption> handed(specs.begin(), specs.end());
@@ -302,12 +300,12 @@ class ProxyBackend final : public et::BackendInterface {
       return real_->init(context, processed, compile_specs);
     }
     et::BackendInitContext changed(context.get_runtime_allocator(), context.event_tracer(), context.get_method_name(),
-        context.get_named_data_map(), kept_specs(std::move(handed)));
+                                   context.get_named_data_map(), kept_specs(std::move(handed)));
     return real_->init(changed, processed, compile_specs);
   }
 
   et::Error execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
-      et::Span<et::EValue*> args) const override {
+                    et::Span<et::EValue*> args) const override {
     return real_->execute(context, handle, args);
   }
 
@@ -354,7 +352,8 @@ class ProxyBackend final : public et::BackendInterface {
     if (active() == Fault::GlobalLeaksIntoSpecs && error == et::Error::Ok) {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const et::BackendOption& option : options) {
-        auto held = std::find_if(global_.begin(), global_.end(), [&](const et::BackendOption& o) { return same_key(o, option); });
+        auto held = std::find_if(global_.begin(), global_.end(),
+                                 [&](const et::BackendOption& o) { return same_key(o, option); });
         if (held != global_.end()) {
           held->value = option.value;
         } else {
@@ -415,9 +414,7 @@ class ProxyBackend final : public et::BackendInterface {
 enum Counter { kProgramLoadMethod, kModuleLoad, kModuleLoadMethod, kGetBackendClass, kCounters };
 std::atomic<unsigned> g_calls[kCounters];
 
-void count(Counter which) {
-  g_calls[which].fetch_add(1, std::memory_order_relaxed);
-}
+void count(Counter which) { g_calls[which].fetch_add(1, std::memory_order_relaxed); }
 
 __attribute__((destructor)) void write_counts() {
   const char* log = std::getenv("ETB_FAULT_SHIM_LOG");
@@ -426,8 +423,8 @@ __attribute__((destructor)) void write_counts() {
   }
   if (FILE* out = std::fopen(log, "a")) {
     std::fprintf(out, "fault=%s program_load_method=%u module_load=%u module_load_method=%u get_backend_class=%u\n",
-        std::getenv("ETB_FAULT") ? std::getenv("ETB_FAULT") : "none", g_calls[kProgramLoadMethod].load(),
-        g_calls[kModuleLoad].load(), g_calls[kModuleLoadMethod].load(), g_calls[kGetBackendClass].load());
+                 std::getenv("ETB_FAULT") ? std::getenv("ETB_FAULT") : "none", g_calls[kProgramLoadMethod].load(),
+                 g_calls[kModuleLoad].load(), g_calls[kModuleLoadMethod].load(), g_calls[kGetBackendClass].load());
     std::fclose(out);
   }
 }
@@ -464,11 +461,11 @@ BackendInterface* get_backend_class(const char* name) {
   return found->second.get();
 }
 
-Result<Method> Program::load_method(const char* method_name, MemoryManager* memory_manager,
-    EventTracer* event_tracer, const NamedDataMap* named_data_map, const LoadBackendOptionsMap* backend_options,
-    Span<const Kernel> kernels) const {
+Result<Method> Program::load_method(const char* method_name, MemoryManager* memory_manager, EventTracer* event_tracer,
+                                    const NamedDataMap* named_data_map, const LoadBackendOptionsMap* backend_options,
+                                    Span<const Kernel> kernels) const {
   using Real = Result<Method> (*)(const Program*, const char*, MemoryManager*, EventTracer*, const NamedDataMap*,
-      const LoadBackendOptionsMap*, Span<const Kernel>);
+                                  const LoadBackendOptionsMap*, Span<const Kernel>);
   static const Real real = next_definition<Real>(
       "_ZNK10executorch7runtime7Program11load_methodEPKcPNS0_13MemoryManagerEPNS0_11EventTracerEPKNS0_"
       "12NamedDataMapEPKNS0_21LoadBackendOptionsMapENS0_4SpanIKNS0_6KernelEEE");
@@ -556,13 +553,16 @@ runtime::Error Module::load(const LoadBackendOptionsMap& backend_options, const 
 }
 
 runtime::Error Module::load_method(const std::string& method_name, runtime::HierarchicalAllocator* planned_memory,
-    torch::executor::EventTracer* event_tracer, const LoadBackendOptionsMap* backend_options,
-    std::vector<runtime::Kernel> kernel_registry) {
-  using Real = runtime::Error (*)(Module*, const std::string&, runtime::HierarchicalAllocator*,
-      torch::executor::EventTracer*, const LoadBackendOptionsMap*, std::vector<runtime::Kernel>);
+                                   torch::executor::EventTracer* event_tracer,
+                                   const LoadBackendOptionsMap* backend_options,
+                                   std::vector<runtime::Kernel> kernel_registry) {
+  using Real =
+      runtime::Error (*)(Module*, const std::string&, runtime::HierarchicalAllocator*, torch::executor::EventTracer*,
+                         const LoadBackendOptionsMap*, std::vector<runtime::Kernel>);
   static const Real real = next_definition<Real>(
       "_ZN10executorch9extension6module6Module11load_methodERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEPNS_"
-      "7runtime21HierarchicalAllocatorEPNSB_11EventTracerEPKNSB_21LoadBackendOptionsMapESt6vectorINSB_6KernelESaISK_EE");
+      "7runtime21HierarchicalAllocatorEPNSB_11EventTracerEPKNSB_21LoadBackendOptionsMapESt6vectorINSB_6KernelESaISK_"
+      "EE");
   count(kModuleLoadMethod);
   const Fault fault = active();
   const LoadBackendOptionsMap* options = backend_options;

@@ -36,11 +36,11 @@ __attribute__((noinline)) void bump_loads_seen() { loads_seen = loads_seen + 1; 
 
 namespace executorch::runtime {
 
-Result<Method> Program::load_method(const char* method_name, MemoryManager* memory_manager,
-    EventTracer* event_tracer, const NamedDataMap* named_data_map, const LoadBackendOptionsMap* backend_options,
-    Span<const Kernel> kernels) const {
+Result<Method> Program::load_method(const char* method_name, MemoryManager* memory_manager, EventTracer* event_tracer,
+                                    const NamedDataMap* named_data_map, const LoadBackendOptionsMap* backend_options,
+                                    Span<const Kernel> kernels) const {
   using Real = Result<Method> (*)(const Program*, const char*, MemoryManager*, EventTracer*, const NamedDataMap*,
-      const LoadBackendOptionsMap*, Span<const Kernel>);
+                                  const LoadBackendOptionsMap*, Span<const Kernel>);
   static const Real real = next_definition<Real>(
       "_ZNK10executorch7runtime7Program11load_methodEPKcPNS0_13MemoryManagerEPNS0_11EventTracerEPKNS0_"
       "12NamedDataMapEPKNS0_21LoadBackendOptionsMapENS0_4SpanIKNS0_6KernelEEE");

@@ -27,7 +27,7 @@ static void require(int condition) {
   }
 }
 
-static void check(const uint8_t *data, size_t size) {
+static void check(const uint8_t* data, size_t size) {
   size_t len = 0, short_len = 0;
   if (etb_decode_request(data, size, &request, pool, POOL_SIZE) == ETB_OK) {
     require(etb_encode_request(&request, encoded, sizeof encoded, &len) == ETB_OK);
@@ -43,9 +43,9 @@ static void check(const uint8_t *data, size_t size) {
   }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint32_t crc;
   check(data, size);
   if (size < ETB_MIN_MESSAGE || size > sizeof fixed) {

@@ -7,28 +7,25 @@
 
 /* Reads the body bytes buf[pos..end); end is length - 4. */
 typedef struct {
-  const uint8_t *buf;
+  const uint8_t* buf;
   size_t pos;
   size_t end;
 } reader_t;
 
 /* Hands out consecutive runs of the caller's option pool. */
 typedef struct {
-  etb_option_t *base;
+  etb_option_t* base;
   size_t cap;
   size_t used;
 } pool_t;
 
-static uint16_t get_u16(const uint8_t *p) {
-  return (uint16_t)(p[0] | (p[1] << 8));
+static uint16_t get_u16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static uint32_t get_u32(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static uint32_t get_u32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
-
-static etb_status_t take(reader_t *r, size_t n, const uint8_t **out) {
+static etb_status_t take(reader_t* r, size_t n, const uint8_t** out) {
   if (r->end - r->pos < n) {
     return ETB_ERR_TRUNCATED;
   }
@@ -37,30 +34,30 @@ static etb_status_t take(reader_t *r, size_t n, const uint8_t **out) {
   return ETB_OK;
 }
 
-static etb_status_t read_u8(reader_t *r, uint8_t *out) {
-  const uint8_t *p;
+static etb_status_t read_u8(reader_t* r, uint8_t* out) {
+  const uint8_t* p;
   ETBI_TRY(take(r, 1, &p));
   *out = p[0];
   return ETB_OK;
 }
 
-static etb_status_t read_u16(reader_t *r, uint16_t *out) {
-  const uint8_t *p;
+static etb_status_t read_u16(reader_t* r, uint16_t* out) {
+  const uint8_t* p;
   ETBI_TRY(take(r, 2, &p));
   *out = get_u16(p);
   return ETB_OK;
 }
 
-static etb_status_t read_u32(reader_t *r, uint32_t *out) {
-  const uint8_t *p;
+static etb_status_t read_u32(reader_t* r, uint32_t* out) {
+  const uint8_t* p;
   ETBI_TRY(take(r, 4, &p));
   *out = get_u32(p);
   return ETB_OK;
 }
 
 /* An i64 that must fit int32: its high word is the sign extension of the low word. */
-static etb_status_t read_int(reader_t *r, int32_t *out) {
-  const uint8_t *p;
+static etb_status_t read_int(reader_t* r, int32_t* out) {
+  const uint8_t* p;
   uint32_t low, high;
   ETBI_TRY(take(r, 8, &p));
   low = get_u32(p);
@@ -74,7 +71,7 @@ static etb_status_t read_int(reader_t *r, int32_t *out) {
 }
 
 /* The length prefix and the bytes; the caller checks the limits. */
-static etb_status_t read_str(reader_t *r, etb_str_t *out) {
+static etb_status_t read_str(reader_t* r, etb_str_t* out) {
   uint16_t len;
   ETBI_TRY(read_u16(r, &len));
   ETBI_TRY(take(r, len, &out->ptr));
@@ -82,7 +79,7 @@ static etb_status_t read_str(reader_t *r, etb_str_t *out) {
   return ETB_OK;
 }
 
-static etb_status_t pool_take(pool_t *pool, uint8_t count, etb_option_t **out) {
+static etb_status_t pool_take(pool_t* pool, uint8_t count, etb_option_t** out) {
   if (pool->cap - pool->used < count) {
     return ETB_ERR_CAPACITY;
   }
@@ -91,7 +88,7 @@ static etb_status_t pool_take(pool_t *pool, uint8_t count, etb_option_t **out) {
   return ETB_OK;
 }
 
-static etb_status_t read_option(reader_t *r, etb_option_t *opt) {
+static etb_status_t read_option(reader_t* r, etb_option_t* opt) {
   uint8_t byte;
   opt->b = false;
   opt->i = 0;
@@ -117,9 +114,8 @@ static etb_status_t read_option(reader_t *r, etb_option_t *opt) {
 }
 
 /* count options into a fresh run of the pool; unique_keys for requests. */
-static etb_status_t read_options(reader_t *r, pool_t *pool, uint8_t count,
-                                 bool unique_keys, const etb_option_t **out) {
-  etb_option_t *options;
+static etb_status_t read_options(reader_t* r, pool_t* pool, uint8_t count, bool unique_keys, const etb_option_t** out) {
+  etb_option_t* options;
   uint8_t i, j;
   ETBI_TRY(pool_take(pool, count, &options));
   *out = options;
@@ -136,20 +132,19 @@ static etb_status_t read_options(reader_t *r, pool_t *pool, uint8_t count,
   return ETB_OK;
 }
 
-static etb_status_t read_id(reader_t *r, etb_str_t *out) {
+static etb_status_t read_id(reader_t* r, etb_str_t* out) {
   ETBI_TRY(read_str(r, out));
   return etbi_check_str(*out, 1u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH);
 }
 
-static etb_status_t read_count(reader_t *r, uint8_t max, etb_status_t over_error,
-                               uint8_t *out) {
+static etb_status_t read_count(reader_t* r, uint8_t max, etb_status_t over_error, uint8_t* out) {
   ETBI_TRY(read_u8(r, out));
   return etbi_check_count(*out, max, over_error);
 }
 
 /* Steps 1-3; expected_type 0 accepts both types. Fills *out once 16 bytes exist. */
-static etb_status_t check_header(const uint8_t *buf, size_t len, size_t max_message,
-                                 uint8_t expected_type, etb_header_t *out) {
+static etb_status_t check_header(const uint8_t* buf, size_t len, size_t max_message, uint8_t expected_type,
+                                 etb_header_t* out) {
   size_t i;
   if (len < ETB_HEADER_SIZE) {
     return ETB_ERR_TRUNCATED;
@@ -183,14 +178,13 @@ static etb_status_t check_header(const uint8_t *buf, size_t len, size_t max_mess
   return ETB_OK;
 }
 
-etb_status_t etb_peek_header(const uint8_t *buf, size_t len, size_t max_message,
-                             uint8_t expected_type, etb_header_t *out) {
+etb_status_t etb_peek_header(const uint8_t* buf, size_t len, size_t max_message, uint8_t expected_type,
+                             etb_header_t* out) {
   return check_header(buf, len, max_message, expected_type, out);
 }
 
 /* Steps 1-5; on success *r reads the body. */
-static etb_status_t open_message(const uint8_t *buf, size_t len, uint8_t type,
-                                 uint32_t *seq, reader_t *r) {
+static etb_status_t open_message(const uint8_t* buf, size_t len, uint8_t type, uint32_t* seq, reader_t* r) {
   etb_header_t h;
   etb_status_t status = check_header(buf, len, 0u, type, &h);
   if (len >= ETB_HEADER_SIZE) {
@@ -213,11 +207,11 @@ static etb_status_t open_message(const uint8_t *buf, size_t len, uint8_t type,
 }
 
 /* count backends (ids unique within the list) and their options. */
-static etb_status_t read_backends(reader_t *r, pool_t *pool, uint8_t count,
-                                  uint8_t max_options, etb_backend_t *backends) {
+static etb_status_t read_backends(reader_t* r, pool_t* pool, uint8_t count, uint8_t max_options,
+                                  etb_backend_t* backends) {
   uint8_t i, j;
   for (i = 0; i < count; i++) {
-    etb_backend_t *backend = &backends[i];
+    etb_backend_t* backend = &backends[i];
     ETBI_TRY(read_id(r, &backend->id));
     for (j = 0; j < i; j++) {
       if (etbi_str_equal(backends[j].id, backend->id)) {
@@ -231,8 +225,7 @@ static etb_status_t read_backends(reader_t *r, pool_t *pool, uint8_t count,
 }
 
 /* allowed_flags: the request's own load fields KEEP|CONCURRENT, a further model none. */
-static etb_status_t read_load_fields(reader_t *r, etb_load_t *load, pool_t *pool,
-                                     uint8_t allowed_flags) {
+static etb_status_t read_load_fields(reader_t* r, etb_load_t* load, pool_t* pool, uint8_t allowed_flags) {
   ETBI_TRY(read_u8(r, &load->path));
   if (load->path > ETB_LOAD_MODULE_BOTH) {
     return ETB_ERR_LOAD_PATH;
@@ -243,30 +236,25 @@ static etb_status_t read_load_fields(reader_t *r, etb_load_t *load, pool_t *pool
   }
   ETBI_TRY(read_str(r, &load->method));
   ETBI_TRY(etbi_check_str(load->method, 0u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH));
-  ETBI_TRY(read_count(r, etbi_max_method_backends(load->path), ETB_ERR_TOO_MANY_BACKENDS,
-                      &load->method_backend_count));
-  return read_backends(r, pool, load->method_backend_count, (uint8_t)ETB_MAX_OPTIONS,
-                       load->method_backends);
+  ETBI_TRY(read_count(r, etbi_max_method_backends(load->path), ETB_ERR_TOO_MANY_BACKENDS, &load->method_backend_count));
+  return read_backends(r, pool, load->method_backend_count, (uint8_t)ETB_MAX_OPTIONS, load->method_backends);
 }
 
-static etb_status_t read_model(reader_t *r, etb_model_t *model, pool_t *pool) {
+static etb_status_t read_model(reader_t* r, etb_model_t* model, pool_t* pool) {
   uint8_t i;
   ETBI_TRY(read_str(r, &model->program));
   ETBI_TRY(etbi_check_program(ETB_ACTION_LOAD, model->program));
-  ETBI_TRY(read_count(r, etbi_max_delegates(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_DELEGATES,
-                      &model->delegate_count));
+  ETBI_TRY(read_count(r, etbi_max_delegates(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_DELEGATES, &model->delegate_count));
   for (i = 0; i < model->delegate_count; i++) {
     ETBI_TRY(read_id(r, &model->delegates[i]));
   }
-  ETBI_TRY(read_count(r, etbi_max_backends(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_BACKENDS,
-                      &model->backend_count));
-  ETBI_TRY(read_backends(r, pool, model->backend_count, etbi_max_options(ETB_ACTION_LOAD),
-                         model->backends));
+  ETBI_TRY(read_count(r, etbi_max_backends(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_BACKENDS, &model->backend_count));
+  ETBI_TRY(read_backends(r, pool, model->backend_count, etbi_max_options(ETB_ACTION_LOAD), model->backends));
   model->load.method_backend_count = 0;
   return read_load_fields(r, &model->load, pool, 0u);
 }
 
-static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *pool) {
+static etb_status_t read_request_body(reader_t* r, etb_request_t* out, pool_t* pool) {
   uint8_t i;
   ETBI_TRY(read_u8(r, &out->action));
   if (out->action < ETB_ACTION_LOAD || out->action > ETB_ACTION_REBOOT) {
@@ -274,29 +262,24 @@ static etb_status_t read_request_body(reader_t *r, etb_request_t *out, pool_t *p
   }
   ETBI_TRY(read_str(r, &out->program));
   ETBI_TRY(etbi_check_program(out->action, out->program));
-  ETBI_TRY(read_count(r, etbi_max_delegates(out->action), ETB_ERR_TOO_MANY_DELEGATES,
-                      &out->delegate_count));
+  ETBI_TRY(read_count(r, etbi_max_delegates(out->action), ETB_ERR_TOO_MANY_DELEGATES, &out->delegate_count));
   for (i = 0; i < out->delegate_count; i++) {
     ETBI_TRY(read_id(r, &out->delegates[i]));
   }
-  ETBI_TRY(read_count(r, etbi_max_backends(out->action), ETB_ERR_TOO_MANY_BACKENDS,
-                      &out->backend_count));
-  ETBI_TRY(read_backends(r, pool, out->backend_count, etbi_max_options(out->action),
-                         out->backends));
+  ETBI_TRY(read_count(r, etbi_max_backends(out->action), ETB_ERR_TOO_MANY_BACKENDS, &out->backend_count));
+  ETBI_TRY(read_backends(r, pool, out->backend_count, etbi_max_options(out->action), out->backends));
   if (out->action != ETB_ACTION_LOAD) {
     return ETB_OK;
   }
-  ETBI_TRY(read_load_fields(r, &out->load, pool,
-                            (uint8_t)(ETB_LOAD_FLAG_KEEP | ETB_LOAD_FLAG_CONCURRENT)));
-  ETBI_TRY(read_count(r, (uint8_t)(ETB_MAX_MODELS - 1u), ETB_ERR_TOO_MANY_MODELS,
-                      &out->model_count));
+  ETBI_TRY(read_load_fields(r, &out->load, pool, (uint8_t)(ETB_LOAD_FLAG_KEEP | ETB_LOAD_FLAG_CONCURRENT)));
+  ETBI_TRY(read_count(r, (uint8_t)(ETB_MAX_MODELS - 1u), ETB_ERR_TOO_MANY_MODELS, &out->model_count));
   for (i = 0; i < out->model_count; i++) {
     ETBI_TRY(read_model(r, &out->models[i], pool));
   }
   return ETB_OK;
 }
 
-static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *pool) {
+static etb_status_t read_report_body(reader_t* r, etb_report_t* out, pool_t* pool) {
   uint8_t i;
   ETBI_TRY(read_u8(r, &out->action));
   if (!etbi_report_action_known(out->action)) {
@@ -311,10 +294,9 @@ static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *poo
   ETBI_TRY(etbi_check_str(out->message, 0u, (uint16_t)ETB_MAX_TEXT, ETB_ERR_TEXT_LENGTH));
   ETBI_TRY(read_count(r, (uint8_t)ETB_MAX_FACTS, ETB_ERR_TOO_MANY_OPTIONS, &out->fact_count));
   ETBI_TRY(read_options(r, pool, out->fact_count, false, &out->facts));
-  ETBI_TRY(read_count(r, (uint8_t)ETB_MAX_BACKENDS, ETB_ERR_TOO_MANY_BACKENDS,
-                      &out->entry_count));
+  ETBI_TRY(read_count(r, (uint8_t)ETB_MAX_BACKENDS, ETB_ERR_TOO_MANY_BACKENDS, &out->entry_count));
   for (i = 0; i < out->entry_count; i++) {
-    etb_entry_t *entry = &out->entries[i];
+    etb_entry_t* entry = &out->entries[i];
     ETBI_TRY(read_id(r, &entry->name));
     ETBI_TRY(read_u32(r, &entry->status));
     ETBI_TRY(read_u16(r, &entry->calls));
@@ -327,15 +309,14 @@ static etb_status_t read_report_body(reader_t *r, etb_report_t *out, pool_t *poo
     if (entry->model >= ETB_MAX_MODELS) {
       return ETB_ERR_TOO_MANY_MODELS;
     }
-    ETBI_TRY(read_count(r, (uint8_t)ETB_MAX_OPTIONS, ETB_ERR_TOO_MANY_OPTIONS,
-                        &entry->option_count));
+    ETBI_TRY(read_count(r, (uint8_t)ETB_MAX_OPTIONS, ETB_ERR_TOO_MANY_OPTIONS, &entry->option_count));
     ETBI_TRY(read_options(r, pool, entry->option_count, false, &entry->options));
   }
   return ETB_OK;
 }
 
-etb_status_t etb_decode_request(const uint8_t *buf, size_t len, etb_request_t *out,
-                                etb_option_t *pool, size_t pool_cap) {
+etb_status_t etb_decode_request(const uint8_t* buf, size_t len, etb_request_t* out, etb_option_t* pool,
+                                size_t pool_cap) {
   reader_t r;
   pool_t options = {NULL, 0, 0};
   options.base = pool;
@@ -354,7 +335,7 @@ etb_status_t etb_decode_request(const uint8_t *buf, size_t len, etb_request_t *o
   return r.pos == r.end ? ETB_OK : ETB_ERR_TRAILING;
 }
 
-etb_status_t etb_decode_upload(const uint8_t *buf, size_t len, etb_upload_t *out) {
+etb_status_t etb_decode_upload(const uint8_t* buf, size_t len, etb_upload_t* out) {
   reader_t r;
   out->seq = 0;
   out->offset = 0;
@@ -376,8 +357,7 @@ etb_status_t etb_decode_upload(const uint8_t *buf, size_t len, etb_upload_t *out
   return r.pos == r.end ? ETB_OK : ETB_ERR_TRAILING;
 }
 
-etb_status_t etb_decode_report(const uint8_t *buf, size_t len, etb_report_t *out,
-                               etb_option_t *pool, size_t pool_cap) {
+etb_status_t etb_decode_report(const uint8_t* buf, size_t len, etb_report_t* out, etb_option_t* pool, size_t pool_cap) {
   reader_t r;
   pool_t options = {NULL, 0, 0};
   options.base = pool;

@@ -12,29 +12,29 @@
 #endif
 
 typedef struct {
-  uint8_t *buf;
+  uint8_t* buf;
   size_t cap;
   size_t pos; /* may run past cap: then nothing more is stored */
 } writer_t;
 
-static void put_u8(writer_t *w, uint8_t v) {
+static void put_u8(writer_t* w, uint8_t v) {
   if (w->pos < w->cap) {
     w->buf[w->pos] = v;
   }
   w->pos++;
 }
 
-static void put_u16(writer_t *w, uint16_t v) {
+static void put_u16(writer_t* w, uint16_t v) {
   put_u8(w, (uint8_t)v);
   put_u8(w, (uint8_t)(v >> 8));
 }
 
-static void put_u32(writer_t *w, uint32_t v) {
+static void put_u32(writer_t* w, uint32_t v) {
   put_u16(w, (uint16_t)v);
   put_u16(w, (uint16_t)(v >> 16));
 }
 
-static void put_bytes(writer_t *w, const uint8_t *p, uint16_t n) {
+static void put_bytes(writer_t* w, const uint8_t* p, uint16_t n) {
   uint16_t i;
 #if __STDC_HOSTED__
   /* Hosted builds copy with memcpy; freestanding ones need no library function. */
@@ -50,12 +50,11 @@ static void put_bytes(writer_t *w, const uint8_t *p, uint16_t n) {
 }
 
 /* A NULL pointer with a nonzero count is an array too small for its count. */
-static etb_status_t check_view(const void *ptr, size_t count) {
+static etb_status_t check_view(const void* ptr, size_t count) {
   return (ptr == NULL && count != 0u) ? ETB_ERR_CAPACITY : ETB_OK;
 }
 
-static etb_status_t put_str(writer_t *w, etb_str_t s, uint16_t min, uint16_t max,
-                            etb_status_t length_error) {
+static etb_status_t put_str(writer_t* w, etb_str_t s, uint16_t min, uint16_t max, etb_status_t length_error) {
   ETBI_TRY(check_view(s.ptr, s.len));
   ETBI_TRY(etbi_check_str(s, min, max, length_error));
   put_u16(w, s.len);
@@ -63,19 +62,18 @@ static etb_status_t put_str(writer_t *w, etb_str_t s, uint16_t min, uint16_t max
   return ETB_OK;
 }
 
-static etb_status_t put_id(writer_t *w, etb_str_t id) {
+static etb_status_t put_id(writer_t* w, etb_str_t id) {
   return put_str(w, id, 1u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH);
 }
 
-static etb_status_t put_count(writer_t *w, uint8_t count, uint8_t max,
-                              etb_status_t over_error) {
+static etb_status_t put_count(writer_t* w, uint8_t count, uint8_t max, etb_status_t over_error) {
   ETBI_TRY(etbi_check_count(count, max, over_error));
   put_u8(w, count);
   return ETB_OK;
 }
 
 /* The tag and the value; the key is written by put_options. */
-static etb_status_t put_value(writer_t *w, const etb_option_t *opt) {
+static etb_status_t put_value(writer_t* w, const etb_option_t* opt) {
   uint32_t low;
   switch (opt->type) {
     case ETB_TYPE_BOOL:
@@ -96,8 +94,8 @@ static etb_status_t put_value(writer_t *w, const etb_option_t *opt) {
   }
 }
 
-static etb_status_t put_options(writer_t *w, const etb_option_t *options, uint8_t count,
-                                uint8_t max, bool unique_keys) {
+static etb_status_t put_options(writer_t* w, const etb_option_t* options, uint8_t count, uint8_t max,
+                                bool unique_keys) {
   uint8_t i, j;
   ETBI_TRY(put_count(w, count, max, ETB_ERR_TOO_MANY_OPTIONS));
   ETBI_TRY(check_view(options, count));
@@ -113,7 +111,7 @@ static etb_status_t put_options(writer_t *w, const etb_option_t *options, uint8_
   return ETB_OK;
 }
 
-static void put_header(writer_t *w, uint8_t type, uint32_t seq) {
+static void put_header(writer_t* w, uint8_t type, uint32_t seq) {
   put_bytes(w, etbi_magic, (uint16_t)sizeof etbi_magic);
   put_u8(w, (uint8_t)ETB_WIRE_VERSION);
   put_u8(w, type);
@@ -123,7 +121,7 @@ static void put_header(writer_t *w, uint8_t type, uint32_t seq) {
 }
 
 /* Patches the length and appends the CRC, or reports the size needed. */
-static etb_status_t finish(writer_t *w, size_t *out_len) {
+static etb_status_t finish(writer_t* w, size_t* out_len) {
   size_t body_end = w->pos;
   *out_len = body_end + ETB_CRC_SIZE;
   if (*out_len > w->cap) {
@@ -136,12 +134,12 @@ static etb_status_t finish(writer_t *w, size_t *out_len) {
   return ETB_OK;
 }
 
-static etb_status_t put_backends(writer_t *w, const etb_backend_t *backends, uint8_t count,
-                                 uint8_t max_count, uint8_t max_options) {
+static etb_status_t put_backends(writer_t* w, const etb_backend_t* backends, uint8_t count, uint8_t max_count,
+                                 uint8_t max_options) {
   uint8_t i, j;
   ETBI_TRY(put_count(w, count, max_count, ETB_ERR_TOO_MANY_BACKENDS));
   for (i = 0; i < count; i++) {
-    const etb_backend_t *backend = &backends[i];
+    const etb_backend_t* backend = &backends[i];
     ETBI_TRY(put_id(w, backend->id));
     for (j = 0; j < i; j++) {
       if (etbi_str_equal(backends[j].id, backend->id)) {
@@ -153,7 +151,7 @@ static etb_status_t put_backends(writer_t *w, const etb_backend_t *backends, uin
   return ETB_OK;
 }
 
-static etb_status_t put_load_fields(writer_t *w, const etb_load_t *load, uint8_t allowed_flags) {
+static etb_status_t put_load_fields(writer_t* w, const etb_load_t* load, uint8_t allowed_flags) {
   if (load->path > ETB_LOAD_MODULE_BOTH) {
     return ETB_ERR_LOAD_PATH;
   }
@@ -163,27 +161,26 @@ static etb_status_t put_load_fields(writer_t *w, const etb_load_t *load, uint8_t
   }
   put_u8(w, load->flags);
   ETBI_TRY(put_str(w, load->method, 0u, (uint16_t)ETB_MAX_ID, ETB_ERR_ID_LENGTH));
-  return put_backends(w, load->method_backends, load->method_backend_count,
-                      etbi_max_method_backends(load->path), (uint8_t)ETB_MAX_OPTIONS);
+  return put_backends(w, load->method_backends, load->method_backend_count, etbi_max_method_backends(load->path),
+                      (uint8_t)ETB_MAX_OPTIONS);
 }
 
-static etb_status_t put_model(writer_t *w, const etb_model_t *model) {
+static etb_status_t put_model(writer_t* w, const etb_model_t* model) {
   uint8_t i;
   ETBI_TRY(check_view(model->program.ptr, model->program.len));
   ETBI_TRY(etbi_check_program(ETB_ACTION_LOAD, model->program));
   put_u16(w, model->program.len);
   put_bytes(w, model->program.ptr, model->program.len);
-  ETBI_TRY(put_count(w, model->delegate_count, etbi_max_delegates(ETB_ACTION_LOAD),
-                     ETB_ERR_TOO_MANY_DELEGATES));
+  ETBI_TRY(put_count(w, model->delegate_count, etbi_max_delegates(ETB_ACTION_LOAD), ETB_ERR_TOO_MANY_DELEGATES));
   for (i = 0; i < model->delegate_count; i++) {
     ETBI_TRY(put_id(w, model->delegates[i]));
   }
-  ETBI_TRY(put_backends(w, model->backends, model->backend_count,
-                        etbi_max_backends(ETB_ACTION_LOAD), etbi_max_options(ETB_ACTION_LOAD)));
+  ETBI_TRY(put_backends(w, model->backends, model->backend_count, etbi_max_backends(ETB_ACTION_LOAD),
+                        etbi_max_options(ETB_ACTION_LOAD)));
   return put_load_fields(w, &model->load, 0u);
 }
 
-static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
+static etb_status_t put_request_body(writer_t* w, const etb_request_t* req) {
   uint8_t i;
   if (req->action < ETB_ACTION_LOAD || req->action > ETB_ACTION_REBOOT) {
     return ETB_ERR_ACTION;
@@ -193,8 +190,7 @@ static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
   ETBI_TRY(etbi_check_program(req->action, req->program));
   put_u16(w, req->program.len);
   put_bytes(w, req->program.ptr, req->program.len);
-  ETBI_TRY(put_count(w, req->delegate_count, etbi_max_delegates(req->action),
-                     ETB_ERR_TOO_MANY_DELEGATES));
+  ETBI_TRY(put_count(w, req->delegate_count, etbi_max_delegates(req->action), ETB_ERR_TOO_MANY_DELEGATES));
   for (i = 0; i < req->delegate_count; i++) {
     ETBI_TRY(put_id(w, req->delegates[i]));
   }
@@ -211,7 +207,7 @@ static etb_status_t put_request_body(writer_t *w, const etb_request_t *req) {
   return ETB_OK;
 }
 
-static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
+static etb_status_t put_report_body(writer_t* w, const etb_report_t* rep) {
   uint8_t i;
   if (!etbi_report_action_known(rep->action)) {
     return ETB_ERR_ACTION;
@@ -224,10 +220,9 @@ static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
   put_u32(w, rep->detail);
   ETBI_TRY(put_str(w, rep->message, 0u, (uint16_t)ETB_MAX_TEXT, ETB_ERR_TEXT_LENGTH));
   ETBI_TRY(put_options(w, rep->facts, rep->fact_count, (uint8_t)ETB_MAX_FACTS, false));
-  ETBI_TRY(put_count(w, rep->entry_count, (uint8_t)ETB_MAX_BACKENDS,
-                     ETB_ERR_TOO_MANY_BACKENDS));
+  ETBI_TRY(put_count(w, rep->entry_count, (uint8_t)ETB_MAX_BACKENDS, ETB_ERR_TOO_MANY_BACKENDS));
   for (i = 0; i < rep->entry_count; i++) {
-    const etb_entry_t *entry = &rep->entries[i];
+    const etb_entry_t* entry = &rep->entries[i];
     ETBI_TRY(put_id(w, entry->name));
     put_u32(w, entry->status);
     put_u16(w, entry->calls);
@@ -240,14 +235,13 @@ static etb_status_t put_report_body(writer_t *w, const etb_report_t *rep) {
       return ETB_ERR_TOO_MANY_MODELS;
     }
     put_u8(w, entry->model);
-    ETBI_TRY(put_options(w, entry->options, entry->option_count, (uint8_t)ETB_MAX_OPTIONS,
-                         false));
+    ETBI_TRY(put_options(w, entry->options, entry->option_count, (uint8_t)ETB_MAX_OPTIONS, false));
   }
   return ETB_OK;
 }
 
 /* A writer into buf[0..cap) that has written the header of a message of `type`. */
-static writer_t start_message(uint8_t *buf, size_t cap, uint8_t type, uint32_t seq) {
+static writer_t start_message(uint8_t* buf, size_t cap, uint8_t type, uint32_t seq) {
   writer_t w;
   w.buf = buf;
   w.cap = buf != NULL ? cap : 0u;
@@ -256,22 +250,19 @@ static writer_t start_message(uint8_t *buf, size_t cap, uint8_t type, uint32_t s
   return w;
 }
 
-etb_status_t etb_encode_request(const etb_request_t *req, uint8_t *buf, size_t cap,
-                                size_t *out_len) {
+etb_status_t etb_encode_request(const etb_request_t* req, uint8_t* buf, size_t cap, size_t* out_len) {
   writer_t w = start_message(buf, cap, ETB_MSG_REQUEST, req->seq);
   ETBI_TRY(put_request_body(&w, req));
   return finish(&w, out_len);
 }
 
-etb_status_t etb_encode_report(const etb_report_t *rep, uint8_t *buf, size_t cap,
-                               size_t *out_len) {
+etb_status_t etb_encode_report(const etb_report_t* rep, uint8_t* buf, size_t cap, size_t* out_len) {
   writer_t w = start_message(buf, cap, ETB_MSG_REPORT, rep->seq);
   ETBI_TRY(put_report_body(&w, rep));
   return finish(&w, out_len);
 }
 
-etb_status_t etb_encode_upload(const etb_upload_t *up, uint8_t *buf, size_t cap,
-                               size_t *out_len) {
+etb_status_t etb_encode_upload(const etb_upload_t* up, uint8_t* buf, size_t cap, size_t* out_len) {
   writer_t w = start_message(buf, cap, ETB_MSG_REQUEST, up->seq);
   put_u8(&w, up->action);
   if (up->action == ETB_ACTION_PROGRAM_DATA) {

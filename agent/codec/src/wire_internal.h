@@ -10,12 +10,12 @@
 #include "etb/wire.h"
 
 /* Return the status of expr unless it is ETB_OK. */
-#define ETBI_TRY(expr)                         \
-  do {                                         \
-    etb_status_t etbi_status_ = (expr);        \
-    if (etbi_status_ != ETB_OK) {              \
-      return etbi_status_;                     \
-    }                                          \
+#define ETBI_TRY(expr)                  \
+  do {                                  \
+    etb_status_t etbi_status_ = (expr); \
+    if (etbi_status_ != ETB_OK) {       \
+      return etbi_status_;              \
+    }                                   \
   } while (0)
 
 #define ETBI_TYPE_OFFSET 5u
@@ -25,8 +25,7 @@
 extern const uint8_t etbi_magic[4];
 
 /* A str's length limit, then NUL, then strict UTF-8 (RFC 3629). */
-etb_status_t etbi_check_str(etb_str_t s, uint16_t min, uint16_t max,
-                            etb_status_t length_error);
+etb_status_t etbi_check_str(etb_str_t s, uint16_t min, uint16_t max, etb_status_t length_error);
 
 /* Byte-wise equality. */
 bool etbi_str_equal(etb_str_t a, etb_str_t b);

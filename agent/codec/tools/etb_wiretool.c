@@ -20,12 +20,10 @@
 #define EXIT_USAGE 64
 #define POOL_SIZE (ETB_MAX_FACTS + ETB_MAX_BACKENDS * ETB_MAX_OPTIONS)
 
-static const char *const action_names[] = {"none",  "load",     "execute", "set",
-                                           "get",   "reset",    "register", "hello",
-                                           "reboot", "program_data", "program_end"};
-static const char *const outcome_names[] = {"ok", "rejected", "runtime_error",
-                                            "unsupported"};
-static const char *const type_names[] = {"?", "bool", "int", "string"};
+static const char* const action_names[] = {"none",     "load",  "execute", "set",          "get",        "reset",
+                                           "register", "hello", "reboot",  "program_data", "program_end"};
+static const char* const outcome_names[] = {"ok", "rejected", "runtime_error", "unsupported"};
+static const char* const type_names[] = {"?", "bool", "int", "string"};
 
 static uint8_t input[ETB_MAX_MESSAGE + 1]; /* one more: a longer input is TRAILING */
 static uint8_t output[ETB_MAX_MESSAGE];
@@ -50,11 +48,11 @@ static void print_str(etb_str_t s) {
   putchar('"');
 }
 
-static void print_options(const etb_option_t *options, uint8_t count) {
+static void print_options(const etb_option_t* options, uint8_t count) {
   uint8_t i;
   putchar('[');
   for (i = 0; i < count; i++) {
-    const etb_option_t *o = &options[i];
+    const etb_option_t* o = &options[i];
     printf("%s{\"key\": ", i ? ", " : "");
     print_str(o->key);
     printf(", \"type\": \"%s\", \"value\": ", type_names[o->type]);
@@ -70,7 +68,7 @@ static void print_options(const etb_option_t *options, uint8_t count) {
   putchar(']');
 }
 
-static void print_backends(const etb_backend_t *backends, uint8_t count) {
+static void print_backends(const etb_backend_t* backends, uint8_t count) {
   uint8_t i;
   putchar('[');
   for (i = 0; i < count; i++) {
@@ -83,9 +81,9 @@ static void print_backends(const etb_backend_t *backends, uint8_t count) {
   putchar(']');
 }
 
-static const char *const path_names[] = {"program", "module", "module_method", "module_both"};
+static const char* const path_names[] = {"program", "module", "module_method", "module_both"};
 
-static void print_model(const etb_model_t *m) {
+static void print_model(const etb_model_t* m) {
   uint8_t i;
   printf("{\"program\": ");
   print_str(m->program);
@@ -103,10 +101,10 @@ static void print_model(const etb_model_t *m) {
   putchar('}');
 }
 
-static void print_request(const etb_request_t *r) {
+static void print_request(const etb_request_t* r) {
   uint8_t i;
-  printf("{\"type\": \"request\", \"seq\": %lu, \"action\": \"%s\", \"program\": ",
-         (unsigned long)r->seq, action_names[r->action]);
+  printf("{\"type\": \"request\", \"seq\": %lu, \"action\": \"%s\", \"program\": ", (unsigned long)r->seq,
+         action_names[r->action]);
   print_str(r->program);
   printf(", \"delegates\": [");
   for (i = 0; i < r->delegate_count; i++) {
@@ -121,8 +119,7 @@ static void print_request(const etb_request_t *r) {
     print_str(r->load.method);
     printf(", \"method_backends\": ");
     print_backends(r->load.method_backends, r->load.method_backend_count);
-    printf(", \"concurrent\": %s, \"models\": [",
-           (r->load.flags & ETB_LOAD_FLAG_CONCURRENT) ? "true" : "false");
+    printf(", \"concurrent\": %s, \"models\": [", (r->load.flags & ETB_LOAD_FLAG_CONCURRENT) ? "true" : "false");
     for (i = 0; i < r->model_count; i++) {
       printf("%s", i ? ", " : "");
       print_model(&r->models[i]);
@@ -132,34 +129,33 @@ static void print_request(const etb_request_t *r) {
   printf("}\n");
 }
 
-static void print_report(const etb_report_t *r) {
+static void print_report(const etb_report_t* r) {
   uint8_t i;
-  printf("{\"type\": \"report\", \"seq\": %lu, \"action\": \"%s\", \"outcome\": \"%s\", "
-         "\"detail\": %lu, \"message\": ",
-         (unsigned long)r->seq, action_names[r->action], outcome_names[r->outcome],
-         (unsigned long)r->detail);
+  printf(
+      "{\"type\": \"report\", \"seq\": %lu, \"action\": \"%s\", \"outcome\": \"%s\", "
+      "\"detail\": %lu, \"message\": ",
+      (unsigned long)r->seq, action_names[r->action], outcome_names[r->outcome], (unsigned long)r->detail);
   print_str(r->message);
   printf(", \"facts\": ");
   print_options(r->facts, r->fact_count);
   printf(", \"entries\": [");
   for (i = 0; i < r->entry_count; i++) {
-    const etb_entry_t *e = &r->entries[i];
+    const etb_entry_t* e = &r->entries[i];
     printf("%s{\"name\": ", i ? ", " : "");
     print_str(e->name);
-    printf(", \"status\": %lu, \"calls\": %u, \"executes\": %u, \"flags\": %u, "
-           "\"model\": %u, \"options\": ",
-           (unsigned long)e->status, (unsigned)e->calls, (unsigned)e->executes,
-           (unsigned)e->flags, (unsigned)e->model);
+    printf(
+        ", \"status\": %lu, \"calls\": %u, \"executes\": %u, \"flags\": %u, "
+        "\"model\": %u, \"options\": ",
+        (unsigned long)e->status, (unsigned)e->calls, (unsigned)e->executes, (unsigned)e->flags, (unsigned)e->model);
     print_options(e->options, e->option_count);
     putchar('}');
   }
   printf("]}\n");
 }
 
-static void print_upload(const etb_upload_t *u) {
+static void print_upload(const etb_upload_t* u) {
   uint16_t i;
-  printf("{\"type\": \"request\", \"seq\": %lu, \"action\": \"%s\", ", (unsigned long)u->seq,
-         action_names[u->action]);
+  printf("{\"type\": \"request\", \"seq\": %lu, \"action\": \"%s\", ", (unsigned long)u->seq, action_names[u->action]);
   if (u->action == ETB_ACTION_PROGRAM_DATA) {
     printf("\"offset\": %lu, \"bytes\": \"", (unsigned long)u->offset);
     for (i = 0; i < u->chunk.len; i++) {
@@ -176,7 +172,7 @@ static int usage(void) {
   return EXIT_USAGE;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   size_t len = 0, out_len = 0, n;
   int reencode, is_request, is_upload;
   etb_status_t status;
@@ -185,8 +181,7 @@ int main(int argc, char **argv) {
   reencode = strcmp(argv[1], "reencode") == 0;
   is_request = strcmp(argv[2], "request") == 0;
   is_upload = strcmp(argv[2], "upload") == 0;
-  if ((!reencode && strcmp(argv[1], "decode") != 0) ||
-      (!is_request && !is_upload && strcmp(argv[2], "report") != 0)) {
+  if ((!reencode && strcmp(argv[1], "decode") != 0) || (!is_request && !is_upload && strcmp(argv[2], "report") != 0)) {
     return usage();
   }
   while (len < sizeof input && (n = fread(input + len, 1, sizeof input - len, stdin)) > 0) {

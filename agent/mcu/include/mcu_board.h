@@ -20,7 +20,7 @@ typedef struct {
   volatile uint32_t bauddiv;   /* +0x10 */
 } cmsdk_uart_t;
 
-#define UART0 ((cmsdk_uart_t *)UART0_BASE)
+#define UART0 ((cmsdk_uart_t*)UART0_BASE)
 
 #define UART_STATE_TX_FULL 0x1u
 #define UART_STATE_RX_FULL 0x2u
@@ -32,16 +32,16 @@ typedef struct {
 #define UART_INT_RX 0x2u
 
 /* NVIC and SysTick (system control space). */
-#define NVIC_ISER(n) (*(volatile uint32_t *)(0xE000E100u + 4u * (n)))
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+#define NVIC_ISER(n) (*(volatile uint32_t*)(0xE000E100u + 4u * (n)))
+#define SYST_CSR (*(volatile uint32_t*)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t*)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t*)0xE000E018u)
 #define SYST_CSR_ENABLE 0x1u
 #define SYST_CSR_CLKSOURCE_CPU 0x4u
 #define SYST_MAX_RELOAD 0x00FFFFFFu
 
 /* Application interrupt and reset control: the key, and SYSRESETREQ. */
-#define SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
+#define SCB_AIRCR (*(volatile uint32_t*)0xE000ED0Cu)
 #define SCB_AIRCR_SYSRESETREQ (0x05FA0000u | 0x4u)
 
 static inline void nvic_enable(uint32_t irq) { NVIC_ISER(irq / 32u) = 1u << (irq % 32u); }

@@ -26,7 +26,7 @@ namespace mcu {
 
 /* An option kept by set_option; owner is the probe, nullptr when the slot is free. */
 struct KeptOption {
-  const void *owner;
+  const void* owner;
   BackendOption option;
 };
 
@@ -39,18 +39,18 @@ struct Capacity {
 };
 
 struct OptionPools {
-  BackendOption *request;
-  etb_option_t *decoded;
-  etb_option_t *received;
-  KeptOption *kept;
+  BackendOption* request;
+  etb_option_t* decoded;
+  etb_option_t* received;
+  KeptOption* kept;
 };
 
 /* Divides the arena; call once at boot, before anything else uses the pools. */
 void capacity_init();
 
-const Capacity &capacity();
+const Capacity& capacity();
 
-const OptionPools &pools();
+const OptionPools& pools();
 
 }  // namespace mcu
 

@@ -17,12 +17,12 @@
 #define COBS_MAX_ENCODED(len) ((len) + ((len) + 253u) / 254u + 1u)
 
 /* Encodes in[0..len) into out (at least COBS_MAX_ENCODED(len) bytes); returns the size. */
-size_t cobs_encode(const uint8_t *in, size_t len, uint8_t *out);
+size_t cobs_encode(const uint8_t* in, size_t len, uint8_t* out);
 
 /*
  * Decodes in[0..len) (one frame, delimiter removed) into out[0..cap).
  * False if the bytes are not valid COBS or do not fit.
  */
-bool cobs_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t *out_len);
+bool cobs_decode(const uint8_t* in, size_t len, uint8_t* out, size_t cap, size_t* out_len);
 
 #endif /* MCU_COBS_H */

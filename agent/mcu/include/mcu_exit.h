@@ -6,7 +6,7 @@
 #ifndef MCU_EXIT_H
 #define MCU_EXIT_H
 
-#define MCU_EXIT_FAULT 240u         /* a CPU fault or an unexpected exception */
+#define MCU_EXIT_FAULT 240u /* a CPU fault or an unexpected exception */
 #define MCU_EXIT_MAIN_RETURNED 241u
 #define MCU_EXIT_RUNTIME_ABORT 242u /* executorch::runtime::runtime_abort() */
 

@@ -33,26 +33,26 @@ extern "C" {
 #define LINK_FLAG_START 0x01u /* DATA: first frame of a message */
 #define LINK_FLAG_END 0x02u   /* DATA: last frame of a message */
 
-#define LINK_CAP_EXIT 0x100u  /* HELLO capabilities: bit n serves action n; this bit EXIT */
+#define LINK_CAP_EXIT 0x100u /* HELLO capabilities: bit n serves action n; this bit EXIT */
 
 /* The agent behind the link: turns a request into a report. */
 typedef struct {
   /* Handles one whole message; writes its report to report[0..cap) and returns its size. */
-  size_t (*handle)(const uint8_t *message, size_t len, uint8_t *report, size_t cap);
+  size_t (*handle)(const uint8_t* message, size_t len, uint8_t* report, size_t cap);
   /* A REJECTED report for a message the link could not take (it was too long). */
-  size_t (*reject)(uint32_t seq, etb_status_t error, uint8_t *report, size_t cap);
+  size_t (*reject)(uint32_t seq, etb_status_t error, uint8_t* report, size_t cap);
   uint32_t capabilities; /* bit n set: serves action n */
 } link_agent_t;
 
 typedef struct {
-  uint32_t frames_bad;      /* not COBS, bad CRC, bad size or unknown kind */
-  uint32_t duplicates;      /* DATA frames received again (their ACK was lost) */
-  uint32_t replays;         /* resent requests answered from the cache */
-  uint32_t rx_overruns;     /* bytes the UART ring had to drop */
+  uint32_t frames_bad;  /* not COBS, bad CRC, bad size or unknown kind */
+  uint32_t duplicates;  /* DATA frames received again (their ACK was lost) */
+  uint32_t replays;     /* resent requests answered from the cache */
+  uint32_t rx_overruns; /* bytes the UART ring had to drop */
 } link_stats_t;
 
 /* Starts the link and sends the boot HELLO (session 0). */
-void link_init(const link_agent_t *agent);
+void link_init(const link_agent_t* agent);
 
 /* Handles the bytes received so far and sends what the window allows. */
 void link_poll(void);

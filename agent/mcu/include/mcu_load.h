@@ -26,13 +26,13 @@
 namespace mcu {
 
 /* False (the report holds the CAPACITY refusal) if a backend has more options than fit. */
-bool take_request(const etb_request_t &request);
+bool take_request(const etb_request_t& request);
 
 /* Backend k of the request's own list (SET, GET, REGISTER), as BackendOptions and its id. */
 executorch::runtime::Span<executorch::runtime::BackendOption> request_options(size_t k);
-const char *request_id(size_t k);
+const char* request_id(size_t k);
 
-void do_load(const etb_request_t &request);
+void do_load(const etb_request_t& request);
 void do_execute();
 /* RESET: every model unloaded. */
 void loads_reset();

@@ -34,27 +34,27 @@ using executorch::runtime::LoadBackendOptionsMap;
 struct ModelLoad {
   size_t model;                    /* 0..MCU_MAX_MODELS-1 */
   etb_str_t program;               /* a held program's name (empty: the one held last) */
-  const char *method;              /* NUL-terminated; "forward" by default */
-  const char *const *delegate_ids; /* NUL-terminated, at most ETB_MAX_DELEGATES */
+  const char* method;              /* NUL-terminated; "forward" by default */
+  const char* const* delegate_ids; /* NUL-terminated, at most ETB_MAX_DELEGATES */
   size_t delegate_count;
-  const LoadBackendOptionsMap *map;
-  bool keep;                       /* load into the program this model holds (KEEP) */
+  const LoadBackendOptionsMap* map;
+  bool keep; /* load into the program this model holds (KEEP) */
 };
 
 /* Loads the method; on success it is what model_execute runs. A failed load leaves
    the model's methods loaded before as they were. */
-Error model_load(const ModelLoad &load);
+Error model_load(const ModelLoad& load);
 /* Executes the model's current method; InvalidState when it has none. */
 Error model_execute(size_t model);
 /* Whether the model has a method to execute / a program loaded (KEEP needs one). */
 bool model_has_method(size_t model);
 bool model_has_program(size_t model);
 /* The name of the model's program ("" with the stand-in or none loaded). */
-const char *model_program(size_t model);
+const char* model_program(size_t model);
 /* Destroys every model's methods (their delegates), then their programs. */
 void models_unload();
 /* Why the last model_load failed, for the report; nullptr: the runtime's error says it. */
-const char *model_failure();
+const char* model_failure();
 
 }  // namespace mcu
 

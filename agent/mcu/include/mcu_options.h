@@ -23,18 +23,18 @@ namespace mcu {
 using executorch::runtime::BackendOption;
 
 /* Copies a decoded wire option into `out` (key and string NUL-terminated). */
-void option_from_wire(const etb_option_t &wire, BackendOption &out);
+void option_from_wire(const etb_option_t& wire, BackendOption& out);
 
 /* A wire view of `option`; it stays valid while `option` does. */
-etb_option_t option_view(const BackendOption &option);
+etb_option_t option_view(const BackendOption& option);
 
 /* Copies an id of at most ETB_MAX_ID bytes into out[ETB_MAX_ID + 1], NUL-terminated. */
 void copy_id(etb_str_t id, char (&out)[ETB_MAX_ID + 1u]);
 
 /* A view of a NUL-terminated string held by the firmware. */
-etb_str_t text_view(const char *text);
+etb_str_t text_view(const char* text);
 
-bool same_option(const etb_option_t &a, const etb_option_t &b);
+bool same_option(const etb_option_t& a, const etb_option_t& b);
 
 }  // namespace mcu
 

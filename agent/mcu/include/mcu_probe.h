@@ -51,7 +51,7 @@ struct ProbeRecord {
   uint16_t set_calls;
   uint16_t get_calls;
   uint32_t first_call; /* order of the first hook call in this request; 0: not called */
-  const etb_option_t *received;
+  const etb_option_t* received;
   uint8_t received_count;
   uint8_t spec_count;  /* of received: the first init's runtime_specs (then the lookups) */
   bool specs_diverged; /* a later init got runtime_specs different from the first */
@@ -62,24 +62,22 @@ class Probe final : public BackendInterface {
   explicit Probe(etb_str_t name);
 
   bool is_available() const override;
-  Result<DelegateHandle *> init(BackendInitContext &context, FreeableBuffer *processed,
-                                ArrayRef<CompileSpec> compile_specs) const override;
-  Error execute(BackendExecutionContext &context, DelegateHandle *handle,
-                Span<EValue *> args) const override;
-  Error set_option(BackendOptionContext &context,
-                   const Span<BackendOption> &backend_options) override;
-  Error get_option(BackendOptionContext &context, Span<BackendOption> &backend_options) override;
-  void destroy(DelegateHandle *handle) const override;
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec> compile_specs) const override;
+  Error execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const override;
+  Error set_option(BackendOptionContext& context, const Span<BackendOption>& backend_options) override;
+  Error get_option(BackendOptionContext& context, Span<BackendOption>& backend_options) override;
+  void destroy(DelegateHandle* handle) const override;
 
   /* The name it was registered under, NUL-terminated (the registry keeps this pointer). */
-  const char *name() const { return name_; }
+  const char* name() const { return name_; }
   etb_str_t name_view() const;
   /* What it recorded for a model of this request (SET and GET: model 0). */
-  const ProbeRecord &record(size_t model = 0) const { return records_[model]; }
+  const ProbeRecord& record(size_t model = 0) const { return records_[model]; }
   void forget_record();
 
  private:
-  ProbeRecord &current() const;
+  ProbeRecord& current() const;
   void note_call() const;
 
   char name_[ETB_MAX_ID + 1u];
@@ -87,13 +85,13 @@ class Probe final : public BackendInterface {
 };
 
 /* A new probe named `name` (copied), or nullptr if none is free. */
-Probe *probe_create(etb_str_t name);
+Probe* probe_create(etb_str_t name);
 
 /* Returns a probe the registry refused to the pool. */
-void probe_release(Probe *probe);
+void probe_release(Probe* probe);
 
 /* The probe behind a registered backend, or nullptr if it is not a probe. */
-Probe *probe_of(BackendInterface *backend);
+Probe* probe_of(BackendInterface* backend);
 
 /* Forgets every probe's record of the previous request; model 0 is current. */
 void probes_begin_request();
@@ -106,7 +104,7 @@ void probes_reset();
 
 /* The probes called for `model` in this request, in the order of their first call for it;
    returns the count. */
-size_t probes_called(size_t model, const Probe **out, size_t cap);
+size_t probes_called(size_t model, const Probe** out, size_t cap);
 
 }  // namespace mcu
 

@@ -30,11 +30,11 @@ namespace mcu {
 struct UploadAnswer {
   uint8_t outcome; /* ETB_OUTCOME_* */
   uint32_t detail; /* etb_status_t when REJECTED */
-  const char *message;
+  const char* message;
 };
 
 /* The fields of a decoded PROGRAM_DATA and PROGRAM_END (etb_decode_upload). */
-UploadAnswer program_data(uint32_t offset, const uint8_t *chunk, size_t count);
+UploadAnswer program_data(uint32_t offset, const uint8_t* chunk, size_t count);
 UploadAnswer program_end(uint32_t size, uint32_t crc);
 
 /* Drops the upload under way, if any (held programs stay): the device refused a request. */
@@ -45,17 +45,17 @@ bool program_slot_free();
 
 /* The slot holding the program `name` names (empty: the one held last), or -1. */
 int program_find(etb_str_t name);
-const uint8_t *program_bytes(int slot);
+const uint8_t* program_bytes(int slot);
 size_t program_size(int slot);
-const char *program_name(int slot);
-void program_pin(int slot);   /* a loaded model uses it; marks it recently used */
+const char* program_name(int slot);
+void program_pin(int slot); /* a loaded model uses it; marks it recently used */
 void program_unpin(int slot);
 
 /* Bytes of the program held last (0: none) and of the upload under way. */
 size_t program_last_size();
 size_t program_received();
 /* The names of the held programs, comma-separated, in slot order. */
-const char *programs_held();
+const char* programs_held();
 
 /* What the loads of the current models used (real/program_method.cpp). */
 struct MethodMemory {
@@ -64,9 +64,9 @@ struct MethodMemory {
   size_t planned_arena; /* bytes for memory-planned buffers */
   size_t planned_bytes; /* what the loaded methods' plans asked for */
   size_t temp_arena;
-  size_t temp_used;     /* the temp allocator's high-water mark after the last execute */
+  size_t temp_used; /* the temp allocator's high-water mark after the last execute */
 };
-const MethodMemory &method_memory();
+const MethodMemory& method_memory();
 
 }  // namespace mcu
 

@@ -17,7 +17,7 @@ extern "C" {
 void semihost_exit(uint32_t code) __attribute__((noreturn));
 
 /* Writes len bytes to the host's standard error (":tt" opened for append; QEMU's stderr). */
-void semihost_write_stderr(const char *text, size_t len);
+void semihost_write_stderr(const char* text, size_t len);
 
 #ifdef __cplusplus
 }

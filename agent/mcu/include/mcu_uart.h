@@ -17,13 +17,13 @@ extern "C" {
 void uart_init(uint32_t baud);
 
 /* Moves up to cap received bytes out of the ring; returns how many. */
-size_t uart_read(uint8_t *out, size_t cap);
+size_t uart_read(uint8_t* out, size_t cap);
 
 /* True when received bytes wait in the ring. Call with interrupts masked to sleep safely. */
 bool uart_rx_pending(void);
 
 /* Sends len bytes; sleeps while the transmitter is full. */
-void uart_write(const uint8_t *data, size_t len);
+void uart_write(const uint8_t* data, size_t len);
 
 /* Bytes dropped because the ring was full (flow control failed). */
 uint32_t uart_rx_overruns(void);

@@ -13,8 +13,8 @@
 
 #include <executorch/runtime/backend/interface.h>
 
-#include "mcu_capacity.h"
 #include "mcu_board.h"
+#include "mcu_capacity.h"
 #include "mcu_config.h"
 #include "mcu_load.h"
 #include "mcu_method.h"
@@ -36,13 +36,13 @@ using executorch::runtime::register_backend;
 using executorch::runtime::Span;
 
 #ifdef MCU_RUNTIME_FROM_SOURCE
-#define RUNTIME_NAME                                                                   \
-  "ExecuTorch " MCU_EXECUTORCH_VERSION " @ " MCU_EXECUTORCH_COMMIT                      \
+#define RUNTIME_NAME                                               \
+  "ExecuTorch " MCU_EXECUTORCH_VERSION " @ " MCU_EXECUTORCH_COMMIT \
   ", built from source: Program, Method, backend and operator registries, PAL; no stand-in"
 #define CAPABILITIES "load,execute,set,get,reset,register,hello,reboot,program_upload"
 #define LOAD_FLAGS "keep"
 #else
-#define RUNTIME_NAME                                                                   \
+#define RUNTIME_NAME                                                                    \
   "STAND-IN registry and dispatch (no ExecuTorch source tree: set ET_HARNESS_SOURCE); " \
   "ExecuTorch " MCU_EXECUTORCH_VERSION " option types and map"
 #define CAPABILITIES "load,execute,set,get,reset,register,hello,reboot"
@@ -63,9 +63,8 @@ constexpr uint32_t action_bit(etb_action_t action) { return 1u << action; }
 /* ---------------------------------------------------------------- actions */
 
 #ifdef MCU_RUNTIME_FROM_SOURCE
-extern "C" const uint8_t __runtime_text_start[], __runtime_text_end[], __runtime_data_start[],
-    __runtime_data_end[], __runtime_bss_start[], __runtime_bss_end[], __flash_start[],
-    __flash_end[], __data_start[], __bss_end[];
+extern "C" const uint8_t __runtime_text_start[], __runtime_text_end[], __runtime_data_start[], __runtime_data_end[],
+    __runtime_bss_start[], __runtime_bss_end[], __flash_start[], __flash_end[], __data_start[], __bss_end[];
 
 struct ImageSizes {
   size_t flash_runtime, flash_total, ram_runtime, ram_total;
@@ -85,15 +84,15 @@ ImageSizes image_sizes() {
 
 /* "programs 4 x 3072 B, method 4096 B, planned 1024 B, temp 256 B": the program slots and the
    static arenas the methods' allocators use (one fact: a report holds 32). */
-const char *arenas_text() {
+const char* arenas_text() {
   static char text[96];
-  const MethodMemory &memory = method_memory();
+  const MethodMemory& memory = method_memory();
   size_t len = 0;
-  const char *labels[] = {"programs ", " x ", " B, method ", " B, planned ", " B, temp ", " B"};
-  const size_t sizes[] = {MCU_PROGRAM_SLOTS, MCU_PROGRAM_BYTES, memory.method_arena,
-                          memory.planned_arena, memory.temp_arena};
+  const char* labels[] = {"programs ", " x ", " B, method ", " B, planned ", " B, temp ", " B"};
+  const size_t sizes[] = {MCU_PROGRAM_SLOTS, MCU_PROGRAM_BYTES, memory.method_arena, memory.planned_arena,
+                          memory.temp_arena};
   for (size_t k = 0; k < 6u; k++) {
-    for (const char *c = labels[k]; *c != '\0' && len < sizeof text - 1u; c++) {
+    for (const char* c = labels[k]; *c != '\0' && len < sizeof text - 1u; c++) {
       text[len++] = *c;
     }
     if (k < 5u) {
@@ -117,10 +116,10 @@ const char *arenas_text() {
 void do_set() {
   for (size_t k = 0; k < request.backend_count; k++) {
     Error error = executorch::runtime::set_option(request_id(k), request_options(k));
-    const Probe *probe = probe_of(get_backend_class(request_id(k)));
+    const Probe* probe = probe_of(get_backend_class(request_id(k)));
     if (probe != nullptr) {
-      add_entry(probe->name_view(), static_cast<uint32_t>(error), probe->record().set_calls, 0,
-                ETB_ENTRY_FLAG_PROBE, probe->record().received, probe->record().received_count);
+      add_entry(probe->name_view(), static_cast<uint32_t>(error), probe->record().set_calls, 0, ETB_ENTRY_FLAG_PROBE,
+                probe->record().received, probe->record().received_count);
     } else {
       add_entry(request.backends[k].id, static_cast<uint32_t>(error), 0, 0, 0, nullptr, 0);
     }
@@ -132,19 +131,17 @@ void do_get() {
     Span<BackendOption> options = request_options(k);
     Error error = executorch::runtime::get_option(request_id(k), options);
     /* The codec's views of this backend's options now show what get_option left. */
-    etb_option_t *read =
-        options.size() > 0u ? &pools().decoded[request.backends[k].options - pools().decoded]
-                            : nullptr;
+    etb_option_t* read =
+        options.size() > 0u ? &pools().decoded[request.backends[k].options - pools().decoded] : nullptr;
     for (size_t i = 0; i < options.size(); i++) {
       read[i] = option_view(options[i]);
     }
-    const Probe *probe = probe_of(get_backend_class(request_id(k)));
+    const Probe* probe = probe_of(get_backend_class(request_id(k)));
     if (probe != nullptr) {
-      add_entry(probe->name_view(), static_cast<uint32_t>(error), probe->record().get_calls, 0,
-                ETB_ENTRY_FLAG_PROBE, read, options.size());
+      add_entry(probe->name_view(), static_cast<uint32_t>(error), probe->record().get_calls, 0, ETB_ENTRY_FLAG_PROBE,
+                read, options.size());
     } else {
-      add_entry(request.backends[k].id, static_cast<uint32_t>(error), 0, 0, 0, read,
-                options.size());
+      add_entry(request.backends[k].id, static_cast<uint32_t>(error), 0, 0, 0, read, options.size());
     }
   }
 }
@@ -157,9 +154,8 @@ void do_reset() {
 void do_register() {
   for (size_t k = 0; k < request.backend_count; k++) {
     etb_str_t id = request.backends[k].id;
-    Probe *probe = probe_create(id);
-    Error error =
-        probe != nullptr ? register_backend(Backend{probe->name(), probe}) : Error::Internal;
+    Probe* probe = probe_create(id);
+    Error error = probe != nullptr ? register_backend(Backend{probe->name(), probe}) : Error::Internal;
     if (error == Error::Ok) {
       add_entry(probe->name_view(), ETB_OK, 0, 0, ETB_ENTRY_FLAG_PROBE, nullptr, 0);
     } else {
@@ -173,7 +169,7 @@ void do_register() {
 
 void do_hello() {
   link_stats_t stats = link_stats();
-  const Capacity &cap = capacity();
+  const Capacity& cap = capacity();
   fact_text("agent_version", MCU_FIRMWARE_VERSION "+" MCU_BUILD_ID);
   fact_int("wire_version", ETB_WIRE_VERSION);
   fact_text("runtime", RUNTIME_NAME);
@@ -217,7 +213,7 @@ void do_hello() {
     if (!name.ok()) {
       continue;
     }
-    const Probe *probe = probe_of(get_backend_class(name.get()));
+    const Probe* probe = probe_of(get_backend_class(name.get()));
     add_entry(probe != nullptr ? probe->name_view() : text_view(name.get()), ETB_OK, 0, 0,
               probe != nullptr ? ETB_ENTRY_FLAG_PROBE : 0u, nullptr, 0);
   }
@@ -226,7 +222,7 @@ void do_hello() {
 /* ---------------------------------------------------------------- link hooks */
 
 /* version: the refused message's version byte, named in a VERSION refusal's message. */
-size_t refuse(uint32_t seq, etb_status_t error, uint8_t version, uint8_t *out, size_t cap) {
+size_t refuse(uint32_t seq, etb_status_t error, uint8_t version, uint8_t* out, size_t cap) {
   report_start(seq, ETB_ACTION_NONE);
   report_outcome(ETB_OUTCOME_REJECTED, error, "request refused by the agent's decoder: ");
   append_text(etb_status_name(error));
@@ -240,8 +236,9 @@ size_t refuse(uint32_t seq, etb_status_t error, uint8_t version, uint8_t *out, s
   if (error == ETB_ERR_CAPACITY) {
     append_text(" (more options than the ");
     append_number(capacity().options_per_request);
-    append_text(" BackendOptions this device's RAM holds per request: options_per_request "
-                "in HELLO)");
+    append_text(
+        " BackendOptions this device's RAM holds per request: options_per_request "
+        "in HELLO)");
   }
   return finish_report(out, cap);
 }
@@ -257,11 +254,11 @@ size_t answered(size_t len) {
   return len;
 }
 
-size_t reject(uint32_t seq, etb_status_t error, uint8_t *out, size_t cap) {
+size_t reject(uint32_t seq, etb_status_t error, uint8_t* out, size_t cap) {
   return answered(refuse(seq, error, 0, out, cap));
 }
 
-uint32_t seq_of(const uint8_t *message, size_t len) {
+uint32_t seq_of(const uint8_t* message, size_t len) {
   if (len < ETB_HEADER_SIZE) {
     return 0;
   }
@@ -271,7 +268,7 @@ uint32_t seq_of(const uint8_t *message, size_t len) {
 
 #ifdef MCU_RUNTIME_FROM_SOURCE
 /* PROGRAM_DATA (9) and PROGRAM_END (10), read by the codec's upload decoder. */
-size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+size_t do_upload(const uint8_t* message, size_t len, uint8_t* out, size_t cap) {
   etb_upload_t upload;
   etb_status_t status = etb_decode_upload(message, len, &upload);
   if (status != ETB_OK) {
@@ -291,8 +288,9 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   report_start(upload.seq, answer.outcome == ETB_OUTCOME_OK ? action : 0u);
   report_outcome(answer.outcome, answer.detail, answer.message);
   if (unloaded) {
-    message_clause("the loaded models were unloaded: the upload replaces the least recently "
-                   "used program, theirs");
+    message_clause(
+        "the loaded models were unloaded: the upload replaces the least recently "
+        "used program, theirs");
   }
   fact_int("program_received", program_received());
   fact_int("program_bytes", program_last_size());
@@ -305,19 +303,17 @@ size_t do_upload(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
  * One link message is one unit (docs/wire-format.md, "Stream reading", framed links):
  * decoded whole, with this device's max_message as the limit of step 3.
  */
-size_t answer(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+size_t answer(const uint8_t* message, size_t len, uint8_t* out, size_t cap) {
   etb_header_t header;
   etb_status_t status = etb_peek_header(message, len, MCU_MAX_MESSAGE, ETB_MSG_REQUEST, &header);
   if (status == ETB_OK) {
-    status = etb_decode_request(message, len, &request, pools().decoded,
-                                capacity().options_per_request);
+    status = etb_decode_request(message, len, &request, pools().decoded, capacity().options_per_request);
   }
   requests_handled++;
 #ifdef MCU_RUNTIME_FROM_SOURCE
   /* ACTION comes after the header and CRC checks: the action byte is the sender's. */
   uint8_t action = len > ETB_HEADER_SIZE ? message[ETB_HEADER_SIZE] : 0u;
-  if (status == ETB_ERR_ACTION &&
-      (action == ETB_ACTION_PROGRAM_DATA || action == ETB_ACTION_PROGRAM_END)) {
+  if (status == ETB_ERR_ACTION && (action == ETB_ACTION_PROGRAM_DATA || action == ETB_ACTION_PROGRAM_END)) {
     return do_upload(message, len, out, cap);
   }
 #endif
@@ -362,7 +358,7 @@ size_t answer(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
   return finish_report(out, cap);
 }
 
-size_t handle(const uint8_t *message, size_t len, uint8_t *out, size_t cap) {
+size_t handle(const uint8_t* message, size_t len, uint8_t* out, size_t cap) {
   return answered(answer(message, len, out, cap));
 }
 
@@ -386,12 +382,11 @@ extern "C" bool agent_reboot_due(void) { return mcu::reboot_due; }
 extern "C" const link_agent_t mcu_agent = {
     mcu::handle,
     mcu::reject,
-    mcu::action_bit(ETB_ACTION_LOAD) | mcu::action_bit(ETB_ACTION_EXECUTE) |
-        mcu::action_bit(ETB_ACTION_SET) | mcu::action_bit(ETB_ACTION_GET) |
-        mcu::action_bit(ETB_ACTION_RESET) | mcu::action_bit(ETB_ACTION_REGISTER) |
+    mcu::action_bit(ETB_ACTION_LOAD) | mcu::action_bit(ETB_ACTION_EXECUTE) | mcu::action_bit(ETB_ACTION_SET) |
+        mcu::action_bit(ETB_ACTION_GET) | mcu::action_bit(ETB_ACTION_RESET) | mcu::action_bit(ETB_ACTION_REGISTER) |
         mcu::action_bit(ETB_ACTION_HELLO)
 #ifdef MCU_RUNTIME_FROM_SOURCE
         | mcu::action_bit(ETB_ACTION_PROGRAM_DATA) | mcu::action_bit(ETB_ACTION_PROGRAM_END)
 #endif
-    ,
+        ,
 };

@@ -2,7 +2,7 @@
 /* cobs.c - COBS encoding and decoding (see mcu_cobs.h). */
 #include "mcu_cobs.h"
 
-size_t cobs_encode(const uint8_t *in, size_t len, uint8_t *out) {
+size_t cobs_encode(const uint8_t* in, size_t len, uint8_t* out) {
   size_t code_at = 0; /* where the current block's code byte goes */
   size_t w = 1;
   size_t r;
@@ -26,7 +26,7 @@ size_t cobs_encode(const uint8_t *in, size_t len, uint8_t *out) {
   return w;
 }
 
-bool cobs_decode(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t *out_len) {
+bool cobs_decode(const uint8_t* in, size_t len, uint8_t* out, size_t cap, size_t* out_len) {
   size_t r = 0;
   size_t w = 0;
   while (r < len) {

@@ -51,27 +51,26 @@ static uint32_t cache_crc_field;
 static uint32_t cache_crc_computed;
 static uint32_t session;
 
-static const link_agent_t *agent;
+static const link_agent_t* agent;
 static link_stats_t stats;
 
-static uint32_t get_u32(const uint8_t *p) {
+static uint32_t get_u32(const uint8_t* p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static void put_u32(uint8_t *p, uint32_t v) {
+static void put_u32(uint8_t* p, uint32_t v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);
   p[2] = (uint8_t)(v >> 16);
   p[3] = (uint8_t)(v >> 24);
 }
 
-static void put_u16(uint8_t *p, uint16_t v) {
+static void put_u16(uint8_t* p, uint16_t v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);
 }
 
-static void send_frame(uint8_t kind, uint8_t seq, uint8_t flags, const uint8_t *payload,
-                       size_t len) {
+static void send_frame(uint8_t kind, uint8_t seq, uint8_t flags, const uint8_t* payload, size_t len) {
   size_t n;
   tx_frame[0] = kind;
   tx_frame[1] = seq;
@@ -141,8 +140,8 @@ static void deliver_message(void) {
   }
   crc_field = get_u32(&message[message_len - ETB_CRC_SIZE]);
   crc_computed = etb_crc32(0, message, message_len - ETB_CRC_SIZE);
-  if (cache_valid && cache_seq == seq && cache_len == message_len &&
-      cache_crc_field == crc_field && cache_crc_computed == crc_computed) {
+  if (cache_valid && cache_seq == seq && cache_len == message_len && cache_crc_field == crc_field &&
+      cache_crc_computed == crc_computed) {
     stats.replays++;
   } else {
     report_len = agent->handle(message, message_len, report, sizeof report);
@@ -155,7 +154,7 @@ static void deliver_message(void) {
   start_report();
 }
 
-static void on_data(uint8_t seq, uint8_t flags, const uint8_t *payload, size_t len) {
+static void on_data(uint8_t seq, uint8_t flags, const uint8_t* payload, size_t len) {
   uint8_t ahead = (uint8_t)(seq - rx_expected);
   if (ahead != 0u) {
     if (ahead >= 128u) {
@@ -217,7 +216,7 @@ static void on_bad_frame(void) {
   }
 }
 
-static void on_frame(const uint8_t *frame, size_t len) {
+static void on_frame(const uint8_t* frame, size_t len) {
   size_t payload_len;
   if (len < FRAME_HEADER + ETB_CRC_SIZE ||
       get_u32(&frame[len - ETB_CRC_SIZE]) != etb_crc32(0, frame, len - ETB_CRC_SIZE)) {
@@ -261,8 +260,7 @@ static void on_frame(const uint8_t *frame, size_t len) {
 
 static void on_encoded_frame(void) {
   size_t len = 0;
-  if (rx_encoded_overflow ||
-      !cobs_decode(rx_encoded, rx_encoded_len, rx_frame, sizeof rx_frame, &len)) {
+  if (rx_encoded_overflow || !cobs_decode(rx_encoded, rx_encoded_len, rx_frame, sizeof rx_frame, &len)) {
     on_bad_frame();
     return;
   }
@@ -310,7 +308,7 @@ static void send_report_frames(void) {
   }
 }
 
-void link_init(const link_agent_t *the_agent) {
+void link_init(const link_agent_t* the_agent) {
   static const uint8_t flush = 0u;
   agent = the_agent;
   reset_link();

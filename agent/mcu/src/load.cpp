@@ -30,7 +30,7 @@ constexpr size_t kProbeEntriesCap = 17; /* every probe the pool holds */
 
 /* One backend list entry as the runtime gets it: its options and the id suffix directive. */
 struct TakenBackend {
-  BackendOption *options; /* (a span would give the arrays below a static constructor) */
+  BackendOption* options; /* (a span would give the arrays below a static constructor) */
   size_t count;
   etb_str_t suffix;
 
@@ -41,11 +41,11 @@ struct TakenBackend {
 struct ModelView {
   etb_str_t program;
   size_t delegate_count;
-  const etb_str_t *delegates;
+  const etb_str_t* delegates;
   size_t backend_count;
-  const etb_backend_t *backends;
-  const etb_load_t *load;
-  TakenBackend *taken;
+  const etb_backend_t* backends;
+  const etb_load_t* load;
+  TakenBackend* taken;
 };
 
 TakenBackend own_backends[ETB_MAX_BACKENDS];
@@ -53,23 +53,22 @@ TakenBackend model_backends[MCU_MAX_MODELS - 1u][ETB_MAX_LOAD_BACKENDS];
 char backend_ids[ETB_MAX_BACKENDS][ETB_MAX_ID + 1u];
 size_t loaded_models; /* of the last LOAD without KEEP */
 
-bool is_key(etb_str_t key, const char *name, bool prefix) {
+bool is_key(etb_str_t key, const char* name, bool prefix) {
   size_t n = strlen(name);
   return (prefix ? key.len >= n : key.len == n) && memcmp(key.ptr, name, n) == 0;
 }
 
-ModelView view_of(const etb_request_t &request, size_t model) {
+ModelView view_of(const etb_request_t& request, size_t model) {
   if (model == 0u) {
-    return {request.program, request.delegate_count, request.delegates, request.backend_count,
-            request.backends, &request.load, own_backends};
+    return {request.program,  request.delegate_count, request.delegates, request.backend_count,
+            request.backends, &request.load,          own_backends};
   }
-  const etb_model_t &m = request.models[model - 1u];
-  return {m.program, m.delegate_count, m.delegates, m.backend_count, m.backends, &m.load,
-          model_backends[model - 1u]};
+  const etb_model_t& m = request.models[model - 1u];
+  return {m.program, m.delegate_count, m.delegates, m.backend_count, m.backends, &m.load, model_backends[model - 1u]};
 }
 
-bool refuse_capacity(const etb_backend_t &backend) {
-  const Capacity &cap = capacity();
+bool refuse_capacity(const etb_backend_t& backend) {
+  const Capacity& cap = capacity();
   if (backend.option_count <= cap.options_per_backend) {
     return false;
   }
@@ -86,16 +85,16 @@ bool refuse_capacity(const etb_backend_t &backend) {
 }
 
 /* The backend's options from `*next` on, directives applied when `directives`. */
-TakenBackend take_backend(const etb_backend_t &backend, BackendOption **next, bool directives) {
+TakenBackend take_backend(const etb_backend_t& backend, BackendOption** next, bool directives) {
   TakenBackend taken{*next, 0u, etb_str_t{}};
   size_t n = 0;
   for (size_t i = 0; i < backend.option_count; i++) {
-    const etb_option_t &option = backend.options[i];
+    const etb_option_t& option = backend.options[i];
     if (directives && option.type == ETB_TYPE_STRING && is_key(option.key, kIdSuffix, false)) {
       taken.suffix = option.s;
       continue;
     }
-    BackendOption &out = (*next)[n++];
+    BackendOption& out = (*next)[n++];
     option_from_wire(option, out);
     if (directives && is_key(option.key, kDup, true)) {
       memmove(out.key, out.key + sizeof kDup - 1u, option.key.len - (sizeof kDup - 1u) + 1u);
@@ -108,8 +107,7 @@ TakenBackend take_backend(const etb_backend_t &backend, BackendOption **next, bo
 
 /* The model's map: each backend's id (with its suffix) and options. On failure `id` holds the
    id set_options refused and the error is returned. */
-Error build_map(const ModelView &model, LoadBackendOptionsMap &map, char (&id)[kMapIdCap],
-                size_t &len) {
+Error build_map(const ModelView& model, LoadBackendOptionsMap& map, char (&id)[kMapIdCap], size_t& len) {
   for (size_t k = 0; k < model.backend_count; k++) {
     len = 0;
     for (etb_str_t part : {model.backends[k].id, model.taken[k].suffix}) {
@@ -128,7 +126,7 @@ Error build_map(const ModelView &model, LoadBackendOptionsMap &map, char (&id)[k
 
 /* Starts the report of model k's failure: the outcome at the first, "model K: " when several. */
 void begin_failure(size_t model, bool several, Error error, bool first) {
-  const char *prefix = several ? "model " : "";
+  const char* prefix = several ? "model " : "";
   if (first) {
     report_outcome(ETB_OUTCOME_RUNTIME_ERROR, static_cast<uint32_t>(error), prefix);
   } else {
@@ -152,8 +150,7 @@ void end_failure(Error error, bool first) {
   }
 }
 
-void explain_load_failure(const ModelView &model, const char *const *ids, const char *method,
-                          bool keep, Error error) {
+void explain_load_failure(const ModelView& model, const char* const* ids, const char* method, bool keep, Error error) {
   if (model_failure() != nullptr) {
     append_text(model_failure());
     if (keep && error == Error::InvalidArgument) {
@@ -185,11 +182,10 @@ struct Timing {
 };
 
 /* Loads model k (its map, the load, one execute); false with its failure in the report. */
-bool load_model(const etb_request_t &request, size_t k, bool keep, bool several, bool first,
-                Timing &timing) {
+bool load_model(const etb_request_t& request, size_t k, bool keep, bool several, bool first, Timing& timing) {
   const ModelView model = view_of(request, k);
   char ids[ETB_MAX_DELEGATES][ETB_MAX_ID + 1u];
-  const char *id_list[ETB_MAX_DELEGATES];
+  const char* id_list[ETB_MAX_DELEGATES];
   for (size_t i = 0; i < model.delegate_count; i++) {
     copy_id(model.delegates[i], ids[i]);
     id_list[i] = ids[i];
@@ -240,16 +236,16 @@ bool load_model(const etb_request_t &request, size_t k, bool keep, bool several,
 
 /* One entry per probe called for `model`, in the order of its first call. */
 void add_probe_entries(size_t model, bool several, bool with_received) {
-  const Probe *called[kProbeEntriesCap];
+  const Probe* called[kProbeEntriesCap];
   size_t n = probes_called(model, called, kProbeEntriesCap);
   for (size_t k = 0; k < n; k++) {
-    const ProbeRecord &rec = called[k]->record(model);
+    const ProbeRecord& rec = called[k]->record(model);
     if (!with_received && rec.execute_calls == 0u) {
       continue;
     }
-    add_entry(called[k]->name_view(), ETB_OK, with_received ? rec.init_calls : 0u,
-              rec.execute_calls, ETB_ENTRY_FLAG_PROBE, with_received ? rec.received : nullptr,
-              with_received ? rec.received_count : 0u, static_cast<uint8_t>(model));
+    add_entry(called[k]->name_view(), ETB_OK, with_received ? rec.init_calls : 0u, rec.execute_calls,
+              ETB_ENTRY_FLAG_PROBE, with_received ? rec.received : nullptr, with_received ? rec.received_count : 0u,
+              static_cast<uint8_t>(model));
     if (with_received && rec.specs_diverged) {
       message_clause("probe ");
       append_str(called[k]->name_view());
@@ -263,9 +259,9 @@ void add_probe_entries(size_t model, bool several, bool with_received) {
 }
 
 /* What the loads used of the static arenas (runtime from source only). */
-void add_memory_facts(const etb_request_t &request) {
+void add_memory_facts(const etb_request_t& request) {
 #ifdef MCU_RUNTIME_FROM_SOURCE
-  const MethodMemory &memory = method_memory();
+  const MethodMemory& memory = method_memory();
   fact_int("program_bytes", program_size(program_find(request.program)));
   fact_int("method_allocator_used", memory.method_used);
   fact_int("planned_bytes", memory.planned_bytes);
@@ -276,7 +272,7 @@ void add_memory_facts(const etb_request_t &request) {
 }
 
 /* A LOAD this firmware does not serve: UNSUPPORTED, nothing loaded. */
-bool refuse_load(const etb_request_t &request, size_t count, bool keep) {
+bool refuse_load(const etb_request_t& request, size_t count, bool keep) {
   for (size_t k = 0; k < count; k++) {
     if (view_of(request, k).load->path != ETB_LOAD_PROGRAM) {
       report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
@@ -292,8 +288,7 @@ bool refuse_load(const etb_request_t &request, size_t count, bool keep) {
     return true;
   }
   if (keep && count > 1u) {
-    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u,
-                   "KEEP loads into the one program loaded before: a LOAD of ");
+    report_outcome(ETB_OUTCOME_UNSUPPORTED, 0u, "KEEP loads into the one program loaded before: a LOAD of ");
     append_number(count);
     append_text(" models loads each afresh");
     return true;
@@ -314,7 +309,7 @@ bool refuse_load(const etb_request_t &request, size_t count, bool keep) {
 
 }  // namespace
 
-bool take_request(const etb_request_t &request) {
+bool take_request(const etb_request_t& request) {
   const bool directives = request.action == ETB_ACTION_LOAD;
   const size_t models = directives ? request.model_count + 1u : 1u;
   for (size_t m = 0; m < models; m++) {
@@ -325,7 +320,7 @@ bool take_request(const etb_request_t &request) {
       }
     }
   }
-  BackendOption *next = pools().request;
+  BackendOption* next = pools().request;
   for (size_t m = 0; m < models; m++) {
     const ModelView model = view_of(request, m);
     for (size_t k = 0; k < model.backend_count; k++) {
@@ -340,9 +335,9 @@ bool take_request(const etb_request_t &request) {
 
 Span<BackendOption> request_options(size_t k) { return own_backends[k].span(); }
 
-const char *request_id(size_t k) { return backend_ids[k]; }
+const char* request_id(size_t k) { return backend_ids[k]; }
 
-void do_load(const etb_request_t &request) {
+void do_load(const etb_request_t& request) {
   const size_t count = request.model_count + 1u;
   const bool keep = (request.load.flags & ETB_LOAD_FLAG_KEEP) != 0u;
   const bool several = count > 1u;

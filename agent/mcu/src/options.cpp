@@ -18,7 +18,7 @@ bool same_bytes(etb_str_t a, etb_str_t b) {
 
 }  // namespace
 
-void option_from_wire(const etb_option_t &wire, BackendOption &out) {
+void option_from_wire(const etb_option_t& wire, BackendOption& out) {
   /* The codec bounds keys at 63 and strings at 255 bytes: both fit with their NUL. */
   memset(out.key, 0, sizeof out.key);
   memcpy(out.key, wire.key.ptr, wire.key.len);
@@ -38,16 +38,16 @@ void option_from_wire(const etb_option_t &wire, BackendOption &out) {
   }
 }
 
-etb_option_t option_view(const BackendOption &option) {
+etb_option_t option_view(const BackendOption& option) {
   etb_option_t view{};
   view.key = text_view(option.key);
-  if (const bool *b = std::get_if<bool>(&option.value)) {
+  if (const bool* b = std::get_if<bool>(&option.value)) {
     view.type = ETB_TYPE_BOOL;
     view.b = *b;
-  } else if (const int *i = std::get_if<int>(&option.value)) {
+  } else if (const int* i = std::get_if<int>(&option.value)) {
     view.type = ETB_TYPE_INT;
     view.i = *i;
-  } else if (const auto *s = std::get_if<std::array<char, kMaxOptionValueLength>>(&option.value)) {
+  } else if (const auto* s = std::get_if<std::array<char, kMaxOptionValueLength>>(&option.value)) {
     view.type = ETB_TYPE_STRING;
     view.s = text_view(s->data());
   }
@@ -62,14 +62,14 @@ void copy_id(etb_str_t id, char (&out)[ETB_MAX_ID + 1u]) {
   out[len] = '\0';
 }
 
-etb_str_t text_view(const char *text) {
+etb_str_t text_view(const char* text) {
   etb_str_t view;
-  view.ptr = reinterpret_cast<const uint8_t *>(text);
+  view.ptr = reinterpret_cast<const uint8_t*>(text);
   view.len = static_cast<uint16_t>(strlen(text));
   return view;
 }
 
-bool same_option(const etb_option_t &a, const etb_option_t &b) {
+bool same_option(const etb_option_t& a, const etb_option_t& b) {
   if (!same_bytes(a.key, b.key) || a.type != b.type) {
     return false;
   }

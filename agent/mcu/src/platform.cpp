@@ -35,7 +35,7 @@ constexpr size_t kLineCap = 200;
 
 /* A line being formatted into text[0..cap); output past its capacity is dropped. */
 struct Line {
-  char *text;
+  char* text;
   size_t cap;
   size_t len = 0;
 
@@ -44,7 +44,7 @@ struct Line {
       text[len++] = c;
     }
   }
-  void put(const char *s) {
+  void put(const char* s) {
     for (; s != nullptr && *s != '\0'; s++) {
       put(*s);
     }
@@ -72,15 +72,14 @@ struct Line {
 };
 
 /* printf's conversions %d %i %u %x %c %s %p %% with h, l, ll and z; width and precision are skipped. */
-void format(Line &line, const char *f, va_list args) {
+void format(Line& line, const char* f, va_list args) {
   for (; *f != '\0'; f++) {
     if (*f != '%') {
       line.put(*f);
       continue;
     }
     f++;
-    while (*f == '-' || *f == '+' || *f == ' ' || *f == '#' || *f == '0' || *f == '.' ||
-           (*f >= '1' && *f <= '9')) {
+    while (*f == '-' || *f == '+' || *f == ' ' || *f == '#' || *f == '0' || *f == '.' || (*f >= '1' && *f <= '9')) {
       f++;
     }
     int longs = 0;
@@ -92,14 +91,14 @@ void format(Line &line, const char *f, va_list args) {
     switch (*f) {
       case 'd':
       case 'i':
-        line.put_signed(longs >= 2 ? va_arg(args, long long)
+        line.put_signed(longs >= 2   ? va_arg(args, long long)
                         : longs == 1 ? va_arg(args, long)
                         : size       ? static_cast<long long>(va_arg(args, ptrdiff_t))
                                      : va_arg(args, int));
         break;
       case 'u':
       case 'x':
-        line.put_unsigned(longs >= 2 ? va_arg(args, unsigned long long)
+        line.put_unsigned(longs >= 2   ? va_arg(args, unsigned long long)
                           : longs == 1 ? va_arg(args, unsigned long)
                           : size       ? va_arg(args, size_t)
                                        : va_arg(args, unsigned),
@@ -107,13 +106,13 @@ void format(Line &line, const char *f, va_list args) {
         break;
       case 'p':
         line.put("0x");
-        line.put_unsigned(reinterpret_cast<uintptr_t>(va_arg(args, void *)), 16u);
+        line.put_unsigned(reinterpret_cast<uintptr_t>(va_arg(args, void*)), 16u);
         break;
       case 'c':
         line.put(static_cast<char>(va_arg(args, int)));
         break;
       case 's':
-        line.put(va_arg(args, const char *));
+        line.put(va_arg(args, const char*));
         break;
       case '\0':
         return;
@@ -127,7 +126,7 @@ void format(Line &line, const char *f, va_list args) {
 }  // namespace
 
 #ifdef MCU_RUNTIME_FROM_SOURCE
-extern "C" int vsnprintf(char *buffer, size_t size, const char *fmt, va_list args) {
+extern "C" int vsnprintf(char* buffer, size_t size, const char* fmt, va_list args) {
   Line line{buffer, size > 0u ? size - 1u : 0u};
   format(line, fmt, args);
   if (size > 0u) {
@@ -136,7 +135,7 @@ extern "C" int vsnprintf(char *buffer, size_t size, const char *fmt, va_list arg
   return static_cast<int>(line.len);
 }
 
-extern "C" int snprintf(char *buffer, size_t size, const char *fmt, ...) {
+extern "C" int snprintf(char* buffer, size_t size, const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
   int written = vsnprintf(buffer, size, fmt, args);
@@ -151,16 +150,15 @@ namespace internal {
 /* The boards have no wall clock: log lines carry no time. */
 et_timestamp_t get_log_timestamp() { return 0; }
 
-void vlogf(LogLevel level, et_timestamp_t timestamp, const char *filename, const char *function,
-           size_t line_number, const char *fmt, va_list args) {
+void vlogf(LogLevel level, et_timestamp_t timestamp, const char* filename, const char* function, size_t line_number,
+           const char* fmt, va_list args) {
   static const char levels[] = "DIEF";
   (void)timestamp;
   (void)function;
   char text[kLineCap];
   Line line{text, kLineCap};
   line.put("executorch ");
-  line.put(static_cast<size_t>(level) < sizeof levels - 1u ? levels[static_cast<size_t>(level)]
-                                                            : '?');
+  line.put(static_cast<size_t>(level) < sizeof levels - 1u ? levels[static_cast<size_t>(level)] : '?');
   line.put(' ');
   line.put(filename);
   line.put(':');
@@ -186,8 +184,8 @@ void runtime_abort() {
 }  // namespace executorch
 #endif /* MCU_RUNTIME_FROM_SOURCE */
 
-void operator delete(void *) noexcept { executorch::runtime::runtime_abort(); }
-void operator delete(void *, size_t) noexcept { executorch::runtime::runtime_abort(); }
+void operator delete(void*) noexcept { executorch::runtime::runtime_abort(); }
+void operator delete(void*, size_t) noexcept { executorch::runtime::runtime_abort(); }
 
 extern "C" void __cxa_pure_virtual() { executorch::runtime::runtime_abort(); }
 

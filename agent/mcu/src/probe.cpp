@@ -21,7 +21,7 @@ constexpr size_t kProbePool = 17;
 struct ProbeSlot {
   bool in_use;
   alignas(Probe) unsigned char storage[sizeof(Probe)];
-  Probe *probe() { return std::launder(reinterpret_cast<Probe *>(storage)); }
+  Probe* probe() { return std::launder(reinterpret_cast<Probe*>(storage)); }
 };
 
 /* Labels of the lookups of repeated keys (etb.lookup:KEY), this request. */
@@ -37,8 +37,8 @@ char lookup_labels[kLookupLabels][ETB_MAX_KEY + 1u];
 size_t lookup_labels_used;
 
 /* Appends views to the probe's record (at most ETB_MAX_OPTIONS kept); false if out of room. */
-bool append_record(ProbeRecord &rec, const etb_option_t *options, size_t count) {
-  etb_option_t *received = pools().received;
+bool append_record(ProbeRecord& rec, const etb_option_t* options, size_t count) {
+  etb_option_t* received = pools().received;
   size_t room_total = capacity().options_per_request;
   size_t room = ETB_MAX_OPTIONS - rec.received_count;
   size_t keep = count < room ? count : room;
@@ -64,12 +64,12 @@ bool append_record(ProbeRecord &rec, const etb_option_t *options, size_t count) 
 }
 
 /* What init reads for one spec: its key, its value through get_runtime_spec<T>. */
-etb_option_t read_spec(const BackendInitContext &context, const BackendOption &spec) {
+etb_option_t read_spec(const BackendInitContext& context, const BackendOption& spec) {
   etb_option_t view{};
   view.key = text_view(spec.key);
   auto as_bool = context.get_runtime_spec<bool>(spec.key);
   auto as_int = context.get_runtime_spec<int>(spec.key);
-  auto as_text = context.get_runtime_spec<const char *>(spec.key);
+  auto as_text = context.get_runtime_spec<const char*>(spec.key);
   if (as_bool.ok()) {
     view.type = ETB_TYPE_BOOL;
     view.b = as_bool.get();
@@ -94,13 +94,13 @@ bool repeated(Span<const BackendOption> specs, size_t k) {
 }
 
 /* "etb.lookup:KEY" (or _error), cut to a key's 63 bytes at a character boundary; or null. */
-const char *lookup_label(const char *prefix, const char *key) {
+const char* lookup_label(const char* prefix, const char* key) {
   if (lookup_labels_used == kLookupLabels) {
     return nullptr;
   }
-  char *label = lookup_labels[lookup_labels_used++];
+  char* label = lookup_labels[lookup_labels_used++];
   size_t len = 0;
-  for (const char *part : {prefix, key}) {
+  for (const char* part : {prefix, key}) {
     for (size_t k = 0; part[k] != '\0' && len < ETB_MAX_KEY; k++) {
       label[len++] = part[k];
     }
@@ -114,7 +114,7 @@ const char *lookup_label(const char *prefix, const char *key) {
   return label;
 }
 
-uint8_t type_of(const BackendOption &option) {
+uint8_t type_of(const BackendOption& option) {
   if (std::holds_alternative<bool>(option.value)) {
     return ETB_TYPE_BOOL;
   }
@@ -123,8 +123,8 @@ uint8_t type_of(const BackendOption &option) {
 
 /* What get_runtime_spec<T>(key) returned, T named by `type`: the value under its label
    (ok_prefix KEY), or the Error as an int under error_prefix KEY. */
-bool look_up(const BackendInitContext &context, const char *key, uint8_t type,
-             const char *ok_prefix, const char *error_prefix, etb_option_t &out) {
+bool look_up(const BackendInitContext& context, const char* key, uint8_t type, const char* ok_prefix,
+             const char* error_prefix, etb_option_t& out) {
   out = etb_option_t{};
   Error error = Error::Ok;
   if (type == ETB_TYPE_BOOL) {
@@ -138,7 +138,7 @@ bool look_up(const BackendInitContext &context, const char *key, uint8_t type,
     out.type = ETB_TYPE_INT;
     out.i = value.ok() ? value.get() : 0;
   } else {
-    auto value = context.get_runtime_spec<const char *>(key);
+    auto value = context.get_runtime_spec<const char*>(key);
     error = value.ok() ? Error::Ok : value.error();
     out.type = ETB_TYPE_STRING;
     out.s = value.ok() ? text_view(value.get()) : etb_str_t{};
@@ -147,17 +147,17 @@ bool look_up(const BackendInitContext &context, const char *key, uint8_t type,
     out.type = ETB_TYPE_INT;
     out.i = static_cast<int32_t>(error);
   }
-  const char *label = lookup_label(error == Error::Ok ? ok_prefix : error_prefix, key);
+  const char* label = lookup_label(error == Error::Ok ? ok_prefix : error_prefix, key);
   out.key = text_view(label);
   return label != nullptr;
 }
 
 /* A type an etb.ask names, and the labels of what get_runtime_spec returned for it. */
 struct AskedType {
-  const char *name;
+  const char* name;
   uint8_t type;
-  const char *ok_prefix;
-  const char *error_prefix;
+  const char* ok_prefix;
+  const char* error_prefix;
 };
 constexpr AskedType kAskedTypes[] = {
     {"bool", ETB_TYPE_BOOL, "etb.as_bool:", "etb.as_bool_error:"},
@@ -167,7 +167,7 @@ constexpr AskedType kAskedTypes[] = {
 constexpr char kAsk[] = "etb.ask:";
 
 /* Whether `name` starts with the `len` bytes of `word` and `word` has no more. */
-bool is_word(const char *word, const char *name, size_t len) {
+bool is_word(const char* word, const char* name, size_t len) {
   size_t k = 0;
   while (k < len && word[k] != '\0' && word[k] == name[k]) {
     k++;
@@ -177,22 +177,20 @@ bool is_word(const char *word, const char *name, size_t len) {
 
 /* For each spec etb.ask:KEY = "TYPE,...": what get_runtime_spec<TYPE>(KEY) returned, in
    order, as etb.as_TYPE:KEY (or etb.as_TYPE_error:KEY) (docs/agent.md, probes). */
-bool record_asks(ProbeRecord &rec, const BackendInitContext &context,
-                 Span<const BackendOption> specs) {
+bool record_asks(ProbeRecord& rec, const BackendInitContext& context, Span<const BackendOption> specs) {
   for (size_t i = 0; i < specs.size(); i++) {
-    const auto *list = std::get_if<std::array<char, executorch::runtime::kMaxOptionValueLength>>(
-        &specs[i].value);
+    const auto* list = std::get_if<std::array<char, executorch::runtime::kMaxOptionValueLength>>(&specs[i].value);
     if (list == nullptr || strncmp(specs[i].key, kAsk, sizeof kAsk - 1u) != 0) {
       continue;
     }
-    const char *key = specs[i].key + (sizeof kAsk - 1u);
-    const char *name = list->data();
+    const char* key = specs[i].key + (sizeof kAsk - 1u);
+    const char* name = list->data();
     while (*name != '\0') {
       size_t len = 0;
       while (name[len] != '\0' && name[len] != ',') {
         len++;
       }
-      for (const AskedType &asked : kAskedTypes) {
+      for (const AskedType& asked : kAskedTypes) {
         etb_option_t found;
         if (is_word(asked.name, name, len) &&
             (!look_up(context, key, asked.type, asked.ok_prefix, asked.error_prefix, found) ||
@@ -207,8 +205,7 @@ bool record_asks(ProbeRecord &rec, const BackendInitContext &context,
 }
 
 /* Appends the lookups of the keys `specs` hold more than once, at their first copy. */
-bool record_lookups(ProbeRecord &rec, const BackendInitContext &context,
-                    Span<const BackendOption> specs) {
+bool record_lookups(ProbeRecord& rec, const BackendInitContext& context, Span<const BackendOption> specs) {
   for (size_t i = 0; i < specs.size(); i++) {
     size_t last = i;
     bool earlier = false;
@@ -230,8 +227,8 @@ bool record_lookups(ProbeRecord &rec, const BackendInitContext &context,
   return true;
 }
 
-KeptOption *find_kept(const Probe *owner, const char *key) {
-  KeptOption *kept = pools().kept;
+KeptOption* find_kept(const Probe* owner, const char* key) {
+  KeptOption* kept = pools().kept;
   for (size_t k = 0; k < capacity().options_per_request; k++) {
     if (kept[k].owner == owner && strcmp(kept[k].option.key, key) == 0) {
       return &kept[k];
@@ -240,8 +237,8 @@ KeptOption *find_kept(const Probe *owner, const char *key) {
   return nullptr;
 }
 
-void forget_kept(const Probe *owner) {
-  KeptOption *kept = pools().kept;
+void forget_kept(const Probe* owner) {
+  KeptOption* kept = pools().kept;
   for (size_t k = 0; k < capacity().options_per_request; k++) {
     if (owner == nullptr || kept[k].owner == owner) {
       kept[k].owner = nullptr;
@@ -256,12 +253,12 @@ Probe::Probe(etb_str_t name) : records_{} { copy_id(name, name_); }
 etb_str_t Probe::name_view() const { return text_view(name_); }
 
 void Probe::forget_record() {
-  for (ProbeRecord &rec : records_) {
+  for (ProbeRecord& rec : records_) {
     rec = ProbeRecord{};
   }
 }
 
-ProbeRecord &Probe::current() const { return records_[current_model]; }
+ProbeRecord& Probe::current() const { return records_[current_model]; }
 
 void Probe::note_call() const {
   if (current().first_call == 0u) {
@@ -271,18 +268,17 @@ void Probe::note_call() const {
 
 bool Probe::is_available() const { return true; }
 
-Result<DelegateHandle *> Probe::init(BackendInitContext &context, FreeableBuffer *processed,
-                                     ArrayRef<CompileSpec> compile_specs) const {
+Result<DelegateHandle*> Probe::init(BackendInitContext& context, FreeableBuffer* processed,
+                                    ArrayRef<CompileSpec> compile_specs) const {
   (void)processed;
   (void)compile_specs;
   note_call();
-  ProbeRecord &rec = current();
+  ProbeRecord& rec = current();
   Span<const BackendOption> specs = context.runtime_specs();
   if (rec.init_calls == 0u) {
     for (size_t k = 0; k < specs.size(); k++) {
       /* A later copy of a key is reported as it is (get_runtime_spec finds the first). */
-      etb_option_t view =
-          repeated(specs, k) ? option_view(specs[k]) : read_spec(context, specs[k]);
+      etb_option_t view = repeated(specs, k) ? option_view(specs[k]) : read_spec(context, specs[k]);
       if (!append_record(rec, &view, 1u)) {
         return Error::MemoryAllocationFailed;
       }
@@ -294,28 +290,26 @@ Result<DelegateHandle *> Probe::init(BackendInitContext &context, FreeableBuffer
   } else {
     bool same = specs.size() == rec.spec_count;
     for (size_t k = 0; same && k < specs.size(); k++) {
-      etb_option_t view =
-          repeated(specs, k) ? option_view(specs[k]) : read_spec(context, specs[k]);
+      etb_option_t view = repeated(specs, k) ? option_view(specs[k]) : read_spec(context, specs[k]);
       same = same_option(view, rec.received[k]);
     }
     rec.specs_diverged = rec.specs_diverged || !same;
   }
   rec.init_calls++;
   /* The handle is the probe: execute finds its record through it. */
-  return static_cast<DelegateHandle *>(const_cast<Probe *>(this));
+  return static_cast<DelegateHandle*>(const_cast<Probe*>(this));
 }
 
-Error Probe::execute(BackendExecutionContext &context, DelegateHandle *handle,
-                     Span<EValue *> args) const {
+Error Probe::execute(BackendExecutionContext& context, DelegateHandle* handle, Span<EValue*> args) const {
   (void)context;
   (void)args;
-  const Probe *self = static_cast<const Probe *>(handle);
+  const Probe* self = static_cast<const Probe*>(handle);
   self->note_call();
   self->current().execute_calls++;
   return Error::Ok;
 }
 
-Error Probe::set_option(BackendOptionContext &context, const Span<BackendOption> &backend_options) {
+Error Probe::set_option(BackendOptionContext& context, const Span<BackendOption>& backend_options) {
   (void)context;
   note_call();
   current().set_calls++;
@@ -325,9 +319,9 @@ Error Probe::set_option(BackendOptionContext &context, const Span<BackendOption>
       return Error::MemoryAllocationFailed;
     }
   }
-  KeptOption *kept = pools().kept;
+  KeptOption* kept = pools().kept;
   for (size_t k = 0; k < backend_options.size(); k++) {
-    KeptOption *slot = find_kept(this, backend_options[k].key);
+    KeptOption* slot = find_kept(this, backend_options[k].key);
     for (size_t i = 0; slot == nullptr && i < capacity().options_per_request; i++) {
       if (kept[i].owner == nullptr) {
         slot = &kept[i];
@@ -343,12 +337,12 @@ Error Probe::set_option(BackendOptionContext &context, const Span<BackendOption>
 }
 
 /* Like real backends: fills the keys this probe holds, leaves the others as they are. */
-Error Probe::get_option(BackendOptionContext &context, Span<BackendOption> &backend_options) {
+Error Probe::get_option(BackendOptionContext& context, Span<BackendOption>& backend_options) {
   (void)context;
   note_call();
   current().get_calls++;
   for (size_t k = 0; k < backend_options.size(); k++) {
-    const KeptOption *held = find_kept(this, backend_options[k].key);
+    const KeptOption* held = find_kept(this, backend_options[k].key);
     if (held != nullptr) {
       backend_options[k].value = held->option.value;
     }
@@ -357,10 +351,10 @@ Error Probe::get_option(BackendOptionContext &context, Span<BackendOption> &back
 }
 
 /* Delegate handles are the probe itself, so there is nothing to free. */
-void Probe::destroy(DelegateHandle *handle) const { (void)handle; }
+void Probe::destroy(DelegateHandle* handle) const { (void)handle; }
 
-Probe *probe_create(etb_str_t name) {
-  for (ProbeSlot &slot : slots) {
+Probe* probe_create(etb_str_t name) {
+  for (ProbeSlot& slot : slots) {
     if (!slot.in_use) {
       slot.in_use = true;
       return new (slot.storage) Probe(name);
@@ -369,8 +363,8 @@ Probe *probe_create(etb_str_t name) {
   return nullptr;
 }
 
-void probe_release(Probe *probe) {
-  for (ProbeSlot &slot : slots) {
+void probe_release(Probe* probe) {
+  for (ProbeSlot& slot : slots) {
     if (slot.in_use && slot.probe() == probe) {
       forget_kept(probe);
       probe->~Probe();
@@ -379,9 +373,9 @@ void probe_release(Probe *probe) {
   }
 }
 
-Probe *probe_of(BackendInterface *backend) {
-  for (ProbeSlot &slot : slots) {
-    if (slot.in_use && static_cast<BackendInterface *>(slot.probe()) == backend) {
+Probe* probe_of(BackendInterface* backend) {
+  for (ProbeSlot& slot : slots) {
+    if (slot.in_use && static_cast<BackendInterface*>(slot.probe()) == backend) {
       return slot.probe();
     }
   }
@@ -389,7 +383,7 @@ Probe *probe_of(BackendInterface *backend) {
 }
 
 void probes_begin_request() {
-  for (ProbeSlot &slot : slots) {
+  for (ProbeSlot& slot : slots) {
     if (slot.in_use) {
       slot.probe()->forget_record();
     }
@@ -407,11 +401,11 @@ void probes_reset() {
   forget_kept(nullptr);
 }
 
-size_t probes_called(size_t model, const Probe **out, size_t cap) {
+size_t probes_called(size_t model, const Probe** out, size_t cap) {
   size_t n = 0;
   /* first_call values are 1..call_clock, each used by at most one (probe, model). */
   for (uint32_t order = 1; order <= call_clock && n < cap; order++) {
-    for (ProbeSlot &slot : slots) {
+    for (ProbeSlot& slot : slots) {
       if (slot.in_use && slot.probe()->record(model).first_call == order) {
         out[n++] = slot.probe();
         break;

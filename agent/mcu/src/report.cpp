@@ -14,12 +14,12 @@ etb_option_t facts[ETB_MAX_FACTS];
 uint8_t text[kMessageCap];
 bool entries_dropped, facts_dropped;
 
-etb_option_t *next_fact(const char *key) {
+etb_option_t* next_fact(const char* key) {
   if (rep.fact_count == ETB_MAX_FACTS) {
     facts_dropped = true;
     return nullptr;
   }
-  etb_option_t *fact = &facts[rep.fact_count++];
+  etb_option_t* fact = &facts[rep.fact_count++];
   memset(fact, 0, sizeof *fact);
   fact->key = etb_cstr(key);
   return fact;
@@ -39,7 +39,7 @@ void report_start(uint32_t seq, uint8_t action) {
 
 void report_set_action(uint8_t action) { rep.action = action; }
 
-void append_bytes(const uint8_t *bytes, size_t len) {
+void append_bytes(const uint8_t* bytes, size_t len) {
   size_t room = kMessageCap - rep.message.len;
   if (len > room) {
     len = room;
@@ -53,7 +53,7 @@ void append_bytes(const uint8_t *bytes, size_t len) {
   rep.message.len = static_cast<uint16_t>(rep.message.len + len);
 }
 
-void append_text(const char *s) { append_bytes(reinterpret_cast<const uint8_t *>(s), strlen(s)); }
+void append_text(const char* s) { append_bytes(reinterpret_cast<const uint8_t*>(s), strlen(s)); }
 
 void append_str(etb_str_t s) { append_bytes(s.ptr, s.len); }
 
@@ -65,24 +65,24 @@ void append_number(size_t value) {
     value /= 10u;
   } while (value != 0u);
   while (n > 0u) {
-    append_bytes(reinterpret_cast<const uint8_t *>(&digits[--n]), 1u);
+    append_bytes(reinterpret_cast<const uint8_t*>(&digits[--n]), 1u);
   }
 }
 
-void message_clause(const char *s) {
+void message_clause(const char* s) {
   if (rep.message.len > 0u) {
     append_text("; ");
   }
   append_text(s);
 }
 
-void report_outcome(uint8_t outcome, uint32_t detail, const char *message) {
+void report_outcome(uint8_t outcome, uint32_t detail, const char* message) {
   rep.outcome = outcome;
   rep.detail = detail;
   message_clause(message);
 }
 
-void report_runtime_error(executorch::runtime::Error error, const char *message) {
+void report_runtime_error(executorch::runtime::Error error, const char* message) {
   report_outcome(ETB_OUTCOME_RUNTIME_ERROR, static_cast<uint32_t>(error), message);
 }
 
@@ -90,24 +90,24 @@ bool report_failed() { return rep.outcome != ETB_OUTCOME_OK; }
 
 bool report_rejected() { return rep.outcome == ETB_OUTCOME_REJECTED; }
 
-void fact_int(const char *key, size_t value) {
-  etb_option_t *fact = next_fact(key);
+void fact_int(const char* key, size_t value) {
+  etb_option_t* fact = next_fact(key);
   if (fact != nullptr) {
     fact->type = ETB_TYPE_INT;
     fact->i = value > static_cast<size_t>(INT32_MAX) ? INT32_MAX : static_cast<int32_t>(value);
   }
 }
 
-void fact_text(const char *key, const char *value) {
-  etb_option_t *fact = next_fact(key);
+void fact_text(const char* key, const char* value) {
+  etb_option_t* fact = next_fact(key);
   if (fact != nullptr) {
     fact->type = ETB_TYPE_STRING;
     fact->s = etb_cstr(value);
   }
 }
 
-void fact_bool(const char *key, bool value) {
-  etb_option_t *fact = next_fact(key);
+void fact_bool(const char* key, bool value) {
+  etb_option_t* fact = next_fact(key);
   if (fact != nullptr) {
     fact->type = ETB_TYPE_BOOL;
     fact->b = value;
@@ -115,12 +115,12 @@ void fact_bool(const char *key, bool value) {
 }
 
 void add_entry(etb_str_t name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags,
-               const etb_option_t *options, size_t count, uint8_t model) {
+               const etb_option_t* options, size_t count, uint8_t model) {
   if (rep.entry_count == ETB_MAX_BACKENDS) {
     entries_dropped = true;
     return;
   }
-  etb_entry_t *entry = &rep.entries[rep.entry_count++];
+  etb_entry_t* entry = &rep.entries[rep.entry_count++];
   entry->name = name;
   entry->status = status;
   entry->calls = static_cast<uint16_t>(calls);
@@ -131,7 +131,7 @@ void add_entry(etb_str_t name, uint32_t status, uint32_t calls, uint32_t execute
   entry->option_count = static_cast<uint8_t>(count);
 }
 
-size_t finish_report(uint8_t *out, size_t cap) {
+size_t finish_report(uint8_t* out, size_t cap) {
   if (entries_dropped) {
     message_clause("report truncated: too many entries");
   }

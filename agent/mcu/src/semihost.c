@@ -8,7 +8,7 @@
 #define ADP_STOPPED_APPLICATION_EXIT 0x20026u
 #define OPEN_MODE_APPEND 8u /* "a": for ":tt", the host's standard error */
 
-static uint32_t semihost_call(uint32_t op, const void *block) {
+static uint32_t semihost_call(uint32_t op, const void* block) {
   register uint32_t r0 __asm__("r0") = op;
   register uint32_t r1 __asm__("r1") = (uint32_t)block;
   __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
@@ -24,7 +24,7 @@ void semihost_exit(uint32_t code) {
   }
 }
 
-void semihost_write_stderr(const char *text, size_t len) {
+void semihost_write_stderr(const char* text, size_t len) {
   static const char console[] = ":tt";
   static uint32_t handle;
   static int opened; /* 0: not yet, 1: open, -1: the host refused */

@@ -24,8 +24,8 @@ namespace {
 constexpr size_t kRuntimePoolBytes = 256;
 
 struct Delegate {
-  BackendInterface *backend;
-  DelegateHandle *handle;
+  BackendInterface* backend;
+  DelegateHandle* handle;
 };
 
 /* One model: the delegates its load initialised, in program order. */
@@ -37,7 +37,7 @@ struct Model {
 
 Model models[MCU_MAX_MODELS];
 
-void unload(Model &model) {
+void unload(Model& model) {
   for (size_t i = 0; i < model.initialized; i++) {
     model.delegates[i].backend->destroy(model.delegates[i].handle);
   }
@@ -47,24 +47,23 @@ void unload(Model &model) {
 
 }  // namespace
 
-Error model_load(const ModelLoad &load) {
+Error model_load(const ModelLoad& load) {
   /* Method::init's runtime allocator; the probes ask nothing of it. */
   alignas(16) static uint8_t runtime_pool[kRuntimePoolBytes];
   MemoryAllocator allocator(sizeof runtime_pool, runtime_pool);
-  Model &model = models[load.model];
+  Model& model = models[load.model];
   unload(model);
   if (load.keep || load.delegate_count > ETB_MAX_DELEGATES) {
     return Error::InvalidArgument; /* the agent refuses KEEP before (no program to keep) */
   }
   for (size_t i = 0; i < load.delegate_count; i++) {
-    BackendInterface *backend = get_backend_class(load.delegate_ids[i]);
+    BackendInterface* backend = get_backend_class(load.delegate_ids[i]);
     if (backend == nullptr || !backend->is_available()) {
       unload(model);
       return Error::NotFound;
     }
-    Span<const BackendOption> specs = load.map != nullptr
-                                          ? load.map->get_options(load.delegate_ids[i])
-                                          : Span<const BackendOption>();
+    Span<const BackendOption> specs =
+        load.map != nullptr ? load.map->get_options(load.delegate_ids[i]) : Span<const BackendOption>();
     BackendInitContext context(&allocator, nullptr, load.method, nullptr, specs);
     FreeableBuffer processed(nullptr, 0, nullptr); /* no delegate blob: nothing was compiled */
     auto handle = backend->init(context, &processed, ArrayRef<CompileSpec>());
@@ -80,14 +79,13 @@ Error model_load(const ModelLoad &load) {
 }
 
 Error model_execute(size_t index) {
-  Model &model = models[index];
+  Model& model = models[index];
   if (!model.loaded) {
     return Error::InvalidState;
   }
   for (size_t i = 0; i < model.initialized; i++) {
     BackendExecutionContext context;
-    Error error =
-        model.delegates[i].backend->execute(context, model.delegates[i].handle, Span<EValue *>());
+    Error error = model.delegates[i].backend->execute(context, model.delegates[i].handle, Span<EValue*>());
     if (error != Error::Ok) {
       return error;
     }
@@ -99,17 +97,17 @@ bool model_has_method(size_t model) { return models[model].loaded; }
 
 bool model_has_program(size_t model) { return models[model].loaded; }
 
-const char *model_program(size_t model) {
+const char* model_program(size_t model) {
   (void)model;
   return "";
 }
 
 void models_unload() {
-  for (Model &model : models) {
+  for (Model& model : models) {
     unload(model);
   }
 }
 
-const char *model_failure() { return nullptr; }
+const char* model_failure() { return nullptr; }
 
 }  // namespace mcu

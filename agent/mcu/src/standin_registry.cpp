@@ -26,7 +26,7 @@ size_t table_size;
 
 BackendInterface::~BackendInterface() {}
 
-BackendInterface *get_backend_class(const char *name) {
+BackendInterface* get_backend_class(const char* name) {
   for (size_t i = 0; i < table_size; i++) {
     if (strcmp(table[i].name, name) == 0) {
       return table[i].backend;
@@ -35,7 +35,7 @@ BackendInterface *get_backend_class(const char *name) {
   return nullptr;
 }
 
-Error register_backend(const Backend &backend) {
+Error register_backend(const Backend& backend) {
   if (table_size >= kMaxRegisteredBackends) {
     return Error::Internal;
   }
@@ -48,15 +48,15 @@ Error register_backend(const Backend &backend) {
 
 size_t get_num_registered_backends() { return table_size; }
 
-Result<const char *> get_backend_name(size_t index) {
+Result<const char*> get_backend_name(size_t index) {
   if (index >= table_size) {
     return Error::InvalidArgument;
   }
   return table[index].name;
 }
 
-Error set_option(const char *backend_name, const Span<BackendOption> backend_options) {
-  BackendInterface *backend = get_backend_class(backend_name);
+Error set_option(const char* backend_name, const Span<BackendOption> backend_options) {
+  BackendInterface* backend = get_backend_class(backend_name);
   if (backend == nullptr) {
     return Error::NotFound;
   }
@@ -64,8 +64,8 @@ Error set_option(const char *backend_name, const Span<BackendOption> backend_opt
   return backend->set_option(context, backend_options);
 }
 
-Error get_option(const char *backend_name, Span<BackendOption> backend_options) {
-  BackendInterface *backend = get_backend_class(backend_name);
+Error get_option(const char* backend_name, Span<BackendOption> backend_options) {
+  BackendInterface* backend = get_backend_class(backend_name);
   if (backend == nullptr) {
     return Error::NotFound;
   }

@@ -24,8 +24,8 @@ void uart0_rx_irq_handler(void);
 void uart0_tx_irq_handler(void);
 
 void reset_handler(void) {
-  memcpy(&__data_start, &__data_load, (size_t)((uint8_t *)&__data_end - (uint8_t *)&__data_start));
-  memset(&__bss_start, 0, (size_t)((uint8_t *)&__bss_end - (uint8_t *)&__bss_start));
+  memcpy(&__data_start, &__data_load, (size_t)((uint8_t*)&__data_end - (uint8_t*)&__data_start));
+  memset(&__bss_start, 0, (size_t)((uint8_t*)&__bss_end - (uint8_t*)&__bss_start));
   main();
   semihost_exit(MCU_EXIT_MAIN_RETURNED);
 }

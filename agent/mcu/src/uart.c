@@ -48,7 +48,7 @@ void uart0_rx_irq_handler(void) {
 void uart0_tx_irq_handler(void);
 void uart0_tx_irq_handler(void) { UART0->intstatus = UART_INT_TX; }
 
-size_t uart_read(uint8_t *out, size_t cap) {
+size_t uart_read(uint8_t* out, size_t cap) {
   uint32_t tail = rx_tail;
   uint32_t head = rx_head;
   size_t n = 0;
@@ -62,7 +62,7 @@ size_t uart_read(uint8_t *out, size_t cap) {
 
 bool uart_rx_pending(void) { return rx_head != rx_tail; }
 
-void uart_write(const uint8_t *data, size_t len) {
+void uart_write(const uint8_t* data, size_t len) {
   size_t i;
   for (i = 0; i < len; i++) {
     cpu_irq_disable();

@@ -40,9 +40,7 @@ constexpr const char* kLoadFlags = "keep";
 // in all, so K models of B probes each need K * B <= 16).
 constexpr int32_t kMaxModels = ETB_MAX_MODELS;
 
-uint32_t status_of(et::Error error) {
-  return static_cast<uint32_t>(error);
-}
+uint32_t status_of(et::Error error) { return static_cast<uint32_t>(error); }
 
 // Makes options hold at least count elements; it never shrinks, so that its
 // elements are reused from request to request.
@@ -54,8 +52,8 @@ void reserve_options(std::vector<et::BackendOption>& options, size_t count) {
 
 // The runtime options of a backend, written into options[first...], which the
 // caller has made large enough with reserve_options.
-et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend,
-    std::vector<et::BackendOption>& options, size_t first) {
+et::Span<et::BackendOption> runtime_options_of(const etb_backend_t& backend, std::vector<et::BackendOption>& options,
+                                               size_t first) {
   for (uint8_t i = 0; i < backend.option_count; ++i) {
     to_runtime_option(backend.options[i], options[first + i]);
   }
@@ -82,7 +80,7 @@ et::BackendOption int_option(std::string label, int value) {
 // how many, then "etb.returned" = the backend's own first non-Ok Error, then on
 // LOAD one "etb.compile_spec:KEY" = the value's size per compile spec, as room allows.
 void add_recorded_options(const std::vector<et::BackendOption>& delivered, const DeliveryRecord& record,
-    bool with_compile_specs, ReportBuilder& report, size_t most = ETB_MAX_OPTIONS - 2) {
+                          bool with_compile_specs, ReportBuilder& report, size_t most = ETB_MAX_OPTIONS - 2) {
   constexpr size_t kAnnotations = 2;
   const size_t count = std::min(delivered.size(), most);
   for (size_t i = 0; i < count; ++i) {
@@ -231,7 +229,7 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
         continue;
       }
       report.add_entry(probe->name(), 0, with_received ? record.init_calls : 0, record.execute_calls,
-          ETB_ENTRY_FLAG_PROBE, model);
+                       ETB_ENTRY_FLAG_PROBE, model);
       if (!with_received) {
         continue;
       }
@@ -247,9 +245,9 @@ void Agent::add_probe_entries(ReportBuilder& report, bool with_received) const {
         for (const et::BackendOption& option : record.diverged) {
           report.add_option(option);
         }
-        report.append_message(std::string("probe ") + probe->name() + (model_count > 1 ? " in model " +
-            std::to_string(model) : std::string()) +
-            ": a later init received runtime_specs different from the first (second entry)");
+        report.append_message(std::string("probe ") + probe->name() +
+                              (model_count > 1 ? " in model " + std::to_string(model) : std::string()) +
+                              ": a later init received runtime_specs different from the first (second entry)");
       }
     }
   }
@@ -262,14 +260,15 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   const bool concurrent = (spec.flags & ETB_LOAD_FLAG_CONCURRENT) != 0;
   report.add_fact("load_path", path_label(spec.path));
   if (std::strstr(kLoadPaths, path_label(spec.path)) == nullptr) {
-    report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0, std::string("load path ") + path_label(spec.path) +
-        " is not served: the runtime lacks it (HELLO lacks: " + source_lacks() + ")");
+    report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0,
+                       std::string("load path ") + path_label(spec.path) +
+                           " is not served: the runtime lacks it (HELLO lacks: " + source_lacks() + ")");
     return;
   }
   if (keep && count > 1) {
     report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0,
-        "KEEP loads into the one program loaded before: a LOAD of " + std::to_string(count) +
-        " models loads each afresh");
+                       "KEEP loads into the one program loaded before: a LOAD of " + std::to_string(count) +
+                           " models loads each afresh");
     return;
   }
   if (count > 1) {
@@ -352,8 +351,8 @@ void Agent::report_results(const std::vector<StepResult>& results, ReportBuilder
   }
 }
 
-void Agent::add_real_backend_entries(uint8_t model, const std::vector<std::string>& delegates,
-    et::Error init_status, ReportBuilder& report) const {
+void Agent::add_real_backend_entries(uint8_t model, const std::vector<std::string>& delegates, et::Error init_status,
+                                     ReportBuilder& report) const {
   for (size_t i = 0; i < delegates.size(); ++i) {
     const std::string& id = delegates[i];
     const bool seen = std::find(delegates.begin(), delegates.begin() + i, id) != delegates.begin() + i;
@@ -384,7 +383,7 @@ void Agent::add_real_backend_entries(uint8_t model, const std::vector<std::strin
 }
 
 void Agent::add_real_backend_entry(uint8_t model, std::string_view id, et::Error init_status,
-    ReportBuilder& report) const {
+                                   ReportBuilder& report) const {
   // status: whether the method's delegates initialised (load_method's result).
   const RecordingBackend* recorder = RecordingBackend::recording() ? find_recorder(id) : nullptr;
   if (recorder == nullptr) {
@@ -397,9 +396,9 @@ void Agent::add_real_backend_entry(uint8_t model, std::string_view id, et::Error
   if (record.specs_diverged) {
     report.add_entry(id, status_of(init_status), 1, 0, 0, model);
     add_recorded_options(record.diverged, record, /*with_compile_specs=*/false, report);
-    report.append_message("backend " + std::string(id) + (models_.size() > 1 ? " in model " +
-        std::to_string(model) : std::string()) +
-        ": a later init received runtime_specs different from the first (second entry)");
+    report.append_message("backend " + std::string(id) +
+                          (models_.size() > 1 ? " in model " + std::to_string(model) : std::string()) +
+                          ": a later init received runtime_specs different from the first (second entry)");
   }
 }
 
@@ -411,10 +410,10 @@ void Agent::add_output_fact(const std::string& outputs, ReportBuilder& report) {
 
 void Agent::execute(ReportBuilder& report) {
   const bool loaded = std::any_of(models_.begin(), models_.end(),
-      [](const std::unique_ptr<ModelInstance>& model) { return !model->method().empty(); });
+                                  [](const std::unique_ptr<ModelInstance>& model) { return !model->method().empty(); });
   if (!loaded) {
     report.set_outcome(ETB_OUTCOME_RUNTIME_ERROR, status_of(et::Error::InvalidState),
-        "no program loaded: send LOAD first");
+                       "no program loaded: send LOAD first");
     return;
   }
   // Every model the last LOAD loaded; one that failed to load answers InvalidState.

@@ -49,9 +49,8 @@ class Agent {
   // delegates, status = init_status, with its records; then one per recorded
   // backend whose hooks ran for the model although it is not a delegate.
   void add_real_backend_entries(uint8_t model, const std::vector<std::string>& delegates, et::Error init_status,
-      ReportBuilder& report) const;
-  void add_real_backend_entry(uint8_t model, std::string_view id, et::Error init_status,
-      ReportBuilder& report) const;
+                                ReportBuilder& report) const;
+  void add_real_backend_entry(uint8_t model, std::string_view id, et::Error init_status, ReportBuilder& report) const;
   // The recorder of a real backend (none for a probe, or with --no-records).
   const RecordingBackend* recorded(std::string_view name) const;
   // Fact "outputs": the method's float outputs after execute, if it has any.

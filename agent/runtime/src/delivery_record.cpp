@@ -33,13 +33,9 @@ bool same_options(et::Span<const et::BackendOption> a, const std::vector<et::Bac
 
 }  // namespace
 
-void set_current_model(uint8_t model) {
-  t_current_model = model < ETB_MAX_MODELS ? model : 0;
-}
+void set_current_model(uint8_t model) { t_current_model = model < ETB_MAX_MODELS ? model : 0; }
 
-uint8_t current_model() {
-  return t_current_model;
-}
+uint8_t current_model() { return t_current_model; }
 
 void DeliveryRecord::clear() {
   std::vector<et::BackendOption> kept = std::move(received);

@@ -45,13 +45,15 @@ StepResult LoadedModule::load(int64_t* us) {
 StepResult LoadedModule::delegate_ids(const std::string& method, std::vector<std::string>* out) {
   auto meta = module_.method_meta(method);
   if (!meta.ok()) {
-    return StepResult{meta.error(), "program has no method \"" + method + "\": Module::method_meta returned " + error_code(meta.error())};
+    return StepResult{meta.error(), "program has no method \"" + method + "\": Module::method_meta returned " +
+                                        error_code(meta.error())};
   }
   out->clear();
   for (size_t i = 0; i < meta->num_backends(); ++i) {
     auto name = meta->get_backend_name(i);
     if (!name.ok()) {
-      return StepResult{name.error(), "MethodMeta::get_backend_name(" + std::to_string(i) + ") returned " + error_code(name.error())};
+      return StepResult{name.error(),
+                        "MethodMeta::get_backend_name(" + std::to_string(i) + ") returned " + error_code(name.error())};
     }
     out->emplace_back(*name);
   }
@@ -83,7 +85,8 @@ StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
   if (!inputs) {
     auto meta = module_.method_meta(method);
     if (!meta.ok()) {
-      return StepResult{meta.error(), "program has no method \"" + method + "\": Module::method_meta returned " + error_code(meta.error())};
+      return StepResult{meta.error(), "program has no method \"" + method + "\": Module::method_meta returned " +
+                                          error_code(meta.error())};
     }
     auto prepared = std::make_unique<MethodInputs>();
     const StepResult made = prepared->prepare(*meta);

@@ -11,9 +11,7 @@ namespace etb {
 
 namespace {
 
-StepResult fail(et::Error error, std::string message) {
-  return StepResult{error, std::move(message)};
-}
+StepResult fail(et::Error error, std::string message) { return StepResult{error, std::move(message)}; }
 
 }  // namespace
 
@@ -33,7 +31,8 @@ StepResult LoadedProgram::open(const std::string& path, int64_t* open_us) {
 StepResult LoadedProgram::open_file(const std::string& path) {
   auto loader = executorch::extension::FileDataLoader::from(path.c_str());
   if (!loader.ok()) {
-    return fail(loader.error(), "cannot open program " + path + ": FileDataLoader::from returned " + error_code(loader.error()));
+    return fail(loader.error(),
+                "cannot open program " + path + ": FileDataLoader::from returned " + error_code(loader.error()));
   }
   loader_ = std::make_unique<executorch::extension::FileDataLoader>(std::move(*loader));
   auto program = et::Program::load(loader_.get(), et::Program::Verification::InternalConsistency);
@@ -47,13 +46,15 @@ StepResult LoadedProgram::open_file(const std::string& path) {
 StepResult LoadedProgram::delegate_ids(const std::string& method, std::vector<std::string>* out) const {
   auto meta = program_->method_meta(method.c_str());
   if (!meta.ok()) {
-    return fail(meta.error(), "program has no method \"" + method + "\": method_meta returned " + error_code(meta.error()));
+    return fail(meta.error(),
+                "program has no method \"" + method + "\": method_meta returned " + error_code(meta.error()));
   }
   out->clear();
   for (size_t i = 0; i < meta->num_backends(); ++i) {
     auto name = meta->get_backend_name(i);
     if (!name.ok()) {
-      return fail(name.error(), "MethodMeta::get_backend_name(" + std::to_string(i) + ") returned " + error_code(name.error()));
+      return fail(name.error(),
+                  "MethodMeta::get_backend_name(" + std::to_string(i) + ") returned " + error_code(name.error()));
     }
     out->emplace_back(*name);
   }
@@ -81,13 +82,15 @@ StepResult LoadedProgram::load_method(const std::string& name, std::unique_ptr<O
     // A program is untrusted: what it asks for is bounded before it is allocated.
     if (static_cast<uint64_t>(*size) > kMaxPlannedBytes - planned) {
       return fail(et::Error::MemoryAllocationFailed, "method \"" + name + "\" plans more than " +
-          std::to_string(kMaxPlannedBytes >> 20) + " MiB of memory, the agent's bound");
+                                                         std::to_string(kMaxPlannedBytes >> 20) +
+                                                         " MiB of memory, the agent's bound");
     }
     planned += static_cast<size_t>(*size);
     loaded->planned_buffers.emplace_back(static_cast<size_t>(*size));
     loaded->planned_spans.emplace_back(loaded->planned_buffers.back().data(), loaded->planned_buffers.back().size());
   }
-  loaded->planned_memory.emplace(et::Span<et::Span<uint8_t>>(loaded->planned_spans.data(), loaded->planned_spans.size()));
+  loaded->planned_memory.emplace(
+      et::Span<et::Span<uint8_t>>(loaded->planned_spans.data(), loaded->planned_spans.size()));
   loaded->memory_manager.emplace(&method_allocator_, &*loaded->planned_memory, &temp_allocator_);
 
   const Clock::time_point start = Clock::now();

@@ -24,8 +24,8 @@
 #include "message_reader.h"
 #include "recording_backend.h"
 #include "report_builder.h"
-#include "runtime_log.h"
 #include "runtime_label.h"
+#include "runtime_log.h"
 
 namespace {
 
@@ -74,8 +74,8 @@ struct Buffers {
 void reject(etb::ReportBuilder& report, uint32_t seq, etb_status_t error, uint8_t version) {
   std::string message = std::string("request refused by the agent's decoder: ") + etb_status_name(error);
   if (error == ETB_ERR_VERSION) {
-    message += " (the request is wire-format version " + std::to_string(version) +
-        ", this agent speaks version " + std::to_string(ETB_WIRE_VERSION) + ")";
+    message += " (the request is wire-format version " + std::to_string(version) + ", this agent speaks version " +
+               std::to_string(ETB_WIRE_VERSION) + ")";
   }
   report.start(seq, ETB_ACTION_NONE);
   report.set_outcome(ETB_OUTCOME_REJECTED, static_cast<uint32_t>(error), message);
@@ -95,7 +95,7 @@ int serve(int in_fd, int out_fd) {
       reject(buffers->report, item.seq, item.error, item.version);
     } else {
       const etb_status_t status = etb_decode_request(item.data, item.size, &buffers->request,
-          buffers->option_pool.data(), buffers->option_pool.size());
+                                                     buffers->option_pool.data(), buffers->option_pool.size());
       if (status != ETB_OK) {
         std::fprintf(stderr, "et-agent: refused request seq %u: %s\n", item.seq, etb_status_name(status));
         reject(buffers->report, item.seq, status, item.version);
@@ -163,8 +163,8 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (args.size() == 1 && args[0] == "--version") {
-    std::printf("et-agent %s (executorch %s, %s, wire format v%u)\n", ETB_AGENT_VERSION,
-        etb::runtime_label(), ETB_ABI, ETB_WIRE_VERSION);
+    std::printf("et-agent %s (executorch %s, %s, wire format v%u)\n", ETB_AGENT_VERSION, etb::runtime_label(), ETB_ABI,
+                ETB_WIRE_VERSION);
     return kExitOk;
   }
   const bool session = args.empty() || (args.size() == 1 && args[0] == "--session");
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);  // a vanished host is a write error, not a crash
   etb::install_runtime_log();  // before anything is loaded: missing operators are named
   executorch::runtime::runtime_init();
-  std::fprintf(stderr, "et-agent %s: executorch %s, %s, %s mode\n", ETB_AGENT_VERSION,
-      etb::runtime_label(), ETB_ABI, session ? "session" : "one-shot");
+  std::fprintf(stderr, "et-agent %s: executorch %s, %s, %s mode\n", ETB_AGENT_VERSION, etb::runtime_label(), ETB_ABI,
+               session ? "session" : "one-shot");
   return session ? run_session() : run_oneshot(args[1].c_str(), args[2].c_str());
 }

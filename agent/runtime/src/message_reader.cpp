@@ -15,17 +15,14 @@ namespace {
 constexpr uint8_t kMagic[4] = {'E', 'T', 'B', 'O'};
 
 uint32_t read_u32le(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-      (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
 }
 
 }  // namespace
 
 MessageReader::MessageReader(int fd, uint8_t expected_type, size_t max_message)
-    : fd_(fd),
-      expected_type_(expected_type),
-      max_message_(max_message),
-      buffer_(max_message + ETB_HEADER_SIZE) {}
+    : fd_(fd), expected_type_(expected_type), max_message_(max_message), buffer_(max_message + ETB_HEADER_SIZE) {}
 
 bool MessageReader::fill(size_t n) {
   if (available() >= n) {
@@ -112,8 +109,7 @@ MessageReader::Item MessageReader::next() {
   item.seq = read_u32le(head() + 12);
   item.version = head()[4];
   etb_header_t header{};
-  const etb_status_t status =
-      etb_peek_header(head(), ETB_HEADER_SIZE, max_message_, expected_type_, &header);
+  const etb_status_t status = etb_peek_header(head(), ETB_HEADER_SIZE, max_message_, expected_type_, &header);
   if (status != ETB_OK) {
     // Answered now, before the rest of the unit is read.
     item.kind = Kind::kRejected;

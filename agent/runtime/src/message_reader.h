@@ -27,7 +27,7 @@ class MessageReader {
     Kind kind = Kind::kEnd;
     const uint8_t* data = nullptr;  // valid until the next call to next()
     size_t size = 0;
-    uint32_t seq = 0;  // bytes 12..15 of the unit's first 16; 0 if the input ended sooner
+    uint32_t seq = 0;     // bytes 12..15 of the unit's first 16; 0 if the input ended sooner
     uint8_t version = 0;  // byte 4 of the unit's first 16, for a VERSION refusal's message
     etb_status_t error = ETB_OK;
   };

@@ -14,7 +14,7 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
     if (!tag.ok() || *tag != et::Tag::Tensor || !info.ok() ||
         info->scalar_type() != executorch::aten::ScalarType::Float) {
       return StepResult{et::Error::NotSupported,
-          "input " + std::to_string(i) + " is not a float tensor: the agent only feeds float tensors"};
+                        "input " + std::to_string(i) + " is not a float tensor: the agent only feeds float tensors"};
     }
     auto tensor = std::make_unique<Tensor>();
     tensor->sizes.assign(info->sizes().begin(), info->sizes().end());
@@ -25,14 +25,15 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
       tensor->strides[d] = static_cast<executorch::aten::StridesType>(numel);
       const auto size = tensor->sizes[d];
       if (size < 0 || (size > 0 && numel > kMaxInputElements / static_cast<size_t>(size))) {
-        return StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(i) +
-            " has more than " + std::to_string(kMaxInputElements) + " elements, the agent's bound"};
+        return StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(i) + " has more than " +
+                                                                 std::to_string(kMaxInputElements) +
+                                                                 " elements, the agent's bound"};
       }
       numel *= static_cast<size_t>(size);
     }
     tensor->data.assign(numel, 1.0f);
     tensor->impl.emplace(executorch::aten::ScalarType::Float, static_cast<ssize_t>(tensor->sizes.size()),
-        tensor->sizes.data(), tensor->data.data(), tensor->dim_order.data(), tensor->strides.data());
+                         tensor->sizes.data(), tensor->data.data(), tensor->dim_order.data(), tensor->strides.data());
     values_.emplace_back(executorch::aten::Tensor(&*tensor->impl));
     tensors_.push_back(std::move(tensor));
   }

@@ -16,19 +16,17 @@ namespace et = executorch::runtime;
 
 constexpr const char* kDefaultMethod = "forward";
 
-int32_t clamp_us(int64_t us) {
-  return static_cast<int32_t>(std::min<int64_t>(us, INT32_MAX));
-}
+int32_t clamp_us(int64_t us) { return static_cast<int32_t>(std::min<int64_t>(us, INT32_MAX)); }
 
 // A map built from a backend list of the request.
 std::unique_ptr<OwnedOptionsMap> build_map(const etb_backend_t* backends, uint8_t count, const char* what,
-    StepResult* step) {
+                                           StepResult* step) {
   auto map = std::make_unique<OwnedOptionsMap>();
   std::string refused_id;
   const et::Error error = map->build(backends, count, &refused_id);
   if (error != et::Error::Ok) {
     *step = StepResult{error, std::string(what) + ": LoadBackendOptionsMap::set_options(\"" + refused_id +
-        "\") refused the entry (id of " + std::to_string(refused_id.size()) + " bytes)"};
+                                  "\") refused the entry (id of " + std::to_string(refused_id.size()) + " bytes)"};
     return nullptr;
   }
   return map;
@@ -59,8 +57,8 @@ const char* path_label(uint8_t path) {
 
 ModelRequest ModelRequest::of(const etb_request_t& request, uint8_t model) {
   if (model == 0) {
-    return ModelRequest{request.program, request.delegate_count, request.delegates, request.backend_count,
-        request.backends, &request.load};
+    return ModelRequest{request.program,       request.delegate_count, request.delegates,
+                        request.backend_count, request.backends,       &request.load};
   }
   const etb_model_t& m = request.models[model - 1];
   return ModelRequest{m.program, m.delegate_count, m.delegates, m.backend_count, m.backends, &m.load};
@@ -74,8 +72,7 @@ void ModelInstance::clear() {
 }
 
 bool ModelInstance::has_method() const {
-  return !loading_.empty() &&
-      (program_ ? program_->has_method(loading_) : module_ && module_->has_method(loading_));
+  return !loading_.empty() && (program_ ? program_->has_method(loading_) : module_ && module_->has_method(loading_));
 }
 
 std::string ModelInstance::float_outputs() const {
@@ -93,15 +90,17 @@ StepResult ModelInstance::load(const ModelRequest& request, bool keep) {
   }
   if (path.empty()) {
     return StepResult{et::Error::InvalidArgument,
-        "LOAD needs a program path: this agent loads programs from its file system"};
+                      "LOAD needs a program path: this agent loads programs from its file system"};
   }
   if (keep && (spec.path == ETB_LOAD_PROGRAM ? !program_ : !module_)) {
     return StepResult{et::Error::InvalidState, std::string("KEEP on path ") + path_label(spec.path) +
-        " needs a program loaded before on a " + (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " path"};
+                                                   " needs a program loaded before on a " +
+                                                   (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " path"};
   }
   if (keep && loaded_path_ != path) {
     return StepResult{et::Error::InvalidArgument, "KEEP names program " + path + ", the loaded " +
-        (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " is " + loaded_path_};
+                                                      (spec.path == ETB_LOAD_PROGRAM ? "program" : "module") + " is " +
+                                                      loaded_path_};
   }
   try {
     const MissingOperators missing;  // what Method::init logs on this thread, named in the report
@@ -121,8 +120,8 @@ StepResult ModelInstance::check_delegates(const ModelRequest& request, const std
   if (expected == delegate_ids_) {
     return {};
   }
-  return StepResult{et::Error::InvalidProgram,
-      "program " + path + " delegates to " + join(delegate_ids_) + ", the request names " + join(expected)};
+  return StepResult{et::Error::InvalidProgram, "program " + path + " delegates to " + join(delegate_ids_) +
+                                                   ", the request names " + join(expected)};
 }
 
 StepResult ModelInstance::load_program(const ModelRequest& request, const std::string& path) {

@@ -71,9 +71,9 @@ class ModelInstance {
   // A program (path program) or a module (the module paths), never both.
   std::unique_ptr<LoadedProgram> program_;
   std::unique_ptr<LoadedModule> module_;
-  std::string loaded_path_;    // the file program_ or module_ was loaded from (KEEP must name it)
-  std::string method_;         // the method loaded (EXECUTE runs it)
-  std::string loading_;        // the method being loaded
+  std::string loaded_path_;  // the file program_ or module_ was loaded from (KEEP must name it)
+  std::string method_;       // the method loaded (EXECUTE runs it)
+  std::string loading_;      // the method being loaded
   std::vector<std::string> delegate_ids_;
 };
 

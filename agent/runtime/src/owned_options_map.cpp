@@ -21,19 +21,21 @@ constexpr std::string_view kIdSuffixKey = "etb.id_suffix";
 
 // Another model's value for an option: the same type, a different value.
 void another_models_value(et::BackendOption& option) {
-  std::visit([](auto& value) {
-    using T = std::decay_t<decltype(value)>;
-    if constexpr (std::is_same_v<T, bool>) {
-      value = !value;
-    } else if constexpr (std::is_same_v<T, int>) {
-      value = value == 0x2A2A2A2A ? 0x15151515 : 0x2A2A2A2A;
-    } else {
-      static constexpr char kOther[] = "another model's option";
-      const bool same = std::strncmp(value.data(), kOther, value.size()) == 0;
-      value.fill('\0');
-      std::memcpy(value.data(), same ? "yet another model's option" : kOther, same ? 26 : sizeof(kOther) - 1);
-    }
-  }, option.value);
+  std::visit(
+      [](auto& value) {
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          value = !value;
+        } else if constexpr (std::is_same_v<T, int>) {
+          value = value == 0x2A2A2A2A ? 0x15151515 : 0x2A2A2A2A;
+        } else {
+          static constexpr char kOther[] = "another model's option";
+          const bool same = std::strncmp(value.data(), kOther, value.size()) == 0;
+          value.fill('\0');
+          std::memcpy(value.data(), same ? "yet another model's option" : kOther, same ? 26 : sizeof(kOther) - 1);
+        }
+      },
+      option.value);
 }
 
 }  // namespace

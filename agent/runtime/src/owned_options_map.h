@@ -38,7 +38,6 @@ namespace et = executorch::runtime;
 // map or into its arrays delivers those other values: a difference per option.
 class OwnedOptionsMap {
  public:
-
   OwnedOptionsMap() = default;
   OwnedOptionsMap(const OwnedOptionsMap&) = delete;
   OwnedOptionsMap& operator=(const OwnedOptionsMap&) = delete;

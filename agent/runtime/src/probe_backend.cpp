@@ -28,10 +28,8 @@ void ProbeBackend::reset() {
   state_.clear();
 }
 
-et::Result<et::DelegateHandle*> ProbeBackend::init(
-    et::BackendInitContext& context,
-    et::FreeableBuffer* processed,
-    et::ArrayRef<et::CompileSpec> compile_specs) const {
+et::Result<et::DelegateHandle*> ProbeBackend::init(et::BackendInitContext& context, et::FreeableBuffer* processed,
+                                                   et::ArrayRef<et::CompileSpec> compile_specs) const {
   const et::Span<const et::BackendOption> specs = context.runtime_specs();
   auto* handle = new (std::nothrow) Handle{current_model()};
   if (handle == nullptr) {
@@ -54,9 +52,7 @@ et::Result<et::DelegateHandle*> ProbeBackend::init(
   return reinterpret_cast<et::DelegateHandle*>(handle);
 }
 
-void ProbeBackend::destroy(et::DelegateHandle* handle) const {
-  delete reinterpret_cast<Handle*>(handle);
-}
+void ProbeBackend::destroy(et::DelegateHandle* handle) const { delete reinterpret_cast<Handle*>(handle); }
 
 namespace {
 
@@ -73,8 +69,8 @@ SpecType type_of(const et::BackendOption& option) {
 // What get_runtime_spec<T>(key) returned, as an option to report: the value under
 // "PREFIX:KEY", or the Error as an int under "PREFIX_error:KEY"; the label is cut to a
 // key's 63 bytes, at a UTF-8 character boundary.
-et::BackendOption looked_up(
-    const et::BackendInitContext& context, const char* key, SpecType type, const std::string& prefix) {
+et::BackendOption looked_up(const et::BackendInitContext& context, const char* key, SpecType type,
+                            const std::string& prefix) {
   et::BackendOption found{};
   et::Error error = et::Error::Ok;
   if (type == SpecType::kBool) {
@@ -135,8 +131,7 @@ void ProbeBackend::answer_asks(const et::BackendInitContext& context, Record& re
   const size_t received = record.received.size();
   for (size_t i = 0; i < received; ++i) {
     const std::string_view key = option_key(record.received[i]);
-    const auto* types =
-        std::get_if<std::array<char, et::kMaxOptionValueLength>>(&record.received[i].value);
+    const auto* types = std::get_if<std::array<char, et::kMaxOptionValueLength>>(&record.received[i].value);
     if (key.substr(0, kAsk.size()) != kAsk || types == nullptr) {
       continue;
     }
@@ -159,16 +154,13 @@ void ProbeBackend::answer_asks(const et::BackendInitContext& context, Record& re
       if (record.lookups.size() + 1 > kMaxRecordedOptions) {
         return;
       }
-      record.lookups.push_back(
-          looked_up(context, asked.c_str(), type, "etb.as_" + std::string(name)));
+      record.lookups.push_back(looked_up(context, asked.c_str(), type, "etb.as_" + std::string(name)));
     }
   }
 }
 
-et::Error ProbeBackend::execute(
-    et::BackendExecutionContext& context,
-    et::DelegateHandle* handle,
-    et::Span<et::EValue*> args) const {
+et::Error ProbeBackend::execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
+                                et::Span<et::EValue*> args) const {
   const uint8_t model = handle != nullptr ? reinterpret_cast<const Handle*>(handle)->model : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   Record& record = records_[model];
@@ -177,9 +169,7 @@ et::Error ProbeBackend::execute(
   return et::Error::Ok;
 }
 
-et::Error ProbeBackend::set_option(
-    et::BackendOptionContext& context,
-    const et::Span<et::BackendOption>& options) {
+et::Error ProbeBackend::set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   Record& record = records_[0];
   record.note_call();
@@ -206,9 +196,7 @@ et::Error ProbeBackend::set_option(
   return et::Error::Ok;
 }
 
-et::Error ProbeBackend::get_option(
-    et::BackendOptionContext& context,
-    et::Span<et::BackendOption>& options) {
+et::Error ProbeBackend::get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   Record& record = records_[0];
   record.note_call();

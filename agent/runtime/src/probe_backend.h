@@ -50,21 +50,13 @@ class ProbeBackend final : public et::BackendInterface {
   void reset();
 
   bool is_available() const override { return true; }
-  et::Result<et::DelegateHandle*> init(
-      et::BackendInitContext& context,
-      et::FreeableBuffer* processed,
-      et::ArrayRef<et::CompileSpec> compile_specs) const override;
-  et::Error execute(
-      et::BackendExecutionContext& context,
-      et::DelegateHandle* handle,
-      et::Span<et::EValue*> args) const override;
+  et::Result<et::DelegateHandle*> init(et::BackendInitContext& context, et::FreeableBuffer* processed,
+                                       et::ArrayRef<et::CompileSpec> compile_specs) const override;
+  et::Error execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
+                    et::Span<et::EValue*> args) const override;
   void destroy(et::DelegateHandle* handle) const override;
-  et::Error set_option(
-      et::BackendOptionContext& context,
-      const et::Span<et::BackendOption>& options) override;
-  et::Error get_option(
-      et::BackendOptionContext& context,
-      et::Span<et::BackendOption>& options) override;
+  et::Error set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) override;
+  et::Error get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) override;
 
  private:
   // One delegate: what init made of it.

@@ -23,8 +23,10 @@ constexpr const char* kRegisterSymbol = "_ZN10executorch7runtime16register_backe
 RegisterFn runtime_register() {
   static const RegisterFn fn = reinterpret_cast<RegisterFn>(::dlsym(RTLD_NEXT, kRegisterSymbol));
   if (fn == nullptr) {
-    std::fprintf(stderr, "et-agent: the runtime's register_backend is not found (%s): link libexecutorch "
-        "as a shared library after the agent\n", ::dlerror());
+    std::fprintf(stderr,
+                 "et-agent: the runtime's register_backend is not found (%s): link libexecutorch "
+                 "as a shared library after the agent\n",
+                 ::dlerror());
     std::abort();
   }
   return fn;
@@ -38,9 +40,7 @@ std::atomic<bool> g_recording{true};
 
 }  // namespace
 
-size_t recorder_count() {
-  return g_count.load(std::memory_order_acquire);
-}
+size_t recorder_count() { return g_count.load(std::memory_order_acquire); }
 
 RecordingBackend& recorder_at(size_t index) {
   return *std::launder(reinterpret_cast<RecordingBackend*>(g_storage[index]));
@@ -63,13 +63,9 @@ et::Error register_unrecorded(const et::Backend& backend) {
 #endif
 }
 
-void RecordingBackend::set_recording(bool on) {
-  g_recording.store(on, std::memory_order_relaxed);
-}
+void RecordingBackend::set_recording(bool on) { g_recording.store(on, std::memory_order_relaxed); }
 
-bool RecordingBackend::recording() {
-  return g_recording.load(std::memory_order_relaxed);
-}
+bool RecordingBackend::recording() { return g_recording.load(std::memory_order_relaxed); }
 
 void RecordingBackend::begin_request() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -80,14 +76,10 @@ void RecordingBackend::begin_request() {
   }
 }
 
-bool RecordingBackend::is_available() const {
-  return real_->is_available();
-}
+bool RecordingBackend::is_available() const { return real_->is_available(); }
 
-et::Result<et::DelegateHandle*> RecordingBackend::init(
-    et::BackendInitContext& context,
-    et::FreeableBuffer* processed,
-    et::ArrayRef<et::CompileSpec> compile_specs) const {
+et::Result<et::DelegateHandle*> RecordingBackend::init(et::BackendInitContext& context, et::FreeableBuffer* processed,
+                                                       et::ArrayRef<et::CompileSpec> compile_specs) const {
   if (!recording()) {
     return real_->init(context, processed, compile_specs);
   }
@@ -111,10 +103,8 @@ et::Result<et::DelegateHandle*> RecordingBackend::init(
   return handle;
 }
 
-et::Error RecordingBackend::execute(
-    et::BackendExecutionContext& context,
-    et::DelegateHandle* handle,
-    et::Span<et::EValue*> args) const {
+et::Error RecordingBackend::execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
+                                    et::Span<et::EValue*> args) const {
   if (!recording()) {
     return real_->execute(context, handle, args);
   }
@@ -128,13 +118,9 @@ et::Error RecordingBackend::execute(
   return error;
 }
 
-void RecordingBackend::destroy(et::DelegateHandle* handle) const {
-  real_->destroy(handle);
-}
+void RecordingBackend::destroy(et::DelegateHandle* handle) const { real_->destroy(handle); }
 
-et::Error RecordingBackend::set_option(
-    et::BackendOptionContext& context,
-    const et::Span<et::BackendOption>& options) {
+et::Error RecordingBackend::set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) {
   if (!recording()) {
     return real_->set_option(context, options);
   }
@@ -155,9 +141,7 @@ et::Error RecordingBackend::set_option(
   return error;
 }
 
-et::Error RecordingBackend::get_option(
-    et::BackendOptionContext& context,
-    et::Span<et::BackendOption>& options) {
+et::Error RecordingBackend::get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) {
   if (!recording()) {
     return real_->get_option(context, options);
   }

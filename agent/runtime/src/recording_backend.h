@@ -43,21 +43,13 @@ class RecordingBackend final : public et::BackendInterface {
   static bool recording();
 
   bool is_available() const override;
-  et::Result<et::DelegateHandle*> init(
-      et::BackendInitContext& context,
-      et::FreeableBuffer* processed,
-      et::ArrayRef<et::CompileSpec> compile_specs) const override;
-  et::Error execute(
-      et::BackendExecutionContext& context,
-      et::DelegateHandle* handle,
-      et::Span<et::EValue*> args) const override;
+  et::Result<et::DelegateHandle*> init(et::BackendInitContext& context, et::FreeableBuffer* processed,
+                                       et::ArrayRef<et::CompileSpec> compile_specs) const override;
+  et::Error execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
+                    et::Span<et::EValue*> args) const override;
   void destroy(et::DelegateHandle* handle) const override;
-  et::Error set_option(
-      et::BackendOptionContext& context,
-      const et::Span<et::BackendOption>& options) override;
-  et::Error get_option(
-      et::BackendOptionContext& context,
-      et::Span<et::BackendOption>& options) override;
+  et::Error set_option(et::BackendOptionContext& context, const et::Span<et::BackendOption>& options) override;
+  et::Error get_option(et::BackendOptionContext& context, et::Span<et::BackendOption>& options) override;
 
  private:
   const char* const name_;

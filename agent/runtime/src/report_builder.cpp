@@ -38,8 +38,11 @@ std::string well_formed_utf8(std::string_view text) {
   while (i < text.size()) {
     const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
     const unsigned char lead = byte(i);
-    size_t length = lead < 0x80 ? 1 : (lead >= 0xC2 && lead <= 0xDF) ? 2 : (lead >= 0xE0 && lead <= 0xEF) ? 3
-        : (lead >= 0xF0 && lead <= 0xF4) ? 4 : 0;
+    size_t length = lead < 0x80                      ? 1
+                    : (lead >= 0xC2 && lead <= 0xDF) ? 2
+                    : (lead >= 0xE0 && lead <= 0xEF) ? 3
+                    : (lead >= 0xF0 && lead <= 0xF4) ? 4
+                                                     : 0;
     bool ok = length > 0 && i + length <= text.size();
     for (size_t k = 1; ok && k < length; ++k) {
       ok = (byte(i + k) & 0xC0) == 0x80;
@@ -47,7 +50,7 @@ std::string well_formed_utf8(std::string_view text) {
     if (ok && length >= 3) {
       const unsigned char second = byte(i + 1);
       ok = !(lead == 0xE0 && second < 0xA0) && !(lead == 0xED && second > 0x9F) &&  // overlong, surrogate
-          !(lead == 0xF0 && second < 0x90) && !(lead == 0xF4 && second > 0x8F);     // overlong, > U+10FFFF
+           !(lead == 0xF0 && second < 0x90) && !(lead == 0xF4 && second > 0x8F);    // overlong, > U+10FFFF
     }
     if (!ok) {
       out += '?';
@@ -134,7 +137,7 @@ void ReportBuilder::add_fact(std::string_view key, std::string_view value) {
 }
 
 void ReportBuilder::add_entry(std::string_view name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags,
-    uint8_t model) {
+                              uint8_t model) {
   if (report_.entry_count >= ETB_MAX_BACKENDS) {
     if (!truncated_) {
       truncated_ = true;
@@ -196,7 +199,7 @@ etb_status_t ReportBuilder::encode(uint8_t* buf, size_t cap, size_t* out_len) {
   const uint32_t seq = report_.seq;
   const uint8_t action = report_.action;
   const std::string reason = std::string("report not encodable: ") + etb_status_name(status) +
-      " in what the runtime returned; original message: " + message_;
+                             " in what the runtime returned; original message: " + message_;
   start(seq, action);
   set_outcome(ETB_OUTCOME_RUNTIME_ERROR, 0x01 /* Error::Internal */, reason);
   report_.message = keep(utf8_prefix(message_, ETB_MAX_TEXT));

@@ -34,7 +34,7 @@ class ReportBuilder {
 
   // Starts an entry (of LOAD model `model`); add_option then appends to it.
   void add_entry(std::string_view name, uint32_t status, uint32_t calls, uint32_t executes, uint8_t flags,
-      uint8_t model = 0);
+                 uint8_t model = 0);
   void add_option(const executorch::runtime::BackendOption& option);
 
   // Encodes into buf. On a report the encoder refuses (a backend left bytes in

@@ -13,16 +13,10 @@
 
 namespace etb {
 
-const char* runtime_label() {
-  return ETB_EXECUTORCH_VERSION;
-}
+const char* runtime_label() { return ETB_EXECUTORCH_VERSION; }
 
-const char* source_parts() {
-  return ETB_SOURCE_PARTS;
-}
+const char* source_parts() { return ETB_SOURCE_PARTS; }
 
-const char* source_lacks() {
-  return ETB_SOURCE_LACKS;
-}
+const char* source_lacks() { return ETB_SOURCE_LACKS; }
 
 }  // namespace etb

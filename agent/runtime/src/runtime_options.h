@@ -28,8 +28,6 @@ std::string_view option_key(const BackendOption& option);
 std::string_view option_string(const std::array<char, executorch::runtime::kMaxOptionValueLength>& value);
 
 // The bytes of a wire string.
-inline std::string_view view(etb_str_t s) {
-  return std::string_view(reinterpret_cast<const char*>(s.ptr), s.len);
-}
+inline std::string_view view(etb_str_t s) { return std::string_view(reinterpret_cast<const char*>(s.ptr), s.len); }
 
 }  // namespace etb

@@ -36,11 +36,11 @@ namespace runtime_fit {
 /* LoadBackendOptionsMap::kMaxBackends is private. An explicit instantiation may name a
    private member ([temp.explicit]: access is not checked there), so this template hands
    its address to a friend function that a constant expression can read it through. */
-constexpr const size_t *map_capacity();
+constexpr const size_t* map_capacity();
 
-template <const size_t *Capacity>
+template <const size_t* Capacity>
 struct MapCapacity {
-  friend constexpr const size_t *map_capacity() { return Capacity; }
+  friend constexpr const size_t* map_capacity() { return Capacity; }
 };
 template struct MapCapacity<&executorch::runtime::LoadBackendOptionsMap::kMaxBackends>;
 

@@ -31,9 +31,9 @@ extern "C" {
 #define ETB_MAX_LOAD_BACKENDS 8u /* LoadBackendOptionsMap capacity */
 #define ETB_MAX_BACKENDS 16u     /* SET/GET/REGISTER; report entries */
 #define ETB_MAX_DELEGATES 8u
-#define ETB_MAX_OPTIONS 64u      /* per backend or entry */
+#define ETB_MAX_OPTIONS 64u /* per backend or entry */
 #define ETB_MAX_FACTS 32u
-#define ETB_MAX_MODELS 8u        /* load specifications in one LOAD: the request's own + 7 */
+#define ETB_MAX_MODELS 8u /* load specifications in one LOAD: the request's own + 7 */
 /* The most options one valid request carries: every model with 8 backends and 8 method
  * backends of 64 options. A decoder pool this large never answers a valid request CAPACITY. */
 #define ETB_MAX_REQUEST_OPTIONS (ETB_MAX_MODELS * 2u * ETB_MAX_LOAD_BACKENDS * ETB_MAX_OPTIONS)
@@ -96,11 +96,7 @@ typedef enum {
   ETB_OUTCOME_UNSUPPORTED = 3
 } etb_outcome_t;
 
-typedef enum {
-  ETB_TYPE_BOOL = 1,
-  ETB_TYPE_INT = 2,
-  ETB_TYPE_STRING = 3
-} etb_type_t;
+typedef enum { ETB_TYPE_BOOL = 1, ETB_TYPE_INT = 2, ETB_TYPE_STRING = 3 } etb_type_t;
 
 /* The runtime entry point a LOAD passes its map through. */
 typedef enum {
@@ -111,27 +107,27 @@ typedef enum {
 } etb_load_path_t;
 
 #define ETB_ENTRY_FLAG_PROBE 0x01u
-#define ETB_LOAD_FLAG_KEEP 0x01u /* load into the program or module already loaded */
+#define ETB_LOAD_FLAG_KEEP 0x01u       /* load into the program or module already loaded */
 #define ETB_LOAD_FLAG_CONCURRENT 0x02u /* load every model in its own thread, started together */
 
 /* A byte string inside a message buffer (or any caller storage). */
 typedef struct {
-  const uint8_t *ptr;
+  const uint8_t* ptr;
   uint16_t len;
 } etb_str_t;
 
 typedef struct {
   etb_str_t key;
-  uint8_t type;    /* etb_type_t */
-  bool b;          /* ETB_TYPE_BOOL */
-  int32_t i;       /* ETB_TYPE_INT */
-  etb_str_t s;     /* ETB_TYPE_STRING */
+  uint8_t type; /* etb_type_t */
+  bool b;       /* ETB_TYPE_BOOL */
+  int32_t i;    /* ETB_TYPE_INT */
+  etb_str_t s;  /* ETB_TYPE_STRING */
 } etb_option_t;
 
 typedef struct {
   etb_str_t id;
   uint8_t option_count;
-  const etb_option_t *options;
+  const etb_option_t* options;
 } etb_backend_t;
 
 typedef struct {
@@ -144,8 +140,8 @@ typedef struct {
 
 /* The fields only a LOAD request carries, after its backends. */
 typedef struct {
-  uint8_t path;  /* etb_load_path_t */
-  uint8_t flags; /* ETB_LOAD_FLAG_KEEP */
+  uint8_t path;     /* etb_load_path_t */
+  uint8_t flags;    /* ETB_LOAD_FLAG_KEEP */
   etb_str_t method; /* 0..63 bytes; empty means "forward" */
   /* ETB_LOAD_MODULE_BOTH: the explicit map of Module::load_method (0 entries: an
    * explicit empty map). Other paths: none. */
@@ -196,7 +192,7 @@ typedef struct {
   uint8_t flags;
   uint8_t model; /* the LOAD model (0..ETB_MAX_MODELS-1) whose program instance it was in */
   uint8_t option_count;
-  const etb_option_t *options;
+  const etb_option_t* options;
 } etb_entry_t;
 
 typedef struct {
@@ -206,16 +202,16 @@ typedef struct {
   uint32_t detail;
   etb_str_t message;
   uint8_t fact_count;
-  const etb_option_t *facts;
+  const etb_option_t* facts;
   uint8_t entry_count;
   etb_entry_t entries[ETB_MAX_BACKENDS];
 } etb_report_t;
 
 /* CRC-32/ISO-HDLC (zlib). Pass crc = 0 to start; feed the result back to continue. */
-uint32_t etb_crc32(uint32_t crc, const uint8_t *data, size_t len);
+uint32_t etb_crc32(uint32_t crc, const uint8_t* data, size_t len);
 
 /* Upper-case name of a status, e.g. "KEY_LENGTH"; "UNKNOWN" for other values. */
-const char *etb_status_name(etb_status_t status);
+const char* etb_status_name(etb_status_t status);
 
 /*
  * Checks the first 16 bytes of a message (decoding steps 1-3 of the spec) and
@@ -225,16 +221,15 @@ const char *etb_status_name(etb_status_t status);
  * Stream readers call this on the 16 bytes that start each unit (spec, "Stream
  * reading") before reading the rest.
  */
-etb_status_t etb_peek_header(const uint8_t *buf, size_t len, size_t max_message,
-                             uint8_t expected_type, etb_header_t *out);
+etb_status_t etb_peek_header(const uint8_t* buf, size_t len, size_t max_message, uint8_t expected_type,
+                             etb_header_t* out);
 
 /*
  * Decodes one whole request of exactly len bytes. Options of all backends are
  * stored in pool[0..pool_cap); ETB_ERR_CAPACITY if it is too small. Strings in
  * *out point into buf, which must outlive *out.
  */
-etb_status_t etb_decode_request(const uint8_t *buf, size_t len,
-                                etb_request_t *out, etb_option_t *pool,
+etb_status_t etb_decode_request(const uint8_t* buf, size_t len, etb_request_t* out, etb_option_t* pool,
                                 size_t pool_cap);
 
 /*
@@ -242,27 +237,22 @@ etb_status_t etb_decode_request(const uint8_t *buf, size_t len,
  * ETB_ERR_ACTION): the header checks and CRC as etb_decode_request, then the
  * action's body. out->chunk points into buf.
  */
-etb_status_t etb_decode_upload(const uint8_t *buf, size_t len, etb_upload_t *out);
+etb_status_t etb_decode_upload(const uint8_t* buf, size_t len, etb_upload_t* out);
 
 /* Decodes one whole report; facts and entry options are stored in pool. */
-etb_status_t etb_decode_report(const uint8_t *buf, size_t len,
-                               etb_report_t *out, etb_option_t *pool,
-                               size_t pool_cap);
+etb_status_t etb_decode_report(const uint8_t* buf, size_t len, etb_report_t* out, etb_option_t* pool, size_t pool_cap);
 
 /*
  * Encode a request or report into buf[0..cap). On ETB_OK *out_len is the
  * message length. The encoders enforce the same limits as the decoders, so
  * they never produce a message that a decoder refuses.
  */
-etb_status_t etb_encode_request(const etb_request_t *req, uint8_t *buf,
-                                size_t cap, size_t *out_len);
-etb_status_t etb_encode_report(const etb_report_t *rep, uint8_t *buf,
-                               size_t cap, size_t *out_len);
-etb_status_t etb_encode_upload(const etb_upload_t *up, uint8_t *buf, size_t cap,
-                               size_t *out_len);
+etb_status_t etb_encode_request(const etb_request_t* req, uint8_t* buf, size_t cap, size_t* out_len);
+etb_status_t etb_encode_report(const etb_report_t* rep, uint8_t* buf, size_t cap, size_t* out_len);
+etb_status_t etb_encode_upload(const etb_upload_t* up, uint8_t* buf, size_t cap, size_t* out_len);
 
 /* Convenience: a view of a NUL-terminated C string (length clamped to 65535). */
-etb_str_t etb_cstr(const char *s);
+etb_str_t etb_cstr(const char* s);
 
 #ifdef __cplusplus
 }

@@ -28,13 +28,13 @@ constexpr size_t kLineCap = 240;
 uint64_t ticks_total;
 uint32_t ticks_last_reading;
 
-void put(char *line, size_t &len, const char *text, size_t n) {
+void put(char* line, size_t& len, const char* text, size_t n) {
   for (size_t i = 0; i < n && len < kLineCap - 1u; i++) {
     line[len++] = text[i];
   }
 }
 
-size_t text_length(const char *text) {
+size_t text_length(const char* text) {
   size_t n = 0;
   while (text != nullptr && text[n] != '\0') {
     n++;
@@ -61,13 +61,10 @@ et_timestamp_t et_pal_current_ticks(void) {
   return ticks_total;
 }
 
-et_tick_ratio_t et_pal_ticks_to_ns_multiplier(void) {
-  return et_tick_ratio_t{1000000000ull, MCU_CPU_HZ};
-}
+et_tick_ratio_t et_pal_ticks_to_ns_multiplier(void) { return et_tick_ratio_t{1000000000ull, MCU_CPU_HZ}; }
 
-void et_pal_emit_log_message(et_timestamp_t timestamp, et_pal_log_level_t level,
-                             const char *filename, const char *function, size_t line_number,
-                             const char *message, size_t length) {
+void et_pal_emit_log_message(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename,
+                             const char* function, size_t line_number, const char* message, size_t length) {
   (void)timestamp;
   (void)function;
   char line[kLineCap];
@@ -92,11 +89,11 @@ void et_pal_emit_log_message(et_timestamp_t timestamp, et_pal_log_level_t level,
   semihost_write_stderr(line, len);
 }
 
-void *et_pal_allocate(size_t size) {
+void* et_pal_allocate(size_t size) {
   (void)size;
   return nullptr;
 }
 
-void et_pal_free(void *ptr) { (void)ptr; }
+void et_pal_free(void* ptr) { (void)ptr; }
 
 }  // extern "C"

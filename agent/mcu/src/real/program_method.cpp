@@ -17,8 +17,8 @@
  */
 #include "mcu_method.h"
 
-#include <new>
 #include <string.h>
+#include <new>
 #include <utility>
 
 #include <executorch/extension/data_loader/buffer_data_loader.h>
@@ -62,10 +62,10 @@ alignas(16) uint8_t temp_arena[MCU_TEMP_ARENA_BYTES];
 template <typename T>
 struct Slot {
   alignas(T) uint8_t bytes[sizeof(T)];
-  T *object;
+  T* object;
 
   template <typename... Args>
-  T *make(Args &&...args) {
+  T* make(Args&&... args) {
     object = new (bytes) T(std::forward<Args>(args)...);
     return object;
   }
@@ -78,7 +78,7 @@ struct Slot {
 };
 
 struct LoadedMethod {
-  const char *name; /* the program's own string (MethodMeta::name) */
+  const char* name;                   /* the program's own string (MethodMeta::name) */
   size_t method_bytes, planned_bytes; /* what it took of the arenas */
   Slot<MemoryAllocator> allocator;
   Slot<HierarchicalAllocator> planned;
@@ -100,7 +100,7 @@ struct Model {
   Slot<BufferDataLoader> loader;
   Slot<Program> program;
   LoadedMethod methods[MCU_METHODS_PER_MODEL];
-  LoadedMethod *current; /* what EXECUTE runs */
+  LoadedMethod* current; /* what EXECUTE runs */
 };
 
 Model models[MCU_MAX_MODELS];
@@ -108,23 +108,22 @@ Model models[MCU_MAX_MODELS];
    is constant-initialised: no static constructors). */
 Span<uint8_t> planned_spans[MCU_MAX_MODELS][MCU_METHODS_PER_MODEL][kMaxPlannedBuffers];
 Slot<MemoryAllocator> temp_allocator;
-MethodMemory memory = {MCU_METHOD_ARENA_BYTES, 0, MCU_PLANNED_ARENA_BYTES, 0,
-                       MCU_TEMP_ARENA_BYTES,   0};
-const char *failure;
+MethodMemory memory = {MCU_METHOD_ARENA_BYTES, 0, MCU_PLANNED_ARENA_BYTES, 0, MCU_TEMP_ARENA_BYTES, 0};
+const char* failure;
 
-Error fail(Error error, const char *why) {
+Error fail(Error error, const char* why) {
   failure = why;
   return error;
 }
 
 size_t aligned(size_t n) { return (n + kArenaAlignment - 1u) & ~(kArenaAlignment - 1u); }
 
-bool delegates_match(const MethodMeta &meta, const ModelLoad &load) {
+bool delegates_match(const MethodMeta& meta, const ModelLoad& load) {
   if (meta.num_backends() != load.delegate_count) {
     return false;
   }
   for (size_t i = 0; i < load.delegate_count; i++) {
-    Result<const char *> name = meta.get_backend_name(i);
+    Result<const char*> name = meta.get_backend_name(i);
     if (!name.ok() || strcmp(name.get(), load.delegate_ids[i]) != 0) {
       return false;
     }
@@ -133,7 +132,7 @@ bool delegates_match(const MethodMeta &meta, const ModelLoad &load) {
 }
 
 /* The method's memory-planned buffers, carved from what the planned arena has left. */
-bool plan_memory(const MethodMeta &meta, LoadedMethod &loaded, Span<uint8_t> *spans) {
+bool plan_memory(const MethodMeta& meta, LoadedMethod& loaded, Span<uint8_t>* spans) {
   size_t n = meta.num_memory_planned_buffers();
   size_t used = 0;
   size_t room = MCU_PLANNED_ARENA_BYTES - memory.planned_bytes;
@@ -145,8 +144,7 @@ bool plan_memory(const MethodMeta &meta, LoadedMethod &loaded, Span<uint8_t> *sp
     if (!size.ok() || size.get() < 0 || static_cast<uint64_t>(size.get()) > room - used) {
       return false;
     }
-    spans[i] = Span<uint8_t>(&planned_arena[memory.planned_bytes + used],
-                                            static_cast<size_t>(size.get()));
+    spans[i] = Span<uint8_t>(&planned_arena[memory.planned_bytes + used], static_cast<size_t>(size.get()));
     used = aligned(used + static_cast<size_t>(size.get()));
     used = used < room ? used : room;
   }
@@ -155,8 +153,8 @@ bool plan_memory(const MethodMeta &meta, LoadedMethod &loaded, Span<uint8_t> *sp
   return true;
 }
 
-void drop_program(Model &model) {
-  for (LoadedMethod &loaded : model.methods) {
+void drop_program(Model& model) {
+  for (LoadedMethod& loaded : model.methods) {
     loaded.drop();
   }
   model.current = nullptr;
@@ -168,19 +166,17 @@ void drop_program(Model &model) {
   model.has_program = false;
 }
 
-Error open_program(Model &model, const ModelLoad &load) {
+Error open_program(Model& model, const ModelLoad& load) {
   int slot = program_find(load.program);
   if (slot < 0) {
-    return fail(Error::AccessFailed,
-                load.program.len == 0u
-                    ? "no program held: upload one with PROGRAM_DATA and PROGRAM_END (actions 9, "
-                      "10)"
-                    : "the program the LOAD names is not held on this board: upload it with "
-                      "PROGRAM_DATA and PROGRAM_END (actions 9, 10)");
+    return fail(Error::AccessFailed, load.program.len == 0u
+                                         ? "no program held: upload one with PROGRAM_DATA and PROGRAM_END (actions 9, "
+                                           "10)"
+                                         : "the program the LOAD names is not held on this board: upload it with "
+                                           "PROGRAM_DATA and PROGRAM_END (actions 9, 10)");
   }
   model.loader.make(program_bytes(slot), program_size(slot));
-  Result<Program> parsed =
-      Program::load(model.loader.object, Program::Verification::InternalConsistency);
+  Result<Program> parsed = Program::load(model.loader.object, Program::Verification::InternalConsistency);
   if (!parsed.ok()) {
     model.loader.drop();
     return fail(parsed.error(), "Program::load refused the uploaded program");
@@ -192,8 +188,8 @@ Error open_program(Model &model, const ModelLoad &load) {
   return Error::Ok;
 }
 
-LoadedMethod *find_method(Model &model, const char *name) {
-  for (LoadedMethod &loaded : model.methods) {
+LoadedMethod* find_method(Model& model, const char* name) {
+  for (LoadedMethod& loaded : model.methods) {
     if (loaded.name != nullptr && strcmp(loaded.name, name) == 0) {
       return &loaded;
     }
@@ -201,8 +197,8 @@ LoadedMethod *find_method(Model &model, const char *name) {
   return nullptr;
 }
 
-LoadedMethod *free_method(Model &model) {
-  for (LoadedMethod &loaded : model.methods) {
+LoadedMethod* free_method(Model& model) {
+  for (LoadedMethod& loaded : model.methods) {
     if (loaded.name == nullptr) {
       return &loaded;
     }
@@ -212,12 +208,12 @@ LoadedMethod *free_method(Model &model) {
 
 }  // namespace
 
-const MethodMemory &method_memory() { return memory; }
+const MethodMemory& method_memory() { return memory; }
 
-const char *model_failure() { return failure; }
+const char* model_failure() { return failure; }
 
-Error model_load(const ModelLoad &load) {
-  Model &model = models[load.model];
+Error model_load(const ModelLoad& load) {
+  Model& model = models[load.model];
   failure = nullptr;
   if (!load.keep) {
     drop_program(model);
@@ -226,8 +222,7 @@ Error model_load(const ModelLoad &load) {
       return opened;
     }
   } else if (!model.has_program) {
-    return fail(Error::InvalidState,
-                "KEEP on path program needs a program loaded before on a program path");
+    return fail(Error::InvalidState, "KEEP on path program needs a program loaded before on a program path");
   } else if (program_find(load.program) != model.slot) {
     return fail(Error::InvalidArgument, "KEEP names another program than the loaded one");
   }
@@ -236,20 +231,18 @@ Error model_load(const ModelLoad &load) {
     return fail(meta.error(), "the program has no such method: Program::method_meta refused it");
   }
   if (!delegates_match(meta.get(), load)) {
-    return fail(Error::InvalidProgram,
-                "the program's delegates are not the request's delegates");
+    return fail(Error::InvalidProgram, "the program's delegates are not the request's delegates");
   }
-  LoadedMethod *loaded = find_method(model, load.method);
+  LoadedMethod* loaded = find_method(model, load.method);
   if (loaded != nullptr) {
     model.current = loaded; /* as Module::load_method does: not initialised again */
     return Error::Ok;
   }
   loaded = free_method(model);
   if (loaded == nullptr) {
-    return fail(Error::MemoryAllocationFailed,
-                "this firmware holds 2 methods per program (MCU_METHODS_PER_MODEL)");
+    return fail(Error::MemoryAllocationFailed, "this firmware holds 2 methods per program (MCU_METHODS_PER_MODEL)");
   }
-  Span<uint8_t> *spans = planned_spans[load.model][loaded - model.methods];
+  Span<uint8_t>* spans = planned_spans[load.model][loaded - model.methods];
   if (!plan_memory(meta.get(), *loaded, spans)) {
     loaded->drop();
     return fail(Error::MemoryAllocationFailed,
@@ -261,10 +254,9 @@ Error model_load(const ModelLoad &load) {
   }
   loaded->allocator.make(static_cast<uint32_t>(MCU_METHOD_ARENA_BYTES - memory.method_used),
                          &method_arena[memory.method_used]);
-  loaded->memory_manager.make(loaded->allocator.object, loaded->planned.object,
-                              temp_allocator.object);
-  Result<Method> method = model.program.object->load_method(
-      load.method, loaded->memory_manager.object, nullptr, nullptr, load.map);
+  loaded->memory_manager.make(loaded->allocator.object, loaded->planned.object, temp_allocator.object);
+  Result<Method> method =
+      model.program.object->load_method(load.method, loaded->memory_manager.object, nullptr, nullptr, load.map);
   if (!method.ok()) {
     loaded->drop();
     return method.error();
@@ -282,7 +274,7 @@ Error model_load(const ModelLoad &load) {
 }
 
 Error model_execute(size_t model) {
-  LoadedMethod *loaded = models[model].current;
+  LoadedMethod* loaded = models[model].current;
   if (loaded == nullptr) {
     return Error::InvalidState;
   }
@@ -296,12 +288,10 @@ bool model_has_method(size_t model) { return models[model].current != nullptr; }
 
 bool model_has_program(size_t model) { return models[model].has_program; }
 
-const char *model_program(size_t model) {
-  return models[model].has_program ? program_name(models[model].slot) : "";
-}
+const char* model_program(size_t model) { return models[model].has_program ? program_name(models[model].slot) : ""; }
 
 void models_unload() {
-  for (Model &model : models) {
+  for (Model& model : models) {
     drop_program(model);
   }
   memory.method_used = 0;

@@ -10,23 +10,23 @@ namespace {
 struct ProgramSlot {
   /* Flatbuffers want their buffer aligned as the widest scalar they hold. */
   alignas(16) uint8_t bytes[MCU_PROGRAM_BYTES];
-  size_t size;      /* 0: no program held */
+  size_t size; /* 0: no program held */
   uint32_t crc;
-  uint32_t used;    /* use clock at the last hold or pin: the least recent is replaced first */
-  uint8_t pins;     /* loaded models using it */
+  uint32_t used; /* use clock at the last hold or pin: the least recent is replaced first */
+  uint8_t pins;  /* loaded models using it */
   char name[MCU_PROGRAM_NAME_BYTES];
 };
 
 ProgramSlot slots[MCU_PROGRAM_SLOTS];
-int receiving = -1;   /* the slot of the upload under way */
-size_t received;      /* its bytes so far */
-int last_held = -1;   /* the slot of the program held last */
+int receiving = -1; /* the slot of the upload under way */
+size_t received;    /* its bytes so far */
+int last_held = -1; /* the slot of the program held last */
 uint32_t use_clock;
 char held_names[MCU_PROGRAM_SLOTS * MCU_PROGRAM_NAME_BYTES];
 
-constexpr UploadAnswer ok(const char *message) { return {ETB_OUTCOME_OK, 0u, message}; }
+constexpr UploadAnswer ok(const char* message) { return {ETB_OUTCOME_OK, 0u, message}; }
 
-constexpr UploadAnswer refuse(etb_status_t detail, const char *message) {
+constexpr UploadAnswer refuse(etb_status_t detail, const char* message) {
   return {ETB_OUTCOME_REJECTED, static_cast<uint32_t>(detail), message};
 }
 
@@ -61,13 +61,14 @@ bool valid(int slot) { return slot >= 0 && static_cast<size_t>(slot) < MCU_PROGR
 
 }  // namespace
 
-UploadAnswer program_data(uint32_t offset, const uint8_t *chunk, size_t count) {
+UploadAnswer program_data(uint32_t offset, const uint8_t* chunk, size_t count) {
   if (offset == 0u) {
     drop_upload();
     int slot = slot_for_upload();
     if (slots[slot].pins != 0u) {
-      return refuse(ETB_ERR_CAPACITY, "PROGRAM_DATA: every program slot holds a program a "
-                                      "loaded model uses (arenas in HELLO)");
+      return refuse(ETB_ERR_CAPACITY,
+                    "PROGRAM_DATA: every program slot holds a program a "
+                    "loaded model uses (arenas in HELLO)");
     }
     if (slot == last_held) {
       last_held = -1;
@@ -99,11 +100,12 @@ UploadAnswer program_end(uint32_t size, uint32_t crc) {
                   "PROGRAM_END: size is not the number of bytes uploaded since offset 0; the "
                   "upload is dropped");
   }
-  ProgramSlot &slot = slots[receiving];
+  ProgramSlot& slot = slots[receiving];
   if (etb_crc32(0u, slot.bytes, received) != crc) {
     drop_upload();
-    return refuse(ETB_ERR_CRC, "PROGRAM_END: the CRC-32 of the uploaded bytes differs; the "
-                               "upload is dropped");
+    return refuse(ETB_ERR_CRC,
+                  "PROGRAM_END: the CRC-32 of the uploaded bytes differs; the "
+                  "upload is dropped");
   }
   slot.size = received;
   slot.crc = crc;
@@ -123,7 +125,7 @@ int program_find(etb_str_t name) {
     return last_held;
   }
   for (size_t k = 0; k < MCU_PROGRAM_SLOTS; k++) {
-    const ProgramSlot &slot = slots[k];
+    const ProgramSlot& slot = slots[k];
     if (slot.size != 0u && name.len == 8u && memcmp(name.ptr, slot.name, 8u) == 0) {
       return static_cast<int>(k);
     }
@@ -131,11 +133,11 @@ int program_find(etb_str_t name) {
   return -1;
 }
 
-const uint8_t *program_bytes(int slot) { return valid(slot) ? slots[slot].bytes : nullptr; }
+const uint8_t* program_bytes(int slot) { return valid(slot) ? slots[slot].bytes : nullptr; }
 
 size_t program_size(int slot) { return valid(slot) ? slots[slot].size : 0u; }
 
-const char *program_name(int slot) { return valid(slot) ? slots[slot].name : ""; }
+const char* program_name(int slot) { return valid(slot) ? slots[slot].name : ""; }
 
 void program_pin(int slot) {
   if (valid(slot)) {
@@ -154,9 +156,9 @@ size_t program_last_size() { return program_size(last_held); }
 
 size_t program_received() { return received; }
 
-const char *programs_held() {
+const char* programs_held() {
   size_t len = 0;
-  for (const ProgramSlot &slot : slots) {
+  for (const ProgramSlot& slot : slots) {
     if (slot.size != 0u) {
       if (len > 0u) {
         held_names[len++] = ',';
