@@ -52,7 +52,6 @@ from harness.check import Verdict, VerdictNotExamined
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
-from harness.farm.artifacts import CrashArtifacts
 from harness.farm.command_line import (
     UserProgram,
     add_options,
@@ -69,17 +68,6 @@ from harness.farm.distribution import (
     check_distribution_mode,
 )
 from harness.farm.health import DeviceQuarantined
-from harness.farm.infra import infrastructure_error
-from harness.farm.junit import (
-    EMULATOR_RESTART_PROPERTY,
-    INFRA_PHASE_PROPERTY,
-    INFRA_PROPERTY,
-    RUNTIME_LABEL_PROPERTY,
-)
-from harness.farm.labgrid import LabgridPlace, pool_names, require_labgrid
-from harness.farm.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
-from harness.farm.reporting import ControllerReporting
-from harness.farm.results import ResultsRecorder, RunInfo
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DeviceSelectionError, select_profiles
 from harness.farm.slot import (
@@ -93,8 +81,20 @@ from harness.farm.slot import (
 )
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
+from harness.lab.labgrid import LabgridPlace, pool_names, require_labgrid
 from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
+from harness.results.artifacts import CrashArtifacts
+from harness.results.directory import ResultsRecorder, RunInfo
+from harness.results.infra import infrastructure_error
+from harness.results.junit import (
+    EMULATOR_RESTART_PROPERTY,
+    INFRA_PHASE_PROPERTY,
+    INFRA_PROPERTY,
+    RUNTIME_LABEL_PROPERTY,
+)
+from harness.results.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
+from harness.results.reporting import ControllerReporting
 from harness.runner import CaseRunner, LoadPathNotServed
 from harness.transport.base import TransportError
 

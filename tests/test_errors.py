@@ -80,7 +80,7 @@ def test_builtin_bases_kept_for_callers_that_catch_them():
 
 def test_the_infra_branch_is_what_the_plugin_reports_as_infrastructure():
     from harness.emulators.ssh import SshEmulatorError
-    from harness.farm.infra import infrastructure_error
+    from harness.results.infra import infrastructure_error
 
     trouble = SshEmulatorError("ssh-emu did not start")
     assert infrastructure_error(trouble) is trouble

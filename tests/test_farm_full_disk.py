@@ -161,8 +161,8 @@ def test_a_disk_that_turns_read_only_mid_run_stops_neither_the_run_nor_the_summa
 
 
 def test_a_cut_short_last_line_is_dropped_when_the_file_is_opened_again(tmp_path):
-    from harness.farm.records import CaseResult
-    from harness.farm.results import ResultsWriter
+    from harness.results.directory import ResultsWriter
+    from harness.results.records import CaseResult
 
     path = tmp_path / "results.jsonl"
     whole = '{"nodeid": "a"}\n'
@@ -176,7 +176,7 @@ def test_a_cut_short_last_line_is_dropped_when_the_file_is_opened_again(tmp_path
 
 
 def test_crash_artifacts_a_full_disk_refuses_cost_one_line_not_the_test(disk, capsys):
-    from harness.farm.artifacts import CrashArtifacts
+    from harness.results.artifacts import CrashArtifacts
     from harness.transport.base import TransportLost
 
     filler = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)  # the disk is full first

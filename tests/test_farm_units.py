@@ -22,26 +22,26 @@ from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Rep
 from harness.data.options import Option, OptionsMap
 from harness.devices.core_files import collect_core_files
 from harness.errors import InfrastructureError
-from harness.farm.artifacts import CrashArtifacts
 from harness.farm.deadline import RunDeadline, RunTimeExpired
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
 from harness.farm.health import DeviceHealth, DeviceQuarantined
-from harness.farm.html_report import render_report, write_report
-from harness.farm.infra import infrastructure_error
-from harness.farm.junit import amend_junit
 from harness.farm.lock import DeviceBusy, DeviceLock
-from harness.farm.merge import main as merge_main
-from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
-from harness.farm.results import ResultsFileError, ResultsWriter, read_results
 from harness.farm.selection import DeviceSelectionError, select_profiles
-from harness.farm.summary import (
+from harness.link.stream import StreamChannel
+from harness.results.artifacts import CrashArtifacts
+from harness.results.directory import ResultsFileError, ResultsWriter, read_results
+from harness.results.html_report import render_report, write_report
+from harness.results.infra import infrastructure_error
+from harness.results.junit import amend_junit
+from harness.results.merge import main as merge_main
+from harness.results.records import CaseResult, InfraRecord, VerdictRecord
+from harness.results.summary import (
     backend_table,
     device_runtime,
     infrastructure_lines,
     outcome_table,
     quarantined_devices,
 )
-from harness.link.stream import StreamChannel
 from harness.runner import CaseRunner, LinkBroken
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
@@ -643,7 +643,13 @@ def test_merge_runs_as_a_module(tmp_path):
     writer.write(_results()[0])
     writer.close()
     done = subprocess.run(
-        [sys.executable, "-m", "harness.farm.merge", str(tmp_path / "out"), str(tmp_path / "in")],
+        [
+            sys.executable,
+            "-m",
+            "harness.results.merge",
+            str(tmp_path / "out"),
+            str(tmp_path / "in"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -665,7 +671,7 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
     assert jobs["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # pools: generic runners
     assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
     steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
-    assert any("python -m harness.farm.merge merged all-results" in s for s in steps)
+    assert any("python -m harness.results.merge merged all-results" in s for s in steps)
     assert (
         sum("upload-artifact" in str(s.get("uses")) for j in jobs.values() for s in j["steps"]) == 4
     )
@@ -707,7 +713,7 @@ def test_two_profiles_for_one_board_share_one_lock(tmp_path):
 
 
 def test_a_report_that_cannot_be_written_at_the_end_leaves_complete_results(tmp_path, capsys):
-    from harness.farm.results import ResultsRecorder, RunInfo
+    from harness.results.directory import ResultsRecorder, RunInfo
 
     results_dir = tmp_path / "results"
     (tmp_path / "blocker").write_text("")  # a file where the report's directory should be

@@ -41,8 +41,8 @@ from faults.first_catch import SKIPPED
 from prerequisites import require
 
 from harness.agent.sdk import ensure_sdk, host_abi
-from harness.farm.records import CaseResult
-from harness.farm.results import RESULTS_FILE, read_results
+from harness.results.directory import RESULTS_FILE, read_results
+from harness.results.records import CaseResult
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 ROOT = Path(__file__).resolve().parent.parent

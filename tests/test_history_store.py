@@ -27,8 +27,6 @@ from postgres_server import postgres_server
 from sqlalchemy import inspect
 
 from harness.cli.main import main as cli_main
-from harness.farm.records import CaseResult, InfraRecord, VerdictRecord
-from harness.farm.results import RunInfo
 from harness.history.catch_up import catch_up
 from harness.history.command import analyse
 from harness.history.flaky import flaky_checks
@@ -39,6 +37,8 @@ from harness.history.schema import metadata
 from harness.history.since_last import since_last
 from harness.history.store import HistoryStore, StoreError, StoreUnreachable
 from harness.history.view import CaseFilter, History
+from harness.results.directory import RunInfo
+from harness.results.records import CaseResult, InfraRecord, VerdictRecord
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = "suites/test_h.py"
@@ -172,8 +172,8 @@ def test_two_runs_in_a_row_name_the_check_that_changed(target):
 WRITER = textwrap.dedent("""
     import dataclasses, sys, time
     from pathlib import Path
-    from harness.farm.records import CaseResult
-    from harness.farm.results import RESULTS_FILE, ResultsWriter, RunInfo
+    from harness.results.records import CaseResult
+    from harness.results.directory import RESULTS_FILE, ResultsWriter, RunInfo
     from harness.history.live import LiveHistory
     target, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     results_dir = Path(sys.argv[4])

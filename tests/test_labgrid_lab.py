@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
-from harness.farm.lab_places import LabIdentity, PlaceState, place_state
-from harness.farm.lab_session import LabSession
+from harness.lab.places import LabIdentity, PlaceState, place_state
+from harness.lab.session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
 from tests.prerequisites import require
@@ -595,7 +595,7 @@ def _acquire(lab: LabgridLab, place: str, env: dict[str, str] | None = None) -> 
     """``labgrid-client -p PLACE acquire`` as another holder would. An exporter frees a
     released place's resources a moment after the coordinator says so (ser2net takes
     about a second to stop): an acquisition refused for that reason is tried again, for
-    at most 30 s, as the harness itself does (harness/farm/labgrid.py)."""
+    at most 30 s, as the harness itself does (harness/lab/labgrid.py)."""
     deadline = time.monotonic() + 30
     while True:
         done = subprocess.run(
@@ -667,7 +667,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert re.fullmatch(  # who, when, why
             r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
             r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
-            r"\w+: sick: no HELLO .* \(clear: python -m harness.farm.lab_quarantine -x "
+            r"\w+: sick: no HELLO .* \(clear: python -m harness.lab.quarantine -x "
             + re.escape(lab.coordinator)
             + r" clear lab-b\)",
             state.comment,
@@ -696,7 +696,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             [
                 sys.executable,
                 "-m",
-                "harness.farm.lab_quarantine",
+                "harness.lab.quarantine",
                 "-x",
                 lab.coordinator,
                 "clear",

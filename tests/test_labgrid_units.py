@@ -14,9 +14,17 @@ import pytest
 
 from harness.config.profile import ProfileError, parse_profile
 from harness.devices.acquired_place import PowerPort
-from harness.farm.lab_places import BadPlace, LabIdentity, PlaceState, place_state
-from harness.farm.lab_reservation import matched_resources
-from harness.farm.lab_resources import (
+from harness.farm.selection import select_profiles
+from harness.lab.labgrid import (
+    LabgridNotInstalled,
+    LabgridPlace,
+    for_transport_checks,
+    require_labgrid,
+    without_labgrid,
+)
+from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
+from harness.lab.reservation import matched_resources
+from harness.lab.resources import (
     LabResourceError,
     LabResources,
     SerialAddress,
@@ -25,15 +33,7 @@ from harness.farm.lab_resources import (
     read_resources,
     with_lab_address,
 )
-from harness.farm.lab_session import RawPlace, Resource
-from harness.farm.labgrid import (
-    LabgridNotInstalled,
-    LabgridPlace,
-    for_transport_checks,
-    require_labgrid,
-    without_labgrid,
-)
-from harness.farm.selection import select_profiles
+from harness.lab.session import RawPlace, Resource
 
 
 def _profile(transport: dict, name: str = "board"):
@@ -450,7 +450,7 @@ def test_a_pools_tests_are_cut_into_one_lane_per_worker():
 
 
 def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
-    from harness.farm.labgrid import pool_names
+    from harness.lab.labgrid import pool_names
 
     run = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}))
     assert (run.quarantine, run.filters) == ("run", {"pool": "lab"})
@@ -476,7 +476,7 @@ def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
 def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
     import datetime
 
-    from harness.farm.lab_quarantine import about_the_device, comment_for
+    from harness.lab.quarantine import about_the_device, comment_for
     from harness.transport.base import TransportTimeout
     from harness.transport.ssh import HostKeyMismatch, HostKeyUnknown
 
@@ -492,7 +492,7 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
         "quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: HELLO timed out after 3 s"
     )
     assert comment.endswith(
-        "(clear: python -m harness.farm.lab_quarantine -x 10.0.0.1:20408 clear lab-b)"
+        "(clear: python -m harness.lab.quarantine -x 10.0.0.1:20408 clear lab-b)"
     )
     assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
     assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m", "c:1")  # no escapes
@@ -502,7 +502,7 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
 
 
 def test_places_out_of_service_are_refused_with_their_reasons():
-    from harness.farm.lab_quarantine import PlaceQuarantined, refuse_if_none_in_service
+    from harness.lab.quarantine import PlaceQuarantined, refuse_if_none_in_service
 
     states = [
         PlaceState(
@@ -601,7 +601,7 @@ def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real
 
 
 def test_lab_holdings_are_one_line_each_and_read_in_acquisition_order(tmp_path):
-    from harness.farm import lab_holdings
+    from harness.results import lab_holdings
 
     assert lab_holdings.read(tmp_path) == []
     later = {"place": "lab-b", "acquired_at": 20.5, "released_at": 30.0}

@@ -18,7 +18,7 @@ from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Rep
 from harness.data.options import Option
 from harness.devices.base import Device
 from harness.emulators.mcu import BOOT_TIMEOUT_S, McuEmulator
-from harness.farm.infra import infrastructure_error
+from harness.results.infra import infrastructure_error
 from harness.runner import CaseRunner, RegistryKept, open_runner
 
 

@@ -31,9 +31,9 @@ from harness.agent.race_reports import (
 )
 from harness.agent.sdk import ensure_sdk, host_abi
 from harness.config.profile import ProfileError, parse_profile
-from harness.farm.infra import infrastructure_error
-from harness.farm.records import CaseResult
-from harness.farm.results import RESULTS_FILE, read_results
+from harness.results.directory import RESULTS_FILE, read_results
+from harness.results.infra import infrastructure_error
+from harness.results.records import CaseResult
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,11 +28,11 @@ from harness.agent.runtimes import (
 )
 from harness.agent.sdk import ensure_sdk
 from harness.config.profile import load_profile
-from harness.farm.html_report import render_report
 from harness.farm.policy import FarmPolicy
-from harness.farm.records import CaseResult, VerdictRecord
 from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
-from harness.farm.summary import across_runtimes, across_runtimes_lines
+from harness.results.html_report import render_report
+from harness.results.records import CaseResult, VerdictRecord
+from harness.results.summary import across_runtimes, across_runtimes_lines
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 REPO = Path(__file__).resolve().parents[1]

@@ -152,7 +152,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _lab_refusal(profile: DeviceProfile) -> str | None:
     """Why the commands that bring one device up cannot take ``profile``, if it is a lab's:
     only a pytest run reserves, holds and hands back a labgrid place."""
-    from harness.farm.labgrid import SETTING
+    from harness.lab.labgrid import SETTING
 
     if SETTING not in profile.settings:
         return None

@@ -43,7 +43,7 @@ class UnknownKind(ProfileError):
 
 @dataclass(frozen=True, kw_only=True)
 class LabAddress:
-    """Where a kind's device is in an acquired labgrid place (:mod:`harness.farm.lab_resources`).
+    """Where a kind's device is in an acquired labgrid place (:mod:`harness.lab.resources`).
 
     The kind's module has ``lab_settings(profile, resources, place)``, which returns
     ``fields`` (and may add defaults the profile did not set) from the place's

@@ -1,6 +1,6 @@
 """What an acquired labgrid place offers a device kind: its resources' addresses and its tags.
 
-:mod:`harness.farm.lab_resources` reads them from the lab (untrusted input) into a
+:mod:`harness.lab.resources` reads them from the lab (untrusted input) into a
 :class:`LabResources`; a lab-capable kind's ``lab_settings(profile, resources, place)``
 (``harness/devices/<kind>.py``, registered in :mod:`harness.config.kinds`) turns them
 into its transport fields. Pure data, below the farm, so a kind's module can use it.

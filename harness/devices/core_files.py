@@ -1,4 +1,4 @@
-"""Core files an agent left in a hosted device's work directory (see :mod:`harness.farm.artifacts`).
+"""Core files an agent left in a hosted device's work directory (:mod:`harness.results.artifacts`).
 
 Regular files named ``core`` or ``core.*`` directly in the work directory are
 pulled and removed from the device, so that the next crash leaves new files.

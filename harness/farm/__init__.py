@@ -1,4 +1,4 @@
-"""Device-farm runs: many devices at once, held exclusively, retried, quarantined, reported.
+"""Scheduling a device-farm run: many devices at once, held exclusively, retried, quarantined.
 
 The pytest plugin (:mod:`harness.pytest_plugin`) is glue; the logic lives here,
 one concept per module:
@@ -10,28 +10,12 @@ one concept per module:
   pool's on up to N);
 - :mod:`~harness.farm.policy`: the run's rules (retries, quarantine, waits);
 - :mod:`~harness.farm.lock`: one holder per device across processes on a host;
-- :mod:`~harness.farm.labgrid`: a profile's labgrid setting;
-  :mod:`~harness.farm.lab_reservation`: reserving, acquiring and handing over a place;
-  :mod:`~harness.farm.lab_session`: labgrid's own client session, in process, one per
-  coordinator and identity; :mod:`~harness.farm.lab_handback`: a dead run's hand-over,
-  for its janitor; :mod:`~harness.farm.lab_places`: the coordinator's view, checked
-  (holders, identities); :mod:`~harness.farm.lab_resources`: an acquired place's
-  resources, checked, and the address its device kind takes from them;
-  :mod:`~harness.farm.lab_quarantine`: a place out of service lab-wide (opt-in);
-  :mod:`~harness.farm.lab_holdings`: who held which place when, a run's own record;
-  :mod:`~harness.farm.lab_benchmark`: what a lab costs; :mod:`~harness.farm.lab_scale`:
-  a larger lab, by simulation;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;
-- :mod:`~harness.farm.infra`: what counts as an infrastructure error;
 - :mod:`~harness.farm.health`: consecutive infrastructure errors and quarantine;
 - :mod:`~harness.farm.slot`: one device as a run uses it (bring-up, restarts, retries);
-- :mod:`~harness.farm.artifacts`: core files pulled after the agent died;
-- :mod:`~harness.farm.records`, :mod:`~harness.farm.results`: one JSON line per test;
-- :mod:`~harness.farm.reporting`: the controller's reporting hooks, over
-  :mod:`~harness.farm.summary`, :mod:`~harness.farm.html_report`,
-  :mod:`~harness.farm.junit`: terminal tables, the HTML report, JUnit additions;
-- :mod:`~harness.farm.xdist_workers`: a SIGTERM to the controller reaches its workers;
-- :mod:`~harness.farm.merge`: many runs' results into one report.
+- :mod:`~harness.farm.rootdir`: path options that must not move pytest's rootdir;
+- :mod:`~harness.farm.xdist_workers`: a SIGTERM to the controller reaches its workers.
 
+A run's results are :mod:`harness.results`; a labgrid lab's places are :mod:`harness.lab`.
 See docs/device-farm.md.
 """

@@ -22,7 +22,7 @@ from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
-from harness.farm.results import REPORT_FILE, default_results_dir, unwritable_reason
+from harness.results.directory import REPORT_FILE, default_results_dir, unwritable_reason
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -6,7 +6,7 @@ holds a device for all its tests while other workers run other devices; tests
 without a device are spread one by one. A *pool* (a lab profile that asks for any
 place with some labgrid tags) is many devices of one kind: its tests are cut into
 up to N consecutive lanes, one scope each, so up to N workers use the pool at once,
-each on a place of its own (:mod:`harness.farm.labgrid`). (xdist's own
+each on a place of its own (:mod:`harness.lab.labgrid`). (xdist's own
 ``loadgroup`` mode cannot be used: with pytest 9.2 it silently stops grouping,
 pytest-xdist issue #1386.)
 Modes that split a device's tests on purpose (``loadscope``, ``loadfile``,

@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.config.profile import DEVICES_DIR, DeviceProfile, load_profile
 from harness.devices.bring_up import check_transport_settings
 from harness.errors import UsageError
-from harness.farm.labgrid import for_transport_checks
+from harness.lab.labgrid import for_transport_checks
 from harness.untrusted.reading import brief_plain
 
 ALL = "all"
@@ -64,7 +64,7 @@ def check_profile(profile: DeviceProfile) -> None:
     """Refuse a profile whose transport fields are wrong, before anything starts.
 
     A lab profile is checked without its labgrid setting, with stand-ins for the
-    address its place will give (:func:`harness.farm.labgrid.for_transport_checks`).
+    address its place will give (:func:`harness.lab.labgrid.for_transport_checks`).
     """
     check_transport_settings(for_transport_checks(profile))
 

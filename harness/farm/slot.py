@@ -24,14 +24,15 @@ from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.errors import UsageError
-from harness.farm import lab_holdings, lab_quarantine
 from harness.farm.health import DeviceHealth, DeviceQuarantined
-from harness.farm.infra import infrastructure_error, one_line
-from harness.farm.lab_reservation import LabgridReservation
-from harness.farm.lab_resources import LabResourceError, with_lab_address
-from harness.farm.labgrid import LabgridPlace, without_labgrid
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
+from harness.lab import quarantine as lab_quarantine
+from harness.lab.labgrid import LabgridPlace, without_labgrid
+from harness.lab.reservation import LabgridReservation
+from harness.lab.resources import LabResourceError, with_lab_address
+from harness.results import lab_holdings
+from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.transport.base import TransportError
 
@@ -282,7 +283,7 @@ class DeviceSlot:
         return profile, board_reset
 
     def _hand_back(self, reservation: LabgridReservation) -> None:
-        """Release the place; record the holding (:mod:`harness.farm.lab_holdings`)."""
+        """Release the place; record the holding (:mod:`harness.results.lab_holdings`)."""
         held = reservation.held
         reservation.release()
         if held is not None and self.results_dir is not None:

@@ -14,10 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.farm.results import RESULTS_FILE, RUN_FILE, ResultsFileError, RunInfo, read_results
 from harness.history.records import RunIdentity, case_row, run_id, run_row
 from harness.history.store import HistoryStore
 from harness.history.writers import dead_writers
+from harness.results.directory import (
+    RESULTS_FILE,
+    RUN_FILE,
+    ResultsFileError,
+    RunInfo,
+    read_results,
+)
 
 CATCH_UP_SOURCE = "results.jsonl"
 

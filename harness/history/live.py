@@ -1,6 +1,6 @@
 """The history written as a run goes: a listener of the run's results recorder.
 
-It gets the very records ``results.jsonl`` gets (:class:`~harness.farm.results.RunListener`)
+It gets the very records ``results.jsonl`` gets (:class:`~harness.results.directory.RunListener`)
 and writes each at once, so a killed run keeps in the store what it kept in its
 results file, and is marked incomplete by the next run or reader
 (:mod:`harness.history.writers`). The store is opened with the run's first device
@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from harness.farm.records import CaseResult
-from harness.farm.results import RunInfo
 from harness.history.records import RunIdentity, case_row, run_id, run_row
 from harness.history.target import OFF, TargetError, driver_of, store_target
 from harness.lifecycle.disk import DiskTrouble
+from harness.results.directory import RunInfo
+from harness.results.records import CaseResult
 
 OPTION = "--history"
 

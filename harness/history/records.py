@@ -1,7 +1,7 @@
 """A run and its tests as the history keeps them, and how they are made from results.
 
 :class:`RunRecord` and :class:`CaseRecord` are what the analyses read; :func:`case_row`
-turns a :class:`~harness.farm.records.CaseResult` (the very record ``results.jsonl``
+turns a :class:`~harness.results.records.CaseResult` (the very record ``results.jsonl``
 gets) into a row of ``et_history_cases``; :class:`RunIdentity` is what a run says
 about the harness and the runtime, written beside ``run.json`` as ``history.json``
 so that catching up from a results directory later records the same.
@@ -18,9 +18,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.farm.infra import one_line
-from harness.farm.records import CaseResult
-from harness.farm.results import RunInfo
+from harness.results.directory import RunInfo
+from harness.results.infra import one_line
+from harness.results.records import CaseResult
 
 IDENTITY_FILE = "history.json"
 # Run states: written as it goes; ended with run.json's exit status; its writer is gone.

@@ -7,7 +7,6 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from harness.farm.html_report import html_page
 from harness.history.charts import trend_svg
 from harness.history.flaky import flaky_checks
 from harness.history.health import health
@@ -15,6 +14,7 @@ from harness.history.records import RunRecord
 from harness.history.regression import RunAt, regressions
 from harness.history.since_last import Change, since_last
 from harness.history.view import History
+from harness.results.html_report import html_page
 
 REPORT_RUNS = 30  # runs the charts show
 FLAKY_WINDOW = 10

@@ -8,7 +8,7 @@ to ``et_health=quarantined`` and the place's comment to who, when and why; every
 runner's reservations then pass the place by, until a person looks at the device
 and clears it::
 
-    python -m harness.farm.lab_quarantine -x COORDINATOR clear PLACE
+    python -m harness.lab.quarantine -x COORDINATOR clear PLACE
 
 (``labgrid-client -x COORDINATOR -p PLACE set-tags et_health=ok`` and
 ``set-comment ''`` by hand do the same). Without the opt-in a failed check
@@ -23,13 +23,13 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from harness.farm.infra import one_line
-from harness.farm.lab_places import LabIdentity
+from harness.lab.places import LabIdentity
+from harness.results.infra import one_line
 from harness.transport.base import DeviceUnavailable
 
 if TYPE_CHECKING:
-    from harness.farm.lab_places import PlaceState
-    from harness.farm.lab_session import LabSession
+    from harness.lab.places import PlaceState
+    from harness.lab.session import LabSession
 
 HEALTH_TAG = "et_health"
 HEALTHY = "ok"
@@ -65,7 +65,7 @@ def comment_for(
     why = "".join(c if c.isprintable() else "?" for c in one_line(reason, _REASON_LIMIT))
     return (
         f"quarantined by {who} at {when}: {why} "
-        f"(clear: python -m harness.farm.lab_quarantine -x {coordinator} clear {place})"
+        f"(clear: python -m harness.lab.quarantine -x {coordinator} clear {place})"
     )
 
 
@@ -115,14 +115,14 @@ def refuse_if_none_in_service(
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.farm.lab_quarantine",
+        prog="python -m harness.lab.quarantine",
         description="clear a place's lab-wide quarantine",
     )
     parser.add_argument("-x", "--coordinator", help="host:port (default $LG_COORDINATOR)")
     parser.add_argument("action", choices=["clear"])
     parser.add_argument("place")
     args = parser.parse_args(argv)
-    from harness.farm.lab_session import LabgridError, LabSession
+    from harness.lab.session import LabgridError, LabSession
 
     coordinator = args.coordinator or os.environ.get("LG_COORDINATOR")
     lab = LabSession.of(coordinator, LabIdentity.this_process())

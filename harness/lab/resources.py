@@ -1,6 +1,6 @@
 """Where a labgrid place's device is: its resources, read as untrusted input.
 
-labgrid's client session (:mod:`harness.farm.lab_session`) holds every resource the
+labgrid's client session (:mod:`harness.lab.session`) holds every resource the
 exporters announce, e.g. for a place::
 
     NetworkService     {address: 127.0.0.2, port: 2222, username: etdevice}
@@ -37,7 +37,7 @@ from harness.devices.acquired_place import (
     ServiceAddress,
 )
 from harness.devices.bring_up import kind_module
-from harness.farm.lab_places import printable
+from harness.lab.places import printable
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (
     ValueRuleError,
@@ -48,7 +48,7 @@ from harness.untrusted.value_rules import (
 )
 
 if TYPE_CHECKING:
-    from harness.farm.lab_session import Resource
+    from harness.lab.session import Resource
 
 _MAX_BAUDRATE = 20_000_000
 _MAX_RESOURCES = 64  # of one place

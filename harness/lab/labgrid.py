@@ -15,9 +15,9 @@ profile names a coordinator and either one place or a tag filter (a pool)::
                                          # place out of service lab-wide (lab_quarantine)
 
 The harness talks to the coordinator through labgrid's own client session, in
-process (:mod:`harness.farm.lab_session`). Before reserving, it checks every place
-that would match (:func:`~harness.farm.lab_places.place_state`, and its resources
-by :func:`~harness.farm.lab_resources.read_resources`): a place that fails is left
+process (:mod:`harness.lab.session`). Before reserving, it checks every place
+that would match (:func:`~harness.lab.places.place_state`, and its resources
+by :func:`~harness.lab.resources.read_resources`): a place that fails is left
 out with one warning naming it and the field, and is never chosen. Reservations name
 one place each (filter ``name=PLACE`` plus the profile's tags), so a bad place can
 never be allocated: one for a free place if there is one; with none free, one per
@@ -34,7 +34,7 @@ process's start time, which guards against PID reuse), so two xdist workers are
 two owners and a run's holdings say which process holds them. The coordinator
 never expires an acquired place, so a run that dies holding one hands it back twice
 over: its janitor (:mod:`harness.lifecycle.janitor`, which outlives a ``kill -9``)
-runs the same hand-over (:mod:`harness.farm.lab_handback`); and before reserving, a
+runs the same hand-over (:mod:`harness.lab.handback`); and before reserving, a
 run releases (and cancels the reservations of) every place acquired by an identity of
 this host whose process is gone, for when the janitor died too.
 """
@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 from harness.config.kinds import all_kinds, device_kind
 from harness.config.profile import DeviceProfile, ProfileError
-from harness.farm import lab_quarantine
-from harness.farm.lab_resources import check_lab_profile
+from harness.lab import quarantine as lab_quarantine
+from harness.lab.resources import check_lab_profile
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from harness.farm.infra import one_line
-from harness.farm.junit import amend_junit
-from harness.farm.results import ResultsRecorder, describe_os_error
-from harness.farm.summary import (
+from harness.results.directory import ResultsRecorder, describe_os_error
+from harness.results.infra import one_line
+from harness.results.junit import amend_junit
+from harness.results.summary import (
     across_runtimes_lines,
     backend_table,
     device_runtime,

@@ -20,8 +20,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.farm.records import CaseResult
-from harness.farm.summary import ROUTES
+from harness.results.records import CaseResult
+from harness.results.summary import ROUTES
 
 INFRA_PROPERTY = "infrastructure_error"  # "TransportLost: message"
 INFRA_PHASE_PROPERTY = "infrastructure_phase"  # setup, call or teardown

@@ -1,4 +1,4 @@
-"""A lab larger than this machine, by simulation: ``python -m harness.farm.lab_scale``.
+"""A lab larger than this machine, by simulation: ``python -m harness.lab.scale``.
 
 A real ``labgrid-coordinator``, 8 real ``labgrid-exporter`` processes and 64 places in
 4 pools of unequal size (so that some pools are contended), each place backed by the
@@ -6,7 +6,7 @@ cheapest device there is: a ``NetworkService`` that an exporter announces and no
 answers (the runner only holds the place, as a ``local`` lab profile does). 16
 runners, each with a labgrid identity and client session of its own (threads of this
 process), take turns: pick a pool at random, acquire a place of it through
-:class:`~harness.farm.lab_reservation.LabgridReservation` (the harness's own path),
+:class:`~harness.lab.reservation.LabgridReservation` (the harness's own path),
 hold it a moment, hand it back. It prints:
 
 - served: hand-overs per runner (min..max), and the longest wait, against the median;
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.emulators.labgrid_lab import labgrid_program, wait_listening
-from harness.farm.lab_places import LabIdentity
-from harness.farm.lab_reservation import LabgridReservation
-from harness.farm.lab_session import LabSession
-from harness.farm.labgrid import LabgridPlace
+from harness.lab.labgrid import LabgridPlace
+from harness.lab.places import LabIdentity
+from harness.lab.reservation import LabgridReservation
+from harness.lab.session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
@@ -190,7 +190,7 @@ def idle_while_waiting(
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.farm.lab_scale")
+    parser = argparse.ArgumentParser(prog="python -m harness.lab.scale")
     parser.add_argument("--rounds", type=int, default=8, help="acquisitions per runner")
     parser.add_argument("--seed", type=int, default=25)
     args = parser.parse_args(argv)

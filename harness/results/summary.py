@@ -21,8 +21,8 @@ import collections
 from collections.abc import Iterable, Sequence
 
 from harness.check import show_name
-from harness.farm.infra import one_line
-from harness.farm.records import OUTCOMES, CaseResult
+from harness.results.infra import one_line
+from harness.results.records import OUTCOMES, CaseResult
 
 NO_DEVICE = "(no device)"
 _QUARANTINED = "DeviceQuarantined"

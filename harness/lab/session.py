@@ -5,7 +5,7 @@ event loop in one daemon thread of this process. The coordinator streams every p
 and resource change to it; callers wait on those changes (a place allocated to a
 reservation, a resource let go by its exporter) rather than polling, and every call is
 bounded in time. What the coordinator sends is lab data, read as untrusted input by
-:mod:`harness.farm.lab_places` and :mod:`harness.farm.lab_resources`: a session hands
+:mod:`harness.lab.places` and :mod:`harness.lab.resources`: a session hands
 out only copies, never labgrid's own objects.
 
 A coordinator that goes away (a restart) ends the session's stream; the next call
@@ -25,7 +25,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from harness.farm.lab_places import LabIdentity
+from harness.lab.places import LabIdentity
 from harness.transport.base import DeviceUnavailable
 
 CALL_TIMEOUT_S = 30.0  # one request to the coordinator

@@ -1,7 +1,7 @@
 """One labgrid place held for this process: reserve, wait, acquire, hand over (needs labgrid).
 
-See :mod:`harness.farm.labgrid` for how a place is chosen. Everything goes through this
-process's :class:`~harness.farm.lab_session.LabSession`; what the coordinator says of
+See :mod:`harness.lab.labgrid` for how a place is chosen. Everything goes through this
+process's :class:`~harness.lab.session.LabSession`; what the coordinator says of
 places and resources is checked before it is used (a bad place is skipped, never
 chosen), and waiting is on the coordinator's stream of updates.
 """
@@ -18,11 +18,11 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from harness.devices.acquired_place import LabResourceError, LabResources
-from harness.farm import lab_quarantine
-from harness.farm.lab_places import BadPlace, LabIdentity, PlaceState, place_state
-from harness.farm.lab_resources import read_resources
-from harness.farm.lab_session import LabgridError, LabSession, RawPlace, Resource
-from harness.farm.labgrid import LabgridPlace
+from harness.lab import quarantine as lab_quarantine
+from harness.lab.labgrid import LabgridPlace
+from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
+from harness.lab.resources import read_resources
+from harness.lab.session import LabgridError, LabSession, RawPlace, Resource
 from harness.lifecycle import owner
 
 _RECONNECT = ("", "")  # what the wait gives when the coordinator went away or came back
@@ -439,7 +439,7 @@ class LabgridReservation:
 
     def _set_hand_back(self) -> None:
         """Record what this process's janitor runs if the process dies holding a place or
-        reservations: the same hand-over (:mod:`harness.farm.lab_handback`)."""
+        reservations: the same hand-over (:mod:`harness.lab.handback`)."""
         tokens = [*([self.token] if self.token else []), *self._waiting.values()]
         commands: list[list[str]] = []
         if tokens or self.held is not None:
@@ -447,7 +447,7 @@ class LabgridReservation:
                 [
                     sys.executable,
                     "-m",
-                    "harness.farm.lab_handback",
+                    "harness.lab.handback",
                     "-x",
                     self.lab.coordinator,
                     self.lab.identity.owner,

@@ -1,4 +1,4 @@
-"""Merge many runs' results into one: ``python -m harness.farm.merge OUT INPUT...``.
+"""Merge many runs' results into one: ``python -m harness.results.merge OUT INPUT...``.
 
 Each INPUT is a ``results.jsonl`` file or a directory searched for them (e.g.
 the downloaded artifacts of every device job of a nightly run). OUT receives
@@ -16,10 +16,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.farm.html_report import write_report
-from harness.farm.records import CaseResult
-from harness.farm.results import REPORT_FILE, RESULTS_FILE, ResultsWriter, read_results
-from harness.farm.summary import outcome_table, quarantined_devices
+from harness.results.directory import REPORT_FILE, RESULTS_FILE, ResultsWriter, read_results
+from harness.results.html_report import write_report
+from harness.results.records import CaseResult
+from harness.results.summary import outcome_table, quarantined_devices
 
 
 def find_results(inputs: Sequence[Path]) -> list[Path]:
@@ -65,7 +65,7 @@ def merge(inputs: Sequence[Path], out_dir: Path) -> list[CaseResult]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.farm.merge", description=__doc__.split("\n\n")[0]
+        prog="python -m harness.results.merge", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("out", type=Path, help="directory for the merged results and report")
     parser.add_argument(

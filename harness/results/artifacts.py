@@ -26,8 +26,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.farm.infra import every_exception
-from harness.farm.results import ARTIFACTS_DIR, describe_os_error
+from harness.results.directory import ARTIFACTS_DIR, describe_os_error
+from harness.results.infra import every_exception
 from harness.transport.base import TransportLost
 
 

@@ -1,7 +1,7 @@
 """The results directory: ``results.jsonl`` written as tests end, ``run.json``, the HTML
 report, artifacts.
 
-``results.jsonl`` holds one :class:`~harness.farm.records.CaseResult` per line,
+``results.jsonl`` holds one :class:`~harness.results.records.CaseResult` per line,
 appended and flushed as each test ends, so a run that is killed keeps every test
 that finished; a disk that fills or turns read-only costs neither the run nor a
 whole line (:class:`ResultsWriter`). ``run.json`` describes the run (command, host, devices, times,
@@ -27,9 +27,9 @@ from typing import Any, Protocol
 import pytest
 
 from harness.errors import UsageError
-from harness.farm import lab_holdings
-from harness.farm.html_report import write_report
-from harness.farm.records import CaseResult, ResultAssembler
+from harness.results import lab_holdings
+from harness.results.html_report import write_report
+from harness.results.records import CaseResult, ResultAssembler
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
@@ -79,7 +79,7 @@ class RunInfo:
     started: float
     finished: float | None = None
     exit_status: int | None = None
-    lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.farm.lab_holdings
+    lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.results.lab_holdings
     runtimes: tuple[str, ...] = ()  # the labels of --runtime (harness.agent.runtimes)
 
     @classmethod

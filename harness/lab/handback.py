@@ -1,9 +1,9 @@
 """A dead run's labgrid hand-over, as its janitor runs it (needs labgrid).
 
-``python -m harness.farm.lab_handback -x COORDINATOR OWNER [TOKEN ...]`` cancels the
+``python -m harness.lab.handback -x COORDINATOR OWNER [TOKEN ...]`` cancels the
 reservations ``TOKEN`` and then releases every place that ``OWNER`` (a run's labgrid
 identity, ``HOST/USER-pidPID-START``) still holds: the order a live run hands over in
-(:mod:`harness.farm.lab_reservation`). The coordinator releases a place "from" a named
+(:mod:`harness.lab.reservation`). The coordinator releases a place "from" a named
 holder only while that holder has it, so a place handed back already, or taken by
 someone else since, is left alone. Exit status 0 unless the coordinator cannot be reached.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.farm.lab_places import LabIdentity, printable
-from harness.farm.lab_session import LabgridError, LabSession
+from harness.lab.places import LabIdentity, printable
+from harness.lab.session import LabgridError, LabSession
 
 
 def hand_back(lab: LabSession, holder: str, tokens: list[str]) -> list[str]:
@@ -37,7 +37,7 @@ def hand_back(lab: LabSession, holder: str, tokens: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.farm.lab_handback",
+        prog="python -m harness.lab.handback",
         description="hand back what a dead run held in a labgrid lab",
     )
     parser.add_argument("-x", "--coordinator", required=True, help="host:port")

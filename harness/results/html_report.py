@@ -21,8 +21,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.farm.records import CaseResult
-from harness.farm.summary import (
+from harness.results.records import CaseResult
+from harness.results.summary import (
     ROUTES,
     across_runtimes,
     devices_in_order,

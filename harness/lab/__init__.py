@@ -1,0 +1,17 @@
+"""A labgrid lab: its places held for a run's devices (the ``[lab]`` extra: labgrid).
+
+- :mod:`~harness.lab.labgrid`: a profile's labgrid setting;
+- :mod:`~harness.lab.reservation`: reserving, acquiring and handing over a place;
+- :mod:`~harness.lab.session`: labgrid's own client session, in process, one per
+  coordinator and identity;
+- :mod:`~harness.lab.handback`: a dead run's hand-over, for its janitor;
+- :mod:`~harness.lab.places`: the coordinator's view, checked (holders, identities);
+- :mod:`~harness.lab.resources`: an acquired place's resources, checked, and the address
+  its device kind takes from them;
+- :mod:`~harness.lab.quarantine`: a place out of service lab-wide (opt-in);
+- :mod:`~harness.lab.benchmark`: what a lab costs; :mod:`~harness.lab.scale`: a larger
+  lab, by simulation.
+
+Only :mod:`~harness.lab.session` and what runs through it import labgrid itself, and
+only when a profile names a lab. See docs/device-farm.md.
+"""
