@@ -55,6 +55,7 @@ from harness.devices.base import Device
 from harness.farm.command_line import (
     UserProgram,
     add_options,
+    device_folders,
     farm_policy,
     results_place,
     runtimes,
@@ -96,6 +97,7 @@ from harness.results.junit import (
 from harness.results.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
 from harness.results.reporting import ControllerReporting
 from harness.runner import CaseRunner, LoadPathNotServed
+from harness.shipped import BrokenInstallation
 from harness.transport.base import TransportError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
@@ -104,6 +106,7 @@ LOAD_PATH_PARAM = "load_path"
 
 _SLOTS = pytest.StashKey[DeviceSlots]()
 _RESULTS_DIR = pytest.StashKey[Path]()
+_BROKEN = pytest.StashKey[str]()  # a broken installation, in a run that named no device
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
@@ -156,10 +159,17 @@ def pytest_configure(config: pytest.Config) -> None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
         quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
     try:
-        profiles = select_profiles(config.getoption("device"), config.getoption("devices_dir"))
+        profiles = select_profiles(config.getoption("device"), device_folders(config))
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
                 require_labgrid(profile)
+    except BrokenInstallation as exc:
+        if config.getoption("device") is not None:
+            raise pytest.UsageError(str(exc)) from None
+        # A run that did not ask for a device (maybe not about the harness at all) goes on:
+        # only tests that use a device fail, with this line (pytest_generate_tests).
+        config.stash[_BROKEN] = str(exc)
+        profiles = ()
     except (DeviceSelectionError, ProfileError) as exc:
         message = str(exc)  # most already start with the option they are about
         if not message.startswith("--device"):
@@ -250,6 +260,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
+        broken = metafunc.config.stash.get(_BROKEN, "")
+        if broken:
+            raise pytest.UsageError(broken)
         names = metafunc.config.stash[_SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
         labels = list(metafunc.config.stash[_SLOTS].runtimes)

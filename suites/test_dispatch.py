@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from maps import PROBE_NAMES, distinct_map
+from .maps import PROBE_NAMES, distinct_map
 
 from harness.options import BackendOptions, Option, OptionsMap
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from maps import distinct_map, single
+from .maps import distinct_map, single
 
 from harness.check import Action, Outcome, Request, RuntimeErrorCode, WireErrorCode
 from harness.options import (

@@ -4,7 +4,7 @@ and through set_option."""
 from __future__ import annotations
 
 import pytest
-from maps import every_type, single
+from .maps import every_type, single
 
 from harness.options import Option
 

@@ -17,8 +17,8 @@ A report holds 16 entries, so K models of B probes each need K * B <= 16.
 from __future__ import annotations
 
 import pytest
-from maps import single
-from serving import needs_a_load_path
+from .maps import single
+from .serving import needs_a_load_path
 
 from harness.check import (
     MAX_MODELS,

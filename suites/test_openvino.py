@@ -15,7 +15,7 @@ their own options.
 from __future__ import annotations
 
 import pytest
-from maps import single
+from .maps import single
 
 from harness.check import CONTRACTS, Outcome, Request, RuntimeErrorCode
 from harness.options import Option, OptionsMap

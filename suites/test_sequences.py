@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from maps import distinct_map, single
+from .maps import distinct_map, single
 
 from harness.check import Outcome
 from harness.options import Option, OptionsMap

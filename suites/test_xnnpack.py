@@ -30,7 +30,7 @@ import posixpath
 import uuid
 
 import pytest
-from maps import single
+from .maps import single
 
 from harness.check import CONTRACTS, LoadPath, Outcome, Request, Route, RuntimeErrorCode
 from harness.options import Option, OptionsMap

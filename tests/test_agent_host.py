@@ -815,14 +815,14 @@ def test_a_failing_build_names_its_log(
     from harness.agent import build as agent_build
 
     broken = tmp_path / "runtime"
-    shutil.copytree(agent_build.AGENT_SOURCE_DIR, broken)
+    shutil.copytree(agent_build.agent_sources(), broken)
     cmake_lists = broken / "CMakeLists.txt"
     cmake_lists.write_text(cmake_lists.read_text() + '\nmessage(FATAL_ERROR "broken on purpose")\n')
     cache = tmp_path / "cache"
     (cache / "sdk").mkdir(parents=True)
     (cache / "sdk" / build.sdk.root.name).symlink_to(build.sdk.root)  # no second download
     monkeypatch.setenv("ET_HARNESS_CACHE", str(cache))
-    monkeypatch.setattr(agent_build, "AGENT_SOURCE_DIR", broken)
+    monkeypatch.setattr(agent_build, "agent_sources", lambda: broken)
 
     with pytest.raises(agent_build.AgentBuildFailed) as failure:
         agent_build.ensure_agent("x86_64")

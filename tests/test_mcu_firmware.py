@@ -22,7 +22,7 @@ import pytest
 from harness.agent.probe_program import probe_program
 from harness.agent.program_upload import ProgramUploadingSession
 from harness.agent.runtime_source import find_runtime_source
-from harness.agent.sdk import EXECUTORCH_VERSION
+from harness.agent.sdk import default_version
 from harness.agent.session import AgentSession
 from harness.codec import wire
 from harness.codec.wire.program_upload import encode_program_data, encode_program_end
@@ -89,7 +89,7 @@ if SOURCE is not None:
 else:
     RUNTIME_FACT = (
         "STAND-IN registry and dispatch (no ExecuTorch source tree: set ET_HARNESS_SOURCE); "
-        f"ExecuTorch {EXECUTORCH_VERSION} option types and map"
+        f"ExecuTorch {default_version()} option types and map"
     )
     CAPABILITIES = "load,execute,set,get,reset,register,hello,reboot"
 # Functions of ExecuTorch's own .cpp files that a firmware built from source defines, each

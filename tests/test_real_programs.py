@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness.agent.program_contents import MethodContents, ProgramError, read_program
-from harness.agent.sdk import EXECUTORCH_VERSION
+from harness.agent.sdk import default_version
 from harness.config.profile import load_profile
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
@@ -72,7 +72,7 @@ def test_the_committed_files_are_the_exported_ones() -> None:
         assert hashlib.sha256((PROGRAMS / name).read_bytes()).hexdigest() == digest, name
     pins = (PROGRAMS / "requirements.txt").read_text()
     assert re.search(r"^torch==\d+\.\d+\.\d+$", pins, re.MULTILINE)
-    assert re.search(rf"^executorch=={re.escape(EXECUTORCH_VERSION)}$", pins, re.MULTILINE)
+    assert re.search(rf"^executorch=={re.escape(default_version())}$", pins, re.MULTILINE)
 
 
 @pytest.mark.parametrize("name", sorted(HOLDS))

@@ -12,23 +12,23 @@ import pytest
 
 from harness.agent import sdk
 from harness.agent.sdk import (
-    EXECUTORCH_VERSION,
-    LOCK_FILE,
-    LOCKED_VERSIONS,
     SdkDownloadFailed,
     UnsupportedAbi,
     VersionNotLocked,
+    default_version,
     ensure_sdk,
+    lock_file,
+    locked_versions,
     sdk_dir,
 )
 from harness.lifecycle.cache import cache_root
 
 
 def test_lock_pins_1_5_1_first_and_1_5_0_each_for_both_wheels() -> None:
-    text = LOCK_FILE.read_text()
-    assert re.findall(r"^executorch==(\S+)", text, re.MULTILINE) == list(LOCKED_VERSIONS)
-    assert LOCKED_VERSIONS == ("1.5.1", "1.5.0") and EXECUTORCH_VERSION == "1.5.1"
-    for version in LOCKED_VERSIONS:  # one hash per platform wheel
+    text = lock_file().read_text()
+    assert re.findall(r"^executorch==(\S+)", text, re.MULTILINE) == list(locked_versions())
+    assert locked_versions() == ("1.5.1", "1.5.0") and default_version() == "1.5.1"
+    for version in locked_versions():  # one hash per platform wheel
         block = text.split(f"executorch=={version} \\\n", 1)[1].split("executorch==", 1)[0]
         assert len(re.findall(r"--hash=sha256:[0-9a-f]{64}", block)) == len(sdk.WHEEL_PLATFORMS)
     assert sdk_dir("x86_64", "1.5.0") != sdk_dir("x86_64", "1.5.1")
@@ -42,7 +42,7 @@ def test_lock_pins_1_5_1_first_and_1_5_0_each_for_both_wheels() -> None:
 
 def test_host_sdk_has_the_parts_the_agent_needs() -> None:
     paths = ensure_sdk("x86_64")
-    assert paths.version == EXECUTORCH_VERSION and paths.abi == "x86_64"
+    assert paths.version == default_version() and paths.abi == "x86_64"
     assert (paths.include / "executorch/runtime/backend/backend_options_map.h").is_file()
     assert (paths.include / "executorch/runtime/core/portable_type/c10").is_dir()
     for name in (
@@ -79,7 +79,7 @@ def test_cache_root_follows_the_environment(
     monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path))
     assert cache_root() == tmp_path
     assert sdk_dir("aarch64").parent == tmp_path / "sdk"
-    assert sdk_dir("aarch64").name.startswith(f"executorch-{EXECUTORCH_VERSION}-aarch64")
+    assert sdk_dir("aarch64").name.startswith(f"executorch-{default_version()}-aarch64")
     monkeypatch.delenv("ET_HARNESS_CACHE")
     assert cache_root() == Path.home() / ".cache" / "et-harness"
 

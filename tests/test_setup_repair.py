@@ -17,7 +17,7 @@ from pathlib import Path
 import filelock
 import pytest
 
-from harness.agent.sdk import EXECUTORCH_VERSION, repair_sdk_cache
+from harness.agent.sdk import default_version, repair_sdk_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 REVISION = "r2"
@@ -41,17 +41,17 @@ def sdk_tree(root: Path, complete: bool) -> Path:
 def interrupted_cache(cache: Path) -> dict[str, Path]:
     """A cache as interrupted fetches leave it, and what must survive the repair."""
     sdk = cache / "sdk"
-    x86 = f"executorch-{EXECUTORCH_VERSION}-x86_64-{REVISION}"
-    arm = f"executorch-{EXECUTORCH_VERSION}-aarch64-{REVISION}"
+    x86 = f"executorch-{default_version()}-x86_64-{REVISION}"
+    arm = f"executorch-{default_version()}-aarch64-{REVISION}"
     staging = sdk / f".{x86}.k3j2l1" / "wheel"
     staging.mkdir(parents=True)
-    wheel = staging / f"executorch-{EXECUTORCH_VERSION}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel = staging / f"executorch-{default_version()}-cp311-cp311-manylinux_2_28_x86_64.whl"
     wheel.write_bytes(b"PK\x03\x04" + b"\0" * 1000)  # the first KB of a 100 MB download
     return {
         "staging": staging.parent,
         "half-extracted": sdk_tree(sdk / arm, complete=False),
         "complete": sdk_tree(sdk / x86, complete=True),
-        "older layout": sdk_tree(sdk / f"executorch-{EXECUTORCH_VERSION}-aarch64-r1", False),
+        "older layout": sdk_tree(sdk / f"executorch-{default_version()}-aarch64-r1", False),
     }
 
 

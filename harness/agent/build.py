@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import shipped
 from harness.agent.sdk import SdkPaths, ensure_sdk
 from harness.agent.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
 from harness.agent.source_runtime import (
@@ -32,11 +33,6 @@ from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import disk_trouble, said_in, writing
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-AGENT_SOURCE_DIR = REPO_ROOT / "agent" / "runtime"
-CODEC_SOURCE_DIR = REPO_ROOT / "agent" / "codec"
-TOOLCHAIN_DIR = REPO_ROOT / "agent" / "cmake"
-FROM_SOURCE_CMAKE = TOOLCHAIN_DIR / "executorch-from-source.cmake"
 AGENT_BINARY_NAME = "et-agent"
 
 # ABI -> (toolchain file or None for a native build, rough build time in seconds).
@@ -50,6 +46,11 @@ _MIN_CMAKE = (3, 28)
 _BUILD_TIMEOUT_S = 900
 _LOG_TAIL_LINES = 40
 _BUILD_BYTES = 40 << 20  # a build tree and its install: 19 MB for x86_64
+
+
+def agent_sources() -> Path:
+    """The agent's own sources (``agent/runtime``), as the harness ships them."""
+    return shipped.agent_dir() / "runtime"
 
 
 class AgentBuildError(UsageError):
@@ -108,7 +109,7 @@ def ensure_agent(
             "For Android see agent/cmake/android-arm64.md"
         )
     toolchain_name, estimate_s = _TARGETS[abi]
-    toolchain = TOOLCHAIN_DIR / toolchain_name if toolchain_name else None
+    toolchain = shipped.agent_dir() / "cmake" / toolchain_name if toolchain_name else None
     if sdk is None:
         sdk = _sdk_from_environment(abi)
     if sdk.abi != abi:
@@ -176,7 +177,7 @@ _SOURCE_SUFFIXES = {".c", ".h", ".cc", ".cpp", ".hpp", ".cmake", ".ld"}
 def _source_files() -> list[tuple[str, Path]]:
     """The files a build reads, with stable names: sources and CMake files, no build trees."""
     files = []
-    for root in (AGENT_SOURCE_DIR, CODEC_SOURCE_DIR):
+    for root in (agent_sources(), shipped.agent_dir() / "codec"):
         if not root.is_dir():
             raise AgentBuildError(
                 f"agent sources not found at {root}; the harness must run from a source "
@@ -206,7 +207,8 @@ def _build_key(abi: str, sdk: SdkPaths, toolchain: Path | None, sanitizer: str |
             digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     inputs = _source_files() + ([(f"cmake/{toolchain.name}", toolchain)] if toolchain else [])
     if sdk.source is not None:
-        inputs.append(("cmake/executorch-from-source.cmake", FROM_SOURCE_CMAKE))
+        name = "cmake/executorch-from-source.cmake"
+        inputs.append((name, shipped.agent_dir() / name))
     for name, path in inputs:
         digest.update(name.encode() + b"\0")
         digest.update(path.read_bytes())
@@ -271,9 +273,9 @@ def _build(
     build_dir = partial / "build"
     dist_dir = partial / "dist"
     configure = [
-        str(cmake), "-S", str(AGENT_SOURCE_DIR), "-B", str(build_dir),
+        str(cmake), "-S", str(agent_sources()), "-B", str(build_dir),
         "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-        f"-DETB_CODEC_DIR={CODEC_SOURCE_DIR}",
+        f"-DETB_CODEC_DIR={shipped.agent_dir() / 'codec'}",
     ]  # fmt: skip
     env = _build_env()
     if sdk.source is None:

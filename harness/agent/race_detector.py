@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.agent.race_reports import (
-    SUPPRESSIONS_FILE,
+    SUPPRESSIONS_NAME,
     Finding,
     Suppression,
     broken_detector_line,
@@ -118,7 +118,7 @@ class RaceCheck:
         """The report kept with the test: a summary, then the detector's output."""
         summary = (
             f"# {self.detector.value}: {len(self.findings)} report(s), "
-            f"{len(self.unsuppressed)} not suppressed ({SUPPRESSIONS_FILE.name})"
+            f"{len(self.unsuppressed)} not suppressed ({SUPPRESSIONS_NAME})"
         )
         lines = [summary]
         for finding in self.findings:
@@ -144,7 +144,7 @@ class RaceCheck:
             first = self.unsuppressed[0].report
             raise RaceReported(
                 f"{self.detector.value} reported {len(self.unsuppressed)} race report(s) that "
-                f"no entry of {SUPPRESSIONS_FILE.relative_to(SUPPRESSIONS_FILE.parents[2])} "
+                f"no entry of agent/runtime/{SUPPRESSIONS_NAME} "
                 f"explains{kept}; the first:\n{first.first_lines()}"
             )
 

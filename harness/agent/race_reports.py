@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
+from harness import shipped
 from harness.codec.strict_yaml import read_yaml
 from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SUPPRESSIONS_FILE = REPO_ROOT / "agent" / "runtime" / "race-suppressions.yaml"
+SUPPRESSIONS_NAME = "race-suppressions.yaml"  # in the agent's sources, agent/runtime/
 TOOLS = ("tsan", "helgrind", "drd")
 _FIRST_LINES = 12  # of a report, shown in a failing test's message
 
@@ -278,8 +278,11 @@ def _valgrind_frame(frame: ElementTree.Element) -> Frame:
 _ENTRY_FIELDS = {"id", "tools", "kind", "function", "object", "via", "memory", "why", "reference"}
 
 
-def load_suppressions(path: Path = SUPPRESSIONS_FILE) -> tuple[Suppression, ...]:
-    """The suppressions in ``path``; every entry names its tools, a frame pattern and why."""
+def load_suppressions(path: Path | None = None) -> tuple[Suppression, ...]:
+    """The suppressions in ``path`` (None: the shipped ``agent/runtime/race-suppressions.yaml``);
+    every entry names its tools, a frame pattern and why."""
+    if path is None:
+        path = shipped.agent_dir() / "runtime" / SUPPRESSIONS_NAME
     try:
         data = read_yaml(read_bounded_text(path), str(path))
     except (InputFileError, OSError) as exc:

@@ -19,6 +19,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from harness import shipped
 from harness.errors import UsageError
 from harness.untrusted.trust import listed_by_user
 
@@ -27,8 +28,6 @@ ENV_VAR = "ET_HARNESS_SOURCE"
 TRUSTED_ENV = "ET_HARNESS_TRUSTED_SOURCES"
 _NEEDED = ("runtime/executor/program.cpp", "schema/program.fbs", "version.txt")
 _FLATBUFFERS = "third-party/flatbuffers/include/flatbuffers/flatbuffers.h"
-ROOT = Path(__file__).resolve().parents[2]
-SHARED_TREE = ROOT.parent / "shared" / "vendor" / "executorch"
 # What the firmware compiles or includes from the tree; its hash is part of the firmware's.
 _HASHED = ("runtime", "schema", "extension/data_loader", "version.txt")
 _HASHED_SUFFIXES = (".cpp", ".h", ".fbs", ".txt")
@@ -55,9 +54,17 @@ def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | No
     named = (os.environ if env is None else env).get(ENV_VAR, "")
     if named:
         return runtime_source(Path(named).expanduser(), f"{ENV_VAR}={named}")
-    if (SHARED_TREE / "runtime" / "executor" / "program.cpp").is_file():
-        return runtime_source(SHARED_TREE, str(SHARED_TREE))
+    shared = shared_tree()
+    if shared is not None and (shared / "runtime" / "executor" / "program.cpp").is_file():
+        return runtime_source(shared, str(shared))
     return None
+
+
+def shared_tree() -> Path | None:
+    """``../shared/vendor/executorch`` beside the harness's own checkout (the layout its CI
+    runs in), or None when the harness runs installed."""
+    top = shipped.checkout()
+    return None if top is None else top.parent / "shared" / "vendor" / "executorch"
 
 
 def check_trusted_source(path: Path, what: str) -> Path:

@@ -27,7 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agent.sdk import LOCKED_VERSIONS, SdkError, SdkPaths, check_locked, ensure_sdk
+from harness.agent.sdk import SdkError, SdkPaths, check_locked, ensure_sdk, locked_versions
 from harness.agent.sdk_prefix import sdk_from_prefix
 from harness.errors import UsageError
 
@@ -94,7 +94,7 @@ def parse_runtimes(spec: str | None) -> tuple[Runtime, ...]:
     if not any(entries) or len(entries) > _MAX_ENTRIES:
         raise RuntimeEntryError(
             f"{OPTION} {_shown(spec)}: give 1 to {_MAX_ENTRIES} comma-separated runtimes: a "
-            f"pinned version ({', '.join(LOCKED_VERSIONS)}), an install prefix or a source "
+            f"pinned version ({', '.join(locked_versions())}), an install prefix or a source "
             "tree (PATH or PATH@REV)"
         )
     runtimes: dict[str, Runtime] = {}
@@ -136,7 +136,7 @@ def parse_runtime(entry: str) -> Runtime:
     if not path.is_dir():
         raise RuntimeEntryError(
             f"{where}: {path} is no directory, and {entry_body!r} is no pinned version "
-            f"({', '.join(LOCKED_VERSIONS)}); give an install prefix, a source tree "
+            f"({', '.join(locked_versions())}); give an install prefix, a source tree "
             "(PATH or PATH@REV) or a pinned version"
         )
     path = path.resolve()

@@ -6,8 +6,8 @@ schema and the ``flatc`` binary it ships. :func:`ensure_sdk` downloads the wheel
 for one ABI with ``pip download --no-deps --require-hashes`` (so none of its
 heavy Python dependencies is installed), extracts only those parts into the
 harness cache and returns where they are. The versions and their wheels' hashes are
-pinned in ``agent/executorch-sdk.lock`` (:data:`LOCKED_VERSIONS`; the first,
-:data:`EXECUTORCH_VERSION`, is the default); each version has a cache directory of its
+pinned in ``agent/executorch-sdk.lock`` (:func:`locked_versions`; the first,
+:func:`default_version`, is the default); each version has a cache directory of its
 own.
 
 A fetch works in a staging directory beside its target and renames it into place, so an
@@ -18,6 +18,7 @@ a tree taken for complete; :func:`repair_sdk_cache` (``python -m harness.agent.s
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import filelock
 
+from harness import shipped
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
@@ -39,7 +41,6 @@ from harness.lifecycle.disk import disk_trouble, said_in, writing
 if TYPE_CHECKING:
     from harness.agent.source_runtime import SourceRuntime
 
-LOCK_FILE = Path(__file__).resolve().parents[2] / "agent" / "executorch-sdk.lock"
 
 # ABI name -> the manylinux platform tag of its wheel.
 WHEEL_PLATFORMS = {
@@ -106,30 +107,42 @@ def check_sdk_version(version: str, where: str) -> None:
         )
 
 
-def _read_locked_versions(lock_file: Path = LOCK_FILE) -> dict[str, str]:
+def lock_file() -> Path:
+    """The SDK lock the harness ships (``agent/executorch-sdk.lock``)."""
+    return shipped.agent_dir() / "executorch-sdk.lock"
+
+
+@functools.cache
+def _locked() -> dict[str, str]:
     """Each pinned version and its requirement block (the line and its hashes), in order."""
+    path = lock_file()
     blocks = re.findall(
         r"^executorch==([0-9][^\s\\]*)((?:[ \t]*\\\n[ \t]*--hash=sha256:[0-9a-f]{64})+)",
-        lock_file.read_text(),
+        path.read_text(),
         re.MULTILINE,
     )
     if not blocks:
-        raise SdkError(f"{lock_file} has no 'executorch==VERSION --hash=...' block")
+        raise SdkError(f"{path} has no 'executorch==VERSION --hash=...' block")
     return {version: f"executorch=={version}{hashes}\n" for version, hashes in blocks}
 
 
-_LOCKED = _read_locked_versions()
-LOCKED_VERSIONS = tuple(_LOCKED)  # in the lock file's order
-EXECUTORCH_VERSION = LOCKED_VERSIONS[0]  # the default: a run without --runtime
+def locked_versions() -> tuple[str, ...]:
+    """The pinned versions, in the lock file's order."""
+    return tuple(_locked())
+
+
+def default_version() -> str:
+    """The version a run without ``--runtime`` uses: the lock's first."""
+    return locked_versions()[0]
 
 
 def check_locked(version: str, where: str) -> None:
     """Raise :class:`VersionNotLocked` naming ``where`` unless a wheel of ``version`` is
     pinned."""
-    if version not in _LOCKED:
+    if version not in _locked():
         raise VersionNotLocked(
-            f"{where}: no executorch {version} wheel is pinned in {LOCK_FILE.name} (pinned: "
-            f"{', '.join(LOCKED_VERSIONS)}); give a pinned version, or an install prefix or "
+            f"{where}: no executorch {version} wheel is pinned in {lock_file().name} (pinned: "
+            f"{', '.join(locked_versions())}); give a pinned version, or an install prefix or "
             "source tree of your own"
         )
 
@@ -189,20 +202,22 @@ def host_abi() -> str:
     return {"arm64": "aarch64"}.get(machine, machine)
 
 
-def sdk_dir(abi: str, version: str = EXECUTORCH_VERSION) -> Path:
+def sdk_dir(abi: str, version: str | None = None) -> Path:
     """Where :func:`ensure_sdk` puts the SDK of ``version`` for ``abi``."""
+    version = version or default_version()
     return cache_root() / "sdk" / f"executorch-{version}-{abi}-r{_LAYOUT_REVISION}"
 
 
-def ensure_sdk(abi: str, version: str = EXECUTORCH_VERSION) -> SdkPaths:
-    """The ExecuTorch SDK of ``version`` (one of :data:`LOCKED_VERSIONS`) for ``abi``
-    ("x86_64" or "aarch64"), fetched on first use.
+def ensure_sdk(abi: str, version: str | None = None) -> SdkPaths:
+    """The ExecuTorch SDK of ``version`` (one of :func:`locked_versions`; None: the
+    default) for ``abi`` ("x86_64" or "aarch64"), fetched on first use.
 
     Safe to call from parallel processes: one downloads and extracts under a
     file lock, the others wait and reuse the result.
     """
-    check_locked(version, str(LOCK_FILE))
-    check_sdk_version(version, str(LOCK_FILE))
+    version = version or default_version()
+    check_locked(version, str(lock_file()))
+    check_sdk_version(version, str(lock_file()))
     if abi not in WHEEL_PLATFORMS:
         raise UnsupportedAbi(
             f"no executorch wheel for ABI {abi!r}; supported: {', '.join(sorted(WHEEL_PLATFORMS))}"
@@ -276,7 +291,7 @@ def _download_wheel(abi: str, version: str, tmp: Path) -> Path:
     platform = WHEEL_PLATFORMS[abi]
     dest = tmp / "wheel"
     requirement = tmp / "requirement.txt"  # the version's block of the lock file alone
-    requirement.write_text(_LOCKED[version])
+    requirement.write_text(_locked()[version])
     argv = [
         sys.executable, "-m", "pip", "download",
         "--no-deps", "--only-binary=:all:",
@@ -306,7 +321,7 @@ def _download_wheel(abi: str, version: str, tmp: Path) -> Path:
             f"could not download the executorch {version} wheel for {platform} "
             f"(pip exit code {result.returncode}). Check that PyPI is reachable, or run by hand:\n"
             f"  {' '.join(argv)}\n"
-            f"A hash mismatch means {LOCK_FILE} and the wheel on PyPI disagree.\n"
+            f"A hash mismatch means {lock_file()} and the wheel on PyPI disagree.\n"
             f"pip said:\n{output}"
         )
     return wheels[0]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import filelock
 
-from harness.agent.runtime_source import SHARED_TREE
+from harness.agent.runtime_source import shared_tree
 from harness.agent.sdk import SdkError, SdkPaths, ensure_sdk, host_abi
 from harness.lifecycle.cache import cache_root
 
@@ -221,10 +221,11 @@ def upstream_of(message: str) -> str:
 
 def _flatbuffers(checkout: Path, where: str) -> Path:
     named = os.environ.get(FLATBUFFERS_ENV, "")
+    shared = shared_tree()
     for candidate in (
         Path(named).expanduser() if named else None,
         checkout / _FLATBUFFERS,
-        SHARED_TREE / _FLATBUFFERS,
+        shared / _FLATBUFFERS if shared is not None else None,
     ):
         if candidate is not None and (candidate / "flatbuffers" / "flatbuffers.h").is_file():
             return candidate.resolve()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import shipped
 from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.codec import wire
 from harness.data.messages import Action, LoadSpec, Outcome, Report, Request
@@ -31,8 +32,6 @@ from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
 from harness.errors import CheckFailure
 from harness.runner import CaseRunner
-
-SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 
 
 class BenchmarkError(CheckFailure):
@@ -468,7 +467,7 @@ def run_scaling(devices: Sequence[str]) -> list[dict]:
             sys.executable,
             "-m",
             "pytest",
-            str(SUITES_DIR),
+            str(shipped.suites_dir()),
             "-q",
             "-p",
             "no:cacheprovider",

@@ -29,19 +29,18 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness import shipped
 from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
-from harness.config.profile import DeviceProfile, ProfileError, load_profile, profile_names
+from harness.config.device_folders import listing, of_working_directory, with_built_in
+from harness.config.profile import DeviceProfile, ProfileError, load_profile
 from harness.data.messages import Action, Request
 from harness.data.options import OptionsMap
 from harness.errors import HarnessError, UsageError
 from harness.history import command as history_command
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SUITES_DIR = REPO_ROOT / "suites"
 
 
 class CliError(UsageError):
@@ -79,7 +78,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     import pytest
 
-    return int(pytest.main([str(SUITES_DIR), "--device", args.device, *pytest_args]))
+    return int(pytest.main([str(shipped.suites_dir()), "--device", args.device, *pytest_args]))
 
 
 def _check_writable(path: Path, option: str = "--json") -> None:
@@ -322,17 +321,18 @@ def _cmd_devices(_: argparse.Namespace) -> int:
     from harness.farm.selection import check_profile
 
     invalid = 0
-    names = profile_names()
-    width = _name_width(names)
-    for name in names:
+    found = listing(with_built_in(of_working_directory(Path.cwd())))
+    width = _name_width(entry.name for entry in found)
+    for entry in found:
+        where = f"[{entry.folder.origin}: {entry.folder.path}]"
         try:
-            profile = load_profile(name)
+            profile = load_profile(str(entry.path))
             check_profile(profile)
         except ProfileError as exc:
-            print(f"{name:<{width}} INVALID {exc}")
+            print(f"{entry.name:<{width}} INVALID {exc} {where}")
             invalid += 1
             continue
-        print(f"{name:<{width}} {profile.kind:<7} {profile.description}")
+        print(f"{entry.name:<{width}} {profile.kind:<7} {profile.description} {where}")
     return 1 if invalid else 0
 
 

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,12 @@ from harness.agent.runtime_source import RuntimeSourceError, check_trusted_sourc
 from harness.agent.runtimes import Runtime
 from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
+from harness.config.device_folders import (
+    DeviceFolder,
+    listing,
+    of_working_directory,
+    with_built_in,
+)
 from harness.config.kinds import (
     RENAMED_EMULATORS,
     UnknownKind,
@@ -41,10 +47,8 @@ from harness.config.settings import (
 )
 from harness.lifecycle.cache import cache_root
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
-from harness.untrusted.trust import SHIPPED_DEVICES_DIR, TRUSTED_PROFILES_ENV, profile_is_trusted
+from harness.untrusted.trust import TRUSTED_PROFILES_ENV, profile_is_trusted
 from harness.untrusted.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
-
-DEVICES_DIR = SHIPPED_DEVICES_DIR
 
 DEFAULT_WORK_DIR = "/tmp/et-harness"
 # agent.deployment: how the agent runs (harness/devices/deployment.py); auto asks the device.
@@ -152,13 +156,19 @@ _PROFILE_FIELDS: dict[str, Spec] = {
 }
 
 
-def profile_names() -> list[str]:
-    """Names of the profiles shipped in ``devices/``."""
-    return sorted(p.stem for p in DEVICES_DIR.glob("*.yaml"))
+def profile_names(folders: Sequence[DeviceFolder] | None = None) -> list[str]:
+    """Names of the profiles in ``folders`` (None: the working directory's project's
+    folders, then the built-in one; :mod:`harness.config.device_folders`)."""
+    return [found.name for found in listing(_folders(folders))]
 
 
-def resolve(spec: str) -> Path:
-    """A profile name from ``devices/`` or a path to a YAML file."""
+def _folders(folders: Sequence[DeviceFolder] | None) -> Sequence[DeviceFolder]:
+    return with_built_in(of_working_directory(Path.cwd())) if folders is None else folders
+
+
+def resolve(spec: str, folders: Sequence[DeviceFolder] | None = None) -> Path:
+    """A device name, looked up in ``folders`` (see :func:`profile_names`), or a path to a
+    YAML file."""
     candidate = Path(spec)
     if candidate.suffix in (".yaml", ".yml") or "/" in spec:
         if not candidate.exists():
@@ -166,18 +176,20 @@ def resolve(spec: str) -> Path:
         if not candidate.is_file():
             raise ProfileError(f"{spec}: not a file; give the path of a YAML profile")
         return candidate
-    shipped = DEVICES_DIR / f"{spec}.yaml"
-    if not shipped.is_file():
-        raise ProfileError(
-            f"unknown device {brief(spec)}: no {shipped}; known devices: "
-            f"{', '.join(profile_names())} (or give a path to a YAML profile)"
-        )
-    return shipped
+    for folder in _folders(folders):
+        path = folder.path / f"{spec}.yaml"
+        if path.is_file():
+            return path
+    raise ProfileError(
+        f"unknown device {brief(spec)}: known devices: {', '.join(profile_names(folders))} "
+        "(or give a path to a YAML profile)"
+    )
 
 
-def load_profile(spec: str) -> DeviceProfile:
-    """Load and validate the profile named or pointed to by ``spec``."""
-    path = resolve(spec)
+def load_profile(spec: str, folders: Sequence[DeviceFolder] | None = None) -> DeviceProfile:
+    """Load and validate the profile named (in ``folders``, see :func:`profile_names`) or
+    pointed to by ``spec``."""
+    path = resolve(spec, folders)
     try:
         data = read_yaml(read_bounded_text(path), str(path))
     except InputFileError as exc:  # YamlError is one

@@ -48,6 +48,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import shipped
 from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.lab_devices import EmulatedBoard, EmulatedPhone, LabError, PowerSwitch
 from harness.emulators.mcu import build_firmware
@@ -255,7 +256,7 @@ class LabgridLab:
                 **os.environ,
                 "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
                 "ET_SER2NET_BIND": host,
-                "PYTHONPATH": str(Path(__file__).parents[2]),
+                "PYTHONPATH": str(shipped.import_root()),
             }
             argv = [
                 labgrid_program("labgrid-exporter"),

@@ -28,8 +28,9 @@ import tempfile
 from pathlib import Path
 from subprocess import PIPE
 
+from harness import shipped
 from harness.agent.runtime_source import RuntimeSource, find_runtime_source
-from harness.agent.sdk import EXECUTORCH_VERSION, SdkError, ensure_sdk, host_abi
+from harness.agent.sdk import SdkError, default_version, ensure_sdk, host_abi
 from harness.agent.source_runtime import compiler_cache_env
 from harness.config.mcu_boards import DEFAULT_MACHINE, board
 from harness.errors import UsageError
@@ -42,9 +43,6 @@ from harness.link.serial.connect import connect as connect_port
 from harness.transport.base import DeviceUnavailable, TransportError, TransportTimeout
 from harness.transport.serial import SerialSettings
 
-ROOT = Path(__file__).resolve().parents[2]
-FIRMWARE_SOURCES = ROOT / "agent" / "mcu"
-CODEC_SOURCES = ROOT / "agent" / "codec"
 DEFAULT_CACHE = cache_root() / "mcu-firmware"
 FIRMWARE_NAME = "etb-mcu.elf"
 QEMU = "qemu-system-arm"
@@ -81,16 +79,17 @@ def firmware_source_hash(
 
     The place counts: the image's debug information names the files it was built from."""
     tree = f"{source.path}\0{source.digest}" if source is not None else "stand-in"
-    digest = hashlib.sha256(f"{board(machine).machine}\0{EXECUTORCH_VERSION}\0{tree}\0".encode())
+    digest = hashlib.sha256(f"{board(machine).machine}\0{default_version()}\0{tree}\0".encode())
+    agent = shipped.agent_dir()
     files = [
-        *sorted(FIRMWARE_SOURCES.rglob("*")),
-        *sorted((CODEC_SOURCES / "include").rglob("*")),
-        *sorted((CODEC_SOURCES / "src").rglob("*")),
+        *sorted((agent / "mcu").rglob("*")),
+        *sorted((agent / "codec" / "include").rglob("*")),
+        *sorted((agent / "codec" / "src").rglob("*")),
     ]
     for path in files:
         wanted = path.suffix in (".c", ".cpp", ".h", ".ld", ".mk", "") and "build" not in path.parts
         if path.is_file() and wanted:
-            digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+            digest.update(str(path.relative_to(agent)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
     digest.update(_compiler_version().encode())
     return digest.hexdigest()
@@ -157,7 +156,7 @@ def _make_firmware(
     else:
         runtime = [
             f"EXECUTORCH_INCLUDE={sdk.include}",
-            f"EXECUTORCH_VERSION={EXECUTORCH_VERSION}",
+            f"EXECUTORCH_VERSION={default_version()}",
         ]
     staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=target.parent))
     # Objects through the object cache (harness.agent.source_runtime), made in the
@@ -170,7 +169,7 @@ def _make_firmware(
             [
                 "make",
                 "-f",
-                str(FIRMWARE_SOURCES / "Makefile"),
+                str(shipped.agent_dir() / "mcu" / "Makefile"),
                 f"-j{jobs}",
                 f"BOARD={machine}",
                 f"BUILD={staging}",

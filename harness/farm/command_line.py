@@ -17,7 +17,7 @@ import pytest
 from harness.agent.program_contents import ProgramError, read_program
 from harness.agent.runtimes import Runtime, RuntimeEntryError, parse_runtimes
 from harness.codec.mapfile import MapFileError, load_map
-from harness.config.profile import DEVICES_DIR
+from harness.config.device_folders import INI_OPTION, DeviceFolder, of_project, with_built_in
 from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
 from harness.farm.lock import default_lock_dir
@@ -28,6 +28,13 @@ from harness.results.directory import REPORT_FILE, default_results_dir, unwritab
 def add_options(parser: pytest.Parser) -> None:
     """The plugin's options, in pytest's ``et-harness`` group."""
     group = parser.getgroup("et-harness", "ExecuTorch backend-options harness")
+    parser.addini(
+        INI_OPTION,
+        type="args",
+        default=[],
+        help="the project's folders of device profiles, relative to this file (looked in "
+        "before devices/ beside the rootdir and the built-in profiles)",
+    )
     group.addoption(
         "--device",
         default=None,
@@ -46,8 +53,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--devices-dir",
         type=Path,
-        default=DEVICES_DIR,
-        help="where device names, 'all' and 'tag:' look (default: devices/)",
+        default=None,
+        help="the one folder where device names, 'all' and 'tag:' look (default: the "
+        f"project's own, {INI_OPTION} and devices/ beside the rootdir, then the built-in "
+        "profiles)",
     )
     group.addoption(
         "--lock-dir",
@@ -137,6 +146,16 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="the self-contained HTML report (default: <results dir>/report.html)",
     )
+
+
+def device_folders(config: pytest.Config) -> tuple[DeviceFolder, ...] | Path:
+    """Where ``--device`` looks: ``--devices-dir``, else the project's folders (its
+    ``et_devices_dirs``, ``devices/`` beside its rootdir), then the built-in profiles."""
+    explicit: Path | None = config.getoption("devices_dir")
+    if explicit is not None:
+        return explicit
+    named = [str(entry) for entry in config.getini(INI_OPTION)]
+    return with_built_in(of_project(config.rootpath, config.inipath, named))
 
 
 def farm_policy(config: pytest.Config, deadline: RunDeadline) -> FarmPolicy:

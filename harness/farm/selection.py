@@ -1,15 +1,23 @@
 """Which device profiles a run uses: ``--device a,b,c``, ``all``, ``tag:NAME``, paths.
 
-Names, ``all`` and ``tag:`` look in one profiles directory (the repository's
-``devices/`` unless ``--devices-dir`` says otherwise); items ending in ``.yaml``
-or ``.yml``, or containing ``/``, are paths to profile files.
+Names, ``all`` and ``tag:`` look in the run's device folders: the project's own
+(``--devices-dir``, ``et_devices_dirs``, ``devices/`` beside the rootdir), then the
+built-in profiles (:mod:`harness.config.device_folders`); items ending in ``.yaml`` or
+``.yml``, or containing ``/``, are paths to profile files.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config.profile import DEVICES_DIR, DeviceProfile, load_profile
+from harness.config.device_folders import (
+    DeviceFolder,
+    listing,
+    of_working_directory,
+    with_built_in,
+)
+from harness.config.profile import DeviceProfile, load_profile
 from harness.devices.bring_up import check_transport_settings
 from harness.errors import UsageError
 from harness.lab.labgrid import for_transport_checks
@@ -39,15 +47,26 @@ def device_items(spec: str | None) -> list[str]:
     return items
 
 
-def select_profiles(spec: str | None, devices_dir: Path = DEVICES_DIR) -> tuple[DeviceProfile, ...]:
+def select_profiles(
+    spec: str | None, folders: Sequence[DeviceFolder] | Path | None = None
+) -> tuple[DeviceProfile, ...]:
     """The profiles ``spec`` selects, in the order given, each once (see :func:`device_items`).
+
+    Names are looked up in ``folders``: the folders given; one folder (``--devices-dir``:
+    that folder alone); None: the working directory's project's, then the built-in one.
 
     Raises :class:`DeviceSelectionError` (or :class:`~harness.config.profile.ProfileError`
     for a malformed profile) with a message saying what to change.
     """
+    if folders is None:
+        folders = with_built_in(of_working_directory(Path.cwd()))
+    elif isinstance(folders, Path):
+        if not folders.is_dir():
+            raise DeviceSelectionError(f"--devices-dir {folders}: no such directory")
+        folders = (DeviceFolder(folders, "--devices-dir"),)
     chosen: dict[str, DeviceProfile] = {}
     for item in device_items(spec):
-        for profile in _expand(item, devices_dir):
+        for profile in _expand(item, folders):
             known = chosen.get(profile.name)
             if known is not None and known.path != profile.path:
                 raise DeviceSelectionError(
@@ -69,42 +88,36 @@ def check_profile(profile: DeviceProfile) -> None:
     check_transport_settings(for_transport_checks(profile))
 
 
-def _expand(item: str, devices_dir: Path) -> list[DeviceProfile]:
+def _expand(item: str, folders: Sequence[DeviceFolder]) -> list[DeviceProfile]:
+    where = ", ".join(str(folder.path) for folder in folders) or "no device folder"
     if item == ALL:
-        profiles = _directory(devices_dir)
+        profiles = _every(folders)
         if not profiles:
-            raise DeviceSelectionError(f"--device all: {devices_dir} holds no *.yaml profiles")
+            raise DeviceSelectionError(f"--device all: {where} hold no *.yaml profiles")
         return profiles
     if item.startswith(TAG_PREFIX):
         tag = item[len(TAG_PREFIX) :]
-        profiles = _directory(devices_dir)
+        profiles = _every(folders)
         tagged = [p for p in profiles if tag in p.tags]
         if not tagged:
             present = sorted({t for p in profiles for t in p.tags})
             shown = ", ".join(brief_plain(t) for t in present[:_TAGS_SHOWN])
             more = f" and {len(present) - _TAGS_SHOWN} more" if len(present) > _TAGS_SHOWN else ""
             raise DeviceSelectionError(
-                f"--device {item}: no profile in {devices_dir} has tag {tag!r}; "
+                f"--device {item}: no profile in {where} has tag {tag!r}; "
                 f"tags there: {shown or 'none'}{more}"
             )
         return tagged
     if item.endswith((".yaml", ".yml")) or "/" in item:
         return [load_profile(item)]
-    if not devices_dir.is_dir():
+    found = {entry.name: entry for entry in listing(folders)}
+    if item not in found:
         raise DeviceSelectionError(
-            f"--devices-dir {devices_dir}: no such directory, where device {item!r} would be"
+            f"unknown device {item!r}: no {item}.yaml in {where}; known devices: "
+            f"{', '.join(found) or 'none'} (or 'all', 'tag:NAME', or a path to a YAML profile)"
         )
-    path = devices_dir / f"{item}.yaml"
-    if not path.is_file():
-        names = ", ".join(sorted(p.stem for p in devices_dir.glob("*.yaml")))  # as et-harness
-        raise DeviceSelectionError(
-            f"unknown device {item!r}: no {path}; known devices: {names or 'none'} "
-            "(or 'all', 'tag:NAME', or a path to a YAML profile)"
-        )
-    return [load_profile(str(path))]
+    return [load_profile(str(found[item].path))]
 
 
-def _directory(devices_dir: Path) -> list[DeviceProfile]:
-    if not devices_dir.is_dir():
-        raise DeviceSelectionError(f"--devices-dir {devices_dir}: no such directory")
-    return [load_profile(str(path)) for path in sorted(devices_dir.glob("*.yaml"))]
+def _every(folders: Sequence[DeviceFolder]) -> list[DeviceProfile]:
+    return [load_profile(str(entry.path)) for entry in listing(folders)]

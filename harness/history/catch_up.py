@@ -70,6 +70,7 @@ def read_run_info(results_dir: Path) -> RunInfo:
             finished=None if data.get("finished") is None else float(data["finished"]),
             exit_status=None if data.get("exit_status") is None else int(data["exit_status"]),
             runtimes=tuple(str(label) for label in data.get("runtimes", ())),
+            harness_version=str(data.get("harness_version", "")),
         )
     except FileNotFoundError:
         raise CatchUpError(f"{path}: not found; give a run's results directory") from None

@@ -14,10 +14,10 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness import __version__, shipped
 from harness.results.directory import RunInfo
 from harness.results.infra import one_line
 from harness.results.records import CaseResult
@@ -31,7 +31,6 @@ FAILING = frozenset({"failed", "error", "xpassed"})  # the check is wrong (not d
 QUARANTINED = "DeviceQuarantined"
 _SHOWN_DIFFERENCES = 3
 _DIFFERENCES_LIMIT = 600
-_REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class RunIdentity:
     def of_this_process(cls, runtimes: Sequence[str] = ()) -> RunIdentity:
         """This harness, and the run's ``runtimes`` (``--runtime`` labels) if it chose any,
         else the runtime the environment gives."""
-        from harness.agent.sdk import EXECUTORCH_VERSION
+        from harness.agent.sdk import default_version
         from harness.agent.sdk_prefix import prefix_from_environment
         from harness.agent.source_runtime import RUNTIME_ENV
 
@@ -58,9 +57,9 @@ class RunIdentity:
         elif source:
             described = f"source {source}"
         else:
-            described = f"prefix {prefix}" if prefix else f"wheel executorch=={EXECUTORCH_VERSION}"
+            described = f"prefix {prefix}" if prefix else f"wheel executorch=={default_version()}"
         return cls(
-            harness_version=_harness_version(),
+            harness_version=__version__,
             harness_commit=_git_commit(),
             sdk_source=described,
             sdk_commit=os.environ.get(RUNTIME_COMMIT_ENV, ""),
@@ -80,19 +79,14 @@ class RunIdentity:
             return cls("", "", "", "")
 
 
-def _harness_version() -> str:
-    """The installed harness's version, or "" (its sources run without installing it)."""
-    try:
-        return metadata.version("executorch-hil-harness")
-    except metadata.PackageNotFoundError:
-        return ""
-
-
 def _git_commit() -> str:
-    """The harness checkout's commit, or "" (an installed copy, no git)."""
+    """The harness's own commit when it runs from its own checkout, else "" (installed)."""
+    checkout = shipped.checkout()
+    if checkout is None or not (checkout / ".git").exists():
+        return ""
     try:
         done = subprocess.run(
-            ["git", "-C", str(_REPO), "rev-parse", "HEAD"],
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"],
             capture_output=True,
             text=True,
             timeout=10,

@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness import shipped
 from harness.agent.session import AgentSession
 from harness.data.messages import Action, Request
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
@@ -43,7 +44,6 @@ from harness.lab.reservation import LabgridReservation
 from harness.link.serial.connect import connect
 from harness.transport.serial import SerialSettings
 
-ROOT = Path(__file__).resolve().parents[2]
 _ROUND_TRIPS = 50
 
 
@@ -183,7 +183,7 @@ def suite_wall_time(devices: Path, device: str, *extra: str) -> tuple[float, str
             sys.executable,
             "-m",
             "pytest",
-            "suites/test_dispatch.py",
+            str(shipped.suites_dir() / "test_dispatch.py"),
             "-q",
             "-p",
             "no:cacheprovider",
@@ -195,7 +195,7 @@ def suite_wall_time(devices: Path, device: str, *extra: str) -> tuple[float, str
             "600",
             *extra,
         ],
-        cwd=ROOT,
+        cwd=devices,
         capture_output=True,
         text=True,
         check=False,
@@ -234,12 +234,12 @@ def main(argv: list[str]) -> int:
             with tempfile.TemporaryDirectory() as directory:
                 devices = Path(directory)
                 text = (
-                    (ROOT / "devices" / "lab-mcu.yaml")
+                    (shipped.devices_dir() / "lab-mcu.yaml")
                     .read_text()
                     .replace('"127.0.0.1:20408"', f'"{lab.coordinator}"')
                 )
                 (devices / "lab-mcu.yaml").write_text(text)
-                mcu_emu = (ROOT / "devices" / "mcu-emu.yaml").read_text()
+                mcu_emu = (shipped.devices_dir() / "mcu-emu.yaml").read_text()
                 (devices / "mcu-emu.yaml").write_text(mcu_emu)
                 for label, device, extra, pool in (
                     ("mcu-emu (QEMU socket)", "mcu-emu", (), 2),

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from harness import __version__
 from harness.errors import UsageError
 from harness.results import lab_holdings
 from harness.results.html_report import write_report
@@ -81,6 +82,7 @@ class RunInfo:
     exit_status: int | None = None
     lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.results.lab_holdings
     runtimes: tuple[str, ...] = ()  # the labels of --runtime (harness.agent.runtimes)
+    harness_version: str = ""  # harness.__version__ of the run's harness
 
     @classmethod
     def starting(
@@ -93,6 +95,7 @@ class RunInfo:
             tuple(devices),
             time.time(),
             runtimes=tuple(runtimes),
+            harness_version=__version__,
         )
 
     def write(self, results_dir: Path) -> None:

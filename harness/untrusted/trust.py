@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SHIPPED_DEVICES_DIR = Path(__file__).resolve().parents[2] / "devices"
+from harness import shipped
+
 TRUSTED_PROFILES_ENV = "ET_HARNESS_TRUSTED_PROFILES"
 
 
@@ -40,6 +41,5 @@ def profile_is_trusted(path: Path | None) -> bool:
     """
     if path is None:
         return False
-    return path.resolve().is_relative_to(SHIPPED_DEVICES_DIR) or listed_by_user(
-        path, TRUSTED_PROFILES_ENV
-    )
+    built_in = shipped.devices_dir().resolve()
+    return path.resolve().is_relative_to(built_in) or listed_by_user(path, TRUSTED_PROFILES_ENV)
