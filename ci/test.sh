@@ -15,8 +15,8 @@ mkdir -p results
 status=0
 
 echo "== ruff (rules in pyproject.toml)"
-.venv/bin/ruff check harness tests suites
-.venv/bin/ruff format --check harness
+.venv/bin/ruff check harness tests suites conftest.py || status=$?
+.venv/bin/ruff format --check harness tests suites conftest.py || status=$?
 # mypy takes one core for ~10 s: it runs while the project tests start; its output
 # comes after theirs.
 .venv/bin/mypy harness > results/ci-mypy.log 2>&1 &

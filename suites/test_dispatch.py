@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from .maps import PROBE_NAMES, distinct_map
 
 from harness.options import BackendOptions, Option, OptionsMap
+
+from .maps import PROBE_NAMES, distinct_map
 
 
 @pytest.mark.parametrize("count", range(1, 9), ids=lambda n: f"{n}-backends")

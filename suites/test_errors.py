@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from .maps import distinct_map, single
 
 from harness.check import Action, Outcome, Request, RuntimeErrorCode, WireErrorCode
 from harness.options import (
@@ -14,6 +13,8 @@ from harness.options import (
     OptionsMap,
 )
 from harness.runner import encode_request
+
+from .maps import distinct_map, single
 
 OUT_OF_SPEC_OPTIONS = {
     "key-64-bytes": (Option("k" * 64, 1), WireErrorCode.KEY_LENGTH, "63"),

@@ -4,9 +4,10 @@ and through set_option."""
 from __future__ import annotations
 
 import pytest
-from .maps import every_type, single
 
 from harness.options import Option
+
+from .maps import every_type, single
 
 VALUES = {
     "int32-min": -(2**31),

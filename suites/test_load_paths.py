@@ -12,11 +12,12 @@ map every ``init`` must see and the check compares exactly.
 from __future__ import annotations
 
 import pytest
-from .maps import PROBE_NAMES, distinct_map, distinct_options, single
-from .serving import needs
 
 from harness.check import DifferenceKind, LoadPath, Outcome, Request, RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
+
+from .maps import PROBE_NAMES, distinct_map, distinct_options, single
+from .serving import needs
 
 PAIR = ("ProbeA", "ProbeB")
 MODULE_PATHS = [p for p in LoadPath if p is not LoadPath.PROGRAM]

@@ -17,8 +17,6 @@ A report holds 16 entries, so K models of B probes each need K * B <= 16.
 from __future__ import annotations
 
 import pytest
-from .maps import single
-from .serving import needs_a_load_path
 
 from harness.check import (
     MAX_MODELS,
@@ -31,6 +29,9 @@ from harness.check import (
 )
 from harness.options import BackendOptions, Option, OptionsMap
 from harness.runner import ModelLoad
+
+from .maps import single
+from .serving import needs_a_load_path
 
 PROBE = "ProbeA"
 OTHER = "ProbeB"

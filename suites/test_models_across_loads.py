@@ -28,11 +28,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from .test_models import CONCURRENCY, OTHER, PROBE, assert_all_exact, need_models, own_map
 
 from harness.check import LoadPath, Outcome, Verdict
 from harness.options import BackendOptions, Option, OptionsMap, options_maps
 from harness.runner import CaseRunner, ModelLoad
+
+from .test_models import CONCURRENCY, OTHER, PROBE, assert_all_exact, need_models, own_map
 
 THIRD = "ProbeC"
 BOTH = (PROBE, OTHER)

@@ -14,11 +14,12 @@ each case's failure names the path and the moment the map was released.
 from __future__ import annotations
 
 import pytest
-from .maps import PROBE_NAMES, distinct_map, distinct_options
-from .serving import needs
 
 from harness.check import LoadPath
 from harness.options import BackendOptions, Option, OptionsMap
+
+from .maps import PROBE_NAMES, distinct_map, distinct_options
+from .serving import needs
 
 PAIR = ("ProbeA", "ProbeB")
 

@@ -15,10 +15,11 @@ their own options.
 from __future__ import annotations
 
 import pytest
-from .maps import single
 
 from harness.check import CONTRACTS, Outcome, Request, RuntimeErrorCode
 from harness.options import Option, OptionsMap
+
+from .maps import single
 
 pytestmark = pytest.mark.backend("OpenvinoBackend")
 

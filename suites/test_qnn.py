@@ -19,10 +19,11 @@ because HELLO does not list ``QnnBackend``.
 from __future__ import annotations
 
 import pytest
-from .maps import single
 
 from harness.check import CONTRACTS, Route, RuntimeErrorCode
 from harness.options import Option, OptionsMap
+
+from .maps import single
 
 pytestmark = pytest.mark.backend("QnnBackend")
 

@@ -31,10 +31,11 @@ skip them with the reason.
 from __future__ import annotations
 
 import pytest
-from .maps import single
 
 from harness.check import Action, LoadPath, Outcome, Request, RuntimeErrorCode
 from harness.options import BackendOptions, Option, OptionsMap
+
+from .maps import single
 
 pytestmark = pytest.mark.capability("register")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .maps import distinct_map, single
-
 from harness.check import Outcome
 from harness.options import Option, OptionsMap
+
+from .maps import distinct_map, single
 
 
 def test_second_load_with_a_different_map_replaces_the_first(et, load_path):

@@ -30,11 +30,12 @@ import posixpath
 import uuid
 
 import pytest
-from .maps import single
 
 from harness.check import CONTRACTS, LoadPath, Outcome, Request, Route, RuntimeErrorCode
 from harness.options import Option, OptionsMap
 from harness.runner import xnnpack_output
+
+from .maps import single
 
 pytestmark = pytest.mark.backend("XnnpackBackend")
 
