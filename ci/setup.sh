@@ -48,9 +48,11 @@ fi
 # install's time); Python compiles what is imported, when it is first imported.
 .venv/bin/python -m pip install -q --no-compile -e '.[labgrid]'
 # The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red;
-# zizmor checks the GitHub Actions workflows (tests/test_workflows.py).
+# zizmor checks the GitHub Actions workflows (tests/test_workflows.py); build and twine
+# make and check the sdist and the wheel (tests/test_installed_wheel.py).
 .venv/bin/python -m pip install -q --no-compile 'ruff==0.17.6' 'mypy==2.4.1' \
-  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122' 'zizmor==1.32.0'
+  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122' 'zizmor==1.32.0' \
+  'build==1.6.1' 'twine==7.0.0'
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness import shipped
+from harness import __version__, shipped
 from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command
@@ -370,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="et-harness", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"et-harness {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     map_cmd = commands.add_parser("map", help="validate, encode and decode a map file")

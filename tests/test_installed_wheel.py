@@ -1,0 +1,180 @@
+"""The harness as a user installs it: the sdist and the wheel built from it, checked
+(``twine check``, the wheel's contents), the wheel in a fresh virtual environment outside
+the repository, and a project of the user's own (``examples/user-project/``) that uses it.
+
+They are made once per test session, shared by xdist workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from harness import __version__, shipped
+
+REPOSITORY = shipped.checkout()
+PROJECT = "examples/user-project"
+_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Installed:
+    """The sdist, the wheel built from it, and the virtual environment it is installed in."""
+
+    sdist: Path
+    wheel: Path
+    venv: Path
+
+    def tool(self, name: str) -> str:
+        return str(self.venv / "bin" / name)
+
+
+def _run(argv: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``argv`` in ``cwd`` with the environment a user has: no PYTHONPATH into the checkout."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    if REPOSITORY is None:
+        pytest.fail("these tests build the wheel from the harness's checkout")
+    shared = tmp_path_factory.getbasetemp().parent  # one per session, seen by every worker
+    dist, venv = shared / "dist", shared / "wheel-venv"
+    with FileLock(shared / "wheel.lock"):
+        if not (venv / "bin" / "et-harness").exists():
+            # python -m build: the sdist, then the wheel from the unpacked sdist.
+            built = _run([sys.executable, "-m", "build", "-o", str(dist), "."], REPOSITORY)
+            assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+            fresh = _run([sys.executable, "-m", "venv", str(venv)], shared)
+            assert fresh.returncode == 0, fresh.stderr
+            (wheel,) = dist.glob("*.whl")
+            done = _run(
+                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], shared
+            )
+            assert done.returncode == 0, done.stderr[-2000:]
+    ((sdist,), (wheel,)) = (list(dist.glob("*.tar.gz")), list(dist.glob("*.whl")))
+    return Installed(sdist, wheel, venv)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the sample user project, outside the repository."""
+    assert REPOSITORY is not None
+    copy = tmp_path / "user-project"
+    shutil.copytree(REPOSITORY / PROJECT, copy, ignore=shutil.ignore_patterns("results"))
+    return copy
+
+
+def test_twine_finds_the_sdist_and_the_wheel_well_formed(installed: Installed) -> None:
+    twine = Path(sys.executable).parent / "twine"
+    done = _run(
+        [str(twine), "check", "--strict", str(installed.sdist), str(installed.wheel)], Path.cwd()
+    )
+    assert done.returncode == 0 and done.stdout.count("PASSED") == 2, done.stdout + done.stderr
+
+
+def test_the_wheel_holds_everything_the_harness_needs(installed: Installed) -> None:
+    names = set(zipfile.ZipFile(installed.wheel).namelist())
+    for needed in (
+        "harness/_shipped/agent/executorch-sdk.lock",
+        "harness/_shipped/agent/runtime/CMakeLists.txt",
+        "harness/_shipped/agent/runtime/race-suppressions.yaml",
+        "harness/_shipped/agent/codec/include/etb/wire.h",
+        "harness/_shipped/agent/cmake/aarch64-linux-gnu.cmake",
+        "harness/_shipped/agent/mcu/Makefile",
+        "harness/_shipped/devices/host.yaml",
+        "harness/_shipped/devices/ssh-emu.yaml",
+        "harness/_shipped/examples/maps/sample.yaml",
+        "harness/suites/__init__.py",
+        "harness/suites/test_dispatch.py",
+        "harness/shipped.py",
+    ):
+        assert needed in names, f"the wheel lacks {needed}"
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert installed.wheel.name.startswith(f"executorch_hil_harness-{__version__}-")
+
+
+def test_the_installed_harness_is_not_the_checkout(installed: Installed, tmp_path: Path) -> None:
+    script = "import harness, harness.shipped as s; print(s.checkout(), harness.__file__)"
+    done = _run([installed.tool("python"), "-c", script], tmp_path)
+    checkout, where = done.stdout.split()
+    assert checkout == "None" and str(installed.venv) in where, done.stderr
+    version = _run([installed.tool("et-harness"), "--version"], tmp_path)
+    assert version.stdout.strip() == f"et-harness {__version__}", version.stderr
+
+
+@pytest.mark.parametrize("device", ["host", "ssh-emu", "my-board"])
+def test_the_user_project_passes_on(installed: Installed, project: Path, device: str) -> None:
+    done = _run([installed.tool("pytest"), "--device", device, "-p", "no:cacheprovider"], project)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
+    (run_json,) = (project / "results").glob("*/run.json")
+    assert json.loads(run_json.read_text())["harness_version"] == __version__
+
+
+def test_a_planted_wrong_map_fails_naming_the_difference(
+    installed: Installed, project: Path
+) -> None:
+    app = project / "maps" / "app.yaml"
+    app.write_text(app.read_text().replace("weight_cache_enabled", "weight_cache_enable"))
+    done = _run([installed.tool("pytest"), "--device", "host", "-p", "no:cacheprovider"], project)
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "1 failed" in done.stdout
+    assert (
+        "XnnpackBackend: option weight_cache_enable (bool false): not an option XnnpackBackend "
+        "knows (nearest: weight_cache_enabled)" in done.stdout
+    )
+
+
+def test_et_harness_run_runs_the_shipped_suites(installed: Installed, tmp_path: Path) -> None:
+    done = _run([installed.tool("et-harness"), "run", "--device", "host", "-q"], tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    passed = re.match(r"(\d+) passed", summary)
+    assert passed and int(passed.group(1)) > 400, summary  # every shipped suite ran
+    assert not re.search(r"\d+ (failed|error)", summary), summary
+    assert list((tmp_path / "results").glob("*/report.html"))  # results where the user ran it
+
+
+def test_a_broken_installation_fails_harness_commands_in_one_line_only(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """The package without its files: the harness's commands say so in one line; a pytest run
+    of an unrelated project in the same environment still passes (the plugin is loaded)."""
+    site = next((installed.venv / "lib").glob("python3*/site-packages"))
+    broken = tmp_path / "broken"
+    shutil.copytree(site / "harness", broken / "harness", ignore=shutil.ignore_patterns("_shipped"))
+    unrelated = tmp_path / "unrelated"
+    unrelated.mkdir()
+    (unrelated / "test_it.py").write_text("def test_it():\n    assert True\n")
+    env = {"PYTHONPATH": str(broken)}
+    passed = _run([installed.tool("pytest"), "-p", "no:cacheprovider"], unrelated, **env)
+    assert passed.returncode == 0 and "1 passed" in passed.stdout, passed.stdout + passed.stderr
+    for argv in (
+        [installed.tool("et-harness"), "devices"],
+        [installed.tool("pytest"), "--device", "host", "-p", "no:cacheprovider"],
+    ):
+        done = _run(argv, unrelated, **env)
+        said = (done.stdout + done.stderr).strip().splitlines()
+        assert done.returncode != 0 and "Traceback" not in done.stderr, said
+        line = [text for text in said if "installation is incomplete" in text]
+        assert len(line) == 1 and "reinstall it" in line[0], said
