@@ -502,10 +502,9 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
 
 
 def _reason(exc: BaseException) -> str:
-    """What ``exc`` says, or what it means when it says nothing (paramiko's bare EOFError
-    when the server closes the connection after its banner: a killed sshd session)."""
-    if str(exc):
-        return str(exc)
-    if isinstance(exc, EOFError):
-        return "the server closed the connection during the SSH handshake (EOFError)"
-    return type(exc).__name__
+    """What ``exc`` says, or what it means: a server that closes the connection after its
+    banner (a killed sshd session) is paramiko's bare EOFError, or a reset when our next
+    packet was already on its way."""
+    if isinstance(exc, EOFError | ConnectionResetError):
+        return f"the server closed the connection during the SSH handshake ({type(exc).__name__})"
+    return str(exc) or type(exc).__name__
