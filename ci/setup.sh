@@ -46,13 +46,12 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # --no-compile: pip would byte-compile every module of every package (a third of the
 # install's time); Python compiles what is imported, when it is first imported.
-.venv/bin/python -m pip install -q --no-compile -e '.[labgrid]'
-# The style checks ci/test.sh runs, pinned: a new release's rules must not turn CI red;
-# zizmor checks the GitHub Actions workflows (tests/test_workflows.py); build and twine
-# make and check the sdist and the wheel (tests/test_installed_wheel.py).
-.venv/bin/python -m pip install -q --no-compile 'ruff==0.17.6' 'mypy==2.4.1' \
-  'types-paramiko==5.1.0.20261030' 'types-PyYAML==6.0.12.20261122' 'zizmor==1.32.0' \
-  'build==1.6.1' 'twine==7.0.0'
+# The harness with both extras, and the style and packaging tools ci/test.sh runs (ruff,
+# mypy and its stubs; zizmor lints the workflows, tests/test_workflows.py; build and twine
+# make and check the sdist and the wheel, tests/test_installed_wheel.py), each at the exact
+# version ci/constraints.txt pins: a new release must not turn CI red.
+.venv/bin/python -m pip install -q --no-compile -c ci/constraints.txt -e '.[lab,history]' \
+  ruff mypy types-paramiko types-PyYAML zizmor build twine
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes

@@ -103,7 +103,13 @@ def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch)
     profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
     require_labgrid(profile)  # installed here
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(LabgridNotInstalled, match=r"labgrid is not installed here.*labgrid"):
+    with pytest.raises(
+        LabgridNotInstalled,
+        match=(
+            r"transport\.labgrid: a labgrid place needs the \[lab\] extra \(labgrid, grpc not "
+            r"installed here\): pip install 'executorch-hil-harness\[lab\]'"
+        ),
+    ):
         require_labgrid(profile)
 
 

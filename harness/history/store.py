@@ -23,6 +23,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 
 from harness.errors import UsageError
+from harness.extras import POSTGRES
 from harness.history.migrations import SchemaError, migrate
 from harness.history.records import COMPLETE, INCOMPLETE, RUNNING, CaseRecord, RunRecord
 from harness.history.schema import cases, runs
@@ -93,6 +94,12 @@ def _engine(url: URL) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
+    absent = POSTGRES.missing()
+    if absent:
+        raise StoreError(
+            f"history {shown(url)}: PostgreSQL needs the [{POSTGRES.name}] extra "
+            f"({', '.join(absent)} not installed here): {POSTGRES.install}"
+        )
     return create_engine(url, connect_args=_POSTGRES_BOUNDS)
 
 

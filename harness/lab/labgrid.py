@@ -42,13 +42,13 @@ this host whose process is gone, for when the janitor died too.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.config.kinds import all_kinds, device_kind
 from harness.config.profile import DeviceProfile, ProfileError
+from harness.extras import LAB
 from harness.lab import quarantine as lab_quarantine
 from harness.lab.resources import check_lab_profile
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
@@ -197,11 +197,11 @@ def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
 
 
 def require_labgrid(profile: DeviceProfile) -> None:
-    """:class:`LabgridNotInstalled` unless labgrid's client library is importable here."""
-    if importlib.util.find_spec("labgrid") is None:
+    """:class:`LabgridNotInstalled` unless the ``[lab]`` extra is installed here."""
+    absent = LAB.missing()
+    if absent:
         raise LabgridNotInstalled(
-            f"{profile.where('transport.' + SETTING)}: the profile names a labgrid place but "
-            "labgrid is not installed here; install the harness with its labgrid extra "
-            "('pip install -e .[labgrid]', docs/device-farm.md) on this machine, or use a "
-            "profile without the labgrid setting"
+            f"{profile.where('transport.' + SETTING)}: a labgrid place needs the "
+            f"[{LAB.name}] extra ({', '.join(absent)} not installed here): {LAB.install}; "
+            "or use a profile without the labgrid setting"
         )
