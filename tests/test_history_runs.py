@@ -5,6 +5,7 @@ PostgreSQL server with two runners at once; a damaged store that fails no run.""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -108,6 +109,34 @@ def chromium(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProc
     )
 
 
+# Appended to a copy of a report (which itself has no script): once laid out, the text of
+# every element on the first screen (the window's height from the top), in page order.
+_FIRST_SCREEN = """<script>
+addEventListener("load", () => {
+  const seen = [];
+  for (const e of document.querySelectorAll("h2, h3, th, td, li, p, figure")) {
+    const box = e.getBoundingClientRect();
+    if (box.top < innerHeight && box.bottom > 0) {
+      seen.push(e.tagName.toLowerCase() + ": " + e.textContent.trim().slice(0, 300));
+    }
+  }
+  const out = document.createElement("pre");
+  out.id = "first-screen";
+  out.textContent = JSON.stringify(seen);
+  document.body.append(out);
+});
+</script>"""
+
+
+def first_screen(page: Path, tmp_path: Path) -> list[str]:
+    """What headless Chromium shows of ``page`` in a 1200 x 900 window before scrolling."""
+    probe = tmp_path / f"first-screen-{page.parent.name}.html"
+    probe.write_text(page.read_text("utf-8").replace("</body>", _FIRST_SCREEN + "</body>"))
+    dom = chromium(probe, tmp_path, "--window-size=1200,900", "--dump-dom").stdout
+    shown = dom.split('<pre id="first-screen">', 1)[1].split("</pre>", 1)[0]
+    return json.loads(html.unescape(shown))
+
+
 def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chromium(tmp_path):
     require("chromium")
     store = str(tmp_path / "history.sqlite")
@@ -128,9 +157,21 @@ def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chro
     assert (tmp_path / "night-2" / "history.json").is_file()
 
     page = tmp_path / "night-2" / "report.html"
-    html = page.read_text("utf-8")
-    assert "<script" not in html and ' src="' not in html and 'href="http' not in html
-    assert html.count("<svg") == 5 and "New failures (1)" in html
+    text = page.read_text("utf-8")
+    assert "<script" not in text and ' src="' not in text and 'href="http' not in text
+    assert text.count("<svg") == 5 and "New failures (1)" in text
+    # The first screen is the answer: the matrix, the seeded suite's row first, and the
+    # failing test with why it failed; the trend charts are below it.
+    screen = first_screen(page, tmp_path)
+    headings = [line for line in screen if line.startswith("h2: ")]
+    assert headings[:2] == ["h2: Matrix: suites and backends by device", "h2: Not passed (1)"]
+    rows = [line for line in screen if line.startswith("th: suites/")]
+    assert rows[0] == "th: suites/test_seeded.py", screen
+    failing = next(line for line in screen if line.startswith("li: failed"))
+    assert SEEDED_ID in failing and "the seeded change" in failing, failing
+    assert not any(line.startswith("figure") for line in screen)
+    # One run is no trend: the first night's report has no charts at all.
+    assert "<svg" not in (tmp_path / "night-1" / "report.html").read_text("utf-8")
     dom = chromium(page, tmp_path, "--dump-dom").stdout
     assert 'id="history"' in dom and "New failures (1)" in dom and SEEDED_ID in dom
     assert "compared with run night-1 (complete)" in dom

@@ -587,3 +587,22 @@ def test_history_shows_a_kept_bisect_beside_the_failure_it_explains(tmp_path, ca
     assert cli_main(["history", "--history", target, "--json"]) == 0
     (began,) = json.loads(capsys.readouterr().out)["regressions"]
     assert began["bisect"]["found"]["subject"] == "planted fault"
+
+
+def test_a_case_is_kept_under_the_real_backends_it_checked_and_its_probes_only_alone():
+    """The per-backend trends name the backends a run was about: a test that checked a
+    real backend (HELLO's ``real_backends``) beside probes counts for the real one."""
+    both = VerdictRecord("set", True, "set", (), (("ProbeA", True), ("XnnpackBackend", True)))
+    mixed = CaseResult(
+        f"{SUITE}::test_x[host]",
+        "host",
+        "passed",
+        0.5,
+        1.0,
+        facts={"real_backends": "XnnpackBackend,QnnBackend"},
+        verdicts=(both,),
+    )
+    probes = VerdictRecord("set", True, "set", (), (("ProbeA", True), ("ProbeB", True)))
+    probes_only = dataclasses.replace(mixed, verdicts=(probes,))
+    assert case_row("r", 0, mixed)["backends"] == "XnnpackBackend"
+    assert case_row("r", 1, probes_only)["backends"] == "ProbeA,ProbeB"

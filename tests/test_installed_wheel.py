@@ -57,7 +57,9 @@ def _run(argv: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     if REPOSITORY is None:
         pytest.fail("these tests build the wheel from the harness's checkout")
-    shared = tmp_path_factory.getbasetemp().parent  # one per session, seen by every worker
+    # This session's folder, seen by every xdist worker (each has its own below it).
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     dist, venv = shared / "dist", shared / "wheel-venv"
     with FileLock(shared / "wheel.lock"):
         if not (venv / "bin" / "et-harness").exists():
@@ -178,3 +180,63 @@ def test_a_broken_installation_fails_harness_commands_in_one_line_only(
         assert done.returncode != 0 and "Traceback" not in done.stderr, said
         line = [text for text in said if "installation is incomplete" in text]
         assert len(line) == 1 and "reinstall it" in line[0], said
+
+
+def test_the_core_needs_no_extra_and_each_feature_names_its_own(
+    installed: Installed, project: Path
+) -> None:
+    """The wheel installed alone has none of the extras' packages: every module of the
+    harness still imports, the user's runs pass, and each feature that needs an extra
+    says which in one line (a lab profile, a PostgreSQL history, the trend charts)."""
+    python = installed.tool("python")
+    script = (
+        "import importlib, importlib.util, pkgutil, harness\n"
+        "absent = [m for m in ('labgrid', 'grpc', 'psycopg', 'matplotlib')\n"
+        "          if importlib.util.find_spec(m) is None]\n"
+        "names = [m.name for m in pkgutil.walk_packages(harness.__path__, 'harness.')\n"
+        "         if not m.name.endswith('.__main__')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "print(','.join(absent), len(names))\n"
+    )
+    done = _run([python, "-c", script], project)
+    assert done.returncode == 0, done.stderr[-3000:]
+    absent, modules = done.stdout.split()
+    assert absent == "labgrid,grpc,psycopg,matplotlib" and int(modules) > 150, done.stdout
+
+    (project / "devices" / "lab-board.yaml").write_text(
+        "description: a board of a labgrid lab\n"
+        "transport: {kind: ssh, labgrid: {place: board-7}, known_hosts: known_hosts}\n"
+        "work_dir: /tmp/et-harness\n"
+    )
+    pytest_argv = [installed.tool("pytest"), "-p", "no:cacheprovider"]
+    lab = _run([*pytest_argv, "--device", "lab-board"], project)
+    said = (lab.stdout + lab.stderr).strip().splitlines()
+    assert lab.returncode != 0 and "Traceback" not in lab.stderr, said
+    assert any(
+        "transport.labgrid: a labgrid place needs the [lab] extra" in line
+        and "pip install 'executorch-hil-harness[lab]'" in line
+        for line in said
+    ), said
+
+    postgres = _run(
+        [*pytest_argv, "--device", "host", "--history", "postgresql://et@127.0.0.1/history"],
+        project,
+    )
+    assert postgres.returncode == 0, postgres.stdout[-3000:] + postgres.stderr[-2000:]
+    assert (
+        "PostgreSQL needs the [history] extra (psycopg not installed here): "
+        "pip install 'executorch-hil-harness[history]'" in postgres.stderr
+    ), postgres.stderr
+
+    history = str(project / "history.sqlite")
+    for run in ("first", "second"):
+        done = _run(
+            [*pytest_argv, "--device", "host", "--history", history, "--results-dir", run],
+            project,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    first = (project / "first" / "report.html").read_text("utf-8")
+    second = (project / "second" / "report.html").read_text("utf-8")
+    assert 'id="trends"' not in first  # one run: no trend to show
+    assert "The trend charts need the [history] extra (matplotlib not installed here)" in second

@@ -35,7 +35,7 @@ def trend_svg(
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "et-harness"}):
         figure = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), layout="constrained")
         axes = figure.add_subplot()
-        for health in series[:_MAX_LINES]:
+        for health in _most_tested(series):
             points = [p for p in health.points if p.run in index]
             xs = [index[p.run] for p in points]
             ys = [_value(p, value) for p in points]
@@ -53,6 +53,11 @@ def trend_svg(
         figure.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
     svg = out.getvalue()
     return svg[svg.index("<svg") :]  # no XML prolog or DOCTYPE inside the page
+
+
+def _most_tested(series: Sequence[Health]) -> list[Health]:
+    """The :data:`_MAX_LINES` series with the most tests across the runs, most first."""
+    return sorted(series, key=lambda h: (-sum(p.tests for p in h.points), h.name))[:_MAX_LINES]
 
 
 def _value(point: HealthPoint, value: str) -> float:

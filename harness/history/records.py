@@ -147,7 +147,7 @@ class CaseRecord:
     runtime: str
     agent_version: str
     load_paths: tuple[str, ...]
-    backends: tuple[str, ...]
+    backends: tuple[str, ...]  # the backends it was about: its real ones, else its probes
     differences: str
     infra_type: str
     infra_cause: str
@@ -193,10 +193,18 @@ def _short_differences(result: CaseResult) -> str:
     return one_line("; ".join(shown), _DIFFERENCES_LIMIT)
 
 
+def _backends_under_test(result: CaseResult) -> list[str]:
+    """The backends a test was about: the real ones its verdicts checked (those HELLO
+    named, ``real_backends``), or its probes when it checked no real backend."""
+    checked = list(dict.fromkeys(name for v in result.verdicts for name, _ in v.backends))
+    real = set(result.facts.get("real_backends", "").split(","))
+    return [name for name in checked if name in real] or checked
+
+
 def case_row(run_id: str, seq: int, result: CaseResult) -> dict[str, Any]:
     """The ``et_history_cases`` row of ``result``, the ``seq``-th result of its run."""
     routes = dict.fromkeys(v.route for v in result.verdicts)
-    backends = dict.fromkeys(name for v in result.verdicts for name, _ in v.backends)
+    backends = _backends_under_test(result)
     return {
         "run_id": run_id,
         "nodeid": result.nodeid,

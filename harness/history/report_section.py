@@ -7,6 +7,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from harness.extras import CHARTS
 from harness.history.charts import trend_svg
 from harness.history.flaky import flaky_checks
 from harness.history.health import health
@@ -126,7 +127,21 @@ def _changes_html(history: History, run: RunRecord, where: str, heading: str) ->
     return "\n".join(parts)
 
 
+MIN_TREND_RUNS = 2  # a trend of one point says nothing
+
+
 def _trends(history: History) -> str:
+    """The trend charts, once the history holds :data:`MIN_TREND_RUNS` runs; without the
+    ``[history]`` extra, one line naming it."""
+    if len(history.runs) < MIN_TREND_RUNS:
+        return ""
+    absent = CHARTS.missing()
+    if absent:
+        return (
+            f'<h2 id="trends">Trends</h2><p class="muted">The trend charts need the '
+            f"[{CHARTS.name}] extra ({_e(', '.join(absent))} not installed here): "
+            f"{_e(CHARTS.install)}</p>"
+        )
     devices = health(history, "device")
     backends = health(history, "backend")
     charts = [

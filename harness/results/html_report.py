@@ -1,15 +1,15 @@
 """One self-contained HTML file for a run (or many merged runs): no scripts, no external assets.
 
-The page shows the devices (facts and outcome counts, quarantine reasons) and a
-matrix: one column per device (per device and runtime in a run across runtimes, where
-a table first shows side by side each check whose outcome or differences are not the
-same on every runtime); per suite, a row of test outcomes and a row per
-backend and route its verdicts checked (route: the load path, ``program``,
-``module``, ``module_method``, ``module_both``, or ``set`` / ``get``). Each cell
-links to the list of its cases, and each case to its details: outcome,
-infrastructure error and failed tries, every verdict's summary and, where options
-differed, the rendered diff (:meth:`harness.check.Verdict.render`), the failure
-text, agent stderr and crash artifacts.
+The first screen is the answer: the matrix, one column per device (per device and
+runtime in a run across runtimes) and per suite a row of test outcomes and a row per
+backend and route its verdicts checked (route: the load path, ``program``, ``module``,
+``module_method``, ``module_both``, or ``set`` / ``get``), failures first; then the
+tests that did not pass, each with its first differences. Below come the checks that
+differ across runtimes, the run's history (what changed since the last run, the trend
+charts), the devices (facts, outcome counts, quarantine reasons), and every cell's and
+case's details: outcome, infrastructure error and failed tries, every verdict's summary
+and, where options differed, the rendered diff (:meth:`harness.check.Verdict.render`),
+the failure text, agent stderr and crash artifacts.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from harness.results.summary import (
 
 # Worst first: a cell takes the colour of its worst outcome.
 _SEVERITY = ("failed", "error", "xpassed", "infra", "passed", "xfailed", "skipped")
+_NOT_PASSED = ("failed", "error", "infra", "xpassed")
+_WHY_LINES = 3  # differences shown beside a test that did not pass
 _SHOWN = ("passed", "failed", "error", "infra", "skipped", "xfailed", "xpassed")
 _LETTER = {
     "passed": "✓",
@@ -66,6 +68,7 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: au
 section.case { border-top: 1px solid #ddd; padding: .4em 0; }
 section.case:target, section.cell:target { outline: 3px solid #6b8de3; }
 .muted { color: #777; }
+ul.why { font-family: monospace; font-size: 12px; margin: .1em 0 .4em; }
 """
 
 
@@ -93,6 +96,20 @@ def _worst(outcomes: collections.Counter) -> str:
 
 def _counts_text(outcomes: collections.Counter) -> str:
     return " ".join(f"{_LETTER[o]}{outcomes[o]}" for o in _SHOWN if outcomes[o])
+
+
+def _why(result: CaseResult) -> list[str]:
+    """The first :data:`_WHY_LINES` differences of a result, else its infrastructure cause
+    or pytest's first ``E`` line."""
+    lines = [d for v in result.verdicts for d in v.differences]
+    if not lines and result.infra:
+        lines = [f"{result.infra.type}: {result.infra.message}"]
+    if not lines:
+        lines = [line[1:].strip() for line in result.longrepr.splitlines() if line[:2] == "E "]
+    shown = [line[:300] for line in lines[:_WHY_LINES]]
+    if len(lines) > _WHY_LINES:
+        shown.append(f"... and {len(lines) - _WHY_LINES} more")
+    return shown
 
 
 def _badge(outcome: str) -> str:
@@ -123,17 +140,20 @@ class _Page:
         self._backends = {suite: self._backends_of(suite) for suite in self.suites}
 
     def render(self) -> str:
+        """The answer first: the matrix (failures first) and the tests that did not pass,
+        with their differences; then the history (what changed, the trends), the
+        devices, the runtimes side by side, and every cell and case."""
         parts = [
             self._overview(),
-            self.appendix,
-            self._devices(),
-            self._across_runtimes(),
             "<h2>Matrix: suites and backends by device</h2>",
-            '<p class="muted">Suite rows count tests (✓ passed, ✗ failed, E error, '
-            "I infrastructure error, s skipped); backend rows count option checks "
+            '<p class="muted">Failures first. Suite rows count tests (✓ passed, ✗ failed, '
+            "E error, I infrastructure error, s skipped); backend rows count option checks "
             "(exact / all). Click a cell for its cases.</p>",
             self._matrix(),
             self._not_passed(),
+            self._across_runtimes(),
+            self.appendix,
+            self._devices(),
             "<h2>Cells</h2>",
             self._cells(),
             "<h2>Cases</h2>",
@@ -232,12 +252,25 @@ class _Page:
             if name == backend
         ]
 
+    def _failing(self, results: Sequence[CaseResult]) -> int:
+        return sum(1 for r in results if r.outcome in _NOT_PASSED)
+
+    def _inexact(self, suite: str, pair: tuple[str, str]) -> int:
+        return sum(
+            1 for r in self._by_suite.get(suite, []) for ok in self._checks(r, pair) if not ok
+        )
+
     def _matrix(self) -> str:
-        head = "".join(f"<th>{_e(d)}</th>" for d in self.devices)
+        """Suites and their backend rows with the most failures first (the devices keep
+        their order: a run across runtimes shows them side by side); the ids of the cells
+        they link to stay those of :meth:`_cells`."""
+        devices = list(enumerate(self.devices))
+        suites = sorted(enumerate(self.suites), key=lambda s: -self._failing(self._by_suite[s[1]]))
+        head = "".join(f"<th>{_e(d)}</th>" for _, d in devices)
         rows = [f"<table><tr><th>suite / backend via path</th>{head}</tr>"]
-        for s, suite in enumerate(self.suites):
+        for s, suite in suites:
             cells = []
-            for d, device in enumerate(self.devices):
+            for d, device in devices:
                 outcomes = collections.Counter(r.outcome for r in self._cases(suite, device))
                 if not outcomes:
                     cells.append('<td class="none">-</td>')
@@ -247,9 +280,12 @@ class _Page:
                     f"{_e(_counts_text(outcomes))}</a></td>"
                 )
             rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
-            for b, pair in enumerate(self._backends[suite]):
+            pairs = sorted(
+                enumerate(self._backends[suite]), key=lambda p: -self._inexact(suite, p[1])
+            )
+            for b, pair in pairs:
                 cells = []
-                for d, device in enumerate(self.devices):
+                for d, device in devices:
                     checks = [
                         ok for r in self._cases(suite, device) for ok in self._checks(r, pair)
                     ]
@@ -270,19 +306,24 @@ class _Page:
     def _cases(self, suite: str, device: str) -> list[CaseResult]:
         return self._by_cell.get((suite, device), [])
 
-    def _link(self, result: CaseResult, note: str = "") -> str:
+    def _link(self, result: CaseResult, note: str = "", below: str = "") -> str:
+        """A list item linking to ``result``'s details; ``below``: HTML under it."""
         extra = f' <span class="muted">{_e(note)}</span>' if note else ""
         return (
             f'<li>{_badge(result.outcome)} <a href="#{self.case_id[id(result)]}">'
-            f"{_e(result.name)}</a>{extra}</li>"
+            f"{_e(result.name)}</a>{extra}{below}</li>"
         )
 
     def _not_passed(self) -> str:
-        bad = [r for r in self.results if r.outcome in ("failed", "error", "infra", "xpassed")]
+        """Every test that did not pass, where, and its first differences (or its cause)."""
+        bad = [r for r in self.results if r.outcome in _NOT_PASSED]
         if not bad:
             return "<h2>Not passed</h2><p>Every test passed or was skipped.</p>"
-        items = "".join(self._link(r, f"on {where(r)}") for r in bad)
-        return f"<h2>Not passed ({len(bad)})</h2><ul>{items}</ul>"
+        items = []
+        for r in bad:
+            why = "".join(f"<li>{_e(line)}</li>" for line in _why(r))
+            items.append(self._link(r, f"on {where(r)}", f'<ul class="why">{why}</ul>'))
+        return f"<h2>Not passed ({len(bad)})</h2><ul>{''.join(items)}</ul>"
 
     def _cells(self) -> str:
         parts = []
@@ -357,8 +398,8 @@ def render_report(
     """The whole report as one HTML document.
 
     Artifact links are the results' artifact paths (relative to their results
-    directory) prefixed with ``artifacts_prefix``; ``appendix`` is HTML placed after
-    the overview (the run's history: :mod:`harness.history.report_section`).
+    directory) prefixed with ``artifacts_prefix``; ``appendix`` is HTML placed below
+    the failing tests (the run's history: :mod:`harness.history.report_section`).
     """
     return _Page(results, title, artifacts_prefix, appendix).render()
 
