@@ -56,7 +56,9 @@ def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
     assert "lab-mcu.yaml: transport.labgrid: a lab profile" in err
     assert "pytest suites --device lab-mcu" in err and "unknown field" not in err
     assert main(["doctor", "--device", "lab-mcu,lab-linux"]) == 1  # neither checked
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "programs on this machine:"  # then the programs, indented
+    lines = [line for line in out[1:] if not line.startswith(" ")]
     assert [line.split()[:3] for line in lines] == [
         ["lab-mcu", "NOT", "CHECKED"],
         ["lab-linux", "NOT", "CHECKED"],

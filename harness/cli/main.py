@@ -26,7 +26,7 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harness import __version__, shipped
@@ -248,6 +248,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
     unhealthy = 0
     profiles = select_profiles(args.device)
+    _print_host_tools(profiles)
     width = _name_width(p.name for p in profiles)
     for profile in profiles:
         refusal = _lab_refusal(profile)
@@ -279,6 +280,25 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
             if device is not None:
                 device.close()
     return 1 if unhealthy else 0
+
+
+def _print_host_tools(profiles: Sequence[DeviceProfile]) -> None:
+    """The programs these devices need on this machine: found or missing, the Debian
+    package of each, and the devices that need it."""
+    from harness.devices.host_tools import HostTool, host_tools
+
+    needed_by: dict[HostTool, list[str]] = {}
+    for profile in profiles:
+        for tool in host_tools(profile):
+            needed_by.setdefault(tool, []).append(profile.name)
+    width = _name_width(tool.command for tool in needed_by)
+    print("programs on this machine:")
+    for tool, names in needed_by.items():
+        state = "ok" if tool.found() else "MISSING"
+        print(
+            f"  {tool.command:<{width}} {state:<8} Debian {tool.package:<22} "
+            f"{tool.purpose}: {', '.join(names)}"
+        )
 
 
 def _cmd_emu(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from harness.config.kinds import device_kind, kind_module_name
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.acquired_place import LabResources
 from harness.devices.base import Device, OpenContext
+from harness.devices.host_tools import check_host_tools
 
 
 class KindModule(Protocol):
@@ -54,8 +55,11 @@ def open_device(profile: DeviceProfile, *, board_reset: Callable[[], None] | Non
     """Bring up the device ``profile`` describes (starting its emulator, if any).
 
     ``board_reset`` resets a serial board from outside (its lab place's power port).
+    A program the device needs on this machine that is missing is one line
+    (:class:`~harness.devices.host_tools.MissingHostTool`), before anything starts.
     """
     kind = device_kind(profile.kind)
+    check_host_tools(profile)
     if profile.emulator is not None:
         clash = sorted(set(profile.settings) & set(kind.emulator_fields))
         if clash:
