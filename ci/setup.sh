@@ -9,7 +9,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev   # the harness
   gcc g++ make                       # C codec, device agent
   clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
-  clang-format                       # agent/.clang-format is checked to parse
+  clang-format                       # the C and C++ sources are checked against agent/.clang-format
   valgrind                           # host-helgrind, host-drd (race detectors on the agent)
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu

@@ -19,7 +19,8 @@ echo "== ruff (rules in pyproject.toml)"
 .venv/bin/ruff format --check harness tests suites conftest.py || status=$?
 # mypy takes one core for ~10 s: it runs while the project tests start; its output
 # comes after theirs.
-.venv/bin/mypy harness > results/ci-mypy.log 2>&1 &
+# mypy: the files pyproject.toml names (harness/, suites/).
+.venv/bin/mypy > results/ci-mypy.log 2>&1 &
 mypy=$!
 echo "== project tests (tests/)"
 # Four workers on two cores: a third of the tests' time is spent waiting (for a timeout

@@ -77,7 +77,7 @@ WRONG_TYPES = {
     "int-key-as-bool": Option("qnn_runtime_log_level", True),
     "string-key-as-int": Option(STRING_KEY, 5),
 }
-STORED = {"qnn_runtime_log_level": 3, STRING_KEY: "/stored"}
+STORED: dict[str, bool | int | str] = {"qnn_runtime_log_level": 3, STRING_KEY: "/stored"}
 
 
 @pytest.mark.parametrize("option", WRONG_TYPES.values(), ids=WRONG_TYPES.keys())

@@ -40,8 +40,9 @@ def test_a_real_delegate_gets_exactly_its_own_specs_on_every_path(et, load_path)
         options, delegates=("ProbeA", XNNPACK), unobserved=(XNNPACK,), path=load_path, stored=stored
     )
     verdict.raise_for_differences()
-    xnn = _xnnpack_entry(verdict)
-    assert xnn.entry.is_recorded and xnn.expected_options == options.for_backend(XNNPACK).options
+    xnn, given = _xnnpack_entry(verdict), options.for_backend(XNNPACK)
+    assert given is not None
+    assert xnn.entry.is_recorded and xnn.expected_options == given.options
     assert (xnn.entry.calls, xnn.entry.executes, xnn.entry.backend_status) == (1, 1, 0)
     assert verdict.report.fact("outputs") == xnnpack_output()
 

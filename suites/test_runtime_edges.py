@@ -169,7 +169,7 @@ def test_an_id_given_twice_to_one_map_gets_the_second_options(
     assert [(e.name, e.options) for e in report.entries] == [("ProbeA", second)]
 
 
-VALUES = {"bool": True, "int": 7, "string": "seven"}
+VALUES: dict[str, bool | int | str] = {"bool": True, "int": 7, "string": "seven"}
 
 
 @pytest.mark.parametrize("path", list(LoadPath), ids=lambda p: p.label)

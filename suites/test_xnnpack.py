@@ -42,6 +42,8 @@ pytestmark = pytest.mark.backend("XnnpackBackend")
 XNNPACK = "XnnpackBackend"
 CONTRACT = CONTRACTS[XNNPACK]
 MODE = CONTRACT.rule("workspace_sharing_mode")
+assert MODE.low is not None and MODE.high is not None  # the contract bounds the mode
+MODE_LOW, MODE_HIGH = MODE.low, MODE.high
 GLOBAL_KEYS = (
     Option("workspace_sharing_mode", -1),
     Option("weight_cache_enabled", True),
@@ -51,7 +53,7 @@ GLOBAL_KEYS = (
 # ---- global set_option / get_option ------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", range(MODE.low, MODE.high + 1), ids=lambda m: f"mode-{m}")
+@pytest.mark.parametrize("mode", range(MODE_LOW, MODE_HIGH + 1), ids=lambda m: f"mode-{m}")
 def test_workspace_sharing_mode_is_set_and_read_back(et, mode):
     et.set(single(XNNPACK, Option("workspace_sharing_mode", mode))).raise_for_differences()
     et.get(
@@ -116,8 +118,8 @@ def test_save_weight_cache_on_disk_is_read_back(et):
 WRONG = {
     "mode-as-bool": Option("workspace_sharing_mode", True),
     "mode-as-string": Option("workspace_sharing_mode", "1"),
-    "mode-above-range": Option("workspace_sharing_mode", MODE.high + 1),
-    "mode-below-range": Option("workspace_sharing_mode", MODE.low - 1),
+    "mode-above-range": Option("workspace_sharing_mode", MODE_HIGH + 1),
+    "mode-below-range": Option("workspace_sharing_mode", MODE_LOW - 1),
     "weight-cache-as-int": Option("weight_cache_enabled", 1),
     "cache-path-as-int": Option("packed_cache_path", 5),
 }
@@ -138,7 +140,7 @@ def test_wrong_type_or_range_gives_invalid_argument(et, option):
 
 # XNNPACK's defaults for its keys' types: the process-global state is left as a fresh
 # process has it (later loads in this process see no weight cache switched on).
-A_VALUE = {bool: False, int: 2, str: ""}
+A_VALUE: dict[type, bool | int | str] = {bool: False, int: 2, str: ""}
 
 
 @pytest.mark.parametrize("key", CONTRACT.keys(Route.SET))

@@ -97,7 +97,8 @@ def test_every_compile_of_the_firmware_treats_warnings_as_errors(tmp_path):
         assert all("-Werror" in line.split() for line in compiles), board
 
 
-def test_the_clang_format_style_parses():
+def test_the_c_and_cpp_sources_are_formatted_by_the_agents_style():
+    """agent/ and tests/faults/ as agent/.clang-format formats them (and it parses)."""
     if shutil.which("clang-format") is None:
         pytest.fail("clang-format not found: run `bash ci/setup.sh` to install it")
     style = AGENT / ".clang-format"
@@ -109,6 +110,22 @@ def test_the_clang_format_style_parses():
         timeout=60,
     ).stdout
     assert "ColumnLimit:     120" in dumped
+    sources = sorted(
+        path
+        for folder in (AGENT, AGENT.parent / "tests" / "faults")
+        for path in folder.rglob("*")
+        if path.suffix in (".c", ".cc", ".cpp", ".h", ".hpp") and "build" not in path.parts
+    )
+    assert len(sources) > 50
+    checked = subprocess.run(
+        ["clang-format", f"--style=file:{style}", "--dry-run", "--Werror", *map(str, sources)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert checked.returncode == 0, (
+        f"{checked.stderr[:3000]}\nreformat with: clang-format -i --style=file:{style} FILE"
+    )
 
 
 FIT_HEADER = AGENT / "codec" / "include" / "etb" / "runtime_fit.hpp"
