@@ -26,7 +26,7 @@ echo "== project tests (tests/)"
 # Four workers on two cores: a third of the tests' time is spent waiting (for a timeout
 # under test, a QEMU board, a coordinator, a lab's reservation), which the others fill
 # (measured with a warm cache: 316 s on three workers, 292 s on four).
-# The sweep over ExecuTorch's history (tests marked nightly) runs in ci/nightly.yml.
+# The sweep over ExecuTorch's history (tests marked nightly) runs in .github/workflows/nightly.yml.
 .venv/bin/python -m pytest tests -q -p no:cacheprovider -n 4 -m "not nightly" \
   --durations=15 || status=$?  # --durations: where the time goes
 echo "== mypy (settings in pyproject.toml)"

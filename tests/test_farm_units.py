@@ -667,7 +667,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_nightly_workflow_runs_every_device_and_merges_the_results():
-    workflow = yaml.safe_load((REPO / "ci" / "nightly.yml").read_text("utf-8"))
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text("utf-8"))
     jobs = workflow["jobs"]
     assert set(jobs) == {"emulated", "source-history", "lab", "report"}
     assert jobs["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # pools: generic runners

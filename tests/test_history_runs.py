@@ -250,7 +250,10 @@ def test_a_damaged_store_fails_no_run_and_the_report_says_so(tmp_path):
 def test_the_nightly_report_job_catches_every_job_up_and_publishes_the_history():
     from harness.codec.strict_yaml import read_yaml
 
-    workflow = read_yaml((REPO / "ci" / "nightly.yml").read_text(), "ci/nightly.yml")
+    workflow = read_yaml(
+        (REPO / ".github" / "workflows" / "nightly.yml").read_text(),
+        ".github/workflows/nightly.yml",
+    )
     assert workflow["env"]["ET_HARNESS_HISTORY"] == "${{ secrets.ET_HISTORY_URL }}"
     steps = workflow["jobs"]["report"]["steps"]
     run = "\n".join(step.get("run", "") for step in steps)

@@ -533,15 +533,18 @@ def test_places_out_of_service_are_refused_with_their_reasons():
 
 
 def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp_path):
-    """ci/nightly.yml under the harness's own YAML rules, and its lab job's command as a
-    runner would run it for pool lab-mcu (collection only: no lab is reached)."""
+    """.github/workflows/nightly.yml under the harness's own YAML rules, and its lab job's
+    command as a runner would run it for pool lab-mcu (collection only: no lab is reached)."""
     import shlex
     from pathlib import Path
 
     from harness.codec.strict_yaml import read_yaml
 
     root = Path(__file__).resolve().parents[1]
-    workflow = read_yaml((root / "ci" / "nightly.yml").read_text(), "ci/nightly.yml")
+    workflow = read_yaml(
+        (root / ".github" / "workflows" / "nightly.yml").read_text(),
+        ".github/workflows/nightly.yml",
+    )
     assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
     lab = workflow["jobs"]["lab"]
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named

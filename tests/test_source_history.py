@@ -4,7 +4,7 @@ suite on the commits around "Module deep-copies LoadBackendOptionsMap on load (#
 and ``et-harness bisect`` finding a planted fault.
 
 The README's test command runs the ends (4/x fails, the tip passes) and one bisect (a
-planted fault on the tip); the tests marked ``nightly`` (ci/nightly.yml, job
+planted fault on the tip); the tests marked ``nightly`` (.github/workflows/nightly.yml, job
 ``source-history``) sweep a sample of the commits from 4/x to the one before #19673,
 #19673 itself, a commit before "3/x" (it lacks the load-time map), ``bisect
 --find-fix`` over the range and the ends on an arm64 board.
@@ -259,7 +259,7 @@ def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile
     assert result["builds"] <= 3
 
 
-# ---- nightly (ci/nightly.yml, job source-history) ----------------------------------------
+# ---- nightly (.github/workflows/nightly.yml, job source-history) -------------------------
 
 
 def sample(history: History) -> list[str]:

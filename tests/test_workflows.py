@@ -13,7 +13,10 @@ import pytest
 from harness.codec.strict_yaml import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKFLOWS = (ROOT / "ci" / "nightly.yml", ROOT / "ci" / "pull-request.yml")
+WORKFLOWS = (
+    ROOT / ".github" / "workflows" / "nightly.yml",
+    ROOT / ".github" / "workflows" / "pull-request.yml",
+)
 README_TEST_COMMAND = "bash ci/setup.sh && bash ci/test.sh"
 
 
@@ -38,7 +41,7 @@ def test_the_pull_request_workflow_runs_readmes_test_command_in_debian_12():
     assert README_TEST_COMMAND in (ROOT / "README.md").read_text("utf-8")
     ci_run = (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
     assert ci_run[-2:] == ["bash ci/setup.sh", "bash ci/test.sh"]  # what CI runs, too
-    path = ROOT / "ci" / "pull-request.yml"
+    path = ROOT / ".github" / "workflows" / "pull-request.yml"
     workflow = read_yaml(path.read_text("utf-8"), str(path))
     assert set(workflow["on"]) == {"pull_request"}
     (job,) = workflow["jobs"].values()
