@@ -1,8 +1,10 @@
 """The GitHub Actions workflows: the pull-request one runs README's test command in a
-Debian 12 container, and zizmor (pinned in ci/setup.sh) finds nothing in either."""
+Debian 12 container, and zizmor and actionlint (pinned in ci/constraints.txt) find nothing
+in either; both fail a workflow planted with the faults they are there for."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -20,16 +22,16 @@ WORKFLOWS = (
 README_TEST_COMMAND = "bash ci/setup.sh && bash ci/test.sh"
 
 
-def zizmor() -> str:
-    found = shutil.which("zizmor", path=str(Path(sys.executable).parent))
+def tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
     if found is None:
-        pytest.fail("zizmor not found next to this Python: run `bash ci/setup.sh`")
+        pytest.fail(f"{name} not found next to this Python: run `bash ci/setup.sh`")
     return found
 
 
 def audit(*paths: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [zizmor(), "--offline", "--no-progress", *map(str, paths)],
+        [tool("zizmor"), "--offline", "--no-progress", *map(str, paths)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -70,3 +72,55 @@ def test_zizmor_catches_an_injection_and_an_unpinned_action(tmp_path):
     assert done.returncode != 0
     for finding in ("template-injection", "unpinned-uses", "artipacked"):
         assert finding in done.stdout, done.stdout
+
+
+def actionlint(*paths: Path) -> subprocess.CompletedProcess[str]:
+    """actionlint with the repository's settings (.github/actionlint.yaml)."""
+    config = ROOT / ".github" / "actionlint.yaml"
+    return subprocess.run(
+        [tool("actionlint"), "-config-file", str(config), "-no-color", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_actionlint_finds_nothing_in_the_workflows():
+    done = actionlint(*WORKFLOWS)
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def test_actionlint_catches_a_misspelt_key_and_an_undefined_context(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        'name: bad\n"on":\n  pull_request:\njobs:\n  test:\n    runs-onn: [self-hosted, et-lab]\n'
+        "    steps:\n      - run: echo ${{ github.evnt.number }}\n"
+    )
+    done = actionlint(bad)
+    assert done.returncode == 1
+    assert 'unexpected key "runs-onn" for "job" section' in done.stdout, done.stdout
+    assert 'property "evnt" is not defined' in done.stdout, done.stdout
+
+
+def test_pre_commit_runs_what_ci_runs(tmp_path):
+    """Every style check of CI is a pre-commit hook, and they pass on the repository."""
+    config = read_yaml((ROOT / ".pre-commit-config.yaml").read_text("utf-8"), "pre-commit")
+    hooks = [hook["id"] for repo in config["repos"] for hook in repo["hooks"]]
+    assert hooks == ["ruff-check", "ruff-format", "mypy", "clang-format", "zizmor", "actionlint"]
+    venv_bin = str(Path(sys.executable).parent)
+    done = subprocess.run(
+        [tool("pre-commit"), "run", "--all-files"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}",
+            "PRE_COMMIT_HOME": str(tmp_path / "pre-commit"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.stdout.count("Passed") == len(hooks), done.stdout
