@@ -189,6 +189,31 @@ def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: 
     assert not facts.get("real_backends")  # type: ignore[attr-defined]
 
 
+def test_one_run_across_both_wheels_and_a_source_tree_shows_all_three(
+    history: History, tmp_path: Path
+) -> None:
+    """``--runtime 1.5.1,1.5.0,TREE@REV`` on host: each lifetime case runs once per runtime,
+    and the report has a column for each (1.5.0 and 1.5.1 pass; so does the tip)."""
+    results = tmp_path / "results"
+    runtimes = f"1.5.1,1.5.0,{history.path}@main"
+    env = {k: v for k, v in os.environ.items() if k not in ("ET_HARNESS_SDK", "ET_HARNESS_RUNTIME")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", LIFETIME, "--device", "host", "--runtime", runtimes,
+         "-q", "-p", "no:cacheprovider", "--results-dir", str(results)],
+        cwd=ROOT, env={**env, "ET_HARNESS_HISTORY": "off"}, capture_output=True, text=True,
+        timeout=_RUN_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+    labels = list(dict.fromkeys(str(r["runtime_label"]) for r in records))
+    assert labels == ["1.5.1", "1.5.0", "source-executorch@main"], labels
+    assert {r["outcome"] for r in records} == {"passed"} and len(records) == 9
+    page = (results / "report.html").read_text("utf-8")
+    assert "".join(f"<th>host@{label}</th>" for label in labels) in page
+    assert "Across runtimes: 0 check(s) differ" in page
+    assert f"3 runtime(s) ({', '.join(labels)})" in page
+
+
 @needs_bundle
 @pytest.mark.nightly
 def test_a_commit_before_3x_lacks_the_load_time_map_and_its_load_tests_skip(
