@@ -69,7 +69,11 @@ def test_entries_are_parsed_into_their_kinds(tmp_path) -> None:
     prefix = lay_out_prefix(tmp_path / "my-et", version="1.5.1")
     tree = tmp_path / "executorch"
     commit = _git_tree(tree)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "branch", "feature/x"], check=True)
     parsed = parse_runtimes(f"1.5.1, wheel:1.5.0,{prefix},source:{tree},{tree}@v1")
+    (slashed,) = parse_runtimes(f"{tree}@feature/x")
+    assert (slashed.path, slashed.revision, slashed.commit) == (tree.resolve(), "feature/x", commit)
     assert [(r.kind, r.label) for r in parsed] == [
         (RuntimeKind.WHEEL, "1.5.1"),
         (RuntimeKind.WHEEL, "1.5.0"),
@@ -100,11 +104,21 @@ def test_entries_are_parsed_into_their_kinds(tmp_path) -> None:
         ("prefix:{tmp}", r"has no lib/libexecutorch\.so"),
         ("source:{tmp}", r"is not an ExecuTorch source tree \(no runtime/executor/program\.cpp\)"),
         ("1.5.0\x1b[2J", r"printable characters"),
+        ("source:", r"--runtime 'source:': give a directory after source:"),
+        ("wheel: ", r"give a pinned version after wheel:"),
+        ("{tree}@v1,{tree}@HEAD", r"'.*@HEAD': the same commit as '.*@v1' \([0-9a-f]{12}\)"),
+        ("{tree}@empty", r"executorch at empty is not an ExecuTorch source tree"),
     ],
 )
 def test_a_bad_entry_is_one_line_naming_it_and_the_fix(tmp_path, entry, message) -> None:
     tree = tmp_path / "executorch"
     _git_tree(tree)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run([*git, "checkout", "-q", "--orphan", "empty"], check=True)
+    subprocess.run([*git, "rm", "-rqf", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "no tree"], check=True)
+    subprocess.run([*git, "checkout", "-q", "-f", "v1"], check=True)
     prefix = lay_out_prefix(tmp_path / "my-et", version="1.5.1") if "prefix" in entry else tmp_path
     spec = entry.format(tmp=tmp_path, tree=tree, prefix=prefix)
     with pytest.raises(RuntimeEntryError, match=message) as caught:

@@ -97,18 +97,23 @@ def parse_runtimes(spec: str | None) -> tuple[Runtime, ...]:
             f"pinned version ({', '.join(locked_versions())}), an install prefix or a source "
             "tree (PATH or PATH@REV)"
         )
-    runtimes: dict[str, Runtime] = {}
+    runtimes: list[Runtime] = []
     for entry in entries:
         runtime = parse_runtime(entry)
-        known = runtimes.get(runtime.label)
-        if known is not None:
-            raise RuntimeEntryError(
-                f"{OPTION} {_shown(entry)}: the same runtime as {_shown(known.entry)} "
-                f"(both are {runtime.label!r} in test ids); give each runtime once, and "
-                "directories of different names"
-            )
-        runtimes[runtime.label] = runtime
-    return tuple(runtimes.values())
+        for known in runtimes:
+            if known.label == runtime.label:
+                raise RuntimeEntryError(
+                    f"{OPTION} {_shown(entry)}: the same runtime as {_shown(known.entry)} "
+                    f"(both are {runtime.label!r} in test ids); give each runtime once, and "
+                    "directories of different names"
+                )
+            if runtime.commit and (known.path, known.commit) == (runtime.path, runtime.commit):
+                raise RuntimeEntryError(
+                    f"{OPTION} {_shown(entry)}: the same commit as {_shown(known.entry)} "
+                    f"({runtime.commit[:12]}); give each commit once"
+                )
+        runtimes.append(runtime)
+    return tuple(runtimes)
 
 
 def parse_runtime(entry: str) -> Runtime:
@@ -123,6 +128,9 @@ def parse_runtime(entry: str) -> Runtime:
     if colon and kind_word in {k.value for k in RuntimeKind}:
         kind: RuntimeKind | None = RuntimeKind(kind_word)
         entry_body = rest
+        if not rest.strip():
+            what = "a pinned version" if kind is RuntimeKind.WHEEL else "a directory"
+            raise RuntimeEntryError(f"{where}: give {what} after {kind_word}:")
     else:
         kind, entry_body = None, entry
     if kind is RuntimeKind.WHEEL or (kind is None and _VERSION.fullmatch(entry_body)):
@@ -153,12 +161,13 @@ def parse_runtime(entry: str) -> Runtime:
         except SdkError as exc:
             raise RuntimeEntryError(str(exc)) from None
         return Runtime(RuntimeKind.PREFIX, entry, path=path)
-    if not (path / _SOURCE_MARK).is_file():
-        raise RuntimeEntryError(
-            f"{where}: {path} is not an ExecuTorch source tree (no {_SOURCE_MARK}); point "
-            "it at a checkout of github.com/pytorch/executorch"
-        )
     commit = _commit_of(path, revision, where) if revision else ""
+    if not (_has_at(path, commit) if commit else (path / _SOURCE_MARK).is_file()):
+        at = f" at {revision}" if revision else ""
+        raise RuntimeEntryError(
+            f"{where}: {path}{at} is not an ExecuTorch source tree (no {_SOURCE_MARK}); "
+            "point it at a checkout of github.com/pytorch/executorch"
+        )
     return Runtime(RuntimeKind.SOURCE, entry, path=path, revision=revision, commit=commit)
 
 
@@ -182,10 +191,16 @@ def _source_sdk(runtime: Runtime, abi: str) -> SdkPaths:
 
 
 def _split_revision(body: str) -> tuple[str, str]:
-    """``PATH@REV`` -> (PATH, REV); a whole ``body`` that is a directory has no revision."""
-    path, at, revision = body.rpartition("@")
-    if not at or Path(body).expanduser().is_dir() or "/" in revision:
+    """``PATH@REV`` -> (PATH, REV): PATH the first directory before an ``@`` (a path and a
+    revision may hold either character: ``~/src/et@2@feature/x``); a whole ``body`` that is
+    a directory has no revision."""
+    if Path(body).expanduser().is_dir():
         return body, ""
+    cuts = [n for n, c in enumerate(body) if c == "@"]
+    n = next((n for n in cuts if Path(body[:n]).expanduser().is_dir()), cuts[-1] if cuts else -1)
+    if n < 0:
+        return body, ""
+    path, revision = body[:n], body[n + 1 :]
     if not _REVISION.fullmatch(revision):
         raise RuntimeEntryError(
             f"{OPTION} {_shown(body)}: @{_shown(revision)} is not a git revision (a commit, "
@@ -224,6 +239,16 @@ def _commit_of(tree: Path, revision: str, where: str) -> str:
             "revision"
         )
     return commit
+
+
+def _has_at(tree: Path, commit: str) -> bool:
+    """Whether ``commit`` of the checkout ``tree`` holds the mark of a source tree."""
+    argv = ["git", "-C", str(tree), "cat-file", "-e", f"{commit}:{_SOURCE_MARK.as_posix()}"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def _shown(text: str) -> str:
