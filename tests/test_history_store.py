@@ -606,3 +606,21 @@ def test_a_case_is_kept_under_the_real_backends_it_checked_and_its_probes_only_a
     probes_only = dataclasses.replace(mixed, verdicts=(probes,))
     assert case_row("r", 0, mixed)["backends"] == "XnnpackBackend"
     assert case_row("r", 1, probes_only)["backends"] == "ProbeA,ProbeB"
+
+
+def test_a_filter_that_keeps_no_test_is_one_line_naming_what_the_history_has(tmp_path, capsys):
+    target = str(tmp_path / "history.sqlite")
+    store = HistoryStore.open(target)
+    write_run(store, "n1", 100.0, {("test_a", "alpha"): "passed", ("test_a", "beta"): "failed"})
+    store.close()
+    assert cli_main(["history", "--history", target, "--device", "alpha"]) == 0
+    capsys.readouterr()
+    for argv, said in (
+        (["--runtime", "nosuch"], "--runtime 'nosuch' (there: each device's own runtime)"),
+        (["--device", "gamma"], "--device 'gamma' (there: alpha, beta)"),
+        (["--backend", "Nope", "--test", "zzz"], "--backend 'Nope' (there: ProbeA); --test"),
+    ):
+        assert cli_main(["history", "--history", target, *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("et-harness history: no test of the last 1 run(s) matches ")
+        assert said in err and "\n" not in err, err

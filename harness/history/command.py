@@ -18,6 +18,10 @@ DEFAULT_RUNS = 30
 DEFAULT_FLAKY_WINDOW = 10
 
 
+class HistoryFilterError(UsageError):
+    """A filter of ``et-harness history`` keeps no test of the runs read."""
+
+
 class HistoryOutputError(UsageError):
     """The history page could not be written; the message says what to do."""
 
@@ -94,6 +98,8 @@ def run_history(args: argparse.Namespace) -> int:
         store.mark_abandoned(dead_writers(store.running_writers()))
         keep = CaseFilter(args.on_device, args.backend, args.test, args.on_runtime)
         history = History.load(store, args.runs, keep)
+        if keep != CaseFilter() and history.runs and not any(history.cases.values()):
+            raise HistoryFilterError(_nothing_matches(keep, History.load(store, args.runs)))
         report = analyse(history, args.run, args.flaky_window)
         if args.json:
             print(json.dumps({"store": store.where, **report}, indent=2, ensure_ascii=False))
@@ -112,6 +118,35 @@ def run_history(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return 0
+
+
+def _nothing_matches(keep: Any, everything: Any) -> str:
+    """One line: the filter that kept no test, and the values the history does have."""
+    cases = [case for run in everything.cases.values() for case in run]
+    fields = (
+        ("--device", keep.device, {c.device for c in cases}),
+        ("--runtime", keep.runtime, {c.runtime_label for c in cases}),
+        ("--backend", keep.backend, {b for c in cases for b in c.backends}),
+    )
+    parts = [
+        f"{option} {value!r} (there: {_some(seen)})"
+        for option, value, seen in fields
+        if value is not None and value not in seen
+    ]
+    if keep.test is not None and not any(keep.test in c.nodeid for c in cases):
+        parts.append(f"--test {keep.test!r} (in no test id)")
+    named = "; ".join(parts) or "the filters together"
+    return (
+        f"no test of the last {len(everything.runs)} run(s) matches {named}; "
+        "give a value the history has, or leave the filter out"
+    )
+
+
+def _some(values: set[str], most: int = 10) -> str:
+    """Up to ``most`` of ``values``, sorted; "" (a device's own runtime) shown as such."""
+    shown = sorted(v or "each device's own runtime" for v in values)
+    more = f" and {len(shown) - most} more" if len(shown) > most else ""
+    return ", ".join(shown[:most]) + more if shown else "nothing"
 
 
 def analyse(history: Any, run_name: str | None, window: int) -> dict[str, Any]:
