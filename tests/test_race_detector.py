@@ -13,6 +13,7 @@ infrastructure error, not a pass.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -377,9 +378,18 @@ def test_the_clean_agent_is_not_flagged(detector: str, tmp_path: Path) -> None:
 
 
 def test_a_detector_that_cannot_run_is_an_infrastructure_error(tmp_path: Path) -> None:
-    empty = tmp_path / "bin"
-    empty.mkdir()
-    run = run_under("helgrind", tmp_path, None, path=str(empty))
+    """valgrind missing (the compilers there): the device fails when it is opened."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("g++", "make"):
+        found = shutil.which(name)
+        assert found is not None
+        (tools / name).symlink_to(found)
+    run = run_under("helgrind", tmp_path, None, path=str(tools))
     assert {r.outcome for r in run.results} == {"infra"}, run.output
     infra = run.results[0].infra
-    assert infra is not None and "needs valgrind, which is not on PATH" in infra.message
+    assert infra is not None and infra.type == "MissingHostTool", run.output
+    assert infra.message == (
+        "host-race: valgrind (runs the agent under a race detector) is not on PATH; install "
+        "Debian's valgrind (apt-get install valgrind)"
+    )
