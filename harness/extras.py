@@ -4,8 +4,8 @@ The core (the plugin, the CLI, every device kind, the check, the SQLite history)
 only the packages in ``[project] dependencies``. A labgrid lab and the history's
 PostgreSQL driver and trend charts need an extra (``pip install
 'executorch-hil-harness[lab]'``); a feature whose extra is missing says so in one line
-(:class:`MissingExtra`). ``tests/test_extras.py`` imports every core module with the
-extras' packages blocked, so that no core module comes to need one.
+(:meth:`Extra.missing`). ``tests/test_installed_wheel.py`` imports every module of the
+harness where only the core is installed, so that no core module comes to need an extra.
 """
 
 from __future__ import annotations
@@ -13,13 +13,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-from harness.errors import UsageError
-
 DISTRIBUTION = "executorch-hil-harness"
-
-
-class MissingExtra(UsageError):
-    """A feature was asked for whose optional dependencies are not installed here."""
 
 
 @dataclass(frozen=True)
@@ -34,22 +28,18 @@ class Extra:
         """The command that installs it, as a user types it."""
         return f"pip install '{DISTRIBUTION}[{self.name}]'"
 
-    def missing(self) -> tuple[str, ...]:
-        """Those of its modules that cannot be imported here."""
-        return tuple(m for m in self.modules if importlib.util.find_spec(m) is None)
-
-    def require(self, feature: str) -> None:
-        """:class:`MissingExtra` naming ``feature`` and the install command, unless every
-        module of the extra can be imported."""
-        absent = self.missing()
-        if absent:
-            raise MissingExtra(
-                f"{feature} needs the [{self.name}] extra ({', '.join(absent)} not installed "
-                f"here): {self.install}"
-            )
+    def missing(self, feature: str) -> str | None:
+        """The one line that says ``feature`` needs this extra, when one of its modules
+        cannot be imported here; None when all can."""
+        absent = [m for m in self.modules if importlib.util.find_spec(m) is None]
+        if not absent:
+            return None
+        return (
+            f"{feature} needs the [{self.name}] extra ({', '.join(absent)} not installed "
+            f"here): {self.install}"
+        )
 
 
 LAB = Extra("lab", ("labgrid", "grpc"))
 POSTGRES = Extra("history", ("psycopg",))
 CHARTS = Extra("history", ("matplotlib",))
-ALL = (LAB, POSTGRES, CHARTS)

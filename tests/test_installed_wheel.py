@@ -243,4 +243,4 @@ def test_the_core_needs_no_extra_and_each_feature_names_its_own(
     first = (project / "first" / "report.html").read_text("utf-8")
     second = (project / "second" / "report.html").read_text("utf-8")
     assert 'id="trends"' not in first  # one run: no trend to show
-    assert "The trend charts need the [history] extra (matplotlib not installed here)" in second
+    assert "Drawing the trend charts needs the [history] extra (matplotlib not installed" in second

@@ -135,13 +135,10 @@ def _trends(history: History) -> str:
     ``[history]`` extra, one line naming it."""
     if len(history.runs) < MIN_TREND_RUNS:
         return ""
-    absent = CHARTS.missing()
-    if absent:
-        return (
-            f'<h2 id="trends">Trends</h2><p class="muted">The trend charts need the '
-            f"[{CHARTS.name}] extra ({_e(', '.join(absent))} not installed here): "
-            f"{_e(CHARTS.install)}</p>"
-        )
+    missing = CHARTS.missing("Drawing the trend charts")
+    if missing is not None:
+        return f'<h2 id="trends">Trends</h2><p class="muted">{_e(missing)}</p>'
+
     devices = health(history, "device")
     backends = health(history, "backend")
     charts = [

@@ -94,12 +94,9 @@ def _engine(url: URL) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    absent = POSTGRES.missing()
-    if absent:
-        raise StoreError(
-            f"history {shown(url)}: PostgreSQL needs the [{POSTGRES.name}] extra "
-            f"({', '.join(absent)} not installed here): {POSTGRES.install}"
-        )
+    missing = POSTGRES.missing("PostgreSQL")
+    if missing is not None:
+        raise StoreError(f"history {shown(url)}: {missing}")
     return create_engine(url, connect_args=_POSTGRES_BOUNDS)
 
 

@@ -198,10 +198,9 @@ def for_transport_checks(profile: DeviceProfile) -> DeviceProfile:
 
 def require_labgrid(profile: DeviceProfile) -> None:
     """:class:`LabgridNotInstalled` unless the ``[lab]`` extra is installed here."""
-    absent = LAB.missing()
-    if absent:
+    missing = LAB.missing("a labgrid place")
+    if missing is not None:
         raise LabgridNotInstalled(
-            f"{profile.where('transport.' + SETTING)}: a labgrid place needs the "
-            f"[{LAB.name}] extra ({', '.join(absent)} not installed here): {LAB.install}; "
-            "or use a profile without the labgrid setting"
+            f"{profile.where('transport.' + SETTING)}: {missing}; or use a profile without "
+            "the labgrid setting"
         )
