@@ -141,8 +141,8 @@ class _Page:
 
     def render(self) -> str:
         """The answer first: the matrix (failures first) and the tests that did not pass,
-        with their differences; then the history (what changed, the trends), the
-        devices, the runtimes side by side, and every cell and case."""
+        with their differences; then the runtimes side by side, the history (what
+        changed, the trends), the devices, and every cell and case."""
         parts = [
             self._overview(),
             "<h2>Matrix: suites and backends by device</h2>",
