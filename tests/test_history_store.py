@@ -507,11 +507,11 @@ def test_a_seeded_flaky_test_and_a_seeded_regression_at_a_known_commit_are_found
     assert [p["infra"] for p in beta["points"]] == [0] * 7 + [1, 0, 0]
     place = next(h for h in report["health"]["place"] if h["name"] == "place-beta")
     assert place["points"] == beta["points"]
-    # Filters: another device, a backend no test checked, a test id.
+    # Filters: another device, a backend no test checked (one line), a test id.
     assert cli_main(["history", "--history", target, "--json", "--device", "beta"]) == 0
     assert json.loads(capsys.readouterr().out)["regressions"] == []
-    assert cli_main(["history", "--history", target, "--json", "--backend", "Nope"]) == 0
-    assert json.loads(capsys.readouterr().out)["flaky"] == []
+    assert cli_main(["history", "--history", target, "--json", "--backend", "Nope"]) == 2
+    assert "matches --backend 'Nope' (there: ProbeA)" in capsys.readouterr().err
     assert (
         cli_main(["history", "--history", target, "--test", "regress", "--flaky-window", "3"]) == 0
     )
