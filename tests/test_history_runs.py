@@ -163,6 +163,7 @@ def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chro
     # The first screen is the answer: the matrix, the seeded suite's row first, and the
     # failing test with why it failed; the trend charts are below it.
     screen = first_screen(page, tmp_path)
+    assert "2 passed, 1 failed. 1 not passed: why." in screen[0], screen  # a link to the list
     headings = [line for line in screen if line.startswith("h2: ")]
     assert headings[:2] == ["h2: Matrix: suites and backends by device", "h2: Not passed (1)"]
     rows = [line for line in screen if line.startswith("th: suites/")]

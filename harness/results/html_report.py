@@ -168,10 +168,12 @@ class _Page:
         devices = {r.device for r in self.results if r.device}
         labels = dict.fromkeys(r.runtime_label for r in self.results if r.runtime_label)
         runtimes = f" x {len(labels)} runtime(s) ({', '.join(labels)})" if labels else ""
+        bad = sum(total[o] for o in _NOT_PASSED)
+        jump = f' <a href="#not-passed">{bad} not passed: why</a>.' if bad else ""
         return (
             f"<p>{len(self.results)} tests on "
             f"{len(devices)} device(s){_e(runtimes)}: "
-            f"{_e(', '.join(f'{n} {o}' for o, n in total.most_common()))}. "
+            f"{_e(', '.join(f'{n} {o}' for o, n in total.most_common()))}.{jump} "
             f'<span class="muted">Generated {when}{_e(runs)}.</span></p>'
         )
 
@@ -318,12 +320,12 @@ class _Page:
         """Every test that did not pass, where, and its first differences (or its cause)."""
         bad = [r for r in self.results if r.outcome in _NOT_PASSED]
         if not bad:
-            return "<h2>Not passed</h2><p>Every test passed or was skipped.</p>"
+            return '<h2 id="not-passed">Not passed</h2><p>Every test passed or was skipped.</p>'
         items = []
         for r in bad:
             why = "".join(f"<li>{_e(line)}</li>" for line in _why(r))
             items.append(self._link(r, f"on {where(r)}", f'<ul class="why">{why}</ul>'))
-        return f"<h2>Not passed ({len(bad)})</h2><ul>{''.join(items)}</ul>"
+        return f'<h2 id="not-passed">Not passed ({len(bad)})</h2><ul>{"".join(items)}</ul>'
 
     def _cells(self) -> str:
         parts = []
