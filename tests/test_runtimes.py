@@ -106,7 +106,10 @@ def test_entries_are_parsed_into_their_kinds(tmp_path) -> None:
         ("1.5.0\x1b[2J", r"printable characters"),
         ("source:", r"--runtime 'source:': give a directory after source:"),
         ("wheel: ", r"give a pinned version after wheel:"),
-        ("{tree}@v1,{tree}@HEAD", r"the same commit as '.*' \([0-9a-f]{12}\); give each commit once"),
+        (
+            "{tree}@v1,{tree}@HEAD",
+            r"the same commit as '.*' \([0-9a-f]{12}\); give each commit once",
+        ),
         ("{tree}@empty", r"executorch at empty is not an ExecuTorch source tree"),
     ],
 )
