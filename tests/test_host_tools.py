@@ -17,7 +17,7 @@ import pytest
 
 from harness.config.profile import load_profile
 from harness.devices.bring_up import open_device
-from harness.devices.host_tools import MissingHostTool, host_tools
+from harness.devices.host_tools import MissingHostTool, check_host_tools, host_tools
 
 DEVICES = ("host", "ssh-emu", "adb-emu", "mcu-emu", "host-helgrind")
 
@@ -66,7 +66,7 @@ def test_a_missing_program_fails_the_device_in_one_line_before_anything_starts(
 
 
 def test_doctor_lists_every_program_and_fails_the_device_that_lacks_one(tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": _path_without(tmp_path, "socat")}
+    env = {**os.environ, "PATH": _path_without(tmp_path, "qemu-aarch64")}
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "doctor", "--device", "ssh-emu,mcu-emu"],
         env=env,
@@ -77,11 +77,22 @@ def test_doctor_lists_every_program_and_fails_the_device_that_lacks_one(tmp_path
     )
     lines = done.stdout.splitlines()
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
-    socat = next(line for line in lines if line.split()[:1] == ["socat"])
-    assert socat.split()[1:4] == ["MISSING", "Debian", "socat"] and socat.endswith(": ssh-emu")
-    qemu = next(line for line in lines if line.split()[:1] == ["qemu-system-arm"])
-    assert qemu.split()[1] == "ok" and qemu.endswith(": mcu-emu")
+    qemu = next(line for line in lines if line.split()[:1] == ["qemu-aarch64"])
+    assert qemu.split()[1:4] == ["MISSING", "Debian", "qemu-user"] and qemu.endswith(": ssh-emu")
+    system = next(line for line in lines if line.split()[:1] == ["qemu-system-arm"])
+    assert system.split()[1] == "ok" and system.endswith(": mcu-emu")
     (ssh_emu,) = [line for line in lines if line.startswith("ssh-emu ")]
-    assert "UNAVAILABLE" in ssh_emu and "install Debian's socat (apt-get install socat)" in ssh_emu
+    assert "UNAVAILABLE" in ssh_emu, done.stdout
+    assert "install Debian's qemu-user (apt-get install qemu-user)" in ssh_emu
     (mcu_emu,) = [line for line in lines if line.startswith("mcu-emu ")]
     assert mcu_emu.split()[1] == "ok", done.stdout
+
+
+def test_a_program_the_device_can_do_without_is_listed_not_required(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without socat ssh-emu listens on loopback (its isolation ``auto``): not a failure."""
+    (socat,) = [t for t in host_tools(load_profile("ssh-emu")) if t.command == "socat"]
+    assert socat.without == "listens on loopback"
+    monkeypatch.setenv("PATH", _path_without(tmp_path, "socat"))
+    check_host_tools(load_profile("ssh-emu"))  # no error

@@ -294,10 +294,11 @@ def _print_host_tools(profiles: Sequence[DeviceProfile]) -> None:
     width = _name_width(tool.command for tool in needed_by)
     print("programs on this machine:")
     for tool, names in needed_by.items():
-        state = "ok" if tool.found() else "MISSING"
+        state = "ok" if tool.found() else "absent" if tool.without else "MISSING"
+        without = f" (without it: {tool.without})" if tool.without else ""
         print(
             f"  {tool.command:<{width}} {state:<8} Debian {tool.package:<22} "
-            f"{tool.purpose}: {', '.join(names)}"
+            f"{tool.purpose}{without}: {', '.join(names)}"
         )
 
 

@@ -4,7 +4,9 @@ reach it.
 
 They are checked when the device is opened (:func:`check_host_tools`, before anything
 starts): a missing one fails that device with one line naming the tool and the Debian
-package that provides it. ``et-harness doctor`` lists them all (:func:`host_tools`).
+package that provides it. One the device can do without (ssh-emu's namespace tools: it
+then listens on loopback, docs/ssh-emu.md) is listed, not required. ``et-harness doctor``
+lists them all (:func:`host_tools`).
 ``ci/setup.sh`` installs every one.
 """
 
@@ -25,6 +27,7 @@ class HostTool:
     command: str
     package: str
     purpose: str
+    without: str = ""  # what the device does without it; "" when it cannot do without
 
     def found(self) -> bool:
         return shutil.which(self.command) is not None
@@ -48,9 +51,10 @@ _SSH_EMU = (
     HostTool("/usr/sbin/sshd", "openssh-server", "is the emulated board's sshd"),
     HostTool("ssh-keygen", "openssh-client", "makes the emulated board's keys"),
     HostTool("useradd", "passwd", "makes the emulated board's user"),
-    HostTool("ip", "iproute2", "gives the emulated board a network namespace"),
-    HostTool("socat", "socat", "connects to the emulated board's namespace"),
-    _UTIL_LINUX,
+    HostTool(
+        "ip", "iproute2", "gives the emulated board a network namespace", "listens on loopback"
+    ),
+    HostTool("socat", "socat", "connects to the emulated board's namespace", "listens on loopback"),
 )
 _MCU_EMU = (
     HostTool("qemu-system-arm", "qemu-system-arm", "emulates the Cortex-M board"),
@@ -93,9 +97,9 @@ def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
 
 
 def check_host_tools(profile: DeviceProfile) -> None:
-    """:class:`MissingHostTool` naming the first program ``profile``'s device needs that
-    this machine lacks, and its Debian package."""
-    missing = [tool for tool in host_tools(profile) if not tool.found()]
+    """:class:`MissingHostTool` naming the first program ``profile``'s device cannot do
+    without that this machine lacks, and its Debian package."""
+    missing = [tool for tool in host_tools(profile) if not tool.without and not tool.found()]
     if missing:
         tool, more = missing[0], len(missing) - 1
         others = f" (and {more} more: et-harness doctor lists them)" if more else ""
