@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from carried_token import carrying
 from prerequisites import require
 
 from harness.lifecycle.reap import descendants, start_time
@@ -93,7 +94,7 @@ class Footprint:
         left = [f"process {pid}: {cmd}" for pid, (start, cmd) in self.processes.items()
                 if start_time(pid) == start]  # fmt: skip
         if token is not None:
-            left += [f"process {pid}: {_cmdline(pid)}" for pid in _carrying(token)
+            left += [f"process {pid}: {_cmdline(pid)}" for pid in carrying(TOKEN_VARIABLE, token)
                      if pid not in self.processes]  # fmt: skip
         left += [f"namespace {name}" for name in self.netns if Path("/run/netns", name).exists()]
         left += [f"path {path}" for path in self.paths if path.exists()]
@@ -113,19 +114,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except OSError:
         return "?"
-
-
-def _carrying(token: str) -> set[int]:
-    needle = f"{TOKEN_VARIABLE}={token}\0".encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "environ").read_bytes() + b"\0":
-                    found.add(int(entry.name))
-            except OSError:
-                continue
-    return found - {os.getpid()}
 
 
 def _netns_inodes() -> dict[int, str]:
@@ -148,7 +136,11 @@ def _net_inode(pid: int) -> int | None:
 def footprint_of(roots: set[int], token: str | None) -> Footprint:
     """The processes under ``roots`` (and those carrying ``token``), their namespaces'
     processes, and the files and directories their command lines point at."""
-    pids = roots | descendants(roots) | (_carrying(token) if token is not None else set())
+    pids = (
+        roots
+        | descendants(roots)
+        | (carrying(TOKEN_VARIABLE, token) if token is not None else set())
+    )
     namespaces = _netns_inodes()
     used = {namespaces[inode] for pid in pids if (inode := _net_inode(pid)) in namespaces}
     inodes = {inode for inode, name in namespaces.items() if name in used}

@@ -185,8 +185,7 @@ def _short_differences(result: CaseResult) -> str:
     (pytest's first ``E`` line)."""
     lines = [d for v in result.verdicts for d in v.differences]
     if not lines and result.outcome in FAILING:
-        errors = [line[1:].strip() for line in result.longrepr.splitlines() if line[:2] == "E "]
-        lines = errors[:1]
+        lines = result.error_lines[:1]
     shown = lines[:_SHOWN_DIFFERENCES]
     if len(lines) > len(shown):
         shown.append(f"... and {len(lines) - len(shown)} more")

@@ -105,7 +105,7 @@ def _why(result: CaseResult) -> list[str]:
     if not lines and result.infra:
         lines = [f"{result.infra.type}: {result.infra.message}"]
     if not lines:
-        lines = [line[1:].strip() for line in result.longrepr.splitlines() if line[:2] == "E "]
+        lines = result.error_lines
     shown = [line[:300] for line in lines[:_WHY_LINES]]
     if len(lines) > _WHY_LINES:
         shown.append(f"... and {len(lines) - _WHY_LINES} more")

@@ -96,6 +96,11 @@ class CaseResult:
     runtime_label: str = ""  # the runtime it ran (--runtime; harness.agent.runtimes), or ""
 
     @property
+    def error_lines(self) -> list[str]:
+        """pytest's ``E`` lines of the failure text, without the ``E``."""
+        return [line[1:].strip() for line in self.longrepr.splitlines() if line[:2] == "E "]
+
+    @property
     def device_runtime(self) -> str:
         """``host``, or ``host@1.5.0`` for a run across runtimes: where and on what it ran."""
         device = self.device or ""
