@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from carried_token import left_after
 from filelock import FileLock
 
 from harness import __version__, shipped
@@ -25,6 +27,7 @@ from harness import __version__, shipped
 REPOSITORY = shipped.checkout()
 PROJECT = "examples/user-project"
 _TIMEOUT_S = 600
+_TOKEN = "ET_WHEEL_TEST_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,15 @@ def test_the_installed_harness_is_not_the_checkout(installed: Installed, tmp_pat
 
 @pytest.mark.parametrize("device", ["host", "ssh-emu", "my-board"])
 def test_the_user_project_passes_on(installed: Installed, project: Path, device: str) -> None:
-    done = _run([installed.tool("pytest"), "--device", device, "-p", "no:cacheprovider"], project)
+    token = secrets.token_hex(8)  # inherited by whatever the run starts
+    done = _run(
+        [installed.tool("pytest"), "--device", device, "-p", "no:cacheprovider"],
+        project,
+        **{_TOKEN: token},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    # The agent, sshd, the emulators and, last, the run's janitor: all gone.
+    assert left_after(_TOKEN, token, within_s=15) == set()
     assert "1 passed" in done.stdout
     (run_json,) = (project / "results").glob("*/run.json")
     assert json.loads(run_json.read_text())["harness_version"] == __version__
@@ -171,7 +181,8 @@ def test_a_broken_installation_fails_harness_commands_in_one_line_only(
     shutil.copytree(site / "harness", broken / "harness", ignore=shutil.ignore_patterns("_shipped"))
     unrelated = tmp_path / "unrelated"
     unrelated.mkdir()
-    (unrelated / "test_it.py").write_text("def test_it():\n    assert True\n")
+    # Another project's own test: it passes only if pytest, the plugin loaded, runs it.
+    (unrelated / "test_it.py").write_text("def test_sum():\n    assert sum([1, 2]) == 3\n")
     env = {"PYTHONPATH": str(broken)}
     passed = _run([installed.tool("pytest"), "-p", "no:cacheprovider"], unrelated, **env)
     assert passed.returncode == 0 and "1 passed" in passed.stdout, passed.stdout + passed.stderr
