@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.prerequisites import require
 
 CASES = """\
@@ -67,6 +69,7 @@ def _adb_processes_on(port: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_a_killed_private_adb_server_comes_back_with_its_phone_and_nothing_outlives_the_run(
     tmp_path,
 ):

@@ -30,6 +30,7 @@ HOSTED_EMULATED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", sorted(HOSTED_EMULATED))
 def test_bench_on_every_emulated_hosted_device_writes_all_figures(tmp_path, capsys, device):
     if HOSTED_EMULATED[device]:

@@ -116,6 +116,7 @@ def _fresh_process_finds(path: Path) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow
 def test_a_truncated_cached_agent_is_rebuilt_and_runs(shared_agent, own_cache, capfd):
     """As an interrupted copy or a bad disk leaves it: ``complete`` marker still there."""
     _copy_entry(_shared(sdk_dir), own_cache)
@@ -152,6 +153,7 @@ def _shared(directory_of: Callable[[str], Path]) -> Path:
         os.environ["ET_HARNESS_CACHE"] = saved
 
 
+@pytest.mark.slow
 def test_a_truncated_cached_firmware_is_rebuilt(own_cache, capfd):
     from harness.emulators.mcu import FIRMWARE_NAME, build_firmware, firmware_size
 

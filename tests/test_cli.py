@@ -134,6 +134,7 @@ def _emulated_mcu() -> Iterator[str]:
     assert emu.returncode == 0 and "mcu-emu is down" in out
 
 
+@pytest.mark.slow
 def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
     """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
     from harness.agent.session import AgentSession
@@ -150,6 +151,7 @@ def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
             link.close()
 
 
+@pytest.mark.slow
 def test_send_loads_again_on_a_board_that_kept_its_probes(tmp_path, capsys):
     """A board is not reset between sessions (`et-harness emu`, a real board without a
     reset line): the probes a first send registered are in the next HELLO, and a second

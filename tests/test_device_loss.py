@@ -61,6 +61,7 @@ def _requests_seen(farm: Farm, device: str) -> int:
     return int((farm.root / f"{device}.state").read_text("utf-8"))
 
 
+@pytest.mark.slow
 def test_a_stopped_agent_ends_a_hypothesis_test_within_twice_the_case_timeout(tmp_path, work_dir):
     farm = _property_farm(tmp_path, work_dir)
     farm.profile(
@@ -97,6 +98,7 @@ def test_a_stopped_agent_ends_a_hypothesis_test_within_twice_the_case_timeout(tm
     assert _requests_seen(farm, "frozen") == INTO_THE_PROPERTY_TEST + 1 + agents_started_after
 
 
+@pytest.mark.slow
 def test_the_run_timeout_ends_a_running_test_within_seconds_of_the_deadline(tmp_path, work_dir):
     farm = Farm(tmp_path, work_dir, cases=6)
     farm.profile(

@@ -160,6 +160,7 @@ def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path, monkeypatch):
     assert Path(f"{wrapper}.ran").read_text() == "hello from the profile\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ssh-emu", "adb-emu", "mcu-emu", "mcu-m55-emu"])
 def test_killing_the_device_daemon_mid_run_is_a_transport_error(name):
     device = open_device(load_profile(name))

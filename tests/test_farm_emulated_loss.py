@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CASES = """\
 import pytest
 
@@ -34,6 +36,7 @@ def test_set(et, device, n):
 EMULATED = ("adb-emu", "mcu-emu", "ssh-emu")
 
 
+@pytest.mark.slow
 def test_killed_emulated_devices_end_their_tests_as_infra_and_the_host_finishes_green(tmp_path):
     (tmp_path / "test_cases.py").write_text(CASES)
     results = tmp_path / "results"

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from tests.prerequisites import require
 
 CASES = """\
@@ -38,6 +40,7 @@ def test_set(et, device, n):
 EMULATED = ("adb-emu", "ssh-emu")
 
 
+@pytest.mark.slow
 def test_a_killed_emulator_is_restarted_and_the_tests_after_it_run(tmp_path):
     require("adb", "qemu-aarch64", "sshd", root=True)
     flags = tmp_path / "flags"

@@ -45,6 +45,8 @@ from harness.results.directory import RESULTS_FILE, read_results
 from harness.results.records import CaseResult
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SHIM_SOURCE = ROOT / "tests" / "faults" / "etb_fault_shim.cpp"
 # Each fault, and where it strikes.

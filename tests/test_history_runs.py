@@ -12,14 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from postgres_server import postgres_server
 from prerequisites import require
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
 SELECTED = "set_option_each and (2-backends or 3-backends) or seeded"
 SEEDED = """\
 from harness.data.options import BackendOptions, Option, OptionsMap
-
 
 def test_seeded_threads(et):
     verdict = et.set(OptionsMap((BackendOptions("ProbeA", (Option("threads", 4),)),)))

@@ -28,6 +28,7 @@ REPOSITORY = shipped.checkout()
 PROJECT = "examples/user-project"
 _TIMEOUT_S = 600
 _TOKEN = "ET_WHEEL_TEST_TOKEN"
+pytestmark = pytest.mark.slow
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ import pytest
 
 from harness.data.options import OptionsMap
 
+pytestmark = pytest.mark.slow
+
 
 def test_before(et, device):
     et.set(OptionsMap.from_dict({"ProbeA": {"k": 1}})).raise_for_differences()

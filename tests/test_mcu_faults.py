@@ -94,6 +94,7 @@ def _get_case(number: int, expected: dict[str, int]) -> Case:
     return Case(Request(Action.GET, wanted), check)
 
 
+@pytest.mark.slow
 def test_cases_through_a_faulty_link_end_correct_or_with_a_transport_error(
     mcu: McuEmulator, record_property
 ) -> None:

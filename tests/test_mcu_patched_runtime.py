@@ -24,6 +24,7 @@ from harness.emulators.mcu import firmware_source_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = find_runtime_source()
+pytestmark = pytest.mark.slow
 _RUN_TIMEOUT_S = 900
 
 # (file in the tree, the text as upstream has it, the same text with the fault)

@@ -348,6 +348,7 @@ _HEADLINE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("detector", [d.value for d in RaceDetector])
 def test_the_detector_flags_the_racy_shim_in_the_test_that_ran_into_it(
     detector: str, race_shims: dict[str, Path], tmp_path: Path
@@ -368,6 +369,7 @@ def test_the_detector_flags_the_racy_shim_in_the_test_that_ran_into_it(
     assert "NOT SUPPRESSED" in kept and "etb_race_shim.cpp" in kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("detector", [d.value for d in RaceDetector])
 def test_the_clean_agent_is_not_flagged(detector: str, tmp_path: Path) -> None:
     if detector != "tsan":

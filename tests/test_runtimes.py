@@ -222,6 +222,7 @@ def test_the_report_shows_side_by_side_only_the_checks_that_differ() -> None:
     assert across_runtimes_lines(results[:1]) == []
 
 
+@pytest.mark.slow
 def test_one_run_across_both_wheels_keys_everything_by_runtime(tmp_path) -> None:
     """Two cases per runtime: each runtime costs an agent build on an empty cache (~20 s)."""
     work, root = tmp_path / "work", tmp_path / "farm"

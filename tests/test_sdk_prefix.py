@@ -58,6 +58,7 @@ def request(binary: Path, *requests: Request) -> list:
     return reports
 
 
+@pytest.mark.slow
 def test_agent_builds_against_an_install_prefix_and_runs(tmp_path, monkeypatch) -> None:
     program = xnnpack_program()  # programs always come from the pinned wheel's schema
     prefix = lay_out_prefix(tmp_path / "prefix")

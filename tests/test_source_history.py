@@ -189,6 +189,7 @@ def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: 
     assert not facts.get("real_backends")  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_one_run_across_both_wheels_and_a_source_tree_shows_all_three(
     history: History, tmp_path: Path
 ) -> None:
