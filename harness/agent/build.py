@@ -289,8 +289,9 @@ def _build(
             f"-DETB_SOURCE_FACTS_DIR={source.home / 'facts'}",
         ]
     # Every build's objects go through the object cache; paths are hashed relative to the
-    # directory of the builds (a source runtime's: its home, beside its tree).
-    cache_env = compiler_cache_env(target.parent if sdk.source is None else sdk.source.home)
+    # harness cache, which holds the wheel's SDK (so a cache of another place, with its own
+    # copy of the SDK, finds the same objects), or to a source runtime's home, beside its tree.
+    cache_env = compiler_cache_env(cache_root() if sdk.source is None else sdk.source.home)
     if cache_env:
         env.update(cache_env)
         configure += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX")]
