@@ -167,15 +167,13 @@ def _shared(directory_of: Callable[[str], Path]) -> Path:
 def test_a_truncated_cached_firmware_is_rebuilt(own_cache, capfd):
     from harness.emulators.mcu import FIRMWARE_NAME, build_firmware, firmware_size
 
-    shared = _shared(
-        lambda _: build_firmware(cache_dir=cache_root() / "mcu-firmware", stand_in=True)
-    ).parent
+    shared = _shared(lambda _: build_firmware(cache_dir=cache_root() / "mcu-firmware")).parent
     firmware = _copy_entry(shared, own_cache)
     _share_object_cache(own_cache)
     size = _truncate(firmware / FIRMWARE_NAME)
     capfd.readouterr()
 
-    elf = build_firmware(cache_dir=own_cache / firmware.parent.name, stand_in=True)
+    elf = build_firmware(cache_dir=own_cache / firmware.parent.name)
 
     assert elf == firmware / FIRMWARE_NAME
     err = capfd.readouterr().err
