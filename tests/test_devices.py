@@ -92,6 +92,7 @@ def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path, monkeypatch):
     runner = CaseRunner(device.start_link, device.program_for)
     try:
         runner.load(MAP).raise_for_differences()
+        assert isinstance(device, HostedDevice)
         assert device.deploy_agent().startswith(str(tmp_path / "dev" / "agent"))
     finally:
         runner.close()
@@ -105,7 +106,9 @@ def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path, mo
         tmp_path / "profile.yaml",
     )
     with pytest.raises(DeviceSetupError, match=r"agent\.prebuilt: no et-agent"):
-        open_device(profile).deploy_agent()
+        device = open_device(profile)
+        assert isinstance(device, HostedDevice)
+        device.deploy_agent()
 
 
 @pytest.mark.parametrize("link", ["et-agent", "libleak.so"])
