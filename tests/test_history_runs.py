@@ -255,6 +255,7 @@ def test_the_nightly_report_job_catches_every_job_up_and_publishes_the_history()
         (REPO / ".github" / "workflows" / "nightly.yml").read_text(),
         ".github/workflows/nightly.yml",
     )
+    assert isinstance(workflow, dict), workflow
     assert workflow["env"]["ET_HARNESS_HISTORY"] == "${{ secrets.ET_HISTORY_URL }}"
     steps = workflow["jobs"]["report"]["steps"]
     run = "\n".join(step.get("run", "") for step in steps)

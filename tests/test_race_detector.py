@@ -24,6 +24,7 @@ from prerequisites import require
 
 from harness.agent.race_detector import DetectorBroke, RaceDetector, RaceLog
 from harness.agent.race_reports import (
+    Suppression,
     SuppressionFileError,
     classify,
     load_suppressions,
@@ -144,7 +145,7 @@ def _race_log(
 ) -> RaceLog:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    rules = ()
+    rules: tuple[Suppression, ...] = ()
     if suppressions is not None:
         path = tmp_path.parent / f"{tmp_path.name}-suppressions.yaml"
         path.write_text(suppressions)

@@ -253,6 +253,7 @@ def session(build: AgentBuild) -> Iterator[AgentSession]:
 
 def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentSession) -> None:
     """Each report comes without a byte more than its unit's first 16 (or whole message)."""
+    assert isinstance(session.channel, StreamChannel)  # the fixture's
     refused = session.send_raw(header(version=1, length=100, seq=5), seq=5)
     assert (refused.outcome, refused.detail) == (Outcome.REJECTED, wire.WireErrorCode.VERSION)
     hello = wire.encode_request(Request(Action.HELLO, seq=6))
