@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.agent.build import ensure_agent
-from harness.config.profile import load_profile, parse_profile
+from harness.config.profile import DeviceProfile, load_profile, parse_profile
 from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
@@ -40,7 +40,7 @@ class CountingTransport(LocalTransport):
         super().push(local, remote)
 
 
-def host_profile(work_dir: Path):
+def host_profile(work_dir: Path) -> DeviceProfile:
     return dataclasses.replace(load_profile("host"), work_dir=str(work_dir))
 
 

@@ -66,7 +66,7 @@ def test_the_bundle_is_the_agent_its_executorch_libraries_and_glibc_stripped():
 
 
 @pytest.fixture
-def extra_build(tmp_path, monkeypatch) -> AgentBuild:
+def extra_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AgentBuild:
     """An aarch64 'agent' linking a library no list in the harness names, shipped beside a
     plugin it does not link (as a backend's dlopen'ed plugin would be), which needs libm."""
     require("aarch64-linux-gnu-gcc")

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from postgres_server import postgres_server
 from prerequisites import require
@@ -81,7 +82,7 @@ def finished(run: subprocess.Popen[str]) -> tuple[int, str]:
     return run.returncode, out
 
 
-def history_json(store: str) -> dict:
+def history_json(store: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "history", "--history", store, "--json"],
         cwd=REPO,

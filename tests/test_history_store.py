@@ -445,7 +445,9 @@ OUTCOME = st.sampled_from(["passed", "failed", "error", "infra", "skipped", None
 RUNS = st.lists(st.fixed_dictionaries({c: OUTCOME for c in CHECKS}), min_size=1, max_size=8)
 
 
-def _model_flaky(sequence: list[dict], window: int) -> set[tuple[str, str]]:
+def _model_flaky(
+    sequence: list[dict[tuple[str, str] | str, str | None]], window: int
+) -> set[tuple[str, str]]:
     found = set()
     for check in CHECKS:
         seen = [

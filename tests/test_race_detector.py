@@ -51,7 +51,9 @@ RUN_TIMEOUT_S = 600
 # ---- the profile field --------------------------------------------------------------------
 
 
-def _profile(agent: dict, transport: str = "local", **top: object) -> dict:
+def _profile(
+    agent: dict[str, object], transport: str = "local", **top: object
+) -> dict[str, object]:
     kind: dict[str, object] = {"kind": transport}
     if transport == "ssh":
         kind.update(host="board", user="ci")
