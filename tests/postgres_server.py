@@ -86,6 +86,7 @@ def postgres_server() -> Iterator[str]:
         deadline = time.monotonic() + _READY_TIMEOUT_S
         while True:  # ready when it accepts a connection (it says so on no other channel)
             if server.poll() is not None:
+                assert server.stderr is not None  # a pipe
                 pytest.fail(f"postgres exited: {server.stderr.read().decode()[-2000:]}")
             try:
                 with psycopg.connect(conninfo, autocommit=True, connect_timeout=2) as conn:

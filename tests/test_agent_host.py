@@ -16,7 +16,7 @@ import signal
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,7 @@ from harness.data.messages import (
     ReportEntry,
     Request,
 )
-from harness.data.options import Option, OptionsMap
+from harness.data.options import Option, OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode as E
 
 TIMEOUT_S = 20.0
@@ -56,6 +56,7 @@ class AgentProcess:
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         self._selector = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
         self._selector.register(self.proc.stdout, selectors.EVENT_READ)
         self._seq = 0
 
@@ -70,6 +71,7 @@ class AgentProcess:
         return self.read_report()
 
     def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
@@ -85,6 +87,7 @@ class AgentProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not self._selector.select(remaining):
                 raise AgentDied(f"no report within {TIMEOUT_S} s; stderr: {self.stderr()}")
+            assert self.proc.stdout is not None
             chunk = os.read(self.proc.stdout.fileno(), size - len(data))
             if not chunk:
                 raise AgentDied(f"agent closed stdout (exit {self.proc.poll()}): {self.stderr()}")
@@ -94,6 +97,7 @@ class AgentProcess:
     def stderr(self) -> str:
         if self.proc.poll() is None:
             return "(still running)"
+        assert self.proc.stderr is not None
         return self.proc.stderr.read().decode(errors="replace")[-2000:]
 
     def finish(self) -> tuple[int, str]:
@@ -123,7 +127,7 @@ def agent(build: AgentBuild) -> Iterator[AgentProcess]:
         assert code == 0, f"agent exited {code} at EOF: {err}"
 
 
-def opts(**values: object) -> tuple[Option, ...]:
+def opts(**values: OptionValue) -> tuple[Option, ...]:
     return tuple(Option(k, v) for k, v in values.items())
 
 
@@ -146,11 +150,11 @@ def load(agent: AgentProcess, delegates: tuple[str, ...], options: OptionsMap) -
     return agent.request(Request.load(str(probe_program(delegates)), delegates, options))
 
 
-def set_options(agent: AgentProcess, data: dict) -> Report:
+def set_options(agent: AgentProcess, data: Mapping[str, Mapping[str, OptionValue]]) -> Report:
     return agent.request(Request(Action.SET, OptionsMap.from_dict(data)))
 
 
-def get_options(agent: AgentProcess, data: dict) -> Report:
+def get_options(agent: AgentProcess, data: Mapping[str, Mapping[str, OptionValue]]) -> Report:
     return agent.request(Request(Action.GET, OptionsMap.from_dict(data)))
 
 
@@ -227,8 +231,9 @@ def test_load_hands_each_probe_exactly_its_own_options(agent: AgentProcess) -> N
     assert (b.calls, b.executes) == (1, 1)
     assert c.options == ()  # no map entry: an empty runtime_specs span
     assert (c.calls, c.executes) == (1, 1)
-    assert isinstance(report.fact("load_us"), int) and report.fact("load_us") >= 0
-    assert isinstance(report.fact("execute_us"), int) and report.fact("execute_us") >= 0
+    load_us, execute_us = report.fact("load_us"), report.fact("execute_us")
+    assert isinstance(load_us, int) and load_us >= 0
+    assert isinstance(execute_us, int) and execute_us >= 0
 
     again = agent.request(Request(Action.EXECUTE))
     assert again.outcome is Outcome.OK
@@ -317,7 +322,7 @@ def test_qnn_init_crashes_on_a_foreign_blob_today(agent: AgentProcess) -> None:
 def test_qnn_init_refuses_a_foreign_blob_with_an_error(agent: AgentProcess) -> None:
     report = load(agent, ("QnnBackend",), OptionsMap())
     assert report.outcome is Outcome.RUNTIME_ERROR
-    assert report.entry("QnnBackend").status != E.Ok
+    assert entry(report, "QnnBackend").status != E.Ok
 
 
 # --------------------------------------------------------------------------- SET, GET
@@ -371,7 +376,7 @@ def test_unknown_backend_name_is_not_found(agent: AgentProcess) -> None:
     ],
 )
 def test_xnnpack_set_option_statuses(
-    agent: AgentProcess, key: str, value: object, status: int
+    agent: AgentProcess, key: str, value: OptionValue, status: int
 ) -> None:
     report = set_options(agent, {"XnnpackBackend": {key: value}})
     (xnn,) = report.entries
@@ -382,13 +387,13 @@ def test_xnnpack_set_option_statuses(
 
 
 def test_xnnpack_get_reads_back_what_set_stored(agent: AgentProcess) -> None:
-    placeholders = {
+    placeholders: dict[str, OptionValue] = {
         "workspace_sharing_mode": -5,
         "weight_cache_enabled": True,
         "packed_cache_path": "placeholder",
         "not_an_xnnpack_key": 42,
     }
-    stored = {
+    stored: dict[str, OptionValue] = {
         "workspace_sharing_mode": 1,
         "weight_cache_enabled": False,
         "packed_cache_path": "/tmp/pc",
@@ -646,6 +651,7 @@ def test_malformed_frames_are_rejected_and_the_agent_keeps_serving(agent: AgentP
 def test_truncated_input_at_eof_is_rejected_then_clean_exit(build: AgentBuild) -> None:
     process = AgentProcess([str(build.binary)])
     process.write(_hello_frame(7)[:20])  # header and 4 of its 25 bytes
+    assert process.proc.stdin is not None
     process.proc.stdin.close()
     _assert_rejected(process.read_report(), wire.WireErrorCode.TRUNCATED, 7)
     assert process.proc.wait(timeout=TIMEOUT_S) == 0

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prerequisites import require
@@ -40,7 +41,7 @@ def test_every_agent_source_file_starts_with_the_projects_spdx_line():
     assert not unlicensed, f"no SPDX-License-Identifier: {license_id} on line 1 of {unlicensed}"
 
 
-def compile_commands(source: Path, build: Path, *options: str) -> list[dict]:
+def compile_commands(source: Path, build: Path, *options: str) -> list[dict[str, Any]]:
     subprocess.run(
         [
             str(find_cmake()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from prerequisites import require
@@ -12,13 +13,13 @@ from harness.cli.bench import case_map, sample_alternately
 from harness.data.options import OptionType
 
 
-def test_case_map_has_every_type_and_the_requested_shape():
+def test_case_map_has_every_type_and_the_requested_shape() -> None:
     options = case_map(backends=3, options=6, string_bytes=255)
     assert len(options.backends) == 3
     assert all(len(b.options) == 6 for b in options.backends)
     assert {o.type for b in options.backends for o in b.options} == set(OptionType)
     strings = [o.value for b in options.backends for o in b.options if o.type is OptionType.STRING]
-    assert all(len(s.encode()) == 255 for s in strings)
+    assert all(isinstance(s, str) and len(s.encode()) == 255 for s in strings)
 
 
 # Every emulated hosted device: the per-case way starts its one-shot agent as sessions
@@ -64,10 +65,10 @@ def test_bench_on_every_emulated_hosted_device_writes_all_figures(tmp_path, caps
     assert "a/b throughput" in capsys.readouterr().out
 
 
-def test_floor_and_round_trip_are_sampled_in_turn():
-    calls = []
+def test_floor_and_round_trip_are_sampled_in_turn() -> None:
+    calls: list[str] = []
 
-    def sampler(name: str, seconds: float):
+    def sampler(name: str, seconds: float) -> Callable[[], float]:
         def sample() -> float:
             calls.append(name)
             return seconds

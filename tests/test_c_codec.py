@@ -15,9 +15,10 @@ import shutil
 import struct
 import subprocess
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -474,7 +475,7 @@ def test_golden_vectors_exist() -> None:
     assert vector_names(), f"no golden vectors in {VECTORS}"
 
 
-def load_vector(name: str) -> tuple[bytes, dict[str, object]]:
+def load_vector(name: str) -> tuple[bytes, dict[str, Any]]:
     return (VECTORS / f"{name}.bin").read_bytes(), json.loads(
         (VECTORS / f"{name}.json").read_text(encoding="utf-8")
     )
@@ -603,13 +604,13 @@ def valid_messages() -> Iterator[tuple[str, bytes, int, int]]:
         yield name, data, msg_type, options
 
 
-def count_options(readable: dict[str, object]) -> int:
+def count_options(readable: dict[str, Any]) -> int:
     groups = readable.get("backends", readable.get("entries", []))
-    groups = [*groups, *readable.get("method_backends", [])]  # type: ignore[misc]
-    for model in readable.get("models", []):  # type: ignore[attr-defined]
+    groups = [*groups, *readable.get("method_backends", [])]
+    for model in readable.get("models", []):
         groups += [*model["backends"], *model["method_backends"]]
-    count = sum(len(g["options"]) for g in groups)  # type: ignore[union-attr,index]
-    return count + len(readable.get("facts", []))  # type: ignore[arg-type]
+    count = sum(len(g["options"]) for g in groups)
+    return count + len(readable.get("facts", []))
 
 
 # --- crafted messages ---------------------------------------------------------------------
@@ -909,12 +910,16 @@ def test_every_truncation_is_truncated(
 # --- encoder limits -----------------------------------------------------------------------
 
 
-def encode_after(codec: Codec, data: bytes, msg_type: int, change: object) -> str:
-    """Decode a valid message, let change(message, keep) break it, encode it again."""
+def encode_after(
+    codec: Codec, data: bytes, msg_type: int, change: Callable[[Any, list[object]], None]
+) -> str:
+    """Decode a valid message, let change(message, keep) break it, encode it again.
+
+    ``change`` takes the message ``msg_type`` says, a Request or a Report."""
     decoded = codec.decode(data, msg_type)
     assert decoded.status == "OK"
     keep: list[object] = []
-    change(decoded.message, keep)  # type: ignore[operator]
+    change(decoded.message, keep)
     return codec.encode(decoded.message)[0]
 
 
@@ -924,7 +929,7 @@ def view(data: bytes, keep: list[object]) -> Str:
     return Str(ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8)), len(data))
 
 
-def set_key(index: int, key: bytes):  # type: ignore[no-untyped-def]
+def set_key(index: int, key: bytes) -> Callable[[Request, list[object]], None]:
     def change(req: Request, keep: list[object]) -> None:
         req.backends[0].options[index].key = view(key, keep)
 

@@ -389,7 +389,12 @@ def test_an_entry_whose_record_is_damaged_is_made_again(own_cache, capfd):
     path = Path(made.stdout.splitlines()[0])
     Path(f"{path}.entry").write_text("{not json", "utf-8")
     capfd.readouterr()
-    again = []
-    cached_program("probe", [0], lambda: again.append(1) or _program(0, 10_000))
+    again: list[int] = []
+
+    def generate() -> bytes:
+        again.append(1)
+        return _program(0, 10_000)
+
+    cached_program("probe", [0], generate)
     assert again == [1] and CacheEntry("program", path).damage() is None
     assert "cannot be read" in capfd.readouterr().err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,13 +19,15 @@ from harness.check import (
     check_set,
 )
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, LoadPath, Outcome, Report, ReportEntry
-from harness.data.options import BackendOptions, Option, OptionsMap
+from harness.data.options import BackendOptions, Option, OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode
 
 K = DifferenceKind
 
 
-def probe(name: str, *options: tuple[str, object], status: int = 0, calls: int = 1) -> ReportEntry:
+def probe(
+    name: str, *options: tuple[str, OptionValue], status: int = 0, calls: int = 1
+) -> ReportEntry:
     """A probe's entry: ``options`` is exactly what the backend received."""
     return ReportEntry(
         name,
@@ -73,7 +77,8 @@ def test_exact_load_delivery_is_ok() -> None:
     ]
 
 
-_TEXT = st.characters(exclude_categories=("Cs",), exclude_characters="\0")
+_SURROGATES: tuple[Literal["Cs"]] = ("Cs",)  # annotated: mypy infers a bare tuple as tuple[str]
+_TEXT = st.characters(exclude_categories=_SURROGATES, exclude_characters="\0")
 
 
 @given(
@@ -136,7 +141,7 @@ def test_wrong_type_renders_aligned_with_marker() -> None:
     ("sent", "received"),
     [(True, 1), (False, 0), (1, True), (0, False), (1, "1"), ("true", True)],
 )
-def test_bool_int_and_string_never_compare_equal(sent: object, received: object) -> None:
+def test_bool_int_and_string_never_compare_equal(sent: OptionValue, received: OptionValue) -> None:
     sent_map = OptionsMap.from_dict({"ProbeA": {"k": sent}})
     difference = only(check_load(sent_map, ("ProbeA",), report(probe("ProbeA", ("k", received)))))
     assert difference == Difference(K.WRONG_TYPE, "ProbeA", "k", sent, received)
@@ -207,7 +212,9 @@ def test_nothing_delivered_is_one_difference_not_one_per_key() -> None:
     verdict = check_load(SENT, ("ProbeA",), report(probe("ProbeA")))
     difference = only(verdict)
     assert difference.kind is K.NOTHING_DELIVERED
-    assert difference.expected == SENT.for_backend("ProbeA").options
+    sent = SENT.for_backend("ProbeA")
+    assert sent is not None
+    assert difference.expected == sent.options
     assert difference.actual == ()
     assert (
         "  - received no options; 3 options were sent: [threads, fast, mode]  <- NOTHING_DELIVERED"
@@ -508,7 +515,11 @@ XNN_SENT = OptionsMap.from_dict({XNN: [("workspace_sharing_mode", 1), ("x", "y")
 
 
 def recorded(
-    name: str, *options: tuple[str, object], status: int = 0, returned: int = 0, calls: int = 1
+    name: str,
+    *options: tuple[str, OptionValue],
+    status: int = 0,
+    returned: int = 0,
+    calls: int = 1,
 ) -> ReportEntry:
     """A recorded real backend's entry: what its hook was handed, then the annotations."""
     handed = tuple(Option(k, v) for k, v in options)
@@ -543,7 +554,7 @@ def test_a_recorded_real_backend_is_checked_like_a_probe() -> None:
     ],
 )
 def test_silent_faults_on_a_recorded_real_backend_are_differences(
-    handed: tuple[tuple[str, object], ...], kinds: tuple[DifferenceKind, ...]
+    handed: tuple[tuple[str, OptionValue], ...], kinds: tuple[DifferenceKind, ...]
 ) -> None:
     verdict = check_load(XNN_SENT, (XNN,), report(recorded(XNN, *handed)), unobserved={XNN})
     assert verdict.kinds() == kinds
@@ -569,7 +580,9 @@ def test_a_backend_status_the_runtime_swallowed_is_a_difference() -> None:
 
 
 def recorded_get(
-    name: str, left: tuple[tuple[str, object], ...], handed_back: tuple[tuple[str, object], ...]
+    name: str,
+    left: tuple[tuple[str, OptionValue], ...],
+    handed_back: tuple[tuple[str, OptionValue], ...],
 ) -> ReportEntry:
     """A recorded GET entry: the span as the backend left it, the annotations, then the
     span as the runtime handed it back to its caller and its count (``etb.caller``)."""

@@ -21,13 +21,13 @@ from harness.data.messages import (
     ReportEntry,
     Request,
 )
-from harness.data.options import Option, OptionsMap
+from harness.data.options import Option, OptionsMap, OptionValue
 
 K = DifferenceKind
 PAIR = ("ProbeA", "ProbeB")
 
 
-def entry(name: str, model: int, **options: object) -> ReportEntry:
+def entry(name: str, model: int, **options: OptionValue) -> ReportEntry:
     return ReportEntry(
         name,
         0,
@@ -40,8 +40,8 @@ def entry(name: str, model: int, **options: object) -> ReportEntry:
 
 
 def two_models(
-    map_a: dict[str, dict[str, object]],
-    map_b: dict[str, dict[str, object]],
+    map_a: dict[str, dict[str, OptionValue]],
+    map_b: dict[str, dict[str, OptionValue]],
     path_b: LoadPath = LoadPath.MODULE_METHOD,
 ) -> Request:
     return Request.load(
@@ -266,6 +266,7 @@ def test_a_leak_keeps_its_note_and_is_marked_in_the_rows_too():
         K.CROSS_MODEL, "ProbeA", "threads", None, 1, ("model 0",), "a second option with this key"
     )
     outcome = verdicts[1].backend("ProbeA")
+    assert outcome is not None
     assert outcome.differences == (leak,)
     assert outcome.rows == (
         OptionRow(0, Option("threads", 2), 0, Option("threads", 2)),

@@ -20,14 +20,16 @@ from harness.check import (
     format_value,
 )
 from harness.data.messages import ENTRY_FLAG_PROBE
-from harness.data.options import Option, OptionsMap
+from harness.data.options import Option, OptionsMap, OptionValue
 
 K = DifferenceKind
 SENT = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"cache": "/c"}})
 NOT_FOUND = 0x20
 
 
-def probe(name: str, *options: tuple[str, object], status: int = 0, calls: int = 1) -> ReportEntry:
+def probe(
+    name: str, *options: tuple[str, OptionValue], status: int = 0, calls: int = 1
+) -> ReportEntry:
     return ReportEntry(
         name, status, calls, calls, ENTRY_FLAG_PROBE, tuple(Option(k, v) for k, v in options)
     )

@@ -7,12 +7,14 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.config.settings import (
     Field,
     ProfileError,
+    Spec,
     check_known,
     one_of,
     parse_settings,
@@ -39,7 +41,7 @@ class Example:
     work_dir: str = "/tmp/w"  # given by the harness, never read from the file
 
 
-FIELDS = {
+FIELDS: dict[str, Spec] = {
     "host": None,
     "port": check_port,
     "pulse": None,
@@ -49,7 +51,7 @@ FIELDS = {
 }
 
 
-def parse(data: dict, **given):
+def parse(data: Mapping[str, object], **given: Any) -> Example:
     return parse_settings(
         Example,
         data,
@@ -123,7 +125,7 @@ def _no_dash(value: str) -> None:
         raise ValueRuleError(f"{value!r} starts with '-'; give a plain word")
 
 
-NESTED = {
+NESTED: dict[str, Spec] = {
     "words": Field(rule=_no_dash, means="a list of words, e.g. [a, b]"),
     "ports": check_port,
     "env": Field(key=_no_dash),
@@ -133,7 +135,7 @@ NESTED = {
 }
 
 
-def parse_nested(data: dict) -> Nested:
+def parse_nested(data: Mapping[str, object]) -> Nested:
     return parse_settings(
         Nested, data, "devices/x.yaml: agent", fields=NESTED, base=Path("/profiles")
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import ProfileError, load_profile, parse_profile
+from harness.config.profile import DeviceProfile, ProfileError, load_profile, parse_profile
 from harness.devices.base import DeviceSetupError
 from harness.devices.deployment import Deployment, choose_deployment
 from harness.devices.hosted import HostedDevice
@@ -62,7 +62,7 @@ class AnsweringTransport(Transport):
         pass
 
 
-def profile(agent: dict | None = None):
+def profile(agent: dict[str, object] | None = None) -> DeviceProfile:
     data = {"transport": {"kind": "adb"}, "work_dir": "/data/local/tmp/x", "agent": agent or {}}
     return parse_profile(data, Path("devices/phone.yaml"))
 

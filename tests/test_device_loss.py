@@ -46,7 +46,7 @@ INTO_THE_PROPERTY_TEST = 8
 
 
 @pytest.fixture(scope="module")
-def work_dir(tmp_path_factory) -> Path:
+def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One device work directory for the module: the agent is copied there once."""
     return tmp_path_factory.mktemp("device-work")
 

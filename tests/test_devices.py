@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.agent.build import ensure_agent
-from harness.config.profile import load_profile, parse_profile
+from harness.config.profile import DeviceProfile, load_profile, parse_profile
 from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
@@ -40,7 +40,7 @@ class CountingTransport(LocalTransport):
         super().push(local, remote)
 
 
-def host_profile(work_dir: Path):
+def host_profile(work_dir: Path) -> DeviceProfile:
     return dataclasses.replace(load_profile("host"), work_dir=str(work_dir))
 
 
@@ -92,6 +92,7 @@ def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path, monkeypatch):
     runner = CaseRunner(device.start_link, device.program_for)
     try:
         runner.load(MAP).raise_for_differences()
+        assert isinstance(device, HostedDevice)
         assert device.deploy_agent().startswith(str(tmp_path / "dev" / "agent"))
     finally:
         runner.close()
@@ -105,7 +106,9 @@ def test_prebuilt_directory_without_an_agent_is_a_clear_setup_error(tmp_path, mo
         tmp_path / "profile.yaml",
     )
     with pytest.raises(DeviceSetupError, match=r"agent\.prebuilt: no et-agent"):
-        open_device(profile).deploy_agent()
+        device = open_device(profile)
+        assert isinstance(device, HostedDevice)
+        device.deploy_agent()
 
 
 @pytest.mark.parametrize("link", ["et-agent", "libleak.so"])

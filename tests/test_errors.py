@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import inspect
 import pkgutil
@@ -104,7 +105,7 @@ def test_the_cli_prints_any_harness_error_as_one_line_with_exit_2(error, monkeyp
     module, _, class_name = error.rpartition(".")
     cls = getattr(importlib.import_module(module), class_name)
 
-    def fail(_args):
+    def fail(_args: argparse.Namespace) -> int:
         raise cls("devices/x.yaml: something to change")
 
     monkeypatch.setattr(cli, "_cmd_devices", fail)
@@ -115,7 +116,7 @@ def test_the_cli_prints_any_harness_error_as_one_line_with_exit_2(error, monkeyp
 def test_the_cli_keeps_the_traceback_of_a_bug(monkeypatch):
     cli = importlib.import_module("harness.cli.main")
 
-    def fail(_args):
+    def fail(_args: argparse.Namespace) -> int:
         raise KeyError("a bug")
 
     monkeypatch.setattr(cli, "_cmd_devices", fail)

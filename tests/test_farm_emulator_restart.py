@@ -91,7 +91,7 @@ def test_a_killed_emulator_is_restarted_and_the_tests_after_it_run(tmp_path):
         assert all(not mine[n]["emulator_restarts"] for n in "0134")
         assert f"emulator restarted: {device}: test_set[{device}-2]: restart 1 of 2" in output
     properties = [
-        (case.get("name"), prop.get("value", ""))
+        (case.get("name", ""), prop.get("value", ""))
         for case in ET.parse(junit).getroot().iter("testcase")
         for prop in case.iter("property")
         if prop.get("name") == "emulator_restart"

@@ -13,6 +13,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_farm_runs import Farm, Run
@@ -98,7 +99,7 @@ def _farm(tmp_path: Path) -> Farm:
     return Farm(tmp_path / "farm", tmp_path / "work")
 
 
-def _lines(path: Path) -> list[dict]:
+def _lines(path: Path) -> list[dict[str, Any]]:
     """Every line of ``path`` as JSON: a cut-short line fails the test here."""
     data = path.read_bytes()
     assert data.endswith(b"\n"), data[-200:]
@@ -110,7 +111,7 @@ def _reported(run: Run) -> list[str]:
     return re.findall(r"et-harness: cannot write [^\n]*", run.stdout)
 
 
-def _names(results: list[dict]) -> list[str]:
+def _names(results: list[dict[str, Any]]) -> list[str]:
     return [r["nodeid"].split("::")[-1] for r in results]
 
 

@@ -17,6 +17,7 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -171,7 +172,7 @@ class Run:
     elapsed: float
     results_dir: Path
 
-    def results(self) -> dict[str, dict]:
+    def results(self) -> dict[str, dict[str, Any]]:
         path = self.results_dir / "results.jsonl"
         lines = path.read_text("utf-8").splitlines()
         return {r["nodeid"].split("::")[-1]: r for r in map(json.loads, lines)}
@@ -199,7 +200,7 @@ class Farm:
         tags: tuple[str, ...] = (),
         work_dir: Path | None = None,
     ) -> str:
-        data: dict = {
+        data: dict[str, Any] = {
             "name": name or file,
             "transport": {"kind": "local"},
             "work_dir": str(work_dir or self.work_dir),
@@ -230,7 +231,7 @@ class Farm:
             *args,
         ], results
 
-    def popen(self, *args: str, **kwargs) -> tuple[subprocess.Popen, Path]:
+    def popen(self, *args: str, **kwargs: Any) -> tuple[subprocess.Popen[str], Path]:
         argv, results = self.command(*args)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTEST_XDIST"))}
         env[TRUSTED_PROFILES_ENV] = str(self.devices)  # the relay wrapper runs here
@@ -252,18 +253,25 @@ class Farm:
         return Run(process.returncode, stdout, time.monotonic() - started, results)
 
 
+def child(parent: ET.Element, path: str) -> ET.Element:
+    """The first element at ``path`` in ``parent``, where the test expects one."""
+    found = parent.find(path)
+    assert found is not None, f"no {path} in <{parent.tag}>"
+    return found
+
+
 @pytest.fixture(scope="module")
-def work_dir(tmp_path_factory) -> Path:
+def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One device work directory for the module: the agent is copied there once."""
     return tmp_path_factory.mktemp("device-work")
 
 
 @pytest.fixture
-def farm(tmp_path, work_dir) -> Farm:
+def farm(tmp_path: Path, work_dir: Path) -> Farm:
     return Farm(tmp_path, work_dir)
 
 
-def test_two_devices_in_one_run_each_test_id_names_its_device(farm):
+def test_two_devices_in_one_run_each_test_id_names_its_device(farm: Farm) -> None:
     farm.profile("alpha")
     farm.profile("beta")
     junit = farm.root / "junit.xml"
@@ -281,11 +289,11 @@ def test_two_devices_in_one_run_each_test_id_names_its_device(farm):
         "set: ok, 2 backends as expected"
     )
     assert "== device farm ==" in run.stdout and "backend options delivery on beta" in run.stdout
-    suite = ET.parse(junit).getroot().find("testsuite")
+    suite = child(ET.parse(junit).getroot(), "testsuite")
     case = next(c for c in suite.iter("testcase") if c.get("name") == "test_set[alpha-3]")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["device"] == "alpha" and props["abi"] and props["agent_version"]
-    suite_props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    suite_props = {p.get("name"): p.get("value") for p in child(suite, "properties")}
     assert suite_props["devices"] == "alpha,beta"
     page = (run.results_dir / "report.html").read_text("utf-8")
     assert "<th>alpha</th><th>beta</th>" in page
@@ -293,7 +301,7 @@ def test_two_devices_in_one_run_each_test_id_names_its_device(farm):
     assert run_info["devices"] == ["alpha", "beta"] and run_info["exit_status"] == 0
 
 
-def test_with_two_workers_each_device_stays_on_one_worker(farm):
+def test_with_two_workers_each_device_stays_on_one_worker(farm: Farm) -> None:
     farm.profile("alpha", tags=("pair",))
     farm.profile("beta", tags=("pair",))
     run = farm.run("--device", "tag:pair", "-n", "2", "-v")
@@ -319,7 +327,7 @@ def _agent_intervals(log: Path) -> list[tuple[float, float]]:
     return intervals
 
 
-def test_two_concurrent_runs_never_use_one_device_at_once(farm):
+def test_two_concurrent_runs_never_use_one_device_at_once(farm: Farm) -> None:
     for run in ("1", "2"):
         farm.profile(
             f"shared-{run}", name="shared", relay=["--log", str(farm.root / f"agents-{run}.log")]
@@ -337,7 +345,7 @@ def test_two_concurrent_runs_never_use_one_device_at_once(farm):
     ), f"agents of the two runs overlapped: {one} {two}"
 
 
-def test_a_device_held_elsewhere_times_out_naming_the_holder(farm):
+def test_a_device_held_elsewhere_times_out_naming_the_holder(farm: Farm) -> None:
     farm.profile("shared")
     (farm.root / "hold_lock.py").write_text(HOLD_LOCK, "utf-8")
     holder = subprocess.Popen(
@@ -347,6 +355,7 @@ def test_a_device_held_elsewhere_times_out_naming_the_holder(farm):
         text=True,
     )
     try:
+        assert holder.stdout is not None
         assert holder.stdout.readline() == "held\n"
         run = farm.run("--device", "shared", "--lock-timeout", "0.5")
     finally:
@@ -365,7 +374,9 @@ def test_a_device_held_elsewhere_times_out_naming_the_holder(farm):
     assert run.elapsed < 30
 
 
-def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_on(farm):
+def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_on(
+    farm: Farm,
+) -> None:
     farm.profile(
         "dying",
         relay=[
@@ -412,11 +423,13 @@ def test_a_device_that_dies_mid_run_is_retried_then_quarantined_the_other_goes_o
         if c.get("name") == "test_set[dying-3]"
     )
     assert case.find("failure") is None
-    assert case.find("error").get("type") == "TransportLost"
+    assert child(case, "error").get("type") == "TransportLost"
     assert run.elapsed < 60
 
 
-def test_a_hung_agent_times_out_and_the_run_timeout_ends_the_rest(tmp_path, work_dir):
+def test_a_hung_agent_times_out_and_the_run_timeout_ends_the_rest(
+    tmp_path: Path, work_dir: Path
+) -> None:
     farm = Farm(tmp_path, work_dir, cases=12)
     farm.profile(
         "hung",
@@ -445,7 +458,7 @@ def test_a_hung_agent_times_out_and_the_run_timeout_ends_the_rest(tmp_path, work
     assert run.elapsed < 20
 
 
-def test_results_survive_a_run_killed_with_sigkill(farm):
+def test_results_survive_a_run_killed_with_sigkill(farm: Farm) -> None:
     farm.profile(
         "stuck",
         case_timeout=120,
@@ -459,6 +472,7 @@ def test_results_survive_a_run_killed_with_sigkill(farm):
         ],
     )
     process, results_dir = farm.popen("--device", "stuck", start_new_session=True)
+    assert process.stdout is not None  # a pipe: Farm.popen asks for one
     results_file = results_dir / "results.jsonl"
     deadline = time.monotonic() + 60
     try:
@@ -477,7 +491,7 @@ def test_results_survive_a_run_killed_with_sigkill(farm):
     assert {r["outcome"] for r in written} == {"passed"}
 
 
-def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
+def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm: Farm, tmp_path: Path) -> None:
     # Where the kernel writes the core is the machine's setting, not the harness's: with
     # a plain file name it lands in the agent's directory and must be kept; piped to a
     # crash handler (systemd-coredump, apport), there is none and none may be invented.
@@ -514,7 +528,9 @@ def test_core_files_of_a_crashed_agent_are_kept_with_the_result(farm, tmp_path):
     assert "retried" in run.stdout
 
 
-def test_an_unusable_sdk_prefix_stops_the_run_at_the_start(farm, monkeypatch, tmp_path):
+def test_an_unusable_sdk_prefix_stops_the_run_at_the_start(
+    farm: Farm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Not a traceback in the setup of every test: one usage error before any test."""
     farm.profile("alpha")
     monkeypatch.setenv("ET_HARNESS_SDK", str(tmp_path / "no-such-prefix"))
@@ -524,7 +540,7 @@ def test_an_unusable_sdk_prefix_stops_the_run_at_the_start(farm, monkeypatch, tm
     assert "Traceback" not in run.stdout
 
 
-def test_modes_that_split_a_device_over_workers_are_refused(farm):
+def test_modes_that_split_a_device_over_workers_are_refused(farm: Farm) -> None:
     farm.profile("alpha")
     run = farm.run("--device", "alpha", "-n", "2", "--dist", "loadfile")
     assert run.returncode == 4

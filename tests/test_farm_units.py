@@ -9,15 +9,17 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import yaml
 from prerequisites import require
 
 from harness.agent.session import AgentSession
-from harness.check import check_set
-from harness.config.profile import parse_profile
+from harness.check import Verdict, check_set
+from harness.config.profile import DeviceProfile, parse_profile
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.data.options import Option, OptionsMap
 from harness.devices.core_files import collect_core_files
@@ -62,7 +64,7 @@ def _profiles_dir(tmp_path: Path, specs: dict[str, list[str]]) -> Path:
 def test_selection_by_names_all_tags_and_paths(tmp_path):
     devices = _profiles_dir(tmp_path, {"a": ["lab"], "b": ["lab", "arm"], "c": []})
 
-    def names(spec):
+    def names(spec: str) -> list[str]:
         return [p.name for p in select_profiles(spec, devices)]
 
     assert names("b,a") == ["b", "a"]
@@ -185,7 +187,10 @@ def test_infrastructure_errors_are_transport_and_farm_errors_and_groups_of_them(
     assert infrastructure_error(AssertionError("wrong option")) is None
 
 
-def _raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
+_E = TypeVar("_E", bound=BaseException)
+
+
+def _raised(exc: _E, cause: BaseException | None = None) -> _E:
     """``exc`` as ``raise exc from cause`` leaves it."""
     exc.__cause__ = cause
     return exc
@@ -215,13 +220,29 @@ class _SilentAfter:
         self.answers = answers
         self.requests = 0
 
-    def request(self, request):
+    def request(self, request: Request) -> Report:
         self.requests += 1
         if self.requests > self.answers:
             raise TransportTimeout("no answer within 3.0 s")
         return Report(request.action, Outcome.OK)
 
-    def send_raw(self, frame, seq):
+    def send_raw(self, frame: bytes, seq: int | None = None) -> Report:
+        raise AssertionError("not used")
+
+    # The rest of an AgentLink, which the runner does not use.
+    def next_seq(self) -> int:
+        raise AssertionError("not used")
+
+    def pipeline(self, requests: Sequence[Request], window: int = 8) -> list[Report]:
+        raise AssertionError("not used")
+
+    def exchange(self, frame: bytes) -> bytes:
+        raise AssertionError("not used")
+
+    def decode(self, data: bytes, seq: int) -> Report:
+        raise AssertionError("not used")
+
+    def stderr_tail(self) -> str:
         raise AssertionError("not used")
 
     def close(self) -> None:
@@ -353,7 +374,14 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
 # ---- results, summaries, reports --------------------------------------------------------------
 
 
-def _wrong_value_verdict():
+def _child(parent: ET.Element, path: str) -> ET.Element:
+    """The first element at ``path`` in ``parent``, where the test expects one."""
+    found = parent.find(path)
+    assert found is not None, f"no {path} in <{parent.tag}>"
+    return found
+
+
+def _wrong_value_verdict() -> Verdict:
     sent = OptionsMap.from_dict({"ProbeA": {"threads": 4, "mode": "fast"}})
     report = Report(
         Action.SET,
@@ -534,7 +562,7 @@ def test_tables_and_junit_show_load_path_by_backend_per_device(tmp_path):
     amend_junit(path, results)
     props = {
         p.get("name"): p.get("value")
-        for p in ET.parse(path).getroot().find("testsuite").find("properties")
+        for p in _child(_child(ET.parse(path).getroot(), "testsuite"), "properties")
     }
     assert props["device.alpha.load_paths"] == "program,module"
     assert props["device.alpha.real_backends"] == "XnnpackBackend"
@@ -608,13 +636,13 @@ def test_junit_infrastructure_failures_become_typed_errors_with_device_propertie
         "utf-8",
     )
     amend_junit(path, _results())
-    suite = ET.parse(path).getroot().find("testsuite")
+    suite = _child(ET.parse(path).getroot(), "testsuite")
     assert (suite.get("failures"), suite.get("errors")) == ("1", "1")
     infra, real = suite.findall("testcase")
     assert infra.find("failure") is None
-    assert infra.find("error").attrib == {"message": "host: gone", "type": "TransportLost"}
+    assert _child(infra, "error").attrib == {"message": "host: gone", "type": "TransportLost"}
     assert real.find("failure") is not None
-    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    props = {p.get("name"): p.get("value") for p in _child(suite, "properties")}
     assert props["devices"] == "alpha,beta"
     assert props["device.alpha.runtime"] == "executorch 1.5.1"
 
@@ -687,8 +715,8 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
 def test_two_profiles_for_one_board_share_one_lock(tmp_path):
     from harness.farm.lock import device_key
 
-    def profile(name: str, transport: dict, emulator: str | None = None):
-        data = {"name": name, "transport": transport}
+    def profile(name: str, transport: dict[str, str], emulator: str | None = None) -> DeviceProfile:
+        data: dict[str, object] = {"name": name, "transport": transport}
         if emulator:
             data["emulator"] = emulator
         return parse_profile(data, None, name)

@@ -66,7 +66,7 @@ def test_the_bundle_is_the_agent_its_executorch_libraries_and_glibc_stripped():
 
 
 @pytest.fixture
-def extra_build(tmp_path, monkeypatch) -> AgentBuild:
+def extra_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AgentBuild:
     """An aarch64 'agent' linking a library no list in the harness names, shipped beside a
     plugin it does not link (as a backend's dlopen'ed plugin would be), which needs libm."""
     require("aarch64-linux-gnu-gcc")
@@ -220,6 +220,7 @@ def test_on_adb_emu_the_agent_loads_nothing_but_the_bundle():
     require("adb", "qemu-aarch64", root=True)
     device = open_device(load_profile("adb-emu"))
     try:
+        assert isinstance(device, HostedDevice)
         choice = device.deployment()
         assert choice.mode is Deployment.GLIBC_BUNDLE
         assert choice.reason.endswith("/system/bin/linker64, no /lib/ld-linux-aarch64.so.1")
@@ -284,6 +285,7 @@ def test_on_adb_emu_the_glibc_build_is_refused_before_pushing_without_the_bundle
     native = dataclasses.replace(stock, agent=dataclasses.replace(stock.agent, deployment="native"))
     device = open_device(native)
     try:
+        assert isinstance(device, HostedDevice)
         with pytest.raises(
             DeviceSetupError, match="no agent build runs natively on ABI 'arm64-v8a'"
         ):
@@ -296,6 +298,7 @@ def test_bundle_deployment_is_content_hashed_and_repairs_only_what_differs(tmp_p
     require("adb", "qemu-aarch64", root=True)
     device = open_device(load_profile("adb-emu"))
     try:
+        assert isinstance(device, HostedDevice)
         agent = device.deploy_agent()
         assert re.fullmatch(r"/data/local/tmp/et-harness/agent/[0-9a-f]{16}/et-agent", agent)
         bundle = ensure_glibc_bundle(device.agent_build())
@@ -317,11 +320,12 @@ def test_bundle_deployment_is_content_hashed_and_repairs_only_what_differs(tmp_p
         transport.run(["sh", "-c", 'printf broken > "$1"', "sh", libm], timeout=30)
         pushed: list[str] = []
         push = transport.push
-        monkeypatch.setattr(
-            transport,
-            "push",
-            lambda local, remote: (pushed.append(posixpath.basename(remote)), push(local, remote)),
-        )
+
+        def counted_push(local: Path, remote: str) -> None:
+            pushed.append(posixpath.basename(remote))
+            push(local, remote)
+
+        monkeypatch.setattr(transport, "push", counted_push)
         assert HostedDevice(device.profile, transport).deploy_agent() == agent
         assert pushed == ["libm.so.6"]
     finally:

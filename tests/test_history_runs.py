@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from postgres_server import postgres_server
@@ -82,7 +83,7 @@ def finished(run: subprocess.Popen[str]) -> tuple[int, str]:
     return run.returncode, out
 
 
-def history_json(store: str) -> dict:
+def history_json(store: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "history", "--history", store, "--json"],
         cwd=REPO,
@@ -256,6 +257,7 @@ def test_the_nightly_report_job_catches_every_job_up_and_publishes_the_history()
         (REPO / ".github" / "workflows" / "nightly.yml").read_text(),
         ".github/workflows/nightly.yml",
     )
+    assert isinstance(workflow, dict), workflow
     assert workflow["env"]["ET_HARNESS_HISTORY"] == "${{ secrets.ET_HISTORY_URL }}"
     steps = workflow["jobs"]["report"]["steps"]
     run = "\n".join(step.get("run", "") for step in steps)

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,15 @@ from harness.history.catch_up import catch_up
 from harness.history.command import analyse
 from harness.history.flaky import flaky_checks
 from harness.history.migrations import MIGRATIONS
-from harness.history.records import COMPLETE, INCOMPLETE, RunIdentity, case_row, run_id, run_row
+from harness.history.records import (
+    COMPLETE,
+    INCOMPLETE,
+    RunIdentity,
+    RunRecord,
+    case_row,
+    run_id,
+    run_row,
+)
 from harness.history.regression import regressions
 from harness.history.schema import metadata
 from harness.history.since_last import since_last
@@ -45,7 +54,7 @@ SUITE = "suites/test_h.py"
 
 
 @pytest.fixture(scope="module")
-def postgres_url():
+def postgres_url() -> Iterator[str]:
     with postgres_server() as url:
         yield url
 
@@ -54,7 +63,7 @@ _fresh = itertools.count()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def target(request, tmp_path):
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A new, empty store of either kind (a fresh database on the one server for PostgreSQL)."""
     if request.param == "sqlite":
         return str(tmp_path / "history.sqlite")
@@ -101,8 +110,8 @@ def write_run(
     started: float,
     outcomes: dict[tuple[str, str], str],
     commit: str = "",
-    devices=("alpha", "beta"),
-    finish=True,
+    devices: tuple[str, ...] = ("alpha", "beta"),
+    finish: bool = True,
 ) -> str:
     info = RunInfo(name, ("pytest",), "farm-1", tuple(devices), started)
     identity = RunIdentity("0.1.0", "abc", "wheel executorch==1.5.1", commit)
@@ -125,6 +134,13 @@ def test_the_migrations_make_exactly_the_schema_the_queries_use(target):
         assert {c["name"] for c in found.get_columns(table.name)} == set(table.columns.keys())
     HistoryStore.open(target).close()  # opening again migrates nothing
     store.close()
+
+
+def run_in(history: History, key: str) -> RunRecord:
+    """The run ``key`` of ``history``, which the test wrote."""
+    run = history.run(key)
+    assert run is not None, f"no run {key} in the history"
+    return run
 
 
 def test_two_runs_in_a_row_name_the_check_that_changed(target):
@@ -150,7 +166,7 @@ def test_two_runs_in_a_row_name_the_check_that_changed(target):
         commit="c2",
     )
     history = History.load(store, 10)
-    diff = since_last(history, history.run(now))
+    diff = since_last(history, run_in(history, now))
     assert diff.previous is not None and diff.previous.name == "n1"
     assert [(c.nodeid, c.then, c.now) for c in diff.new_failures] == [
         (f"{SUITE}::test_a[beta]", "passed", "failed")
@@ -164,7 +180,8 @@ def test_two_runs_in_a_row_name_the_check_that_changed(target):
         ("beta", True, "health check failed")
     ]
     assert diff.new_failures[0].detail == "ProbeA: wrong"
-    (began,) = regressions(history, history.run(now))
+    (began,) = regressions(history, run_in(history, now))
+    assert began.last_good is not None
     assert (began.first_failing.sdk_commit, began.last_good.sdk_commit) == ("c2", "c1")
     store.close()
 
@@ -235,8 +252,8 @@ def test_concurrent_writers_lose_no_row_and_corrupt_nothing(target, tmp_path):
         for _ in range(2)
     ]
     for catcher in catchers:
-        _, err = catcher.communicate(timeout=120)
-        assert catcher.returncode == 0, err
+        _, raw_err = catcher.communicate(timeout=120)  # bytes: no text=True here
+        assert catcher.returncode == 0, raw_err
     assert [store.count_cases(r.id) for r in store.recent_runs(10)] == [60, 60, 60]
     store.close()
     if "://" not in target:
@@ -246,6 +263,7 @@ def test_concurrent_writers_lose_no_row_and_corrupt_nothing(target, tmp_path):
 
 def test_a_writer_killed_mid_run_is_incomplete_and_catching_up_keeps_every_test(target, tmp_path):
     writer = _writer(target, "killed", 100000, tmp_path / "killed")
+    assert writer.stdout is not None and writer.stderr is not None  # pipes: _writer's
     for line in writer.stdout:
         if int(line) >= 20:
             break
@@ -282,7 +300,7 @@ def test_an_unreachable_server_is_one_line_and_the_run_catches_up_later(tmp_path
     assert re.search(r"caught up [^ ]+/offline/[\d.]+: 5 of 5 tests added", capsys.readouterr().out)
 
 
-def _cli_error(target: str, capsys) -> str:
+def _cli_error(target: str, capsys: pytest.CaptureFixture[str]) -> str:
     assert cli_main(["history", "--history", target]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -363,7 +381,7 @@ def test_a_store_of_schema_2_is_migrated_to_key_checks_by_runtime(target, monkey
     # The migrated store takes a run across runtimes, which is no run like the old one.
     now = write_runtimes_run(store, "r2", 3.0, {"1.5.1": "failed", "1.5.0": "passed"})
     history = History.load(store, 10)
-    assert since_last(history, history.run(now)).previous is None
+    assert since_last(history, run_in(history, now)).previous is None
     found = inspect(store.engine)
     assert "runtime_label" in {c["name"] for c in found.get_columns("et_history_cases")}
     assert "et_history_cases_check" in {i["name"] for i in found.get_indexes("et_history_cases")}
@@ -398,14 +416,16 @@ def test_since_last_flaky_and_regressions_key_checks_by_runtime(target):
     write_runtimes_run(store, "n3", 300.0, {"1.5.1": "passed", "1.5.0": "passed"})
     now = write_runtimes_run(store, "n4", 400.0, {"1.5.1": "passed", "1.5.0": "failed"})
     history = History.load(store, 10)
-    run = history.run(now)
+    run = run_in(history, now)
     assert run.runtimes == ("1.5.1", "1.5.0") and run.sdk_source == "runtimes 1.5.1,1.5.0"
     diff = since_last(history, run)
+    assert diff.previous is not None
     assert diff.previous.name == "n3"  # "only-one" ran one runtime: not comparable
     assert [(c.nodeid, c.runtime_label, c.then, c.now) for c in diff.new_failures] == [
         (f"{SUITE}::test_a[alpha-1.5.0]", "1.5.0", "passed", "failed")
     ]
     (began,) = regressions(history, run)
+    assert began.last_good is not None
     assert (began.runtime_label, began.first_failing.run, began.last_good.run) == (
         "1.5.0",
         "n4",
@@ -425,7 +445,9 @@ OUTCOME = st.sampled_from(["passed", "failed", "error", "infra", "skipped", None
 RUNS = st.lists(st.fixed_dictionaries({c: OUTCOME for c in CHECKS}), min_size=1, max_size=8)
 
 
-def _model_flaky(sequence: list[dict], window: int) -> set[tuple[str, str]]:
+def _model_flaky(
+    sequence: list[dict[tuple[str, str] | str, str | None]], window: int
+) -> set[tuple[str, str]]:
     found = set()
     for check in CHECKS:
         seen = [

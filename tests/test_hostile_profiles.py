@@ -204,12 +204,18 @@ def test_home_config_values_are_checked_too(home, tmp_path):
     assert "transport.host: ssh config" in message and "HostName: 'a|b' holds '|'" in message
 
 
+def _fifo(folder: Path) -> Path:
+    """A FIFO made in ``folder``."""
+    os.mkfifo(folder / "fifo")
+    return folder / "fifo"
+
+
 @pytest.mark.parametrize(
     "make, expected",
     [
         (lambda d: d / "absent", "does not exist; fix the path in transport.ssh_config"),
         (lambda d: Path("/dev/zero"), "not a regular file"),
-        (lambda d: (os.mkfifo(d / "fifo"), d / "fifo")[1], "not a regular file"),
+        (_fifo, "not a regular file"),
         (lambda d: (d / "big").write_text("# x\n" * 20_000) and d / "big", "limit 65536 bytes"),
         (lambda d: (d / "bin").write_bytes(b"Host \xff\n") and d / "bin", "not UTF-8"),
     ],

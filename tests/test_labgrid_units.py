@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from harness.config.profile import ProfileError, parse_profile
+from harness.config.profile import DeviceProfile, ProfileError, parse_profile
 from harness.devices.acquired_place import PowerPort
 from harness.farm.selection import select_profiles
 from harness.lab.labgrid import (
@@ -36,12 +36,13 @@ from harness.lab.resources import (
 from harness.lab.session import RawPlace, Resource
 
 
-def _profile(transport: dict, name: str = "board"):
+def _profile(transport: dict[str, object], name: str = "board") -> DeviceProfile:
     return parse_profile({"transport": transport}, None, name)
 
 
 def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
     one = LabgridPlace.of(_profile({"kind": "local", "labgrid": {"place": "board-7"}}))
+    assert one is not None
     assert one == LabgridPlace(place="board-7")
     assert one.filters == {}
     assert one.asks_for("board-7", {}) and not one.asks_for("board-8", {})
@@ -57,6 +58,7 @@ def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
             }
         )
     )
+    assert pool is not None
     assert pool.filters == {"kind": "mcu", "pool": "lab"}
     assert pool.asks_for("x", {"kind": "mcu", "pool": "lab", "more": "y"})
     assert not pool.asks_for("x", {"kind": "mcu"})
@@ -94,7 +96,9 @@ def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
         r"not reset from outside \(only transport.kind serial is\)",
     ):
         LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "reset": "power"}}))
-    assert LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}})).reset == "none"
+    place = LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}}))
+    assert place is not None
+    assert place.reset == "none"
 
 
 def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch):
@@ -154,10 +158,10 @@ def test_a_lab_profile_may_not_set_the_address_the_lab_gives():
         check_lab_profile(without_labgrid(ssh))
 
 
-def _resources(**changes: dict) -> list[Resource]:
+def _resources(**changes: dict[str, object]) -> list[Resource]:
     """Place lab-a's resources as labgrid's session holds them, with ``changes`` to the
     arguments of a class."""
-    args = {
+    args: dict[str, dict[str, object]] = {
         "NetworkService": {"address": "127.0.0.2", "port": 2222, "username": "etdevice"},
         "NetworkSerialPort": {"host": "127.0.0.2", "port": 33721, "speed": 115200},
         "NetworkPowerPort": {
@@ -459,10 +463,12 @@ def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
     from harness.lab.labgrid import pool_names
 
     run = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}))
+    assert run is not None
     assert (run.quarantine, run.filters) == ("run", {"pool": "lab"})
     lab = LabgridPlace.of(
         _profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}, "quarantine": "lab"}})
     )
+    assert lab is not None
     assert lab.filters == {"pool": "lab", "et_health": "ok"}
     assert lab.what == "a labgrid place with tags pool=lab"
     with pytest.raises(
@@ -545,6 +551,7 @@ def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp
         (root / ".github" / "workflows" / "nightly.yml").read_text(),
         ".github/workflows/nightly.yml",
     )
+    assert isinstance(workflow, dict), workflow
     assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
     lab = workflow["jobs"]["lab"]
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named

@@ -154,7 +154,12 @@ def test_a_hand_back_is_replaced_in_one_save(monkeypatch: pytest.MonkeyPatch) ->
     me = owner.current()
     saved: list[tuple[tuple[str, ...], ...]] = []
     real_save = me._save
-    monkeypatch.setattr(me, "_save", lambda: (saved.append(tuple(me._hand_back)), real_save()))
+
+    def save() -> None:
+        saved.append(tuple(me._hand_back))
+        real_save()
+
+    monkeypatch.setattr(me, "_save", save)
     me.replace_hand_back([], [["hand-back", "reserving"]])
     me.replace_hand_back([["hand-back", "reserving"]], [["hand-back", "holding"]])
     assert saved == [(("hand-back", "reserving"),), (("hand-back", "holding"),)]

@@ -56,11 +56,16 @@ def _load_case(number: int, rng: random.Random) -> Case:
         {n: [("case", number), ("backend", n), ("fill", "z" * rng.randint(0, 80))] for n in names}
     )
 
+    def sent_to(name: str) -> tuple[Option, ...]:
+        backend = options.for_backend(name)
+        assert backend is not None  # check() asks only for the names it was sent
+        return backend.options
+
     def check(report: Report) -> bool:
         return (
             report.outcome == Outcome.OK
             and [e.name for e in report.entries] == list(names)
-            and all(e.options == options.for_backend(e.name).options for e in report.entries)
+            and all(e.options == sent_to(e.name) for e in report.entries)
             and all(
                 (e.calls, e.executes, e.flags) == (1, 1, ENTRY_FLAG_PROBE) for e in report.entries
             )

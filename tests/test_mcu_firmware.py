@@ -14,7 +14,7 @@ import struct
 import subprocess
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -37,11 +37,11 @@ from harness.data.messages import (
     Report,
     Request,
 )
-from harness.data.options import Option, OptionsMap
+from harness.data.options import Option, OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode
 from harness.devices.firmware import firmware_session
 from harness.emulators.mcu import McuEmulator, firmware_size, firmware_source_hash
-from harness.link.serial.arq import LinkConfig, MessageTooLarge
+from harness.link.serial.arq import LinkConfig, MessageTooLarge, SerialLink
 from harness.link.serial.connect import connect
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
 from harness.link.serial.hello import DeviceHello
@@ -70,9 +70,16 @@ def register(link: AgentSession, names: tuple[str, ...]) -> Report:
     return report
 
 
-def fact(report: Report, key: str) -> object:
+def fact(report: Report, key: str) -> OptionValue:
     value = report.fact(key)
     assert value is not None, f"no fact {key!r} in {report.facts}"
+    return value
+
+
+def int_fact(report: Report, key: str) -> int:
+    """A fact that is a number, as sizes and counts are."""
+    value = fact(report, key)
+    assert isinstance(value, int), f"fact {key!r} is {value!r}, not a number"
     return value
 
 
@@ -181,6 +188,7 @@ def test_the_same_tree_in_another_place_is_another_build(tmp_path: Path) -> None
 
 
 def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
+    assert isinstance(link.channel, SerialLink)  # the fixture's
     boot = link.channel.boot_hello
     assert boot is not None and boot.session == 0
     hello = link.channel.hello
@@ -196,6 +204,7 @@ def test_boot_hello_announces_link_limits(link: AgentSession) -> None:
 def test_hello_action_reports_device_facts(
     link: AgentSession, mcu_board: McuBoard, firmware: Path
 ) -> None:
+    assert isinstance(link.channel, SerialLink)  # the fixture's
     register(link, ("Alpha", "Beta"))
     report = ok(link.request(Request(Action.HELLO)))
     assert fact(report, "abi") == mcu_board.abi
@@ -207,8 +216,8 @@ def test_hello_action_reports_device_facts(
     assert fact(report, "capabilities") == CAPABILITIES
     if SOURCE is not None:  # the image's share of runtime and rest (boards/sections.ld)
         sections = _sections(firmware)
-        flash = [fact(report, "flash_runtime"), fact(report, "flash_rest")]
-        ram = [fact(report, "ram_runtime"), fact(report, "ram_rest")]
+        flash = [int_fact(report, "flash_runtime"), int_fact(report, "flash_rest")]
+        ram = [int_fact(report, "ram_runtime"), int_fact(report, "ram_rest")]
         assert flash[0] > 16 * 1024 and ram[0] > 0
         assert sum(flash) == sections[".text"] + sections[".ARM.exidx"] + sections[".data"]
         assert 0 <= sum(ram) - (sections[".data"] + sections[".bss"]) < 16  # alignment
@@ -273,16 +282,15 @@ def test_idle_firmware_sleeps(mcu: McuEmulator, link: AgentSession, record_prope
 def test_load_hands_each_backend_exactly_its_own_options(link: AgentSession, count: int) -> None:
     register(link, PROBES)
     names = PROBES[:count]
-    bystander = (
+    # What OptionsMap.from_dict takes of a backend: a mapping or a list of (key, value).
+    bystander: dict[str, Mapping[str, OptionValue] | Sequence[tuple[str, OptionValue]]] = (
         {PROBES[count]: {"never": True}} if count < len(PROBES) else {}
     )  # registered, no delegate
-    options = OptionsMap.from_dict(
-        {
-            name: [("index", i), ("name", name), ("even", i % 2 == 0), ("pad", "x" * (20 * i))]
-            for i, name in enumerate(names)
-        }
-        | bystander
-    )
+    delegates: dict[str, Mapping[str, OptionValue] | Sequence[tuple[str, OptionValue]]] = {
+        name: [("index", i), ("name", name), ("even", i % 2 == 0), ("pad", "x" * (20 * i))]
+        for i, name in enumerate(names)
+    }
+    options = OptionsMap.from_dict(delegates | bystander)
     report = ok(link.request(Request.load("", names, options)))
     memory = {"program_bytes", "method_allocator_used", "planned_bytes", "temp_allocator_used"}
     assert {f.key for f in report.facts} == {"load_path", "load_us", "execute_us"} | (
@@ -397,7 +405,7 @@ def test_keep_loads_another_method_into_the_loaded_program(link: AgentSession) -
         ("A", 1, 1, (Option("s", "second"),)),
         ("B", 1, 1, (Option("k", 2),)),
     ]
-    assert fact(kept, "method_allocator_used") > 0
+    assert int_fact(kept, "method_allocator_used") > 0
     again = ok(link.request(Request.load("", ("A", "B"), first, keep=True, method="second")))
     assert [(e.name, e.calls, e.executes) for e in again.entries] == [("A", 0, 1), ("B", 0, 1)]
     other = link.request(Request.load("", ("B", "A"), first, keep=True, method="second"))
@@ -706,6 +714,7 @@ def test_a_reused_seq_is_a_new_request_unless_the_bytes_are_the_same(link: Agent
 
 
 def test_multi_frame_requests_and_reports(link: AgentSession) -> None:
+    assert isinstance(link.channel, SerialLink)  # the fixture's
     names = tuple(f"Big{i}" for i in range(4))
     register(link, names)
     options = OptionsMap.from_dict({n: {f"key{k}": "s" * 60 for k in range(12)} for n in names})

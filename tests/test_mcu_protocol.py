@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from harness.config.profile import ProfileError, parse_profile
 from harness.data.messages import Action
 from harness.devices.serial import port_settings
-from harness.emulators.fault_relay import FaultRates, FaultRelay
+from harness.emulators.fault_relay import DirectionStats, FaultRates, FaultRelay
 from harness.link.serial.frame import Frame, FrameError, FrameKind, decode_frame
 from harness.link.serial.frame_port import FramePort
 from harness.link.serial.hello import CAP_EXIT, DeviceHello, SerialProtocolError
@@ -229,7 +229,9 @@ def echo_server() -> Iterator[int]:
     thread.join(5)
 
 
-def _through_relay(port: int, rates: FaultRates, seed: int, data: bytes) -> tuple[bytes, dict]:
+def _through_relay(
+    port: int, rates: FaultRates, seed: int, data: bytes
+) -> tuple[bytes, dict[str, DirectionStats]]:
     with FaultRelay(("127.0.0.1", port), to_device=rates, to_host=FaultRates(), seed=seed) as relay:
         with socket.create_connection(("127.0.0.1", relay.port)) as client:
             client.sendall(data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import pytest
 
@@ -23,7 +24,7 @@ def one(value: object, key: str = "k", backend: str = "XnnpackBackend") -> Optio
     return OptionsMap.from_dict({backend: {key: value}})  # type: ignore[dict-item]
 
 
-def refused(build) -> MapValidationError:  # type: ignore[no-untyped-def]
+def refused(build: Callable[[], object]) -> MapValidationError:
     with pytest.raises(MapValidationError) as info:
         build()
     return info.value
@@ -171,7 +172,7 @@ def test_8_backends_and_not_9() -> None:
         (lambda: one(1, backend="X\0"), "backends.X\0"),
     ],
 )
-def test_nul_bytes_are_refused(build, path: str) -> None:  # type: ignore[no-untyped-def]
+def test_nul_bytes_are_refused(build: Callable[[], object], path: str) -> None:
     error = refused(build)
     assert error.path == path
     assert "contains a NUL byte, which the runtime's C strings cannot hold" in str(error)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from harness.agent.probe_program import probe_program
 from harness.agent.sdk import ensure_sdk, host_abi
 
 
-def decode(program: Path, tmp_path: Path) -> dict:
+def decode(program: Path, tmp_path: Path) -> dict[str, Any]:
     """The program as JSON, decoded by flatc against the wheel's schema."""
     sdk = ensure_sdk(host_abi())
     subprocess.run(
@@ -28,7 +29,7 @@ def decode(program: Path, tmp_path: Path) -> dict:
     return json.loads((tmp_path / f"{program.stem}.json").read_text(encoding="utf-8"))
 
 
-def delegate_calls(plan: dict) -> list[tuple[int, list[int]]]:
+def delegate_calls(plan: dict[str, Any]) -> list[tuple[int, list[int]]]:
     return [
         (i["instr_args"]["delegate_index"], i["instr_args"]["args"])
         for i in plan["chains"][0]["instructions"]

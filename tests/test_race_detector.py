@@ -24,6 +24,7 @@ from prerequisites import require
 
 from harness.agent.race_detector import DetectorBroke, RaceDetector, RaceLog
 from harness.agent.race_reports import (
+    Suppression,
     SuppressionFileError,
     classify,
     load_suppressions,
@@ -50,7 +51,9 @@ RUN_TIMEOUT_S = 600
 # ---- the profile field --------------------------------------------------------------------
 
 
-def _profile(agent: dict, transport: str = "local", **top: object) -> dict:
+def _profile(
+    agent: dict[str, object], transport: str = "local", **top: object
+) -> dict[str, object]:
     kind: dict[str, object] = {"kind": transport}
     if transport == "ssh":
         kind.update(host="board", user="ci")
@@ -144,7 +147,7 @@ def _race_log(
 ) -> RaceLog:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    rules = ()
+    rules: tuple[Suppression, ...] = ()
     if suppressions is not None:
         path = tmp_path.parent / f"{tmp_path.name}-suppressions.yaml"
         path.write_text(suppressions)

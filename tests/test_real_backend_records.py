@@ -15,7 +15,7 @@ from harness.agent.build import AgentBuild
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Outcome, Report, Request
-from harness.data.options import OptionsMap
+from harness.data.options import OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode as E
 from harness.runner import open_runner
 
@@ -36,7 +36,11 @@ def test_hello_names_every_real_backend_as_recorded(agent: AgentProcess) -> None
 
 
 def test_a_real_delegate_records_what_its_init_was_handed(agent: AgentProcess) -> None:
-    specs = {"workspace_sharing_mode": 1, "weight_cache_enabled": False, "x": "y"}
+    specs: dict[str, OptionValue] = {
+        "workspace_sharing_mode": 1,
+        "weight_cache_enabled": False,
+        "x": "y",
+    }
     report = load_xnnpack(agent, OptionsMap.from_dict({XNNPACK_BACKEND: specs}))
     assert report.outcome is Outcome.OK, report.message
     (xnn,) = report.entries
@@ -79,7 +83,7 @@ def test_a_backend_given_nothing_records_an_empty_span(agent: AgentProcess) -> N
 def test_a_get_records_both_ends_of_the_call(agent: AgentProcess) -> None:
     """What OpenvinoBackend's get_option left (it leaves every value as it is) and what the
     runtime's get_option handed back to the agent, after the annotations."""
-    asked = {"num_threads": -1, "device": "x", "cache": False}
+    asked: dict[str, OptionValue] = {"num_threads": -1, "device": "x", "cache": False}
     report = agent.request(Request(Action.GET, OptionsMap.from_dict({"OpenvinoBackend": asked})))
     (ov,) = report.entries
     assert (ov.name, ov.status, ov.calls, ov.is_recorded) == ("OpenvinoBackend", E.Ok, 1, True)

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from test_farm_runs import Farm
+from test_farm_runs import Farm, child
 from test_sdk_prefix import lay_out_prefix
 
 from harness.agent import runtimes as runtimes_module
@@ -26,7 +26,7 @@ from harness.agent.runtimes import (
     parse_runtimes,
     sdk_for,
 )
-from harness.agent.sdk import ensure_sdk
+from harness.agent.sdk import SdkPaths, ensure_sdk
 from harness.config.profile import load_profile
 from harness.farm.policy import FarmPolicy
 from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
@@ -135,11 +135,14 @@ def test_a_source_runtime_is_built_by_the_one_call_into_source_runtime(
     """The call site the source-tree build connects to: (tree, commit or None, ABI)."""
     tree = tmp_path / "executorch"
     commit = _git_tree(tree)
-    calls = []
+    calls: list[tuple[object, ...]] = []
     built = ensure_sdk("x86_64")
-    monkeypatch.setattr(
-        "harness.agent.source_runtime.source_runtime", lambda *args: calls.append(args) or built
-    )
+
+    def source_runtime(*args: object) -> SdkPaths:
+        calls.append(args)
+        return built
+
+    monkeypatch.setattr("harness.agent.source_runtime.source_runtime", source_runtime)
     at_tag, as_is = parse_runtimes(f"{tree}@v1,source:{tree}")
     assert sdk_for(at_tag, "aarch64") is built and sdk_for(as_is, "x86_64") is built
     assert calls == [(tree.resolve(), commit, "aarch64"), (tree.resolve(), None, "x86_64")]
@@ -246,11 +249,11 @@ def test_one_run_across_both_wheels_keys_everything_by_runtime(tmp_path) -> None
     assert "devices: alpha; runtimes: 1.5.1, 1.5.0" in run.stdout
     assert "alpha@1.5.0" in run.stdout.split("== device farm ==", 1)[1]
     assert "0 check(s) differ on 1.5.1, 1.5.0 (2 the same)" in run.stdout
-    suite = ET.parse(junit).getroot().find("testsuite")
+    suite = child(ET.parse(junit).getroot(), "testsuite")
     case = next(c for c in suite.iter("testcase") if c.get("name") == "test_set[alpha-1.5.0-1]")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert (props["device"], props["runtime_label"]) == ("alpha", "1.5.0")
-    suite_props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    suite_props = {p.get("name"): p.get("value") for p in child(suite, "properties")}
     assert suite_props["runtimes"] == ",".join(labels)
     assert suite_props["device.alpha@1.5.0.runtime"] == "executorch 1.5.0"
     page = (run.results_dir / "report.html").read_text("utf-8")

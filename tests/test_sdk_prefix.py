@@ -22,7 +22,7 @@ from harness.agent.sdk_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_f
 from harness.agent.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
 from harness.codec import wire
 from harness.config.profile import ProfileError, load_profile
-from harness.data.messages import Action, Outcome, Request
+from harness.data.messages import Action, Outcome, Report, Request
 from harness.data.options import OptionsMap
 
 
@@ -47,7 +47,7 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def request(binary: Path, *requests: Request) -> list:
+def request(binary: Path, *requests: Request) -> list[Report]:
     data = b"".join(wire.encode_request(r) for r in requests)
     out = subprocess.run([str(binary)], input=data, capture_output=True, timeout=60, check=True)
     reports, rest = [], out.stdout

@@ -56,11 +56,13 @@ def test_the_input_ending_in_a_header_or_a_message_is_refused_whole() -> None:
     reader = StreamReader(MessageType.REQUEST)
     reader.feed(MESSAGE[:5])
     (header,) = reader.end()
+    assert isinstance(header, StreamRefusal), header
     assert (header.offset, header.seq) == (0, 0)
     assert str(header.error) == "TRUNCATED at byte 5: the input ends 5 bytes into a 16-byte header"
     reader = StreamReader(MessageType.REQUEST)
     reader.feed(MESSAGE + MESSAGE[:20])
     (message,) = reader.end()
+    assert isinstance(message, StreamRefusal), message
     assert (message.offset, message.seq) == (len(MESSAGE), 7)
     assert str(message.error) == (
         f"TRUNCATED at byte 20: the input ends after 20 of the {len(MESSAGE)} bytes the length "
@@ -74,6 +76,7 @@ def test_a_refused_message_of_a_usable_length_is_skipped_whole(length: int) -> N
     """A magic inside the skipped bytes is not looked at; past them, the next unit starts."""
     reader = StreamReader(MessageType.REQUEST, MIN_MESSAGE)
     (refusal,) = reader.feed(with_length(length))
+    assert isinstance(refusal, StreamRefusal), refusal
     assert refusal.error.code is WireErrorCode.VERSION
     assert reader.feed(MESSAGE[: length - 16]) == []
     assert reader.wanted() == max(length - 16 - len(MESSAGE), 16)

@@ -15,6 +15,7 @@ import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prerequisites import require
@@ -41,12 +42,12 @@ def stream_names() -> list[str]:
     return sorted(p.stem for p in STREAMS.glob("*.json"))
 
 
-def load(name: str) -> tuple[bytes, dict]:
+def load(name: str) -> tuple[bytes, dict[str, Any]]:
     data = (STREAMS / f"{name}.bin").read_bytes()
     return data, json.loads((STREAMS / f"{name}.json").read_text(encoding="utf-8"))
 
 
-def expected(vector: dict, *, framed: bool = False) -> list[Answer]:
+def expected(vector: dict[str, Any], *, framed: bool = False) -> list[Answer]:
     answers = []
     for answer in vector["answers"]:
         if framed:
@@ -253,6 +254,7 @@ def session(build: AgentBuild) -> Iterator[AgentSession]:
 
 def test_hosted_agent_answers_a_refused_header_before_reading_on(session: AgentSession) -> None:
     """Each report comes without a byte more than its unit's first 16 (or whole message)."""
+    assert isinstance(session.channel, StreamChannel)  # the fixture's
     refused = session.send_raw(header(version=1, length=100, seq=5), seq=5)
     assert (refused.outcome, refused.detail) == (Outcome.REJECTED, wire.WireErrorCode.VERSION)
     hello = wire.encode_request(Request(Action.HELLO, seq=6))

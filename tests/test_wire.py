@@ -7,6 +7,7 @@ import json
 import re
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,9 @@ def test_peek_header_errors() -> None:
         (lambda d: d[:-4] + bytes(4), E.CRC, None),
     ],
 )
-def test_frame_errors_name_code_and_offset(tamper, code, offset) -> None:  # type: ignore[no-untyped-def]
+def test_frame_errors_name_code_and_offset(
+    tamper: Callable[[bytes], bytes], code: WireErrorCode, offset: int | None
+) -> None:
     data = encode_request(LOAD)
     error = error_of(lambda: decode_request(tamper(data)))
     expected_offset = {E.TRUNCATED: len(data) - 1, E.TRAILING: len(data), E.CRC: len(data) - 4}
@@ -310,7 +313,7 @@ def test_values_without_a_wire_form_are_type_or_value_errors() -> None:
     with pytest.raises(ValueError, match=r"seq must be 0\.\.4294967295"):
         encode_request(Request(Action.HELLO, seq=-1))
     with pytest.raises(TypeError, match="seq must be an int"):
-        encode_request(Request(Action.HELLO, seq=True))  # type: ignore[arg-type]
+        encode_request(Request(Action.HELLO, seq=True))
     with pytest.raises(ValueError, match="calls"):
         encode_report(Report(Action.LOAD, Outcome.OK, entries=(ReportEntry("A", 0, 65536),)))
     with pytest.raises(TypeError, match="key must be a str"):
@@ -330,6 +333,7 @@ def test_spec_examples_round_trip_exactly() -> None:
     assert [e["type"] for e in examples] == ["request", "report"]
     for example in examples:
         msg = from_readable(example)
+        assert isinstance(msg, Request | Report), msg
         data = encode_request(msg) if isinstance(msg, Request) else encode_report(msg)
         decoded = decode_request(data) if isinstance(msg, Request) else decode_report(data)
         assert list(to_readable(decoded)) == list(example)

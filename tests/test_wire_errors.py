@@ -11,6 +11,7 @@ import re
 import struct
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,8 @@ def whole(error: WireError) -> tuple[WireErrorCode, int, str]:
     return error.code, error.offset, error.problem
 
 
-def options(**values: object) -> OptionsMap:
+def options(**values: Any) -> OptionsMap:
+    """An unchecked map of backend ``P`` holding ``values`` as given, of any type."""
     return OptionsMap.unchecked(
         [BackendOptions("P", tuple(Option(k, v) for k, v in values.items()))]
     )
@@ -70,7 +72,8 @@ def options(**values: object) -> OptionsMap:
 def cut_fields(message: bytes, decode: Callable[[bytes], object]) -> list[str]:
     """The field each cut of ``message`` (sealed anew) is refused in, in order; every
     refusal is TRUNCATED at the field's start and counts the bytes left exactly."""
-    body, names = message[:-4], []
+    body = message[:-4]
+    names: list[str] = []
     for cut in range(HEADER_SIZE + 1, len(body)):
         error = refusal(lambda: decode(wire.seal(body[:cut])))  # noqa: B023
         found = re.fullmatch(
@@ -338,7 +341,7 @@ def type_error(action: Callable[[], object]) -> str:
         ("seq", True, "seq must be an int; got bool True"),
     ],
 )
-def test_report_fields_of_the_wrong_type_are_named(field: str, value: object, message: str):
+def test_report_fields_of_the_wrong_type_are_named(field: str, value: Any, message: str) -> None:
     broken = dataclasses.replace(REPORT, **{field: value})
     assert type_error(lambda: wire.encode_report(broken)) == message
 
@@ -358,7 +361,7 @@ def test_report_fields_of_the_wrong_type_are_named(field: str, value: object, me
         ("model", False, "model of 'P' must be an int; got bool False"),
     ],
 )
-def test_entry_fields_of_the_wrong_type_are_named(field: str, value: object, message: str):
+def test_entry_fields_of_the_wrong_type_are_named(field: str, value: Any, message: str) -> None:
     broken = dataclasses.replace(REPORT, entries=(dataclasses.replace(ENTRY, **{field: value}),))
     assert type_error(lambda: wire.encode_report(broken)) == message
 
@@ -376,6 +379,7 @@ def test_report_limits_name_their_field_and_place() -> None:
         at + 1,
         "entry count is 17, limit 0..16",
     )
+    value: Any  # of the field's own type, which differs from field to field
     for field, value, problem in [
         ("flags", 2, "flags of 'P' (only bit 0, PROBE, is defined) is 2, limit 0..1"),
         ("model", 9, "model of 'P' is 9, limit 0..7"),
@@ -401,7 +405,7 @@ def test_report_limits_name_their_field_and_place() -> None:
         ({"path": "both"}, "LOAD path must be an int; got str 'both'"),
         ({"method": None}, "LOAD method name must be a str; got NoneType None"),
         (
-            {"options": OptionsMap.unchecked([BackendOptions(5, ())])},
+            {"options": OptionsMap.unchecked([BackendOptions(5, ())])},  # type: ignore[arg-type]
             "backend id must be a str; got int 5",
         ),
     ],
@@ -523,15 +527,15 @@ def test_unchecked_requests_reach_to_the_wire_and_no_further() -> None:
 
 
 def test_an_unknown_action_or_path_goes_out_under_its_number() -> None:
-    action = dataclasses.replace(Request(Action.SET, OptionsMap.unchecked([])), action=42)
+    action = dataclasses.replace(Request(Action.SET, OptionsMap.unchecked([])), action=42)  # type: ignore[arg-type]
     assert wire.encode_request(action)[HEADER_SIZE] == 42
-    assert type_error(lambda: wire.encode_request(dataclasses.replace(action, program=1))) == (
+    assert type_error(lambda: wire.encode_request(dataclasses.replace(action, program=1))) == (  # type: ignore[arg-type]
         "42 program must be a str; got int 1"
     )
     path = dataclasses.replace(
         LOAD,
         options=OptionsMap.unchecked([]),
-        path=9,
+        path=9,  # type: ignore[arg-type]
         method_options=OptionsMap.unchecked([BackendOptions(f"B{i}", ()) for i in range(256)]),
     )
     assert whole(refusal(lambda: wire.encode_request(path)))[2] == (
@@ -557,10 +561,10 @@ def test_an_unchecked_text_too_long_for_the_wire_names_its_place() -> None:
 
 
 def test_an_action_out_of_range_is_refused_by_name_when_encoding() -> None:
-    request = dataclasses.replace(Request(Action.HELLO), action=0)
+    request = dataclasses.replace(Request(Action.HELLO), action=0)  # type: ignore[arg-type]
     problem = refusal(lambda: wire.encode_request(request)).problem
     assert re.fullmatch(r"action is 0, limit 1\.\.\d+", problem), problem
-    report = dataclasses.replace(REPORT, action=99)
+    report = dataclasses.replace(REPORT, action=99)  # type: ignore[arg-type]
     problem = refusal(lambda: wire.encode_report(report)).problem
     assert re.fullmatch(r"action is 99, limit 0\.\.\d+", problem), problem
     frame = wire.encode_report(REPORT)[:-4]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -50,7 +51,9 @@ def unique_options(most: int) -> st.SearchStrategy[tuple[Option, ...]]:
     return st.lists(OPTIONS, max_size=most, unique_by=lambda o: o.key).map(tuple)
 
 
-def backends(most: int, options: st.SearchStrategy[tuple[Option, ...]]):  # type: ignore[no-untyped-def]
+def backends(
+    most: int, options: st.SearchStrategy[tuple[Option, ...]]
+) -> st.SearchStrategy[OptionsMap]:
     return st.lists(
         st.builds(BackendOptions, IDS, options), max_size=most, unique_by=lambda b: b.backend_id
     ).map(OptionsMap.unchecked)
@@ -125,18 +128,20 @@ def test_valid_messages_round_trip_with_their_types(msg: Request | Report) -> No
 def test_readable_form_round_trips_through_json(msg: Request | Report) -> None:
     text = typed(msg)
     again = from_readable(json.loads(text))
+    assert isinstance(again, Request | Report), again
     assert typed(again) == text
     assert encode(again) == encode(msg)
 
 
 def decode_only_wire_errors(data: bytes) -> None:
     """Each decoder either decodes ``data`` canonically or raises WireError, nothing else."""
-    for decode, encoder in ((decode_request, encode_request), (decode_report, encode_report)):
+    decoders: tuple[Callable[[bytes], Request | Report], ...] = (decode_request, decode_report)
+    for decode in decoders:
         try:
             msg = decode(data)
         except WireError:
             continue
-        assert encoder(msg) == data  # type: ignore[operator]
+        assert encode(msg) == data
 
 
 @settings(max_examples=300, deadline=None)

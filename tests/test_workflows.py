@@ -45,6 +45,7 @@ def test_the_pull_request_workflow_runs_readmes_test_command_in_debian_12():
     assert ci_run[-2:] == ["bash ci/setup.sh", "bash ci/test.sh"]  # what CI runs, too
     path = ROOT / ".github" / "workflows" / "pull-request.yml"
     workflow = read_yaml(path.read_text("utf-8"), str(path))
+    assert isinstance(workflow, dict), workflow
     assert set(workflow["on"]) == {"pull_request"}
     (job,) = workflow["jobs"].values()
     assert job["container"]["image"] == "debian:12"
@@ -106,6 +107,7 @@ def test_actionlint_catches_a_misspelt_key_and_an_undefined_context(tmp_path):
 def test_pre_commit_runs_what_ci_runs(tmp_path):
     """Every style check of CI is a pre-commit hook, and they pass on the repository."""
     config = read_yaml((ROOT / ".pre-commit-config.yaml").read_text("utf-8"), "pre-commit")
+    assert isinstance(config, dict), config
     hooks = [hook["id"] for repo in config["repos"] for hook in repo["hooks"]]
     assert hooks == ["ruff-check", "ruff-format", "mypy", "clang-format", "zizmor", "actionlint"]
     venv_bin = str(Path(sys.executable).parent)

@@ -12,6 +12,7 @@ import json
 import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ from harness.agent.xnnpack_program import (
 )
 
 
-def decode(data: bytes, schema: Path, tmp_path: Path, name: str) -> dict:
+def decode(data: bytes, schema: Path, tmp_path: Path, name: str) -> dict[str, Any]:
     """``data`` as JSON, decoded by the wheel's flatc against ``schema``."""
     source = tmp_path / f"{name}.bin"
     source.write_bytes(data)

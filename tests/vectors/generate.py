@@ -47,15 +47,22 @@ from harness.codec.wire.program_upload import (
 )
 from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
 from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, ReportEntry, Request
-from harness.data.options import INT32_MAX, INT32_MIN, BackendOptions, Option, OptionsMap
+from harness.data.options import (
+    INT32_MAX,
+    INT32_MIN,
+    BackendOptions,
+    Option,
+    OptionsMap,
+    OptionValue,
+)
 from harness.data.runtime_error import RuntimeErrorCode
 
 HERE = Path(__file__).resolve().parent
 
 TWO, THREE, FOUR = "é", "€", "😀"  # 2-, 3- and 4-byte UTF-8 sequences
 MULTIBYTE = TWO + THREE + FOUR
-PROBE_OPTIONS = {"threads": 4, "fast": True, "mode": "perf"}
-XNNPACK_OPTIONS = {
+PROBE_OPTIONS: dict[str, OptionValue] = {"threads": 4, "fast": True, "mode": "perf"}
+XNNPACK_OPTIONS: dict[str, OptionValue] = {
     "workspace_sharing_mode": 1,
     "weight_cache_enabled": True,
     "packed_cache_path": "/data/local/tmp/cache",
