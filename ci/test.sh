@@ -19,7 +19,7 @@ echo "== ruff (rules in pyproject.toml)"
 .venv/bin/ruff format --check harness tests suites conftest.py || status=$?
 # mypy takes one core for ~10 s: it runs while the project tests start; its output
 # comes after theirs.
-# mypy: the files pyproject.toml names (harness/, suites/).
+# mypy: the files pyproject.toml names (harness/, suites/, tests/).
 .venv/bin/mypy > results/ci-mypy.log 2>&1 &
 mypy=$!
 echo "== project tests (tests/)"

@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.prerequisites import require
+from prerequisites import require
 
 CASES = """\
 import os

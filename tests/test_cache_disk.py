@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.agent.flatc import cached_program
 from harness.history.target import default_store, store_target
 from harness.lifecycle.disk import DiskTrouble
 from harness.transport.local import LocalTransport
-from tests.prerequisites import require
 
 REPO = Path(__file__).resolve().parents[1]
 

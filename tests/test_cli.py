@@ -116,7 +116,7 @@ def test_map_prints_backend_ids_and_keys_escaped(tmp_path, capsys):
 def _emulated_mcu() -> Iterator[str]:
     """`et-harness emu mcu-emu` running: the serial address it prints; on leaving, it must
     stop cleanly on SIGINT."""
-    from tests.prerequisites import require
+    from prerequisites import require
 
     require("qemu-system-arm")
     emu = subprocess.Popen(

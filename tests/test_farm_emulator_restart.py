@@ -16,8 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-
-from tests.prerequisites import require
+from prerequisites import require
 
 CASES = """\
 from pathlib import Path

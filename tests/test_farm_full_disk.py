@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import require
 from test_farm_runs import Farm, Run
-
-from tests.prerequisites import require
 
 PAGE = 4096
 DISK_PAGES = 16

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.glibc_bundle import (
@@ -37,7 +38,6 @@ from harness.emulators.adb.device_root import HIDDEN_HOST_DIRS
 from harness.link.stream import AgentDidNotStart, StreamChannel
 from harness.runner import CaseRunner
 from harness.transport.local import LocalTransport
-from tests.prerequisites import require
 
 MAP = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"mode": "x"}})
 GLIBC = {LOADER_NAME, "libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0",

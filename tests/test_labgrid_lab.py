@@ -29,13 +29,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.lab.places import LabIdentity, PlaceState, place_state
 from harness.lab.session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
-from tests.prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[1]
 # Two suite tests: enough to open a session, load a program, reset between tests.
@@ -291,7 +291,7 @@ def test_three_runners_share_a_pool_of_two_the_third_takes_the_first_freed(lab, 
     # says nothing: a reservation made with both places free takes either).
     assert any(
         runs[2].pid in reserving
-        and {_pid_of(holders[p]) for p in ("lab-a", "lab-b") if holders.get(p)}
+        and {_pid_of(h) for h in (holders.get(p) for p in ("lab-a", "lab-b")) if h}
         == {runs[0].pid, runs[1].pid}
         for reserving, (_, holders) in zip(watch.reserving, watch.seen, strict=False)
     ), "the third run reserved only after a place was freed"
@@ -845,7 +845,7 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
     waiting = _pytest(devices, tmp_path / "waits", "--device", "lab-mcu", "--lock-timeout", "200")
     deadline = time.monotonic() + 120
     while not any(
-        LabIdentity.parse(owner) and LabIdentity.parse(owner).pid == waiting.pid
+        (identity := LabIdentity.parse(owner)) is not None and identity.pid == waiting.pid
         for owner in _reservation_owners(lab)
     ):
         assert time.monotonic() < deadline and waiting.poll() is None, "the run never reserved"
