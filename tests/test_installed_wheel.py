@@ -169,6 +169,7 @@ def test_et_harness_run_runs_the_shipped_suites(installed: Installed, tmp_path: 
     passed = re.match(r"(\d+) passed", summary)
     assert passed and int(passed.group(1)) > 400, summary  # every shipped suite ran
     assert not re.search(r"\d+ (failed|error)", summary), summary
+    assert "warning" not in summary, done.stdout[-3000:]  # a user's plain run shows none
     assert list((tmp_path / "results").glob("*/report.html"))  # results where the user ran it
 
 
