@@ -21,13 +21,6 @@ from harness.emulators.mcu import McuEmulator, build_firmware
 os.environ["ET_HARNESS_HISTORY"] = "off"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked ``slow`` first, each group in its own order: with ``-n``, xdist hands
-    them out to the workers before the rest, so a run does not end waiting on a long test
-    that started last."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(scope="session", params=sorted(BOARDS))
 def mcu_board(request: pytest.FixtureRequest) -> McuBoard:
     """The emulated board (QEMU machine) a test runs on."""
