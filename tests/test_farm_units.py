@@ -16,6 +16,7 @@ from typing import TypeVar
 import pytest
 import yaml
 from prerequisites import require
+from test_farm_runs import child
 
 from harness.agent.session import AgentSession
 from harness.check import Verdict, check_set
@@ -374,13 +375,6 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
 # ---- results, summaries, reports --------------------------------------------------------------
 
 
-def _child(parent: ET.Element, path: str) -> ET.Element:
-    """The first element at ``path`` in ``parent``, where the test expects one."""
-    found = parent.find(path)
-    assert found is not None, f"no {path} in <{parent.tag}>"
-    return found
-
-
 def _wrong_value_verdict() -> Verdict:
     sent = OptionsMap.from_dict({"ProbeA": {"threads": 4, "mode": "fast"}})
     report = Report(
@@ -562,7 +556,7 @@ def test_tables_and_junit_show_load_path_by_backend_per_device(tmp_path):
     amend_junit(path, results)
     props = {
         p.get("name"): p.get("value")
-        for p in _child(_child(ET.parse(path).getroot(), "testsuite"), "properties")
+        for p in child(child(ET.parse(path).getroot(), "testsuite"), "properties")
     }
     assert props["device.alpha.load_paths"] == "program,module"
     assert props["device.alpha.real_backends"] == "XnnpackBackend"
@@ -636,13 +630,13 @@ def test_junit_infrastructure_failures_become_typed_errors_with_device_propertie
         "utf-8",
     )
     amend_junit(path, _results())
-    suite = _child(ET.parse(path).getroot(), "testsuite")
+    suite = child(ET.parse(path).getroot(), "testsuite")
     assert (suite.get("failures"), suite.get("errors")) == ("1", "1")
     infra, real = suite.findall("testcase")
     assert infra.find("failure") is None
-    assert _child(infra, "error").attrib == {"message": "host: gone", "type": "TransportLost"}
+    assert child(infra, "error").attrib == {"message": "host: gone", "type": "TransportLost"}
     assert real.find("failure") is not None
-    props = {p.get("name"): p.get("value") for p in _child(suite, "properties")}
+    props = {p.get("name"): p.get("value") for p in child(suite, "properties")}
     assert props["devices"] == "alpha,beta"
     assert props["device.alpha.runtime"] == "executorch 1.5.1"
 
