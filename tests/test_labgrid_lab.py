@@ -196,6 +196,7 @@ class CoordinatorWatch:
                     },
                 )
             )
+            self._stop.wait(0.05)  # 20 polls a second: each moment a test looks for lasts seconds
 
     def __enter__(self) -> CoordinatorWatch:
         self._thread.start()
