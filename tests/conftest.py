@@ -20,6 +20,33 @@ from harness.emulators.mcu import McuEmulator, build_firmware
 # store of their own with --history.
 os.environ["ET_HARNESS_HISTORY"] = "off"
 
+# The modules that take longest, longest first (the sum of their tests' wall time in a run
+# from an empty harness cache on 2 cores, 4 December 2026: 230 s down to 36 s); every other
+# module follows in file order. ci/test.sh hands xdist's workers whole modules in this
+# order (--dist loadscope --no-loadscope-reorder), so that no long module starts last.
+LONGEST_FIRST = (
+    "test_labgrid_lab.py",
+    "test_kill_runs.py",
+    "test_installed_wheel.py",
+    "test_source_history.py",
+    "test_mcu_firmware.py",
+    "test_mcu_patched_runtime.py",
+    "test_mcu_faults.py",
+    "test_history_runs.py",
+    "test_race_detector.py",
+    "test_farm_runs.py",
+    "test_fault_injection.py",
+    "test_farm_rootdir.py",
+    "test_setup_repair.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of :data:`LONGEST_FIRST` first, in its order; each module's tests in
+    their own order."""
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
+
 
 @pytest.fixture(scope="session", params=sorted(BOARDS))
 def mcu_board(request: pytest.FixtureRequest) -> McuBoard:
