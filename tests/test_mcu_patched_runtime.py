@@ -1,11 +1,14 @@
 """The runtime on the MCU boards is ExecuTorch's own: a fault put into its source is caught.
 
-Each case copies the ExecuTorch source tree to a temporary directory, puts one fault into
-ExecuTorch's own code there, builds the firmware from the copy (``ET_HARNESS_SOURCE``)
-and runs the suites on ``mcu-emu`` until their first failure (:mod:`power_runs`: the
-question is only whether they catch the fault): they must fail with delivery differences
-(verdicts that are not exact), never with infrastructure errors. With the stand-in, the same
-faults would change nothing: the firmware would not contain the patched code.
+The ExecuTorch source tree is copied to a temporary directory once per module; each case
+puts one fault into ExecuTorch's own code there (and takes it out again after), builds the
+firmware from the copy (``ET_HARNESS_SOURCE``) and runs the suites on ``mcu-emu`` until
+their first failure (:mod:`power_runs`: the question is only whether they catch the fault):
+they must fail with delivery differences (verdicts that are not exact), never with
+infrastructure errors. With the stand-in, the same faults would change nothing: the
+firmware would not contain the patched code. One copy in one place for every case lets
+each build take the unchanged files' objects from the object cache (their paths, and so
+their debug information, are the same).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import power_runs
@@ -57,28 +61,38 @@ FAULTS = {
 }
 
 
-def patched_tree(tmp: Path, fault: str) -> Path:
-    """A copy of the source tree with ``fault`` in it (the anchor must occur exactly once)."""
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the source tree, shared by this module's cases (one at a time)."""
     assert SOURCE is not None
-    copy = tmp / "executorch"
+    copy = tmp_path_factory.mktemp("patched") / "executorch"
     shutil.copytree(SOURCE.path, copy, symlinks=True)
+    return copy
+
+
+@pytest.fixture
+def patched_tree(tree_copy: Path, fault: str) -> Iterator[Path]:
+    """The copy with ``fault`` in it (the anchor must occur exactly once); the file as it
+    was again after the case."""
     file, original, faulty = FAULTS[fault]
-    target = copy / file
+    target = tree_copy / file
     target.chmod(0o644)  # CI's shared tree has no write bits; the copy keeps them
     text = target.read_text(encoding="utf-8")
     assert text.count(original) == 1, f"{file} changed upstream: the fault's anchor is gone"
     target.write_text(text.replace(original, faulty), encoding="utf-8")
-    return copy
+    try:
+        yield tree_copy
+    finally:
+        target.write_text(text, encoding="utf-8")
 
 
 @pytest.mark.skipif(SOURCE is None, reason="no ExecuTorch source tree (set ET_HARNESS_SOURCE)")
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_a_fault_in_executorchs_source_fails_the_suites_with_delivery_differences(
-    tmp_path: Path, fault: str, record_property
+    tmp_path: Path, fault: str, patched_tree: Path, record_property
 ) -> None:
-    tree = patched_tree(tmp_path, fault)
     results = tmp_path / "results"
-    env = power_runs.environment(ET_HARNESS_SOURCE=str(tree))
+    env = power_runs.environment(ET_HARNESS_SOURCE=str(patched_tree))
     done = subprocess.run(
         [
             sys.executable,
@@ -108,7 +122,9 @@ def test_a_fault_in_executorchs_source_fails_the_suites_with_delivery_difference
     ]
     device = [r for r in records if r["device"] == "mcu-emu"]
     assert device, done.stdout[-3000:] + done.stderr[-3000:]
-    built = f"0.1.0+{firmware_source_hash('mps2-an385', runtime_source(tree, 'the copy'))[:12]}"
+    built = (
+        f"0.1.0+{firmware_source_hash('mps2-an385', runtime_source(patched_tree, 'the copy'))[:12]}"
+    )
     assert {r["facts"]["agent_version"] for r in device} == {built}  # the patched build ran
     assert all(r["facts"]["runtime"].endswith("no stand-in") for r in device)
     assert not [r["nodeid"] for r in device if r["infra"]], done.stdout[-3000:]
