@@ -2,7 +2,7 @@
 # The host agent's concurrent multi-model cases (suites/test_models.py, and the real
 # XNNPACK program in suites/test_concurrent_xnnpack.py) under each race detector
 # (docs/agent.md, "Race detectors"): host-tsan (the agent's ThreadSanitizer build),
-# host-helgrind and host-drd (valgrind), one device per xdist worker. A race report
+# host-helgrind and host-drd (valgrind), each device on an xdist worker of its own. A race report
 # that agent/runtime/race-suppressions.yaml does not explain fails its test; each
 # test's report is kept under RESULTS_DIR/artifacts/<device>/<test>/try-N/.
 #
@@ -14,12 +14,13 @@ cd "$(dirname "$0")/.."
 results="${1:-results/race-detectors}"
 shift || true
 devices="${DETECTORS:-host-tsan,host-helgrind,host-drd}"
+IFS=, read -r -a listed <<<"$devices"
 
 started=$(date +%s)
 status=0
 .venv/bin/python -m pytest suites/test_models.py suites/test_concurrent_xnnpack.py \
   -p no:cacheprovider -q \
-  -k "${SELECTION:-concurrent}" --device "$devices" -n 2 \
+  -k "${SELECTION:-concurrent}" --device "$devices" -n "${#listed[@]}" \
   --run-timeout "${RUN_TIMEOUT:-600}" \
   --results-dir "$results" --junitxml "$results/junit.xml" "$@" || status=$?
 echo "== race detectors: $devices in $(( $(date +%s) - started )) s (exit $status)"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Style checks (ruff lint and format, mypy), the project's tests, then the device suites on
-# every emulated device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu in
-# parallel, with reports), then the concurrent multi-model cases on the host agent under
-# each race detector (ci/run-race-detectors.sh). Every step runs; the exit status is
-# non-zero if any failed.
+# every emulated device at once (ci/run-emulated.sh: host, ssh-emu, adb-emu, mcu-emu,
+# mcu-m55-emu in parallel, with reports) and, beside them, the concurrent multi-model cases
+# on the host agent under each race detector (ci/run-race-detectors.sh). Every step runs;
+# the exit status is non-zero if any failed.
 # Run after ci/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +35,16 @@ echo "== project tests (tests/)"
 echo "== mypy (settings in pyproject.toml)"
 wait "$mypy" || status=$?
 cat results/ci-mypy.log
+# The emulated devices and the race detectors run at once (each leaves a core idle while
+# it collects and brings up its devices); their outputs follow, in turn, when both ended.
+bash ci/run-emulated.sh results/ci > results/ci-emulated.log 2>&1 &
+emulated=$!
+bash ci/run-race-detectors.sh results/ci-races > results/ci-races.log 2>&1 &
+races=$!
+wait "$emulated" || status=$?
+wait "$races" || status=$?
 echo "== device suites on every emulated device (suites/)"
-bash ci/run-emulated.sh results/ci || status=$?
+cat results/ci-emulated.log
 echo "== concurrent multi-model cases under the race detectors (host-tsan, host-helgrind, host-drd)"
-bash ci/run-race-detectors.sh results/ci-races || status=$?
+cat results/ci-races.log
 exit "$status"
