@@ -14,11 +14,16 @@ from serial.urlhandler import protocol_socket
 
 from harness.config.mcu_boards import BOARDS, McuBoard
 from harness.emulators.mcu import McuEmulator, build_firmware
+from harness.lifecycle.cache import cache_root
 
 # The project's tests and the pytest runs they start keep out of the user's run history
 # (and a lab's database named by $ET_HARNESS_HISTORY); the history's own tests name a
 # store of their own with --history.
 os.environ["ET_HARNESS_HISTORY"] = "off"
+# Every build compiles through one object cache, the run's harness cache's, also in the
+# tests that give themselves a harness cache of their own (a user's CCACHE_DIR is honoured:
+# harness.agent.source_runtime.compiler_cache_env).
+os.environ.setdefault("CCACHE_DIR", str(cache_root() / "ccache"))
 
 # The modules that take longest, longest first (the sum of their tests' wall time in a run
 # from an empty harness cache on 2 cores, 4 December 2026: 230 s down to 36 s); every other

@@ -2,8 +2,9 @@
 
 Each test works in a cache of its own (``ET_HARNESS_CACHE``): the shared one is only read,
 to copy a built agent or firmware from, so that a damaged entry here never reaches
-another test (a rebuild compiles through the shared object cache, ccache's, which is
-safe for concurrent use). A copy keeps its files' modification times, so it is intact as it was.
+another test (a rebuild compiles through the run's one object cache, ccache's, which is
+safe for concurrent use: tests/conftest.py). A copy keeps its files' modification times,
+so it is intact as it was.
 """
 
 from __future__ import annotations
@@ -49,14 +50,6 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     monkeypatch.setenv("ET_HARNESS_CACHE", str(root))
     return root
-
-
-def _share_object_cache(own_cache: Path) -> None:
-    """``own_cache`` compiles through the shared object cache (ccache is safe for
-    concurrent use): its rebuild finds the objects, as a rebuild in a user's cache does."""
-    shared = SHARED_CACHE / "ccache"
-    shared.mkdir(parents=True, exist_ok=True)
-    (own_cache / "ccache").symlink_to(shared, target_is_directory=True)
 
 
 def _copy_entry(entry: Path, into: Path) -> Path:
@@ -129,7 +122,6 @@ def _fresh_process_finds(path: Path) -> str:
 def test_a_truncated_cached_agent_is_rebuilt_and_runs(shared_agent, own_cache, capfd):
     """As an interrupted copy or a bad disk leaves it: ``complete`` marker still there."""
     _copy_entry(_shared(sdk_dir), own_cache)
-    _share_object_cache(own_cache)
     agent = _copy_entry(shared_agent, own_cache)
     binary = agent / "dist" / "et-agent"
     size = _truncate(binary)
@@ -169,7 +161,6 @@ def test_a_truncated_cached_firmware_is_rebuilt(own_cache, capfd):
 
     shared = _shared(lambda _: build_firmware(cache_dir=cache_root() / "mcu-firmware")).parent
     firmware = _copy_entry(shared, own_cache)
-    _share_object_cache(own_cache)
     size = _truncate(firmware / FIRMWARE_NAME)
     capfd.readouterr()
 

@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness.agent.source_runtime import describe_source, parse_runtime, tree_api
+from harness.agent.source_runtime import (
+    compiler_cache_env,
+    describe_source,
+    parse_runtime,
+    tree_api,
+)
 from harness.cli.bisect import BAD, GOOD, UNTESTABLE, classify
 from harness.history.bisect_results import bisect_line, explaining
 
@@ -114,6 +120,21 @@ def test_a_runtime_is_a_path_and_an_optional_revision() -> None:
     assert parse_runtime("~/et") == (Path("~/et").expanduser(), None)
     with pytest.raises(Exception, match="nothing after '@'"):
         parse_runtime("/src/et@")
+
+
+def test_objects_go_to_the_harness_caches_ccache_or_to_the_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("ccache") is None:
+        pytest.skip("no ccache: builds compile everything")
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CCACHE_DIR", raising=False)
+    ours = compiler_cache_env(tmp_path / "build")
+    assert (ours["CCACHE_DIR"], ours["CCACHE_MAXSIZE"]) == (str(tmp_path / "cache/ccache"), "2G")
+    assert ours["CCACHE_BASEDIR"] == str(tmp_path / "build")
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "mine"))
+    users = compiler_cache_env(tmp_path / "build")
+    assert users["CCACHE_DIR"] == str(tmp_path / "mine") and "CCACHE_MAXSIZE" not in users
 
 
 @needs_bundle

@@ -398,15 +398,20 @@ def write_facts(runtime: SourceRuntime) -> Path:
 
 def compiler_cache_env(base_dir: Path) -> dict[str, str]:
     """ccache's settings for a build under ``base_dir``: the object cache in the harness
-    cache, keyed by the compiler's content, the flags and the preprocessed source;
+    cache (or the user's own, when ``CCACHE_DIR`` names one: its size is then ccache's
+    setting), keyed by the compiler's content, the flags and the preprocessed source;
     paths under ``base_dir`` hashed relative to it, so builds of neighbouring commits
     (each in its own directory) share their objects. Empty without ccache."""
     if shutil.which("ccache") is None:
         return {}
+    users = os.environ.get("CCACHE_DIR")
+    if users:
+        where = {"CCACHE_DIR": users}
+    else:
+        where = {"CCACHE_DIR": str(cache_root() / "ccache"), "CCACHE_MAXSIZE": "2G"}
     return {
-        "CCACHE_DIR": str(cache_root() / "ccache"),
+        **where,
         "CCACHE_BASEDIR": str(base_dir),
         "CCACHE_NOHASHDIR": "1",
         "CCACHE_COMPILERCHECK": "content",
-        "CCACHE_MAXSIZE": "2G",
     }
