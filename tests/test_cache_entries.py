@@ -9,6 +9,7 @@ so it is intact as it was.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from harness.lifecycle.cache_entry import (
     LIMIT_ENV,
     CacheEntry,
     CacheLimitError,
+    EntryInfo,
     entries,
     size_limit,
 )
@@ -206,6 +208,29 @@ def holder(own_cache: Path) -> Iterator[Callable[[Path], None]]:
     yield hold
     for process in started:
         process.communicate(timeout=30)
+
+
+def test_a_commit_trims_once_a_hundredth_of_the_bound_was_committed_since_the_last_trim(
+    own_cache, monkeypatch
+):
+    """A trim reads every entry's record: a run committing dozens of small programs into a
+    big cache trimmed after each one. The count of bytes since the last trim is shared by
+    every process through the cache."""
+    from harness.lifecycle import cache_entry
+
+    trims: list[list[EntryInfo]] = []
+    real = cache_entry.trim
+
+    def counted() -> list[EntryInfo]:
+        trims.append(real())
+        return trims[-1]
+
+    monkeypatch.setattr(cache_entry, "trim", counted)
+    monkeypatch.setenv(LIMIT_ENV, "1M")  # a hundredth: 10,485 bytes
+    for n in range(4):  # programs of 4,000 bytes
+        cached_program("probe", [f"p{n}"], functools.partial(_program, n, 4_000))
+    assert len(trims) == 1  # the third passed 10,485 bytes; the fourth starts the count again
+    assert (own_cache / "added-since-trim").read_text() == "4000"
 
 
 def test_a_cache_past_its_bound_loses_its_least_recently_used_but_never_a_held_one(

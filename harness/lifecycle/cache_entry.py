@@ -23,7 +23,9 @@ builder commits it; an entry without one is not complete. A builder does::
   (no manifest, complete by the builder's own test, ``adopt``) is recorded as it is.
 - :func:`trim` keeps the cache's entries within :func:`size_limit`
   (``$ET_HARNESS_CACHE_LIMIT``), the least recently used removed first, never one a
-  running process holds or builds. Every commit trims.
+  running process holds or builds. A commit trims once the entries committed since the
+  last trim (a count every process shares, in the cache) pass a hundredth of the bound:
+  a trim reads every manifest, and a run can commit dozens of small programs.
 
 Concurrent runs share entries safely: builders serialise on the lock, a removal takes
 both locks without waiting (a busy entry is skipped) and moves the entry aside before
@@ -45,7 +47,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import filelock
 
@@ -180,7 +182,7 @@ class CacheEntry:
                 Path(tmp).unlink(missing_ok=True)
                 raise
         self.use()
-        if trim_after:
+        if trim_after and _trim_due(cast(int, record["bytes"])):
             trim()
 
     def discard(self) -> None:
@@ -219,6 +221,32 @@ def entries(kind: str | None = None) -> list[EntryInfo]:
             path = manifest.with_name(manifest.name[: -len(MANIFEST_SUFFIX)])
             found.append(EntryInfo(record["kind"], path, record["bytes"], last_use))
     return sorted(found, key=lambda e: (e.last_use, str(e.path)))
+
+
+TRIM_SHARE = 100  # a trim after a hundredth of the bound was committed since the last
+_ADDED_NAME = "added-since-trim"
+
+
+def _trim_due(added: int) -> bool:
+    """Add ``added`` bytes to what was committed since the last trim; whether that passes
+    a hundredth of the bound (the count then starts again). Kept in the cache for every
+    process, under an ``flock``; a count that cannot be read or kept makes a trim due."""
+    try:
+        handle = os.open(cache_root() / _ADDED_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return True
+    with os.fdopen(handle, "r+b") as count:
+        fcntl.flock(count, fcntl.LOCK_EX)
+        text = count.read(32) or b"0"  # a new count
+        total = int(text) + added if text.isdigit() else None
+        due = total is None or total >= size_limit() // TRIM_SHARE
+        try:
+            count.seek(0)
+            count.truncate()
+            count.write(b"0" if due else str(total).encode())
+        except OSError:
+            return True
+    return due
 
 
 def trim(limit: int | None = None) -> list[EntryInfo]:
