@@ -314,3 +314,24 @@ def test_a_stderr_tail_shows_the_last_lines() -> None:
     tail = StderrTail(lambda: next(chunks), name="test")
     assert tail.wait_for_end(5)
     assert tail.text().split("\n") == [f"line {n}" for n in range(100 - TAIL_LINES, 100)]
+
+
+def test_an_owner_keeps_its_janitor_without_a_resource_warning(tmp_path: Path) -> None:
+    """The janitor outlives its owner on purpose; a ``Popen`` dropped while its process runs
+    warned 'subprocess N is still running' in the test that first started a child (at
+    interpreter exit Python shows no ResourceWarning unless asked)."""
+    script = (
+        "import gc, warnings\n"
+        "from harness.lifecycle import owner\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    owner.current()\n"
+        "    gc.collect()\n"
+        "print([str(w.message) for w in caught if w.category is ResourceWarning])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "ET_HARNESS_CACHE": str(tmp_path)},
+    )  # fmt: skip
+    assert done.stdout == "[]\n", done.stdout

@@ -83,7 +83,8 @@ class Owner:
                 f"cannot keep an ownership record in {directory}: {exc}; make it writable "
                 "or point ET_HARNESS_CACHE at a writable directory"
             ) from None
-        self._janitor_pipe, self.janitor_pid = self._start_janitor()
+        self._janitor_pipe, self._janitor = self._start_janitor()
+        self.janitor_pid = self._janitor.pid
         self._save()
         sweep(directory)
 
@@ -167,7 +168,10 @@ class Owner:
         staging.write_text(record.to_json())
         os.replace(staging, self.record_path)
 
-    def _start_janitor(self) -> tuple[int, int]:
+    def _start_janitor(self) -> tuple[int, subprocess.Popen[bytes]]:
+        """The pipe whose closing tells the janitor this process ended, and the janitor.
+        Its ``Popen`` is kept: the janitor outlives this process on purpose, and a
+        ``Popen`` dropped while its process runs warns (a ResourceWarning in the run)."""
         read_end, write_end = os.pipe()  # both close-on-exec: no other child gets them
         env = {k: v for k, v in os.environ.items() if k != MARKER_VARIABLE}
         argv = [sys.executable, "-m", "harness.lifecycle.janitor", str(self.directory), self.name]
@@ -181,7 +185,7 @@ class Owner:
             )
         finally:
             os.close(read_end)
-        return write_end, janitor.pid
+        return write_end, janitor
 
 
 _current: Owner | None = None
