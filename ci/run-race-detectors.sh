@@ -2,9 +2,9 @@
 # The host agent's concurrent multi-model cases (suites/test_models.py, and the real
 # XNNPACK program in suites/test_concurrent_xnnpack.py) under each race detector
 # (docs/agent.md, "Race detectors"): host-tsan (the agent's ThreadSanitizer build),
-# host-helgrind and host-drd (valgrind), each device on an xdist worker of its own. A race report
-# that agent/runtime/race-suppressions.yaml does not explain fails its test; each
-# test's report is kept under RESULTS_DIR/artifacts/<device>/<test>/try-N/.
+# host-helgrind and host-drd (valgrind), each device on an xdist worker of its own. A
+# race report that agent/runtime/race-suppressions.yaml does not explain fails its test;
+# each test's report is kept under RESULTS_DIR/artifacts/<device>/<test>/try-N/.
 #
 # Usage: ci/run-race-detectors.sh [RESULTS_DIR] [extra pytest arguments]
 # Environment: DETECTORS (default host-tsan,host-helgrind,host-drd),
