@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from harness.agent.source_runtime import (
     compiler_cache_env,
@@ -125,8 +125,7 @@ def test_a_runtime_is_a_path_and_an_optional_revision() -> None:
 def test_objects_go_to_the_harness_caches_ccache_or_to_the_users_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if shutil.which("ccache") is None:
-        pytest.skip("no ccache: builds compile everything")
+    require("ccache")
     monkeypatch.setenv("ET_HARNESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("CCACHE_DIR", raising=False)
     ours = compiler_cache_env(tmp_path / "build")

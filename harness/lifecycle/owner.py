@@ -70,7 +70,7 @@ class Owner:
         self._paths: list[str] = []
         self._hand_back: list[tuple[str, ...]] = []
         self._adb_ports: list[int] = []
-        self.janitor_pid: int | None = None
+        self._janitor: subprocess.Popen[bytes] | None = None
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._lock_fd = _hold_lock(directory / f"{self.name}.lock")
@@ -84,7 +84,6 @@ class Owner:
                 "or point ET_HARNESS_CACHE at a writable directory"
             ) from None
         self._janitor_pipe, self._janitor = self._start_janitor()
-        self.janitor_pid = self._janitor.pid
         self._save()
         sweep(directory)
 
@@ -159,7 +158,7 @@ class Owner:
             processes=tuple(self._processes.values()),
             netns=tuple(self._netns),
             paths=tuple(self._paths),
-            janitor=self.janitor_pid,
+            janitor=self._janitor.pid if self._janitor is not None else None,
             command=" ".join(sys.argv)[:200],
             hand_back=tuple(self._hand_back),
             adb_ports=tuple(self._adb_ports),
