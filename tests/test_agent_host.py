@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from golden_vectors import load_vector
 from prerequisites import require
 
 from harness.agent.build import AgentBuild, ensure_agent
@@ -853,14 +854,13 @@ def test_an_agent_without_uploads_answers_actions_9_and_10_action_whatever_follo
 ) -> None:
     """docs/wire-format.md, Actions: the upload actions are version 2's, and a device
     without uploads answers them ACTION at the action byte, valid body or not."""
-    vectors = Path(__file__).resolve().parent / "vectors"
     for name in (
         "req_program_data",
         "req_program_end",
         "bad_program_data_length_past_body",
         "bad_program_end_trailing",
     ):
-        data = (vectors / f"{name}.bin").read_bytes()
+        data = load_vector(name)[0]
         seq = struct.unpack_from("<I", data, 12)[0]
         _assert_rejected(agent.send_raw(data), wire.WireErrorCode.ACTION, seq)
     assert "program_data" not in str(agent.request(Request(Action.HELLO)).fact("capabilities"))

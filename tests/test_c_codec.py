@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from golden_vectors import VECTORS, decoder_kind, load_vector, vector_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 CODEC = ROOT / "agent" / "codec"
 SOURCES = sorted((CODEC / "src").glob("*.c"))
 TOOL_SOURCE = CODEC / "tools" / "etb_wiretool.c"
-VECTORS = ROOT / "tests" / "vectors"
 BUILD_TIMEOUT_S = 120
 STRICT_FLAGS = [
     "-std=c99",
@@ -467,18 +467,8 @@ def test_cmake_builds_static_library_target(tmp_path: Path) -> None:
 # --- golden vectors -----------------------------------------------------------------------
 
 
-def vector_names() -> list[str]:
-    return sorted(p.stem for p in VECTORS.glob("*.json"))
-
-
 def test_golden_vectors_exist() -> None:
     assert vector_names(), f"no golden vectors in {VECTORS}"
-
-
-def load_vector(name: str) -> tuple[bytes, dict[str, Any]]:
-    return (VECTORS / f"{name}.bin").read_bytes(), json.loads(
-        (VECTORS / f"{name}.json").read_text(encoding="utf-8")
-    )
 
 
 def wiretool_run(
@@ -488,11 +478,6 @@ def wiretool_run(
     return subprocess.run(
         [str(tool), command, kind], input=data, capture_output=True, timeout=30, check=False
     )
-
-
-def is_upload_request(readable: dict[str, object]) -> bool:
-    """Actions 9 and 10 have bodies of their own: etb_decode_upload reads them."""
-    return readable["type"] == "request" and readable["action"] in ("program_data", "program_end")
 
 
 @pytest.mark.parametrize("name", vector_names())
@@ -505,7 +490,7 @@ def test_golden_vector(name: str, wiretool: Path) -> None:
             f"error {expected['error']}",
         ), result.stderr.decode()
         return
-    kind = "upload" if is_upload_request(expected) else str(expected["type"])
+    kind = decoder_kind(expected)
     decoded = wiretool_run(wiretool, "decode", kind, data)
     assert decoded.returncode == 0, decoded.stdout.decode() + decoded.stderr.decode()
     assert json.loads(decoded.stdout) == expected
@@ -593,7 +578,7 @@ def valid_messages() -> Iterator[tuple[str, bytes, int, int]]:
     """(name, bytes, type, option count) of every valid vector and a few crafted ones."""
     for name in vector_names():
         data, expected = load_vector(name)
-        if "error" not in expected and not is_upload_request(expected):
+        if "error" not in expected and decoder_kind(expected) != "upload":
             yield (
                 name,
                 data,

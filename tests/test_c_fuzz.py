@@ -13,10 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from golden_vectors import VECTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 CODEC = ROOT / "agent" / "codec"
-VECTORS = ROOT / "tests" / "vectors"
 # Seeded from the golden vectors, the run covers every edge it will reach (483) within
 # about 90,000 inputs, under a second; 5 s is about 850,000 inputs (20 s found 5 more
 # features and no more edges). A longer run: agent/codec/README.md, "Fuzzing longer".

@@ -9,7 +9,6 @@ which gets each unit as one link message (what its serial framing delivers).
 
 from __future__ import annotations
 
-import json
 import random
 import struct
 import subprocess
@@ -18,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from golden_vectors import STREAMS, load_generator, load_vector, vector_names
 from prerequisites import require
-from test_vectors import load_generator
 
 from harness.agent.build import AgentBuild, ensure_agent
 from harness.agent.session import AgentProtocolError, AgentSession
@@ -30,21 +29,10 @@ from harness.emulators.mcu import McuEmulator
 from harness.link.stream import StreamChannel
 from harness.transport.process_stream import ProcessStream, start_stream_process
 
-VECTORS = Path(__file__).resolve().parent / "vectors"
-STREAMS = VECTORS / "stream"
 TIMEOUT_S = 20.0
 
 # (seq, action, outcome, detail): what a test compares of each report.
 Answer = tuple[int, str, str, str]
-
-
-def stream_names() -> list[str]:
-    return sorted(p.stem for p in STREAMS.glob("*.json"))
-
-
-def load(name: str) -> tuple[bytes, dict[str, Any]]:
-    data = (STREAMS / f"{name}.bin").read_bytes()
-    return data, json.loads((STREAMS / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def expected(vector: dict[str, Any], *, framed: bool = False) -> list[Answer]:
@@ -92,7 +80,7 @@ def test_committed_stream_vectors_are_what_generate_py_writes() -> None:
 
 
 def test_stream_vectors_cover_every_rule() -> None:
-    loaded = [load(name) for name in stream_names()]
+    loaded = [load_vector(name, STREAMS) for name in vector_names(STREAMS)]
     vectors = [vector for _, vector in loaded]
     answers = [a for v in vectors for a in v["answers"]]
     errors = {a.get("error") for a in answers}
@@ -144,9 +132,9 @@ def fed_as_a_host_feeds(stream: bytes) -> list[StreamUnit]:
     return units + reader.end()
 
 
-@pytest.mark.parametrize("name", stream_names())
+@pytest.mark.parametrize("name", vector_names(STREAMS))
 def test_python_reader(name: str) -> None:
-    stream, vector = load(name)
+    stream, vector = load_vector(name, STREAMS)
     want = expected(vector)
     starts = [a["span"][0] for a in vector["answers"]]
     for units in (
@@ -158,10 +146,10 @@ def test_python_reader(name: str) -> None:
         assert [python_answer(u) for u in units] == list(zip(want, starts, strict=True))
 
 
-@pytest.mark.parametrize("name", stream_names())
+@pytest.mark.parametrize("name", vector_names(STREAMS))
 def test_python_reader_answers_as_soon_as_the_deciding_bytes_are_in(name: str) -> None:
     """A whole message at its last byte, a refused header at its 16th, the rest at the end."""
-    stream, vector = load(name)
+    stream, vector = load_vector(name, STREAMS)
     reader = StreamReader(wire.MessageType.REQUEST)
     seen_at: list[tuple[int | None, StreamUnit]] = []
     for position in range(len(stream)):
@@ -209,9 +197,9 @@ def agent_answers(argv: list[str], stream: bytes) -> list[Answer]:
     return [answer_of(r) for r in split_reports(result.stdout)]
 
 
-@pytest.mark.parametrize("name", stream_names())
+@pytest.mark.parametrize("name", vector_names(STREAMS))
 def test_hosted_agent(build: AgentBuild, name: str) -> None:
-    stream, vector = load(name)
+    stream, vector = load_vector(name, STREAMS)
     assert agent_answers([str(build.binary)], stream) == expected(vector)
 
 
@@ -308,7 +296,7 @@ def _in_version(message: bytes, version: int) -> bytes:
             1,
             r"rebuild the agent from this checkout.*agent\.prebuilt.*cmake --build",
         ),
-        ((VECTORS / "bad_version_1_report_entry_without_model.bin").read_bytes(), 1, "rebuild"),
+        (load_vector("bad_version_1_report_entry_without_model")[0], 1, "rebuild"),
         (_in_version(wire.encode_report(Report(Action.HELLO, Outcome.OK, seq=3)), 3), 3, "update"),
     ],
 )
@@ -327,17 +315,17 @@ def test_arm64_agent_under_qemu(tmp_path: Path) -> None:
     require("aarch64-linux-gnu-g++", "qemu-aarch64")
     arm = ensure_agent("aarch64")
     argv = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(arm.binary)]
-    for name in stream_names():
-        stream, vector = load(name)
+    for name in vector_names(STREAMS):
+        stream, vector = load_vector(name, STREAMS)
         assert agent_answers(argv, stream) == expected(vector), name
 
 
 # --------------------------------------------------------------------------- the MCU firmware
 
 
-@pytest.mark.parametrize("name", stream_names())
+@pytest.mark.parametrize("name", vector_names(STREAMS))
 def test_mcu_firmware_answers_each_unit_as_one_link_message(mcu: McuEmulator, name: str) -> None:
-    stream, vector = load(name)
+    stream, vector = load_vector(name, STREAMS)
     answers = []
     with mcu.connect() as link:
         session = AgentSession(link)

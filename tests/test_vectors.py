@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from golden_vectors import (
+    UPLOAD_ACTIONS,
+    VECTORS,
+    decoder_kind,
+    load_generator,
+    load_vector,
+    vector_names,
+)
 
 from harness.codec.readable import from_readable, to_readable
 from harness.codec.wire import (
@@ -27,36 +31,6 @@ from harness.codec.wire.program_upload import (
     encode_upload,
 )
 from harness.data.messages import Report, Request
-
-VECTORS = Path(__file__).resolve().parent / "vectors"
-
-
-def load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vector_generator", VECTORS / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-def vector_names() -> list[str]:
-    return sorted(p.stem for p in VECTORS.glob("*.json"))
-
-
-def load(name: str) -> tuple[bytes, dict[str, object]]:
-    data = (VECTORS / f"{name}.bin").read_bytes()
-    return data, json.loads((VECTORS / f"{name}.json").read_text(encoding="utf-8"))
-
-
-UPLOAD_ACTIONS = ("program_data", "program_end")
-
-
-def kind_of(readable: dict[str, object]) -> str:
-    """The decoder a valid vector is read with: actions 9 and 10 have their own."""
-    if readable["type"] == "request" and readable["action"] in UPLOAD_ACTIONS:
-        return "upload"
-    return str(readable["type"])
 
 
 def decode(data: bytes, kind: object) -> Request | Report | ProgramUpload:
@@ -81,7 +55,7 @@ def test_committed_vectors_are_what_generate_py_writes() -> None:
 
 
 def test_vectors_cover_every_error_bytes_can_produce() -> None:
-    errors = {load(name)[1].get("error") for name in vector_names()}
+    errors = {load_vector(name)[1].get("error") for name in vector_names()}
     expected = {code.name for code in WireErrorCode} - {"OK", "CAPACITY"}
     assert expected <= errors, f"no vector for {sorted(expected - errors)}"
 
@@ -89,7 +63,7 @@ def test_vectors_cover_every_error_bytes_can_produce() -> None:
 def test_vectors_cover_every_action_in_both_directions() -> None:
     seen = {
         (readable["type"], readable["action"])
-        for readable in (load(name)[1] for name in vector_names())
+        for readable in (load_vector(name)[1] for name in vector_names())
         if "error" not in readable
     }
     actions = {"load", "execute", "set", "get", "reset", "register", "hello", "reboot"}
@@ -100,14 +74,14 @@ def test_vectors_cover_every_action_in_both_directions() -> None:
 
 @pytest.mark.parametrize("name", vector_names())
 def test_vector(name: str) -> None:
-    data, expected = load(name)
+    data, expected = load_vector(name)
     if "error" in expected:
         assert set(expected) == {"error", "expect", "about"}
         with pytest.raises(WireError) as info:
             decode(data, expected["expect"])
         assert info.value.code.name == expected["error"], str(info.value)
         return
-    msg = decode(data, kind_of(expected))
+    msg = decode(data, decoder_kind(expected))
     readable = to_readable(msg)
     # json.dumps tells true from 1, which == on dicts does not.
     assert json.dumps(readable) == json.dumps(expected)
