@@ -161,6 +161,12 @@ def test_a_profile_named_config_may_not_run_commands(home, tmp_path):
         f"Host board\n    ProxyCommand touch {marker}\n",
         f'Match exec "touch {marker}"\n    User et\n',
         f'Host x\nMatch host board !exec="touch {marker}"\n    Port 2\n',
+        # paramiko splits Match criteria with shlex: quotes may not hide the keyword
+        f'Match "exec" "touch {marker}"\n    User et\n',
+        f"Match 'exec' 'touch {marker}'\n    User et\n",
+        f'Match e"x"ec "touch {marker}"\n    User et\n',
+        f'Match "!exec" "touch {marker}"\n    User et\n',
+        f'Match = exec "touch {marker}"\n    User et\n',
     ):
         config.write_text(text)
         profile = write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {config}}}")
@@ -168,6 +174,16 @@ def test_a_profile_named_config_may_not_run_commands(home, tmp_path):
         assert "transport.ssh_config:" in message and "runs a command" in message
         assert "~/.ssh/config" in message  # the fix: where such a line may live
         assert not marker.exists()
+
+
+def test_a_line_paramiko_cannot_read_is_named_by_its_number_not_its_text(home, tmp_path):
+    """The config a profile names could be any file (a secret's line would reach CI logs)."""
+    secret = tmp_path / "shadow"
+    secret.write_text("Host board\n    User et\nroot:$y$j9T$SECRET:20228:0:99999:7:::\n")
+    profile = write_profile(tmp_path, f"{{kind: ssh, host: board, ssh_config: {secret}}}")
+    message = refusal(profile)
+    assert f"ssh config {secret} line 3 is not a 'Keyword value' line" in message, message
+    assert "SECRET" not in message and "root:" not in message
 
 
 # -- values the ssh config adds are held to the same rules ---------------------------------

@@ -114,39 +114,63 @@ def _read_ssh_config(path: Path | None, commands: bool) -> _SshConfigText:
     except InputFileError as exc:
         raise SshConfigError(f"ssh config {exc}", field) from None
     config = _SshConfigText(path, text, commands, field)
-    if not commands:
-        _refuse_untrusted_directives(config)
+    _check_config_lines(config)
     return config
 
 
-def _refuse_untrusted_directives(config: _SshConfigText) -> None:
-    """What paramiko acts on while the config is looked up, refused up front: ``Match
-    exec`` runs a command; ``CanonicalizeHostname`` makes a DNS query per
-    ``CanonicalDomains`` entry (3000 of them kept a profile's check busy past 120 s)."""
+def _check_config_lines(config: _SshConfigText) -> None:
+    """Every line read as paramiko reads it (its ``SETTINGS_REGEX``, ``Match`` criteria
+    split with :func:`shlex.split`), so quoting cannot hide a keyword from this check.
+
+    A line paramiko could not read is refused by its number alone: its text could be a
+    line of any file a profile names (``/etc/shadow``), and errors reach CI logs. In a
+    profile's own config, what paramiko acts on while the config is looked up is refused
+    up front: ``Match exec`` runs a command; ``CanonicalizeHostname`` makes a DNS query
+    per ``CanonicalDomains`` entry (3000 of them kept a profile's check busy past 120 s)."""
     for number, line in enumerate(config.text.splitlines(), 1):
-        words = line.strip().replace("=", " ", 1).split()
-        if (
-            len(words) > 1
-            and words[0].lower() == "canonicalizehostname"
-            and words[1].lower() != "no"
-        ):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        setting = re.match(paramiko.SSHConfig.SETTINGS_REGEX, line)
+        if setting is None:
+            raise SshConfigError(
+                f"ssh config {config.path} line {number} is not a 'Keyword value' line "
+                "(paramiko reads the config); fix the line, or check that the path names "
+                "an ssh config file",
+                config.field,
+            )
+        if config.commands:
+            continue
+        keyword, value = setting.group(1).lower(), setting.group(2)
+        if keyword == "canonicalizehostname" and value.strip('"').lower() != "no":
             raise SshConfigError(
                 f"ssh config {config.path} line {number}: 'CanonicalizeHostname "
-                f"{brief_plain(words[1])}' makes DNS queries while the profile is read, "
+                f"{brief_plain(value)}' makes DNS queries while the profile is read, "
                 "which could keep the harness waiting; write HostName in full, or put the "
                 "line in your own ~/.ssh/config (and drop transport.ssh_config)",
                 config.field,
             )
-        if (
-            words
-            and words[0].lower() == "match"
-            and any(word.lstrip("!").lower() == "exec" for word in words[1:])
-        ):
+        if keyword == "match" and any(_names_exec(word) for word in _match_words(value)):
             raise SshConfigError(
                 f"ssh config {config.path} line {number}: 'Match exec' runs a command, and a "
                 f"device profile may not run commands; {_COMMANDS_FIX}",
                 config.field,
             )
+
+
+def _match_words(criteria: str) -> list[str]:
+    """A ``Match`` line's words as paramiko splits them; both splits when quotes are
+    unbalanced (paramiko then refuses the line, but only when it is looked up)."""
+    try:
+        return shlex.split(criteria) + criteria.split()
+    except ValueError:
+        return criteria.split()
+
+
+def _names_exec(word: str) -> bool:
+    """``exec``, ``!exec`` or ``exec=...`` in any case: stricter than paramiko's match."""
+    name = word.lstrip("!").lower()
+    return name == "exec" or name.startswith("exec=")
 
 
 _COMMANDS_FIX = "put it in your own ~/.ssh/config (and drop transport.ssh_config), or use ProxyJump"
