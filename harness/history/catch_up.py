@@ -24,6 +24,8 @@ from harness.results.directory import (
     RunInfo,
     read_results,
 )
+from harness.untrusted import json_fields as fields
+from harness.untrusted.reading import InputFileError, read_bounded_text
 
 CATCH_UP_SOURCE = "results.jsonl"
 
@@ -57,25 +59,26 @@ def run_dirs(inputs: Sequence[Path]) -> list[Path]:
 
 
 def read_run_info(results_dir: Path) -> RunInfo:
-    """``run.json`` of ``results_dir`` (fields other versions add are ignored)."""
+    """``run.json`` of ``results_dir`` (fields other versions add are ignored), each field
+    checked: the directory may come from another host."""
     path = results_dir / RUN_FILE
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = fields.json_object(json.loads(read_bounded_text(path)), "the file")
         return RunInfo(
-            run=str(data["run"]),
-            command=tuple(str(word) for word in data.get("command", ())),
-            host=str(data["host"]),
-            devices=tuple(str(name) for name in data.get("devices", ())),
-            started=float(data["started"]),
-            finished=None if data.get("finished") is None else float(data["finished"]),
-            exit_status=None if data.get("exit_status") is None else int(data["exit_status"]),
-            runtimes=tuple(str(label) for label in data.get("runtimes", ())),
-            harness_version=str(data.get("harness_version", "")),
+            run=fields.text(data, "run"),
+            command=fields.texts(data, "command"),
+            host=fields.text(data, "host"),
+            devices=fields.texts(data, "devices"),
+            started=fields.number(data, "started"),
+            finished=fields.optional_number(data, "finished"),
+            exit_status=fields.optional_integer(data, "exit_status"),
+            runtimes=fields.texts(data, "runtimes"),
+            harness_version=fields.text(data, "harness_version", ""),
         )
-    except FileNotFoundError:
-        raise CatchUpError(f"{path}: not found; give a run's results directory") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CatchUpError(f"{path}: not a run description ({exc!r}); give another") from None
+    except InputFileError as exc:
+        raise CatchUpError(f"{exc}; give a run's results directory") from None
+    except ValueError as exc:  # JSON, or a field of the wrong type
+        raise CatchUpError(f"{path}: not a run description ({exc}); give another") from None
 
 
 def catch_up(store: HistoryStore, results_dir: Path) -> CaughtUp:
@@ -84,8 +87,8 @@ def catch_up(store: HistoryStore, results_dir: Path) -> CaughtUp:
     results_path = results_dir / RESULTS_FILE
     try:
         results = read_results(results_path) if results_path.exists() else []
-    except (ResultsFileError, OSError, UnicodeDecodeError) as exc:
-        raise CatchUpError(f"{results_path}: {exc}") from None
+    except ResultsFileError as exc:
+        raise CatchUpError(str(exc)) from None
     key = run_id(info)
     row = run_row(info, RunIdentity.read(results_dir), results_dir, "", CATCH_UP_SOURCE)
     before = store.count_cases(key)

@@ -21,6 +21,8 @@ from harness import __version__, shipped
 from harness.results.directory import RunInfo
 from harness.results.infra import one_line
 from harness.results.records import CaseResult
+from harness.untrusted import json_fields as fields
+from harness.untrusted.reading import read_bounded_text
 
 IDENTITY_FILE = "history.json"
 # Run states: written as it goes; ended with run.json's exit status; its writer is gone.
@@ -71,11 +73,14 @@ class RunIdentity:
 
     @classmethod
     def read(cls, results_dir: Path) -> RunIdentity:
-        """The identity a run wrote, or an unknown one (a run from before the history)."""
+        """The identity a run wrote, or an unknown one (a run from before the history, or
+        a file not as the harness writes it: results directories travel between hosts)."""
         try:
-            data = json.loads((results_dir / IDENTITY_FILE).read_text("utf-8"))
-            return cls(**{key: str(data.get(key, "")) for key in cls.__dataclass_fields__})
-        except (OSError, ValueError, AttributeError):
+            data = fields.json_object(
+                json.loads(read_bounded_text(results_dir / IDENTITY_FILE)), "the file"
+            )
+            return cls(**{key: fields.text(data, key, "") for key in cls.__dataclass_fields__})
+        except ValueError:  # missing or unreadable (InputFileError), JSON, a field's type
             return cls("", "", "", "")
 
 

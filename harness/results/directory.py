@@ -31,8 +31,12 @@ from harness.errors import UsageError
 from harness.results import lab_holdings
 from harness.results.html_report import write_report
 from harness.results.records import CaseResult, ResultAssembler
+from harness.untrusted.reading import InputFileError, read_bounded_text
 
 RESULTS_FILE = "results.jsonl"
+# Some 200 times the results of a whole suites run on host (630 KB): a run's results
+# file, or a merge of a nightly's, is read whole.
+MAX_RESULTS_BYTES = 128 << 20
 RUN_FILE = "run.json"
 REPORT_FILE = "report.html"
 ARTIFACTS_DIR = "artifacts"
@@ -222,8 +226,13 @@ class ResultsFileError(ValueError, UsageError):
 
 
 def read_results(path: Path) -> list[CaseResult]:
-    """The results in ``path``; a last line cut short by a killed run is skipped."""
-    lines = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
+    """The results in ``path``, read within :data:`MAX_RESULTS_BYTES` (the file may come
+    from another host); a last line cut short by a killed run is skipped."""
+    try:
+        text = read_bounded_text(path, MAX_RESULTS_BYTES)
+    except InputFileError as exc:
+        raise ResultsFileError(str(exc)) from None
+    lines = [line for line in text.splitlines() if line.strip()]
     results = []
     for number, line in enumerate(lines, 1):
         try:

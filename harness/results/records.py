@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
+from harness.untrusted import json_fields as fields
+from harness.untrusted.reading import brief
 
 FARM_ATTR = "et_farm"  # the report attribute holding the worker's additions
 
@@ -54,14 +56,15 @@ class VerdictRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VerdictRecord:
+        """A stored verdict, each field checked (a results file may come from elsewhere)."""
         return cls(
-            action=data["action"],
-            ok=data["ok"],
-            summary=data["summary"],
-            differences=tuple(data.get("differences", ())),
-            backends=tuple((name, ok) for name, ok in data.get("backends", ())),
-            render=data.get("render", ""),
-            path=data.get("path", ""),
+            action=fields.text(data, "action"),
+            ok=fields.flag(data, "ok"),
+            summary=fields.text(data, "summary"),
+            differences=fields.texts(data, "differences"),
+            backends=fields.pairs(data, "backends", bool),
+            render=fields.text(data, "render", ""),
+            path=fields.text(data, "path", ""),
         )
 
 
@@ -131,25 +134,45 @@ class CaseResult:
 
     @classmethod
     def from_json(cls, line: str) -> CaseResult:
-        data = json.loads(line)
+        """One line of ``results.jsonl``; a field of the wrong type is a ValueError naming it."""
+        data = fields.json_object(json.loads(line), "the line")
+        outcome = fields.text(data, "outcome")
+        if outcome not in OUTCOMES:
+            raise fields.JsonFieldError(f"'outcome' must be one of {', '.join(OUTCOMES)}")
         infra = data.get("infra")
         return cls(
-            nodeid=data["nodeid"],
-            device=data.get("device"),
-            outcome=data["outcome"],
-            duration=data.get("duration", 0.0),
-            started=data.get("started", 0.0),
-            run=data.get("run", ""),
-            facts=dict(data.get("facts", {})),
-            verdicts=tuple(VerdictRecord.from_dict(v) for v in data.get("verdicts", ())),
-            infra=InfraRecord(**infra) if infra else None,
-            failed_tries=tuple(data.get("failed_tries", ())),
-            longrepr=data.get("longrepr", ""),
-            sections=tuple((title, text) for title, text in data.get("sections", ())),
-            artifacts=tuple(data.get("artifacts", ())),
-            emulator_restarts=tuple(data.get("emulator_restarts", ())),
-            runtime_label=data.get("runtime_label", ""),
+            nodeid=fields.text(data, "nodeid"),
+            device=fields.optional_text(data, "device"),
+            outcome=outcome,
+            duration=fields.number(data, "duration", 0.0),
+            started=fields.number(data, "started", 0.0),
+            run=fields.text(data, "run", ""),
+            facts=fields.text_map(data, "facts"),
+            verdicts=tuple(VerdictRecord.from_dict(v) for v in fields.objects(data, "verdicts")),
+            infra=None if not infra else _infra(fields.json_object(infra, "'infra'")),
+            failed_tries=fields.texts(data, "failed_tries"),
+            longrepr=fields.text(data, "longrepr", ""),
+            sections=fields.pairs(data, "sections", str),
+            artifacts=_relative_paths(fields.texts(data, "artifacts")),
+            emulator_restarts=fields.texts(data, "emulator_restarts"),
+            runtime_label=fields.text(data, "runtime_label", ""),
         )
+
+
+def _relative_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Artifacts are linked from the report: a path relative to it, never a URL."""
+    for path in paths:
+        if path.startswith("/") or ":" in path.split("/", 1)[0]:
+            raise fields.JsonFieldError(
+                f"'artifacts' holds {brief(path)}, not a path relative to the results directory"
+            )
+    return paths
+
+
+def _infra(data: Mapping[str, Any]) -> InfraRecord:
+    return InfraRecord(
+        fields.text(data, "type"), fields.text(data, "message"), fields.text(data, "phase")
+    )
 
 
 def farm_payload(report: pytest.TestReport) -> dict[str, Any]:

@@ -1,0 +1,107 @@
+"""Results directories from other hosts (a nightly's artifacts) caught up into the history:
+read within bounds, every field checked, each refusal one line naming the file and field."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main as cli_main
+from harness.results.directory import MAX_RESULTS_BYTES
+
+RUN = {"run": "nightly", "host": "farm-1", "devices": ["host"], "started": 1.0e9}
+RESULT = {"nodeid": "suites/test_a.py::test_b[host]", "device": "host", "outcome": "passed"}
+
+
+def results_dir(tmp_path: Path, run: object = RUN, lines: tuple[object, ...] = ()) -> Path:
+    directory = tmp_path / "run"
+    directory.mkdir()
+    (directory / "run.json").write_text(json.dumps(run))
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (directory / "results.jsonl").write_text(text)
+    return directory
+
+
+def catch_up(tmp_path: Path, directory: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one-line error ``et-harness history --catch-up`` gives for ``directory``."""
+    store = str(tmp_path / "h.sqlite")
+    assert cli_main(["history", "--history", store, "--catch-up", str(directory)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "run, expected",
+    [
+        ({**RUN, "exit_status": 10**30}, "'exit_status' must be an integer that fits 64 bits"),
+        ({**RUN, "exit_status": True}, "'exit_status' must be an integer"),
+        ({**RUN, "started": float("nan")}, "'started' must be a finite number"),
+        ({**RUN, "host": ["farm"]}, "'host' must be a string; got ['farm']"),
+        ({**RUN, "devices": [{"x": 1}]}, "'devices' must be a list of strings"),
+        ({k: v for k, v in RUN.items() if k != "run"}, "'run' is missing"),
+        ([RUN], "the file is not a JSON object"),
+    ],
+)
+def test_a_run_description_field_of_the_wrong_type_is_named(tmp_path, capsys, run, expected):
+    directory = results_dir(tmp_path, run)
+    err = catch_up(tmp_path, directory, capsys)
+    assert f"{directory / 'run.json'}: not a run description ({expected}" in err, err
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ({**RESULT, "nodeid": {"a": 1}}, "'nodeid' must be a string"),
+        ({**RESULT, "outcome": "won"}, "'outcome' must be one of passed, failed"),
+        ({**RESULT, "duration": 1e300}, "'duration' must be a finite number below 2**63"),
+        ({**RESULT, "facts": {"abi": 1}}, "'facts' must be an object of strings"),
+        ({**RESULT, "sections": [["a"]]}, "'sections' must be a list of [string, str] pairs"),
+        ({**RESULT, "infra": "lost"}, "'infra' is not a JSON object"),
+        ({**RESULT, "verdicts": [{"action": "load", "ok": 1}]}, "'ok' must be true or false"),
+        # the report links artifacts: a URL would run in the reader's browser
+        (
+            {**RESULT, "artifacts": ["javascript:alert(1)"]},
+            "'artifacts' holds 'javascript:alert(1)', not a path relative",
+        ),
+    ],
+)
+def test_a_result_field_of_the_wrong_type_is_named_with_its_line(tmp_path, capsys, line, expected):
+    directory = results_dir(tmp_path, lines=(RESULT, line, RESULT))
+    err = catch_up(tmp_path, directory, capsys)
+    assert f"{directory / 'results.jsonl'}:2: not a test result: {expected}" in err, err
+
+
+@pytest.mark.parametrize("name", ["run.json", "results.jsonl"])
+def test_a_file_that_is_a_device_or_a_fifo_is_refused_unread(tmp_path, capsys, name):
+    directory = results_dir(tmp_path, lines=(RESULT,))
+    (directory / name).unlink()
+    (directory / name).symlink_to("/dev/zero")
+    assert "a character device, not a regular file" in catch_up(tmp_path, directory, capsys)
+    (directory / name).unlink()
+    os.mkfifo(directory / name)  # nobody writes: a blocking read would wait for ever
+    assert "a FIFO, not a regular file" in catch_up(tmp_path, directory, capsys)
+
+
+def test_a_results_file_over_the_bound_is_refused_by_its_size(tmp_path, capsys):
+    directory = results_dir(tmp_path)
+    with open(directory / "results.jsonl", "wb") as sparse:
+        sparse.truncate(MAX_RESULTS_BYTES + 1)
+    err = catch_up(tmp_path, directory, capsys)
+    assert f"{MAX_RESULTS_BYTES + 1} bytes, limit {MAX_RESULTS_BYTES} bytes" in err, err
+
+
+def test_an_identity_file_that_is_a_fifo_or_wrong_leaves_the_identity_unknown(tmp_path, capsys):
+    """history.json only says which harness and runtime ran: without it the run is kept."""
+    directory = results_dir(tmp_path, lines=(RESULT,))
+    os.mkfifo(directory / "history.json")
+    store = str(tmp_path / "h.sqlite")
+    assert cli_main(["history", "--history", store, "--catch-up", str(directory)]) == 0
+    assert "1 of 1 tests added" in capsys.readouterr().out
+    (directory / "history.json").unlink()
+    (directory / "history.json").write_text(json.dumps({"harness_version": {"x": 1}}))
+    assert cli_main(["history", "--history", store, "--catch-up", str(directory)]) == 0
+    assert "0 of 1 tests added" in capsys.readouterr().out
