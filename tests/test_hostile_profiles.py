@@ -333,12 +333,36 @@ LOCAL = "{kind: local}"
         ),
         (LOCAL, "timeouts: {connect: 86401}\n", "timeouts.connect", "lower it"),
         (LOCAL, "timeouts: {command: 0}\n", "timeouts.command", "must be seconds > 0"),
+        # a NUL byte: no path, argv word or environment value can hold one
+        (SSH % "port: 22", 'agent: {prebuilt: "a\\0b"}\n', "agent.prebuilt", "NUL byte"),
+        (SSH % "port: 22", 'agent: {sdk: "a\\0b"}\n', "agent.sdk", "NUL byte"),
+        (SSH % "port: 22", 'agent: {env: {A: "x\\0y"}}\n', "agent.env.A", "NUL byte"),
+        (SSH % "port: 22", 'agent: {wrapper: ["a\\0b"]}\n', "agent.wrapper[0]", "NUL byte"),
+        (SSH % "port: 22", 'tags: ["a\\0b"]\n', "tags[0]", "NUL byte"),
+        # a name the file gives is quoted escaped: it may not rewrite the terminal
+        (
+            LOCAL,
+            '"\\e[2J\\nfake line\\rX": 1\n',
+            "'\\x1b[2J\\nfake line\\rX'",
+            "unknown field",
+        ),
+        (
+            SSH % "port: 22",
+            'agent: {env: {"A\\e[2J\\nB": x}}\n',
+            "agent.env.'A\\x1b[2J\\nB'",
+            "not a valid environment variable name",
+        ),
     ],
 )
 def test_hostile_fields_are_refused(tmp_path, transport, extra, field, expected):
     message = refusal(write_profile(tmp_path, transport, extra))
     assert f"hostile.yaml: {field}: " in message and expected in message, message
     assert not (tmp_path / "MARKER").exists() and not Path("MARKER").exists()
+
+
+def test_an_unknown_field_of_a_megabyte_is_quoted_by_its_start(tmp_path):
+    message = refusal(write_profile(tmp_path, LOCAL, f"? {'k' * 900_000}\n: 1\n"))
+    assert f"hostile.yaml: '{'k' * 39}...: unknown field" in message, message
 
 
 def test_a_name_from_the_file_name_is_checked_too(tmp_path):

@@ -259,6 +259,10 @@ def test_duplicate_keys_in_json(tmp_path: Path) -> None:
             "backends.1: the backend id must be a string; got int 1: quote it",
         ),
         ("backends:\n  " + "P" * 64 + ": []\n", "backend id is 64 bytes of UTF-8, limit 1..63"),
+        (  # control characters escaped: an id may not rewrite the terminal
+            'backends:\n  "\\e[2J\\nFAKE": [1]\n',
+            "backends.\\x1b[2J\\nFAKE[0]: an option is a mapping",
+        ),
         (
             "backends:\n" + "".join(f"  P{i}: []\n" for i in range(9)),
             "backends: 9 backends, limit 8 (LoadBackendOptionsMap capacity); split the map",

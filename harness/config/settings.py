@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import UsageError
-from harness.untrusted.reading import brief
+from harness.untrusted.reading import brief, brief_plain
 from harness.untrusted.value_rules import ValueRuleError
 
 T = TypeVar("T")
@@ -83,7 +83,9 @@ def check_known(data: Mapping[str, Any], allowed: Collection[str], where: str) -
     unknown = sorted((key for key in data if key not in allowed), key=str)
     if unknown:
         raise refuse(
-            where, str(unknown[0]), f"unknown field; allowed: {', '.join(sorted(allowed))}"
+            where,
+            brief_plain(unknown[0]),
+            f"unknown field; allowed: {', '.join(sorted(allowed))}",
         )
 
 
@@ -177,9 +179,10 @@ class _Reading:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise refuse(self.where, name, f"names must be strings; got {brief(key)}")
-            self._check(field.key, key, f"{name}.{key}")
-            entries[key] = self._scalar(kind, item, f"{name}.{key}", None)
-            self._check(field.rule, item, f"{name}.{key}")
+            entry = f"{name}.{brief_plain(key)}"
+            self._check(field.key, key, entry)
+            entries[key] = self._scalar(kind, item, entry, None)
+            self._check(field.rule, item, entry)
         return entries
 
     def _check(self, rule: Rule | None, value: Any, name: str) -> None:
@@ -210,6 +213,13 @@ class _Reading:
         if kind is str or kind is Path:
             if not isinstance(value, str):
                 raise wrong("a string")
+            if "\0" in value:
+                raise refuse(
+                    self.where,
+                    name,
+                    f"{brief(value)} holds a NUL byte, which no path, argument or "
+                    "environment value can hold; remove it",
+                )
             return value if kind is str else (self.base or Path.cwd()) / Path(value).expanduser()
         if isinstance(kind, type) and issubclass(kind, enum.Enum):
             for member in kind:

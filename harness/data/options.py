@@ -64,8 +64,11 @@ class MapValidationError(ValueError, UsageError):
 
 def backend_path(backend_id: object, limit: int = 80) -> str:
     """``backends.<id>``, the path of a backend's entry in errors; an id too long to read
-    (a file can hold one of a megabyte) is cut to ``limit`` characters."""
-    text = str(backend_id)
+    (a file can hold one of a megabyte) is cut to ``limit`` characters, and control
+    characters (which could rewrite the terminal) are escaped."""
+    text = backend_id[: limit + 1] if isinstance(backend_id, str) else brief(backend_id)
+    if not text.isprintable():
+        text = repr(text)[1:-1]
     return f"backends.{text if len(text) <= limit else text[:limit] + '...'}"
 
 

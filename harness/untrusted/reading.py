@@ -144,5 +144,8 @@ def brief(value: object) -> str:
 
 
 def brief_plain(value: object) -> str:
-    """A short string as it is (``mode``), unquoted; anything else as :func:`brief`."""
-    return value if type(value) is str and len(value) <= BRIEF_CHARS else brief(value)
+    """A short printable string as it is (``mode``), unquoted; anything else (a control
+    character could rewrite the terminal) as :func:`brief`."""
+    if isinstance(value, str) and len(value) <= BRIEF_CHARS and value.isprintable():
+        return value
+    return brief(value)
