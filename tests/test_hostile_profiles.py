@@ -339,6 +339,14 @@ LOCAL = "{kind: local}"
         (SSH % "port: 22", 'agent: {env: {A: "x\\0y"}}\n', "agent.env.A", "NUL byte"),
         (SSH % "port: 22", 'agent: {wrapper: ["a\\0b"]}\n', "agent.wrapper[0]", "NUL byte"),
         (SSH % "port: 22", 'tags: ["a\\0b"]\n', "tags[0]", "NUL byte"),
+        # text a listing shows: one printable line (et-harness devices prints it)
+        (
+            LOCAL,
+            'description: "\\e]0;pwned\\a\\e[2JRED\\nsecond line"\n',
+            "description",
+            "holds '\\x1b'; write one line of printable text, at most 300 characters",
+        ),
+        (LOCAL, f"description: {'d' * 301}\n", "description", "longer than 300 characters"),
         # a name the file gives is quoted escaped: it may not rewrite the terminal
         (
             LOCAL,

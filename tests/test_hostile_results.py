@@ -105,3 +105,16 @@ def test_an_identity_file_that_is_a_fifo_or_wrong_leaves_the_identity_unknown(tm
     (directory / "history.json").write_text(json.dumps({"harness_version": {"x": 1}}))
     assert cli_main(["history", "--history", store, "--catch-up", str(directory)]) == 0
     assert "0 of 1 tests added" in capsys.readouterr().out
+
+
+def test_what_a_run_from_elsewhere_says_reaches_the_terminal_without_escapes(tmp_path, capsys):
+    run = {**RUN, "run": "\x1b[2J\x1b]0;x\x07night", "host": "h\nFAKE", "devices": ["d\x1b[31m"]}
+    line = {**RESULT, "nodeid": "suites/t.py::test_a[\x1b[2J]", "outcome": "failed"}
+    directory = results_dir(tmp_path, run, lines=(line,))
+    store = str(tmp_path / "h.sqlite")
+    assert cli_main(["history", "--history", store, "--catch-up", str(directory)]) == 0
+    capsys.readouterr()
+    assert cli_main(["history", "--history", store]) == 0
+    out = capsys.readouterr().out
+    assert "?[2J?]0;x?night" in out and "h?FAKE" in out, out
+    assert "\x1b" not in out and "\x07" not in out and "FAKE\n" not in out

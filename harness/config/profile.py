@@ -48,7 +48,13 @@ from harness.config.settings import (
 from harness.lifecycle.cache import cache_root
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV, profile_is_trusted
-from harness.untrusted.value_rules import ValueRuleError, check_name, check_seconds, check_work_dir
+from harness.untrusted.value_rules import (
+    ValueRuleError,
+    check_line,
+    check_name,
+    check_seconds,
+    check_work_dir,
+)
 
 DEFAULT_WORK_DIR = "/tmp/et-harness"
 # agent.deployment: how the agent runs (harness/devices/deployment.py); auto asks the device.
@@ -137,7 +143,7 @@ _AGENT_FIELDS: dict[str, Spec] = {
 }
 _PROFILE_FIELDS: dict[str, Spec] = {
     "name": Field(rule=check_name, means="a non-empty string"),  # as the rule words it
-    "description": None,
+    "description": check_line,
     "transport": Field(later=True),  # its kind chooses the settings class: devices/<kind>.py
     "abi": None,
     "work_dir": Field(

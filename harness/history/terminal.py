@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.untrusted.reading import printable
+
 _SPARK_RUNS = 12
 
 
@@ -38,6 +40,12 @@ def _percent(rate: float) -> str:
 
 
 def history_text(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
+    """The report as terminal lines; what runs from other hosts wrote (names, hosts,
+    devices, test ids) is shown without its escapes or line breaks."""
+    return [printable(line) for line in _lines(where, history, report)]
+
+
+def _lines(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
     if report["run"] is None:
         return [f"history {where}: no runs yet"]
     lines = [f"history {where}: {report['runs']} run(s) read", f"run: {_run_line(report['run'])}"]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.lab.places import LabIdentity, printable
+from harness.lab.places import LabIdentity
 from harness.lab.session import LabgridError, LabSession
+from harness.untrusted.reading import printable
 
 
 def hand_back(lab: LabSession, holder: str, tokens: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import InfrastructureError
 from harness.lifecycle.reap import start_time
-from harness.untrusted.reading import brief
+from harness.untrusted.reading import brief, printable
 from harness.untrusted.value_rules import ValueRuleError, check_word
 
 if TYPE_CHECKING:
@@ -159,9 +159,3 @@ def _optional_word(value: object, where: str, field: str) -> str | None:
 
 def _fix(place: str, coordinator: str) -> str:
     return f"correct it: 'labgrid-client -x {coordinator} -p {place} set-tags KEY=VALUE'"
-
-
-def printable(text: str) -> str:
-    """Lab text as it may reach a terminal or a log line: anything not printable (escapes,
-    line breaks) shown as '?'."""
-    return "".join(c if c.isprintable() else "?" for c in text)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from harness.lab.places import LabIdentity
 from harness.results.infra import one_line
 from harness.transport.base import DeviceUnavailable
+from harness.untrusted.reading import printable
 
 if TYPE_CHECKING:
     from harness.lab.places import PlaceState
@@ -62,7 +63,7 @@ def comment_for(
 ) -> str:
     """The place comment a quarantine leaves: who, when (UTC), why, and how to clear it."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    why = "".join(c if c.isprintable() else "?" for c in one_line(reason, _REASON_LIMIT))
+    why = printable(one_line(reason, _REASON_LIMIT))
     return (
         f"quarantined by {who} at {when}: {why} "
         f"(clear: python -m harness.lab.quarantine -x {coordinator} clear {place})"

@@ -37,8 +37,7 @@ from harness.devices.acquired_place import (
     ServiceAddress,
 )
 from harness.devices.bring_up import kind_module
-from harness.lab.places import printable
-from harness.untrusted.reading import brief
+from harness.untrusted.reading import brief, printable
 from harness.untrusted.value_rules import (
     ValueRuleError,
     check_count,

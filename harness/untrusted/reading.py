@@ -7,7 +7,8 @@ must never block, exhaust memory or flood the terminal:
   ``/dev/zero`` behind a symlink, or a directory), at most :data:`MAX_INPUT_BYTES`,
   checked before reading, as UTF-8;
 - :func:`brief` quotes a bad value in an error message by its first few characters,
-  without building the text of a large value first.
+  without building the text of a large value first;
+- :func:`printable` shows text from elsewhere on a terminal without its escapes.
 
 Every refusal is an :class:`InputFileError` naming the file, the limit and the fix.
 """
@@ -149,3 +150,9 @@ def brief_plain(value: object) -> str:
     if isinstance(value, str) and len(value) <= BRIEF_CHARS and value.isprintable():
         return value
     return brief(value)
+
+
+def printable(text: str) -> str:
+    """Text from elsewhere as it may reach a terminal or a log line: anything not
+    printable (escape sequences, line breaks) shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in text)

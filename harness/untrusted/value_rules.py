@@ -25,6 +25,7 @@ MAX_HOST_LENGTH = 253  # a DNS name's limit
 MAX_USER_LENGTH = 64  # login and device names
 MAX_WORD_LENGTH = 255
 MAX_PATH_LENGTH = 1024
+MAX_LINE_LENGTH = 300  # a description; the longest shipped is under 100
 
 _NAME_CHAR = r"[A-Za-z0-9_.-]"
 _WORD_CHAR = r"[A-Za-z0-9_.:@/+\[\]-]"
@@ -163,6 +164,20 @@ def check_name(value: object) -> str:
         raise ValueRuleError(f"{brief(value)} starts with {value[0]!r}; {allowed}")
     if not _NAME.fullmatch(value):
         _refuse(value, _NAME_CHAR, allowed)
+    return value
+
+
+def check_line(value: object) -> str:
+    """Text a person reads in a listing (a description): one printable line, not too long
+    to read; an escape sequence could rewrite the terminal."""
+    allowed = f"write one line of printable text, at most {MAX_LINE_LENGTH} characters"
+    if not isinstance(value, str):
+        raise ValueRuleError(f"must be a string; got {brief(value)}; {allowed}")
+    if len(value) > MAX_LINE_LENGTH:
+        raise ValueRuleError(f"{brief(value)} is longer than {MAX_LINE_LENGTH} characters")
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueRuleError(f"{brief(value)} holds {bad!r}; {allowed}")
     return value
 
 
