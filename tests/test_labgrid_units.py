@@ -216,6 +216,8 @@ def test_an_acquired_places_resources_give_the_address():
         ({"NetworkSerialPort": {"speed": 0}}, r"NetworkSerialPort.speed: "),
         ({"NetworkPowerPort": {"model": "../../os"}}, r"NetworkPowerPort.model: .*labgrid power"),
         ({"NetworkPowerPort": {"host": "x\ny"}}, r"NetworkPowerPort.host: "),
+        # a digit int() cannot read: str.isdigit() says yes to it
+        ({"NetworkPowerPort": {"index": "\u00b2"}}, r"NetworkPowerPort.index: "),
     ],
 )
 def test_hostile_lab_data_is_refused_naming_the_field(change, message):

@@ -94,6 +94,6 @@ def _by_last_use(
     found = []
     for line in listed.stdout.decode(errors="replace").splitlines():
         used, length, path = [*line.split(" ", 2), "", ""][:3]
-        if used.isdigit() and length.isdigit() and posixpath.dirname(path) == folder:
+        if used.isdecimal() and length.isdecimal() and posixpath.dirname(path) == folder:
             found.append((int(used), path, int(length)))
     return sorted(found)

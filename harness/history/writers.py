@@ -29,6 +29,6 @@ def dead_writers(writers: Iterable[str]) -> list[str]:
         if len(parts) != 4 or parts[0] != host:
             continue
         _, their_boot, pid, start = parts
-        if their_boot != boot or not pid.isdigit() or str(start_time(int(pid))) != start:
+        if their_boot != boot or not pid.isdecimal() or str(start_time(int(pid))) != start:
             dead.append(writer)
     return dead

@@ -141,7 +141,7 @@ def _power(fields: Mapping[str, Any]) -> PowerPort:
     if not isinstance(host, str) or not host.isprintable() or not 0 < len(host) <= 1000:
         raise ValueRuleError(f"host: {brief(host)} is not a printable URL of at most 1000 chars")
     index = fields.get("index", 0)
-    if isinstance(index, str) and index.isdigit() and len(index) < 5:
+    if isinstance(index, str) and index.isdecimal() and len(index) < 5:
         index = int(index)  # labgrid keeps a power port's index as text
     index = _field({"index": index}, "index", lambda v: check_count(v, 0, 1023))
     return PowerPort(model, host, index)

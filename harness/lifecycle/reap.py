@@ -136,7 +136,7 @@ def marked(owner: str) -> set[int]:
     needle = f"\0{MARKER_VARIABLE}={owner}\0".encode()
     found = set()
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
+        if entry.name.isdecimal():
             with contextlib.suppress(OSError):
                 if needle in b"\0" + (entry / "environ").read_bytes():
                     found.add(int(entry.name))
@@ -150,7 +150,7 @@ def adb_servers(ports: Iterable[int]) -> set[int]:
     wanted = {str(port) for port in ports}
     found = set()
     for entry in Path("/proc").iterdir() if wanted else ():
-        if not entry.name.isdigit():
+        if not entry.name.isdecimal():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
@@ -235,7 +235,7 @@ def _stats() -> list[tuple[int, list[str]]]:
     """(pid, fields after the command name) of every process: state, ppid, pgrp, session..."""
     found = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
+        if entry.name.isdecimal():
             try:
                 stat = (entry / "stat").read_text()
             except OSError:

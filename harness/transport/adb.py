@@ -127,7 +127,7 @@ class AdbTransport(Transport):
         """Refuse to go on without a running adb server: the client would start one in the
         background (for ``localhost``), which would outlive the run."""
         port = self._server_port()
-        if not port.isdigit() or not 0 < int(port) < 65536:
+        if not port.isdecimal() or not 0 < int(port) < 65536:
             raise DeviceUnavailable(
                 f"$ANDROID_ADB_SERVER_PORT is {port!r}, not a TCP port: unset it, or set "
                 "transport.server_port"
