@@ -129,9 +129,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 
 
 def _check_environment() -> None:
-    """A ``$ET_HARNESS_SDK`` that is no usable prefix (or an ``$ET_HARNESS_CACHE_LIMIT``
-    that is no size) is one usage error at the start, not a traceback in the setup of
-    every test."""
+    """A ``$ET_HARNESS_SDK`` that is no usable prefix, an ``$ET_HARNESS_RUNTIME`` that is
+    no source tree (or names no commit), or an ``$ET_HARNESS_CACHE_LIMIT`` that is no size
+    is one usage error at the start, not a traceback in the setup of every test."""
     from harness.agent.sdk import SdkError
     from harness.agent.sdk_prefix import prefix_from_environment, sdk_from_prefix
     from harness.lifecycle.cache_entry import CacheLimitError, size_limit
@@ -140,12 +140,17 @@ def _check_environment() -> None:
         size_limit()
     except CacheLimitError as exc:
         raise pytest.UsageError(str(exc)) from None
-    prefix = prefix_from_environment()
-    if prefix is not None:
-        try:
+    from harness.agent.source_runtime import check_source, runtime_from_environment
+
+    try:
+        prefix = prefix_from_environment()
+        if prefix is not None:
             sdk_from_prefix(prefix)
-        except SdkError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        source = runtime_from_environment()
+        if source is not None:
+            check_source(*source)
+    except SdkError as exc:  # SourceRuntimeError too
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:

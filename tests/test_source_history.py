@@ -306,6 +306,59 @@ def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile
     assert result["builds"] <= 3
 
 
+def bisect_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "bisect", *args],
+        cwd=ROOT, env={**os.environ, "ET_HARNESS_HISTORY": "off"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+@needs_bundle
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--device", "hots", "--", LIFETIME], "unknown device 'hots'"),
+        (["--device", "host", "--", "suites/test_nope.py"], "suites/test_nope.py"),
+        (["--device", "host", "--good", "nosuchrev", "--", LIFETIME], "--good: 'nosuchrev' names"),
+    ],
+)
+def test_bisect_refuses_what_no_step_could_run_before_any_build(
+    history: History, args: list[str], expected: str
+) -> None:
+    """A misspelled device or test path, or a revision that is none: one line, exit 2."""
+    ends = ["--good", history.at("4/x"), "--bad", "HEAD"]
+    if "--good" in args:
+        ends = ["--bad", "HEAD"]
+    done = bisect_cli(str(history.path), *ends, *args)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout == "" and done.stderr.count("\n") == 1, done.stdout + done.stderr
+    assert expected in done.stderr, done.stderr
+    if "--good" not in args:  # git bisect run stops on 128, where 2 would mean "bad"
+        step = bisect_cli(str(history.path), "--step", *args)
+        assert step.returncode == 128 and expected in step.stderr, step.stderr
+
+
+@needs_bundle
+def test_a_bad_runtime_in_the_environment_is_one_usage_error_before_any_test(
+    history: History,
+) -> None:
+    for value, expected in [
+        (f"{history.path}@nosuchrev", "'nosuchrev' names no commit"),
+        (f"{history.path / 'runtime'}", "is not an ExecuTorch source tree"),
+        ("/nonexistent/et", "/nonexistent/et is not a directory"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", LIFETIME, "--device", "host", "-q",
+             "-p", "no:cacheprovider"],
+            cwd=ROOT, env={**os.environ, "ET_HARNESS_RUNTIME": value},
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
+        assert f"ERROR: ET_HARNESS_RUNTIME={value}: " in done.stderr and expected in done.stderr
+        assert "Traceback" not in done.stdout + done.stderr
+
+
 # ---- nightly (.github/workflows/nightly.yml, job source-history) -------------------------
 
 

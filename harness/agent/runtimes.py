@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness.agent.sdk import SdkError, SdkPaths, check_locked, ensure_sdk, locked_versions
 from harness.agent.sdk_prefix import sdk_from_prefix
+from harness.agent.source_runtime import SourceRuntimeError, commit_of
 from harness.errors import UsageError
 
 OPTION = "--runtime"
@@ -161,7 +162,10 @@ def parse_runtime(entry: str) -> Runtime:
         except SdkError as exc:
             raise RuntimeEntryError(str(exc)) from None
         return Runtime(RuntimeKind.PREFIX, entry, path=path)
-    commit = _commit_of(path, revision, where) if revision else ""
+    try:
+        commit = commit_of(path, revision, where) if revision else ""
+    except SourceRuntimeError as exc:
+        raise RuntimeEntryError(str(exc)) from None
     if not (_has_at(path, commit) if commit else (path / _SOURCE_MARK).is_file()):
         at = f" at {revision}" if revision else ""
         raise RuntimeEntryError(
@@ -219,26 +223,6 @@ def _kind_of_directory(path: Path, where: str, revision: str) -> RuntimeKind:
         f"tree (no {_SOURCE_MARK}); point it at the prefix given to `cmake --install` or "
         "at a checkout of github.com/pytorch/executorch"
     )
-
-
-def _commit_of(tree: Path, revision: str, where: str) -> str:
-    """The full commit ``revision`` names in the git checkout ``tree`` (which is only read)."""
-    argv = ["git", "-C", str(tree), "rev-parse", "--verify", "--quiet", "--end-of-options",
-            f"{revision}^{{commit}}"]  # fmt: skip
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeEntryError(f"{where}: git could not read {tree}: {exc}") from None
-    commit = done.stdout.strip()
-    if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
-        raise RuntimeEntryError(
-            f"{where}: {revision!r} names no commit in {tree} (git rev-parse said "
-            f"{_shown(done.stderr.strip() or 'nothing')}); fetch it there, or give another "
-            "revision"
-        )
-    return commit
 
 
 def _has_at(tree: Path, commit: str) -> bool:

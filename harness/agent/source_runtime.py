@@ -173,14 +173,49 @@ def source_runtime(tree: Path, revision: str | None, abi: str) -> SdkPaths:
     return dataclasses.replace(wheel, abi=abi, version=runtime.version, source=runtime)
 
 
-def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
-    """The runtime ``tree`` (at ``revision``) gives, exporting the revision if needed."""
-    where = f"{RUNTIME_ENV}={tree}{'@' + revision if revision else ''}"
+def check_source(tree: Path, revision: str | None) -> None:
+    """What :func:`describe_source` refuses, checked without exporting or hashing the
+    tree: a run's start refuses a bad ``$ET_HARNESS_RUNTIME`` in one line."""
+    where = _where(tree, revision)
+    checkout = _directory(tree, where)
+    commit = commit_of(checkout, revision, where) if revision is not None else None
+    for needed in _NEEDED:
+        if commit is None:
+            present = (checkout / needed).is_file()
+        else:
+            done = _run_git(checkout, "cat-file", "-e", f"{commit}:{needed}")
+            present = done is not None and done.returncode == 0
+        if not present:
+            raise _not_a_tree(where, checkout, needed, revision)
+
+
+def _where(tree: Path, revision: str | None) -> str:
+    return f"{RUNTIME_ENV}={tree}{'@' + revision if revision else ''}"
+
+
+def _directory(tree: Path, where: str) -> Path:
     checkout = tree.expanduser().resolve()
     if not checkout.is_dir():
         raise SourceRuntimeError(f"{where}: {checkout} is not a directory")
+    return checkout
+
+
+def _not_a_tree(
+    where: str, checkout: Path, needed: str, revision: str | None
+) -> SourceRuntimeError:
+    return SourceRuntimeError(
+        f"{where}: {checkout} is not an ExecuTorch source tree (no {needed}"
+        f"{' at ' + revision if revision else ''}); point it at a checkout of "
+        "github.com/pytorch/executorch"
+    )
+
+
+def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
+    """The runtime ``tree`` (at ``revision``) gives, exporting the revision if needed."""
+    where = _where(tree, revision)
+    checkout = _directory(tree, where)
     if revision is not None:
-        commit = _git(checkout, where, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+        commit = commit_of(checkout, revision, where)
         home = cache_root() / "source-runtime" / f"{commit[:20]}-r{_LAYOUT_REVISION}"
         compiled = _export(checkout, commit, home, where)
         digest = commit
@@ -192,11 +227,7 @@ def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
         digest = _digest(checkout)
     for needed in _NEEDED:
         if not (compiled / needed).is_file():
-            raise SourceRuntimeError(
-                f"{where}: {checkout} is not an ExecuTorch source tree (no {needed} "
-                f"{'at ' + revision if revision else ''}); point it at a checkout of "
-                "github.com/pytorch/executorch"
-            )
+            raise _not_a_tree(where, checkout, needed, revision)
     message = _try_git(checkout, "log", "-1", "--format=%B", commit) if commit else ""
     return SourceRuntime(
         checkout=checkout,
@@ -236,15 +267,19 @@ def _flatbuffers(checkout: Path, where: str) -> Path:
     )
 
 
-def _git(checkout: Path, where: str, *args: str) -> str:
-    done = _run_git(checkout, *args)
-    if done is None or done.returncode != 0 or not done.stdout.strip():
-        said = done.stderr.decode(errors="replace").strip()[-300:] if done else "git not run"
+def commit_of(tree: Path, revision: str, where: str) -> str:
+    """The full commit ``revision`` names in the git checkout ``tree`` (only read);
+    ``where`` names what gave the revision (``--good``, ``--runtime 'PATH@REV'``)."""
+    done = _run_git(tree, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                    f"{revision}^{{commit}}")  # fmt: skip
+    commit = done.stdout.decode(errors="replace").strip() if done else ""
+    if done is None or done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
+        said = done.stderr.decode(errors="replace").strip()[-200:] if done else ""
         raise SourceRuntimeError(
-            f"{where}: `git {' '.join(args[:2])} ...` in {checkout} failed "
-            f"({said or 'no output'}); the tree must be a git checkout holding that revision"
+            f"{where}: {revision[:80]!r} names no commit in {tree} (git rev-parse said "
+            f"{said or 'nothing'!r}); fetch it there, or give another revision"
         )
-    return done.stdout.decode(errors="replace").strip()
+    return commit
 
 
 def _try_git(checkout: Path, *args: str) -> str:

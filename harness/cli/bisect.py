@@ -11,7 +11,8 @@ after bad ones instead.
 
 ``--step`` tests the tree as it is checked out and exits as ``git bisect run`` wants:
 0 good, 1 bad (with ``--find-fix``: 0 bad, 1 good, for ``git bisect start
---term-old=broken --term-new=fixed``), 125 cannot tell. A whole bisect exits 0 when it
+--term-old=broken --term-new=fixed``), 125 cannot tell, 128 (which stops ``git bisect
+run``) when the device or the tests cannot run at all. A whole bisect exits 0 when it
 names the commit, 1 when skipped commits leave it undecided, 2 on a usage error.
 The result is kept for ``et-harness history`` (:mod:`harness.history.bisect_results`).
 """
@@ -32,6 +33,7 @@ from typing import Any
 from harness.errors import UsageError
 
 SKIP_EXIT = 125  # git bisect run: this commit cannot be tested
+ABORT_EXIT = 128  # git bisect run: stop (a device or tests that no step could run)
 GOOD, BAD, UNTESTABLE = "good", "bad", "cannot tell"
 _STEP_TIMEOUT_S = 1800
 _GIT_TIMEOUT_S = 60
@@ -94,6 +96,11 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
         raise BisectError("name the tests after '--', e.g. -- suites/test_module_lifetime.py")
     tree = args.tree.expanduser().resolve()
     if args.step:
+        try:
+            check_selection(args.device, selection)
+        except BisectError as exc:
+            print(f"et-harness bisect: {exc}", file=sys.stderr)
+            return ABORT_EXIT
         step = run_step(tree, None, args.device, selection)
         print(f"{step.outcome}: {step.why}")
         if step.outcome == UNTESTABLE:
@@ -104,7 +111,8 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     old, new = (args.bad, args.good) if args.find_fix else (args.good, args.bad)
     wanted = GOOD if args.find_fix else BAD
     started = time.monotonic()
-    commits = _between(tree, old, new)
+    commits = _between(tree, old, new, args.find_fix)
+    check_selection(args.device, selection)
     steps: dict[str, Step] = {}
     low, high = -1, len(commits) - 1  # commits[low] is as old (or the old end), commits[high] new
     # The new end is tested first: a new end that behaves as the old one is a mistaken
@@ -197,6 +205,31 @@ def _lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def check_selection(device: str, selection: list[str]) -> None:
+    """Refuse, before any build, a device or a selection no step could run: each step
+    would only say "cannot tell" (``pytest --collect-only``, about a second)."""
+    from harness.agent.sdk_prefix import SDK_ENV
+    from harness.agent.source_runtime import RUNTIME_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in (RUNTIME_ENV, SDK_ENV)}
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", *selection,
+            "--device", device, "-p", "no:cacheprovider"]  # fmt: skip
+    try:
+        done = subprocess.run(
+            argv, env=env, capture_output=True, timeout=_STEP_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise BisectError(f"collecting the tests took over {_STEP_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        said = _last_line(done.stderr.decode(errors="replace")) or _last_line(
+            done.stdout.decode(errors="replace")
+        )
+        raise BisectError(
+            f"the tests cannot run on {device} ({said or f'pytest exit code {done.returncode}'}); "
+            "check --device and the tests after '--'"
+        )
+
+
 def run_step(tree: Path, commit: str | None, device: str, selection: list[str]) -> Step:
     """Run the selection on ``device`` with the runtime of ``tree`` at ``commit`` (as checked
     out when None); classify the outcome from the run's ``results.jsonl``."""
@@ -222,7 +255,8 @@ def run_step(tree: Path, commit: str | None, device: str, selection: list[str]) 
         except subprocess.TimeoutExpired:
             return Step(commit or "", UNTESTABLE, f"timed out after {_STEP_TIMEOUT_S} s", 0.0)
         records = _records(Path(results) / "results.jsonl")
-        outcome, why = classify(records, done.returncode, done.stdout.decode(errors="replace"))
+        said = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+        outcome, why = classify(records, done.returncode, said)
     return Step(commit or "", outcome, why, round(time.monotonic() - started, 1))
 
 
@@ -265,10 +299,16 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _between(tree: Path, old: str, new: str) -> list[str]:
+def _between(tree: Path, old: str, new: str, find_fix: bool) -> list[str]:
     """The first-parent commits after ``old`` up to ``new``, oldest first."""
-    old_hash = _git(tree, "rev-parse", "--verify", f"{old}^{{commit}}")
-    new_hash = _git(tree, "rev-parse", "--verify", f"{new}^{{commit}}")
+    from harness.agent.source_runtime import SourceRuntimeError, commit_of
+
+    old_option, new_option = ("--bad", "--good") if find_fix else ("--good", "--bad")
+    try:
+        old_hash = commit_of(tree, old, old_option)
+        new_hash = commit_of(tree, new, new_option)
+    except SourceRuntimeError as exc:
+        raise BisectError(str(exc)) from None
     listed = _git(tree, "rev-list", "--first-parent", "--reverse", f"{old_hash}..{new_hash}")
     commits = listed.split()
     if not commits:
