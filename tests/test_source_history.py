@@ -29,6 +29,7 @@ from harness.agent.source_runtime import (
 )
 from harness.cli.bisect import BAD, GOOD, UNTESTABLE, classify
 from harness.history.bisect_results import bisect_line, explaining
+from harness.lifecycle.cache_entry import entries
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT.parent / "shared" / "vendor" / "executorch-history.bundle"
@@ -164,6 +165,42 @@ def test_a_revision_is_exported_into_the_cache_and_the_checkout_untouched(
     assert runtime.upstream.startswith("pytorch/executorch@")
     assert git(history.path, "status", "--porcelain") == status
     assert git(history.path, "worktree", "list").count("\n") == 0
+    # an entry of the cache: under its bound, listed and cleaned with it
+    assert runtime.tree in {entry.path for entry in entries("source")}
+
+
+@needs_bundle
+def test_a_source_runtimes_tree_and_agents_are_listed_and_cleaned_with_the_cache(
+    history: History, tmp_path: Path
+) -> None:
+    env = {**os.environ, "ET_HARNESS_CACHE": str(tmp_path / "cache")}
+
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+
+    made = harness("-c", f"""if True:
+        from pathlib import Path
+        from harness.agent.source_runtime import describe_source
+        from harness.lifecycle.cache_entry import CacheEntry
+        runtime = describe_source(Path({str(history.path)!r}), {history.at("deep_copy")!r})
+        agent = runtime.home / "agent" / "x86_64-0123"  # where harness.agent.build puts one
+        agent.mkdir(parents=True)
+        (agent / "et-agent").write_bytes(b"ELF")
+        CacheEntry("agent", agent).commit()
+        print(runtime.tree)
+    """)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    tree = Path(made.stdout.strip())
+    listed = harness("-m", "harness.cli", "cache")
+    assert "2 entries" in listed.stdout and "source " in listed.stdout, listed.stdout
+    wrong = harness("-m", "harness.cli", "cache", "clean", "--kind", "nosuch")
+    assert wrong.returncode == 2 and "invalid choice: 'nosuch'" in wrong.stderr, wrong.stderr
+    cleaned = harness("-m", "harness.cli", "cache", "clean")
+    assert cleaned.stdout.startswith("removed 2 entries"), cleaned.stdout + cleaned.stderr
+    assert not tree.exists() and not (tree.parent / "agent" / "x86_64-0123").exists()
 
 
 def test_a_step_is_bad_on_a_failure_and_cannot_tell_on_errors_and_skips() -> None:

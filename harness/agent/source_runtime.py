@@ -37,6 +37,7 @@ import filelock
 from harness.agent.runtime_source import shared_tree
 from harness.agent.sdk import SdkError, SdkPaths, ensure_sdk, host_abi
 from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
 
 RUNTIME_ENV = "ET_HARNESS_RUNTIME"
 # Where a tree without its third-party/flatbuffers submodule takes the headers from.
@@ -300,13 +301,14 @@ def _run_git(checkout: Path, *args: str) -> subprocess.CompletedProcess[bytes] |
 
 
 def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
-    """The commit's files in ``home/tree`` (``git archive``, once; never the checkout)."""
+    """The commit's files in ``home/tree`` (``git archive``, once; never the checkout), a
+    cache entry of kind ``source``: within the cache's bound, listed and cleaned with it."""
     tree = home / "tree"
-    if (home / "exported").is_file():
+    entry = CacheEntry("source", tree)
+    if entry.use():
         return tree
-    home.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(home / "export.lock")):
-        if (home / "exported").is_file():
+    with entry.building(adopt=lambda: (home / "exported").is_file()) as intact:
+        if intact:
             return tree
         paths = [p for p in _HASHED if _try_git(checkout, "ls-tree", "--name-only", commit, p)]
         try:
@@ -323,12 +325,12 @@ def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
         try:
             with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
                 archive.extractall(staging, filter="data")
-            if tree.exists():  # left by an export interrupted before its mark
+            if tree.exists():  # left by an export interrupted before its commit
                 shutil.rmtree(tree)
             staging.rename(tree)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        (home / "exported").write_text(f"{commit}\n")
+        entry.commit()
     return tree
 
 

@@ -8,7 +8,13 @@ import time
 from typing import Any
 
 from harness.lifecycle.cache import cache_root
-from harness.lifecycle.cache_entry import LIMIT_ENV, entries, remove_unless_busy, size_limit
+from harness.lifecycle.cache_entry import (
+    KINDS,
+    LIMIT_ENV,
+    entries,
+    remove_unless_busy,
+    size_limit,
+)
 from harness.lifecycle.disk import human_size
 
 
@@ -22,7 +28,7 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument(
         "action", nargs="?", choices=["list", "clean"], default="list", help="(default: list)"
     )
-    cmd.add_argument("--kind", help="only entries of this kind (sdk, agent, firmware, ...)")
+    cmd.add_argument("--kind", choices=KINDS, help="only entries of this kind")
 
 
 def run_cache(args: argparse.Namespace) -> int:

@@ -56,6 +56,8 @@ from harness.lifecycle.cache import cache_root
 from harness.lifecycle.disk import writing
 
 MANIFEST_SUFFIX = ".entry"
+# What the cache holds: ``et-harness cache --kind`` takes one of these.
+KINDS = ("sdk", "agent", "bundle", "firmware", "program", "user-program", "source")
 LOCK_SUFFIX = ".lock"
 LIMIT_ENV = "ET_HARNESS_CACHE_LIMIT"
 # Enough for a CI runner's full run (both SDKs, the agents, a bundle, a few firmware
@@ -92,6 +94,7 @@ class CacheEntry:
     """One entry of ``kind`` at ``path`` (see the module)."""
 
     def __init__(self, kind: str, path: Path) -> None:
+        assert kind in KINDS, kind
         self.kind = kind
         self.path = path
         self.manifest = _manifest_of(path)
@@ -210,7 +213,9 @@ def entries(kind: str | None = None) -> list[EntryInfo]:
     """The cache's complete entries (of ``kind``, if given), least recently used first."""
     root = cache_root()
     found = []
-    for manifest in (*root.glob(f"*/*{MANIFEST_SUFFIX}"), *root.glob(f"*/*/*{MANIFEST_SUFFIX}")):
+    # sdk/x, programs/user/x, source-runtime/<commit>/agent/x: at most three folders deep
+    patterns = (f"*/*{MANIFEST_SUFFIX}", f"*/*/*{MANIFEST_SUFFIX}", f"*/*/*/*{MANIFEST_SUFFIX}")
+    for manifest in (hit for pattern in patterns for hit in root.glob(pattern)):
         try:
             with open(manifest, "rb") as handle:
                 record = _read_manifest(handle.fileno())
