@@ -568,6 +568,13 @@ def test_analyse_of_an_empty_store_says_no_runs(tmp_path, capsys):
         HistoryStore.open(str(tmp_path / "h.sqlite" / "below-a-file"))
 
 
+def test_reading_a_store_that_is_not_there_makes_nothing(tmp_path, capsys):
+    """A mistyped --history is one line; only --catch-up (which writes) makes a store."""
+    missing = tmp_path / "nowhere" / "h.sqlite"
+    assert "no such store" in _cli_error(str(missing), capsys)
+    assert not missing.parent.exists()
+
+
 def test_history_shows_a_kept_bisect_beside_the_failure_it_explains(tmp_path, capsys, monkeypatch):
     from harness.history.bisect_results import keep_bisect
 

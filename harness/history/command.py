@@ -87,7 +87,7 @@ def run_history(args: argparse.Namespace) -> int:
     if target == OFF:
         raise StoreError("history is off ($ET_HARNESS_HISTORY=off); give --history STORE")
     directories = run_dirs(args.catch_up) if args.catch_up else []
-    store = HistoryStore.open(target)
+    store = HistoryStore.open(target, create=bool(directories))
     try:
         caught = []
         for directory in directories:

@@ -77,11 +77,16 @@ def shown(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def _engine(url: URL) -> Engine:
+def _engine(url: URL, create: bool) -> Engine:
     if url.drivername == "sqlite":
         path = Path(url.database or "")
         if path.is_dir():
             raise StoreError(f"history {path}: is a directory; give a file path")
+        if not create and not path.exists():
+            raise StoreError(
+                f"history {path}: no such store; a run with the history on makes it, and "
+                "--catch-up DIR makes it from runs' results directories"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
 
@@ -108,11 +113,13 @@ class HistoryStore:
         self.where = where
 
     @classmethod
-    def open(cls, target: str) -> HistoryStore:
+    def open(cls, target: str, *, create: bool = True) -> HistoryStore:
+        """The store ``target`` names, migrated; an SQLite file that is not there is made
+        (with its folders) only when ``create``: a reader does not make one."""
         url = store_url(target)
         where = shown(url)
         try:
-            store = cls(_engine(url), where)
+            store = cls(_engine(url, create), where)
         except OSError as exc:
             raise StoreUnreachable(f"history {where}: cannot create it: {exc.strerror}") from None
         with store._failing_as_store_error("opening"):
