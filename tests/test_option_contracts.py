@@ -97,6 +97,19 @@ def test_unknown_backends_and_probes_stay_unjudged_and_good_options_pass() -> No
     assert CONTRACTS["QnnBackend"].keys(Route.LOAD) == ()
 
 
+@pytest.mark.parametrize("typo", ["XnnpackBakend", "QNNBackend", "OpenVinoBackend2"])
+def test_a_misspelled_backend_id_is_named_with_the_nearest_on_every_route(typo: str) -> None:
+    """The runtime ignores an id no backend has without a word: the options are lost."""
+    options = OptionsMap.from_dict({typo: {"workspace_sharing_mode": 1, "x": 2}})
+    for route in Route:
+        (warned,) = judge_options(options, route)
+        assert (warned.backend, warned.kind) == (typo, NoEffect.UNKNOWN_BACKEND)
+        assert f"{typo}: no backend has this id (nearest: " in warned.text
+        assert "its 2 options reach no backend" in warned.text
+    # the harness's probes may have any id
+    assert judge_options(options, Route.LOAD, probes=(typo,)) == ()
+
+
 def test_a_program_check_warns_and_fails_only_when_strict() -> None:
     warned = judge_options(MAP, Route.LOAD)
     lenient = ProgramCheck("p.pte", ("forward",), (), warned)

@@ -37,6 +37,7 @@ class Route(enum.Enum):
 class NoEffect(enum.Enum):
     """Why an option will have no effect (or not the one meant)."""
 
+    UNKNOWN_BACKEND = "unknown backend id"
     UNKNOWN_KEY = "unknown key"
     WRONG_TYPE = "wrong type"
     OUT_OF_RANGE = "out of range"
@@ -218,18 +219,41 @@ def judge_options(
 ) -> tuple[OptionWarning, ...]:
     """What each known backend of ``options`` will ignore when the map travels ``route``;
     ``probes`` are backend ids served by the harness's probes. Backends without a
-    contract are not judged."""
+    contract are not judged, except an id a letter or two from a known one: a misspelled
+    id reaches no backend, and the runtime says nothing of it."""
     found: list[OptionWarning] = []
     for entry in options.backends:
         name = entry.backend_id
         contract = PROBE_CONTRACT if name in probes else CONTRACTS.get(name)
-        if contract is None or contract.any_option:
+        if contract is None:
+            lowered = {known.lower(): known for known in CONTRACTS}
+            nearest = difflib.get_close_matches(name.lower(), lowered, n=1, cutoff=_MISSPELLED)
+            if nearest:
+                found.append(_misspelled(name, lowered[nearest[0]], len(entry.options), route))
+            continue
+        if contract.any_option:
             continue
         for option in entry.options:
             warning = _judge_option(contract, route, option.key, option.value)
             if warning is not None:
                 found.append(warning)
     return tuple(found)
+
+
+# difflib's ratio, ignoring case: xnnpackbakend to xnnpackbackend is 0.96; the other
+# backends ExecuTorch ships (VulkanBackend, CoreMLBackend, ...) are 0.7 at most.
+_MISSPELLED = 0.85
+
+
+def _misspelled(name: str, nearest: str, count: int, route: Route) -> OptionWarning:
+    return OptionWarning(
+        name,
+        "",
+        NoEffect.UNKNOWN_BACKEND,
+        route,
+        f"{show_name(name)}: no backend has this id (nearest: {show_name(nearest)}); its "
+        f"{count} option{'' if count == 1 else 's'} reach no backend",
+    )
 
 
 def _judge_option(
