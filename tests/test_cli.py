@@ -54,7 +54,7 @@ def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
     err = capsys.readouterr().err
     assert err.startswith("et-harness send: ") and err.count("\n") == 1
     assert "lab-mcu.yaml: transport.labgrid: a lab profile" in err
-    assert "pytest suites --device lab-mcu" in err and "unknown field" not in err
+    assert "et-harness run --device lab-mcu" in err and "unknown field" not in err
     assert main(["doctor", "--device", "lab-mcu,lab-linux"]) == 1  # neither checked
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "programs on this machine:"  # then the programs, indented
@@ -63,7 +63,7 @@ def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
         ["lab-mcu", "NOT", "CHECKED"],
         ["lab-linux", "NOT", "CHECKED"],
     ]
-    assert all("pytest suites --device lab-" in line for line in lines)
+    assert all("et-harness run --device lab-" in line for line in lines)
 
 
 @pytest.mark.parametrize(

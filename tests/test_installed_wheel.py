@@ -173,6 +173,20 @@ def test_et_harness_run_runs_the_shipped_suites(installed: Installed, tmp_path: 
     assert list((tmp_path / "results").glob("*/report.html"))  # results where the user ran it
 
 
+def test_et_harness_run_in_the_user_project_uses_its_profiles_and_configuration(
+    installed: Installed, project: Path
+) -> None:
+    """my-board is the project's own profile; pytest.ini's --strict-options applies."""
+    done = _run(
+        [installed.tool("et-harness"), "run", "--device", "my-board", "-k", "dispatch"],
+        project,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.search(r"\d+ passed", done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
+    assert f"rootdir: {project}" in done.stdout and "configfile: pytest.ini" in done.stdout
+    assert list((project / "results").glob("*/report.html"))
+
+
 def test_a_broken_installation_fails_harness_commands_in_one_line_only(
     installed: Installed, tmp_path: Path
 ) -> None:

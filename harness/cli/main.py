@@ -76,9 +76,14 @@ def _cmd_map(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    """The shipped suites as pytest runs them where the user is: installed, by package
+    name (``--pyargs``), so the rootdir and the configuration stay the user's project's
+    (its ``devices/``, ``et_devices_dirs``, ``addopts``), as ``pytest --device`` sees them."""
     import pytest
 
-    return int(pytest.main([str(shipped.suites_dir()), "--device", args.device, *pytest_args]))
+    checkout = shipped.checkout() is not None
+    suites = [str(shipped.suites_dir())] if checkout else ["--pyargs", "harness.suites"]
+    return int(pytest.main([*suites, "--device", args.device, *pytest_args]))
 
 
 def _check_writable(path: Path, option: str = "--json") -> None:
@@ -158,7 +163,7 @@ def _lab_refusal(profile: DeviceProfile) -> str | None:
     return (
         f"{profile.where('transport.' + SETTING)}: a lab profile: its device is a labgrid "
         "place, which only a pytest run reserves and hands back (and health-checks before "
-        f"its first test); run: .venv/bin/pytest suites --device {profile.name} "
+        f"its first test); run: et-harness run --device {profile.name} "
         "(docs/device-farm.md)"
     )
 
