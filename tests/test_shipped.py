@@ -20,6 +20,7 @@ from harness.config.device_folders import (
     of_working_directory,
     with_built_in,
 )
+from harness.config.settings import ProfileError
 from harness.farm.selection import DeviceSelectionError, select_profiles
 
 PACKAGE = Path(harness.__file__).resolve().parent
@@ -108,6 +109,13 @@ def test_a_pyproject_names_the_folders_relative_to_itself(tmp_path: Path) -> Non
     (tmp_path / "pyproject.toml").write_text(
         '[tool.pytest.ini_options]\net_devices_dirs = ["boards"]\n'
     )
+    with pytest.raises(ProfileError) as missing:  # a typo would hide its profiles
+        of_working_directory(tmp_path)
+    assert str(missing.value) == (
+        f"{tmp_path / 'pyproject.toml'}: et_devices_dirs: {tmp_path / 'boards'} is not a "
+        "folder; create it, or correct or drop the entry"
+    )
+    (tmp_path / "boards").mkdir()
     assert of_working_directory(tmp_path) == of_project(
         tmp_path, tmp_path / "pyproject.toml", ["boards"]
     )

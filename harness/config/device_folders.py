@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import shipped
+from harness.config.settings import refuse
 
 __all__ = [
     "INI_OPTION",
@@ -82,6 +83,13 @@ def of_project(rootdir: Path, inifile: Path | None, ini_dirs: Sequence[str]) -> 
     base = inifile.parent if inifile is not None else rootdir
     shown = inifile.name if inifile is not None else "the pytest configuration"
     named = [DeviceFolder(base / entry, f"{INI_OPTION} in {shown}") for entry in ini_dirs]
+    for folder in named:
+        if not folder.path.is_dir():  # a typo would hide every profile in it
+            raise refuse(
+                f"{inifile or rootdir}:",
+                INI_OPTION,
+                f"{folder.path} is not a folder; create it, or correct or drop the entry",
+            )
     return [*named, DeviceFolder(rootdir / PROJECT_FOLDER, f"the project's {PROJECT_FOLDER}/")]
 
 
