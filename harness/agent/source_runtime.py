@@ -188,6 +188,7 @@ def check_source(tree: Path, revision: str | None) -> None:
             present = done is not None and done.returncode == 0
         if not present:
             raise _not_a_tree(where, checkout, needed, revision)
+    _flatbuffers(checkout, where)
 
 
 def _where(tree: Path, revision: str | None) -> str:

@@ -112,6 +112,12 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     wanted = GOOD if args.find_fix else BAD
     started = time.monotonic()
     commits = _between(tree, old, new, args.find_fix)
+    from harness.agent.source_runtime import SourceRuntimeError, check_source
+
+    try:
+        check_source(tree, commits[-1])  # what no commit of the tree could build without
+    except SourceRuntimeError as exc:
+        raise BisectError(str(exc)) from None
     check_selection(args.device, selection)
     steps: dict[str, Step] = {}
     low, high = -1, len(commits) - 1  # commits[low] is as old (or the old end), commits[high] new
