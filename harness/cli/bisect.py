@@ -96,7 +96,7 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
         raise BisectError("name the tests after '--', e.g. -- suites/test_module_lifetime.py")
     tree = args.tree.expanduser().resolve()
     if args.step:
-        try:
+        try:  # the tree is not checked: what it lacks may be this commit's, to be skipped
             check_selection(args.device, selection)
         except BisectError as exc:
             print(f"et-harness bisect: {exc}", file=sys.stderr)
@@ -114,8 +114,8 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     commits = _between(tree, old, new, args.find_fix)
     from harness.agent.source_runtime import SourceRuntimeError, check_source
 
-    try:
-        check_source(tree, commits[-1])  # what no commit of the tree could build without
+    try:  # at the newer end: a tree none of whose commits could build stops here
+        check_source(tree, commits[-1])
     except SourceRuntimeError as exc:
         raise BisectError(str(exc)) from None
     check_selection(args.device, selection)
