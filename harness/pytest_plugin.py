@@ -163,8 +163,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
         quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
+    wanted = config.getoption("device")
     try:
-        profiles = select_profiles(config.getoption("device"), device_folders(config))
+        # Without --device no profile is read: the project's own tests run whatever its
+        # device folders say (a folder only lab machines have, say).
+        profiles = select_profiles(wanted, device_folders(config)) if wanted is not None else ()
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
                 require_labgrid(profile)

@@ -546,3 +546,9 @@ def test_proxy_command_tokens_are_those_of_openssh(home, tmp_path):
         config.write_text(f"Host board\n    ProxyCommand socat - TCP:%h:%p {token}\n")
         with pytest.raises(SshConfigError, match=f"unknown token '{token}'"):
             resolve_route(SshSettings(host="board"))
+
+
+def test_a_folded_description_loads(tmp_path):
+    """YAML's block scalars end in a line break: that one is not a second line."""
+    path = write_profile(tmp_path, LOCAL, "description: >\n  a board\n  on the bench\n")
+    assert load_profile(str(path)).description == "a board on the bench\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main as cli_main
-from harness.results.directory import MAX_RESULTS_BYTES
+from harness.results.directory import MAX_RESULTS_BYTES, read_results
+from harness.results.merge import merge
 
 RUN = {"run": "nightly", "host": "farm-1", "devices": ["host"], "started": 1.0e9}
 RESULT = {"nodeid": "suites/test_a.py::test_b[host]", "device": "host", "outcome": "passed"}
@@ -58,6 +59,7 @@ def test_a_run_description_field_of_the_wrong_type_is_named(tmp_path, capsys, ru
         ({**RESULT, "nodeid": {"a": 1}}, "'nodeid' must be a string"),
         ({**RESULT, "outcome": "won"}, "'outcome' must be one of passed, failed"),
         ({**RESULT, "duration": 1e300}, "'duration' must be a finite number below 2**63"),
+        ({**RESULT, "duration": 10**400}, "'duration' must be a finite number below 2**63"),
         ({**RESULT, "facts": {"abi": 1}}, "'facts' must be an object of strings"),
         ({**RESULT, "sections": [["a"]]}, "'sections' must be a list of [string, str] pairs"),
         ({**RESULT, "infra": "lost"}, "'infra' is not a JSON object"),
@@ -118,3 +120,32 @@ def test_what_a_run_from_elsewhere_says_reaches_the_terminal_without_escapes(tmp
     out = capsys.readouterr().out
     assert "?[2J?]0;x?night" in out and "h?FAKE" in out, out
     assert "\x1b" not in out and "\x07" not in out and "FAKE\n" not in out
+
+
+def test_nesting_too_deep_for_json_is_one_line(tmp_path, capsys):
+    directory = results_dir(tmp_path, lines=(RESULT,))
+    (directory / "results.jsonl").write_text("[" * 100_000 + "\n")
+    assert "results.jsonl:1: not a test result: nested too deep" in catch_up(
+        tmp_path, directory, capsys
+    )
+
+
+def test_only_a_last_line_cut_short_is_passed_over(tmp_path, capsys):
+    """A killed run leaves a line without its end; a whole last line must be a result."""
+    directory = results_dir(tmp_path, lines=(RESULT, {**RESULT, "outcome": "won"}))
+    assert "results.jsonl:2: not a test result: 'outcome'" in catch_up(tmp_path, directory, capsys)
+    with open(directory / "results.jsonl", "w") as cut:
+        cut.write(json.dumps(RESULT) + "\n" + json.dumps(RESULT)[:30])
+    store = str(tmp_path / "h.sqlite")
+    assert cli_main(["history", "--history", store, "--catch-up", str(directory)]) == 0
+    assert "1 of 1 tests added" in capsys.readouterr().out
+
+
+def test_a_merged_artifact_of_a_folder_named_like_a_url_scheme_stays_a_path(tmp_path):
+    job = tmp_path / "nightly:1"
+    job.mkdir()
+    line = {**RESULT, "artifacts": ["artifacts/host/t/try-1/core"]}
+    (job / "results.jsonl").write_text(json.dumps(line) + "\n")
+    (merged,) = merge([job], tmp_path)  # merged beside it: "nightly:1/..." is its path
+    assert merged.artifacts == ("./nightly:1/artifacts/host/t/try-1/core",)
+    assert read_results(tmp_path / "results.jsonl") == [merged]

@@ -18,6 +18,7 @@ from harness.check import (
     Route,
     judge_options,
 )
+from harness.check.option_contracts import OTHER_BACKENDS
 from harness.cli.main import main
 from harness.data.options import OptionsMap
 from harness.program_check import ProgramCheck
@@ -108,6 +109,11 @@ def test_a_misspelled_backend_id_is_named_with_the_nearest_on_every_route(typo: 
         assert "its 2 options reach no backend" in warned.text
     # the harness's probes may have any id
     assert judge_options(options, Route.LOAD, probes=(typo,)) == ()
+
+
+def test_executorchs_other_backends_are_never_taken_for_a_misspelling() -> None:
+    options = OptionsMap.from_dict({name: {"k": 1} for name in sorted(OTHER_BACKENDS)[:8]})
+    assert judge_options(options, Route.LOAD) == ()
 
 
 def test_a_program_check_warns_and_fails_only_when_strict() -> None:

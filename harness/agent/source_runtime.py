@@ -309,6 +309,7 @@ def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
     if entry.use():
         return tree
     with entry.building(adopt=lambda: (home / "exported").is_file()) as intact:
+        (home / "exported").unlink(missing_ok=True)  # an older harness's: the entry says now
         if intact:
             return tree
         paths = [p for p in _HASHED if _try_git(checkout, "ls-tree", "--name-only", commit, p)]

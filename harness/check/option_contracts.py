@@ -226,6 +226,8 @@ def judge_options(
         name = entry.backend_id
         contract = PROBE_CONTRACT if name in probes else CONTRACTS.get(name)
         if contract is None:
+            if name in OTHER_BACKENDS:
+                continue
             lowered = {known.lower(): known for known in CONTRACTS}
             nearest = difflib.get_close_matches(name.lower(), lowered, n=1, cutoff=_MISSPELLED)
             if nearest:
@@ -240,9 +242,22 @@ def judge_options(
     return tuple(found)
 
 
-# difflib's ratio, ignoring case: xnnpackbakend to xnnpackbackend is 0.96; the other
-# backends ExecuTorch ships (VulkanBackend, CoreMLBackend, ...) are 0.7 at most.
+# difflib's ratio, ignoring case: xnnpackbakend to xnnpackbackend is 0.96.
 _MISSPELLED = 0.85
+# The ids of ExecuTorch's other delegates, never taken for a misspelling of one above
+# (EnnBackend is 0.9 from QnnBackend).
+OTHER_BACKENDS = frozenset(
+    {
+        "EnnBackend",
+        "VulkanBackend",
+        "CoreMLBackend",
+        "MPSBackend",
+        "EthosUBackend",
+        "NeuropilotBackend",
+        "VgfBackend",
+        "CadenceBackend",
+    }
+)
 
 
 def _misspelled(name: str, nearest: str, count: int, route: Route) -> OptionWarning:

@@ -239,12 +239,12 @@ def check_selection(device: str, selection: list[str]) -> None:
 def run_step(tree: Path, commit: str | None, device: str, selection: list[str]) -> Step:
     """Run the selection on ``device`` with the runtime of ``tree`` at ``commit`` (as checked
     out when None); classify the outcome from the run's ``results.jsonl``."""
-    from harness.agent.source_runtime import RUNTIME_ENV, SourceRuntimeError, describe_source
+    from harness.agent.source_runtime import RUNTIME_ENV, SourceRuntimeError, check_source
 
     started = time.monotonic()
     named = f"{tree}@{commit}" if commit else str(tree)
-    try:
-        describe_source(tree, commit)  # a tree that is none: cannot tell, said plainly
+    try:  # checked, not exported: the step's own run exports (and holds) what it builds
+        check_source(tree, commit)  # a tree that is none: cannot tell, said plainly
     except SourceRuntimeError as exc:
         return Step(commit or "", UNTESTABLE, str(exc), time.monotonic() - started)
     with tempfile.TemporaryDirectory(prefix="et-bisect-") as results:

@@ -358,7 +358,7 @@ def _cmd_devices(_: argparse.Namespace) -> int:
             print(f"{entry.name:<{width}} INVALID {exc} {where}")
             invalid += 1
             continue
-        print(f"{entry.name:<{width}} {profile.kind:<7} {profile.description} {where}")
+        print(f"{entry.name:<{width}} {profile.kind:<7} {profile.description.rstrip()} {where}")
     return 1 if invalid else 0
 
 

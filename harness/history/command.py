@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.untrusted.reading import printable
 
 DEFAULT_RUNS = 30
 DEFAULT_FLAKY_WINDOW = 10
@@ -87,14 +88,17 @@ def run_history(args: argparse.Namespace) -> int:
     if target == OFF:
         raise StoreError("history is off ($ET_HARNESS_HISTORY=off); give --history STORE")
     directories = run_dirs(args.catch_up) if args.catch_up else []
-    store = HistoryStore.open(target, create=bool(directories))
+    # A store named by --history must be there to be read; the default one is made
+    store = HistoryStore.open(target, create=bool(directories) or args.history is None)
     try:
         caught = []
         for directory in directories:
             done = catch_up(store, directory)
             caught.append(done.run_id)
             if not args.json:
-                print(f"caught up {done.run_id}: {done.added} of {done.total} tests added")
+                print(
+                    printable(f"caught up {done.run_id}: {done.added} of {done.total} tests added")
+                )
         store.mark_abandoned(dead_writers(store.running_writers()))
         keep = CaseFilter(args.on_device, args.backend, args.test, args.on_runtime)
         history = History.load(store, args.runs, keep)
@@ -135,7 +139,7 @@ def _nothing_matches(keep: Any, everything: Any) -> str:
     ]
     if keep.test is not None and not any(keep.test in c.nodeid for c in cases):
         parts.append(f"--test {keep.test!r} (in no test id)")
-    named = "; ".join(parts) or "the filters together"
+    named = printable("; ".join(parts) or "the filters together")
     return (
         f"no test of the last {len(everything.runs)} run(s) matches {named}; "
         "give a value the history has, or leave the filter out"

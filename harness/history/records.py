@@ -77,7 +77,7 @@ class RunIdentity:
         a file not as the harness writes it: results directories travel between hosts)."""
         try:
             data = fields.json_object(
-                json.loads(read_bounded_text(results_dir / IDENTITY_FILE)), "the file"
+                fields.loads(read_bounded_text(results_dir / IDENTITY_FILE)), "the file"
             )
             return cls(**{key: fields.text(data, key, "") for key in cls.__dataclass_fields__})
         except ValueError:  # missing or unreadable (InputFileError), JSON, a field's type

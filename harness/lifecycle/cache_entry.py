@@ -322,7 +322,7 @@ def _remove(path: Path, manifest: Path) -> None:
 
 def _sweep_aside(root: Path) -> None:
     """Delete what an interrupted removal moved aside."""
-    for pattern in (f"*/.*{_ASIDE}*", f"*/*/.*{_ASIDE}*"):
+    for pattern in (f"*/.*{_ASIDE}*", f"*/*/.*{_ASIDE}*", f"*/*/*/.*{_ASIDE}*"):  # as entries()
         for path in root.glob(pattern):
             _delete(path)
 

@@ -233,12 +233,13 @@ def read_results(path: Path) -> list[CaseResult]:
     except InputFileError as exc:
         raise ResultsFileError(str(exc)) from None
     lines = [line for line in text.splitlines() if line.strip()]
+    cut_short = not text.endswith("\n")  # a killed run's last write
     results = []
     for number, line in enumerate(lines, 1):
         try:
             results.append(CaseResult.from_json(line))
         except (ValueError, KeyError, TypeError) as exc:
-            if number == len(lines):
+            if number == len(lines) and cut_short and isinstance(exc, json.JSONDecodeError):
                 break
             raise ResultsFileError(f"{path}:{number}: not a test result: {exc}") from None
     return results

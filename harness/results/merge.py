@@ -44,6 +44,8 @@ def merge(inputs: Sequence[Path], out_dir: Path) -> list[CaseResult]:
         if path == out_file:
             continue
         run_dir = os.path.relpath(path.parent, out_dir.resolve()).replace(os.sep, "/")
+        if ":" in run_dir.split("/", 1)[0]:  # "nightly:1/..." would read as a URL scheme
+            run_dir = f"./{run_dir}"
         for result in read_results(path):
             merged.append(
                 dataclasses.replace(

@@ -8,6 +8,7 @@ numbers are finite (``json`` reads ``NaN``) and integers fit a database's 64-bit
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any, Final
@@ -29,6 +30,14 @@ REQUIRED: Final = _Required()
 
 class JsonFieldError(ValueError, UsageError):
     """A JSON value that is not what the file format says; the message names the field."""
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, with nesting too deep for it a :class:`JsonFieldError` too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise JsonFieldError("nested too deep to read") from None
 
 
 def json_object(value: object, what: str) -> Mapping[str, Any]:
@@ -72,7 +81,7 @@ def number(data: Mapping[str, Any], key: str, default: float | _Required = REQUI
     value = _get(data, key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _wrong(key, "a number", value)
-    if not math.isfinite(value) or abs(value) >= _INT64:
+    if abs(value) >= _INT64 or not math.isfinite(value):  # a huge int first: isfinite raises
         raise _wrong(key, "a finite number below 2**63", value)
     return float(value)
 

@@ -175,7 +175,8 @@ def check_line(value: object) -> str:
         raise ValueRuleError(f"must be a string; got {brief(value)}; {allowed}")
     if len(value) > MAX_LINE_LENGTH:
         raise ValueRuleError(f"{brief(value)} is longer than {MAX_LINE_LENGTH} characters")
-    bad = next((c for c in value if not c.isprintable()), None)
+    # YAML's block scalars (description: >) end in a line break
+    bad = next((c for c in value.rstrip("\n") if not c.isprintable()), None)
     if bad is not None:
         raise ValueRuleError(f"{brief(value)} holds {bad!r}; {allowed}")
     return value
