@@ -35,7 +35,12 @@ class BufferedStream(ByteStream):
         """What is known of the program when the stream is lost, appended to the message
         (e.g. ``" (exit code 1)"``)."""
 
+    def _settle(self) -> None:
+        """Before a lost stream is described: let what the program still says arrive (a
+        process stream waits, bounded, for the process to end and its stderr to drain)."""
+
     def _lost(self, what: str) -> TransportLost:
+        self._settle()  # a write can fail before the reason reached stderr's tail
         tail = self.stderr_tail()
         detail = f"; its stderr ends with:\n{tail}" if tail else ""
         return TransportLost(f"{self._describe}: {what}{self._state()}{detail}")

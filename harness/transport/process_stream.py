@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import selectors
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
 from harness.lifecycle.process import PIPE, ManagedProcess
 from harness.transport.buffered_stream import CHUNK, BufferedStream
 
 _CLOSE_GRACE = 5.0  # seconds a child may take to exit after its stdin is closed
+_SETTLE_S = 5.0  # for a lost child's exit, then its stderr's end (1 s was short under load)
 
 
 def start_stream_process(
@@ -61,9 +63,17 @@ class ProcessStream(BufferedStream):
             return None
         chunk = os.read(self._process.stdout.fileno(), CHUNK)
         if not chunk:
-            self._process.wait(timeout=5)
-            self._child.wait_for_stderr_end(timeout=1)  # so that the tail is complete
+            self._settle()
         return chunk
+
+    def _settle(self) -> None:
+        """The process ended or is ending: wait for it, then for its stderr's end, so that
+        the tail is complete (each bounded: a child that keeps stderr open costs seconds)."""
+        try:
+            self._process.wait(timeout=_SETTLE_S)
+        except subprocess.TimeoutExpired:
+            return
+        self._child.wait_for_stderr_end(timeout=_SETTLE_S)
 
     def stderr_tail(self) -> str:
         return self._child.stderr_tail()
