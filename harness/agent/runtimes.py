@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import enum
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.agent.sdk import SdkError, SdkPaths, check_locked, ensure_sdk, locked_versions
 from harness.agent.sdk_prefix import sdk_from_prefix
-from harness.agent.source_runtime import SourceRuntimeError, commit_of
+from harness.agent.source_runtime import SourceRuntimeError, commit_of, has_file
 from harness.errors import UsageError
 
 OPTION = "--runtime"
@@ -40,7 +39,6 @@ _VERSION = re.compile(r"\d+\.\d+\.\d+(?:[.+-]?[A-Za-z0-9.]+)?")
 _REVISION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./~^{}-]{0,199}")
 _PREFIX_MARK = Path("lib") / "libexecutorch.so"
 _SOURCE_MARK = Path("runtime") / "executor" / "program.cpp"
-_GIT_TIMEOUT_S = 20
 _LABEL_CHARS = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
@@ -166,7 +164,7 @@ def parse_runtime(entry: str) -> Runtime:
         commit = commit_of(path, revision, where) if revision else ""
     except SourceRuntimeError as exc:
         raise RuntimeEntryError(str(exc)) from None
-    if not (_has_at(path, commit) if commit else (path / _SOURCE_MARK).is_file()):
+    if not has_file(path, commit or None, _SOURCE_MARK.as_posix()):
         at = f" at {revision}" if revision else ""
         raise RuntimeEntryError(
             f"{where}: {path}{at} is not an ExecuTorch source tree (no {_SOURCE_MARK}); "
@@ -223,16 +221,6 @@ def _kind_of_directory(path: Path, where: str, revision: str) -> RuntimeKind:
         f"tree (no {_SOURCE_MARK}); point it at the prefix given to `cmake --install` or "
         "at a checkout of github.com/pytorch/executorch"
     )
-
-
-def _has_at(tree: Path, commit: str) -> bool:
-    """Whether ``commit`` of the checkout ``tree`` holds the mark of a source tree."""
-    argv = ["git", "-C", str(tree), "cat-file", "-e", f"{commit}:{_SOURCE_MARK.as_posix()}"]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
 
 
 def _shown(text: str) -> str:

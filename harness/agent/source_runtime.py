@@ -181,14 +181,17 @@ def check_source(tree: Path, revision: str | None) -> None:
     checkout = _directory(tree, where)
     commit = commit_of(checkout, revision, where) if revision is not None else None
     for needed in _NEEDED:
-        if commit is None:
-            present = (checkout / needed).is_file()
-        else:
-            done = _run_git(checkout, "cat-file", "-e", f"{commit}:{needed}")
-            present = done is not None and done.returncode == 0
-        if not present:
+        if not has_file(checkout, commit, needed):
             raise _not_a_tree(where, checkout, needed, revision)
     _flatbuffers(checkout, where)
+
+
+def has_file(checkout: Path, commit: str | None, path: str) -> bool:
+    """Whether the checkout holds the file ``path`` at ``commit`` (None: as checked out)."""
+    if commit is None:
+        return (checkout / path).is_file()
+    done = _run_git(checkout, "cat-file", "-e", f"{commit}:{path}")
+    return done is not None and done.returncode == 0
 
 
 def _where(tree: Path, revision: str | None) -> str:

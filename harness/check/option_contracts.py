@@ -228,10 +228,9 @@ def judge_options(
         if contract is None:
             if name in OTHER_BACKENDS:
                 continue
-            lowered = {known.lower(): known for known in CONTRACTS}
-            nearest = difflib.get_close_matches(name.lower(), lowered, n=1, cutoff=_MISSPELLED)
+            nearest = difflib.get_close_matches(name.lower(), _LOWERED, n=1, cutoff=_MISSPELLED)
             if nearest:
-                found.append(_misspelled(name, lowered[nearest[0]], len(entry.options), route))
+                found.append(_misspelled(name, _LOWERED[nearest[0]], len(entry.options), route))
             continue
         if contract.any_option:
             continue
@@ -244,6 +243,7 @@ def judge_options(
 
 # difflib's ratio, ignoring case: xnnpackbakend to xnnpackbackend is 0.96.
 _MISSPELLED = 0.85
+_LOWERED = {known.lower(): known for known in CONTRACTS}  # compared without case
 # The ids of ExecuTorch's other delegates, never taken for a misspelling of one above
 # (EnnBackend is 0.9 from QnnBackend).
 OTHER_BACKENDS = frozenset(

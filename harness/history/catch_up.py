@@ -62,7 +62,7 @@ def read_run_info(results_dir: Path) -> RunInfo:
     checked: the directory may come from another host."""
     path = results_dir / RUN_FILE
     try:
-        data = fields.json_object(fields.loads(read_bounded_text(path)), "the file")
+        data = fields.load_object(read_bounded_text(path), "the file")
         return RunInfo(
             run=fields.text(data, "run"),
             command=fields.texts(data, "command"),

@@ -76,9 +76,7 @@ class RunIdentity:
         """The identity a run wrote, or an unknown one (a run from before the history, or
         a file not as the harness writes it: results directories travel between hosts)."""
         try:
-            data = fields.json_object(
-                fields.loads(read_bounded_text(results_dir / IDENTITY_FILE)), "the file"
-            )
+            data = fields.load_object(read_bounded_text(results_dir / IDENTITY_FILE), "the file")
             return cls(**{key: fields.text(data, key, "") for key in cls.__dataclass_fields__})
         except ValueError:  # missing or unreadable (InputFileError), JSON, a field's type
             return cls("", "", "", "")

@@ -66,6 +66,8 @@ DEFAULT_LIMIT = 2 << 30
 _FORMAT = 1
 _MAX_MANIFEST_BYTES = 16 << 20
 _ASIDE = ".removing-"  # an entry moved aside to be removed
+# Where entries sit in the cache: sdk/x, programs/user/x, source-runtime/<commit>/agent/x.
+_ENTRY_FOLDERS = ("*", "*/*", "*/*/*")
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 # manifest path -> the open file whose shared lock holds the entry for this process
@@ -213,8 +215,7 @@ def entries(kind: str | None = None) -> list[EntryInfo]:
     """The cache's complete entries (of ``kind``, if given), least recently used first."""
     root = cache_root()
     found = []
-    # sdk/x, programs/user/x, source-runtime/<commit>/agent/x: at most three folders deep
-    patterns = (f"*/*{MANIFEST_SUFFIX}", f"*/*/*{MANIFEST_SUFFIX}", f"*/*/*/*{MANIFEST_SUFFIX}")
+    patterns = (f"{folders}/*{MANIFEST_SUFFIX}" for folders in _ENTRY_FOLDERS)
     for manifest in (hit for pattern in patterns for hit in root.glob(pattern)):
         try:
             with open(manifest, "rb") as handle:
@@ -322,7 +323,7 @@ def _remove(path: Path, manifest: Path) -> None:
 
 def _sweep_aside(root: Path) -> None:
     """Delete what an interrupted removal moved aside."""
-    for pattern in (f"*/.*{_ASIDE}*", f"*/*/.*{_ASIDE}*", f"*/*/*/.*{_ASIDE}*"):  # as entries()
+    for pattern in (f"{folders}/.*{_ASIDE}*" for folders in _ENTRY_FOLDERS):
         for path in root.glob(pattern):
             _delete(path)
 

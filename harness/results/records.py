@@ -135,7 +135,7 @@ class CaseResult:
     @classmethod
     def from_json(cls, line: str) -> CaseResult:
         """One line of ``results.jsonl``; a field of the wrong type is a ValueError naming it."""
-        data = fields.json_object(fields.loads(line), "the line")
+        data = fields.load_object(line, "the line")
         outcome = fields.text(data, "outcome")
         if outcome not in OUTCOMES:
             raise fields.JsonFieldError(f"'outcome' must be one of {', '.join(OUTCOMES)}")

@@ -32,12 +32,14 @@ class JsonFieldError(ValueError, UsageError):
     """A JSON value that is not what the file format says; the message names the field."""
 
 
-def loads(text: str) -> Any:
-    """``json.loads``, with nesting too deep for it a :class:`JsonFieldError` too."""
+def load_object(text: str, what: str) -> Mapping[str, Any]:
+    """The JSON object ``text`` holds; ``what`` names it (``"the line"``) when it is none.
+    Nesting too deep for ``json`` is a :class:`JsonFieldError` too."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
         raise JsonFieldError("nested too deep to read") from None
+    return json_object(value, what)
 
 
 def json_object(value: object, what: str) -> Mapping[str, Any]:
