@@ -177,11 +177,14 @@ def test_et_harness_run_in_the_user_project_uses_its_profiles_and_configuration(
     installed: Installed, project: Path
 ) -> None:
     """my-board is the project's own profile; pytest.ini's --strict-options applies."""
+    token = secrets.token_hex(8)  # inherited by whatever the run starts
     done = _run(
         [installed.tool("et-harness"), "run", "--device", "my-board", "-k", "dispatch"],
         project,
+        **{_TOKEN: token},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert left_after(_TOKEN, token, within_s=15) == set()  # the agents and the janitor
     assert re.search(r"\d+ passed", done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
     assert f"rootdir: {project}" in done.stdout and "configfile: pytest.ini" in done.stdout
     assert list((project / "results").glob("*/report.html"))
