@@ -2,7 +2,11 @@
 directory, listening on a unix socket only, stopped and removed afterwards.
 
 The server refuses to run as root, so under root the cluster belongs to Debian's
-``postgres`` user and the server runs as that user; as anyone else, as them.
+``postgres`` user and the server runs as that user; as anyone else, as them. The change of
+user is util-linux's ``setpriv`` in the argv, not ``Popen(user=...)``: that makes CPython
+fork instead of vfork, and a forked child of an xdist worker that has loaded labgrid's gRPC
+runs gRPC's at-fork handler, which can kill it before it execs (seen once in eight runs:
+"postgres exited" with only a gRPC "epoll_wait error: Bad file descriptor").
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ def postgres_server() -> Iterator[str]:
 
     bin_dir = _bin_dir()
     user = "postgres" if os.geteuid() == 0 else None
+    as_user = (
+        []
+        if user is None
+        else ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"]
+    )
     base = Path(tempfile.mkdtemp(prefix="et-history-pg-"))
     server: subprocess.Popen[bytes] | None = None
     try:
@@ -47,6 +56,7 @@ def postgres_server() -> Iterator[str]:
         data, socket_dir = base / "data", base
         subprocess.run(
             [
+                *as_user,
                 str(bin_dir / "initdb"),
                 "-D",
                 str(data),
@@ -58,13 +68,13 @@ def postgres_server() -> Iterator[str]:
                 "--no-sync",
                 "--no-instructions",
             ],
-            user=user,
             check=True,
             capture_output=True,
             timeout=120,
         )
         server = subprocess.Popen(
             [
+                *as_user,
                 str(bin_dir / "postgres"),
                 "-D",
                 str(data),
@@ -77,7 +87,6 @@ def postgres_server() -> Iterator[str]:
                 "-c",
                 "max_connections=40",
             ],
-            user=user,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
