@@ -61,10 +61,9 @@ target_include_directories(etb_executorch_from_source SYSTEM PUBLIC
 # The wheel's libraries are built with these (its package's INTERFACE definitions).
 target_compile_definitions(etb_executorch_from_source PUBLIC C10_USING_CUSTOM_GENERATED_MACROS
   ETB_RUNTIME_FROM_SOURCE=1)
-# ExecuTorch's code is compiled as upstream writes it: its warnings are not ours. At -O1
-# (after the build type's -O2): the harness checks what is delivered, not how fast, and a
-# cold build takes a fifth less CPU (29 -> 24 s for the core on x86_64).
-target_compile_options(etb_executorch_from_source PRIVATE -w -O1)
+# ExecuTorch's code is compiled as upstream writes it: its warnings are not ours. (The
+# optimization level is the agent's: agent/runtime/CMakeLists.txt.)
+target_compile_options(etb_executorch_from_source PRIVATE -w)
 find_package(Threads REQUIRED)
 target_link_libraries(etb_executorch_from_source PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
 add_library(executorch::runtime ALIAS etb_executorch_from_source)

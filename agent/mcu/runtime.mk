@@ -63,7 +63,7 @@ EXCLUDED_SOURCES := $(HERE)src/standin_registry.cpp $(HERE)src/standin_method.cp
 EXTRA_SOURCES := $(wildcard $(HERE)src/real/*.cpp)
 
 # ExecuTorch's code is compiled as upstream writes it (its warnings are not ours).
-RUNTIME_CXXFLAGS = $(ARCH_FLAGS) -Os -g -DNDEBUG -Wno-psabi -ffunction-sections -fdata-sections -std=c++17 \
+RUNTIME_CXXFLAGS = $(ARCH_FLAGS) -Os -g1 -DNDEBUG -Wno-psabi -ffunction-sections -fdata-sections -std=c++17 \
 	-fno-exceptions -fno-rtti -fno-threadsafe-statics -fno-use-cxa-atexit \
 	-DC10_USING_CUSTOM_GENERATED_MACROS -DMAX_KERNEL_NUM=$(MCU_MAX_KERNELS) $(RUNTIME_INCLUDES)
 
