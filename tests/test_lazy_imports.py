@@ -31,6 +31,13 @@ def test_the_plugin_loads_no_paramiko_pyserial_or_emulator():
     assert not {m for m in loaded for name in kind_names() if m == kind_module_name(name)}
 
 
+def test_the_plugin_loads_no_asyncio_or_wcwidth():
+    """Every pytest run in the environment imports the plugin: a lab's reservation (asyncio)
+    and the width of non-ASCII names (wcwidth) come when they are needed."""
+    loaded = loaded_after("import harness.pytest_plugin")
+    assert not {m for m in loaded if m.split(".")[0] in ("asyncio", "wcwidth", "labgrid")}
+
+
 def test_checking_a_serial_profile_loads_its_kind_only():
     loaded = loaded_after(
         "from harness.devices.bring_up import check_transport_settings\n"

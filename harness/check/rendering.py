@@ -10,8 +10,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from wcwidth import wcwidth
-
 from harness.check.verdict import (
     HOOKS,
     BackendOutcome,
@@ -246,6 +244,8 @@ def _width(text: str) -> int:
     """Terminal columns ``text`` takes (wide East Asian characters count two)."""
     if text.isascii() and text.isprintable():
         return len(text)  # the common case, one column each, without a lookup per character
+    from wcwidth import wcwidth  # only for such text: its import costs every run 20 ms
+
     return sum(max(wcwidth(c), 0) for c in text)
 
 
@@ -253,6 +253,8 @@ def _fit(text: str, width: int) -> tuple[str, bool]:
     """``text`` cut to ``width`` columns (ending in an ellipsis), and whether it was cut."""
     if _width(text) <= width:
         return text, False
+    from wcwidth import wcwidth
+
     kept, used = [], 0
     for char in text:
         used += max(wcwidth(char), 0)

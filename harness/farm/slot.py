@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.agent.runtimes import Runtime
 from harness.agent.session import AgentLink
@@ -29,12 +30,14 @@ from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.lab import quarantine as lab_quarantine
 from harness.lab.labgrid import LabgridPlace, without_labgrid
-from harness.lab.reservation import LabgridReservation
 from harness.lab.resources import LabResourceError, with_lab_address
 from harness.results import lab_holdings
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.transport.base import TransportError
+
+if TYPE_CHECKING:
+    from harness.lab.reservation import LabgridReservation
 
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
@@ -256,6 +259,8 @@ class DeviceSlot:
         """
         profile, key, board_reset = self.profile, device_key(self.profile), None
         if self._place is not None:
+            from harness.lab.reservation import LabgridReservation  # asyncio: labs only
+
             reservation = LabgridReservation(self._place)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
             self._held.callback(self._hand_back, reservation)
