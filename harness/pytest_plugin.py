@@ -99,6 +99,7 @@ from harness.results.reporting import ControllerReporting
 from harness.runner import CaseRunner, LoadPathNotServed
 from harness.shipped import BrokenInstallation
 from harness.transport.base import TransportError
+from harness.untrusted.value_rules import ValueRuleError
 
 DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
 RUNTIME_PARAM = "et_runtime"  # parametrized by --runtime; device_profile depends on it
@@ -130,15 +131,19 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 
 def _check_environment() -> None:
     """A ``$ET_HARNESS_SDK`` that is no usable prefix, an ``$ET_HARNESS_RUNTIME`` that is
-    no source tree (or names no commit), or an ``$ET_HARNESS_CACHE_LIMIT`` that is no size
-    is one usage error at the start, not a traceback in the setup of every test."""
+    no source tree (or names no commit), an ``$ET_HARNESS_CACHE_LIMIT`` that is no size,
+    or a cache or data folder under a ``~user`` of no user is one usage error at the
+    start, not a traceback in the setup of every test."""
     from harness.agent.sdk import SdkError
     from harness.agent.sdk_prefix import prefix_from_environment, sdk_from_prefix
+    from harness.lifecycle.cache import cache_root, data_root
     from harness.lifecycle.cache_entry import CacheLimitError, size_limit
 
     try:
+        cache_root()
+        data_root()
         size_limit()
-    except CacheLimitError as exc:
+    except (CacheLimitError, ValueRuleError) as exc:
         raise pytest.UsageError(str(exc)) from None
     from harness.agent.source_runtime import check_source, runtime_from_environment
 
@@ -163,6 +168,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker is not None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
         quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
+    _check_environment()
     wanted = config.getoption("device")
     try:
         # Without --device no profile is read: the project's own tests run whatever its
@@ -183,7 +189,6 @@ def pytest_configure(config: pytest.Config) -> None:
         if not message.startswith("--device"):
             message = f"--device: {message}"
         raise pytest.UsageError(message) from None
-    _check_environment()
     config.stash[_USER_PROGRAM] = user_program(config)  # a bad --program: a usage error now
     deadline = (
         RunDeadline(**worker["et_deadline"])

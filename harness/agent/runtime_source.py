@@ -22,6 +22,7 @@ from pathlib import Path
 from harness import shipped
 from harness.errors import UsageError
 from harness.untrusted.trust import listed_by_user
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 ENV_VAR = "ET_HARNESS_SOURCE"
 # Trees a profile's agent.source may name besides $ET_HARNESS_SOURCE: the user's word.
@@ -53,7 +54,11 @@ def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | No
     """The tree ``ET_HARNESS_SOURCE`` names, else the shared one when present, else None."""
     named = (os.environ if env is None else env).get(ENV_VAR, "")
     if named:
-        return runtime_source(Path(named).expanduser(), f"{ENV_VAR}={named}")
+        try:
+            tree = expand_home(named)
+        except ValueRuleError as exc:
+            raise RuntimeSourceError(f"{ENV_VAR}={named}: {exc}") from None
+        return runtime_source(tree, f"{ENV_VAR}={named}")
     shared = shared_tree()
     if shared is not None and (shared / "runtime" / "executor" / "program.cpp").is_file():
         return runtime_source(shared, str(shared))

@@ -30,6 +30,7 @@ from harness.agent.sdk import SdkError, SdkPaths, check_locked, ensure_sdk, lock
 from harness.agent.sdk_prefix import sdk_from_prefix
 from harness.agent.source_runtime import SourceRuntimeError, commit_of, has_file
 from harness.errors import UsageError
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 OPTION = "--runtime"
 _MAX_ENTRIES = 16
@@ -139,7 +140,10 @@ def parse_runtime(entry: str) -> Runtime:
             raise RuntimeEntryError(str(exc)) from None
         return Runtime(RuntimeKind.WHEEL, entry, version=entry_body)
     path_text, revision = _split_revision(entry_body)
-    path = Path(path_text).expanduser()
+    try:
+        path = expand_home(path_text)
+    except ValueRuleError as exc:
+        raise RuntimeEntryError(f"{where}: {exc}") from None
     if not path.is_dir():
         raise RuntimeEntryError(
             f"{where}: {path} is no directory, and {entry_body!r} is no pinned version "
@@ -192,14 +196,21 @@ def _source_sdk(runtime: Runtime, abi: str) -> SdkPaths:
     return source_runtime(runtime.path, runtime.commit or None, abi)
 
 
+def _is_dir(text: str) -> bool:
+    try:
+        return expand_home(text).is_dir()
+    except ValueRuleError:  # said when the path is read
+        return False
+
+
 def _split_revision(body: str) -> tuple[str, str]:
     """``PATH@REV`` -> (PATH, REV): PATH the first directory before an ``@`` (a path and a
     revision may hold either character: ``~/src/et@2@feature/x``); a whole ``body`` that is
     a directory has no revision."""
-    if Path(body).expanduser().is_dir():
+    if _is_dir(body):
         return body, ""
     cuts = [n for n, c in enumerate(body) if c == "@"]
-    n = next((n for n in cuts if Path(body[:n]).expanduser().is_dir()), cuts[-1] if cuts else -1)
+    n = next((n for n in cuts if _is_dir(body[:n])), cuts[-1] if cuts else -1)
     if n < 0:
         return body, ""
     path, revision = body[:n], body[n + 1 :]

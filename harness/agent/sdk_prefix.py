@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness.agent.sdk import SdkError, SdkPaths, check_sdk_version
 from harness.untrusted.trust import listed_by_user
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 SDK_ENV = "ET_HARNESS_SDK"
 # Prefixes a profile's agent.sdk may name: the user's word, since building against a
@@ -45,7 +46,12 @@ class SdkPrefixError(SdkError):
 def prefix_from_environment() -> Path | None:
     """``$ET_HARNESS_SDK`` as a path, or None when it is unset or empty."""
     value = os.environ.get(SDK_ENV, "")
-    return Path(value).expanduser() if value else None
+    if not value:
+        return None
+    try:
+        return expand_home(value)
+    except ValueRuleError as exc:
+        raise SdkPrefixError(f"{SDK_ENV}={value}: {exc}") from None
 
 
 def check_trusted(prefix: Path, where: str) -> Path:

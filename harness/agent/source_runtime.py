@@ -38,6 +38,7 @@ from harness.agent.runtime_source import shared_tree
 from harness.agent.sdk import SdkError, SdkPaths, ensure_sdk, host_abi
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 RUNTIME_ENV = "ET_HARNESS_RUNTIME"
 # Where a tree without its third-party/flatbuffers submodule takes the headers from.
@@ -154,13 +155,19 @@ def parse_runtime(value: str) -> tuple[Path, str | None]:
     path, at, revision = value.rpartition("@") if "@" in value else (value, "", "")
     if at and not revision:
         raise SourceRuntimeError(f"{value!r}: nothing after '@'; give PATH or PATH@REVISION")
-    return Path(path).expanduser(), (revision or None)
+    try:
+        return expand_home(path), (revision or None)
+    except ValueRuleError as exc:
+        raise SourceRuntimeError(str(exc)) from None
 
 
 def runtime_from_environment() -> tuple[Path, str | None] | None:
     """``$ET_HARNESS_RUNTIME`` parsed, or None when unset or empty."""
     value = os.environ.get(RUNTIME_ENV, "")
-    return parse_runtime(value) if value else None
+    try:
+        return parse_runtime(value) if value else None
+    except SourceRuntimeError as exc:
+        raise SourceRuntimeError(f"{RUNTIME_ENV}={value}: {exc}") from None
 
 
 def source_runtime(tree: Path, revision: str | None, abi: str) -> SdkPaths:
@@ -199,7 +206,10 @@ def _where(tree: Path, revision: str | None) -> str:
 
 
 def _directory(tree: Path, where: str) -> Path:
-    checkout = tree.expanduser().resolve()
+    try:
+        checkout = expand_home(str(tree)).resolve()
+    except ValueRuleError as exc:
+        raise SourceRuntimeError(f"{where}: {exc}") from None
     if not checkout.is_dir():
         raise SourceRuntimeError(f"{where}: {checkout} is not a directory")
     return checkout
@@ -255,11 +265,18 @@ def upstream_of(message: str) -> str:
     return f"{found.group(1)}@{found.group(2)}" if found else ""
 
 
+def _expanded(value: str, variable: str) -> Path:
+    try:
+        return expand_home(value)
+    except ValueRuleError as exc:
+        raise SourceRuntimeError(f"{variable}={value}: {exc}") from None
+
+
 def _flatbuffers(checkout: Path, where: str) -> Path:
     named = os.environ.get(FLATBUFFERS_ENV, "")
     shared = shared_tree()
     for candidate in (
-        Path(named).expanduser() if named else None,
+        _expanded(named, FLATBUFFERS_ENV) if named else None,
         checkout / _FLATBUFFERS,
         shared / _FLATBUFFERS if shared is not None else None,
     ):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 SKIP_EXIT = 125  # git bisect run: this commit cannot be tested
 ABORT_EXIT = 128  # git bisect run: stop (a device or tests that no step could run)
@@ -94,7 +95,10 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     """Bisect (or one ``--step``); ``selection`` is what pytest is given (paths, -k ...)."""
     if not selection:
         raise BisectError("name the tests after '--', e.g. -- suites/test_module_lifetime.py")
-    tree = args.tree.expanduser().resolve()
+    try:
+        tree = expand_home(str(args.tree)).resolve()
+    except ValueRuleError as exc:
+        raise BisectError(f"the tree: {exc}") from None
     if args.step:
         try:  # the tree is not checked: what it lacks may be this commit's, to be skipped
             check_selection(args.device, selection)

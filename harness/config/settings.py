@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from harness.errors import UsageError
 from harness.untrusted.reading import brief, brief_plain
-from harness.untrusted.value_rules import ValueRuleError
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 T = TypeVar("T")
 Rule = Callable[[Any], object]  # raises ValueRuleError; what it returns is ignored
@@ -220,7 +220,12 @@ class _Reading:
                     f"{brief(value)} holds a NUL byte, which no path, argument or "
                     "environment value can hold; remove it",
                 )
-            return value if kind is str else (self.base or Path.cwd()) / Path(value).expanduser()
+            if kind is str:
+                return value
+            try:
+                return (self.base or Path.cwd()) / expand_home(value)
+            except ValueRuleError as exc:
+                raise refuse(self.where, name, str(exc)) from None
         if isinstance(kind, type) and issubclass(kind, enum.Enum):
             for member in kind:
                 if member.value == value:

@@ -28,6 +28,7 @@ from harness.history.migrations import SchemaError, migrate
 from harness.history.records import COMPLETE, INCOMPLETE, RUNNING, CaseRecord, RunRecord
 from harness.history.schema import cases, runs
 from harness.history.target import TargetError, driver_of
+from harness.untrusted.value_rules import expand_home
 
 CONNECT_TIMEOUT_S = 5  # an unreachable lab database costs a run this long, once
 BUSY_TIMEOUT_S = 60  # SQLite: how long a writer waits for another's transaction
@@ -59,7 +60,7 @@ def store_url(target: str) -> URL:
     except TargetError as exc:
         raise StoreError(f"history: {exc}") from None
     if "://" not in target:
-        path = Path(target).expanduser().absolute()
+        path = expand_home(target).absolute()  # its ~user checked by driver_of
         return URL.create("sqlite", database=str(path))
     try:
         return make_url(target).set(drivername=driver)

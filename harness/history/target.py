@@ -14,6 +14,7 @@ import filelock
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root, data_root
 from harness.lifecycle.disk import writing
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 STORE_ENV = "ET_HARNESS_HISTORY"
 OFF = "off"
@@ -66,6 +67,10 @@ def driver_of(target: str) -> str:
     """The SQLAlchemy driver of ``target``: ``sqlite`` for a path or an ``sqlite://`` URL,
     ``postgresql+psycopg`` for a ``postgresql://`` URL."""
     if "://" not in target:
+        try:
+            expand_home(target)
+        except ValueRuleError as exc:
+            raise TargetError(str(exc)) from None
         return "sqlite"
     scheme = target.split("://", 1)[0].lower()
     if scheme not in SCHEMES:

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from harness import shipped
+from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 TRUSTED_PROFILES_ENV = "ET_HARNESS_TRUSTED_PROFILES"
 
@@ -28,7 +29,10 @@ def listed_by_user(path: Path, env_var: str) -> bool:
     resolved = path.resolve()
     for entry in os.environ.get(env_var, "").split(os.pathsep):
         if entry:
-            listed = Path(entry).expanduser().resolve()
+            try:
+                listed = expand_home(entry).resolve()
+            except ValueRuleError:  # ~user of no user: trusts nothing
+                continue
             if resolved == listed or resolved.is_relative_to(listed):
                 return True
     return False

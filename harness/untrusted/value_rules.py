@@ -16,6 +16,7 @@ import ipaddress
 import math
 import posixpath
 import re
+from pathlib import Path
 
 from harness.errors import UsageError
 from harness.untrusted.reading import brief
@@ -234,3 +235,16 @@ def check_count(value: object, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueRuleError(f"{brief(value)} is outside {low}..{high}")
     return value
+
+
+def expand_home(value: str) -> Path:
+    """``value`` as a path, a leading ``~`` or ``~user`` expanded; a ``~user`` this machine
+    does not know (``Path.expanduser`` raises RuntimeError for it) is refused."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:
+        user = value[1:].split("/", 1)[0]
+        raise ValueRuleError(
+            f"{brief(value)}: ~{user} is no user of this machine with a home directory; "
+            "write the path out in full"
+        ) from None

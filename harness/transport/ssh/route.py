@@ -27,6 +27,7 @@ from harness.untrusted.reading import InputFileError, brief_plain, read_bounded_
 from harness.untrusted.value_rules import (
     check_host,
     check_user,
+    expand_home,
     port_from_text,
 )
 
@@ -245,12 +246,14 @@ def _resolve(
     if identity_file is not None:
         identities: tuple[Path, ...] = (identity_file,)
     else:
-        identities = tuple(Path(p).expanduser() for p in entry.get("identityfile", []))
+        identities = tuple(
+            checked("IdentityFile", expand_home, p) for p in entry.get("identityfile", [])
+        )
     if known_hosts is not None:
         known: tuple[Path, ...] = (known_hosts,)
     elif "userknownhostsfile" in entry:
         files = checked("UserKnownHostsFile", shlex.split, entry["userknownhostsfile"])
-        known = tuple(Path(p).expanduser() for p in files)
+        known = tuple(checked("UserKnownHostsFile", expand_home, p) for p in files)
     else:
         known = (DEFAULT_KNOWN_HOSTS.expanduser(),)
     hop = _Hop(
