@@ -43,7 +43,7 @@ def test_an_environment_path_of_no_user_names_the_variable(
     monkeypatch.setenv(variable, NO_USER)
     with pytest.raises(error) as refused:
         read()
-    assert str(refused.value).startswith(f"{variable}={NO_USER}: "), refused.value
+    assert str(refused.value).startswith(f"{variable}: '{NO_USER}': "), refused.value
     assert "~et-no-such-user is no user of this machine" in str(refused.value)
 
 
@@ -71,6 +71,6 @@ def test_pytest_says_it_in_one_line_before_any_test() -> None:
     )  # fmt: skip
     assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stderr.strip() == (
-        f"ERROR: ET_HARNESS_CACHE={NO_USER}: '{NO_USER}': ~et-no-such-user is no user of this "
+        f"ERROR: ET_HARNESS_CACHE: '{NO_USER}': ~et-no-such-user is no user of this "
         "machine with a home directory; write the path out in full"
     ), done.stderr

@@ -57,7 +57,7 @@ def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | No
         try:
             tree = expand_home(named)
         except ValueRuleError as exc:
-            raise RuntimeSourceError(f"{ENV_VAR}={named}: {exc}") from None
+            raise RuntimeSourceError(f"{ENV_VAR}: {exc}") from None
         return runtime_source(tree, f"{ENV_VAR}={named}")
     shared = shared_tree()
     if shared is not None and (shared / "runtime" / "executor" / "program.cpp").is_file():

@@ -51,7 +51,7 @@ def prefix_from_environment() -> Path | None:
     try:
         return expand_home(value)
     except ValueRuleError as exc:
-        raise SdkPrefixError(f"{SDK_ENV}={value}: {exc}") from None
+        raise SdkPrefixError(f"{SDK_ENV}: {exc}") from None
 
 
 def check_trusted(prefix: Path, where: str) -> Path:

@@ -167,7 +167,7 @@ def runtime_from_environment() -> tuple[Path, str | None] | None:
     try:
         return parse_runtime(value) if value else None
     except SourceRuntimeError as exc:
-        raise SourceRuntimeError(f"{RUNTIME_ENV}={value}: {exc}") from None
+        raise SourceRuntimeError(f"{RUNTIME_ENV}: {exc}") from None
 
 
 def source_runtime(tree: Path, revision: str | None, abi: str) -> SdkPaths:
@@ -269,7 +269,7 @@ def _expanded(value: str, variable: str) -> Path:
     try:
         return expand_home(value)
     except ValueRuleError as exc:
-        raise SourceRuntimeError(f"{variable}={value}: {exc}") from None
+        raise SourceRuntimeError(f"{variable}: {exc}") from None
 
 
 def _flatbuffers(checkout: Path, where: str) -> Path:

@@ -39,4 +39,4 @@ def _named(variable: str, value: str) -> Path:
     try:
         return expand_home(value)
     except ValueRuleError as exc:
-        raise ValueRuleError(f"{variable}={value}: {exc}") from None
+        raise ValueRuleError(f"{variable}: {exc}") from None
