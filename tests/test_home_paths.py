@@ -44,18 +44,18 @@ def test_an_environment_path_of_no_user_names_the_variable(
     with pytest.raises(error) as refused:
         read()
     assert str(refused.value).startswith(f"{variable}: '{NO_USER}': "), refused.value
-    assert "~et-no-such-user is no user of this machine" in str(refused.value)
+    assert "the user named after ~ has no home directory" in str(refused.value)
 
 
 def test_a_runtime_option_of_no_user_is_refused() -> None:
-    with pytest.raises(UsageError, match=f"--runtime '{NO_USER}@main': .*~et-no-such-user is no"):
+    with pytest.raises(UsageError, match=f"--runtime '{NO_USER}@main': .*after ~ has no home"):
         parse_runtimes(f"1.5.1,{NO_USER}@main")
 
 
 def test_a_history_file_of_no_user_is_refused_and_a_trust_entry_trusts_nothing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    with pytest.raises(UsageError, match="~et-no-such-user is no user"):
+    with pytest.raises(UsageError, match="after ~ has no home directory"):
         driver_of(NO_USER)
     monkeypatch.setenv("ET_TEST_TRUSTED", os.pathsep.join([NO_USER, str(tmp_path)]))
     assert listed_by_user(tmp_path / "board.yaml", "ET_TEST_TRUSTED")
@@ -71,6 +71,6 @@ def test_pytest_says_it_in_one_line_before_any_test() -> None:
     )  # fmt: skip
     assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stderr.strip() == (
-        f"ERROR: ET_HARNESS_CACHE: '{NO_USER}': ~et-no-such-user is no user of this "
-        "machine with a home directory; write the path out in full"
+        f"ERROR: ET_HARNESS_CACHE: '{NO_USER}': the user named after ~ has no home directory "
+        "on this machine; write the path out in full"
     ), done.stderr

@@ -203,7 +203,7 @@ def test_a_line_paramiko_cannot_read_is_named_by_its_number_not_its_text(home, t
         ("ProxyJump -J", "ProxyJump: '-J' starts with '-'"),
         ("ProxyJump u@jump:0", "ProxyJump: must be a TCP port, 1..65535; got 0"),
         ("ProxyJump " + ",".join(["j"] * 30_000), "30000 ProxyJump entries; at most 8"),
-        ("UserKnownHostsFile ~et-no-user/kh", "UserKnownHostsFile: .* ~et-no-user is no user"),
+        ("UserKnownHostsFile ~et-no-user/kh", "UserKnownHostsFile: .* named after ~ has no home"),
     ],
 )
 def test_ssh_config_values_are_checked(home, tmp_path, lines, expected):
@@ -341,7 +341,7 @@ LOCAL = "{kind: local}"
         (SSH % "port: 22", 'agent: {wrapper: ["a\\0b"]}\n', "agent.wrapper[0]", "NUL byte"),
         (SSH % "port: 22", 'tags: ["a\\0b"]\n', "tags[0]", "NUL byte"),
         # a ~user of no user (pathlib raises RuntimeError for it)
-        (SSH % "port: 22", "agent: {sdk: ~et-no-user/sdk}\n", "agent.sdk", "~et-no-user is no"),
+        (SSH % "port: 22", "agent: {sdk: ~et-no-user/sdk}\n", "agent.sdk", "after ~ has no home"),
         (SSH % "known_hosts: ~et-no-user/kh", "", "transport.known_hosts", "write the path out"),
         # text a listing shows: one printable line (et-harness devices prints it)
         (

@@ -242,9 +242,9 @@ def expand_home(value: str) -> Path:
     does not know (``Path.expanduser`` raises RuntimeError for it) is refused."""
     try:
         return Path(value).expanduser()
-    except RuntimeError:
-        user = value[1:].split("/", 1)[0]
+    except RuntimeError:  # the name is not repeated: brief() escaped and shortened it
+        whose = "the user named after ~" if value[1:2] not in ("", "/") else "this user"
         raise ValueRuleError(
-            f"{brief(value)}: ~{user} is no user of this machine with a home directory; "
+            f"{brief(value)}: {whose} has no home directory on this machine; "
             "write the path out in full"
         ) from None
