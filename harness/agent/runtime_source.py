@@ -55,9 +55,9 @@ def find_runtime_source(env: dict[str, str] | None = None) -> RuntimeSource | No
     named = (os.environ if env is None else env).get(ENV_VAR, "")
     if named:
         try:
-            tree = expand_home(named)
+            tree = expand_home(named, ENV_VAR)
         except ValueRuleError as exc:
-            raise RuntimeSourceError(f"{ENV_VAR}: {exc}") from None
+            raise RuntimeSourceError(str(exc)) from None
         return runtime_source(tree, f"{ENV_VAR}={named}")
     shared = shared_tree()
     if shared is not None and (shared / "runtime" / "executor" / "program.cpp").is_file():

@@ -49,9 +49,9 @@ def prefix_from_environment() -> Path | None:
     if not value:
         return None
     try:
-        return expand_home(value)
+        return expand_home(value, SDK_ENV)
     except ValueRuleError as exc:
-        raise SdkPrefixError(f"{SDK_ENV}: {exc}") from None
+        raise SdkPrefixError(str(exc)) from None
 
 
 def check_trusted(prefix: Path, where: str) -> Path:

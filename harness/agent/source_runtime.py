@@ -267,9 +267,9 @@ def upstream_of(message: str) -> str:
 
 def _expanded(value: str, variable: str) -> Path:
     try:
-        return expand_home(value)
+        return expand_home(value, variable)
     except ValueRuleError as exc:
-        raise SourceRuntimeError(f"{variable}: {exc}") from None
+        raise SourceRuntimeError(str(exc)) from None
 
 
 def _flatbuffers(checkout: Path, where: str) -> Path:

@@ -244,20 +244,22 @@ def _width(text: str) -> int:
     """Terminal columns ``text`` takes (wide East Asian characters count two)."""
     if text.isascii() and text.isprintable():
         return len(text)  # the common case, one column each, without a lookup per character
-    from wcwidth import wcwidth  # only for such text: its import costs every run 20 ms
+    return sum(_char_width(c) for c in text)
 
-    return sum(max(wcwidth(c), 0) for c in text)
+
+def _char_width(char: str) -> int:
+    from wcwidth import wcwidth  # only for text not plain ASCII: its import costs 20 ms
+
+    return max(wcwidth(char), 0)
 
 
 def _fit(text: str, width: int) -> tuple[str, bool]:
     """``text`` cut to ``width`` columns (ending in an ellipsis), and whether it was cut."""
     if _width(text) <= width:
         return text, False
-    from wcwidth import wcwidth
-
     kept, used = [], 0
     for char in text:
-        used += max(wcwidth(char), 0)
+        used += _char_width(char)
         if used > width - 1:
             break
         kept.append(char)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.untrusted.value_rules import ValueRuleError, expand_home
+from harness.untrusted.value_rules import expand_home
 
 CACHE_ENV = "ET_HARNESS_CACHE"
 DATA_ENV = "ET_HARNESS_DATA"
@@ -20,7 +20,7 @@ def cache_root() -> Path:
     """The harness cache: ``$ET_HARNESS_CACHE`` or ``~/.cache/et-harness``."""
     override = os.environ.get(CACHE_ENV)
     if override:
-        return _named(CACHE_ENV, override)
+        return expand_home(override, CACHE_ENV)
     return Path.home() / ".cache" / "et-harness"
 
 
@@ -29,14 +29,7 @@ def data_root() -> Path:
     data directory, ``$XDG_DATA_HOME/et-harness`` or ``~/.local/share/et-harness``."""
     override = os.environ.get(DATA_ENV)
     if override:
-        return _named(DATA_ENV, override)
+        return expand_home(override, DATA_ENV)
     xdg = os.environ.get("XDG_DATA_HOME", "")
     base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
     return base / "et-harness"
-
-
-def _named(variable: str, value: str) -> Path:
-    try:
-        return expand_home(value)
-    except ValueRuleError as exc:
-        raise ValueRuleError(f"{variable}: {exc}") from None

@@ -237,14 +237,16 @@ def check_count(value: object, low: int, high: int) -> int:
     return value
 
 
-def expand_home(value: str) -> Path:
+def expand_home(value: str, named_by: str = "") -> Path:
     """``value`` as a path, a leading ``~`` or ``~user`` expanded; a ``~user`` this machine
-    does not know (``Path.expanduser`` raises RuntimeError for it) is refused."""
+    does not know (``Path.expanduser`` raises RuntimeError for it) is refused, the message
+    starting with ``named_by`` (an environment variable, say) when given."""
     try:
         return Path(value).expanduser()
     except RuntimeError:  # the name is not repeated: brief() escaped and shortened it
         whose = "the user named after ~" if value[1:2] not in ("", "/") else "this user"
+        where = f"{named_by}: " if named_by else ""
         raise ValueRuleError(
-            f"{brief(value)}: {whose} has no home directory on this machine; "
+            f"{where}{brief(value)}: {whose} has no home directory on this machine; "
             "write the path out in full"
         ) from None
