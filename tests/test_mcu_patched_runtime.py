@@ -6,9 +6,9 @@ firmware from the copy (``ET_HARNESS_SOURCE``) and runs the suites on ``mcu-emu`
 their first failure (:mod:`power_runs`: the question is only whether they catch the fault):
 they must fail with delivery differences (verdicts that are not exact), never with
 infrastructure errors. With the stand-in, the same faults would change nothing: the
-firmware would not contain the patched code. One copy in one place for every case lets
-each build take the unchanged files' objects from the object cache (their paths, and so
-their debug information, are the same).
+firmware would not contain the patched code. Each build takes the unchanged files' objects
+from the object cache, made by the builds of the unpatched tree (agent/mcu/runtime.mk
+compiles a tree through a link in the build directory, so its place is not in them).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import power_runs
 import pytest
 
 from harness.agent.runtime_source import find_runtime_source, runtime_source
-from harness.emulators.mcu import firmware_source_hash
+from harness.emulators.mcu import build_firmware, firmware_source_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = find_runtime_source()
@@ -63,8 +63,10 @@ FAULTS = {
 
 @pytest.fixture(scope="module")
 def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the source tree, shared by this module's cases (one at a time)."""
+    """A copy of the source tree, shared by this module's cases (one at a time); mcu-emu's
+    image of the tree itself is built first, so that its objects are in the object cache."""
     assert SOURCE is not None
+    build_firmware("mps2-an385", source=SOURCE)  # waits if another test is building it
     copy = tmp_path_factory.mktemp("patched") / "executorch"
     shutil.copytree(SOURCE.path, copy, symlinks=True)
     return copy

@@ -37,8 +37,8 @@ RUNTIME_GENERATED := $(ET_GEN)/executorch/schema/program_generated.h \
 	$(ET_GEN)/executorch/schema/scalar_type_generated.h $(ET_ROOT)/executorch
 
 RUNTIME_INCLUDES := -isystem $(ET_ROOT) -isystem $(ET_GEN) \
-	-isystem $(ET_TREE)/third-party/flatbuffers/include \
-	-isystem $(ET_TREE)/runtime/core/portable_type/c10
+	-isystem $(ET_ROOT)/executorch/third-party/flatbuffers/include \
+	-isystem $(ET_ROOT)/executorch/runtime/core/portable_type/c10
 RUNTIME_DEFINES := -DMCU_RUNTIME_FROM_SOURCE=1 \
 	-DMCU_EXECUTORCH_VERSION='"$(ET_VERSION_TEXT)"' \
 	-DMCU_EXECUTORCH_COMMIT='"$(EXECUTORCH_COMMIT)"'
@@ -62,10 +62,15 @@ RUNTIME_OBJECTS := $(patsubst %.cpp,$(BUILD)/executorch-runtime/%.o,$(RUNTIME_FI
 EXCLUDED_SOURCES := $(HERE)src/standin_registry.cpp $(HERE)src/standin_method.cpp
 EXTRA_SOURCES := $(wildcard $(HERE)src/real/*.cpp)
 
+# The debug information names the tree's files /executorch/<path in the tree>, wherever the
+# tree is (gdb: set substitute-path /executorch <tree>). Both spellings: the object cache
+# hands the compiler the link's path relative to $(BUILD).
+RUNTIME_DEBUG_PATHS := -fdebug-prefix-map=$(ET_ROOT)/=/ -fdebug-prefix-map=root/=/
 # ExecuTorch's code is compiled as upstream writes it (its warnings are not ours).
 RUNTIME_CXXFLAGS = $(ARCH_FLAGS) -Os -g1 -DNDEBUG -Wno-psabi -ffunction-sections -fdata-sections -std=c++17 \
 	-fno-exceptions -fno-rtti -fno-threadsafe-statics -fno-use-cxa-atexit \
-	-DC10_USING_CUSTOM_GENERATED_MACROS -DMAX_KERNEL_NUM=$(MCU_MAX_KERNELS) $(RUNTIME_INCLUDES)
+	-DC10_USING_CUSTOM_GENERATED_MACROS -DMAX_KERNEL_NUM=$(MCU_MAX_KERNELS) $(RUNTIME_INCLUDES) \
+	$(RUNTIME_DEBUG_PATHS)
 
 .SECONDARY: $(RUNTIME_GENERATED)
 
@@ -77,6 +82,10 @@ $(ET_GEN)/executorch/schema/%_generated.h: $(ET_TREE)/schema/%.fbs
 	mkdir -p $(dir $@)
 	$(FLATC) --cpp --scoped-enums -o $(dir $@) $<
 
+# The tree's files are compiled through that link: every path the compiler sees is under
+# $(BUILD), which the object cache hashes relative to it, so a build of the same files from a
+# tree elsewhere (a copy with one file changed, another checkout) takes their objects from
+# the cache, and the image is the same.
 $(BUILD)/executorch-runtime/%.o: $(ET_TREE)/%.cpp $(RUNTIME_GENERATED)
 	@mkdir -p $(dir $@)
-	$(CXX) $(RUNTIME_CXXFLAGS) -c $< -o $@
+	$(CXX) $(RUNTIME_CXXFLAGS) -c $(ET_ROOT)/executorch/$*.cpp -o $@
