@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from prerequisites import require
+from run_environment import run_environment
 
 CASES = """\
 import os
@@ -76,7 +77,7 @@ def test_a_killed_private_adb_server_comes_back_with_its_phone_and_nothing_outli
     port_file = tmp_path / "adb-port"
     (tmp_path / "test_cases.py").write_text(CASES.format(port_file=str(port_file)))
     results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = run_environment()
     run = subprocess.run(
         [
             sys.executable,

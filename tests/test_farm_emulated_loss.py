@@ -12,12 +12,12 @@ timed.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from run_environment import run_environment
 
 CASES = """\
 import pytest
@@ -40,7 +40,7 @@ EMULATED = ("adb-emu", "mcu-emu", "ssh-emu")
 def test_killed_emulated_devices_end_their_tests_as_infra_and_the_host_finishes_green(tmp_path):
     (tmp_path / "test_cases.py").write_text(CASES)
     results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = run_environment()
     run = subprocess.run(
         [
             sys.executable,

@@ -10,13 +10,13 @@ tests after it run; the restart is in the summary, the results and JUnit.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 from prerequisites import require
+from run_environment import run_environment
 
 CASES = """\
 from pathlib import Path
@@ -46,7 +46,7 @@ def test_a_killed_emulator_is_restarted_and_the_tests_after_it_run(tmp_path):
     flags.mkdir()
     (tmp_path / "test_cases.py").write_text(CASES.format(flags=str(flags)))
     results, junit = tmp_path / "results", tmp_path / "junit.xml"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = run_environment()
     run = subprocess.run(
         [
             sys.executable,

@@ -8,13 +8,13 @@ that must not be collected), with the harness's path options pointing outside it
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from run_environment import run_environment
 
 PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["suite"]\n'
 SUITE = "def test_in_suite():\n    pass\n"
@@ -48,7 +48,7 @@ def elsewhere(tmp_path: Path) -> Path:
 
 
 def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = run_environment(labgrid_plugin=True)  # as a user's runs
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd,

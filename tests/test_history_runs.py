@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 from postgres_server import postgres_server
 from prerequisites import require
+from run_environment import run_environment
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -46,7 +46,7 @@ def nightly(store: str, tmp_path: Path, name: str, change: bool) -> subprocess.P
     (suites / "test_seeded.py").write_text(
         SEEDED.format(expect="False" if change else "True"), "utf-8"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = run_environment()
     return subprocess.Popen(
         [
             sys.executable,

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from carried_token import carrying
 from prerequisites import require
+from run_environment import run_environment
 
 from harness.lifecycle.reap import descendants, start_time
 
@@ -236,7 +237,7 @@ def held_run(tmp_path: Path) -> Iterator[Callable[..., HeldRun]]:
         (directory / "flags").mkdir(parents=True)
         (directory / "test_cases.py").write_text(CASES)
         token = f"kill-{secrets.token_hex(6)}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        env = run_environment()
         env.update({TOKEN_VARIABLE: token, "KILL_RUN_FLAGS": str(directory / "flags")})
         with open(directory / "run.log", "wb") as log:
             process = subprocess.Popen(
@@ -459,7 +460,7 @@ def test_sleep_b():
 def test_a_sigtermed_xdist_controller_passes_it_on_to_its_workers(tmp_path: Path) -> None:
     """`kill PID` of a -n 2 controller (CI cancellation) ends it without xdist's 10 s wait."""
     (tmp_path / "test_sleepers.py").write_text(SLEEPERS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = run_environment()
     with open(tmp_path / "run.log", "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "pytest", "test_sleepers.py", "-p", "no:cacheprovider",

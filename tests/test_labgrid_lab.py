@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from prerequisites import require
+from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.lab.places import LabIdentity, PlaceState, place_state
@@ -104,11 +105,7 @@ def _pytest(
     selection: list[str] = SELECTION,
     cache: Path | None = None,
 ) -> subprocess.Popen[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("PYTEST_") and k not in ("LG_USERNAME", "LG_HOSTNAME")
-    }
+    env = {k: v for k, v in run_environment().items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
     if cache is not None:
         env["ET_HARNESS_CACHE"] = str(cache)
     return subprocess.Popen(
