@@ -516,6 +516,8 @@ def _start_holding_lab_a(
         if holder is not None:
             assert _pid_of(holder) == run.pid
             return run, holder
+        time.sleep(0.05)  # polled, as CoordinatorWatch does: asking without a pause kept the
+        # coordinator busy while the run started
 
 
 def _janitor_of(pid: int) -> int:
@@ -842,12 +844,7 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
     recorded, infra for what lost its place, the place free in the end."""
     _hold_all_as_someone_else(lab)  # both MCU places taken: the run waits
     waiting = _pytest(devices, tmp_path / "waits", "--device", "lab-mcu", "--lock-timeout", "200")
-    deadline = time.monotonic() + 120
-    while not any(
-        (identity := LabIdentity.parse(owner)) is not None and identity.pid == waiting.pid
-        for owner in _reservation_owners(lab)
-    ):
-        assert time.monotonic() < deadline and waiting.poll() is None, "the run never reserved"
+    _wait_until_reserving(lab, [waiting])
     lab.restart_coordinator()  # forgets runner1/ci's places and the run's reservations
     _reload_cleared(lab)
     output = _finish(waiting)
