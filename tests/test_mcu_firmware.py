@@ -178,12 +178,17 @@ def test_firmware_holds_the_runtime_code_and_no_allocator(firmware: Path) -> Non
 def test_the_same_tree_in_another_place_is_the_same_build(tmp_path: Path) -> None:
     """The image names the tree's files /executorch/... wherever the tree is (the test
     above), so a tree elsewhere (another checkout, another CI directory) with the same
-    files reuses the cached image; one changed file makes another."""
+    files reuses the cached image; one changed file, or another commit (HELLO names it),
+    makes another."""
     assert SOURCE is not None
+    image = firmware_source_hash("mps2-an385", SOURCE)
     moved = dataclasses.replace(SOURCE, path=tmp_path / "executorch")
-    assert firmware_source_hash("mps2-an385", moved) == firmware_source_hash("mps2-an385", SOURCE)
-    changed = dataclasses.replace(SOURCE, digest="0" * len(SOURCE.digest))
-    assert firmware_source_hash("mps2-an385", changed) != firmware_source_hash("mps2-an385", SOURCE)
+    assert firmware_source_hash("mps2-an385", moved) == image
+    for changed in (
+        dataclasses.replace(SOURCE, digest="0" * len(SOURCE.digest)),
+        dataclasses.replace(SOURCE, commit="0" * 40),
+    ):
+        assert firmware_source_hash("mps2-an385", changed) != image, changed
 
 
 # --------------------------------------------------------------------------- boot, hello, exit

@@ -75,10 +75,10 @@ def firmware_source_hash(
     machine: str = DEFAULT_MACHINE, source: RuntimeSource | None = None
 ) -> str:
     """SHA-256 over the board, the firmware and codec sources, the Makefiles, the SDK
-    version, the runtime source tree's files (if any) and the compiler version.
-
-    Not the tree's place: the image names the tree's files /executorch/... (runtime.mk)."""
-    tree = source.digest if source is not None else "stand-in"
+    version, the runtime source tree's files and commit (HELLO says it; if any) and the
+    compiler version. Not the tree's place: the image names the tree's files
+    /executorch/... (runtime.mk)."""
+    tree = f"{source.commit}\0{source.digest}" if source is not None else "stand-in"
     digest = hashlib.sha256(f"{board(machine).machine}\0{default_version()}\0{tree}\0".encode())
     agent = shipped.agent_dir()
     files = [
