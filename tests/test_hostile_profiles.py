@@ -204,6 +204,7 @@ def test_a_line_paramiko_cannot_read_is_named_by_its_number_not_its_text(home, t
         ("ProxyJump u@jump:0", "ProxyJump: must be a TCP port, 1..65535; got 0"),
         ("ProxyJump " + ",".join(["j"] * 30_000), "30000 ProxyJump entries; at most 8"),
         ("UserKnownHostsFile ~et-no-user/kh", "UserKnownHostsFile: .* named after ~ has no home"),
+        ("IdentityFile ~et-no-user/id", "IdentityFile: .* named after ~ has no home"),
     ],
 )
 def test_ssh_config_values_are_checked(home, tmp_path, lines, expected):
@@ -213,6 +214,20 @@ def test_ssh_config_values_are_checked(home, tmp_path, lines, expected):
     assert "transport.ssh_config: ssh config" in message and "Host board" in message
     assert re.search(expected, message), message
     assert not (tmp_path / "MARKER").exists()
+
+
+def test_a_tilde_in_the_config_is_expanded_as_openssh_does(home):
+    """paramiko read ~root/k as $HOME + "root/k", and ~ anywhere in IdentityFile and
+    ProxyCommand as $HOME: now ~ and ~user lead an IdentityFile as in ssh(1), and the
+    ProxyCommand's shell expands its own."""
+    (home / ".ssh" / "config").write_text(
+        "Host board\n    IdentityFile ~/k\n    IdentityFile ~root/k\n"
+        "    IdentityFile /keys/a~b\n    ProxyCommand socat - FILE:~/sock\n"
+    )
+    (hop,) = resolve_route(SshSettings(host="board"))
+    root = Path(os.path.expanduser("~root"))
+    assert hop.identity_files == (home / "k", root / "k", Path("/keys/a~b"))
+    assert hop.proxy_command == "socat - FILE:~/sock"
 
 
 def test_home_config_values_are_checked_too(home, tmp_path):

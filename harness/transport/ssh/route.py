@@ -55,7 +55,11 @@ class _Hop:
 
 
 _PROXY_TOKEN = re.compile(r"%(.?)", re.DOTALL)  # what follows a % (nothing: at the end)
-_LITERAL_PERCENT = "\ue000"  # a private-use character standing for %% while paramiko reads
+# What paramiko must not read in an ssh config, each hidden as a private-use character: %%
+# (a literal %: it would expand the %h of %%h), and ~, which it replaces by this user's home
+# anywhere in IdentityFile and ProxyCommand (~other/key became $HOME + "other/key"); here an
+# IdentityFile is expanded as OpenSSH does, and ProxyCommand's shell expands its own.
+_HIDDEN = {"%%": "\ue000", "~": "\ue001"}
 
 
 @dataclass(frozen=True)
@@ -77,22 +81,30 @@ class _SshConfigText:
             override.append(f"    Port {port}")
         if user is not None:
             override.append(f"    User {user}")
-        # paramiko does not know %% (a literal %): it would expand the %h of %%h. Hidden
-        # from it, and put back for _expand_proxy_tokens.
-        text = "\n".join(override) + "\nHost *\n" + self.text.replace("%%", _LITERAL_PERCENT)
+        text = self.text  # with what paramiko must not read hidden from it, and put back
+        for seen, hidden in _HIDDEN.items():
+            text = text.replace(seen, hidden)
+        whole = "\n".join(override) + "\nHost *\n" + text
         try:
-            entry = paramiko.SSHConfig.from_text(text).lookup(host)
+            entry = paramiko.SSHConfig.from_text(whole).lookup(host)
         except (paramiko.ConfigParseError, ValueError) as exc:
             raise SshConfigError(f"ssh config {self.path}: {exc}", self.field) from None
         for key, value in entry.items():
             if isinstance(value, str):
-                entry[key] = value.replace(_LITERAL_PERCENT, "%%")
+                entry[key] = _shown(value)
             elif isinstance(value, list):
-                entry[key] = [v.replace(_LITERAL_PERCENT, "%%") for v in value]
+                entry[key] = [_shown(v) for v in value]
         return entry
 
     def where(self, host: str) -> str:
         return f"ssh config {self.path}, Host {host}"
+
+
+def _shown(value: str) -> str:
+    """``value`` with what :data:`_HIDDEN` hid from paramiko put back."""
+    for seen, hidden in _HIDDEN.items():
+        value = value.replace(hidden, seen)
+    return value
 
 
 def _read_ssh_config(path: Path | None, commands: bool) -> _SshConfigText:
