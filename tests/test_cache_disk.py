@@ -45,8 +45,7 @@ def small_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 def _dispatch_suite_on_host(tmp_path: Path) -> tuple[list[str], str]:
     """``pytest suites/test_dispatch.py --device host``: each test's outcome, the output."""
-    env = run_environment()
-    env.update(ET_HARNESS_HISTORY="off", PYTHONPATH=str(REPO))
+    env = run_environment(ET_HARNESS_HISTORY="off", PYTHONPATH=str(REPO))
     results = tmp_path / "results"
     run = subprocess.run(
         [sys.executable, "-m", "pytest", str(REPO / "suites" / "test_dispatch.py"), "-q",
@@ -192,8 +191,7 @@ def test_a_work_folder_that_fills_mid_run_is_one_line_and_the_rest_infra(work_di
         f"name: small\ntransport: {{kind: local}}\nwork_dir: {work_disk}\n", "utf-8"
     )
     (tmp_path / "test_cases.py").write_text(WORK_CASES.format(disk=str(work_disk)), "utf-8")
-    env = run_environment()
-    env.update(ET_HARNESS_HISTORY="off", PYTHONPATH=str(REPO))
+    env = run_environment(ET_HARNESS_HISTORY="off", PYTHONPATH=str(REPO))
     results = tmp_path / "results"
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "test_cases.py", "-q", "-p", "no:cacheprovider",

@@ -155,8 +155,13 @@ def parse_runtime(value: str) -> tuple[Path, str | None]:
     path, at, revision = value.rpartition("@") if "@" in value else (value, "", "")
     if at and not revision:
         raise SourceRuntimeError(f"{value!r}: nothing after '@'; give PATH or PATH@REVISION")
+    return _expanded(path), (revision or None)
+
+
+def _expanded(value: str, named_by: str = "") -> Path:
+    """:func:`expand_home` of ``value``, its refusal a :class:`SourceRuntimeError`."""
     try:
-        return expand_home(path), (revision or None)
+        return expand_home(value, named_by)
     except ValueRuleError as exc:
         raise SourceRuntimeError(str(exc)) from None
 
@@ -206,10 +211,7 @@ def _where(tree: Path, revision: str | None) -> str:
 
 
 def _directory(tree: Path, where: str) -> Path:
-    try:
-        checkout = expand_home(str(tree)).resolve()
-    except ValueRuleError as exc:
-        raise SourceRuntimeError(f"{where}: {exc}") from None
+    checkout = _expanded(str(tree), where).resolve()
     if not checkout.is_dir():
         raise SourceRuntimeError(f"{where}: {checkout} is not a directory")
     return checkout
@@ -263,13 +265,6 @@ def upstream_of(message: str) -> str:
     """``pytorch/executorch@<hash>`` from a commit message's ``upstream:`` line, or ""."""
     found = _UPSTREAM.search(message)
     return f"{found.group(1)}@{found.group(2)}" if found else ""
-
-
-def _expanded(value: str, variable: str) -> Path:
-    try:
-        return expand_home(value, variable)
-    except ValueRuleError as exc:
-        raise SourceRuntimeError(str(exc)) from None
 
 
 def _flatbuffers(checkout: Path, where: str) -> Path:
