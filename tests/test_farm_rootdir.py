@@ -48,7 +48,7 @@ def elsewhere(tmp_path: Path) -> Path:
 
 
 def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = run_environment(labgrid_plugin=True)  # as a user's runs
+    env = run_environment(all_plugins=True)  # as a user's runs
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=cwd,
