@@ -17,7 +17,7 @@ from harness.agent.sdk import SdkError
 from harness.agent.sdk_prefix import prefix_from_environment
 from harness.agent.source_runtime import runtime_from_environment
 from harness.errors import UsageError
-from harness.history.target import driver_of
+from harness.history.target import checked_target, driver_of
 from harness.lifecycle.cache import cache_root, data_root
 from harness.untrusted.trust import listed_by_user
 
@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
         ("ET_HARNESS_DATA", data_root, UsageError),
         ("ET_HARNESS_SDK", prefix_from_environment, SdkError),
         ("ET_HARNESS_RUNTIME", runtime_from_environment, SdkError),
+        ("ET_HARNESS_HISTORY", lambda: checked_target(None), UsageError),
     ],
 )
 def test_an_environment_path_of_no_user_names_the_variable(
@@ -57,6 +58,8 @@ def test_a_history_file_of_no_user_is_refused_and_a_trust_entry_trusts_nothing(
 ) -> None:
     with pytest.raises(UsageError, match="after ~ has no home directory"):
         driver_of(NO_USER)
+    with pytest.raises(UsageError, match=f"^--history: '{NO_USER}': .*after ~ has no home"):
+        checked_target(NO_USER)
     monkeypatch.setenv("ET_TEST_TRUSTED", os.pathsep.join([NO_USER, str(tmp_path)]))
     assert listed_by_user(tmp_path / "board.yaml", "ET_TEST_TRUSTED")
     assert not listed_by_user(Path("/elsewhere.yaml"), "ET_TEST_TRUSTED")

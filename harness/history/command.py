@@ -79,12 +79,12 @@ def run_history(args: argparse.Namespace) -> int:
     from harness.history.catch_up import catch_up, run_dirs
     from harness.history.report_section import history_page
     from harness.history.store import HistoryStore, StoreError
-    from harness.history.target import OFF, store_target
+    from harness.history.target import OFF, checked_target
     from harness.history.terminal import history_text
     from harness.history.view import CaseFilter, History
     from harness.history.writers import dead_writers
 
-    target = store_target(args.history)
+    target = checked_target(args.history)
     if target == OFF:
         raise StoreError("history is off ($ET_HARNESS_HISTORY=off); give --history STORE")
     directories = run_dirs(args.catch_up) if args.catch_up else []

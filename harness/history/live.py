@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from harness.history.records import RunIdentity, case_row, run_id, run_row
-from harness.history.target import OFF, TargetError, driver_of, store_target
+from harness.history.target import OFF, TargetError, checked_target
 from harness.lifecycle.disk import DiskTrouble
 from harness.results.directory import RunInfo
 from harness.results.records import CaseResult
@@ -57,16 +57,12 @@ class LiveHistory:
         """The run's history writer, or None with ``--history off``; a ``--history`` no
         store can be made of is a usage error before any test."""
         try:
-            target = store_target(config.getoption("history"))
+            target = checked_target(config.getoption("history"))
         except DiskTrouble as exc:  # the data folder, where an older history was to move
             raise pytest.UsageError(f"--history: {exc}") from None
-        if target == OFF:
-            return None
-        try:
-            driver_of(target)
         except TargetError as exc:
-            raise pytest.UsageError(f"--history: {exc}") from None
-        return cls(target)
+            raise pytest.UsageError(str(exc)) from None
+        return None if target == OFF else cls(target)
 
     def run_started(self, info: RunInfo, results_dir: Path) -> None:
         from harness.history.writers import this_writer

@@ -39,6 +39,19 @@ def store_target(option: str | None) -> str:
     return option or os.environ.get(STORE_ENV) or str(default_store())
 
 
+def checked_target(option: str | None) -> str:
+    """:func:`store_target`, checked (:func:`driver_of`) unless ``off``: a target no store
+    can be made of is a :class:`TargetError` that names where it was given, ``--history``
+    or ``ET_HARNESS_HISTORY`` (the default store is always a plain path)."""
+    target = store_target(option)
+    if target != OFF:
+        try:
+            driver_of(target)
+        except TargetError as exc:
+            raise TargetError(f"{'--history' if option else STORE_ENV}: {exc}") from None
+    return target
+
+
 def default_store() -> Path:
     """The data folder's SQLite file; a history an older harness kept in the cache is
     moved there first, once, with one line on stderr."""
