@@ -230,6 +230,14 @@ def test_a_tilde_in_the_config_is_expanded_as_openssh_does(home):
     assert hop.proxy_command == "socat - FILE:~/sock"
 
 
+def test_a_config_holding_the_characters_that_hide_tilde_and_percent_is_refused(home, tmp_path):
+    """``~`` and ``%%`` are hidden from paramiko as U+E001 and U+E000 while it reads the
+    config: the same characters written in the config would come back as ``~`` and ``%%``."""
+    (home / ".ssh" / "config").write_text("Host board\n    IdentityFile /keys/\ue001k\n")
+    message = refusal(write_profile(tmp_path, "{kind: ssh, host: board}"))
+    assert "transport.host: ssh config" in message and "line 2 holds U+E000 or U+E001" in message
+
+
 def test_home_config_values_are_checked_too(home, tmp_path):
     (home / ".ssh" / "config").write_text("Host board\n    HostName a|b\n")
     message = refusal(write_profile(tmp_path, "{kind: ssh, host: board}"))

@@ -152,6 +152,12 @@ def _check_config_lines(config: _SshConfigText) -> None:
                 "an ssh config file",
                 config.field,
             )
+        if any(hidden in line for hidden in _HIDDEN.values()):
+            raise SshConfigError(
+                f"ssh config {config.path} line {number} holds U+E000 or U+E001, private-use "
+                "characters the harness reads the config with; remove them from the line",
+                config.field,
+            )
         if config.commands:
             continue
         keyword, value = setting.group(1).lower(), setting.group(2)
