@@ -54,8 +54,8 @@ class LiveHistory:
 
     @classmethod
     def of(cls, config: pytest.Config) -> LiveHistory | None:
-        """The run's history writer, or None with ``--history off``; a ``--history`` no
-        store can be made of is a usage error before any test."""
+        """The run's history writer, or None with ``--history off``; a target (``--history``
+        or ``ET_HARNESS_HISTORY``) no store can be made of is a usage error before any test."""
         try:
             target = checked_target(config.getoption("history"))
         except DiskTrouble as exc:  # the data folder, where an older history was to move
