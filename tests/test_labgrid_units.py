@@ -629,3 +629,14 @@ def test_lab_holdings_are_one_line_each_and_read_in_acquisition_order(tmp_path):
     with open(tmp_path / lab_holdings.HOLDINGS_FILE, "a") as cut:
         cut.write('{"place": "lab-c", "acq')  # a process killed in its write
     assert lab_holdings.read(tmp_path) == [earlier, later]
+
+
+def test_lab_holdings_skip_lines_that_are_not_holdings(tmp_path):
+    from harness.results import lab_holdings
+
+    kept = {"place": "lab-a", "acquired_at": 10.25, "released_at": 19.0}
+    lab_holdings.record(tmp_path, kept)
+    with open(tmp_path / lab_holdings.HOLDINGS_FILE, "ab") as odd:
+        odd.write(b'{"place": "x", "acquired_at": "soon"}\n{"acquired_at": true}\n')
+        odd.write(b'{"acquired_at": NaN}\n[1, 2]\n\xff\xfe\n' + b"[" * 100_000 + b"\n")
+    assert lab_holdings.read(tmp_path) == [kept]

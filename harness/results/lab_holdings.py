@@ -9,12 +9,13 @@ times and "never two on one place" can be read from a run's records alone.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 HOLDINGS_FILE = "lab-holdings.jsonl"
-_MAX_LINES = 100_000
+_MAX_BYTES = 16 * 1024 * 1024  # read at most this much of the file (~60,000 holdings)
 
 
 def record(results_dir: Path, holding: dict[str, Any]) -> None:
@@ -29,17 +30,23 @@ def record(results_dir: Path, holding: dict[str, Any]) -> None:
 
 
 def read(results_dir: Path) -> list[dict[str, Any]]:
-    """The holdings recorded in ``results_dir``, by acquisition time (a cut line skipped)."""
+    """The holdings recorded in ``results_dir``, by acquisition time; a line that is not
+    a holding with a finite ``acquired_at`` (a write cut short by a kill) is skipped."""
     try:
-        text = (results_dir / HOLDINGS_FILE).read_text("utf-8")
+        with open(results_dir / HOLDINGS_FILE, "rb") as file:
+            text = file.read(_MAX_BYTES)
     except OSError:
         return []
     found = []
-    for line in text.splitlines()[:_MAX_LINES]:
+    for line in text.splitlines():
         try:
             holding = json.loads(line)
-        except ValueError:
-            continue  # a process killed in its write
-        if isinstance(holding, dict):
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(holding, dict) and _is_time(holding.get("acquired_at")):
             found.append(holding)
-    return sorted(found, key=lambda h: float(h.get("acquired_at") or 0))
+    return sorted(found, key=lambda h: float(h["acquired_at"]))
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
