@@ -16,12 +16,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from prerequisites import require
 from run_environment import run_environment
 
 from harness.agent.flatc import cached_program
+from harness.history.live import LiveHistory
 from harness.history.target import default_store, store_target
 from harness.lifecycle.disk import DiskTrouble
 from harness.transport.local import LocalTransport
@@ -143,6 +145,32 @@ def test_the_history_lives_apart_from_the_cache_and_outlives_it(tmp_path, monkey
     db.close()
     monkeypatch.setenv("ET_HARNESS_DATA", str(tmp_path / "mine"))
     assert store_target(None) == str(tmp_path / "mine" / "history.sqlite")
+
+
+def test_a_history_that_cannot_leave_the_cache_names_the_data_folder(tmp_path, monkeypatch):
+    """The data folder, read-only: the move of an older history out of the cache is one
+    line naming it and ET_HARNESS_DATA, the same from the plugin (no option named it)."""
+    require("mount", "umount", root=True)
+    cache, data = tmp_path / "cache", tmp_path / "data"
+    cache.mkdir()
+    data.mkdir()
+    (cache / "history.sqlite").write_bytes(b"")  # where an older harness kept it
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(cache))
+    monkeypatch.setenv("ET_HARNESS_DATA", str(data))
+    monkeypatch.delenv("ET_HARNESS_HISTORY", raising=False)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(data)], check=True)
+    try:
+        with pytest.raises(DiskTrouble) as read_only:
+            store_target(None)
+        options = SimpleNamespace(getoption={"history": None}.get)
+        with pytest.raises(pytest.UsageError) as in_pytest:
+            LiveHistory.of(options)  # type: ignore[arg-type]
+    finally:
+        subprocess.run(["umount", "-l", str(data)], check=True)
+    message = str(read_only.value)
+    assert message.startswith(f"{data}: the file system is read-only (moving the run history")
+    assert message.endswith(": make it writable, or point ET_HARNESS_DATA at a writable folder")
+    assert str(in_pytest.value) == message
 
 
 WORK_CASES = """\

@@ -58,9 +58,7 @@ class LiveHistory:
         or ``ET_HARNESS_HISTORY``) no store can be made of is a usage error before any test."""
         try:
             target = checked_target(config.getoption("history"))
-        except DiskTrouble as exc:  # the data folder, where an older history was to move
-            raise pytest.UsageError(f"--history: {exc}") from None
-        except TargetError as exc:
+        except (TargetError, DiskTrouble) as exc:  # DiskTrouble: moving an older history
             raise pytest.UsageError(str(exc)) from None
         return None if target == OFF else cls(target)
 

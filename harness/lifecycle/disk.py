@@ -1,11 +1,11 @@
 """A folder of the harness's own that cannot be written: one line saying which, what the
 step needed there and what to do.
 
-The cache and the work folders are the harness's, not the user's input: when one is
-full, read-only or over quota, what fails is the machine around the run, so
-:class:`DiskTrouble` is an infrastructure error (the device's tests end as ``infra``,
-and its bring-up quarantines it: the line is shown once per device, not as a third
-party's traceback per test). :func:`writing` turns the ``OSError`` of such a disk into
+The cache, the data folder (the run history) and the work folders are the harness's,
+not the user's input: when one is full, read-only or over quota, what fails is the
+machine around the run, so :class:`DiskTrouble` is an infrastructure error (the device's
+tests end as ``infra``, and its bring-up quarantines it: the line is shown once per
+device, not as a third party's traceback per test). :func:`writing` turns the ``OSError`` of such a disk into
 it, and checks first that the step's size fits, when the step knows it.
 """
 
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import InfrastructureError
-from harness.lifecycle.cache import CACHE_ENV, cache_root
+from harness.lifecycle.cache import CACHE_ENV, DATA_ENV, cache_root, data_root
 
 # errno -> what the disk is, as the line says it
 DISK_ERRNOS = {
@@ -40,7 +40,7 @@ _TEXT_ERRNO = {
 
 
 class DiskTrouble(InfrastructureError):
-    """A cache or work folder of the harness cannot be written: no space, read-only, quota."""
+    """A cache, data or work folder of the harness cannot be written: no space, read-only, quota."""
 
     def __init__(self, message: str, folder: Path) -> None:
         super().__init__(message)
@@ -67,11 +67,12 @@ def disk_trouble(folder: Path, step: str, number: int, needed: int = 0) -> DiskT
     else:
         fix = "free space there" if number == errno.ENOSPC else "raise the quota or free space"
     place = "writable folder" if number == errno.EROFS else "folder with room"
-    elsewhere = (
-        f", or point {CACHE_ENV} at a {place}"
-        if _inside(folder, cache_root())
-        else f", or give the device a work_dir in a {place}"
-    )
+    if _inside(folder, cache_root()):
+        elsewhere = f", or point {CACHE_ENV} at a {place}"
+    elif _inside(folder, data_root()):  # the run history's
+        elsewhere = f", or point {DATA_ENV} at a {place}"
+    else:
+        elsewhere = f", or give the device a work_dir in a {place}"
     return DiskTrouble(
         f"{folder}: {DISK_ERRNOS[number]} ({step}{need}{free}): {fix}{elsewhere}", folder
     )
