@@ -27,6 +27,7 @@ from harness.agent.runtimes import (
     sdk_for,
 )
 from harness.agent.sdk import SdkPaths, ensure_sdk
+from harness.cli.bisect import commits_between
 from harness.config.profile import load_profile
 from harness.farm.policy import FarmPolicy
 from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
@@ -88,6 +89,31 @@ def test_entries_are_parsed_into_their_kinds(tmp_path) -> None:
     assert parse_runtimes(None) == ()
     assert sdk_for(parsed[1], "x86_64") == ensure_sdk("x86_64", "1.5.0")
     assert sdk_for(parsed[2], "x86_64").root == prefix.resolve()
+
+
+def test_a_tree_vendored_in_a_larger_repository_is_read_and_bisected_within_it(tmp_path) -> None:
+    """ExecuTorch as a folder of another project: a revision of it is a source tree, and a
+    bisect steps only through the commits that changed that folder."""
+    repository = tmp_path / "product"
+    tree = repository / "third-party" / "executorch"
+    tree.mkdir(parents=True)
+    first = _git_tree(repository)  # the mark at the top: not the vendored tree's
+    git = ["git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@t"]
+    hashes = []
+    for name, text in (("executorch/runtime/executor/program.cpp", "// 1\n"),
+                       ("app.cpp", "// the product\n"),
+                       ("executorch/runtime/executor/program.cpp", "// 2\n")):  # fmt: skip
+        (repository / "third-party" / name).parent.mkdir(parents=True, exist_ok=True)
+        (repository / "third-party" / name).write_text(text)
+        subprocess.run([*git, "add", "."], check=True)
+        subprocess.run([*git, "commit", "-qm", name], check=True)
+        done = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+        hashes.append(done.stdout.strip())
+    (vendored,) = parse_runtimes(f"{tree}@{hashes[0][:10]}")
+    assert (vendored.kind, vendored.commit) == (RuntimeKind.SOURCE, hashes[0])
+    with pytest.raises(RuntimeEntryError, match=r" at [0-9a-f]{10} is not an ExecuTorch source"):
+        parse_runtimes(f"{tree}@{first[:10]}")  # the folder is empty at that commit
+    assert commits_between(tree, first, hashes[-1], find_fix=False) == [hashes[0], hashes[2]]
 
 
 @pytest.mark.parametrize(

@@ -199,10 +199,11 @@ def check_source(tree: Path, revision: str | None) -> None:
 
 
 def has_file(checkout: Path, commit: str | None, path: str) -> bool:
-    """Whether the checkout holds the file ``path`` at ``commit`` (None: as checked out)."""
+    """Whether the checkout holds the file ``path`` at ``commit`` (None: as checked out);
+    ``path`` is relative to ``checkout``, which may be a subdirectory of its repository."""
     if commit is None:
         return (checkout / path).is_file()
-    done = _run_git(checkout, "cat-file", "-e", f"{commit}:{path}")
+    done = _run_git(checkout, "cat-file", "-e", f"{commit}:./{path}")
     return done is not None and done.returncode == 0
 
 

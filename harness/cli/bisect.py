@@ -115,7 +115,7 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     old, new = (args.bad, args.good) if args.find_fix else (args.good, args.bad)
     wanted = GOOD if args.find_fix else BAD
     started = time.monotonic()
-    commits = _between(tree, old, new, args.find_fix)
+    commits = commits_between(tree, old, new, args.find_fix)
     from harness.agent.source_runtime import SourceRuntimeError, check_source
 
     try:  # at the newer end: a tree none of whose commits could build stops here
@@ -309,8 +309,9 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _between(tree: Path, old: str, new: str, find_fix: bool) -> list[str]:
-    """The first-parent commits after ``old`` up to ``new``, oldest first."""
+def commits_between(tree: Path, old: str, new: str, find_fix: bool) -> list[str]:
+    """The first-parent commits after ``old`` up to ``new`` that changed ``tree`` (a
+    repository or a folder of one: a vendored tree), oldest first."""
     from harness.agent.source_runtime import SourceRuntimeError, commit_of
 
     old_option, new_option = ("--bad", "--good") if find_fix else ("--good", "--bad")
@@ -319,10 +320,12 @@ def _between(tree: Path, old: str, new: str, find_fix: bool) -> list[str]:
         new_hash = commit_of(tree, new, new_option)
     except SourceRuntimeError as exc:
         raise BisectError(str(exc)) from None
-    listed = _git(tree, "rev-list", "--first-parent", "--reverse", f"{old_hash}..{new_hash}")
+    listed = _git(
+        tree, "rev-list", "--first-parent", "--reverse", f"{old_hash}..{new_hash}", "--", "."
+    )
     commits = listed.split()
     if not commits:
-        raise BisectError(f"no commit after {old} up to {new} in {tree}: is {old} older?")
+        raise BisectError(f"no commit after {old} up to {new} changed {tree}: is {old} older?")
     return commits
 
 
