@@ -5,8 +5,9 @@ The cache, the data folder (the run history) and the work folders are the harnes
 not the user's input: when one is full, read-only or over quota, what fails is the
 machine around the run, so :class:`DiskTrouble` is an infrastructure error (the device's
 tests end as ``infra``, and its bring-up quarantines it: the line is shown once per
-device, not as a third party's traceback per test). :func:`writing` turns the ``OSError`` of such a disk into
-it, and checks first that the step's size fits, when the step knows it.
+device, not as a third party's traceback per test). :func:`writing` turns the
+``OSError`` of such a disk into it, and checks first that the step's size fits, when the
+step knows it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _TEXT_ERRNO = {
 
 
 class DiskTrouble(InfrastructureError):
-    """A cache, data or work folder of the harness cannot be written: no space, read-only, quota."""
+    """A cache, data or work folder of the harness cannot be written: full, read-only, quota."""
 
     def __init__(self, message: str, folder: Path) -> None:
         super().__init__(message)
