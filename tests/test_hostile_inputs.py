@@ -467,6 +467,30 @@ def test_python_tags_run_nothing(tmp_path: Path, tag: str) -> None:
     assert not marker.exists()
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('!!int "x"', "'x' is tagged 'int' but is no int: write the value without the tag"),
+        ('!!int ""', "'' is tagged 'int' but is no int"),
+        ('!!int "0b"', "'0b' is tagged 'int' but is no int"),
+        ('!!float "+"', "'+' is tagged 'float' but is no float"),
+        ('!!bool "x"', "'x' is tagged 'bool' but is no bool"),
+        ('!!timestamp "x"', "'x' is tagged 'timestamp' but is no date or time"),
+        ("!!map [1]", "not valid YAML: expected a mapping node, but found sequence"),
+        ("!!set [a]", "not valid YAML: expected a mapping node, but found sequence"),
+        ("!!bool [a]", "not valid YAML: expected a scalar node, but found sequence"),
+    ],
+)
+def test_a_tag_on_a_value_not_of_its_kind_is_one_line(
+    tmp_path: Path, value: str, expected: str
+) -> None:
+    message = map_text_error(tmp_path, f"backends:\n  A: [{{key: a, value: {value}}}]\n")
+    assert message.startswith("line 2, column 23: ") and expected in message, message
+    profile = write(tmp_path, "p.yaml", PROFILE + f"timeouts: {{case: {value}}}\n")
+    message = profile_error(profile)
+    assert message.startswith("line 3, column 18: ") and expected in message, message
+
+
 # ------------------------------------------------------------------------ the command line
 
 

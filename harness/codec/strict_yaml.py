@@ -146,6 +146,8 @@ class _StrictLoader(yaml.SafeLoader):
     # ---- constructing: values, refused where YAML 1.1 and 1.2 disagree -----------------
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        if not isinstance(node, yaml.MappingNode):  # !!map or !!set on another node
+            return super().construct_mapping(node, deep)  # which says what it expected
         first_lines: dict[object, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:
@@ -169,6 +171,10 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
     def construct_strict_bool(self, node: yaml.ScalarNode) -> bool:
+        if not isinstance(node, yaml.ScalarNode):  # !!bool on a collection
+            return self.construct_yaml_bool(node)  # which says what it expected
+        if node.value.lower() not in self.bool_values:  # only a tag (!!bool) brings it here
+            raise self._tagged(node, "bool")
         if node.value not in _YAML12_BOOLS:
             raise self._refuse(
                 node,
@@ -185,9 +191,20 @@ class _StrictLoader(yaml.SafeLoader):
                 f"{MAX_NUMBER_CHARS}: no field takes a number that large; quote it for a string",
             )
 
+    def _tagged(self, node: yaml.ScalarNode, kind: str) -> YamlError:
+        """The error for an explicitly tagged scalar (``!!int "x"``) that is no ``kind``."""
+        return self._refuse(
+            node,
+            f"{brief(node.value)} is tagged {node.tag.rpartition(':')[2]!r} but is no {kind}: "
+            "write the value without the tag",
+        )
+
     def construct_strict_int(self, node: yaml.ScalarNode) -> int:
         self._check_number_length(node)
-        number = self.construct_yaml_int(node)
+        try:
+            number = self.construct_yaml_int(node)
+        except (ValueError, IndexError):  # only a tag (!!int) brings a non-number here
+            raise self._tagged(node, "int") from None
         if not _YAML12_INT.fullmatch(node.value):
             raise self._refuse(
                 node,
@@ -196,6 +213,13 @@ class _StrictLoader(yaml.SafeLoader):
                 f"('{node.value}') for a string",
             )
         return number
+
+    def construct_checked_float(self, node: yaml.ScalarNode) -> float:
+        self._check_number_length(node)
+        try:
+            return self.construct_yaml_float(node)
+        except (ValueError, IndexError):  # only a tag (!!float) brings a non-number here
+            raise self._tagged(node, "float") from None
 
     def construct_yaml12_number(self, node: yaml.ScalarNode) -> str:
         self._check_number_length(node)
@@ -220,6 +244,8 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_checked_timestamp(self, node: yaml.ScalarNode) -> object:
         try:
             return self.construct_yaml_timestamp(node)
+        except AttributeError:  # only a tag (!!timestamp) brings a non-date here
+            raise self._tagged(node, "date or time") from None
         except (ValueError, OverflowError) as exc:
             raise self._refuse(
                 node,
@@ -252,6 +278,7 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:bool", _StrictLoader.construct_strict_bool)
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_strict_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_checked_float)
 _StrictLoader.add_constructor(
     "tag:yaml.org,2002:timestamp", _StrictLoader.construct_checked_timestamp
 )
