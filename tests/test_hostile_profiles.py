@@ -381,6 +381,14 @@ LOCAL = "{kind: local}"
             "'\\x1b[2J\\nfake line\\rX'",
             "unknown field",
         ),
+        # ... and of any type, in the local transport, which takes no field
+        ("{kind: local, 1: 1, a: 2}", "", "transport.1", "the local transport takes none"),
+        (
+            '{kind: local, "a\\e[2J\\nb": 1}',
+            "",
+            "transport.'a\\x1b[2J\\nb'",
+            "unknown field; the local transport takes none",
+        ),
         (
             SSH % "port: 22",
             'agent: {env: {"A\\e[2J\\nB": x}}\n',

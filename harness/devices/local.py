@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from harness.config.kinds import DeviceKind
-from harness.config.profile import DeviceProfile, ProfileError
+from harness.config.profile import DeviceProfile
+from harness.config.settings import refuse
 from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice
 from harness.transport.local import LocalTransport
+from harness.untrusted.reading import brief_plain
 
 
 def check_settings(profile: DeviceProfile) -> None:
-    if profile.settings:
-        raise ProfileError(
-            f"{profile.where('transport.' + sorted(profile.settings)[0])}: "
-            "unknown field; the local transport takes none"
+    if profile.settings:  # keys as the file gives them: any type, any characters
+        first = sorted(profile.settings, key=str)[0]
+        raise refuse(
+            profile.where("transport"),
+            brief_plain(first),
+            "unknown field; the local transport takes none",
         )
 
 
