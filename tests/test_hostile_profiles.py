@@ -363,6 +363,10 @@ LOCAL = "{kind: local}"
         (SSH % "port: 22", 'agent: {env: {A: "x\\0y"}}\n', "agent.env.A", "NUL byte"),
         (SSH % "port: 22", 'agent: {wrapper: ["a\\0b"]}\n', "agent.wrapper[0]", "NUL byte"),
         (SSH % "port: 22", 'tags: ["a\\0b"]\n', "tags[0]", "NUL byte"),
+        # a path no file system call takes: a lone surrogate, a name over NAME_MAX
+        (LOCAL, 'agent: {sdk: "/opt/\\ud800"}\n', "agent.sdk", "(a lone surrogate)"),
+        (LOCAL, f"work_dir: /tmp/{'w' * 300}\n", "work_dir", "a name of 300 bytes, longer"),
+        (LOCAL, f"agent: {{prebuilt: /tmp/{'p' * 256}}}\n", "agent.prebuilt", "than the 255"),
         # a ~user of no user (pathlib raises RuntimeError for it)
         (SSH % "port: 22", "agent: {sdk: ~et-no-user/sdk}\n", "agent.sdk", "after ~ has no home"),
         (SSH % "known_hosts: ~et-no-user/kh", "", "transport.known_hosts", "write the path out"),
@@ -401,6 +405,15 @@ def test_hostile_fields_are_refused(tmp_path, transport, extra, field, expected)
     message = refusal(write_profile(tmp_path, transport, extra))
     assert f"hostile.yaml: {field}: " in message and expected in message, message
     assert not (tmp_path / "MARKER").exists() and not Path("MARKER").exists()
+
+
+def test_a_symlink_loop_or_an_overlong_profile_path_is_refused_not_a_crash(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    message = refusal(write_profile(tmp_path, LOCAL, f"agent: {{sdk: {loop}}}\n"))
+    assert f"agent.sdk: {loop} is not a trusted ExecuTorch prefix" in message, message
+    with pytest.raises(ProfileError, match="holds a name of 305 bytes, longer than the 255"):
+        load_profile(f"{tmp_path}/{'d' * 300}.yaml")
 
 
 def test_an_unknown_field_of_a_megabyte_is_quoted_by_its_start(tmp_path):

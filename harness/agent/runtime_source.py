@@ -22,7 +22,7 @@ from pathlib import Path
 from harness import shipped
 from harness.errors import UsageError
 from harness.untrusted.trust import listed_by_user
-from harness.untrusted.value_rules import ValueRuleError, expand_home
+from harness.untrusted.value_rules import ValueRuleError, expand_home, real_path
 
 ENV_VAR = "ET_HARNESS_SOURCE"
 # Trees a profile's agent.source may name besides $ET_HARNESS_SOURCE: the user's word.
@@ -76,7 +76,7 @@ def check_trusted_source(path: Path, what: str) -> Path:
     """``path`` resolved, if it is an ExecuTorch source tree that ``$ET_HARNESS_SOURCE`` or
     ``$ET_HARNESS_TRUSTED_SOURCES`` names (or a directory holding it); ``what`` names the
     profile field, for errors. A profile is untrusted input (docs/security.md)."""
-    resolved = path.resolve()
+    resolved = real_path(path)
     if not (listed_by_user(resolved, ENV_VAR) or listed_by_user(resolved, TRUSTED_ENV)):
         raise RuntimeSourceError(
             f"{what}: {resolved} is not a trusted ExecuTorch source tree: the firmware built "

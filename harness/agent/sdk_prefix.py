@@ -19,7 +19,12 @@ from pathlib import Path
 
 from harness.agent.sdk import SdkError, SdkPaths, check_sdk_version
 from harness.untrusted.trust import listed_by_user
-from harness.untrusted.value_rules import ValueRuleError, expand_home
+from harness.untrusted.value_rules import (
+    ValueRuleError,
+    check_path_fits,
+    expand_home,
+    real_path,
+)
 
 SDK_ENV = "ET_HARNESS_SDK"
 # Prefixes a profile's agent.sdk may name: the user's word, since building against a
@@ -62,7 +67,7 @@ def check_trusted(prefix: Path, where: str) -> Path:
     install prefix runs the CMake code of its package on this machine, so a profile
     may only name a prefix the user's own environment already names.
     """
-    resolved = prefix.resolve()
+    resolved = real_path(prefix)
     if not (listed_by_user(resolved, SDK_ENV) or listed_by_user(resolved, TRUSTED_ENV)):
         raise SdkPrefixError(
             f"{where}: {resolved} is not a trusted ExecuTorch prefix: building the agent "
@@ -74,7 +79,11 @@ def check_trusted(prefix: Path, where: str) -> Path:
 
 def sdk_from_prefix(prefix: Path, where: str = SDK_ENV) -> SdkPaths:
     """The SDK an install prefix provides; ``where`` names the setting for errors."""
-    prefix = prefix.resolve()
+    try:
+        check_path_fits(str(prefix))
+    except ValueRuleError as exc:
+        raise SdkPrefixError(f"{where}: {exc}") from None
+    prefix = real_path(prefix)
     if not prefix.is_dir():
         raise SdkPrefixError(
             f"{where}: {prefix} is not a directory; point it at the prefix "

@@ -52,8 +52,10 @@ from harness.untrusted.value_rules import (
     ValueRuleError,
     check_line,
     check_name,
+    check_path_fits,
     check_seconds,
     check_work_dir,
+    real_path,
 )
 
 DEFAULT_WORK_DIR = "/tmp/et-harness"
@@ -177,6 +179,10 @@ def resolve(spec: str, folders: Sequence[DeviceFolder] | None = None) -> Path:
     YAML file."""
     candidate = Path(spec)
     if candidate.suffix in (".yaml", ".yml") or "/" in spec:
+        try:
+            check_path_fits(spec)
+        except ValueRuleError as exc:
+            raise ProfileError(str(exc)) from None
         if not candidate.exists():
             raise ProfileError(f"{spec}: no such profile file")
         if not candidate.is_file():
@@ -357,5 +363,5 @@ def _agent_after_the_fields(agent: AgentConfig, src: str) -> AgentConfig:
             source = check_trusted_source(agent.source, f"{src}: agent.source")
         except RuntimeSourceError as exc:
             raise ProfileError(str(exc)) from None
-    prebuilt = agent.prebuilt.resolve() if agent.prebuilt is not None else None
+    prebuilt = real_path(agent.prebuilt) if agent.prebuilt is not None else None
     return dataclasses.replace(agent, prebuilt=prebuilt, sdk=sdk, source=source)

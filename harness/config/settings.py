@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from harness.errors import UsageError
 from harness.untrusted.reading import brief, brief_plain
-from harness.untrusted.value_rules import ValueRuleError, expand_home
+from harness.untrusted.value_rules import ValueRuleError, check_path_fits, expand_home
 
 T = TypeVar("T")
 Rule = Callable[[Any], object]  # raises ValueRuleError; what it returns is ignored
@@ -223,6 +223,7 @@ class _Reading:
             if kind is str:
                 return value
             try:
+                check_path_fits(value)
                 return (self.base or Path.cwd()) / expand_home(value)
             except ValueRuleError as exc:
                 raise refuse(self.where, name, str(exc)) from None

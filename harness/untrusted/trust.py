@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from harness import shipped
-from harness.untrusted.value_rules import ValueRuleError, expand_home
+from harness.untrusted.value_rules import ValueRuleError, expand_home, real_path
 
 TRUSTED_PROFILES_ENV = "ET_HARNESS_TRUSTED_PROFILES"
 
@@ -26,11 +26,11 @@ def listed_by_user(path: Path, env_var: str) -> bool:
 
     Entries are separated by ``os.pathsep``; ``~`` is expanded; empty entries ignored.
     """
-    resolved = path.resolve()
+    resolved = real_path(path)
     for entry in os.environ.get(env_var, "").split(os.pathsep):
         if entry:
             try:
-                listed = expand_home(entry).resolve()
+                listed = real_path(expand_home(entry))
             except ValueRuleError:  # ~user of no user: trusts nothing
                 continue
             if resolved == listed or resolved.is_relative_to(listed):
@@ -46,4 +46,4 @@ def profile_is_trusted(path: Path | None) -> bool:
     if path is None:
         return False
     built_in = shipped.devices_dir().resolve()
-    return path.resolve().is_relative_to(built_in) or listed_by_user(path, TRUSTED_PROFILES_ENV)
+    return real_path(path).is_relative_to(built_in) or listed_by_user(path, TRUSTED_PROFILES_ENV)

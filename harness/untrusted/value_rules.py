@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -26,6 +27,7 @@ MAX_HOST_LENGTH = 253  # a DNS name's limit
 MAX_USER_LENGTH = 64  # login and device names
 MAX_WORD_LENGTH = 255
 MAX_PATH_LENGTH = 1024
+MAX_NAME_BYTES = 255  # one name of a path: Linux file systems' NAME_MAX
 MAX_LINE_LENGTH = 300  # a description; the longest shipped is under 100
 
 _NAME_CHAR = r"[A-Za-z0-9_.-]"
@@ -193,6 +195,7 @@ def check_absolute_path(value: object, what: str) -> str:
         )
     if not re.fullmatch(_PATH_CHAR + "+", value):
         _refuse(value, _PATH_CHAR, allowed)
+    check_path_fits(value)
     normal = posixpath.normpath(value)
     if normal != value or "//" in value:
         better = "/" + normal.lstrip("/")
@@ -235,6 +238,36 @@ def check_count(value: object, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueRuleError(f"{brief(value)} is outside {low}..{high}")
     return value
+
+
+def check_path_fits(value: str) -> None:
+    """Refuse a path no file system call takes: a character no file name's bytes can hold
+    (a lone surrogate), more than :data:`MAX_PATH_LENGTH` bytes, or a name of more than
+    :data:`MAX_NAME_BYTES`."""
+    try:
+        encoded = os.fsencode(value)
+    except UnicodeEncodeError:
+        raise ValueRuleError(
+            f"{brief(value)} holds a character no file name can hold (a lone surrogate); "
+            "write the path as plain text"
+        ) from None
+    if len(encoded) > MAX_PATH_LENGTH:
+        raise ValueRuleError(
+            f"{brief(value)} is {len(encoded)} bytes long, limit {MAX_PATH_LENGTH}: shorten it"
+        )
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > MAX_NAME_BYTES:
+        raise ValueRuleError(
+            f"{brief(value)} holds a name of {len(longest)} bytes, longer than the "
+            f"{MAX_NAME_BYTES} a file name can have: shorten it"
+        )
+
+
+def real_path(path: Path) -> Path:
+    """``path`` absolute, with its symlinks followed as far as they go. A symlink loop is
+    left as it is (``Path.resolve`` raises RuntimeError for it), so that using the path
+    fails as a missing file's would."""
+    return Path(os.path.realpath(path))
 
 
 def expand_home(value: str, named_by: str = "") -> Path:
