@@ -90,6 +90,26 @@ def test_device_listing_keeps_its_columns_for_long_names(capsys):
     assert len(starts) == 1, lines  # every transport starts in one column
 
 
+def test_device_listing_shows_file_names_printable(capsys, monkeypatch, tmp_path):
+    """A project's profile file names are anyone's: the listing may not carry their escape
+    sequences or line breaks to the terminal; a pyproject.toml of any shape is read."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pyproject.toml").write_text("tool = 5\n")  # no pytest section: not a project
+    monkeypatch.chdir(other)
+    assert main(["devices"]) == 0
+    assert "[built-in: " in capsys.readouterr().out
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "devices").mkdir()
+    for name in ("e\x1b[31mred", "nl\nx"):
+        (tmp_path / "devices" / f"{name}.yaml").write_text("transport: {kind: local}\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["devices"]) == 1  # the names are refused: INVALID
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "e?[31mred" in out and "nl?x" in out, out
+    assert all("INVALID" in line for line in out.splitlines() if "[project" in line), out
+
+
 def test_an_unusable_sdk_prefix_is_one_clear_line(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("ET_HARNESS_SDK", str(tmp_path / "no-such-prefix"))
     assert main(["send", SAMPLE]) == 2

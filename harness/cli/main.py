@@ -41,6 +41,7 @@ from harness.data.messages import Action, Request
 from harness.data.options import OptionsMap
 from harness.errors import HarnessError, UsageError
 from harness.history import command as history_command
+from harness.untrusted.reading import printable
 
 
 class CliError(UsageError):
@@ -354,11 +355,12 @@ def _cmd_devices(_: argparse.Namespace) -> int:
         try:
             profile = load_profile(str(entry.path))
             check_profile(profile)
-        except ProfileError as exc:
-            print(f"{entry.name:<{width}} INVALID {exc} {where}")
+        except ProfileError as exc:  # file names are anyone's: shown printable, as the rest
+            print(printable(f"{entry.name:<{width}} INVALID {exc} {where}"))
             invalid += 1
             continue
-        print(f"{entry.name:<{width}} {profile.kind:<7} {profile.description.rstrip()} {where}")
+        kind, description = profile.kind, profile.description.rstrip()
+        print(printable(f"{entry.name:<{width}} {kind:<7} {description} {where}"))
     return 1 if invalid else 0
 
 

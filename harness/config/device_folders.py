@@ -110,7 +110,8 @@ def _ini_dirs(config: Path) -> list[str] | None:
     """``et_devices_dirs`` of a pytest configuration file; None if it holds no pytest section."""
     try:
         if config.suffix == ".toml":
-            table = tomllib.loads(config.read_text("utf-8")).get("tool", {}).get("pytest", {})
+            tool = tomllib.loads(config.read_text("utf-8")).get("tool")  # any TOML value
+            table = tool.get("pytest") if isinstance(tool, dict) else None
             options = table.get("ini_options") if isinstance(table, dict) else None
             if not isinstance(options, dict):
                 return None
