@@ -7,6 +7,7 @@ test and regression found (docs/device-farm.md, "Run history").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -326,6 +327,27 @@ def test_damaged_foreign_and_newer_stores_are_one_line_errors(tmp_path, capsys):
     assert "schema version 99 is newer" in _cli_error(str(newer), capsys)
     assert "is a directory" in _cli_error(str(tmp_path), capsys)
     assert "not supported" in _cli_error("mysql://x@y/z", capsys)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("UPDATE et_history_cases SET duration = 'slow'", "holds 'slow' (str) as its duration"),
+        ("UPDATE et_history_runs SET devices = X'00ff'", "(bytes) as its devices, not str"),
+        ("UPDATE et_history_runs SET exit_status = 1.5", "holds 1.5 (float) as its exit_status"),
+    ],
+)
+def test_a_row_of_a_type_the_harness_never_writes_is_one_line(tmp_path, capsys, change, said):
+    """A store is shared lab data: a value changed by other hands fails reading it in one
+    line, naming the run and the column, never a traceback in the analyses."""
+    target = str(tmp_path / "history.sqlite")
+    with contextlib.closing(HistoryStore.open(target)) as store:
+        key = write_run(store, "nightly", 1000.0, {("t", "alpha"): "passed"})
+    with contextlib.closing(sqlite3.connect(target)) as db, db:
+        db.execute(change)
+    err = _cli_error(target, capsys)
+    assert f"history {target}: a " in err and f"of run '{key}' " in err and said in err, err
+    assert "changed outside the harness, or damaged; repair that row" in err, err
 
 
 def test_a_store_of_the_older_schema_is_migrated_and_keeps_its_runs(tmp_path):

@@ -9,6 +9,7 @@ so that catching up from a results directory later records the same.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, shipped
+from harness.errors import UsageError
 from harness.results.directory import RunInfo
 from harness.results.infra import one_line
 from harness.results.records import CaseResult
 from harness.untrusted import json_fields as fields
-from harness.untrusted.reading import read_bounded_text
+from harness.untrusted.reading import brief, read_bounded_text
 
 IDENTITY_FILE = "history.json"
 # Run states: written as it goes; ended with run.json's exit status; its writer is gone.
@@ -121,7 +123,7 @@ class RunRecord:
 
     @classmethod
     def of_row(cls, row: Mapping[Any, Any], suites: Iterable[str]) -> RunRecord:
-        values = {name: row[name] for name in cls.__dataclass_fields__ if name != "suites"}
+        values = _typed(cls, row, "run", exclude="suites")
         values["devices"] = _split(row["devices"])
         values["runtimes"] = _split(row["runtimes"])
         return cls(**values, suites=tuple(sorted(suites)))
@@ -174,9 +176,46 @@ class CaseRecord:
 
     @classmethod
     def of_row(cls, row: Mapping[Any, Any]) -> CaseRecord:
-        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values = _typed(cls, row, "test")
         values.update(load_paths=_split(row["load_paths"]), backends=_split(row["backends"]))
         return cls(**values)
+
+
+class DamagedRecord(ValueError, UsageError):
+    """A row of the history holds a value of a type the harness never writes there."""
+
+
+# What a row's column may hold, by the record field's annotation (lists are joined text).
+_COLUMN_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "tuple[str, ...]": (str,),
+    "float": (int, float),
+    "float | None": (int, float, type(None)),
+    "int": (int,),
+    "int | None": (int, type(None)),
+}
+
+
+def _typed(
+    record: type[RunRecord | CaseRecord], row: Mapping[Any, Any], what: str, exclude: str = ""
+) -> dict[str, Any]:
+    """The row's values for ``record``'s fields, each of the type the harness writes; a
+    store changed by other hands (or a damaged one) is :class:`DamagedRecord`."""
+    values = {}
+    for field in dataclasses.fields(record):
+        name = field.name
+        if name == exclude:
+            continue
+        value = row[name]
+        allowed = _COLUMN_TYPES[str(field.type)]
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            raise DamagedRecord(
+                f"a {what} of run {brief(row['run_id' if 'run_id' in row else 'id'])} holds "
+                f"{brief(value)} ({type(value).__name__}) as its {name}, not "
+                f"{' or '.join(t.__name__ for t in allowed)}"
+            )
+        values[name] = value
+    return values
 
 
 def _split(text: str) -> tuple[str, ...]:

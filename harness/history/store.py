@@ -25,7 +25,14 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAl
 from harness.errors import UsageError
 from harness.extras import POSTGRES
 from harness.history.migrations import SchemaError, migrate
-from harness.history.records import COMPLETE, INCOMPLETE, RUNNING, CaseRecord, RunRecord
+from harness.history.records import (
+    COMPLETE,
+    INCOMPLETE,
+    RUNNING,
+    CaseRecord,
+    DamagedRecord,
+    RunRecord,
+)
 from harness.history.schema import cases, runs
 from harness.history.target import TargetError, driver_of
 from harness.untrusted.value_rules import expand_home
@@ -198,7 +205,7 @@ class HistoryStore:
                 .group_by(cases.c.run_id, cases.c.suite)
             ):
                 suites.setdefault(run, []).append(suite)
-        return [RunRecord.of_row(row, suites.get(row["id"], [])) for row in reversed(rows)]
+            return [RunRecord.of_row(row, suites.get(row["id"], [])) for row in reversed(rows)]
 
     def cases_of(self, run_ids: Sequence[str]) -> list[CaseRecord]:
         """The cases of these runs, each run's in the order they were written."""
@@ -241,6 +248,11 @@ def _store_errors(where: str, doing: str) -> Iterator[None]:
         yield
     except SchemaError as exc:
         raise StoreError(f"{prefix}: {exc}; give another --history store") from None
+    except DamagedRecord as exc:
+        raise StoreError(
+            f"{prefix}: {exc}: changed outside the harness, or damaged; repair that row, "
+            "or give another --history store"
+        ) from None
     except DatabaseError as exc:
         reason = _first_line(str(exc.orig))
         if "not a database" in reason:
