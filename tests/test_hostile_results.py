@@ -44,6 +44,7 @@ def catch_up(tmp_path: Path, directory: Path, capsys: pytest.CaptureFixture[str]
         ({**RUN, "host": ["farm"]}, "'host' must be a string; got ['farm']"),
         ({**RUN, "devices": [{"x": 1}]}, "'devices' must be a list of strings"),
         ({k: v for k, v in RUN.items() if k != "run"}, "'run' is missing"),
+        ({**RUN, "host": "farm\udfff"}, "holds a lone surrogate (an escape"),
         ([RUN], "the file is not a JSON object"),
     ],
 )
@@ -63,6 +64,7 @@ def test_a_run_description_field_of_the_wrong_type_is_named(tmp_path, capsys, ru
         ({**RESULT, "facts": {"abi": 1}}, "'facts' must be an object of strings"),
         ({**RESULT, "sections": [["a"]]}, "'sections' must be a list of [string, str] pairs"),
         ({**RESULT, "infra": "lost"}, "'infra' is not a JSON object"),
+        ({**RESULT, "nodeid": "t\ud800"}, "holds a lone surrogate (an escape \\ud800..\\udfff"),
         ({**RESULT, "verdicts": [{"action": "load", "ok": 1}]}, "'ok' must be true or false"),
         # the report links artifacts: a URL would run in the reader's browser
         (
@@ -128,6 +130,19 @@ def test_nesting_too_deep_for_json_is_one_line(tmp_path, capsys):
     assert "results.jsonl:1: not a test result: nested too deep" in catch_up(
         tmp_path, directory, capsys
     )
+
+
+def test_runs_are_found_beside_a_folder_nested_deeper_than_python_recurses(tmp_path, capsys):
+    artifacts = tmp_path / "artifacts"
+    deep = artifacts
+    for _ in range(1200):  # a walk by recursion (Path.rglob) raised RecursionError
+        deep /= "d"
+        deep.mkdir(parents=deep.parent == artifacts)
+    (artifacts / "job-1").mkdir()
+    results_dir(artifacts / "job-1", lines=(RESULT,))
+    store = str(tmp_path / "h.sqlite")
+    assert cli_main(["history", "--history", store, "--catch-up", str(artifacts)]) == 0
+    assert "1 of 1 tests added" in capsys.readouterr().out
 
 
 def test_only_a_last_line_cut_short_is_passed_over(tmp_path, capsys):

@@ -27,6 +27,9 @@ from harness.untrusted import json_fields as fields
 from harness.untrusted.reading import InputFileError, read_bounded_text
 
 CATCH_UP_SOURCE = "results.jsonl"
+# How far below a --catch-up folder run.json is looked for: a nightly run's downloaded
+# artifacts hold it two or three folders down.
+MAX_DEPTH = 8
 
 
 class CatchUpError(UsageError):
@@ -42,19 +45,36 @@ class CaughtUp:
 
 def run_dirs(inputs: Sequence[Path]) -> list[Path]:
     """The results directories (those holding ``run.json``) named by or found under
-    ``inputs`` (e.g. the downloaded artifacts of every job of a nightly run)."""
+    ``inputs`` (e.g. the downloaded artifacts of every job of a nightly run), at most
+    :data:`MAX_DEPTH` folders down, symlinks not followed."""
     found: list[Path] = []
     for item in inputs:
         if (item / RUN_FILE).is_file():
             found.append(item)
         elif item.is_dir():
-            found += sorted(path.parent for path in item.rglob(RUN_FILE))
+            found += sorted(_holding_runs(item))
         else:
             raise CatchUpError(f"{item}: no such directory; give a results directory")
     if not found:
         shown = ", ".join(str(item) for item in inputs)
         raise CatchUpError(f"{shown}: no {RUN_FILE} found; give runs' results directories")
     return list(dict.fromkeys(found))
+
+
+def _holding_runs(top: Path) -> list[Path]:
+    """The folders under ``top`` that hold ``run.json``, walked without recursion."""
+    found, pending = [], [(top, 0)]
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            entries = list(folder.iterdir())
+        except OSError:  # unreadable: as if empty
+            continue
+        if any(entry.name == RUN_FILE for entry in entries):  # read, and refused, later
+            found.append(folder)
+        if depth < MAX_DEPTH:
+            pending += [(e, depth + 1) for e in entries if e.is_dir() and not e.is_symlink()]
+    return found
 
 
 def read_run_info(results_dir: Path) -> RunInfo:

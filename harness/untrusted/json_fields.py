@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ from harness.errors import UsageError
 from harness.untrusted.reading import brief
 
 _INT64: Final = 1 << 63
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 # A JSON list; records built in this process (a worker's report payload) hold tuples.
 _SEQUENCE: Final = (list, tuple)
 
@@ -34,11 +36,20 @@ class JsonFieldError(ValueError, UsageError):
 
 def load_object(text: str, what: str) -> Mapping[str, Any]:
     """The JSON object ``text`` holds; ``what`` names it (``"the line"``) when it is none.
-    Nesting too deep for ``json`` is a :class:`JsonFieldError` too."""
+    Nesting too deep for ``json``, or a string no text can hold (a lone surrogate, which
+    ``json`` reads from an escape like ``\\ud800``), is a :class:`JsonFieldError` too."""
     try:
         value = json.loads(text)
     except RecursionError:
         raise JsonFieldError("nested too deep to read") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is the value encoded again
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise JsonFieldError(
+                "holds a lone surrogate (an escape \\ud800..\\udfff without its pair), which "
+                "no stored text can hold"
+            ) from None
     return json_object(value, what)
 
 
