@@ -134,15 +134,21 @@ def test_nesting_too_deep_for_json_is_one_line(tmp_path, capsys):
 
 def test_runs_are_found_beside_a_folder_nested_deeper_than_python_recurses(tmp_path, capsys):
     artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
     deep = artifacts
-    for _ in range(1200):  # a walk by recursion (Path.rglob) raised RecursionError
-        deep /= "d"
-        deep.mkdir(parents=deep.parent == artifacts)
-    (artifacts / "job-1").mkdir()
-    results_dir(artifacts / "job-1", lines=(RESULT,))
-    store = str(tmp_path / "h.sqlite")
-    assert cli_main(["history", "--history", store, "--catch-up", str(artifacts)]) == 0
-    assert "1 of 1 tests added" in capsys.readouterr().out
+    try:
+        for _ in range(1200):  # a walk by recursion (Path.rglob) raised RecursionError
+            (deep / "d").mkdir()
+            deep /= "d"
+        (artifacts / "job-1").mkdir()
+        results_dir(artifacts / "job-1", lines=(RESULT,))
+        store = str(tmp_path / "h.sqlite")
+        assert cli_main(["history", "--history", store, "--catch-up", str(artifacts)]) == 0
+        assert "1 of 1 tests added" in capsys.readouterr().out
+    finally:  # removed here, bottom up: shutil.rmtree (pytest's clean-up) recurses too
+        while deep != artifacts:
+            deep.rmdir()
+            deep = deep.parent
 
 
 def test_only_a_last_line_cut_short_is_passed_over(tmp_path, capsys):
