@@ -91,6 +91,13 @@ def test_a_link_of_another_user_is_refused(tmp_path):
         ensure_private_dir(link / "host", "work_dir")
 
 
+def test_a_symlink_loop_is_one_line_naming_the_setting(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(UnsafeDirectoryError, match=rf"^p.yaml: work_dir: {loop}: its links"):
+        ensure_private_dir(loop, "p.yaml: work_dir")
+
+
 def test_push_into_a_shared_work_dir_is_refused(tmp_path):
     work = _shared_tree(tmp_path, _other_uid())
     transport = LocalTransport(str(work), "p.yaml: work_dir")

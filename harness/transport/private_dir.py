@@ -106,7 +106,13 @@ def ensure_private_dir(path: Path, what: str) -> Path:
             except FileExistsError:
                 pass  # made meanwhile (by another run of ours, or not): checked below
             _check(part, what, part == path)
-    resolved = path.resolve(strict=True)
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # a symlink loop: OSError ELOOP when strict
+        reason = exc.strerror if isinstance(exc, OSError) else "a symlink loop"
+        raise UnsafeDirectoryError(
+            f"{what}: {path}: its links cannot be followed ({reason}); give a directory"
+        ) from None
     for part in components(resolved):
         _check(part, what, part == resolved)
     return path
