@@ -277,6 +277,9 @@ def test_the_bound_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv(LIMIT_ENV, "lots")
     with pytest.raises(CacheLimitError, match="ET_HARNESS_CACHE_LIMIT='lots' is no size"):
         size_limit()
+    monkeypatch.setenv(LIMIT_ENV, "9" * 400)  # float() makes it inf: int() raised
+    with pytest.raises(CacheLimitError, match=r"='9{37}\.\.\.' is no size a disk has"):
+        size_limit()
 
 
 def test_user_programs_on_a_device_stay_within_their_bound_least_recently_used_first(tmp_path):

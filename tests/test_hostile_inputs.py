@@ -530,7 +530,7 @@ def test_device_selection_refuses_empty_and_defaults_only_when_not_given() -> No
 
 
 @pytest.mark.parametrize("option", ["--cases", "--per-case-cases", "--growth-cases"])
-@pytest.mark.parametrize("value", ["0", "-3", "x"])
+@pytest.mark.parametrize("value", ["0", "-3", "x", "1000001"])
 def test_bench_counts_must_be_positive(
     capsys: pytest.CaptureFixture[str], option: str, value: str
 ) -> None:
@@ -539,7 +539,14 @@ def test_bench_counts_must_be_positive(
     assert info.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"et-harness bench: error: argument {option}: ")
-    assert last.endswith("is not at least 1" if value != "x" else "'x' is not a whole number")
+    assert last.endswith("is not within 1..1000000" if value != "x" else "is not a whole number")
+
+
+def test_history_counts_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:  # SQLite raised OverflowError for it
+        cli.main(["history", "--runs", "9" * 23])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("is not within 1..1000000")
 
 
 @pytest.mark.parametrize(

@@ -369,13 +369,16 @@ def _name_width(names: Iterable[str]) -> int:
     return max([12, *(len(name) for name in names)])
 
 
+_MAX_COUNT = 1_000_000  # of cases, runs or a window: a larger one is a typo
+
+
 def _positive_int(text: str) -> int:
     try:
         number = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    if not 1 <= number <= _MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{number} is not within 1..{_MAX_COUNT}")
     return number
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -69,6 +70,7 @@ _ASIDE = ".removing-"  # an entry moved aside to be removed
 # Where entries sit in the cache: sdk/x, programs/user/x, source-runtime/<commit>/agent/x.
 _ENTRY_FOLDERS = ("*", "*/*", "*/*/*")
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_BEYOND_ANY_DISK = 1 << 60  # an exabyte: a larger limit is a typo
 
 # manifest path -> the open file whose shared lock holds the entry for this process
 _HELD: dict[Path, int] = {}
@@ -204,11 +206,14 @@ def size_limit() -> int:
     if not text:
         return DEFAULT_LIMIT
     match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", text.lower())
-    if match is None:
+    size = float(match.group(1)) * _UNITS[match.group(2)] if match else math.nan
+    if not 0 <= size < _BEYOND_ANY_DISK:
+        shown = text if len(text) <= 40 else text[:37] + "..."
         raise CacheLimitError(
-            f"{LIMIT_ENV}={text!r} is no size; give bytes or a number with K, M, G or T (e.g. 2G)"
+            f"{LIMIT_ENV}={shown!r} is no size a disk has; give bytes or a number with K, M, "
+            "G or T (e.g. 2G)"
         )
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
+    return int(size)
 
 
 def entries(kind: str | None = None) -> list[EntryInfo]:
