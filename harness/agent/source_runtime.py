@@ -280,8 +280,9 @@ def _flatbuffers(checkout: Path, where: str) -> Path:
             return candidate.resolve()
     raise SourceRuntimeError(
         f"{where}: no flatbuffers headers: {checkout / _FLATBUFFERS} is empty (run `git "
-        "submodule update --init third-party/flatbuffers` in the tree) and "
-        f"{FLATBUFFERS_ENV} names none"
+        "submodule update --init third-party/flatbuffers` in the tree), and "
+        f"{FLATBUFFERS_ENV} names no folder holding flatbuffers/flatbuffers.h (a "
+        "flatbuffers checkout's include folder)"
     )
 
 
@@ -293,9 +294,10 @@ def commit_of(tree: Path, revision: str, where: str) -> str:
     commit = done.stdout.decode(errors="replace").strip() if done else ""
     if done is None or done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
         said = done.stderr.decode(errors="replace").strip()[-200:] if done else ""
+        why = f" (git rev-parse: {said!r})" if said else ""
         raise SourceRuntimeError(
-            f"{where}: {revision[:80]!r} names no commit in {tree} (git rev-parse said "
-            f"{said or 'nothing'!r}); fetch it there, or give another revision"
+            f"{where}: {revision[:80]!r} names no commit in {tree}{why}; fetch it there, or "
+            "give another revision"
         )
     return commit
 
