@@ -78,15 +78,15 @@ def one_of(choices: Collection[str], note: str = "") -> Rule:
     return check
 
 
-def check_known(data: Mapping[str, Any], allowed: Collection[str], where: str) -> None:
-    """Refuse the first field of ``data`` (sorted) that is not in ``allowed``."""
+def check_known(
+    data: Mapping[str, Any], allowed: Collection[str], where: str, none_allowed: str = ""
+) -> None:
+    """Refuse the first field of ``data`` (sorted as text: a file's keys may be of any
+    type) that is not in ``allowed``; ``none_allowed`` says why when ``allowed`` is empty."""
     unknown = sorted((key for key in data if key not in allowed), key=str)
     if unknown:
-        raise refuse(
-            where,
-            brief_plain(unknown[0]),
-            f"unknown field; allowed: {', '.join(sorted(allowed))}",
-        )
+        told = f"allowed: {', '.join(sorted(allowed))}" if allowed else none_allowed
+        raise refuse(where, brief_plain(unknown[0]), f"unknown field; {told}")
 
 
 def parse_settings(

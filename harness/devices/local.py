@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from harness.config.kinds import DeviceKind
 from harness.config.profile import DeviceProfile
-from harness.config.settings import refuse
+from harness.config.settings import check_known
 from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice
 from harness.transport.local import LocalTransport
-from harness.untrusted.reading import brief_plain
 
 
 def check_settings(profile: DeviceProfile) -> None:
-    if profile.settings:  # keys as the file gives them: any type, any characters
-        first = sorted(profile.settings, key=str)[0]
-        raise refuse(
-            profile.where("transport"),
-            brief_plain(first),
-            "unknown field; the local transport takes none",
-        )
+    where = profile.where("transport")
+    check_known(profile.settings, (), where, none_allowed="the local transport takes none")
 
 
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:

@@ -8,6 +8,7 @@ writer wrote in part, records each test once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,13 +68,16 @@ def _holding_runs(top: Path) -> list[Path]:
     while pending:
         folder, depth = pending.pop()
         try:
-            entries = list(folder.iterdir())
+            with os.scandir(folder) as listing:  # each entry's type without a stat of it
+                entries = list(listing)
         except OSError:  # unreadable: as if empty
             continue
         if any(entry.name == RUN_FILE for entry in entries):  # read, and refused, later
             found.append(folder)
         if depth < MAX_DEPTH:
-            pending += [(e, depth + 1) for e in entries if e.is_dir() and not e.is_symlink()]
+            pending += [
+                (Path(e.path), depth + 1) for e in entries if e.is_dir(follow_symlinks=False)
+            ]
     return found
 
 

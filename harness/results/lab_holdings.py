@@ -45,7 +45,7 @@ def read(results_dir: Path) -> list[dict[str, Any]]:
             continue
         if isinstance(holding, dict) and _is_time(holding.get("acquired_at")):
             found.append(holding)
-    return sorted(found, key=lambda h: float(h["acquired_at"]))
+    return sorted(found, key=lambda h: h["acquired_at"])
 
 
 def _is_time(value: object) -> bool:

@@ -108,7 +108,7 @@ def ensure_private_dir(path: Path, what: str) -> Path:
             _check(part, what, part == path)
     try:
         resolved = path.resolve(strict=True)
-    except (OSError, RuntimeError) as exc:  # a symlink loop: OSError ELOOP when strict
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError), a part gone
         reason = exc.strerror if isinstance(exc, OSError) else "a symlink loop"
         raise UnsafeDirectoryError(
             f"{what}: {path}: its links cannot be followed ({reason}); give a directory"
