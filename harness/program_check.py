@@ -30,6 +30,7 @@ from harness.check.option_contracts import (
     Route,
     judge_options,
 )
+from harness.check.rendering import ignored_line
 from harness.codec.mapfile import load_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
@@ -37,6 +38,7 @@ from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
+from harness.probes import refuse_real_probes
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -70,8 +72,11 @@ class ProgramCheck:
         return all(r.verdict.ok for r in self.results) and not (self.strict and self.warnings)
 
     def render(self) -> str:
-        """Each method and path's verdict, the warnings, then one line for the program."""
-        parts = [f"method {r.method!r}, {r.verdict.render()}" for r in self.results]
+        """Each method and path's verdict, the backends every load ignored (once), the
+        warnings, then one line for the program."""
+        parts = [f"method {r.method!r}, {r.verdict.render(ignored=False)}" for r in self.results]
+        ignored = dict.fromkeys(b for r in self.results for b in r.verdict.ignored_backends)
+        parts += [ignored_line(ignored)] if ignored else []
         parts += [f"warning: {w.text}" for w in self.warnings]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
@@ -129,8 +134,7 @@ def check_program(
     ignored = judge_options(sent, Route.LOAD, probes=probes)
     for warning in ignored:
         warnings.warn(NoEffectWarning(warning.text), stacklevel=3)
-    real = [e.name for e in runner.hello.entries if not e.is_probe]
-    _check_backends(contents, real, probes)
+    _check_backends(contents, runner.real_backends, probes)
     cached = _cached_copy(contents)
     remote = push(cached)
     results = []
@@ -144,6 +148,7 @@ def check_program(
                 path=path,
                 method=method.name,
                 program=remote,
+                probes=probes,
             )
             results.append(MethodVerdict(method.name, path, verdict))
             runner.reset()
@@ -165,12 +170,7 @@ def _says_damaged(verdict: Verdict) -> bool:
 
 def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequence[str]) -> None:
     """Every delegate is a backend the device has, or one of the harness's probes."""
-    for name in probes:
-        if name in real:
-            raise ProgramError(
-                f"probe {name!r}: the device has a real backend of that name; a probe "
-                "cannot be registered under it: drop it from the probes"
-            )
+    refuse_real_probes(probes, real)
     for method in contents.methods:
         for delegate in method.delegates:
             if delegate not in real and delegate not in probes:

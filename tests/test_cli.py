@@ -29,11 +29,71 @@ def test_map_error_names_file_and_entry(capsys):
     assert "examples/maps/broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
 
 
-def test_send_reports_each_backend_and_ignored_real_backends(capsys):
+def test_send_checks_what_et_load_checks(capsys):
+    """A load covers the map's probes and XnnpackBackend (the harness's XNNPACK program),
+    on send as in et.load: the user project's own XNNPACK map included."""
     assert main(["send", SAMPLE, "--device", "host"]) == 0
     out = capsys.readouterr().out
     assert "backend ProbeA: ok, 6 options exact" in out
-    assert "ignored backends: XnnpackBackend" in out
+    xnnpack = "backend XnnpackBackend: ok, 3 options exact (status Ok (0x00), init called once"
+    assert f"{xnnpack}, recorded real backend)" in out
+    assert "ignored backends" not in out
+    assert main(["send", "examples/user-project/maps/app.yaml", "--device", "host"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("load check: ok, 1 backend as expected\n"), out
+    assert "backend XnnpackBackend: ok, 2 options exact" in out
+
+
+def test_a_load_refusal_is_the_same_on_send_and_et_load_and_names_the_command(tmp_path, capsys):
+    """A real backend no program of the harness's delegates to cannot be checked at load:
+    send and et.load refuse with one message (harness.probes), naming --program."""
+    from harness.codec.mapfile import load_map
+    from harness.config.profile import load_profile
+    from harness.probes import ProbeRuleError
+    from harness.runner import open_runner
+
+    path = tmp_path / "qnn.yaml"
+    path.write_text(
+        "backends:\n  ProbeA:\n    - {key: a, value: 1}\n"
+        "  QnnBackend:\n    - {key: qnn_runtime_log_level, value: 2}\n"
+    )
+    assert main(["send", str(path), "--device", "host"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "et-harness send --program PTE --options MAP" in err
+    device, runner = open_runner(load_profile("host"))
+    try:
+        with pytest.raises(ProbeRuleError) as refused:
+            runner.load(load_map(path))
+    finally:
+        runner.close()
+        device.close()
+    assert err == f"et-harness send: {refused.value}\n"
+
+
+def test_send_says_the_device_has_no_such_backend(tmp_path, capsys):
+    """A backend id the device lacks is never registered as a probe behind the user's back:
+    set gives the runtime's NotFound, a load leaves it out; either is a failure naming it.
+    Declared with --probe, it is a probe, and the verdict line says the harness registered it."""
+    npu = tmp_path / "realnpu.yaml"
+    npu.write_text("backends:\n  NpuBackend:\n    - {key: num_threads, value: 2}\n")
+    assert main(["send", str(npu), "--action", "set", "--device", "host"]) == 1
+    out = capsys.readouterr().out
+    assert "exact" not in out and "NO_SUCH_BACKEND" in out
+    assert "backend NpuBackend: 1 difference (status NotFound (0x20), no such backend" in out
+    assert main(["send", str(npu), "--action", "set", "--probe", "NpuBackend"]) == 0
+    out = capsys.readouterr().out
+    probe = "backend NpuBackend: ok, 1 option exact (status Ok (0x00), set_option called once"
+    assert f"{probe}, probe registered by the harness)" in out
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(
+        "backends:\n  ProbeA:\n    - {key: a, value: 1}\n"
+        "  XnnpackBakend:\n    - {key: num_threads, value: 2}\n"
+    )
+    assert main(["send", str(typo), "--device", "host"]) == 1
+    out = capsys.readouterr().out
+    assert "backend ProbeA: ok, 1 option exact" in out
+    assert "backend XnnpackBakend: 1 difference (no such backend on the device)" in out
+    assert "the runtime ignores its entry of the map" in out and "ignored backends" not in out
 
 
 @pytest.mark.parametrize(
@@ -175,12 +235,14 @@ def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
 def test_send_loads_again_on_a_board_that_kept_its_probes(tmp_path, capsys):
     """A board is not reset between sessions (`et-harness emu`, a real board without a
     reset line): the probes a first send registered are in the next HELLO, and a second
-    send still loads through them rather than taking them for the device's real backends."""
+    send still loads through them rather than taking them for the device's real backends.
+    The sample's XnnpackBackend, which the board lacks, is never registered as a probe."""
     with _emulated_mcu() as url:
         board = tmp_path / "board.yaml"
         board.write_text(f"transport: {{kind: serial, url: '{url}'}}\nabi: armv7m\n")
         for _ in range(2):
-            assert main(["send", SAMPLE, "--device", str(board)]) == 0, capsys.readouterr()
+            assert main(["send", SAMPLE, "--device", str(board)]) == 1, capsys.readouterr()
             out = capsys.readouterr().out
-            assert out.startswith("load check: ok, 3 backends as expected"), out
+            assert out.startswith("load check: 1 difference in 1 backend"), out
             assert "backend ProbeA: ok, 6 options exact" in out
+            assert "backend XnnpackBackend: 1 difference (no such backend on the device)" in out

@@ -122,6 +122,16 @@ def _sentence(difference: Difference) -> str:
             return "has no entry in the report; expected one per backend of the request"
         case DifferenceKind.WRONG_PATH:
             return f"the device served load path {act!r}, the request asked for {exp!r}"
+        case DifferenceKind.NO_SUCH_BACKEND:
+            if exp is None:
+                answer = "no delegate of the program, so the runtime ignores its entry of the map"
+            else:
+                answer = f"{key} returned {_status(act)}, expected {_status(exp)}"
+            return (
+                f"the device has no backend of this name, and the harness registered no probe "
+                f"under it: {answer} (a misspelled id? a probe: declare it, probes= or "
+                "--probe NAME)"
+            )
         case DifferenceKind.CROSS_MODEL:
             owners = " and ".join(map(show_name, difference.belongs_to))
             own = "" if exp is None else f" instead of its own {format_value(exp)}"
@@ -163,8 +173,9 @@ def summary(verdict: Verdict) -> str:
     return f"{action}: {_count(len(differences), 'difference')}: {'; '.join(shown)}"
 
 
-def render(verdict: Verdict) -> str:
-    """Multi-line text: the report's problems, then each backend's aligned options."""
+def render(verdict: Verdict, *, ignored: bool = True) -> str:
+    """Multi-line text: the report's problems, then each backend's aligned options, then
+    (when ``ignored``) :func:`ignored_line`."""
     lines = [_headline(verdict)]
     if verdict.report_differences:
         outcome = verdict.report.outcome.name.lower()
@@ -175,12 +186,17 @@ def render(verdict: Verdict) -> str:
     hook = HOOKS[verdict.action]
     for backend in verdict.backends:
         lines += _render_backend(backend, verdict.action, hook)
-    if verdict.ignored_backends:
-        lines.append(
-            f"ignored backends: {_key_list(verdict.ignored_backends)} (in the map but not "
-            "delegates of the program: the runtime ignores them, which is not a failure)"
-        )
+    if verdict.ignored_backends and ignored:
+        lines.append(ignored_line(verdict.ignored_backends))
     return "\n".join(lines)
+
+
+def ignored_line(names: Iterable[str]) -> str:
+    """The line naming a load's ignored backends: map entries that are no delegates."""
+    return (
+        f"ignored backends: {_key_list(names)} (in the map but not delegates of the program: "
+        "the runtime ignores them, which is not a failure)"
+    )
 
 
 def _headline(verdict: Verdict) -> str:
@@ -293,11 +309,14 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
     facts = "no entry in the report"
     if entry is not None:
         facts = f"status {describe_status(entry.status)}"
-        facts += f", {hook} called {_times(entry.calls)}" if entry.is_observed else ", not a probe"
-        if entry.is_recorded:
-            facts += ", recorded real backend"
+        facts += f", {hook} called {_times(entry.calls)}" if entry.is_observed else ""
+        facts += _who(entry, outcome.absent)
+    elif outcome.absent:
+        facts = "no such backend on the device"
     if outcome.ok:
-        if outcome.expected_options is None:
+        if outcome.absent:
+            what = "as expected"
+        elif outcome.expected_options is None:
             what = "options not observable"
         elif not outcome.expected_options:
             what = "no options, as expected"
@@ -317,6 +336,16 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
         if id(d) not in row_differences
     ]
     return lines
+
+
+def _who(entry: ReportEntry, absent: bool) -> str:
+    """Whose entry it is: a probe the harness registered, a real backend (recorded or not),
+    or no backend at all."""
+    if entry.is_probe:
+        return ", probe registered by the harness"
+    if entry.is_recorded:
+        return ", recorded real backend"
+    return ", no such backend on the device" if absent else ", not a probe"
 
 
 def _render_table(outcome: BackendOutcome, action: Action) -> list[str]:

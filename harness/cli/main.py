@@ -182,32 +182,22 @@ def _open(name: str):
 def _cmd_send(args: argparse.Namespace) -> int:
     if args.program is not None:
         return _send_program(args)
-    if args.options is not None or args.probe:
-        raise CliError("--options and --probe go with --program; give the map file alone")
+    if args.options is not None:
+        raise CliError("--options goes with --program; give the map file alone")
     if args.file is None:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
     options = load_map(args.file)
+    probes = tuple(args.probe)
     device, runner = _open(args.device)
     try:
+        # et.load's, et.set's and et.get's own rules: which backends a load checks, which
+        # names are probes (harness.probes)
         if args.action == "load":
-            # Only probes can show what init received: real backends in the map have no
-            # delegate in a probe program, so their entries are reported as ignored. Probes
-            # a board still holds from an earlier session are probes all the same.
-            real = [entry.name for entry in runner.hello.entries if not entry.is_probe]
-            delegates = tuple(b for b in options.backend_ids if b not in real)
-            if not delegates:
-                print(
-                    "et-harness send: the load-time path needs at least one backend that is "
-                    f"not one of the device's real backends ({', '.join(real)}): "
-                    "its options reach probes only; use --action set or get for those",
-                    file=sys.stderr,
-                )
-                return 2
-            verdict = runner.load(options, delegates)
+            verdict = runner.load(options, probes=probes)
         elif args.action == "set":
-            verdict = runner.set(options)
+            verdict = runner.set(options, probes=probes)
         else:
-            verdict = runner.get(options)
+            verdict = runner.get(options, probes=probes)
         print(verdict.render())
         route = Route.SET if args.action == "set" else Route.LOAD
         ignored = judge_options(options, route) if args.action != "get" else ()
@@ -448,7 +438,8 @@ def _main(argv: list[str] | None) -> int:
         "--probe",
         action="append",
         default=[],
-        help="with --program: a delegate id that is one of the harness's probes (repeatable)",
+        help="a backend id to register as one of the harness's probes, beside its own "
+        "(Probe...); with --program, a delegate id that is one (repeatable)",
     )
     send_cmd.add_argument(
         "--strict-options",
@@ -463,8 +454,9 @@ def _main(argv: list[str] | None) -> int:
         "--action",
         choices=["load", "set", "get"],
         default="load",
-        help="load: the map at load time, checked on the probe backends; set, get: the "
-        "global set_option / get_option (default: load)",
+        help="load: the map at load time, checked on a program of the harness's (its "
+        "probes, then XnnpackBackend); set, get: the global set_option / get_option "
+        "(default: load)",
     )
 
     doctor_cmd = commands.add_parser("doctor", help="bring devices up and report their health")
