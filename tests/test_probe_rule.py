@@ -1,0 +1,84 @@
+"""Which names the harness registers as probes (harness/probes.py), on the host's real
+runtime: its own names (Probe...) and declared ones only; any other name the device lacks
+gets the runtime's answer, named in the verdict as the device having no such backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness.check import DifferenceKind, RuntimeErrorCode
+from harness.config.profile import load_profile
+from harness.data.options import OptionsMap
+from harness.probes import ProbeRuleError, plan_load
+from harness.runner import CaseRunner, open_runner
+
+REAL = ("QnnBackend", "OpenvinoBackend", "XnnpackBackend")
+
+
+@pytest.fixture
+def runner() -> Iterator[CaseRunner]:
+    device, runner = open_runner(load_profile("host"))
+    try:
+        yield runner
+    finally:
+        runner.close()
+        device.close()
+
+
+def test_set_and_get_of_a_name_the_device_lacks_are_no_such_backend(runner: CaseRunner) -> None:
+    options = OptionsMap.from_dict({"ProbeA": {"a": 1}, "NpuBackend": {"num_threads": 2}})
+    verdict = runner.set(options)
+    assert verdict.kinds() == (DifferenceKind.NO_SUCH_BACKEND,)
+    assert "NpuBackend" not in runner.registered and "ProbeA" in runner.registered
+    npu = verdict.backend("NpuBackend")
+    assert npu is not None and npu.absent and npu.entry is not None
+    assert npu.entry.status == RuntimeErrorCode.NotFound
+    assert runner.get(options).kinds() == (DifferenceKind.NO_SUCH_BACKEND,)
+    expected = runner.set(options, {"NpuBackend": RuntimeErrorCode.NotFound})
+    assert expected.ok
+    assert "backend NpuBackend: ok, as expected (status NotFound (0x20), no such backend " in (
+        expected.render()
+    )
+
+
+def test_a_declared_probe_is_registered_and_said_so(runner: CaseRunner) -> None:
+    options = OptionsMap.from_dict({"NpuBackend": {"num_threads": 2}})
+    verdict = runner.set(options, probes=("NpuBackend",))
+    assert verdict.ok and "NpuBackend" in runner.registered
+    assert "set_option called once, probe registered by the harness)" in verdict.render()
+    with pytest.raises(ProbeRuleError, match="probe XnnpackBackend: the device has a real"):
+        runner.set(options, probes=("XnnpackBackend",))
+
+
+def test_a_load_checks_its_probes_and_xnnpack_and_names_what_the_device_lacks(
+    runner: CaseRunner,
+) -> None:
+    options = OptionsMap.from_dict(
+        {
+            "XnnpackBackend": {"workspace_sharing_mode": 1},
+            "ProbeA": {"a": 1},
+            "XnnpackBakend": {"num_threads": 2},
+        }
+    )
+    verdict = runner.load(options)
+    assert verdict.kinds() == (DifferenceKind.NO_SUCH_BACKEND,)
+    assert [b.name for b in verdict.backends if b.ok] == ["ProbeA", "XnnpackBackend"]
+    assert verdict.ignored_backends == ()
+    assert "XnnpackBakend" not in runner.registered
+
+
+def test_the_load_plan() -> None:
+    """Probes in map order, then XnnpackBackend (unobserved when not recorded); a name
+    that is neither the device's nor a probe is absent; kept probes are probes."""
+    options = OptionsMap.from_dict(
+        {"XnnpackBackend": {}, "Kept": {}, "ProbeC": {}, "Mine": {}, "Typo": {}}
+    )
+    plan = plan_load(
+        options, registered=(*REAL, "Kept"), real=REAL, recorded=(), declared=("Mine",)
+    )
+    assert plan.delegates == ("Kept", "ProbeC", "Mine", "XnnpackBackend")
+    assert (plan.unobserved, plan.absent) == (("XnnpackBackend",), ("Typo",))
+    with pytest.raises(ProbeRuleError, match="nothing to load: the map's backends \\(Typo\\)"):
+        plan_load(OptionsMap.from_dict({"Typo": {}}), registered=REAL, real=REAL, recorded=REAL)
