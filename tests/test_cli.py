@@ -47,11 +47,6 @@ def test_send_checks_what_et_load_checks(capsys):
 def test_a_load_refusal_is_the_same_on_send_and_et_load_and_names_the_command(tmp_path, capsys):
     """A real backend no program of the harness's delegates to cannot be checked at load:
     send and et.load refuse with one message (harness.probes), naming --program."""
-    from harness.codec.mapfile import load_map
-    from harness.config.profile import load_profile
-    from harness.probes import ProbeRuleError
-    from harness.runner import open_runner
-
     path = tmp_path / "qnn.yaml"
     path.write_text(
         "backends:\n  ProbeA:\n    - {key: a, value: 1}\n"
@@ -60,6 +55,11 @@ def test_a_load_refusal_is_the_same_on_send_and_et_load_and_names_the_command(tm
     assert main(["send", str(path), "--device", "host"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "et-harness send --program PTE --options MAP" in err
+    from harness.codec.mapfile import load_map
+    from harness.config.profile import load_profile
+    from harness.probes import ProbeRuleError
+    from harness.runner import open_runner
+
     device, runner = open_runner(load_profile("host"))
     try:
         with pytest.raises(ProbeRuleError) as refused:
