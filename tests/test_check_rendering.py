@@ -193,7 +193,8 @@ def test_report_problems_come_first_with_the_outcome_and_entry_count() -> None:
         "report (outcome ok, 2 entries):",
         "  - ProbeA: has 2 entries in the report, expected one; only the first is checked"
         "  <- DUPLICATE_ENTRY",
-        "backend ProbeA: ok, 2 options exact (status Ok (0x00), init called once)",
+        "backend ProbeA: ok, 2 options exact (status Ok (0x00), init called once, "
+        "probe registered by the harness)",
         "ignored backends: ProbeB (in the map but not delegates of the program: the runtime "
         "ignores them, which is not a failure)",
     ]
@@ -221,7 +222,8 @@ def test_extra_and_misrouted_rows_leave_the_sent_column_empty() -> None:
     received = probe("ProbeC", ("k", 1), ("mode", "x"), ("e\u0301", False))
     verdict = check_load(sent, ("ProbeC", "Real"), report(received), unobserved={"Real"})
     assert verdict.render().splitlines()[1:6] == [
-        "backend ProbeC: 2 differences (status Ok (0x00), init called once)",
+        "backend ProbeC: 2 differences (status Ok (0x00), init called once, "
+        "probe registered by the harness)",
         "    sent            received",
         "    [0] k: int 1    [0] k: int 1",
         "  -                 [1] mode: string 'x'    <- MISROUTED (sent to ProbeA and ProbeB)",
