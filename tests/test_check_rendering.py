@@ -144,6 +144,18 @@ SENTENCES = [
         "the device served load path 'program', the request asked for 'module'",
     ),
     (
+        Difference(K.NO_SUCH_BACKEND, "NpuBackend", "init"),
+        "NpuBackend: the device has no backend of this name, and the harness registered no "
+        "probe under it: no delegate of the program, so the runtime ignores its entry of the "
+        "map (a misspelled id? a probe: declare it, probes= or --probe NAME)",
+    ),
+    (
+        Difference(K.NO_SUCH_BACKEND, "NpuBackend", "set_option", 0, NOT_FOUND),
+        "NpuBackend: the device has no backend of this name, and the harness registered no "
+        "probe under it: set_option returned NotFound (0x20), expected Ok (0x00) (a "
+        "misspelled id? a probe: declare it, probes= or --probe NAME)",
+    ),
+    (
         Difference(K.CROSS_MODEL, "ProbeA", "threads", 2, 1, ("model 0", "model 2")),
         "ProbeA: received option threads (int 1) instead of its own int 2, which was sent to "
         "the same backend in model 0 and model 2",
