@@ -44,14 +44,20 @@ def test_send_checks_what_et_load_checks(capsys):
     assert "backend XnnpackBackend: ok, 2 options exact" in out
 
 
+def _probe_a_beside(folder, backend: str, key: str):
+    """A map file: ``ProbeA`` with one option, then ``backend`` with ``key``."""
+    path = folder / f"{backend}.yaml"
+    path.write_text(
+        f"backends:\n  ProbeA:\n    - {{key: a, value: 1}}\n"
+        f"  {backend}:\n    - {{key: {key}, value: 2}}\n"
+    )
+    return path
+
+
 def test_a_load_refusal_is_the_same_on_send_and_et_load_and_names_the_command(tmp_path, capsys):
     """A real backend no program of the harness's delegates to cannot be checked at load:
     send and et.load refuse with one message (harness.probes), naming --program."""
-    path = tmp_path / "qnn.yaml"
-    path.write_text(
-        "backends:\n  ProbeA:\n    - {key: a, value: 1}\n"
-        "  QnnBackend:\n    - {key: qnn_runtime_log_level, value: 2}\n"
-    )
+    path = _probe_a_beside(tmp_path, "QnnBackend", "qnn_runtime_log_level")
     assert main(["send", str(path), "--device", "host"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "et-harness send --program PTE --options MAP" in err
@@ -84,11 +90,7 @@ def test_send_says_the_device_has_no_such_backend(tmp_path, capsys):
     out = capsys.readouterr().out
     probe = "backend NpuBackend: ok, 1 option exact (status Ok (0x00), set_option called once"
     assert f"{probe}, probe registered by the harness)" in out
-    typo = tmp_path / "typo.yaml"
-    typo.write_text(
-        "backends:\n  ProbeA:\n    - {key: a, value: 1}\n"
-        "  XnnpackBakend:\n    - {key: num_threads, value: 2}\n"
-    )
+    typo = _probe_a_beside(tmp_path, "XnnpackBakend", "num_threads")
     assert main(["send", str(typo), "--device", "host"]) == 1
     out = capsys.readouterr().out
     assert "backend ProbeA: ok, 1 option exact" in out
