@@ -11,9 +11,10 @@ import pytest
 from harness.check import DifferenceKind, RuntimeErrorCode
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
-from harness.probes import ProbeRuleError, plan_load
+from harness.lifecycle.cache import cache_root
 from harness.runner import CaseRunner, open_runner
 
+pytest_plugins = ["pytester"]
 REAL = ("QnnBackend", "OpenvinoBackend", "XnnpackBackend")
 
 
@@ -44,6 +45,8 @@ def test_set_and_get_of_a_name_the_device_lacks_are_no_such_backend(runner: Case
 
 
 def test_a_declared_probe_is_registered_and_said_so(runner: CaseRunner) -> None:
+    from harness.probes import ProbeRuleError
+
     options = OptionsMap.from_dict({"NpuBackend": {"num_threads": 2}})
     verdict = runner.set(options, probes=("NpuBackend",))
     assert verdict.ok and "NpuBackend" in runner.registered
@@ -72,6 +75,8 @@ def test_a_load_checks_its_probes_and_xnnpack_and_names_what_the_device_lacks(
 def test_the_load_plan() -> None:
     """Probes in map order, then XnnpackBackend (unobserved when not recorded); a name
     that is neither the device's nor a probe is absent; kept probes are probes."""
+    from harness.probes import ProbeRuleError, plan_load
+
     options = OptionsMap.from_dict(
         {"XnnpackBackend": {}, "Kept": {}, "ProbeC": {}, "Mine": {}, "Typo": {}}
     )
@@ -82,3 +87,36 @@ def test_the_load_plan() -> None:
     assert (plan.unobserved, plan.absent) == (("XnnpackBackend",), ("Typo",))
     with pytest.raises(ProbeRuleError, match="nothing to load: the map's backends \\(Typo\\)"):
         plan_load(OptionsMap.from_dict({"Typo": {}}), registered=REAL, real=REAL, recorded=REAL)
+
+
+TYPO = """
+from harness.options import OptionsMap
+
+
+def test_a_typo(et):
+    et.set(OptionsMap.from_dict({"XnnpackBakend": {"num_threads": 2}})).raise_for_differences()
+"""
+
+
+@pytest.mark.slow
+def test_the_run_summary_counts_a_name_the_device_lacks_as_wrong(
+    pytester: pytest.Pytester, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-backend table of a pytest run: the misspelled id is no exact check."""
+    monkeypatch.setenv("ET_HARNESS_CACHE", str(cache_root()))  # pytester moves HOME
+    pytester.makepyfile(test_typo=TYPO)
+    result = pytester.runpytest_subprocess(
+        "--device",
+        "host",
+        "--devices-dir",
+        str(request.config.rootpath / "devices"),
+        "-p",
+        "no:cacheprovider",
+        "--results-dir",
+        str(pytester.path / "results"),
+        timeout=300,
+    )
+    result.assert_outcomes(failed=1)
+    [row] = [line.split() for line in result.outlines if line.startswith("XnnpackBakend ")]
+    assert row[:4] == ["XnnpackBakend", "1", "0", "1"], row  # checks, exact, wrong
+    assert "NO_SUCH_BACKEND" in result.stdout.str()
