@@ -101,7 +101,7 @@ def check_load(
 
 
 def _no_such_backend(
-    name: str, action: Action, entry: ReportEntry | None = None, status: int = 0
+    name: str, action: Action, entry: ReportEntry | None = None, status: int = RuntimeErrorCode.Ok
 ) -> BackendOutcome:
     """A backend the device has none of, which was meant to be checked (to return
     ``status``): on SET and GET its entry holds the runtime's ``NotFound``, on LOAD there
