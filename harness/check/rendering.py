@@ -54,6 +54,8 @@ def describe(difference: Difference, with_backend: bool = True) -> str:
 def _sentence(difference: Difference) -> str:
     kind, key = difference.kind, show_name(difference.key or "")
     exp, act = difference.expected, difference.actual
+    if difference.returned:
+        return _returned_sentence(difference)
     match kind:
         case DifferenceKind.MISSING_OPTION:
             return f"option {key} ({format_value(exp)}) was sent but not received"
@@ -130,6 +132,31 @@ def _sentence(difference: Difference) -> str:
                 f"to the same backend in {owners}"
             )
     raise AssertionError(f"unhandled difference kind {kind}")
+
+
+def _returned_sentence(difference: Difference) -> str:
+    """A GET's option difference: what the test expected against what get_option returned."""
+    kind, key = difference.kind, show_name(difference.key or "")
+    exp, act = difference.expected, difference.actual
+    match kind:
+        case DifferenceKind.MISSING_OPTION:
+            return f"option {key}: expected {format_value(exp)}, returned nothing"
+        case DifferenceKind.WRONG_TYPE | DifferenceKind.WRONG_VALUE:
+            return f"option {key}: expected {format_value(exp)}, returned {format_value(act)}"
+        case DifferenceKind.WRONG_ORDER:
+            return (
+                f"options returned in another order: expected [{_key_list(_keys(exp))}], "
+                f"returned [{_key_list(_keys(act))}]"
+            )
+        case DifferenceKind.MISROUTED:
+            owners = " and ".join(map(show_name, difference.belongs_to))
+            return f"returned option {key} ({format_value(act)}), which was asked of {owners}"
+        case DifferenceKind.NOTHING_DELIVERED:
+            keys = _keys(exp)
+            return (
+                f"returned no options; expected {_count(len(keys), 'option')}: [{_key_list(keys)}]"
+            )
+    return f"returned option {key} ({format_value(act)}), which was not asked of it"
 
 
 def _keys(value: DifferenceValue) -> tuple[str, ...]:
