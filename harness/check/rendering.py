@@ -18,7 +18,7 @@ from harness.check.verdict import (
     DifferenceValue,
     Verdict,
 )
-from harness.data.messages import Action, ReportEntry
+from harness.data.messages import Action, Report, ReportEntry
 from harness.data.options import Option
 from harness.data.runtime_error import describe_status
 
@@ -217,6 +217,29 @@ def _headline(verdict: Verdict) -> str:
     failing = sum(1 for b in verdict.backends if not b.ok)
     where = f" in {_count(failing, 'backend')}" if failing else ""
     return f"{action} check: {_count(len(verdict.differences), 'difference')}{where}"
+
+
+def returned_lines(report: Report) -> list[str]:
+    """What a GET returned, per backend of ``report`` and per key, value and type: the
+    span as the runtime handed it back (a recorded entry's caller end), else as reported."""
+    lines = ["returned by get_option:"]
+    for entry in report.entries:
+        returned = entry.caller_received
+        if returned is None:
+            returned = entry.delivered
+        status = "" if entry.status == 0 else f" (status {describe_status(entry.status)})"
+        if not returned:
+            lines.append(f"  {show_name(entry.name)}{status}: no options")
+            continue
+        lines.append(f"  {show_name(entry.name)}{status}:")
+        width = max(_width(show_name(o.key)) for o in returned)
+        lines += [
+            f"    {_pad(show_name(o.key) + ':', width + 2)}{format_value(o.value)}"
+            for o in returned
+        ]
+    if not report.entries:
+        lines.append("  nothing: the report has no entries")
+    return lines
 
 
 def format_value(value: object) -> str:
