@@ -386,7 +386,7 @@ class _Page:
                 f'<li><a href="{_e(self.artifacts_prefix + a)}">{_e(a)}</a></li>'
                 for a in r.artifacts
             )
-            parts.append(f"<p>Crash artifacts:</p><ul>{links}</ul>")
+            parts.append(f"<p>Artifacts (core files, logs):</p><ul>{links}</ul>")
         parts.append("</section>")
         return "\n".join(parts)
 
