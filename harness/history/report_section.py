@@ -15,7 +15,7 @@ from harness.history.records import RunRecord
 from harness.history.regression import RunAt, regressions
 from harness.history.since_last import Change, since_last
 from harness.history.view import History
-from harness.results.html_report import html_page
+from harness.results.html_style import html_page
 
 REPORT_RUNS = 30  # runs the charts show
 FLAKY_WINDOW = 10
