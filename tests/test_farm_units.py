@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import pytest
 import yaml
+from browser import chromium
 from prerequisites import require
 from test_farm_runs import child
 
@@ -591,33 +592,12 @@ def test_html_report_renders_in_a_real_browser(tmp_path):
     require("chromium")
     report = tmp_path / "report.html"
     write_report(report, _results(), tmp_path)
-    flags = [
-        "chromium",
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
     shot = tmp_path / "shot.png"
-    subprocess.run(
-        [*flags, f"--screenshot={shot}", "--window-size=1200,900", report.as_uri()],
-        capture_output=True,
-        timeout=90,
-        check=True,
-    )
+    chromium(report, tmp_path, f"--screenshot={shot}", "--window-size=1200,900")
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1200, 900)
-    dom = subprocess.run(
-        [*flags, "--dump-dom", report.as_uri()],
-        capture_output=True,
-        timeout=90,
-        check=True,
-        text=True,
-    ).stdout
+    dom = chromium(report, tmp_path, "--dump-dom").stdout
     assert 'id="s0d0"' in dom and "[0] threads: int 4 " in dom
 
 
