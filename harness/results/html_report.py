@@ -161,12 +161,14 @@ class _Page:
         rows = []
         for device in self.devices:
             c, f = counts[device], facts.get(device, {})
-            rest = ", ".join(f"{k} {v}" for k, v in f.items() if k not in _FACT_COLUMNS)
+            rest = "<br>".join(  # one fact a line; lists wrap after their commas
+                esc(f"{k} {v.replace(',', ', ')}") for k, v in f.items() if k not in _FACT_COLUMNS
+            )
             rows.append(
                 f'<tr><th class="{worst(c)}">{esc(device)}</th>'
                 + "".join(f"<td>{esc(f.get(k, ''))}</td>" for k in _FACT_COLUMNS)
                 + "".join(f'<td class="num">{c[o]}</td>' for o in SHOWN)
-                + f"<td>{esc(quarantined.get(device, ''))}</td><td>{esc(rest)}</td></tr>"
+                + f"<td>{esc(quarantined.get(device, ''))}</td><td>{rest}</td></tr>"
             )
         head = "".join(f"<th>{o}</th>" for o in SHOWN)
         return (
