@@ -263,12 +263,12 @@ def test_a_get_says_what_was_expected_and_what_was_returned_never_sent_or_receiv
     assert [d.describe() for d in verdict.differences] == [
         "ProbeA: option threads: expected int 3, returned int 2",
         "ProbeA: option fast: expected bool true, returned int 1",
-        "ProbeA: option mode: expected string 'a', returned nothing",
+        "ProbeA: option mode (string 'a') was expected but not returned",
         "ProbeA: returned option extra (int 5), which was not asked of it",
     ]
     nothing = check_get(asked, report(probe("ProbeA"), action=Action.GET), expected)
     assert nothing.differences[0].describe() == (
-        "ProbeA: returned no options; expected 3 options: [threads, fast, mode]"
+        "ProbeA: returned no options; 3 options were expected: [threads, fast, mode]"
     )
     swapped = report(
         probe("ProbeA", ("fast", True), ("threads", 3), ("mode", "a")), action=Action.GET

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from harness.check.verdict import (
     HOOKS,
@@ -51,39 +52,53 @@ def describe(difference: Difference, with_backend: bool = True) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class _Words:
+    """How an option difference names its two ends: what went to the backend against what
+    it received (load, set), or what a GET expected against what it returned."""
+
+    given: str
+    got: str
+    given_to: str
+    arrived: str
+
+
+_DELIVERED = _Words("sent", "received", "sent to", "arrived")
+_RETURNED = _Words("expected", "returned", "asked of", "returned")
+
+
 def _sentence(difference: Difference) -> str:
     kind, key = difference.kind, show_name(difference.key or "")
     exp, act = difference.expected, difference.actual
-    if difference.returned:
-        return _returned_sentence(difference)
+    w = _RETURNED if difference.returned else _DELIVERED
     match kind:
         case DifferenceKind.MISSING_OPTION:
-            return f"option {key} ({format_value(exp)}) was sent but not received"
+            return f"option {key} ({format_value(exp)}) was {w.given} but not {w.got}"
         case DifferenceKind.EXTRA_OPTION:
-            return f"received option {key} ({format_value(act)}), which was not sent to it"
+            return f"{w.got} option {key} ({format_value(act)}), which was not {w.given_to} it"
         case DifferenceKind.WRONG_TYPE | DifferenceKind.WRONG_VALUE:
-            return f"option {key}: sent {format_value(exp)}, received {format_value(act)}"
+            return f"option {key}: {w.given} {format_value(exp)}, {w.got} {format_value(act)}"
         case DifferenceKind.WRONG_ORDER:
             return (
-                f"options arrived in another order: sent [{_key_list(_keys(exp))}], "
-                f"received [{_key_list(_keys(act))}]"
+                f"options {w.arrived} in another order: {w.given} [{_key_list(_keys(exp))}], "
+                f"{w.got} [{_key_list(_keys(act))}]"
             )
         case DifferenceKind.MISROUTED:
             owners = " and ".join(map(show_name, difference.belongs_to))
-            return f"received option {key} ({format_value(act)}), which was sent to {owners}"
+            return f"{w.got} option {key} ({format_value(act)}), which was {w.given_to} {owners}"
         case DifferenceKind.NOTHING_DELIVERED:
             keys = _keys(exp)
             verb = "was" if len(keys) == 1 else "were"
             return (
-                f"received no options; {_count(len(keys), 'option')} {verb} sent: "
+                f"{w.got} no options; {_count(len(keys), 'option')} {verb} {w.given}: "
                 f"[{_key_list(keys)}]"
             )
         case DifferenceKind.NOT_CALLED:
             return f"{key} was never called (expected {_times(exp)})"
         case DifferenceKind.UNEXPECTED_DELIVERY:
             return (
-                f"received option {key} ({format_value(act)}) although no options were "
-                "sent to it; it must get an empty span"
+                f"{w.got} option {key} ({format_value(act)}) although no options were "
+                f"{w.given_to} it; it must get an empty span"
             )
         case DifferenceKind.WRONG_STATUS:
             return f"status {_status(act)}, expected {_status(exp)}"
@@ -132,31 +147,6 @@ def _sentence(difference: Difference) -> str:
                 f"to the same backend in {owners}"
             )
     raise AssertionError(f"unhandled difference kind {kind}")
-
-
-def _returned_sentence(difference: Difference) -> str:
-    """A GET's option difference: what the test expected against what get_option returned."""
-    kind, key = difference.kind, show_name(difference.key or "")
-    exp, act = difference.expected, difference.actual
-    match kind:
-        case DifferenceKind.MISSING_OPTION:
-            return f"option {key}: expected {format_value(exp)}, returned nothing"
-        case DifferenceKind.WRONG_TYPE | DifferenceKind.WRONG_VALUE:
-            return f"option {key}: expected {format_value(exp)}, returned {format_value(act)}"
-        case DifferenceKind.WRONG_ORDER:
-            return (
-                f"options returned in another order: expected [{_key_list(_keys(exp))}], "
-                f"returned [{_key_list(_keys(act))}]"
-            )
-        case DifferenceKind.MISROUTED:
-            owners = " and ".join(map(show_name, difference.belongs_to))
-            return f"returned option {key} ({format_value(act)}), which was asked of {owners}"
-        case DifferenceKind.NOTHING_DELIVERED:
-            keys = _keys(exp)
-            return (
-                f"returned no options; expected {_count(len(keys), 'option')}: [{_key_list(keys)}]"
-            )
-    return f"returned option {key} ({format_value(act)}), which was not asked of it"
 
 
 def _keys(value: DifferenceValue) -> tuple[str, ...]:
