@@ -48,7 +48,7 @@ from typing import Any
 import pytest
 
 from harness.agent.runtimes import Runtime
-from harness.check import Verdict, VerdictNotExamined
+from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
@@ -161,6 +161,11 @@ def _check_environment() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
+    config.addinivalue_line(
+        "markers",
+        "options_without_effect: sends options that have no effect on purpose (what a "
+        "backend does with them): the et fixture does not judge its maps",
+    )
     workers = XdistWorkers()
     config.pluginmanager.register(workers, "et-harness-xdist-workers")
     stop_on_sigterm(lambda: interrupted_by_sigterm(workers))  # then teardown, as on Ctrl-C
@@ -174,6 +179,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # Without --device no profile is read: the project's own tests run whatever its
         # device folders say (a folder only lab machines have, say).
         profiles = select_profiles(wanted, device_folders(config)) if wanted is not None else ()
+        if profiles:
+            _declare_contracts(config)
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
                 require_labgrid(profile)
@@ -201,6 +208,17 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         _configure_controller(config, profiles)
     config.stash[_SLOTS].results_dir = config.stash.get(_RESULTS_DIR, None)
+
+
+def _declare_contracts(config: pytest.Config) -> None:
+    """The option contracts of the project's own backends: ``backends/*.yaml`` in its
+    device folders (docs/map-files.md); a bad file is a usage error, in one line."""
+    folders = device_folders(config)
+    paths = [folders] if isinstance(folders, Path) else [folder.path for folder in folders]
+    try:
+        declare_contract_files(paths)
+    except ContractFileError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -372,6 +390,7 @@ def et(
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
     _et_runner.strict_options = request.config.getoption("strict_options")
+    _et_runner.judge_options = request.node.get_closest_marker("options_without_effect") is None
     return _et_runner
 
 
