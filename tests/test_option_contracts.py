@@ -361,3 +361,72 @@ def test_the_suite_shows_the_warnings_and_fails_with_strict_options(
     summary = done.stdout.split("warnings summary", 1)[-1]
     for backend, key, _ in WARNED:
         assert f"NoEffectWarning: {backend}: option {key} (" in summary, done.stdout
+
+
+DOORS = """import pytest
+
+from harness.options import load_map
+from harness.runner import ModelLoad, xnnpack_program
+
+
+def test_set(et):
+    et.set("typo.yaml").raise_for_differences()
+
+
+def test_get(et):
+    et.get("typo.yaml")
+
+
+def test_load(et):
+    et.load("npu.yaml")
+
+
+def test_load_models(et):
+    et.load_models([ModelLoad(load_map("npu.yaml"))])
+
+
+def test_check_program(et):
+    et.check_program(xnnpack_program(), "npu.yaml")
+
+
+@pytest.mark.options_without_effect
+def test_on_purpose(et):
+    et.set("typo.yaml").raise_for_differences()
+"""
+
+
+def test_every_door_of_the_et_fixture_judges_the_map_the_same_way(tmp_path: Path) -> None:
+    """A user's project: its own backend's contract in devices/backends/, maps by path. With
+    --strict-options et.set, get, load, load_models and check_program each fail before
+    sending; without, the warning is pytest's, at the test's line; a test of options
+    without effect on purpose is not judged."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (tmp_path / "devices" / "backends").mkdir(parents=True)
+    (tmp_path / "devices" / "backends" / "npu.yaml").write_text(NPU_FILE, encoding="utf-8")
+    (tmp_path / "typo.yaml").write_text(
+        "backends:\n  XnnpackBackend: {workspace_sharing_modee: 1}\n", encoding="utf-8"
+    )
+    (tmp_path / "npu.yaml").write_text("backends:\n  NpuBackend: {perf_mode: 9}\n", "utf-8")
+    (tmp_path / "test_doors.py").write_text(DOORS, encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=short",
+               "--device", "host", "--results-dir", str(tmp_path / "results")]  # fmt: skip
+
+    def run(*extra: str) -> str:
+        done = subprocess.run(
+            [*command, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
+
+    strict = run("--strict-options")
+    assert strict.startswith("exit 1") and "5 failed, 1 passed" in strict, strict
+    assert strict.count("OptionsWithoutEffect: 1 option will have no effect") == 5, strict
+    misspelled = "- XnnpackBackend: option workspace_sharing_modee (int 1): not an option"
+    assert strict.count(misspelled) == 2, strict  # set, get
+    assert strict.count("- NpuBackend: option perf_mode (int 9): NpuBackend reads an") == 3
+    lenient = run("-k", "set or purpose")
+    assert lenient.startswith("exit 0") and "2 passed" in lenient, lenient
+    summary = lenient.split("warnings summary", 1)[1]
+    assert summary.count("NoEffectWarning") == 1, lenient
+    assert "test_doors.py:8: NoEffectWarning: XnnpackBackend: option workspace_sharing_modee" in (
+        summary
+    )
