@@ -8,7 +8,9 @@ Fixtures (the user interface):
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
-  verdicts, ``verdict.raise_for_differences()`` fails the test with the diff; a
+  verdicts (a map, or a map file's path; each map judged first for options without
+  effect, :func:`~harness.check.heed_options`, a failure with ``--strict-options``),
+  ``verdict.raise_for_differences()`` fails the test with the diff; a
   test that ends with a verdict whose differences it never examined fails
   (:class:`~harness.check.VerdictNotExamined`, naming the call that made it), unless
   it opted out with ``verdict.ignore_differences()`` (a test of a refusal);
@@ -21,7 +23,9 @@ Fixtures (the user interface):
 
 Markers: ``@pytest.mark.capability("load")`` skips a test on devices whose agent
 does not serve that action; ``@pytest.mark.backend("XnnpackBackend")`` skips it on
-devices whose runtime does not register that backend.
+devices whose runtime does not register that backend;
+``@pytest.mark.options_without_effect`` leaves a test's maps unjudged (it sends options
+without effect on purpose).
 
 Many devices (docs/device-farm.md): ``--device a,b``, ``--device all`` or
 ``--device tag:NAME`` run every test that uses a device fixture once per device,
@@ -390,7 +394,7 @@ def et(
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
     _et_runner.strict_options = request.config.getoption("strict_options")
-    _et_runner.judge_options = request.node.get_closest_marker("options_without_effect") is None
+    _et_runner.options_judged = request.node.get_closest_marker("options_without_effect") is None
     return _et_runner
 
 

@@ -166,9 +166,9 @@ class CaseRunner:
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
         # Every map sent is judged (heed_options): options its backends will ignore are
-        # warnings, failures with --strict-options; judge_options False: not judged.
+        # warnings, failures with --strict-options; options_judged False: not judged.
         self.strict_options = False
-        self.judge_options = True
+        self.options_judged = True
 
     # ---- the agent -----------------------------------------------------------------
 
@@ -365,8 +365,8 @@ class CaseRunner:
         """The judgement of a map about to travel ``route`` (:func:`harness.check.heed_options`):
         a warning per option without effect, :class:`~harness.check.OptionsWithoutEffect`
         when ``strict`` (default :attr:`strict_options`); nothing while
-        :attr:`judge_options` is off. ``probes`` take any option."""
-        if not self.judge_options:
+        :attr:`options_judged` is off. ``probes`` take any option."""
+        if not self.options_judged:
             return ()
         strict = self.strict_options if strict is None else strict
         return heed_options(options, route, probes=probes, strict=strict)
@@ -375,11 +375,11 @@ class CaseRunner:
     def unjudged(self) -> Iterator[None]:
         """Maps sent within are not judged: a test of what a backend does with options that
         have no effect (``@pytest.mark.options_without_effect`` for a whole test)."""
-        judging, self.judge_options = self.judge_options, False
+        judging, self.options_judged = self.options_judged, False
         try:
             yield
         finally:
-            self.judge_options = judging
+            self.options_judged = judging
 
     def load(
         self,

@@ -488,7 +488,8 @@ def _main(argv: list[str] | None) -> int:
         "--strict-options",
         action="store_true",
         help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
-        "option for a backend that reads none then) fail the run (exit 1) instead of warning",
+        "option for a backend that reads none then) refuse the map before it is sent "
+        "(exit 1) instead of warning",
     )
     send_cmd.add_argument(
         "--device", default="host", help="profile name or YAML path (default: host)"

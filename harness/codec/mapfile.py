@@ -1,7 +1,7 @@
 """Options map files: the YAML or JSON documents users write (docs/map-files.md).
 
 A backend's options are a mapping of key to value (the common case), or a list of
-``{key, value[, type]}`` entries (a pinned type, or an exact order written out)::
+``{key, value[, type]}`` entries (where a value's type is pinned); both keep the order::
 
     backends:
       XnnpackBackend: {workspace_sharing_mode: 1, weight_cache_enabled: true}
