@@ -333,6 +333,7 @@ def test_send_warns_beside_an_exact_verdict_and_fails_when_strict(
     assert "1 method x load paths = 4 loads, 4 exact; 3 options without effect" in out
     for backend, key, _ in WARNED:
         assert f"warning: {backend}: option {key} (" in out
+    assert out.count("warning: ") == 3  # judged once, not once per load
     assert main([*argv, "--device", "host", "--strict-options"]) == 1
     out = capsys.readouterr().out  # refused before anything was loaded
     assert "3 options will have no effect (--strict-options makes that a failure)" in out
@@ -392,6 +393,13 @@ def test_check_program(et):
 @pytest.mark.options_without_effect
 def test_on_purpose(et):
     et.set("typo.yaml").raise_for_differences()
+
+
+def test_on_purpose_within_a_block(et):
+    with et.unjudged():
+        et.set("typo.yaml").raise_for_differences()
+    with pytest.raises(Exception, match="1 option will have no effect"):
+        et.set("typo.yaml")
 """
 
 
@@ -418,12 +426,12 @@ def test_every_door_of_the_et_fixture_judges_the_map_the_same_way(tmp_path: Path
         return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
 
     strict = run("--strict-options")
-    assert strict.startswith("exit 1") and "5 failed, 1 passed" in strict, strict
+    assert strict.startswith("exit 1") and "5 failed, 2 passed" in strict, strict
     assert strict.count("OptionsWithoutEffect: 1 option will have no effect") == 5, strict
     misspelled = "- XnnpackBackend: option workspace_sharing_modee (int 1): not an option"
     assert strict.count(misspelled) == 2, strict  # set, get
     assert strict.count("- NpuBackend: option perf_mode (int 9): NpuBackend reads an") == 3
-    lenient = run("-k", "set or purpose")
+    lenient = run("-k", "test_set or test_on_purpose and not block")
     assert lenient.startswith("exit 0") and "2 passed" in lenient, lenient
     summary = lenient.split("warnings summary", 1)[1]
     assert summary.count("NoEffectWarning") == 1, lenient
