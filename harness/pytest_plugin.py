@@ -8,7 +8,9 @@ Fixtures (the user interface):
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
-  verdicts, ``verdict.raise_for_differences()`` fails the test with the diff; a
+  verdicts (a map, or a map file's path; each map judged first for options without
+  effect, :func:`~harness.check.heed_options`, a failure with ``--strict-options``),
+  ``verdict.raise_for_differences()`` fails the test with the diff; a
   test that ends with a verdict whose differences it never examined fails
   (:class:`~harness.check.VerdictNotExamined`, naming the call that made it), unless
   it opted out with ``verdict.ignore_differences()`` (a test of a refusal);
@@ -21,7 +23,9 @@ Fixtures (the user interface):
 
 Markers: ``@pytest.mark.capability("load")`` skips a test on devices whose agent
 does not serve that action; ``@pytest.mark.backend("XnnpackBackend")`` skips it on
-devices whose runtime does not register that backend.
+devices whose runtime does not register that backend;
+``@pytest.mark.options_without_effect`` leaves a test's maps unjudged (it sends options
+without effect on purpose).
 
 Many devices (docs/device-farm.md): ``--device a,b``, ``--device all`` or
 ``--device tag:NAME`` run every test that uses a device fixture once per device,
@@ -48,7 +52,7 @@ from typing import Any
 import pytest
 
 from harness.agent.runtimes import Runtime
-from harness.check import Verdict, VerdictNotExamined
+from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
@@ -161,6 +165,11 @@ def _check_environment() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
+    config.addinivalue_line(
+        "markers",
+        "options_without_effect: sends options that have no effect on purpose (what a "
+        "backend does with them): the et fixture does not judge its maps",
+    )
     workers = XdistWorkers()
     config.pluginmanager.register(workers, "et-harness-xdist-workers")
     stop_on_sigterm(lambda: interrupted_by_sigterm(workers))  # then teardown, as on Ctrl-C
@@ -174,6 +183,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # Without --device no profile is read: the project's own tests run whatever its
         # device folders say (a folder only lab machines have, say).
         profiles = select_profiles(wanted, device_folders(config)) if wanted is not None else ()
+        if profiles:
+            _declare_contracts(config)
         for profile in profiles:
             if LabgridPlace.of(profile) is not None:
                 require_labgrid(profile)
@@ -201,6 +212,17 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         _configure_controller(config, profiles)
     config.stash[_SLOTS].results_dir = config.stash.get(_RESULTS_DIR, None)
+
+
+def _declare_contracts(config: pytest.Config) -> None:
+    """The option contracts of the project's own backends: ``backends/*.yaml`` in its
+    device folders (docs/map-files.md); a bad file is a usage error, in one line."""
+    folders = device_folders(config)
+    paths = [folders] if isinstance(folders, Path) else [folder.path for folder in folders]
+    try:
+        declare_contract_files(paths)
+    except ContractFileError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -372,6 +394,7 @@ def et(
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
     _et_runner.strict_options = request.config.getoption("strict_options")
+    _et_runner.options_judged = request.node.get_closest_marker("options_without_effect") is None
     return _et_runner
 
 

@@ -206,3 +206,52 @@ def test_send_loads_again_on_a_board_that_kept_its_probes(tmp_path, capsys):
             out = capsys.readouterr().out
             assert out.startswith("load check: ok, 3 backends as expected"), out
             assert "backend ProbeA: ok, 6 options exact" in out
+
+
+def test_map_judges_the_map_as_send_and_pytest_do(tmp_path, capsys, monkeypatch):
+    """The offline check names what a hand-written map gets wrong: a misspelled key and id,
+    by the route of --action, and a project's own backend by its devices/backends/ file;
+    --strict-options makes them exit 1."""
+    from harness.check import option_contracts
+
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (tmp_path / "devices" / "backends").mkdir(parents=True)
+    (tmp_path / "devices" / "backends" / "npu.yaml").write_text(
+        "backend: NpuBackend\noptions:\n  perf_mode: {type: int, low: 0, high: 3}\n"
+    )
+    (tmp_path / "typo.yaml").write_text(
+        "backends:\n  XnnpackBackend: {workspace_sharing_modee: 1}\n"
+        "  XnnpackBakend: {workspace_sharing_mode: 1}\n  NpuBackend: {perf_mode: 4}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["map", "typo.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "typo.yaml: valid, 3 backends" in out
+    warned = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert [line.split(":")[1].strip() for line in warned] == [
+        "XnnpackBackend",
+        "XnnpackBakend",
+        "NpuBackend",
+    ], out
+    assert "(nearest: workspace_sharing_mode); init ignores it" in warned[0]
+    assert "NpuBackend reads an int 0..3" in warned[2]
+    assert main(["map", "typo.yaml", "--action", "get"]) == 0
+    assert "get_option has no value of that name" in capsys.readouterr().out
+    assert main(["map", "typo.yaml", "--strict-options"]) == 1
+    out = capsys.readouterr().out
+    assert "3 options will have no effect (--strict-options makes that a failure)" in out
+
+
+def test_a_bad_contract_file_stops_map_and_send_in_one_line(tmp_path, capsys, monkeypatch):
+    from harness.check import option_contracts
+
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (tmp_path / "devices" / "backends").mkdir(parents=True)
+    (tmp_path / "devices" / "backends" / "npu.yaml").write_text("backend: NpuBackend\nopts: {}\n")
+    (tmp_path / "m.yaml").write_text("backends: {}\n")
+    monkeypatch.chdir(tmp_path)
+    for command in (["map", "m.yaml"], ["send", "m.yaml", "--device", "host"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "devices/backends/npu.yaml: unknown field 'opts'; allowed: backend," in err

@@ -26,11 +26,19 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from harness import __version__, shipped
-from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
+from harness.check import (
+    NoEffectWarning,
+    OptionsWithoutEffect,
+    Route,
+    declare_contract_files,
+    format_value,
+    heed_options,
+    show_name,
+)
 from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command
@@ -49,6 +57,32 @@ class CliError(UsageError):
     """A command cannot do what it was asked; the message says what to change."""
 
 
+_ROUTES = {"load": Route.LOAD, "set": Route.SET, "get": Route.GET}
+
+
+def _judged(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``command(args)``, which judges the map it sends (``heed_options``; the project's
+    ``backends/*.yaml`` declared first): each option without effect a ``warning:`` line
+    after what it printed; under ``--strict-options`` the map is refused before it
+    travels, the list printed, exit 1."""
+    declare_contract_files(folder.path for folder in of_working_directory(Path.cwd()))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NoEffectWarning)
+        try:
+            code = command(args)
+        except OptionsWithoutEffect as exc:
+            print(exc)
+            return 1
+    for warning in caught:
+        if issubclass(warning.category, NoEffectWarning):
+            print(f"warning: {warning.message}")
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return code
+
+
 def _cmd_map(args: argparse.Namespace) -> int:
     options = load_map(args.file)
     request = Request(Action(Action[args.action.upper()]), options)
@@ -60,6 +94,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     backends = ", ".join(f"{show_name(b.backend_id)} ({len(b.options)})" for b in options.backends)
     count = len(options.backends)
     print(f"{args.file}: valid, {count} backend{'' if count == 1 else 's'}: {backends or 'none'}")
+    heed_options(options, _ROUTES[args.action], strict=args.strict_options)
     print(
         f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
         f"decoded back identical"
@@ -189,6 +224,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
     options = load_map(args.file)
     device, runner = _open(args.device)
+    runner.strict_options = args.strict_options
     try:
         if args.action == "load":
             # Only probes can show what init received: real backends in the map have no
@@ -212,13 +248,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         print(verdict.render())
         if args.action == "get":
             print("\n".join(returned_lines(verdict.report)))
-        route = Route.SET if args.action == "set" else Route.LOAD
-        ignored = judge_options(options, route) if args.action != "get" else ()
-        for warning in ignored:
-            print(f"warning: {warning.text}")
-        if ignored and args.strict_options:
-            print(f"{len(ignored)} option(s) without effect: a failure with --strict-options")
-        return 0 if verdict.ok and not (ignored and args.strict_options) else 1
+        return 0 if verdict.ok else 1
     finally:
         runner.close()
         device.close()
@@ -238,11 +268,9 @@ def _send_program(args: argparse.Namespace) -> int:
     options = load_map(map_file) if map_file is not None else OptionsMap()
     device, runner = _open(args.device)
     try:
-        with warnings.catch_warnings():  # shown in the rendering, not twice
-            warnings.simplefilter("ignore", NoEffectWarning)
-            checked = runner.check_program(
-                args.program, options, probes=tuple(args.probe), strict=args.strict_options
-            )
+        checked = runner.check_program(
+            args.program, options, probes=tuple(args.probe), strict=args.strict_options
+        )
         print(checked.render())
         return 0 if checked.ok else 1
     finally:
@@ -417,6 +445,12 @@ def _main(argv: list[str] | None) -> int:
     )
     map_cmd.add_argument("--hex", action="store_true", help="also print the bytes")
     map_cmd.add_argument(
+        "--strict-options",
+        action="store_true",
+        help="options a backend will ignore, judged as send and pytest judge them (a "
+        "misspelled key, a wrong type, ...), fail the check (exit 1) instead of warning",
+    )
+    map_cmd.add_argument(
         "--json",
         action="store_true",
         help="print the decoded request in the wire format's readable form",
@@ -457,7 +491,8 @@ def _main(argv: list[str] | None) -> int:
         "--strict-options",
         action="store_true",
         help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
-        "option for a backend that reads none then) fail the run (exit 1) instead of warning",
+        "option for a backend that reads none then) refuse the map before it is sent "
+        "(exit 1) instead of warning",
     )
     send_cmd.add_argument(
         "--device", default="host", help="profile name or YAML path (default: host)"
@@ -521,10 +556,10 @@ def _main(argv: list[str] | None) -> int:
     if rest and args.command not in ("run", "bisect"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {
-        "map": _cmd_map,
+        "map": lambda args: _judged(_cmd_map, args),  # the map judged as every door judges it
         "devices": _cmd_devices,
         "bench": _cmd_bench,
-        "send": _cmd_send,
+        "send": lambda args: _judged(_cmd_send, args),
         "doctor": _cmd_doctor,
         "emu": _cmd_emu,
         "history": _cmd_history,
