@@ -26,6 +26,7 @@ from harness.config.device_folders import (
     with_built_in,
 )
 from harness.config.profile import DeviceProfile, ProfileError
+from harness.untrusted.reading import printable
 
 NAME_WIDTH = 12  # a listing's first column is at least this wide
 _STATE_WIDTH = 11
@@ -79,17 +80,20 @@ def run_doctor(args: argparse.Namespace) -> int:
     from harness.farm.selection import DEFAULT_DEVICE, select_profiles
 
     here = Path.cwd()
-    rows: dict[str, DeviceProfile | _Row] = {}
+    rows: dict[str, DeviceProfile | _Row]
     if args.device is not None:
         rows = {profile.name: profile for profile in select_profiles(args.device)}
     else:
-        project = [entry.name for entry in listing(_project_folders(here))]
-        names = [*project, *([DEFAULT_DEVICE] if DEFAULT_DEVICE not in project else [])]
+        # Each of the project's profiles by its file: a name there is anyone's.
+        found = {entry.name: str(entry.path) for entry in listing(_project_folders(here))}
+        found.setdefault(DEFAULT_DEVICE, DEFAULT_DEVICE)
         print(
-            f"checking {', '.join(names)}: the project's profiles and the default device "
-            "(every profile, the built-in examples too: et-harness doctor --device all)"
+            printable(
+                f"checking {', '.join(found)}: the project's profiles and the default device "
+                "(every profile, the built-in examples too: et-harness doctor --device all)"
+            )
         )
-        rows = {name: _selected(name) for name in names}
+        rows = {name: _selected(spec) for name, spec in found.items()}
     _print_host_tools([p for p in rows.values() if isinstance(p, DeviceProfile)])
     width = name_width(rows)
     unhealthy = 0
@@ -97,7 +101,8 @@ def run_doctor(args: argparse.Namespace) -> int:
         row = _check(chosen) if isinstance(chosen, DeviceProfile) else chosen
         for index, text in enumerate((row.text, *row.notes)):
             first = (name, row.state) if index == 0 else ("", "")
-            print(f"{first[0]:<{width}} {first[1]:<{_STATE_WIDTH}} {_shown_paths(text, here)}")
+            line = f"{first[0]:<{width}} {first[1]:<{_STATE_WIDTH}} {_shown_paths(text, here)}"
+            print(printable(line))
         unhealthy += row.state != "ok"
     return 1 if unhealthy else 0
 
@@ -107,12 +112,13 @@ def _project_folders(here: Path) -> tuple[DeviceFolder, ...]:
     return with_built_in(of_working_directory(here))[:-1]
 
 
-def _selected(name: str) -> DeviceProfile | _Row:
-    """The profile ``name`` selects, or an INVALID row saying what is wrong with it."""
+def _selected(spec: str) -> DeviceProfile | _Row:
+    """The profile ``spec`` (a name or a file) selects, checked, or an INVALID row saying
+    what is wrong with it."""
     from harness.farm.selection import select_profiles
 
     try:
-        (profile,) = select_profiles(name)
+        (profile,) = select_profiles(spec)
     except ProfileError as exc:
         return _Row("INVALID", str(exc))
     return profile
