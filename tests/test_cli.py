@@ -241,3 +241,20 @@ def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_pa
     assert main(["doctor", "--device", "lab-mcu"]) == 1  # a lab profile: not checked here
     (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lab-")]
     assert "NOT CHECKED built-in lab-mcu.yaml: transport.labgrid: a lab profile" in row, row
+
+
+def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypatch, tmp_path):
+    """A name without folder or suffix is one of the harness's example maps (README's
+    commands in a project of one's own); another name is one line listing them."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["map", "sample", "--hex"]) == 0
+    assert capsys.readouterr().out.startswith("sample: valid, 3 backends: XnnpackBackend (3)")
+    assert main(["map", "broken"]) == 2  # the example of a refused map, found and refused
+    assert "broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
+    assert main(["send", "samples", "--device", "host"]) == 2
+    assert capsys.readouterr().err == (
+        "et-harness send: samples: no such shipped example map (broken, sample); give a map "
+        "file's path (.yaml, .yml or .json)\n"
+    )
+    assert main(["send", "sample", "--device", "host", "--action", "set"]) == 0
+    assert "backend ProbeA: ok, 6 options exact" in capsys.readouterr().out

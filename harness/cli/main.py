@@ -46,8 +46,24 @@ class CliError(UsageError):
     """A command cannot do what it was asked; the message says what to change."""
 
 
+def _map_file(text: str) -> Path:
+    """A map file argument: a path, or a name without folder or suffix (``sample``), one
+    of the example maps the harness ships, so that an installed harness can show one."""
+    path = Path(text)
+    if "/" in text or path.suffix:
+        return path
+    shipped_maps = shipped.maps_dir()
+    known = sorted(p.stem for p in shipped_maps.glob("*.yaml"))
+    if text not in known:
+        raise CliError(
+            f"{printable(text)}: no such shipped example map ({', '.join(known)}); give "
+            "a map file's path (.yaml, .yml or .json)"
+        )
+    return shipped_maps / f"{text}.yaml"
+
+
 def _cmd_map(args: argparse.Namespace) -> int:
-    options = load_map(args.file)
+    options = load_map(_map_file(args.file))
     request = Request(Action(Action[args.action.upper()]), options)
     frame = wire.encode_request(request)
     decoded = wire.decode_request(frame)
@@ -169,7 +185,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("--options and --probe go with --program; give the map file alone")
     if args.file is None:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
-    options = load_map(args.file)
+    options = load_map(_map_file(args.file))
     device, runner = _open(args.device)
     try:
         if args.action == "load":
@@ -214,8 +230,8 @@ def _send_program(args: argparse.Namespace) -> int:
         raise CliError("--program loads the program: --action set / get take no program")
     # A damaged program is refused before a device is brought up; a good one is described.
     print(read_program(args.program).describe(), flush=True)
-    map_file = args.options if args.options is not None else args.file
-    options = load_map(map_file) if map_file is not None else OptionsMap()
+    chosen = args.options if args.options is not None else args.file
+    options = load_map(_map_file(chosen)) if chosen is not None else OptionsMap()
     device, runner = _open(args.device)
     try:
         with warnings.catch_warnings():  # shown in the rendering, not twice
@@ -322,7 +338,10 @@ def _main(argv: list[str] | None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     map_cmd = commands.add_parser("map", help="validate, encode and decode a map file")
-    map_cmd.add_argument("file", help="YAML or JSON map file (docs/map-files.md)")
+    map_cmd.add_argument(
+        "file",
+        help="YAML or JSON map file (docs/map-files.md), or a shipped example's name (sample)",
+    )
     map_cmd.add_argument(
         "--action",
         choices=["load", "set", "get"],
@@ -354,7 +373,9 @@ def _main(argv: list[str] | None) -> int:
     send_cmd = commands.add_parser(
         "send", help="send one map file (or a program and its map) to one device, print verdicts"
     )
-    send_cmd.add_argument("file", nargs="?", help="YAML or JSON map file (docs/map-files.md)")
+    send_cmd.add_argument(
+        "file", nargs="?", help="YAML or JSON map file, or a shipped example's name (sample)"
+    )
     send_cmd.add_argument(
         "--program",
         help="a program file (.pte): every method loaded on every load path the device "
