@@ -70,7 +70,7 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.rootdir import settle_rootdir
-from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.farm.selection import DEFAULT_DEVICE, DeviceSelectionError, select_profiles
 from harness.farm.slot import (
     FACT_KEYS,
     AfterFailure,
@@ -200,11 +200,11 @@ def _run_profiles(config: pytest.Config) -> tuple[DeviceProfile, ...]:
         message = str(exc)
     except (DeviceSelectionError, ProfileError) as exc:
         message = str(exc)  # most already start with the option they are about
-        if not message.startswith("--device"):
+        if wanted is not None and not message.startswith("--device"):
             message = f"--device: {message}"
     if wanted is not None:
         raise pytest.UsageError(message)
-    config.stash[_NO_DEVICE] = message
+    config.stash[_NO_DEVICE] = f"no --device given, so {DEFAULT_DEVICE}: {message}"
     return ()
 
 
