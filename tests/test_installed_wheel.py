@@ -184,6 +184,7 @@ def test_readmes_commands_and_doctor_pass_in_the_user_project(
     et = installed.tool("et-harness")
     token = secrets.token_hex(8)
     for argv in (
+        [et, "devices"],
         [et, "map", "sample", "--hex"],
         [et, "map", "maps/app.yaml"],
         [et, "send", "sample", "--device", "ssh-emu", "--action", "set"],
