@@ -28,7 +28,7 @@ from harness.config.device_folders import (
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.untrusted.reading import printable
 
-NAME_WIDTH = 12  # a listing's first column is at least this wide
+_NAME_WIDTH = 12  # a listing's first column is at least this wide
 _STATE_WIDTH = 11
 
 
@@ -49,7 +49,7 @@ def add_parser(commands: Any) -> None:
 
 def name_width(names: Iterable[str]) -> int:
     """The width of a listing's first column: its longest device name, at least 12."""
-    return max([NAME_WIDTH, *(len(name) for name in names)])
+    return max([_NAME_WIDTH, *(len(name) for name in names)])
 
 
 def lab_refusal(profile: DeviceProfile) -> str | None:
