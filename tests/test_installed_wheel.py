@@ -136,8 +136,8 @@ def test_the_installed_harness_is_not_the_checkout(installed: Installed, tmp_pat
     ("device", "name"),
     [
         pytest.param(None, "host", id="no-device"),  # bare pytest: the default device
-        ("ssh-emu", "ssh-emu"),
-        ("devices/my-board.yaml", "my-board"),  # README: any profile file
+        pytest.param("ssh-emu", "ssh-emu", id="ssh-emu"),
+        pytest.param("devices/my-board.yaml", "my-board", id="my-board-file"),  # README
     ],
 )
 def test_the_user_project_passes_on(
