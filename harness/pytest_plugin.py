@@ -550,7 +550,10 @@ def _device_payload(
     if report.when in ("setup", "call") and call_error is not None:
         _keep_artifacts(item, slot)(call_error, len(tries) + 1)  # unless a retry kept them
     if report.failed and not isinstance(infra, DeviceQuarantined):
-        report.sections += slot.stderr_tails()
+        _keep_artifacts(item, slot)  # the runtime's log lines go there, not in the section
+        report.sections += item.stash[_ARTIFACTS].stderr_sections(
+            len(tries) + 1, slot.stderr_tails()
+        )
     if report.when == "call":
         payload["verdicts"] = [
             dataclasses.asdict(VerdictRecord.of(v)) for v in item.stash.get(_VERDICTS, [])

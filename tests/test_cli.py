@@ -36,6 +36,28 @@ def test_send_reports_each_backend_and_ignored_real_backends(capsys):
     assert "ignored backends: XnnpackBackend" in out
 
 
+def test_send_get_shows_what_get_option_returned_per_backend_and_key(tmp_path, capsys):
+    chosen = tmp_path / "get.yaml"
+    chosen.write_text(
+        "backends:\n  ProbeA:\n    - {key: threads, value: 7}\n    - {key: mode, value: fast}\n"
+        "  XnnpackBackend:\n    - {key: weight_cache_enabled, value: true}\n  ProbeB: []\n",
+        "utf-8",
+    )
+    assert main(["send", str(chosen), "--device", "host", "--action", "get"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    returned = out[out.index("returned by get_option:") :]
+    assert returned[:4] == [
+        "returned by get_option:",
+        "  ProbeA:",
+        "    threads: int 7",
+        "    mode:    string 'fast'",
+    ]
+    # The real backend's own value, whatever the runtime keeps: a bool, as its contract says.
+    assert returned[4] == "  XnnpackBackend:"
+    assert re.fullmatch(r"    weight_cache_enabled: bool (true|false)", returned[5]), returned
+    assert returned[6:] == ["  ProbeB: no options"]
+
+
 @pytest.mark.parametrize(
     "command",
     [["send", SAMPLE, "--device", "nope"], ["emu", "nope"], ["bench", "--device", "nope"]],

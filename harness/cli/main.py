@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness import __version__, shipped
 from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
+from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
@@ -208,6 +209,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
         else:
             verdict = runner.get(options)
         print(verdict.render())
+        if args.action == "get":
+            print("\n".join(returned_lines(verdict.report)))
         route = Route.SET if args.action == "set" else Route.LOAD
         ignored = judge_options(options, route) if args.action != "get" else ()
         for warning in ignored:
