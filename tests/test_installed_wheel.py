@@ -188,6 +188,7 @@ def test_readmes_commands_and_doctor_pass_in_the_user_project(
         [et, "map", "sample", "--hex"],
         [et, "map", "maps/app.yaml"],
         [et, "send", "sample", "--device", "ssh-emu", "--action", "set"],
+        [et, "send", "sample", "--action", "get"],
         [et, "send", "--program", "programs/model.pte", "--options", "maps/app.yaml"],
     ):
         done = _run(argv, project, **{_TOKEN: token})
