@@ -74,7 +74,7 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.rootdir import settle_rootdir
-from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.farm.selection import DEFAULT_DEVICE, DeviceSelectionError, select_profiles
 from harness.farm.slot import (
     FACT_KEYS,
     AfterFailure,
@@ -111,7 +111,7 @@ LOAD_PATH_PARAM = "load_path"
 
 _SLOTS = pytest.StashKey[DeviceSlots]()
 _RESULTS_DIR = pytest.StashKey[Path]()
-_BROKEN = pytest.StashKey[str]()  # a broken installation, in a run that named no device
+_NO_DEVICE = pytest.StashKey[str]()  # why the default device is not there (no --device given)
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
@@ -178,28 +178,9 @@ def pytest_configure(config: pytest.Config) -> None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
         quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
     _check_environment()
-    wanted = config.getoption("device")
-    try:
-        # Without --device no profile is read: the project's own tests run whatever its
-        # device folders say (a folder only lab machines have, say).
-        profiles = select_profiles(wanted, device_folders(config)) if wanted is not None else ()
-        if profiles:
-            _declare_contracts(config)
-        for profile in profiles:
-            if LabgridPlace.of(profile) is not None:
-                require_labgrid(profile)
-    except BrokenInstallation as exc:
-        if config.getoption("device") is not None:
-            raise pytest.UsageError(str(exc)) from None
-        # A run that did not ask for a device (maybe not about the harness at all) goes on:
-        # only tests that use a device fail, with this line (pytest_generate_tests).
-        config.stash[_BROKEN] = str(exc)
-        profiles = ()
-    except (DeviceSelectionError, ProfileError) as exc:
-        message = str(exc)  # most already start with the option they are about
-        if not message.startswith("--device"):
-            message = f"--device: {message}"
-        raise pytest.UsageError(message) from None
+    profiles = _run_profiles(config)
+    if profiles:
+        _declare_contracts(config)
     config.stash[_USER_PROGRAM] = user_program(config)  # a bad --program: a usage error now
     deadline = (
         RunDeadline(**worker["et_deadline"])
@@ -223,6 +204,30 @@ def _declare_contracts(config: pytest.Config) -> None:
         declare_contract_files(paths)
     except ContractFileError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _run_profiles(config: pytest.Config) -> tuple[DeviceProfile, ...]:
+    """The profiles ``--device`` selects, or the default device's without it. A run that
+    named no device (maybe not about the harness at all, or whose device folders only lab
+    machines have) goes on when they cannot be read: only its tests that use a device
+    fail, with that line (:func:`pytest_generate_tests`)."""
+    wanted = config.getoption("device")
+    try:
+        profiles = select_profiles(wanted, device_folders(config))
+        for profile in profiles:
+            if LabgridPlace.of(profile) is not None:
+                require_labgrid(profile)
+        return profiles
+    except BrokenInstallation as exc:
+        message = str(exc)
+    except (DeviceSelectionError, ProfileError) as exc:
+        message = str(exc)  # most already start with the option they are about
+        if wanted is not None and not message.startswith("--device"):
+            message = f"--device: {message}"
+    if wanted is not None:
+        raise pytest.UsageError(message)
+    config.stash[_NO_DEVICE] = f"no --device given, so {DEFAULT_DEVICE}: {message}"
+    return ()
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -295,9 +300,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
-        broken = metafunc.config.stash.get(_BROKEN, "")
-        if broken:
-            raise pytest.UsageError(broken)
+        missing = metafunc.config.stash.get(_NO_DEVICE, "")
+        if missing:
+            raise pytest.UsageError(missing)
         names = metafunc.config.stash[_SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
         labels = list(metafunc.config.stash[_SLOTS].runtimes)

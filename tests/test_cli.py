@@ -255,3 +255,77 @@ def test_a_bad_contract_file_stops_map_and_send_in_one_line(tmp_path, capsys, mo
         err = capsys.readouterr().err
         assert err.count("\n") == 1, err
         assert "devices/backends/npu.yaml: unknown field 'opts'; allowed: backend," in err
+
+
+def _doctor_rows(out: str) -> dict[str, list[str]]:
+    """Each device's row of ``et-harness doctor``'s output, split, and its notes under it."""
+    rows: dict[str, list[str]] = {}
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("programs on"))
+    for line in lines[start + 1 :]:
+        if not line.startswith(" "):
+            rows[line.split()[0]] = [line]
+        elif rows:  # a note, indented to the row's text (the programs come before any row)
+            rows[next(reversed(rows))].append(line.strip())
+    return rows
+
+
+def test_doctor_checks_the_projects_devices_and_compares_their_backends(
+    capsys, monkeypatch, tmp_path
+):
+    """Without --device: the project's profiles and host, not the built-in examples; paths
+    relative; a backend the profile names and the device lacks fails that device."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    devices = tmp_path / "devices"
+    devices.mkdir()
+    (devices / "mine.yaml").write_text("transport: {kind: local}\nbackends: [XnnpackBackend]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("checking mine, host: the project's profiles and the default device")
+    rows = _doctor_rows(out)
+    assert list(rows) == ["mine", "host"], out
+    assert rows["mine"][0].split()[1] == "ok" and "XnnpackBackend" in rows["mine"][0]
+    assert str(tmp_path) not in out and "pixel8" not in out, out
+
+    (devices / "npu.yaml").write_text(
+        "transport: {kind: local}\nbackends: [NpuBackend, XnnpackBackend]\n"
+    )
+    (devices / "bad.yaml").write_text("transport: {kind: local}\nbackends: 3\n")
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    rows = _doctor_rows(out)
+    assert list(rows) == ["bad", "mine", "npu", "host"], out
+    assert rows["bad"][0].split()[1] == "INVALID" and "devices/bad.yaml: backends" in out, out
+    npu, lacking, unnamed = rows["npu"]
+    assert npu.split()[1] == "MISMATCH", out
+    assert lacking == (
+        "devices/npu.yaml: backends: names NpuBackend, which the device does not register; "
+        "correct the list, or the device's runtime"
+    )
+    assert unnamed.startswith("the device also registers ") and "OpenvinoBackend" in unnamed
+    assert "XnnpackBackend" not in unnamed and str(tmp_path) not in out, out
+
+
+def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor", "--device", "lab-mcu"]) == 1  # a lab profile: not checked here
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lab-")]
+    assert "NOT CHECKED built-in lab-mcu.yaml: transport.labgrid: a lab profile" in row, row
+
+
+def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypatch, tmp_path):
+    """A name without folder or suffix is one of the harness's example maps (README's
+    commands in a project of one's own); another name is one line listing them."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["map", "sample", "--hex"]) == 0
+    assert capsys.readouterr().out.startswith("sample: valid, 3 backends: XnnpackBackend (3)")
+    assert main(["map", "broken"]) == 2  # the example of a refused map, found and refused
+    assert "broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
+    assert main(["send", "samples", "--device", "host"]) == 2
+    assert capsys.readouterr().err == (
+        "et-harness send: samples: no such shipped example map (broken, sample); give a map "
+        "file's path (.yaml, .yml or .json)\n"
+    )
+    assert main(["send", "sample", "--device", "host", "--action", "set"]) == 0
+    assert "backend ProbeA: ok, 6 options exact" in capsys.readouterr().out
