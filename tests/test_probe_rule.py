@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.check import DifferenceKind, RuntimeErrorCode
+from harness.check import DifferenceKind, NoEffectWarning, RuntimeErrorCode
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
 from harness.lifecycle.cache import cache_root
@@ -65,7 +65,8 @@ def test_a_load_checks_its_probes_and_xnnpack_and_names_what_the_device_lacks(
             "XnnpackBakend": {"num_threads": 2},
         }
     )
-    verdict = runner.load(options)
+    with pytest.warns(NoEffectWarning, match="XnnpackBakend: no backend has this id"):
+        verdict = runner.load(options)
     assert verdict.kinds() == (DifferenceKind.NO_SUCH_BACKEND,)
     assert [b.name for b in verdict.backends if b.ok] == ["ProbeA", "XnnpackBackend"]
     assert verdict.ignored_backends == ()
