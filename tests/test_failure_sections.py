@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness.lifecycle.cache import cache_root
+from host_pytest import run_on_host
 
 pytest_plugins = ["pytester"]
 
@@ -23,7 +22,7 @@ from harness.options import OptionsMap
 
 def test_fails_after_a_logged_load(et):
     options = OptionsMap.from_dict({"XnnpackBackend": {"weight_cache_enabled": True}, "ProbeA": {}})
-    et.load(options).ignore_differences()
+    et.load(options, delegates=("XnnpackBackend", "ProbeA")).ignore_differences()
     assert False, "seeded"
 """
 _LOGGED = "executorch:method.cpp"  # "Init failed for backend XnnpackBackend"
@@ -33,20 +32,8 @@ _LOGGED = "executorch:method.cpp"  # "Init failed for backend XnnpackBackend"
 def test_runtime_log_lines_go_to_the_artifacts_not_the_failure_section(
     pytester, request, monkeypatch
 ):
-    monkeypatch.setenv("ET_HARNESS_CACHE", str(cache_root()))  # pytester moved HOME
-    pytester.makepyfile(test_case=CASE)
+    run = run_on_host(pytester, request, monkeypatch, test_case=CASE)
     results = pytester.path / "results"
-    run = pytester.runpytest_subprocess(
-        "--device",
-        "host",
-        "--devices-dir",
-        str(request.config.rootpath / "devices"),
-        "-p",
-        "no:cacheprovider",
-        "--results-dir",
-        str(results),
-        timeout=300,
-    )
     run.assert_outcomes(failed=1)
     text = run.stdout.str()
     section = text.split("agent stderr on host", 1)[1].split("=====", 1)[0]

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from host_pytest import run_on_host
 
 from harness.check import DifferenceKind, NoEffectWarning, RuntimeErrorCode
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
-from harness.lifecycle.cache import cache_root
 from harness.runner import CaseRunner, open_runner
 
 pytest_plugins = ["pytester"]
@@ -104,19 +104,7 @@ def test_the_run_summary_counts_a_name_the_device_lacks_as_wrong(
     pytester: pytest.Pytester, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The per-backend table of a pytest run: the misspelled id is no exact check."""
-    monkeypatch.setenv("ET_HARNESS_CACHE", str(cache_root()))  # pytester moves HOME
-    pytester.makepyfile(test_typo=TYPO)
-    result = pytester.runpytest_subprocess(
-        "--device",
-        "host",
-        "--devices-dir",
-        str(request.config.rootpath / "devices"),
-        "-p",
-        "no:cacheprovider",
-        "--results-dir",
-        str(pytester.path / "results"),
-        timeout=300,
-    )
+    result = run_on_host(pytester, request, monkeypatch, test_typo=TYPO)
     result.assert_outcomes(failed=1)
     [row] = [line.split() for line in result.outlines if line.startswith("XnnpackBakend ")]
     assert row[:4] == ["XnnpackBakend", "1", "0", "1"], row  # checks, exact, wrong
