@@ -29,6 +29,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import harness
 from harness.check.rendering import format_value, show_name
 from harness.data.options import OptionsMap, OptionValue
 from harness.errors import CheckFailure, UsageError
@@ -283,7 +284,8 @@ def heed_options(
     return found
 
 
-_HARNESS = str(Path(__file__).resolve().parents[1])
+# The package's folder: a frame whose file is below it is the harness's own.
+_HARNESS = str(Path(harness.__file__).resolve().parent)
 
 
 def _outside_the_harness() -> int:
