@@ -8,15 +8,19 @@ their content, so a device that has them already is not sent them again. Each me
 is loaded (and executed once, with inputs the agent builds from the method's metadata)
 through each load path the agent announces; the map must reach each delegate as it
 would reach a probe: its own entry, exactly (on ``module_both`` as the explicit map,
-with a decoy stored map that must never arrive).
+with a decoy stored map that must never arrive). What the options did to the outputs is
+checked too (:mod:`harness.program_effects`): each run with the map against a baseline
+without it, over several executes and loads, at load time and through ``set_option``,
+and against the reference outputs given with the program.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,13 +34,16 @@ from harness.check.option_contracts import (
     Route,
     judge_options,
 )
+from harness.check.output_effects import OptionsChangedOutputs, OutputEffect, OutputsOffReference
 from harness.codec.mapfile import load_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
+from harness.data.outputs import TensorOutput, format_element
 from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
+from harness.program_effects import GLOBAL, Run, Target, effect_of, global_runs, load_runs
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -52,27 +59,42 @@ class MethodVerdict:
     method: str
     path: LoadPath
     verdict: Verdict
+    outputs: tuple[TensorOutput, ...] = ()  # the first execute's, with the map
 
 
 @dataclass(frozen=True)
 class ProgramCheck:
-    """Every method of a program on every load path of one device, and the options of
-    the map its backends will ignore (``warnings``, a failure when ``strict``)."""
+    """Every method of a program on every load path of one device, the options of the
+    map its backends will ignore (``warnings``, a failure when ``strict``), what the
+    options changed in the outputs (``effects``) and the outputs off the reference."""
 
     program: str
     methods: tuple[str, ...]
     results: tuple[MethodVerdict, ...]
     warnings: tuple[OptionWarning, ...] = ()
     strict: bool = False
+    effects: tuple[OutputEffect, ...] = ()
+    off_reference: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return all(r.verdict.ok for r in self.results) and not (self.strict and self.warnings)
+        return (
+            all(r.verdict.ok for r in self.results)
+            and not (self.strict and self.warnings)
+            and not any(e.judged for e in self.effects)
+            and not self.off_reference
+        )
 
     def render(self) -> str:
-        """Each method and path's verdict, the warnings, then one line for the program."""
-        parts = [f"method {r.method!r}, {r.verdict.render()}" for r in self.results]
+        """Each method and path's verdict and outputs, the warnings, what the options
+        changed, then one line for the program."""
+        parts = []
+        for r in self.results:
+            parts.append(f"method {r.method!r}, {r.verdict.render()}")
+            parts += [f"  {output.render()}" for output in r.outputs]
         parts += [f"warning: {w.text}" for w in self.warnings]
+        parts += [("FAILED: " if e.judged else "note: ") + e.describe() for e in self.effects]
+        parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
         line = f"program {self.program}: {methods} x load paths = {len(self.results)} loads, "
@@ -81,6 +103,8 @@ class ProgramCheck:
             count = len(self.warnings)
             line += f"; {count} option{'' if count == 1 else 's'} without effect"
             line += " (--strict-options: a failure)" if self.strict else " (warnings above)"
+        changed = sum(e.judged for e in self.effects)
+        line += f"; outputs changed by options in {changed}" if changed else ""
         parts.append(line)
         return "\n".join(parts)
 
@@ -92,6 +116,11 @@ class ProgramCheck:
             if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
                 raise MethodFailed(self.program, result)
             result.verdict.raise_for_differences()
+        judged = [e for e in self.effects if e.judged]
+        if judged:
+            raise OptionsChangedOutputs(judged)
+        if self.off_reference:
+            raise OutputsOffReference("\n".join(self.off_reference))
         if self.strict and self.warnings:
             raise OptionsWithoutEffect(self.warnings)
 
@@ -118,12 +147,14 @@ def check_program(
     probes: Sequence[str] = (),
     strict: bool = False,
     forget: Callable[[str], None] | None = None,
+    reference: Mapping[str, Sequence[float]] | None = None,
 ) -> ProgramCheck:
     """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
     map's options its backends will ignore are warned of (:class:`NoEffectWarning`),
-    and fail the check when ``strict``. When a load says the program is damaged, its
-    copies (the cache's, and the device's through ``forget``) are removed at once: the
-    next check sends it again."""
+    and fail the check when ``strict``. ``reference`` gives, per method, the elements
+    its first output must have (within a relative 1e-4 or 1e-5). When a load says the
+    program is damaged, its copies (the cache's, and the device's through ``forget``)
+    are removed at once: the next check sends it again."""
     contents = read_program(program)
     sent = options if isinstance(options, OptionsMap) else load_map(options)
     ignored = judge_options(sent, Route.LOAD, probes=probes)
@@ -134,25 +165,58 @@ def check_program(
     cached = _cached_copy(contents)
     remote = push(cached)
     results = []
+    effects: list[OutputEffect] = []
+    off: list[str] = []
     for method in contents.methods:
-        unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
+        target = Target(remote, method, tuple(probes))
+        baselines: dict[LoadPath, tuple[Run, ...]] = {}
         for path in runner.load_paths:
-            verdict = runner.load(
-                sent,
-                method.delegates,
-                unobserved=unobserved,
-                path=path,
-                method=method.name,
-                program=remote,
-            )
-            results.append(MethodVerdict(method.name, path, verdict))
-            runner.reset()
+            if sent.backends:
+                baseline_verdict, baselines[path] = load_runs(runner, target, OptionsMap(), path)
+                baseline_verdict.ignore_differences()
+            verdict, runs = load_runs(runner, target, sent, path)
+            results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
+            effect = effect_of(runner, target, sent, path, baselines.get(path, ()), runs)
+            effects += [effect] if effect is not None else []
+            if reference is not None and method.name in reference:
+                off += _off_reference(method.name, path, runs, reference[method.name])
+        if sent.backends and baselines.get(LoadPath.PROGRAM):
+            runs = global_runs(runner, target, sent)
+            baseline = baselines[LoadPath.PROGRAM]
+            effect = effect_of(runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL)
+            effects += [effect] if effect is not None else []
     if any(_says_damaged(r.verdict) for r in results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
             forget(remote)
     methods = tuple(m.name for m in contents.methods)
-    return ProgramCheck(contents.source, methods, tuple(results), ignored, strict)
+    return ProgramCheck(
+        contents.source, methods, tuple(results), ignored, strict, tuple(effects), tuple(off)
+    )
+
+
+def _first(runs: Sequence[Run]) -> tuple[TensorOutput, ...]:
+    return runs[0].outputs if runs else ()
+
+
+def _off_reference(
+    method: str, path: LoadPath, runs: Sequence[Run], expected: Sequence[float]
+) -> list[str]:
+    """One line for the first run whose first output is not ``expected``."""
+    for run in runs:
+        got = run.outputs[0].elements if run.outputs else None
+        if got is None or len(got) != len(expected):
+            return [
+                f"method {method!r}, load path {path.label}, {run.label}: output 0 has "
+                f"no {len(expected)} elements to compare with the reference"
+            ]
+        for index, (value, wanted) in enumerate(zip(got, expected, strict=True)):
+            if not math.isclose(float(value), wanted, rel_tol=1e-4, abs_tol=1e-5):
+                return [
+                    f"method {method!r}, load path {path.label}, {run.label}: output 0 "
+                    f"element {index} is {format_element(value)}, the reference {wanted!r}"
+                ]
+    return []
 
 
 def _says_damaged(verdict: Verdict) -> bool:

@@ -117,7 +117,7 @@ def _elements(index: int, dtype: str, numel: int, report: Report) -> tuple[Eleme
     """The elements from the chunks ``output:K.J``; None when none were sent."""
     if numel == 0:
         return ()
-    chunks = []
+    chunks: list[str] = []
     while isinstance(chunk := report.fact(f"output:{index}.{len(chunks)}"), str):
         chunks.append(chunk)
     if not chunks:
