@@ -214,7 +214,8 @@ def _off_reference(
             if not math.isclose(float(value), wanted, rel_tol=1e-4, abs_tol=1e-5):
                 return [
                     f"method {method!r}, load path {path.label}, {run.label}: output 0 "
-                    f"element {index} is {format_element(value)}, the reference {wanted!r}"
+                    f"element {index} is {format_element(value, run.outputs[0].dtype)}, "
+                    f"the reference {wanted!r}"
                 ]
     return []
 

@@ -449,14 +449,16 @@ class CaseRunner:
         *,
         probes: Sequence[str] = (),
         strict: bool | None = None,
+        reference: Mapping[str, Sequence[float]] | None = None,
     ) -> ProgramCheck:
         """Check a program file (a user's own ``.pte``) on this device: every method it
         holds, loaded through every load path the agent announces with ``options`` (a
         map or a map file), each delegate's ``init`` checked exactly. Delegates named
         in ``probes`` are the harness's probes; every other must be a backend the
         device has. Options the backends will ignore are warnings, failures when
-        ``strict`` (default: :attr:`strict_options`, pytest's ``--strict-options``).
-        See :mod:`harness.program_check`."""
+        ``strict`` (default: :attr:`strict_options`, pytest's ``--strict-options``);
+        an option that changes an output element is a failure; ``reference`` gives per
+        method the elements its first output must have. See :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
@@ -471,6 +473,7 @@ class CaseRunner:
             probes=probes,
             strict=strict,
             forget=self._forget_program,
+            reference=reference,
         )
 
     def execute(self) -> Report:

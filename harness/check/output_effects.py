@@ -56,7 +56,9 @@ def first_change(
         if a.elements is not None and b.elements is not None:
             for position, (x, y) in enumerate(zip(a.elements, b.elements, strict=True)):
                 if not _same(x, y):
-                    return ElementChange(index, position, format_element(x), format_element(y))
+                    return ElementChange(
+                        index, position, format_element(x, a.dtype), format_element(y, b.dtype)
+                    )
         if a.digest != b.digest:
             return ElementChange(index, None, f"digest {a.digest}", f"digest {b.digest}")
     if len(baseline) != len(got):

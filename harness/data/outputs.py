@@ -61,16 +61,24 @@ class TensorOutput:
         text += f"{self.non_finite} non-finite, {span}"
         if self.elements is None:
             return text + " (elements not sent: too many)"
-        shown = ", ".join(format_element(e) for e in self.elements[:16])
+        shown = ", ".join(format_element(e, self.dtype) for e in self.elements[:16])
         more = f", ... ({len(self.elements)} in all)" if len(self.elements) > 16 else ""
         return f"{text}: {shown}{more}"
 
 
-def format_element(value: Element) -> str:
-    """An element as it is: ``-0``, ``nan``, ``3.0000001e-32`` (floats round-trip)."""
-    if isinstance(value, float):
-        return "-0" if value == 0 and math.copysign(1, value) < 0 else repr(value)
-    return str(value)
+def format_element(value: Element, dtype: str = "f64") -> str:
+    """An element as it is: ``-0``, ``nan``, ``-3.9e-32``: the shortest text that reads
+    back as the same value of ``dtype``."""
+    if not isinstance(value, float):
+        return str(value)
+    if value == 0 and math.copysign(1, value) < 0:
+        return "-0"
+    if dtype in ("f32", "f16", "bf16") and math.isfinite(value):
+        for digits in range(1, 10):
+            text = f"{value:.{digits}g}"
+            if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
+                return text
+    return repr(value)
 
 
 def outputs_of(report: Report) -> tuple[TensorOutput, ...]:

@@ -301,11 +301,14 @@ class ProxyBackend final : public et::BackendInterface {
     for (et::BackendOption& option : handed) {
       rewrite(option, fault);
     }
-    if (fault == Fault::RealOptionChangesOutput && is_real_ && !specs.empty()) {
+    if (fault == Fault::RealOptionChangesOutput && is_real_) {
       et::Result<et::DelegateHandle*> handle = real_->init(context, processed, compile_specs);
-      if (handle.ok()) {
+      if (handle.ok()) {  // a freed handle's address may come back: marked anew each time
         std::lock_guard<std::mutex> lock(mutex_);
-        given_specs_.push_back(*handle);
+        given_specs_.erase(std::remove(given_specs_.begin(), given_specs_.end(), *handle), given_specs_.end());
+        if (!specs.empty()) {
+          given_specs_.push_back(*handle);
+        }
       }
       return handle;
     }
