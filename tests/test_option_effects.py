@@ -19,6 +19,7 @@ from harness.cli.main import main
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
+from harness.results.records import VerdictRecord
 from harness.runner import open_runner
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
@@ -123,6 +124,8 @@ def test_outputs_travel_as_data_and_the_inputs_are_seeded() -> None:
         0,
     )
     assert outputs_of(scaled.verdict.report) == scaled.outputs
+    # The pytest record's verdicts carry them (results.jsonl, the report).
+    assert VerdictRecord.of(scaled.verdict).outputs == (output.render(),)
 
 
 def test_the_first_change_is_bitwise() -> None:
