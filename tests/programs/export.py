@@ -33,6 +33,7 @@ from torch.export import export
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the checkout's harness: pure-Python data only
 from harness.data.outputs import input_values  # noqa: E402
+
 OUTPUTS = "outputs.json"
 SUMS = "SHA256SUMS"
 
@@ -151,7 +152,8 @@ def export_all() -> dict[str, bytes]:
         files[name] = _lower(methods, delegated)
         with torch.no_grad():
             outputs[name] = {
-                method: module(*_AGENT_INPUT).flatten().tolist() for method, module in methods.items()
+                method: module(*_AGENT_INPUT).flatten().tolist()
+                for method, module in methods.items()
             }
     files[OUTPUTS] = (json.dumps(outputs, indent=1, sort_keys=True) + "\n").encode()
     files[SUMS] = "".join(
