@@ -172,9 +172,8 @@ def check_program(
         baselines: dict[LoadPath, tuple[Run, ...]] = {}
         for path in runner.load_paths:
             if sent.backends:
-                baseline_verdict, baselines[path] = load_runs(runner, target, OptionsMap(), path)
-                baseline_verdict.ignore_differences()
-            verdict, runs = load_runs(runner, target, sent, path)
+                baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
+            verdict, runs = load_runs(runner, target, sent, path, checked=True)
             results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
             effect = effect_of(runner, target, sent, path, baselines.get(path, ()), runs)
             effects += [effect] if effect is not None else []

@@ -62,10 +62,17 @@ class Target:
 
 
 def load_runs(
-    runner: CaseRunner, target: Target, options: OptionsMap, path: LoadPath
+    runner: CaseRunner,
+    target: Target,
+    options: OptionsMap,
+    path: LoadPath,
+    *,
+    checked: bool = False,
 ) -> tuple[Verdict, tuple[Run, ...]]:
     """:data:`LOADS` loads with ``options``, each executed :data:`EXECUTES` times; the
-    first load's verdict and every execute's outputs. The agent is reset afterwards."""
+    first load's verdict and every execute's outputs. The agent is reset afterwards.
+    Only a ``checked`` run's first verdict goes into the test's records: it is the
+    delivery check; the others are runs for their outputs."""
     verdicts: list[Verdict] = []
     runs: list[Run] = []
     for load in range(1, LOADS + 1):
@@ -76,9 +83,8 @@ def load_runs(
             path=path,
             method=target.method.name,
             program=target.remote,
+            record=checked and not verdicts,
         )
-        if verdicts:
-            verdict.ignore_differences()  # the first load's verdict is the delivery check
         verdicts.append(verdict)
         if verdict.report.outcome is not Outcome.OK:
             break
@@ -98,9 +104,7 @@ def global_runs(runner: CaseRunner, target: Target, options: OptionsMap) -> tupl
     runner.prepare([b for b in options.backend_ids if b in target.probes])
     runner.send(Request(Action.SET, options))
     try:
-        verdict, runs = load_runs(runner, target, OptionsMap(), LoadPath.PROGRAM)
-        verdict.ignore_differences()
-        return runs
+        return load_runs(runner, target, OptionsMap(), LoadPath.PROGRAM)[1]
     finally:
         runner.restart()
 
@@ -136,9 +140,7 @@ def effect_of(
         trial = _map_of(subset)
         if route == GLOBAL:
             return find_change(baseline, global_runs(runner, target, trial))
-        verdict, trial_runs = load_runs(runner, target, trial, path)
-        verdict.ignore_differences()
-        return find_change(baseline, trial_runs)
+        return find_change(baseline, load_runs(runner, target, trial, path)[1])
 
     smallest, found = _shrink(picked, found, changes)
     label, change = found

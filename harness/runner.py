@@ -353,6 +353,7 @@ class CaseRunner:
         keep: bool = False,
         method: str = "",
         program: str | None = None,
+        record: bool = True,
     ) -> Verdict:
         """Load a probe program through ``path`` so that its delegates must receive
         ``options``; check every init.
@@ -364,7 +365,8 @@ class CaseRunner:
         never arrive); other paths take no ``stored``. ``keep`` and ``method`` load a
         method into the program or module already loaded (wire-format.md, LOAD).
         ``program`` is the device path of another program whose ``method`` delegates
-        to ``delegates`` (:meth:`check_program`).
+        to ``delegates`` (:meth:`check_program`). ``record=False`` keeps the verdict
+        from the test's records (the effect check's further runs, :mod:`harness.program_effects`).
         """
         program_ids = tuple(options.backend_ids if delegates is None else delegates)
         if stored is not None and path is not LoadPath.MODULE_BOTH:
@@ -389,17 +391,15 @@ class CaseRunner:
                 program, program_ids, options, path=path, keep=keep, method=method
             )
         report = self._exchange(lambda link: link.request(self._served(request)))
-        return self._record(
-            check_load(
-                request.delivered,
-                program_ids,
-                report,
-                unobserved=unobserved,
-                path=path,
-                recorded=self.recorded,
-            ),
-            "et.load",
+        verdict = check_load(
+            request.delivered,
+            program_ids,
+            report,
+            unobserved=unobserved,
+            path=path,
+            recorded=self.recorded,
         )
+        return self._record(verdict, "et.load") if record else verdict
 
     def load_models(
         self,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture)
 
+from harness.check import Verdict
 from harness.check.output_effects import OptionsChangedOutputs, first_change, result_invariant
 from harness.cli.main import main
 from harness.config.profile import load_profile
@@ -92,6 +93,9 @@ def test_real_options_leave_the_committed_programs_outputs_unchanged_on_host() -
     torch's for the agent's seeded inputs (outputs.json)."""
     reference = json.loads((PROGRAMS / "outputs.json").read_text())
     opened, runner = open_runner(load_profile("host"))
+    recorded: list[Verdict] = []
+    runner.on_verdict = recorded.append
+    checks = 0
     with contextlib.closing(opened), contextlib.closing(runner):
         for name, value in (("weight_cache_enabled", True), ("workspace_sharing_mode", 2)):
             sent = OptionsMap.from_dict({"XnnpackBackend": {name: value}})
@@ -102,6 +106,10 @@ def test_real_options_leave_the_committed_programs_outputs_unchanged_on_host() -
                 checked.raise_for_differences()
                 assert checked.ok and not checked.effects, checked.render()
                 assert all(r.outputs and r.outputs[0].elements for r in checked.results)
+                # The test's records hold the delivery checks, not the runs for outputs.
+                assert recorded[-len(checked.results) :] == [r.verdict for r in checked.results]
+                checks += len(checked.results)
+                assert len(recorded) == checks
 
 
 def test_outputs_travel_as_data_and_the_inputs_are_seeded() -> None:
