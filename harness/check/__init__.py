@@ -23,10 +23,13 @@ wire's :class:`WireErrorCode` (a REJECTED report's ``detail``).
 Beside a verdict, :func:`judge_options` names the options of a map that the backend
 will ignore, by the option contracts the harness knows (:data:`CONTRACTS`, the one place
 the suites take them from): :class:`OptionWarning`, a failure under ``--strict-options``
-(:class:`OptionsWithoutEffect`).
+(:class:`OptionsWithoutEffect`). What the options did to a program's outputs
+(``et.check_program``): :class:`OptionsChangedOutputs` when a result-invariant option
+changed an element, :class:`OutputsOffReference` when the outputs are not the reference;
+each output is a :class:`TensorOutput` (:func:`outputs_of` reads them from a report).
 
 ``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text,
-``option_contracts`` the contracts.
+``option_contracts`` the contracts, ``output_effects`` the judgment of outputs.
 """
 
 from harness.check.comparison import check_get, check_load, check_set
@@ -42,6 +45,7 @@ from harness.check.option_contracts import (
     RouteBehaviour,
     judge_options,
 )
+from harness.check.output_effects import OptionsChangedOutputs, OutputsOffReference
 from harness.check.rendering import format_value, show_name
 from harness.check.verdict import (
     BackendOutcome,
@@ -64,6 +68,7 @@ from harness.data.messages import (
     ReportEntry,
     Request,
 )
+from harness.data.outputs import TensorOutput, outputs_of
 from harness.data.runtime_error import RuntimeErrorCode
 
 __all__ = [
@@ -83,14 +88,17 @@ __all__ = [
     "OptionRow",
     "OptionRule",
     "OptionWarning",
+    "OptionsChangedOutputs",
     "OptionsWithoutEffect",
     "Outcome",
+    "OutputsOffReference",
     "Report",
     "ReportEntry",
     "Request",
     "Route",
     "RouteBehaviour",
     "RuntimeErrorCode",
+    "TensorOutput",
     "Verdict",
     "VerdictNotExamined",
     "WireErrorCode",
@@ -99,5 +107,6 @@ __all__ = [
     "check_set",
     "format_value",
     "judge_options",
+    "outputs_of",
     "show_name",
 ]
