@@ -975,6 +975,23 @@ def test_the_upload_rules_in_their_order_and_a_restarted_upload_keeps_its_slot(
     assert sorted(listed) == sorted([*names[1:], f"{zlib.crc32(again):08x}"]), listed
 
 
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+def test_a_new_sessions_handshake_keeps_the_upload_under_way(mcu: McuEmulator) -> None:
+    """docs/wire-format.md, "Refusals": a serial link's handshake is not a request; the
+    upload a link began goes on over the next link, a new session number's."""
+    program = probe_program(("H",), min_count=0).read_bytes()
+    half = len(program) // 2
+    with mcu.connect() as opened:
+        first = firmware_session(opened)
+        ok(first.send_raw(encode_program_data(first.next_seq(), 0, program[:half])))
+    with mcu.connect() as opened:
+        second = firmware_session(opened)
+        ok(second.send_raw(encode_program_data(second.next_seq(), half, program[half:])))
+        held = ok(second.send_raw(encode_program_end(second.next_seq(), program)))
+        assert f"{zlib.crc32(program):08x}" in str(held.fact("programs_held"))
+        assert mcu.shutdown(opened, 0) == 0
+
+
 def _refused_chunks(seq: int, offset: int, chunk: bytes) -> dict[wire.WireErrorCode, bytes]:
     """The chunk ``chunk`` at ``offset`` refused each way a device refuses a PROGRAM_DATA:
     out of order, its body ending before its bytes, a byte after them, a wrong message CRC."""
