@@ -130,7 +130,13 @@ def effect_of(
     route: str = AT_LOAD,
 ) -> OutputEffect | None:
     """The effect the map's options had on ``runs``, narrowed to the smallest set of
-    options that still changes the outputs; None when nothing changed."""
+    options that still changes the outputs; None when nothing changed. When the outputs
+    vary without options (the baseline's own executes and loads differ) nothing can be
+    judged: an effect without options says so."""
+    varies = find_change(baseline, baseline[1:]) if route == AT_LOAD else None
+    if varies is not None:
+        label, change = varies
+        return OutputEffect((), target.method.name, path.label, route, label, change, False)
     found = find_change(baseline, runs)
     if found is None:
         return None

@@ -10,19 +10,26 @@ import itertools
 import json
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture)
 
+from harness.agent.program_contents import MethodContents
 from harness.check import Verdict
 from harness.check.output_effects import OptionsChangedOutputs, first_change, result_invariant
 from harness.cli.main import main
 from harness.config.profile import load_profile
+from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
+from harness.program_effects import Run, Target, effect_of
 from harness.results.records import VerdictRecord
 from harness.runner import open_runner
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
+
+if TYPE_CHECKING:
+    from harness.runner import CaseRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "tests" / "programs"
@@ -150,3 +157,24 @@ def test_the_first_change_is_bitwise() -> None:
     assert change is not None and change.element is None
     assert result_invariant("XnnpackBackend", "weight_cache_enabled")
     assert not result_invariant("SomeoneElsesBackend", "anything")
+
+
+def test_outputs_that_vary_without_options_are_not_blamed_on_them() -> None:
+    """A baseline whose own executes differ (a nondeterministic model) judges nothing:
+    the effect names no option, is not a failure, and says where the outputs varied."""
+
+    def run(label: str, first: float) -> Run:
+        return Run(label, (TensorOutput(0, "f32", (2,), label, 0, (first, 1.0), 0.0, 1.0),))
+
+    baseline = (run("load 1 execute 1", 0.5), run("load 1 execute 2", 0.25))
+    method = MethodContents("forward", ("XnnpackBackend",))
+    target = Target("p.pte", method, ())
+    sent = OptionsMap.from_dict({"XnnpackBackend": {"weight_cache_enabled": True}})
+    runner = cast("CaseRunner", None)  # never reached: nothing can be judged
+    effect = effect_of(runner, target, sent, LoadPath.PROGRAM, baseline, baseline)
+    assert effect is not None and not effect.judged and effect.options == ()
+    assert effect.describe() == (
+        "without options the outputs vary (nothing judged): method 'forward', load path "
+        "program (at load time), load 1 execute 2, output 0 element 0: 0.25 where the first "
+        "execute gave 0.5"
+    )

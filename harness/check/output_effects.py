@@ -39,11 +39,11 @@ class ElementChange:
     expected: str
     got: str
 
-    def describe(self) -> str:
+    def describe(self, compared_with: str = "the run without them") -> str:
         where = f"output {self.output}" + (
             f" element {self.element}" if self.element is not None else ""
         )
-        return f"{where}: {self.got} where the run without them gave {self.expected}"
+        return f"{where}: {self.got} where {compared_with} gave {self.expected}"
 
 
 def first_change(
@@ -85,7 +85,7 @@ class OutputEffect:
     """Options that changed a method's outputs: which (the smallest set found), where
     (method, load path, route, which load and execute), and the first changed element."""
 
-    options: tuple[tuple[str, str, OptionValue], ...]  # (backend, key, value)
+    options: tuple[tuple[str, str, OptionValue], ...]  # (backend, key, value); () if none
     method: str
     path: str
     route: str
@@ -95,12 +95,13 @@ class OutputEffect:
 
     def describe(self) -> str:
         """One line: backend, option(s), method, path, output, element, the two values."""
+        where = f"method {self.method!r}, load path {self.path} ({self.route}), {self.run}"
+        if not self.options:
+            change = self.change.describe("the first execute")
+            return f"without options the outputs vary (nothing judged): {where}, {change}"
         named = ", ".join(f"{b} option {k}={v!r}" for b, k, v in self.options)
         verdict = "result-invariant, yet" if self.judged else "not judged (unknown option):"
-        return (
-            f"{named} ({verdict} changed the outputs): method {self.method!r}, load path "
-            f"{self.path} ({self.route}), {self.run}, {self.change.describe()}"
-        )
+        return f"{named} ({verdict} changed the outputs): {where}, {self.change.describe()}"
 
 
 class OptionsChangedOutputs(AssertionError, CheckFailure):
