@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +26,9 @@ from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.check import DeliveryMismatch
-from harness.check.option_contracts import (
-    NoEffectWarning,
-    OptionsWithoutEffect,
-    OptionWarning,
-    Route,
-    judge_options,
-)
+from harness.check.option_contracts import OptionWarning, Route
 from harness.check.output_effects import OptionsChangedOutputs, OutputEffect, OutputsOffReference
-from harness.codec.mapfile import load_map
+from harness.codec.mapfile import as_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, format_element
@@ -43,7 +36,7 @@ from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
-from harness.program_effects import GLOBAL, Run, Target, effect_of, global_runs, load_runs
+from harness.program_effects import GLOBAL, Run, Target, effects_of, global_runs, load_runs
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -65,14 +58,14 @@ class MethodVerdict:
 @dataclass(frozen=True)
 class ProgramCheck:
     """Every method of a program on every load path of one device, the options of the
-    map its backends will ignore (``warnings``, a failure when ``strict``), what the
-    options changed in the outputs (``effects``) and the outputs off the reference."""
+    map its backends will ignore (``warnings``: under ``--strict-options`` the map is
+    refused before it travels, :class:`OptionsWithoutEffect`), what the options changed
+    in the outputs (``effects``) and the outputs off the reference."""
 
     program: str
     methods: tuple[str, ...]
     results: tuple[MethodVerdict, ...]
     warnings: tuple[OptionWarning, ...] = ()
-    strict: bool = False
     effects: tuple[OutputEffect, ...] = ()
     off_reference: tuple[str, ...] = ()
 
@@ -80,19 +73,18 @@ class ProgramCheck:
     def ok(self) -> bool:
         return (
             all(r.verdict.ok for r in self.results)
-            and not (self.strict and self.warnings)
             and not any(e.judged for e in self.effects)
             and not self.off_reference
         )
 
     def render(self) -> str:
-        """Each method and path's verdict and outputs, the warnings, what the options
-        changed, then one line for the program."""
+        """Each method and path's verdict and outputs, what the options changed, then one
+        line for the program (the warnings themselves are Python's,
+        :class:`NoEffectWarning`: ``send`` prints them below)."""
         parts = []
         for r in self.results:
             parts.append(f"method {r.method!r}, {r.verdict.render()}")
             parts += [f"  {output.render()}" for output in r.outputs]
-        parts += [f"warning: {w.text}" for w in self.warnings]
         parts += [("FAILED: " if e.judged else "note: ") + e.describe() for e in self.effects]
         parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
@@ -101,8 +93,7 @@ class ProgramCheck:
         line += f"{exact} exact"
         if self.warnings:
             count = len(self.warnings)
-            line += f"; {count} option{'' if count == 1 else 's'} without effect"
-            line += " (--strict-options: a failure)" if self.strict else " (warnings above)"
+            line += f"; {count} option{'' if count == 1 else 's'} without effect (warnings)"
         changed = sum(e.judged for e in self.effects)
         line += f"; outputs changed by options in {changed}" if changed else ""
         parts.append(line)
@@ -110,8 +101,9 @@ class ProgramCheck:
 
     def raise_for_differences(self) -> None:
         """Raise the first verdict's :class:`DeliveryMismatch` that did not pass (where the
-        runtime refused the method, :class:`MethodFailed` says why on its first line), then,
-        when ``strict``, :class:`OptionsWithoutEffect` for the warnings."""
+        runtime refused the method, :class:`MethodFailed` says why on its first line), then
+        :class:`OptionsChangedOutputs` for the options that changed an output, then
+        :class:`OutputsOffReference`."""
         for result in self.results:
             if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
                 raise MethodFailed(self.program, result)
@@ -121,8 +113,6 @@ class ProgramCheck:
             raise OptionsChangedOutputs(judged)
         if self.off_reference:
             raise OutputsOffReference("\n".join(self.off_reference))
-        if self.strict and self.warnings:
-            raise OptionsWithoutEffect(self.warnings)
 
 
 class MethodFailed(DeliveryMismatch):
@@ -145,52 +135,53 @@ def check_program(
     options: OptionsMap | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
-    strict: bool = False,
+    strict: bool | None = None,
     forget: Callable[[str], None] | None = None,
     reference: Mapping[str, Sequence[float]] | None = None,
 ) -> ProgramCheck:
     """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
-    map's options its backends will ignore are warned of (:class:`NoEffectWarning`),
-    and fail the check when ``strict``. ``reference`` gives, per method, the elements
-    its first output must have (within a relative 1e-4 or 1e-5). When a load says the
-    program is damaged, its copies (the cache's, and the device's through ``forget``)
-    are removed at once: the next check sends it again."""
+    map is judged once, as the runner judges every map (:meth:`CaseRunner.heed`, with
+    ``strict`` if given): its options the backends will ignore are warnings, or
+    :class:`OptionsWithoutEffect` before anything travels. ``reference`` gives, per
+    method, the elements its first output must have (within a relative 1e-4 or an
+    absolute 1e-5). When a load says the program is damaged, its copies (the cache's,
+    and the device's through ``forget``) are removed at once: the next check sends it
+    again."""
     contents = read_program(program)
-    sent = options if isinstance(options, OptionsMap) else load_map(options)
-    ignored = judge_options(sent, Route.LOAD, probes=probes)
-    for warning in ignored:
-        warnings.warn(NoEffectWarning(warning.text), stacklevel=3)
+    sent = as_map(options)
+    ignored = runner.heed(sent, Route.LOAD, probes, strict)
     real = [e.name for e in runner.hello.entries if not e.is_probe]
     _check_backends(contents, real, probes)
     cached = _cached_copy(contents)
     remote = push(cached)
-    results = []
+    results: list[MethodVerdict] = []
     effects: list[OutputEffect] = []
     off: list[str] = []
-    for method in contents.methods:
-        target = Target(remote, method, tuple(probes))
-        baselines: dict[LoadPath, tuple[Run, ...]] = {}
-        for path in runner.load_paths:
-            if sent.backends:
-                baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
-            verdict, runs = load_runs(runner, target, sent, path, checked=True)
-            results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
-            effect = effect_of(runner, target, sent, path, baselines.get(path, ()), runs)
-            effects += [effect] if effect is not None else []
-            if reference is not None and method.name in reference:
-                off += _off_reference(method.name, path, runs, reference[method.name])
-        if sent.backends and baselines.get(LoadPath.PROGRAM):
-            runs = global_runs(runner, target, sent)
-            baseline = baselines[LoadPath.PROGRAM]
-            effect = effect_of(runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL)
-            effects += [effect] if effect is not None else []
+    with runner.unjudged():  # judged once above, not once per load
+        for method in contents.methods:
+            target = Target(remote, method, tuple(probes))
+            baselines: dict[LoadPath, tuple[Run, ...]] = {}
+            for path in runner.load_paths:
+                if sent.backends:
+                    baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
+                verdict, runs = load_runs(runner, target, sent, path, checked=True)
+                results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
+                effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
+                if reference is not None and method.name in reference:
+                    off += _off_reference(method.name, path, runs, reference[method.name])
+            if sent.backends and baselines.get(LoadPath.PROGRAM):
+                runs = global_runs(runner, target, sent)
+                baseline = baselines[LoadPath.PROGRAM]
+                effects += effects_of(
+                    runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL
+                )
     if any(_says_damaged(r.verdict) for r in results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
             forget(remote)
     methods = tuple(m.name for m in contents.methods)
     return ProgramCheck(
-        contents.source, methods, tuple(results), ignored, strict, tuple(effects), tuple(off)
+        contents.source, methods, tuple(results), ignored, tuple(effects), tuple(off)
     )
 
 

@@ -120,7 +120,7 @@ def find_change(baseline: Sequence[Run], runs: Sequence[Run]) -> tuple[str, Elem
     return None
 
 
-def effect_of(
+def effects_of(
     runner: CaseRunner,
     target: Target,
     options: OptionsMap,
@@ -128,18 +128,18 @@ def effect_of(
     baseline: Sequence[Run],
     runs: Sequence[Run],
     route: str = AT_LOAD,
-) -> OutputEffect | None:
+) -> list[OutputEffect]:
     """The effect the map's options had on ``runs``, narrowed to the smallest set of
-    options that still changes the outputs; None when nothing changed. When the outputs
+    options that still changes the outputs; none when nothing changed. When the outputs
     vary without options (the baseline's own executes and loads differ) nothing can be
     judged: an effect without options says so."""
     varies = find_change(baseline, baseline[1:]) if route == AT_LOAD else None
     if varies is not None:
         label, change = varies
-        return OutputEffect((), target.method.name, path.label, route, label, change, False)
+        return [OutputEffect((), target.method.name, path.label, route, label, change, False)]
     found = find_change(baseline, runs)
     if found is None:
-        return None
+        return []
     picked: _Picked = tuple((b.backend_id, o) for b in options.backends for o in b.options)
 
     def changes(subset: _Picked) -> tuple[str, ElementChange] | None:
@@ -152,7 +152,9 @@ def effect_of(
     label, change = found
     options_named = tuple((b, o.key, o.value) for b, o in smallest)
     judged = all(result_invariant(b, o.key, target.probes) for b, o in smallest)
-    return OutputEffect(options_named, target.method.name, path.label, route, label, change, judged)
+    return [
+        OutputEffect(options_named, target.method.name, path.label, route, label, change, judged)
+    ]
 
 
 def _shrink(

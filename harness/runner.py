@@ -14,9 +14,11 @@ XNNPACK program as a ``.pte`` file (for :meth:`CaseRunner.check_program`), and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,8 +26,17 @@ from typing import TYPE_CHECKING
 from harness.agent.session import AgentLink, TimeLimit
 from harness.agent.xnnpack_program import expected_output as xnnpack_output
 from harness.agent.xnnpack_program import xnnpack_program
-from harness.check import Verdict, check_get, check_load, check_set
+from harness.check import (
+    OptionWarning,
+    Route,
+    Verdict,
+    check_get,
+    check_load,
+    check_set,
+    heed_options,
+)
 from harness.check.several_models import check_models
+from harness.codec.mapfile import as_map
 from harness.codec.wire import encode_request
 from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.data.options import (
@@ -154,8 +165,10 @@ class CaseRunner:
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
-        # check_program's default: options the backends will ignore fail (--strict-options)
+        # Every map sent is judged (heed_options): options its backends will ignore are
+        # warnings, failures with --strict-options; options_judged False: not judged.
         self.strict_options = False
+        self.options_judged = True
 
     # ---- the agent -----------------------------------------------------------------
 
@@ -342,9 +355,35 @@ class CaseRunner:
 
     # ---- cases ---------------------------------------------------------------------
 
-    def load(
+    def heed(
         self,
         options: OptionsMap,
+        route: Route,
+        probes: Sequence[str] = (),
+        strict: bool | None = None,
+    ) -> tuple[OptionWarning, ...]:
+        """The judgement of a map about to travel ``route`` (:func:`harness.check.heed_options`):
+        a warning per option without effect, :class:`~harness.check.OptionsWithoutEffect`
+        when ``strict`` (default :attr:`strict_options`); nothing while
+        :attr:`options_judged` is off. ``probes`` take any option."""
+        if not self.options_judged:
+            return ()
+        strict = self.strict_options if strict is None else strict
+        return heed_options(options, route, probes=probes, strict=strict)
+
+    @contextlib.contextmanager
+    def unjudged(self) -> Iterator[None]:
+        """Maps sent within are not judged: a test of what a backend does with options that
+        have no effect (``@pytest.mark.options_without_effect`` for a whole test)."""
+        judging, self.options_judged = self.options_judged, False
+        try:
+            yield
+        finally:
+            self.options_judged = judging
+
+    def load(
+        self,
+        options: OptionsMap | str | os.PathLike[str],
         delegates: Sequence[str] | None = None,
         *,
         unobserved: Sequence[str] = (),
@@ -365,9 +404,12 @@ class CaseRunner:
         never arrive); other paths take no ``stored``. ``keep`` and ``method`` load a
         method into the program or module already loaded (wire-format.md, LOAD).
         ``program`` is the device path of another program whose ``method`` delegates
-        to ``delegates`` (:meth:`check_program`). ``record=False`` keeps the verdict
-        from the test's records (the effect check's further runs, :mod:`harness.program_effects`).
+        to ``delegates`` (:meth:`check_program`). ``options`` may be a map file's path;
+        the map is judged first (:meth:`heed`). ``record=False`` keeps the verdict from
+        the test's records (the effect check's further runs, :mod:`harness.program_effects`).
         """
+        options = as_map(options)
+        self.heed(options, Route.LOAD)
         program_ids = tuple(options.backend_ids if delegates is None else delegates)
         if stored is not None and path is not LoadPath.MODULE_BOTH:
             raise RunnerError(f"a stored map goes with path module_both only, not {path.label}")
@@ -421,6 +463,8 @@ class CaseRunner:
                 f"{len(models)} models asked for; the device holds 1 to {self.max_models} "
                 "per LOAD (max_models in HELLO): skip the case on this device"
             )
+        for model in models:
+            self.heed(model.options, Route.LOAD)
         names = [d for m in models for d in m.program_ids if d not in unobserved]
         self.prepare(names)
         specs = [m.spec(self._program_for(m.program_ids)) for m in models]
@@ -444,8 +488,8 @@ class CaseRunner:
 
     def check_program(
         self,
-        program: str | Path,
-        options: OptionsMap | str | Path | None = None,
+        program: str | os.PathLike[str],
+        options: OptionsMap | str | os.PathLike[str] | None = None,
         *,
         probes: Sequence[str] = (),
         strict: bool | None = None,
@@ -455,16 +499,16 @@ class CaseRunner:
         holds, loaded through every load path the agent announces with ``options`` (a
         map or a map file), each delegate's ``init`` checked exactly. Delegates named
         in ``probes`` are the harness's probes; every other must be a backend the
-        device has. Options the backends will ignore are warnings, failures when
-        ``strict`` (default: :attr:`strict_options`, pytest's ``--strict-options``);
-        an option that changes an output element is a failure; ``reference`` gives per
-        method the elements its first output must have. See :mod:`harness.program_check`."""
+        device has. The map is judged once, as :meth:`heed` judges it (the probes' options
+        unjudged); ``strict`` overrides :attr:`strict_options` (pytest's
+        ``--strict-options``). An option that changes an output element is a failure;
+        ``reference`` gives per method the elements its first output must have. See
+        :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
-        strict = self.strict_options if strict is None else strict
         return check_program(
             self,
             self._push_program,
@@ -480,11 +524,18 @@ class CaseRunner:
         """Execute the loaded program (every loaded model, in model order) once more."""
         return self._exchange(lambda link: link.request(Request(Action.EXECUTE)))
 
-    def set(self, options: OptionsMap, expected_status: Mapping[str, int] | None = None) -> Verdict:
-        """``set_option`` for each backend of ``options``; check status and delivery.
+    def set(
+        self,
+        options: OptionsMap | str | os.PathLike[str],
+        expected_status: Mapping[str, int] | None = None,
+    ) -> Verdict:
+        """``set_option`` for each backend of ``options`` (a map, or a map file's path,
+        judged first: :meth:`heed`); check status and delivery.
 
         Probes are registered first, except names expected to give NotFound.
         """
+        options = as_map(options)
+        self.heed(options, Route.SET)
         expected_status = dict(expected_status or {})
         self._prepare_calls(options, expected_status)
         self._dirty = True
@@ -495,11 +546,15 @@ class CaseRunner:
 
     def get(
         self,
-        requested: OptionsMap,
-        expected: OptionsMap | None = None,
+        requested: OptionsMap | str | os.PathLike[str],
+        expected: OptionsMap | str | os.PathLike[str] | None = None,
         expected_status: Mapping[str, int] | None = None,
     ) -> Verdict:
-        """``get_option`` for each backend of ``requested``; check the values read back."""
+        """``get_option`` for each backend of ``requested``; check the values read back.
+        Either map may be a map file's path; ``requested`` is judged first (:meth:`heed`)."""
+        requested = as_map(requested)
+        expected = None if expected is None else as_map(expected)
+        self.heed(requested, Route.GET)
         expected_status = dict(expected_status or {})
         self._prepare_calls(requested, expected_status)
         report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))

@@ -255,6 +255,32 @@ def test_a_get_without_expected_values_heads_its_column_as_not_compared() -> Non
     ]
 
 
+def test_a_get_says_what_was_expected_and_what_was_returned_never_sent_or_received() -> None:
+    asked = OptionsMap.from_dict({"ProbeA": {"threads": 0, "fast": False, "mode": ""}})
+    expected = OptionsMap.from_dict({"ProbeA": {"threads": 3, "fast": True, "mode": "a"}})
+    entry = probe("ProbeA", ("threads", 2), ("fast", 1), ("extra", 5))
+    verdict = check_get(asked, report(entry, action=Action.GET), expected)
+    assert [d.describe() for d in verdict.differences] == [
+        "ProbeA: option threads: expected int 3, returned int 2",
+        "ProbeA: option fast: expected bool true, returned int 1",
+        "ProbeA: option mode (string 'a') was expected but not returned",
+        "ProbeA: returned option extra (int 5), which was not asked of it",
+    ]
+    nothing = check_get(asked, report(probe("ProbeA"), action=Action.GET), expected)
+    assert nothing.differences[0].describe() == (
+        "ProbeA: returned no options; 3 options were expected: [threads, fast, mode]"
+    )
+    swapped = report(
+        probe("ProbeA", ("fast", True), ("threads", 3), ("mode", "a")), action=Action.GET
+    )
+    assert check_get(asked, swapped, expected).differences[0].describe() == (
+        "ProbeA: options returned in another order: expected [threads, fast, mode], "
+        "returned [fast, threads, mode]"
+    )
+    text = verdict.render()
+    assert "sent" not in text and "received" not in text, text
+
+
 def test_a_summary_of_four_differences_lists_all_four() -> None:
     entry = probe("ProbeA", ("threads", 1), ("fast", 1))
     verdict = check_load(SENT, ("ProbeA", "ProbeB", "ProbeC"), report(entry))

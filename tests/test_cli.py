@@ -36,6 +36,28 @@ def test_send_reports_each_backend_and_ignored_real_backends(capsys):
     assert "ignored backends: XnnpackBackend" in out
 
 
+def test_send_get_shows_what_get_option_returned_per_backend_and_key(tmp_path, capsys):
+    chosen = tmp_path / "get.yaml"
+    chosen.write_text(
+        "backends:\n  ProbeA:\n    - {key: threads, value: 7}\n    - {key: mode, value: fast}\n"
+        "  XnnpackBackend:\n    - {key: weight_cache_enabled, value: true}\n  ProbeB: []\n",
+        "utf-8",
+    )
+    assert main(["send", str(chosen), "--device", "host", "--action", "get"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    returned = out[out.index("returned by get_option:") :]
+    assert returned[:4] == [
+        "returned by get_option:",
+        "  ProbeA:",
+        "    threads: int 7",
+        "    mode:    string 'fast'",
+    ]
+    # The real backend's own value, whatever the runtime keeps: a bool, as its contract says.
+    assert returned[4] == "  XnnpackBackend:"
+    assert re.fullmatch(r"    weight_cache_enabled: bool (true|false)", returned[5]), returned
+    assert returned[6:] == ["  ProbeB: no options"]
+
+
 @pytest.mark.parametrize(
     "command",
     [["send", SAMPLE, "--device", "nope"], ["emu", "nope"], ["bench", "--device", "nope"]],
@@ -184,3 +206,126 @@ def test_send_loads_again_on_a_board_that_kept_its_probes(tmp_path, capsys):
             out = capsys.readouterr().out
             assert out.startswith("load check: ok, 3 backends as expected"), out
             assert "backend ProbeA: ok, 6 options exact" in out
+
+
+def test_map_judges_the_map_as_send_and_pytest_do(tmp_path, capsys, monkeypatch):
+    """The offline check names what a hand-written map gets wrong: a misspelled key and id,
+    by the route of --action, and a project's own backend by its devices/backends/ file;
+    --strict-options makes them exit 1."""
+    from harness.check import option_contracts
+
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (tmp_path / "devices" / "backends").mkdir(parents=True)
+    (tmp_path / "devices" / "backends" / "npu.yaml").write_text(
+        "backend: NpuBackend\noptions:\n  perf_mode: {type: int, low: 0, high: 3}\n"
+    )
+    (tmp_path / "typo.yaml").write_text(
+        "backends:\n  XnnpackBackend: {workspace_sharing_modee: 1}\n"
+        "  XnnpackBakend: {workspace_sharing_mode: 1}\n  NpuBackend: {perf_mode: 4}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["map", "typo.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "typo.yaml: valid, 3 backends" in out
+    warned = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert [line.split(":")[1].strip() for line in warned] == [
+        "XnnpackBackend",
+        "XnnpackBakend",
+        "NpuBackend",
+    ], out
+    assert "(nearest: workspace_sharing_mode); init ignores it" in warned[0]
+    assert "NpuBackend reads an int 0..3" in warned[2]
+    assert main(["map", "typo.yaml", "--action", "get"]) == 0
+    assert "get_option has no value of that name" in capsys.readouterr().out
+    assert main(["map", "typo.yaml", "--strict-options"]) == 1
+    out = capsys.readouterr().out
+    assert "3 options will have no effect (--strict-options makes that a failure)" in out
+
+
+def test_a_bad_contract_file_stops_map_and_send_in_one_line(tmp_path, capsys, monkeypatch):
+    from harness.check import option_contracts
+
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (tmp_path / "devices" / "backends").mkdir(parents=True)
+    (tmp_path / "devices" / "backends" / "npu.yaml").write_text("backend: NpuBackend\nopts: {}\n")
+    (tmp_path / "m.yaml").write_text("backends: {}\n")
+    monkeypatch.chdir(tmp_path)
+    for command in (["map", "m.yaml"], ["send", "m.yaml", "--device", "host"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "devices/backends/npu.yaml: unknown field 'opts'; allowed: backend," in err
+
+
+def _doctor_rows(out: str) -> dict[str, list[str]]:
+    """Each device's row of ``et-harness doctor``'s output, split, and its notes under it."""
+    rows: dict[str, list[str]] = {}
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("programs on"))
+    for line in lines[start + 1 :]:
+        if not line.startswith(" "):
+            rows[line.split()[0]] = [line]
+        elif rows:  # a note, indented to the row's text (the programs come before any row)
+            rows[next(reversed(rows))].append(line.strip())
+    return rows
+
+
+def test_doctor_checks_the_projects_devices_and_compares_their_backends(
+    capsys, monkeypatch, tmp_path
+):
+    """Without --device: the project's profiles and host, not the built-in examples; paths
+    relative; a backend the profile names and the device lacks fails that device."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    devices = tmp_path / "devices"
+    devices.mkdir()
+    (devices / "mine.yaml").write_text("transport: {kind: local}\nbackends: [XnnpackBackend]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("checking mine, host: the project's profiles and the default device")
+    rows = _doctor_rows(out)
+    assert list(rows) == ["mine", "host"], out
+    assert rows["mine"][0].split()[1] == "ok" and "XnnpackBackend" in rows["mine"][0]
+    assert str(tmp_path) not in out and "pixel8" not in out, out
+
+    (devices / "npu.yaml").write_text(
+        "transport: {kind: local}\nbackends: [NpuBackend, XnnpackBackend]\n"
+    )
+    (devices / "bad.yaml").write_text("transport: {kind: local}\nbackends: 3\n")
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    rows = _doctor_rows(out)
+    assert list(rows) == ["bad", "mine", "npu", "host"], out
+    assert rows["bad"][0].split()[1] == "INVALID" and "devices/bad.yaml: backends" in out, out
+    npu, lacking, unnamed = rows["npu"]
+    assert npu.split()[1] == "MISMATCH", out
+    assert lacking == (
+        "devices/npu.yaml: backends: names NpuBackend, which the device does not register; "
+        "correct the list, or the device's runtime"
+    )
+    assert unnamed.startswith("the device also registers ") and "OpenvinoBackend" in unnamed
+    assert "XnnpackBackend" not in unnamed and str(tmp_path) not in out, out
+
+
+def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor", "--device", "lab-mcu"]) == 1  # a lab profile: not checked here
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lab-")]
+    assert "NOT CHECKED built-in lab-mcu.yaml: transport.labgrid: a lab profile" in row, row
+
+
+def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypatch, tmp_path):
+    """A name without folder or suffix is one of the harness's example maps (README's
+    commands in a project of one's own); another name is one line listing them."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["map", "sample", "--hex"]) == 0
+    assert capsys.readouterr().out.startswith("sample: valid, 3 backends: XnnpackBackend (3)")
+    assert main(["map", "broken"]) == 2  # the example of a refused map, found and refused
+    assert "broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
+    assert main(["send", "samples", "--device", "host"]) == 2
+    assert capsys.readouterr().err == (
+        "et-harness send: samples: no such shipped example map (broken, sample); give a map "
+        "file's path (.yaml, .yml or .json)\n"
+    )
+    assert main(["send", "sample", "--device", "host", "--action", "set"]) == 0
+    assert "backend ProbeA: ok, 6 options exact" in capsys.readouterr().out

@@ -23,7 +23,7 @@ from harness.config.profile import load_profile
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
-from harness.program_effects import Run, Target, effect_of
+from harness.program_effects import Run, Target, effects_of
 from harness.results.records import VerdictRecord
 from harness.runner import open_runner
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
@@ -171,8 +171,8 @@ def test_outputs_that_vary_without_options_are_not_blamed_on_them() -> None:
     target = Target("p.pte", method, ())
     sent = OptionsMap.from_dict({"XnnpackBackend": {"weight_cache_enabled": True}})
     runner = cast("CaseRunner", None)  # never reached: nothing can be judged
-    effect = effect_of(runner, target, sent, LoadPath.PROGRAM, baseline, baseline)
-    assert effect is not None and not effect.judged and effect.options == ()
+    (effect,) = effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, baseline)
+    assert not effect.judged and effect.options == ()
     assert effect.describe() == (
         "without options the outputs vary (nothing judged): method 'forward', load path "
         "program (at load time), load 1 execute 2, output 0 element 0: 0.25 where the first "

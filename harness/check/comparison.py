@@ -274,7 +274,9 @@ def _check_entry(
         )
     differences += _backend_status_differences(name, entry, action)
     others = tuple(b for b in sent.backends if b.backend_id != name)
-    rows, option_differences = _align(name, expected, entry.delivered, others, values_checked)
+    rows, option_differences = _align(
+        name, expected, entry.delivered, others, values_checked, returned=action is Action.GET
+    )
     if action is Action.GET and entry.is_recorded:
         option_differences += _caller_end(name, entry, expected, others, values_checked)
     return BackendOutcome(
@@ -338,7 +340,7 @@ def _caller_end(
                 None if got is None else got.value,
             )
         )
-    _, against_expected = _align(name, expected, caller, others, values_checked)
+    _, against_expected = _align(name, expected, caller, others, values_checked, returned=True)
     at_caller = tuple(replace(d, note=_AT_CALLER) for d in against_expected)
     return (*changed, *at_caller)
 
@@ -352,11 +354,16 @@ def _align(
     received: tuple[Option, ...],
     others: tuple[BackendOptions, ...],
     values_checked: bool,
+    *,
+    returned: bool,
 ) -> tuple[tuple[OptionRow, ...], tuple[Difference, ...]]:
-    """Pair sent and received options by key and name what differs about each pair."""
+    """Pair sent and received options by key and name what differs about each pair
+    (``returned``: a GET's, the options get_option returned against those expected)."""
     if expected and not received:
         rows = tuple(OptionRow(i, o, None, None) for i, o in enumerate(expected))
-        nothing = Difference(DifferenceKind.NOTHING_DELIVERED, name, None, tuple(expected), ())
+        nothing = Difference(
+            DifferenceKind.NOTHING_DELIVERED, name, None, tuple(expected), (), returned=returned
+        )
         return rows, (nothing,)
     if values_checked and expected == received:  # the usual case: exact delivery
         return tuple(OptionRow(i, o, i, o) for i, o in enumerate(received)), ()
@@ -368,13 +375,15 @@ def _align(
     for i, option in enumerate(expected):
         candidates = by_key.get(option.key)
         if not candidates:
-            missing = Difference(DifferenceKind.MISSING_OPTION, name, option.key, option.value)
+            missing = Difference(
+                DifferenceKind.MISSING_OPTION, name, option.key, option.value, returned=returned
+            )
             paired_rows.append(OptionRow(i, option, None, None, missing))
             continue
         j = candidates.pop(0)
         got = unused.pop(j)
         paired_rows.append(
-            OptionRow(i, option, j, got, _compare(name, option, got, values_checked))
+            OptionRow(i, option, j, got, _compare(name, option, got, values_checked, returned))
         )
     sent_keys = {o.key for o in expected}
     for j, got in unused.items():
@@ -386,7 +395,7 @@ def _align(
         else:
             kind = DifferenceKind.UNEXPECTED_DELIVERY
         note = "a second option with this key" if got.key in sent_keys else ""
-        difference = Difference(kind, name, got.key, None, got.value, owners, note)
+        difference = Difference(kind, name, got.key, None, got.value, owners, note, returned)
         paired_rows.append(OptionRow(None, None, j, got, difference))
     differences = [r.difference for r in paired_rows if r.difference is not None]
     order = [
@@ -396,17 +405,24 @@ def _align(
         keys_sent = tuple(o.key for o in expected)
         keys_received = tuple(o.key for o in received)
         differences.append(
-            Difference(DifferenceKind.WRONG_ORDER, name, None, keys_sent, keys_received)
+            Difference(
+                DifferenceKind.WRONG_ORDER, name, None, keys_sent, keys_received, returned=returned
+            )
         )
     return tuple(paired_rows), tuple(differences)
 
 
-def _compare(name: str, sent: Option, got: Option, values_checked: bool) -> Difference | None:
+def _compare(
+    name: str, sent: Option, got: Option, values_checked: bool, returned: bool
+) -> Difference | None:
+    kind = None
     if type(sent.value) is not type(got.value):
-        return Difference(DifferenceKind.WRONG_TYPE, name, sent.key, sent.value, got.value)
-    if values_checked and sent.value != got.value:
-        return Difference(DifferenceKind.WRONG_VALUE, name, sent.key, sent.value, got.value)
-    return None
+        kind = DifferenceKind.WRONG_TYPE
+    elif values_checked and sent.value != got.value:
+        kind = DifferenceKind.WRONG_VALUE
+    if kind is None:
+        return None
+    return Difference(kind, name, sent.key, sent.value, got.value, returned=returned)
 
 
 def _same(a: Option, b: Option) -> bool:

@@ -60,7 +60,9 @@ class Difference:
     """One way a report differs from what was expected.
 
     ``backend`` is None for problems of the report as a whole. ``key`` is the
-    option key, or the hook's name (``init``) for call-count kinds.
+    option key, or the hook's name (``init``) for call-count kinds. ``returned`` marks
+    a GET's option difference: ``expected`` is what the test expected (or requested),
+    ``actual`` what ``get_option`` returned, nothing was sent or received.
     """
 
     kind: DifferenceKind
@@ -70,6 +72,7 @@ class Difference:
     actual: DifferenceValue = None
     belongs_to: tuple[str, ...] = ()
     note: str = ""
+    returned: bool = field(default=False, compare=False)  # the wording's, not the difference's
 
     def describe(self, with_backend: bool = True) -> str:
         """One sentence saying what differs, e.g. ``ProbeB: option 'fast': sent ...``."""
