@@ -8,14 +8,18 @@ their content, so a device that has them already is not sent them again. Each me
 is loaded (and executed once, with inputs the agent builds from the method's metadata)
 through each load path the agent announces; the map must reach each delegate as it
 would reach a probe: its own entry, exactly (on ``module_both`` as the explicit map,
-with a decoy stored map that must never arrive).
+with a decoy stored map that must never arrive). What the options did to the outputs is
+checked too (:mod:`harness.program_effects`): each run with the map against a baseline
+without it, over several executes and loads, at load time and through ``set_option``,
+and against the reference outputs given with the program.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,15 +27,18 @@ from typing import TYPE_CHECKING
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.check import DeliveryMismatch
 from harness.check.option_contracts import OptionWarning, Route
+from harness.check.output_effects import OptionsChangedOutputs, OutputEffect, OutputsOffReference
 from harness.check.rendering import ignored_line
 from harness.codec.mapfile import as_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
+from harness.data.outputs import TensorOutput, format_element
 from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
 from harness.probes import refuse_real_probes
+from harness.program_effects import GLOBAL, Run, Target, effects_of, global_runs, load_runs
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -47,30 +54,44 @@ class MethodVerdict:
     method: str
     path: LoadPath
     verdict: Verdict
+    outputs: tuple[TensorOutput, ...] = ()  # the first execute's, with the map
 
 
 @dataclass(frozen=True)
 class ProgramCheck:
-    """Every method of a program on every load path of one device, and the options of
-    the map its backends will ignore (``warnings``: under ``--strict-options`` the map is
-    refused before it travels, :class:`OptionsWithoutEffect`)."""
+    """Every method of a program on every load path of one device, the options of the
+    map its backends will ignore (``warnings``: under ``--strict-options`` the map is
+    refused before it travels, :class:`OptionsWithoutEffect`), what the options changed
+    in the outputs (``effects``) and the outputs off the reference."""
 
     program: str
     methods: tuple[str, ...]
     results: tuple[MethodVerdict, ...]
     warnings: tuple[OptionWarning, ...] = ()
+    effects: tuple[OutputEffect, ...] = ()
+    off_reference: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return all(r.verdict.ok for r in self.results)
+        return (
+            all(r.verdict.ok for r in self.results)
+            and not any(e.judged for e in self.effects)
+            and not self.off_reference
+        )
 
     def render(self) -> str:
-        """Each method and path's verdict, the backends every load ignored (once), then
-        one line for the program (the warnings themselves are Python's,
+        """Each method and path's verdict and outputs, the backends every load ignored
+        (once), what the options changed, then one
+        line for the program (the warnings themselves are Python's,
         :class:`NoEffectWarning`: ``send`` prints them below)."""
-        parts = [f"method {r.method!r}, {r.verdict.render(ignored=False)}" for r in self.results]
+        parts = []
+        for r in self.results:
+            parts.append(f"method {r.method!r}, {r.verdict.render(ignored=False)}")
+            parts += [f"  {output.render()}" for output in r.outputs]
         ignored = dict.fromkeys(b for r in self.results for b in r.verdict.ignored_backends)
         parts += [ignored_line(ignored)] if ignored else []
+        parts += [("FAILED: " if e.judged else "note: ") + e.describe() for e in self.effects]
+        parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
         line = f"program {self.program}: {methods} x load paths = {len(self.results)} loads, "
@@ -78,16 +99,25 @@ class ProgramCheck:
         if self.warnings:
             count = len(self.warnings)
             line += f"; {count} option{'' if count == 1 else 's'} without effect (warnings)"
+        changed = sum(e.judged for e in self.effects)
+        line += f"; outputs changed by options in {changed}" if changed else ""
         parts.append(line)
         return "\n".join(parts)
 
     def raise_for_differences(self) -> None:
         """Raise the first verdict's :class:`DeliveryMismatch` that did not pass (where the
-        runtime refused the method, :class:`MethodFailed` says why on its first line)."""
+        runtime refused the method, :class:`MethodFailed` says why on its first line), then
+        :class:`OptionsChangedOutputs` for the options that changed an output, then
+        :class:`OutputsOffReference`."""
         for result in self.results:
             if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
                 raise MethodFailed(self.program, result)
             result.verdict.raise_for_differences()
+        judged = [e for e in self.effects if e.judged]
+        if judged:
+            raise OptionsChangedOutputs(judged)
+        if self.off_reference:
+            raise OutputsOffReference("\n".join(self.off_reference))
 
 
 class MethodFailed(DeliveryMismatch):
@@ -112,41 +142,76 @@ def check_program(
     probes: Sequence[str] = (),
     strict: bool | None = None,
     forget: Callable[[str], None] | None = None,
+    reference: Mapping[str, Sequence[float]] | None = None,
 ) -> ProgramCheck:
     """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
     map is judged once, as the runner judges every map (:meth:`CaseRunner.heed`, with
     ``strict`` if given): its options the backends will ignore are warnings, or
-    :class:`OptionsWithoutEffect` before anything travels. When a load says the program
-    is damaged, its copies (the cache's, and the device's through ``forget``) are
-    removed at once: the next check sends it again."""
+    :class:`OptionsWithoutEffect` before anything travels. ``reference`` gives, per
+    method, the elements its first output must have (within a relative 1e-4 or an
+    absolute 1e-5). When a load says the program is damaged, its copies (the cache's,
+    and the device's through ``forget``) are removed at once: the next check sends it
+    again."""
     contents = read_program(program)
     sent = as_map(options)
     ignored = runner.heed(sent, Route.LOAD, probes, strict)
     _check_backends(contents, runner.real_backends, probes)
     cached = _cached_copy(contents)
     remote = push(cached)
-    results = []
+    results: list[MethodVerdict] = []
+    effects: list[OutputEffect] = []
+    off: list[str] = []
     with runner.unjudged():  # judged once above, not once per load
         for method in contents.methods:
-            unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
+            target = Target(remote, method, tuple(probes))
+            baselines: dict[LoadPath, tuple[Run, ...]] = {}
             for path in runner.load_paths:
-                verdict = runner.load(
-                    sent,
-                    method.delegates,
-                    unobserved=unobserved,
-                    path=path,
-                    method=method.name,
-                    program=remote,
-                    probes=probes,
+                if sent.backends:
+                    baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
+                verdict, runs = load_runs(runner, target, sent, path, checked=True)
+                results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
+                effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
+                if reference is not None and method.name in reference:
+                    off += _off_reference(method.name, path, runs, reference[method.name])
+            if sent.backends and baselines.get(LoadPath.PROGRAM):
+                runs = global_runs(runner, target, sent)
+                baseline = baselines[LoadPath.PROGRAM]
+                effects += effects_of(
+                    runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL
                 )
-                results.append(MethodVerdict(method.name, path, verdict))
-                runner.reset()
     if any(_says_damaged(r.verdict) for r in results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
             forget(remote)
     methods = tuple(m.name for m in contents.methods)
-    return ProgramCheck(contents.source, methods, tuple(results), ignored)
+    return ProgramCheck(
+        contents.source, methods, tuple(results), ignored, tuple(effects), tuple(off)
+    )
+
+
+def _first(runs: Sequence[Run]) -> tuple[TensorOutput, ...]:
+    return runs[0].outputs if runs else ()
+
+
+def _off_reference(
+    method: str, path: LoadPath, runs: Sequence[Run], expected: Sequence[float]
+) -> list[str]:
+    """One line for the first run whose first output is not ``expected``."""
+    for run in runs:
+        got = run.outputs[0].elements if run.outputs else None
+        if got is None or len(got) != len(expected):
+            return [
+                f"method {method!r}, load path {path.label}, {run.label}: output 0 has "
+                f"no {len(expected)} elements to compare with the reference"
+            ]
+        for index, (value, wanted) in enumerate(zip(got, expected, strict=True)):
+            if not math.isclose(float(value), wanted, rel_tol=1e-4, abs_tol=1e-5):
+                return [
+                    f"method {method!r}, load path {path.label}, {run.label}: output 0 "
+                    f"element {index} is {format_element(value, run.outputs[0].dtype)}, "
+                    f"the reference {wanted!r}"
+                ]
+    return []
 
 
 def _says_damaged(verdict: Verdict) -> bool:

@@ -401,6 +401,7 @@ class CaseRunner:
         method: str = "",
         program: str | None = None,
         probes: Sequence[str] = (),
+        record: bool = True,
     ) -> Verdict:
         """Load a probe program through ``path`` so that its delegates must receive
         ``options``; check every init.
@@ -417,7 +418,8 @@ class CaseRunner:
         method into the program or module already loaded (wire-format.md, LOAD).
         ``program`` is the device path of another program whose ``method`` delegates
         to ``delegates`` (:meth:`check_program`). ``options`` may be a map file's path;
-        the map is judged first (:meth:`heed`).
+        the map is judged first (:meth:`heed`). ``record=False`` keeps the verdict from
+        the test's records (the effect check's further runs, :mod:`harness.program_effects`).
         """
         options = as_map(options)
         self.heed(options, Route.LOAD, probes)
@@ -453,18 +455,16 @@ class CaseRunner:
             method=method,
         )
         report = self._exchange(lambda link: link.request(self._served(request)))
-        return self._record(
-            check_load(
-                request.delivered,
-                program_ids,
-                report,
-                unobserved=unobserved,
-                path=path,
-                recorded=self.recorded,
-                absent=absent,
-            ),
-            "et.load",
+        verdict = check_load(
+            request.delivered,
+            program_ids,
+            report,
+            unobserved=unobserved,
+            path=path,
+            recorded=self.recorded,
+            absent=absent,
         )
+        return self._record(verdict, "et.load") if record else verdict
 
     def load_models(
         self,
@@ -518,6 +518,7 @@ class CaseRunner:
         *,
         probes: Sequence[str] = (),
         strict: bool | None = None,
+        reference: Mapping[str, Sequence[float]] | None = None,
     ) -> ProgramCheck:
         """Check a program file (a user's own ``.pte``) on this device: every method it
         holds, loaded through every load path the agent announces with ``options`` (a
@@ -525,7 +526,9 @@ class CaseRunner:
         in ``probes`` are the harness's probes; every other must be a backend the
         device has. The map is judged once, as :meth:`heed` judges it (the probes' options
         unjudged); ``strict`` overrides :attr:`strict_options` (pytest's
-        ``--strict-options``). See :mod:`harness.program_check`."""
+        ``--strict-options``). An option that changes an output element is a failure;
+        ``reference`` gives per method the elements its first output must have. See
+        :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
@@ -539,6 +542,7 @@ class CaseRunner:
             probes=probes,
             strict=strict,
             forget=self._forget_program,
+            reference=reference,
         )
 
     def execute(self) -> Report:

@@ -237,7 +237,7 @@ def test_xnnpack_program_loads_and_computes(et, load_path):
     verdict.raise_for_differences()
     entry = verdict.report.entry(XNNPACK)
     assert entry is not None and entry.status == RuntimeErrorCode.Ok and not entry.is_probe
-    assert verdict.report.fact("outputs") == xnnpack_output()  # W @ ones + b, by XNNPACK
+    assert verdict.report.fact("outputs") == xnnpack_output()  # W @ x + b, by XNNPACK
     again = et.execute()
     assert again.outcome is Outcome.OK and again.fact("outputs") == xnnpack_output()
 

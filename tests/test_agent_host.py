@@ -876,3 +876,17 @@ def test_a_load_of_one_model_reports_no_models_fact(agent: AgentProcess) -> None
         Request.load(program, PAIR, OptionsMap(), models=(LoadSpec(program, PAIR),))
     )
     assert (two.outcome, two.fact("models")) == (Outcome.OK, 2)
+
+
+def test_an_empty_program_names_no_file(agent: AgentProcess) -> None:
+    """docs/wire-format.md, Request body: on a device with a file system an empty
+    ``program`` is InvalidArgument for that model, nothing loaded (an upload device
+    reads it as the program held last)."""
+    report = agent.request(Request.load("", (), OptionsMap()))
+    assert (report.outcome, report.detail, report.entries) == (
+        Outcome.RUNTIME_ERROR,
+        E.InvalidArgument,
+        (),
+    )
+    assert "needs a program path" in report.message
+    assert agent.request(Request(Action.EXECUTE)).detail == E.InvalidState  # nothing loaded

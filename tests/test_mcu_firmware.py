@@ -943,6 +943,55 @@ def test_program_upload_refusals_drop_the_upload_and_a_good_one_is_held(
     assert held.fact("programs_held") == f"{zlib.crc32(program):08x}"
 
 
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+def test_the_upload_rules_in_their_order_and_a_restarted_upload_keeps_its_slot(
+    link: AgentSession,
+) -> None:
+    """docs/wire-format.md, "Order of the upload rules": a chunk out of order that would
+    also cross max_program is UNEXPECTED_FIELD (offset before size); a chunk at offset 0
+    during an upload starts again in the slot that upload took, so a restarted upload
+    drops no other held program."""
+    assert isinstance(link, ProgramUploadingSession)
+    hello = ok(link.request(Request(Action.HELLO)))
+    limit = fact(hello, "max_program")
+    found = re.match(r"programs (\d+) x", str(fact(hello, "arenas")))
+    assert isinstance(limit, int) and found, hello
+    chunk = bytes(1024)
+    for offset in range(0, limit - len(chunk) + 1, len(chunk)):
+        ok(link.send_raw(encode_program_data(link.next_seq(), offset, chunk)))
+    end = limit - limit % len(chunk)
+    crossing = encode_program_data(link.next_seq(), end + 1, bytes(limit - end + 1))
+    wrong = link.send_raw(crossing)
+    assert (wrong.outcome, wrong.detail) == (Outcome.REJECTED, wire.WireErrorCode.UNEXPECTED_FIELD)
+    # Every slot holds one of this test's programs, then two uploads start at offset 0.
+    slots = int(found.group(1))
+    names = [link.upload((f"R{i}",)) for i in range(slots)]
+    first = probe_program(("X",), min_count=0).read_bytes()
+    ok(link.send_raw(encode_program_data(link.next_seq(), 0, first[:100])))  # R0's slot
+    again = probe_program(("Y",), min_count=0).read_bytes()
+    ok(link.send_raw(encode_program_data(link.next_seq(), 0, again)))
+    held = ok(link.send_raw(encode_program_end(link.next_seq(), again)))
+    listed = str(held.fact("programs_held")).split(",")
+    assert sorted(listed) == sorted([*names[1:], f"{zlib.crc32(again):08x}"]), listed
+
+
+@pytest.mark.skipif(SOURCE is None, reason="uploads are served by firmware built from source")
+def test_a_new_sessions_handshake_keeps_the_upload_under_way(mcu: McuEmulator) -> None:
+    """docs/wire-format.md, "Refusals": a serial link's handshake is not a request; the
+    upload a link began goes on over the next link, a new session number's."""
+    program = probe_program(("H",), min_count=0).read_bytes()
+    half = len(program) // 2
+    with mcu.connect() as opened:
+        first = firmware_session(opened)
+        ok(first.send_raw(encode_program_data(first.next_seq(), 0, program[:half])))
+    with mcu.connect() as opened:
+        second = firmware_session(opened)
+        ok(second.send_raw(encode_program_data(second.next_seq(), half, program[half:])))
+        held = ok(second.send_raw(encode_program_end(second.next_seq(), program)))
+        assert f"{zlib.crc32(program):08x}" in str(held.fact("programs_held"))
+        assert mcu.shutdown(opened, 0) == 0
+
+
 def _refused_chunks(seq: int, offset: int, chunk: bytes) -> dict[wire.WireErrorCode, bytes]:
     """The chunk ``chunk`` at ``offset`` refused each way a device refuses a PROGRAM_DATA:
     out of order, its body ending before its bytes, a byte after them, a wrong message CRC."""

@@ -201,15 +201,19 @@ def _close(actual: str | None, expected: list[float]) -> bool:
 
 @pytest.mark.parametrize("device", ["host", "ssh-emu", "adb-emu"])
 def test_real_programs_are_checked_exactly_and_compute_what_torch_did(device: str) -> None:
-    """Every running program, every method on every load path: exact, and its outputs
-    torch's; the program with an operator of the user's own fails, naming it."""
+    """Every running program, every method on every load path: exact, its outputs
+    torch's for the agent's seeded inputs and unchanged by the option; the program with
+    an operator of the user's own fails, naming it."""
     outputs = json.loads((PROGRAMS / "outputs.json").read_text())
     opened, runner = open_runner(load_profile(device))
     with contextlib.closing(opened), contextlib.closing(runner):  # the runner closes first
         assert set(runner.load_paths) == set(LoadPath)
         for name in RUNNING:
-            checked = runner.check_program(PROGRAMS / name, OPTIONS)
+            checked = runner.check_program(PROGRAMS / name, OPTIONS, reference=outputs[name])
             checked.raise_for_differences()
+            # Each method's outputs, on every path, 3 executes, 2 loads, and through
+            # set_option: the option changed no element, and every run is torch's.
+            assert not checked.effects and not checked.off_reference, checked.render()
             assert [(r.method, r.path) for r in checked.results] == [
                 (m.name, path) for m in HOLDS[name] for path in runner.load_paths
             ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +23,19 @@ from harness.agent.program_contents import (
     read_program,
 )
 from harness.agent.sdk import ensure_sdk, host_abi
-from harness.agent.xnnpack_program import XNNPACK_BACKEND, delegate_blob, xnnpack_program
+from harness.agent.xnnpack_program import (
+    BIAS,
+    FEATURES,
+    WEIGHT,
+    XNNPACK_BACKEND,
+    delegate_blob,
+    xnnpack_program,
+)
 from harness.cli.main import main
 from harness.codec import wire
 from harness.data.messages import Action, LoadPath, Outcome, Request
 from harness.data.options import OptionsMap
+from harness.data.outputs import digest_of, input_values
 
 PROBES = ("ProbeA", "ProbeB")
 MULTI_METHODS = ("forward", "second")
@@ -137,7 +146,17 @@ def test_send_xnnpack_program_alone(map_file: Path, capsys: pytest.CaptureFixtur
         "host",
     ]
     assert main(argv) == 0, capsys.readouterr()
-    assert "1 method x load paths = 4 loads, 4 exact" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 method x load paths = 4 loads, 4 exact" in out
+    # A line per output: y = W @ x + b for the seeded x, its bytes' digest the agent's.
+    x = input_values("f32", 0, FEATURES)
+    y = [
+        sum(w * v for w, v in zip(WEIGHT[r * FEATURES : (r + 1) * FEATURES], x, strict=True))
+        + BIAS[r]
+        for r in range(FEATURES)
+    ]
+    line = f"  output 0: f32 [1, {FEATURES}] digest {digest_of(struct.pack('<4f', *y))}, "
+    assert out.count(line) == 4, out
 
 
 def test_the_backends_no_load_delegates_to_are_named_once(

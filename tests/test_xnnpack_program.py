@@ -89,8 +89,10 @@ def test_blob_has_xnnpacks_header_graph_and_constants(tmp_path: Path) -> None:
     assert struct.unpack_from("<4f", constants, bias["offset"]) == BIAS
 
 
-def test_expected_output_is_the_row_sums_plus_the_bias() -> None:
-    assert expected_output() == "10.5,24.5,44.5,54.5"
+def test_expected_output_is_w_times_the_seeded_x_plus_the_bias() -> None:
+    # x = -1.703125, 814, -1.484375, -2.21875 (docs/agent.md, "Inputs"); row 0:
+    # -1.703125 + 2 * 814 - 3 * 1.484375 - 4 * 2.21875 + 0.5 = 1613.46875
+    assert expected_output() == "1613.47,4845.84,8084.22,11312.6"
 
 
 def test_programs_are_cached_per_probe_tuple() -> None:

@@ -12,8 +12,8 @@ offset and size, constant-data offset and size), each part padded to 16 bytes.
 A fully connected node is chosen because XNNPACK packs its weight: with the weight
 cache on, the packed weight goes through XNNPACK's weights cache (and, with a
 ``packed_cache_path``, into that file), which is an effect visible from outside
-the backend. ``x`` and ``y`` are memory-planned: the agent sets ``x`` to ones, so ``y`` is each row
-sum of ``W`` plus ``b`` (:func:`expected_output`).
+the backend. ``x`` and ``y`` are memory-planned: the agent sets ``x`` to its seeded values
+(docs/agent.md, "Inputs"), so ``y`` is ``W @ x + b``, exact in float32 (:func:`expected_output`).
 
 ``xnnpack_program(("ProbeA",))`` puts probe delegates before the XNNPACK one (each
 called on ``x``), so one program shows what a probe received next to what XNNPACK
@@ -28,6 +28,7 @@ from pathlib import Path
 from harness.agent.flatc import FlatcError, cached_program, compile_json
 from harness.agent.probe_program import MAX_DELEGATES, delegate_table, validate_delegates
 from harness.agent.sdk import SdkPaths, ensure_sdk, host_abi
+from harness.data.outputs import input_values
 from harness.errors import UsageError
 
 XNNPACK_BACKEND = "XnnpackBackend"
@@ -87,8 +88,14 @@ def xnnpack_program(probes: tuple[str, ...] = (), methods: tuple[str, ...] = ("f
 
 
 def expected_output() -> str:
-    """``y`` for the ``x`` of ones the agent sets, as the agent's ``outputs`` fact prints it."""
-    rows = (sum(WEIGHT[r * FEATURES : (r + 1) * FEATURES]) + BIAS[r] for r in range(FEATURES))
+    """``y`` for the ``x`` the agent sets, as the agent's ``outputs`` fact prints it (every
+    product and sum is exact in float32: ``x`` holds multiples of 1/64 below 1024)."""
+    x = input_values("f32", 0, FEATURES)
+    rows = (
+        sum(w * v for w, v in zip(WEIGHT[r * FEATURES : (r + 1) * FEATURES], x, strict=True))
+        + BIAS[r]
+        for r in range(FEATURES)
+    )
     return ",".join(f"{value:g}" for value in rows)
 
 

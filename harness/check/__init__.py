@@ -26,10 +26,13 @@ the suites take them from) and those a user declares for a backend of their own
 (:func:`declare_contract` in code, :func:`declare_contract_files` for the project's
 ``backends/*.yaml``): :class:`OptionWarning`. :func:`heed_options` is the judgement every
 door makes before a map travels: a :class:`NoEffectWarning` each, a failure under
-``--strict-options`` (:class:`OptionsWithoutEffect`).
+``--strict-options`` (:class:`OptionsWithoutEffect`). What the options did to a program's
+outputs (``et.check_program``): :class:`OptionsChangedOutputs` when a result-invariant
+option changed an element, :class:`OutputsOffReference` when the outputs are not the
+reference; each output is a :class:`TensorOutput` (:func:`outputs_of` reads them).
 
 ``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text,
-``option_contracts`` the contracts.
+``option_contracts`` the contracts, ``output_effects`` the judgment of outputs.
 """
 
 from harness.check.comparison import check_get, check_load, check_set
@@ -50,6 +53,7 @@ from harness.check.option_contracts import (
     judge_options,
     known_contracts,
 )
+from harness.check.output_effects import OptionsChangedOutputs, OutputsOffReference
 from harness.check.rendering import format_value, show_name
 from harness.check.verdict import (
     BackendOutcome,
@@ -72,6 +76,7 @@ from harness.data.messages import (
     ReportEntry,
     Request,
 )
+from harness.data.outputs import TensorOutput, outputs_of
 from harness.data.runtime_error import RuntimeErrorCode
 
 __all__ = [
@@ -93,14 +98,17 @@ __all__ = [
     "OptionRow",
     "OptionRule",
     "OptionWarning",
+    "OptionsChangedOutputs",
     "OptionsWithoutEffect",
     "Outcome",
+    "OutputsOffReference",
     "Report",
     "ReportEntry",
     "Request",
     "Route",
     "RouteBehaviour",
     "RuntimeErrorCode",
+    "TensorOutput",
     "Verdict",
     "VerdictNotExamined",
     "WireErrorCode",
@@ -113,5 +121,6 @@ __all__ = [
     "heed_options",
     "judge_options",
     "known_contracts",
+    "outputs_of",
     "show_name",
 ]

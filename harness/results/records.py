@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
+from harness.data.outputs import OutputsUnreadable, outputs_of
 from harness.untrusted import json_fields as fields
 from harness.untrusted.reading import brief
 
@@ -36,6 +37,7 @@ class VerdictRecord:
     backends: tuple[tuple[str, bool], ...] = ()  # (backend, delivered exactly)
     render: str = ""  # Verdict.render(), kept when there are differences
     path: str = ""  # a LOAD's load path (program, module, ...); "" for SET and GET
+    outputs: tuple[str, ...] = ()  # a LOAD's outputs, one line each (TensorOutput.render)
 
     @property
     def route(self) -> str:
@@ -52,6 +54,7 @@ class VerdictRecord:
             backends=tuple((b.name, b.ok) for b in verdict.backends),
             render="" if verdict.ok else verdict.render(),
             path=verdict.path.label if verdict.path is not None else "",
+            outputs=_outputs(verdict),
         )
 
     @classmethod
@@ -65,7 +68,16 @@ class VerdictRecord:
             backends=fields.pairs(data, "backends", bool),
             render=fields.text(data, "render", ""),
             path=fields.text(data, "path", ""),
+            outputs=fields.texts(data, "outputs"),
         )
+
+
+def _outputs(verdict: Verdict) -> tuple[str, ...]:
+    """The outputs a verdict's report describes, one line each (or why they cannot be read)."""
+    try:
+        return tuple(output.render() for output in outputs_of(verdict.report))
+    except OutputsUnreadable as exc:
+        return (f"outputs unreadable: {exc}",)
 
 
 @dataclass(frozen=True)

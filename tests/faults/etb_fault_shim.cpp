@@ -68,6 +68,10 @@ enum class Fault {
   RealSetOptionSwallowed,  // set_option: a real backend is not called, Ok is returned
   RealGetOptionIgnored,    // get_option: a real backend is not called, values untouched
   RealGetValueChanged,     // get_option: every int OpenvinoBackend left arrives increased by 1
+  // ... and one in what a delivered option does (an effect, not a delivery: see
+  // tests/test_option_effects.py): the specs arrive exactly, the outputs change.
+  RealOptionChangesOutput,  // execute: a real backend whose init got any spec writes -3.9e-32
+                            // into element 0 of its last float tensor argument (an output)
 };
 
 struct FaultName {
@@ -103,6 +107,7 @@ constexpr FaultName kFaults[] = {
     {"real_set_option_swallowed", Fault::RealSetOptionSwallowed},
     {"real_get_option_ignored", Fault::RealGetOptionIgnored},
     {"real_get_value_changed", Fault::RealGetValueChanged},
+    {"real_option_changes_output", Fault::RealOptionChangesOutput},
 };
 
 Fault parse_fault() {
@@ -296,6 +301,17 @@ class ProxyBackend final : public et::BackendInterface {
     for (et::BackendOption& option : handed) {
       rewrite(option, fault);
     }
+    if (fault == Fault::RealOptionChangesOutput && is_real_) {
+      et::Result<et::DelegateHandle*> handle = real_->init(context, processed, compile_specs);
+      if (handle.ok()) {  // a freed handle's address may come back: marked anew each time
+        std::lock_guard<std::mutex> lock(mutex_);
+        given_specs_.erase(std::remove(given_specs_.begin(), given_specs_.end(), *handle), given_specs_.end());
+        if (!specs.empty()) {
+          given_specs_.push_back(*handle);
+        }
+      }
+      return handle;
+    }
     if (same_options(handed, specs)) {
       return real_->init(context, processed, compile_specs);
     }
@@ -306,7 +322,22 @@ class ProxyBackend final : public et::BackendInterface {
 
   et::Error execute(et::BackendExecutionContext& context, et::DelegateHandle* handle,
                     et::Span<et::EValue*> args) const override {
-    return real_->execute(context, handle, args);
+    const et::Error error = real_->execute(context, handle, args);
+    if (active() == Fault::RealOptionChangesOutput && error == et::Error::Ok && given_specs(handle)) {
+      for (size_t i = args.size(); i-- > 0;) {
+        if (args[i] != nullptr && args[i]->isTensor() &&
+            args[i]->toTensor().scalar_type() == executorch::aten::ScalarType::Float && args[i]->toTensor().numel() > 0) {
+          args[i]->toTensor().mutable_data_ptr<float>()[0] = -3.9e-32f;
+          break;
+        }
+      }
+    }
+    return error;
+  }
+
+  bool given_specs(et::DelegateHandle* handle) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::find(given_specs_.begin(), given_specs_.end(), handle) != given_specs_.end();
   }
 
   // The faults a real backend accepts silently, applied to what its init is handed.
@@ -398,6 +429,7 @@ class ProxyBackend final : public et::BackendInterface {
   const bool is_real_;
   // Loads run init on several threads at once: what a fault keeps is guarded.
   mutable std::mutex mutex_;
+  mutable std::vector<et::DelegateHandle*> given_specs_;  // RealOptionChangesOutput
   mutable std::vector<et::BackendOption> last_specs_;  // LeakSpecsIntoGetOption
   mutable std::vector<et::BackendOption> sticky_;      // StickySpecs: the last non-empty specs
   std::vector<et::BackendOption> global_;              // GlobalLeaksIntoSpecs: what set_option set

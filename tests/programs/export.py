@@ -12,8 +12,9 @@ Each program is a small model exported by ``torch.export`` and lowered by ExecuT
 user would (``to_edge_transform_and_lower`` with the XNNPACK partitioner where it is
 delegated, then ``to_executorch``), with fixed weights, so exporting again gives the same
 bytes; ``--check`` exports into memory and says which file differs. ``outputs.json`` holds
-what torch computes for each method from the inputs the agent gives (float tensors of
-ones), ``SHA256SUMS`` the digests the tests compare the committed files with.
+what torch computes for each method from the inputs the agent gives (its seeded values,
+docs/agent.md "Inputs", reproduced by ``harness.data.outputs.input_values``),
+``SHA256SUMS`` the digests the tests compare the committed files with.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from executorch.exir import to_edge_transform_and_lower
 from torch.export import export
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # the checkout's harness: pure-Python data only
+from harness.data.outputs import input_values  # noqa: E402
+
 OUTPUTS = "outputs.json"
 SUMS = "SHA256SUMS"
 
@@ -111,7 +115,9 @@ class ReluDouble(torch.nn.Module):
         return torch.ops.et_harness.double(torch.relu(x))
 
 
-_INPUT = (torch.ones(1, 8),)
+_INPUT = (torch.ones(1, 8),)  # the shape export traces with
+# What the agent feeds every method: input 0, a float tensor [1, 8].
+_AGENT_INPUT = (torch.tensor([input_values("f32", 0, 8)], dtype=torch.float32),)
 
 
 def _lower(methods: dict[str, torch.nn.Module], delegated: bool) -> bytes:
@@ -139,14 +145,15 @@ def _programs() -> dict[str, tuple[dict[str, torch.nn.Module], bool]]:
 
 def export_all() -> dict[str, bytes]:
     """Every file this script writes, by name: the programs, what torch computes for
-    each method from the agent's inputs (float tensors of ones), and their digests."""
+    each method from the agent's inputs (its seeded values), and their digests."""
     files = {}
     outputs: dict[str, dict[str, list[float]]] = {}
     for name, (methods, delegated) in _programs().items():
         files[name] = _lower(methods, delegated)
         with torch.no_grad():
             outputs[name] = {
-                method: module(*_INPUT).flatten().tolist() for method, module in methods.items()
+                method: module(*_AGENT_INPUT).flatten().tolist()
+                for method, module in methods.items()
             }
     files[OUTPUTS] = (json.dumps(outputs, indent=1, sort_keys=True) + "\n").encode()
     files[SUMS] = "".join(

@@ -282,7 +282,7 @@ void Agent::load(const etb_request_t& request, ReportBuilder& report) {
   if (first.execute_us >= 0) report.add_fact("execute_us", first.execute_us);
   report_results(results, report);
   if (first.has_method()) {
-    add_output_fact(first.float_outputs(), report);
+    add_output_facts(first.outputs(), report);
   }
   add_probe_entries(report, /*with_received=*/true);
   for (size_t k = 0; k < count; ++k) {
@@ -402,9 +402,13 @@ void Agent::add_real_backend_entry(uint8_t model, std::string_view id, et::Error
   }
 }
 
-void Agent::add_output_fact(const std::string& outputs, ReportBuilder& report) {
-  if (!outputs.empty()) {
-    report.add_fact("outputs", outputs.substr(0, ETB_MAX_STRING));
+void Agent::add_output_facts(const OutputFacts& outputs, ReportBuilder& report) {
+  if (outputs.count == 0) {
+    return;
+  }
+  report.add_fact("output_count", static_cast<int32_t>(outputs.count));
+  for (const auto& [key, value] : outputs.texts) {
+    report.add_fact(key, value);
   }
 }
 
@@ -425,7 +429,7 @@ void Agent::execute(ReportBuilder& report) {
   set_current_model(0);
   report.add_fact("execute_us", models_[0]->execute_us);
   report_results(results, report);
-  add_output_fact(models_[0]->float_outputs(), report);
+  add_output_facts(models_[0]->outputs(), report);
   add_probe_entries(report, /*with_received=*/false);
 }
 

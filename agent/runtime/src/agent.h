@@ -53,8 +53,8 @@ class Agent {
   void add_real_backend_entry(uint8_t model, std::string_view id, et::Error init_status, ReportBuilder& report) const;
   // The recorder of a real backend (none for a probe, or with --no-records).
   const RecordingBackend* recorded(std::string_view name) const;
-  // Fact "outputs": the method's float outputs after execute, if it has any.
-  static void add_output_fact(const std::string& outputs, ReportBuilder& report);
+  // The facts describing the method's outputs after execute, if it has any.
+  static void add_output_facts(const OutputFacts& outputs, ReportBuilder& report);
 
   // Registered probes; the runtime holds pointers to them until the process ends.
   std::vector<std::unique_ptr<ProbeBackend>> probes_;

@@ -80,7 +80,7 @@ StepResult LoadedModule::load_method(const std::string& method, std::unique_ptr<
 
 StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
   *us = 0;
-  outputs_.clear();
+  outputs_ = OutputFacts{};
   std::unique_ptr<MethodInputs>& inputs = inputs_[method];
   if (!inputs) {
     auto meta = module_.method_meta(method);
@@ -99,7 +99,7 @@ StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
   auto values = module_.execute(method, inputs->values());
   *us = micros_since(start);
   if (values.ok()) {
-    outputs_ = etb::float_outputs(values->data(), values->size());
+    outputs_ = describe_outputs(values->data(), values->size());
   }
   return result_of(values.ok() ? et::Error::Ok : values.error(), "Module::execute(\"" + method + "\")");
 }

@@ -38,19 +38,19 @@ class LoadedModule {
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us);
 
   // Module::execute(method, inputs): loads the method first, without a map, if
-  // it is not loaded; inputs as MethodInputs makes them (float tensors of ones).
+  // it is not loaded; inputs as MethodInputs makes them (seeded).
   StepResult execute(const std::string& method, int64_t* us);
 
   bool has_method(const std::string& method) const { return module_.is_method_loaded(method); }
 
-  // The float tensor outputs of the last execute, as float_outputs writes them.
-  const std::string& float_outputs() const { return outputs_; }
+  // The outputs of the last execute, as describe_outputs describes them.
+  const OutputFacts& outputs() const { return outputs_; }
 
  private:
   const std::string path_;
   std::vector<std::unique_ptr<OwnedOptionsMap>> explicit_maps_;
   std::map<std::string, std::unique_ptr<MethodInputs>> inputs_;
-  std::string outputs_;
+  OutputFacts outputs_;
   // Declared last: destroyed first, before the maps its methods may point into.
   executorch::extension::module::Module module_;
 };

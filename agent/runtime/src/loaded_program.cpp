@@ -131,10 +131,10 @@ StepResult LoadedProgram::set_inputs(LoadedMethod& loaded) {
   return {};
 }
 
-std::string LoadedProgram::float_outputs(const std::string& name) const {
+OutputFacts LoadedProgram::outputs(const std::string& name) const {
   auto found = methods_.find(name);
   if (found == methods_.end()) {
-    return "";
+    return {};
   }
   const et::Method& method = *found->second->method;
   // Method::get_output aborts the process on an output that names no value (a
@@ -143,11 +143,11 @@ std::string LoadedProgram::float_outputs(const std::string& name) const {
   std::vector<et::EValue> outputs;
   for (size_t i = 0; i < method.outputs_size(); ++i) {
     if (!meta.ok() || !meta->output_tag(i).ok()) {
-      return "";
+      return {};
     }
     outputs.push_back(method.get_output(i));
   }
-  return etb::float_outputs(outputs.data(), outputs.size());
+  return describe_outputs(outputs.data(), outputs.size());
 }
 
 StepResult LoadedProgram::execute(const std::string& name, int64_t* execute_us) {

@@ -45,13 +45,12 @@ class LoadedProgram {
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* load_us);
 
   // Executes a loaded method once, its inputs set as MethodInputs makes them
-  // (float tensors of ones; probe programs have none).
+  // (seeded; probe programs have none).
   StepResult execute(const std::string& method, int64_t* execute_us);
 
-  // A method's float tensor outputs after its last execute, as text: the
-  // elements of each output joined by ",", outputs joined by ";" (%g), or ""
-  // when it has none (or is not loaded).
-  std::string float_outputs(const std::string& method) const;
+  // A method's outputs after its last execute, as describe_outputs describes
+  // them; none when it has none (or is not loaded).
+  OutputFacts outputs(const std::string& method) const;
 
   bool has_method(const std::string& method) const { return methods_.count(method) != 0; }
 

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the agent feeds a method and reads back from it, the same on every load
-// path: each input a float tensor of ones (the XNNPACK program's x), the float
-// tensor outputs as text.
+// path: each input a tensor of seeded values (docs/agent.md, "Inputs"), every
+// output described as report facts (docs/wire-format.md, "Outputs").
 #pragma once
 
 #include <executorch/runtime/core/evalue.h>
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 #include <executorch/runtime/executor/method_meta.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "step_result.h"
@@ -30,8 +32,9 @@ class MethodInputs {
   MethodInputs(const MethodInputs&) = delete;
   MethodInputs& operator=(const MethodInputs&) = delete;
 
-  // Builds one value per input, in input order. An input that is not a float
-  // tensor is refused (NotSupported): the agent only feeds float tensors.
+  // Builds one value per input, in input order, each element input_value(i, j).
+  // An input that is not a tensor of a dtype input_value fills is refused
+  // (NotSupported).
   StepResult prepare(const et::MethodMeta& meta);
 
   const std::vector<et::EValue>& values() const { return values_; }
@@ -41,15 +44,25 @@ class MethodInputs {
     std::vector<executorch::aten::SizesType> sizes;
     std::vector<executorch::aten::DimOrderType> dim_order;
     std::vector<executorch::aten::StridesType> strides;
-    std::vector<float> data;
+    std::vector<uint64_t> data;  // 8-byte aligned storage for any element type
     std::optional<executorch::aten::TensorImpl> impl;
   };
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<et::EValue> values_;
 };
 
-// The float tensor outputs among values, as text: each output's elements
-// printed %g and joined by ",", outputs joined by ";"; "" when there are none.
-std::string float_outputs(const et::EValue* values, size_t count);
+// The seeded draw of element `element` of input `input` (docs/agent.md, "Inputs").
+uint64_t input_draw(uint64_t input, uint64_t element);
+
+// What the report says of a method's outputs after an execute
+// (docs/wire-format.md, "Outputs"): how many there are (fact "output_count"),
+// and the text facts (key, value), in order: "outputs" (the float tensors'
+// elements as text, a preview), then per tensor output K "output:K" and its
+// element chunks "output:K.J".
+struct OutputFacts {
+  size_t count = 0;
+  std::vector<std::pair<std::string, std::string>> texts;
+};
+OutputFacts describe_outputs(const et::EValue* values, size_t count);
 
 }  // namespace etb

@@ -75,8 +75,8 @@ bool ModelInstance::has_method() const {
   return !loading_.empty() && (program_ ? program_->has_method(loading_) : module_ && module_->has_method(loading_));
 }
 
-std::string ModelInstance::float_outputs() const {
-  return program_ ? program_->float_outputs(loading_) : module_ ? module_->float_outputs() : std::string();
+OutputFacts ModelInstance::outputs() const {
+  return program_ ? program_->outputs(loading_) : module_ ? module_->outputs() : OutputFacts{};
 }
 
 StepResult ModelInstance::load(const ModelRequest& request, bool keep) {

@@ -53,8 +53,8 @@ class ModelInstance {
   bool has_method() const;
   // The delegate ids of the method last loaded (empty before its program was read).
   const std::vector<std::string>& delegate_ids() const { return delegate_ids_; }
-  // The method's float outputs after its last execute ("" if none).
-  std::string float_outputs() const;
+  // The method's outputs after its last execute (none if it has none).
+  OutputFacts outputs() const;
   const std::string& method() const { return method_; }
 
   // Times of the last load (-1: that step did not run), clamped to int32.

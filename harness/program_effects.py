@@ -1,0 +1,186 @@
+"""What a map's options did to a program's outputs (the effect check of
+``et.check_program`` and ``send --program``).
+
+For each method and load path the program is loaded without the map (the baseline) and
+with it, each load executed :data:`EXECUTES` times and done :data:`LOADS` times in the
+same agent (caches and workspaces outlive a load); then once more through the global
+route (``set_option`` with the map, then loads without it) on the ``program`` path, in
+an agent restarted afterwards so the global values reach nothing else. Every output of
+every execute must equal the baseline's first bit for bit (:mod:`harness.check.output_effects`);
+when it does not, the options are narrowed to the smallest set that still changes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.agent.program_contents import MethodContents
+from harness.check.output_effects import (
+    ElementChange,
+    OutputEffect,
+    first_change,
+    result_invariant,
+)
+from harness.data.messages import Action, LoadPath, Outcome, Request
+from harness.data.options import BackendOptions, Option, OptionsMap
+from harness.data.outputs import TensorOutput, outputs_of
+
+if TYPE_CHECKING:
+    from harness.check import Verdict
+    from harness.runner import CaseRunner
+
+EXECUTES = 3  # per load: the LOAD's own execute, then EXECUTE twice
+LOADS = 2  # in the same agent, one after the other
+
+AT_LOAD = "at load time"
+GLOBAL = "through set_option"
+_Picked = tuple[tuple[str, Option], ...]  # (backend, option) in map order
+_Changes = Callable[[_Picked], "tuple[str, ElementChange] | None"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """The outputs of one execute: ``label`` says which (``load 2 execute 3``)."""
+
+    label: str
+    outputs: tuple[TensorOutput, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the runs go: the pushed program, one method, the probes among its delegates."""
+
+    remote: str
+    method: MethodContents
+    probes: tuple[str, ...]
+
+    @property
+    def unobserved(self) -> tuple[str, ...]:
+        return tuple(d for d in dict.fromkeys(self.method.delegates) if d not in self.probes)
+
+
+def load_runs(
+    runner: CaseRunner,
+    target: Target,
+    options: OptionsMap,
+    path: LoadPath,
+    *,
+    checked: bool = False,
+) -> tuple[Verdict, tuple[Run, ...]]:
+    """:data:`LOADS` loads with ``options``, each executed :data:`EXECUTES` times; the
+    first load's verdict and every execute's outputs. The agent is reset afterwards.
+    Only a ``checked`` run's first verdict goes into the test's records: it is the
+    delivery check; the others are runs for their outputs."""
+    verdicts: list[Verdict] = []
+    runs: list[Run] = []
+    for load in range(1, LOADS + 1):
+        verdict = runner.load(
+            options,
+            target.method.delegates,
+            unobserved=target.unobserved,
+            path=path,
+            method=target.method.name,
+            program=target.remote,
+            probes=target.probes,
+            record=checked and not verdicts,
+        )
+        verdicts.append(verdict)
+        if verdict.report.outcome is not Outcome.OK:
+            break
+        runs.append(Run(f"load {load} execute 1", outputs_of(verdict.report)))
+        for execute in range(2, EXECUTES + 1):
+            report = runner.execute()
+            if report.outcome is not Outcome.OK:
+                break
+            runs.append(Run(f"load {load} execute {execute}", outputs_of(report)))
+    runner.reset()
+    return verdicts[0], tuple(runs)
+
+
+def global_runs(runner: CaseRunner, target: Target, options: OptionsMap) -> tuple[Run, ...]:
+    """``set_option`` with ``options``, then :func:`load_runs` without a map on the
+    ``program`` path; the agent is restarted afterwards (the values set stay otherwise)."""
+    runner.prepare([b for b in options.backend_ids if b in target.probes])
+    runner.send(Request(Action.SET, options))
+    try:
+        return load_runs(runner, target, OptionsMap(), LoadPath.PROGRAM)[1]
+    finally:
+        runner.restart()
+
+
+def find_change(baseline: Sequence[Run], runs: Sequence[Run]) -> tuple[str, ElementChange] | None:
+    """The first run whose outputs differ from the baseline's first execute, and where."""
+    if not baseline:
+        return None
+    for run in runs:
+        change = first_change(baseline[0].outputs, run.outputs)
+        if change is not None:
+            return run.label, change
+    return None
+
+
+def effects_of(
+    runner: CaseRunner,
+    target: Target,
+    options: OptionsMap,
+    path: LoadPath,
+    baseline: Sequence[Run],
+    runs: Sequence[Run],
+    route: str = AT_LOAD,
+) -> list[OutputEffect]:
+    """The effect the map's options had on ``runs``, narrowed to the smallest set of
+    options that still changes the outputs; none when nothing changed. When the outputs
+    vary without options (the baseline's own executes and loads differ) nothing can be
+    judged: an effect without options says so."""
+    varies = find_change(baseline, baseline[1:]) if route == AT_LOAD else None
+    if varies is not None:
+        label, change = varies
+        return [OutputEffect((), target.method.name, path.label, route, label, change, False)]
+    found = find_change(baseline, runs)
+    if found is None:
+        return []
+    picked: _Picked = tuple((b.backend_id, o) for b in options.backends for o in b.options)
+
+    def changes(subset: _Picked) -> tuple[str, ElementChange] | None:
+        trial = _map_of(subset)
+        if route == GLOBAL:
+            return find_change(baseline, global_runs(runner, target, trial))
+        return find_change(baseline, load_runs(runner, target, trial, path)[1])
+
+    smallest, found = _shrink(picked, found, changes)
+    label, change = found
+    options_named = tuple((b, o.key, o.value) for b, o in smallest)
+    judged = all(result_invariant(b, o.key, target.probes) for b, o in smallest)
+    return [
+        OutputEffect(options_named, target.method.name, path.label, route, label, change, judged)
+    ]
+
+
+def _shrink(
+    picked: _Picked,
+    found: tuple[str, ElementChange],
+    changes: _Changes,
+) -> tuple[_Picked, tuple[str, ElementChange]]:
+    """Each option alone first; if none changes the outputs alone, drop one option at a
+    time while the rest still does."""
+    if len(picked) <= 1:
+        return picked, found
+    for single in picked:
+        alone = changes((single,))
+        if alone is not None:
+            return (single,), alone
+    kept = picked
+    for option in picked:
+        rest = tuple(p for p in kept if p != option)
+        if rest and (still := changes(rest)) is not None:
+            kept, found = rest, still
+    return kept, found
+
+
+def _map_of(picked: _Picked) -> OptionsMap:
+    backends: dict[str, list[Option]] = {}
+    for backend, option in picked:
+        backends.setdefault(backend, []).append(option)
+    return OptionsMap(tuple(BackendOptions(b, tuple(o)) for b, o in backends.items()))
