@@ -22,20 +22,28 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 
 import torch
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+    XNNPACKQuantizer,
+    get_symmetric_quantization_config,
+)
 from executorch.exir import to_edge_transform_and_lower
 from torch.export import export
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the checkout's harness: pure-Python data only
 from harness.data.outputs import input_values  # noqa: E402
+from zoo import Entry, zoo  # noqa: E402  (beside this script)
 
 OUTPUTS = "outputs.json"
 SUMS = "SHA256SUMS"
+ZOO = "zoo"
 
 
 def _seeded_linear(features: int, seed: int) -> torch.nn.Linear:
@@ -143,9 +151,56 @@ def _programs() -> dict[str, tuple[dict[str, torch.nn.Module], bool]]:
     }
 
 
+def _agent_inputs(shapes: tuple[tuple[int, ...], ...]) -> tuple[torch.Tensor, ...]:
+    """What the agent feeds a method whose float inputs have ``shapes``."""
+    return tuple(
+        torch.tensor(input_values("f32", index, math.prod(shape)), dtype=torch.float32).reshape(
+            shape
+        )
+        for index, shape in enumerate(shapes)
+    )
+
+
+def _quantized(entry: Entry, inputs: tuple[torch.Tensor, ...]) -> torch.nn.Module:
+    """``entry``'s module quantized as XNNPACKQuantizer does it for a user (per channel;
+    a static one calibrated on the agent's inputs)."""
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(
+            is_per_channel=True, is_dynamic=entry.quantized == "dynamic"
+        )
+    )
+    prepared = prepare_pt2e(export(entry.module, inputs, strict=True).module(), quantizer)
+    prepared(*inputs)
+    return convert_pt2e(prepared)
+
+
+def _zoo_program(entry: Entry) -> tuple[bytes, list[float]]:
+    """One zoo program lowered to XNNPACK, and what torch computes from the agent's inputs."""
+    inputs = _agent_inputs(entry.shapes)
+    module = entry.module if entry.quantized is None else _quantized(entry, inputs)
+    edge = to_edge_transform_and_lower(
+        export(module, inputs, strict=True), partitioner=[XnnpackPartitioner()]
+    )
+    with torch.no_grad():
+        expected = module(*inputs).flatten().tolist()
+    return edge.to_executorch().buffer, expected
+
+
+def _with_outputs_and_sums(
+    files: dict[str, bytes], outputs: dict[str, dict[str, list[float]]], folder: str = ""
+) -> dict[str, bytes]:
+    """``files`` with ``outputs.json`` and ``SHA256SUMS`` beside them in ``folder``."""
+    files[OUTPUTS] = (json.dumps(outputs, indent=1, sort_keys=True) + "\n").encode()
+    files[SUMS] = "".join(
+        f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(files.items())
+    ).encode()
+    return {f"{folder}/{name}" if folder else name: data for name, data in files.items()}
+
+
 def export_all() -> dict[str, bytes]:
-    """Every file this script writes, by name: the programs, what torch computes for
-    each method from the agent's inputs (its seeded values), and their digests."""
+    """Every file this script writes, by path below this folder: the programs, what torch
+    computes for each method from the agent's inputs (its seeded values), and their
+    digests; the zoo's in ``zoo/``, each a ``forward``."""
     files = {}
     outputs: dict[str, dict[str, list[float]]] = {}
     for name, (methods, delegated) in _programs().items():
@@ -155,11 +210,14 @@ def export_all() -> dict[str, bytes]:
                 method: module(*_AGENT_INPUT).flatten().tolist()
                 for method, module in methods.items()
             }
-    files[OUTPUTS] = (json.dumps(outputs, indent=1, sort_keys=True) + "\n").encode()
-    files[SUMS] = "".join(
-        f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(files.items())
-    ).encode()
-    return files
+    zoo_files: dict[str, bytes] = {}
+    zoo_outputs: dict[str, dict[str, list[float]]] = {}
+    for name, entry in zoo().items():
+        zoo_files[name], expected = _zoo_program(entry)
+        zoo_outputs[name] = {"forward": expected}
+    return _with_outputs_and_sums(files, outputs) | _with_outputs_and_sums(
+        zoo_files, zoo_outputs, ZOO
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -180,6 +238,7 @@ def main(argv: list[str]) -> int:
         if not differing:
             print(f"{len(files)} files: exporting again gives the same bytes")
         return 1 if differing else 0
+    (HERE / ZOO).mkdir(exist_ok=True)
     for name, data in files.items():
         (HERE / name).write_bytes(data)
         print(f"{name}: {len(data)} bytes")
