@@ -1,0 +1,195 @@
+"""The zoo (``tests/programs/zoo/``, exported by ``export.py`` from ``zoo.py``): one small
+program per operator family XNNPACK's partitioner takes, run on host, ssh-emu and adb-emu
+under every load-time value of XnnpackBackend's options and every pair of them, through
+``et.check_program``: every load path, 3 executes x 2 loads and ``set_option``, the
+outputs unchanged by the options (bit for bit) and torch's for the agent's seeded inputs.
+
+A sample runs with the project tests; the whole zoo is marked nightly
+(``.github/workflows/nightly.yml``). What the zoo found upstream (docs/findings.md) is a
+strict expected failure that names it and checks it is still that failure, so a wheel
+that fixes it shows as XPASS, a failure."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import posixpath
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.agent.program_contents import read_program
+from harness.check.option_contracts import CONTRACTS, Route
+from harness.check.output_effects import OptionsChangedOutputs
+from harness.config.profile import load_profile
+from harness.data.options import OptionsMap, OptionValue
+from harness.devices.hosted import HostedDevice
+from harness.program_check import ProgramCheck
+from harness.runner import CaseRunner, open_runner
+
+ZOO = Path(__file__).resolve().parent / "programs" / "zoo"
+REFERENCE: dict[str, dict[str, list[float]]] = json.loads((ZOO / "outputs.json").read_text())
+XNN = "XnnpackBackend"
+DEVICES = ("host", "ssh-emu", "adb-emu")
+# torch's fake-quantized model and XNNPACK's int8 kernels round differently: a quantized
+# program's outputs are within this share of its largest reference element.
+QUANTIZED = ("conv2d_static_qint8.pte", "linear_dynamic_qint8.pte", "linear_static_qint8.pte")
+QUANTIZED_TOLERANCE = 0.05
+CACHE_FILE = "{work}/zoo-packed-cache.bin"  # in the device's work directory
+# Every load-time value of XnnpackBackend's options (docs/agent.md, "Real backends").
+VALUES: tuple[tuple[str, OptionValue], ...] = (
+    ("workspace_sharing_mode", 0),
+    ("workspace_sharing_mode", 1),
+    ("workspace_sharing_mode", 2),
+    ("weight_cache_enabled", True),
+    ("weight_cache_enabled", False),
+    ("packed_cache_path", CACHE_FILE),
+)
+MAPS = [(v,) for v in VALUES] + [
+    pair for pair in itertools.combinations(VALUES, 2) if pair[0][0] != pair[1][0]
+]
+# The upstream bug the zoo found (docs/findings.md): with XNNPACK's weight cache on, a
+# PReLU's slope is read from memory that holds something else; the outputs are garbage
+# (-0, -6.5e-37, 3e+27 where torch gives 0.5748), other values on every load.
+PRELU_WEIGHT_CACHE = (
+    "executorch 1.5.1: XnnpackBackend weight_cache_enabled=true changes prelu.pte's outputs "
+    "(docs/findings.md)"
+)
+KNOWN = {"prelu.pte": (("weight_cache_enabled", True), PRELU_WEIGHT_CACHE)}
+SAMPLE_PROGRAMS = ("conv2d_relu.pte", "linear_dynamic_qint8.pte", "prelu.pte")
+SAMPLE_MAPS = (
+    (("weight_cache_enabled", True),),
+    (("workspace_sharing_mode", 0), ("packed_cache_path", CACHE_FILE)),
+)
+
+
+def _map_id(values: tuple[tuple[str, OptionValue], ...]) -> str:
+    return "+".join(f"{key}={value}" for key, value in values).replace(CACHE_FILE, "P")
+
+
+def _cases(
+    programs: tuple[str, ...], maps: tuple[tuple[tuple[str, OptionValue], ...], ...] | list
+) -> list:
+    cases = []
+    for device, program, values in itertools.product(DEVICES, programs, maps):
+        known = KNOWN.get(program)
+        marks = []
+        if known is not None and known[0] in values:
+            marks = [pytest.mark.xfail(strict=True, raises=OptionsChangedOutputs, reason=known[1])]
+        cases.append(
+            pytest.param(device, program, values, marks=marks, id=f"{device}-{program}-"
+                         f"{_map_id(values)}")
+        )  # fmt: skip
+    return cases
+
+
+def test_the_zoo_files_are_the_exported_ones() -> None:
+    """SHA256SUMS (written by export.py) matches every file; every program has a reference."""
+    lines = (ZOO / "SHA256SUMS").read_text().splitlines()
+    sums = {name: digest for digest, name in (line.split("  ") for line in lines)}
+    programs = sorted(p.name for p in ZOO.glob("*.pte"))
+    assert sorted(sums) == sorted([*programs, "outputs.json"])
+    for name, digest in sums.items():
+        assert hashlib.sha256((ZOO / name).read_bytes()).hexdigest() == digest, name
+    assert sorted(REFERENCE) == programs
+    assert {*SAMPLE_PROGRAMS, *QUANTIZED, *KNOWN} <= set(programs)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_each_zoo_program_is_delegated_to_xnnpack_and_small(name: str) -> None:
+    """One method, ``forward``, XNNPACK's; a few KB; an output whose elements travel."""
+    (method,) = read_program(ZOO / name).methods
+    assert method.name == "forward" and XNN in method.delegates, method
+    assert (ZOO / name).stat().st_size < 10_000
+    assert 0 < len(REFERENCE[name]["forward"]) <= 120  # 480 bytes (docs/wire-format.md)
+
+
+def test_the_maps_are_every_load_time_value_and_every_pair() -> None:
+    contract = CONTRACTS[XNN]
+    keys = {rule.key for rule in contract.options if Route.LOAD in rule.routes}
+    assert {key for key, _ in VALUES} == keys
+    for rule in contract.options:
+        if rule.key in keys and rule.type is int:
+            assert {v for k, v in VALUES if k == rule.key} == set(range(rule.low, rule.high + 1))  # type: ignore[arg-type]
+    assert len(MAPS) == len(VALUES) + 3 * 2 + 3 + 2
+
+
+@pytest.fixture(scope="module")
+def zoo_runner() -> Iterator[Callable[[str], tuple[CaseRunner, str]]]:
+    """A runner on each device, opened once for the module, and its work directory."""
+    opened: dict[str, tuple[CaseRunner, str]] = {}
+    with contextlib.ExitStack() as stack:
+
+        def runner(device: str) -> tuple[CaseRunner, str]:
+            if device not in opened:
+                on, runs = open_runner(load_profile(device))
+                stack.callback(on.close)
+                stack.callback(runs.close)  # the runner closes first
+                assert isinstance(on, HostedDevice)
+                opened[device] = (runs, on.work_dir)
+            return opened[device]
+
+        yield runner
+
+
+def _options(values: tuple[tuple[str, OptionValue], ...], work_dir: str) -> OptionsMap:
+    path = posixpath.join(work_dir, posixpath.basename(CACHE_FILE))
+    return OptionsMap.from_dict(
+        {XNN: {key: path if value == CACHE_FILE else value for key, value in values}}
+    )
+
+
+def _within_quantization(checked: ProgramCheck, expected: list[float]) -> None:
+    tolerance = QUANTIZED_TOLERANCE * max(abs(v) for v in expected)
+    for result in checked.results:
+        got = result.outputs[0].elements
+        assert got is not None and len(got) == len(expected), result.path
+        worst = max(abs(float(g) - e) for g, e in zip(got, expected, strict=True))
+        assert worst <= tolerance, f"{result.path}: {worst} off torch's (tolerance {tolerance})"
+
+
+def run_zoo_case(
+    zoo_runner: Callable[[str], tuple[CaseRunner, str]],
+    device: str,
+    program: str,
+    values: tuple[tuple[str, OptionValue], ...],
+) -> None:
+    """One program under one map on one device: no option changes an output, the outputs
+    are torch's; a known upstream bug must still fail as it is known to (its options named)."""
+    runner, work_dir = zoo_runner(device)
+    quantized = program in QUANTIZED
+    checked = runner.check_program(
+        ZOO / program, _options(values, work_dir), reference=None if quantized else REFERENCE[program]
+    )
+    known = KNOWN.get(program)
+    if known is not None and known[0] in values:
+        judged = [e for e in checked.effects if e.judged]
+        assert judged, f"{known[1]}: no longer changes the outputs (fixed?)\n{checked.render()}"
+        assert all((XNN, *known[0]) in e.options for e in judged), checked.render()
+    checked.raise_for_differences()
+    if quantized:
+        _within_quantization(checked, REFERENCE[program]["forward"])
+
+
+@pytest.mark.parametrize(("device", "program", "values"), _cases(SAMPLE_PROGRAMS, SAMPLE_MAPS))
+def test_a_sample_of_the_zoo_under_the_options(
+    zoo_runner: Callable[[str], tuple[CaseRunner, str]],
+    device: str,
+    program: str,
+    values: tuple[tuple[str, OptionValue], ...],
+) -> None:
+    run_zoo_case(zoo_runner, device, program, values)
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize(("device", "program", "values"), _cases(tuple(sorted(REFERENCE)), MAPS))
+def test_the_whole_zoo_under_every_option_and_pair(
+    zoo_runner: Callable[[str], tuple[CaseRunner, str]],
+    device: str,
+    program: str,
+    values: tuple[tuple[str, OptionValue], ...],
+) -> None:
+    run_zoo_case(zoo_runner, device, program, values)
