@@ -38,8 +38,9 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the checkout's harness: pure-Python data only
-from harness.data.outputs import input_values  # noqa: E402
 from zoo import Entry, zoo  # noqa: E402  (beside this script)
+
+from harness.data.outputs import input_values  # noqa: E402
 
 OUTPUTS = "outputs.json"
 SUMS = "SHA256SUMS"
