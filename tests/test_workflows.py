@@ -54,6 +54,24 @@ def test_the_pull_request_workflow_runs_readmes_test_command_in_debian_12():
     assert uploads and uploads[0]["if"] == "always()"
 
 
+def test_the_nightly_workflow_runs_the_whole_zoo():
+    """The zoo's cases marked nightly (tests/test_program_zoo.py) run in a job of their own
+    on Debian 12, set up as the README says."""
+    workflow = read_yaml(WORKFLOWS[0].read_text("utf-8"), str(WORKFLOWS[0]))
+    assert isinstance(workflow, dict), workflow
+    jobs = workflow["jobs"]
+    runs = {
+        name: [step.get("run", "") for step in job["steps"]]
+        for name, job in jobs.items()
+        if any(
+            "tests/test_program_zoo.py -m nightly" in step.get("run", "") for step in job["steps"]
+        )
+    }
+    assert list(runs) == ["program-zoo"], runs
+    assert jobs["program-zoo"]["container"]["image"] == "debian:12"
+    assert "bash ci/setup.sh" in runs["program-zoo"]
+
+
 def test_zizmor_finds_nothing_in_the_workflows():
     done = audit(*WORKFLOWS)
     assert done.returncode == 0, done.stdout + done.stderr
