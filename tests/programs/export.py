@@ -14,7 +14,10 @@ delegated, then ``to_executorch``), with fixed weights, so exporting again gives
 bytes; ``--check`` exports into memory and says which file differs. ``outputs.json`` holds
 what torch computes for each method from the inputs the agent gives (its seeded values,
 docs/agent.md "Inputs", reproduced by ``harness.data.outputs.input_values``),
-``SHA256SUMS`` the digests the tests compare the committed files with.
+``SHA256SUMS`` the digests the tests compare the committed files with. The zoo
+(``zoo.py``: one program per operator family XNNPACK's partitioner takes, some quantized
+with ``XNNPACKQuantizer``) goes to ``zoo/`` with its own ``outputs.json`` and
+``SHA256SUMS``.
 """
 
 from __future__ import annotations
