@@ -117,7 +117,7 @@ def _map_id(values: Values) -> str:
     return "+".join(f"{key}={value}" for key, value in values).replace(CACHE_FILE, "P")
 
 
-def _cases(pairs: tuple[tuple[str, Values], ...]) -> list:
+def _cases(pairs: tuple[tuple[str, Values], ...], nightly: bool = False) -> list:
     """Each (program, map) on each device; a known bug's cases a strict xfail naming it."""
     cases = []
     for device, (program, values) in itertools.product(DEVICES, pairs):
@@ -125,11 +125,9 @@ def _cases(pairs: tuple[tuple[str, Values], ...]) -> list:
             pytest.mark.xfail(strict=True, raises=bug.raises, reason=bug.reason)
             for bug in KNOWN
             if bug.fails(device, program, values)
-        ]
-        cases.append(
-            pytest.param(device, program, values, marks=marks, id=f"{device}-{program}-"
-                         f"{_map_id(values)}")
-        )  # fmt: skip
+        ] + ([pytest.mark.nightly] if nightly else [])
+        case = f"{'zoo' if nightly else 'sample'}-{device}-{program}-{_map_id(values)}"
+        cases.append(pytest.param(device, program, values, marks=marks, id=case))
     return cases
 
 
@@ -206,11 +204,12 @@ def _off_torch(checked: ProgramCheck, expected: list[float]) -> dict[str, list[i
     return off
 
 
-def run_zoo_case(
-    zoo_runner: Callable[[str], tuple[CaseRunner, str]],
-    device: str,
-    program: str,
-    values: Values,
+@pytest.mark.parametrize(
+    ("device", "program", "values"),
+    _cases(SAMPLE) + _cases(tuple(itertools.product(sorted(REFERENCE), MAPS)), nightly=True),
+)
+def test_the_zoo_under_the_options(
+    zoo_runner: Callable[[str], tuple[CaseRunner, str]], device: str, program: str, values: Values
 ) -> None:
     """One program under one map on one device: no option changes an output, the outputs
     are torch's; a known upstream bug must still fail as it is known to."""
@@ -232,26 +231,3 @@ def run_zoo_case(
             assert list(off) == paths and all(w == first for w in off.values()), off
             assert 1 in first and 0 not in first, off
         raise OffTorch(f"{program} on {device}: elements off torch's, by load path: {off}")
-
-
-@pytest.mark.parametrize(("device", "program", "values"), _cases(SAMPLE))
-def test_a_sample_of_the_zoo_under_the_options(
-    zoo_runner: Callable[[str], tuple[CaseRunner, str]],
-    device: str,
-    program: str,
-    values: Values,
-) -> None:
-    run_zoo_case(zoo_runner, device, program, values)
-
-
-@pytest.mark.nightly
-@pytest.mark.parametrize(
-    ("device", "program", "values"), _cases(tuple(itertools.product(sorted(REFERENCE), MAPS)))
-)
-def test_the_whole_zoo_under_every_option_and_pair(
-    zoo_runner: Callable[[str], tuple[CaseRunner, str]],
-    device: str,
-    program: str,
-    values: Values,
-) -> None:
-    run_zoo_case(zoo_runner, device, program, values)
