@@ -24,7 +24,7 @@ from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 
 SUPPRESSIONS_NAME = "race-suppressions.yaml"  # in the agent's sources, agent/runtime/
-TOOLS = ("tsan", "helgrind", "drd")
+TOOLS = ("tsan", "helgrind", "drd", "memcheck")
 _FIRST_LINES = 12  # of a report, shown in a failing test's message
 
 _TSAN_RULE = "=" * 18
