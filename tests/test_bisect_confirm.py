@@ -23,6 +23,7 @@ import pytest
 from harness.cli import bisect
 from harness.cli.bisect_search import BAD, GOOD, Step
 from harness.cli.main import main
+from harness.history.bisect_results import bisect_line, kept_bisects
 
 LIMITS = "suites/test_limits.py"
 TEST_A = f"{LIMITS}::test_a[host]"  # fails from the planted bug on
@@ -116,6 +117,8 @@ def test_a_build_whose_layout_shows_another_test_failing_is_not_named(
         f"test alone (-- {TEST_A})"
     )
     assert shown.splitlines()[-4].startswith(f"cannot tell the first bad commit: {said[:40]}")
+    (kept,) = kept_bisects()  # et-harness history shows it beside the failure: not as sure
+    assert f": cannot tell; the search stopped at {commits[5][:12]} commit 5;" in bisect_line(kept)
     again, result = run(tree, commits[0], tmp_path, TEST_A)
     assert again == 0 and result["found"]["hash"] == commits[6]
 
