@@ -12,8 +12,11 @@ after bad ones instead.
 ``--step`` tests the tree as it is checked out and exits as ``git bisect run`` wants:
 0 good, 1 bad (with ``--find-fix``: 0 bad, 1 good, for ``git bisect start
 --term-old=broken --term-new=fixed``), 125 cannot tell, 128 (which stops ``git bisect
-run``) when the device or the tests cannot run at all. A whole bisect exits 0 when it
-names the commit, 1 when skipped commits leave it undecided, 2 on a usage error.
+run``) when the device or the tests cannot run at all. Before naming a commit, a
+whole bisect runs it and the commit before it again (``--confirm``,
+:mod:`harness.cli.bisect_search`); it exits 0 when it names the commit, 1 when it cannot
+tell (skipped or flaky commits, a boundary that did not hold, a failing test that is not
+the bad end's), 2 on a usage error.
 The result is kept for ``et-harness history`` (:mod:`harness.history.bisect_results`).
 """
 

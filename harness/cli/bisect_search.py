@@ -49,8 +49,9 @@ class Boundary:
 
 
 class Search:
-    """One search over ``commits`` (oldest first; ``old_end`` before them), ``test``
-    running one commit; the new end is taken to be run already (``end``)."""
+    """One search over ``commits`` (oldest first; ``old_end`` before them) for the first
+    commit whose outcome is ``wanted``, ``test`` running one commit. The caller runs the
+    new end first (:meth:`run`), to refuse a mistaken range before :meth:`find`."""
 
     def __init__(
         self,
