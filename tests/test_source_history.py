@@ -341,6 +341,8 @@ def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile
     assert [s["hash"] for s in result["skipped"]] == [broken]
     assert "WRONG" in result["difference"] or "MISSING" in result["difference"], result
     assert result["builds"] <= 3
+    runs = [step["commit"] for step in result["steps"]]  # confirmed: it and the good end, 3 each
+    assert runs.count(fault) == 3 and runs.count(git(tree, "rev-parse", "HEAD~3")) == 3, runs
 
 
 def bisect_cli(*args: str) -> subprocess.CompletedProcess[str]:
