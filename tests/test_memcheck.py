@@ -8,16 +8,23 @@ while a test that never loads passes (the clean agent: tests/test_race_detector.
 small program stands for commits of a history that carry a dangling read: built plainly,
 one layout prints the right number and another a wrong one; under memcheck (the launcher
 the profile uses) every commit that has the read is reported, and the one without is not.
+Nightly, on ExecuTorch's own history: a dangling read planted in the runtime's
+``Program::load_method`` passes on plain host, and ``et-harness bisect --device
+host-memcheck`` names the commit that planted it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from prerequisites import require
 from test_race_detector import LOADS, NO_LOAD, run_under
+from test_source_history import LIFETIME, History, clone_history, git, needs_bundle
 
 from harness.agent.race_detector import RaceDetector, RaceLog, RaceReported
 from harness.agent.race_reports import parse_valgrind_xml
@@ -171,3 +178,75 @@ def test_memcheck_flags_the_dangling_read_in_the_test_that_ran_into_it(
     (artifact,) = failed.artifacts
     assert artifact.endswith("/try-1/memcheck-report.txt")
     assert "NOT SUPPRESSED" in (run.results_dir / artifact).read_text()
+
+
+PLANTED_READ = """  {  // planted: a read of freed memory
+    char* copy = static_cast<char*>(std::malloc(8));
+    if (copy != nullptr) {
+      copy[0] = method_name[0];
+      char* volatile stale = copy;
+      std::free(copy);
+      volatile char seen = stale[0];
+      (void)seen;
+    }
+  }
+"""
+
+
+def plant_dangling_read(history: History, tmp_path: Path) -> tuple[Path, str]:
+    """A clone of the history with three commits on its tip: a dangling read in
+    Program::load_method (its value unused: nothing a test compares changes), then two
+    unrelated ones."""
+    tree = tmp_path / "planted"
+    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
+    git(tree, "config", "user.email", "harness@example.invalid")
+    git(tree, "config", "user.name", "harness test")
+    program = tree / "runtime/executor/program.cpp"
+    anchor = '  EXECUTORCH_SCOPE_PROF("Program::load_method");\n'
+    text = program.read_text("utf-8")
+    assert text.count(anchor) == 1, "the planted read's anchor is gone"
+    text = text.replace(anchor, anchor + PLANTED_READ).replace(
+        "#include <cstddef>\n", "#include <cstddef>\n#include <cstdlib>\n", 1
+    )
+    program.write_text(text, "utf-8")
+    git(tree, "commit", "-q", "-am", "planted: Program::load_method reads freed memory")
+    planted = git(tree, "rev-parse", "HEAD")
+    for file in ("runtime/platform/log.cpp", "runtime/core/evalue.cpp"):
+        with (tree / file).open("a", encoding="utf-8") as source:
+            source.write("// An unrelated change.\n")
+        git(tree, "commit", "-q", "-am", f"planted: an unrelated comment in {file}")
+    return tree, planted
+
+
+def bisect_on(tree: Path, device: str, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "bisect", str(tree), "--good", "HEAD~3",
+         "--bad", "HEAD", "--device", device, "--json", str(out), "--", LIFETIME],
+        cwd=ROOT, env={**os.environ, "ET_HARNESS_HISTORY": "off"}, capture_output=True,
+        text=True, timeout=1800, check=False,
+    )  # fmt: skip
+
+
+@needs_bundle
+@pytest.mark.nightly
+def test_bisect_on_the_memcheck_device_names_a_dangling_read_plain_host_cannot_see(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    require("valgrind")
+    tree, planted = plant_dangling_read(clone_history(tmp_path_factory), tmp_path)
+    plain = bisect_on(tree, "host", tmp_path / "plain.json")
+    assert plain.returncode == 2, plain.stdout[-3000:] + plain.stderr[-3000:]
+    assert "HEAD is good, not bad (3 passed)" in plain.stderr  # the layout hides it
+    checked = bisect_on(tree, "host-memcheck", tmp_path / "memcheck.json")
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+    result = json.loads((tmp_path / "memcheck.json").read_text("utf-8"))
+    assert result["found"]["hash"] == planted and not result["cannot_tell"]
+    assert "memcheck reported 1 memory error report(s)" in result["difference"]
+    assert (
+        "Invalid read of size 1 at executorch::runtime::Program::load_method (program.cpp:"
+        in (result["difference"])
+    )
+    # Every planted commit (the two unrelated ones too) that ran failed with the read.
+    bad = [s for s in result["steps"] if s["outcome"] == "bad"]
+    assert {s["commit"] for s in bad} >= {planted, git(tree, "rev-parse", "HEAD")}
+    assert all("Invalid read of size 1" in s["why"] for s in bad)

@@ -70,14 +70,19 @@ def git(path: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+def clone_history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    """A clone of the bundle in a new temporary folder."""
     clone = tmp_path_factory.mktemp("history") / "executorch"
     subprocess.run(
         ["git", "clone", "-q", "-b", "main", str(BUNDLE), str(clone)],
         check=True, timeout=120, capture_output=True,
     )  # fmt: skip
     return History(clone)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    return clone_history(tmp_path_factory)
 
 
 def run_suites(

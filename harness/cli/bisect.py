@@ -323,7 +323,23 @@ def _difference(record: dict[str, Any]) -> str:
     for verdict in record.get("verdicts", []):
         if not verdict.get("ok", True):
             return str(verdict.get("summary", ""))
-    return _last_line(str(record.get("longrepr", "")))
+    return _raised(str(record.get("longrepr", "")))
+
+
+def _raised(longrepr: str) -> str:
+    """The failure's exception line (pytest's ``E`` line, without the exception's name)
+    and, for a checker's report ("...; the first:"), its headline and innermost frame
+    (its function and file:line); else the last line."""
+    lines = longrepr.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("E ")), None)
+    if start is None:
+        return _last_line(longrepr)
+    said = lines[start][1:].strip().split(": ", 1)[-1]
+    if said.endswith("the first:") and len(lines) > start + 2:
+        headline, frame = lines[start + 1].strip(), lines[start + 2].strip()
+        at = f"{frame.split('(')[0].strip()} {frame[frame.rfind('(') :]}"  # name (file:line)
+        said = f"{said.split('; the full report:')[0]}: {headline} at {at}"
+    return said[:400]
 
 
 def _last_line(text: str) -> str:
