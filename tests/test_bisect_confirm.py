@@ -158,3 +158,27 @@ def test_a_good_end_that_fails_on_a_run_again_is_cannot_tell(
         f"{TEST_B}: wrong output [0] -3.9e-32)"
     ]
     assert f"where the search stopped: {commits[6][:12]} planted" in shown
+
+
+def test_a_checkers_failure_is_told_by_its_report_not_by_pytests_last_line() -> None:
+    """A step failed by memcheck: its difference is the report's headline and innermost
+    frame, not "All traceback entries are hidden" (the failure hides its traceback)."""
+    longrepr = (
+        "E   harness.agent.race_detector.RaceReported: memcheck reported 1 memory error "
+        "report(s) that no entry of agent/runtime/race-suppressions.yaml explains; the full "
+        "report: /r/memcheck-report.txt; the first:\n"
+        "    Invalid read of size 1\n"
+        "        executorch::runtime::Program::load_method(char const*, "
+        "executorch::runtime::MemoryManager*) const (program.cpp:384)\n"
+        "        executorch::extension::module::Module::load_method() (module.cpp:534)\n"
+        "All traceback entries are hidden. Pass `--full-trace` to see hidden and internal frames."
+    )
+    record = {"nodeid": TEST_A, "outcome": "failed", "longrepr": longrepr}
+    assert bisect.classify([record], 1, "") == (
+        BAD,
+        f"{TEST_A}: memcheck reported 1 memory error report(s) that no entry of "
+        "agent/runtime/race-suppressions.yaml explains: Invalid read of size 1 at "
+        "executorch::runtime::Program::load_method (program.cpp:384)",
+    )
+    plain = {"nodeid": TEST_A, "outcome": "failed", "longrepr": "x\nE   assert 3 == 4\nt.py:9"}
+    assert bisect.classify([plain], 1, "") == (BAD, f"{TEST_A}: assert 3 == 4")
