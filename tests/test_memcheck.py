@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 from prerequisites import require
-from test_race_detector import LOADS, NO_LOAD, run_under
+from test_race_detector import LOADS, NO_LOAD, compile_shim, run_under
 from test_source_history import LIFETIME, History, clone_history, git, needs_bundle
 
 from harness.agent.race_detector import RaceDetector, RaceLog, RaceReported
 from harness.agent.race_reports import parse_valgrind_xml
-from harness.agent.sdk import ensure_sdk, host_abi
 from harness.config.profile import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,19 +147,8 @@ def test_every_commit_with_the_dangling_read_is_reported_whatever_it_prints(
 
 @pytest.fixture(scope="module")
 def dangling_shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require("g++")
-    sdk = ensure_sdk(host_abi())
     shim = tmp_path_factory.mktemp("dangling_shim") / "libetb_dangling_shim.so"
-    subprocess.run(
-        ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
-         "-Wno-unused-parameter", "-Wno-use-after-free",  # the read is the point
-         "-DC10_USING_CUSTOM_GENERATED_MACROS",
-         "-DET_EVENT_TRACER_ENABLED", "-DET_USE_THREADPOOL", f"-I{sdk.include}",
-         f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
-         str(SHIM_SOURCE), "-o", str(shim), "-ldl"],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    return shim
+    return compile_shim(SHIM_SOURCE, shim, "-Wno-use-after-free")  # the read is the point
 
 
 @pytest.mark.slow

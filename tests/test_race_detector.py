@@ -283,26 +283,31 @@ def test_a_detector_that_failed_is_an_infrastructure_error(tmp_path: Path) -> No
 # ---- the detectors on the host agent, with and without the racy shim ----------------------
 
 
+def compile_shim(source: Path, shim: Path, *flags: str) -> Path:
+    """``source`` (a shim of tests/faults/) as a library to preload into the host agent,
+    compiled against the wheel's headers with the definitions its libraries were built with."""
+    require("g++")
+    sdk = ensure_sdk(host_abi())
+    subprocess.run(
+        ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-Wall", "-Wextra",
+         "-Werror", "-Wno-unused-parameter", *flags,
+         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED",
+         "-DET_USE_THREADPOOL", f"-I{sdk.include}",
+         f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
+         str(source), "-o", str(shim), "-ldl"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    return shim
+
+
 @pytest.fixture(scope="module")
 def race_shims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The racy shim, for the TSAN build (instrumented) and for valgrind (plain)."""
-    require("g++")
-    sdk = ensure_sdk(host_abi())
     out = tmp_path_factory.mktemp("race_shim")
-    shims = {}
-    for variant, flags in (("tsan", ["-fsanitize=thread"]), ("plain", [])):
-        shim = out / f"libetb_race_shim_{variant}.so"
-        subprocess.run(
-            ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-Wall", "-Wextra",
-             "-Werror", "-Wno-unused-parameter", *flags,
-             "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED",
-             "-DET_USE_THREADPOOL", f"-I{sdk.include}",
-             f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
-             str(SHIM_SOURCE), "-o", str(shim), "-ldl"],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
-        shims[variant] = shim
-    return shims
+    return {
+        variant: compile_shim(SHIM_SOURCE, out / f"libetb_race_shim_{variant}.so", *flags)
+        for variant, flags in (("tsan", ["-fsanitize=thread"]), ("plain", []))
+    }
 
 
 @dataclass(frozen=True)
