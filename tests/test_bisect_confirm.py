@@ -37,9 +37,10 @@ def git(tree: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def planted(tmp_path: Path, layouts: dict[int, str]) -> tuple[Path, list[str]]:
-    """Nine commits: 0 the good end, 6 the planted bug, each in ``layouts`` a build whose
-    layout shows the dangling read (``always``, or ``first-run`` of each build only)."""
+def planted(tmp_path: Path, layouts: dict[int, str], fixed: bool = False) -> tuple[Path, list[str]]:
+    """Nine commits: 0 the good end, 6 the planted bug (``fixed``: 0 the bad end, 6 the
+    fix), each in ``layouts`` a build whose layout shows the dangling read (``always``, or
+    ``first-run`` of each build only)."""
     tree = tmp_path / "tree"
     tree.mkdir()
     git(tree, "init", "-q", "-b", "main")
@@ -47,10 +48,13 @@ def planted(tmp_path: Path, layouts: dict[int, str]) -> tuple[Path, list[str]]:
     git(tree, "config", "user.name", "harness test")
     made = []
     for index in range(9):
-        (tree / "bug").write_text("1" if index >= 6 else "0")
+        (tree / "bug").write_text("1" if (index >= 6) != fixed else "0")
         (tree / "layout").write_text(layouts.get(index, "hidden"))
         (tree / "version").write_text(str(index))
-        subject = "planted: drops each backend's last option" if index == 6 else f"commit {index}"
+        change = "fixes" if fixed else "drops"
+        subject = f"commit {index}"
+        if index == 6:
+            subject = f"planted: {change} each backend's last option"
         git(tree, "add", "-A")
         git(tree, "commit", "-q", "-m", subject)
         made.append(git(tree, "rev-parse", "HEAD"))
@@ -182,3 +186,19 @@ def test_a_checkers_failure_is_told_by_its_report_not_by_pytests_last_line() -> 
     )
     plain = {"nodeid": TEST_A, "outcome": "failed", "longrepr": "x\nE   assert 3 == 4\nt.py:9"}
     assert bisect.classify([plain], 1, "") == (BAD, f"{TEST_A}: assert 3 == 4")
+
+
+def test_find_fix_confirms_the_fix_and_the_bad_commit_before_it(
+    played: Counter[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree, commits = planted(tmp_path, {}, fixed=True)
+    out = tmp_path / "fix.json"
+    code = main(["bisect", str(tree), "--find-fix", "--bad", commits[0], "--good", "main",
+                 "--json", str(out), "--", LIMITS])  # fmt: skip
+    shown = capsys.readouterr().out
+    assert code == 0, shown
+    result = json.loads(out.read_text("utf-8"))
+    assert result["found"]["hash"] == commits[6] and not result["cannot_tell"]
+    assert played[commits[6]] == 3 and played[commits[5]] == 3
+    assert f"first good commit: {commits[6][:12]} planted: fixes" in shown
+    assert result["difference"] == f"{commits[5][:12]}: {TEST_A}: ProbeA MISSING threads"
