@@ -202,3 +202,12 @@ def test_find_fix_confirms_the_fix_and_the_bad_commit_before_it(
     assert played[commits[6]] == 3 and played[commits[5]] == 3
     assert f"first good commit: {commits[6][:12]} planted: fixes" in shown
     assert result["difference"] == f"{commits[5][:12]}: {TEST_A}: ProbeA MISSING threads"
+
+
+@pytest.mark.parametrize("count", ["11", "-1", "two"])
+def test_confirm_takes_a_bounded_count(count: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["bisect", "/tmp", "--good", "a", "--bad", "b", "--confirm", count, "--", LIMITS])
+    assert done.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said.endswith(f"argument --confirm: {count!r}: give a whole number from 0 to 10")

@@ -43,10 +43,6 @@ class Boundary:
     unsure: tuple[str, ...]  # why the boundary cannot be trusted; empty: it was confirmed
     runs: tuple[Step, ...]  # every run, in order, repeats included
 
-    @property
-    def sure(self) -> bool:
-        return not self.unsure and not self.undecided
-
 
 class Search:
     """One search over ``commits`` (oldest first; ``old_end`` before them) for the first
