@@ -401,6 +401,6 @@ def test_a_detector_that_cannot_run_is_an_infrastructure_error(tmp_path: Path) -
     infra = run.results[0].infra
     assert infra is not None and infra.type == "MissingHostTool", run.output
     assert infra.message == (
-        "host-race: valgrind (runs the agent under a race detector) is not on PATH; install "
-        "Debian's valgrind (apt-get install valgrind)"
+        "host-race: valgrind (runs the agent under helgrind, drd or memcheck) is not on PATH; "
+        "install Debian's valgrind (apt-get install valgrind)"
     )
