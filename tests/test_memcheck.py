@@ -2,12 +2,13 @@
 of freed memory whatever the memory layout makes of it.
 
 ``tests/faults/etb_dangling_shim.cpp``, preloaded into the host agent, reads a freed block
-in every ``Program::load_method``: under memcheck a suite's tests that LOAD fail with the
-report's top frames (the read, where the block was freed), kept as the test's artifact,
-while a test that never loads passes (the clean agent: tests/test_race_detector.py). A
-small program stands for commits of a history that carry a dangling read: built plainly,
-one layout prints the right number and another a wrong one; under memcheck (the launcher
-the profile uses) every commit that has the read is reported, and the one without is not.
+and branches on a byte it never wrote in every ``Program::load_method``: under memcheck a
+suite's tests that LOAD fail with the report's top frames (the read, where the block was
+freed; the branch in the kept report), while a test that never loads passes (the clean
+agent: tests/test_race_detector.py). A small program stands for commits of a history that
+carry a dangling read: built plainly, one layout prints the right number and another a
+wrong one; under memcheck (the launcher the profile uses) every commit that has the read
+is reported, and the one without is not.
 Nightly, on ExecuTorch's own history: a dangling read planted in the runtime's
 ``Program::load_method`` passes on plain host, and ``et-harness bisect --device
 host-memcheck`` names the commit that planted it.
@@ -148,7 +149,7 @@ def test_every_commit_with_the_dangling_read_is_reported_whatever_it_prints(
 @pytest.fixture(scope="module")
 def dangling_shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shim = tmp_path_factory.mktemp("dangling_shim") / "libetb_dangling_shim.so"
-    return compile_shim(SHIM_SOURCE, shim, "-Wno-use-after-free")  # the read is the point
+    return compile_shim(SHIM_SOURCE, shim)
 
 
 @pytest.mark.slow
@@ -161,11 +162,14 @@ def test_memcheck_flags_the_dangling_read_in_the_test_that_ran_into_it(
     assert run.outcomes(LOADS) == {"failed"}, run.output
     assert run.outcomes(NO_LOAD) == {"passed"}, run.output
     failed = run.result(LOADS)
-    assert "memcheck reported" in failed.longrepr and "Invalid read of size 1" in failed.longrepr
+    assert "memcheck reported 2 memory error report(s)" in failed.longrepr, failed.longrepr
+    assert "Invalid read of size 1" in failed.longrepr  # the first, with its top frames
     assert "read_after_free" in failed.longrepr and "etb_dangling_shim.cpp:" in failed.longrepr
     (artifact,) = failed.artifacts
     assert artifact.endswith("/try-1/memcheck-report.txt")
-    assert "NOT SUPPRESSED" in (run.results_dir / artifact).read_text()
+    kept = (run.results_dir / artifact).read_text()
+    assert kept.count("NOT SUPPRESSED") == 2
+    assert "<kind>UninitCondition</kind>" in kept and "branch_on_uninitialised" in kept
 
 
 PLANTED_READ = """  {  // planted: a read of freed memory
