@@ -4,13 +4,16 @@ Suites, map-building helpers and docs/ use this name; it is part of the harness'
 interface, as :mod:`harness.check` is for verdicts. The definitions live in
 :mod:`harness.data.options` with the rest of the pure data (docs/architecture.md), and
 this module only re-exports them: the two names are the same objects, and
-``tests/test_options.py`` keeps this list equal to that module's public names. One more
-name, ``options_maps`` (Hypothesis strategies for valid maps, for property-based suites,
+``tests/test_options.py`` keeps this list equal to that module's public names and the
+map file's two: :func:`load_map` (a map file, YAML or JSON, docs/map-files.md) and its
+:class:`MapFileError`, from :mod:`harness.codec.mapfile`. One more name,
+``options_maps`` (Hypothesis strategies for valid maps, for property-based suites,
 :mod:`harness.data.strategies`), is imported when first used, as it loads Hypothesis.
 """
 
 from typing import Any
 
+from harness.codec.mapfile import MapFileError, load_map
 from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
@@ -37,12 +40,14 @@ __all__ = [
     "MAX_OPTIONS_PER_BACKEND",
     "MAX_STRING_BYTES",
     "BackendOptions",
+    "MapFileError",
     "MapValidationError",
     "Option",
     "OptionType",
     "OptionValue",
     "OptionsMap",
     "backend_path",
+    "load_map",
     "options_maps",  # noqa: F822 -- defined by __getattr__ below, on first use
 ]
 

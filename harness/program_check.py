@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,20 +22,16 @@ from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.check import DeliveryMismatch
-from harness.check.option_contracts import (
-    NoEffectWarning,
-    OptionsWithoutEffect,
-    OptionWarning,
-    Route,
-    judge_options,
-)
-from harness.codec.mapfile import load_map
+from harness.check.option_contracts import OptionWarning, Route
+from harness.check.rendering import ignored_line
+from harness.codec.mapfile import as_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
+from harness.probes import refuse_real_probes
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -57,43 +52,42 @@ class MethodVerdict:
 @dataclass(frozen=True)
 class ProgramCheck:
     """Every method of a program on every load path of one device, and the options of
-    the map its backends will ignore (``warnings``, a failure when ``strict``)."""
+    the map its backends will ignore (``warnings``: under ``--strict-options`` the map is
+    refused before it travels, :class:`OptionsWithoutEffect`)."""
 
     program: str
     methods: tuple[str, ...]
     results: tuple[MethodVerdict, ...]
     warnings: tuple[OptionWarning, ...] = ()
-    strict: bool = False
 
     @property
     def ok(self) -> bool:
-        return all(r.verdict.ok for r in self.results) and not (self.strict and self.warnings)
+        return all(r.verdict.ok for r in self.results)
 
     def render(self) -> str:
-        """Each method and path's verdict, the warnings, then one line for the program."""
-        parts = [f"method {r.method!r}, {r.verdict.render()}" for r in self.results]
-        parts += [f"warning: {w.text}" for w in self.warnings]
+        """Each method and path's verdict, the backends every load ignored (once), then
+        one line for the program (the warnings themselves are Python's,
+        :class:`NoEffectWarning`: ``send`` prints them below)."""
+        parts = [f"method {r.method!r}, {r.verdict.render(ignored=False)}" for r in self.results]
+        ignored = dict.fromkeys(b for r in self.results for b in r.verdict.ignored_backends)
+        parts += [ignored_line(ignored)] if ignored else []
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
         line = f"program {self.program}: {methods} x load paths = {len(self.results)} loads, "
         line += f"{exact} exact"
         if self.warnings:
             count = len(self.warnings)
-            line += f"; {count} option{'' if count == 1 else 's'} without effect"
-            line += " (--strict-options: a failure)" if self.strict else " (warnings above)"
+            line += f"; {count} option{'' if count == 1 else 's'} without effect (warnings)"
         parts.append(line)
         return "\n".join(parts)
 
     def raise_for_differences(self) -> None:
         """Raise the first verdict's :class:`DeliveryMismatch` that did not pass (where the
-        runtime refused the method, :class:`MethodFailed` says why on its first line), then,
-        when ``strict``, :class:`OptionsWithoutEffect` for the warnings."""
+        runtime refused the method, :class:`MethodFailed` says why on its first line)."""
         for result in self.results:
             if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
                 raise MethodFailed(self.program, result)
             result.verdict.raise_for_differences()
-        if self.strict and self.warnings:
-            raise OptionsWithoutEffect(self.warnings)
 
 
 class MethodFailed(DeliveryMismatch):
@@ -116,43 +110,43 @@ def check_program(
     options: OptionsMap | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
-    strict: bool = False,
+    strict: bool | None = None,
     forget: Callable[[str], None] | None = None,
 ) -> ProgramCheck:
     """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
-    map's options its backends will ignore are warned of (:class:`NoEffectWarning`),
-    and fail the check when ``strict``. When a load says the program is damaged, its
-    copies (the cache's, and the device's through ``forget``) are removed at once: the
-    next check sends it again."""
+    map is judged once, as the runner judges every map (:meth:`CaseRunner.heed`, with
+    ``strict`` if given): its options the backends will ignore are warnings, or
+    :class:`OptionsWithoutEffect` before anything travels. When a load says the program
+    is damaged, its copies (the cache's, and the device's through ``forget``) are
+    removed at once: the next check sends it again."""
     contents = read_program(program)
-    sent = options if isinstance(options, OptionsMap) else load_map(options)
-    ignored = judge_options(sent, Route.LOAD, probes=probes)
-    for warning in ignored:
-        warnings.warn(NoEffectWarning(warning.text), stacklevel=3)
-    real = [e.name for e in runner.hello.entries if not e.is_probe]
-    _check_backends(contents, real, probes)
+    sent = as_map(options)
+    ignored = runner.heed(sent, Route.LOAD, probes, strict)
+    _check_backends(contents, runner.real_backends, probes)
     cached = _cached_copy(contents)
     remote = push(cached)
     results = []
-    for method in contents.methods:
-        unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
-        for path in runner.load_paths:
-            verdict = runner.load(
-                sent,
-                method.delegates,
-                unobserved=unobserved,
-                path=path,
-                method=method.name,
-                program=remote,
-            )
-            results.append(MethodVerdict(method.name, path, verdict))
-            runner.reset()
+    with runner.unjudged():  # judged once above, not once per load
+        for method in contents.methods:
+            unobserved = tuple(d for d in dict.fromkeys(method.delegates) if d not in probes)
+            for path in runner.load_paths:
+                verdict = runner.load(
+                    sent,
+                    method.delegates,
+                    unobserved=unobserved,
+                    path=path,
+                    method=method.name,
+                    program=remote,
+                    probes=probes,
+                )
+                results.append(MethodVerdict(method.name, path, verdict))
+                runner.reset()
     if any(_says_damaged(r.verdict) for r in results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
             forget(remote)
     methods = tuple(m.name for m in contents.methods)
-    return ProgramCheck(contents.source, methods, tuple(results), ignored, strict)
+    return ProgramCheck(contents.source, methods, tuple(results), ignored)
 
 
 def _says_damaged(verdict: Verdict) -> bool:
@@ -165,12 +159,7 @@ def _says_damaged(verdict: Verdict) -> bool:
 
 def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequence[str]) -> None:
     """Every delegate is a backend the device has, or one of the harness's probes."""
-    for name in probes:
-        if name in real:
-            raise ProgramError(
-                f"probe {name!r}: the device has a real backend of that name; a probe "
-                "cannot be registered under it: drop it from the probes"
-            )
+    refuse_real_probes(probes, real)
     for method in contents.methods:
         for delegate in method.delegates:
             if delegate not in real and delegate not in probes:

@@ -8,7 +8,9 @@ Fixtures (the user interface):
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
   before each test: ``et.load(options)``, ``et.set(...)``, ``et.get(...)`` return
-  verdicts, ``verdict.raise_for_differences()`` fails the test with the diff; a
+  verdicts (a map, or a map file's path; each map judged first for options without
+  effect, :func:`~harness.check.heed_options`, a failure with ``--strict-options``),
+  ``verdict.raise_for_differences()`` fails the test with the diff; a
   test that ends with a verdict whose differences it never examined fails
   (:class:`~harness.check.VerdictNotExamined`, naming the call that made it), unless
   it opted out with ``verdict.ignore_differences()`` (a test of a refusal);
@@ -21,7 +23,9 @@ Fixtures (the user interface):
 
 Markers: ``@pytest.mark.capability("load")`` skips a test on devices whose agent
 does not serve that action; ``@pytest.mark.backend("XnnpackBackend")`` skips it on
-devices whose runtime does not register that backend.
+devices whose runtime does not register that backend;
+``@pytest.mark.options_without_effect`` leaves a test's maps unjudged (it sends options
+without effect on purpose).
 
 Many devices (docs/device-farm.md): ``--device a,b``, ``--device all`` or
 ``--device tag:NAME`` run every test that uses a device fixture once per device,
@@ -48,7 +52,7 @@ from typing import Any
 import pytest
 
 from harness.agent.runtimes import Runtime
-from harness.check import Verdict, VerdictNotExamined
+from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
@@ -70,7 +74,7 @@ from harness.farm.distribution import (
 )
 from harness.farm.health import DeviceQuarantined
 from harness.farm.rootdir import settle_rootdir
-from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.farm.selection import DEFAULT_DEVICE, DeviceSelectionError, select_profiles
 from harness.farm.slot import (
     FACT_KEYS,
     AfterFailure,
@@ -107,7 +111,7 @@ LOAD_PATH_PARAM = "load_path"
 
 _SLOTS = pytest.StashKey[DeviceSlots]()
 _RESULTS_DIR = pytest.StashKey[Path]()
-_BROKEN = pytest.StashKey[str]()  # a broken installation, in a run that named no device
+_NO_DEVICE = pytest.StashKey[str]()  # why the default device is not there (no --device given)
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
@@ -161,6 +165,11 @@ def _check_environment() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "capability(action): needs the agent to serve action")
     config.addinivalue_line("markers", "backend(name): needs the device to register backend")
+    config.addinivalue_line(
+        "markers",
+        "options_without_effect: sends options that have no effect on purpose (what a "
+        "backend does with them): the et fixture does not judge its maps",
+    )
     workers = XdistWorkers()
     config.pluginmanager.register(workers, "et-harness-xdist-workers")
     stop_on_sigterm(lambda: interrupted_by_sigterm(workers))  # then teardown, as on Ctrl-C
@@ -169,26 +178,9 @@ def pytest_configure(config: pytest.Config) -> None:
         sigterm_when_orphaned()  # the controller was killed: stop this worker's devices too
         quiet_when_orphaned(config)  # ... without xdist's warning that it cannot tell it
     _check_environment()
-    wanted = config.getoption("device")
-    try:
-        # Without --device no profile is read: the project's own tests run whatever its
-        # device folders say (a folder only lab machines have, say).
-        profiles = select_profiles(wanted, device_folders(config)) if wanted is not None else ()
-        for profile in profiles:
-            if LabgridPlace.of(profile) is not None:
-                require_labgrid(profile)
-    except BrokenInstallation as exc:
-        if config.getoption("device") is not None:
-            raise pytest.UsageError(str(exc)) from None
-        # A run that did not ask for a device (maybe not about the harness at all) goes on:
-        # only tests that use a device fail, with this line (pytest_generate_tests).
-        config.stash[_BROKEN] = str(exc)
-        profiles = ()
-    except (DeviceSelectionError, ProfileError) as exc:
-        message = str(exc)  # most already start with the option they are about
-        if not message.startswith("--device"):
-            message = f"--device: {message}"
-        raise pytest.UsageError(message) from None
+    profiles = _run_profiles(config)
+    if profiles:
+        _declare_contracts(config)
     config.stash[_USER_PROGRAM] = user_program(config)  # a bad --program: a usage error now
     deadline = (
         RunDeadline(**worker["et_deadline"])
@@ -201,6 +193,41 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         _configure_controller(config, profiles)
     config.stash[_SLOTS].results_dir = config.stash.get(_RESULTS_DIR, None)
+
+
+def _declare_contracts(config: pytest.Config) -> None:
+    """The option contracts of the project's own backends: ``backends/*.yaml`` in its
+    device folders (docs/map-files.md); a bad file is a usage error, in one line."""
+    folders = device_folders(config)
+    paths = [folders] if isinstance(folders, Path) else [folder.path for folder in folders]
+    try:
+        declare_contract_files(paths)
+    except ContractFileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _run_profiles(config: pytest.Config) -> tuple[DeviceProfile, ...]:
+    """The profiles ``--device`` selects, or the default device's without it. A run that
+    named no device (maybe not about the harness at all, or whose device folders only lab
+    machines have) goes on when they cannot be read: only its tests that use a device
+    fail, with that line (:func:`pytest_generate_tests`)."""
+    wanted = config.getoption("device")
+    try:
+        profiles = select_profiles(wanted, device_folders(config))
+        for profile in profiles:
+            if LabgridPlace.of(profile) is not None:
+                require_labgrid(profile)
+        return profiles
+    except BrokenInstallation as exc:
+        message = str(exc)
+    except (DeviceSelectionError, ProfileError) as exc:
+        message = str(exc)  # most already start with the option they are about
+        if wanted is not None and not message.startswith("--device"):
+            message = f"--device: {message}"
+    if wanted is not None:
+        raise pytest.UsageError(message)
+    config.stash[_NO_DEVICE] = f"no --device given, so {DEFAULT_DEVICE}: {message}"
+    return ()
 
 
 def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, ...]) -> None:
@@ -273,9 +300,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if DEVICE_PARAM in metafunc.fixturenames:
-        broken = metafunc.config.stash.get(_BROKEN, "")
-        if broken:
-            raise pytest.UsageError(broken)
+        missing = metafunc.config.stash.get(_NO_DEVICE, "")
+        if missing:
+            raise pytest.UsageError(missing)
         names = metafunc.config.stash[_SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
         labels = list(metafunc.config.stash[_SLOTS].runtimes)
@@ -372,6 +399,7 @@ def et(
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
     _et_runner.strict_options = request.config.getoption("strict_options")
+    _et_runner.options_judged = request.node.get_closest_marker("options_without_effect") is None
     return _et_runner
 
 
@@ -545,7 +573,10 @@ def _device_payload(
     if report.when in ("setup", "call") and call_error is not None:
         _keep_artifacts(item, slot)(call_error, len(tries) + 1)  # unless a retry kept them
     if report.failed and not isinstance(infra, DeviceQuarantined):
-        report.sections += slot.stderr_tails()
+        _keep_artifacts(item, slot)  # the runtime's log lines go there, not in the section
+        report.sections += item.stash[_ARTIFACTS].stderr_sections(
+            len(tries) + 1, slot.stderr_tails()
+        )
     if report.when == "call":
         payload["verdicts"] = [
             dataclasses.asdict(VerdictRecord.of(v)) for v in item.stash.get(_VERDICTS, [])

@@ -14,9 +14,11 @@ XNNPACK program as a ``.pte`` file (for :meth:`CaseRunner.check_program`), and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,8 +26,17 @@ from typing import TYPE_CHECKING
 from harness.agent.session import AgentLink, TimeLimit
 from harness.agent.xnnpack_program import expected_output as xnnpack_output
 from harness.agent.xnnpack_program import xnnpack_program
-from harness.check import Verdict, check_get, check_load, check_set
+from harness.check import (
+    OptionWarning,
+    Route,
+    Verdict,
+    check_get,
+    check_load,
+    check_set,
+    heed_options,
+)
 from harness.check.several_models import check_models
+from harness.codec.mapfile import as_map
 from harness.codec.wire import encode_request
 from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.data.options import (
@@ -37,6 +48,7 @@ from harness.data.options import (
 )
 from harness.data.runtime_error import RuntimeErrorCode
 from harness.errors import UsageError
+from harness.probes import plan_load, probes_to_register, refuse_real_probes
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -154,8 +166,10 @@ class CaseRunner:
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
-        # check_program's default: options the backends will ignore fail (--strict-options)
+        # Every map sent is judged (heed_options): options its backends will ignore are
+        # warnings, failures with --strict-options; options_judged False: not judged.
         self.strict_options = False
+        self.options_judged = True
 
     # ---- the agent -----------------------------------------------------------------
 
@@ -210,6 +224,12 @@ class CaseRunner:
         """Backend names the device's registry holds now."""
         _ = self.link
         return tuple(self._registered)
+
+    @property
+    def real_backends(self) -> tuple[str, ...]:
+        """The device's own backends: HELLO's entries without the PROBE flag (probes a
+        board kept from an earlier session are probes all the same)."""
+        return tuple(entry.name for entry in self.hello.entries if not entry.is_probe)
 
     @property
     def load_paths(self) -> tuple[LoadPath, ...]:
@@ -289,7 +309,8 @@ class CaseRunner:
     # ---- probes --------------------------------------------------------------------
 
     def prepare(self, names: Sequence[str]) -> None:
-        """Make sure probe backends named ``names`` are registered.
+        """Make sure probe backends named ``names`` are registered (any names: calling it
+        declares them probes).
 
         Registered names stay for the agent's lifetime (the runtime cannot
         unregister), so when the registry lacks room the agent is restarted; that is
@@ -342,9 +363,35 @@ class CaseRunner:
 
     # ---- cases ---------------------------------------------------------------------
 
-    def load(
+    def heed(
         self,
         options: OptionsMap,
+        route: Route,
+        probes: Sequence[str] = (),
+        strict: bool | None = None,
+    ) -> tuple[OptionWarning, ...]:
+        """The judgement of a map about to travel ``route`` (:func:`harness.check.heed_options`):
+        a warning per option without effect, :class:`~harness.check.OptionsWithoutEffect`
+        when ``strict`` (default :attr:`strict_options`); nothing while
+        :attr:`options_judged` is off. ``probes`` take any option."""
+        if not self.options_judged:
+            return ()
+        strict = self.strict_options if strict is None else strict
+        return heed_options(options, route, probes=probes, strict=strict)
+
+    @contextlib.contextmanager
+    def unjudged(self) -> Iterator[None]:
+        """Maps sent within are not judged: a test of what a backend does with options that
+        have no effect (``@pytest.mark.options_without_effect`` for a whole test)."""
+        judging, self.options_judged = self.options_judged, False
+        try:
+            yield
+        finally:
+            self.options_judged = judging
+
+    def load(
+        self,
+        options: OptionsMap | str | os.PathLike[str],
         delegates: Sequence[str] | None = None,
         *,
         unobserved: Sequence[str] = (),
@@ -353,41 +400,58 @@ class CaseRunner:
         keep: bool = False,
         method: str = "",
         program: str | None = None,
+        probes: Sequence[str] = (),
     ) -> Verdict:
         """Load a probe program through ``path`` so that its delegates must receive
         ``options``; check every init.
 
-        ``delegates`` defaults to the map's backend ids; ``unobserved`` names real
-        (non-probe) backends among them. On ``module_both`` ``options`` is the
+        ``delegates`` defaults to the map's backends a program of the harness's can
+        check (:func:`harness.probes.plan_load`: its probes, then ``XnnpackBackend``); a
+        backend of the map the device has none of is then a ``NO_SUCH_BACKEND``
+        difference. ``unobserved`` names real (non-probe) backends among them.
+        ``probes`` declares probe names beside the harness's own (``Probe...``): only
+        those are registered. On ``module_both`` ``options`` is the
         explicit map of ``Module::load_method`` and ``stored`` the map given to
         ``Module::load`` before it (default: one decoy option per backend, which must
         never arrive); other paths take no ``stored``. ``keep`` and ``method`` load a
         method into the program or module already loaded (wire-format.md, LOAD).
         ``program`` is the device path of another program whose ``method`` delegates
-        to ``delegates`` (:meth:`check_program`).
+        to ``delegates`` (:meth:`check_program`). ``options`` may be a map file's path;
+        the map is judged first (:meth:`heed`).
         """
-        program_ids = tuple(options.backend_ids if delegates is None else delegates)
+        options = as_map(options)
+        self.heed(options, Route.LOAD, probes)
         if stored is not None and path is not LoadPath.MODULE_BOTH:
             raise RunnerError(f"a stored map goes with path module_both only, not {path.label}")
-        self.prepare([d for d in program_ids if d not in unobserved])
+        absent: tuple[str, ...] = ()
+        if delegates is None:
+            plan = plan_load(
+                options,
+                registered=self.registered,
+                real=self.real_backends,
+                recorded=self.recorded,
+                declared=probes,
+            )
+            delegates, absent = plan.delegates, plan.absent
+            unobserved = tuple(dict.fromkeys((*unobserved, *plan.unobserved)))
+        program_ids = tuple(delegates)
+        self._prepare_probes([d for d in program_ids if d not in unobserved], probes)
         if program is None:
             program = self._program_for(program_ids)
         self._dirty = True
-        if path is LoadPath.MODULE_BOTH:
+        first, explicit = options, None
+        if path is LoadPath.MODULE_BOTH:  # options is the explicit map, behind a stored one
             first = stored if stored is not None else _decoy(program_ids, options)
-            request = Request.load(
-                program,
-                program_ids,
-                first,
-                path=path,
-                method_options=options,
-                keep=keep,
-                method=method,
-            )
-        else:
-            request = Request.load(
-                program, program_ids, options, path=path, keep=keep, method=method
-            )
+            explicit = options
+        request = Request.load(
+            program,
+            program_ids,
+            first,
+            path=path,
+            method_options=explicit,
+            keep=keep,
+            method=method,
+        )
         report = self._exchange(lambda link: link.request(self._served(request)))
         return self._record(
             check_load(
@@ -397,6 +461,7 @@ class CaseRunner:
                 unobserved=unobserved,
                 path=path,
                 recorded=self.recorded,
+                absent=absent,
             ),
             "et.load",
         )
@@ -407,6 +472,7 @@ class CaseRunner:
         *,
         concurrent: bool = False,
         unobserved: Sequence[str] = (),
+        probes: Sequence[str] = (),
     ) -> tuple[Verdict, ...]:
         """Load several models in one LOAD, each its own program instance with its own
         map; check every model's inits against its own map alone.
@@ -414,15 +480,18 @@ class CaseRunner:
         The device loads them in order, or with ``concurrent`` each on a thread of its
         own, all started together, and executes each once. Returns one verdict per
         model (model 0 first); an option of another model is a CROSS_MODEL difference.
-        ``unobserved`` names real (non-probe) backends among the delegates.
+        ``unobserved`` names real (non-probe) backends among the delegates; ``probes``
+        declares probe names, as for :meth:`load`.
         """
         if not 1 <= len(models) <= self.max_models:
             raise RunnerError(
                 f"{len(models)} models asked for; the device holds 1 to {self.max_models} "
                 "per LOAD (max_models in HELLO): skip the case on this device"
             )
+        for model in models:
+            self.heed(model.options, Route.LOAD, probes)
         names = [d for m in models for d in m.program_ids if d not in unobserved]
-        self.prepare(names)
+        self._prepare_probes(names, probes)
         specs = [m.spec(self._program_for(m.program_ids)) for m in models]
         self._dirty = True
         first = specs[0]
@@ -444,8 +513,8 @@ class CaseRunner:
 
     def check_program(
         self,
-        program: str | Path,
-        options: OptionsMap | str | Path | None = None,
+        program: str | os.PathLike[str],
+        options: OptionsMap | str | os.PathLike[str] | None = None,
         *,
         probes: Sequence[str] = (),
         strict: bool | None = None,
@@ -454,15 +523,14 @@ class CaseRunner:
         holds, loaded through every load path the agent announces with ``options`` (a
         map or a map file), each delegate's ``init`` checked exactly. Delegates named
         in ``probes`` are the harness's probes; every other must be a backend the
-        device has. Options the backends will ignore are warnings, failures when
-        ``strict`` (default: :attr:`strict_options`, pytest's ``--strict-options``).
-        See :mod:`harness.program_check`."""
+        device has. The map is judged once, as :meth:`heed` judges it (the probes' options
+        unjudged); ``strict`` overrides :attr:`strict_options` (pytest's
+        ``--strict-options``). See :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
-        strict = self.strict_options if strict is None else strict
         return check_program(
             self,
             self._push_program,
@@ -477,33 +545,52 @@ class CaseRunner:
         """Execute the loaded program (every loaded model, in model order) once more."""
         return self._exchange(lambda link: link.request(Request(Action.EXECUTE)))
 
-    def set(self, options: OptionsMap, expected_status: Mapping[str, int] | None = None) -> Verdict:
-        """``set_option`` for each backend of ``options``; check status and delivery.
+    def set(
+        self,
+        options: OptionsMap | str | os.PathLike[str],
+        expected_status: Mapping[str, int] | None = None,
+        *,
+        probes: Sequence[str] = (),
+    ) -> Verdict:
+        """``set_option`` for each backend of ``options`` (a map, or a map file's path,
+        judged first: :meth:`heed`); check status and delivery.
 
-        Probes are registered first, except names expected to give NotFound.
+        Probes are registered first (the harness's own names and ``probes``), except names
+        expected to give NotFound; a backend the device has none of gets the runtime's
+        NotFound, a ``NO_SUCH_BACKEND`` difference unless expected.
         """
+        options = as_map(options)
+        self.heed(options, Route.SET, probes)
         expected_status = dict(expected_status or {})
-        self._prepare_calls(options, expected_status)
+        absent = self._prepare_calls(options, expected_status, probes)
         self._dirty = True
         report = self._exchange(lambda link: link.request(Request(Action.SET, options)))
         return self._record(
-            check_set(options, report, expected_status, recorded=self.recorded), "et.set"
+            check_set(options, report, expected_status, recorded=self.recorded, absent=absent),
+            "et.set",
         )
 
     def get(
         self,
-        requested: OptionsMap,
-        expected: OptionsMap | None = None,
+        requested: OptionsMap | str | os.PathLike[str],
+        expected: OptionsMap | str | os.PathLike[str] | None = None,
         expected_status: Mapping[str, int] | None = None,
+        *,
+        probes: Sequence[str] = (),
     ) -> Verdict:
-        """``get_option`` for each backend of ``requested``; check the values read back."""
+        """``get_option`` for each backend of ``requested``; check the values read back.
+        Either map may be a map file's path; ``requested`` is judged first (:meth:`heed`).
+        Probes and backends the device lacks as for :meth:`set`."""
+        requested = as_map(requested)
+        expected = None if expected is None else as_map(expected)
+        self.heed(requested, Route.GET, probes)
         expected_status = dict(expected_status or {})
-        self._prepare_calls(requested, expected_status)
+        absent = self._prepare_calls(requested, expected_status, probes)
         report = self._exchange(lambda link: link.request(Request(Action.GET, requested)))
-        return self._record(
-            check_get(requested, report, expected, expected_status, recorded=self.recorded),
-            "et.get",
+        verdict = check_get(
+            requested, report, expected, expected_status, recorded=self.recorded, absent=absent
         )
+        return self._record(verdict, "et.get")
 
     def reset(self) -> Report:
         """Forget the loaded program and everything the probes recorded or were set."""
@@ -544,10 +631,22 @@ class CaseRunner:
             self.on_verdict(verdict)
         return verdict
 
-    def _prepare_calls(self, options: OptionsMap, expected_status: Mapping[str, int]) -> None:
-        self.prepare(
-            [n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound]
-        )
+    def _prepare_calls(
+        self, options: OptionsMap, expected_status: Mapping[str, int], probes: Sequence[str]
+    ) -> tuple[str, ...]:
+        """Register the probes a SET or GET needs; the backends of ``options`` the device
+        then has none of."""
+        expecting = [
+            n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound
+        ]
+        self._prepare_probes(expecting, probes)
+        return tuple(n for n in options.backend_ids if n not in self._registered)
+
+    def _prepare_probes(self, names: Sequence[str], declared: Sequence[str]) -> None:
+        """Register those of ``names`` that are probes (:func:`harness.probes.probes_to_register`):
+        the harness's own names and ``declared``, never a name of the device's backends."""
+        refuse_real_probes(declared, self.real_backends)
+        self.prepare(probes_to_register(names, self.registered, declared))
 
 
 def open_runner(

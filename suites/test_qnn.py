@@ -81,6 +81,7 @@ STORED: dict[str, bool | int | str] = {"qnn_runtime_log_level": 3, STRING_KEY: "
 
 
 @pytest.mark.parametrize("option", WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+@pytest.mark.options_without_effect
 def test_wrong_type_is_ignored_with_ok_today(et, option):
     et.set(single(QNN, Option(option.key, STORED[option.key]))).raise_for_differences()
     et.set(single(QNN, option)).raise_for_differences()  # Ok
@@ -96,12 +97,14 @@ def test_wrong_type_is_ignored_with_ok_today(et, option):
     ),
 )
 @pytest.mark.parametrize("option", WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+@pytest.mark.options_without_effect
 def test_wrong_type_is_refused(et, option):
     verdict = et.set(single(QNN, option)).ignore_differences()  # a refusal: its status
     entry = verdict.report.entry(QNN)
     assert entry is not None and entry.status != RuntimeErrorCode.Ok
 
 
+@pytest.mark.options_without_effect
 def test_unknown_key_gives_internal(et):
     et.set(
         single(QNN, Option("no_such_qnn_option", 1)), expected_status={QNN: INTERNAL}
@@ -110,6 +113,7 @@ def test_unknown_key_gives_internal(et):
     et.get(untouched, expected=untouched, expected_status={QNN: INTERNAL}).raise_for_differences()
 
 
+@pytest.mark.options_without_effect
 def test_known_keys_of_a_call_with_an_unknown_key_are_applied_today(et):
     et.set(single(QNN, Option("qnn_runtime_profile_level", 1))).raise_for_differences()
     et.set(
@@ -127,6 +131,7 @@ def test_known_keys_of_a_call_with_an_unknown_key_are_applied_today(et):
         "Internal for an unknown one: a refused call still changes the backend's state"
     ),
 )
+@pytest.mark.options_without_effect
 def test_a_call_refused_for_an_unknown_key_changes_nothing(et):
     et.set(single(QNN, Option("qnn_runtime_profile_level", 1))).raise_for_differences()
     et.set(
@@ -136,6 +141,7 @@ def test_a_call_refused_for_an_unknown_key_changes_nothing(et):
     read(et, "qnn_runtime_profile_level", 1)
 
 
+@pytest.mark.options_without_effect
 def test_get_with_an_unknown_key_fills_the_known_ones_and_gives_internal(et):
     et.set(single(QNN, Option("qnn_runtime_htp_performance_mode", 2))).raise_for_differences()
     requested = single(QNN, Option("qnn_runtime_htp_performance_mode", -1), Option("nope", 7))
@@ -151,6 +157,7 @@ def test_empty_calls_are_ok(et):
     et.get(single(QNN), expected=single(QNN)).raise_for_differences()
 
 
+@pytest.mark.options_without_effect
 def test_values_persist_across_cases_and_loads(et):
     et.set(single(QNN, Option("qnn_runtime_lpai_fps", 30))).raise_for_differences()
     et.reset()  # the boundary between two cases

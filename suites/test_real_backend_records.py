@@ -28,6 +28,7 @@ def _xnnpack_entry(verdict):
 
 
 @pytest.mark.backend(XNNPACK)
+@pytest.mark.options_without_effect
 def test_a_real_delegate_gets_exactly_its_own_specs_on_every_path(et, load_path):
     options = OptionsMap.from_dict(
         {

@@ -91,6 +91,7 @@ def test_get_before_any_set_reads_the_defaults(et):
     et.get(single(XNNPACK, *GLOBAL_KEYS), expected=defaults).raise_for_differences()
 
 
+@pytest.mark.options_without_effect
 def test_save_weight_cache_on_disk_is_accepted_as_a_bool(et):
     et.set(single(XNNPACK, Option("save_weight_cache_on_disk", True))).raise_for_differences()
     et.set(
@@ -126,6 +127,7 @@ WRONG = {
 
 
 @pytest.mark.parametrize("option", WRONG.values(), ids=WRONG.keys())
+@pytest.mark.options_without_effect
 def test_wrong_type_or_range_gives_invalid_argument(et, option):
     et.set(single(XNNPACK, Option("workspace_sharing_mode", 1))).raise_for_differences()
     et.set(
@@ -144,6 +146,7 @@ A_VALUE: dict[type, bool | int | str] = {bool: False, int: 2, str: ""}
 
 
 @pytest.mark.parametrize("key", CONTRACT.keys(Route.SET))
+@pytest.mark.options_without_effect
 def test_every_key_of_the_contract_takes_its_type_and_refuses_another(et, key):
     """The contract's keys and types, as set_option takes them: a value of the key's type
     is Ok, one of another type InvalidArgument (what the contract says XNNPACK does)."""
@@ -156,6 +159,7 @@ def test_every_key_of_the_contract_takes_its_type_and_refuses_another(et, key):
     ).raise_for_differences()
 
 
+@pytest.mark.options_without_effect
 def test_a_refused_key_does_not_stop_the_others_of_its_call(et):
     """Observed: every valid key of the call is applied; the call returns InvalidArgument."""
     et.set(single(XNNPACK, Option("workspace_sharing_mode", 2))).raise_for_differences()
@@ -169,6 +173,7 @@ def test_a_refused_key_does_not_stop_the_others_of_its_call(et):
     ).raise_for_differences()
 
 
+@pytest.mark.options_without_effect
 def test_unknown_key_is_ignored_with_ok(et):
     et.set(single(XNNPACK, Option("no_such_xnnpack_option", 1))).raise_for_differences()
     untouched = single(XNNPACK, Option("no_such_xnnpack_option", 123))
@@ -257,6 +262,7 @@ def test_own_out_of_range_workspace_sharing_mode_fails_init(et, load_path, probe
     assert entry is not None and entry.status == RuntimeErrorCode.InvalidArgument
 
 
+@pytest.mark.options_without_effect
 def test_out_of_range_mode_in_another_backends_entry_has_no_effect(et, load_path):
     options = OptionsMap.from_dict(
         {"ProbeA": {"workspace_sharing_mode": 3}, "OpenvinoBackend": {"workspace_sharing_mode": 3}}
@@ -331,6 +337,7 @@ def test_own_cache_path_with_the_global_switch_on_creates_the_file(et, load_path
 
 
 @pytest.mark.parametrize("global_switch", [False, True], ids=["global-off", "global-on"])
+@pytest.mark.options_without_effect
 def test_wrong_typed_weight_cache_spec_falls_back_to_the_global_value(
     et, load_path, device, global_switch
 ):

@@ -9,7 +9,13 @@ import pytest
 from prerequisites import require
 
 from harness.cli import main
-from harness.cli.bench import case_map, sample_alternately
+from harness.cli.bench import (
+    DeviceFigures,
+    Latency,
+    case_map,
+    format_figures,
+    sample_alternately,
+)
 from harness.data.options import OptionType
 
 
@@ -79,3 +85,21 @@ def test_floor_and_round_trip_are_sampled_in_turn() -> None:
     assert calls == ["case", "echo"] * 4  # one warm-up round, then three measured
     assert (first.cases, first.p50_ms) == (3, 2.0)
     assert (second.cases, second.p50_ms) == (3, 1.0)
+
+
+def test_a_sample_too_small_for_a_percentile_says_so_instead_of_a_figure() -> None:
+    def figures(cases: int) -> str:
+        session = Latency.of([n / 1000 for n in range(1, cases + 1)])
+        pipelined = Latency.mean(cases, cases / 1000)
+        return format_figures(
+            DeviceFigures("host", cases, session, session, pipelined, None, None, 5, ())
+        )
+
+    fifty = figures(50).splitlines()
+    assert (
+        "p50   26.000 ms   p90   46.000 ms   p99 n too small   (50 cases; p99 needs 101)"
+        in (fifty[1])
+    )
+    assert "mean   1.000 ms   (timed together: no percentiles)" in fifty[3]
+    assert "p90 n too small   p99 n too small   (10 cases; p90 needs 11)" in figures(10)
+    assert "n too small" not in figures(101) and "p99  100.000 ms" in figures(101)

@@ -253,10 +253,15 @@ def test_a_cache_past_its_bound_loses_its_least_recently_used_but_never_a_held_o
     assert [e.path for e in entries()] == [paths[0], paths[4], paths[5], newest]
     assert not any(p.exists() or Path(f"{p}.entry").exists() for p in paths[1:4])
 
-    assert cli(["cache"]) == 0
-    listing = capsys.readouterr().out
-    assert "bound 45.0 kB" in listing and "4 entries, 39.1 kB: program 39.1 kB" in listing
-    rows = [line.split() for line in listing.splitlines()[1:-1]]
+    assert cli(["cache"]) == 0  # the answer: the totals per kind, no entry
+    head, *kinds, hint = capsys.readouterr().out.splitlines()
+    assert head.endswith(": 4 entries, 39.1 kB (bound 45.0 kB, $ET_HARNESS_CACHE_LIMIT)")
+    assert [row.split()[:5] for row in kinds] == [["program", "4", "entries", "39.1", "kB"]]
+    assert hint == "every entry: et-harness cache --all"
+    assert cli(["cache", "--all"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[1:3] == [*kinds, "every entry, the most recently used first:"]
+    rows = [line.split() for line in listing[3:]]
     assert [row[-1] for row in rows] == [
         str(p.relative_to(own_cache)) for p in (newest, paths[5], paths[4], paths[0])
     ]  # the most recently used first

@@ -72,8 +72,10 @@ def test_exact_load_delivery_is_ok() -> None:
     verdict.raise_for_differences()
     assert verdict.render().splitlines() == [
         "load check: ok, 2 backends as expected",
-        "backend ProbeA: ok, 3 options exact (status Ok (0x00), init called once)",
-        "backend ProbeB: ok, 2 options exact (status Ok (0x00), init called once)",
+        "backend ProbeA: ok, 3 options exact (status Ok (0x00), init called once, "
+        "probe registered by the harness)",
+        "backend ProbeB: ok, 2 options exact (status Ok (0x00), init called once, "
+        "probe registered by the harness)",
     ]
 
 
@@ -129,7 +131,8 @@ def test_wrong_type_renders_aligned_with_marker() -> None:
     assert verdict.differences[1] == Difference(K.WRONG_TYPE, "ProbeB", "fast", True, 1)
     assert verdict.render().splitlines() == [
         "load check: 2 differences in 1 backend",
-        "backend ProbeB: 2 differences (status InvalidArgument (0x12), init called once)",
+        "backend ProbeB: 2 differences (status InvalidArgument (0x12), init called once, "
+        "probe registered by the harness)",
         "    sent                   received",
         "    [0] threads: int 4     [0] threads: int 4",
         "  - [1] fast: bool true    [1] fast: int 1       <- WRONG_TYPE",

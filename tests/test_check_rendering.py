@@ -144,6 +144,18 @@ SENTENCES = [
         "the device served load path 'program', the request asked for 'module'",
     ),
     (
+        Difference(K.NO_SUCH_BACKEND, "NpuBackend", "init"),
+        "NpuBackend: the device has no backend of this name, and the harness registered no "
+        "probe under it: no delegate of the program, so the runtime ignores its entry of the "
+        "map (a misspelled id? a probe: declare it, probes= or --probe NAME)",
+    ),
+    (
+        Difference(K.NO_SUCH_BACKEND, "NpuBackend", "set_option", 0, NOT_FOUND),
+        "NpuBackend: the device has no backend of this name, and the harness registered no "
+        "probe under it: set_option returned NotFound (0x20), expected Ok (0x00) (a "
+        "misspelled id? a probe: declare it, probes= or --probe NAME)",
+    ),
+    (
         Difference(K.CROSS_MODEL, "ProbeA", "threads", 2, 1, ("model 0", "model 2")),
         "ProbeA: received option threads (int 1) instead of its own int 2, which was sent to "
         "the same backend in model 0 and model 2",
@@ -193,7 +205,8 @@ def test_report_problems_come_first_with_the_outcome_and_entry_count() -> None:
         "report (outcome ok, 2 entries):",
         "  - ProbeA: has 2 entries in the report, expected one; only the first is checked"
         "  <- DUPLICATE_ENTRY",
-        "backend ProbeA: ok, 2 options exact (status Ok (0x00), init called once)",
+        "backend ProbeA: ok, 2 options exact (status Ok (0x00), init called once, "
+        "probe registered by the harness)",
         "ignored backends: ProbeB (in the map but not delegates of the program: the runtime "
         "ignores them, which is not a failure)",
     ]
@@ -221,7 +234,8 @@ def test_extra_and_misrouted_rows_leave_the_sent_column_empty() -> None:
     received = probe("ProbeC", ("k", 1), ("mode", "x"), ("e\u0301", False))
     verdict = check_load(sent, ("ProbeC", "Real"), report(received), unobserved={"Real"})
     assert verdict.render().splitlines()[1:6] == [
-        "backend ProbeC: 2 differences (status Ok (0x00), init called once)",
+        "backend ProbeC: 2 differences (status Ok (0x00), init called once, "
+        "probe registered by the harness)",
         "    sent            received",
         "    [0] k: int 1    [0] k: int 1",
         "  -                 [1] mode: string 'x'    <- MISROUTED (sent to ProbeA and ProbeB)",
@@ -253,6 +267,32 @@ def test_a_get_without_expected_values_heads_its_column_as_not_compared() -> Non
         "    requested (values not compared)    returned",
         "  - [0] threads: int 0                 [0] threads: string '4'    <- WRONG_TYPE",
     ]
+
+
+def test_a_get_says_what_was_expected_and_what_was_returned_never_sent_or_received() -> None:
+    asked = OptionsMap.from_dict({"ProbeA": {"threads": 0, "fast": False, "mode": ""}})
+    expected = OptionsMap.from_dict({"ProbeA": {"threads": 3, "fast": True, "mode": "a"}})
+    entry = probe("ProbeA", ("threads", 2), ("fast", 1), ("extra", 5))
+    verdict = check_get(asked, report(entry, action=Action.GET), expected)
+    assert [d.describe() for d in verdict.differences] == [
+        "ProbeA: option threads: expected int 3, returned int 2",
+        "ProbeA: option fast: expected bool true, returned int 1",
+        "ProbeA: option mode (string 'a') was expected but not returned",
+        "ProbeA: returned option extra (int 5), which was not asked of it",
+    ]
+    nothing = check_get(asked, report(probe("ProbeA"), action=Action.GET), expected)
+    assert nothing.differences[0].describe() == (
+        "ProbeA: returned no options; 3 options were expected: [threads, fast, mode]"
+    )
+    swapped = report(
+        probe("ProbeA", ("fast", True), ("threads", 3), ("mode", "a")), action=Action.GET
+    )
+    assert check_get(asked, swapped, expected).differences[0].describe() == (
+        "ProbeA: options returned in another order: expected [threads, fast, mode], "
+        "returned [fast, threads, mode]"
+    )
+    text = verdict.render()
+    assert "sent" not in text and "received" not in text, text
 
 
 def test_a_summary_of_four_differences_lists_all_four() -> None:

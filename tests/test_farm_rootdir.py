@@ -122,3 +122,21 @@ def test_an_unwritable_results_place_is_a_one_line_usage_error(project, elsewher
     errors = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith(f"ERROR: {option[0]}: cannot write "), errors
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_without_device_the_default_one_serves_unless_the_folders_cannot_be_read(project):
+    """No --device: a test with a device runs on host; a project whose device folders are
+    not on this machine still runs its other tests, and one with a device fails in a line."""
+    (project / "suite" / "test_device.py").write_text(
+        "def test_on_device(device_profile):\n    assert device_profile.name == 'host'\n"
+    )
+    run = _pytest(project, "--results-dir", str(project / "results"))
+    assert run.returncode == 0 and "devices: host\n" in run.stdout, run.stdout + run.stderr
+    assert "2 passed" in run.stdout.splitlines()[-1], run.stdout
+    (project / "pyproject.toml").write_text(PYPROJECT + 'et_devices_dirs = ["lab"]\n', "utf-8")
+    plain = _pytest(project, "suite/test_suite.py")
+    assert plain.returncode == 0 and "1 passed" in plain.stdout, plain.stdout + plain.stderr
+    device = _pytest(project)
+    said = f"et_devices_dirs: {project / 'lab'} is not a folder"
+    assert device.returncode != 0 and said in device.stdout + device.stderr, device.stdout
+    assert "Traceback" not in device.stdout + device.stderr

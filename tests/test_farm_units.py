@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import pytest
 import yaml
+from browser import chromium
 from prerequisites import require
 from test_farm_runs import child
 
@@ -540,11 +541,15 @@ def test_tables_and_junit_show_load_path_by_backend_per_device(tmp_path):
         "4 verdicts, 2 exact, 2 with differences",
     ]
     page = render_report(results, "paths")
-    assert 'ProbeA <span class="muted">via module</span>' in page
-    # The matrix: rows with differences first (module 0/1, set 1/2), then the rest;
-    # among equals the routes keep their order.
-    assert page.index("via module") < page.index("via set") < page.index("via program")
-    assert "<h3>ProbeA via module in suites/test_a.py on alpha</h3>" in page
+    # The matrix has the real backend's rows, each with its cell; the probe's are folded
+    # below it, rows with differences first (module 0/1, set 1/2), then the rest (among
+    # equals the routes keep their order), linking to their suite's cell.
+    matrix, probes = page.split('<h2 id="probes">', 1)
+    assert 'XnnpackBackend <span class="muted">via module</span>' in matrix
+    assert "ProbeA" not in matrix.split("<h2>Matrix", 1)[1]
+    assert probes.index("via module") < probes.index("via set") < probes.index("via program")
+    assert "<h3>XnnpackBackend via module in suites/test_a.py on alpha</h3>" in page
+    assert "<h3>ProbeA via" not in page
     record = VerdictRecord.from_dict(dataclasses.asdict(results[1].verdicts[0]))
     assert (record.path, record.route) == ("module", "module")
     path = tmp_path / "junit.xml"
@@ -569,11 +574,12 @@ def test_html_report_has_the_matrix_links_and_the_rendered_diff(tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "nightly" in page
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")
     assert "<th>alpha</th><th>beta</th><th>(no device)</th>" in page
-    # suite row, then the backend row; each cell links to its list of cases
+    # suite row; each cell links to its list of cases; the probe's row (folded below the
+    # matrix: the devices announce no real backend) links to its suite's cell
     assert '<a href="#s0d0">✓1 ✗1</a>' in page
     assert '<a href="#s0d1">✓1 I1</a>' in page
-    assert '<td class="failed num"><a href="#s0b0d0">1/2</a>' in page
-    assert 'id="s0b0d0"' in page and 'href="#c1"' in page and 'id="c1"' in page
+    assert '<td class="failed num"><a href="#s0d0">1/2</a>' in page
+    assert 'id="s0d0"' in page and 'href="#c1"' in page and 'id="c1"' in page
     assert "ProbeA: option threads: sent int 4, received int 5" in page  # the differences
     assert "[0] threads: int 4         [0] threads: int 5         &lt;- WRONG_VALUE" in page
     assert "DeliveryMismatch: &lt;b&gt;diff&lt;/b&gt;" in page  # escaped
@@ -586,34 +592,13 @@ def test_html_report_renders_in_a_real_browser(tmp_path):
     require("chromium")
     report = tmp_path / "report.html"
     write_report(report, _results(), tmp_path)
-    flags = [
-        "chromium",
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
     shot = tmp_path / "shot.png"
-    subprocess.run(
-        [*flags, f"--screenshot={shot}", "--window-size=1200,900", report.as_uri()],
-        capture_output=True,
-        timeout=90,
-        check=True,
-    )
+    chromium(report, tmp_path, f"--screenshot={shot}", "--window-size=1200,900")
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1200, 900)
-    dom = subprocess.run(
-        [*flags, "--dump-dom", report.as_uri()],
-        capture_output=True,
-        timeout=90,
-        check=True,
-        text=True,
-    ).stdout
-    assert 'id="s0b0d0"' in dom and "[0] threads: int 4 " in dom
+    dom = chromium(report, tmp_path, "--dump-dom").stdout
+    assert 'id="s0d0"' in dom and "[0] threads: int 4 " in dom
 
 
 def test_junit_infrastructure_failures_become_typed_errors_with_device_properties(tmp_path):

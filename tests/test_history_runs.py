@@ -5,7 +5,6 @@ PostgreSQL server with two runners at once; a damaged store that fails no run.""
 
 from __future__ import annotations
 
-import html
 import json
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import chromium, first_screen
 from postgres_server import postgres_server
 from prerequisites import require
 from run_environment import run_environment
@@ -95,50 +95,6 @@ def history_json(store: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def chromium(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    flags = [
-        "chromium",
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ]
-    return subprocess.run(
-        [*flags, *args, page.as_uri()], capture_output=True, text=True, timeout=120, check=True
-    )
-
-
-# Appended to a copy of a report (which itself has no script): once laid out, the text of
-# every element on the first screen (the window's height from the top), in page order.
-_FIRST_SCREEN = """<script>
-addEventListener("load", () => {
-  const seen = [];
-  for (const e of document.querySelectorAll("h2, h3, th, td, li, p, figure")) {
-    const box = e.getBoundingClientRect();
-    if (box.top < innerHeight && box.bottom > 0) {
-      seen.push(e.tagName.toLowerCase() + ": " + e.textContent.trim().slice(0, 300));
-    }
-  }
-  const out = document.createElement("pre");
-  out.id = "first-screen";
-  out.textContent = JSON.stringify(seen);
-  document.body.append(out);
-});
-</script>"""
-
-
-def first_screen(page: Path, tmp_path: Path) -> list[str]:
-    """What headless Chromium shows of ``page`` in a 1200 x 900 window before scrolling."""
-    probe = tmp_path / f"first-screen-{page.parent.name}.html"
-    probe.write_text(page.read_text("utf-8").replace("</body>", _FIRST_SCREEN + "</body>"))
-    dom = chromium(probe, tmp_path, "--window-size=1200,900", "--dump-dom").stdout
-    shown = dom.split('<pre id="first-screen">', 1)[1].split("</pre>", 1)[0]
-    return json.loads(html.unescape(shown))
-
-
 def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chromium(tmp_path):
     require("chromium")
     store = str(tmp_path / "history.sqlite")
@@ -162,14 +118,14 @@ def test_two_nightly_runs_name_the_changed_check_and_the_report_shows_it_in_chro
     text = page.read_text("utf-8")
     assert "<script" not in text and ' src="' not in text and 'href="http' not in text
     assert text.count("<svg") == 5 and "New failures (1)" in text
-    # The first screen is the answer: the matrix, the seeded suite's row first, and the
-    # failing test with why it failed; the trend charts are below it.
+    # The first screen is the answer: the verdict, the failing test with why it failed,
+    # the backends' checks; the matrix (the seeded suite's row first) and the trend charts
+    # are below it.
     screen = first_screen(page, tmp_path)
     assert "2 passed, 1 failed. 1 not passed: why." in screen[0], screen  # a link to the list
     headings = [line for line in screen if line.startswith("h2: ")]
-    assert headings[:2] == ["h2: Matrix: suites and backends by device", "h2: Not passed (1)"]
-    rows = [line for line in screen if line.startswith("th: suites/")]
-    assert rows[0] == "th: suites/test_seeded.py", screen
+    assert headings[:2] == ["h2: Not passed (1)", "h2: Backends: option checks per device"]
+    assert text.index("<th>suites/test_seeded.py</th>") < text.index("<th>suites/test_dispatch.py")
     failing = next(line for line in screen if line.startswith("li: failed"))
     assert SEEDED_ID in failing and "the seeded change" in failing, failing
     assert not any(line.startswith("figure") for line in screen)

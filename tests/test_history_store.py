@@ -569,6 +569,24 @@ def test_a_seeded_flaky_test_and_a_seeded_regression_at_a_known_commit_are_found
     assert "--run night9x: not among the last 10 runs" in capsys.readouterr().err
 
 
+def test_a_green_run_with_skips_and_expected_failures_is_all_passed(tmp_path, capsys):
+    target = str(tmp_path / "h.sqlite")
+    store = HistoryStore.open(target)
+    green = {("test_a", "alpha"): "passed", ("test_b", "alpha"): "skipped"}
+    green[("test_c", "alpha")] = "xfailed"
+    write_run(store, "night0", 1000.0, green, devices=("alpha",))
+    write_run(store, "night1", 1001.0, {**green, ("test_a", "alpha"): "failed"}, devices=("alpha",))
+    store.close()
+    assert cli_main(["history", "--history", target, "--json"]) == 0
+    (alpha,) = json.loads(capsys.readouterr().out)["health"]["device"]
+    assert [(p["pass_rate"], p["judged"]) for p in alpha["points"]] == [(1.0, 1), (0.0, 1)]
+    assert cli_main(["history", "--history", target]) == 0
+    assert (
+        "  alpha: 2 run(s), quarantined in 0; infra   0%   0%; passed 100%   0% "
+        "(last run: 0 of 1; 1 skipped, 1 xfailed aside)"
+    ) in capsys.readouterr().out.splitlines()
+
+
 def test_the_plugin_loads_no_database_or_plotting_library():
     script = (
         "import harness.pytest_plugin, harness.cli.main, sys; print(sorted(m for m in "

@@ -132,20 +132,75 @@ def test_the_installed_harness_is_not_the_checkout(installed: Installed, tmp_pat
     assert version.stdout.strip() == f"et-harness {__version__}", version.stderr
 
 
-@pytest.mark.parametrize("device", ["host", "ssh-emu", "my-board"])
-def test_the_user_project_passes_on(installed: Installed, project: Path, device: str) -> None:
+@pytest.mark.parametrize(
+    ("device", "name"),
+    [
+        pytest.param(None, "host", id="no-device"),  # bare pytest: the default device
+        pytest.param("ssh-emu", "ssh-emu", id="ssh-emu"),
+        pytest.param("devices/my-board.yaml", "my-board", id="my-board-file"),  # README
+    ],
+)
+def test_the_user_project_passes_on(
+    installed: Installed, project: Path, device: str | None, name: str
+) -> None:
     token = secrets.token_hex(8)  # inherited by whatever the run starts
+    chosen = ["--device", device] if device is not None else []
     done = _run(
-        [installed.tool("pytest"), "--device", device, "-p", "no:cacheprovider"],
+        [installed.tool("pytest"), *chosen, "-p", "no:cacheprovider"],
         project,
         **{_TOKEN: token},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     # The agent, sshd, the emulators and, last, the run's janitor: all gone.
     assert left_after(_TOKEN, token, within_s=15) == set()
-    assert "1 passed" in done.stdout
+    assert f"devices: {name}\n" in done.stdout and "1 passed" in done.stdout, done.stdout
     (run_json,) = (project / "results").glob("*/run.json")
     assert json.loads(run_json.read_text())["harness_version"] == __version__
+
+
+def test_a_shipped_suite_by_package_name_runs_on_the_default_device(
+    installed: Installed, project: Path
+) -> None:
+    """``pytest --pyargs harness.suites.X`` in the user's project, no --device: host."""
+    done = _run(
+        [
+            installed.tool("pytest"),
+            *("--pyargs", "harness.suites.test_load_paths", "-k", "keep_without"),
+            *("-p", "no:cacheprovider"),
+        ],
+        project,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "devices: host\n" in done.stdout
+    assert re.search(r"\b4 passed", done.stdout.strip().splitlines()[-1]), done.stdout[-2000:]
+
+
+def test_readmes_commands_and_doctor_pass_in_the_user_project(
+    installed: Installed, project: Path
+) -> None:
+    """README's commands that name files, as a user of the installed harness types them in
+    the project ("Using it"), and ``et-harness doctor`` there: the project's device and the
+    default one, not the built-in examples, no path into the installed package."""
+    et = installed.tool("et-harness")
+    token = secrets.token_hex(8)
+    for argv in (
+        [et, "devices"],
+        [et, "map", "sample", "--hex"],
+        [et, "map", "maps/app.yaml"],
+        [et, "send", "sample", "--device", "ssh-emu", "--action", "set"],
+        [et, "send", "sample", "--action", "get"],
+        [et, "send", "--program", "programs/model.pte", "--options", "maps/app.yaml"],
+    ):
+        done = _run(argv, project, **{_TOKEN: token})
+        assert done.returncode == 0, [*argv[1:], done.stdout[-3000:], done.stderr[-2000:]]
+    assert left_after(_TOKEN, token, within_s=15) == set()  # sshd and the agents
+    doctor = _run([et, "doctor"], project)
+    assert doctor.returncode == 0, doctor.stdout[-3000:] + doctor.stderr[-2000:]
+    checking, programs, *lines = doctor.stdout.splitlines()
+    assert checking.startswith("checking my-board, host: ") and programs.endswith(":"), checking
+    rows = [line.split()[:2] for line in lines if not line.startswith(" ")]
+    assert rows == [["my-board", "ok"], ["host", "ok"]], doctor.stdout
+    assert "site-packages" not in doctor.stdout + doctor.stderr, doctor.stdout
 
 
 def test_a_planted_wrong_map_fails_naming_the_difference(

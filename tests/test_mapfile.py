@@ -246,9 +246,9 @@ def test_duplicate_keys_in_json(tmp_path: Path) -> None:
     ("text", "expected"),
     [
         (
-            "backends:\n  X:\n    workspace_sharing_mode: 1\n",
-            "backends.X: options are a list of {key, value} entries, one "
-            "'- {key: ..., value: ...}' line each; got mapping {'workspace_sharing_mode': 1}",
+            "backends:\n  X: workspace_sharing_mode\n",
+            "backends.X: options are a mapping of key to value ({workspace_sharing_mode: 1}) or "
+            "a list of '- {key: ..., value: ...}' lines; got string 'workspace_sharing_mode'",
         ),
         (
             "backends:\n  X:\n",
@@ -295,6 +295,71 @@ def test_duplicate_keys_in_json(tmp_path: Path) -> None:
 )
 def test_bad_documents(tmp_path: Path, text: str, expected: str) -> None:
     assert expected in error(tmp_path, text)
+
+
+def test_the_mapping_form_reads_as_the_list_form(tmp_path: Path) -> None:
+    """``Backend: {key: value}``, the form a person writes first: the same map as the list
+    form, in the file's order, beside list-form backends; YAML and JSON alike."""
+    mapping = write(
+        tmp_path,
+        "m.yaml",
+        "backends:\n"
+        "  XnnpackBackend: {weight_cache_enabled: true, workspace_sharing_mode: 1}\n"
+        "  ProbeA:\n    packed_cache_path: /data/cache\n    file_mode: '0755'\n"
+        "  ProbeB:\n    - {key: n, value: 1}\n    - {key: n2, value: '2', type: string}\n"
+        "  ProbeC: {}\n",
+    )
+    listed = write(
+        tmp_path,
+        "l.yaml",
+        "backends:\n  XnnpackBackend:\n"
+        "    - {key: weight_cache_enabled, value: true}\n"
+        "    - {key: workspace_sharing_mode, value: 1}\n"
+        "  ProbeA:\n    - {key: packed_cache_path, value: /data/cache}\n"
+        "    - {key: file_mode, value: '0755'}\n"
+        "  ProbeB:\n    - {key: n, value: 1}\n    - {key: n2, value: '2'}\n  ProbeC: []\n",
+    )
+    as_json = write(
+        tmp_path,
+        "m.json",
+        json.dumps(
+            {
+                "backends": {
+                    "XnnpackBackend": {"weight_cache_enabled": True, "workspace_sharing_mode": 1},
+                    "ProbeA": {"packed_cache_path": "/data/cache", "file_mode": "0755"},
+                    "ProbeB": [{"key": "n", "value": 1}, {"key": "n2", "value": "2"}],
+                    "ProbeC": {},
+                }
+            }
+        ),
+    )
+    expected = load_map(listed)
+    assert load_map(mapping) == expected == load_map(as_json)
+    assert [o.key for o in expected.backends[0].options] == [
+        "weight_cache_enabled",
+        "workspace_sharing_mode",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        ("{mode: }", "backends.X.mode: the value is empty (null); write a value"),
+        ("{mode: 1.5}", "backends.X.mode: float 1.5 is not an option value"),
+        ("{mode: [1]}", "backends.X.mode: list [1] is not an option value"),
+        ("{5: 1}", "backends.X.5: the key must be a string; got int 5: quote it"),
+        ("{mode: 4294967296}", "backends.X[0].value: int option 'mode' is outside int32"),
+        (
+            "{key: mode, value: 1}",
+            "backends.X: this reads as one option of the list form: write it as a list item, "
+            "'- {key: ..., value: ...}', or as '{KEY: VALUE}' in the mapping form",
+        ),
+    ],
+)
+def test_the_mapping_forms_errors_name_the_file_and_the_key(
+    tmp_path: Path, backend: str, expected: str
+) -> None:
+    assert expected in error(tmp_path, f"backends:\n  X: {backend}\n")
 
 
 def test_bad_json_names_line_and_column(tmp_path: Path) -> None:

@@ -1,11 +1,13 @@
 """Options that will have no effect, named (harness/check/option_contracts.py): by the
-contract of each backend the harness knows, a warning beside an exact verdict in
-``send``, ``et.check_program`` and pytest's output; a failure with ``--strict-options``."""
+contract of each backend the harness knows or the user declares (in code, or a project's
+``backends/*.yaml``), one judgement at every door (``et.load``/``set``/``get``/
+``check_program``, ``send``, ``map``): a warning, a failure with ``--strict-options``."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,11 +15,23 @@ import pytest
 from harness.agent.xnnpack_program import xnnpack_program
 from harness.check import (
     CONTRACTS,
+    BackendContract,
+    ContractError,
+    ContractFileError,
     NoEffect,
+    NoEffectWarning,
+    OptionRule,
     OptionsWithoutEffect,
     Route,
+    RouteBehaviour,
+    declare_contract,
+    declare_contract_files,
+    heed_options,
     judge_options,
+    known_contracts,
+    option_contracts,
 )
+from harness.check.contract_files import MAX_FILE_BYTES, MAX_FILES, read_contract_file
 from harness.check.option_contracts import OTHER_BACKENDS
 from harness.cli.main import main
 from harness.data.options import OptionsMap
@@ -116,19 +130,188 @@ def test_executorchs_other_backends_are_never_taken_for_a_misspelling() -> None:
     assert judge_options(options, Route.LOAD) == ()
 
 
-def test_a_program_check_warns_and_fails_only_when_strict() -> None:
+def test_a_program_check_counts_its_warnings() -> None:
     warned = judge_options(MAP, Route.LOAD)
-    lenient = ProgramCheck("p.pte", ("forward",), (), warned)
-    assert lenient.ok
-    lenient.raise_for_differences()
-    text = lenient.render()
-    assert text.count("warning: ") == 3
-    assert text.endswith("3 options without effect (warnings above)")
-    strict = ProgramCheck("p.pte", ("forward",), (), warned, strict=True)
-    assert not strict.ok
-    with pytest.raises(OptionsWithoutEffect, match="3 options will have no effect") as caught:
-        strict.raise_for_differences()
-    assert "workspace_sharing_modee" in str(caught.value)
+    checked = ProgramCheck("p.pte", ("forward",), (), warned)
+    assert checked.ok
+    checked.raise_for_differences()
+    assert checked.render().endswith("0 exact; 3 options without effect (warnings)")
+
+
+def test_heeding_warns_at_the_callers_line_or_refuses_when_strict() -> None:
+    """The one judgement every door makes: a NoEffectWarning per option, pointing at the
+    line outside the harness that sent the map; strict: OptionsWithoutEffect."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = heed_options(MAP, Route.LOAD)
+    assert [(w.backend, w.key, w.kind) for w in found] == WARNED
+    assert [str(w.message) for w in caught] == [w.text for w in found]
+    assert {w.category for w in caught} == {NoEffectWarning}
+    assert {w.filename for w in caught} == {__file__}
+    with pytest.warns(NoEffectWarning), pytest.raises(OptionsWithoutEffect) as refused:
+        heed_options(MAP, Route.LOAD, strict=True)
+    assert refused.value.warnings == found
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a map without such options: no warning at all
+        assert heed_options(MAP, Route.LOAD, probes=("XnnpackBackend", "QnnBackend")) == ()
+
+
+def test_a_get_is_judged_by_its_ids_and_keys_not_its_values() -> None:
+    """A GET's values only say which type to read back; a misspelled key or id reads nothing."""
+    options = OptionsMap.from_dict(
+        {
+            "XnnpackBackend": {
+                "workspace_sharing_mode": True,  # the type asked for: not judged
+                "save_weight_cache_on_disk": False,  # get_option reads set_option's keys
+                "workspace_sharing_modee": 0,
+            },
+            "XnnpackBakend": {"workspace_sharing_mode": 0},
+        }
+    )
+    found = judge_options(options, Route.GET)
+    assert [(w.backend, w.key, w.kind) for w in found] == [
+        ("XnnpackBackend", "workspace_sharing_modee", NoEffect.UNKNOWN_KEY),
+        ("XnnpackBakend", "", NoEffect.UNKNOWN_BACKEND),
+    ]
+    assert "get_option has no value of that name to give back" in found[0].text
+    assert "its 1 option reaches no backend" in found[1].text
+
+
+# ---- a backend of one's own ------------------------------------------------------------------
+
+NPU = BackendContract(
+    "NpuBackend",
+    (
+        OptionRule("perf_mode", int, 0, 3),
+        OptionRule("cache_dir", str, routes=frozenset({Route.SET})),
+    ),
+    load=RouteBehaviour("init ignores it", "init ignores it", "init fails"),
+    set=None,
+)
+NPU_FILE = """backend: NpuBackend
+options:
+  perf_mode: {type: int, low: 0, high: 3}
+  cache_dir: {type: string, routes: [set]}
+load: {unknown_key: init ignores it, wrong_type: init ignores it, out_of_range: init fails}
+set: false
+"""
+
+
+@pytest.fixture
+def declared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contracts declared by the test are forgotten after it."""
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+
+
+def test_a_declared_backend_is_judged_as_the_harness_own(declared: None) -> None:
+    options = OptionsMap.from_dict(
+        {"NpuBackend": {"perf_mode": 7, "perf_mod": 1, "cache_dir": "/x"}, "NpuBakend": {"a": 1}}
+    )
+    assert judge_options(options, Route.LOAD) == ()  # not known yet: unjudged
+    declare_contract(NPU)
+    declare_contract(NPU)  # the same again (a conftest imported twice): nothing happens
+    assert known_contracts()["NpuBackend"] is NPU
+    found = judge_options(options, Route.LOAD)
+    assert [(w.key, w.kind) for w in found] == [
+        ("perf_mode", NoEffect.OUT_OF_RANGE),
+        ("perf_mod", NoEffect.UNKNOWN_KEY),
+        ("cache_dir", NoEffect.NOT_READ),
+        ("", NoEffect.UNKNOWN_BACKEND),
+    ]
+    assert "NpuBackend reads an int 0..3; init fails" in found[0].text
+    assert "(nearest: perf_mode); init ignores it" in found[1].text
+    assert "NpuBakend: no backend has this id (nearest: NpuBackend)" in found[3].text
+    (on_set,) = judge_options(OptionsMap.from_dict({"NpuBackend": {"perf_mode": 1}}), Route.SET)
+    assert "NpuBackend reads no options through set_option" in on_set.text
+
+
+def test_a_contract_cannot_take_an_id_the_harness_knows_or_be_declared_twice(
+    declared: None,
+) -> None:
+    mine = BackendContract("XnnpackBackend", (), load=None, set=None)
+    with pytest.raises(ContractError, match=r"has the harness's own contract \(pinned by suites/"):
+        declare_contract(mine)
+    declare_contract(NPU)
+    other = BackendContract("NpuBackend", (), load=None, set=None, pinned_by="b.yaml")
+    with pytest.raises(ContractError, match=r"a second, different contract \(from b.yaml; the"):
+        declare_contract(other)
+
+
+def test_a_contract_file_declares_the_same_contract(declared: None, tmp_path: Path) -> None:
+    folder = tmp_path / "devices"
+    (folder / "backends").mkdir(parents=True)
+    path = folder / "backends" / "npu.yaml"
+    path.write_text(NPU_FILE, encoding="utf-8")
+    (contract,) = declare_contract_files([folder, tmp_path / "elsewhere"])
+    assert contract == BackendContract(NPU.backend, NPU.options, NPU.load, None, str(path))
+    assert known_contracts()["NpuBackend"] is contract
+    minimal = tmp_path / "m.yaml"
+    minimal.write_text("backend: Mine\noptions:\n  fast: {type: bool}\n", encoding="utf-8")
+    words = read_contract_file(minimal)
+    assert words.load == words.set == RouteBehaviour(*["it will have no effect"] * 3)
+    assert words.rule("fast").routes == frozenset({Route.LOAD, Route.SET})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "a contract file is a mapping of backend, options, load, set; got None"),
+        ("backend: X\nmode: 1\n", "unknown field 'mode'; allowed: backend, options, load, set"),
+        ("options: {}\n", "backend: the backend id, 1..63 bytes; got None"),
+        ("backend: " + "B" * 64 + "\n", "backend: the backend id, 1..63 bytes"),
+        ("backend: X\noptions: [a]\n", "options: a mapping of at most 64 keys to their rule"),
+        ("backend: X\noptions:\n  k: {type: float}\n", "options.k.type: bool, int or string"),
+        ("backend: X\noptions:\n  k: {typ: int}\n", "options.k: unknown field 'typ'"),
+        ("backend: X\noptions:\n  k: int\n", "options.k: an option's rule is a mapping"),
+        ("backend: X\noptions:\n  5: {type: int}\n", "options.5: a key is a string of 1..63"),
+        (
+            "backend: X\noptions:\n  k: {type: bool, low: 0}\n",
+            "options.k.low: an int bound of an int option; got 0",
+        ),
+        (
+            "backend: X\noptions:\n  k: {type: int, low: 3, high: 1}\n",
+            "options.k: low 3 is above high 1: swap them",
+        ),
+        (
+            "backend: X\noptions:\n  k: {type: int, routes: [init]}\n",
+            "options.k.routes: a list of load and/or set; got ['init']",
+        ),
+        ("backend: X\nload: true\n", "load: load (or false) is a mapping of unknown_key"),
+        ("backend: X\nset: {unknown_key: 5}\n", "set.unknown_key: a line of at most 200"),
+        ("backend: X\nload: {why: x}\n", "load: unknown field 'why'; allowed: unknown_key,"),
+        ("backend: X\nbackend: Y\n", "line 2, column 1: key 'backend' appears twice"),
+        (
+            "backend: X\noptions:\n  k: {type: int, low: 0o7}\n",
+            "line 3, column 23: '0o7' is an int only in YAML 1.2",
+        ),
+        ("backend: XnnpackBackend\n", "backend: XnnpackBackend has the harness's own contract"),
+    ],
+)
+def test_a_bad_contract_file_is_one_line_naming_file_and_field(
+    declared: None, tmp_path: Path, text: str, expected: str
+) -> None:
+    (tmp_path / "backends").mkdir()
+    path = tmp_path / "backends" / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ContractFileError) as refused:
+        declare_contract_files([tmp_path])
+    message = str(refused.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    assert expected in message, message
+
+
+def test_contract_files_are_read_within_bounds(declared: None, tmp_path: Path) -> None:
+    backends = tmp_path / "backends"
+    backends.mkdir()
+    big = backends / "big.yaml"
+    big.write_text("backend: X\n" + "#" * MAX_FILE_BYTES + "\n", encoding="utf-8")
+    with pytest.raises(ContractFileError, match=f"big.yaml: .*limit {MAX_FILE_BYTES}"):
+        declare_contract_files([tmp_path])
+    big.unlink()
+    for index in range(MAX_FILES + 1):
+        (backends / f"b{index}.yaml").write_text(f"backend: B{index}\n", encoding="utf-8")
+    with pytest.raises(ContractFileError, match=f"65 contract files, limit {MAX_FILES}"):
+        declare_contract_files([tmp_path])
 
 
 # ---- on the host device: send and the pytest suite ------------------------------------------
@@ -150,8 +333,11 @@ def test_send_warns_beside_an_exact_verdict_and_fails_when_strict(
     assert "1 method x load paths = 4 loads, 4 exact; 3 options without effect" in out
     for backend, key, _ in WARNED:
         assert f"warning: {backend}: option {key} (" in out
+    assert out.count("warning: ") == 3  # judged once, not once per load
     assert main([*argv, "--device", "host", "--strict-options"]) == 1
-    assert "(--strict-options: a failure)" in capsys.readouterr().out
+    out = capsys.readouterr().out  # refused before anything was loaded
+    assert "3 options will have no effect (--strict-options makes that a failure)" in out
+    assert "exact" not in out
     # A map alone, through set_option: the misspelled key is named there too.
     assert main(["send", str(map_file), "--action", "set", "--device", "host"]) == 1
     out = capsys.readouterr().out  # exit 1: XNNPACK refuses the bool (InvalidArgument)
@@ -176,3 +362,79 @@ def test_the_suite_shows_the_warnings_and_fails_with_strict_options(
     summary = done.stdout.split("warnings summary", 1)[-1]
     for backend, key, _ in WARNED:
         assert f"NoEffectWarning: {backend}: option {key} (" in summary, done.stdout
+
+
+DOORS = """import pytest
+
+from harness.options import load_map
+from harness.runner import ModelLoad, xnnpack_program
+
+
+def test_set(et):
+    et.set("typo.yaml").raise_for_differences()
+
+
+def test_get(et):
+    et.get("typo.yaml")
+
+
+def test_load(et):
+    et.load("npu.yaml")
+
+
+def test_load_models(et):
+    et.load_models([ModelLoad(load_map("npu.yaml"))])
+
+
+def test_check_program(et):
+    et.check_program(xnnpack_program(), "npu.yaml")
+
+
+@pytest.mark.options_without_effect
+def test_on_purpose(et):
+    et.set("typo.yaml").raise_for_differences()
+
+
+def test_on_purpose_within_a_block(et):
+    with et.unjudged():
+        et.set("typo.yaml").raise_for_differences()
+    with pytest.raises(Exception, match="1 option will have no effect"):
+        et.set("typo.yaml")
+"""
+
+
+def test_every_door_of_the_et_fixture_judges_the_map_the_same_way(tmp_path: Path) -> None:
+    """A user's project: its own backend's contract in devices/backends/, maps by path. With
+    --strict-options et.set, get, load, load_models and check_program each fail before
+    sending; without, the warning is pytest's, at the test's line; a test of options
+    without effect on purpose is not judged."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (tmp_path / "devices" / "backends").mkdir(parents=True)
+    (tmp_path / "devices" / "backends" / "npu.yaml").write_text(NPU_FILE, encoding="utf-8")
+    (tmp_path / "typo.yaml").write_text(
+        "backends:\n  XnnpackBackend: {workspace_sharing_modee: 1}\n", encoding="utf-8"
+    )
+    (tmp_path / "npu.yaml").write_text("backends:\n  NpuBackend: {perf_mode: 9}\n", "utf-8")
+    (tmp_path / "test_doors.py").write_text(DOORS, encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=short",
+               "--device", "host", "--results-dir", str(tmp_path / "results")]  # fmt: skip
+
+    def run(*extra: str) -> str:
+        done = subprocess.run(
+            [*command, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
+
+    strict = run("--strict-options")
+    assert strict.startswith("exit 1") and "5 failed, 2 passed" in strict, strict
+    assert strict.count("OptionsWithoutEffect: 1 option will have no effect") == 5, strict
+    misspelled = "- XnnpackBackend: option workspace_sharing_modee (int 1): not an option"
+    assert strict.count(misspelled) == 2, strict  # set, get
+    assert strict.count("- NpuBackend: option perf_mode (int 9): NpuBackend reads an") == 3
+    lenient = run("-k", "test_set or test_on_purpose and not block")
+    assert lenient.startswith("exit 0") and "2 passed" in lenient, lenient
+    summary = lenient.split("warnings summary", 1)[1]
+    assert summary.count("NoEffectWarning") == 1, lenient
+    assert "test_doors.py:8: NoEffectWarning: XnnpackBackend: option workspace_sharing_modee" in (
+        summary
+    )

@@ -7,6 +7,8 @@ import ast
 import importlib
 from pathlib import Path
 
+import pytest
+
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 PUBLIC = ("harness.options", "harness.check", "harness.runner")
 
@@ -56,3 +58,18 @@ def test_the_check_finds_an_import_of_an_internal_module(tmp_path):
         (2, "harness.codec.wire", None),
         (3, "harness.check", "Verdict"),
     ]
+
+
+def test_a_map_file_is_read_through_the_public_interface(tmp_path):
+    """README's ``from harness.options import load_map``: the map file loader and its error
+    are public, where users import maps from."""
+    from harness.options import MapFileError, OptionsMap, load_map
+
+    path = tmp_path / "map.yaml"
+    path.write_text("backends:\n  XnnpackBackend: {weight_cache_enabled: true}\n")
+    assert load_map(path) == OptionsMap.from_dict(
+        {"XnnpackBackend": {"weight_cache_enabled": True}}
+    )
+    path.write_text("backends: []\n")
+    with pytest.raises(MapFileError, match=r"map.yaml: backends: a mapping of backend id"):
+        load_map(str(path))

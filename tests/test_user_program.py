@@ -140,6 +140,18 @@ def test_send_xnnpack_program_alone(map_file: Path, capsys: pytest.CaptureFixtur
     assert "1 method x load paths = 4 loads, 4 exact" in capsys.readouterr().out
 
 
+def test_the_backends_no_load_delegates_to_are_named_once(
+    map_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The map's probes are no delegates of the XNNPACK-only program: ignored on each of the
+    four loads, and said once."""
+    argv = ["send", "--program", str(xnnpack_program()), "--options", str(map_file)]
+    assert main([*argv, "--device", "host"]) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert out.count("ignored backends: ProbeA, ProbeB (in the map but not delegates") == 1
+    assert "1 method x load paths = 4 loads, 4 exact" in out.splitlines()[-1]
+
+
 def test_send_program_refusals_are_one_line(
     tmp_path: Path, map_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from host_pytest import run_on_host
 
 from harness.check import Action, DifferenceKind, Outcome, Report, Verdict, VerdictNotExamined
-from harness.lifecycle.cache import cache_root
 
 pytest_plugins = ["pytester"]
-CACHE = cache_root()
 
 CASES = """
 from harness.check import DifferenceKind, RuntimeErrorCode
@@ -67,22 +66,7 @@ def line_of(marker: str) -> int:
 def test_forgotten_verdicts_fail_naming_their_call_and_the_rest_pass(
     pytester, request, monkeypatch
 ):
-    devices = request.config.rootpath / "devices"
-    # pytester points HOME at its directory: the run keeps the harness cache it would
-    # have had (read before pytester moved HOME), or it would build the host agent afresh
-    monkeypatch.setenv("ET_HARNESS_CACHE", str(CACHE))
-    pytester.makepyfile(test_cases=CASES)
-    result = pytester.runpytest_subprocess(
-        "--device",
-        "host",
-        "--devices-dir",
-        str(devices),
-        "-p",
-        "no:cacheprovider",
-        "--results-dir",
-        str(pytester.path / "results"),
-        timeout=300,
-    )
+    result = run_on_host(pytester, request, monkeypatch, test_cases=CASES)
     result.assert_outcomes(passed=4, failed=2)
     failed = {
         line.split("::")[1].split()[0]

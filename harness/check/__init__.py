@@ -22,17 +22,22 @@ wire's :class:`WireErrorCode` (a REJECTED report's ``detail``).
 
 Beside a verdict, :func:`judge_options` names the options of a map that the backend
 will ignore, by the option contracts the harness knows (:data:`CONTRACTS`, the one place
-the suites take them from): :class:`OptionWarning`, a failure under ``--strict-options``
-(:class:`OptionsWithoutEffect`).
+the suites take them from) and those a user declares for a backend of their own
+(:func:`declare_contract` in code, :func:`declare_contract_files` for the project's
+``backends/*.yaml``): :class:`OptionWarning`. :func:`heed_options` is the judgement every
+door makes before a map travels: a :class:`NoEffectWarning` each, a failure under
+``--strict-options`` (:class:`OptionsWithoutEffect`).
 
 ``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text,
 ``option_contracts`` the contracts.
 """
 
 from harness.check.comparison import check_get, check_load, check_set
+from harness.check.contract_files import ContractFileError, declare_contract_files
 from harness.check.option_contracts import (
     CONTRACTS,
     BackendContract,
+    ContractError,
     NoEffect,
     NoEffectWarning,
     OptionRule,
@@ -40,7 +45,10 @@ from harness.check.option_contracts import (
     OptionWarning,
     Route,
     RouteBehaviour,
+    declare_contract,
+    heed_options,
     judge_options,
+    known_contracts,
 )
 from harness.check.rendering import format_value, show_name
 from harness.check.verdict import (
@@ -72,6 +80,8 @@ __all__ = [
     "Action",
     "BackendContract",
     "BackendOutcome",
+    "ContractError",
+    "ContractFileError",
     "DeliveryMismatch",
     "Difference",
     "DifferenceKind",
@@ -97,7 +107,11 @@ __all__ = [
     "check_get",
     "check_load",
     "check_set",
+    "declare_contract",
+    "declare_contract_files",
     "format_value",
+    "heed_options",
     "judge_options",
+    "known_contracts",
     "show_name",
 ]

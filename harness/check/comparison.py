@@ -33,6 +33,7 @@ def check_load(
     unobserved: Collection[str] = (),
     path: LoadPath = LoadPath.PROGRAM,
     recorded: Collection[str] = (),
+    absent: Collection[str] = (),
 ) -> Verdict:
     """Check a LOAD report: each delegate's ``init`` got exactly its map entry.
 
@@ -45,6 +46,8 @@ def check_load(
     the load path asked for; a report naming another (fact ``load_path``) differs.
     ``recorded`` names the real backends the device records (HELLO fact ``recorded``):
     their entries must carry the records, which are then checked like a probe's.
+    ``absent`` names backends of ``sent`` that were meant to be checked but that the device
+    has none of (so they are no delegates): each is a ``NO_SUCH_BACKEND`` difference.
     """
     strays = [name for name in unobserved if name not in delegates]
     if strays:
@@ -53,9 +56,10 @@ def check_load(
             f"{list(delegates)}; fix the test's expectations"
         )
     header = _header_differences(report, Action.LOAD)
-    ignored = tuple(b for b in sent.backend_ids if b not in delegates)
+    ignored = tuple(b for b in sent.backend_ids if b not in delegates and b not in absent)
+    lacking = tuple(_no_such_backend(n, Action.LOAD) for n in absent if n not in delegates)
     if header:
-        return Verdict(Action.LOAD, report, (), header, ignored, path)
+        return Verdict(Action.LOAD, report, lacking, header, ignored, path)
     served = report.fact("load_path")
     if served is not None and served != path.label:
         header = (Difference(DifferenceKind.WRONG_PATH, None, None, path.label, served),)
@@ -92,7 +96,20 @@ def check_load(
                 must_record=name in recorded,
             )
         )
+    outcomes += lacking
     return Verdict(Action.LOAD, report, tuple(outcomes), header + entry_differences, ignored, path)
+
+
+def _no_such_backend(
+    name: str, action: Action, entry: ReportEntry | None = None, status: int = RuntimeErrorCode.Ok
+) -> BackendOutcome:
+    """A backend the device has none of, which was meant to be checked (to return
+    ``status``): on SET and GET its entry holds the runtime's ``NotFound``, on LOAD there
+    is none (no delegate: the runtime ignores its entry of the map)."""
+    found = None if entry is None else entry.status
+    expected = None if entry is None else status
+    difference = Difference(DifferenceKind.NO_SUCH_BACKEND, name, HOOKS[action], expected, found)
+    return BackendOutcome(name, entry, status, None, None, (), (difference,), absent=True)
 
 
 def check_set(
@@ -101,14 +118,19 @@ def check_set(
     expected_status: Mapping[str, int] | None = None,
     *,
     recorded: Collection[str] = (),
+    absent: Collection[str] = (),
 ) -> Verdict:
     """Check a SET report: one entry per backend, each probe (and each backend named
     in ``recorded``, see :func:`check_load`) got exactly its options.
 
     ``expected_status`` gives the ``Error`` code expected for some backends (e.g.
     ``{"Unregistered": RuntimeErrorCode.NotFound}``); the others must return Ok.
+    ``absent`` names backends the device has none of: the runtime's ``NotFound`` for one
+    is a ``NO_SUCH_BACKEND`` difference, unless expected.
     """
-    return _check_calls(Action.SET, sent, report, expected_status or {}, lambda _: None, recorded)
+    return _check_calls(
+        Action.SET, sent, report, expected_status or {}, lambda _: None, recorded, absent
+    )
 
 
 def check_get(
@@ -118,6 +140,7 @@ def check_get(
     expected_status: Mapping[str, int] | None = None,
     *,
     recorded: Collection[str] = (),
+    absent: Collection[str] = (),
 ) -> Verdict:
     """Check a GET report against the values each backend should have filled in.
 
@@ -125,7 +148,7 @@ def check_get(
     any entry, probe or not: the span as the call left it is what the host reads).
     For the others only probes are compared, with ``requested``, by key, type and
     order but not value (the values sent are placeholders); a backend named in
-    ``recorded`` is compared like a probe.
+    ``recorded`` is compared like a probe; ``absent`` as for :func:`check_set`.
     """
     expected = expected or OptionsMap()
     strays = [b for b in expected.backend_ids if requested.for_backend(b) is None]
@@ -135,7 +158,13 @@ def check_get(
             f"{list(requested.backend_ids)}; add them to the request or drop them"
         )
     return _check_calls(
-        Action.GET, requested, report, expected_status or {}, expected.for_backend, recorded
+        Action.GET,
+        requested,
+        report,
+        expected_status or {},
+        expected.for_backend,
+        recorded,
+        absent,
     )
 
 
@@ -146,6 +175,7 @@ def _check_calls(
     expected_status: Mapping[str, int],
     expected_for: Callable[[str], BackendOptions | None],
     recorded: Collection[str],
+    absent: Collection[str],
 ) -> Verdict:
     """SET and GET: the runtime calls each backend of the request once, in order."""
     strays = [name for name in expected_status if sent.for_backend(name) is None]
@@ -168,6 +198,12 @@ def _check_calls(
         if entry is None:
             missing = Difference(DifferenceKind.MISSING_ENTRY, name)
             outcomes.append(BackendOutcome(name, None, status, None, None, (), (missing,)))
+            continue
+        if name in absent and entry.status == RuntimeErrorCode.NotFound:
+            if status != RuntimeErrorCode.NotFound:
+                outcomes.append(_no_such_backend(name, action, entry, status))
+                continue
+            outcomes.append(BackendOutcome(name, entry, status, None, None, absent=True))
             continue
         explicit = expected_for(name)
         outcomes.append(
@@ -274,7 +310,9 @@ def _check_entry(
         )
     differences += _backend_status_differences(name, entry, action)
     others = tuple(b for b in sent.backends if b.backend_id != name)
-    rows, option_differences = _align(name, expected, entry.delivered, others, values_checked)
+    rows, option_differences = _align(
+        name, expected, entry.delivered, others, values_checked, returned=action is Action.GET
+    )
     if action is Action.GET and entry.is_recorded:
         option_differences += _caller_end(name, entry, expected, others, values_checked)
     return BackendOutcome(
@@ -338,7 +376,7 @@ def _caller_end(
                 None if got is None else got.value,
             )
         )
-    _, against_expected = _align(name, expected, caller, others, values_checked)
+    _, against_expected = _align(name, expected, caller, others, values_checked, returned=True)
     at_caller = tuple(replace(d, note=_AT_CALLER) for d in against_expected)
     return (*changed, *at_caller)
 
@@ -352,11 +390,16 @@ def _align(
     received: tuple[Option, ...],
     others: tuple[BackendOptions, ...],
     values_checked: bool,
+    *,
+    returned: bool,
 ) -> tuple[tuple[OptionRow, ...], tuple[Difference, ...]]:
-    """Pair sent and received options by key and name what differs about each pair."""
+    """Pair sent and received options by key and name what differs about each pair
+    (``returned``: a GET's, the options get_option returned against those expected)."""
     if expected and not received:
         rows = tuple(OptionRow(i, o, None, None) for i, o in enumerate(expected))
-        nothing = Difference(DifferenceKind.NOTHING_DELIVERED, name, None, tuple(expected), ())
+        nothing = Difference(
+            DifferenceKind.NOTHING_DELIVERED, name, None, tuple(expected), (), returned=returned
+        )
         return rows, (nothing,)
     if values_checked and expected == received:  # the usual case: exact delivery
         return tuple(OptionRow(i, o, i, o) for i, o in enumerate(received)), ()
@@ -368,13 +411,15 @@ def _align(
     for i, option in enumerate(expected):
         candidates = by_key.get(option.key)
         if not candidates:
-            missing = Difference(DifferenceKind.MISSING_OPTION, name, option.key, option.value)
+            missing = Difference(
+                DifferenceKind.MISSING_OPTION, name, option.key, option.value, returned=returned
+            )
             paired_rows.append(OptionRow(i, option, None, None, missing))
             continue
         j = candidates.pop(0)
         got = unused.pop(j)
         paired_rows.append(
-            OptionRow(i, option, j, got, _compare(name, option, got, values_checked))
+            OptionRow(i, option, j, got, _compare(name, option, got, values_checked, returned))
         )
     sent_keys = {o.key for o in expected}
     for j, got in unused.items():
@@ -386,7 +431,7 @@ def _align(
         else:
             kind = DifferenceKind.UNEXPECTED_DELIVERY
         note = "a second option with this key" if got.key in sent_keys else ""
-        difference = Difference(kind, name, got.key, None, got.value, owners, note)
+        difference = Difference(kind, name, got.key, None, got.value, owners, note, returned)
         paired_rows.append(OptionRow(None, None, j, got, difference))
     differences = [r.difference for r in paired_rows if r.difference is not None]
     order = [
@@ -396,17 +441,24 @@ def _align(
         keys_sent = tuple(o.key for o in expected)
         keys_received = tuple(o.key for o in received)
         differences.append(
-            Difference(DifferenceKind.WRONG_ORDER, name, None, keys_sent, keys_received)
+            Difference(
+                DifferenceKind.WRONG_ORDER, name, None, keys_sent, keys_received, returned=returned
+            )
         )
     return tuple(paired_rows), tuple(differences)
 
 
-def _compare(name: str, sent: Option, got: Option, values_checked: bool) -> Difference | None:
+def _compare(
+    name: str, sent: Option, got: Option, values_checked: bool, returned: bool
+) -> Difference | None:
+    kind = None
     if type(sent.value) is not type(got.value):
-        return Difference(DifferenceKind.WRONG_TYPE, name, sent.key, sent.value, got.value)
-    if values_checked and sent.value != got.value:
-        return Difference(DifferenceKind.WRONG_VALUE, name, sent.key, sent.value, got.value)
-    return None
+        kind = DifferenceKind.WRONG_TYPE
+    elif values_checked and sent.value != got.value:
+        kind = DifferenceKind.WRONG_VALUE
+    if kind is None:
+        return None
+    return Difference(kind, name, sent.key, sent.value, got.value, returned=returned)
 
 
 def _same(a: Option, b: Option) -> bool:

@@ -4,10 +4,14 @@ the options of a map that will have no effect there.
 The runtime delivers a map exactly and the backends accept what they do not use without
 a word: a misspelled key, a value of the wrong type, an option given at load time to a
 backend that reads none then. Delivery is exact; the user's option changed nothing. The
-harness knows the contracts of the backends it ships suites for, so it names those:
-:func:`judge_options` returns an :class:`OptionWarning` for each, shown beside an exact verdict
-(``et-harness send``, ``et.check_program``, pytest's warnings summary) and a failure with
-``--strict-options`` (``strict=True``). A backend without a contract here stays unjudged.
+harness knows the contracts of the backends it ships suites for (:data:`CONTRACTS`), and a
+user declares their own backend's (:func:`declare_contract`, or a contract file:
+:mod:`harness.check.contract_files`), so it names those: :func:`judge_options` returns an
+:class:`OptionWarning` for each. :func:`heed_options` is the one judgement every door makes
+before a map travels (``et.load``/``set``/``get``/``check_program``, ``et-harness send``
+and ``map``): each a :class:`NoEffectWarning`, and with ``--strict-options``
+(``strict=True``) :class:`OptionsWithoutEffect`, nothing sent. A backend without a
+contract stays unjudged.
 
 Each contract lives here once, and the suites that pin the backend's behaviour take its
 keys, types and ranges from it (``suites/test_xnnpack.py``, ``test_qnn.py``,
@@ -19,12 +23,16 @@ from __future__ import annotations
 
 import difflib
 import enum
-from collections.abc import Collection
+import sys
+import warnings
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import harness
 from harness.check.rendering import format_value, show_name
 from harness.data.options import OptionsMap, OptionValue
-from harness.errors import CheckFailure
+from harness.errors import CheckFailure, UsageError
 
 
 class Route(enum.Enum):
@@ -32,6 +40,7 @@ class Route(enum.Enum):
 
     LOAD = "at load time"  # the LoadBackendOptionsMap: init's runtime_specs
     SET = "through set_option"  # the global set_option(backend, options)
+    GET = "through get_option"  # the global get_option: answers for set_option's keys
 
 
 class NoEffect(enum.Enum):
@@ -52,7 +61,7 @@ class OptionRule:
     type: type[bool] | type[int] | type[str]
     low: int | None = None
     high: int | None = None
-    routes: frozenset[Route] = frozenset(Route)
+    routes: frozenset[Route] = frozenset({Route.LOAD, Route.SET})  # a GET: as SET
 
     def describe(self) -> str:
         """``an int 0..2``, ``a bool``, ``a string``."""
@@ -79,13 +88,14 @@ class RouteBehaviour:
 @dataclass(frozen=True)
 class BackendContract:
     """A backend's options and what it does with the others, per route (None: it reads
-    no options on that route); ``pinned_by`` is the suite that checks it on devices."""
+    no options on that route; ``get_option`` answers for ``set_option``'s keys);
+    ``pinned_by`` is the suite that checks it on devices, or the contract file."""
 
     backend: str
     options: tuple[OptionRule, ...]
     load: RouteBehaviour | None
     set: RouteBehaviour | None
-    pinned_by: str
+    pinned_by: str = ""
     any_option: bool = False  # the probes: every key, every type, every route
     _by_key: dict[str, OptionRule] = field(init=False, repr=False, compare=False)
 
@@ -108,14 +118,20 @@ class BackendContract:
         return tuple(
             rule.key
             for rule in self.options
-            if (route is None or route in rule.routes) and (of_type is None or rule.type is of_type)
+            if (route is None or self.reads(rule, route))
+            and (of_type is None or rule.type is of_type)
         )
 
     def behaviour(self, route: Route) -> RouteBehaviour | None:
         return self.load if route is Route.LOAD else self.set
 
+    def reads(self, rule: OptionRule, route: Route) -> bool:
+        """Whether ``rule``'s option is read on ``route`` (a GET: where set_option reads it)."""
+        return (Route.SET if route is Route.GET else route) in rule.routes
+
 
 _NONE = "it will have no effect"
+_NO_VALUE = "get_option has no value of that name to give back"
 _KEPT = "the value set before stays"
 _XNNPACK_REFUSES = f"set_option refuses it with InvalidArgument; {_KEPT}"
 _QNN_INT_KEYS = (
@@ -183,6 +199,44 @@ PROBE_CONTRACT = BackendContract(
 )
 """The harness's probes: they record whatever they are given, on every route."""
 
+_DECLARED: dict[str, BackendContract] = {}  # the user's own backends, by id
+
+
+class ContractError(UsageError):
+    """A contract that cannot be declared (an id with a contract already); the message
+    says what to change."""
+
+
+def declare_contract(contract: BackendContract) -> None:
+    """Declare the option contract of a backend of one's own (e.g. in a ``conftest.py``):
+    every door judges its options from then on, in this process. Declaring an equal
+    contract again does nothing; another one for the same id, or one for an id the harness
+    knows (:data:`CONTRACTS`), is a :class:`ContractError`."""
+    name = contract.backend
+    shipped = CONTRACTS.get(name)
+    if shipped is not None:
+        raise ContractError(
+            f"{show_name(name)} has the harness's own contract (pinned by "
+            f"{shipped.pinned_by}); a backend of your own declares its own id"
+        )
+    earlier = _DECLARED.setdefault(name, contract)
+    if earlier != contract:
+        raise ContractError(
+            f"{show_name(name)}: a second, different contract (from "
+            f"{contract.pinned_by or 'code'}; the first from {earlier.pinned_by or 'code'}): "
+            "declare each backend once"
+        )
+
+
+def contract_of(backend: str) -> BackendContract | None:
+    """The contract judged for ``backend``: the harness's, or one declared; None if neither."""
+    return CONTRACTS.get(backend) or _DECLARED.get(backend)
+
+
+def known_contracts() -> Mapping[str, BackendContract]:
+    """Every contract judged now: the harness's (:data:`CONTRACTS`), then those declared."""
+    return {**CONTRACTS, **_DECLARED}
+
 
 @dataclass(frozen=True)
 class OptionWarning:
@@ -214,23 +268,53 @@ class OptionsWithoutEffect(AssertionError, CheckFailure):
         )
 
 
+def heed_options(
+    options: OptionsMap, route: Route, *, probes: Collection[str] = (), strict: bool = False
+) -> tuple[OptionWarning, ...]:
+    """The one judgement of a map before it travels ``route``, which every door makes:
+    :func:`judge_options`, each warning a :class:`NoEffectWarning` (at the user's line,
+    outside the harness), then, when ``strict`` (``--strict-options``),
+    :class:`OptionsWithoutEffect` listing them, before anything is sent."""
+    found = judge_options(options, route, probes=probes)
+    level = _outside_the_harness()
+    for warning in found:
+        warnings.warn(NoEffectWarning(warning.text), stacklevel=level)
+    if found and strict:
+        raise OptionsWithoutEffect(found)
+    return found
+
+
+# The package's folder: a frame whose file is below it is the harness's own.
+_HARNESS = str(Path(harness.__file__).resolve().parent)
+
+
+def _outside_the_harness() -> int:
+    """The ``stacklevel`` of the innermost caller outside the harness package."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_HARNESS):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def judge_options(
     options: OptionsMap, route: Route, *, probes: Collection[str] = ()
 ) -> tuple[OptionWarning, ...]:
     """What each known backend of ``options`` will ignore when the map travels ``route``;
     ``probes`` are backend ids served by the harness's probes. Backends without a
     contract are not judged, except an id a letter or two from a known one: a misspelled
-    id reaches no backend, and the runtime says nothing of it."""
+    id reaches no backend, and the runtime says nothing of it. A GET is judged by its
+    backend ids and keys: its values only say which type to read back."""
     found: list[OptionWarning] = []
     for entry in options.backends:
         name = entry.backend_id
-        contract = PROBE_CONTRACT if name in probes else CONTRACTS.get(name)
+        contract = PROBE_CONTRACT if name in probes else contract_of(name)
         if contract is None:
             if name in OTHER_BACKENDS:
                 continue
-            nearest = difflib.get_close_matches(name.lower(), _LOWERED, n=1, cutoff=_MISSPELLED)
+            lowered = {known.lower(): known for known in known_contracts()}  # without case
+            nearest = difflib.get_close_matches(name.lower(), lowered, n=1, cutoff=_MISSPELLED)
             if nearest:
-                found.append(_misspelled(name, _LOWERED[nearest[0]], len(entry.options), route))
+                found.append(_misspelled(name, lowered[nearest[0]], len(entry.options), route))
             continue
         if contract.any_option:
             continue
@@ -243,7 +327,6 @@ def judge_options(
 
 # difflib's ratio, ignoring case: xnnpackbakend to xnnpackbackend is 0.96.
 _MISSPELLED = 0.85
-_LOWERED = {known.lower(): known for known in CONTRACTS}  # compared without case
 # The ids of ExecuTorch's other delegates, never taken for a misspelling of one above
 # (EnnBackend is 0.9 from QnnBackend).
 OTHER_BACKENDS = frozenset(
@@ -267,7 +350,7 @@ def _misspelled(name: str, nearest: str, count: int, route: Route) -> OptionWarn
         NoEffect.UNKNOWN_BACKEND,
         route,
         f"{show_name(name)}: no backend has this id (nearest: {show_name(nearest)}); its "
-        f"{count} option{'' if count == 1 else 's'} reach no backend",
+        f"{count} option{' reaches' if count == 1 else 's reach'} no backend",
     )
 
 
@@ -292,15 +375,15 @@ def _judge_option(
         nearest = difflib.get_close_matches(key, contract.keys(), n=1)
         known = f"its options: {', '.join(map(show_name, contract.keys()))}"
         hint = f" (nearest: {show_name(nearest[0])})" if nearest else f" ({known})"
-        return warn(
-            NoEffect.UNKNOWN_KEY,
-            f"not an option {show_name(name)} knows{hint}; {behaviour.unknown_key}",
-        )
-    if route not in rule.routes:
+        does = _NO_VALUE if route is Route.GET else behaviour.unknown_key
+        return warn(NoEffect.UNKNOWN_KEY, f"not an option {show_name(name)} knows{hint}; {does}")
+    if not contract.reads(rule, route):
         only = ", ".join(r.value for r in rule.routes)
         return warn(
             NoEffect.NOT_READ, f"{show_name(name)} reads it {only} only, not {route.value}: {_NONE}"
         )
+    if route is Route.GET:
+        return None
     if type(value) is not rule.type:
         reads = f"{show_name(name)} reads {rule.describe()}"
         return warn(NoEffect.WRONG_TYPE, f"{reads}; {behaviour.wrong_type}")

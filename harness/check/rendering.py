@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from harness.check.verdict import (
     HOOKS,
@@ -18,7 +19,7 @@ from harness.check.verdict import (
     DifferenceValue,
     Verdict,
 )
-from harness.data.messages import Action, ReportEntry
+from harness.data.messages import Action, Report, ReportEntry
 from harness.data.options import Option
 from harness.data.runtime_error import describe_status
 
@@ -51,37 +52,53 @@ def describe(difference: Difference, with_backend: bool = True) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class _Words:
+    """How an option difference names its two ends: what went to the backend against what
+    it received (load, set), or what a GET expected against what it returned."""
+
+    given: str
+    got: str
+    given_to: str
+    arrived: str
+
+
+_DELIVERED = _Words("sent", "received", "sent to", "arrived")
+_RETURNED = _Words("expected", "returned", "asked of", "returned")
+
+
 def _sentence(difference: Difference) -> str:
     kind, key = difference.kind, show_name(difference.key or "")
     exp, act = difference.expected, difference.actual
+    w = _RETURNED if difference.returned else _DELIVERED
     match kind:
         case DifferenceKind.MISSING_OPTION:
-            return f"option {key} ({format_value(exp)}) was sent but not received"
+            return f"option {key} ({format_value(exp)}) was {w.given} but not {w.got}"
         case DifferenceKind.EXTRA_OPTION:
-            return f"received option {key} ({format_value(act)}), which was not sent to it"
+            return f"{w.got} option {key} ({format_value(act)}), which was not {w.given_to} it"
         case DifferenceKind.WRONG_TYPE | DifferenceKind.WRONG_VALUE:
-            return f"option {key}: sent {format_value(exp)}, received {format_value(act)}"
+            return f"option {key}: {w.given} {format_value(exp)}, {w.got} {format_value(act)}"
         case DifferenceKind.WRONG_ORDER:
             return (
-                f"options arrived in another order: sent [{_key_list(_keys(exp))}], "
-                f"received [{_key_list(_keys(act))}]"
+                f"options {w.arrived} in another order: {w.given} [{_key_list(_keys(exp))}], "
+                f"{w.got} [{_key_list(_keys(act))}]"
             )
         case DifferenceKind.MISROUTED:
             owners = " and ".join(map(show_name, difference.belongs_to))
-            return f"received option {key} ({format_value(act)}), which was sent to {owners}"
+            return f"{w.got} option {key} ({format_value(act)}), which was {w.given_to} {owners}"
         case DifferenceKind.NOTHING_DELIVERED:
             keys = _keys(exp)
             verb = "was" if len(keys) == 1 else "were"
             return (
-                f"received no options; {_count(len(keys), 'option')} {verb} sent: "
+                f"{w.got} no options; {_count(len(keys), 'option')} {verb} {w.given}: "
                 f"[{_key_list(keys)}]"
             )
         case DifferenceKind.NOT_CALLED:
             return f"{key} was never called (expected {_times(exp)})"
         case DifferenceKind.UNEXPECTED_DELIVERY:
             return (
-                f"received option {key} ({format_value(act)}) although no options were "
-                "sent to it; it must get an empty span"
+                f"{w.got} option {key} ({format_value(act)}) although no options were "
+                f"{w.given_to} it; it must get an empty span"
             )
         case DifferenceKind.WRONG_STATUS:
             return f"status {_status(act)}, expected {_status(exp)}"
@@ -122,6 +139,16 @@ def _sentence(difference: Difference) -> str:
             return "has no entry in the report; expected one per backend of the request"
         case DifferenceKind.WRONG_PATH:
             return f"the device served load path {act!r}, the request asked for {exp!r}"
+        case DifferenceKind.NO_SUCH_BACKEND:
+            if exp is None:
+                answer = "no delegate of the program, so the runtime ignores its entry of the map"
+            else:
+                answer = f"{key} returned {_status(act)}, expected {_status(exp)}"
+            return (
+                f"the device has no backend of this name, and the harness registered no probe "
+                f"under it: {answer} (a misspelled id? a probe: declare it, probes= or "
+                "--probe NAME)"
+            )
         case DifferenceKind.CROSS_MODEL:
             owners = " and ".join(map(show_name, difference.belongs_to))
             own = "" if exp is None else f" instead of its own {format_value(exp)}"
@@ -163,8 +190,9 @@ def summary(verdict: Verdict) -> str:
     return f"{action}: {_count(len(differences), 'difference')}: {'; '.join(shown)}"
 
 
-def render(verdict: Verdict) -> str:
-    """Multi-line text: the report's problems, then each backend's aligned options."""
+def render(verdict: Verdict, *, ignored: bool = True) -> str:
+    """Multi-line text: the report's problems, then each backend's aligned options, then
+    (when ``ignored``) :func:`ignored_line`."""
     lines = [_headline(verdict)]
     if verdict.report_differences:
         outcome = verdict.report.outcome.name.lower()
@@ -175,12 +203,17 @@ def render(verdict: Verdict) -> str:
     hook = HOOKS[verdict.action]
     for backend in verdict.backends:
         lines += _render_backend(backend, verdict.action, hook)
-    if verdict.ignored_backends:
-        lines.append(
-            f"ignored backends: {_key_list(verdict.ignored_backends)} (in the map but not "
-            "delegates of the program: the runtime ignores them, which is not a failure)"
-        )
+    if verdict.ignored_backends and ignored:
+        lines.append(ignored_line(verdict.ignored_backends))
     return "\n".join(lines)
+
+
+def ignored_line(names: Iterable[str]) -> str:
+    """The line naming a load's ignored backends: map entries that are no delegates."""
+    return (
+        f"ignored backends: {_key_list(names)} (in the map but not delegates of the program: "
+        "the runtime ignores them, which is not a failure)"
+    )
 
 
 def _headline(verdict: Verdict) -> str:
@@ -190,6 +223,29 @@ def _headline(verdict: Verdict) -> str:
     failing = sum(1 for b in verdict.backends if not b.ok)
     where = f" in {_count(failing, 'backend')}" if failing else ""
     return f"{action} check: {_count(len(verdict.differences), 'difference')}{where}"
+
+
+def returned_lines(report: Report) -> list[str]:
+    """What a GET returned, per backend of ``report`` and per key, value and type: the
+    span as the runtime handed it back (a recorded entry's caller end), else as reported."""
+    lines = ["returned by get_option:"]
+    for entry in report.entries:
+        returned = entry.caller_received
+        if returned is None:
+            returned = entry.delivered
+        status = "" if entry.status == 0 else f" (status {describe_status(entry.status)})"
+        if not returned:
+            lines.append(f"  {show_name(entry.name)}{status}: no options")
+            continue
+        lines.append(f"  {show_name(entry.name)}{status}:")
+        width = max(_width(show_name(o.key)) for o in returned)
+        lines += [
+            f"    {_pad(show_name(o.key) + ':', width + 2)}{format_value(o.value)}"
+            for o in returned
+        ]
+    if not report.entries:
+        lines.append("  nothing: the report has no entries")
+    return lines
 
 
 def format_value(value: object) -> str:
@@ -293,11 +349,14 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
     facts = "no entry in the report"
     if entry is not None:
         facts = f"status {describe_status(entry.status)}"
-        facts += f", {hook} called {_times(entry.calls)}" if entry.is_observed else ", not a probe"
-        if entry.is_recorded:
-            facts += ", recorded real backend"
+        facts += f", {hook} called {_times(entry.calls)}" if entry.is_observed else ""
+        facts += _who(entry, outcome.absent)
+    elif outcome.absent:
+        facts = "no such backend on the device"
     if outcome.ok:
-        if outcome.expected_options is None:
+        if outcome.absent:
+            what = "as expected"
+        elif outcome.expected_options is None:
             what = "options not observable"
         elif not outcome.expected_options:
             what = "no options, as expected"
@@ -317,6 +376,16 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
         if id(d) not in row_differences
     ]
     return lines
+
+
+def _who(entry: ReportEntry, absent: bool) -> str:
+    """Whose entry it is: a probe the harness registered, a real backend (recorded or not),
+    or no backend at all."""
+    if entry.is_probe:
+        return ", probe registered by the harness"
+    if entry.is_recorded:
+        return ", recorded real backend"
+    return ", no such backend on the device" if absent else ", not a probe"
 
 
 def _render_table(outcome: BackendOutcome, action: Action) -> list[str]:

@@ -42,6 +42,10 @@ class DifferenceKind(enum.Enum):
     # GET of a recorded backend: the value the backend's call left / the value the runtime
     # handed back to its caller (None where one end has no such option); ``key``: the option
     CHANGED_ON_RETURN = enum.auto()
+    # a backend of the request the device has none of, and no probe: None / None on LOAD (no
+    # delegate, its entry ignored), the expected Error code / NotFound on SET and GET;
+    # ``key`` is the hook
+    NO_SUCH_BACKEND = enum.auto()
 
 
 HOOKS = {Action.LOAD: "init", Action.SET: "set_option", Action.GET: "get_option"}
@@ -60,7 +64,9 @@ class Difference:
     """One way a report differs from what was expected.
 
     ``backend`` is None for problems of the report as a whole. ``key`` is the
-    option key, or the hook's name (``init``) for call-count kinds.
+    option key, or the hook's name (``init``) for call-count kinds. ``returned`` marks
+    a GET's option difference: ``expected`` is what the test expected (or requested),
+    ``actual`` what ``get_option`` returned, nothing was sent or received.
     """
 
     kind: DifferenceKind
@@ -70,6 +76,7 @@ class Difference:
     actual: DifferenceValue = None
     belongs_to: tuple[str, ...] = ()
     note: str = ""
+    returned: bool = field(default=False, compare=False)  # the wording's, not the difference's
 
     def describe(self, with_backend: bool = True) -> str:
         """One sentence saying what differs, e.g. ``ProbeB: option 'fast': sent ...``."""
@@ -96,7 +103,8 @@ class BackendOutcome:
     ``expected_options`` is None when options cannot be compared (the entry is not a
     probe's, or there is no entry); ``expected_calls`` is None when calls are not
     checked. ``values_checked`` is False for a GET with no expected values: then only
-    keys, types and order are compared.
+    keys, types and order are compared. ``absent``: the device has no backend of this
+    name (and the harness registered no probe under it).
     """
 
     name: str
@@ -107,6 +115,7 @@ class BackendOutcome:
     rows: tuple[OptionRow, ...] = ()
     differences: tuple[Difference, ...] = ()
     values_checked: bool = True
+    absent: bool = False
 
     @property
     def ok(self) -> bool:
@@ -237,9 +246,10 @@ class Verdict:
         self._examination.examined = True
         return summary(self)
 
-    def render(self) -> str:
-        """Multi-line text: the report's problems, then each backend's aligned options."""
+    def render(self, *, ignored: bool = True) -> str:
+        """Multi-line text: the report's problems, then each backend's aligned options, then
+        (unless not ``ignored``) the line naming :attr:`ignored_backends`."""
         from harness.check.rendering import render
 
         self._examination.examined = True
-        return render(self)
+        return render(self, ignored=ignored)

@@ -38,15 +38,29 @@ class BenchmarkError(CheckFailure):
     """A benchmark case did not come back correct; figures would be meaningless."""
 
 
+def enough_for(percentile: int, samples: int) -> bool:
+    """Whether ``samples`` times give the ``percentile`` (90: p90): some sample must lie
+    above it (p90 needs 11, p99 101), else it is only the slowest case."""
+    return samples * (100 - percentile) > 100
+
+
+def samples_for(percentile: int) -> int:
+    """The fewest samples that give ``percentile`` (:func:`enough_for`)."""
+    return 100 // (100 - percentile) + 1
+
+
 @dataclass(frozen=True)
 class Latency:
-    """Per-case wall times of one way of running cases."""
+    """Per-case wall times of one way of running cases; a percentile is None where the
+    sample is too small for it (:func:`enough_for`), p90 and p99 are None where there
+    are no per-case times (``mean_only``: p50 is then the mean)."""
 
     cases: int
     total_s: float
     p50_ms: float
-    p90_ms: float
-    p99_ms: float
+    p90_ms: float | None
+    p99_ms: float | None
+    mean_only: bool = False
 
     @property
     def per_second(self) -> float:
@@ -55,14 +69,20 @@ class Latency:
     @classmethod
     def of(cls, samples_s: Sequence[float], total_s: float | None = None) -> Latency:
         ordered = sorted(samples_s)
-        pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
-        return cls(
-            len(ordered),
-            total_s if total_s is not None else sum(ordered),
-            pick(0.5),
-            pick(0.9),
-            pick(0.99),
-        )
+
+        def pick(percentile: int) -> float:
+            return ordered[min(len(ordered) - 1, percentile * len(ordered) // 100)] * 1000
+
+        def given(percentile: int) -> float | None:
+            return pick(percentile) if enough_for(percentile, len(ordered)) else None
+
+        total = total_s if total_s is not None else sum(ordered)
+        return cls(len(ordered), total, pick(50), given(90), given(99))
+
+    @classmethod
+    def mean(cls, cases: int, total_s: float) -> Latency:
+        """Cases timed only together (pipelined): their mean, no percentiles."""
+        return cls(cases, total_s, total_s / cases * 1000, None, None, mean_only=True)
 
 
 def case_map(backends: int, options: int, string_bytes: int) -> OptionsMap:
@@ -162,7 +182,7 @@ def session_pipelined(
     reports = link.pipeline([request] * cases, window)
     total = time.perf_counter() - start
     _expect_ok(reports)
-    return Latency.of([total / cases] * cases, total)
+    return Latency.mean(cases, total)
 
 
 def per_case_way(device: HostedDevice, options: OptionsMap, cases: int) -> Latency:
@@ -491,10 +511,16 @@ def format_figures(figures: DeviceFigures) -> str:
     def line(name: str, lat: Latency | None) -> str:
         if lat is None:
             return f"  {name:<22} {'n/a':>9}"
-        return (
-            f"  {name:<22} {lat.per_second:9.1f} cases/s   p50 {lat.p50_ms:8.3f} ms   "
-            f"p90 {lat.p90_ms:8.3f} ms   p99 {lat.p99_ms:8.3f} ms"
+        head = f"  {name:<22} {lat.per_second:9.1f} cases/s"
+        if lat.mean_only:
+            return f"{head}   mean {lat.p50_ms:7.3f} ms   (timed together: no percentiles)"
+        tail = "".join(
+            f"   {label} {value:8.3f} ms" if value is not None else f"   {label} n too small"
+            for label, value in (("p90", lat.p90_ms), ("p99", lat.p99_ms))
         )
+        short = next((p for p in (90, 99) if not enough_for(p, lat.cases)), None)
+        why = f"   ({lat.cases} cases; p{short} needs {samples_for(short)})" if short else ""
+        return f"{head}   p50 {lat.p50_ms:8.3f} ms{tail}{why}"
 
     ratio = lambda r: "n/a" if r is None else f"{r:.1f}x"  # noqa: E731
     lines = [

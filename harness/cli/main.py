@@ -5,7 +5,7 @@
 - ``et-harness run [--device NAME] [PYTEST ARGS]``: run the device suites on a
   device and print a per-backend summary;
 - ``et-harness send FILE --device NAME``: send one map to one device, print verdicts;
-- ``et-harness doctor``: bring each device up and report its health;
+- ``et-harness doctor``: bring the project's devices up and report their health;
 - ``et-harness emu NAME``: keep an emulated device up until Ctrl-C;
 - ``et-harness bench``: measure what a case costs (docs/performance.md);
 - ``et-harness devices``: list the device profiles;
@@ -24,19 +24,27 @@ import json
 import os
 import signal
 import sys
-import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import __version__, shipped
-from harness.check import NoEffectWarning, Route, format_value, judge_options, show_name
+from harness.check import (
+    NoEffectWarning,
+    OptionsWithoutEffect,
+    Route,
+    declare_contract_files,
+    format_value,
+    heed_options,
+    show_name,
+)
+from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
-from harness.cli import cache_command
+from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
 from harness.config.device_folders import listing, of_working_directory, with_built_in
-from harness.config.profile import DeviceProfile, ProfileError, load_profile
+from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Request
 from harness.data.options import OptionsMap
 from harness.errors import HarnessError, UsageError
@@ -48,8 +56,50 @@ class CliError(UsageError):
     """A command cannot do what it was asked; the message says what to change."""
 
 
+_ROUTES = {"load": Route.LOAD, "set": Route.SET, "get": Route.GET}
+
+
+def _judged(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``command(args)``, which judges the map it sends (``heed_options``; the project's
+    ``backends/*.yaml`` declared first): each option without effect a ``warning:`` line
+    after what it printed; under ``--strict-options`` the map is refused before it
+    travels, the list printed, exit 1."""
+    declare_contract_files(folder.path for folder in of_working_directory(Path.cwd()))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NoEffectWarning)
+        try:
+            code = command(args)
+        except OptionsWithoutEffect as exc:
+            print(exc)
+            return 1
+    for warning in caught:
+        if issubclass(warning.category, NoEffectWarning):
+            print(f"warning: {warning.message}")
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return code
+
+
+def _map_file(text: str) -> Path:
+    """A map file argument: a path, or a name without folder or suffix (``sample``), one
+    of the example maps the harness ships, so that an installed harness can show one."""
+    path = Path(text)
+    if "/" in text or path.suffix:
+        return path
+    shipped_maps = shipped.maps_dir()
+    known = sorted(p.stem for p in shipped_maps.glob("*.yaml"))
+    if text not in known:
+        raise CliError(
+            f"{printable(text)}: no such shipped example map ({', '.join(known)}); give "
+            "a map file's path (.yaml, .yml or .json)"
+        )
+    return shipped_maps / f"{text}.yaml"
+
+
 def _cmd_map(args: argparse.Namespace) -> int:
-    options = load_map(args.file)
+    options = load_map(_map_file(args.file))
     request = Request(Action(Action[args.action.upper()]), options)
     frame = wire.encode_request(request)
     decoded = wire.decode_request(frame)
@@ -59,6 +109,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     backends = ", ".join(f"{show_name(b.backend_id)} ({len(b.options)})" for b in options.backends)
     count = len(options.backends)
     print(f"{args.file}: valid, {count} backend{'' if count == 1 else 's'}: {backends or 'none'}")
+    heed_options(options, _ROUTES[args.action], strict=args.strict_options)
     print(
         f"wire v{wire.WIRE_VERSION} {args.action} request: {len(frame)} bytes, "
         f"decoded back identical"
@@ -154,26 +205,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_refusal(profile: DeviceProfile) -> str | None:
-    """Why the commands that bring one device up cannot take ``profile``, if it is a lab's:
-    only a pytest run reserves, holds and hands back a labgrid place."""
-    from harness.lab.labgrid import SETTING
-
-    if SETTING not in profile.settings:
-        return None
-    return (
-        f"{profile.where('transport.' + SETTING)}: a lab profile: its device is a labgrid "
-        "place, which only a pytest run reserves and hands back (and health-checks before "
-        f"its first test); run: et-harness run --device {profile.name} "
-        "(docs/device-farm.md)"
-    )
-
-
 def _open(name: str):
     from harness.runner import open_runner
 
     profile = load_profile(name)
-    refusal = _lab_refusal(profile)
+    refusal = doctor.lab_refusal(profile)
     if refusal is not None:
         raise CliError(refusal)
     return open_runner(profile)
@@ -182,40 +218,27 @@ def _open(name: str):
 def _cmd_send(args: argparse.Namespace) -> int:
     if args.program is not None:
         return _send_program(args)
-    if args.options is not None or args.probe:
-        raise CliError("--options and --probe go with --program; give the map file alone")
+    if args.options is not None:
+        raise CliError("--options goes with --program; give the map file alone")
     if args.file is None:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
-    options = load_map(args.file)
+    options = load_map(_map_file(args.file))
+    probes = tuple(args.probe)
     device, runner = _open(args.device)
+    runner.strict_options = args.strict_options
     try:
+        # et.load's, et.set's and et.get's own rules: which backends a load checks, which
+        # names are probes (harness.probes)
         if args.action == "load":
-            # Only probes can show what init received: real backends in the map have no
-            # delegate in a probe program, so their entries are reported as ignored. Probes
-            # a board still holds from an earlier session are probes all the same.
-            real = [entry.name for entry in runner.hello.entries if not entry.is_probe]
-            delegates = tuple(b for b in options.backend_ids if b not in real)
-            if not delegates:
-                print(
-                    "et-harness send: the load-time path needs at least one backend that is "
-                    f"not one of the device's real backends ({', '.join(real)}): "
-                    "its options reach probes only; use --action set or get for those",
-                    file=sys.stderr,
-                )
-                return 2
-            verdict = runner.load(options, delegates)
+            verdict = runner.load(options, probes=probes)
         elif args.action == "set":
-            verdict = runner.set(options)
+            verdict = runner.set(options, probes=probes)
         else:
-            verdict = runner.get(options)
+            verdict = runner.get(options, probes=probes)
         print(verdict.render())
-        route = Route.SET if args.action == "set" else Route.LOAD
-        ignored = judge_options(options, route) if args.action != "get" else ()
-        for warning in ignored:
-            print(f"warning: {warning.text}")
-        if ignored and args.strict_options:
-            print(f"{len(ignored)} option(s) without effect: a failure with --strict-options")
-        return 0 if verdict.ok and not (ignored and args.strict_options) else 1
+        if args.action == "get":
+            print("\n".join(returned_lines(verdict.report)))
+        return 0 if verdict.ok else 1
     finally:
         runner.close()
         device.close()
@@ -231,81 +254,18 @@ def _send_program(args: argparse.Namespace) -> int:
         raise CliError("--program loads the program: --action set / get take no program")
     # A damaged program is refused before a device is brought up; a good one is described.
     print(read_program(args.program).describe(), flush=True)
-    map_file = args.options if args.options is not None else args.file
-    options = load_map(map_file) if map_file is not None else OptionsMap()
+    chosen = args.options if args.options is not None else args.file
+    options = load_map(_map_file(chosen)) if chosen is not None else OptionsMap()
     device, runner = _open(args.device)
     try:
-        with warnings.catch_warnings():  # shown in the rendering, not twice
-            warnings.simplefilter("ignore", NoEffectWarning)
-            checked = runner.check_program(
-                args.program, options, probes=tuple(args.probe), strict=args.strict_options
-            )
+        checked = runner.check_program(
+            args.program, options, probes=tuple(args.probe), strict=args.strict_options
+        )
         print(checked.render())
         return 0 if checked.ok else 1
     finally:
         runner.close()
         device.close()
-
-
-def _cmd_doctor(args: argparse.Namespace) -> int:
-    from harness.devices.base import DeviceSetupError
-    from harness.farm.selection import select_profiles
-    from harness.transport.base import DeviceUnavailable
-
-    unhealthy = 0
-    profiles = select_profiles(args.device)
-    _print_host_tools(profiles)
-    width = _name_width(p.name for p in profiles)
-    for profile in profiles:
-        refusal = _lab_refusal(profile)
-        if refusal is not None:
-            print(f"{profile.name:<{width}} {'NOT CHECKED':<11} {refusal}")
-            unhealthy += 1
-            continue
-        started = time.monotonic()
-        device = runner = None
-        try:
-            device, runner = _open(str(profile.path or profile.name))
-            hello = runner.hello
-            print(
-                f"{profile.name:<{width}} {'ok':<11} {time.monotonic() - started:5.1f} s  "
-                f"abi={hello.fact('abi')}  runtime={hello.fact('runtime')!s}  "
-                f"agent={hello.fact('agent_version')}  "
-                f"deployment={device.deployment().mode.value}  "
-                f"backends={','.join(runner.registered) or '-'}"
-            )
-        except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
-            print(f"{profile.name:<{width}} {'UNAVAILABLE':<11} {exc}")
-            unhealthy += 1
-        except Exception as exc:
-            print(f"{profile.name:<{width}} {'UNHEALTHY':<11} {type(exc).__name__}: {exc}")
-            unhealthy += 1
-        finally:
-            if runner is not None:
-                runner.close()
-            if device is not None:
-                device.close()
-    return 1 if unhealthy else 0
-
-
-def _print_host_tools(profiles: Sequence[DeviceProfile]) -> None:
-    """The programs these devices need on this machine: found or missing, the Debian
-    package of each, and the devices that need it."""
-    from harness.devices.host_tools import HostTool, host_tools
-
-    needed_by: dict[HostTool, list[str]] = {}
-    for profile in profiles:
-        for tool in host_tools(profile):
-            needed_by.setdefault(tool, []).append(profile.name)
-    width = _name_width(tool.command for tool in needed_by)
-    print("programs on this machine:")
-    for tool, names in needed_by.items():
-        state = "ok" if tool.found() else "absent" if tool.without else "MISSING"
-        without = f" (without it: {tool.without})" if tool.without else ""
-        print(
-            f"  {tool.command:<{width}} {state:<8} Debian {tool.package:<22} "
-            f"{tool.purpose}{without}: {', '.join(names)}"
-        )
 
 
 def _cmd_emu(args: argparse.Namespace) -> int:
@@ -349,7 +309,7 @@ def _cmd_devices(_: argparse.Namespace) -> int:
 
     invalid = 0
     found = listing(with_built_in(of_working_directory(Path.cwd())))
-    width = _name_width(entry.name for entry in found)
+    width = doctor.name_width(entry.name for entry in found)
     for entry in found:
         where = f"[{entry.folder.origin}: {entry.folder.path}]"
         try:
@@ -362,11 +322,6 @@ def _cmd_devices(_: argparse.Namespace) -> int:
         kind, description = profile.kind, profile.description.rstrip()
         print(printable(f"{entry.name:<{width}} {kind:<7} {description} {where}"))
     return 1 if invalid else 0
-
-
-def _name_width(names: Iterable[str]) -> int:
-    """The width of a listing's first column: its longest device name, at least 12."""
-    return max([12, *(len(name) for name in names)])
 
 
 _MAX_COUNT = 1_000_000  # of cases, runs or a window: a larger one is a typo
@@ -405,7 +360,10 @@ def _main(argv: list[str] | None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     map_cmd = commands.add_parser("map", help="validate, encode and decode a map file")
-    map_cmd.add_argument("file", help="YAML or JSON map file (docs/map-files.md)")
+    map_cmd.add_argument(
+        "file",
+        help="YAML or JSON map file (docs/map-files.md), or a shipped example's name (sample)",
+    )
     map_cmd.add_argument(
         "--action",
         choices=["load", "set", "get"],
@@ -413,6 +371,12 @@ def _main(argv: list[str] | None) -> int:
         help="the request to encode the map into (default: load)",
     )
     map_cmd.add_argument("--hex", action="store_true", help="also print the bytes")
+    map_cmd.add_argument(
+        "--strict-options",
+        action="store_true",
+        help="options a backend will ignore, judged as send and pytest judge them (a "
+        "misspelled key, a wrong type, ...), fail the check (exit 1) instead of warning",
+    )
     map_cmd.add_argument(
         "--json",
         action="store_true",
@@ -437,7 +401,9 @@ def _main(argv: list[str] | None) -> int:
     send_cmd = commands.add_parser(
         "send", help="send one map file (or a program and its map) to one device, print verdicts"
     )
-    send_cmd.add_argument("file", nargs="?", help="YAML or JSON map file (docs/map-files.md)")
+    send_cmd.add_argument(
+        "file", nargs="?", help="YAML or JSON map file, or a shipped example's name (sample)"
+    )
     send_cmd.add_argument(
         "--program",
         help="a program file (.pte): every method loaded on every load path the device "
@@ -448,13 +414,15 @@ def _main(argv: list[str] | None) -> int:
         "--probe",
         action="append",
         default=[],
-        help="with --program: a delegate id that is one of the harness's probes (repeatable)",
+        help="a backend id to register as one of the harness's probes, beside its own "
+        "(Probe...); with --program, a delegate id that is one (repeatable)",
     )
     send_cmd.add_argument(
         "--strict-options",
         action="store_true",
         help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
-        "option for a backend that reads none then) fail the run (exit 1) instead of warning",
+        "option for a backend that reads none then) refuse the map before it is sent "
+        "(exit 1) instead of warning",
     )
     send_cmd.add_argument(
         "--device", default="host", help="profile name or YAML path (default: host)"
@@ -463,15 +431,12 @@ def _main(argv: list[str] | None) -> int:
         "--action",
         choices=["load", "set", "get"],
         default="load",
-        help="load: the map at load time, checked on the probe backends; set, get: the "
-        "global set_option / get_option (default: load)",
+        help="load: the map at load time, checked on a program of the harness's (its "
+        "probes, then XnnpackBackend); set, get: the global set_option / get_option "
+        "(default: load)",
     )
 
-    doctor_cmd = commands.add_parser("doctor", help="bring devices up and report their health")
-    doctor_cmd.add_argument(
-        "--device", default="all", help="profiles: a,b,c; all; tag:NAME (default: all)"
-    )
-
+    doctor.add_parser(commands)
     emu_cmd = commands.add_parser("emu", help="bring an emulated device up until Ctrl-C")
     emu_cmd.add_argument(
         "device", help="an emulated profile: ssh-emu, adb-emu, mcu-emu, mcu-m55-emu"
@@ -518,11 +483,11 @@ def _main(argv: list[str] | None) -> int:
     if rest and args.command not in ("run", "bisect"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {
-        "map": _cmd_map,
+        "map": lambda args: _judged(_cmd_map, args),  # the map judged as every door judges it
         "devices": _cmd_devices,
         "bench": _cmd_bench,
-        "send": _cmd_send,
-        "doctor": _cmd_doctor,
+        "send": lambda args: _judged(_cmd_send, args),
+        "doctor": doctor.run_doctor,
         "emu": _cmd_emu,
         "history": _cmd_history,
         "cache": cache_command.run_cache,

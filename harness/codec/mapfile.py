@@ -1,11 +1,12 @@
 """Options map files: the YAML or JSON documents users write (docs/map-files.md).
 
-```yaml
-backends:
-  XnnpackBackend:
-    - {key: workspace_sharing_mode, value: 1}
-    - {key: packed_cache_path, value: /data/local/tmp/cache, type: string}
-```
+A backend's options are a mapping of key to value (the common case), or a list of
+``{key, value[, type]}`` entries (where a value's type is pinned); both keep the order::
+
+    backends:
+      XnnpackBackend: {workspace_sharing_mode: 1, weight_cache_enabled: true}
+      ProbeA:
+        - {key: packed_cache_path, value: /data/local/tmp/cache, type: string}
 
 Every error is a :class:`MapFileError` whose message starts with the file name and
 the bad entry's path (``backends.XnnpackBackend[1].value``) or line, and says how to
@@ -120,22 +121,32 @@ def _describe(value: object) -> str:
     return f"{kind} {brief(value)}"
 
 
-def _value(data: Mapping[object, object], path: str, source: str) -> object:
-    """The value of the option at ``path``, checked against its optional type."""
-    value = data["value"]
+def as_map(options: OptionsMap | str | os.PathLike[str]) -> OptionsMap:
+    """``options`` itself, or the map file it names, read with :func:`load_map`."""
+    return options if isinstance(options, OptionsMap) else load_map(options)
+
+
+def _option_value(value: object, where: str, source: str) -> object:
+    """``value`` (at ``where``) if it can be an option's: a bool, an int or a string."""
     if value is None:
         raise MapFileError(
             source,
-            f"{path}.value",
+            where,
             "the value is empty (null); write a value, or '' for an empty string",
         )
     if type(value) not in _TYPES.values():
         raise MapFileError(
             source,
-            f"{path}.value",
+            where,
             f"{_describe(value)} is not an option value; options are bool, int (32-bit) "
             "or string: write one of those, or quote the value to make it a string",
         )
+    return value
+
+
+def _value(data: Mapping[object, object], path: str, source: str) -> object:
+    """The value of the option at ``path``, checked against its optional type."""
+    value = _option_value(data["value"], f"{path}.value", source)
     declared = data.get("type")
     if declared is None:
         return value
@@ -194,16 +205,38 @@ def _backend(backend_id: object, options: object, source: str) -> BackendOptions
         raise MapFileError(
             source, path, "no options (null); write [] for a backend without options"
         )
+    if isinstance(options, Mapping):
+        return BackendOptions(backend_id, _mapping_form(options, path, source))
     if not isinstance(options, list):
         raise MapFileError(
             source,
             path,
-            f"options are a list of {{key, value}} entries, one '- {{key: ..., value: ...}}' "
-            f"line each; got {_describe(options)}",
+            f"options are a mapping of key to value ({{workspace_sharing_mode: 1}}) or a list "
+            f"of '- {{key: ..., value: ...}}' lines; got {_describe(options)}",
         )
     return BackendOptions(
         backend_id, tuple(_option(o, f"{path}[{i}]", source) for i, o in enumerate(options))
     )
+
+
+def _mapping_form(options: Mapping[object, object], path: str, source: str) -> tuple[Option, ...]:
+    """``{key: value, ...}``: one option per key, in the file's order, types as written."""
+    if "key" in options and "value" in options and set(options) <= set(_OPTION_FIELDS):
+        raise MapFileError(
+            source,
+            path,
+            "this reads as one option of the list form: write it as a list item, "
+            "'- {key: ..., value: ...}', or as '{KEY: VALUE}' in the mapping form",
+        )
+    parsed = []
+    for key, value in options.items():
+        where = f"{path}.{brief_plain(key)}"
+        if type(key) is not str:
+            raise MapFileError(
+                source, where, f"the key must be a string; got {_describe(key)}: quote it"
+            )
+        parsed.append(Option(key, _option_value(value, where, source)))  # type: ignore[arg-type]
+    return tuple(parsed)
 
 
 def parse_map(data: object, source: str) -> OptionsMap:

@@ -137,7 +137,8 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
-        "option for a backend that reads none then) fail et.check_program instead of warning",
+        "option for a backend that reads none then) fail the test before the map is sent "
+        "(every et door: load, set, get, check_program) instead of warning",
     )
     group.addoption(
         "--html-report",

@@ -1,5 +1,6 @@
 """Device and lab-place health over time: per run, how many tests passed, failed, or
-ended in device trouble, and whether the device was quarantined."""
+ended in device trouble, how many were skipped or failed as expected (neither counts
+against the pass rate), and whether the device was quarantined."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class HealthPoint:
     passed: int
     failing: int
     infra: int
+    skipped: int
+    xfailed: int  # failed as the test's xfail mark expected
     quarantined: bool
     case_time: float  # seconds, the tests' durations summed
 
@@ -27,8 +30,14 @@ class HealthPoint:
         return self.infra / self.tests if self.tests else 0.0
 
     @property
+    def judged(self) -> int:
+        """The tests that could pass: neither skipped nor expected to fail."""
+        return self.tests - self.skipped - self.xfailed
+
+    @property
     def pass_rate(self) -> float:
-        return self.passed / self.tests if self.tests else 0.0
+        """Passed over :attr:`judged` (1.0 when none was: nothing failed)."""
+        return self.passed / self.judged if self.judged else 1.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class Health:
         for point, row in zip(self.points, data["points"], strict=True):
             row["infra_rate"] = round(point.infra_rate, 4)
             row["pass_rate"] = round(point.pass_rate, 4)
+            row["judged"] = point.judged
         return data
 
 
@@ -64,6 +74,8 @@ def health(history: History, kind: str) -> list[Health]:
                     passed=sum(1 for c in mine if c.outcome == "passed"),
                     failing=sum(1 for c in mine if c.failing),
                     infra=sum(1 for c in mine if c.outcome == "infra"),
+                    skipped=sum(1 for c in mine if c.outcome == "skipped"),
+                    xfailed=sum(1 for c in mine if c.outcome == "xfailed"),
                     quarantined=any(c.infra_type == QUARANTINED for c in mine),
                     case_time=round(sum(c.duration for c in mine), 6),
                 )

@@ -15,7 +15,7 @@ from harness.history.records import RunRecord
 from harness.history.regression import RunAt, regressions
 from harness.history.since_last import Change, since_last
 from harness.history.view import History
-from harness.results.html_report import html_page
+from harness.results.html_style import html_page
 
 REPORT_RUNS = 30  # runs the charts show
 FLAKY_WINDOW = 10
@@ -141,8 +141,9 @@ def _trends(history: History) -> str:
 
     devices = health(history, "device")
     backends = health(history, "backend")
+    pass_unit = "passed / tests neither skipped nor xfailed"
     charts = [
-        trend_svg("pass rate per device", history.runs, devices, "pass_rate", "passed / tests"),
+        trend_svg("pass rate per device", history.runs, devices, "pass_rate", pass_unit),
         trend_svg(
             "infrastructure-error rate per device",
             history.runs,
@@ -150,7 +151,7 @@ def _trends(history: History) -> str:
             "infra_rate",
             "infra / tests",
         ),
-        trend_svg("pass rate per backend", history.runs, backends, "pass_rate", "passed / tests"),
+        trend_svg("pass rate per backend", history.runs, backends, "pass_rate", pass_unit),
         trend_svg(
             "infrastructure-error rate per backend",
             history.runs,

@@ -81,15 +81,22 @@ def _lines(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
         series = report["health"][kind]
         if kind == "place" and not series:
             continue
-        lines += ["", f"== {kind} health: infra rate and pass rate per run, oldest first =="]
+        lines += [
+            "",
+            f"== {kind} health: infra rate and pass rate per run, oldest first "
+            "(skipped and xfailed tests aside) ==",
+        ]
         for h in series:
             points = h["points"][-_SPARK_RUNS:]
             infra = " ".join(_percent(p["infra_rate"]) for p in points)
             passed = " ".join(_percent(p["pass_rate"]) for p in points)
             quarantined = sum(1 for p in h["points"] if p["quarantined"])
+            last = points[-1]
+            aside = ", ".join(f"{last[o]} {o}" for o in ("skipped", "xfailed") if last[o])
             lines.append(
                 f"  {h['name']}: {len(h['points'])} run(s), quarantined in "
-                f"{quarantined}; infra {infra}; passed {passed}"
+                f"{quarantined}; infra {infra}; passed {passed} (last run: {last['passed']} "
+                f"of {last['judged']}{'; ' + aside + ' aside' if aside else ''})"
             )
     lines += ["", "== failing now: where it began =="]
     if not report["regressions"]:

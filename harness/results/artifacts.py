@@ -16,6 +16,11 @@ piped to systemd-coredump or apport, tombstones on Android, anything from
 devices without a shell (MCUs); the agent's stderr tail is kept for every
 failure instead. The files are found and pulled by the device
 (:meth:`harness.devices.base.Device.collect_artifacts`).
+
+The agent's stderr tail goes into a failure's report section without the runtime's own
+log lines (``E 00:00:00.027 executorch:cpuinfo_utils.cpp:62] ...``: XNNPACK writes the
+same few in every failure); the whole tail, those lines included, is kept as the try's
+``agent-stderr.txt`` (:meth:`CrashArtifacts.stderr_sections`), and the section names it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from pathlib import Path
 from harness.results.directory import ARTIFACTS_DIR, describe_os_error
 from harness.results.infra import every_exception
 from harness.transport.base import TransportLost
+
+# ExecuTorch's ET_LOG line: level, time since start, "executorch:", the source file and line.
+_RUNTIME_LOG = re.compile(r"[DIWEF] \d+:\d\d:\d\d\.\d+ executorch:\S+:\d+\] ")
 
 
 def lost_the_agent(exc: BaseException) -> bool:
@@ -86,6 +94,22 @@ class CrashArtifacts:
         if relative not in self.paths:
             self.paths.append(relative)
         return relative
+
+    def stderr_sections(self, attempt: int, tails: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The (title, stderr tail) sections of a failure of try ``attempt``, each without
+        the runtime's log lines: a tail that has any is kept whole as an artifact, and its
+        section ends with where (and how many lines it left out)."""
+        sections = []
+        for number, (title, tail) in enumerate(tails, 1):
+            lines = tail.splitlines()
+            own = [line for line in lines if not _RUNTIME_LOG.match(line)]
+            if len(own) < len(lines):
+                name = "agent-stderr.txt" if len(tails) == 1 else f"agent-stderr-{number}.txt"
+                path = self.keep_text(attempt, name, tail)
+                kept = self.results_dir / path
+                own.append(f"({len(lines) - len(own)} runtime log line(s) left out: {kept})")
+            sections.append((title, "\n".join(own)))
+        return sections
 
     def _try_dir(self, attempt: int) -> Path:
         """The directory of try ``attempt``: ``try-N``, or the next free ``try-N-K``."""

@@ -1,101 +1,46 @@
 """One self-contained HTML file for a run (or many merged runs): no scripts, no external assets.
 
-The first screen is the answer: the matrix, one column per device (per device and
-runtime in a run across runtimes) and per suite a row of test outcomes and a row per
-backend and route its verdicts checked (route: the load path, ``program``, ``module``,
-``module_method``, ``module_both``, or ``set`` / ``get``), failures first; then the
-tests that did not pass, each with its first differences. Below come the checks that
-differ across runtimes, the run's history (what changed since the last run, the trend
-charts), the devices (facts, outcome counts, quarantine reasons), and every cell's and
-case's details: outcome, infrastructure error and failed tries, every verdict's summary
-and, where options differed, the rendered diff (:meth:`harness.check.Verdict.render`),
-the failure text, agent stderr and crash artifacts.
+The first screen is the answer: the verdict (the outcome counts), the tests that did not
+pass, each with its first differences, then per device the option checks of each of its
+own (real) backends, the terminal's delivery table, and the checks that differ across
+runtimes. Below come the matrix, one column per device (per device and runtime in a run
+across runtimes) and per suite a row of test outcomes and a row per real backend and
+route its verdicts checked (route: the load path, ``program``, ``module``,
+``module_method``, ``module_both``, or ``set`` / ``get``), failures first; the probes'
+rows (and names the devices lack) folded under their own heading; the run's history
+(what changed since the last run, the trend charts), the devices (facts, outcome counts,
+quarantine reasons), and every cell's and case's details: outcome, infrastructure error
+and failed tries, every verdict's summary and, where options differed, the rendered diff
+(:meth:`harness.check.Verdict.render`), the failure text, agent stderr and artifacts.
 """
 
 from __future__ import annotations
 
 import collections
 import datetime
-import html
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.results.html_style import SHOWN, badge, counts_text, esc, html_page, mark, worst
 from harness.results.records import CaseResult
 from harness.results.summary import (
     ROUTES,
     across_runtimes,
+    backend_counts,
     devices_in_order,
     outcome_counts,
     quarantined_devices,
+    real_backends,
+    routes_of,
+    verdicts_line,
     where,
 )
 
-# Worst first: a cell takes the colour of its worst outcome.
-_SEVERITY = ("failed", "error", "xpassed", "infra", "passed", "xfailed", "skipped")
 _NOT_PASSED = ("failed", "error", "infra", "xpassed")
 _WHY_LINES = 3  # differences shown beside a test that did not pass
-_SHOWN = ("passed", "failed", "error", "infra", "skipped", "xfailed", "xpassed")
-_LETTER = {
-    "passed": "✓",
-    "failed": "✗",
-    "error": "E",
-    "infra": "I",
-    "skipped": "s",
-    "xfailed": "x",
-    "xpassed": "X",
-}
-
-_STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; } h3 { font-size: 1em; }
-table { border-collapse: collapse; margin: .5em 0; }
-th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; vertical-align: top; }
-th { background: #f2f2f2; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.suite th { background: #e6e6f0; }
-td.backend { padding-left: 1.8em; font-family: monospace; }
-a { color: inherit; }
-.failed, .error, .xpassed { background: #f6c9c9; }
-.infra { background: #fbe3a8; }
-.passed { background: #cdeccd; }
-.skipped, .xfailed { background: #e4e4e4; }
-.none { background: #fff; color: #999; }
-.badge { display: inline-block; min-width: 4.5em; padding: 0 .4em; border-radius: 3px;
-         text-align: center; font-size: .85em; font-weight: 600; }
-pre { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto;
-      white-space: pre; font-size: 12px; }
-section.case { border-top: 1px solid #ddd; padding: .4em 0; }
-section.case:target, section.cell:target { outline: 3px solid #6b8de3; }
-.muted { color: #777; }
-ul.why { font-family: monospace; font-size: 12px; margin: .1em 0 .4em; }
-"""
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def html_page(title: str, body: str) -> str:
-    """A self-contained HTML document in the report's style: ``title`` and ``body`` (HTML)."""
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
-            f"<h1>{_e(title)}</h1>",
-            body,
-            "</body></html>",
-        ]
-    )
-
-
-def _worst(outcomes: collections.Counter) -> str:
-    return next((o for o in _SEVERITY if outcomes[o]), "none")
-
-
-def _counts_text(outcomes: collections.Counter) -> str:
-    return " ".join(f"{_LETTER[o]}{outcomes[o]}" for o in _SHOWN if outcomes[o])
+_NAMED_PROBES = 8  # probe backends named in the heading of their folded rows
+_FACT_COLUMNS = ("abi", "runtime", "agent_version")  # the devices' table's; the rest in one
 
 
 def _why(result: CaseResult) -> list[str]:
@@ -112,8 +57,30 @@ def _why(result: CaseResult) -> list[str]:
     return shown
 
 
-def _badge(outcome: str) -> str:
-    return f'<span class="badge {_e(outcome)}">{_e(outcome)}</span>'
+def _delivery_cell(counter: collections.Counter | None, routes: Sequence[str]) -> str:
+    """One backend's checks on one device: exact / all, the wrong ones, and per route."""
+    if not counter:
+        return '<td class="none">-</td>'
+    ok, wrong = counter["ok"], counter["wrong"]
+    per_route = " · ".join(
+        f"{route} {counter[(route, 'ok')]}/{counter[(route, 'ok')] + counter[(route, 'wrong')]}"
+        for route in routes
+        if counter[(route, "ok")] + counter[(route, "wrong")]
+    )
+    bad = f", {wrong} wrong" if wrong else ""
+    return (
+        f'<td class="{"failed" if wrong else "passed"}">{ok}/{ok + wrong} exact{bad}'
+        f'<br><span class="muted">{esc(per_route)}</span></td>'
+    )
+
+
+def _plain(r: CaseResult) -> bool:
+    """A passed case with nothing to show but its exact verdicts' summaries."""
+    return (
+        r.outcome == "passed"
+        and all(v.ok for v in r.verdicts)
+        and not (r.infra or r.failed_tries or r.sections or r.artifacts)
+    )
 
 
 class _Page:
@@ -138,20 +105,25 @@ class _Page:
             self._by_cell[r.suite, where(r)].append(r)
             self._by_suite[r.suite].append(r)
         self._backends = {suite: self._backends_of(suite) for suite in self.suites}
+        self.real = real_backends(self.results)
 
     def render(self) -> str:
-        """The answer first: the matrix (failures first) and the tests that did not pass,
-        with their differences; then the runtimes side by side, the history (what
-        changed, the trends), the devices, and every cell and case."""
+        """The answer first: the verdict, the tests that did not pass with their
+        differences, the real backends' checks per device and the runtimes side by side;
+        then the matrix (failures first), the probes folded, the history (what changed,
+        the trends), the devices, and every cell and case."""
         parts = [
             self._overview(),
-            "<h2>Matrix: suites and backends by device</h2>",
-            '<p class="muted">Failures first. Suite rows count tests (✓ passed, ✗ failed, '
-            "E error, I infrastructure error, s skipped); backend rows count option checks "
-            "(exact / all). Click a cell for its cases.</p>",
-            self._matrix(),
             self._not_passed(),
+            self._backend_summary(),
             self._across_runtimes(),
+            "<h2>Matrix: suites and real backends by device</h2>",
+            '<p class="muted">Failures first. Suite rows count tests (✓ passed, ✗ failed, '
+            "E error, I infrastructure error, s skipped, x xfailed); backend rows count the "
+            "option checks of the devices' own backends (exact / all); the probes' rows "
+            'are <a href="#probes">below</a>. Click a cell for its cases.</p>',
+            self._matrix(),
+            self._probes(),
             self.appendix,
             self._devices(),
             "<h2>Cells</h2>",
@@ -170,11 +142,13 @@ class _Page:
         runtimes = f" x {len(labels)} runtime(s) ({', '.join(labels)})" if labels else ""
         bad = sum(total[o] for o in _NOT_PASSED)
         jump = f' <a href="#not-passed">{bad} not passed: why</a>.' if bad else ""
+        verdict = "failed" if bad else "passed"
         return (
-            f"<p>{len(self.results)} tests on "
-            f"{len(devices)} device(s){_e(runtimes)}: "
-            f"{_e(', '.join(f'{n} {o}' for o, n in total.most_common()))}.{jump} "
-            f'<span class="muted">Generated {when}{_e(runs)}.</span></p>'
+            f'<p class="verdict {verdict}"><b>{verdict.capitalize()}:</b> '
+            f"{len(self.results)} tests on "
+            f"{len(devices)} device(s){esc(runtimes)}: "
+            f"{esc(', '.join(f'{n} {o}' for o, n in total.most_common()))}.{jump} "
+            f'<span class="muted">Generated {when}{esc(runs)}.</span></p>'
         )
 
     def _devices(self) -> str:
@@ -187,17 +161,20 @@ class _Page:
         rows = []
         for device in self.devices:
             c, f = counts[device], facts.get(device, {})
-            rows.append(
-                f'<tr><th class="{_worst(c)}">{_e(device)}</th>'
-                f"<td>{_e(f.get('abi', ''))}</td><td>{_e(f.get('runtime', ''))}</td>"
-                f"<td>{_e(f.get('agent_version', ''))}</td>"
-                + "".join(f'<td class="num">{c[o]}</td>' for o in _SHOWN)
-                + f"<td>{_e(quarantined.get(device, ''))}</td></tr>"
+            rest = "<br>".join(  # one fact a line; lists wrap after their commas
+                esc(f"{k} {v.replace(',', ', ')}") for k, v in f.items() if k not in _FACT_COLUMNS
             )
-        head = "".join(f"<th>{o}</th>" for o in _SHOWN)
+            rows.append(
+                f'<tr><th class="{worst(c)}">{esc(device)}</th>'
+                + "".join(f"<td>{esc(f.get(k, ''))}</td>" for k in _FACT_COLUMNS)
+                + "".join(f'<td class="num">{c[o]}</td>' for o in SHOWN)
+                + f"<td>{esc(quarantined.get(device, ''))}</td><td>{rest}</td></tr>"
+            )
+        head = "".join(f"<th>{o}</th>" for o in SHOWN)
         return (
             "<h2>Devices</h2><table><tr><th>device</th><th>ABI</th><th>runtime</th>"
-            f"<th>agent</th>{head}<th>quarantined</th></tr>{''.join(rows)}</table>"
+            f"<th>agent</th>{head}<th>quarantined</th><th>facts</th></tr>{''.join(rows)}"
+            "</table>"
         )
 
     def _across_runtimes(self) -> str:
@@ -205,7 +182,7 @@ class _Page:
         labels, differing, agreeing = across_runtimes(self.results)
         if len(labels) < 2:
             return ""
-        head = "".join(f"<th>{_e(label)}</th>" for label in labels)
+        head = "".join(f"<th>{esc(label)}</th>" for label in labels)
         rows = []
         for check, device, on in differing:
             cells = []
@@ -215,12 +192,12 @@ class _Page:
                     cells.append('<td class="none">not run</td>')
                     continue
                 first = next((d for v in r.verdicts for d in v.differences), "")
-                note = f'<br><span class="muted">{_e(first[:160])}</span>' if first else ""
+                note = f'<br><span class="muted">{esc(first[:160])}</span>' if first else ""
                 cells.append(
-                    f'<td class="{_e(r.outcome)}"><a href="#{self.case_id[id(r)]}">'
-                    f"{_e(r.outcome)}</a>{note}</td>"
+                    f'<td class="{esc(r.outcome)}"><a href="#{self.case_id[id(r)]}">'
+                    f"{esc(r.outcome)}</a>{note}</td>"
                 )
-            rows.append(f"<tr><th>{_e(check)}</th><td>{_e(device)}</td>{''.join(cells)}</tr>")
+            rows.append(f"<tr><th>{esc(check)}</th><td>{esc(device)}</td>{''.join(cells)}</tr>")
         table = (
             f"<table><tr><th>check</th><th>device</th>{head}</tr>{''.join(rows)}</table>"
             if rows
@@ -229,7 +206,7 @@ class _Page:
         return (
             f"<h2>Across runtimes: {len(differing)} check(s) differ</h2>"
             f'<p class="muted">{agreeing} check(s) have the same outcome and differences on '
-            f"every runtime ({_e(', '.join(labels))}).</p>{table}"
+            f"every runtime ({esc(', '.join(labels))}).</p>{table}"
         )
 
     def _backends_of(self, suite: str) -> list[tuple[str, str]]:
@@ -262,68 +239,146 @@ class _Page:
             1 for r in self._by_suite.get(suite, []) for ok in self._checks(r, pair) if not ok
         )
 
+    def _suites_in_order(self) -> list[tuple[int, str]]:
+        """The suites with the most failing tests first, with their numbers (cell ids)."""
+        return sorted(enumerate(self.suites), key=lambda s: -self._failing(self._by_suite[s[1]]))
+
+    def _pairs(self, suite: str, real: bool) -> list[tuple[int, tuple[str, str]]]:
+        """The suite's (number, (backend, route)) rows of real backends (else of probes
+        and names the devices lack), the most inexact first."""
+        pairs = [p for p in enumerate(self._backends[suite]) if (p[1][0] in self.real) == real]
+        return sorted(pairs, key=lambda p: -self._inexact(suite, p[1]))
+
     def _matrix(self) -> str:
-        """Suites and their backend rows with the most failures first (the devices keep
-        their order: a run across runtimes shows them side by side); the ids of the cells
-        they link to stay those of :meth:`_cells`."""
-        devices = list(enumerate(self.devices))
-        suites = sorted(enumerate(self.suites), key=lambda s: -self._failing(self._by_suite[s[1]]))
-        head = "".join(f"<th>{_e(d)}</th>" for _, d in devices)
+        """Suites and their real backends' rows with the most failures first (the devices
+        keep their order: a run across runtimes shows them side by side); the ids of the
+        cells they link to stay those of :meth:`_cells`."""
+        head = "".join(f"<th>{esc(d)}</th>" for d in self.devices)
         rows = [f"<table><tr><th>suite / backend via path</th>{head}</tr>"]
-        for s, suite in suites:
+        for s, suite in self._suites_in_order():
             cells = []
-            for d, device in devices:
+            for d, device in enumerate(self.devices):
                 outcomes = collections.Counter(r.outcome for r in self._cases(suite, device))
                 if not outcomes:
                     cells.append('<td class="none">-</td>')
                     continue
                 cells.append(
-                    f'<td class="{_worst(outcomes)}"><a href="#s{s}d{d}">'
-                    f"{_e(_counts_text(outcomes))}</a></td>"
+                    f'<td class="{worst(outcomes)}"><a href="#s{s}d{d}">'
+                    f"{esc(counts_text(outcomes))}</a></td>"
                 )
-            rows.append(f'<tr class="suite"><th>{_e(suite)}</th>{"".join(cells)}</tr>')
-            pairs = sorted(
-                enumerate(self._backends[suite]), key=lambda p: -self._inexact(suite, p[1])
-            )
-            for b, pair in pairs:
-                cells = []
-                for d, device in devices:
-                    checks = [
-                        ok for r in self._cases(suite, device) for ok in self._checks(r, pair)
-                    ]
-                    if not checks:
-                        cells.append('<td class="none">-</td>')
-                        continue
-                    exact = sum(checks)
-                    css = "passed" if exact == len(checks) else "failed"
-                    cells.append(
-                        f'<td class="{css} num"><a href="#s{s}b{b}d{d}">'
-                        f"{exact}/{len(checks)}</a></td>"
-                    )
-                label = f'{_e(pair[0])} <span class="muted">via {_e(pair[1])}</span>'
-                rows.append(f'<tr><td class="backend">{label}</td>{"".join(cells)}</tr>')
+            rows.append(f'<tr class="suite"><th>{esc(suite)}</th>{"".join(cells)}</tr>')
+            rows += self._backend_rows(s, suite, self._pairs(suite, real=True), own_cells=True)
         rows.append("</table>")
         return "\n".join(rows)
+
+    def _backend_rows(
+        self, s: int, suite: str, pairs: list[tuple[int, tuple[str, str]]], own_cells: bool
+    ) -> list[str]:
+        """A row per (backend, route) of ``suite``: exact / all checks per device, linking
+        to the row's own cell (``own_cells``) or, for a probe's, to the suite's."""
+        rows = []
+        for b, pair in pairs:
+            cells = []
+            for d, device in enumerate(self.devices):
+                checks = [ok for r in self._cases(suite, device) for ok in self._checks(r, pair)]
+                if not checks:
+                    cells.append('<td class="none">-</td>')
+                    continue
+                exact = sum(checks)
+                css = "passed" if exact == len(checks) else "failed"
+                target = f"s{s}b{b}d{d}" if own_cells else f"s{s}d{d}"
+                cells.append(
+                    f'<td class="{css} num"><a href="#{target}">{exact}/{len(checks)}</a></td>'
+                )
+            label = f'{esc(pair[0])} <span class="muted">via {esc(pair[1])}</span>'
+            rows.append(f'<tr><td class="backend">{label}</td>{"".join(cells)}</tr>')
+        return rows
+
+    def _probes(self) -> str:
+        """The probes' rows (and those of names the devices lack), folded under a summary
+        of their checks: the harness's own instruments, not the devices' backends."""
+        rows: list[str] = []
+        names: set[str] = set()
+        checks = wrong = backend_rows = 0
+        span = len(self.devices) + 1
+        for s, suite in self._suites_in_order():
+            pairs = self._pairs(suite, real=False)
+            if not pairs:
+                continue
+            rows.append(f'<tr class="suite"><th colspan="{span}">{esc(suite)}</th></tr>')
+            rows += self._backend_rows(s, suite, pairs, own_cells=False)
+            backend_rows += len(pairs)
+            for _, pair in pairs:
+                names.add(pair[0])
+                found = [ok for r in self._by_suite[suite] for ok in self._checks(r, pair)]
+                checks, wrong = checks + len(found), wrong + found.count(False)
+        if not rows:
+            return ""
+        shown = sorted(names)[:_NAMED_PROBES]
+        more = f" and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+        css = "failed" if wrong else "passed"
+        return (
+            '<h2 id="probes">Probes and names the devices lack</h2><details class="probes">'
+            f'<summary><span class="badge {css}">{wrong} wrong</span> {checks} checks in '
+            f"{backend_rows} rows of "
+            f"{len(names)} backends ({esc(', '.join(shown))}{more})</summary>"
+            f"<table>{''.join(rows)}</table></details>"
+        )
+
+    def _backend_summary(self) -> str:
+        """Per device, each of its real backends' option checks (exact / all, per route),
+        the probes' in one row and its verdicts: the terminal's delivery table."""
+        counts = backend_counts(self.results)
+        devices = [d for d in self.devices if counts.get(d)]
+        if not devices:
+            return ""
+        routes = routes_of(self.results)
+        head = "".join(f"<th>{esc(d)}</th>" for d in devices)
+        rows = [f"<table><tr><th>backend</th>{head}</tr>"]
+        for name in sorted({b for d in devices for b in counts[d] if b in self.real}):
+            cells = "".join(_delivery_cell(counts[d].get(name), routes) for d in devices)
+            rows.append(f'<tr><td class="backend">{esc(name)}</td>{cells}</tr>')
+        probes = [
+            sum((c for b, c in counts[d].items() if b not in self.real), collections.Counter())
+            for d in devices
+        ]
+        if any(probes):
+            cells = "".join(_delivery_cell(c or None, routes) for c in probes)
+            label = '<a href="#probes">probes and names the devices lack</a>'
+            rows.append(f'<tr><td class="backend">{label}</td>{cells}</tr>')
+        lines = "".join(
+            f"<td>{esc(verdicts_line([r for r in self.results if where(r) == d]))}</td>"
+            for d in devices
+        )
+        rows.append(f"<tr><th>verdicts</th>{lines}</tr></table>")
+        return (
+            "<h2>Backends: option checks per device</h2>"
+            '<p class="muted">Exact / all checks of each backend the device announces as its '
+            "own, then per route (load path, set, get).</p>" + "".join(rows)
+        )
 
     def _cases(self, suite: str, device: str) -> list[CaseResult]:
         return self._by_cell.get((suite, device), [])
 
     def _link(self, result: CaseResult, note: str = "", below: str = "") -> str:
         """A list item linking to ``result``'s details; ``below``: HTML under it."""
-        extra = f' <span class="muted">{_e(note)}</span>' if note else ""
+        extra = f' <span class="muted">{esc(note)}</span>' if note else ""
         return (
-            f'<li>{_badge(result.outcome)} <a href="#{self.case_id[id(result)]}">'
-            f"{_e(result.name)}</a>{extra}{below}</li>"
+            f'<li>{mark(result.outcome)} <a href="#{self.case_id[id(result)]}">'
+            f"{esc(result.name)}</a>{extra}{below}</li>"
         )
 
     def _not_passed(self) -> str:
         """Every test that did not pass, where, and its first differences (or its cause)."""
         bad = [r for r in self.results if r.outcome in _NOT_PASSED]
         if not bad:
-            return '<h2 id="not-passed">Not passed</h2><p>Every test passed or was skipped.</p>'
+            return (
+                '<h2 id="not-passed">Not passed</h2><p>Every test passed, or was skipped or '
+                "xfailed as marked.</p>"
+            )
         items = []
         for r in bad:
-            why = "".join(f"<li>{_e(line)}</li>" for line in _why(r))
+            why = "".join(f"<li>{esc(line)}</li>" for line in _why(r))
             items.append(self._link(r, f"on {where(r)}", f'<ul class="why">{why}</ul>'))
         return f'<h2 id="not-passed">Not passed ({len(bad)})</h2><ul>{"".join(items)}</ul>'
 
@@ -335,10 +390,10 @@ class _Page:
                 if cases:
                     items = "".join(self._link(r) for r in cases)
                     parts.append(
-                        f'<section class="cell" id="s{s}d{d}"><h3>{_e(suite)} on '
-                        f"{_e(device)}</h3><ul>{items}</ul></section>"
+                        f'<section class="cell" id="s{s}d{d}"><h3>{esc(suite)} on '
+                        f"{esc(device)}</h3><ul>{items}</ul></section>"
                     )
-                for b, pair in enumerate(self._backends[suite]):
+                for b, pair in self._pairs(suite, real=True):
                     links = []
                     for r in cases:
                         checks = self._checks(r, pair)
@@ -346,47 +401,56 @@ class _Page:
                             links.append(self._link(r, f"{sum(checks)}/{len(checks)} exact"))
                     if links:
                         parts.append(
-                            f'<section class="cell" id="s{s}b{b}d{d}"><h3>{_e(pair[0])} via '
-                            f"{_e(pair[1])} in {_e(suite)} on {_e(device)}</h3>"
+                            f'<section class="cell" id="s{s}b{b}d{d}"><h3>{esc(pair[0])} via '
+                            f"{esc(pair[1])} in {esc(suite)} on {esc(device)}</h3>"
                             f"<ul>{''.join(links)}</ul></section>"
                         )
         return "\n".join(parts)
 
     def _case(self, r: CaseResult) -> str:
-        facts = ", ".join(f"{k} {v}" for k, v in r.facts.items())
+        """A case's details; its device's facts are in the devices' table, once."""
         run = f", run {r.run}" if len(self.runs) > 1 else ""
+        head = f'<section class="case" id="{self.case_id[id(r)]}"><h3>{mark(r.outcome)} '
+        head += f"{esc(r.nodeid)}</h3>"
+        if _plain(r):  # one line: most of a big run's cases, kept small
+            line = "; ".join(
+                [where(r), f"{r.duration:.3f} s{run}", *(v.summary for v in r.verdicts)]
+            )
+            return f'{head}<p class="muted">{esc(line)}</p></section>'
         parts = [
-            f'<section class="case" id="{self.case_id[id(r)]}">',
-            f"<h3>{_badge(r.outcome)} {_e(r.nodeid)}</h3>",
-            f'<p class="muted">device {_e(where(r))}; {r.duration:.3f} s'
-            f"{_e('; ' + facts if facts else '')}{_e(run)}</p>",
+            head,
+            f'<p class="muted">device {esc(where(r))}; {r.duration:.3f} s{esc(run)}</p>',
         ]
         if r.infra:
             parts.append(
-                f"<p><b>Infrastructure error ({_e(r.infra.phase)}):</b> "
-                f"{_e(r.infra.type)}</p><pre>{_e(r.infra.message)}</pre>"
+                f"<p><b>Infrastructure error ({esc(r.infra.phase)}):</b> "
+                f"{esc(r.infra.type)}</p><pre>{esc(r.infra.message)}</pre>"
             )
         if r.failed_tries:
-            tries = "".join(f"<li>{_e(t)}</li>" for t in r.failed_tries)
+            tries = "".join(f"<li>{esc(t)}</li>" for t in r.failed_tries)
             parts.append(f"<p>Failed tries (a fresh agent for each next try):</p><ul>{tries}</ul>")
         for v in r.verdicts:
-            parts.append(f"<p>{_badge('passed' if v.ok else 'failed')} {_e(v.summary)}</p>")
+            parts.append(f"<p>{badge('passed' if v.ok else 'failed')} {esc(v.summary)}</p>")
             if v.differences:
-                parts.append("<ul>" + "".join(f"<li>{_e(d)}</li>" for d in v.differences) + "</ul>")
+                parts.append(
+                    "<ul>" + "".join(f"<li>{esc(d)}</li>" for d in v.differences) + "</ul>"
+                )
             if v.render:
-                parts.append(f"<pre>{_e(v.render)}</pre>")
+                parts.append(f"<pre>{esc(v.render)}</pre>")
         if r.longrepr and r.outcome != "passed":
             parts.append(
-                f"<details open><summary>failure</summary><pre>{_e(r.longrepr)}</pre></details>"
+                f"<details open><summary>failure</summary><pre>{esc(r.longrepr)}</pre></details>"
             )
         for title, text in r.sections:
-            parts.append(f"<details><summary>{_e(title)}</summary><pre>{_e(text)}</pre></details>")
+            parts.append(
+                f"<details><summary>{esc(title)}</summary><pre>{esc(text)}</pre></details>"
+            )
         if r.artifacts:
             links = "".join(
-                f'<li><a href="{_e(self.artifacts_prefix + a)}">{_e(a)}</a></li>'
+                f'<li><a href="{esc(self.artifacts_prefix + a)}">{esc(a)}</a></li>'
                 for a in r.artifacts
             )
-            parts.append(f"<p>Crash artifacts:</p><ul>{links}</ul>")
+            parts.append(f"<p>Artifacts (core files, logs):</p><ul>{links}</ul>")
         parts.append("</section>")
         return "\n".join(parts)
 

@@ -7,7 +7,8 @@
 - :func:`infrastructure_lines`: the infrastructure errors, not-started tests counted;
 - :func:`backend_table`: per backend, the option checks that were exact or wrong, in
   total and per route (each load path, set, get), and how many verdicts with
-  differences the tests expected;
+  differences the tests expected (:func:`verdicts_line`); :func:`real_backends`, the
+  devices' own backends (the rest are probes);
 - :func:`device_runtime`: what ran on a device, as its HELLO named it;
 - :func:`across_runtimes`: where the runtimes of a run across runtimes differ.
 
@@ -112,6 +113,13 @@ def quarantined_devices(results: Iterable[CaseResult]) -> dict[str, str]:
 ROUTES = ("program", "module", "module_method", "module_both", "set", "get")
 
 
+def real_backends(results: Iterable[CaseResult]) -> set[str]:
+    """The backends the devices of ``results`` announce as their own (the registered
+    backends of their HELLO that are not probes, the ``real_backends`` fact); every other
+    name a verdict checked is a probe, or a name the device lacks."""
+    return {n for r in results for n in r.facts.get("real_backends", "").split(",") if n}
+
+
 def backend_counts(results: Iterable[CaseResult]) -> dict[str, dict[str, collections.Counter]]:
     """Device -> backend -> Counter(ok=..., wrong=..., (route, ok)=..., (route, wrong)=...)
     over every verdict; a route is a load path, ``set`` or ``get``."""
@@ -176,14 +184,21 @@ def backend_table(results: Sequence[CaseResult], device: str) -> list[str]:
             f"{sum(c['ok'] + c['wrong'] for _, c in rest)} checks, "
             f"{sum(c['wrong'] for _, c in rest)} wrong"
         )
+    lines.append(verdicts_line(mine))
+    return lines
+
+
+def verdicts_line(results: Sequence[CaseResult]) -> str:
+    """``21 verdicts, 18 exact, 3 with differences (3 expected by tests that passed or
+    xfailed)``: the verdicts of ``results`` (one device's)."""
+    verdicts = [v for r in results for v in r.verdicts]
     wrong = sum(1 for v in verdicts if not v.ok)
     # A test that checks a refusal, or a known runtime bug (xfail), passes on differences.
-    expected = sum(1 for r in mine if r.outcome in _EXPECTING for v in r.verdicts if not v.ok)
+    expected = sum(1 for r in results if r.outcome in _EXPECTING for v in r.verdicts if not v.ok)
     note = f" ({expected} expected by tests that passed or xfailed)" if expected else ""
-    lines.append(
+    return (
         f"{len(verdicts)} verdicts, {len(verdicts) - wrong} exact, {wrong} with differences{note}"
     )
-    return lines
 
 
 def infrastructure_lines(results: Sequence[CaseResult]) -> list[str]:
