@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness.agent.session import AgentLink, TimeLimit
 from harness.agent.xnnpack_program import expected_output as xnnpack_output
@@ -55,6 +55,16 @@ if TYPE_CHECKING:
     from harness.config.profile import DeviceProfile
     from harness.devices.base import Device
     from harness.program_check import ProgramCheck
+
+
+class DeviceFiles(Protocol):
+    """A device's files, as far as an option's declared effect needs them (a
+    :class:`~harness.devices.base.Device` with a file system is one)."""
+
+    def file_exists(self, remote: str) -> bool: ...
+
+    def remove_file(self, remote: str) -> None: ...
+
 
 __all__ = [
     "STORED_DECOY",
@@ -144,7 +154,8 @@ class CaseRunner:
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
     before every request; ``push_program`` returns the device path of a program
     file, pushed if needed, and ``forget_program`` removes one a load found damaged
-    (:meth:`check_program`).
+    (:meth:`check_program`); ``device_files`` looks for and removes the files an
+    option's declared effect leaves (None: the device has no file system).
     """
 
     def __init__(
@@ -154,11 +165,13 @@ class CaseRunner:
         time_limit: TimeLimit | None = None,
         push_program: Callable[[Path], str] | None = None,
         forget_program: Callable[[str], None] | None = None,
+        device_files: DeviceFiles | None = None,
     ) -> None:
         self._start_link = start_link
         self._program_for = program_for
         self._push_program = push_program
         self._forget_program = forget_program
+        self.device_files = device_files  # where an option's declared file is looked for
         self._time_limit = time_limit  # checked before every request (e.g. the run's deadline)
         self._link: AgentLink | None = None
         self._hello: Report | None = None
@@ -682,6 +695,7 @@ def open_runner(
         time_limit=time_limit,
         push_program=device.push_program,
         forget_program=device.forget_program,
+        device_files=device if device.has_files else None,
     )
 
 

@@ -17,9 +17,11 @@ from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture
 
 from harness.agent.program_contents import MethodContents
 from harness.check import Verdict
-from harness.check.output_effects import OptionsChangedOutputs, first_change, result_invariant
+from harness.check.option_contracts import judged_effects
+from harness.check.output_effects import OptionsChangedOutputs, first_change
 from harness.cli.main import main
 from harness.config.profile import load_profile
+from harness.data.effects import OptionEffect
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
@@ -155,8 +157,10 @@ def test_the_first_change_is_bitwise() -> None:
     assert first_change([out((float("nan"), 1.0))], [out((float("nan"), 1.0))]) is None
     change = first_change([out(None, "a")], [out(None, "b")])
     assert change is not None and change.element is None
-    assert result_invariant("XnnpackBackend", "weight_cache_enabled")
-    assert not result_invariant("SomeoneElsesBackend", "anything")
+    sent = OptionsMap.from_dict(
+        {"XnnpackBackend": {"weight_cache_enabled": True}, "SomeoneElses": {"anything": 1}}
+    )
+    assert judged_effects(sent) == {("XnnpackBackend", "weight_cache_enabled"): OptionEffect()}
 
 
 def test_outputs_that_vary_without_options_are_not_blamed_on_them() -> None:
@@ -178,3 +182,46 @@ def test_outputs_that_vary_without_options_are_not_blamed_on_them() -> None:
         "program (at load time), load 1 execute 2, output 0 element 0: 0.25 where the first "
         "execute gave 0.5"
     )
+
+
+CACHE_FILE_MAP = (
+    "backends:\n  XnnpackBackend:\n    - {key: weight_cache_enabled, value: true}\n"
+    "    - {key: packed_cache_path, value: '{file}'}\n"
+)
+
+
+@pytest.mark.parametrize("fault", ["", "real_ignores_cache_path"])
+def test_a_cache_path_that_leaves_no_file_fails_send(
+    fault: str,
+    shim: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """XNNPACK's packed_cache_path, with the weight cache on, leaves a file at load time
+    (measured on 1.5.1): looked for after each load path's load. Under a backend that
+    ignores it (delivered exactly, no file), a line per path names the option: exit 1.
+    The check leaves no file behind."""
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))
+    device = str(fault_profile(shim, fault, tmp_path)) if fault else "host"
+    cache = tmp_path / "packed.bin"
+    options = tmp_path / "map.yaml"
+    options.write_text(CACHE_FILE_MAP.replace("{file}", str(cache)))
+    program = str(PROGRAMS / "xnnpack.pte")
+    code = main(["send", "--program", program, "--options", str(options), "--device", device])
+    out = capsys.readouterr().out
+    assert "4 loads, 4 exact" in out  # delivered exactly either way
+    option = f"XnnpackBackend option packed_cache_path='{cache}'"
+    lines = [line for line in out.splitlines() if option in line]
+    assert len(lines) == 4, out  # one per load path
+    if fault:
+        assert code == 1, out
+        assert lines[0] == (
+            f"FAILED: {option} left no file at its path (a set that changed nothing): method "
+            "'forward', load path program (at load time)"
+        )
+        assert "declared files missing in 4" in out
+    else:
+        assert code == 0, out
+        assert all(line.startswith(f"ok: {option} left its file") for line in lines), out
+    assert not cache.exists()
