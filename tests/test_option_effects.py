@@ -17,11 +17,12 @@ from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture
 
 from harness.agent.program_contents import MethodContents
 from harness.check import Verdict
-from harness.check.option_contracts import judged_effects
+from harness.check.option_contracts import ContractError, judged_effects
 from harness.check.output_effects import OptionsChangedOutputs, first_change
 from harness.cli.main import main
+from harness.codec.mapfile import MapFileError, read_map_file
 from harness.config.profile import load_profile
-from harness.data.effects import OptionEffect
+from harness.data.effects import Changes, OptionEffect
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
@@ -225,3 +226,81 @@ def test_a_cache_path_that_leaves_no_file_fails_send(
         assert code == 0, out
         assert all(line.startswith(f"ok: {option} left its file") for line in lines), out
     assert not cache.exists()
+
+
+def test_a_numerics_option_passes_within_its_tolerance_and_fails_beyond(tmp_path: Path) -> None:
+    """A user's option declared in the map file as numerics within 0.001: outputs that
+    moved by 0.0005 (relative) pass, by 0.01 fail naming the tolerance; the same change
+    without a declaration is a note, unjudged."""
+    options = tmp_path / "map.yaml"
+    options.write_text(
+        "backends:\n  NpuBackend:\n"
+        "    - {key: fast_math, value: true, effect: numerics, tolerance: 0.001}\n"
+        "  OtherBackend:\n    - {key: mode, value: 1}\n"
+    )
+    declared = read_map_file(options)
+    judged = judged_effects(declared.options, declared=declared.effects)
+    assert judged == {("NpuBackend", "fast_math"): OptionEffect(Changes.NUMERICS, 0.001)}
+
+    def run(value: float) -> Run:
+        return Run("load 1 execute 1", (TensorOutput(0, "f32", (2,), "d", 0, (value, 1.0), 0, 1),))
+
+    baseline = (run(100.5),)
+    runner = cast("CaseRunner", None)  # one option: no narrowing runs
+    for backend, key, judged_here in (
+        ("NpuBackend", "fast_math", True),
+        ("OtherBackend", "mode", False),
+    ):
+        sent = OptionsMap.from_dict({backend: {key: True}})
+        target = Target("p.pte", MethodContents("forward", (backend,)), (), judged)
+        within = effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, (run(100.55),))
+        (beyond,) = effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, (run(101.5),))
+        assert beyond.judged is judged_here
+        if judged_here:
+            assert within == []
+            assert beyond.describe().startswith(
+                "NpuBackend option fast_math=True (numerics within 0.001, yet beyond it changed "
+                "the outputs): method 'forward'"
+            )
+            assert beyond.describe().endswith(
+                "output 0 element 0: 101.5 where the run without them gave 100.5"
+            )
+        else:
+            assert within and not within[0].judged  # bit for bit: a note
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "says"),
+    [
+        ("{key: k, value: 1, effect: numerics}", "[0].tolerance", "has a tolerance"),
+        ("{key: k, value: 1, effect: numerics, tolerance: 2.0}", "[0].tolerance", "(0, 1]"),
+        ("{key: k, value: 1, effect: faster}", "[0].effect", "nothing, numerics, file"),
+        ("{key: k, value: 1, effect: nothing, when: {a: 1}}", "[0].when", "only a file"),
+    ],
+)
+def test_a_declared_effect_that_cannot_be_is_one_line(
+    entry: str, field: str, says: str, tmp_path: Path
+) -> None:
+    """Untrusted input: the file, the field and the fix in one line."""
+    options = tmp_path / "map.yaml"
+    options.write_text(f"backends:\n  NpuBackend:\n    - {entry}\n")
+    with pytest.raises(MapFileError) as raised:
+        read_map_file(options)
+    (line,) = str(raised.value).splitlines()
+    assert line.startswith(f"{options}: backends.NpuBackend{field}: ") and says in line, line
+
+
+def test_a_declaration_that_contradicts_a_contract_is_refused(tmp_path: Path) -> None:
+    """The harness's contract speaks for XNNPACK's options: a map cannot loosen it."""
+    options = tmp_path / "map.yaml"
+    options.write_text(
+        "backends:\n  XnnpackBackend:\n"
+        "    - {key: weight_cache_enabled, value: true, effect: numerics, tolerance: 0.1}\n"
+    )
+    declared = read_map_file(options)
+    with pytest.raises(ContractError) as raised:
+        judged_effects(declared.options, declared=declared.effects)
+    assert str(raised.value) == (
+        f"{options}: backends.XnnpackBackend[0]: XnnpackBackend's contract declares "
+        "weight_cache_enabled result-invariant; leave 'effect' out of the map for this option"
+    )
