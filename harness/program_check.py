@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.check import DeliveryMismatch
 from harness.check.option_contracts import OptionWarning, Route, judged_effects
+from harness.check.option_outcomes import OptionOutcome, option_outcomes
 from harness.check.output_effects import (
     EffectNotObserved,
     FileObservation,
@@ -88,6 +89,7 @@ class ProgramCheck:
     effects: tuple[OutputEffect, ...] = ()
     off_reference: tuple[str, ...] = ()
     files: tuple[FileObservation, ...] = ()  # the declared files looked for, per load path
+    options: tuple[OptionOutcome, ...] = ()  # what each option of the map did
 
     @property
     def ok(self) -> bool:
@@ -116,6 +118,7 @@ class ProgramCheck:
         parts += [ignored_line(ignored)] if ignored else []
         parts += [("FAILED: " if e.judged else "note: ") + e.describe() for e in self.effects]
         parts += [_file_line(o) for o in self.files]
+        parts += [o.describe() for o in self.options]
         parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
@@ -221,8 +224,17 @@ def check_program(
         if forget is not None:
             forget(remote)
     methods = tuple(m.name for m in contents.methods)
+    verdicts = [r.verdict for r in results]
+    outcomes = option_outcomes(sent, judged, verdicts, effects, files)
     return ProgramCheck(
-        contents.source, methods, tuple(results), ignored, tuple(effects), tuple(off), tuple(files)
+        contents.source,
+        methods,
+        tuple(results),
+        ignored,
+        tuple(effects),
+        tuple(off),
+        tuple(files),
+        outcomes,
     )
 
 

@@ -52,6 +52,7 @@ from harness.probes import plan_load, probes_to_register, refuse_real_probes
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
+    from harness.check.option_outcomes import OptionOutcome
     from harness.config.profile import DeviceProfile
     from harness.devices.base import Device
     from harness.program_check import ProgramCheck
@@ -179,6 +180,8 @@ class CaseRunner:
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
+        # what each option did in a program check (the report's "what the options did")
+        self.on_options: Callable[[tuple[OptionOutcome, ...]], None] | None = None
         # Every map sent is judged (heed_options): options its backends will ignore are
         # warnings, failures with --strict-options; options_judged False: not judged.
         self.strict_options = False
@@ -540,14 +543,15 @@ class CaseRunner:
         device has. The map is judged once, as :meth:`heed` judges it (the probes' options
         unjudged); ``strict`` overrides :attr:`strict_options` (pytest's
         ``--strict-options``). An option that changes an output element is a failure;
-        ``reference`` gives per method the elements its first output must have. See
+        ``reference`` gives per method the elements its first output must have. What each
+        option did goes to :attr:`on_options` (the test's records). See
         :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
-        return check_program(
+        checked = check_program(
             self,
             self._push_program,
             program,
@@ -557,6 +561,9 @@ class CaseRunner:
             forget=self._forget_program,
             reference=reference,
         )
+        if self.on_options is not None and checked.options:
+            self.on_options(checked.options)
+        return checked
 
     def execute(self) -> Report:
         """Execute the loaded program (every loaded model, in model order) once more."""

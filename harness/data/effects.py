@@ -46,13 +46,13 @@ class OptionEffect:
     when: tuple[tuple[str, OptionValue], ...] = ()
 
     def describe(self) -> str:
-        """``result-invariant``, ``numerics within 0.001``, ``a file at its path (with
-        weight_cache_enabled=True)``."""
+        """``result-invariant``, ``numerics within 0.001``, ``a file at its path, with
+        weight_cache_enabled=True``."""
         if self.changes is Changes.NUMERICS:
             return f"numerics within {self.tolerance:g}"
         if self.changes is Changes.FILE:
             needs = ", ".join(f"{k}={v!r}" for k, v in self.when)
-            return "a file at its path" + (f" (with {needs})" if needs else "")
+            return "a file at its path" + (f", with {needs}" if needs else "")
         return "result-invariant"
 
     def applies(self, others: Mapping[str, OptionValue]) -> bool:
