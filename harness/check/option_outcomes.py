@@ -67,6 +67,7 @@ def option_outcomes(
                 for e in effects
             )
             seen = [f.observed for f in files if (f.backend, f.key) == (name, option.key)]
+            file = effect is not None and effect.changes is Changes.FILE
             rows.append(
                 OptionOutcome(
                     name,
@@ -74,13 +75,15 @@ def option_outcomes(
                     "" if effect is None else effect.describe(),
                     all(exact) if exact else None,
                     None if effect is None else not blamed,
-                    _all(seen) if effect is not None and effect.changes is Changes.FILE else None,
+                    combine(seen)
+                    if effect is not None and effect.changes is Changes.FILE
+                    else None,
                 )
             )
     return tuple(rows)
 
 
-def _all(seen: Iterable[bool | None]) -> bool | None:
+def combine(seen: Iterable[bool | None]) -> bool | None:
     """False if any is False, True if any is True and none False, None otherwise."""
     looked = [s for s in seen if s is not None]
     return all(looked) if looked else None
