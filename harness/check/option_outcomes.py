@@ -75,9 +75,7 @@ def option_outcomes(
                     "" if effect is None else effect.describe(),
                     all(exact) if exact else None,
                     None if effect is None else not blamed,
-                    combine(seen)
-                    if effect is not None and effect.changes is Changes.FILE
-                    else None,
+                    combine(seen) if file else None,
                 )
             )
     return tuple(rows)
