@@ -46,7 +46,7 @@ def option_rows(results: Sequence[CaseResult]) -> list[OptionRow]:
     rows = []
     for (backend, key), seen in found.items():
         records = [record for _, record in seen]
-        bad = (r for r, o in seen if False in (o.delivered, o.unchanged, o.observed))
+        bad = {id(r): r for r, o in seen if False in (o.delivered, o.unchanged, o.observed)}
         rows.append(
             OptionRow(
                 backend,
@@ -56,7 +56,7 @@ def option_rows(results: Sequence[CaseResult]) -> list[OptionRow]:
                 combine(o.unchanged for o in records),
                 combine(o.observed for o in records),
                 tuple(dict.fromkeys(where(r) for r, _ in seen)),
-                tuple(dict.fromkeys(bad)),
+                tuple(bad.values()),
             )
         )
     return rows
