@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.data.options import MAX_KEY_BYTES, OptionValue
+from harness.errors import UsageError
 from harness.untrusted.reading import brief
 
 FIELDS = ("effect", "tolerance", "when")
@@ -72,7 +73,7 @@ class DeclaredEffect:
     where: str
 
 
-class EffectFieldError(ValueError):
+class EffectFieldError(UsageError):
     """A field of an effect that cannot be: ``field`` names it, the text says the fix."""
 
     def __init__(self, field: str, problem: str) -> None:
