@@ -36,7 +36,7 @@ from harness.check.output_effects import (
     OutputsOffReference,
 )
 from harness.check.rendering import ignored_line
-from harness.codec.mapfile import as_map_file
+from harness.codec.mapfile import MapFile, as_map_file
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, format_element
@@ -170,7 +170,7 @@ def check_program(
     runner: CaseRunner,
     push: Callable[[Path], str],
     program: str | os.PathLike[str],
-    options: OptionsMap | str | os.PathLike[str],
+    options: OptionsMap | MapFile | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
     strict: bool | None = None,

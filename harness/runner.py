@@ -36,7 +36,7 @@ from harness.check import (
     heed_options,
 )
 from harness.check.several_models import check_models
-from harness.codec.mapfile import as_map
+from harness.codec.mapfile import MapFile, as_map
 from harness.codec.wire import encode_request
 from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.data.options import (
@@ -530,7 +530,7 @@ class CaseRunner:
     def check_program(
         self,
         program: str | os.PathLike[str],
-        options: OptionsMap | str | os.PathLike[str] | None = None,
+        options: OptionsMap | MapFile | str | os.PathLike[str] | None = None,
         *,
         probes: Sequence[str] = (),
         strict: bool | None = None,

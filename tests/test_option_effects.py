@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture)
 
+from harness.agent.probe_program import probe_program
 from harness.agent.program_contents import MethodContents
 from harness.check import Verdict
 from harness.check.option_contracts import ContractError, judged_effects
@@ -304,3 +305,36 @@ def test_a_declaration_that_contradicts_a_contract_is_refused(tmp_path: Path) ->
         f"{options}: backends.XnnpackBackend[0]: XnnpackBackend's contract declares "
         "weight_cache_enabled result-invariant; leave 'effect' out of the map for this option"
     )
+
+
+def test_a_probe_option_declared_to_leave_a_file_that_leaves_none_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The map declares a probe's option a file effect; the probe records it and writes
+    nothing: each load path's line says so, exit 1. A relative path cannot be looked
+    for: a note, exit 0."""
+    program = str(probe_program(("ProbeA",)))
+    options = tmp_path / "map.yaml"
+    dump = tmp_path / "dump.bin"
+    for value, code in ((str(dump), 1), ("dump.bin", 0)):
+        options.write_text(
+            f"backends:\n  ProbeA:\n    - {{key: dump, value: '{value}', effect: file}}\n"
+        )
+        argv = ["send", "--program", program, "--probe", "ProbeA", "--options", str(options)]
+        assert main([*argv, "--device", "host"]) == code
+        out = capsys.readouterr().out
+        lines = [line for line in out.splitlines() if "ProbeA option dump=" in line]
+        assert len(lines) == 2 * 4, out  # two methods, four load paths
+        if code:
+            assert lines[0] == (
+                f"FAILED: ProbeA option dump='{dump}' left no file at its path (a set that "
+                "changed nothing): method 'forward', load path program (at load time)"
+            )
+        else:
+            assert lines[0].startswith(
+                "note: ProbeA option dump='dump.bin': its file was not looked for (give an "
+                "absolute path"
+            )
+        assert out.splitlines()[-2].endswith(
+            f"delivered ✓, outputs unchanged ✓, effect observed {'✗' if code else '-'}"
+        ), out

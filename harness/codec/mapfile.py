@@ -151,9 +151,11 @@ def as_map(options: OptionsMap | str | os.PathLike[str]) -> OptionsMap:
     return options if isinstance(options, OptionsMap) else load_map(options)
 
 
-def as_map_file(options: OptionsMap | str | os.PathLike[str]) -> MapFile:
-    """``options`` (declaring no effects), or the map file it names, read with
+def as_map_file(options: OptionsMap | MapFile | str | os.PathLike[str]) -> MapFile:
+    """``options`` (a map declares no effects), or the map file it names, read with
     :func:`read_map_file`."""
+    if isinstance(options, MapFile):
+        return options
     return MapFile(options) if isinstance(options, OptionsMap) else read_map_file(options)
 
 
