@@ -29,10 +29,6 @@ class OptionOutcome:
     unchanged: bool | None  # no output changed beyond what it may change
     observed: bool | None  # its declared file was left by every load looked at
 
-    @property
-    def ok(self) -> bool:
-        return False not in (self.delivered, self.unchanged, self.observed)
-
     def describe(self) -> str:
         """``XnnpackBackend option packed_cache_path (a file at its path): delivered ✓,
         outputs unchanged ✓, effect observed ✗`` (- where it does not apply)."""
