@@ -11,7 +11,9 @@ would reach a probe: its own entry, exactly (on ``module_both`` as the explicit 
 with a decoy stored map that must never arrive). What the options did to the outputs is
 checked too (:mod:`harness.program_effects`): each run with the map against a baseline
 without it, over several executes and loads, at load time and through ``set_option``,
-and against the reference outputs given with the program.
+each option by what it may change (its contract's or the map file's declaration), the
+files options declare looked for after each load, and against the reference outputs
+given with the program.
 """
 
 from __future__ import annotations
