@@ -11,7 +11,9 @@ would reach a probe: its own entry, exactly (on ``module_both`` as the explicit 
 with a decoy stored map that must never arrive). What the options did to the outputs is
 checked too (:mod:`harness.program_effects`): each run with the map against a baseline
 without it, over several executes and loads, at load time and through ``set_option``,
-and against the reference outputs given with the program.
+each option by what it may change (its contract's or the map file's declaration), the
+files options declare looked for after each load, and against the reference outputs
+given with the program.
 """
 
 from __future__ import annotations
@@ -26,10 +28,17 @@ from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import ProgramContents, ProgramError, read_program
 from harness.check import DeliveryMismatch
-from harness.check.option_contracts import OptionWarning, Route
-from harness.check.output_effects import OptionsChangedOutputs, OutputEffect, OutputsOffReference
+from harness.check.option_contracts import OptionWarning, Route, judged_effects
+from harness.check.option_outcomes import OptionOutcome, option_outcomes
+from harness.check.output_effects import (
+    EffectNotObserved,
+    FileObservation,
+    OptionsChangedOutputs,
+    OutputEffect,
+    OutputsOffReference,
+)
 from harness.check.rendering import ignored_line
-from harness.codec.mapfile import as_map
+from harness.codec.mapfile import MapFile, as_map_file
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, format_element
@@ -38,7 +47,18 @@ from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
 from harness.probes import refuse_real_probes
-from harness.program_effects import GLOBAL, Run, Target, effects_of, global_runs, load_runs
+from harness.program_effects import (
+    GLOBAL,
+    Run,
+    Target,
+    clear,
+    effects_of,
+    files_due,
+    global_runs,
+    load_runs,
+    observe,
+    unobservable,
+)
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -70,6 +90,8 @@ class ProgramCheck:
     warnings: tuple[OptionWarning, ...] = ()
     effects: tuple[OutputEffect, ...] = ()
     off_reference: tuple[str, ...] = ()
+    files: tuple[FileObservation, ...] = ()  # the declared files looked for, per load path
+    options: tuple[OptionOutcome, ...] = ()  # what each option of the map did
 
     @property
     def ok(self) -> bool:
@@ -77,7 +99,13 @@ class ProgramCheck:
             all(r.verdict.ok for r in self.results)
             and not any(e.judged for e in self.effects)
             and not self.off_reference
+            and not self.files_missing
         )
+
+    @property
+    def files_missing(self) -> tuple[FileObservation, ...]:
+        """The declared files a load with the map did not leave."""
+        return tuple(o for o in self.files if o.observed is False)
 
     def render(self) -> str:
         """Each method and path's verdict and outputs, the backends every load ignored
@@ -91,6 +119,8 @@ class ProgramCheck:
         ignored = dict.fromkeys(b for r in self.results for b in r.verdict.ignored_backends)
         parts += [ignored_line(ignored)] if ignored else []
         parts += [("FAILED: " if e.judged else "note: ") + e.describe() for e in self.effects]
+        parts += [_file_line(o) for o in self.files]
+        parts += [o.describe() for o in self.options]
         parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
@@ -101,6 +131,8 @@ class ProgramCheck:
             line += f"; {count} option{'' if count == 1 else 's'} without effect (warnings)"
         changed = sum(e.judged for e in self.effects)
         line += f"; outputs changed by options in {changed}" if changed else ""
+        missing = len(self.files_missing)
+        line += f"; declared files missing in {missing}" if missing else ""
         parts.append(line)
         return "\n".join(parts)
 
@@ -108,6 +140,7 @@ class ProgramCheck:
         """Raise the first verdict's :class:`DeliveryMismatch` that did not pass (where the
         runtime refused the method, :class:`MethodFailed` says why on its first line), then
         :class:`OptionsChangedOutputs` for the options that changed an output, then
+        :class:`EffectNotObserved` for a declared file a load did not leave, then
         :class:`OutputsOffReference`."""
         for result in self.results:
             if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
@@ -116,6 +149,8 @@ class ProgramCheck:
         judged = [e for e in self.effects if e.judged]
         if judged:
             raise OptionsChangedOutputs(judged)
+        if self.files_missing:
+            raise EffectNotObserved(self.files_missing)
         if self.off_reference:
             raise OutputsOffReference("\n".join(self.off_reference))
 
@@ -137,7 +172,7 @@ def check_program(
     runner: CaseRunner,
     push: Callable[[Path], str],
     program: str | os.PathLike[str],
-    options: OptionsMap | str | os.PathLike[str],
+    options: OptionsMap | MapFile | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
     strict: bool | None = None,
@@ -153,22 +188,28 @@ def check_program(
     and the device's through ``forget``) are removed at once: the next check sends it
     again."""
     contents = read_program(program)
-    sent = as_map(options)
+    map_file = as_map_file(options)
+    sent = map_file.options
     ignored = runner.heed(sent, Route.LOAD, probes, strict)
+    judged = judged_effects(sent, probes=probes, declared=map_file.effects)
     _check_backends(contents, runner.real_backends, probes)
     cached = _cached_copy(contents)
     remote = push(cached)
     results: list[MethodVerdict] = []
     effects: list[OutputEffect] = []
     off: list[str] = []
+    files: list[FileObservation] = []
+    watches = [(w, unobservable(runner, w)) for w in files_due(sent, judged)]
     with runner.unjudged():  # judged once above, not once per load
         for method in contents.methods:
-            target = Target(remote, method, tuple(probes))
+            target = Target(remote, method, tuple(probes), judged)
             baselines: dict[LoadPath, tuple[Run, ...]] = {}
             for path in runner.load_paths:
                 if sent.backends:
                     baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
+                clear(runner, watches)
                 verdict, runs = load_runs(runner, target, sent, path, checked=True)
+                files += observe(runner, watches, method.name, path) if runs else []
                 results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
                 effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
                 if reference is not None and method.name in reference:
@@ -179,14 +220,30 @@ def check_program(
                 effects += effects_of(
                     runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL
                 )
+    clear(runner, watches)
     if any(_says_damaged(r.verdict) for r in results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
             forget(remote)
     methods = tuple(m.name for m in contents.methods)
+    verdicts = [r.verdict for r in results]
+    outcomes = option_outcomes(sent, judged, verdicts, effects, files)
     return ProgramCheck(
-        contents.source, methods, tuple(results), ignored, tuple(effects), tuple(off)
+        contents.source,
+        methods,
+        tuple(results),
+        ignored,
+        tuple(effects),
+        tuple(off),
+        tuple(files),
+        outcomes,
     )
+
+
+def _file_line(observation: FileObservation) -> str:
+    if observation.observed is False:
+        return f"FAILED: {observation.describe()}"
+    return ("ok: " if observation.observed else "note: ") + observation.describe()
 
 
 def _first(runs: Sequence[Run]) -> tuple[TensorOutput, ...]:

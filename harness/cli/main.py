@@ -42,7 +42,7 @@ from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
-from harness.codec.mapfile import load_map
+from harness.codec.mapfile import MapFile, load_map, read_map_file
 from harness.config.device_folders import listing, of_working_directory, with_built_in
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Request
@@ -255,7 +255,8 @@ def _send_program(args: argparse.Namespace) -> int:
     # A damaged program is refused before a device is brought up; a good one is described.
     print(read_program(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
-    options = load_map(_map_file(chosen)) if chosen is not None else OptionsMap()
+    # Read before a device is brought up; with the effects its options declare.
+    options = read_map_file(_map_file(chosen)) if chosen is not None else MapFile(OptionsMap())
     device, runner = _open(args.device)
     try:
         checked = runner.check_program(

@@ -117,6 +117,16 @@ class Device(abc.ABC):
         damaged); a device without a file system has none."""
         return None
 
+    has_files = False  # whether the device has a file system (file_exists, remove_file)
+
+    def file_exists(self, remote: str) -> bool:
+        """Whether a file is at ``remote`` on the device (an option's declared effect)."""
+        raise NoProgramFiles(f"{self.name}: the device has no file system to look in")
+
+    def remove_file(self, remote: str) -> None:
+        """Remove the file at ``remote`` from the device, if there is one."""
+        raise NoProgramFiles(f"{self.name}: the device has no file system")
+
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Files a crashed agent left on the device, pulled into ``dest``; none by default."""
         return []

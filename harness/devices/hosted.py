@@ -280,6 +280,17 @@ class HostedDevice(Device):
     def forget_program(self, remote: str) -> None:
         """Remove the program file at ``remote`` (a load said it is damaged)."""
         self._pushed.pop(remote, None)
+        self.remove_file(remote)
+
+    has_files = True
+
+    def file_exists(self, remote: str) -> bool:
+        """Whether a regular file is at ``remote`` (``test -f``, through the transport)."""
+        result = self.transport.run(["test", "-f", remote], timeout=self.profile.timeouts.command)
+        return result.exit_code == 0
+
+    def remove_file(self, remote: str) -> None:
+        """Remove the file at ``remote``, if there is one (``rm -f``)."""
         self.transport.run(["rm", "-f", "--", remote], timeout=self.profile.timeouts.command)
 
     def collect_artifacts(self, dest: Path) -> list[Path]:

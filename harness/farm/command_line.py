@@ -16,7 +16,7 @@ import pytest
 
 from harness.agent.program_contents import ProgramError, read_program
 from harness.agent.runtimes import Runtime, RuntimeEntryError, parse_runtimes
-from harness.codec.mapfile import MapFileError, load_map
+from harness.codec.mapfile import MapFile, MapFileError, read_map_file
 from harness.config.device_folders import INI_OPTION, DeviceFolder, of_project, with_built_in
 from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
@@ -187,7 +187,7 @@ class UserProgram:
     """``--program``, ``--options`` and ``--probe``: a program of the user's own to check."""
 
     program: Path
-    options: OptionsMap
+    options: MapFile  # with the effects its options declare
     probes: tuple[str, ...]
 
 
@@ -204,7 +204,7 @@ def user_program(config: pytest.Config) -> UserProgram | None:
     base = config.invocation_params.dir
     try:
         read_program(base / program)
-        sent = load_map(base / options) if options is not None else OptionsMap()
+        sent = read_map_file(base / options) if options is not None else MapFile(OptionsMap())
     except (ProgramError, MapFileError) as exc:
         raise pytest.UsageError(str(exc)) from None
     return UserProgram(base / program, sent, probes)
