@@ -17,22 +17,23 @@ and against the reference outputs given with the program.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.agent.program_contents import ProgramContents, ProgramError, read_program
+from harness.agent.bundled_program import ATOL, RTOL, BundledProgram, inputs_file, read_checked
+from harness.agent.program_contents import ProgramContents, ProgramError
 from harness.check import DeliveryMismatch
+from harness.check.expected_outputs import ExpectedOutput, Tolerance, first_off
 from harness.check.option_contracts import OptionWarning, Route
 from harness.check.output_effects import OptionsChangedOutputs, OutputEffect, OutputsOffReference
 from harness.check.rendering import ignored_line
 from harness.codec.mapfile import as_map
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
-from harness.data.outputs import TensorOutput, format_element
+from harness.data.outputs import TensorOutput
 from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
@@ -55,6 +56,7 @@ class MethodVerdict:
     path: LoadPath
     verdict: Verdict
     outputs: tuple[TensorOutput, ...] = ()  # the first execute's, with the map
+    case: int | None = None  # the BundledProgram test case whose inputs it ran with
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,8 @@ class ProgramCheck:
         :class:`NoEffectWarning`: ``send`` prints them below)."""
         parts = []
         for r in self.results:
-            parts.append(f"method {r.method!r}, {r.verdict.render(ignored=False)}")
+            case = "" if r.case is None else f", test case {r.case}"
+            parts.append(f"method {r.method!r}{case}, {r.verdict.render(ignored=False)}")
             parts += [f"  {output.render()}" for output in r.outputs]
         ignored = dict.fromkeys(b for r in self.results for b in r.verdict.ignored_backends)
         parts += [ignored_line(ignored)] if ignored else []
@@ -94,6 +97,8 @@ class ProgramCheck:
         parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
+        cases = len({(r.method, r.case) for r in self.results if r.case is not None})
+        methods += f" ({cases} test case{'' if cases == 1 else 's'})" if cases else ""
         line = f"program {self.program}: {methods} x load paths = {len(self.results)} loads, "
         line += f"{exact} exact"
         if self.warnings:
@@ -135,7 +140,7 @@ class MethodFailed(DeliveryMismatch):
 
 def check_program(
     runner: CaseRunner,
-    push: Callable[[Path], str],
+    push: Callable[[Path, Path | None], str],
     program: str | os.PathLike[str],
     options: OptionsMap | str | os.PathLike[str],
     *,
@@ -144,73 +149,139 @@ def check_program(
     forget: Callable[[str], None] | None = None,
     reference: Mapping[str, Sequence[float]] | None = None,
 ) -> ProgramCheck:
-    """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
-    map is judged once, as the runner judges every map (:meth:`CaseRunner.heed`, with
-    ``strict`` if given): its options the backends will ignore are warnings, or
-    :class:`OptionsWithoutEffect` before anything travels. ``reference`` gives, per
-    method, the elements its first output must have (within a relative 1e-4 or an
+    """Check ``program`` (a ``.pte``, or a BundledProgram ``.bpte``) with ``options`` on
+    ``runner``'s device (see the module). The map is judged once, as the runner judges
+    every map (:meth:`CaseRunner.heed`, with ``strict`` if given): its options the
+    backends will ignore are warnings, or :class:`OptionsWithoutEffect` before anything
+    travels. A ``.bpte``'s methods run with each of their test cases' inputs, every run
+    compared with the case's expected outputs (:mod:`harness.agent.bundled_program`);
+    the other methods with the agent's seeded inputs, compared with ``reference`` where
+    it gives the method the elements of its first output (within a relative 1e-4 or an
     absolute 1e-5). When a load says the program is damaged, its copies (the cache's,
     and the device's through ``forget``) are removed at once: the next check sends it
     again."""
-    contents = read_program(program)
+    bundle = read_checked(program)
+    contents = bundle.program
     sent = as_map(options)
     ignored = runner.heed(sent, Route.LOAD, probes, strict)
     _check_backends(contents, runner.real_backends, probes)
-    cached = _cached_copy(contents)
-    remote = push(cached)
-    results: list[MethodVerdict] = []
-    effects: list[OutputEffect] = []
-    off: list[str] = []
+    cached = _cached_copy(contents.data, contents.source, ".pte")
+    found = _Found()
     with runner.unjudged():  # judged once above, not once per load
         for method in contents.methods:
-            target = Target(remote, method, tuple(probes))
-            baselines: dict[LoadPath, tuple[Run, ...]] = {}
-            for path in runner.load_paths:
-                if sent.backends:
-                    baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
-                verdict, runs = load_runs(runner, target, sent, path, checked=True)
-                results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
-                effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
-                if reference is not None and method.name in reference:
-                    off += _off_reference(method.name, path, runs, reference[method.name])
-            if sent.backends and baselines.get(LoadPath.PROGRAM):
-                runs = global_runs(runner, target, sent)
-                baseline = baselines[LoadPath.PROGRAM]
-                effects += effects_of(
-                    runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL
-                )
-    if any(_says_damaged(r.verdict) for r in results):
+            for case, inputs, expected in _input_sets(bundle, method.name, reference):
+                remote = push(cached, inputs)
+                found.remotes.append(remote)
+                target = Target(remote, method, tuple(probes))
+                _check_method(runner, target, sent, case, expected, found)
+    if any(_says_damaged(r.verdict) for r in found.results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
-            forget(remote)
+            for remote in dict.fromkeys(found.remotes):
+                forget(remote)
     methods = tuple(m.name for m in contents.methods)
     return ProgramCheck(
-        contents.source, methods, tuple(results), ignored, tuple(effects), tuple(off)
+        bundle.source,
+        methods,
+        tuple(found.results),
+        ignored,
+        tuple(found.effects),
+        tuple(found.off),
     )
+
+
+@dataclass
+class _Found:
+    """What the runs of one check found, gathered method by method."""
+
+    remotes: list[str] = field(default_factory=list)
+    results: list[MethodVerdict] = field(default_factory=list)
+    effects: list[OutputEffect] = field(default_factory=list)
+    off: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """The outputs every run of a method must give, within ``tolerance``."""
+
+    outputs: tuple[ExpectedOutput, ...]
+    tolerance: Tolerance
+
+
+_REFERENCE_TOLERANCE = Tolerance(rtol=1e-4, atol=1e-5)
+
+
+def _input_sets(
+    bundle: BundledProgram, method: str, reference: Mapping[str, Sequence[float]] | None
+) -> list[tuple[int | None, Path | None, _Expected | None]]:
+    """Each test case of ``method`` (its number, its inputs file, its expected outputs);
+    without any, the seeded inputs once, with the reference if there is one."""
+    cases = bundle.cases.get(method, ())
+    if not cases:
+        wanted = None if reference is None else reference.get(method)
+        if wanted is None:
+            return [(None, None, None)]
+        given = (ExpectedOutput(0, tuple(float(v) for v in wanted)),)
+        return [(None, None, _Expected(given, _REFERENCE_TOLERANCE))]
+    tolerance = Tolerance(rtol=RTOL, atol=ATOL)
+    sets: list[tuple[int | None, Path | None, _Expected | None]] = []
+    for case in cases:
+        inputs = _cached_copy(inputs_file(method, case), bundle.source, ".inputs")
+        outputs = tuple(
+            ExpectedOutput(i, v.elements(), v.dtype, v.shape, v.data)
+            for i, v in enumerate(case.expected)
+            if v.kind == "tensor"
+        )
+        sets.append((case.index, inputs, _Expected(outputs, tolerance)))
+    return sets
+
+
+def _check_method(
+    runner: CaseRunner,
+    target: Target,
+    sent: OptionsMap,
+    case: int | None,
+    expected: _Expected | None,
+    found: _Found,
+) -> None:
+    """One method with one set of inputs on every load path: with the map (the delivery
+    check), without it (the baseline), through ``set_option``; each run's outputs against
+    the baseline's and the expected ones."""
+    name = target.method.name
+    where = f"method {name!r}" + ("" if case is None else f", test case {case}")
+    baselines: dict[LoadPath, tuple[Run, ...]] = {}
+    for path in runner.load_paths:
+        if sent.backends:
+            baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
+        verdict, runs = load_runs(runner, target, sent, path, checked=True)
+        found.results.append(MethodVerdict(name, path, verdict, _first(runs), case))
+        found.effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
+        if expected is not None:
+            found.off += _off_expected(
+                where, path, "without the map", baselines.get(path, ()), expected
+            )
+            found.off += _off_expected(where, path, "with the map", runs, expected)
+    if sent.backends and baselines.get(LoadPath.PROGRAM):
+        runs = global_runs(runner, target, sent)
+        baseline = baselines[LoadPath.PROGRAM]
+        found.effects += effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL)
+        if expected is not None:
+            found.off += _off_expected(where, LoadPath.PROGRAM, GLOBAL, runs, expected)
 
 
 def _first(runs: Sequence[Run]) -> tuple[TensorOutput, ...]:
     return runs[0].outputs if runs else ()
 
 
-def _off_reference(
-    method: str, path: LoadPath, runs: Sequence[Run], expected: Sequence[float]
+def _off_expected(
+    where: str, path: LoadPath, how: str, runs: Sequence[Run], expected: _Expected
 ) -> list[str]:
-    """One line for the first run whose first output is not ``expected``."""
+    """One line for the first run whose outputs leave the expected ones."""
     for run in runs:
-        got = run.outputs[0].elements if run.outputs else None
-        if got is None or len(got) != len(expected):
-            return [
-                f"method {method!r}, load path {path.label}, {run.label}: output 0 has "
-                f"no {len(expected)} elements to compare with the reference"
-            ]
-        for index, (value, wanted) in enumerate(zip(got, expected, strict=True)):
-            if not math.isclose(float(value), wanted, rel_tol=1e-4, abs_tol=1e-5):
-                return [
-                    f"method {method!r}, load path {path.label}, {run.label}: output 0 "
-                    f"element {index} is {format_element(value, run.outputs[0].dtype)}, "
-                    f"the reference {wanted!r}"
-                ]
+        off = first_off(expected.outputs, run.outputs, expected.tolerance)
+        if off is not None:
+            tolerance = f"rtol {expected.tolerance.rtol:g}, atol {expected.tolerance.atol:g}"
+            return [f"{where}, load path {path.label} ({how}), {run.label}: {off} ({tolerance})"]
     return []
 
 
@@ -236,19 +307,20 @@ def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequ
                 )
 
 
-def _cached_copy(contents: ProgramContents) -> Path:
-    """The bytes that were read, in the harness's cache under their digest: what is
-    pushed is what was checked, whatever happens to the user's file meanwhile."""
-    digest = hashlib.sha256(contents.data).hexdigest()
+def _cached_copy(data: bytes, source: str, suffix: str) -> Path:
+    """The bytes that were read (a program, or the inputs file made of them), in the
+    harness's cache under their digest: what is pushed is what was checked, whatever
+    happens to the user's file meanwhile."""
+    digest = hashlib.sha256(data).hexdigest()
     directory = cache_root() / "programs" / "user"
-    path = directory / f"{digest}.pte"
+    path = directory / f"{digest}{suffix}"
     entry = CacheEntry(USER_PROGRAM_KIND, path)
     if not entry.use():
         with entry.building() as intact:
             if not intact:
-                with writing(directory, f"keeping a copy of {contents.source}"):
+                with writing(directory, f"keeping a copy of {source}"):
                     partial = directory / f".{digest}.{os.getpid()}.tmp"
-                    partial.write_bytes(contents.data)
+                    partial.write_bytes(data)
                     partial.replace(path)
                 entry.commit()
     return path

@@ -143,8 +143,8 @@ class CaseRunner:
     whose delegates are the given ids, pushing it first if needed ("" on devices
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
     before every request; ``push_program`` returns the device path of a program
-    file, pushed if needed, and ``forget_program`` removes one a load found damaged
-    (:meth:`check_program`).
+    file, pushed if needed (with an inputs file beside it, if given), and
+    ``forget_program`` removes one a load found damaged (:meth:`check_program`).
     """
 
     def __init__(
@@ -152,7 +152,7 @@ class CaseRunner:
         start_link: Callable[[], AgentLink],
         program_for: Callable[[tuple[str, ...]], str],
         time_limit: TimeLimit | None = None,
-        push_program: Callable[[Path], str] | None = None,
+        push_program: Callable[[Path, Path | None], str] | None = None,
         forget_program: Callable[[str], None] | None = None,
     ) -> None:
         self._start_link = start_link

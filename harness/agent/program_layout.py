@@ -221,6 +221,15 @@ class FlatBufferReader:
             raise self._fail(what, f"a vector of {count} entries does not fit in {self._extent}")
         return count
 
+    def vector_bytes(self, table: int, index: int, entry_bytes: int, what: str) -> bytes:
+        """The bytes of a vector of scalars of ``entry_bytes`` each (empty when absent)."""
+        count = self.vector_length(table, index, entry_bytes, what)
+        at = self._field(table, index, what)
+        if at is None:
+            return b""
+        start = self._follow(at, what) + 4
+        return self.data[start : start + count * entry_bytes]
+
     def vector_of_tables(self, table: int, index: int, what: str, limit: int) -> list[int]:
         at = self._field(table, index, what)
         if at is None:

@@ -89,7 +89,7 @@ StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
                                           error_code(meta.error())};
     }
     auto prepared = std::make_unique<MethodInputs>();
-    const StepResult made = prepared->prepare(*meta);
+    const StepResult made = prepared->prepare(*meta, path_, method);
     if (!made.ok()) {
       return made;
     }

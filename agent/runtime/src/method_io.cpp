@@ -246,9 +246,63 @@ uint64_t input_draw(uint64_t input, uint64_t element) {
   return z ^ (z >> 31);
 }
 
-StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
+StepResult MethodInputs::prepare(const et::MethodMeta& meta, const std::string& program, const std::string& method) {
   tensors_.clear();
   values_.clear();
+  const std::string source = program + ".inputs";
+  std::FILE* file = std::fopen(source.c_str(), "rb");
+  if (file == nullptr) {
+    return seeded(meta);
+  }
+  const long end = std::fseek(file, 0, SEEK_END) == 0 ? std::ftell(file) : -1;
+  std::vector<uint8_t> bytes(end > 0 && static_cast<size_t>(end) <= kMaxInputsFileBytes ? end : 0);
+  const bool read = end >= 0 && static_cast<size_t>(end) <= kMaxInputsFileBytes && std::fseek(file, 0, SEEK_SET) == 0 &&
+                    std::fread(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  std::fclose(file);
+  if (!read) {
+    return StepResult{et::Error::InvalidArgument, "inputs file " + source + " cannot be read whole within " +
+                                                      std::to_string(kMaxInputsFileBytes) + " bytes"};
+  }
+  bool named = false;
+  const StepResult result = given(meta, bytes, method, source, &named);
+  if (!result.ok()) {
+    tensors_.clear();
+    values_.clear();
+    return result;
+  }
+  return named ? result : seeded(meta);
+}
+
+MethodInputs::Tensor* MethodInputs::add_tensor(ScalarType type, std::vector<executorch::aten::SizesType> sizes,
+                                               et::Span<const executorch::aten::DimOrderType> dim_order,
+                                               size_t index, StepResult* error) {
+  auto tensor = std::make_unique<Tensor>();
+  tensor->sizes = std::move(sizes);
+  tensor->dim_order.assign(dim_order.begin(), dim_order.end());
+  tensor->strides.assign(tensor->sizes.size(), 1);
+  size_t numel = 1;
+  for (size_t d = tensor->sizes.size(); d-- > 0;) {
+    tensor->strides[d] = static_cast<executorch::aten::StridesType>(numel);
+    const auto size = tensor->sizes[d];
+    if (size < 0 || (size > 0 && numel > kMaxInputElements / static_cast<size_t>(size))) {
+      *error = StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(index) + " has more than " +
+                                                                 std::to_string(kMaxInputElements) +
+                                                                 " elements, the agent's bound"};
+      return nullptr;
+    }
+    numel *= static_cast<size_t>(size);
+  }
+  const size_t width = executorch::runtime::elementSize(type);
+  tensor->data.assign((numel * width + 7) / 8, 0);
+  auto* bytes = reinterpret_cast<uint8_t*>(tensor->data.data());
+  tensor->impl.emplace(type, static_cast<ssize_t>(tensor->sizes.size()), tensor->sizes.data(), bytes,
+                       tensor->dim_order.data(), tensor->strides.data());
+  values_.emplace_back(executorch::aten::Tensor(&*tensor->impl));
+  tensors_.push_back(std::move(tensor));
+  return tensors_.back().get();
+}
+
+StepResult MethodInputs::seeded(const et::MethodMeta& meta) {
   for (size_t i = 0; i < meta.num_inputs(); ++i) {
     auto tag = meta.input_tag(i);
     auto info = meta.input_tensor_meta(i);
@@ -258,31 +312,17 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
                             " is not a tensor the agent fills: it feeds float, double, integer and bool tensors"};
     }
     const ScalarType type = info->scalar_type();
-    auto tensor = std::make_unique<Tensor>();
-    tensor->sizes.assign(info->sizes().begin(), info->sizes().end());
-    tensor->dim_order.assign(info->dim_order().begin(), info->dim_order().end());
-    tensor->strides.assign(tensor->sizes.size(), 1);
-    size_t numel = 1;
-    for (size_t d = tensor->sizes.size(); d-- > 0;) {
-      tensor->strides[d] = static_cast<executorch::aten::StridesType>(numel);
-      const auto size = tensor->sizes[d];
-      if (size < 0 || (size > 0 && numel > kMaxInputElements / static_cast<size_t>(size))) {
-        return StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(i) + " has more than " +
-                                                                 std::to_string(kMaxInputElements) +
-                                                                 " elements, the agent's bound"};
-      }
-      numel *= static_cast<size_t>(size);
+    StepResult error;
+    Tensor* tensor = add_tensor(type, {info->sizes().begin(), info->sizes().end()}, info->dim_order(), i, &error);
+    if (tensor == nullptr) {
+      return error;
     }
     const size_t width = executorch::runtime::elementSize(type);
-    tensor->data.assign((numel * width + 7) / 8, 0);
     auto* bytes = reinterpret_cast<uint8_t*>(tensor->data.data());
+    const size_t numel = static_cast<size_t>(tensor->impl->numel());
     for (size_t j = 0; j < numel; ++j) {
       write_input(type, i, j, bytes + j * width);
     }
-    tensor->impl.emplace(type, static_cast<ssize_t>(tensor->sizes.size()), tensor->sizes.data(), bytes,
-                         tensor->dim_order.data(), tensor->strides.data());
-    values_.emplace_back(executorch::aten::Tensor(&*tensor->impl));
-    tensors_.push_back(std::move(tensor));
   }
   return {};
 }

@@ -23,6 +23,8 @@ namespace et = executorch::runtime;
 
 // The inputs of one method, made once from its MethodMeta and kept alive as
 // long as this object (the values point into it). Probe programs have none.
+// A program file P with a file P.inputs beside it that names the method gives
+// that method its inputs (docs/agent.md, "Given inputs"); others are seeded.
 class MethodInputs {
  public:
   // The elements one input tensor may have (a program is untrusted).
@@ -32,10 +34,15 @@ class MethodInputs {
   MethodInputs(const MethodInputs&) = delete;
   MethodInputs& operator=(const MethodInputs&) = delete;
 
-  // Builds one value per input, in input order, each element input_value(i, j).
-  // An input that is not a tensor of a dtype input_value fills is refused
-  // (NotSupported).
-  StepResult prepare(const et::MethodMeta& meta);
+  // The bytes an inputs file may take.
+  static constexpr size_t kMaxInputsFileBytes = size_t{64} << 20;
+
+  // The inputs of method `method` of the program file `program`: those of
+  // `program`.inputs when that file exists and names the method (refused with
+  // InvalidArgument where it does not fit the method), else one seeded value
+  // per input, in input order, each element input_value(i, j). A seeded input
+  // that is not a tensor of a dtype input_value fills is refused (NotSupported).
+  StepResult prepare(const et::MethodMeta& meta, const std::string& program, const std::string& method);
 
   const std::vector<et::EValue>& values() const { return values_; }
 
@@ -47,6 +54,16 @@ class MethodInputs {
     std::vector<uint64_t> data;  // 8-byte aligned storage for any element type
     std::optional<executorch::aten::TensorImpl> impl;
   };
+  // A zeroed tensor of `type` shaped `sizes` (dim order from `meta_dim_order`),
+  // added as the next value; nullptr (with *error set) past kMaxInputElements.
+  Tensor* add_tensor(executorch::aten::ScalarType type, std::vector<executorch::aten::SizesType> sizes,
+                     et::Span<const executorch::aten::DimOrderType> dim_order, size_t index, StepResult* error);
+  StepResult seeded(const et::MethodMeta& meta);
+  // The inputs an inputs file holds (given_inputs.cpp); *named false when the
+  // file names another method.
+  StepResult given(const et::MethodMeta& meta, const std::vector<uint8_t>& file, const std::string& method,
+                   const std::string& source, bool* named);
+
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<et::EValue> values_;
 };
