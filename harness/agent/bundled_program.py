@@ -128,7 +128,7 @@ def parse_bundled(data: bytes, source: str = "bundled program") -> BundledProgra
             f"{source}: not a BundledProgram (no {IDENTIFIER.decode()} identifier at byte 4); "
             "give a .bpte file written by ExecuTorch's devtools"
         )
-    reader = FlatBufferReader(data, source)
+    reader = FlatBufferReader(data, source, kind="file")
     root = reader.table(0, "the bundled program")
     embedded = reader.vector_bytes(root, _PROGRAM_BYTES, 1, "program")
     if len(embedded) > MAX_PROGRAM_BYTES:

@@ -147,10 +147,16 @@ class FlatBufferReader:
     """Bounds-checked reads of FlatBuffer tables, vectors, scalars and strings: every
     offset is checked against the buffer before it is followed."""
 
-    def __init__(self, data: bytes, source: str, header: ExtendedHeader | None = None) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        source: str,
+        header: ExtendedHeader | None = None,
+        kind: str = "program",
+    ) -> None:
         self.data = data
         self.source = source
-        self._extent = f"the {len(data)}-byte program" + (
+        self._extent = f"the {len(data)}-byte {kind}" + (
             "" if header is None else " the extended header (eh00) gives"
         )
 
