@@ -11,7 +11,10 @@ would reach a probe: its own entry, exactly (on ``module_both`` as the explicit 
 with a decoy stored map that must never arrive). What the options did to the outputs is
 checked too (:mod:`harness.program_effects`): each run with the map against a baseline
 without it, over several executes and loads, at load time and through ``set_option``,
-and against the reference outputs given with the program.
+and against the reference outputs given with the program. A BundledProgram (``.bpte``,
+:mod:`harness.agent.bundled_program`) runs each method once per test case, with the
+case's inputs (an inputs file pushed beside the program), every run against the case's
+expected outputs (:mod:`harness.check.expected_outputs`).
 """
 
 from __future__ import annotations

@@ -111,16 +111,6 @@ def is_bundled(data: bytes) -> bool:
     return data[4:8] == IDENTIFIER
 
 
-def read_bundled(path: str | os.PathLike[str]) -> BundledProgram:
-    """The ``.bpte`` file ``path``, read within :data:`MAX_BUNDLED_BYTES`."""
-    source = os.fspath(path)
-    try:
-        data = read_bounded_bytes(path, MAX_BUNDLED_BYTES)
-    except InputFileError as exc:
-        raise ProgramError(f"bundled program {exc}") from None
-    return parse_bundled(data, source)
-
-
 def parse_bundled(data: bytes, source: str = "bundled program") -> BundledProgram:
     """What the BundledProgram ``data`` holds; :class:`ProgramError` where it breaks a rule."""
     if len(data) < 8 or not is_bundled(data):
