@@ -72,15 +72,18 @@ def _bundle(suites: dict[str, list[dict[str, object]]], program: str = "two_meth
 
 
 def _good_suites(wrong: bool = False) -> dict[str, list[dict[str, object]]]:
-    """``scaled``: two cases of the test's own inputs; ``forward``: the seeded inputs with
-    torch's outputs. ``wrong``: case 1's element 5 expected 1 more than it is."""
+    """``scaled``: two cases of the test's own inputs (case 0's element 4 expected 0.01 off
+    2005.5, within rtol 1e-5); ``forward``: the seeded inputs with torch's outputs.
+    ``wrong``: case 1's element 5 expected 1 more than it is."""
+    given = list(_scaled(GIVEN))
+    given[4] += 0.01
     other = list(_scaled(OTHER))
     if wrong:
         other[5] += 1.0
     forward = json.loads((PROGRAMS / "outputs.json").read_text())["two_methods.pte"]["forward"]
     return {
         "scaled": [
-            _case([_tensor(GIVEN)], [_tensor(_scaled(GIVEN))]),
+            _case([_tensor(GIVEN)], [_tensor(tuple(given))]),
             _case([_tensor(OTHER)], [_tensor(tuple(other))]),
         ],
         "forward": [_case([_tensor(input_values("f32", 0, 8))], [_tensor(tuple(forward))])],
@@ -106,6 +109,8 @@ def test_a_bundled_programs_cases_run_with_their_inputs_and_pass(tmp_path: Path)
         assert all(r.outputs[0].elements == _scaled(x) for r in runs)
     seeded = _scaled(input_values("f32", 0, 8))
     assert all(r.outputs[0].elements != seeded for r in checked.results if r.method == "scaled")
+    # The agent compared every element itself (outputs too large to travel included).
+    assert {r.verdict.report.fact("expected") for r in checked.results} == {"ok"}
     assert "2 methods (3 test cases) x load paths" in checked.render()
 
 
@@ -129,6 +134,10 @@ def test_a_wrong_expected_element_fails_naming_it(
     assert f"output 0 element 5: expected {got + 1:g}, got {got:g}" in first, first
     assert "rtol 1e-05, atol 1e-08" in first
     assert all("test case 1" in line for line in str(raised.value).splitlines())
+    case_1 = [r.verdict.report for r in checked.results if r.case == 1]
+    assert {r.fact("expected") for r in case_1} == {
+        f"output 0 element 5: expected {got + 1:g}, got {got:g}"
+    }
 
     assert main(["send", "--device", "host", "--program", str(bpte)]) == 1
     out = capsys.readouterr().out

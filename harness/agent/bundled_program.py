@@ -194,25 +194,33 @@ def _value(reader: FlatBufferReader, table: int, where: str) -> BundledValue:
 
 
 def inputs_file(method: str, case: TestCase) -> bytes:
-    """The inputs file of ``case`` for ``method`` (docs/agent.md, "Given inputs")."""
+    """The inputs file of ``case`` for ``method``: its inputs, then its expected outputs
+    and :data:`RTOL` and :data:`ATOL`, which the agent compares each execute's outputs
+    with (docs/agent.md, "Given inputs")."""
     name = method.encode()
     parts = [b"ETBI", struct.pack("<H", len(name)), name, struct.pack("<H", len(case.inputs))]
     for value in case.inputs:
         parts.append(struct.pack("<B", _FILE_TAGS[value.kind]))
         if value.kind == "tensor":
-            parts.append(
-                struct.pack(
-                    f"<BB{len(value.shape)}i", value.scalar_type, len(value.shape), *value.shape
-                )
-            )
-            parts += [struct.pack("<I", len(value.data)), value.data]
+            parts.append(_tensor_bytes(value))
         elif value.kind == "int":
             parts.append(struct.pack("<q", value.scalar))
         elif value.kind == "double":
             parts.append(struct.pack("<d", value.scalar))
         else:
             parts.append(struct.pack("<B", int(bool(value.scalar))))
+    parts.append(struct.pack("<H", len(case.expected)))
+    for value in case.expected:  # only tensors are compared: the report describes those
+        tensor = value.kind == "tensor"
+        parts += [struct.pack("<B", int(tensor))] + ([_tensor_bytes(value)] if tensor else [])
+    parts.append(struct.pack("<dd", RTOL, ATOL))
     return b"".join(parts)
+
+
+def _tensor_bytes(value: BundledValue) -> bytes:
+    rank = len(value.shape)
+    head = struct.pack(f"<BB{rank}iI", value.scalar_type, rank, *value.shape, len(value.data))
+    return head + value.data
 
 
 def read_checked(path: str | os.PathLike[str]) -> BundledProgram:

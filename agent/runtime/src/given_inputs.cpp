@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The inputs a method is given in an inputs file beside its program (docs/agent.md,
 // "Given inputs"): read within bounds, each checked against the method's MethodMeta.
+#include <executorch/runtime/core/exec_aten/util/scalar_type_util.h>
+
 #include <cstring>
 
 #include "method_io.h"
@@ -43,6 +45,62 @@ class Reader {
 
 StepResult refused(const std::string& source, const std::string& what) {
   return StepResult{et::Error::InvalidArgument, "inputs file " + source + ": " + what};
+}
+
+// The scalar types an expected output may have: those the report describes.
+bool described(uint8_t type) {
+  return type <= 7 || type == static_cast<uint8_t>(ScalarType::Bool) || type == static_cast<uint8_t>(ScalarType::BFloat16);
+}
+
+// The expected outputs after the inputs: a u16 count, each a u8 tag (0 not
+// compared, 1 a tensor: scalar type, rank, sizes, byte count, bytes), then the
+// f64 rtol and atol.
+StepResult read_expected(Reader& reader, const std::string& source, std::vector<MethodInputs::Expected>* out,
+                         double* rtol, double* atol) {
+  uint16_t count = 0;
+  if (!reader.take(&count, 2)) {
+    return refused(source, "no count of expected outputs after the inputs");
+  }
+  out->assign(count, {});
+  for (size_t k = 0; k < count; ++k) {
+    const std::string at = "expected output " + std::to_string(k) + ": ";
+    MethodInputs::Expected& want = (*out)[k];
+    uint8_t tag = 0;
+    uint8_t type = 0;
+    uint8_t rank = 0;
+    if (!reader.take(&tag, 1) || tag > kTensor) {
+      return refused(source, at + "not a tag 0 or 1 (or cut short)");
+    }
+    if (tag == 0) {
+      continue;
+    }
+    if (!reader.take(&type, 1) || !reader.take(&rank, 1) || !described(type) || rank > kMaxRank) {
+      return refused(source, at + "scalar type " + std::to_string(type) + " rank " + std::to_string(rank) +
+                                 ": not one the report describes, or over rank " + std::to_string(kMaxRank));
+    }
+    want.compared = true;
+    want.type = static_cast<ScalarType>(type);
+    want.sizes.assign(rank, 0);
+    size_t needed = executorch::runtime::elementSize(want.type);
+    for (auto& size : want.sizes) {
+      if (!reader.take(&size, 4) || size < 0 ||
+          (size > 0 && needed > MethodInputs::kMaxInputsFileBytes / static_cast<size_t>(size))) {
+        return refused(source, at + "its sizes are cut short, negative or too large");
+      }
+      needed *= static_cast<size_t>(size);
+    }
+    uint32_t size = 0;
+    const uint8_t* data = reader.take(&size, 4) ? reader.skip(size) : nullptr;
+    if (data == nullptr || size != needed) {
+      return refused(source, at + std::to_string(size) + " data bytes, its shape takes " + std::to_string(needed) +
+                                 " (or they run past the end)");
+    }
+    want.bytes.assign(data, data + size);
+  }
+  if (!reader.take(rtol, 8) || !reader.take(atol, 8) || !(*rtol >= 0) || !(*atol >= 0)) {
+    return refused(source, "no rtol and atol (two f64, not negative) after the expected outputs");
+  }
+  return {};
 }
 
 bool tag_is(const et::MethodMeta& meta, size_t i, et::Tag tag) {
@@ -128,9 +186,14 @@ StepResult MethodInputs::given(const et::MethodMeta& meta, const std::vector<uin
       std::memcpy(tensor->data.data(), data, nbytes);
     }
   }
-  if (!reader.done()) {
-    return refused(source, "bytes left after the last input");
+  const StepResult expected = read_expected(reader, source, &expected_, &rtol_, &atol_);
+  if (!expected.ok()) {
+    return expected;
   }
+  if (!reader.done()) {
+    return refused(source, "bytes left after the tolerances");
+  }
+  checks_ = !expected_.empty();
   return {};
 }
 

@@ -148,7 +148,7 @@ OutputFacts LoadedProgram::outputs(const std::string& name) const {
     }
     outputs.push_back(method.get_output(i));
   }
-  return describe_outputs(outputs.data(), outputs.size());
+  return describe_outputs(outputs.data(), outputs.size(), found->second->inputs.get());
 }
 
 StepResult LoadedProgram::execute(const std::string& name, int64_t* execute_us) {

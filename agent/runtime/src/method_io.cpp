@@ -249,6 +249,8 @@ uint64_t input_draw(uint64_t input, uint64_t element) {
 StepResult MethodInputs::prepare(const et::MethodMeta& meta, const std::string& program, const std::string& method) {
   tensors_.clear();
   values_.clear();
+  expected_.clear();
+  checks_ = false;
   const std::string source = program + ".inputs";
   std::FILE* file = std::fopen(source.c_str(), "rb");
   if (file == nullptr) {
@@ -268,6 +270,8 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta, const std::string& 
   if (!result.ok()) {
     tensors_.clear();
     values_.clear();
+    expected_.clear();
+    checks_ = false;
     return result;
   }
   return named ? result : seeded(meta);
@@ -327,9 +331,79 @@ StepResult MethodInputs::seeded(const et::MethodMeta& meta) {
   return {};
 }
 
-OutputFacts describe_outputs(const et::EValue* values, size_t count) {
+namespace {
+
+// An element as the report prints it: %.9g for floats, decimal for the others.
+std::string element_text(const uint8_t* bytes, size_t i, ScalarType type) {
+  char text[32];
+  if (is_float(type)) {
+    snprintf(text, sizeof(text), "%.9g", float_element(bytes, i, type));
+  } else {
+    snprintf(text, sizeof(text), "%" PRId64, int_element(bytes, i, type));
+  }
+  return text;
+}
+
+bool agrees_within(double got, double want, double rtol, double atol) {
+  if (std::isnan(got) || std::isnan(want)) {
+    return std::isnan(got) && std::isnan(want);
+  }
+  if (std::isinf(got) || std::isinf(want)) {
+    return got == want;
+  }
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+std::string form(ScalarType type, const std::vector<int32_t>& sizes) {
+  std::string text = std::string(dtype_name(type) ? dtype_name(type) : "?") + " [";
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    text += (d ? "," : "") + std::to_string(sizes[d]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+std::string MethodInputs::check(const et::EValue* values, size_t count) const {
+  if (!checks_) {
+    return "";
+  }
+  for (size_t k = 0; k < expected_.size(); ++k) {
+    const Expected& want = expected_[k];
+    const std::string at = "output " + std::to_string(k);
+    if (!want.compared) {
+      continue;
+    }
+    if (k >= count || !values[k].isTensor()) {
+      return at + ": expected " + form(want.type, want.sizes) + ", the method gave no tensor";
+    }
+    const executorch::aten::Tensor tensor = values[k].toTensor();
+    std::vector<int32_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
+    if (tensor.scalar_type() != want.type || sizes != want.sizes) {
+      return at + ": expected " + form(want.type, want.sizes) + ", got " + form(tensor.scalar_type(), sizes);
+    }
+    const auto* got = static_cast<const uint8_t*>(tensor.const_data_ptr());
+    const ScalarType type = want.type;
+    for (size_t i = 0; i < static_cast<size_t>(tensor.numel()); ++i) {
+      const bool agrees = is_float(type) ? agrees_within(float_element(got, i, type), float_element(want.bytes.data(), i, type),
+                                                 rtol_, atol_)
+                                         : int_element(got, i, type) == int_element(want.bytes.data(), i, type);
+      if (!agrees) {
+        return at + " element " + std::to_string(i) + ": expected " + element_text(want.bytes.data(), i, type) +
+               ", got " + element_text(got, i, type);
+      }
+    }
+  }
+  return "ok";
+}
+
+OutputFacts describe_outputs(const et::EValue* values, size_t count, const MethodInputs* inputs) {
   OutputFacts facts;
   facts.count = count;
+  const std::string verdict = inputs != nullptr ? inputs->check(values, count) : std::string();
+  if (!verdict.empty()) {
+    facts.texts.emplace_back("expected", verdict.substr(0, ETB_MAX_STRING));
+  }
   const std::string preview = float_preview(values, count);
   if (!preview.empty()) {
     facts.texts.emplace_back("outputs", preview.substr(0, ETB_MAX_STRING));

@@ -46,6 +46,20 @@ class MethodInputs {
 
   const std::vector<et::EValue>& values() const { return values_; }
 
+  // What an execute's outputs are against the expected ones the inputs file
+  // gives: "" when it gives none, "ok" when each agrees within its tolerance
+  // (floats: |got - expected| <= atol + rtol * |expected|, NaN with NaN, an
+  // infinity with the same one; others exactly), else where the first does not.
+  std::string check(const et::EValue* values, size_t count) const;
+
+  // An expected output: compared only when `compared` (a tensor).
+  struct Expected {
+    bool compared = false;
+    executorch::aten::ScalarType type = executorch::aten::ScalarType::Float;
+    std::vector<int32_t> sizes;
+    std::vector<uint8_t> bytes;
+  };
+
  private:
   struct Tensor {
     std::vector<executorch::aten::SizesType> sizes;
@@ -66,6 +80,10 @@ class MethodInputs {
 
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<et::EValue> values_;
+  bool checks_ = false;  // the inputs file gives expected outputs
+  std::vector<Expected> expected_;
+  double rtol_ = 0;
+  double atol_ = 0;
 };
 
 // The seeded draw of element `element` of input `input` (docs/agent.md, "Inputs").
@@ -73,13 +91,15 @@ uint64_t input_draw(uint64_t input, uint64_t element);
 
 // What the report says of a method's outputs after an execute
 // (docs/wire-format.md, "Outputs"): how many there are (fact "output_count"),
-// and the text facts (key, value), in order: "outputs" (the float tensors'
+// and the text facts (key, value), in order: "expected" (given inputs only), "outputs" (the float tensors'
 // elements as text, a preview), then per tensor output K "output:K" and its
 // element chunks "output:K.J".
 struct OutputFacts {
   size_t count = 0;
   std::vector<std::pair<std::string, std::string>> texts;
 };
-OutputFacts describe_outputs(const et::EValue* values, size_t count);
+// With `inputs` that give expected outputs, the first text fact is "expected":
+// MethodInputs::check's verdict.
+OutputFacts describe_outputs(const et::EValue* values, size_t count, const MethodInputs* inputs = nullptr);
 
 }  // namespace etb
