@@ -29,7 +29,6 @@ from harness.agent.program_contents import (
     read_program,
 )
 from harness.agent.program_layout import FlatBufferReader
-from harness.data.outputs import Element, decode_elements
 from harness.untrusted.reading import InputFileError, read_bounded_bytes
 
 IDENTIFIER = b"BP08"
@@ -75,10 +74,6 @@ class BundledValue:
     shape: tuple[int, ...] = ()
     data: bytes = b""
     scalar: float | int | bool = 0
-
-    def elements(self) -> tuple[Element, ...]:
-        """A tensor's elements, in order."""
-        return decode_elements(self.dtype, len(self.data) // _WIDTHS[self.dtype], self.data)
 
 
 @dataclass(frozen=True)

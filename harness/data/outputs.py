@@ -138,11 +138,6 @@ def _elements(index: int, dtype: str, numel: int, report: Report) -> tuple[Eleme
         raise OutputsUnreadable(
             f"output:{index}: {len(data)} element bytes for {numel} {dtype} elements"
         )
-    return decode_elements(dtype, numel, data)
-
-
-def decode_elements(dtype: str, numel: int, data: bytes) -> tuple[Element, ...]:
-    """The ``numel`` elements of ``dtype`` that ``data`` holds (little-endian)."""
     if dtype == "bf16":
         halves = struct.unpack(f"<{numel}H", data)
         return tuple(struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in halves)
