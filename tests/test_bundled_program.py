@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import struct
 from pathlib import Path
 
 import pytest
 
-from harness.agent.bundled_program import MAX_TEST_CASES, parse_bundled, read_checked
+from harness.agent.bundled_program import (
+    MAX_TEST_CASES,
+    inputs_file,
+    parse_bundled,
+    read_checked,
+)
 from harness.agent.flatc import compile_json
 from harness.agent.program_contents import ProgramError
 from harness.agent.sdk import ensure_sdk
@@ -26,6 +32,7 @@ from harness.check.expected_outputs import ExpectedOutput, Tolerance, first_off
 from harness.check.output_effects import OutputsOffReference
 from harness.cli.main import main
 from harness.config.profile import load_profile
+from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, input_values
 from harness.program_check import MethodFailed
@@ -232,3 +239,38 @@ def test_elements_agree_as_executorchs_verifier_has_them_agree() -> None:
     assert off((3, 4), (3, 5), "i64") == "output 0 element 1: expected 4, got 5"
     assert off((1.0, 2.0), (1.0,)) == "output 0: expected 2 elements, got 1"
     assert "did not travel" in (off((1.0, 2.0), None) or "")
+
+
+def test_damaged_inputs_files_are_refused_and_never_crash_the_agent(tmp_path: Path) -> None:
+    """Inputs files beside a program with bytes changed, cut short or run on: each LOAD
+    is answered (the inputs refused naming the file, or run), and the agent lives on."""
+    good = inputs_file("scaled", parse_bundled(_bundle(_good_suites())).cases["scaled"][0])
+    rng = random.Random(4848)
+    opened, runner = open_runner(load_profile("host"))
+    refused = 0
+    with contextlib.closing(opened), contextlib.closing(runner):
+        for index in range(40):
+            data = bytearray(good)
+            kind = index % 3
+            if kind == 0:
+                for _ in range(rng.randint(1, 6)):
+                    data[rng.randrange(len(data))] = rng.randrange(256)
+            elif kind == 1:
+                data = data[: rng.randrange(len(data))]
+            else:
+                data += rng.randbytes(rng.randint(1, 16))
+            inputs = tmp_path / f"damaged-{index}.inputs"
+            inputs.write_bytes(bytes(data))
+            remote = opened.push_program(PROGRAMS / "two_methods.pte", inputs)
+            for path in (LoadPath.PROGRAM, LoadPath.MODULE):
+                verdict = runner.load(
+                    OptionsMap(), ["XnnpackBackend"], path=path, method="scaled", program=remote
+                )
+                report = verdict.report
+                assert report.outcome in (Outcome.OK, Outcome.RUNTIME_ERROR), report
+                if report.outcome is Outcome.RUNTIME_ERROR:
+                    assert f"inputs file {remote}.inputs" in report.message, report.message
+                    refused += 1
+                runner.reset()
+        assert runner.reset().outcome is Outcome.OK  # the same agent answers
+    assert refused >= 40  # every cut and run-on file on both paths, and most changed ones
