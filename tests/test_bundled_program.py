@@ -15,6 +15,8 @@ import contextlib
 import json
 import random
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -274,3 +276,24 @@ def test_damaged_inputs_files_are_refused_and_never_crash_the_agent(tmp_path: Pa
                 runner.reset()
         assert runner.reset().outcome is Outcome.OK  # the same agent answers
     assert refused >= 40  # every cut and run-on file on both paths, and most changed ones
+
+
+def test_the_user_program_suite_takes_a_bundled_program(tmp_path: Path) -> None:
+    """``pytest suites/test_user_program.py --program model.bpte``: the test of your
+    program fails on the wrong expected element, with the line ``send`` gives."""
+    bpte = tmp_path / "wrong.bpte"
+    bpte.write_bytes(_bundle(_good_suites(wrong=True)))
+    argv = [sys.executable, "-m", "pytest", "suites/test_user_program.py", "-q"]
+    argv += ["-p", "no:cacheprovider", "-k", "test_your_program", "--device", "host"]
+    argv += ["--program", str(bpte), "--results-dir", str(tmp_path / "results")]
+    done = subprocess.run(
+        argv,
+        cwd=PROGRAMS.parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed" in done.stdout, done.stdout
+    assert "OutputsOffReference: method 'scaled', test case 1, load path program" in done.stdout
