@@ -159,8 +159,8 @@ def check_program(
     travels. A ``.bpte``'s methods run with each of their test cases' inputs, every run
     compared with the case's expected outputs (:mod:`harness.agent.bundled_program`);
     the other methods with the agent's seeded inputs, compared with ``reference`` where
-    it gives the method the elements of its first output (within a relative 1e-4 or an
-    absolute 1e-5). When a load says the program is damaged, its copies (the cache's,
+    it gives the method the elements of its first output (within 1e-5 + 1e-4 times the
+    reference element). When a load says the program is damaged, its copies (the cache's,
     and the device's through ``forget``) are removed at once: the next check sends it
     again."""
     bundle = read_checked(program)
@@ -193,7 +193,7 @@ def check_program(
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Found:
     """What the runs of one check found, gathered method by method."""
 
@@ -254,18 +254,20 @@ def _check_method(
             baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
         verdict, runs = load_runs(runner, target, sent, path, checked=True)
         found.results.append(MethodVerdict(name, path, verdict, _first(runs), case))
-        found.effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
+        found.effects.extend(effects_of(runner, target, sent, path, baselines.get(path, ()), runs))
         if expected is not None:
-            found.off += _off_expected(
-                where, path, "without the map", baselines.get(path, ()), expected
+            found.off.extend(
+                _off_expected(where, path, "without the map", baselines.get(path, ()), expected)
             )
-            found.off += _off_expected(where, path, "with the map", runs, expected)
+            found.off.extend(_off_expected(where, path, "with the map", runs, expected))
     if sent.backends and baselines.get(LoadPath.PROGRAM):
         runs = global_runs(runner, target, sent)
         baseline = baselines[LoadPath.PROGRAM]
-        found.effects += effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL)
+        found.effects.extend(
+            effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL)
+        )
         if expected is not None:
-            found.off += _off_expected(where, LoadPath.PROGRAM, GLOBAL, runs, expected)
+            found.off.extend(_off_expected(where, LoadPath.PROGRAM, GLOBAL, runs, expected))
 
 
 def _first(runs: Sequence[Run]) -> tuple[TensorOutput, ...]:
