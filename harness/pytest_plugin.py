@@ -514,7 +514,7 @@ def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
     if fail:
         check.raise_for_findings(str(item.config.stash[_RESULTS_DIR] / path))
     elif check.unsuppressed or check.broken:
-        item.add_report_section("call", "race detector", check.artifact_text()[:4000])
+        item.add_report_section("call", check.detector.value, check.artifact_text()[:4000])
 
 
 @pytest.hookimpl(wrapper=True)
