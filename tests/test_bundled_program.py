@@ -154,11 +154,25 @@ def test_a_wrong_expected_element_fails_naming_it(
     assert "FAILED: method 'scaled', test case 1, load path program (with the map)" in out
 
 
-def test_inputs_that_do_not_fit_the_method_are_refused_by_the_agent(tmp_path: Path) -> None:
-    """A test case with two inputs for a method of one: the agent refuses to run it,
-    naming its inputs file and both counts."""
-    bpte = tmp_path / "two_inputs.bpte"
-    bpte.write_bytes(_bundle({"scaled": [_case([_tensor(GIVEN), _tensor(GIVEN)], [])]}))
+@pytest.mark.parametrize(
+    ("inputs", "said"),
+    [
+        ([_tensor(GIVEN), _tensor(GIVEN)], 'holds 2 inputs, method "scaled" takes 1'),
+        ([{"val_type": "Int", "val": {"int_val": 3}}], "input 0: a scalar the method does not"),
+        (
+            [{"val_type": "Tensor", "val": {"scalar_type": 4, "sizes": [1, 8], "data": [0] * 64}}],
+            "input 0: scalar type 4 rank 2, the method takes scalar type 6 rank 2",
+        ),
+    ],
+    ids=["count", "int-for-tensor", "dtype"],
+)
+def test_inputs_that_do_not_fit_the_method_are_refused_by_the_agent(
+    tmp_path: Path, inputs: list[dict[str, object]], said: str
+) -> None:
+    """A test case whose inputs the method does not take: the agent refuses to run it,
+    naming its inputs file, the input and both sides."""
+    bpte = tmp_path / "unfit.bpte"
+    bpte.write_bytes(_bundle({"scaled": [_case(inputs, [])]}))
     opened, runner = open_runner(load_profile("host"))
     with contextlib.closing(opened), contextlib.closing(runner):
         checked = runner.check_program(bpte, OptionsMap())
@@ -166,7 +180,7 @@ def test_inputs_that_do_not_fit_the_method_are_refused_by_the_agent(tmp_path: Pa
         checked.raise_for_differences()
     first = str(raised.value).splitlines()[0]
     assert "method 'scaled' failed" in first
-    assert '.inputs: holds 2 inputs, method "scaled" takes 1' in first, first
+    assert f".inputs: {said}" in first, first
 
 
 def test_a_cut_bundled_program_is_refused_in_one_line(tmp_path: Path) -> None:
