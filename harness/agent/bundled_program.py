@@ -77,7 +77,7 @@ class BundledValue:
 
 
 @dataclass(frozen=True)
-class TestCase:
+class BundledCase:
     """Test case ``index`` of a method: its inputs and the outputs they must give."""
 
     index: int
@@ -91,7 +91,7 @@ class BundledProgram:
 
     source: str
     program: ProgramContents
-    cases: dict[str, tuple[TestCase, ...]]
+    cases: dict[str, tuple[BundledCase, ...]]
 
     def describe(self) -> str:
         """The program's description (:meth:`ProgramContents.describe`), then each
@@ -123,7 +123,7 @@ def parse_bundled(data: bytes, source: str = "bundled program") -> BundledProgra
         )
     program = parse_program(embedded, f"{source} (its program)")
     methods = {m.name for m in program.methods}
-    cases: dict[str, tuple[TestCase, ...]] = {}
+    cases: dict[str, tuple[BundledCase, ...]] = {}
     suites = reader.vector_of_tables(root, _PROGRAM_SUITES, "method_test_suites", MAX_SUITES)
     for s, suite in enumerate(suites):
         where = f"method_test_suites[{s}]"
@@ -141,14 +141,14 @@ def parse_bundled(data: bytes, source: str = "bundled program") -> BundledProgra
     return BundledProgram(source, program, cases)
 
 
-def _case(reader: FlatBufferReader, table: int, index: int, where: str) -> TestCase:
+def _case(reader: FlatBufferReader, table: int, index: int, where: str) -> BundledCase:
     values = []
     for field, name in ((_CASE_INPUTS, "inputs"), (_CASE_EXPECTED, "expected_outputs")):
         tables = reader.vector_of_tables(table, field, f"{where}.{name}", MAX_VALUES)
         values.append(
             tuple(_value(reader, t, f"{where}.{name}[{i}]") for i, t in enumerate(tables))
         )
-    return TestCase(index, values[0], values[1])
+    return BundledCase(index, values[0], values[1])
 
 
 def _value(reader: FlatBufferReader, table: int, where: str) -> BundledValue:
@@ -188,7 +188,7 @@ def _value(reader: FlatBufferReader, table: int, where: str) -> BundledValue:
     return BundledValue("tensor", dtype, code, shape, data)
 
 
-def inputs_file(method: str, case: TestCase) -> bytes:
+def inputs_file(method: str, case: BundledCase) -> bytes:
     """The inputs file of ``case`` for ``method``: its inputs, then its expected outputs
     and :data:`RTOL` and :data:`ATOL`, which the agent compares each execute's outputs
     with (docs/agent.md, "Given inputs")."""
