@@ -216,6 +216,16 @@ def test_counts_over_the_limits_are_refused_naming_the_field_and_the_limit() -> 
             {"scaled": [_case([_tensor(GIVEN, scalar_type=44)], [])]},
             "method_test_suites[0].test_cases[0].inputs[0]: scalar type 44",
         ),
+        (
+            {
+                "scaled": [
+                    _case(
+                        [{"val_type": "Tensor", "val": {"scalar_type": 6, "sizes": [1] * 17}}], []
+                    )
+                ]
+            },
+            "method_test_suites[0].test_cases[0].inputs[0]: scalar type 6, 17 sizes []: ",
+        ),
     ],
 )
 def test_fields_that_break_the_format_are_named(

@@ -169,12 +169,13 @@ def _value(reader: FlatBufferReader, table: int, where: str) -> BundledValue:
     code = reader.scalar(value, _TENSOR_SCALAR_TYPE, "<b", f"{where}.scalar_type")
     dtype = DTYPES.get(code)
     sizes = reader.vector_bytes(value, _TENSOR_SIZES, 4, f"{where}.sizes")
-    shape = tuple(struct.unpack(f"<{len(sizes) // 4}i", sizes))
-    if dtype is None or len(shape) > MAX_RANK or any(d < 0 for d in shape):
+    rank = len(sizes) // 4
+    shape = tuple(struct.unpack(f"<{rank}i", sizes)) if rank <= MAX_RANK else ()
+    if dtype is None or rank > MAX_RANK or any(d < 0 for d in shape):
         raise ProgramError(
-            f"{reader.source}: {where}: scalar type {code}, sizes {list(shape)}: the harness "
-            f"takes the scalar types {sorted(DTYPES)} and at most {MAX_RANK} sizes, none "
-            "negative"
+            f"{reader.source}: {where}: scalar type {code}, {rank} sizes {list(shape)}: the "
+            f"harness takes the scalar types {sorted(DTYPES)} and at most {MAX_RANK} sizes, "
+            "none negative"
         )
     data = reader.vector_bytes(value, _TENSOR_DATA, 1, f"{where}.data")
     needed = _WIDTHS[dtype]
