@@ -49,7 +49,8 @@ StepResult refused(const std::string& source, const std::string& what) {
 
 // The scalar types an expected output may have: those the report describes.
 bool described(uint8_t type) {
-  return type <= 7 || type == static_cast<uint8_t>(ScalarType::Bool) || type == static_cast<uint8_t>(ScalarType::BFloat16);
+  return type <= 7 || type == static_cast<uint8_t>(ScalarType::Bool) ||
+         type == static_cast<uint8_t>(ScalarType::BFloat16);
 }
 
 // The expected outputs after the inputs: a u16 count, each a u8 tag (0 not
@@ -110,8 +111,8 @@ bool tag_is(const et::MethodMeta& meta, size_t i, et::Tag tag) {
 
 }  // namespace
 
-StepResult MethodInputs::given(const et::MethodMeta& meta, const std::vector<uint8_t>& file,
-                               const std::string& method, const std::string& source, bool* named) {
+StepResult MethodInputs::given(const et::MethodMeta& meta, const std::vector<uint8_t>& file, const std::string& method,
+                               const std::string& source, bool* named) {
   Reader reader(file);
   char magic[4];
   uint16_t name_size = 0;
@@ -142,7 +143,9 @@ StepResult MethodInputs::given(const et::MethodMeta& meta, const std::vector<uin
       int64_t integer = 0;
       double real = 0;
       uint8_t flag = 0;
-      const bool read = tag == kInt ? reader.take(&integer, 8) : tag == kDouble ? reader.take(&real, 8) : reader.take(&flag, 1);
+      const bool read = tag == kInt      ? reader.take(&integer, 8)
+                        : tag == kDouble ? reader.take(&real, 8)
+                                         : reader.take(&flag, 1);
       if (!read || !tag_is(meta, i, wanted) || flag > 1) {
         return refused(source, at + "a scalar the method does not take there (or cut short)");
       }
