@@ -416,8 +416,10 @@ def test_every_door_of_the_et_fixture_judges_the_map_the_same_way(tmp_path: Path
     )
     (tmp_path / "npu.yaml").write_text("backends:\n  NpuBackend: {perf_mode: 9}\n", "utf-8")
     (tmp_path / "test_doors.py").write_text(DOORS, encoding="utf-8")
+    # -rN: no short summary, whose lines are cut to the terminal's width, but not where CI is
+    # set: each failure is counted once, in its section.
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=short",
-               "--device", "host", "--results-dir", str(tmp_path / "results")]  # fmt: skip
+               "-rN", "--device", "host", "--results-dir", str(tmp_path / "results")]  # fmt: skip
 
     def run(*extra: str) -> str:
         done = subprocess.run(

@@ -326,7 +326,8 @@ class ProxyBackend final : public et::BackendInterface {
     if (active() == Fault::RealOptionChangesOutput && error == et::Error::Ok && given_specs(handle)) {
       for (size_t i = args.size(); i-- > 0;) {
         if (args[i] != nullptr && args[i]->isTensor() &&
-            args[i]->toTensor().scalar_type() == executorch::aten::ScalarType::Float && args[i]->toTensor().numel() > 0) {
+            args[i]->toTensor().scalar_type() == executorch::aten::ScalarType::Float &&
+            args[i]->toTensor().numel() > 0) {
           args[i]->toTensor().mutable_data_ptr<float>()[0] = -3.9e-32f;
           break;
         }
@@ -430,13 +431,13 @@ class ProxyBackend final : public et::BackendInterface {
   // Loads run init on several threads at once: what a fault keeps is guarded.
   mutable std::mutex mutex_;
   mutable std::vector<et::DelegateHandle*> given_specs_;  // RealOptionChangesOutput
-  mutable std::vector<et::BackendOption> last_specs_;  // LeakSpecsIntoGetOption
-  mutable std::vector<et::BackendOption> sticky_;      // StickySpecs: the last non-empty specs
-  std::vector<et::BackendOption> global_;              // GlobalLeaksIntoSpecs: what set_option set
-  mutable std::vector<et::BackendOption> raced_;       // RacingInitSpecs: the last loading thread's
-  mutable std::thread::id raced_by_;                   // specs, and that thread
-  mutable std::vector<et::BackendOption> other_;       // RealOtherModelsSpecs: the previous
-  mutable bool has_other_ = false;                     // different specs
+  mutable std::vector<et::BackendOption> last_specs_;     // LeakSpecsIntoGetOption
+  mutable std::vector<et::BackendOption> sticky_;         // StickySpecs: the last non-empty specs
+  std::vector<et::BackendOption> global_;                 // GlobalLeaksIntoSpecs: what set_option set
+  mutable std::vector<et::BackendOption> raced_;          // RacingInitSpecs: the last loading thread's
+  mutable std::thread::id raced_by_;                      // specs, and that thread
+  mutable std::vector<et::BackendOption> other_;          // RealOtherModelsSpecs: the previous
+  mutable bool has_other_ = false;                        // different specs
 };
 
 // ---- proof that the interposers ran -----------------------------------------------

@@ -26,17 +26,28 @@ constexpr size_t kMaxChunks = 12;
 // The short dtype names of docs/wire-format.md ("Outputs"); nullptr: not described.
 const char* dtype_name(ScalarType type) {
   switch (type) {
-    case ScalarType::Float: return "f32";
-    case ScalarType::Double: return "f64";
-    case ScalarType::Half: return "f16";
-    case ScalarType::BFloat16: return "bf16";
-    case ScalarType::Long: return "i64";
-    case ScalarType::Int: return "i32";
-    case ScalarType::Short: return "i16";
-    case ScalarType::Char: return "i8";
-    case ScalarType::Byte: return "u8";
-    case ScalarType::Bool: return "bool";
-    default: return nullptr;
+    case ScalarType::Float:
+      return "f32";
+    case ScalarType::Double:
+      return "f64";
+    case ScalarType::Half:
+      return "f16";
+    case ScalarType::BFloat16:
+      return "bf16";
+    case ScalarType::Long:
+      return "i64";
+    case ScalarType::Int:
+      return "i32";
+    case ScalarType::Short:
+      return "i16";
+    case ScalarType::Char:
+      return "i8";
+    case ScalarType::Byte:
+      return "u8";
+    case ScalarType::Bool:
+      return "bool";
+    default:
+      return nullptr;
   }
 }
 
@@ -105,8 +116,10 @@ int64_t int_element(const uint8_t* bytes, size_t i, ScalarType type) {
       std::memcpy(&value, bytes + 2 * i, 2);
       return value;
     }
-    case ScalarType::Char: return static_cast<int8_t>(bytes[i]);
-    default: return bytes[i];  // Byte, Bool
+    case ScalarType::Char:
+      return static_cast<int8_t>(bytes[i]);
+    default:
+      return bytes[i];  // Byte, Bool
   }
 }
 
@@ -203,7 +216,7 @@ void write_input(ScalarType type, uint64_t input, uint64_t element, uint8_t* out
   const uint64_t kind = draw % 8;
   const uint64_t more = draw >> 8;
   const int64_t large = ((more & 1) ? -1 : 1) * static_cast<int64_t>(512 + (more >> 1) % 512);
-  const double real = kind == 0 ? 0.0
+  const double real = kind == 0   ? 0.0
                       : kind == 1 ? static_cast<double>(large)
                                   : static_cast<double>(static_cast<int64_t>(more % 513) - 256) / 64.0;
   const int64_t integer = kind == 0 ? 0 : kind == 1 ? large : static_cast<int64_t>(more % 201) - 100;
@@ -213,8 +226,12 @@ void write_input(ScalarType type, uint64_t input, uint64_t element, uint8_t* out
       std::memcpy(out, &value, 4);
       return;
     }
-    case ScalarType::Double: std::memcpy(out, &real, 8); return;
-    case ScalarType::Long: std::memcpy(out, &integer, 8); return;
+    case ScalarType::Double:
+      std::memcpy(out, &real, 8);
+      return;
+    case ScalarType::Long:
+      std::memcpy(out, &integer, 8);
+      return;
     case ScalarType::Int: {
       const auto value = static_cast<int32_t>(integer);
       std::memcpy(out, &value, 4);
@@ -225,16 +242,22 @@ void write_input(ScalarType type, uint64_t input, uint64_t element, uint8_t* out
       std::memcpy(out, &value, 2);
       return;
     }
-    case ScalarType::Char: *out = static_cast<uint8_t>(kind == 0 ? 0 : static_cast<int>(more % 256) - 128); return;
-    case ScalarType::Byte: *out = static_cast<uint8_t>(kind == 0 ? 0 : more % 256); return;
-    default: *out = static_cast<uint8_t>(more & 1); return;  // Bool
+    case ScalarType::Char:
+      *out = static_cast<uint8_t>(kind == 0 ? 0 : static_cast<int>(more % 256) - 128);
+      return;
+    case ScalarType::Byte:
+      *out = static_cast<uint8_t>(kind == 0 ? 0 : more % 256);
+      return;
+    default:
+      *out = static_cast<uint8_t>(more & 1);
+      return;  // Bool
   }
 }
 
 bool fed(ScalarType type) {
   return type == ScalarType::Float || type == ScalarType::Double || type == ScalarType::Long ||
-         type == ScalarType::Int || type == ScalarType::Short || type == ScalarType::Char ||
-         type == ScalarType::Byte || type == ScalarType::Bool;
+         type == ScalarType::Int || type == ScalarType::Short || type == ScalarType::Char || type == ScalarType::Byte ||
+         type == ScalarType::Bool;
 }
 
 }  // namespace
@@ -428,7 +451,8 @@ OutputFacts describe_outputs(const et::EValue* values, size_t count, const Metho
     const auto* bytes = static_cast<const uint8_t*>(tensor.const_data_ptr());
     for (size_t j = 0; j < needed; ++j) {
       const size_t start = j * kChunkBytes;
-      facts.texts.emplace_back(key + "." + std::to_string(j), hex_bytes(bytes + start, std::min(kChunkBytes, size - start)));
+      facts.texts.emplace_back(key + "." + std::to_string(j),
+                               hex_bytes(bytes + start, std::min(kChunkBytes, size - start)));
     }
     chunks += needed;
   }
