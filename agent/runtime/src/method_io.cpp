@@ -301,8 +301,8 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta, const std::string& 
 }
 
 MethodInputs::Tensor* MethodInputs::add_tensor(ScalarType type, std::vector<executorch::aten::SizesType> sizes,
-                                               et::Span<const executorch::aten::DimOrderType> dim_order,
-                                               size_t index, StepResult* error) {
+                                               et::Span<const executorch::aten::DimOrderType> dim_order, size_t index,
+                                               StepResult* error) {
   auto tensor = std::make_unique<Tensor>();
   tensor->sizes = std::move(sizes);
   tensor->dim_order.assign(dim_order.begin(), dim_order.end());
@@ -408,8 +408,8 @@ std::string MethodInputs::check(const et::EValue* values, size_t count) const {
     const auto* got = static_cast<const uint8_t*>(tensor.const_data_ptr());
     const ScalarType type = want.type;
     for (size_t i = 0; i < static_cast<size_t>(tensor.numel()); ++i) {
-      const bool agrees = is_float(type) ? agrees_within(float_element(got, i, type), float_element(want.bytes.data(), i, type),
-                                                 rtol_, atol_)
+      const bool agrees = is_float(type) ? agrees_within(float_element(got, i, type),
+                                                         float_element(want.bytes.data(), i, type), rtol_, atol_)
                                          : int_element(got, i, type) == int_element(want.bytes.data(), i, type);
       if (!agrees) {
         return at + " element " + std::to_string(i) + ": expected " + element_text(want.bytes.data(), i, type) +
