@@ -26,7 +26,7 @@ from harness.check.output_effects import (
     tolerance_of,
 )
 from harness.data.effects import Changes
-from harness.data.messages import Action, LoadPath, Outcome, Request
+from harness.data.messages import Action, LoadPath, Outcome, Report, Request
 from harness.data.options import BackendOptions, Option, OptionsMap
 from harness.data.outputs import TensorOutput, outputs_of
 
@@ -45,10 +45,19 @@ _Changes = Callable[[_Picked], "tuple[str, ElementChange] | None"]
 
 @dataclass(frozen=True)
 class Run:
-    """The outputs of one execute: ``label`` says which (``load 2 execute 3``)."""
+    """The outputs of one execute: ``label`` says which (``load 2 execute 3``);
+    ``expected`` the agent's comparison with the expected outputs given beside the
+    program (``ok``, or where the first differs; None when none were given)."""
 
     label: str
     outputs: tuple[TensorOutput, ...]
+    expected: str | None = None
+
+    @classmethod
+    def of(cls, label: str, report: Report) -> Run:
+        """The run a LOAD or EXECUTE report describes."""
+        expected = report.fact("expected")
+        return cls(label, outputs_of(report), expected if isinstance(expected, str) else None)
 
 
 @dataclass(frozen=True)
@@ -94,12 +103,12 @@ def load_runs(
         verdicts.append(verdict)
         if verdict.report.outcome is not Outcome.OK:
             break
-        runs.append(Run(f"load {load} execute 1", outputs_of(verdict.report)))
+        runs.append(Run.of(f"load {load} execute 1", verdict.report))
         for execute in range(2, EXECUTES + 1):
             report = runner.execute()
             if report.outcome is not Outcome.OK:
                 break
-            runs.append(Run(f"load {load} execute {execute}", outputs_of(report)))
+            runs.append(Run.of(f"load {load} execute {execute}", report))
     runner.reset()
     return verdicts[0], tuple(runs)
 

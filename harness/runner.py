@@ -154,9 +154,10 @@ class CaseRunner:
     whose delegates are the given ids, pushing it first if needed ("" on devices
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
     before every request; ``push_program`` returns the device path of a program
-    file, pushed if needed, and ``forget_program`` removes one a load found damaged
-    (:meth:`check_program`); ``device_files`` looks for and removes the files an
-    option's declared effect leaves (None: the device has no file system).
+    file, pushed if needed (with an inputs file beside it, if given), and
+    ``forget_program`` removes one a load found damaged (:meth:`check_program`);
+    ``device_files`` looks for and removes the files an option's declared effect leaves
+    (None: the device has no file system).
     """
 
     def __init__(
@@ -164,7 +165,7 @@ class CaseRunner:
         start_link: Callable[[], AgentLink],
         program_for: Callable[[tuple[str, ...]], str],
         time_limit: TimeLimit | None = None,
-        push_program: Callable[[Path], str] | None = None,
+        push_program: Callable[[Path, Path | None], str] | None = None,
         forget_program: Callable[[str], None] | None = None,
         device_files: DeviceFiles | None = None,
     ) -> None:

@@ -246,14 +246,14 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 def _send_program(args: argparse.Namespace) -> int:
     """``send --program PTE [--options MAP]``: every method on every load path, checked."""
-    from harness.agent.program_contents import read_program
+    from harness.agent.bundled_program import read_checked
 
     if args.file is not None and args.options is not None:
         raise CliError("give the map once: as --options MAP or as the positional file")
     if args.action != "load":
         raise CliError("--program loads the program: --action set / get take no program")
     # A damaged program is refused before a device is brought up; a good one is described.
-    print(read_program(args.program).describe(), flush=True)
+    print(read_checked(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
     # Read before a device is brought up; with the effects its options declare.
     options = read_map_file(_map_file(chosen)) if chosen is not None else MapFile(OptionsMap())
@@ -407,8 +407,9 @@ def _main(argv: list[str] | None) -> int:
     )
     send_cmd.add_argument(
         "--program",
-        help="a program file (.pte): every method loaded on every load path the device "
-        "serves, each delegate's init checked against the map (README)",
+        help="a program file (.pte, or a BundledProgram .bpte: its test cases' inputs, "
+        "their outputs compared with the expected ones): every method loaded on every "
+        "load path the device serves, each delegate's init checked against the map (README)",
     )
     send_cmd.add_argument("--options", help="with --program: the map file (default: empty)")
     send_cmd.add_argument(

@@ -103,9 +103,10 @@ class Device(abc.ABC):
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """The device path of a program whose delegates are ``delegates``."""
 
-    def push_program(self, local: Path) -> str:
+    def push_program(self, local: Path, inputs: Path | None = None) -> str:
         """The device path of the program file ``local`` (a user's own), pushed if the
-        device lacks its content; a device without a file system has none."""
+        device lacks its content, with the ``inputs`` file the agent reads beside it if
+        given; a device without a file system has none."""
         raise NoProgramFiles(
             f"{self.name}: the device has no file system to load a program file from "
             "(its firmware loads the programs it was built with); use a Linux or "
