@@ -5,6 +5,8 @@
 # host-helgrind and host-drd (valgrind), each device on an xdist worker of its own. A
 # race report that agent/runtime/race-suppressions.yaml does not explain fails its test;
 # each test's report is kept under RESULTS_DIR/artifacts/<device>/<test>/try-N/.
+# valgrind's memcheck (host-memcheck) is not run here: at ~33x it is left to the nightly
+# workflow (.github/workflows/nightly.yml; figures in docs/performance.md, "Memcheck").
 #
 # Usage: ci/run-race-detectors.sh [RESULTS_DIR] [extra pytest arguments]
 # Environment: DETECTORS (default host-tsan,host-helgrind,host-drd),

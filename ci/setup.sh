@@ -10,7 +10,7 @@ APT_PACKAGES=(
   gcc g++ make                       # C codec, device agent
   clang libclang-rt-14-dev           # fuzzing the C codec (libFuzzer, ASan, UBSan)
   clang-format                       # the C and C++ sources are checked against agent/.clang-format
-  valgrind                           # host-helgrind, host-drd (race detectors on the agent)
+  valgrind                           # host-helgrind, host-drd, host-memcheck (checkers on the agent)
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu
   g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user

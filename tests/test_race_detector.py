@@ -46,6 +46,7 @@ LOADS = "test_explicit_empty_map_delivers_nothing"
 NO_LOAD = "test_keep_without_a_loaded_program_is_invalid_state"
 SELECTION = f"{LOADS} or {NO_LOAD}"
 RUN_TIMEOUT_S = 600
+RACE_DETECTORS = [d.value for d in RaceDetector if d.finds == "race"]  # memcheck: test_memcheck.py
 
 
 # ---- the profile field --------------------------------------------------------------------
@@ -71,7 +72,7 @@ def test_profile_picks_a_detector_from_the_fixed_set(detector: str) -> None:
     [
         (_profile({"race_detector": "valgrind --tool=memcheck"}),
          ("devices/x.yaml: agent.race_detector: 'valgrind --tool=memcheck' is not one of "
-          "tsan, helgrind, drd; pick one or remove the field")),
+          "tsan, helgrind, drd, memcheck; pick one or remove the field")),
         (_profile({"race_detector": ["tsan"]}), "agent.race_detector: ['tsan'] is not one of"),
         (_profile({"race_detector": "tsan"}, transport="ssh"),
          "agent.race_detector: tsan runs only on the local host device"),
@@ -196,7 +197,7 @@ def test_a_suppression_explains_a_matching_report_and_says_why(tmp_path: Path) -
     [
         ("  - {id: a, tools: [tsan], function: f}", "suppressions[0].why: required"),
         ("  - {id: a, tools: [tsan], why: ' '}", "suppressions[0].why: required"),
-        ("  - {id: a, tools: [memcheck], function: f, why: w}", "suppressions[0].tools:"),
+        ("  - {id: a, tools: [asan], function: f, why: w}", "suppressions[0].tools:"),
         ("  - {id: a, tools: [tsan], why: w}", "give 'function' or 'object'"),
         ("  - {id: a, tools: [tsan], function: f, why: w, run: x}", "suppressions[0].run: unknown"),
         (
@@ -282,26 +283,31 @@ def test_a_detector_that_failed_is_an_infrastructure_error(tmp_path: Path) -> No
 # ---- the detectors on the host agent, with and without the racy shim ----------------------
 
 
+def compile_shim(source: Path, shim: Path, *flags: str) -> Path:
+    """``source`` (a shim of tests/faults/) as a library to preload into the host agent,
+    compiled against the wheel's headers with the definitions its libraries were built with."""
+    require("g++")
+    sdk = ensure_sdk(host_abi())
+    subprocess.run(
+        ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-Wall", "-Wextra",
+         "-Werror", "-Wno-unused-parameter", *flags,
+         "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED",
+         "-DET_USE_THREADPOOL", f"-I{sdk.include}",
+         f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
+         str(source), "-o", str(shim), "-ldl"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    return shim
+
+
 @pytest.fixture(scope="module")
 def race_shims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The racy shim, for the TSAN build (instrumented) and for valgrind (plain)."""
-    require("g++")
-    sdk = ensure_sdk(host_abi())
     out = tmp_path_factory.mktemp("race_shim")
-    shims = {}
-    for variant, flags in (("tsan", ["-fsanitize=thread"]), ("plain", [])):
-        shim = out / f"libetb_race_shim_{variant}.so"
-        subprocess.run(
-            ["g++", "-std=c++17", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-Wall", "-Wextra",
-             "-Werror", "-Wno-unused-parameter", *flags,
-             "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED",
-             "-DET_USE_THREADPOOL", f"-I{sdk.include}",
-             f"-I{sdk.include / 'executorch/runtime/core/portable_type/c10'}",
-             str(SHIM_SOURCE), "-o", str(shim), "-ldl"],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
-        shims[variant] = shim
-    return shims
+    return {
+        variant: compile_shim(SHIM_SOURCE, out / f"libetb_race_shim_{variant}.so", *flags)
+        for variant, flags in (("tsan", ["-fsanitize=thread"]), ("plain", []))
+    }
 
 
 @dataclass(frozen=True)
@@ -352,7 +358,7 @@ _HEADLINE = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("detector", [d.value for d in RaceDetector])
+@pytest.mark.parametrize("detector", RACE_DETECTORS)
 def test_the_detector_flags_the_racy_shim_in_the_test_that_ran_into_it(
     detector: str, race_shims: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -395,6 +401,6 @@ def test_a_detector_that_cannot_run_is_an_infrastructure_error(tmp_path: Path) -
     infra = run.results[0].infra
     assert infra is not None and infra.type == "MissingHostTool", run.output
     assert infra.message == (
-        "host-race: valgrind (runs the agent under a race detector) is not on PATH; install "
-        "Debian's valgrind (apt-get install valgrind)"
+        "host-race: valgrind (runs the agent under helgrind, drd or memcheck) is not on PATH; "
+        "install Debian's valgrind (apt-get install valgrind)"
     )

@@ -70,14 +70,19 @@ def git(path: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+def clone_history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    """A clone of the bundle in a new temporary folder."""
     clone = tmp_path_factory.mktemp("history") / "executorch"
     subprocess.run(
         ["git", "clone", "-q", "-b", "main", str(BUNDLE), str(clone)],
         check=True, timeout=120, capture_output=True,
     )  # fmt: skip
     return History(clone)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    return clone_history(tmp_path_factory)
 
 
 def run_suites(
@@ -341,6 +346,8 @@ def test_bisect_finds_a_planted_fault_and_skips_the_commit_that_does_not_compile
     assert [s["hash"] for s in result["skipped"]] == [broken]
     assert "WRONG" in result["difference"] or "MISSING" in result["difference"], result
     assert result["builds"] <= 3
+    runs = [step["commit"] for step in result["steps"]]  # confirmed: it and the good end, 3 each
+    assert runs.count(fault) == 3 and runs.count(git(tree, "rev-parse", "HEAD~3")) == 3, runs
 
 
 def bisect_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,12 +1,13 @@
-"""The host agent under a race detector: ThreadSanitizer, or valgrind's helgrind or drd.
+"""The host agent under a dynamic checker: ThreadSanitizer, valgrind's helgrind or drd
+(races), or valgrind's memcheck (invalid reads and writes, uninitialised values).
 
 A device profile picks one with ``agent.race_detector`` (:class:`RaceDetector`);
 nothing else about the detector comes from the profile (profiles are untrusted
 input), and only the local host device may pick one. ``tsan`` runs the agent's
-ThreadSanitizer build variant (``ETB_SANITIZER=thread``); ``helgrind`` and ``drd``
-run the plain agent under valgrind. Either way the detector writes its reports
-to files of its own, one per agent process, in a private directory
-(:class:`RaceLog`); after each test the harness reads what was added
+ThreadSanitizer build variant (``ETB_SANITIZER=thread``); ``helgrind``, ``drd`` and
+``memcheck`` run the plain agent under valgrind, which sees the wheel's libraries too.
+Either way the detector writes its reports to files of its own, one per agent process,
+in a private directory (:class:`RaceLog`); after each test the harness reads what was added
 (:meth:`RaceLog.take`) and a report that no entry of the suppression file
 explains fails the test (:class:`RaceReported`). A detector that broke is an
 infrastructure error (:class:`DetectorBroke`). See docs/agent.md, "Race detectors".
@@ -41,16 +42,30 @@ _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/+-]+")  # a directory TSAN_OPTIONS can h
 
 
 class RaceDetector(enum.Enum):
-    """The race detectors a profile may choose (``agent.race_detector``)."""
+    """The checkers a profile may choose (``agent.race_detector``): three race detectors
+    and memcheck, which sees memory errors instead."""
 
     TSAN = "tsan"
     HELGRIND = "helgrind"
     DRD = "drd"
+    MEMCHECK = "memcheck"
+
+    @property
+    def finds(self) -> str:
+        """What its reports are, for messages: "race" or "memory error"."""
+        return "memory error" if self is RaceDetector.MEMCHECK else "race"
 
     @property
     def sanitizer(self) -> str | None:
         """The agent build variant it needs (harness.agent.build.SANITIZERS), if any."""
         return "thread" if self is RaceDetector.TSAN else None
+
+
+# Leaks are reported at the agent's exit, which belongs to no request (with --xml=yes
+# valgrind 3.19 still writes them unless no kind is shown); an uninitialised value is
+# reported where it matters (a branch, an address, a system call) by itself.
+MEMCHECK_OPTIONS = ("--leak-check=no", "--show-leak-kinds=none", "--errors-for-leak-kinds=none",
+                    "--undef-value-errors=yes")  # fmt: skip
 
 
 class RaceDetectorChoiceError(ValueError, UsageError):
@@ -143,7 +158,8 @@ class RaceCheck:
         if self.unsuppressed:
             first = self.unsuppressed[0].report
             raise RaceReported(
-                f"{self.detector.value} reported {len(self.unsuppressed)} race report(s) that "
+                f"{self.detector.value} reported {len(self.unsuppressed)} "
+                f"{self.detector.finds} report(s) that "
                 f"no entry of agent/runtime/{SUPPRESSIONS_NAME} "
                 f"explains{kept}; the first:\n{first.first_lines()}"
             )
@@ -193,7 +209,8 @@ class RaceLog:
         tool = self.detector.value
         argv = (valgrind, f"--tool={tool}", "--xml=yes", f"--xml-file={where}/{tool}.%p.xml",
                 f"--log-file={where}/{tool}.%p.log", "--num-callers=40", "--error-limit=no",
-                "--child-silent-after-fork=yes")  # fmt: skip
+                "--child-silent-after-fork=yes",
+                *(MEMCHECK_OPTIONS if self.detector is RaceDetector.MEMCHECK else ()))  # fmt: skip
         return argv, {}
 
     def take(self) -> RaceCheck:

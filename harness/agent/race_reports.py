@@ -1,10 +1,12 @@
-"""Race detectors' reports: parsed from their output, matched against the suppressions.
+"""Race detectors' and memcheck's reports: parsed from their output, matched against the
+suppressions.
 
 ThreadSanitizer writes text reports (``WARNING: ThreadSanitizer: data race ...``
-between ``==================`` lines); valgrind's helgrind and drd write XML
-(``--xml=yes``), one ``<error>`` element per report. Both are read here into
-:class:`RaceReport` values with their stack frames, so that one suppression file
-(``agent/runtime/race-suppressions.yaml``) serves all three tools. Every entry
+between ``==================`` lines); valgrind's helgrind, drd and memcheck write XML
+(``--xml=yes``), one ``<error>`` element per report (memcheck's kinds: ``InvalidRead``,
+``UninitCondition``, ...). Both are read here into :class:`RaceReport` values with their
+stack frames, so that one suppression file (``agent/runtime/race-suppressions.yaml``)
+serves all four tools. Every entry
 of that file must say why it is there: a suppression is a claim about the
 runtime, not a way to quieten a test.
 """
@@ -24,7 +26,7 @@ from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 
 SUPPRESSIONS_NAME = "race-suppressions.yaml"  # in the agent's sources, agent/runtime/
-TOOLS = ("tsan", "helgrind", "drd")
+TOOLS = ("tsan", "helgrind", "drd", "memcheck")
 _FIRST_LINES = 12  # of a report, shown in a failing test's message
 
 _TSAN_RULE = "=" * 18

@@ -12,8 +12,11 @@ after bad ones instead.
 ``--step`` tests the tree as it is checked out and exits as ``git bisect run`` wants:
 0 good, 1 bad (with ``--find-fix``: 0 bad, 1 good, for ``git bisect start
 --term-old=broken --term-new=fixed``), 125 cannot tell, 128 (which stops ``git bisect
-run``) when the device or the tests cannot run at all. A whole bisect exits 0 when it
-names the commit, 1 when skipped commits leave it undecided, 2 on a usage error.
+run``) when the device or the tests cannot run at all. Before naming a commit, a
+whole bisect runs it and the commit before it again (``--confirm``,
+:mod:`harness.cli.bisect_search`); it exits 0 when it names the commit, 1 when it cannot
+tell (skipped or flaky commits, a boundary that did not hold, a failing test that is not
+the bad end's), 2 on a usage error.
 The result is kept for ``et-harness history`` (:mod:`harness.history.bisect_results`).
 """
 
@@ -30,28 +33,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.cli.bisect_search import (
+    BAD,
+    GOOD,
+    MAX_CONFIRM,
+    UNTESTABLE,
+    Boundary,
+    Search,
+    Step,
+    failing_tests,
+)
 from harness.errors import UsageError
 from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 SKIP_EXIT = 125  # git bisect run: this commit cannot be tested
 ABORT_EXIT = 128  # git bisect run: stop (a device or tests that no step could run)
-GOOD, BAD, UNTESTABLE = "good", "bad", "cannot tell"
 _STEP_TIMEOUT_S = 1800
 _GIT_TIMEOUT_S = 60
 
 
 class BisectError(UsageError):
     """The bisect cannot start: a revision, the tree or the selection is wrong."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One commit tested: its outcome and why (the deciding difference, or the reason)."""
-
-    commit: str
-    outcome: str  # GOOD, BAD or UNTESTABLE
-    why: str
-    seconds: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +90,25 @@ def add_parser(commands: Any) -> None:
         help="test the tree as checked out and exit 0/1/125 (for git bisect run)",
     )
     cmd.add_argument("--device", default="host", help="the device profile (default: host)")
+    cmd.add_argument(
+        "--confirm",
+        type=_confirm_count,
+        default=2,
+        metavar="N",
+        help="before naming a commit, run it and the one before it N more times each; "
+        f"any disagreement and the search goes on past it (0-{MAX_CONFIRM}, default: 2)",
+    )
     cmd.add_argument("--json", type=Path, help="also write the result to this JSON file")
+
+
+def _confirm_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if not 0 <= count <= MAX_CONFIRM:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 0 to {MAX_CONFIRM}")
+    return count
 
 
 def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
@@ -116,48 +136,34 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     wanted = GOOD if args.find_fix else BAD
     started = time.monotonic()
     commits = commits_between(tree, old, new, args.find_fix)
-    from harness.agent.source_runtime import SourceRuntimeError, check_source
+    from harness.agent.source_runtime import SourceRuntimeError, check_source, commit_of
 
     try:  # at the newer end: a tree none of whose commits could build stops here
         check_source(tree, commits[-1])
+        old_end = commit_of(tree, old, "--bad" if args.find_fix else "--good")
     except SourceRuntimeError as exc:
         raise BisectError(str(exc)) from None
     check_selection(args.device, selection)
-    steps: dict[str, Step] = {}
-    low, high = -1, len(commits) - 1  # commits[low] is as old (or the old end), commits[high] new
+    new_side, old_side = ("good", "bad") if args.find_fix else ("bad", "good")
+    ends = {commits[-1]: new_side, old_end: old_side}
+
+    def test(commit: str) -> Step:
+        step = run_step(tree, commit, args.device, selection)
+        end = f" (the {ends[commit]} end)" if commit in ends else ""
+        print(f"  {commit[:12]}{end}: {step.outcome}: {step.why}", flush=True)
+        return step
+
+    search = Search(commits, old_end, test, wanted, args.confirm)
     # The new end is tested first: a new end that behaves as the old one is a mistaken
     # range; one that cannot be tested is skipped and taken as the user says it is.
-    end = run_step(tree, commits[high], args.device, selection)
-    steps[commits[high]] = end
-    print(f"  {commits[high][:12]} (the {'good' if args.find_fix else 'bad'} end): "
-          f"{end.outcome}: {end.why}", flush=True)  # fmt: skip
+    end = search.run(len(commits) - 1)
     if end.outcome not in (wanted, UNTESTABLE):
         raise BisectError(
             f"{new} is {end.outcome}, not {wanted} ({end.why}): give a {wanted} revision "
             f"as --{'good' if args.find_fix else 'bad'}"
         )
-    while high - low > 1:
-        untried = [i for i in range(low + 1, high) if commits[i] not in steps]
-        if not untried:
-            break
-        middle = min(untried, key=lambda i: (abs(i - (low + high) / 2), i))
-        step = run_step(tree, commits[middle], args.device, selection)
-        steps[commits[middle]] = step
-        print(f"  {commits[middle][:12]}: {step.outcome}: {step.why}", flush=True)
-        if step.outcome == UNTESTABLE:
-            continue
-        if step.outcome == wanted:
-            high = middle
-        else:
-            low = middle
-    skipped = [c for c in commits[low + 1 : high] if c in steps]
-    untested = [c for c in commits if c in steps and steps[c].outcome == UNTESTABLE]
-    bad = [steps[c] for c in commits if c in steps and steps[c].outcome == BAD]
-    # The difference that decided: the found commit's failure, or (--find-fix) the
-    # failure of the newest bad commit before the fix.
-    deciding = (bad[-1] if args.find_fix else bad[0]) if bad else None
-    result = _result(tree, args, commits[high], skipped, steps, deciding, started, selection)
-    result["skipped"] = [dataclasses.asdict(_commit(tree, c)) for c in untested]
+    boundary = search.find()
+    result = _result(tree, args, boundary, started, selection)
     for line in _lines(result):
         print(line)
     from harness.history.bisect_results import keep_bisect
@@ -165,19 +171,22 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     keep_bisect(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), "utf-8")
-    return 1 if skipped else 0
+    return 1 if result["cannot_tell"] or result["undecided_among"] else 0
 
 
 def _result(
     tree: Path,
     args: argparse.Namespace,
-    found: str,
-    skipped: list[str],
-    steps: dict[str, Step],
-    deciding: Step | None,
+    boundary: Boundary,
     started: float,
     selection: list[str],
 ) -> dict[str, Any]:
+    runs = boundary.runs
+    # The difference that decided: the found commit's failure, or (--find-fix) that of the
+    # newest bad commit before the fix. Its test is compared with the bad end's (runs[0]).
+    bad_side = boundary.before if args.find_fix else boundary.found
+    deciding = next((s for s in runs if s.commit == bad_side and s.outcome == BAD), None)
+    differ = "" if args.find_fix else failing_tests(boundary, bad_side, runs[0].commit)
     return {
         "tree": str(tree),
         "device": args.device,
@@ -185,12 +194,19 @@ def _result(
         "find_fix": bool(args.find_fix),
         "good": args.good,
         "bad": args.bad,
-        "found": dataclasses.asdict(_commit(tree, found)),
-        "undecided_among": [dataclasses.asdict(_commit(tree, c)) for c in skipped],
+        "confirm": args.confirm,
+        "found": dataclasses.asdict(_commit(tree, boundary.found)),
+        "undecided_among": [dataclasses.asdict(_commit(tree, c)) for c in boundary.undecided],
+        "cannot_tell": [*boundary.unsure, *([differ] if differ else [])],
         "difference": f"{deciding.commit[:12]}: {deciding.why}" if deciding else "",
-        "builds": len(steps),
+        "builds": len({s.commit for s in runs}),
+        "runs": len(runs),
         "seconds": round(time.monotonic() - started, 1),
-        "steps": [dataclasses.asdict(s) for s in steps.values()],
+        "steps": [dataclasses.asdict(s) for s in runs],
+        "skipped": [
+            dataclasses.asdict(_commit(tree, c))
+            for c in dict.fromkeys(s.commit for s in runs if s.outcome == UNTESTABLE)
+        ],
         "finished": time.time(),
     }
 
@@ -199,19 +215,24 @@ def _lines(result: dict[str, Any]) -> list[str]:
     found = Commit(**result["found"])
     what = "first good" if result["find_fix"] else "first bad"
     lines = []
+    if result["cannot_tell"]:
+        lines.append(f"cannot tell the {what} commit: " + "; ".join(result["cannot_tell"]))
     if result["undecided_among"]:
         lines.append(
-            f"{what} commit is one of these (the others could not be tested): "
+            f"{what} commit is one of these (the others could not be told): "
             + "; ".join(Commit(**c).line() for c in result["undecided_among"])
             + f"; or {found.line()}"
         )
+    elif result["cannot_tell"]:
+        lines.append(f"where the search stopped: {found.line()}")
     else:
-        lines.append(f"{what} commit: {found.line()}")
+        again = f" (confirmed: it and the one before it ran {1 + result['confirm']} times each)"
+        lines.append(f"{what} commit: {found.line()}{again if result['confirm'] else ''}")
     if result["difference"]:
         lines.append(f"deciding difference: {result['difference']}")
     for skipped in result.get("skipped", []):
         lines.append(f"skipped (could not be tested): {Commit(**skipped).line()}")
-    lines.append(f"{result['builds']} builds, {result['seconds']:.0f} s")
+    lines.append(f"{result['builds']} builds, {result['runs']} runs, {result['seconds']:.0f} s")
     return lines
 
 
@@ -267,7 +288,8 @@ def run_step(tree: Path, commit: str | None, device: str, selection: list[str]) 
         records = _records(Path(results) / "results.jsonl")
         said = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
         outcome, why = classify(records, done.returncode, said)
-    return Step(commit or "", outcome, why, round(time.monotonic() - started, 1))
+    failed = next((str(r["nodeid"]) for r in records if r.get("outcome") == "failed"), "")
+    return Step(commit or "", outcome, why, round(time.monotonic() - started, 1), failed)
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -301,7 +323,23 @@ def _difference(record: dict[str, Any]) -> str:
     for verdict in record.get("verdicts", []):
         if not verdict.get("ok", True):
             return str(verdict.get("summary", ""))
-    return _last_line(str(record.get("longrepr", "")))
+    return _raised(str(record.get("longrepr", "")))
+
+
+def _raised(longrepr: str) -> str:
+    """The failure's exception line (pytest's ``E`` line, without the exception's name)
+    and, for a checker's report ("...; the first:"), its headline and innermost frame
+    (its function and file:line); else the last line."""
+    lines = longrepr.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("E ")), None)
+    if start is None:
+        return _last_line(longrepr)
+    said = lines[start][1:].strip().split(": ", 1)[-1]
+    if said.endswith("the first:") and len(lines) > start + 2:
+        headline, frame = lines[start + 1].strip(), lines[start + 2].strip()
+        at = f"{frame.split('(')[0].strip()} {frame[frame.rfind('(') :]}"  # name (file:line)
+        said = f"{said.split('; the full report:')[0]}: {headline} at {at}"
+    return said[:400]
 
 
 def _last_line(text: str) -> str:

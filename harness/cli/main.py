@@ -42,7 +42,7 @@ from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
-from harness.codec.mapfile import load_map
+from harness.codec.mapfile import MapFile, load_map, read_map_file
 from harness.config.device_folders import listing, of_working_directory, with_built_in
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Request
@@ -246,16 +246,17 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 def _send_program(args: argparse.Namespace) -> int:
     """``send --program PTE [--options MAP]``: every method on every load path, checked."""
-    from harness.agent.program_contents import read_program
+    from harness.agent.bundled_program import read_checked
 
     if args.file is not None and args.options is not None:
         raise CliError("give the map once: as --options MAP or as the positional file")
     if args.action != "load":
         raise CliError("--program loads the program: --action set / get take no program")
     # A damaged program is refused before a device is brought up; a good one is described.
-    print(read_program(args.program).describe(), flush=True)
+    print(read_checked(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
-    options = load_map(_map_file(chosen)) if chosen is not None else OptionsMap()
+    # Read before a device is brought up; with the effects its options declare.
+    options = read_map_file(_map_file(chosen)) if chosen is not None else MapFile(OptionsMap())
     device, runner = _open(args.device)
     try:
         checked = runner.check_program(
@@ -406,8 +407,9 @@ def _main(argv: list[str] | None) -> int:
     )
     send_cmd.add_argument(
         "--program",
-        help="a program file (.pte): every method loaded on every load path the device "
-        "serves, each delegate's init checked against the map (README)",
+        help="a program file (.pte, or a BundledProgram .bpte: its test cases' inputs, "
+        "their outputs compared with the expected ones): every method loaded on every "
+        "load path the device serves, each delegate's init checked against the map (README)",
     )
     send_cmd.add_argument("--options", help="with --program: the map file (default: empty)")
     send_cmd.add_argument(

@@ -45,7 +45,7 @@ _ARM64_BUILD = (
     HostTool("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu", "builds the arm64 agent"),
 )
 _QEMU_USER = HostTool("qemu-aarch64", "qemu-user", "runs the arm64 agent on this machine")
-_VALGRIND = HostTool("valgrind", "valgrind", "runs the agent under a race detector")
+_VALGRIND = HostTool("valgrind", "valgrind", "runs the agent under helgrind, drd or memcheck")
 _UTIL_LINUX = HostTool("unshare", "util-linux", "gives the emulator namespaces of its own")
 _SSH_EMU = (
     HostTool("/usr/sbin/sshd", "openssh-server", "is the emulated board's sshd"),

@@ -56,10 +56,13 @@ def explaining(nodeid: str, device: str, results: list[dict[str, Any]]) -> dict[
 
 
 def bisect_line(result: dict[str, Any]) -> str:
-    """``bisected: first bad <hash> <subject> (upstream ...), N builds``."""
+    """``bisected: first bad <hash> <subject> (upstream ...), N builds`` ("cannot tell; the
+    search stopped at <hash> ..." when the bisect was not sure)."""
     found = result["found"]
     upstream = f" (upstream {found['upstream']})" if found.get("upstream") else ""
+    unsure = result.get("cannot_tell") or result.get("undecided_among")
+    named = "cannot tell; the search stopped at" if unsure else "first bad"
     return (
-        f"bisected in {result.get('tree', '?')}: first bad {str(found['hash'])[:12]} "
+        f"bisected in {result.get('tree', '?')}: {named} {str(found['hash'])[:12]} "
         f"{found.get('subject', '')}{upstream}; {result.get('builds', '?')} builds"
     )

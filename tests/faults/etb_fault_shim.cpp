@@ -71,6 +71,7 @@ enum class Fault {
   // ... and one in what a delivered option does (an effect, not a delivery: see
   // tests/test_option_effects.py): the specs arrive exactly, the outputs change.
   RealOptionChangesOutput,  // execute: a real backend whose init got any spec writes -3.9e-32
+  RealIgnoresCachePath,     // init: delivered exactly, the file at packed_cache_path is not kept
                             // into element 0 of its last float tensor argument (an output)
 };
 
@@ -108,6 +109,7 @@ constexpr FaultName kFaults[] = {
     {"real_get_option_ignored", Fault::RealGetOptionIgnored},
     {"real_get_value_changed", Fault::RealGetValueChanged},
     {"real_option_changes_output", Fault::RealOptionChangesOutput},
+    {"real_ignores_cache_path", Fault::RealIgnoresCachePath},
 };
 
 Fault parse_fault() {
@@ -312,6 +314,17 @@ class ProxyBackend final : public et::BackendInterface {
       }
       return handle;
     }
+    if (fault == Fault::RealIgnoresCachePath && is_real_) {
+      et::Result<et::DelegateHandle*> handle = real_->init(context, processed, compile_specs);
+      for (const et::BackendOption& option : specs) {  // as if the backend never wrote it
+        if (std::strcmp(option.key, "packed_cache_path") == 0) {
+          if (const auto* path = std::get_if<std::array<char, et::kMaxOptionValueLength>>(&option.value)) {
+            std::remove(path->data());
+          }
+        }
+      }
+      return handle;
+    }
     if (same_options(handed, specs)) {
       return real_->init(context, processed, compile_specs);
     }
@@ -326,7 +339,8 @@ class ProxyBackend final : public et::BackendInterface {
     if (active() == Fault::RealOptionChangesOutput && error == et::Error::Ok && given_specs(handle)) {
       for (size_t i = args.size(); i-- > 0;) {
         if (args[i] != nullptr && args[i]->isTensor() &&
-            args[i]->toTensor().scalar_type() == executorch::aten::ScalarType::Float && args[i]->toTensor().numel() > 0) {
+            args[i]->toTensor().scalar_type() == executorch::aten::ScalarType::Float &&
+            args[i]->toTensor().numel() > 0) {
           args[i]->toTensor().mutable_data_ptr<float>()[0] = -3.9e-32f;
           break;
         }
@@ -430,13 +444,13 @@ class ProxyBackend final : public et::BackendInterface {
   // Loads run init on several threads at once: what a fault keeps is guarded.
   mutable std::mutex mutex_;
   mutable std::vector<et::DelegateHandle*> given_specs_;  // RealOptionChangesOutput
-  mutable std::vector<et::BackendOption> last_specs_;  // LeakSpecsIntoGetOption
-  mutable std::vector<et::BackendOption> sticky_;      // StickySpecs: the last non-empty specs
-  std::vector<et::BackendOption> global_;              // GlobalLeaksIntoSpecs: what set_option set
-  mutable std::vector<et::BackendOption> raced_;       // RacingInitSpecs: the last loading thread's
-  mutable std::thread::id raced_by_;                   // specs, and that thread
-  mutable std::vector<et::BackendOption> other_;       // RealOtherModelsSpecs: the previous
-  mutable bool has_other_ = false;                     // different specs
+  mutable std::vector<et::BackendOption> last_specs_;     // LeakSpecsIntoGetOption
+  mutable std::vector<et::BackendOption> sticky_;         // StickySpecs: the last non-empty specs
+  std::vector<et::BackendOption> global_;                 // GlobalLeaksIntoSpecs: what set_option set
+  mutable std::vector<et::BackendOption> raced_;          // RacingInitSpecs: the last loading thread's
+  mutable std::thread::id raced_by_;                      // specs, and that thread
+  mutable std::vector<et::BackendOption> other_;          // RealOtherModelsSpecs: the previous
+  mutable bool has_other_ = false;                        // different specs
 };
 
 // ---- proof that the interposers ran -----------------------------------------------
