@@ -16,11 +16,14 @@ import hashlib
 import itertools
 import json
 import posixpath
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from run_environment import run_environment
 
 from harness.agent.program_contents import read_program
 from harness.check.option_contracts import CONTRACTS, Route
@@ -31,7 +34,8 @@ from harness.devices.hosted import HostedDevice
 from harness.program_check import ProgramCheck
 from harness.runner import CaseRunner, open_runner
 
-ZOO = Path(__file__).resolve().parent / "programs" / "zoo"
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "programs" / "zoo"
 REFERENCE: dict[str, dict[str, list[float]]] = json.loads((ZOO / "outputs.json").read_text())
 XNN = "XnnpackBackend"
 DEVICES = ("host", "ssh-emu", "adb-emu")
@@ -231,3 +235,42 @@ def test_the_zoo_under_the_options(
             assert list(off) == paths and all(w == first for w in off.values()), off
             assert 1 in first and 0 not in first, off
         raise OffTorch(f"{program} on {device}: elements off torch's, by load path: {off}")
+
+
+def _on_memcheck(
+    tmp_path: Path, weight_cache: bool
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """prelu.pte through the user-program suite on host-memcheck, the weight cache on or
+    off; the run and its results folder."""
+    options = tmp_path / "map.yaml"
+    options.write_text(
+        f"backends:\n  {XNN}: {{weight_cache_enabled: {str(weight_cache).lower()}}}\n"
+    )
+    results = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/test_user_program.py", "-p", "no:cacheprovider",
+         "-k", "test_your_program", "--device", "host-memcheck", "--program",
+         str(ZOO / "prelu.pte"), "--options", str(options), "--results-dir", str(results)],
+        cwd=ROOT, env=run_environment(), capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    return done, results
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize("weight_cache", [False, True], ids=["weight-cache-off", "weight-cache-on"])
+def test_memcheck_sees_the_prelu_slope_read_after_free(tmp_path: Path, weight_cache: bool) -> None:
+    """On host-memcheck the first finding is an invalid read whatever the outputs (valgrind
+    does not reuse the freed block, so they happen to be right there): the slope that
+    ``XNNWeightsCache::finalize_for_runtime`` freed, read by the PReLU kernel. Without the
+    weight cache the same program passes. When a fixed wheel is pinned, the test with it
+    on fails, saying so."""
+    done, results = _on_memcheck(tmp_path, weight_cache)
+    if not weight_cache:
+        assert done.returncode == 0, done.stdout[-3000:]
+        return
+    assert done.returncode == 1, f"{KNOWN[0].reason}: no longer reported\n{done.stdout[-3000:]}"
+    assert "RaceReported: memcheck reported 1 memory error report" in done.stdout, done.stdout
+    (report,) = results.rglob("memcheck-report.txt")
+    text = report.read_text()
+    assert "Invalid read of size 4" in text and "XNNWeightsCache::finalize_for_runtime" in text
