@@ -5,9 +5,9 @@ under every load-time value of XnnpackBackend's options and every pair of them, 
 outputs unchanged by the options (bit for bit) and torch's for the agent's seeded inputs.
 
 A sample runs with the project tests; the whole zoo, and ``prelu.pte`` on host-memcheck,
-are marked nightly (``.github/workflows/nightly.yml``). What the zoo found upstream (docs/findings.md) is a
-strict expected failure that names it and checks it is still that failure, so a wheel
-that fixes it shows as XPASS, a failure."""
+are marked nightly (``.github/workflows/nightly.yml``). What the zoo found upstream
+(docs/findings.md) is a strict expected failure that names it and checks it is still that
+failure, so a wheel that fixes it shows as XPASS, a failure."""
 
 from __future__ import annotations
 
