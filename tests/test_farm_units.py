@@ -676,16 +676,18 @@ REPO = Path(__file__).resolve().parent.parent
 def test_nightly_workflow_runs_every_device_and_merges_the_results():
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text("utf-8"))
     jobs = workflow["jobs"]
-    assert set(jobs) == {"emulated", "source-history", "lab", "report"}
+    assert set(jobs) == {"emulated", "source-history", "program-zoo", "lab", "report"}
     assert jobs["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # pools: generic runners
     assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
     steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
     assert any("python -m harness.results.merge merged all-results" in s for s in steps)
     assert (
-        sum("upload-artifact" in str(s.get("uses")) for j in jobs.values() for s in j["steps"]) == 4
+        sum("upload-artifact" in str(s.get("uses")) for j in jobs.values() for s in j["steps"]) == 5
     )
     history_sweep = [s["run"] for s in jobs["source-history"]["steps"] if "run" in s]
-    assert any("tests/test_source_history.py -m nightly" in s for s in history_sweep)
+    assert any("tests/test_source_history.py" in s and "-m nightly" in s for s in history_sweep), (
+        history_sweep
+    )
     script = REPO / "ci" / "run-emulated.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
     assert "--device tag:emulated -n" in script.read_text("utf-8")
