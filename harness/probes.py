@@ -55,6 +55,22 @@ def probes_to_register(
     ]
 
 
+def undeclared_probes(
+    names: Sequence[str],
+    registered: Collection[str],
+    real: Collection[str],
+    declared: Collection[str],
+) -> list[str]:
+    """Of ``names``, those in the registry only as a probe an earlier call declared: neither
+    the device's own, the harness's probe names nor ``declared`` now. The runtime cannot
+    unregister them, so a call that does not declare them needs a fresh agent."""
+    return [
+        n
+        for n in dict.fromkeys(names)
+        if n in registered and n not in real and not is_harness_probe(n) and n not in declared
+    ]
+
+
 def refuse_real_probes(declared: Collection[str], real: Collection[str]) -> None:
     """A declared probe may not be one of the device's real backends."""
     for name in declared:

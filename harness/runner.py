@@ -48,7 +48,12 @@ from harness.data.options import (
 )
 from harness.data.runtime_error import RuntimeErrorCode
 from harness.errors import UsageError
-from harness.probes import plan_load, probes_to_register, refuse_real_probes
+from harness.probes import (
+    plan_load,
+    probes_to_register,
+    refuse_real_probes,
+    undeclared_probes,
+)
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -426,6 +431,7 @@ class CaseRunner:
         if stored is not None and path is not LoadPath.MODULE_BOTH:
             raise RunnerError(f"a stored map goes with path module_both only, not {path.label}")
         absent: tuple[str, ...] = ()
+        self._forget_undeclared(options.backend_ids, probes)
         if delegates is None:
             plan = plan_load(
                 options,
@@ -491,6 +497,7 @@ class CaseRunner:
         for model in models:
             self.heed(model.options, Route.LOAD, probes)
         names = [d for m in models for d in m.program_ids if d not in unobserved]
+        self._forget_undeclared(names, probes)
         self._prepare_probes(names, probes)
         specs = [m.spec(self._program_for(m.program_ids)) for m in models]
         self._dirty = True
@@ -640,11 +647,28 @@ class CaseRunner:
     ) -> tuple[str, ...]:
         """Register the probes a SET or GET needs; the backends of ``options`` the device
         then has none of."""
+        self._forget_undeclared(options.backend_ids, probes)
         expecting = [
             n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound
         ]
         self._prepare_probes(expecting, probes)
         return tuple(n for n in options.backend_ids if n not in self._registered)
+
+    def _forget_undeclared(self, names: Sequence[str], declared: Sequence[str]) -> None:
+        """Restart the agent when ``names`` hold a probe an earlier case declared and this
+        call does not (:func:`harness.probes.undeclared_probes`): without the declaration
+        the device has no such backend, and the verdict must say so, not find a probe."""
+        refuse_real_probes(declared, self.real_backends)
+        stale = undeclared_probes(names, self.registered, self.real_backends, declared)
+        if not stale:
+            return
+        if self._dirty:
+            raise RunnerError(
+                f"{', '.join(stale)}: declared a probe earlier in this case, so the device "
+                "registers it until the agent restarts: declare it in this call too "
+                "(probes=), or check that the device lacks it in a case of its own"
+            )
+        self.restart()
 
     def _prepare_probes(self, names: Sequence[str], declared: Sequence[str]) -> None:
         """Register those of ``names`` that are probes (:func:`harness.probes.probes_to_register`):
