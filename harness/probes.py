@@ -21,13 +21,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from harness.agent.xnnpack_program import XNNPACK_BACKEND
+from harness.check.option_contracts import PROBE_PREFIX
 from harness.check.rendering import show_name
 from harness.data.options import OptionsMap
 from harness.errors import UsageError
-
-PROBE_PREFIX = "Probe"
-"""Names beginning with it are the harness's probes (``ProbeA`` .. ``ProbeH`` in the
-suites): registered on a device that lacks them without being declared."""
 
 PROGRAM_COMMAND = "et-harness send --program PTE --options MAP"
 """The command that checks a load-time map on a program of one's own."""
