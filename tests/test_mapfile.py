@@ -274,6 +274,11 @@ def test_duplicate_keys_in_json(tmp_path: Path) -> None:
         ("backends: []\n", "backends: a mapping of backend id to options; got list []"),
         ("backends:\n", "backends: a mapping of backend id to options; got null"),
         ("backend:\n  X: []\n", "unknown field 'backend'; the only top-level field is 'backends'"),
+        (
+            "XnnpackBackend: {weight_cache_enabled: true}\n",
+            "unknown field 'XnnpackBackend'; the only top-level field is 'backends': a backend's "
+            "options go under it (backends: {XnnpackBackend: ...})",
+        ),
         ("{}\n", "missing 'backends'; write 'backends: {}' for an empty map"),
         ("- backends\n", "a map file is a mapping with the field 'backends'; got list"),
         ("", "the file is empty; a map file starts with 'backends:'"),

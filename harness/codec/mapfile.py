@@ -239,6 +239,13 @@ def _mapping_form(options: Mapping[object, object], path: str, source: str) -> t
     return tuple(parsed)
 
 
+def _options_like(value: object) -> bool:
+    """True for what reads as one backend's options: a list, or a mapping of plain values."""
+    if isinstance(value, Mapping):
+        return not any(isinstance(v, Mapping | list) for v in value.values())
+    return isinstance(value, list)
+
+
 def parse_map(data: object, source: str) -> OptionsMap:
     """Validate a loaded map document (``{"backends": {...}}``); ``source`` names it in errors."""
     if data is None:
@@ -251,10 +258,15 @@ def parse_map(data: object, source: str) -> OptionsMap:
         )
     unknown = [field for field in data if field != "backends"]
     if unknown:
+        hint = (
+            f": a backend's options go under it (backends: {{{brief_plain(unknown[0])}: ...}})"
+            if "backends" not in data and _options_like(data[unknown[0]])
+            else ""
+        )
         raise MapFileError(
             source,
             None,
-            f"unknown field {brief(unknown[0])}; the only top-level field is 'backends'",
+            f"unknown field {brief(unknown[0])}; the only top-level field is 'backends'{hint}",
         )
     if "backends" not in data:
         raise MapFileError(
