@@ -279,6 +279,16 @@ def test_duplicate_keys_in_json(tmp_path: Path) -> None:
             "unknown field 'XnnpackBackend'; the only top-level field is 'backends': a backend's "
             "options go under it (backends: {XnnpackBackend: ...})",
         ),
+        (
+            "backends:\n  X: {a: 1, b: "
+            + "s" * 256
+            + "}\n  Y: [{key: a, value: "
+            + "s" * 256
+            + "}]\n",
+            "backends.X.b: string option 'b' is 256 bytes of UTF-8, limit 0..255 bytes",
+        ),
+        ("backends:\n  X: {" + "k" * 64 + ": 1}\n", "backends.X.'kkkk"),
+        ("backends:\n  Y: [{key: a, value: " + "s" * 256 + "}]\n", "backends.Y[0].value: string"),
         ("{}\n", "missing 'backends'; write 'backends: {}' for an empty map"),
         ("- backends\n", "a map file is a mapping with the field 'backends'; got list"),
         ("", "the file is empty; a map file starts with 'backends:'"),
@@ -353,7 +363,7 @@ def test_the_mapping_form_reads_as_the_list_form(tmp_path: Path) -> None:
         ("{mode: 1.5}", "backends.X.mode: float 1.5 is not an option value"),
         ("{mode: [1]}", "backends.X.mode: list [1] is not an option value"),
         ("{5: 1}", "backends.X.5: the key must be a string; got int 5: quote it"),
-        ("{mode: 4294967296}", "backends.X[0].value: int option 'mode' is outside int32"),
+        ("{mode: 4294967296}", "backends.X.mode: int option 'mode' is outside int32"),
         (
             "{key: mode, value: 1}",
             "backends.X: this reads as one option of the list form: write it as a list item, "

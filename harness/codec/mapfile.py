@@ -284,4 +284,18 @@ def parse_map(data: object, source: str) -> OptionsMap:
     try:
         return OptionsMap(parsed)
     except MapValidationError as exc:
-        raise MapFileError(source, exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
+        problem = str(exc).removeprefix(f"{exc.path}: ")
+        raise MapFileError(source, _path_as_written(exc.path, backends), problem) from None
+
+
+def _path_as_written(path: str, backends: Mapping[object, object]) -> str:
+    """``path`` (``backends.X[2].value``) as the file writes it: an option of a backend in
+    the mapping form is named by its key (``backends.X.num_threads``)."""
+    for backend_id, options in backends.items():
+        if not isinstance(options, Mapping):
+            continue
+        for index, key in enumerate(options):
+            entry = f"{backend_path(backend_id)}[{index}]"
+            if path == entry or path.startswith(f"{entry}."):
+                return f"{backend_path(backend_id)}.{brief_plain(key)}"
+    return path
