@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness import shipped
 from harness.cli import main
 
 SAMPLE = "examples/maps/sample.yaml"
@@ -182,7 +183,9 @@ def test_device_listing_shows_file_names_printable(capsys, monkeypatch, tmp_path
     (other / "pyproject.toml").write_text("tool = 5\n")  # no pytest section: not a project
     monkeypatch.chdir(other)
     assert main(["devices"]) == 0
-    assert "[built-in: " in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "host          local   this machine" in listed and "[built-in]" in listed, listed
+    assert str(shipped.devices_dir()) not in listed, listed  # no path into the package
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "devices").mkdir()
     for name in ("e\x1b[31mred", "nl\nx"):

@@ -43,7 +43,12 @@ from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
-from harness.config.device_folders import listing, of_working_directory, with_built_in
+from harness.config.device_folders import (
+    built_in,
+    listing,
+    of_working_directory,
+    with_built_in,
+)
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Request
 from harness.data.options import OptionsMap
@@ -308,10 +313,13 @@ def _cmd_devices(_: argparse.Namespace) -> int:
     from harness.farm.selection import check_profile
 
     invalid = 0
-    found = listing(with_built_in(of_working_directory(Path.cwd())))
+    here = Path.cwd()
+    found = listing(with_built_in(of_working_directory(here)))
     width = doctor.name_width(entry.name for entry in found)
     for entry in found:
-        where = f"[{entry.folder.origin}: {entry.folder.path}]"
+        folder = entry.folder  # by origin: the built-in folder is no path of the user's
+        path = folder.path.relative_to(here) if folder.path.is_relative_to(here) else folder.path
+        where = "[built-in]" if folder == built_in() else f"[{folder.origin}: {path}]"
         try:
             profile = load_profile(str(entry.path))
             check_profile(profile)
