@@ -388,7 +388,9 @@ def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypat
     assert main(["map", "sample", "--hex"]) == 0
     assert capsys.readouterr().out.startswith("sample: valid, 3 backends: XnnpackBackend (3)")
     assert main(["map", "broken"]) == 2  # the example of a refused map, found and refused
-    assert "broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(
+        "et-harness map: broken (shipped example): backends.XnnpackBackend[2].value: int "
+    )  # by its name: no path into the installed package
     assert main(["send", "samples", "--device", "host"]) == 2
     assert capsys.readouterr().err == (
         "et-harness send: samples: no such shipped example map (broken, sample); give a map "

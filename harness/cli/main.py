@@ -42,7 +42,7 @@ from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
-from harness.codec.mapfile import load_map
+from harness.codec.mapfile import MapFileError, load_map
 from harness.config.device_folders import (
     built_in,
     listing,
@@ -87,6 +87,18 @@ def _judged(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     return code
 
 
+def _read_map(text: str) -> OptionsMap:
+    """The map of a map file argument (:func:`_map_file`); a shipped example's errors name
+    it by its name, not by a path into the installed package."""
+    path = _map_file(text)
+    try:
+        return load_map(path)
+    except MapFileError as exc:
+        if path == Path(text):
+            raise
+        raise MapFileError(f"{text} (shipped example)", exc.location, exc.problem) from None
+
+
 def _map_file(text: str) -> Path:
     """A map file argument: a path, or a name without folder or suffix (``sample``), one
     of the example maps the harness ships, so that an installed harness can show one."""
@@ -104,7 +116,7 @@ def _map_file(text: str) -> Path:
 
 
 def _cmd_map(args: argparse.Namespace) -> int:
-    options = load_map(_map_file(args.file))
+    options = _read_map(args.file)
     request = Request(Action(Action[args.action.upper()]), options)
     frame = wire.encode_request(request)
     decoded = wire.decode_request(frame)
@@ -227,7 +239,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("--options goes with --program; give the map file alone")
     if args.file is None:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
-    options = load_map(_map_file(args.file))
+    options = _read_map(args.file)
     probes = tuple(args.probe)
     device, runner = _open(args.device)
     runner.strict_options = args.strict_options
@@ -260,7 +272,7 @@ def _send_program(args: argparse.Namespace) -> int:
     # A damaged program is refused before a device is brought up; a good one is described.
     print(read_program(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
-    options = load_map(_map_file(chosen)) if chosen is not None else OptionsMap()
+    options = _read_map(chosen) if chosen is not None else OptionsMap()
     device, runner = _open(args.device)
     try:
         checked = runner.check_program(
