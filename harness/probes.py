@@ -53,18 +53,15 @@ def probes_to_register(
 
 
 def undeclared_probes(
-    names: Sequence[str],
-    registered: Collection[str],
-    real: Collection[str],
-    declared: Collection[str],
+    names: Sequence[str], registered_since: Collection[str], declared: Collection[str]
 ) -> list[str]:
-    """Of ``names``, those in the registry only as a probe an earlier call declared: neither
-    the device's own, the harness's probe names nor ``declared`` now. The runtime cannot
-    unregister them, so a call that does not declare them needs a fresh agent."""
+    """Of ``names``, the probes an earlier call declared (``registered_since`` the agent
+    started) that are neither the harness's own names nor ``declared`` now. The runtime
+    cannot unregister them, so a call that does not declare them needs a fresh agent."""
     return [
         n
         for n in dict.fromkeys(names)
-        if n in registered and n not in real and not is_harness_probe(n) and n not in declared
+        if n in registered_since and not is_harness_probe(n) and n not in declared
     ]
 
 

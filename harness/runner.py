@@ -659,7 +659,9 @@ class CaseRunner:
         call does not (:func:`harness.probes.undeclared_probes`): without the declaration
         the device has no such backend, and the verdict must say so, not find a probe."""
         refuse_real_probes(declared, self.real_backends)
-        stale = undeclared_probes(names, self.registered, self.real_backends, declared)
+        at_start = {entry.name for entry in self.hello.entries}  # a restart would keep them
+        since = [n for n in self.registered if n not in at_start]
+        stale = undeclared_probes(names, since, declared)
         if not stale:
             return
         if self._dirty:
