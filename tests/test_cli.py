@@ -374,6 +374,38 @@ def test_doctor_checks_the_projects_devices_and_compares_their_backends(
     assert "XnnpackBackend" not in unnamed and str(tmp_path) not in out, out
 
 
+def test_doctor_reads_the_projects_option_contracts_as_pytest_does(capsys, monkeypatch, tmp_path):
+    """A contract file pytest would stop at fails doctor too (a CI gate that passes while
+    every pytest run exits 4 gates nothing); a good one is listed with its file."""
+    from harness.check import option_contracts
+
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    contracts = tmp_path / "devices" / "backends"
+    contracts.mkdir(parents=True)
+    (tmp_path / "devices" / "mine.yaml").write_text("transport: {kind: local}\n")
+    (contracts / "npu.yaml").write_text("backend: NpuBackend\noptions: {m: {type: int}}\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor"]) == 0
+    rows = _doctor_rows(capsys.readouterr().out)
+    assert list(rows) == ["backends/", "mine", "host"], rows
+    assert rows["backends/"][0].split()[1:] == [
+        "ok",
+        "option",
+        "contracts:",
+        "NpuBackend",
+        "(devices/backends/npu.yaml)",
+    ], rows
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (contracts / "npu.yaml").write_text("backend: NpuBackend\noptions: {m: {type: float}}\n")
+    assert main(["doctor"]) == 1
+    (row,) = _doctor_rows(capsys.readouterr().out)["backends/"]
+    assert row.split(None, 2)[1:] == [
+        "INVALID",
+        "devices/backends/npu.yaml: options.m.type: bool, int or string; got 'float'",
+    ], row
+
+
 def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert main(["doctor", "--device", "lab-mcu"]) == 1  # a lab profile: not checked here
