@@ -119,6 +119,12 @@ def test_send_get_shows_what_get_option_returned_per_backend_and_key(tmp_path, c
     assert returned[4] == "  XnnpackBackend:"
     assert re.fullmatch(r"    weight_cache_enabled: bool (true|false)", returned[5]), returned
     assert returned[6:] == ["  ProbeB: no options"]
+    chosen.write_text("backends:\n  NpuBackend: {perf_mode: 2}\n", "utf-8")
+    assert main(["send", str(chosen), "--device", "host", "--action", "get"]) == 1
+    out = capsys.readouterr().out.splitlines()  # the map's own values are no answer
+    assert out[out.index("returned by get_option:") + 1 :] == [
+        "  NpuBackend (status NotFound (0x20)): nothing, no such backend"
+    ], out
 
 
 @pytest.mark.parametrize(
