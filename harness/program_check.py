@@ -11,34 +11,59 @@ would reach a probe: its own entry, exactly (on ``module_both`` as the explicit 
 with a decoy stored map that must never arrive). What the options did to the outputs is
 checked too (:mod:`harness.program_effects`): each run with the map against a baseline
 without it, over several executes and loads, at load time and through ``set_option``,
-and against the reference outputs given with the program.
+each option by what it may change (its contract's or the map file's declaration), the
+files options declare looked for after each load, and against the reference outputs
+given with the program. A BundledProgram (``.bpte``, :mod:`harness.agent.bundled_program`)
+runs each method once per test case, with the case's inputs (an inputs file pushed beside
+the program), every run against the case's expected outputs
+(:mod:`harness.check.expected_outputs`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.agent.program_contents import ProgramContents, ProgramError, read_program
+from harness.agent.bundled_program import ATOL, RTOL, BundledProgram, inputs_file, read_checked
+from harness.agent.program_contents import ProgramContents, ProgramError
 from harness.check import DeliveryMismatch
-from harness.check.option_contracts import OptionWarning, Route
-from harness.check.output_effects import OptionsChangedOutputs, OutputEffect, OutputsOffReference
+from harness.check.expected_outputs import ExpectedOutput, Tolerance, first_off
+from harness.check.option_contracts import OptionWarning, Route, judged_effects
+from harness.check.option_outcomes import OptionOutcome, option_outcomes
+from harness.check.output_effects import (
+    EffectNotObserved,
+    FileObservation,
+    OptionsChangedOutputs,
+    OutputEffect,
+    OutputsOffReference,
+)
 from harness.check.rendering import ignored_line
-from harness.codec.mapfile import as_map
+from harness.codec.mapfile import MapFile, as_map_file
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
-from harness.data.outputs import TensorOutput, format_element
+from harness.data.outputs import TensorOutput
 from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
 from harness.probes import refuse_real_probes
-from harness.program_effects import GLOBAL, Run, Target, effects_of, global_runs, load_runs
+from harness.program_effects import (
+    GLOBAL,
+    FileWatch,
+    Run,
+    Target,
+    clear,
+    effects_of,
+    files_due,
+    global_runs,
+    load_runs,
+    observe,
+    unobservable,
+)
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -55,6 +80,7 @@ class MethodVerdict:
     path: LoadPath
     verdict: Verdict
     outputs: tuple[TensorOutput, ...] = ()  # the first execute's, with the map
+    case: int | None = None  # the BundledProgram test case whose inputs it ran with
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,8 @@ class ProgramCheck:
     warnings: tuple[OptionWarning, ...] = ()
     effects: tuple[OutputEffect, ...] = ()
     off_reference: tuple[str, ...] = ()
+    files: tuple[FileObservation, ...] = ()  # the declared files looked for, per load path
+    options: tuple[OptionOutcome, ...] = ()  # what each option of the map did
 
     @property
     def ok(self) -> bool:
@@ -77,7 +105,13 @@ class ProgramCheck:
             all(r.verdict.ok for r in self.results)
             and not any(e.judged for e in self.effects)
             and not self.off_reference
+            and not self.files_missing
         )
+
+    @property
+    def files_missing(self) -> tuple[FileObservation, ...]:
+        """The declared files a load with the map did not leave."""
+        return tuple(o for o in self.files if o.observed is False)
 
     def render(self) -> str:
         """Each method and path's verdict and outputs, the backends every load ignored
@@ -86,14 +120,19 @@ class ProgramCheck:
         :class:`NoEffectWarning`: ``send`` prints them below)."""
         parts = []
         for r in self.results:
-            parts.append(f"method {r.method!r}, {r.verdict.render(ignored=False)}")
+            case = "" if r.case is None else f", test case {r.case}"
+            parts.append(f"method {r.method!r}{case}, {r.verdict.render(ignored=False)}")
             parts += [f"  {output.render()}" for output in r.outputs]
         ignored = dict.fromkeys(b for r in self.results for b in r.verdict.ignored_backends)
         parts += [ignored_line(ignored)] if ignored else []
         parts += [("FAILED: " if e.judged else "note: ") + e.describe() for e in self.effects]
+        parts += [_file_line(o) for o in self.files]
+        parts += [o.describe() for o in self.options]
         parts += [f"FAILED: {text}" for text in self.off_reference]
         exact = sum(r.verdict.ok for r in self.results)
         methods = f"{len(self.methods)} method{'' if len(self.methods) == 1 else 's'}"
+        cases = len({(r.method, r.case) for r in self.results if r.case is not None})
+        methods += f" ({cases} test case{'' if cases == 1 else 's'})" if cases else ""
         line = f"program {self.program}: {methods} x load paths = {len(self.results)} loads, "
         line += f"{exact} exact"
         if self.warnings:
@@ -101,6 +140,8 @@ class ProgramCheck:
             line += f"; {count} option{'' if count == 1 else 's'} without effect (warnings)"
         changed = sum(e.judged for e in self.effects)
         line += f"; outputs changed by options in {changed}" if changed else ""
+        missing = len(self.files_missing)
+        line += f"; declared files missing in {missing}" if missing else ""
         parts.append(line)
         return "\n".join(parts)
 
@@ -108,6 +149,7 @@ class ProgramCheck:
         """Raise the first verdict's :class:`DeliveryMismatch` that did not pass (where the
         runtime refused the method, :class:`MethodFailed` says why on its first line), then
         :class:`OptionsChangedOutputs` for the options that changed an output, then
+        :class:`EffectNotObserved` for a declared file a load did not leave, then
         :class:`OutputsOffReference`."""
         for result in self.results:
             if result.verdict.report.outcome is Outcome.RUNTIME_ERROR:
@@ -116,6 +158,8 @@ class ProgramCheck:
         judged = [e for e in self.effects if e.judged]
         if judged:
             raise OptionsChangedOutputs(judged)
+        if self.files_missing:
+            raise EffectNotObserved(self.files_missing)
         if self.off_reference:
             raise OutputsOffReference("\n".join(self.off_reference))
 
@@ -135,82 +179,169 @@ class MethodFailed(DeliveryMismatch):
 
 def check_program(
     runner: CaseRunner,
-    push: Callable[[Path], str],
+    push: Callable[[Path, Path | None], str],
     program: str | os.PathLike[str],
-    options: OptionsMap | str | os.PathLike[str],
+    options: OptionsMap | MapFile | str | os.PathLike[str],
     *,
     probes: Sequence[str] = (),
     strict: bool | None = None,
     forget: Callable[[str], None] | None = None,
     reference: Mapping[str, Sequence[float]] | None = None,
 ) -> ProgramCheck:
-    """Check ``program`` with ``options`` on ``runner``'s device (see the module). The
-    map is judged once, as the runner judges every map (:meth:`CaseRunner.heed`, with
-    ``strict`` if given): its options the backends will ignore are warnings, or
-    :class:`OptionsWithoutEffect` before anything travels. ``reference`` gives, per
-    method, the elements its first output must have (within a relative 1e-4 or an
-    absolute 1e-5). When a load says the program is damaged, its copies (the cache's,
+    """Check ``program`` (a ``.pte``, or a BundledProgram ``.bpte``) with ``options`` on
+    ``runner``'s device (see the module). The map is judged once, as the runner judges
+    every map (:meth:`CaseRunner.heed`, with ``strict`` if given): its options the
+    backends will ignore are warnings, or :class:`OptionsWithoutEffect` before anything
+    travels. A ``.bpte``'s methods run with each of their test cases' inputs, every run
+    compared with the case's expected outputs (:mod:`harness.agent.bundled_program`);
+    the other methods with the agent's seeded inputs, compared with ``reference`` where
+    it gives the method the elements of its first output (within 1e-5 + 1e-4 times the
+    reference element). When a load says the program is damaged, its copies (the cache's,
     and the device's through ``forget``) are removed at once: the next check sends it
     again."""
-    contents = read_program(program)
-    sent = as_map(options)
+    bundle = read_checked(program)
+    contents = bundle.program
+    map_file = as_map_file(options)
+    sent = map_file.options
     ignored = runner.heed(sent, Route.LOAD, probes, strict)
+    judged = judged_effects(sent, probes=probes, declared=map_file.effects)
     _check_backends(contents, runner.real_backends, probes)
-    cached = _cached_copy(contents)
-    remote = push(cached)
-    results: list[MethodVerdict] = []
-    effects: list[OutputEffect] = []
-    off: list[str] = []
+    cached = _cached_copy(contents.data, contents.source, ".pte")
+    found = _Found(watches=[(w, unobservable(runner, w)) for w in files_due(sent, judged)])
     with runner.unjudged():  # judged once above, not once per load
         for method in contents.methods:
-            target = Target(remote, method, tuple(probes))
-            baselines: dict[LoadPath, tuple[Run, ...]] = {}
-            for path in runner.load_paths:
-                if sent.backends:
-                    baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
-                verdict, runs = load_runs(runner, target, sent, path, checked=True)
-                results.append(MethodVerdict(method.name, path, verdict, _first(runs)))
-                effects += effects_of(runner, target, sent, path, baselines.get(path, ()), runs)
-                if reference is not None and method.name in reference:
-                    off += _off_reference(method.name, path, runs, reference[method.name])
-            if sent.backends and baselines.get(LoadPath.PROGRAM):
-                runs = global_runs(runner, target, sent)
-                baseline = baselines[LoadPath.PROGRAM]
-                effects += effects_of(
-                    runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL
-                )
-    if any(_says_damaged(r.verdict) for r in results):
+            for case, inputs, expected in _input_sets(bundle, method.name, reference):
+                remote = push(cached, inputs)
+                found.remotes.append(remote)
+                target = Target(remote, method, tuple(probes), judged)
+                _check_method(runner, target, sent, case, expected, found)
+    clear(runner, found.watches)
+    if any(_says_damaged(r.verdict) for r in found.results):
         CacheEntry(USER_PROGRAM_KIND, cached).discard()
         if forget is not None:
-            forget(remote)
+            for remote in dict.fromkeys(found.remotes):
+                forget(remote)
     methods = tuple(m.name for m in contents.methods)
+    verdicts = [r.verdict for r in found.results]
+    outcomes = option_outcomes(sent, judged, verdicts, found.effects, found.files)
     return ProgramCheck(
-        contents.source, methods, tuple(results), ignored, tuple(effects), tuple(off)
+        bundle.source,
+        methods,
+        tuple(found.results),
+        ignored,
+        tuple(found.effects),
+        tuple(found.off),
+        tuple(found.files),
+        outcomes,
     )
+
+
+def _file_line(observation: FileObservation) -> str:
+    if observation.observed is False:
+        return f"FAILED: {observation.describe()}"
+    return ("ok: " if observation.observed else "note: ") + observation.describe()
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the runs of one check found, gathered method by method."""
+
+    remotes: list[str] = field(default_factory=list)
+    results: list[MethodVerdict] = field(default_factory=list)
+    effects: list[OutputEffect] = field(default_factory=list)
+    off: list[str] = field(default_factory=list)
+    files: list[FileObservation] = field(default_factory=list)
+    watches: list[tuple[FileWatch, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """The outputs every run of a method must give, within ``tolerance``: compared here
+    (the reference's), or by the agent (a test case's, given beside the program)."""
+
+    outputs: tuple[ExpectedOutput, ...]
+    tolerance: Tolerance
+    by_agent: bool = False
+
+
+_REFERENCE_TOLERANCE = Tolerance(rtol=1e-4, atol=1e-5)
+
+
+def _input_sets(
+    bundle: BundledProgram, method: str, reference: Mapping[str, Sequence[float]] | None
+) -> list[tuple[int | None, Path | None, _Expected | None]]:
+    """Each test case of ``method`` (its number, its inputs file, its expected outputs);
+    without any, the seeded inputs once, with the reference if there is one."""
+    cases = bundle.cases.get(method, ())
+    if not cases:
+        wanted = None if reference is None else reference.get(method)
+        if wanted is None:
+            return [(None, None, None)]
+        given = (ExpectedOutput(0, tuple(float(v) for v in wanted)),)
+        return [(None, None, _Expected(given, _REFERENCE_TOLERANCE))]
+    by_agent = _Expected((), Tolerance(rtol=RTOL, atol=ATOL), by_agent=True)
+    return [
+        (case.index, _cached_copy(inputs_file(method, case), bundle.source, ".inputs"), by_agent)
+        for case in cases
+    ]
+
+
+def _check_method(
+    runner: CaseRunner,
+    target: Target,
+    sent: OptionsMap,
+    case: int | None,
+    expected: _Expected | None,
+    found: _Found,
+) -> None:
+    """One method with one set of inputs on every load path: with the map (the delivery
+    check), without it (the baseline), through ``set_option``; each run's outputs against
+    the baseline's and the expected ones."""
+    name = target.method.name
+    where = f"method {name!r}" + ("" if case is None else f", test case {case}")
+    baselines: dict[LoadPath, tuple[Run, ...]] = {}
+    for path in runner.load_paths:
+        if sent.backends:
+            baselines[path] = load_runs(runner, target, OptionsMap(), path)[1]
+        clear(runner, found.watches)
+        verdict, runs = load_runs(runner, target, sent, path, checked=True)
+        found.files.extend(observe(runner, found.watches, name, path) if runs else [])
+        found.results.append(MethodVerdict(name, path, verdict, _first(runs), case))
+        found.effects.extend(effects_of(runner, target, sent, path, baselines.get(path, ()), runs))
+        if expected is not None:
+            found.off.extend(
+                _off_expected(where, path, "without the map", baselines.get(path, ()), expected)
+            )
+            found.off.extend(_off_expected(where, path, "with the map", runs, expected))
+    if sent.backends and baselines.get(LoadPath.PROGRAM):
+        runs = global_runs(runner, target, sent)
+        baseline = baselines[LoadPath.PROGRAM]
+        found.effects.extend(
+            effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, runs, GLOBAL)
+        )
+        if expected is not None:
+            found.off.extend(_off_expected(where, LoadPath.PROGRAM, GLOBAL, runs, expected))
 
 
 def _first(runs: Sequence[Run]) -> tuple[TensorOutput, ...]:
     return runs[0].outputs if runs else ()
 
 
-def _off_reference(
-    method: str, path: LoadPath, runs: Sequence[Run], expected: Sequence[float]
+def _off_expected(
+    where: str, path: LoadPath, how: str, runs: Sequence[Run], expected: _Expected
 ) -> list[str]:
-    """One line for the first run whose first output is not ``expected``."""
+    """One line for the first run whose outputs leave the expected ones: as the agent
+    compared them where it was given them (every element, however many), else here."""
     for run in runs:
-        got = run.outputs[0].elements if run.outputs else None
-        if got is None or len(got) != len(expected):
-            return [
-                f"method {method!r}, load path {path.label}, {run.label}: output 0 has "
-                f"no {len(expected)} elements to compare with the reference"
-            ]
-        for index, (value, wanted) in enumerate(zip(got, expected, strict=True)):
-            if not math.isclose(float(value), wanted, rel_tol=1e-4, abs_tol=1e-5):
-                return [
-                    f"method {method!r}, load path {path.label}, {run.label}: output 0 "
-                    f"element {index} is {format_element(value, run.outputs[0].dtype)}, "
-                    f"the reference {wanted!r}"
-                ]
+        if expected.by_agent:
+            off = None if run.expected == "ok" else run.expected
+            if run.expected is None:
+                off = "the agent compared nothing (no fact 'expected'): rebuild the agent"
+        else:
+            off = first_off(expected.outputs, run.outputs, expected.tolerance)
+        if off is not None:
+            tolerance = f"rtol {expected.tolerance.rtol:g}, atol {expected.tolerance.atol:g}"
+            return [f"{where}, load path {path.label} ({how}), {run.label}: {off} ({tolerance})"]
     return []
 
 
@@ -236,19 +367,20 @@ def _check_backends(contents: ProgramContents, real: Sequence[str], probes: Sequ
                 )
 
 
-def _cached_copy(contents: ProgramContents) -> Path:
-    """The bytes that were read, in the harness's cache under their digest: what is
-    pushed is what was checked, whatever happens to the user's file meanwhile."""
-    digest = hashlib.sha256(contents.data).hexdigest()
+def _cached_copy(data: bytes, source: str, suffix: str) -> Path:
+    """The bytes that were read (a program, or the inputs file made of them), in the
+    harness's cache under their digest: what is pushed is what was checked, whatever
+    happens to the user's file meanwhile."""
+    digest = hashlib.sha256(data).hexdigest()
     directory = cache_root() / "programs" / "user"
-    path = directory / f"{digest}.pte"
+    path = directory / f"{digest}{suffix}"
     entry = CacheEntry(USER_PROGRAM_KIND, path)
     if not entry.use():
         with entry.building() as intact:
             if not intact:
-                with writing(directory, f"keeping a copy of {contents.source}"):
+                with writing(directory, f"keeping a copy of {source}"):
                     partial = directory / f".{digest}.{os.getpid()}.tmp"
-                    partial.write_bytes(contents.data)
+                    partial.write_bytes(data)
                     partial.replace(path)
                 entry.commit()
     return path

@@ -13,17 +13,20 @@ when it does not, the options are narrowed to the smallest set that still change
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.agent.program_contents import MethodContents
 from harness.check.output_effects import (
     ElementChange,
+    FileObservation,
+    Judged,
     OutputEffect,
     first_change,
-    result_invariant,
+    tolerance_of,
 )
-from harness.data.messages import Action, LoadPath, Outcome, Request
+from harness.data.effects import Changes
+from harness.data.messages import Action, LoadPath, Outcome, Report, Request
 from harness.data.options import BackendOptions, Option, OptionsMap
 from harness.data.outputs import TensorOutput, outputs_of
 
@@ -42,19 +45,30 @@ _Changes = Callable[[_Picked], "tuple[str, ElementChange] | None"]
 
 @dataclass(frozen=True)
 class Run:
-    """The outputs of one execute: ``label`` says which (``load 2 execute 3``)."""
+    """The outputs of one execute: ``label`` says which (``load 2 execute 3``);
+    ``expected`` the agent's comparison with the expected outputs given beside the
+    program (``ok``, or where the first differs; None when none were given)."""
 
     label: str
     outputs: tuple[TensorOutput, ...]
+    expected: str | None = None
+
+    @classmethod
+    def of(cls, label: str, report: Report) -> Run:
+        """The run a LOAD or EXECUTE report describes."""
+        expected = report.fact("expected")
+        return cls(label, outputs_of(report), expected if isinstance(expected, str) else None)
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where the runs go: the pushed program, one method, the probes among its delegates."""
+    """Where the runs go: the pushed program, one method, the probes among its delegates,
+    and what each option of the map may change (``option_contracts.judged_effects``)."""
 
     remote: str
     method: MethodContents
     probes: tuple[str, ...]
+    judged: Judged = field(default_factory=dict)
 
     @property
     def unobserved(self) -> tuple[str, ...]:
@@ -89,12 +103,12 @@ def load_runs(
         verdicts.append(verdict)
         if verdict.report.outcome is not Outcome.OK:
             break
-        runs.append(Run(f"load {load} execute 1", outputs_of(verdict.report)))
+        runs.append(Run.of(f"load {load} execute 1", verdict.report))
         for execute in range(2, EXECUTES + 1):
             report = runner.execute()
             if report.outcome is not Outcome.OK:
                 break
-            runs.append(Run(f"load {load} execute {execute}", outputs_of(report)))
+            runs.append(Run.of(f"load {load} execute {execute}", report))
     runner.reset()
     return verdicts[0], tuple(runs)
 
@@ -110,12 +124,15 @@ def global_runs(runner: CaseRunner, target: Target, options: OptionsMap) -> tupl
         runner.restart()
 
 
-def find_change(baseline: Sequence[Run], runs: Sequence[Run]) -> tuple[str, ElementChange] | None:
-    """The first run whose outputs differ from the baseline's first execute, and where."""
+def find_change(
+    baseline: Sequence[Run], runs: Sequence[Run], tolerance: float = 0.0
+) -> tuple[str, ElementChange] | None:
+    """The first run whose outputs differ from the baseline's first execute (beyond
+    ``tolerance``), and where."""
     if not baseline:
         return None
     for run in runs:
-        change = first_change(baseline[0].outputs, run.outputs)
+        change = first_change(baseline[0].outputs, run.outputs, tolerance)
         if change is not None:
             return run.label, change
     return None
@@ -138,23 +155,89 @@ def effects_of(
     if varies is not None:
         label, change = varies
         return [OutputEffect((), target.method.name, path.label, route, label, change, False)]
-    found = find_change(baseline, runs)
+    picked: _Picked = tuple((b.backend_id, o) for b in options.backends for o in b.options)
+    tolerance = tolerance_of([(b, o.key) for b, o in picked], target.judged)
+    found = find_change(baseline, runs, tolerance)
     if found is None:
         return []
-    picked: _Picked = tuple((b.backend_id, o) for b in options.backends for o in b.options)
 
     def changes(subset: _Picked) -> tuple[str, ElementChange] | None:
         trial = _map_of(subset)
         if route == GLOBAL:
-            return find_change(baseline, global_runs(runner, target, trial))
-        return find_change(baseline, load_runs(runner, target, trial, path)[1])
+            return find_change(baseline, global_runs(runner, target, trial), tolerance)
+        return find_change(baseline, load_runs(runner, target, trial, path)[1], tolerance)
 
     smallest, found = _shrink(picked, found, changes)
     label, change = found
     options_named = tuple((b, o.key, o.value) for b, o in smallest)
-    judged = all(result_invariant(b, o.key, target.probes) for b, o in smallest)
+    judged = all((b, o.key) in target.judged for b, o in smallest)
+    effect = OutputEffect(
+        options_named, target.method.name, path.label, route, label, change, judged, tolerance
+    )
+    return [effect]
+
+
+@dataclass(frozen=True)
+class FileWatch:
+    """An option of the map whose declared effect is a file at the path its value names."""
+
+    backend: str
+    key: str
+    file: str
+
+
+def files_due(options: OptionsMap, judged: Judged) -> tuple[FileWatch, ...]:
+    """The options of ``options`` whose ``file`` effect is due (its ``when`` options are
+    in the same backend's entry with those values), each naming its file."""
+    due = []
+    for entry in options.backends:
+        given = {option.key: option.value for option in entry.options}
+        for option in entry.options:
+            effect = judged.get((entry.backend_id, option.key))
+            if effect is not None and effect.changes is Changes.FILE and effect.applies(given):
+                due.append(FileWatch(entry.backend_id, option.key, str(option.value)))
+    return tuple(due)
+
+
+def unobservable(runner: CaseRunner, watch: FileWatch) -> str:
+    """Why ``watch``'s file cannot be looked for before the check's first load; "" if it
+    can (the check then owns the file: it removes it before each load and at the end)."""
+    files = runner.device_files
+    if files is None:
+        return "the device has no file system to look in"
+    if not watch.file.startswith("/"):
+        return "give an absolute path: a relative one is the agent's to resolve"
+    if files.file_exists(watch.file):
+        return "a file was there before the check: give a path where none is"
+    return ""
+
+
+def clear(runner: CaseRunner, watches: Sequence[tuple[FileWatch, str]]) -> None:
+    """Remove the watched files that can be looked for: the check's own (none was there
+    before it), so that the next load must write them again and none stays after it."""
+    files = runner.device_files
+    for watch, why in watches:
+        if files is not None and not why:
+            files.remove_file(watch.file)
+
+
+def observe(
+    runner: CaseRunner, watches: Sequence[tuple[FileWatch, str]], method: str, path: LoadPath
+) -> list[FileObservation]:
+    """Whether each watched file is there after a load with the map; ``watches`` pair
+    each with why it cannot be looked for ("" if it can)."""
+    files = runner.device_files
     return [
-        OutputEffect(options_named, target.method.name, path.label, route, label, change, judged)
+        FileObservation(
+            watch.backend,
+            watch.key,
+            watch.file,
+            method,
+            path.label,
+            None if why or files is None else files.file_exists(watch.file),
+            why,
+        )
+        for watch, why in watches
     ]
 
 

@@ -53,6 +53,7 @@ import pytest
 
 from harness.agent.runtimes import Runtime
 from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
+from harness.check.option_outcomes import OptionOutcome
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
@@ -98,7 +99,12 @@ from harness.results.junit import (
     INFRA_PROPERTY,
     RUNTIME_LABEL_PROPERTY,
 )
-from harness.results.records import FARM_ATTR, VerdictRecord, is_infrastructure_report
+from harness.results.records import (
+    FARM_ATTR,
+    OptionRecord,
+    VerdictRecord,
+    is_infrastructure_report,
+)
 from harness.results.reporting import ControllerReporting
 from harness.runner import CaseRunner, LoadPathNotServed
 from harness.shipped import BrokenInstallation
@@ -113,6 +119,7 @@ _SLOTS = pytest.StashKey[DeviceSlots]()
 _RESULTS_DIR = pytest.StashKey[Path]()
 _NO_DEVICE = pytest.StashKey[str]()  # why the default device is not there (no --device given)
 _VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
+_OPTIONS = pytest.StashKey[list[OptionOutcome]]()  # per test: what its options did
 _FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
 _COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
 _ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
@@ -398,6 +405,9 @@ def et(
     verdicts: list[Verdict] = []
     request.node.stash[_VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
+    outcomes: list[OptionOutcome] = []
+    request.node.stash[_OPTIONS] = outcomes
+    _et_runner.on_options = outcomes.extend
     _et_runner.strict_options = request.config.getoption("strict_options")
     _et_runner.options_judged = request.node.get_closest_marker("options_without_effect") is None
     return _et_runner
@@ -467,6 +477,7 @@ def pytest_runtest_call(item: pytest.Item):
             def again() -> None:
                 if verdicts is not None:
                     verdicts.clear()
+                item.stash.get(_OPTIONS, []).clear()
                 item.runtest()
 
             slot.retry(
@@ -580,6 +591,9 @@ def _device_payload(
     if report.when == "call":
         payload["verdicts"] = [
             dataclasses.asdict(VerdictRecord.of(v)) for v in item.stash.get(_VERDICTS, [])
+        ]
+        payload["options"] = [
+            dataclasses.asdict(OptionRecord.of(o)) for o in item.stash.get(_OPTIONS, [])
         ]
     if report.when == "teardown":
         slot.health.test_ended(item.stash.get(_COUNTS_AS_INFRA, False))

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness.agent.session import AgentLink, TimeLimit
 from harness.agent.xnnpack_program import expected_output as xnnpack_output
@@ -36,7 +36,7 @@ from harness.check import (
     heed_options,
 )
 from harness.check.several_models import check_models
-from harness.codec.mapfile import as_map
+from harness.codec.mapfile import MapFile, as_map
 from harness.codec.wire import encode_request
 from harness.data.messages import Action, LoadPath, LoadSpec, Outcome, Report, Request
 from harness.data.options import (
@@ -57,9 +57,20 @@ from harness.probes import (
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
+    from harness.check.option_outcomes import OptionOutcome
     from harness.config.profile import DeviceProfile
     from harness.devices.base import Device
     from harness.program_check import ProgramCheck
+
+
+class DeviceFiles(Protocol):
+    """A device's files, as far as an option's declared effect needs them (a
+    :class:`~harness.devices.base.Device` with a file system is one)."""
+
+    def file_exists(self, remote: str) -> bool: ...
+
+    def remove_file(self, remote: str) -> None: ...
+
 
 __all__ = [
     "STORED_DECOY",
@@ -148,8 +159,10 @@ class CaseRunner:
     whose delegates are the given ids, pushing it first if needed ("" on devices
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
     before every request; ``push_program`` returns the device path of a program
-    file, pushed if needed, and ``forget_program`` removes one a load found damaged
-    (:meth:`check_program`).
+    file, pushed if needed (with an inputs file beside it, if given), and
+    ``forget_program`` removes one a load found damaged (:meth:`check_program`);
+    ``device_files`` looks for and removes the files an option's declared effect leaves
+    (None: the device has no file system).
     """
 
     def __init__(
@@ -157,13 +170,15 @@ class CaseRunner:
         start_link: Callable[[], AgentLink],
         program_for: Callable[[tuple[str, ...]], str],
         time_limit: TimeLimit | None = None,
-        push_program: Callable[[Path], str] | None = None,
+        push_program: Callable[[Path, Path | None], str] | None = None,
         forget_program: Callable[[str], None] | None = None,
+        device_files: DeviceFiles | None = None,
     ) -> None:
         self._start_link = start_link
         self._program_for = program_for
         self._push_program = push_program
         self._forget_program = forget_program
+        self.device_files = device_files  # where an option's declared file is looked for
         self._time_limit = time_limit  # checked before every request (e.g. the run's deadline)
         self._link: AgentLink | None = None
         self._hello: Report | None = None
@@ -171,6 +186,8 @@ class CaseRunner:
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
+        # what each option did in a program check (the report's "what the options did")
+        self.on_options: Callable[[tuple[OptionOutcome, ...]], None] | None = None
         # Every map sent is judged (heed_options): options its backends will ignore are
         # warnings, failures with --strict-options; options_judged False: not judged.
         self.strict_options = False
@@ -521,7 +538,7 @@ class CaseRunner:
     def check_program(
         self,
         program: str | os.PathLike[str],
-        options: OptionsMap | str | os.PathLike[str] | None = None,
+        options: OptionsMap | MapFile | str | os.PathLike[str] | None = None,
         *,
         probes: Sequence[str] = (),
         strict: bool | None = None,
@@ -534,14 +551,15 @@ class CaseRunner:
         device has. The map is judged once, as :meth:`heed` judges it (the probes' options
         unjudged); ``strict`` overrides :attr:`strict_options` (pytest's
         ``--strict-options``). An option that changes an output element is a failure;
-        ``reference`` gives per method the elements its first output must have. See
+        ``reference`` gives per method the elements its first output must have. What each
+        option did goes to :attr:`on_options` (the test's records). See
         :mod:`harness.program_check`."""
         from harness.program_check import check_program
 
         if self._push_program is None:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
-        return check_program(
+        checked = check_program(
             self,
             self._push_program,
             program,
@@ -551,6 +569,9 @@ class CaseRunner:
             forget=self._forget_program,
             reference=reference,
         )
+        if self.on_options is not None and checked.options:
+            self.on_options(checked.options)
+        return checked
 
     def execute(self) -> Report:
         """Execute the loaded program (every loaded model, in model order) once more."""
@@ -708,6 +729,7 @@ def open_runner(
         time_limit=time_limit,
         push_program=device.push_program,
         forget_program=device.forget_program,
+        device_files=device if device.has_files else None,
     )
 
 

@@ -14,16 +14,18 @@ def run_on_host(
     pytester: pytest.Pytester,
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
+    device: str = "host",
     **files: str,
 ) -> pytest.RunResult:
-    """``files`` (module name -> source) run with ``--device host``, the project's profiles,
+    """``files`` (module name -> source) run with ``--device host`` (or ``device``, a
+    profile's path), the project's profiles,
     results in ``pytester.path / "results"``; the run keeps the harness cache it would have
     had, or it would build the host agent afresh."""
     monkeypatch.setenv("ET_HARNESS_CACHE", str(CACHE))
     pytester.makepyfile(**files)
     return pytester.runpytest_subprocess(
         "--device",
-        "host",
+        device,
         "--devices-dir",
         str(request.config.rootpath / "devices"),
         "-p",

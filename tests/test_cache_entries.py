@@ -313,6 +313,34 @@ def test_user_programs_on_a_device_stay_within_their_bound_least_recently_used_f
     assert paths[0].stat().st_mtime > 1000 + 5  # marked used now
 
 
+def test_an_inputs_file_goes_with_its_program(tmp_path):
+    """A user program's inputs file (a BundledProgram test case's, ``.pte.inputs``) is
+    removed with the program, when the bound evicts it and when a load finds it damaged."""
+    from harness.config.profile import load_profile
+    from harness.devices.device_files import keep_bounded
+    from harness.devices.hosted import HostedDevice
+
+    work = tmp_path / "work"
+    programs = work / "programs"
+    programs.mkdir(parents=True)
+    paths = []
+    for n in range(2):
+        path = programs / f"user-{n:016x}.pte"
+        path.write_bytes(_program(n, 1000))
+        (programs / f"{path.name}.inputs").write_bytes(b"ETBI")
+        os.utime(path, (1000 + n, 1000 + n))
+        paths.append(path)
+
+    assert keep_bounded(LocalTransport(str(work)), str(paths[1]), 1500, timeout=30) == [
+        str(paths[0])
+    ]
+    assert sorted(p.name for p in programs.iterdir()) == [paths[1].name, f"{paths[1].name}.inputs"]
+
+    device = HostedDevice(load_profile("host"), LocalTransport(str(work)))
+    device.forget_program(str(paths[1]))
+    assert list(programs.iterdir()) == []
+
+
 def test_agent_builds_on_a_device_beyond_three_unused_for_a_day_are_removed(tmp_path):
     from harness.devices.device_files import keep_latest
 

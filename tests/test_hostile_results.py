@@ -66,6 +66,10 @@ def test_a_run_description_field_of_the_wrong_type_is_named(tmp_path, capsys, ru
         ({**RESULT, "infra": "lost"}, "'infra' is not a JSON object"),
         ({**RESULT, "nodeid": "t\ud800"}, "holds a lone surrogate (an escape \\ud800..\\udfff"),
         ({**RESULT, "verdicts": [{"action": "load", "ok": 1}]}, "'ok' must be true or false"),
+        (
+            {**RESULT, "options": [{"backend": "B", "key": "k", "observed": "yes"}]},
+            "'observed' must be true or false; got 'yes'",
+        ),
         # the report links artifacts: a URL would run in the reader's browser
         (
             {**RESULT, "artifacts": ["javascript:alert(1)"]},

@@ -32,8 +32,9 @@ from harness.check import (
     option_contracts,
 )
 from harness.check.contract_files import MAX_FILE_BYTES, MAX_FILES, read_contract_file
-from harness.check.option_contracts import OTHER_BACKENDS
+from harness.check.option_contracts import OTHER_BACKENDS, judged_effects
 from harness.cli.main import main
+from harness.data.effects import Changes, OptionEffect
 from harness.data.options import OptionsMap
 from harness.program_check import ProgramCheck
 
@@ -252,6 +253,37 @@ def test_a_contract_file_declares_the_same_contract(declared: None, tmp_path: Pa
     words = read_contract_file(minimal)
     assert words.load == words.set == RouteBehaviour(*["it will have no effect"] * 3)
     assert words.rule("fast").routes == frozenset({Route.LOAD, Route.SET})
+    assert words.rule("fast").effect == OptionEffect()  # result-invariant unless said
+
+
+def test_a_contract_file_says_what_each_option_may_change(declared: None, tmp_path: Path) -> None:
+    """A user's backend's options: numerics within a tolerance, a file when another option
+    is on; the effect check judges each by it (the harness's own: packed_cache_path)."""
+    (tmp_path / "backends").mkdir()
+    (tmp_path / "backends" / "npu.yaml").write_text(
+        "backend: NpuBackend\noptions:\n"
+        "  fast_math: {type: bool, effect: numerics, tolerance: 0.01}\n"
+        "  dump_path: {type: string, effect: file, when: {dump: true}}\n"
+        "  dump: {type: bool}\n",
+        encoding="utf-8",
+    )
+    declare_contract_files([tmp_path])
+    sent = OptionsMap.from_dict(
+        {
+            "NpuBackend": {"fast_math": True, "dump_path": "/d", "dump": True},
+            "XnnpackBackend": {"packed_cache_path": "/c"},
+        }
+    )
+    file = OptionEffect(Changes.FILE, when=(("dump", True),))
+    assert judged_effects(sent) == {
+        ("NpuBackend", "fast_math"): OptionEffect(Changes.NUMERICS, 0.01),
+        ("NpuBackend", "dump_path"): file,
+        ("NpuBackend", "dump"): OptionEffect(),
+        ("XnnpackBackend", "packed_cache_path"): OptionEffect(
+            Changes.FILE, when=(("weight_cache_enabled", True),)
+        ),
+    }
+    assert file.applies({"dump": True}) and not file.applies({"dump": False})
 
 
 @pytest.mark.parametrize(
@@ -291,6 +323,14 @@ def test_a_contract_file_declares_the_same_contract(declared: None, tmp_path: Pa
         (
             "backend: X\noptions:\n  k: {type: int, high: 99999999999}\n",
             "options.k.high: within int32 (-2147483648..2147483647), the runtime's int; got 99",
+        ),
+        (
+            "backend: X\noptions:\n  k: {type: int, effect: numerics}\n",
+            "options.k.tolerance: a numerics effect has a tolerance",
+        ),
+        (
+            "backend: X\noptions:\n  k: {type: int, effect: file, when: [a]}\n",
+            "options.k.when: a mapping of at most 8 keys to values",
         ),
     ],
 )

@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, cast
 import pytest
 from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture)
 
+from harness.agent.probe_program import probe_program
 from harness.agent.program_contents import MethodContents
 from harness.check import Verdict
-from harness.check.output_effects import OptionsChangedOutputs, first_change, result_invariant
+from harness.check.option_contracts import ContractError, judged_effects
+from harness.check.output_effects import OptionsChangedOutputs, first_change
 from harness.cli.main import main
+from harness.codec.mapfile import MapFileError, read_map_file
 from harness.config.profile import load_profile
+from harness.data.effects import Changes, OptionEffect
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
@@ -155,8 +159,10 @@ def test_the_first_change_is_bitwise() -> None:
     assert first_change([out((float("nan"), 1.0))], [out((float("nan"), 1.0))]) is None
     change = first_change([out(None, "a")], [out(None, "b")])
     assert change is not None and change.element is None
-    assert result_invariant("XnnpackBackend", "weight_cache_enabled")
-    assert not result_invariant("SomeoneElsesBackend", "anything")
+    sent = OptionsMap.from_dict(
+        {"XnnpackBackend": {"weight_cache_enabled": True}, "SomeoneElses": {"anything": 1}}
+    )
+    assert judged_effects(sent) == {("XnnpackBackend", "weight_cache_enabled"): OptionEffect()}
 
 
 def test_outputs_that_vary_without_options_are_not_blamed_on_them() -> None:
@@ -178,3 +184,157 @@ def test_outputs_that_vary_without_options_are_not_blamed_on_them() -> None:
         "program (at load time), load 1 execute 2, output 0 element 0: 0.25 where the first "
         "execute gave 0.5"
     )
+
+
+CACHE_FILE_MAP = (
+    "backends:\n  XnnpackBackend:\n    - {key: weight_cache_enabled, value: true}\n"
+    "    - {key: packed_cache_path, value: '{file}'}\n"
+)
+
+
+@pytest.mark.parametrize("fault", ["", "real_ignores_cache_path"])
+def test_a_cache_path_that_leaves_no_file_fails_send(
+    fault: str,
+    shim: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """XNNPACK's packed_cache_path, with the weight cache on, leaves a file at load time
+    (measured on 1.5.1): looked for after each load path's load. Under a backend that
+    ignores it (delivered exactly, no file), a line per path names the option: exit 1.
+    The check leaves no file behind."""
+    monkeypatch.setenv(TRUSTED_PROFILES_ENV, str(tmp_path))
+    device = str(fault_profile(shim, fault, tmp_path)) if fault else "host"
+    cache = tmp_path / "packed.bin"
+    options = tmp_path / "map.yaml"
+    options.write_text(CACHE_FILE_MAP.replace("{file}", str(cache)))
+    program = str(PROGRAMS / "xnnpack.pte")
+    code = main(["send", "--program", program, "--options", str(options), "--device", device])
+    out = capsys.readouterr().out
+    assert "4 loads, 4 exact" in out  # delivered exactly either way
+    option = f"XnnpackBackend option packed_cache_path='{cache}'"
+    lines = [line for line in out.splitlines() if option in line]
+    assert len(lines) == 4, out  # one per load path
+    if fault:
+        assert code == 1, out
+        assert lines[0] == (
+            f"FAILED: {option} left no file at its path (a set that changed nothing): method "
+            "'forward', load path program (at load time)"
+        )
+        assert "declared files missing in 4" in out
+    else:
+        assert code == 0, out
+        assert all(line.startswith(f"ok: {option} left its file") for line in lines), out
+    assert not cache.exists()
+
+
+def test_a_numerics_option_passes_within_its_tolerance_and_fails_beyond(tmp_path: Path) -> None:
+    """A user's option declared in the map file as numerics within 0.001: outputs that
+    moved by 0.0005 (relative) pass, by 0.01 fail naming the tolerance; the same change
+    without a declaration is a note, unjudged."""
+    options = tmp_path / "map.yaml"
+    options.write_text(
+        "backends:\n  NpuBackend:\n"
+        "    - {key: fast_math, value: true, effect: numerics, tolerance: 0.001}\n"
+        "  OtherBackend:\n    - {key: mode, value: 1}\n"
+    )
+    declared = read_map_file(options)
+    judged = judged_effects(declared.options, declared=declared.effects)
+    assert judged == {("NpuBackend", "fast_math"): OptionEffect(Changes.NUMERICS, 0.001)}
+
+    def run(value: float) -> Run:
+        return Run("load 1 execute 1", (TensorOutput(0, "f32", (2,), "d", 0, (value, 1.0), 0, 1),))
+
+    baseline = (run(100.5),)
+    runner = cast("CaseRunner", None)  # one option: no narrowing runs
+    for backend, key, judged_here in (
+        ("NpuBackend", "fast_math", True),
+        ("OtherBackend", "mode", False),
+    ):
+        sent = OptionsMap.from_dict({backend: {key: True}})
+        target = Target("p.pte", MethodContents("forward", (backend,)), (), judged)
+        within = effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, (run(100.55),))
+        (beyond,) = effects_of(runner, target, sent, LoadPath.PROGRAM, baseline, (run(101.5),))
+        assert beyond.judged is judged_here
+        if judged_here:
+            assert within == []
+            assert beyond.describe().startswith(
+                "NpuBackend option fast_math=True (numerics within 0.001, yet beyond it changed "
+                "the outputs): method 'forward'"
+            )
+            assert beyond.describe().endswith(
+                "output 0 element 0: 101.5 where the run without them gave 100.5"
+            )
+        else:
+            assert within and not within[0].judged  # bit for bit: a note
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "says"),
+    [
+        ("{key: k, value: 1, effect: numerics}", "[0].tolerance", "has a tolerance"),
+        ("{key: k, value: 1, effect: numerics, tolerance: 2.0}", "[0].tolerance", "(0, 1]"),
+        ("{key: k, value: 1, effect: faster}", "[0].effect", "nothing, numerics, file"),
+        ("{key: k, value: 1, effect: nothing, when: {a: 1}}", "[0].when", "only a file"),
+    ],
+)
+def test_a_declared_effect_that_cannot_be_is_one_line(
+    entry: str, field: str, says: str, tmp_path: Path
+) -> None:
+    """Untrusted input: the file, the field and the fix in one line."""
+    options = tmp_path / "map.yaml"
+    options.write_text(f"backends:\n  NpuBackend:\n    - {entry}\n")
+    with pytest.raises(MapFileError) as raised:
+        read_map_file(options)
+    (line,) = str(raised.value).splitlines()
+    assert line.startswith(f"{options}: backends.NpuBackend{field}: ") and says in line, line
+
+
+def test_a_declaration_that_contradicts_a_contract_is_refused(tmp_path: Path) -> None:
+    """The harness's contract speaks for XNNPACK's options: a map cannot loosen it."""
+    options = tmp_path / "map.yaml"
+    options.write_text(
+        "backends:\n  XnnpackBackend:\n"
+        "    - {key: weight_cache_enabled, value: true, effect: numerics, tolerance: 0.1}\n"
+    )
+    declared = read_map_file(options)
+    with pytest.raises(ContractError) as raised:
+        judged_effects(declared.options, declared=declared.effects)
+    assert str(raised.value) == (
+        f"{options}: backends.XnnpackBackend[0]: XnnpackBackend's contract declares "
+        "weight_cache_enabled result-invariant; leave 'effect' out of the map for this option"
+    )
+
+
+def test_a_probe_option_declared_to_leave_a_file_that_leaves_none_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The map declares a probe's option a file effect; the probe records it and writes
+    nothing: each load path's line says so, exit 1. A relative path cannot be looked
+    for: a note, exit 0."""
+    program = str(probe_program(("ProbeA",)))
+    options = tmp_path / "map.yaml"
+    dump = tmp_path / "dump.bin"
+    for value, code in ((str(dump), 1), ("dump.bin", 0)):
+        options.write_text(
+            f"backends:\n  ProbeA:\n    - {{key: dump, value: '{value}', effect: file}}\n"
+        )
+        argv = ["send", "--program", program, "--probe", "ProbeA", "--options", str(options)]
+        assert main([*argv, "--device", "host"]) == code
+        out = capsys.readouterr().out
+        lines = [line for line in out.splitlines() if "ProbeA option dump=" in line]
+        assert len(lines) == 2 * 4, out  # two methods, four load paths
+        if code:
+            assert lines[0] == (
+                f"FAILED: ProbeA option dump='{dump}' left no file at its path (a set that "
+                "changed nothing): method 'forward', load path program (at load time)"
+            )
+        else:
+            assert lines[0].startswith(
+                "note: ProbeA option dump='dump.bin': its file was not looked for (give an "
+                "absolute path"
+            )
+        assert out.splitlines()[-2].endswith(
+            f"delivered ✓, outputs unchanged ✓, effect observed {'✗' if code else '-'}"
+        ), out

@@ -147,10 +147,16 @@ class FlatBufferReader:
     """Bounds-checked reads of FlatBuffer tables, vectors, scalars and strings: every
     offset is checked against the buffer before it is followed."""
 
-    def __init__(self, data: bytes, source: str, header: ExtendedHeader | None = None) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        source: str,
+        header: ExtendedHeader | None = None,
+        kind: str = "program",
+    ) -> None:
         self.data = data
         self.source = source
-        self._extent = f"the {len(data)}-byte program" + (
+        self._extent = f"the {len(data)}-byte {kind}" + (
             "" if header is None else " the extended header (eh00) gives"
         )
 
@@ -220,6 +226,15 @@ class FlatBufferReader:
         if start + 4 + count * entry_bytes > len(self.data):
             raise self._fail(what, f"a vector of {count} entries does not fit in {self._extent}")
         return count
+
+    def vector_bytes(self, table: int, index: int, entry_bytes: int, what: str) -> bytes:
+        """The bytes of a vector of scalars of ``entry_bytes`` each (empty when absent)."""
+        count = self.vector_length(table, index, entry_bytes, what)
+        at = self._field(table, index, what)
+        if at is None:
+            return b""
+        start = self._follow(at, what) + 4
+        return self.data[start : start + count * entry_bytes]
 
     def vector_of_tables(self, table: int, index: int, what: str, limit: int) -> list[int]:
         at = self._field(table, index, what)

@@ -27,9 +27,13 @@ the suites take them from) and those a user declares for a backend of their own
 ``backends/*.yaml``): :class:`OptionWarning`. :func:`heed_options` is the judgement every
 door makes before a map travels: a :class:`NoEffectWarning` each, a failure under
 ``--strict-options`` (:class:`OptionsWithoutEffect`). What the options did to a program's
-outputs (``et.check_program``): :class:`OptionsChangedOutputs` when a result-invariant
-option changed an element, :class:`OutputsOffReference` when the outputs are not the
-reference; each output is a :class:`TensorOutput` (:func:`outputs_of` reads them).
+outputs (``et.check_program``): each option says what it may change (an
+:class:`OptionRule`'s :class:`OptionEffect`: :class:`Changes` nothing, numerics within a
+tolerance, or a file at its path); :class:`OptionsChangedOutputs` when an option changed
+an element beyond that, :class:`EffectNotObserved` when a declared file was not left,
+:class:`OutputsOffReference` when the outputs are not the reference; what each option
+did is an :class:`OptionOutcome`; each output is a :class:`TensorOutput`
+(:func:`outputs_of` reads them).
 
 ``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text,
 ``option_contracts`` the contracts, ``output_effects`` the judgment of outputs.
@@ -53,7 +57,12 @@ from harness.check.option_contracts import (
     judge_options,
     known_contracts,
 )
-from harness.check.output_effects import OptionsChangedOutputs, OutputsOffReference
+from harness.check.option_outcomes import OptionOutcome
+from harness.check.output_effects import (
+    EffectNotObserved,
+    OptionsChangedOutputs,
+    OutputsOffReference,
+)
 from harness.check.rendering import format_value, show_name
 from harness.check.verdict import (
     BackendOutcome,
@@ -66,6 +75,7 @@ from harness.check.verdict import (
     VerdictNotExamined,
 )
 from harness.codec.wire import WireErrorCode
+from harness.data.effects import Changes, OptionEffect
 from harness.data.messages import (
     MAX_MODELS,
     Action,
@@ -85,16 +95,20 @@ __all__ = [
     "Action",
     "BackendContract",
     "BackendOutcome",
+    "Changes",
     "ContractError",
     "ContractFileError",
     "DeliveryMismatch",
     "Difference",
     "DifferenceKind",
     "DifferenceValue",
+    "EffectNotObserved",
     "LoadPath",
     "LoadSpec",
     "NoEffect",
     "NoEffectWarning",
+    "OptionEffect",
+    "OptionOutcome",
     "OptionRow",
     "OptionRule",
     "OptionWarning",

@@ -7,6 +7,8 @@ backend: NpuBackend
 options:
   perf_mode: {type: int, low: 0, high: 3}
   cache_dir: {type: string, routes: [set]}
+  fast_math: {type: bool, effect: numerics, tolerance: 0.001}   # what it may change
+  dump_path: {type: string, effect: file, when: {dump: true}}   # (default: nothing)
 load:                  # what init does with an option it cannot use (false: it reads none)
   unknown_key: init ignores it
 set: false             # set_option reads no options
@@ -32,6 +34,8 @@ from harness.check.option_contracts import (
     declare_contract,
 )
 from harness.codec.strict_yaml import YamlError, read_yaml
+from harness.data.effects import FIELDS as EFFECT_FIELDS
+from harness.data.effects import EffectFieldError, parse_effect
 from harness.data.options import (
     INT32_MAX,
     INT32_MIN,
@@ -46,7 +50,7 @@ MAX_FILES = 64  # contract files a folder may hold
 MAX_FILE_BYTES = 64 * 1024  # a contract of 64 options takes a few kB
 MAX_TEXT_CHARS = 200  # a behaviour's words
 _TOP = ("backend", "options", "load", "set")
-_RULE = ("type", "low", "high", "routes")
+_RULE = ("type", "low", "high", "routes", *EFFECT_FIELDS)
 _TYPES: dict[str, type[bool] | type[int] | type[str]] = {"bool": bool, "int": int, "string": str}
 _ROUTES = {"load": Route.LOAD, "set": Route.SET}
 _BEHAVIOUR = ("unknown_key", "wrong_type", "out_of_range")
@@ -155,7 +159,11 @@ def _rule(key: object, data: object, source: str) -> OptionRule:
             source, f"{where}.routes", f"a list of load and/or set; got {brief(routes)}"
         )
     chosen = frozenset(_ROUTES[str(r)] for r in routes)
-    return OptionRule(key, _TYPES[str(kind)], low, high, chosen)  # type: ignore[arg-type]
+    try:
+        effect = parse_effect(fields)
+    except EffectFieldError as exc:
+        raise ContractFileError(source, f"{where}.{exc.field}", exc.problem) from None
+    return OptionRule(key, _TYPES[str(kind)], low, high, chosen, effect)  # type: ignore[arg-type]
 
 
 def _behaviour(fields: Mapping[object, object], route: str, source: str) -> RouteBehaviour | None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import harness
 from harness.check.rendering import format_value, show_name
+from harness.data.effects import RESULT_INVARIANT, Changes, DeclaredEffect, OptionEffect
 from harness.data.options import OptionsMap, OptionValue
 from harness.errors import CheckFailure, UsageError
 
@@ -56,13 +57,15 @@ class NoEffect(enum.Enum):
 
 @dataclass(frozen=True)
 class OptionRule:
-    """One option a backend reads: its key, type, range (ints) and routes."""
+    """One option a backend reads: its key, type, range (ints), routes and what it may
+    change (:class:`~harness.data.effects.OptionEffect`: result-invariant unless said)."""
 
     key: str
     type: type[bool] | type[int] | type[str]
     low: int | None = None
     high: int | None = None
     routes: frozenset[Route] = frozenset({Route.LOAD, Route.SET})  # a GET: as SET
+    effect: OptionEffect = RESULT_INVARIANT
 
     def describe(self) -> str:
         """``an int 0..2``, ``a bool``, ``a string``."""
@@ -146,6 +149,7 @@ _QNN_INT_KEYS = (
     "qnn_runtime_lpai_core_selection",
 )
 _SET_ONLY = frozenset({Route.SET})
+_CACHE_FILE = OptionEffect(Changes.FILE, when=(("weight_cache_enabled", True),))
 
 CONTRACTS: dict[str, BackendContract] = {
     contract.backend: contract
@@ -155,7 +159,9 @@ CONTRACTS: dict[str, BackendContract] = {
             (
                 OptionRule("workspace_sharing_mode", int, 0, 2),
                 OptionRule("weight_cache_enabled", bool),
-                OptionRule("packed_cache_path", str),
+                # Measured on 1.5.1: init writes the packed weights there when the
+                # weight cache is on; it reads the path from its runtime specs only.
+                OptionRule("packed_cache_path", str, effect=_CACHE_FILE),
                 OptionRule("save_weight_cache_on_disk", bool, routes=_SET_ONLY),
             ),
             load=RouteBehaviour(
@@ -188,7 +194,9 @@ CONTRACTS: dict[str, BackendContract] = {
         ),
     )
 }
-"""The contracts of the backends the harness ships suites for (executorch 1.5.1)."""
+"""The contracts of the backends the harness ships suites for (executorch 1.5.1). Every
+option is result-invariant (caches, workspaces, threads, performance and log settings)
+except XNNPACK's ``packed_cache_path``, which also leaves a file at load time."""
 
 PROBE_CONTRACT = BackendContract(
     "probe",
@@ -241,6 +249,41 @@ def contract_of(backend: str) -> BackendContract | None:
 def known_contracts() -> Mapping[str, BackendContract]:
     """Every contract judged now: the harness's (:data:`CONTRACTS`), then those declared."""
     return {**CONTRACTS, **_DECLARED}
+
+
+def judged_effects(
+    options: OptionsMap,
+    *,
+    probes: Collection[str] = (),
+    declared: Mapping[tuple[str, str], DeclaredEffect] | None = None,
+) -> dict[tuple[str, str], OptionEffect]:
+    """What each option of ``options`` may change, by (backend, key): a contract's rule
+    says it, a probe's option is result-invariant unless the map declares otherwise, and
+    the map's ``declared`` effects speak for options no contract knows. An option nothing
+    speaks for is left out (unjudged). A declaration that contradicts a contract is a
+    :class:`ContractError` naming the map's field."""
+    said = declared or {}
+    judged: dict[tuple[str, str], OptionEffect] = {}
+    for entry in options.backends:
+        name = entry.backend_id
+        contract = None if name in probes else contract_of(name)
+        for option in entry.options:
+            here = (name, option.key)
+            rule = contract.find(option.key) if contract is not None else None
+            declaration = said.get(here)
+            if rule is not None and declaration is not None and declaration.effect != rule.effect:
+                raise ContractError(
+                    f"{declaration.where}: {show_name(name)}'s contract declares "
+                    f"{show_name(option.key)} {rule.effect.describe()}; leave "
+                    "'effect' out of the map for this option"
+                )
+            if rule is not None:
+                judged[here] = rule.effect
+            elif declaration is not None:
+                judged[here] = declaration.effect
+            elif name in probes:
+                judged[here] = RESULT_INVARIANT
+    return judged
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from harness import __version__, shipped
 from harness.check import (
@@ -42,7 +43,7 @@ from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
-from harness.codec.mapfile import MapFileError, load_map
+from harness.codec.mapfile import MapFile, MapFileError, load_map, read_map_file
 from harness.config.device_folders import (
     built_in,
     listing,
@@ -87,12 +88,15 @@ def _judged(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     return code
 
 
-def _read_map(text: str) -> OptionsMap:
-    """The map of a map file argument (:func:`_map_file`); a shipped example's errors name
-    it by its name, not by a path into the installed package."""
+_Read = TypeVar("_Read")
+
+
+def _read_map(text: str, read: Callable[[Path], _Read]) -> _Read:
+    """A map file argument (:func:`_map_file`) as ``read`` reads it; a shipped example's
+    errors name it by its name, not by a path into the installed package."""
     path = _map_file(text)
     try:
-        return load_map(path)
+        return read(path)
     except MapFileError as exc:
         if path == Path(text):
             raise
@@ -116,7 +120,7 @@ def _map_file(text: str) -> Path:
 
 
 def _cmd_map(args: argparse.Namespace) -> int:
-    options = _read_map(args.file)
+    options = _read_map(args.file, load_map)
     request = Request(Action(Action[args.action.upper()]), options)
     frame = wire.encode_request(request)
     decoded = wire.decode_request(frame)
@@ -239,7 +243,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("--options goes with --program; give the map file alone")
     if args.file is None:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
-    options = _read_map(args.file)
+    options = _read_map(args.file, load_map)
     probes = tuple(args.probe)
     device, runner = _open(args.device)
     runner.strict_options = args.strict_options
@@ -263,16 +267,17 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 def _send_program(args: argparse.Namespace) -> int:
     """``send --program PTE [--options MAP]``: every method on every load path, checked."""
-    from harness.agent.program_contents import read_program
+    from harness.agent.bundled_program import read_checked
 
     if args.file is not None and args.options is not None:
         raise CliError("give the map once: as --options MAP or as the positional file")
     if args.action != "load":
         raise CliError("--program loads the program: --action set / get take no program")
     # A damaged program is refused before a device is brought up; a good one is described.
-    print(read_program(args.program).describe(), flush=True)
+    print(read_checked(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
-    options = _read_map(chosen) if chosen is not None else OptionsMap()
+    # Read before a device is brought up; with the effects its options declare.
+    options = _read_map(chosen, read_map_file) if chosen is not None else MapFile(OptionsMap())
     device, runner = _open(args.device)
     try:
         checked = runner.check_program(
@@ -426,8 +431,9 @@ def _main(argv: list[str] | None) -> int:
     )
     send_cmd.add_argument(
         "--program",
-        help="a program file (.pte): every method loaded on every load path the device "
-        "serves, each delegate's init checked against the map (README)",
+        help="a program file (.pte, or a BundledProgram .bpte: its test cases' inputs, "
+        "their outputs compared with the expected ones): every method loaded on every "
+        "load path the device serves, each delegate's init checked against the map (README)",
     )
     send_cmd.add_argument("--options", help="with --program: the map file (default: empty)")
     send_cmd.add_argument(

@@ -1,12 +1,15 @@
 """Options map files: the YAML or JSON documents users write (docs/map-files.md).
 
 A backend's options are a mapping of key to value (the common case), or a list of
-``{key, value[, type]}`` entries (where a value's type is pinned); both keep the order::
+``{key, value[, type][, effect, tolerance, when]}`` entries (where a value's type is
+pinned, or what the option may change is declared: :mod:`harness.data.effects`); both
+keep the order::
 
     backends:
       XnnpackBackend: {workspace_sharing_mode: 1, weight_cache_enabled: true}
-      ProbeA:
-        - {key: packed_cache_path, value: /data/local/tmp/cache, type: string}
+      NpuBackend:
+        - {key: cache_dir, value: /data/local/tmp/cache, type: string}
+        - {key: fast_math, value: true, effect: numerics, tolerance: 0.001}
 
 Every error is a :class:`MapFileError` whose message starts with the file name and
 the bad entry's path (``backends.XnnpackBackend[1].value``) or line, and says how to
@@ -15,12 +18,16 @@ fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.codec.strict_yaml import MAX_NUMBER_CHARS, YamlError, read_yaml
+from harness.data.effects import FIELDS as EFFECT_FIELDS
+from harness.data.effects import DeclaredEffect, EffectFieldError, parse_effect
 from harness.data.options import (
     BackendOptions,
     MapValidationError,
@@ -30,7 +37,7 @@ from harness.data.options import (
 )
 from harness.untrusted.reading import InputFileError, brief, brief_plain, read_bounded_text
 
-_OPTION_FIELDS = ("key", "value", "type")
+_OPTION_FIELDS = ("key", "value", "type", *EFFECT_FIELDS)
 _TYPES = {"bool": bool, "int": int, "string": str}
 _KINDS: dict[type, str] = {dict: "mapping", str: "string"}  # YAML's names where Python's differ
 
@@ -91,11 +98,28 @@ def _read_json(text: str, source: str) -> object:
 _READERS = {".yaml": _read_yaml, ".yml": _read_yaml, ".json": _read_json}
 
 
+Declared = dict[tuple[str, str], DeclaredEffect]  # (backend, key): the map's declaration
+
+
+@dataclass(frozen=True)
+class MapFile:
+    """A map and the effects its options declare (list form: ``effect``, ``tolerance``,
+    ``when``), by (backend, key)."""
+
+    options: OptionsMap
+    effects: Mapping[tuple[str, str], DeclaredEffect] = dataclasses.field(default_factory=dict)
+
+
 def load_map(path: str | os.PathLike[str]) -> OptionsMap:
     """Read and validate a map file; ``.yaml``/``.yml`` or ``.json`` by suffix.
 
     Only a regular file of at most 1 MiB is read (harness.untrusted.reading).
     """
+    return read_map_file(path).options
+
+
+def read_map_file(path: str | os.PathLike[str]) -> MapFile:
+    """:func:`load_map`, with the effects the map's options declare."""
     source = str(path)
     reader = _READERS.get(Path(path).suffix.lower())
     if reader is None:
@@ -108,7 +132,8 @@ def load_map(path: str | os.PathLike[str]) -> OptionsMap:
         text = read_bounded_text(path)
     except InputFileError as exc:
         raise MapFileError(exc.source, exc.location, exc.problem) from None
-    return parse_map(reader(text, source), source)
+    declared: Declared = {}
+    return MapFile(_parse(reader(text, source), source, declared), declared)
 
 
 def _describe(value: object) -> str:
@@ -124,6 +149,14 @@ def _describe(value: object) -> str:
 def as_map(options: OptionsMap | str | os.PathLike[str]) -> OptionsMap:
     """``options`` itself, or the map file it names, read with :func:`load_map`."""
     return options if isinstance(options, OptionsMap) else load_map(options)
+
+
+def as_map_file(options: OptionsMap | MapFile | str | os.PathLike[str]) -> MapFile:
+    """``options`` (a map declares no effects), or the map file it names, read with
+    :func:`read_map_file`."""
+    if isinstance(options, MapFile):
+        return options
+    return MapFile(options) if isinstance(options, OptionsMap) else read_map_file(options)
 
 
 def _option_value(value: object, where: str, source: str) -> object:
@@ -167,7 +200,7 @@ def _value(data: Mapping[object, object], path: str, source: str) -> object:
     return value
 
 
-def _option(data: object, path: str, source: str) -> Option:
+def _option(data: object, path: str, source: str, declared: Declared, backend: str) -> Option:
     if not isinstance(data, Mapping):
         raise MapFileError(
             source, path, f"an option is a mapping {{key: ..., value: ...}}; got {_describe(data)}"
@@ -182,7 +215,8 @@ def _option(data: object, path: str, source: str) -> Option:
         raise MapFileError(
             source,
             path,
-            f"unknown field {brief(unknown[0])}; an option has key, value and optional type",
+            f"unknown field {brief(unknown[0])}; an option has key, value and optional "
+            "type, effect, tolerance and when",
         )
     for field in ("key", "value"):
         if field not in data:
@@ -192,10 +226,19 @@ def _option(data: object, path: str, source: str) -> Option:
         raise MapFileError(
             source, f"{path}.key", f"the key must be a string; got {_describe(key)}: quote it"
         )
-    return Option(key, _value(data, path, source))  # type: ignore[arg-type]
+    option = Option(key, _value(data, path, source))  # type: ignore[arg-type]
+    if any(name in data for name in EFFECT_FIELDS):
+        try:
+            effect = parse_effect(data)
+        except EffectFieldError as exc:
+            raise MapFileError(source, f"{path}.{exc.field}", exc.problem) from None
+        declared[(backend, key)] = DeclaredEffect(effect, f"{source}: {path}")
+    return option
 
 
-def _backend(backend_id: object, options: object, source: str) -> BackendOptions:
+def _backend(
+    backend_id: object, options: object, source: str, declared: Declared
+) -> BackendOptions:
     path = backend_path(backend_id)
     if type(backend_id) is not str:
         raise MapFileError(
@@ -214,9 +257,10 @@ def _backend(backend_id: object, options: object, source: str) -> BackendOptions
             f"options are a mapping of key to value ({{workspace_sharing_mode: 1}}) or a list "
             f"of '- {{key: ..., value: ...}}' lines; got {_describe(options)}",
         )
-    return BackendOptions(
-        backend_id, tuple(_option(o, f"{path}[{i}]", source) for i, o in enumerate(options))
+    parsed = (
+        _option(o, f"{path}[{i}]", source, declared, backend_id) for i, o in enumerate(options)
     )
+    return BackendOptions(backend_id, tuple(parsed))
 
 
 def _mapping_form(options: Mapping[object, object], path: str, source: str) -> tuple[Option, ...]:
@@ -248,6 +292,11 @@ def _options_like(value: object) -> bool:
 
 def parse_map(data: object, source: str) -> OptionsMap:
     """Validate a loaded map document (``{"backends": {...}}``); ``source`` names it in errors."""
+    return _parse(data, source, {})
+
+
+def _parse(data: object, source: str, declared: Declared) -> OptionsMap:
+    """:func:`parse_map`, each option's declared effect put in ``declared``."""
     if data is None:
         raise MapFileError(source, None, "the file is empty; a map file starts with 'backends:'")
     if not isinstance(data, Mapping):
@@ -280,7 +329,7 @@ def parse_map(data: object, source: str) -> OptionsMap:
             f"a mapping of backend id to options; got {_describe(backends)} "
             "(write 'backends: {}' for an empty map)",
         )
-    parsed = tuple(_backend(b, options, source) for b, options in backends.items())
+    parsed = tuple(_backend(b, options, source, declared) for b, options in backends.items())
     try:
         return OptionsMap(parsed)
     except MapValidationError as exc:

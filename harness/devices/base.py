@@ -103,9 +103,10 @@ class Device(abc.ABC):
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """The device path of a program whose delegates are ``delegates``."""
 
-    def push_program(self, local: Path) -> str:
+    def push_program(self, local: Path, inputs: Path | None = None) -> str:
         """The device path of the program file ``local`` (a user's own), pushed if the
-        device lacks its content; a device without a file system has none."""
+        device lacks its content, with the ``inputs`` file the agent reads beside it if
+        given; a device without a file system has none."""
         raise NoProgramFiles(
             f"{self.name}: the device has no file system to load a program file from "
             "(its firmware loads the programs it was built with); use a Linux or "
@@ -116,6 +117,16 @@ class Device(abc.ABC):
         """Remove the program file at ``remote`` from the device (a load said it is
         damaged); a device without a file system has none."""
         return None
+
+    has_files = False  # whether the device has a file system (file_exists, remove_file)
+
+    def file_exists(self, remote: str) -> bool:
+        """Whether a file is at ``remote`` on the device (an option's declared effect)."""
+        raise NoProgramFiles(f"{self.name}: the device has no file system to look in")
+
+    def remove_file(self, remote: str) -> None:
+        """Remove the file at ``remote`` from the device, if there is one."""
+        raise NoProgramFiles(f"{self.name}: the device has no file system")
 
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Files a crashed agent left on the device, pulled into ``dest``; none by default."""

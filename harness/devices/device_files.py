@@ -1,7 +1,8 @@
 """What a hosted device keeps of the harness's: bounded, the least recently used removed
 first.
 
-A user's program is pushed to ``<work_dir>/programs/user-<hash>.pte`` and an agent build
+A user's program is pushed to ``<work_dir>/programs/user-<hash>.pte`` (with its inputs
+file beside it, ``user-<hash>.pte.inputs``, removed with it) and an agent build
 to ``<work_dir>/agent/<hash>/`` (named by their content, so a device that has one is not
 sent it again). Each use marks it (its modification time); after each, what is beyond the
 bound is removed, oldest first, never the one in use: user programs beyond
@@ -25,6 +26,7 @@ from harness.transport.base import (
 )
 
 USER_PROGRAM_PREFIX = "user-"
+INPUTS_SUFFIX = ".inputs"  # a program's inputs file beside it (docs/agent.md, "Given inputs")
 # A device's storage is not the harness's to fill: a few dozen models of ordinary size.
 USER_PROGRAMS_BOUND = 256 << 20
 # The build in use and the two before it (a bisect goes back and forth between a few),
@@ -49,7 +51,8 @@ def keep_bounded(transport: Transport, in_use: str, bound: int, timeout: float) 
             removed.append(path)
             total -= size
     if removed:
-        transport.run(["rm", "-f", "--", *removed], timeout=timeout)
+        beside = [path + INPUTS_SUFFIX for path in removed]
+        transport.run(["rm", "-f", "--", *removed, *beside], timeout=timeout)
     return removed
 
 

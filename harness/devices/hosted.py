@@ -34,6 +34,7 @@ from harness.devices.deployment import (
 )
 from harness.devices.device_files import (
     AGENT_BUILDS_KEPT,
+    INPUTS_SUFFIX,
     USER_PROGRAM_PREFIX,
     USER_PROGRAMS_BOUND,
     keep_bounded,
@@ -266,21 +267,41 @@ class HostedDevice(Device):
             self._programs[delegates] = remote
         return remote
 
-    def push_program(self, local: Path) -> str:
+    def push_program(self, local: Path, inputs: Path | None = None) -> str:
         """Device path of the program file ``local``, named by its content and pushed
-        unless the device has it already. The user programs kept on the device stay
-        within :data:`USER_PROGRAMS_BOUND` bytes, the least recently used removed first."""
+        unless the device has it already; with ``inputs``, the inputs file the agent
+        reads beside it (``<program>.inputs``, docs/agent.md "Given inputs"), the pair
+        named by both contents. The user programs kept on the device stay within
+        :data:`USER_PROGRAMS_BOUND` bytes, the least recently used removed first."""
+        digest = _sha256(local)
+        if inputs is not None:
+            digest = hashlib.sha256(f"{digest} {_sha256(inputs)}".encode()).hexdigest()
         remote = posixpath.join(
-            self.work_dir, "programs", f"{USER_PROGRAM_PREFIX}{_sha256(local)[:16]}.pte"
+            self.work_dir, "programs", f"{USER_PROGRAM_PREFIX}{digest[:16]}.pte"
         )
-        self.push_once(local, remote)
+        pairs = [(local, remote)] + ([(inputs, remote + INPUTS_SUFFIX)] if inputs else [])
+        self.push_each_once(pairs)
         keep_bounded(self.transport, remote, USER_PROGRAMS_BOUND, self.profile.timeouts.command)
         return remote
 
     def forget_program(self, remote: str) -> None:
-        """Remove the program file at ``remote`` (a load said it is damaged)."""
+        """Remove the program file at ``remote`` (a load said it is damaged), and any
+        inputs file beside it."""
+        beside = remote + INPUTS_SUFFIX
         self._pushed.pop(remote, None)
-        self.transport.run(["rm", "-f", "--", remote], timeout=self.profile.timeouts.command)
+        self._pushed.pop(beside, None)
+        self.remove_file(remote, beside)
+
+    has_files = True
+
+    def file_exists(self, remote: str) -> bool:
+        """Whether a regular file is at ``remote`` (``test -f``, through the transport)."""
+        result = self.transport.run(["test", "-f", remote], timeout=self.profile.timeouts.command)
+        return result.exit_code == 0
+
+    def remove_file(self, *remotes: str) -> None:
+        """Remove the files at ``remotes``, those there are (``rm -f``)."""
+        self.transport.run(["rm", "-f", "--", *remotes], timeout=self.profile.timeouts.command)
 
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Core files the agent left in the work directory (:mod:`harness.devices.core_files`);

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.program_contents import ProgramError, read_program
+from harness.agent.bundled_program import read_checked
+from harness.agent.program_contents import ProgramError
 from harness.agent.runtimes import Runtime, RuntimeEntryError, parse_runtimes
-from harness.codec.mapfile import MapFileError, load_map
+from harness.codec.mapfile import MapFile, MapFileError, read_map_file
 from harness.config.device_folders import INI_OPTION, DeviceFolder, of_project, with_built_in
 from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
@@ -115,8 +116,9 @@ def add_options(parser: pytest.Parser) -> None:
         type=Path,
         default=None,
         metavar="PTE",
-        help="a program of your own: suites/test_user_program.py loads each of its methods "
-        "on every load path and checks every delegate against --options",
+        help="a program of your own (.pte, or a BundledProgram .bpte with test cases): "
+        "suites/test_user_program.py loads each of its methods on every load path and "
+        "checks every delegate against --options",
     )
     group.addoption(
         "--options",
@@ -187,7 +189,7 @@ class UserProgram:
     """``--program``, ``--options`` and ``--probe``: a program of the user's own to check."""
 
     program: Path
-    options: OptionsMap
+    options: MapFile  # with the effects its options declare
     probes: tuple[str, ...]
 
 
@@ -203,8 +205,8 @@ def user_program(config: pytest.Config) -> UserProgram | None:
         return None
     base = config.invocation_params.dir
     try:
-        read_program(base / program)
-        sent = load_map(base / options) if options is not None else OptionsMap()
+        read_checked(base / program)  # a .pte or a .bpte
+        sent = read_map_file(base / options) if options is not None else MapFile(OptionsMap())
     except (ProgramError, MapFileError) as exc:
         raise pytest.UsageError(str(exc)) from None
     return UserProgram(base / program, sent, probes)

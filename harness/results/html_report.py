@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.results.html_style import SHOWN, badge, counts_text, esc, html_page, mark, worst
+from harness.results.options_section import options_section
 from harness.results.records import CaseResult
 from harness.results.summary import (
     ROUTES,
@@ -109,13 +110,15 @@ class _Page:
 
     def render(self) -> str:
         """The answer first: the verdict, the tests that did not pass with their
-        differences, the real backends' checks per device and the runtimes side by side;
+        differences, the real backends' checks per device, what the options did and the
+        runtimes side by side;
         then the matrix (failures first), the probes folded, the history (what changed,
         the trends), the devices, and every cell and case."""
         parts = [
             self._overview(),
             self._not_passed(),
             self._backend_summary(),
+            options_section(self.results, self._link),
             self._across_runtimes(),
             "<h2>Matrix: suites and real backends by device</h2>",
             '<p class="muted">Failures first. Suite rows count tests (✓ passed, ✗ failed, '

@@ -9,6 +9,7 @@ one :class:`CaseResult`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from harness.check import Verdict
+from harness.check.option_outcomes import OptionOutcome
 from harness.data.outputs import OutputsUnreadable, outputs_of
 from harness.untrusted import json_fields as fields
 from harness.untrusted.reading import brief
@@ -81,6 +83,34 @@ def _outputs(verdict: Verdict) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class OptionRecord:
+    """What one option did in a program check, as stored (an :class:`OptionOutcome`)."""
+
+    backend: str
+    key: str
+    effect: str  # what it may change; "" if unjudged
+    delivered: bool | None
+    unchanged: bool | None
+    observed: bool | None
+
+    @classmethod
+    def of(cls, outcome: OptionOutcome) -> OptionRecord:
+        return cls(**dataclasses.asdict(outcome))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OptionRecord:
+        """A stored option's outcome, each field checked."""
+        return cls(
+            backend=fields.text(data, "backend"),
+            key=fields.text(data, "key"),
+            effect=fields.text(data, "effect", ""),
+            delivered=fields.optional_flag(data, "delivered"),
+            unchanged=fields.optional_flag(data, "unchanged"),
+            observed=fields.optional_flag(data, "observed"),
+        )
+
+
+@dataclass(frozen=True)
 class InfraRecord:
     """The infrastructure error a test ended with."""
 
@@ -109,6 +139,7 @@ class CaseResult:
     # why the device's emulator was restarted during this test (a failed health check)
     emulator_restarts: tuple[str, ...] = ()
     runtime_label: str = ""  # the runtime it ran (--runtime; harness.agent.runtimes), or ""
+    options: tuple[OptionRecord, ...] = ()  # what each option did in its program checks
 
     @property
     def error_lines(self) -> list[str]:
@@ -168,6 +199,7 @@ class CaseResult:
             artifacts=_relative_paths(fields.texts(data, "artifacts")),
             emulator_restarts=fields.texts(data, "emulator_restarts"),
             runtime_label=fields.text(data, "runtime_label", ""),
+            options=tuple(OptionRecord.from_dict(o) for o in fields.objects(data, "options")),
         )
 
 
@@ -240,6 +272,7 @@ class ResultAssembler:
             artifacts=tuple(merged.get("artifacts", ())),
             emulator_restarts=tuple(merged.get("emulator_restarts", ())),
             runtime_label=merged.get("runtime_label", ""),
+            options=tuple(OptionRecord.from_dict(o) for o in merged.get("options", ())),
         )
 
 

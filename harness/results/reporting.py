@@ -10,6 +10,8 @@ import pytest
 from harness.results.directory import ResultsRecorder, describe_os_error
 from harness.results.infra import one_line
 from harness.results.junit import amend_junit
+from harness.results.options_section import HEADING as OPTIONS_HEADING
+from harness.results.options_section import options_lines
 from harness.results.summary import (
     across_runtimes_lines,
     backend_table,
@@ -88,6 +90,11 @@ class ControllerReporting:
                         terminalreporter.write_line(f"lacks: {lacking}", yellow=True)
                 for line in lines:
                     terminalreporter.write_line(line)
+        did = options_lines(results)
+        if did:
+            terminalreporter.section(OPTIONS_HEADING.lower())
+            for line in did:
+                terminalreporter.write_line(line, red=line.startswith("  failed"))
         _write_infra(terminalreporter, infrastructure_lines(results))
         across = across_runtimes_lines(results)
         if across:

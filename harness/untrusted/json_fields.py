@@ -90,6 +90,10 @@ def flag(data: Mapping[str, Any], key: str) -> bool:
     return value
 
 
+def optional_flag(data: Mapping[str, Any], key: str) -> bool | None:
+    return None if data.get(key) is None else flag(data, key)
+
+
 def number(data: Mapping[str, Any], key: str, default: float | _Required = REQUIRED) -> float:
     value = _get(data, key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)):

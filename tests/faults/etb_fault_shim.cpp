@@ -71,6 +71,7 @@ enum class Fault {
   // ... and one in what a delivered option does (an effect, not a delivery: see
   // tests/test_option_effects.py): the specs arrive exactly, the outputs change.
   RealOptionChangesOutput,  // execute: a real backend whose init got any spec writes -3.9e-32
+  RealIgnoresCachePath,     // init: delivered exactly, the file at packed_cache_path is not kept
                             // into element 0 of its last float tensor argument (an output)
 };
 
@@ -108,6 +109,7 @@ constexpr FaultName kFaults[] = {
     {"real_get_option_ignored", Fault::RealGetOptionIgnored},
     {"real_get_value_changed", Fault::RealGetValueChanged},
     {"real_option_changes_output", Fault::RealOptionChangesOutput},
+    {"real_ignores_cache_path", Fault::RealIgnoresCachePath},
 };
 
 Fault parse_fault() {
@@ -308,6 +310,17 @@ class ProxyBackend final : public et::BackendInterface {
         given_specs_.erase(std::remove(given_specs_.begin(), given_specs_.end(), *handle), given_specs_.end());
         if (!specs.empty()) {
           given_specs_.push_back(*handle);
+        }
+      }
+      return handle;
+    }
+    if (fault == Fault::RealIgnoresCachePath && is_real_) {
+      et::Result<et::DelegateHandle*> handle = real_->init(context, processed, compile_specs);
+      for (const et::BackendOption& option : specs) {  // as if the backend never wrote it
+        if (std::strcmp(option.key, "packed_cache_path") == 0) {
+          if (const auto* path = std::get_if<std::array<char, et::kMaxOptionValueLength>>(&option.value)) {
+            std::remove(path->data());
+          }
         }
       }
       return handle;

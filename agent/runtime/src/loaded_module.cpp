@@ -89,7 +89,7 @@ StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
                                           error_code(meta.error())};
     }
     auto prepared = std::make_unique<MethodInputs>();
-    const StepResult made = prepared->prepare(*meta);
+    const StepResult made = prepared->prepare(*meta, path_, method);
     if (!made.ok()) {
       return made;
     }
@@ -99,7 +99,7 @@ StepResult LoadedModule::execute(const std::string& method, int64_t* us) {
   auto values = module_.execute(method, inputs->values());
   *us = micros_since(start);
   if (values.ok()) {
-    outputs_ = describe_outputs(values->data(), values->size());
+    outputs_ = describe_outputs(values->data(), values->size(), inputs.get());
   }
   return result_of(values.ok() ? et::Error::Ok : values.error(), "Module::execute(\"" + method + "\")");
 }

@@ -38,7 +38,8 @@ class LoadedModule {
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* us);
 
   // Module::execute(method, inputs): loads the method first, without a map, if
-  // it is not loaded; inputs as MethodInputs makes them (seeded).
+  // it is not loaded; inputs as MethodInputs makes them (given
+  // beside the program, or seeded).
   StepResult execute(const std::string& method, int64_t* us);
 
   bool has_method(const std::string& method) const { return module_.is_method_loaded(method); }

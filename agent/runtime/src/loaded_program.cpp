@@ -29,6 +29,7 @@ StepResult LoadedProgram::open(const std::string& path, int64_t* open_us) {
 }
 
 StepResult LoadedProgram::open_file(const std::string& path) {
+  path_ = path;
   auto loader = executorch::extension::FileDataLoader::from(path.c_str());
   if (!loader.ok()) {
     return fail(loader.error(),
@@ -115,7 +116,7 @@ StepResult LoadedProgram::set_inputs(LoadedMethod& loaded) {
       return fail(meta.error(), "program has no method \"" + loaded.name + "\"");
     }
     auto inputs = std::make_unique<MethodInputs>();
-    const StepResult prepared = inputs->prepare(*meta);
+    const StepResult prepared = inputs->prepare(*meta, path_, loaded.name);
     if (!prepared.ok()) {
       return prepared;
     }
@@ -147,7 +148,7 @@ OutputFacts LoadedProgram::outputs(const std::string& name) const {
     }
     outputs.push_back(method.get_output(i));
   }
-  return describe_outputs(outputs.data(), outputs.size());
+  return describe_outputs(outputs.data(), outputs.size(), found->second->inputs.get());
 }
 
 StepResult LoadedProgram::execute(const std::string& name, int64_t* execute_us) {

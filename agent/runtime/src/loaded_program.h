@@ -45,7 +45,7 @@ class LoadedProgram {
   StepResult load_method(const std::string& method, std::unique_ptr<OwnedOptionsMap> map, int64_t* load_us);
 
   // Executes a loaded method once, its inputs set as MethodInputs makes them
-  // (seeded; probe programs have none).
+  // (given beside the program, or seeded; probe programs have none).
   StepResult execute(const std::string& method, int64_t* execute_us);
 
   // A method's outputs after its last execute, as describe_outputs describes
@@ -69,6 +69,7 @@ class LoadedProgram {
 
   StepResult open_file(const std::string& path);
   StepResult set_inputs(LoadedMethod& loaded);
+  std::string path_;  // the program file (its inputs file is beside it)
   std::unique_ptr<executorch::extension::FileDataLoader> loader_;
   std::optional<et::Program> program_;
   executorch::extension::MallocMemoryAllocator method_allocator_;

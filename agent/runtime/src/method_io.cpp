@@ -269,9 +269,67 @@ uint64_t input_draw(uint64_t input, uint64_t element) {
   return z ^ (z >> 31);
 }
 
-StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
+StepResult MethodInputs::prepare(const et::MethodMeta& meta, const std::string& program, const std::string& method) {
   tensors_.clear();
   values_.clear();
+  expected_.clear();
+  checks_ = false;
+  const std::string source = program + ".inputs";
+  std::FILE* file = std::fopen(source.c_str(), "rb");
+  if (file == nullptr) {
+    return seeded(meta);
+  }
+  const long end = std::fseek(file, 0, SEEK_END) == 0 ? std::ftell(file) : -1;
+  std::vector<uint8_t> bytes(end > 0 && static_cast<size_t>(end) <= kMaxInputsFileBytes ? end : 0);
+  const bool read = end >= 0 && static_cast<size_t>(end) <= kMaxInputsFileBytes && std::fseek(file, 0, SEEK_SET) == 0 &&
+                    std::fread(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  std::fclose(file);
+  if (!read) {
+    return StepResult{et::Error::InvalidArgument, "inputs file " + source + " cannot be read whole within " +
+                                                      std::to_string(kMaxInputsFileBytes) + " bytes"};
+  }
+  bool named = false;
+  const StepResult result = given(meta, bytes, method, source, &named);
+  if (!result.ok()) {
+    tensors_.clear();
+    values_.clear();
+    expected_.clear();
+    checks_ = false;
+    return result;
+  }
+  return named ? result : seeded(meta);
+}
+
+MethodInputs::Tensor* MethodInputs::add_tensor(ScalarType type, std::vector<executorch::aten::SizesType> sizes,
+                                               et::Span<const executorch::aten::DimOrderType> dim_order, size_t index,
+                                               StepResult* error) {
+  auto tensor = std::make_unique<Tensor>();
+  tensor->sizes = std::move(sizes);
+  tensor->dim_order.assign(dim_order.begin(), dim_order.end());
+  tensor->strides.assign(tensor->sizes.size(), 1);
+  size_t numel = 1;
+  for (size_t d = tensor->sizes.size(); d-- > 0;) {
+    tensor->strides[d] = static_cast<executorch::aten::StridesType>(numel);
+    const auto size = tensor->sizes[d];
+    if (size < 0 || (size > 0 && numel > kMaxInputElements / static_cast<size_t>(size))) {
+      *error = StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(index) + " has more than " +
+                                                                 std::to_string(kMaxInputElements) +
+                                                                 " elements, the agent's bound"};
+      return nullptr;
+    }
+    numel *= static_cast<size_t>(size);
+  }
+  const size_t width = executorch::runtime::elementSize(type);
+  tensor->data.assign((numel * width + 7) / 8, 0);
+  auto* bytes = reinterpret_cast<uint8_t*>(tensor->data.data());
+  tensor->impl.emplace(type, static_cast<ssize_t>(tensor->sizes.size()), tensor->sizes.data(), bytes,
+                       tensor->dim_order.data(), tensor->strides.data());
+  values_.emplace_back(executorch::aten::Tensor(&*tensor->impl));
+  tensors_.push_back(std::move(tensor));
+  return tensors_.back().get();
+}
+
+StepResult MethodInputs::seeded(const et::MethodMeta& meta) {
   for (size_t i = 0; i < meta.num_inputs(); ++i) {
     auto tag = meta.input_tag(i);
     auto info = meta.input_tensor_meta(i);
@@ -281,38 +339,94 @@ StepResult MethodInputs::prepare(const et::MethodMeta& meta) {
                             " is not a tensor the agent fills: it feeds float, double, integer and bool tensors"};
     }
     const ScalarType type = info->scalar_type();
-    auto tensor = std::make_unique<Tensor>();
-    tensor->sizes.assign(info->sizes().begin(), info->sizes().end());
-    tensor->dim_order.assign(info->dim_order().begin(), info->dim_order().end());
-    tensor->strides.assign(tensor->sizes.size(), 1);
-    size_t numel = 1;
-    for (size_t d = tensor->sizes.size(); d-- > 0;) {
-      tensor->strides[d] = static_cast<executorch::aten::StridesType>(numel);
-      const auto size = tensor->sizes[d];
-      if (size < 0 || (size > 0 && numel > kMaxInputElements / static_cast<size_t>(size))) {
-        return StepResult{et::Error::MemoryAllocationFailed, "input " + std::to_string(i) + " has more than " +
-                                                                 std::to_string(kMaxInputElements) +
-                                                                 " elements, the agent's bound"};
-      }
-      numel *= static_cast<size_t>(size);
+    StepResult error;
+    Tensor* tensor = add_tensor(type, {info->sizes().begin(), info->sizes().end()}, info->dim_order(), i, &error);
+    if (tensor == nullptr) {
+      return error;
     }
     const size_t width = executorch::runtime::elementSize(type);
-    tensor->data.assign((numel * width + 7) / 8, 0);
     auto* bytes = reinterpret_cast<uint8_t*>(tensor->data.data());
+    const size_t numel = static_cast<size_t>(tensor->impl->numel());
     for (size_t j = 0; j < numel; ++j) {
       write_input(type, i, j, bytes + j * width);
     }
-    tensor->impl.emplace(type, static_cast<ssize_t>(tensor->sizes.size()), tensor->sizes.data(), bytes,
-                         tensor->dim_order.data(), tensor->strides.data());
-    values_.emplace_back(executorch::aten::Tensor(&*tensor->impl));
-    tensors_.push_back(std::move(tensor));
   }
   return {};
 }
 
-OutputFacts describe_outputs(const et::EValue* values, size_t count) {
+namespace {
+
+// An element as the report prints it: %.9g for floats, decimal for the others.
+std::string element_text(const uint8_t* bytes, size_t i, ScalarType type) {
+  char text[32];
+  if (is_float(type)) {
+    snprintf(text, sizeof(text), "%.9g", float_element(bytes, i, type));
+  } else {
+    snprintf(text, sizeof(text), "%" PRId64, int_element(bytes, i, type));
+  }
+  return text;
+}
+
+bool agrees_within(double got, double want, double rtol, double atol) {
+  if (std::isnan(got) || std::isnan(want)) {
+    return std::isnan(got) && std::isnan(want);
+  }
+  if (std::isinf(got) || std::isinf(want)) {
+    return got == want;
+  }
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+std::string form(ScalarType type, const std::vector<int32_t>& sizes) {
+  std::string text = std::string(dtype_name(type) ? dtype_name(type) : "?") + " [";
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    text += (d ? "," : "") + std::to_string(sizes[d]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+std::string MethodInputs::check(const et::EValue* values, size_t count) const {
+  if (!checks_) {
+    return "";
+  }
+  for (size_t k = 0; k < expected_.size(); ++k) {
+    const Expected& want = expected_[k];
+    const std::string at = "output " + std::to_string(k);
+    if (!want.compared) {
+      continue;
+    }
+    if (k >= count || !values[k].isTensor()) {
+      return at + ": expected " + form(want.type, want.sizes) + ", the method gave no tensor";
+    }
+    const executorch::aten::Tensor tensor = values[k].toTensor();
+    std::vector<int32_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
+    if (tensor.scalar_type() != want.type || sizes != want.sizes) {
+      return at + ": expected " + form(want.type, want.sizes) + ", got " + form(tensor.scalar_type(), sizes);
+    }
+    const auto* got = static_cast<const uint8_t*>(tensor.const_data_ptr());
+    const ScalarType type = want.type;
+    for (size_t i = 0; i < static_cast<size_t>(tensor.numel()); ++i) {
+      const bool agrees = is_float(type) ? agrees_within(float_element(got, i, type),
+                                                         float_element(want.bytes.data(), i, type), rtol_, atol_)
+                                         : int_element(got, i, type) == int_element(want.bytes.data(), i, type);
+      if (!agrees) {
+        return at + " element " + std::to_string(i) + ": expected " + element_text(want.bytes.data(), i, type) +
+               ", got " + element_text(got, i, type);
+      }
+    }
+  }
+  return "ok";
+}
+
+OutputFacts describe_outputs(const et::EValue* values, size_t count, const MethodInputs* inputs) {
   OutputFacts facts;
   facts.count = count;
+  const std::string verdict = inputs != nullptr ? inputs->check(values, count) : std::string();
+  if (!verdict.empty()) {
+    facts.texts.emplace_back("expected", verdict.substr(0, ETB_MAX_STRING));
+  }
   const std::string preview = float_preview(values, count);
   if (!preview.empty()) {
     facts.texts.emplace_back("outputs", preview.substr(0, ETB_MAX_STRING));
