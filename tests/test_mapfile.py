@@ -10,6 +10,7 @@ import pytest
 
 from harness.codec.mapfile import MapFileError, load_map, parse_map
 from harness.data.options import BackendOptions, Option, OptionsMap
+from harness.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "maps"
@@ -408,3 +409,24 @@ def test_parse_map_names_its_source() -> None:
         parse_map({"backends": {"A": [{"key": "k", "value": 2**31}]}}, "inline map")
     assert str(info.value).startswith("inline map: backends.A[0].value: int option 'k'")
     assert (info.value.source, info.value.location) == ("inline map", "backends.A[0].value")
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [({"ProbeA": {"threads": 4}}, "got dict (a dict: OptionsMap.from_dict(...))")]
+    + [(value, f"got {type(value).__name__}") for value in (5, b"maps/app.yaml")],
+)
+def test_a_door_given_no_map_nor_path_says_what_goes_there(given: object, says: str) -> None:
+    """``et.load({...})``, the first thing a person tries: one line naming what goes there,
+    not pathlib's TypeError from deep inside; nothing is started before it."""
+    from harness.codec.mapfile import as_map_file
+    from harness.runner import CaseRunner
+
+    def no_device() -> None:
+        raise AssertionError("a device was brought up for an argument that is no map")
+
+    runner = CaseRunner(no_device, lambda _: "")  # type: ignore[arg-type]
+    for door in (runner.load, runner.set, runner.get, as_map_file):  # et.check_program's
+        with pytest.raises(UsageError, match=re.escape(says)) as refused:
+            door(given)  # type: ignore[arg-type]
+        assert str(refused.value).startswith("a map (OptionsMap) or a map file's path")

@@ -35,6 +35,7 @@ from harness.data.options import (
     OptionsMap,
     backend_path,
 )
+from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, brief, brief_plain, read_bounded_text
 
 _OPTION_FIELDS = ("key", "value", "type", *EFFECT_FIELDS)
@@ -146,9 +147,24 @@ def _describe(value: object) -> str:
     return f"{kind} {brief(value)}"
 
 
+class NotAMapError(TypeError, UsageError):
+    """Something given where a map or a map file's path goes; the message says what to write."""
+
+
+def _as_path(options: object) -> str | os.PathLike[str]:
+    """``options`` as the path of a map file, or :class:`NotAMapError`."""
+    if isinstance(options, str | os.PathLike):
+        return options
+    fix = " (a dict: OptionsMap.from_dict(...))" if isinstance(options, Mapping) else ""
+    raise NotAMapError(
+        f"a map (OptionsMap) or a map file's path (str or Path) goes here; got "
+        f"{type(options).__name__}{fix}"
+    )
+
+
 def as_map(options: OptionsMap | str | os.PathLike[str]) -> OptionsMap:
     """``options`` itself, or the map file it names, read with :func:`load_map`."""
-    return options if isinstance(options, OptionsMap) else load_map(options)
+    return options if isinstance(options, OptionsMap) else load_map(_as_path(options))
 
 
 def as_map_file(options: OptionsMap | MapFile | str | os.PathLike[str]) -> MapFile:
@@ -156,7 +172,9 @@ def as_map_file(options: OptionsMap | MapFile | str | os.PathLike[str]) -> MapFi
     :func:`read_map_file`."""
     if isinstance(options, MapFile):
         return options
-    return MapFile(options) if isinstance(options, OptionsMap) else read_map_file(options)
+    if isinstance(options, OptionsMap):
+        return MapFile(options)
+    return read_map_file(_as_path(options))
 
 
 def _option_value(value: object, where: str, source: str) -> object:
