@@ -183,6 +183,7 @@ class CaseRunner:
         self._link: AgentLink | None = None
         self._hello: Report | None = None
         self._registered: list[str] = []
+        self._declared: set[str] = set()  # probe names declared in this case (until reset)
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
@@ -338,6 +339,7 @@ class CaseRunner:
         unregister), so when the registry lacks room the agent is restarted; that is
         only allowed between cases. Call this first in a case that needs many names.
         """
+        self._declared.update(names)
         missing = [n for n in dict.fromkeys(names) if n not in self.registered]
         if not missing:
             return
@@ -630,6 +632,7 @@ class CaseRunner:
         if report.outcome is not Outcome.OK:
             raise RunnerError(f"the agent refused RESET: {report.message}")
         self._dirty = False
+        self._declared.clear()
         return report
 
     def send(self, request: Request) -> Report:
@@ -677,19 +680,21 @@ class CaseRunner:
 
     def _forget_undeclared(self, names: Sequence[str], declared: Sequence[str]) -> None:
         """Restart the agent when ``names`` hold a probe an earlier case declared and this
-        call does not (:func:`harness.probes.undeclared_probes`): without the declaration
-        the device has no such backend, and the verdict must say so, not find a probe."""
+        case does not (:func:`harness.probes.undeclared_probes`; a declaration, ``probes=``
+        or :meth:`prepare`, holds until :meth:`reset`): without it the device has no such
+        backend, and the verdict must say so, not find a probe."""
         refuse_real_probes(declared, self.real_backends)
+        self._declared.update(declared)
         at_start = {entry.name for entry in self.hello.entries}  # a restart would keep them
         since = [n for n in self.registered if n not in at_start]
-        stale = undeclared_probes(names, since, declared)
+        stale = undeclared_probes(names, since, self._declared)
         if not stale:
             return
         if self._dirty:
             raise RunnerError(
-                f"{', '.join(stale)}: declared a probe earlier in this case, so the device "
-                "registers it until the agent restarts: declare it in this call too "
-                "(probes=), or check that the device lacks it in a case of its own"
+                f"{', '.join(stale)}: a probe an earlier case declared, registered until the "
+                "agent restarts, and this case has state a restart would lose: declare it in "
+                "this case (probes=, et.prepare), or name it before anything else is sent"
             )
         self.restart()
 

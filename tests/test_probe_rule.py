@@ -59,17 +59,23 @@ def test_a_probe_declared_by_an_earlier_case_is_no_backend_in_the_next(
     runner: CaseRunner,
 ) -> None:
     """The runtime cannot unregister a declared probe: a later case that does not declare
-    it gets a fresh agent, so the device lacks it again (never "exact" by accident)."""
+    it gets a fresh agent, so the device lacks it again (never "exact" by accident); a
+    declaration holds for the rest of its own case."""
     options = OptionsMap.from_dict({"ProbeA": {"a": 1}, "NpuBackend": {"num_threads": 2}})
     assert runner.load(options, probes=("NpuBackend",)).ok
-    with pytest.raises(RunnerError, match="NpuBackend: declared a probe earlier in this case"):
-        runner.set(options)
+    assert runner.set(options).ok  # the same case: still declared
     runner.reset()  # the next case
+    assert runner.set(OptionsMap.from_dict({"ProbeA": {"a": 2}})).ok
+    with pytest.raises(RunnerError, match="NpuBackend: a probe an earlier case declared"):
+        runner.set(options)
+    runner.reset()
     for call in (runner.set, runner.get, runner.load):
         verdict = call(options)
         assert verdict.kinds() == (DifferenceKind.NO_SUCH_BACKEND,), verdict.render()
         assert "NpuBackend" not in runner.registered
         runner.reset()
+    runner.prepare(["NpuBackend"])  # declares it for the case, as probes= does
+    assert runner.set(options).ok and "NpuBackend" in runner.registered
 
 
 def test_a_load_checks_its_probes_and_xnnpack_and_names_what_the_device_lacks(
