@@ -429,6 +429,11 @@ def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypat
     assert capsys.readouterr().err.startswith(
         "et-harness map: broken (shipped example): backends.XnnpackBackend[2].value: int "
     )  # by its name: no path into the installed package
+    assert main(["map", "sample.yaml"]) == 2  # README's name, with the suffix
+    assert capsys.readouterr().err == (
+        "et-harness map: sample.yaml: cannot read the file: No such file or directory; the "
+        "shipped example goes by its name: sample\n"
+    )
     assert main(["send", "samples", "--device", "host"]) == 2
     assert capsys.readouterr().err == (
         "et-harness send: samples: no such shipped example map (broken, sample); give a map "

@@ -98,9 +98,12 @@ def _read_map(text: str, read: Callable[[Path], _Read]) -> _Read:
     try:
         return read(path)
     except MapFileError as exc:
-        if path == Path(text):
-            raise
-        raise MapFileError(f"{text} (shipped example)", exc.location, exc.problem) from None
+        if path != Path(text):
+            raise MapFileError(f"{text} (shipped example)", exc.location, exc.problem) from None
+        if "/" not in text and not path.exists() and (shipped.maps_dir() / text).is_file():
+            shipped_name = f"{exc.problem}; the shipped example goes by its name: {path.stem}"
+            raise MapFileError(exc.source, exc.location, shipped_name) from None
+        raise
 
 
 def _map_file(text: str) -> Path:
