@@ -21,13 +21,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from harness.agent.xnnpack_program import XNNPACK_BACKEND
+from harness.check.option_contracts import PROBE_PREFIX
 from harness.check.rendering import show_name
 from harness.data.options import OptionsMap
 from harness.errors import UsageError
-
-PROBE_PREFIX = "Probe"
-"""Names beginning with it are the harness's probes (``ProbeA`` .. ``ProbeH`` in the
-suites): registered on a device that lacks them without being declared."""
 
 PROGRAM_COMMAND = "et-harness send --program PTE --options MAP"
 """The command that checks a load-time map on a program of one's own."""
@@ -52,6 +49,19 @@ def probes_to_register(
         n
         for n in dict.fromkeys(names)
         if n not in registered and (is_harness_probe(n) or n in declared)
+    ]
+
+
+def undeclared_probes(
+    names: Sequence[str], registered_since: Collection[str], declared: Collection[str]
+) -> list[str]:
+    """Of ``names``, the probes an earlier call declared (``registered_since`` the agent
+    started) that are neither the harness's own names nor ``declared`` now. The runtime
+    cannot unregister them, so a call that does not declare them needs a fresh agent."""
+    return [
+        n
+        for n in dict.fromkeys(names)
+        if n in registered_since and not is_harness_probe(n) and n not in declared
     ]
 
 

@@ -48,7 +48,12 @@ from harness.data.options import (
 )
 from harness.data.runtime_error import RuntimeErrorCode
 from harness.errors import UsageError
-from harness.probes import plan_load, probes_to_register, refuse_real_probes
+from harness.probes import (
+    plan_load,
+    probes_to_register,
+    refuse_real_probes,
+    undeclared_probes,
+)
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -178,6 +183,7 @@ class CaseRunner:
         self._link: AgentLink | None = None
         self._hello: Report | None = None
         self._registered: list[str] = []
+        self._declared: set[str] = set()  # probe names declared in this case (until reset)
         self._dirty = False  # state was set since the last reset: a restart would lose it
         self._broken: TransportError | None = None  # what broke the running agent's link
         self.on_verdict: Callable[[Verdict], None] | None = None  # e.g. the run's summary
@@ -333,6 +339,7 @@ class CaseRunner:
         unregister), so when the registry lacks room the agent is restarted; that is
         only allowed between cases. Call this first in a case that needs many names.
         """
+        self._declared.update(names)
         missing = [n for n in dict.fromkeys(names) if n not in self.registered]
         if not missing:
             return
@@ -443,6 +450,7 @@ class CaseRunner:
         if stored is not None and path is not LoadPath.MODULE_BOTH:
             raise RunnerError(f"a stored map goes with path module_both only, not {path.label}")
         absent: tuple[str, ...] = ()
+        self._forget_undeclared(options.backend_ids, probes)
         if delegates is None:
             plan = plan_load(
                 options,
@@ -508,6 +516,7 @@ class CaseRunner:
         for model in models:
             self.heed(model.options, Route.LOAD, probes)
         names = [d for m in models for d in m.program_ids if d not in unobserved]
+        self._forget_undeclared(names, probes)
         self._prepare_probes(names, probes)
         specs = [m.spec(self._program_for(m.program_ids)) for m in models]
         self._dirty = True
@@ -623,6 +632,7 @@ class CaseRunner:
         if report.outcome is not Outcome.OK:
             raise RunnerError(f"the agent refused RESET: {report.message}")
         self._dirty = False
+        self._declared.clear()
         return report
 
     def send(self, request: Request) -> Report:
@@ -661,11 +671,32 @@ class CaseRunner:
     ) -> tuple[str, ...]:
         """Register the probes a SET or GET needs; the backends of ``options`` the device
         then has none of."""
+        self._forget_undeclared(options.backend_ids, probes)
         expecting = [
             n for n in options.backend_ids if expected_status.get(n) != RuntimeErrorCode.NotFound
         ]
         self._prepare_probes(expecting, probes)
         return tuple(n for n in options.backend_ids if n not in self._registered)
+
+    def _forget_undeclared(self, names: Sequence[str], declared: Sequence[str]) -> None:
+        """Restart the agent when ``names`` hold a probe an earlier case declared and this
+        case does not (:func:`harness.probes.undeclared_probes`; a declaration, ``probes=``
+        or :meth:`prepare`, holds until :meth:`reset`): without it the device has no such
+        backend, and the verdict must say so, not find a probe."""
+        refuse_real_probes(declared, self.real_backends)
+        self._declared.update(declared)
+        at_start = {entry.name for entry in self.hello.entries}  # a restart would keep them
+        since = [n for n in self.registered if n not in at_start]
+        stale = undeclared_probes(names, since, self._declared)
+        if not stale:
+            return
+        if self._dirty:
+            raise RunnerError(
+                f"{', '.join(stale)}: a probe an earlier case declared, registered until the "
+                "agent restarts, and this case has state a restart would lose: declare it in "
+                "this case (probes=, et.prepare), or name it before anything else is sent"
+            )
+        self.restart()
 
     def _prepare_probes(self, names: Sequence[str], declared: Sequence[str]) -> None:
         """Register those of ``names`` that are probes (:func:`harness.probes.probes_to_register`):

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness import shipped
 from harness.cli import main
 
 SAMPLE = "examples/maps/sample.yaml"
@@ -118,6 +119,12 @@ def test_send_get_shows_what_get_option_returned_per_backend_and_key(tmp_path, c
     assert returned[4] == "  XnnpackBackend:"
     assert re.fullmatch(r"    weight_cache_enabled: bool (true|false)", returned[5]), returned
     assert returned[6:] == ["  ProbeB: no options"]
+    chosen.write_text("backends:\n  NpuBackend: {perf_mode: 2}\n", "utf-8")
+    assert main(["send", str(chosen), "--device", "host", "--action", "get"]) == 1
+    out = capsys.readouterr().out.splitlines()  # the map's own values are no answer
+    assert out[out.index("returned by get_option:") + 1 :] == [
+        "  NpuBackend (status NotFound (0x20)): nothing, no such backend"
+    ], out
 
 
 @pytest.mark.parametrize(
@@ -182,7 +189,9 @@ def test_device_listing_shows_file_names_printable(capsys, monkeypatch, tmp_path
     (other / "pyproject.toml").write_text("tool = 5\n")  # no pytest section: not a project
     monkeypatch.chdir(other)
     assert main(["devices"]) == 0
-    assert "[built-in: " in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "host          local   this machine" in listed and "[built-in]" in listed, listed
+    assert str(shipped.devices_dir()) not in listed, listed  # no path into the package
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "devices").mkdir()
     for name in ("e\x1b[31mred", "nl\nx"):
@@ -371,6 +380,38 @@ def test_doctor_checks_the_projects_devices_and_compares_their_backends(
     assert "XnnpackBackend" not in unnamed and str(tmp_path) not in out, out
 
 
+def test_doctor_reads_the_projects_option_contracts_as_pytest_does(capsys, monkeypatch, tmp_path):
+    """A contract file pytest would stop at fails doctor too (a CI gate that passes while
+    every pytest run exits 4 gates nothing); a good one is listed with its file."""
+    from harness.check import option_contracts
+
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    contracts = tmp_path / "devices" / "backends"
+    contracts.mkdir(parents=True)
+    (tmp_path / "devices" / "mine.yaml").write_text("transport: {kind: local}\n")
+    (contracts / "npu.yaml").write_text("backend: NpuBackend\noptions: {m: {type: int}}\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor"]) == 0
+    rows = _doctor_rows(capsys.readouterr().out)
+    assert list(rows) == ["backends/", "mine", "host"], rows
+    assert rows["backends/"][0].split()[1:] == [
+        "ok",
+        "option",
+        "contracts:",
+        "NpuBackend",
+        "(devices/backends/npu.yaml)",
+    ], rows
+    monkeypatch.setattr(option_contracts, "_DECLARED", {})
+    (contracts / "npu.yaml").write_text("backend: NpuBackend\noptions: {m: {type: float}}\n")
+    assert main(["doctor"]) == 1
+    (row,) = _doctor_rows(capsys.readouterr().out)["backends/"]
+    assert row.split(None, 2)[1:] == [
+        "INVALID",
+        "devices/backends/npu.yaml: options.m.type: bool, int or string; got 'float'",
+    ], row
+
+
 def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert main(["doctor", "--device", "lab-mcu"]) == 1  # a lab profile: not checked here
@@ -385,7 +426,14 @@ def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypat
     assert main(["map", "sample", "--hex"]) == 0
     assert capsys.readouterr().out.startswith("sample: valid, 3 backends: XnnpackBackend (3)")
     assert main(["map", "broken"]) == 2  # the example of a refused map, found and refused
-    assert "broken.yaml: backends.XnnpackBackend" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(
+        "et-harness map: broken (shipped example): backends.XnnpackBackend[2].value: int "
+    )  # by its name: no path into the installed package
+    assert main(["map", "sample.yaml"]) == 2  # README's name, with the suffix
+    assert capsys.readouterr().err == (
+        "et-harness map: sample.yaml: cannot read the file: No such file or directory; the "
+        "shipped example goes by its name: sample\n"
+    )
     assert main(["send", "samples", "--device", "host"]) == 2
     assert capsys.readouterr().err == (
         "et-harness send: samples: no such shipped example map (broken, sample); give a map "

@@ -175,6 +175,18 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------- encodings, bytes
 
 
+def test_a_file_name_with_escape_sequences_reaches_no_terminal(tmp_path: Path) -> None:
+    """A contract file or map named by anyone (a cloned project's devices/backends/):
+    its name is shown printable in the error, never as a terminal escape."""
+    path = tmp_path / "x\x1b]0;owned\x07\x1b[31m.yaml"
+    path.write_text("backends: [1]\n", encoding="utf-8")
+    with pytest.raises(MapFileError) as refused:
+        load_map(path)
+    message = str(refused.value)
+    assert "\x1b" not in message and "\x07" not in message, message
+    assert "x?]0;owned??[31m.yaml: backends: a mapping of backend id" in message, message
+
+
 def test_encodings(tmp_path: Path) -> None:
     bom = tmp_path / "bom.yaml"
     bom.write_bytes(b"\xef\xbb\xbf" + option_map("{key: k, value: 1}").encode())

@@ -10,6 +10,7 @@ import pytest
 
 from harness.codec.mapfile import MapFileError, load_map, parse_map
 from harness.data.options import BackendOptions, Option, OptionsMap
+from harness.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "maps"
@@ -274,6 +275,21 @@ def test_duplicate_keys_in_json(tmp_path: Path) -> None:
         ("backends: []\n", "backends: a mapping of backend id to options; got list []"),
         ("backends:\n", "backends: a mapping of backend id to options; got null"),
         ("backend:\n  X: []\n", "unknown field 'backend'; the only top-level field is 'backends'"),
+        (
+            "XnnpackBackend: {weight_cache_enabled: true}\n",
+            "unknown field 'XnnpackBackend'; the only top-level field is 'backends': a backend's "
+            "options go under it (backends: {XnnpackBackend: ...})",
+        ),
+        (
+            "backends:\n  X: {a: 1, b: "
+            + "s" * 256
+            + "}\n  Y: [{key: a, value: "
+            + "s" * 256
+            + "}]\n",
+            "backends.X.b: string option 'b' is 256 bytes of UTF-8, limit 0..255 bytes",
+        ),
+        ("backends:\n  X: {" + "k" * 64 + ": 1}\n", "backends.X.'kkkk"),
+        ("backends:\n  Y: [{key: a, value: " + "s" * 256 + "}]\n", "backends.Y[0].value: string"),
         ("{}\n", "missing 'backends'; write 'backends: {}' for an empty map"),
         ("- backends\n", "a map file is a mapping with the field 'backends'; got list"),
         ("", "the file is empty; a map file starts with 'backends:'"),
@@ -348,7 +364,7 @@ def test_the_mapping_form_reads_as_the_list_form(tmp_path: Path) -> None:
         ("{mode: 1.5}", "backends.X.mode: float 1.5 is not an option value"),
         ("{mode: [1]}", "backends.X.mode: list [1] is not an option value"),
         ("{5: 1}", "backends.X.5: the key must be a string; got int 5: quote it"),
-        ("{mode: 4294967296}", "backends.X[0].value: int option 'mode' is outside int32"),
+        ("{mode: 4294967296}", "backends.X.mode: int option 'mode' is outside int32"),
         (
             "{key: mode, value: 1}",
             "backends.X: this reads as one option of the list form: write it as a list item, "
@@ -393,3 +409,24 @@ def test_parse_map_names_its_source() -> None:
         parse_map({"backends": {"A": [{"key": "k", "value": 2**31}]}}, "inline map")
     assert str(info.value).startswith("inline map: backends.A[0].value: int option 'k'")
     assert (info.value.source, info.value.location) == ("inline map", "backends.A[0].value")
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [({"ProbeA": {"threads": 4}}, "got dict (a dict: OptionsMap.from_dict(...))")]
+    + [(value, f"got {type(value).__name__}") for value in (5, b"maps/app.yaml")],
+)
+def test_a_door_given_no_map_nor_path_says_what_goes_there(given: object, says: str) -> None:
+    """``et.load({...})``, the first thing a person tries: one line naming what goes there,
+    not pathlib's TypeError from deep inside; nothing is started before it."""
+    from harness.codec.mapfile import as_map_file
+    from harness.runner import CaseRunner
+
+    def no_device() -> None:
+        raise AssertionError("a device was brought up for an argument that is no map")
+
+    runner = CaseRunner(no_device, lambda _: "")  # type: ignore[arg-type]
+    for door in (runner.load, runner.set, runner.get, as_map_file):  # et.check_program's
+        with pytest.raises(UsageError, match=re.escape(says)) as refused:
+            door(given)  # type: ignore[arg-type]
+        assert str(refused.value).startswith("a map (OptionsMap) or a map file's path")

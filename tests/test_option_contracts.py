@@ -248,6 +248,8 @@ def test_a_contract_file_declares_the_same_contract(declared: None, tmp_path: Pa
     assert known_contracts()["NpuBackend"] is contract
     minimal = tmp_path / "m.yaml"
     minimal.write_text("backend: Mine\noptions:\n  fast: {type: bool}\n", encoding="utf-8")
+    (folder / "backends" / "again.yaml").write_text(NPU_FILE, encoding="utf-8")
+    assert len(declare_contract_files([folder])) == 2  # the same contract twice: no error
     words = read_contract_file(minimal)
     assert words.load == words.set == RouteBehaviour(*["it will have no effect"] * 3)
     assert words.rule("fast").routes == frozenset({Route.LOAD, Route.SET})
@@ -317,6 +319,11 @@ def test_a_contract_file_says_what_each_option_may_change(declared: None, tmp_pa
             "line 3, column 23: '0o7' is an int only in YAML 1.2",
         ),
         ("backend: XnnpackBackend\n", "backend: XnnpackBackend has the harness's own contract"),
+        ("backend: ProbeA\n", "backend: ProbeA has the harness's own contract (pinned by suites/"),
+        (
+            "backend: X\noptions:\n  k: {type: int, high: 99999999999}\n",
+            "options.k.high: within int32 (-2147483648..2147483647), the runtime's int; got 99",
+        ),
         (
             "backend: X\noptions:\n  k: {type: int, effect: numerics}\n",
             "options.k.tolerance: a numerics effect has a tolerance",

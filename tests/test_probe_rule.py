@@ -12,7 +12,7 @@ from host_pytest import run_on_host
 from harness.check import DifferenceKind, NoEffectWarning, RuntimeErrorCode
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
-from harness.runner import CaseRunner, open_runner
+from harness.runner import CaseRunner, RunnerError, open_runner
 
 pytest_plugins = ["pytester"]
 REAL = ("QnnBackend", "OpenvinoBackend", "XnnpackBackend")
@@ -53,6 +53,29 @@ def test_a_declared_probe_is_registered_and_said_so(runner: CaseRunner) -> None:
     assert "set_option called once, probe registered by the harness)" in verdict.render()
     with pytest.raises(ProbeRuleError, match="probe XnnpackBackend: the device has a real"):
         runner.set(options, probes=("XnnpackBackend",))
+
+
+def test_a_probe_declared_by_an_earlier_case_is_no_backend_in_the_next(
+    runner: CaseRunner,
+) -> None:
+    """The runtime cannot unregister a declared probe: a later case that does not declare
+    it gets a fresh agent, so the device lacks it again (never "exact" by accident); a
+    declaration holds for the rest of its own case."""
+    options = OptionsMap.from_dict({"ProbeA": {"a": 1}, "NpuBackend": {"num_threads": 2}})
+    assert runner.load(options, probes=("NpuBackend",)).ok
+    assert runner.set(options).ok  # the same case: still declared
+    runner.reset()  # the next case
+    assert runner.set(OptionsMap.from_dict({"ProbeA": {"a": 2}})).ok
+    with pytest.raises(RunnerError, match="NpuBackend: a probe an earlier case declared"):
+        runner.set(options)
+    runner.reset()
+    for call in (runner.set, runner.get, runner.load):
+        verdict = call(options)
+        assert verdict.kinds() == (DifferenceKind.NO_SUCH_BACKEND,), verdict.render()
+        assert "NpuBackend" not in runner.registered
+        runner.reset()
+    runner.prepare(["NpuBackend"])  # declares it for the case, as probes= does
+    assert runner.set(options).ok and "NpuBackend" in runner.registered
 
 
 def test_a_load_checks_its_probes_and_xnnpack_and_names_what_the_device_lacks(

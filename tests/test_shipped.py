@@ -129,3 +129,14 @@ def test_an_unknown_name_lists_every_folder_looked_in(tmp_path: Path) -> None:
     folders = with_built_in(of_project(tmp_path, None, []))
     with pytest.raises(DeviceSelectionError, match=rf"no nosuch.yaml in {tmp_path}/devices, "):
         select_profiles("nosuch", folders)
+
+
+def test_readmes_run_in_the_example_project_leaves_the_checkout_clean() -> None:
+    """README runs pytest in examples/user-project: the run's results/ folder there is
+    ignored by git (the example's own .gitignore, which a copy of it keeps)."""
+    root = PACKAGE.parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = "examples/user-project/results/20261206-000000-1/results.jsonl"
+    done = subprocess.run(["git", "check-ignore", "-q", written], cwd=root, check=False)
+    assert done.returncode == 0, f"{written} is not ignored: git status shows a run's results"

@@ -36,7 +36,13 @@ from harness.check.option_contracts import (
 from harness.codec.strict_yaml import YamlError, read_yaml
 from harness.data.effects import FIELDS as EFFECT_FIELDS
 from harness.data.effects import EffectFieldError, parse_effect
-from harness.data.options import MAX_ID_BYTES, MAX_KEY_BYTES, MAX_OPTIONS_PER_BACKEND
+from harness.data.options import (
+    INT32_MAX,
+    INT32_MIN,
+    MAX_ID_BYTES,
+    MAX_KEY_BYTES,
+    MAX_OPTIONS_PER_BACKEND,
+)
 from harness.untrusted.reading import InputFileError, brief, brief_plain, read_bounded_text
 
 FOLDER = "backends"  # inside each of the project's device folders
@@ -138,6 +144,12 @@ def _rule(key: object, data: object, source: str) -> OptionRule:
         if bound is not None and (kind != "int" or type(bound) is not int):
             raise ContractFileError(
                 source, f"{where}.{name}", f"an int bound of an int option; got {brief(bound)}"
+            )
+        if bound is not None and not INT32_MIN <= bound <= INT32_MAX:
+            raise ContractFileError(
+                source,
+                f"{where}.{name}",
+                f"within int32 ({INT32_MIN}..{INT32_MAX}), the runtime's int; got {brief(bound)}",
             )
     if type(low) is int and type(high) is int and low > high:
         raise ContractFileError(source, where, f"low {low} is above high {high}: swap them")

@@ -21,6 +21,7 @@ probes (``agent/runtime/src/probe_backend.cpp``) take any option on every route.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import enum
 import sys
@@ -207,6 +208,10 @@ PROBE_CONTRACT = BackendContract(
 )
 """The harness's probes: they record whatever they are given, on every route."""
 
+PROBE_PREFIX = "Probe"
+"""Names beginning with it are the harness's probes (``ProbeA`` .. ``ProbeH`` in the
+suites): registered on a device that lacks them without being declared."""
+
 _DECLARED: dict[str, BackendContract] = {}  # the user's own backends, by id
 
 
@@ -218,17 +223,17 @@ class ContractError(UsageError):
 def declare_contract(contract: BackendContract) -> None:
     """Declare the option contract of a backend of one's own (e.g. in a ``conftest.py``):
     every door judges its options from then on, in this process. Declaring an equal
-    contract again does nothing; another one for the same id, or one for an id the harness
-    knows (:data:`CONTRACTS`), is a :class:`ContractError`."""
+    contract again (from another file, say) does nothing; another one for the same id, or one
+    for an id the harness knows (:data:`CONTRACTS`, a probe's), is a :class:`ContractError`."""
     name = contract.backend
-    shipped = CONTRACTS.get(name)
+    shipped = PROBE_CONTRACT if name.startswith(PROBE_PREFIX) else CONTRACTS.get(name)
     if shipped is not None:
         raise ContractError(
             f"{show_name(name)} has the harness's own contract (pinned by "
             f"{shipped.pinned_by}); a backend of your own declares its own id"
         )
     earlier = _DECLARED.setdefault(name, contract)
-    if earlier != contract:
+    if dataclasses.replace(earlier, pinned_by=contract.pinned_by) != contract:
         raise ContractError(
             f"{show_name(name)}: a second, different contract (from "
             f"{contract.pinned_by or 'code'}; the first from {earlier.pinned_by or 'code'}): "

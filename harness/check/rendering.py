@@ -21,7 +21,7 @@ from harness.check.verdict import (
 )
 from harness.data.messages import Action, Report, ReportEntry
 from harness.data.options import Option
-from harness.data.runtime_error import describe_status
+from harness.data.runtime_error import RuntimeErrorCode, describe_status
 
 _OPTION_KINDS = frozenset(
     {
@@ -234,6 +234,9 @@ def returned_lines(report: Report) -> list[str]:
         if returned is None:
             returned = entry.delivered
         status = "" if entry.status == 0 else f" (status {describe_status(entry.status)})"
+        if entry.status == RuntimeErrorCode.NotFound:  # no backend filled the span in
+            lines.append(f"  {show_name(entry.name)}{status}: nothing, no such backend")
+            continue
         if not returned:
             lines.append(f"  {show_name(entry.name)}{status}: no options")
             continue

@@ -2,7 +2,8 @@
 health: the programs this machine needs for them, the agent's HELLO, and the backends the
 device registers against those its profile names.
 
-Without ``--device`` it checks the project's own profiles (its device folders) and the
+The project's option contracts (``backends/*.yaml``) are read first, as pytest reads
+them. Without ``--device`` it checks the project's own profiles (its device folders) and the
 default device (``host``, what a bare ``pytest`` runs on); the built-in examples only when
 named (``--device all``, ``--device pixel8``). Profile files are shown relative to the
 working directory, or as built-in: never as a path into the installed package.
@@ -94,6 +95,9 @@ def run_doctor(args: argparse.Namespace) -> int:
             )
         )
         rows = {name: _selected(spec) for name, spec in found.items()}
+    contracts = _contracts(here)
+    if contracts is not None:  # a name no profile has: a file's stem holds no '/'
+        rows = {"backends/": contracts, **rows}
     _print_host_tools([p for p in rows.values() if isinstance(p, DeviceProfile)])
     width = name_width(rows)
     unhealthy = 0
@@ -110,6 +114,22 @@ def run_doctor(args: argparse.Namespace) -> int:
 def _project_folders(here: Path) -> tuple[DeviceFolder, ...]:
     """The device folders of the project ``here`` is in, without the built-in one."""
     return with_built_in(of_working_directory(here))[:-1]
+
+
+def _contracts(here: Path) -> _Row | None:
+    """The project's option contracts (``backends/*.yaml`` in its device folders), read as
+    pytest reads them at start: INVALID with the one line pytest would stop at; None
+    when the project declares none."""
+    from harness.check import ContractFileError, declare_contract_files
+
+    try:
+        declared = declare_contract_files(folder.path for folder in _project_folders(here))
+    except ContractFileError as exc:
+        return _Row("INVALID", str(exc))
+    if not declared:
+        return None
+    listed = ", ".join(f"{c.backend} ({c.pinned_by})" for c in declared)
+    return _Row("ok", f"option contracts: {listed}")
 
 
 def _selected(spec: str) -> DeviceProfile | _Row:

@@ -27,6 +27,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from harness import __version__, shipped
 from harness.check import (
@@ -42,8 +43,13 @@ from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor
 from harness.codec import readable, wire
-from harness.codec.mapfile import MapFile, load_map, read_map_file
-from harness.config.device_folders import listing, of_working_directory, with_built_in
+from harness.codec.mapfile import MapFile, MapFileError, load_map, read_map_file
+from harness.config.device_folders import (
+    built_in,
+    listing,
+    of_working_directory,
+    with_built_in,
+)
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Request
 from harness.data.options import OptionsMap
@@ -82,6 +88,24 @@ def _judged(command: Callable[[argparse.Namespace], int], args: argparse.Namespa
     return code
 
 
+_Read = TypeVar("_Read")
+
+
+def _read_map(text: str, read: Callable[[Path], _Read]) -> _Read:
+    """A map file argument (:func:`_map_file`) as ``read`` reads it; a shipped example's
+    errors name it by its name, not by a path into the installed package."""
+    path = _map_file(text)
+    try:
+        return read(path)
+    except MapFileError as exc:
+        if path != Path(text):
+            raise MapFileError(f"{text} (shipped example)", exc.location, exc.problem) from None
+        if "/" not in text and not path.exists() and (shipped.maps_dir() / text).is_file():
+            shipped_name = f"{exc.problem}; the shipped example goes by its name: {path.stem}"
+            raise MapFileError(exc.source, exc.location, shipped_name) from None
+        raise
+
+
 def _map_file(text: str) -> Path:
     """A map file argument: a path, or a name without folder or suffix (``sample``), one
     of the example maps the harness ships, so that an installed harness can show one."""
@@ -99,7 +123,7 @@ def _map_file(text: str) -> Path:
 
 
 def _cmd_map(args: argparse.Namespace) -> int:
-    options = load_map(_map_file(args.file))
+    options = _read_map(args.file, load_map)
     request = Request(Action(Action[args.action.upper()]), options)
     frame = wire.encode_request(request)
     decoded = wire.decode_request(frame)
@@ -222,7 +246,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("--options goes with --program; give the map file alone")
     if args.file is None:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
-    options = load_map(_map_file(args.file))
+    options = _read_map(args.file, load_map)
     probes = tuple(args.probe)
     device, runner = _open(args.device)
     runner.strict_options = args.strict_options
@@ -256,7 +280,7 @@ def _send_program(args: argparse.Namespace) -> int:
     print(read_checked(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
     # Read before a device is brought up; with the effects its options declare.
-    options = read_map_file(_map_file(chosen)) if chosen is not None else MapFile(OptionsMap())
+    options = _read_map(chosen, read_map_file) if chosen is not None else MapFile(OptionsMap())
     device, runner = _open(args.device)
     try:
         checked = runner.check_program(
@@ -309,10 +333,13 @@ def _cmd_devices(_: argparse.Namespace) -> int:
     from harness.farm.selection import check_profile
 
     invalid = 0
-    found = listing(with_built_in(of_working_directory(Path.cwd())))
+    here = Path.cwd()
+    found = listing(with_built_in(of_working_directory(here)))
     width = doctor.name_width(entry.name for entry in found)
     for entry in found:
-        where = f"[{entry.folder.origin}: {entry.folder.path}]"
+        folder = entry.folder  # by origin: the built-in folder is no path of the user's
+        path = folder.path.relative_to(here) if folder.path.is_relative_to(here) else folder.path
+        where = "[built-in]" if folder == built_in() else f"[{folder.origin}: {path}]"
         try:
             profile = load_profile(str(entry.path))
             check_profile(profile)

@@ -35,6 +35,7 @@ from harness.data.options import (
     OptionsMap,
     backend_path,
 )
+from harness.errors import UsageError
 from harness.untrusted.reading import InputFileError, brief, brief_plain, read_bounded_text
 
 _OPTION_FIELDS = ("key", "value", "type", *EFFECT_FIELDS)
@@ -146,9 +147,24 @@ def _describe(value: object) -> str:
     return f"{kind} {brief(value)}"
 
 
+class NotAMapError(TypeError, UsageError):
+    """Something given where a map or a map file's path goes; the message says what to write."""
+
+
+def _as_path(options: object) -> str | os.PathLike[str]:
+    """``options`` as the path of a map file, or :class:`NotAMapError`."""
+    if isinstance(options, str | os.PathLike):
+        return options
+    fix = " (a dict: OptionsMap.from_dict(...))" if isinstance(options, Mapping) else ""
+    raise NotAMapError(
+        f"a map (OptionsMap) or a map file's path (str or Path) goes here; got "
+        f"{type(options).__name__}{fix}"
+    )
+
+
 def as_map(options: OptionsMap | str | os.PathLike[str]) -> OptionsMap:
     """``options`` itself, or the map file it names, read with :func:`load_map`."""
-    return options if isinstance(options, OptionsMap) else load_map(options)
+    return options if isinstance(options, OptionsMap) else load_map(_as_path(options))
 
 
 def as_map_file(options: OptionsMap | MapFile | str | os.PathLike[str]) -> MapFile:
@@ -156,7 +172,9 @@ def as_map_file(options: OptionsMap | MapFile | str | os.PathLike[str]) -> MapFi
     :func:`read_map_file`."""
     if isinstance(options, MapFile):
         return options
-    return MapFile(options) if isinstance(options, OptionsMap) else read_map_file(options)
+    if isinstance(options, OptionsMap):
+        return MapFile(options)
+    return read_map_file(_as_path(options))
 
 
 def _option_value(value: object, where: str, source: str) -> object:
@@ -283,6 +301,13 @@ def _mapping_form(options: Mapping[object, object], path: str, source: str) -> t
     return tuple(parsed)
 
 
+def _options_like(value: object) -> bool:
+    """True for what reads as one backend's options: a list, or a mapping of plain values."""
+    if isinstance(value, Mapping):
+        return not any(isinstance(v, Mapping | list) for v in value.values())
+    return isinstance(value, list)
+
+
 def parse_map(data: object, source: str) -> OptionsMap:
     """Validate a loaded map document (``{"backends": {...}}``); ``source`` names it in errors."""
     return _parse(data, source, {})
@@ -300,10 +325,15 @@ def _parse(data: object, source: str, declared: Declared) -> OptionsMap:
         )
     unknown = [field for field in data if field != "backends"]
     if unknown:
+        hint = (
+            f": a backend's options go under it (backends: {{{brief_plain(unknown[0])}: ...}})"
+            if "backends" not in data and _options_like(data[unknown[0]])
+            else ""
+        )
         raise MapFileError(
             source,
             None,
-            f"unknown field {brief(unknown[0])}; the only top-level field is 'backends'",
+            f"unknown field {brief(unknown[0])}; the only top-level field is 'backends'{hint}",
         )
     if "backends" not in data:
         raise MapFileError(
@@ -321,4 +351,18 @@ def _parse(data: object, source: str, declared: Declared) -> OptionsMap:
     try:
         return OptionsMap(parsed)
     except MapValidationError as exc:
-        raise MapFileError(source, exc.path, str(exc).removeprefix(f"{exc.path}: ")) from None
+        problem = str(exc).removeprefix(f"{exc.path}: ")
+        raise MapFileError(source, _path_as_written(exc.path, backends), problem) from None
+
+
+def _path_as_written(path: str, backends: Mapping[object, object]) -> str:
+    """``path`` (``backends.X[2].value``) as the file writes it: an option of a backend in
+    the mapping form is named by its key (``backends.X.num_threads``)."""
+    for backend_id, options in backends.items():
+        if not isinstance(options, Mapping):
+            continue
+        for index, key in enumerate(options):
+            entry = f"{backend_path(backend_id)}[{index}]"
+            if path == entry or path.startswith(f"{entry}."):
+                return f"{backend_path(backend_id)}.{brief_plain(key)}"
+    return path

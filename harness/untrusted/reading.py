@@ -44,7 +44,8 @@ class InputFileError(ValueError, UsageError):
         self.source = source
         self.location = location
         self.problem = problem
-        where = f"{source}: {location}" if location else source
+        name = printable(source)  # a file's name is anyone's: no escape sequence reaches a terminal
+        where = f"{name}: {location}" if location else name
         super().__init__(f"{where}: {problem}")
 
 
