@@ -653,6 +653,8 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
     )
     board = lab.places[1].board
     holder_env = {**os.environ, **SOMEONE_ELSE}
+    own = "USB hub flaky, reseat before use"
+    _set(lab, "lab-b", comment=own)  # the operator's own note on the place
     board.power(False)  # lab-b's board stops answering
     try:
         sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
@@ -667,9 +669,11 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert re.fullmatch(  # who, when, why
             r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
             r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
-            r"\w+: sick: no HELLO .* \(clear: python -m harness.lab.quarantine -x "
+            r"\w+: sick: no HELLO .* \(clear: et-harness lab quarantine -x "
             + re.escape(lab.coordinator)
-            + r" clear lab-b\)",
+            + r" clear lab-b\) \[place comment: "
+            + re.escape(own)
+            + r"\]",
             state.comment,
         ), state.comment
         # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
@@ -690,23 +694,27 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             and "no place in service: lab-b: quarantined by" in message
         ), message
         assert time.monotonic() - started < 45  # not the 60 s lock timeout
-        # A person looks at the board and clears the place: the pool uses it again.
-        board.power(True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness.lab.quarantine",
-                "-x",
-                lab.coordinator,
-                "clear",
-                "lab-b",
-            ],
+        # The operator lists what is out of service, looks at the board and clears the
+        # place: its own comment is back, and the pool uses it again.
+        lab_command = [sys.executable, "-m", "harness.cli", "lab", "quarantine"]
+        listed = subprocess.run(
+            [*lab_command, "list", "-x", lab.coordinator],
             check=True,
-            cwd=ROOT,
-        )
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert listed.startswith("lab-b  et_health=quarantined\n  quarantined by "), listed
+        assert f"[place comment: {own}]" in listed and "1 place(s) out of service" in listed
+        board.power(True)
+        cleared_line = subprocess.run(
+            [*lab_command, "clear", "lab-b", "-x", lab.coordinator],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert cleared_line == f"lab-b: et_health=ok, comment back to: {own}\n"
         state = _place(lab, "lab-b")
-        assert (dict(state.tags)["et_health"], state.comment) == ("ok", "")
+        assert (dict(state.tags)["et_health"], state.comment) == ("ok", own)
         cleared = _pytest(
             devices, tmp_path / "cleared", "--device", "pool-q", "--lock-timeout", "60"
         )
@@ -727,6 +735,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             capture_output=True,
             check=False,
         )
+        _set(lab, "lab-b", comment="")
     _all_free(lab)
 
 

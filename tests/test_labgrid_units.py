@@ -505,14 +505,29 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
     assert comment.startswith(
         "quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: HELLO timed out after 3 s"
     )
-    assert comment.endswith(
-        "(clear: python -m harness.lab.quarantine -x 10.0.0.1:20408 clear lab-b)"
-    )
+    assert comment.endswith("(clear: et-harness lab quarantine -x 10.0.0.1:20408 clear lab-b)")
     assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
     assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m", "c:1")  # no escapes
     assert about_the_device(TransportTimeout("no answer"))
     assert about_the_device(HostKeyMismatch("changed"))
     assert not about_the_device(HostKeyUnknown("this runner lacks the lab's known_hosts"))
+
+
+def test_a_quarantine_keeps_the_operators_comment_and_gives_it_back():
+    from harness.lab.quarantine import comment_for, operators_comment
+
+    own = "USB hub flaky, reseat before use [see ticket 12]"
+    record = comment_for(
+        "r/ci-pid1-2", "lab-b", "no HELLO [place comment: forged]", "c:1", kept=own
+    )
+    assert record.startswith("quarantined by r/ci-pid1-2 at ")
+    assert record.endswith(f" [place comment: {own}]")
+    assert operators_comment(record) == own  # a reason cannot forge the kept part
+    assert operators_comment(comment_for("w", "p", "why", "c:1")) == ""  # none was kept
+    assert operators_comment(own) == own  # a comment written since is the operator's
+    # a second quarantine of a quarantined place keeps the first one's kept comment
+    again = comment_for("w", "p", "why", "c:1", kept=operators_comment(record))
+    assert operators_comment(again) == own
 
 
 def test_places_out_of_service_are_refused_with_their_reasons():

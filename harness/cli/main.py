@@ -11,6 +11,8 @@
 - ``et-harness devices``: list the device profiles;
 - ``et-harness history``: what changed since the last run, flaky checks, device
   health, where a failure began (docs/device-farm.md, "Run history");
+- ``et-harness lab quarantine list|clear PLACE``: a labgrid lab's places out of service
+  (docs/device-farm.md, "Lab-wide quarantine");
 - ``et-harness cache [clean] [--kind K]``: what the harness cache holds, and cleaning
   it (docs/lifecycle.md, "The cache and the data").
 - ``et-harness bisect TREE --good REV --bad REV -- TESTS``: the commit of an ExecuTorch
@@ -40,7 +42,7 @@ from harness.check import (
 )
 from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
-from harness.cli import cache_command, doctor
+from harness.cli import cache_command, doctor, lab_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import load_map
 from harness.config.device_folders import listing, of_working_directory, with_built_in
@@ -477,6 +479,7 @@ def _main(argv: list[str] | None) -> int:
 
     history_command.add_parser(commands, _positive_int)
     cache_command.add_parser(commands)
+    lab_command.add_parser(commands)
     bisect_command.add_parser(commands)
 
     args, rest = parser.parse_known_args(argv)
@@ -491,6 +494,7 @@ def _main(argv: list[str] | None) -> int:
         "emu": _cmd_emu,
         "history": _cmd_history,
         "cache": cache_command.run_cache,
+        "lab": lab_command.run_lab,
     }
     try:
         if args.command != "emu" and getattr(args, "device", None) is not None:
