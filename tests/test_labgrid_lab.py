@@ -634,6 +634,54 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
     _all_free(lab)
 
 
+def _users_env() -> dict[str, str]:
+    """The developer's environment: labgrid's identity is the machine's name and the user."""
+    return {k: v for k, v in run_environment().items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
+
+
+def _cli(env: dict[str, str], *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def test_a_place_the_user_holds_is_theirs_to_run_send_and_doctor_on(lab, devices, tmp_path):
+    from harness.lab.own_place import users_owner
+
+    env = _users_env()
+    holder_env = {**os.environ, **SOMEONE_ELSE}
+    _acquire(lab, "lab-a", env)  # the developer's own board: labgrid-client as themselves
+    _acquire(lab, "lab-b", holder_env)  # the pool's other board: someone else's
+    me = users_owner()
+    probes = tmp_path / "probes.yaml"  # what an MCU serves: the harness's probes
+    probes.write_text("backends:\n  ProbeA:\n    - {key: threads, value: 2}\n  ProbeB: []\n")
+    try:
+        run = _pytest(devices, tmp_path / "mine", "--device", "lab-a", "--lock-timeout", "5")
+        output = _finish(run)
+        assert run.returncode == 0, output[-3000:]
+        assert [r["facts"]["place"] for r in _results(tmp_path / "mine")] == ["lab-a", "lab-a"]
+        # the pool profile: send and doctor take the user's own place, and leave it theirs
+        sent = _cli(env, "send", str(probes), "--device", str(devices / "lab-mcu.yaml"))
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        checked = _cli(env, "doctor", "--device", str(devices / "lab-mcu.yaml"))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert re.search(r"^lab-mcu +ok ", checked.stdout, re.M), checked.stdout
+        assert _place(lab, "lab-a").acquired == me
+    finally:
+        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=env, check=False)
+        subprocess.run(lab.client_argv("-p", "lab-b", "release"), env=holder_env, check=False)
+    # Held by nobody: send reserves a place of the pool for its length and hands it back.
+    sent = _cli(env, "send", str(probes), "--device", str(devices / "lab-mcu.yaml"))
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    _all_free(lab)
+
+
 def _place(lab: LabgridLab, name: str):
     return next(s for s in parse_places(lab) if s.name == name)
 

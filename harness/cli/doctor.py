@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config.device_folders import (
     DeviceFolder,
@@ -27,6 +28,11 @@ from harness.config.device_folders import (
 )
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.untrusted.reading import printable
+
+if TYPE_CHECKING:
+    from harness.data.messages import Report
+    from harness.devices.base import Device
+    from harness.runner import CaseRunner
 
 _NAME_WIDTH = 12  # a listing's first column is at least this wide
 _STATE_WIDTH = 11
@@ -52,19 +58,27 @@ def name_width(names: Iterable[str]) -> int:
     return max([_NAME_WIDTH, *(len(name) for name in names)])
 
 
-def lab_refusal(profile: DeviceProfile) -> str | None:
-    """Why the commands that bring one device up cannot take ``profile``, if it is a lab's:
-    only a pytest run reserves, holds and hands back a labgrid place."""
-    from harness.lab.labgrid import SETTING
+SEND_LAB_WAIT_S = 60.0  # how long send waits for a lab place
+DOCTOR_LAB_WAIT_S = 10.0  # ... and doctor, for each lab profile (a busy one is UNAVAILABLE)
 
-    if SETTING not in profile.settings:
-        return None
-    return (
-        f"{profile.where('transport.' + SETTING)}: a lab profile: its device is a labgrid "
-        "place, which only a pytest run reserves and hands back (and health-checks before "
-        f"its first test); run: et-harness run --device {profile.name} "
-        "(docs/device-farm.md)"
-    )
+
+@contextmanager
+def lab_place(
+    profile: DeviceProfile, wait: float
+) -> Iterator[tuple[DeviceProfile, Callable[[], None] | None]]:
+    """``profile`` as a command that brings one device up opens it: a lab profile's place
+    held for the block (the user's own, else reserved within ``wait`` s and handed back),
+    its address filled in; with the board's outside reset, if the lab has one."""
+    from harness.lab.labgrid import LabgridPlace, require_labgrid
+
+    if LabgridPlace.of(profile) is None:
+        yield profile, None
+        return
+    require_labgrid(profile)
+    from harness.lab.own_place import held_for_command  # asyncio: labs only
+
+    with held_for_command(profile, wait) as opened:
+        yield opened
 
 
 @dataclass(frozen=True)
@@ -127,44 +141,53 @@ def _selected(spec: str) -> DeviceProfile | _Row:
 def _check(profile: DeviceProfile) -> _Row:
     """``profile``'s device brought up: its HELLO, or why it could not be."""
     from harness.devices.base import DeviceSetupError
-    from harness.runner import open_runner
     from harness.transport.base import DeviceUnavailable
 
-    refusal = lab_refusal(profile)
-    if refusal is not None:
-        return _Row("NOT CHECKED", refusal)
     started = time.monotonic()
-    device = runner = None
     try:
-        device, runner = open_runner(profile)
-        hello = runner.hello
-        real = [entry.name for entry in hello.entries if not entry.is_probe]
-        text = (
-            f"{time.monotonic() - started:5.1f} s  abi={hello.fact('abi')}  "
-            f"runtime={hello.fact('runtime')!s}  agent={hello.fact('agent_version')}  "
-            f"deployment={device.deployment().mode.value}  backends={','.join(real) or '-'}"
-        )
-        lacking, unnamed = _backend_differences(profile.backends, real)
-        notes = []
-        if lacking:
-            notes.append(
-                f"{profile.where('backends')}: names {', '.join(lacking)}, which the device "
-                "does not register; correct the list, or the device's runtime"
-            )
-        if unnamed and profile.backends:
-            notes.append(
-                f"the device also registers {', '.join(unnamed)}, which the profile does not name"
-            )
-        return _Row("MISMATCH" if lacking else "ok", text, tuple(notes))
+        with opened(profile, DOCTOR_LAB_WAIT_S) as (device, runner):
+            return _row(profile, device, runner.hello, started)
     except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
         return _Row("UNAVAILABLE", str(exc))
     except Exception as exc:
         return _Row("UNHEALTHY", f"{type(exc).__name__}: {exc}")
-    finally:
-        if runner is not None:
+
+
+@contextmanager
+def opened(profile: DeviceProfile, lab_wait: float) -> Iterator[tuple[Device, CaseRunner]]:
+    """``profile``'s device and a runner on it, closed after the block; a lab profile's
+    place held for the block (:func:`lab_place`, waiting at most ``lab_wait`` s)."""
+    from harness.runner import open_runner
+
+    with lab_place(profile, lab_wait) as (brought, board_reset):
+        device, runner = open_runner(brought, board_reset=board_reset)
+        try:
+            yield device, runner
+        finally:
             runner.close()
-        if device is not None:
             device.close()
+
+
+def _row(profile: DeviceProfile, device: Device, hello: Report, started: float) -> _Row:
+    """A device's line from its HELLO: what it is, and how its backends match the profile."""
+    real = [entry.name for entry in hello.entries if not entry.is_probe]
+    text = (
+        f"{time.monotonic() - started:5.1f} s  abi={hello.fact('abi')}  "
+        f"runtime={hello.fact('runtime')!s}  agent={hello.fact('agent_version')}  "
+        f"deployment={device.deployment().mode.value}  backends={','.join(real) or '-'}"
+    )
+    lacking, unnamed = _backend_differences(profile.backends, real)
+    notes = []
+    if lacking:
+        notes.append(
+            f"{profile.where('backends')}: names {', '.join(lacking)}, which the device "
+            "does not register; correct the list, or the device's runtime"
+        )
+    if unnamed and profile.backends:
+        notes.append(
+            f"the device also registers {', '.join(unnamed)}, which the profile does not name"
+        )
+    return _Row("MISMATCH" if lacking else "ok", text, tuple(notes))
 
 
 def _backend_differences(

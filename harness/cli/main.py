@@ -28,7 +28,9 @@ import signal
 import sys
 import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import __version__, shipped
 from harness.check import (
@@ -52,6 +54,10 @@ from harness.data.options import OptionsMap
 from harness.errors import HarnessError, UsageError
 from harness.history import command as history_command
 from harness.untrusted.reading import printable
+
+if TYPE_CHECKING:
+    from harness.devices.base import Device
+    from harness.runner import CaseRunner
 
 
 class CliError(UsageError):
@@ -180,12 +186,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         _check_writable(Path(args.json))
     results = []
     for name in device_items(args.device):
-        device, runner = _open(name)
-        try:
+        with _opened(name) as (device, runner):
             figures = benchmark(device, runner, args.cases, args.per_case_cases, args.growth_cases)
-        finally:
-            runner.close()
-            device.close()
         print(format_figures(figures), flush=True)
         results.append(figures.as_json())
     output: dict = {"devices": results}
@@ -207,14 +209,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(name: str):
-    from harness.runner import open_runner
-
-    profile = load_profile(name)
-    refusal = doctor.lab_refusal(profile)
-    if refusal is not None:
-        raise CliError(refusal)
-    return open_runner(profile)
+def _opened(name: str) -> AbstractContextManager[tuple[Device, CaseRunner]]:
+    """The device of profile ``name`` and a runner on it, closed after the block; a lab
+    profile's place held for the block (the user's own, else reserved and handed back)."""
+    return doctor.opened(load_profile(name), doctor.SEND_LAB_WAIT_S)
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
@@ -226,9 +224,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
     options = load_map(_map_file(args.file))
     probes = tuple(args.probe)
-    device, runner = _open(args.device)
-    runner.strict_options = args.strict_options
-    try:
+    with _opened(args.device) as (_, runner):
+        runner.strict_options = args.strict_options
         # et.load's, et.set's and et.get's own rules: which backends a load checks, which
         # names are probes (harness.probes)
         if args.action == "load":
@@ -241,9 +238,6 @@ def _cmd_send(args: argparse.Namespace) -> int:
         if args.action == "get":
             print("\n".join(returned_lines(verdict.report)))
         return 0 if verdict.ok else 1
-    finally:
-        runner.close()
-        device.close()
 
 
 def _send_program(args: argparse.Namespace) -> int:
@@ -258,16 +252,12 @@ def _send_program(args: argparse.Namespace) -> int:
     print(read_program(args.program).describe(), flush=True)
     chosen = args.options if args.options is not None else args.file
     options = load_map(_map_file(chosen)) if chosen is not None else OptionsMap()
-    device, runner = _open(args.device)
-    try:
+    with _opened(args.device) as (_, runner):
         checked = runner.check_program(
             args.program, options, probes=tuple(args.probe), strict=args.strict_options
         )
         print(checked.render())
         return 0 if checked.ok else 1
-    finally:
-        runner.close()
-        device.close()
 
 
 def _cmd_emu(args: argparse.Namespace) -> int:
