@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from prerequisites import require
 from run_environment import run_environment
 
@@ -1077,3 +1078,76 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
             session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="lab-z"))
         exporter.stop()
     _all_free(lab)
+
+
+_EMU = [sys.executable, "-m", "harness.cli", "emu"]
+
+
+def _emu_on_lab_address(address: str, protocol: str) -> tuple[subprocess.Popen[str], str]:
+    """``et-harness emu mcu-emu --lab-address ADDRESS``, and what it printed up to Ctrl-C."""
+    emu = subprocess.Popen(
+        [*_EMU, "mcu-emu", "--lab-address", address, "--protocol", protocol],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    printed = []
+    assert emu.stdout is not None
+    for line in emu.stdout:
+        printed.append(line)
+        if line.startswith("Ctrl-C"):
+            break
+    return emu, "".join(printed)
+
+
+@pytest.mark.parametrize("protocol", ["raw", "rfc2217"])
+def test_an_emulated_board_serves_at_the_lab_port_asked_twice_and_says_when_it_dies(protocol):
+    """The exporter's NetworkSerialPort names the port once: each start serves there, in the
+    protocol asked; a board whose QEMU dies ends the command with one line (exit 1)."""
+    require("ser2net", "qemu-system-arm")
+    from harness.lab.resources import read_resources
+    from harness.lab.session import Resource
+    from harness.lifecycle.process import free_port
+    from harness.link.serial.connect import connect
+    from harness.transport.serial import SerialSettings
+
+    host = "127.0.0.6"
+    port = free_port(host)
+    for start in ("first", "again"):
+        emu, printed = _emu_on_lab_address(f"{host}:{port}", protocol)
+        try:
+            assert f"mcu-emu is up on {host}:{port}\n" in printed, printed
+            stanza = printed.split("no line may start with '#'):\n", 1)[1].split("Ctrl-C")[0]
+            exported = yaml.safe_load(stanza)["mcu_emu"]["NetworkSerialPort"]
+            assert exported == {"host": host, "port": port, "speed": 115200, "protocol": protocol}
+            # as the harness reads the place's resource, and talks to the board through it
+            resource = Resource(
+                "exp", "mcu_emu", "p", "NetworkSerialPort", tuple(exported.items()), "x"
+            )
+            serial = read_resources("p", [resource], acquired=True).serial
+            assert serial is not None
+            link = connect(SerialSettings(url=serial.url))
+            link.close()
+            if start == "first":
+                emu.send_signal(signal.SIGTERM)
+                output = _finish(emu, 30)
+                assert emu.returncode == 0 and "mcu-emu is down" in output, output
+                continue
+            (qemu,) = [
+                pid
+                for pid in descendants({emu.pid})
+                if Path(f"/proc/{pid}/comm").read_text().startswith("qemu")
+            ]
+            os.kill(qemu, signal.SIGKILL)
+            output = _finish(emu, 30)
+            assert emu.returncode == 1, output
+            assert (
+                f"et-harness emu: mcu-emu on {host}:{port} no longer serves: its QEMU ended "
+                "(exit status -9)" in output
+            ), output
+        finally:
+            if emu.poll() is None:
+                os.killpg(emu.pid, signal.SIGKILL)
+                emu.wait()

@@ -204,6 +204,13 @@ def test_an_acquired_places_resources_give_the_address():
     assert free.serial is None and free.service is not None
 
 
+def test_a_raw_network_serial_port_is_a_plain_tcp_url():
+    """labgrid's ``NetworkSerialPort.protocol: raw`` is a TCP port without RFC 2217."""
+    raw = read_resources("lab-a", _resources(NetworkSerialPort={"protocol": "raw"}), True)
+    serial = with_lab_address(_profile({"kind": "serial"}), raw, "lab-a")
+    assert serial.settings["url"] == "socket://127.0.0.2:33721"
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -214,6 +221,7 @@ def test_an_acquired_places_resources_give_the_address():
         ({"NetworkSerialPort": {"port": None}}, r"NetworkSerialPort.port: none; the exporter"),
         ({"NetworkSerialPort": {"host": "evil host"}}, r"NetworkSerialPort.host: "),
         ({"NetworkSerialPort": {"speed": 0}}, r"NetworkSerialPort.speed: "),
+        ({"NetworkSerialPort": {"protocol": "ssh"}}, r"NetworkSerialPort.protocol: 'ssh' is not"),
         ({"NetworkPowerPort": {"model": "../../os"}}, r"NetworkPowerPort.model: .*labgrid power"),
         ({"NetworkPowerPort": {"host": "x\ny"}}, r"NetworkPowerPort.host: "),
         # a digit int() cannot read: str.isdigit() says yes to it
@@ -623,14 +631,19 @@ def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address
         assert hop.identity_files == (tmp_path / key,)
 
 
-def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real_address(capsys):
+def test_an_emulated_device_goes_on_a_lab_address_of_its_kind_and_a_real_address(capsys):
     from harness.config.profile import load_profile
-    from harness.emulators.lab_board import serve_for_lab
+    from harness.emulators.lab_board import LabAddressError, parse_lab_address, serve_for_lab
 
-    assert serve_for_lab(load_profile("mcu-emu"), "127.0.0.5") == 2
-    assert "only ssh-emu can be exposed on a lab address" in capsys.readouterr().err
-    assert serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x") == 2
-    assert "--lab-address: '-oProxyCommand=x' starts with '-'" in capsys.readouterr().err
+    assert serve_for_lab(load_profile("host"), "127.0.0.5") == 2  # nothing to serve
+    assert "a lab address serves ssh, serial, adb devices" in capsys.readouterr().err
+    with pytest.raises(LabAddressError, match="--lab-address: '-oProxyCommand=x' starts with '-'"):
+        serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x")
+    assert parse_lab_address("127.0.0.5:7001") == ("127.0.0.5", 7001)
+    assert parse_lab_address("[::1]:7001") == ("::1", 7001)
+    assert parse_lab_address("lab-host") == ("lab-host", None)
+    with pytest.raises(LabAddressError, match="--lab-address: "):
+        parse_lab_address("127.0.0.5:99999")
 
 
 def test_lab_holdings_are_one_line_each_and_read_in_acquisition_order(tmp_path):

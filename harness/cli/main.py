@@ -270,7 +270,7 @@ def _cmd_emu(args: argparse.Namespace) -> int:
     if args.lab_address is not None:
         from harness.emulators.lab_board import serve_for_lab
 
-        return serve_for_lab(profile, args.lab_address)
+        return serve_for_lab(profile, args.lab_address, args.protocol)
     # Blocked first, so that SIGINT or SIGTERM ends the wait below and the emulator is
     # brought down, never left running.
     stop_signals = {signal.SIGINT, signal.SIGTERM}
@@ -435,10 +435,17 @@ def _main(argv: list[str] | None) -> int:
     )
     emu_cmd.add_argument(
         "--lab-address",
-        metavar="ADDRESS",
-        help="ssh-emu only: listen on this address of the machine (a labgrid exporter's) "
-        "and print the exporter's NetworkService, the known_hosts line and the key "
-        "(docs/device-farm.md)",
+        metavar="HOST[:PORT]",
+        help="serve it on this address of the machine (a labgrid exporter's), at PORT (else "
+        "the port of its first start, kept), until it is stopped or what it serves dies, and "
+        "print the exporter config (docs/device-farm.md)",
+    )
+    emu_cmd.add_argument(
+        "--protocol",
+        choices=["rfc2217", "raw"],
+        default="rfc2217",
+        help="with --lab-address, an MCU board's serial port: RFC 2217 or raw TCP, as the "
+        "exporter's NetworkSerialPort says (default: rfc2217)",
     )
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
