@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,13 @@ def add_parser(commands: Any) -> None:
         "doctor",
         help="bring the project's devices up and report their health",
         description=__doc__.split("\n\n")[0],
+    )
+    cmd.add_argument(
+        "--packages",
+        action="store_true",
+        help="only print the Debian packages the devices need on this machine, one a line "
+        "(what a lean runner installs: apt-get install $(et-harness doctor --packages ...)); "
+        "no device is brought up",
     )
     cmd.add_argument(
         "--device",
@@ -108,7 +116,10 @@ def run_doctor(args: argparse.Namespace) -> int:
             )
         )
         rows = {name: _selected(spec) for name, spec in found.items()}
-    _print_host_tools([p for p in rows.values() if isinstance(p, DeviceProfile)])
+    profiles = [p for p in rows.values() if isinstance(p, DeviceProfile)]
+    if args.packages:
+        return _print_packages(profiles, rows)
+    _print_host_tools(profiles)
     width = name_width(rows)
     unhealthy = 0
     for name, chosen in rows.items():
@@ -203,6 +214,19 @@ def _shown_paths(text: str, here: Path) -> str:
     files relative to it."""
     text = text.replace(f"{built_in().path}{os.sep}", "built-in ")
     return text.replace(f"{here}{os.sep}", "")
+
+
+def _print_packages(profiles: Sequence[DeviceProfile], rows: Mapping[str, object]) -> int:
+    """The Debian packages of every program ``profiles`` need, each once, sorted; an
+    invalid profile's row on stderr (exit 1)."""
+    from harness.devices.host_tools import host_tools
+
+    for name, row in rows.items():
+        if isinstance(row, _Row):
+            print(printable(f"et-harness doctor: {name}: {row.text}"), file=sys.stderr)
+    for package in sorted({tool.package for p in profiles for tool in host_tools(p)}):
+        print(package)
+    return 1 if len(profiles) != len(rows) else 0
 
 
 def _print_host_tools(profiles: Sequence[DeviceProfile]) -> None:

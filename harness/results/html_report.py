@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.results.boards import board_section
 from harness.results.html_style import SHOWN, badge, counts_text, esc, html_page, mark, worst
 from harness.results.records import CaseResult
 from harness.results.summary import (
@@ -117,6 +118,7 @@ class _Page:
             self._not_passed(),
             self._backend_summary(),
             self._across_runtimes(),
+            board_section(self.results),
             "<h2>Matrix: suites and real backends by device</h2>",
             '<p class="muted">Failures first. Suite rows count tests (✓ passed, ✗ failed, '
             "E error, I infrastructure error, s skipped, x xfailed); backend rows count the "
