@@ -677,13 +677,22 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text("utf-8"))
     jobs = workflow["jobs"]
     assert set(jobs) == {"emulated", "source-history", "lab", "report"}
-    assert jobs["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # pools: generic runners
+    assert jobs["lab"]["uses"] == "$/.github/workflows/lab-nightly.yml"  # the team's nightly
+    assert jobs["lab"]["with"]["report"] is False  # merged below, with the other jobs
+    pools = yaml.safe_load((REPO / ".github" / "workflows" / "lab-nightly.yml").read_text())
+    assert pools["jobs"]["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # generic runners
     assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
-    steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
-    assert any("python -m harness.results.merge merged all-results" in s for s in steps)
-    assert (
-        sum("upload-artifact" in str(s.get("uses")) for j in jobs.values() for s in j["steps"]) == 4
-    )
+    steps = [
+        s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j.get("steps", [])
+    ]
+    assert any("bash ci/nightly-report.sh all-results merged" in s for s in steps)
+    uploads = [
+        s
+        for j in jobs.values()
+        for s in j.get("steps", [])
+        if "upload-artifact" in str(s.get("uses"))
+    ]
+    assert len(uploads) == 3
     history_sweep = [s["run"] for s in jobs["source-history"]["steps"] if "run" in s]
     assert any("tests/test_source_history.py -m nightly" in s for s in history_sweep)
     script = REPO / "ci" / "run-emulated.sh"
