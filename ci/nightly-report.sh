@@ -12,12 +12,11 @@
 set -euo pipefail
 results=${1:?usage: ci/nightly-report.sh RESULTS_DIR OUT_DIR}
 out=${2:?usage: ci/nightly-report.sh RESULTS_DIR OUT_DIR}
-python=${PYTHON:-python}
 summary=${GITHUB_STEP_SUMMARY:-/dev/null}
 mkdir -p "$out"
-"$python" -m harness.results.merge "$out" "$results" | tee "$out/summary.txt" || true
+python -m harness.results.merge "$out" "$results" | tee "$out/summary.txt" || true
 test -s "$out/results.jsonl"
-"$python" -m harness.cli history --catch-up "$results" --night --html "$out/history.html" \
+python -m harness.cli history --catch-up "$results" --night --html "$out/history.html" \
   | tee "$out/night.txt"
-"$python" -m harness.cli history --json > "$out/history.json"
+python -m harness.cli history --json > "$out/history.json"
 { echo '```'; cat "$out/summary.txt" "$out/night.txt"; echo '```'; } >> "$summary"

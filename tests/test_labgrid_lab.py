@@ -1151,3 +1151,92 @@ def test_an_emulated_board_serves_at_the_lab_port_asked_twice_and_says_when_it_d
             if emu.poll() is None:
                 os.killpg(emu.pid, signal.SIGKILL)
                 emu.wait()
+
+
+def _steps(job: dict) -> list[str]:
+    """A workflow job's shell steps, each as written (none may expand ``${{ }}`` into it)."""
+    runs = [str(step["run"]) for step in job["steps"] if "run" in step]
+    assert not any("${{" in run for run in runs), runs
+    return runs
+
+
+def test_the_nightlys_steps_as_a_script_on_the_emulated_lab_with_postgresql(lab, devices, tmp_path):
+    """lab-nightly.yml's steps run by bash as a runner would (setup aside: this checkout's
+    .venv is set up; artifacts moved by hand): two pool jobs, then the report job with
+    PostgreSQL as the history: the merged report with a per-board table, and one short
+    summary of the night naming both jobs."""
+    from postgres_server import postgres_server
+
+    from harness.codec.strict_yaml import read_yaml
+
+    path = ROOT / ".github" / "workflows" / "lab-nightly.yml"
+    workflow = read_yaml(path.read_text("utf-8"), str(path))
+    assert isinstance(workflow, dict)
+    lab_steps, report_steps = (_steps(workflow["jobs"][job]) for job in ("lab", "report"))
+    setup = [run for run in lab_steps + report_steps if "setup-lab-runner" in run or "pip" in run]
+    assert len(setup) == 2  # one a job, run by neither here
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    (ws / "project").mkdir(parents=True)
+    home.mkdir()
+    (ws / "harness").symlink_to(ROOT)
+    (ws / "project" / "devices").symlink_to(devices)
+    selection = "-k 'load_time_map_each_backend and program and (1-backends or 2-backends)'"
+    with postgres_server() as url:
+        base = run_environment(
+            HOME=str(home),
+            ET_HARNESS_CACHE=str(cache_root()),
+            ET_HARNESS_HISTORY=url,
+            PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
+        )
+        base["PYTEST_ADDOPTS"] = f"{base.get('PYTEST_ADDOPTS', '')} {selection}"
+        for pool in ("lab-mcu", "lab-linux"):
+            env = {
+                **base,
+                "POOL": pool,
+                "WORKERS": "2" if pool == "lab-mcu" else "1",
+                "LG_COORDINATOR": lab.coordinator,
+                "DEVICES_DIR": "project/devices",
+                "KEY": "not a key",
+                "KNOWN_HOSTS": "",
+            }
+            for run in lab_steps:
+                if run not in setup:
+                    done = subprocess.run(
+                        ["bash", "-e", "-c", run], cwd=ws, env=env, capture_output=True,
+                        text=True, timeout=600, check=False,
+                    )  # fmt: skip
+                    assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+            (ws / "all-results").mkdir(exist_ok=True)  # the upload and download steps
+            (ws / "results" / pool).rename(ws / "all-results" / f"results-{pool}")
+        assert (home / ".ssh" / "et-lab" / "id").read_text() == "not a key\n"
+        for run in report_steps:
+            if run not in setup:
+                done = subprocess.run(
+                    ["bash", "-e", "-c", run], cwd=ws, env=base, capture_output=True,
+                    text=True, timeout=600, check=False,
+                )  # fmt: skip
+                assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+    merged = ws / "merged"
+    summary = (merged / "summary.txt").read_text()
+    assert "per board (lab place):" in summary, summary
+    boards = summary.split("per board (lab place):\n", 1)[1].splitlines()
+    assert boards[0].split() == ["board", "passed", "failed", "infra", "devices"]
+    assert {line.split()[0] for line in boards[1:] if line.split()[-1] == "lab-mcu"} <= {
+        "lab-a",
+        "lab-b",
+    }
+    assert any(line.split()[:2] == ["ssh-a", "2"] for line in boards), summary
+    page = (merged / "report.html").read_text()
+    assert '<h2 id="boards">' in page and '<th class="passed">ssh-a</th>' in page
+    night = (merged / "night.txt").read_text().splitlines()
+    night = night[night.index(next(line for line in night if line.startswith("night:"))) :]
+    assert night[0] == "night: 2 run(s): 4 passed, 0 failed", night
+    assert sorted(night[1:3]) == [  # each job, as caught up
+        "  lab-linux (lab-linux): 2 passed, 0 failed",
+        "  lab-mcu (lab-mcu): 2 passed, 0 failed",
+    ], night
+    assert night[3:] == ["new failures (0)", "new infra (0)", "history page: merged/history.html"]
+    step_summary = (tmp_path / "step-summary.md").read_text()
+    assert "per board (lab place):" in step_summary and "night: 2 run(s)" in step_summary
+    _all_free(lab)
