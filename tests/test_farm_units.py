@@ -761,3 +761,28 @@ def test_time_options_that_would_wait_forever_or_end_every_test_are_refused(poli
 
     with pytest.raises(ValueError, match=re.escape(message)):
         FarmPolicy(**policy)
+
+
+def test_the_per_board_table_counts_each_place_and_a_lab_devices_rows_without_one():
+    from harness.results.boards import board_lines, boards
+
+    def row(n: int, outcome: str, place: str = "", device: str = "pool") -> CaseResult:
+        facts = {"place": place, "exporter": f"exp-{place}"} if place else {}
+        return CaseResult(f"suites/t.py::t[{n}]", device, outcome, 0.1, float(n), facts=facts)
+
+    results = [
+        row(1, "passed", "lab-b"),
+        row(2, "infra", "lab-b"),
+        row(3, "passed", "lab-a"),
+        row(4, "infra"),  # never reached a place
+        row(5, "passed", device="host"),  # no lab device: not a board
+    ]
+    assert [(b.name, dict(b.outcomes), list(b.exporters)) for b in boards(results)] == [
+        ("lab-a", {"passed": 1}, ["exp-lab-a"]),
+        ("lab-b", {"passed": 1, "infra": 1}, ["exp-lab-b"]),
+        ("(no place)", {"infra": 1}, []),
+    ]
+    lines = board_lines(results)
+    assert lines[0].split() == ["board", "passed", "failed", "infra", "devices"]
+    assert lines[2].split() == ["lab-b", "1", "0", "1", "pool"]
+    assert board_lines(results[-1:]) == []  # no lab: no table

@@ -711,6 +711,8 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert sick.returncode != 0
         records = _results(tmp_path / "sick")
         assert [r["outcome"] for r in records] == ["infra", "infra"]
+        # the board is named on every row it cost, its first health check's included
+        assert [r["facts"].get("place") for r in records] == ["lab-b", "lab-b"], records
         assert "labgrid place lab-b quarantined lab-wide" in records[0]["infra"]["message"]
         state = _place(lab, "lab-b")
         assert dict(state.tags)["et_health"] == "quarantined"
