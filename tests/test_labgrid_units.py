@@ -563,34 +563,43 @@ def test_places_out_of_service_are_refused_with_their_reasons():
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
 
 
-def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp_path):
-    """.github/workflows/nightly.yml under the harness's own YAML rules, and its lab job's
-    command as a runner would run it for pool lab-mcu (collection only: no lab is reached)."""
+def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_path):
+    """.github/workflows/nightly.yml and lab-nightly.yml (the reusable one it calls) under
+    the harness's own YAML rules, and the lab job's command as a runner would run it for
+    pool lab-mcu (collection only: no lab is reached)."""
     import shlex
     from pathlib import Path
 
     from harness.codec.strict_yaml import read_yaml
 
     root = Path(__file__).resolve().parents[1]
-    workflow = read_yaml(
-        (root / ".github" / "workflows" / "nightly.yml").read_text(),
-        ".github/workflows/nightly.yml",
-    )
-    assert isinstance(workflow, dict), workflow
-    assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
-    lab = workflow["jobs"]["lab"]
+    workflows = {}
+    for name in ("nightly", "lab-nightly"):
+        path = root / ".github" / "workflows" / f"{name}.yml"
+        workflows[name] = read_yaml(path.read_text(), str(path))
+        assert isinstance(workflows[name], dict), workflows[name]
+    assert set(workflows["nightly"]["on"]) == {"schedule", "workflow_dispatch"}
+    assert set(workflows["lab-nightly"]["on"]) == {"workflow_call"}
+    called = workflows["lab-nightly"]["on"]["workflow_call"]
+    assert {"pools", "devices-dir", "coordinator"} <= set(called["inputs"])
+    assert {"ET_HISTORY_URL", "ET_LAB_SSH_KEY", "ET_LAB_KNOWN_HOSTS"} == set(called["secrets"])
+    lab = workflows["lab-nightly"]["jobs"]["lab"]
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
     assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
-    command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
-    argv = shlex.split(command.replace("$POOL", "lab-mcu").replace("$WORKERS", "2"))
-    assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
+    command = next(step["run"] for step in lab["steps"] if "et-harness run" in step.get("run", ""))
+    argv = shlex.split(
+        command.replace("$POOL", "lab-mcu")
+        .replace("$WORKERS", "2")
+        .replace("$DEVICES_DIR", str(root / "devices"))
+    )
+    assert argv[:2] == ["harness/.venv/bin/et-harness", "run"]
     assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
-    argv = [sys.executable, *argv[1:]]
+    argv = [sys.executable, "-m", "harness.cli", *argv[1:]]
     argv[argv.index("--results-dir") + 1] = str(tmp_path / "results")
     argv[argv.index("--junitxml") + 1] = str(tmp_path / "junit.xml")
     done = subprocess.run(
         [*argv, "--collect-only"],
-        cwd=root,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         check=False,
