@@ -573,11 +573,12 @@ def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_
     from harness.codec.strict_yaml import read_yaml
 
     root = Path(__file__).resolve().parents[1]
-    workflows = {}
+    workflows: dict[str, dict] = {}
     for name in ("nightly", "lab-nightly"):
         path = root / ".github" / "workflows" / f"{name}.yml"
-        workflows[name] = read_yaml(path.read_text(), str(path))
-        assert isinstance(workflows[name], dict), workflows[name]
+        workflow = read_yaml(path.read_text(), str(path))
+        assert isinstance(workflow, dict), workflow
+        workflows[name] = workflow
     assert set(workflows["nightly"]["on"]) == {"schedule", "workflow_dispatch"}
     assert set(workflows["lab-nightly"]["on"]) == {"workflow_call"}
     called = workflows["lab-nightly"]["on"]["workflow_call"]
