@@ -403,3 +403,10 @@ def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypat
     )
     assert main(["send", "sample", "--device", "host", "--action", "set"]) == 0
     assert "backend ProbeA: ok, 6 options exact" in capsys.readouterr().out
+
+
+def test_lab_quarantine_clear_needs_the_place_and_list_takes_none(capsys):
+    assert main(["lab", "quarantine", "clear", "-x", "127.0.0.1:9"]) == 2
+    assert "lab quarantine clear needs the place" in capsys.readouterr().err
+    assert main(["lab", "quarantine", "list", "lab-b", "-x", "127.0.0.1:9"]) == 2
+    assert "list takes no place (clear lab-b clears it)" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from harness.extras import LAB
 from harness.lab.places import LabIdentity
 
 
@@ -33,16 +34,19 @@ def run_lab(args: argparse.Namespace) -> int:
     from harness.lab import quarantine
     from harness.lab.session import LabSession
 
+    if args.action == "clear" and args.place is None:
+        raise CliError("lab quarantine clear needs the place: lab quarantine clear PLACE")
+    if args.action == "list" and args.place is not None:
+        raise CliError(f"lab quarantine list takes no place (clear {args.place} clears it)")
+    missing = LAB.missing("et-harness lab")
+    if missing is not None:
+        raise CliError(missing)
     lab = LabSession.of(args.coordinator, LabIdentity.this_process())
     if args.action == "clear":
-        if args.place is None:
-            raise CliError("lab quarantine clear needs the place: lab quarantine clear PLACE")
         restored = quarantine.clear(lab, args.place)
         kept = f"comment back to: {restored}" if restored else "no comment of its own"
         print(f"{args.place}: {quarantine.HEALTH_TAG}={quarantine.HEALTHY}, {kept}")
         return 0
-    if args.place is not None:
-        raise CliError(f"lab quarantine list takes no place (clear {args.place} clears it)")
     states = quarantine.out_of_service(lab)
     for state in states:
         print(f"{state.name}  {quarantine.HEALTH_TAG}={quarantine.health_of(state)}")
