@@ -79,13 +79,14 @@ def lab_place(
     its address filled in; with the board's outside reset, if the lab has one."""
     from harness.lab.labgrid import LabgridPlace, require_labgrid
 
-    if LabgridPlace.of(profile) is None:
+    wanted = LabgridPlace.of(profile)
+    if wanted is None:
         yield profile, None
         return
     require_labgrid(profile)
     from harness.lab.own_place import held_for_command  # asyncio: labs only
 
-    with held_for_command(profile, wait) as opened:
+    with held_for_command(profile, wanted, wait) as opened:
         yield opened
 
 

@@ -79,16 +79,12 @@ def reservation_for(wanted: LabgridPlace) -> LabgridReservation:
 
 @contextmanager
 def held_for_command(
-    profile: DeviceProfile, timeout: float
+    profile: DeviceProfile, wanted: LabgridPlace, timeout: float
 ) -> Iterator[tuple[DeviceProfile, Callable[[], None] | None]]:
-    """For a command that brings one device up (``send``, ``doctor``): ``profile`` as
-    given if it is no lab profile; else the place held for the length of the block (the
-    user's own, else reserved within ``timeout`` s and handed back after), as the profile
-    with the place's address and the board's outside reset (or None)."""
-    wanted = LabgridPlace.of(profile)
-    if wanted is None:
-        yield profile, None
-        return
+    """For a command that brings one device up (``send``, ``doctor``): the place lab
+    profile ``profile`` asks for (``wanted``) held for the length of the block (the user's
+    own, else reserved within ``timeout`` s and handed back after), as the profile with the
+    place's address and the board's outside reset (or None)."""
     reservation = reservation_for(wanted)
     try:
         held = reservation.acquire(timeout)
