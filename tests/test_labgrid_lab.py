@@ -754,8 +754,9 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             capture_output=True,
             text=True,
         ).stdout
-        assert listed.startswith("lab-b  et_health=quarantined\n  quarantined by "), listed
-        assert f"[place comment: {own}]" in listed and "1 place(s) out of service" in listed
+        entry = listed.split("lab-b  et_health=quarantined\n", 1)[1].splitlines()[0]
+        assert entry.startswith("  quarantined by ") and entry.endswith(f"[place comment: {own}]")
+        assert re.search(r"^[0-9]+ place\(s\) out of service at ", listed, re.M), listed
         board.power(True)
         cleared_line = subprocess.run(
             [*lab_command, "clear", "lab-b", "-x", lab.coordinator],
