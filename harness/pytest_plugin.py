@@ -574,7 +574,12 @@ def _device_payload(
 ) -> dict[str, Any]:
     label = slot.runtime.label if slot.runtime is not None else ""
     payload: dict[str, Any] = {"device": slot.name, "runtime_label": label}
-    facts = slot.facts or ({"abi": slot.profile.abi} if slot.profile.abi else {})
+    # before a passed health check: the profile's ABI, and the place held (a board that
+    # failed its first health check is named on every row it costs)
+    facts = slot.facts or {
+        **({"abi": slot.profile.abi} if slot.profile.abi else {}),
+        **slot.lab_facts,
+    }
     tries = item.stash.get(_FAILED_TRIES, [])
     if report.when == "setup":
         item.user_properties.append(("device", slot.name))

@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from harness import shipped
 from harness.cli import main
+from harness.config.profile import ProfileError
 
 SAMPLE = "examples/maps/sample.yaml"
 
@@ -138,23 +140,24 @@ def test_unknown_device_is_one_clear_line(capsys, command):
     assert "Traceback" not in err
 
 
-def test_a_lab_profile_is_sent_to_pytest_not_misread(capsys):
-    """A lab profile's device is a labgrid place only a pytest run reserves: the commands
-    that bring one device up say so, rather than calling transport.labgrid unknown."""
-    assert main(["send", SAMPLE, "--device", "lab-mcu"]) == 2
+def test_send_and_doctor_hold_a_lab_place_for_their_length(capsys, monkeypatch, tmp_path):
+    """send and doctor reserve a lab profile's place themselves (no longer refused for
+    pytest's sake): a coordinator that does not answer is one line naming it."""
+    from harness.lab import session
+
+    monkeypatch.setattr(session, "RECONNECT_S", 0.2)
+    for name in ("lab-mcu", "lab-linux"):  # at an address where nothing listens
+        shipped = (Path("devices") / f"{name}.yaml").read_text()
+        (tmp_path / f"{name}.yaml").write_text(shipped.replace("127.0.0.1:20408", "127.0.0.1:9"))
+    assert main(["send", SAMPLE, "--device", str(tmp_path / "lab-mcu.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("et-harness send: ") and err.count("\n") == 1
-    assert "lab-mcu.yaml: transport.labgrid: a lab profile" in err
-    assert "et-harness run --device lab-mcu" in err and "unknown field" not in err
-    assert main(["doctor", "--device", "lab-mcu,lab-linux"]) == 1  # neither checked
+    assert "labgrid coordinator 127.0.0.1:9 did not answer" in err, err
+    assert main(["doctor", "--device", str(tmp_path / "lab-linux.yaml")]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "programs on this machine:"  # then the programs, indented
     lines = [line for line in out[1:] if not line.startswith(" ")]
-    assert [line.split()[:3] for line in lines] == [
-        ["lab-mcu", "NOT", "CHECKED"],
-        ["lab-linux", "NOT", "CHECKED"],
-    ]
-    assert all("et-harness run --device lab-" in line for line in lines)
+    assert [line.split()[:2] for line in lines] == [["lab-linux", "UNAVAILABLE"]], out
+    assert "did not answer" in lines[0]
 
 
 @pytest.mark.parametrize(
@@ -413,10 +416,17 @@ def test_doctor_reads_the_projects_option_contracts_as_pytest_does(capsys, monke
 
 
 def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_path):
+    from harness.config.device_folders import built_in
+
     monkeypatch.chdir(tmp_path)
-    assert main(["doctor", "--device", "lab-mcu"]) == 1  # a lab profile: not checked here
+    monkeypatch.setattr(
+        "harness.cli.doctor.lab_place",
+        lambda profile, wait: (_ for _ in ()).throw(ProfileError(profile.where("transport"))),
+    )
+    assert main(["doctor", "--device", "lab-mcu"]) == 1
     (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("lab-")]
-    assert "NOT CHECKED built-in lab-mcu.yaml: transport.labgrid: a lab profile" in row, row
+    assert "UNAVAILABLE built-in lab-mcu.yaml: transport" in row, row
+    assert str(built_in().path) not in row
 
 
 def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypatch, tmp_path):
@@ -441,3 +451,10 @@ def test_map_and_send_name_a_shipped_example_map_from_anywhere(capsys, monkeypat
     )
     assert main(["send", "sample", "--device", "host", "--action", "set"]) == 0
     assert "backend ProbeA: ok, 6 options exact" in capsys.readouterr().out
+
+
+def test_lab_quarantine_clear_needs_the_place_and_list_takes_none(capsys):
+    assert main(["lab", "quarantine", "clear", "-x", "127.0.0.1:9"]) == 2
+    assert "lab quarantine clear needs the place" in capsys.readouterr().err
+    assert main(["lab", "quarantine", "list", "lab-b", "-x", "127.0.0.1:9"]) == 2
+    assert "list takes no place (clear lab-b clears it)" in capsys.readouterr().err

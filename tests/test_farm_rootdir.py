@@ -140,3 +140,39 @@ def test_without_device_the_default_one_serves_unless_the_folders_cannot_be_read
     said = f"et_devices_dirs: {project / 'lab'} is not a folder"
     assert device.returncode != 0 and said in device.stdout + device.stderr, device.stdout
     assert "Traceback" not in device.stdout + device.stderr
+
+
+@pytest.mark.parametrize("door", ["et-harness run", "pytest SUITES"])
+def test_a_projects_device_is_found_by_run_and_pytest_as_devices_lists_it(project, door):
+    """From a project with its own devices/, with the tests elsewhere (the harness's
+    suites), the name ``et-harness devices`` lists there is the one a run finds."""
+    from harness import shipped
+
+    (project / "devices").mkdir()
+    (project / "devices" / "arm64-pool.yaml").write_text("transport: {kind: local}\n", "utf-8")
+    env = run_environment(all_plugins=True)
+    listed = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "devices"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert f"the project's devices/: {project / 'devices'}" in listed.stdout, listed.stdout
+    if door == "et-harness run":
+        argv = [sys.executable, "-m", "harness.cli", "run"]
+    else:
+        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(shipped.suites_dir())]
+    run = subprocess.run(
+        [*argv, "--device", "arm64-pool", "--collect-only", "-q", "-k", "int-below-int32"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "test_out_of_spec_map_is_refused_on_the_host[int-below-int32]" in run.stdout

@@ -677,13 +677,22 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text("utf-8"))
     jobs = workflow["jobs"]
     assert set(jobs) == {"emulated", "source-history", "program-zoo", "lab", "report"}
-    assert jobs["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # pools: generic runners
+    assert jobs["lab"]["uses"] == "$/.github/workflows/lab-nightly.yml"  # the team's nightly
+    assert jobs["lab"]["with"]["report"] is False  # merged below, with the other jobs
+    pools = yaml.safe_load((REPO / ".github" / "workflows" / "lab-nightly.yml").read_text())
+    assert pools["jobs"]["lab"]["runs-on"] == ["self-hosted", "et-lab"]  # generic runners
     assert jobs["report"]["needs"] == ["emulated", "lab"] and jobs["report"]["if"] == "always()"
-    steps = [s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j["steps"]]
-    assert any("python -m harness.results.merge merged all-results" in s for s in steps)
-    assert (
-        sum("upload-artifact" in str(s.get("uses")) for j in jobs.values() for s in j["steps"]) == 5
-    )
+    steps = [
+        s.get("run", "") + str(s.get("with", "")) for j in jobs.values() for s in j.get("steps", [])
+    ]
+    assert any("bash ci/nightly-report.sh all-results merged" in s for s in steps)
+    uploads = [
+        s
+        for j in jobs.values()
+        for s in j.get("steps", [])
+        if "upload-artifact" in str(s.get("uses"))
+    ]
+    assert len(uploads) == 4
     history_sweep = [s["run"] for s in jobs["source-history"]["steps"] if "run" in s]
     assert any("tests/test_source_history.py" in s and "-m nightly" in s for s in history_sweep), (
         history_sweep
@@ -754,3 +763,28 @@ def test_time_options_that_would_wait_forever_or_end_every_test_are_refused(poli
 
     with pytest.raises(ValueError, match=re.escape(message)):
         FarmPolicy(**policy)
+
+
+def test_the_per_board_table_counts_each_place_and_a_lab_devices_rows_without_one():
+    from harness.results.boards import board_lines, boards
+
+    def row(n: int, outcome: str, place: str = "", device: str = "pool") -> CaseResult:
+        facts = {"place": place, "exporter": f"exp-{place}"} if place else {}
+        return CaseResult(f"suites/t.py::t[{n}]", device, outcome, 0.1, float(n), facts=facts)
+
+    results = [
+        row(1, "passed", "lab-b"),
+        row(2, "infra", "lab-b"),
+        row(3, "passed", "lab-a"),
+        row(4, "infra"),  # never reached a place
+        row(5, "passed", device="host"),  # no lab device: not a board
+    ]
+    assert [(b.name, dict(b.outcomes), list(b.exporters)) for b in boards(results)] == [
+        ("lab-a", {"passed": 1}, ["exp-lab-a"]),
+        ("lab-b", {"passed": 1, "infra": 1}, ["exp-lab-b"]),
+        ("(no place)", {"infra": 1}, []),
+    ]
+    lines = board_lines(results)
+    assert lines[0].split() == ["board", "passed", "failed", "infra", "devices"]
+    assert lines[2].split() == ["lab-b", "1", "0", "1", "pool"]
+    assert board_lines(results[-1:]) == []  # no lab: no table

@@ -693,3 +693,29 @@ def test_a_filter_that_keeps_no_test_is_one_line_naming_what_the_history_has(tmp
         err = capsys.readouterr().err.strip()
         assert err.startswith("et-harness history: no test of the last 1 run(s) matches ")
         assert said in err and "\n" not in err, err
+
+
+def test_a_nights_summary_counts_every_job_and_lists_only_what_is_new(tmp_path):
+    from harness.history.night import night_lines
+
+    store = HistoryStore.open(str(tmp_path / "history.sqlite"))
+    for pool in ("alpha", "beta"):  # last night: all passed
+        write_run(
+            store, pool, 100.0, {(t, pool): "passed" for t in ("test_a", "test_b")}, devices=(pool,)
+        )
+    alpha = {("test_a", "alpha"): "failed", ("test_b", "alpha"): "passed"}
+    beta = {("test_a", "beta"): "infra", ("test_b", "beta"): "infra"}
+    tonight = [
+        write_run(store, "alpha", 200.0, alpha, devices=("alpha",)),
+        write_run(store, "beta", 201.0, beta, devices=("beta",)),
+    ]
+    lines = night_lines(History.load(store, 10), tonight)
+    assert lines == [
+        "night: 2 run(s): 1 passed, 1 failed, 2 infra",
+        "  alpha (alpha): 1 passed, 1 failed",
+        "  beta (beta): 0 passed, 0 failed, 2 infra",
+        "new failures (1)",
+        f"  {SUITE}::test_a[alpha] on alpha (alpha): passed -> failed",
+        "new infra (2): beta on place-beta: 2",  # counted, not listed one a line
+    ]
+    store.close()

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from prerequisites import require
 from run_environment import run_environment
 
@@ -634,6 +635,54 @@ def test_a_place_held_by_someone_else_is_an_infra_error_naming_the_holder(lab, d
     _all_free(lab)
 
 
+def _users_env() -> dict[str, str]:
+    """The developer's environment: labgrid's identity is the machine's name and the user."""
+    return {k: v for k, v in run_environment().items() if k not in ("LG_USERNAME", "LG_HOSTNAME")}
+
+
+def _cli(env: dict[str, str], *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def test_a_place_the_user_holds_is_theirs_to_run_send_and_doctor_on(lab, devices, tmp_path):
+    from harness.lab.own_place import users_owner
+
+    env = _users_env()
+    holder_env = {**os.environ, **SOMEONE_ELSE}
+    _acquire(lab, "lab-a", env)  # the developer's own board: labgrid-client as themselves
+    _acquire(lab, "lab-b", holder_env)  # the pool's other board: someone else's
+    me = users_owner()
+    probes = tmp_path / "probes.yaml"  # what an MCU serves: the harness's probes
+    probes.write_text("backends:\n  ProbeA:\n    - {key: threads, value: 2}\n  ProbeB: []\n")
+    try:
+        run = _pytest(devices, tmp_path / "mine", "--device", "lab-a", "--lock-timeout", "5")
+        output = _finish(run)
+        assert run.returncode == 0, output[-3000:]
+        assert [r["facts"]["place"] for r in _results(tmp_path / "mine")] == ["lab-a", "lab-a"]
+        # the pool profile: send and doctor take the user's own place, and leave it theirs
+        sent = _cli(env, "send", str(probes), "--device", str(devices / "lab-mcu.yaml"))
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        checked = _cli(env, "doctor", "--device", str(devices / "lab-mcu.yaml"))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert re.search(r"^lab-mcu +ok ", checked.stdout, re.M), checked.stdout
+        assert _place(lab, "lab-a").acquired == me
+    finally:
+        subprocess.run(lab.client_argv("-p", "lab-a", "release"), env=env, check=False)
+        subprocess.run(lab.client_argv("-p", "lab-b", "release"), env=holder_env, check=False)
+    # Held by nobody: send reserves a place of the pool for its length and hands it back.
+    sent = _cli(env, "send", str(probes), "--device", str(devices / "lab-mcu.yaml"))
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    _all_free(lab)
+
+
 def _place(lab: LabgridLab, name: str):
     return next(s for s in parse_places(lab) if s.name == name)
 
@@ -653,6 +702,8 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
     )
     board = lab.places[1].board
     holder_env = {**os.environ, **SOMEONE_ELSE}
+    own = "USB hub flaky, reseat before use"
+    _set(lab, "lab-b", comment=own)  # the operator's own note on the place
     board.power(False)  # lab-b's board stops answering
     try:
         sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
@@ -660,6 +711,8 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert sick.returncode != 0
         records = _results(tmp_path / "sick")
         assert [r["outcome"] for r in records] == ["infra", "infra"]
+        # the board is named on every row it cost, its first health check's included
+        assert [r["facts"].get("place") for r in records] == ["lab-b", "lab-b"], records
         assert "labgrid place lab-b quarantined lab-wide" in records[0]["infra"]["message"]
         state = _place(lab, "lab-b")
         assert dict(state.tags)["et_health"] == "quarantined"
@@ -667,9 +720,11 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
         assert re.fullmatch(  # who, when, why
             r"quarantined by [^/ ]+/[^ ]+-pid[0-9]+-[0-9]+ at 20[0-9]{2}-[0-9]{2}-[0-9]{2}T"
             r"[0-9:]{8}Z: device 'sick': the health check before its first test failed: "
-            r"\w+: sick: no HELLO .* \(clear: python -m harness.lab.quarantine -x "
+            r"\w+: sick: no HELLO .* \(clear: et-harness lab quarantine -x "
             + re.escape(lab.coordinator)
-            + r" clear lab-b\)",
+            + r" clear lab-b\) \[place comment: "
+            + re.escape(own)
+            + r"\]",
             state.comment,
         ), state.comment
         # Other runners pass it by: with lab-a held, a pool run waits rather than take lab-b.
@@ -690,23 +745,28 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             and "no place in service: lab-b: quarantined by" in message
         ), message
         assert time.monotonic() - started < 45  # not the 60 s lock timeout
-        # A person looks at the board and clears the place: the pool uses it again.
-        board.power(True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness.lab.quarantine",
-                "-x",
-                lab.coordinator,
-                "clear",
-                "lab-b",
-            ],
+        # The operator lists what is out of service, looks at the board and clears the
+        # place: its own comment is back, and the pool uses it again.
+        lab_command = [sys.executable, "-m", "harness.cli", "lab", "quarantine"]
+        listed = subprocess.run(
+            [*lab_command, "list", "-x", lab.coordinator],
             check=True,
-            cwd=ROOT,
-        )
+            capture_output=True,
+            text=True,
+        ).stdout
+        entry = listed.split("lab-b  et_health=quarantined\n", 1)[1].splitlines()[0]
+        assert entry.startswith("  quarantined by ") and entry.endswith(f"[place comment: {own}]")
+        assert re.search(r"^[0-9]+ place\(s\) out of service at ", listed, re.M), listed
+        board.power(True)
+        cleared_line = subprocess.run(
+            [*lab_command, "clear", "lab-b", "-x", lab.coordinator],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert cleared_line == f"lab-b: et_health=ok, comment back to: {own}\n"
         state = _place(lab, "lab-b")
-        assert (dict(state.tags)["et_health"], state.comment) == ("ok", "")
+        assert (dict(state.tags)["et_health"], state.comment) == ("ok", own)
         cleared = _pytest(
             devices, tmp_path / "cleared", "--device", "pool-q", "--lock-timeout", "60"
         )
@@ -727,6 +787,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             capture_output=True,
             check=False,
         )
+        _set(lab, "lab-b", comment="")
     _all_free(lab)
 
 
@@ -1019,4 +1080,166 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
         with contextlib.suppress(Exception):
             session.call("delete", "DeletePlace", messages.DeletePlaceRequest(name="lab-z"))
         exporter.stop()
+    _all_free(lab)
+
+
+_EMU = [sys.executable, "-m", "harness.cli", "emu"]
+
+
+def _emu_on_lab_address(address: str, protocol: str) -> tuple[subprocess.Popen[str], str]:
+    """``et-harness emu mcu-emu --lab-address ADDRESS``, and what it printed up to Ctrl-C."""
+    emu = subprocess.Popen(
+        [*_EMU, "mcu-emu", "--lab-address", address, "--protocol", protocol],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    printed = []
+    assert emu.stdout is not None
+    for line in emu.stdout:
+        printed.append(line)
+        if line.startswith("Ctrl-C"):
+            break
+    return emu, "".join(printed)
+
+
+@pytest.mark.parametrize("protocol", ["raw", "rfc2217"])
+def test_an_emulated_board_serves_at_the_lab_port_asked_twice_and_says_when_it_dies(protocol):
+    """The exporter's NetworkSerialPort names the port once: each start serves there, in the
+    protocol asked; a board whose QEMU dies ends the command with one line (exit 1)."""
+    require("ser2net", "qemu-system-arm")
+    from harness.lab.resources import read_resources
+    from harness.lab.session import Resource
+    from harness.lifecycle.process import free_port
+    from harness.link.serial.connect import connect
+    from harness.transport.serial import SerialSettings
+
+    host = "127.0.0.6"
+    port = free_port(host)
+    for start in ("first", "again"):
+        emu, printed = _emu_on_lab_address(f"{host}:{port}", protocol)
+        try:
+            assert f"mcu-emu is up on {host}:{port}\n" in printed, printed
+            stanza = printed.split("no line may start with '#'):\n", 1)[1].split("Ctrl-C")[0]
+            exported = yaml.safe_load(stanza)["mcu_emu"]["NetworkSerialPort"]
+            assert exported == {"host": host, "port": port, "speed": 115200, "protocol": protocol}
+            # as the harness reads the place's resource, and talks to the board through it
+            resource = Resource(
+                "exp", "mcu_emu", "p", "NetworkSerialPort", tuple(exported.items()), "x"
+            )
+            serial = read_resources("p", [resource], acquired=True).serial
+            assert serial is not None
+            link = connect(SerialSettings(url=serial.url))
+            link.close()
+            if start == "first":
+                emu.send_signal(signal.SIGTERM)
+                output = _finish(emu, 30)
+                assert emu.returncode == 0 and "mcu-emu is down" in output, output
+                continue
+            (qemu,) = [
+                pid
+                for pid in descendants({emu.pid})
+                if Path(f"/proc/{pid}/comm").read_text().startswith("qemu")
+            ]
+            os.kill(qemu, signal.SIGKILL)
+            output = _finish(emu, 30)
+            assert emu.returncode == 1, output
+            assert (
+                f"et-harness emu: mcu-emu on {host}:{port} no longer serves: its QEMU ended "
+                "(exit status -9)" in output
+            ), output
+        finally:
+            if emu.poll() is None:
+                os.killpg(emu.pid, signal.SIGKILL)
+                emu.wait()
+
+
+def _steps(job: dict) -> list[str]:
+    """A workflow job's shell steps, each as written (none may expand ``${{ }}`` into it)."""
+    runs = [str(step["run"]) for step in job["steps"] if "run" in step]
+    assert not any("${{" in run for run in runs), runs
+    return runs
+
+
+def test_the_nightlys_steps_as_a_script_on_the_emulated_lab_with_postgresql(lab, devices, tmp_path):
+    """lab-nightly.yml's steps run by bash as a runner would (setup aside: this checkout's
+    .venv is set up; artifacts moved by hand): two pool jobs, then the report job with
+    PostgreSQL as the history: the merged report with a per-board table, and one short
+    summary of the night naming both jobs."""
+    from postgres_server import postgres_server
+
+    from harness.codec.strict_yaml import read_yaml
+
+    path = ROOT / ".github" / "workflows" / "lab-nightly.yml"
+    workflow = read_yaml(path.read_text("utf-8"), str(path))
+    assert isinstance(workflow, dict)
+    lab_steps, report_steps = (_steps(workflow["jobs"][job]) for job in ("lab", "report"))
+    setup = [run for run in lab_steps + report_steps if "setup-lab-runner" in run or "pip" in run]
+    assert len(setup) == 2  # one a job, run by neither here
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    (ws / "project").mkdir(parents=True)
+    home.mkdir()
+    (ws / "harness").symlink_to(ROOT)
+    (ws / "project" / "devices").symlink_to(devices)
+    selection = "-k 'load_time_map_each_backend and program and (1-backends or 2-backends)'"
+    with postgres_server() as url:
+        base = run_environment(
+            HOME=str(home),
+            ET_HARNESS_CACHE=str(cache_root()),
+            ET_HARNESS_HISTORY=url,
+            PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"),
+        )
+        base["PYTEST_ADDOPTS"] = f"{base.get('PYTEST_ADDOPTS', '')} {selection}"
+        for pool in ("lab-mcu", "lab-linux"):
+            env = {
+                **base,
+                "POOL": pool,
+                "WORKERS": "2" if pool == "lab-mcu" else "1",
+                "LG_COORDINATOR": lab.coordinator,
+                "DEVICES_DIR": "project/devices",
+                "KEY": "not a key",
+                "KNOWN_HOSTS": "",
+            }
+            for run in lab_steps:
+                if run not in setup:
+                    done = subprocess.run(
+                        ["bash", "-e", "-c", run], cwd=ws, env=env, capture_output=True,
+                        text=True, timeout=600, check=False,
+                    )  # fmt: skip
+                    assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+            (ws / "all-results").mkdir(exist_ok=True)  # the upload and download steps
+            (ws / "results" / pool).rename(ws / "all-results" / f"results-{pool}")
+        assert (home / ".ssh" / "et-lab" / "id").read_text() == "not a key\n"
+        for run in report_steps:
+            if run not in setup:
+                done = subprocess.run(
+                    ["bash", "-e", "-c", run], cwd=ws, env=base, capture_output=True,
+                    text=True, timeout=600, check=False,
+                )  # fmt: skip
+                assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+    merged = ws / "merged"
+    summary = (merged / "summary.txt").read_text()
+    assert "per board (lab place):" in summary, summary
+    boards = summary.split("per board (lab place):\n", 1)[1].splitlines()
+    assert boards[0].split() == ["board", "passed", "failed", "infra", "devices"]
+    assert {line.split()[0] for line in boards[1:] if line.split()[-1] == "lab-mcu"} <= {
+        "lab-a",
+        "lab-b",
+    }
+    assert any(line.split()[:2] == ["ssh-a", "2"] for line in boards), summary
+    page = (merged / "report.html").read_text()
+    assert '<h2 id="boards">' in page and '<th class="passed">ssh-a</th>' in page
+    night = (merged / "night.txt").read_text().splitlines()
+    night = night[night.index(next(line for line in night if line.startswith("night:"))) :]
+    assert night[0] == "night: 2 run(s): 4 passed, 0 failed", night
+    assert sorted(night[1:3]) == [  # each job, as caught up
+        "  lab-linux (lab-linux): 2 passed, 0 failed",
+        "  lab-mcu (lab-mcu): 2 passed, 0 failed",
+    ], night
+    assert night[3:] == ["new failures (0)", "new infra (0)", "history page: merged/history.html"]
+    step_summary = (tmp_path / "step-summary.md").read_text()
+    assert "per board (lab place):" in step_summary and "night: 2 run(s)" in step_summary
     _all_free(lab)

@@ -204,6 +204,13 @@ def test_an_acquired_places_resources_give_the_address():
     assert free.serial is None and free.service is not None
 
 
+def test_a_raw_network_serial_port_is_a_plain_tcp_url():
+    """labgrid's ``NetworkSerialPort.protocol: raw`` is a TCP port without RFC 2217."""
+    raw = read_resources("lab-a", _resources(NetworkSerialPort={"protocol": "raw"}), True)
+    serial = with_lab_address(_profile({"kind": "serial"}), raw, "lab-a")
+    assert serial.settings["url"] == "socket://127.0.0.2:33721"
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -214,6 +221,7 @@ def test_an_acquired_places_resources_give_the_address():
         ({"NetworkSerialPort": {"port": None}}, r"NetworkSerialPort.port: none; the exporter"),
         ({"NetworkSerialPort": {"host": "evil host"}}, r"NetworkSerialPort.host: "),
         ({"NetworkSerialPort": {"speed": 0}}, r"NetworkSerialPort.speed: "),
+        ({"NetworkSerialPort": {"protocol": "ssh"}}, r"NetworkSerialPort.protocol: 'ssh' is not"),
         ({"NetworkPowerPort": {"model": "../../os"}}, r"NetworkPowerPort.model: .*labgrid power"),
         ({"NetworkPowerPort": {"host": "x\ny"}}, r"NetworkPowerPort.host: "),
         # a digit int() cannot read: str.isdigit() says yes to it
@@ -505,14 +513,29 @@ def test_a_quarantine_comment_says_who_when_why_and_how_to_clear():
     assert comment.startswith(
         "quarantined by runner1/ci-pid7-9 at 2026-12-01T10:05:07Z: HELLO timed out after 3 s"
     )
-    assert comment.endswith(
-        "(clear: python -m harness.lab.quarantine -x 10.0.0.1:20408 clear lab-b)"
-    )
+    assert comment.endswith("(clear: et-harness lab quarantine -x 10.0.0.1:20408 clear lab-b)")
     assert "\n" not in comment and len(comment) < 500  # one bounded line (reason: 300)
     assert "\x1b" not in comment_for("w", "p", "colour \x1b[31m", "c:1")  # no escapes
     assert about_the_device(TransportTimeout("no answer"))
     assert about_the_device(HostKeyMismatch("changed"))
     assert not about_the_device(HostKeyUnknown("this runner lacks the lab's known_hosts"))
+
+
+def test_a_quarantine_keeps_the_operators_comment_and_gives_it_back():
+    from harness.lab.quarantine import comment_for, operators_comment
+
+    own = "USB hub flaky, reseat before use [see ticket 12]"
+    record = comment_for(
+        "r/ci-pid1-2", "lab-b", "no HELLO [place comment: forged]", "c:1", kept=own
+    )
+    assert record.startswith("quarantined by r/ci-pid1-2 at ")
+    assert record.endswith(f" [place comment: {own}]")
+    assert operators_comment(record) == own  # a reason cannot forge the kept part
+    assert operators_comment(comment_for("w", "p", "why", "c:1")) == ""  # none was kept
+    assert operators_comment(own) == own  # a comment written since is the operator's
+    # a second quarantine of a quarantined place keeps the first one's kept comment
+    again = comment_for("w", "p", "why", "c:1", kept=operators_comment(record))
+    assert operators_comment(again) == own
 
 
 def test_places_out_of_service_are_refused_with_their_reasons():
@@ -540,34 +563,44 @@ def test_places_out_of_service_are_refused_with_their_reasons():
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
 
 
-def test_the_nightly_workflow_reads_strictly_and_runs_each_pool_on_n_workers(tmp_path):
-    """.github/workflows/nightly.yml under the harness's own YAML rules, and its lab job's
-    command as a runner would run it for pool lab-mcu (collection only: no lab is reached)."""
+def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_path):
+    """.github/workflows/nightly.yml and lab-nightly.yml (the reusable one it calls) under
+    the harness's own YAML rules, and the lab job's command as a runner would run it for
+    pool lab-mcu (collection only: no lab is reached)."""
     import shlex
     from pathlib import Path
 
     from harness.codec.strict_yaml import read_yaml
 
     root = Path(__file__).resolve().parents[1]
-    workflow = read_yaml(
-        (root / ".github" / "workflows" / "nightly.yml").read_text(),
-        ".github/workflows/nightly.yml",
-    )
-    assert isinstance(workflow, dict), workflow
-    assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
-    lab = workflow["jobs"]["lab"]
+    workflows: dict[str, dict] = {}
+    for name in ("nightly", "lab-nightly"):
+        path = root / ".github" / "workflows" / f"{name}.yml"
+        workflow = read_yaml(path.read_text(), str(path))
+        assert isinstance(workflow, dict), workflow
+        workflows[name] = workflow
+    assert set(workflows["nightly"]["on"]) == {"schedule", "workflow_dispatch"}
+    assert set(workflows["lab-nightly"]["on"]) == {"workflow_call"}
+    called = workflows["lab-nightly"]["on"]["workflow_call"]
+    assert {"pools", "devices-dir", "coordinator"} <= set(called["inputs"])
+    assert {"ET_HISTORY_URL", "ET_LAB_SSH_KEY", "ET_LAB_KNOWN_HOSTS"} == set(called["secrets"])
+    lab = workflows["lab-nightly"]["jobs"]["lab"]
     assert lab["runs-on"] == ["self-hosted", "et-lab"]  # generic runners, no device named
     assert "fromJSON" in lab["strategy"]["matrix"]["pool"]
-    command = next(step["run"] for step in lab["steps"] if "pytest" in step.get("run", ""))
-    argv = shlex.split(command.replace("$POOL", "lab-mcu").replace("$WORKERS", "2"))
-    assert argv[:4] == [".venv/bin/python", "-m", "pytest", "suites"]
+    command = next(step["run"] for step in lab["steps"] if "et-harness run" in step.get("run", ""))
+    argv = shlex.split(
+        command.replace("$POOL", "lab-mcu")
+        .replace("$WORKERS", "2")
+        .replace("$DEVICES_DIR", str(root / "devices"))
+    )
+    assert argv[:2] == ["harness/.venv/bin/et-harness", "run"]
     assert argv[argv.index("--device") + 1] == "lab-mcu" and argv[argv.index("-n") + 1] == "2"
-    argv = [sys.executable, *argv[1:]]
+    argv = [sys.executable, "-m", "harness.cli", *argv[1:]]
     argv[argv.index("--results-dir") + 1] = str(tmp_path / "results")
     argv[argv.index("--junitxml") + 1] = str(tmp_path / "junit.xml")
     done = subprocess.run(
         [*argv, "--collect-only"],
-        cwd=root,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         check=False,
@@ -608,14 +641,19 @@ def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address
         assert hop.identity_files == (tmp_path / key,)
 
 
-def test_an_emulated_board_goes_on_a_lab_address_only_as_an_ssh_board_and_a_real_address(capsys):
+def test_an_emulated_device_goes_on_a_lab_address_of_its_kind_and_a_real_address(capsys):
     from harness.config.profile import load_profile
-    from harness.emulators.lab_board import serve_for_lab
+    from harness.emulators.lab_board import LabAddressError, parse_lab_address, serve_for_lab
 
-    assert serve_for_lab(load_profile("mcu-emu"), "127.0.0.5") == 2
-    assert "only ssh-emu can be exposed on a lab address" in capsys.readouterr().err
-    assert serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x") == 2
-    assert "--lab-address: '-oProxyCommand=x' starts with '-'" in capsys.readouterr().err
+    assert serve_for_lab(load_profile("host"), "127.0.0.5") == 2  # nothing to serve
+    assert "a lab address serves ssh, serial, adb devices" in capsys.readouterr().err
+    with pytest.raises(LabAddressError, match="--lab-address: '-oProxyCommand=x' starts with '-'"):
+        serve_for_lab(load_profile("ssh-emu"), "-oProxyCommand=x")
+    assert parse_lab_address("127.0.0.5:7001") == ("127.0.0.5", 7001)
+    assert parse_lab_address("[::1]:7001") == ("::1", 7001)
+    assert parse_lab_address("lab-host") == ("lab-host", None)
+    with pytest.raises(LabAddressError, match="--lab-address: "):
+        parse_lab_address("127.0.0.5:99999")
 
 
 def test_lab_holdings_are_one_line_each_and_read_in_acquisition_order(tmp_path):

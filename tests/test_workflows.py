@@ -17,6 +17,7 @@ from harness.codec.strict_yaml import read_yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = (
     ROOT / ".github" / "workflows" / "nightly.yml",
+    ROOT / ".github" / "workflows" / "lab-nightly.yml",
     ROOT / ".github" / "workflows" / "pull-request.yml",
 )
 README_TEST_COMMAND = "bash ci/setup.sh && bash ci/test.sh"

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config.device_folders import (
     DeviceFolder,
@@ -29,6 +31,11 @@ from harness.config.device_folders import (
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.untrusted.reading import printable
 
+if TYPE_CHECKING:
+    from harness.data.messages import Report
+    from harness.devices.base import Device
+    from harness.runner import CaseRunner
+
 _NAME_WIDTH = 12  # a listing's first column is at least this wide
 _STATE_WIDTH = 11
 
@@ -39,6 +46,13 @@ def add_parser(commands: Any) -> None:
         "doctor",
         help="bring the project's devices up and report their health",
         description=__doc__.split("\n\n")[0],
+    )
+    cmd.add_argument(
+        "--packages",
+        action="store_true",
+        help="only print the Debian packages the devices need on this machine, one a line "
+        "(what a lean runner installs: apt-get install $(et-harness doctor --packages ...)); "
+        "no device is brought up",
     )
     cmd.add_argument(
         "--device",
@@ -53,19 +67,28 @@ def name_width(names: Iterable[str]) -> int:
     return max([_NAME_WIDTH, *(len(name) for name in names)])
 
 
-def lab_refusal(profile: DeviceProfile) -> str | None:
-    """Why the commands that bring one device up cannot take ``profile``, if it is a lab's:
-    only a pytest run reserves, holds and hands back a labgrid place."""
-    from harness.lab.labgrid import SETTING
+SEND_LAB_WAIT_S = 60.0  # how long send waits for a lab place
+DOCTOR_LAB_WAIT_S = 10.0  # ... and doctor, for each lab profile (a busy one is UNAVAILABLE)
 
-    if SETTING not in profile.settings:
-        return None
-    return (
-        f"{profile.where('transport.' + SETTING)}: a lab profile: its device is a labgrid "
-        "place, which only a pytest run reserves and hands back (and health-checks before "
-        f"its first test); run: et-harness run --device {profile.name} "
-        "(docs/device-farm.md)"
-    )
+
+@contextmanager
+def lab_place(
+    profile: DeviceProfile, wait: float
+) -> Iterator[tuple[DeviceProfile, Callable[[], None] | None]]:
+    """``profile`` as a command that brings one device up opens it: a lab profile's place
+    held for the block (the user's own, else reserved within ``wait`` s and handed back),
+    its address filled in; with the board's outside reset, if the lab has one."""
+    from harness.lab.labgrid import LabgridPlace, require_labgrid
+
+    wanted = LabgridPlace.of(profile)
+    if wanted is None:
+        yield profile, None
+        return
+    require_labgrid(profile)
+    from harness.lab.own_place import held_for_command  # asyncio: labs only
+
+    with held_for_command(profile, wanted, wait) as opened:
+        yield opened
 
 
 @dataclass(frozen=True)
@@ -98,7 +121,10 @@ def run_doctor(args: argparse.Namespace) -> int:
     contracts = _contracts(here)
     if contracts is not None:  # a name no profile has: a file's stem holds no '/'
         rows = {"backends/": contracts, **rows}
-    _print_host_tools([p for p in rows.values() if isinstance(p, DeviceProfile)])
+    profiles = [p for p in rows.values() if isinstance(p, DeviceProfile)]
+    if args.packages:
+        return _print_packages(profiles, rows)
+    _print_host_tools(profiles)
     width = name_width(rows)
     unhealthy = 0
     for name, chosen in rows.items():
@@ -147,44 +173,53 @@ def _selected(spec: str) -> DeviceProfile | _Row:
 def _check(profile: DeviceProfile) -> _Row:
     """``profile``'s device brought up: its HELLO, or why it could not be."""
     from harness.devices.base import DeviceSetupError
-    from harness.runner import open_runner
     from harness.transport.base import DeviceUnavailable
 
-    refusal = lab_refusal(profile)
-    if refusal is not None:
-        return _Row("NOT CHECKED", refusal)
     started = time.monotonic()
-    device = runner = None
     try:
-        device, runner = open_runner(profile)
-        hello = runner.hello
-        real = [entry.name for entry in hello.entries if not entry.is_probe]
-        text = (
-            f"{time.monotonic() - started:5.1f} s  abi={hello.fact('abi')}  "
-            f"runtime={hello.fact('runtime')!s}  agent={hello.fact('agent_version')}  "
-            f"deployment={device.deployment().mode.value}  backends={','.join(real) or '-'}"
-        )
-        lacking, unnamed = _backend_differences(profile.backends, real)
-        notes = []
-        if lacking:
-            notes.append(
-                f"{profile.where('backends')}: names {', '.join(lacking)}, which the device "
-                "does not register; correct the list, or the device's runtime"
-            )
-        if unnamed and profile.backends:
-            notes.append(
-                f"the device also registers {', '.join(unnamed)}, which the profile does not name"
-            )
-        return _Row("MISMATCH" if lacking else "ok", text, tuple(notes))
+        with opened(profile, DOCTOR_LAB_WAIT_S) as (device, runner):
+            return _row(profile, device, runner.hello, started)
     except (DeviceUnavailable, DeviceSetupError, ProfileError) as exc:
         return _Row("UNAVAILABLE", str(exc))
     except Exception as exc:
         return _Row("UNHEALTHY", f"{type(exc).__name__}: {exc}")
-    finally:
-        if runner is not None:
+
+
+@contextmanager
+def opened(profile: DeviceProfile, lab_wait: float) -> Iterator[tuple[Device, CaseRunner]]:
+    """``profile``'s device and a runner on it, closed after the block; a lab profile's
+    place held for the block (:func:`lab_place`, waiting at most ``lab_wait`` s)."""
+    from harness.runner import open_runner
+
+    with lab_place(profile, lab_wait) as (brought, board_reset):
+        device, runner = open_runner(brought, board_reset=board_reset)
+        try:
+            yield device, runner
+        finally:
             runner.close()
-        if device is not None:
             device.close()
+
+
+def _row(profile: DeviceProfile, device: Device, hello: Report, started: float) -> _Row:
+    """A device's line from its HELLO: what it is, and how its backends match the profile."""
+    real = [entry.name for entry in hello.entries if not entry.is_probe]
+    text = (
+        f"{time.monotonic() - started:5.1f} s  abi={hello.fact('abi')}  "
+        f"runtime={hello.fact('runtime')!s}  agent={hello.fact('agent_version')}  "
+        f"deployment={device.deployment().mode.value}  backends={','.join(real) or '-'}"
+    )
+    lacking, unnamed = _backend_differences(profile.backends, real)
+    notes = []
+    if lacking:
+        notes.append(
+            f"{profile.where('backends')}: names {', '.join(lacking)}, which the device "
+            "does not register; correct the list, or the device's runtime"
+        )
+    if unnamed and profile.backends:
+        notes.append(
+            f"the device also registers {', '.join(unnamed)}, which the profile does not name"
+        )
+    return _Row("MISMATCH" if lacking else "ok", text, tuple(notes))
 
 
 def _backend_differences(
@@ -200,6 +235,19 @@ def _shown_paths(text: str, here: Path) -> str:
     files relative to it."""
     text = text.replace(f"{built_in().path}{os.sep}", "built-in ")
     return text.replace(f"{here}{os.sep}", "")
+
+
+def _print_packages(profiles: Sequence[DeviceProfile], rows: Mapping[str, object]) -> int:
+    """The Debian packages of every program ``profiles`` need, each once, sorted; an
+    invalid profile's row on stderr (exit 1)."""
+    from harness.devices.host_tools import host_tools
+
+    for name, row in rows.items():
+        if isinstance(row, _Row):
+            print(printable(f"et-harness doctor: {name}: {row.text}"), file=sys.stderr)
+    for package in sorted({tool.package for p in profiles for tool in host_tools(p)}):
+        print(package)
+    return 1 if len(profiles) != len(rows) else 0
 
 
 def _print_host_tools(profiles: Sequence[DeviceProfile]) -> None:

@@ -11,6 +11,8 @@
 - ``et-harness devices``: list the device profiles;
 - ``et-harness history``: what changed since the last run, flaky checks, device
   health, where a failure began (docs/device-farm.md, "Run history");
+- ``et-harness lab quarantine list|clear PLACE``: a labgrid lab's places out of service
+  (docs/device-farm.md, "Lab-wide quarantine");
 - ``et-harness cache [clean] [--kind K]``: what the harness cache holds, and cleaning
   it (docs/lifecycle.md, "The cache and the data").
 - ``et-harness bisect TREE --good REV --bad REV -- TESTS``: the commit of an ExecuTorch
@@ -26,8 +28,9 @@ import signal
 import sys
 import warnings
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from harness import __version__, shipped
 from harness.check import (
@@ -41,7 +44,7 @@ from harness.check import (
 )
 from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
-from harness.cli import cache_command, doctor
+from harness.cli import cache_command, doctor, lab_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import MapFile, MapFileError, load_map, read_map_file
 from harness.config.device_folders import (
@@ -56,6 +59,10 @@ from harness.data.options import OptionsMap
 from harness.errors import HarnessError, UsageError
 from harness.history import command as history_command
 from harness.untrusted.reading import printable
+
+if TYPE_CHECKING:
+    from harness.devices.base import Device
+    from harness.runner import CaseRunner
 
 
 class CliError(UsageError):
@@ -202,12 +209,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         _check_writable(Path(args.json))
     results = []
     for name in device_items(args.device):
-        device, runner = _open(name)
-        try:
+        with _opened(name) as (device, runner):
             figures = benchmark(device, runner, args.cases, args.per_case_cases, args.growth_cases)
-        finally:
-            runner.close()
-            device.close()
         print(format_figures(figures), flush=True)
         results.append(figures.as_json())
     output: dict = {"devices": results}
@@ -229,14 +232,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(name: str):
-    from harness.runner import open_runner
-
-    profile = load_profile(name)
-    refusal = doctor.lab_refusal(profile)
-    if refusal is not None:
-        raise CliError(refusal)
-    return open_runner(profile)
+def _opened(name: str) -> AbstractContextManager[tuple[Device, CaseRunner]]:
+    """The device of profile ``name`` and a runner on it, closed after the block; a lab
+    profile's place held for the block (the user's own, else reserved and handed back)."""
+    return doctor.opened(load_profile(name), doctor.SEND_LAB_WAIT_S)
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
@@ -248,9 +247,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
         raise CliError("send needs a map file (or --program PTE [--options MAP])")
     options = _read_map(args.file, load_map)
     probes = tuple(args.probe)
-    device, runner = _open(args.device)
-    runner.strict_options = args.strict_options
-    try:
+    with _opened(args.device) as (_, runner):
+        runner.strict_options = args.strict_options
         # et.load's, et.set's and et.get's own rules: which backends a load checks, which
         # names are probes (harness.probes)
         if args.action == "load":
@@ -263,9 +261,6 @@ def _cmd_send(args: argparse.Namespace) -> int:
         if args.action == "get":
             print("\n".join(returned_lines(verdict.report)))
         return 0 if verdict.ok else 1
-    finally:
-        runner.close()
-        device.close()
 
 
 def _send_program(args: argparse.Namespace) -> int:
@@ -281,16 +276,12 @@ def _send_program(args: argparse.Namespace) -> int:
     chosen = args.options if args.options is not None else args.file
     # Read before a device is brought up; with the effects its options declare.
     options = _read_map(chosen, read_map_file) if chosen is not None else MapFile(OptionsMap())
-    device, runner = _open(args.device)
-    try:
+    with _opened(args.device) as (_, runner):
         checked = runner.check_program(
             args.program, options, probes=tuple(args.probe), strict=args.strict_options
         )
         print(checked.render())
         return 0 if checked.ok else 1
-    finally:
-        runner.close()
-        device.close()
 
 
 def _cmd_emu(args: argparse.Namespace) -> int:
@@ -303,7 +294,7 @@ def _cmd_emu(args: argparse.Namespace) -> int:
     if args.lab_address is not None:
         from harness.emulators.lab_board import serve_for_lab
 
-        return serve_for_lab(profile, args.lab_address)
+        return serve_for_lab(profile, args.lab_address, args.protocol)
     # Blocked first, so that SIGINT or SIGTERM ends the wait below and the emulator is
     # brought down, never left running.
     stop_signals = {signal.SIGINT, signal.SIGTERM}
@@ -472,10 +463,17 @@ def _main(argv: list[str] | None) -> int:
     )
     emu_cmd.add_argument(
         "--lab-address",
-        metavar="ADDRESS",
-        help="ssh-emu only: listen on this address of the machine (a labgrid exporter's) "
-        "and print the exporter's NetworkService, the known_hosts line and the key "
-        "(docs/device-farm.md)",
+        metavar="HOST[:PORT]",
+        help="serve it on this address of the machine (a labgrid exporter's), at PORT (else "
+        "the port of its first start, kept), until it is stopped or what it serves dies, and "
+        "print the exporter config (docs/device-farm.md)",
+    )
+    emu_cmd.add_argument(
+        "--protocol",
+        choices=["rfc2217", "raw"],
+        default="rfc2217",
+        help="with --lab-address, an MCU board's serial port: RFC 2217 or raw TCP, as the "
+        "exporter's NetworkSerialPort says (default: rfc2217)",
     )
 
     bench_cmd = commands.add_parser("bench", help="measure per-case cost (docs/performance.md)")
@@ -506,6 +504,7 @@ def _main(argv: list[str] | None) -> int:
 
     history_command.add_parser(commands, _positive_int)
     cache_command.add_parser(commands)
+    lab_command.add_parser(commands)
     bisect_command.add_parser(commands)
 
     args, rest = parser.parse_known_args(argv)
@@ -520,6 +519,7 @@ def _main(argv: list[str] | None) -> int:
         "emu": _cmd_emu,
         "history": _cmd_history,
         "cache": cache_command.run_cache,
+        "lab": lab_command.run_lab,
     }
     try:
         if args.command != "emu" and getattr(args, "device", None) is not None:

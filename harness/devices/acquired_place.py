@@ -31,18 +31,24 @@ class ServiceAddress:
     user: str
 
 
+SERIAL_PROTOCOLS = ("rfc2217", "raw")  # labgrid's NetworkSerialPort.protocol
+
+
 @dataclass(frozen=True)
 class SerialAddress:
-    """A ``NetworkSerialPort``: the device's UART behind ser2net's RFC 2217 server."""
+    """A ``NetworkSerialPort``: the device's UART behind a network serial server, RFC 2217
+    (ser2net's, labgrid's default) or raw TCP (``protocol: raw``)."""
 
     host: str
     port: int
     speed: int
+    protocol: str = "rfc2217"
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"rfc2217://{host}:{self.port}"
+        scheme = "socket" if self.protocol == "raw" else "rfc2217"
+        return f"{scheme}://{host}:{self.port}"
 
 
 @dataclass(frozen=True)

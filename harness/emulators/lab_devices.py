@@ -44,7 +44,9 @@ class LabError(RuntimeError, InfrastructureError):
 class EmulatedBoard:
     """QEMU running the agent firmware, UART0 on a pty, monitor on a unix socket."""
 
-    def __init__(self, firmware: Path, directory: Path, name: str) -> None:
+    def __init__(
+        self, firmware: Path, directory: Path, name: str, machine: str = DEFAULT_MACHINE
+    ) -> None:
         self.name = name
         self.monitor_path = directory / f"{name}.monitor"
         output = directory / f"{name}.out"  # QEMU names the pty on stdout
@@ -53,7 +55,7 @@ class EmulatedBoard:
                 [
                     QEMU,
                     "-M",
-                    DEFAULT_MACHINE,
+                    machine,
                     "-nographic",
                     "-monitor",
                     f"unix:{self.monitor_path},server=on,wait=off",
@@ -94,6 +96,10 @@ class EmulatedBoard:
         else:
             self.monitor("stop")
         self.powered = on
+
+    def poll(self) -> int | None:
+        """QEMU's exit status, or None while it runs."""
+        return self._process.poll()
 
     def stop(self) -> None:
         self._process.stop()

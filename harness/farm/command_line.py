@@ -18,7 +18,13 @@ from harness.agent.bundled_program import read_checked
 from harness.agent.program_contents import ProgramError
 from harness.agent.runtimes import Runtime, RuntimeEntryError, parse_runtimes
 from harness.codec.mapfile import MapFile, MapFileError, read_map_file
-from harness.config.device_folders import INI_OPTION, DeviceFolder, of_project, with_built_in
+from harness.config.device_folders import (
+    INI_OPTION,
+    DeviceFolder,
+    of_project,
+    of_working_directory,
+    with_built_in,
+)
 from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
 from harness.farm.lock import default_lock_dir
@@ -153,12 +159,16 @@ def add_options(parser: pytest.Parser) -> None:
 
 def device_folders(config: pytest.Config) -> tuple[DeviceFolder, ...] | Path:
     """Where ``--device`` looks: ``--devices-dir``, else the project's folders (its
-    ``et_devices_dirs``, ``devices/`` beside its rootdir), then the built-in profiles."""
+    ``et_devices_dirs``, ``devices/`` beside its rootdir), then those of the project pytest
+    was started in, as ``et-harness devices`` finds them there (the same project unless the
+    tests are elsewhere: ``--pyargs harness.suites``, ``et-harness run``), then the
+    built-in profiles."""
     explicit: Path | None = config.getoption("devices_dir")
     if explicit is not None:
         return explicit
     named = [str(entry) for entry in config.getini(INI_OPTION)]
-    return with_built_in(of_project(config.rootpath, config.inipath, named))
+    started_in = of_working_directory(config.invocation_params.dir)
+    return with_built_in([*of_project(config.rootpath, config.inipath, named), *started_in])
 
 
 def farm_policy(config: pytest.Config, deadline: RunDeadline) -> FarmPolicy:

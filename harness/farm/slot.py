@@ -259,9 +259,9 @@ class DeviceSlot:
         """
         profile, key, board_reset = self.profile, device_key(self.profile), None
         if self._place is not None:
-            from harness.lab.reservation import LabgridReservation  # asyncio: labs only
+            from harness.lab.own_place import reservation_for  # asyncio: labs only
 
-            reservation = LabgridReservation(self._place)
+            reservation = reservation_for(self._place)  # the user's own place, if held
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
             self._held.callback(self._hand_back, reservation)
             self._reservation = reservation

@@ -65,6 +65,12 @@ def add_parser(commands: Any, positive_int: Any) -> None:
         "(else the latest), and the trend charts",
     )
     cmd.add_argument(
+        "--night",
+        action="store_true",
+        help="with --catch-up: print one short summary of the runs caught up (a nightly's "
+        "jobs): their counts, the new failures, the new infra counted per device and place",
+    )
+    cmd.add_argument(
         "--catch-up",
         nargs="+",
         type=Path,
@@ -87,6 +93,8 @@ def run_history(args: argparse.Namespace) -> int:
     target = checked_target(args.history)
     if target == OFF:
         raise StoreError("history is off ($ET_HARNESS_HISTORY=off); give --history STORE")
+    if args.night and not args.catch_up:
+        raise HistoryFilterError("--night summarises the runs caught up: give --catch-up DIR...")
     directories = run_dirs(args.catch_up) if args.catch_up else []
     # A store named by --history must be there to be read; the default one is made
     store = HistoryStore.open(target, create=bool(directories) or args.history is None)
@@ -107,6 +115,10 @@ def run_history(args: argparse.Namespace) -> int:
         report = analyse(history, args.run, args.flaky_window)
         if args.json:
             print(json.dumps({"store": store.where, **report}, indent=2, ensure_ascii=False))
+        elif args.night:
+            from harness.history.night import night_lines
+
+            print("\n".join(night_lines(history, caught)))
         else:
             print("\n".join(history_text(store.where, history, report)))
         if args.html:

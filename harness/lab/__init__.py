@@ -2,13 +2,16 @@
 
 - :mod:`~harness.lab.labgrid`: a profile's labgrid setting;
 - :mod:`~harness.lab.reservation`: reserving, acquiring and handing over a place;
+- :mod:`~harness.lab.own_place`: a place the user holds used as theirs, and a place held
+  for the length of one command (``send``, ``doctor``);
 - :mod:`~harness.lab.session`: labgrid's own client session, in process, one per
   coordinator and identity;
 - :mod:`~harness.lab.handback`: a dead run's hand-over, for its janitor;
 - :mod:`~harness.lab.places`: the coordinator's view, checked (holders, identities);
 - :mod:`~harness.lab.resources`: an acquired place's resources, checked, and the address
   its device kind takes from them;
-- :mod:`~harness.lab.quarantine`: a place out of service lab-wide (opt-in);
+- :mod:`~harness.lab.quarantine`: a place out of service lab-wide (opt-in), the
+  operator's own comment kept and given back;
 - :mod:`~harness.lab.benchmark`: what a lab costs; :mod:`~harness.lab.scale`: a larger
   lab, by simulation.
 

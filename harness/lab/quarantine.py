@@ -4,26 +4,24 @@ Opt-in per profile (``transport.labgrid.quarantine: lab``). Such a profile only
 reserves places tagged ``et_health=ok`` (labgrid's reservations match a subset of a
 place's tags, so a tag that must be present is the only way to leave a place out).
 When the device of its acquired place fails a health check, the run sets that tag
-to ``et_health=quarantined`` and the place's comment to who, when and why; every
-runner's reservations then pass the place by, until a person looks at the device
-and clears it::
+to ``et_health=quarantined`` and the place's comment to who, when and why, the
+operator's own comment kept after it (``[place comment: ...]``); every runner's
+reservations then pass the place by, until a person looks at the device and clears it::
 
-    python -m harness.lab.quarantine -x COORDINATOR clear PLACE
+    et-harness lab quarantine -x COORDINATOR clear PLACE
 
-(``labgrid-client -x COORDINATOR -p PLACE set-tags et_health=ok`` and
-``set-comment ''`` by hand do the same). Without the opt-in a failed check
-quarantines the device for the rest of the run only (:mod:`harness.farm.health`).
+which tags it ``et_health=ok`` again and gives the place its own comment back
+(``et-harness lab quarantine list`` shows the places out of service). Without the
+opt-in a failed check quarantines the device for the rest of the run only
+(:mod:`harness.farm.health`).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import os
-import sys
 from typing import TYPE_CHECKING
 
-from harness.lab.places import LabIdentity
+from harness.lab.places import BadPlace, place_state
 from harness.results.infra import one_line
 from harness.transport.base import DeviceUnavailable
 from harness.untrusted.reading import printable
@@ -37,6 +35,10 @@ HEALTHY = "ok"
 QUARANTINED = "quarantined"
 MODES = ("run", "lab")  # how far a failed health check reaches
 _REASON_LIMIT = 300
+_RECORD = "quarantined by "  # how the harness's record begins
+_KEPT = " [place comment: "  # what follows it: the operator's own comment, kept
+OPERATOR_COMMENT_LIMIT = 600  # of the operator's comment a quarantine keeps
+_READ_LIMIT = 2000  # of a place's comment: a record (< 500) and what it keeps
 
 
 class PlaceQuarantined(DeviceUnavailable):
@@ -59,15 +61,38 @@ def health_of(state: PlaceState) -> str | None:
 
 
 def comment_for(
-    who: str, place: str, reason: str, coordinator: str, now: datetime.datetime | None = None
+    who: str,
+    place: str,
+    reason: str,
+    coordinator: str,
+    now: datetime.datetime | None = None,
+    kept: str = "",
 ) -> str:
-    """The place comment a quarantine leaves: who, when (UTC), why, and how to clear it."""
+    """The place comment a quarantine leaves: who, when (UTC), why, how to clear it, then
+    ``kept``, the place's own comment before it (restored by :func:`clear`)."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     why = printable(one_line(reason, _REASON_LIMIT))
-    return (
-        f"quarantined by {who} at {when}: {why} "
-        f"(clear: python -m harness.lab.quarantine -x {coordinator} clear {place})"
-    )
+    record = (
+        f"{_RECORD}{who} at {when}: {why} "
+        f"(clear: et-harness lab quarantine -x {coordinator} clear {place})"
+    ).replace(_KEPT.strip(), "[place-comment:")  # the first marker is always the harness's
+    return f"{record}{_KEPT}{kept}]" if kept else record
+
+
+def operators_comment(comment: str) -> str:
+    """The place's own comment within ``comment``: all of it unless it is a quarantine
+    record, else the comment the record kept ("" if none)."""
+    if not comment.startswith(_RECORD):
+        return comment
+    _, marker, kept = comment.partition(_KEPT)
+    return kept.removesuffix("]") if marker else ""
+
+
+def _comment_now(lab: LabSession, place: str) -> str:
+    raws, _ = lab.snapshot()
+    raw = next((r for r in raws if r.name == place), None)
+    comment = raw.comment if raw is not None and isinstance(raw.comment, str) else ""
+    return comment[:_READ_LIMIT]
 
 
 def _set(lab: LabSession, place: str, tags: dict[str, str] | None, comment: str | None) -> None:
@@ -81,16 +106,36 @@ def _set(lab: LabSession, place: str, tags: dict[str, str] | None, comment: str 
 
 
 def quarantine(lab: LabSession, place: str, reason: str) -> str:
-    """Take ``place`` out of service lab-wide; the comment it got."""
-    comment = comment_for(lab.identity.owner, place, reason, lab.coordinator)
+    """Take ``place`` out of service lab-wide; the comment it got (the place's own comment
+    kept after the record)."""
+    kept = operators_comment(_comment_now(lab, place))[:OPERATOR_COMMENT_LIMIT]
+    comment = comment_for(lab.identity.owner, place, reason, lab.coordinator, kept=kept)
     _set(lab, place, None, comment)  # first: the comment is there when another runner
     _set(lab, place, {HEALTH_TAG: QUARANTINED}, None)  # sees the tag
     return comment
 
 
-def clear(lab: LabSession, place: str) -> None:
-    """Put ``place`` back in service: ``et_health=ok``, no comment."""
-    _set(lab, place, {HEALTH_TAG: HEALTHY}, "")
+def clear(lab: LabSession, place: str) -> str:
+    """Put ``place`` back in service: ``et_health=ok``, its own comment back (a comment
+    someone wrote since the quarantine is theirs, kept as it is); that comment."""
+    restored = operators_comment(_comment_now(lab, place))
+    _set(lab, place, {HEALTH_TAG: HEALTHY}, restored)
+    return restored
+
+
+def out_of_service(lab: LabSession) -> list[PlaceState]:
+    """The places tagged ``et_health`` with anything but ``ok``, by name (a place whose
+    data fails the value rules is left out: no run uses it either)."""
+    raws, _ = lab.snapshot()
+    found = []
+    for raw in raws:
+        try:
+            state = place_state(raw, lab.coordinator)
+        except BadPlace:
+            continue
+        if health_of(state) not in (None, HEALTHY):
+            found.append(state)
+    return sorted(found, key=lambda state: state.name)
 
 
 def refuse_if_none_in_service(
@@ -112,29 +157,3 @@ def refuse_if_none_in_service(
                 f"{HEALTH_TAG}={HEALTHY}')"
             )
     raise PlaceQuarantined(f"{what}: no place in service: {'; '.join(reasons)}")
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.lab.quarantine",
-        description="clear a place's lab-wide quarantine",
-    )
-    parser.add_argument("-x", "--coordinator", help="host:port (default $LG_COORDINATOR)")
-    parser.add_argument("action", choices=["clear"])
-    parser.add_argument("place")
-    args = parser.parse_args(argv)
-    from harness.lab.session import LabgridError, LabSession
-
-    coordinator = args.coordinator or os.environ.get("LG_COORDINATOR")
-    lab = LabSession.of(coordinator, LabIdentity.this_process())
-    try:
-        clear(lab, args.place)
-    except LabgridError as exc:
-        print(f"cannot clear {args.place}: {exc}", file=sys.stderr)
-        return 1
-    print(f"{args.place}: {HEALTH_TAG}={HEALTHY}, comment cleared")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

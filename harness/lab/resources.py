@@ -16,7 +16,8 @@ transport fields a lab profile leaves out, through its module's ``lab_settings``
 ``host``, ``port`` and ``user`` of an SSH device from its ``NetworkService``;
 ``url`` (and ``baudrate``) of a serial device from its ``NetworkSerialPort`` (the
 ser2net RFC 2217 port the exporter opens at each acquisition, so no fixed URL could
-be right); ``serial``, ``server_host`` and ``server_port`` of an Android device from
+be right; ``protocol: raw``, a plain TCP port, gives a ``socket://`` URL); ``serial``,
+``server_host`` and ``server_port`` of an Android device from
 the place's tags ``adb_serial`` and ``adb_server`` (labgrid has no adb resource).
 """
 
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.acquired_place import (
+    SERIAL_PROTOCOLS,
     LabResourceError,
     LabResources,
     PowerPort,
@@ -125,7 +127,17 @@ def _serial(fields: Mapping[str, Any], acquired: bool) -> SerialAddress | None:
             "speed",
             lambda v: check_count(v, 1, _MAX_BAUDRATE),
         ),
+        _field({"protocol": fields.get("protocol", "rfc2217")}, "protocol", _protocol),
     )
+
+
+def _protocol(value: object) -> str:
+    if value not in SERIAL_PROTOCOLS:
+        raise ValueRuleError(
+            f"{brief(value)} is not one of {', '.join(SERIAL_PROTOCOLS)} (labgrid's "
+            "NetworkSerialPort protocols)"
+        )
+    return str(value)
 
 
 _POWER_MODEL = re.compile(r"[a-z][a-z0-9_]{0,40}")  # a module of labgrid.driver.power

@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.results.boards import board_section
 from harness.results.html_style import SHOWN, badge, counts_text, esc, html_page, mark, worst
 from harness.results.options_section import options_section
 from harness.results.records import CaseResult
@@ -120,6 +121,7 @@ class _Page:
             self._backend_summary(),
             options_section(self.results, self._link),
             self._across_runtimes(),
+            board_section(self.results),
             "<h2>Matrix: suites and real backends by device</h2>",
             '<p class="muted">Failures first. Suite rows count tests (✓ passed, ✗ failed, '
             "E error, I infrastructure error, s skipped, x xfailed); backend rows count the "

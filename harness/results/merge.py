@@ -2,8 +2,9 @@
 
 Each INPUT is a ``results.jsonl`` file or a directory searched for them (e.g.
 the downloaded artifacts of every device job of a nightly run). OUT receives
-the combined ``results.jsonl`` and one ``report.html``; artifact paths are
-rewritten to stay valid from OUT. The device x outcome table is printed.
+the combined ``results.jsonl`` and one ``report.html`` (with a per-board table for
+lab places); artifact paths are rewritten to stay valid from OUT. The device x outcome
+table is printed, and the per-board one.
 Exit status: 0, or 2 when no results were found.
 """
 
@@ -16,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.results.boards import board_lines
 from harness.results.directory import REPORT_FILE, RESULTS_FILE, ResultsWriter, read_results
 from harness.results.html_report import write_report
 from harness.results.records import CaseResult
@@ -83,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"merge: no results in {', '.join(map(str, args.inputs))}", file=sys.stderr)
         return 2
     print("\n".join(outcome_table(results)))
+    per_board = board_lines(results)
+    if per_board:
+        print("\n".join(["per board (lab place):", *per_board]))
     for device, reason in quarantined_devices(results).items():
         print(f"quarantined: {device}: {reason}")
     print(
