@@ -25,13 +25,12 @@ from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.errors import UsageError
+from harness.farm import lab_place
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
-from harness.lab import quarantine as lab_quarantine
 from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.resources import LabResourceError, with_lab_address
-from harness.results import lab_holdings
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.transport.base import TransportError
@@ -318,28 +317,12 @@ class DeviceSlot:
         return True
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
-        """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide
-        (unless ``error`` is this runner's own trouble); what to add to the reason."""
+        """The held place out of service lab-wide, if the profile asks so and the run has
+        time left (:func:`~harness.farm.lab_place.quarantine_lab_wide`)."""
         reservation = self._reservation
-        if (
-            reservation is None
-            or reservation.held is None
-            or self._place is None
-            or self._place.quarantine != "lab"
-            or self.policy.deadline.remaining() == 0.0
-            or not lab_quarantine.about_the_device(error)
-        ):
-            return ""  # a run out of time, or a key this runner lacks, says nothing of it
-        place = reservation.held.name
-        try:
-            reservation.check_held()
-        except TransportError:  # lost, or the coordinator is gone: not the device's fault
-            return f"; labgrid place {place} not quarantined lab-wide: no longer held"
-        try:
-            comment = reservation.quarantine(f"device {self.name!r}: {reason}")
-        except TransportError as exc:
-            return f"; labgrid place {place} could not be quarantined lab-wide: {exc}"
-        return f"; labgrid place {place} quarantined lab-wide ({comment})"
+        if reservation is None or self.policy.deadline.remaining() == 0.0:
+            return ""  # a run out of time says nothing of the device
+        return lab_place.quarantine_lab_wide(reservation, self.name, error, reason)
 
     def _hold(self) -> tuple[DeviceProfile, Callable[[], None] | None]:
         """Hold the device: its labgrid place (if any), then this host's lock on it.
@@ -353,7 +336,7 @@ class DeviceSlot:
 
             reservation = LabgridReservation(self._place, avoid=self._avoid, prefer=self._prefer)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
-            self._held.callback(self._hand_back, reservation)
+            self._held.callback(lab_place.hand_back, reservation, self.name, self.results_dir)
             self._reservation = reservation
             self.lab_facts = {
                 "place": held.name,
@@ -376,24 +359,6 @@ class DeviceSlot:
         lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
         self._held.callback(lock.release)
         return profile, board_reset
-
-    def _hand_back(self, reservation: LabgridReservation) -> None:
-        """Release the place; record the holding (:mod:`harness.results.lab_holdings`)."""
-        held = reservation.held
-        reservation.release()
-        if held is not None and self.results_dir is not None:
-            lab_holdings.record(
-                self.results_dir,
-                {
-                    "device": self.name,
-                    "place": held.name,
-                    "coordinator": reservation.lab.coordinator,
-                    "holder": reservation.lab.identity.owner,
-                    "reservation": held.reservation,
-                    "acquired_at": round(held.acquired_at, 3),
-                    "released_at": round(reservation.released_at or 0.0, 3),
-                },
-            )
 
     def close(self) -> None:
         """Stop the agent, release the device, its labgrid place and its lock."""
