@@ -7,8 +7,13 @@ re-checks the device after consecutive infrastructure errors, and quarantines it
 when a check fails. An emulated device (the harness's own emulator) is checked
 before every retry too, and one that fails a check has its emulator started again
 and is checked again, up to ``emulator_restarts`` times a run, before it is
-quarantined; real devices are never restarted. It keeps the links it started so
-that a failing test can show the agent's stderr.
+quarantined; real devices are never restarted. A lab pool's board (a profile that
+asks for any place with some tags) is checked before every retry as well; one that
+fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
+slot holds another place of the pool, where its runner goes on: the device is
+quarantined only when no place is left. A place lost meanwhile (a coordinator restart
+forgets every acquisition) is held again before the next test. It keeps the links it
+started so that a failing test can show the agent's stderr.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ and clears it::
     python -m harness.lab.quarantine -x COORDINATOR clear PLACE
 
 (``labgrid-client -x COORDINATOR -p PLACE set-tags et_health=ok`` and
-``set-comment ''`` by hand do the same). Without the opt-in a failed check
-quarantines the device for the rest of the run only (:mod:`harness.farm.health`).
+``set-comment ''`` by hand do the same). Without the opt-in a failed check takes a
+pool's place out for the rest of the run only (and the pool goes on on another), or
+quarantines a one-place device for the run (:mod:`harness.farm.slot`).
 """
 
 from __future__ import annotations
