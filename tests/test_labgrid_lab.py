@@ -1000,8 +1000,8 @@ def test_a_coordinator_restart_mid_run_is_waited_out_and_the_run_goes_on(lab, de
     assert len(records) == 5 and "failed" not in outcomes, output[-3000:]
     assert outcomes.count("infra") <= 1 and outcomes.count("passed") >= 4, output[-3000:]
     holdings = json.loads((tmp_path / "r" / "run.json").read_text())["lab_holdings"]
-    assert len(holdings) == 2, holdings  # held again after the restart
-    assert records[-1]["facts"]["reservation"] == holdings[1]["reservation"]
+    assert len(holdings) >= 2, holdings  # held again after the restart
+    assert records[-1]["facts"]["reservation"] == holdings[-1]["reservation"]
     _all_free(lab)
 
 
