@@ -443,9 +443,10 @@ def users_program(request: pytest.FixtureRequest) -> UserProgram:
 
 
 @pytest.fixture
-def probe_program(device: Device):
-    """``probe_program(delegate_ids)`` -> device path of a matching probe program."""
-    return device.program_for
+def probe_program(_et_runner: CaseRunner):
+    """``probe_program(delegate_ids)`` -> device path of a matching probe program (on the
+    board the runner is on now: a pool's runner may move to another board)."""
+    return _et_runner.program_for
 
 
 # ---- running: deadline, quarantine, retries ----------------------------------------------

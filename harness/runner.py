@@ -320,6 +320,17 @@ class CaseRunner:
         """Stop the agent; the next request starts a fresh one (empty registry)."""
         self.close()
 
+    def take_over(self, other: CaseRunner) -> None:
+        """Go on on ``other``'s device (a pool's next board): this agent stopped, the next
+        one started, and programs pushed, by ``other``'s device."""
+        self.close()
+        self._start_link, self._program_for = other._start_link, other._program_for
+        self._push_program, self._forget_program = other._push_program, other._forget_program
+
+    def program_for(self, delegate_ids: tuple[str, ...]) -> str:
+        """The device path of a probe program whose delegates are ``delegate_ids``."""
+        return self._program_for(delegate_ids)
+
     def close(self) -> None:
         self._broken = None
         if self._link is not None:

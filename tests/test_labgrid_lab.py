@@ -3,14 +3,14 @@
 The lab (:mod:`harness.emulators.labgrid_lab`) exports two emulated MCU boards as
 places ``lab-a`` (exporter on 127.0.0.2) and ``lab-b`` (127.0.0.3), tagged
 ``kind=mcu pool=lab et_health=ok``, each with its UART behind ser2net and a power
-port, ssh-emu's sshd on 127.0.0.2 as place ``ssh-a`` (a ``NetworkService``,
-tagged ``kind=linux pool=lab et_health=ok``), and adb-emu on 127.0.0.2 behind a real
-adb server as place ``android-a`` (tagged ``kind=android pool=lab et_health=ok`` and
-with its ``adb_serial`` and ``adb_server``). The runs are real pytest runs of the
-device suites through devices/lab-mcu.yaml, lab-linux.yaml and lab-android.yaml (with
-this lab's coordinator address and SSH files); what a place did is read from the
-coordinator (through labgrid's client session, as the harness reads it) and from each
-run's results.
+port, ssh-emu's sshd on 127.0.0.2 and 127.0.0.3 as places ``ssh-a`` and ``ssh-b`` (a
+``NetworkService`` each, tagged ``kind=linux pool=lab et_health=ok``), and adb-emu on
+127.0.0.2 behind a real adb server as place ``android-a`` (tagged ``kind=android
+pool=lab et_health=ok`` and with its ``adb_serial`` and ``adb_server``). The runs are
+real pytest runs of the device suites through devices/lab-mcu.yaml, lab-linux.yaml and
+lab-android.yaml (with this lab's coordinator address and SSH files); what a place did is
+read from the coordinator (through labgrid's client session, as the harness reads it)
+and from each run's results.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,9 @@ from prerequisites import require
 from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
+from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity, PlaceState, place_state
+from harness.lab.reservation import LabgridReservation
 from harness.lab.session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
@@ -64,7 +67,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabgridLab]:
     require(str(Path(sys.executable).parent / "labgrid-client"))
     require("adb", "qemu-aarch64")
     with running_lab(
-        2, ssh_boards=1, files=tmp_path_factory.mktemp("lab-files"), android_phones=1
+        2, ssh_boards=2, files=tmp_path_factory.mktemp("lab-files"), android_phones=1
     ) as running:
         yield running
 
@@ -227,6 +230,7 @@ def _all_free(lab: LabgridLab) -> None:
         ("lab-a", None, None),
         ("lab-b", None, None),
         ("ssh-a", None, None),
+        ("ssh-b", None, None),
     ]
 
 
@@ -370,10 +374,12 @@ def test_an_ssh_pool_profile_logs_in_where_the_places_network_service_says(lab, 
     assert run.returncode == 0, output[-3000:]
     records = _results(tmp_path / "r")
     assert [r["outcome"] for r in records] == ["passed", "passed"]
-    board = lab.ssh_places[0].board
-    assert (board.host, board.user) == ("127.0.0.2", "etdevice")  # the exporter's address
+    (place,) = {record["facts"]["place"] for record in records}
+    board = next(p.board for p in lab.ssh_places if p.name == place)
+    exporter, host = {"ssh-a": ("exp-a", "127.0.0.2"), "ssh-b": ("exp-b", "127.0.0.3")}[place]
+    assert (board.host, board.user) == (host, "etdevice")  # the exporter's address
     for record in records:
-        assert (record["facts"]["place"], record["facts"]["exporter"]) == ("ssh-a", "exp-a")
+        assert record["facts"]["exporter"] == exporter
         assert record["facts"]["abi"] == "aarch64"
     assert board.log_count(f"Accepted publickey for {board.user} from 127.0.0.1") >= 1
     _all_free(lab)
@@ -392,8 +398,8 @@ def test_an_ssh_place_whose_host_key_the_lab_did_not_publish_is_refused(lab, dev
     assert "HostKeyUnknown" in records[0]["infra"]["message"], records[0]["infra"]
     assert unknown.read_text() == ""  # never learnt
     # this runner's missing key says nothing about the board: not quarantined lab-wide
-    ssh = next(s for s in parse_places(lab) if s.name == "ssh-a")
-    assert dict(ssh.tags)["et_health"] == "ok" and ssh.comment == "", ssh
+    for ssh in (s for s in parse_places(lab) if s.name.startswith("ssh-")):
+        assert dict(ssh.tags)["et_health"] == "ok" and ssh.comment == "", ssh
     _all_free(lab)
 
 
@@ -493,7 +499,7 @@ def test_one_pool_profile_on_three_workers_each_worker_its_own_place(lab, device
     # The coordinator's view: each holder only ever on the place its results name.
     for _, holders in watch.seen:
         for place, holder in holders.items():
-            if holder is not None and place != "ssh-a":
+            if holder is not None and not place.startswith("ssh-"):
                 assert by_holder.get(holder) == {place}, (place, holder, by_holder)
     sequences = {place: watch.holders_of(place) for place in ("lab-a", "lab-b")}
     assert sorted(len(seq) for seq in sequences.values()) == [1, 2], sequences
@@ -791,6 +797,135 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
     _all_free(lab)
 
 
+def test_a_pool_never_reserves_a_quarantined_place_nor_waits_for_it(lab):
+    """With ssh-a quarantined and ssh-b free, four runners of the lab-wide quarantine pool
+    each take ssh-b at once, two of them runners that start on the first open place (a
+    reservation for ssh-a asks for et_health=ok: labgrid would never grant it)."""
+    wanted = LabgridPlace(
+        tags=(("kind", "linux"), ("pool", "lab")), coordinator=lab.coordinator, quarantine="lab"
+    )
+    me = LabIdentity.this_process()
+    runners = [LabIdentity(me.host, f"runner{n}", me.pid, me.start) for n in range(16)]
+    by_start = [[r for r in runners if zlib.crc32(r.owner.encode()) % 2 == i] for i in (0, 1)]
+    _set(lab, "ssh-a", tags={"et_health": "quarantined"}, comment="quarantined by a test")
+    try:
+        for runner in by_start[0][:2] + by_start[1][:2]:
+            reservation = LabgridReservation(wanted, runner)
+            started = time.monotonic()
+            try:
+                held = reservation.acquire(timeout=15)
+            finally:
+                reservation.release()
+            assert held.name == "ssh-b" and time.monotonic() - started < 10, runner
+    finally:
+        _set(lab, "ssh-a", tags={"et_health": "ok"}, comment="")
+    _all_free(lab)
+
+
+IN_FLIGHT = """
+import os, pathlib, select
+
+HERE = pathlib.Path(__file__).parent
+
+
+def test_in_flight_while_the_lab_changes(et):
+    et.reset()
+    if not (HERE / "signalled").exists():  # a retry does not signal again
+        (HERE / "signalled").touch()
+        with open(HERE / "ready", "w") as ready:  # the lab test reads: it holds the board
+            ready.write(str(os.getpid()))
+        go = os.open(HERE / "go", os.O_RDONLY | os.O_NONBLOCK)
+        select.select([go], [], [], 120)  # until the lab test has changed the lab
+    et.reset()
+
+
+def test_next(et, n):
+    et.reset()
+
+
+def pytest_generate_tests(metafunc):
+    if "n" in metafunc.fixturenames:
+        metafunc.parametrize("n", range(COUNT))
+"""
+
+
+@contextlib.contextmanager
+def _in_flight(tmp_path: Path, after: int) -> Iterator[tuple[list[str], Callable[[], int]]]:
+    """A test module whose first test holds its board until the lab test has done what it
+    tests (``go``), then ``after`` tests; the selection, and what waits for that first
+    test (the PID of the worker it runs in)."""
+    folder = tmp_path / "in_flight"
+    folder.mkdir()
+    module = folder / "test_in_flight.py"
+    module.write_text(IN_FLIGHT.replace("COUNT", str(after)))
+    os.mkfifo(folder / "ready")
+    os.mkfifo(folder / "go")
+    go = -1
+
+    def held() -> int:
+        nonlocal go
+        ready = os.open(folder / "ready", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert select.select([ready], [], [], 180)[0], "the first test did not start"
+            pid = int(os.read(ready, 64) or b"0")
+        finally:
+            os.close(ready)
+        go = os.open(folder / "go", os.O_RDWR)  # the test's select returns at its close
+        return pid
+
+    try:
+        yield [str(module)], held
+    finally:
+        if go >= 0:
+            os.write(go, b"go")
+            os.close(go)
+
+
+def _ssh_place_of(lab: LabgridLab, pid: int) -> str:
+    """The SSH place the run's process ``pid`` holds."""
+    (place,) = [s.name for s in parse_places(lab) if s.acquired and f"-pid{pid}-" in s.acquired]
+    return place
+
+
+def test_a_pool_board_that_dies_mid_run_is_left_and_its_tests_go_on_on_the_other(
+    lab, devices, tmp_path
+):
+    """``-n 2`` on the two SSH boards; one board's sshd is killed while a test runs there:
+    that worker quarantines the board lab-wide, hands it back and goes on on the other
+    one once it is free. No test fails, at most the one in flight is infra."""
+    with _in_flight(tmp_path, after=8) as (selection, held):
+        run = _pytest(
+            devices,
+            tmp_path / "r",
+            "--device",
+            "lab-linux",
+            "-n",
+            "2",
+            "--lock-timeout",
+            "200",
+            selection=selection,
+        )
+        place = _ssh_place_of(lab, held())
+        lab.kill_ssh_board(place)
+    other = {"ssh-a": "ssh-b", "ssh-b": "ssh-a"}[place]
+    try:
+        output = _finish(run, timeout=400)
+    finally:
+        lab.revive_ssh_board(place)
+        state = _place(lab, place)
+        _set(lab, place, tags={"et_health": "ok"}, comment="")
+    records = _results(tmp_path / "r")
+    outcomes = [r["outcome"] for r in records]
+    assert len(records) == 9 and "failed" not in outcomes, output[-3000:]
+    assert outcomes.count("infra") <= 1 and outcomes.count("passed") >= 8, output[-3000:]
+    (in_flight,) = [r for r in records if "in_flight_while" in r["nodeid"]]
+    assert in_flight["facts"]["place"] == other, in_flight  # retried on the other board
+    assert in_flight["failed_tries"], in_flight  # ... as an infrastructure error
+    assert dict(state.tags)["et_health"] == "quarantined", state
+    assert "device 'lab-linux': the health check before a retry failed" in state.comment
+    _all_free(lab)
+
+
 def _set(
     lab: LabgridLab, place: str, tags: dict[str, str] | None = None, comment: str | None = None
 ) -> None:
@@ -896,13 +1031,10 @@ def test_a_coordinator_restart_keeps_a_tag_set_just_before_it(lab):
         lab.client("-p", "lab-a", "set-tags", "et_probe=")
 
 
-def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place(
-    lab, devices, tmp_path
-):
+def test_a_coordinator_restart_while_a_run_waits(lab, devices, tmp_path):
     """labgrid keeps reservations and acquisitions in memory only. A run waiting for a
     pool when the coordinator is killed and started again reconnects (bounded), reserves
-    again and runs; a run holding a place then ends in bounded time with every test
-    recorded, infra for what lost its place, the place free in the end."""
+    again and runs (a run that holds its place: the test after this one)."""
     _hold_all_as_someone_else(lab)  # both MCU places taken: the run waits
     waiting = _pytest(devices, tmp_path / "waits", "--device", "lab-mcu", "--lock-timeout", "200")
     _wait_until_reserving(lab, [waiting])
@@ -912,14 +1044,25 @@ def test_a_coordinator_restart_while_a_run_waits_and_while_a_run_holds_its_place
     assert waiting.returncode == 0, output[-3000:]
     assert [r["outcome"] for r in _results(tmp_path / "waits")] == ["passed", "passed"]
     _all_free(lab)
-    holding, _ = _start_holding_lab_a(lab, devices, tmp_path / "holds")
-    lab.restart_coordinator()
-    _reload_cleared(lab)
-    started = time.monotonic()
-    _finish(holding, timeout=180)
-    assert time.monotonic() - started < 150
-    records = _results(tmp_path / "holds")
-    assert len(records) == 2 and {r["outcome"] for r in records} <= {"passed", "infra"}, records
+
+
+def test_a_coordinator_restart_mid_run_is_waited_out_and_the_run_goes_on(lab, devices, tmp_path):
+    """The coordinator is killed and started again (exporters with it) while a pool run
+    holds a board and runs a test: the run reconnects, holds a board again and finishes,
+    with at most the test in flight infra."""
+    lab.save_places()  # the restart comes at once, not after the coordinator's next save
+    with _in_flight(tmp_path, after=4) as (selection, held):
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-linux", selection=selection)
+        held()
+        lab.restart_coordinator(saved=True)
+    output = _finish(run, timeout=400)
+    records = _results(tmp_path / "r")
+    outcomes = [r["outcome"] for r in records]
+    assert len(records) == 5 and "failed" not in outcomes, output[-3000:]
+    assert outcomes.count("infra") <= 1 and outcomes.count("passed") >= 4, output[-3000:]
+    holdings = json.loads((tmp_path / "r" / "run.json").read_text())["lab_holdings"]
+    assert len(holdings) >= 2, holdings  # held again after the restart
+    assert records[-1]["facts"]["reservation"] == holdings[-1]["reservation"]
     _all_free(lab)
 
 

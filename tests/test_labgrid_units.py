@@ -459,14 +459,13 @@ def test_the_ser2net_wrapper_binds_the_exporters_address_and_keeps_the_rest():
         rewrite(argv, "0.0.0.0,9;x")  # an address only, never ser2net syntax
 
 
-def test_a_pools_tests_are_cut_into_one_lane_per_worker():
-    from harness.farm.distribution import pool_lanes
+def test_a_pools_tests_are_handed_out_one_by_one_a_devices_as_one_unit():
+    from harness.farm.distribution import work_unit
 
-    ids = [f"t.py::test_{n}[pool-{n}]" for n in range(7)] + ["t.py::test_x[host]"]
-    lanes = pool_lanes(ids, ["pool", "host"], {"pool"}, workers=3)
-    assert [lanes[i] for i in ids[:7]] == [0, 0, 0, 1, 1, 2, 2]  # consecutive, near equal
-    assert "t.py::test_x[host]" not in lanes  # not a pool: one scope, as before
-    assert set(pool_lanes(ids[:2], ["pool"], {"pool"}, workers=8).values()) == {0, 1}
+    ids = [f"t.py::test_{n}[pool-{n}]" for n in range(3)] + ["t.py::test_x[host]"]
+    units = [work_unit(i, ["pool", "host"], {"pool"}) for i in ids]
+    assert len(set(units[:3])) == 3  # a free worker takes the next test, not a fixed half
+    assert units[3] == work_unit("t.py::test_y[host]", ["pool", "host"], {"pool"})
 
 
 def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():

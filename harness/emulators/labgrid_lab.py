@@ -45,7 +45,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness import shipped
@@ -309,11 +309,49 @@ class LabgridLab:
         self._start_exporter(exporter)
         self._wait_exported()
 
-    def restart_coordinator(self) -> None:
+    def kill_ssh_board(self, name: str) -> None:
+        """SIGKILL an SSH place's sshd and every session it serves, as a board that dies."""
+        self._ssh_place(name)[1].board.kill()
+
+    def revive_ssh_board(self, name: str) -> None:
+        """Start a killed SSH place's sshd again, at the address and port its exporter
+        publishes, with its host key."""
+        index, place = self._ssh_place(name)
+        old = place.board
+        old.stop()
+        board = SshEmulator(
+            old.directory,
+            alias=old.alias,
+            isolation=Isolation.LOOPBACK,
+            listen_host=old.host,
+            port=old.port,
+        )
+        self._stack.enter_context(board)
+        self.ssh_places[index] = replace(place, board=board)
+
+    def _ssh_place(self, name: str) -> tuple[int, SshPlace]:
+        return next((i, p) for i, p in enumerate(self.ssh_places) if p.name == name)
+
+    def restart_coordinator(self, saved: bool = False) -> None:
         """SIGKILL the coordinator and start it again on its address, with its places
         file (labgrid forgets acquisitions and reservations in a restart); exporters that
-        ended with it are started again, as a lab's service manager would."""
+        ended with it are started again, as a lab's service manager would. ``saved``: the
+        places were not changed since :meth:`save_places` (the restart is at once)."""
         assert self._coordinator_process is not None
+        if not saved:
+            self.save_places()
+        self._coordinator_process.kill()
+        self._coordinator_process.stop()
+        self._start_coordinator()
+        for exporter, process in self._exporter_processes.items():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(_READY_TIMEOUT_S)  # an exporter ends when its coordinator does
+            process.stop()
+            self._start_exporter(exporter)
+        self._wait_exported()
+
+    def save_places(self) -> None:
+        """Until the coordinator saved its places as they are now."""
         # The coordinator saves its places up to 15 s after a change, so a kill before that
         # would bring back an older state (a tag a test has since put back). A change made
         # now (a tag set to the value it has) asks for a save of the present state.
@@ -331,15 +369,6 @@ class LabgridLab:
             if time.monotonic() > deadline:
                 raise LabError(f"the coordinator did not save its places in {saved}")
             time.sleep(0.2)  # polling a file the coordinator writes in its own time
-        self._coordinator_process.kill()
-        self._coordinator_process.stop()
-        self._start_coordinator()
-        for exporter, process in self._exporter_processes.items():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(_READY_TIMEOUT_S)  # an exporter ends when its coordinator does
-            process.stop()
-            self._start_exporter(exporter)
-        self._wait_exported()
 
     def _publish_ssh_files(self) -> None:
         """The SSH boards' host keys in one known_hosts (what a lab publishes for its

@@ -4,9 +4,10 @@ With ``-n N`` the plugin gives xdist :class:`DeviceScheduling`: xdist's
 scope-based scheduler with each device's tests as one scope, so that one worker
 holds a device for all its tests while other workers run other devices; tests
 without a device are spread one by one. A *pool* (a lab profile that asks for any
-place with some labgrid tags) is many devices of one kind: its tests are cut into
-up to N consecutive lanes, one scope each, so up to N workers use the pool at once,
-each on a place of its own (:mod:`harness.lab.labgrid`). (xdist's own
+place with some labgrid tags) is many devices of one kind: its tests are handed out
+one by one as workers free up (xdist's ``load``), so up to N workers use the pool at
+once, each on a place of its own (:mod:`harness.lab.labgrid`), and a slow board or one
+left for another (:mod:`harness.farm.slot`) does not hold tests back. (xdist's own
 ``loadgroup`` mode cannot be used: with pytest 9.2 it silently stops grouping,
 pytest-xdist issue #1386.)
 Modes that split a device's tests on purpose (``loadscope``, ``loadfile``,
@@ -54,27 +55,18 @@ def device_of_nodeid(nodeid: str, devices: Sequence[str]) -> str | None:
     return max(found, key=len) if found else None
 
 
-def pool_lanes(
-    nodeids: Sequence[str], devices: Sequence[str], pools: Collection[str], workers: int
-) -> dict[str, int]:
-    """The lane of each test of a pool: its tests, in collection order, cut into
-    ``min(workers, count)`` runs of consecutive tests of (nearly) equal length."""
-    by_pool: dict[str, list[str]] = {}
-    for nodeid in nodeids:
-        device = device_of_nodeid(nodeid, devices)
-        if device is not None and device in pools:
-            by_pool.setdefault(device, []).append(nodeid)
-    lanes: dict[str, int] = {}
-    for tests in by_pool.values():
-        count = min(max(workers, 1), len(tests))
-        for index, nodeid in enumerate(tests):
-            lanes[nodeid] = index * count // len(tests)
-    return lanes
+def work_unit(nodeid: str, devices: Sequence[str], pools: Collection[str]) -> str:
+    """The scope xdist hands out whole: a device's tests, or one test (of a pool, or
+    without a device)."""
+    device = device_of_nodeid(nodeid, devices)
+    if device is None or device in pools:
+        return nodeid
+    return _DEVICE_SCOPE + device
 
 
 class DeviceScheduling(LoadScopeScheduling):
     """xdist scheduling with one work unit per device (and one per test without a
-    device); a pool's tests are up to one work unit per worker."""
+    device, or of a pool)."""
 
     def __init__(
         self, config: pytest.Config, devices: Sequence[str], log=None, pools: Collection[str] = ()
@@ -82,15 +74,6 @@ class DeviceScheduling(LoadScopeScheduling):
         super().__init__(config, log)
         self.devices = tuple(devices)
         self.pools = frozenset(pools)
-        self._lanes: dict[str, int] | None = None  # from the collection, once it is known
 
     def _split_scope(self, nodeid: str) -> str:
-        device = device_of_nodeid(nodeid, self.devices)
-        if device is None:
-            return nodeid
-        if device not in self.pools:
-            return _DEVICE_SCOPE + device
-        if self._lanes is None:
-            assert self.collection is not None, "scopes are asked for once tests are collected"
-            self._lanes = pool_lanes(self.collection, self.devices, self.pools, self.numnodes)
-        return f"{_DEVICE_SCOPE}{device}#lane{self._lanes[nodeid]}"
+        return work_unit(nodeid, self.devices, self.pools)

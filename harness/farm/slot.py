@@ -7,8 +7,13 @@ re-checks the device after consecutive infrastructure errors, and quarantines it
 when a check fails. An emulated device (the harness's own emulator) is checked
 before every retry too, and one that fails a check has its emulator started again
 and is checked again, up to ``emulator_restarts`` times a run, before it is
-quarantined; real devices are never restarted. It keeps the links it started so
-that a failing test can show the agent's stderr.
+quarantined; real devices are never restarted. A lab pool's board (a profile that
+asks for any place with some tags) is checked before every retry as well; one that
+fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
+slot holds another place of the pool, where its runner goes on: the device is
+quarantined only when no place is left. A place lost meanwhile (a coordinator restart
+forgets every acquisition) is held again before the next test. It keeps the links it
+started so that a failing test can show the agent's stderr.
 """
 
 from __future__ import annotations
@@ -25,13 +30,12 @@ from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.errors import UsageError
+from harness.farm import lab_place
 from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
-from harness.lab import quarantine as lab_quarantine
 from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.resources import LabResourceError, with_lab_address
-from harness.results import lab_holdings
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.transport.base import TransportError
@@ -101,6 +105,8 @@ class DeviceSlot:
         self._links: list[AgentLink] = []
         self.emulator_restarts: list[str] = []  # why, one per restart this run
         self._restarts_reported = 0
+        self._avoid: dict[str, str] = {}  # a pool's places this run took out, and why
+        self._prefer: str | None = None  # the place to hold again (after it was lost)
 
     @property
     def name(self) -> str:
@@ -112,11 +118,17 @@ class DeviceSlot:
         """The device, held and checked; brought up on first use.
 
         An infrastructure error while bringing it up or in its first HELLO
-        quarantines it (and is raised for the test that asked).
+        quarantines it (and is raised for the test that asked); a pool's board takes
+        the pool's next board instead (:meth:`_move_on`).
         """
         self.health.ensure_usable()
-        if self.device is not None:
-            return self.device
+        if self.device is None:
+            self._bring_up()
+        assert self.device is not None
+        return self.device
+
+    def _bring_up(self) -> None:
+        """Hold a place (if any), open the device, check it: the runner goes on there."""
         try:
             profile, board_reset = self._hold()
             device, runner = open_runner(
@@ -126,15 +138,94 @@ class DeviceSlot:
                 on_link=self._keep_link,
             )
             self._held.callback(device.close)
-            self.device, self.runner = device, runner
-            self._held.callback(runner.close)
+            self.device = device
+            if self.runner is None:
+                self.runner = runner
+            else:  # the tests' runner goes on on the new board
+                self.runner.take_over(runner)
+            self._held.callback(self.runner.close)
         except BaseException as exc:
+            reason = f"bring-up failed: {describe_error(exc)}"
             if infrastructure_error(exc) is not None:
-                self.health.quarantine(f"bring-up failed: {describe_error(exc)}")
+                if self._move_on(exc, reason):
+                    return
+                self.health.quarantine(reason)
             self.close()
             raise
         self._check("the health check before its first test")
-        return device
+
+    @property
+    def pool(self) -> bool:
+        """True for a lab profile that asks for any place with some tags."""
+        return self._place is not None and self._place.place is None
+
+    def _move_on(self, error: BaseException, reason: str) -> bool:
+        """A pool's held board failed (``reason``): take it out (lab-wide with
+        ``quarantine: lab``), hand it back and go on on another board of the pool; False
+        when this is no pool's board or the run's time is up."""
+        reservation = self._reservation
+        if (
+            not self.pool
+            or reservation is None
+            or reservation.held is None
+            or self.policy.deadline.remaining() == 0.0
+        ):
+            return False
+        place = reservation.held.name
+        lab_wide = self._quarantine_place(error, reason)
+        self._avoid[place] = f"{reason}{lab_wide}"
+        self._let_go()
+        self._bring_up()
+        return True
+
+    def regain(self, lost: BaseException) -> None:
+        """The held place was lost (the coordinator restarted and forgot it, or someone
+        took it): hold one again, the same if it is free, else another of the pool; the
+        device quarantined for the run when none comes within the lock timeout."""
+        held = self._reservation.held if self._reservation is not None else None
+        self._let_go()
+        self._prefer = held.name if held is not None else None
+        try:
+            self._bring_up()
+        except BaseException as exc:
+            if infrastructure_error(exc) is not None:
+                self.health.quarantine(f"{describe_error(lost)}; then {describe_error(exc)}")
+            raise
+        finally:
+            self._prefer = None
+
+    def _check_held(self) -> None:
+        """A lab place lost since the last test (a coordinator restart forgets every
+        acquisition) is held again before the test; a coordinator that did not come back
+        in time quarantines the device for the run, naming it."""
+        reservation = self._reservation
+        if reservation is None or reservation.held is None:
+            return
+        from harness.lab.reservation import PlaceLost  # asyncio: labs only
+        from harness.lab.session import CoordinatorLost
+
+        try:
+            reservation.check_held()
+        except PlaceLost as exc:
+            self.regain(exc)
+        except CoordinatorLost as exc:
+            self.health.quarantine(describe_error(exc))
+            self.close()
+            raise
+
+    def _board(self) -> str:
+        """`` (labgrid place NAME)`` while a place is held, for messages."""
+        reservation = self._reservation
+        held = reservation.held if reservation is not None else None
+        return f" (labgrid place {held.name})" if held is not None else ""
+
+    def _let_go(self) -> None:
+        """Stop the agent, close the device, hand its place back; the runner stays."""
+        try:
+            self._held.close()
+        finally:
+            self.device = None
+            self._reservation = None
 
     @property
     def emulated(self) -> bool:
@@ -166,12 +257,15 @@ class DeviceSlot:
                 raise
             if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
                 return
-            lab_wide = self._quarantine_place(exc, f"{which} failed: {describe_error(exc)}")
-            self.health.quarantine(f"{which} failed: {describe_error(exc)}{lab_wide}")
+            reason = f"{which} failed: {describe_error(exc)}"
+            if self._move_on(exc, reason):
+                return
+            lab_wide = self._quarantine_place(exc, reason)
+            self.health.quarantine(f"{reason}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
-                f"device {self.name!r} failed {which} and is quarantined for the rest of "
-                f"this run: {describe_error(exc)}{lab_wide}"
+                f"device {self.name!r}{self._board()} failed {which} and is quarantined for "
+                f"the rest of this run: {describe_error(exc)}{lab_wide}"
             ) from exc
         facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
         self._check_runtime(facts.get("runtime", ""))
@@ -228,28 +322,12 @@ class DeviceSlot:
         return True
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
-        """With ``labgrid.quarantine: lab``, take the held place out of service lab-wide
-        (unless ``error`` is this runner's own trouble); what to add to the reason."""
+        """The held place out of service lab-wide, if the profile asks so and the run has
+        time left (:func:`~harness.farm.lab_place.quarantine_lab_wide`)."""
         reservation = self._reservation
-        if (
-            reservation is None
-            or reservation.held is None
-            or self._place is None
-            or self._place.quarantine != "lab"
-            or self.policy.deadline.remaining() == 0.0
-            or not lab_quarantine.about_the_device(error)
-        ):
-            return ""  # a run out of time, or a key this runner lacks, says nothing of it
-        place = reservation.held.name
-        try:
-            reservation.check_held()
-        except TransportError:  # lost, or the coordinator is gone: not the device's fault
-            return f"; labgrid place {place} not quarantined lab-wide: no longer held"
-        try:
-            comment = reservation.quarantine(f"device {self.name!r}: {reason}")
-        except TransportError as exc:
-            return f"; labgrid place {place} could not be quarantined lab-wide: {exc}"
-        return f"; labgrid place {place} quarantined lab-wide ({comment})"
+        if reservation is None or self.policy.deadline.remaining() == 0.0:
+            return ""  # a run out of time says nothing of the device
+        return lab_place.quarantine_lab_wide(reservation, self.name, error, reason)
 
     def _hold(self) -> tuple[DeviceProfile, Callable[[], None] | None]:
         """Hold the device: its labgrid place (if any), then this host's lock on it.
@@ -261,9 +339,10 @@ class DeviceSlot:
         if self._place is not None:
             from harness.lab.own_place import reservation_for  # asyncio: labs only
 
-            reservation = reservation_for(self._place)  # the user's own place, if held
+            # the user's own place, if held (and not taken out), else the lab's
+            reservation = reservation_for(self._place, avoid=self._avoid, prefer=self._prefer)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
-            self._held.callback(self._hand_back, reservation)
+            self._held.callback(lab_place.hand_back, reservation, self.name, self.results_dir)
             self._reservation = reservation
             self.lab_facts = {
                 "place": held.name,
@@ -286,24 +365,6 @@ class DeviceSlot:
         lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
         self._held.callback(lock.release)
         return profile, board_reset
-
-    def _hand_back(self, reservation: LabgridReservation) -> None:
-        """Release the place; record the holding (:mod:`harness.results.lab_holdings`)."""
-        held = reservation.held
-        reservation.release()
-        if held is not None and self.results_dir is not None:
-            lab_holdings.record(
-                self.results_dir,
-                {
-                    "device": self.name,
-                    "place": held.name,
-                    "coordinator": reservation.lab.coordinator,
-                    "holder": reservation.lab.identity.owner,
-                    "reservation": held.reservation,
-                    "acquired_at": round(held.acquired_at, 3),
-                    "released_at": round(reservation.released_at or 0.0, 3),
-                },
-            )
 
     def close(self) -> None:
         """Stop the agent, release the device, its labgrid place and its lock."""
@@ -345,8 +406,7 @@ class DeviceSlot:
         reset, until the test's retry restarts it.
         """
         assert self.runner is not None
-        if self._reservation is not None and self._reservation.held is not None:
-            self._reservation.check_held()  # PlaceLost: an infrastructure error of this test
+        self._check_held()
         if self.runner.broken:
             self.runner.restart()
         try:
@@ -380,8 +440,8 @@ class DeviceSlot:
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
             self.restart()
-            if self.emulated:  # a dead emulator is restarted before the retry, not after two tests
-                self._check("the health check before a retry")
+            if self.emulated or self.pool:  # a dead emulator is restarted, a pool's dead
+                self._check("the health check before a retry")  # board left, before the retry
             try:
                 attempt()
                 return

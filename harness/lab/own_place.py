@@ -16,7 +16,7 @@ import getpass
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from harness.config.profile import DeviceProfile
@@ -64,17 +64,24 @@ class OwnPlace(LabgridReservation):
         self.released_at = time.time()
 
 
-def reservation_for(wanted: LabgridPlace) -> LabgridReservation:
+def reservation_for(
+    wanted: LabgridPlace, avoid: Mapping[str, str] | None = None, prefer: str | None = None
+) -> LabgridReservation:
     """The user's own place that ``wanted`` asks for, if they hold one (the first by
-    name), else a reservation of the lab's places."""
+    name) and this run has not taken it out (``avoid``), else a reservation of the lab's
+    places that avoids those and prefers ``prefer``."""
     holder = users_owner()
     raws, _ = LabSession.of(wanted.coordinator, LabIdentity.this_process()).snapshot()
     mine = sorted(
         raw.name
         for raw in raws
-        if raw.acquired == holder and wanted.asks_for(raw.name, dict(raw.tags))
+        if raw.acquired == holder
+        and raw.name not in (avoid or {})
+        and wanted.asks_for(raw.name, dict(raw.tags))
     )
-    return OwnPlace(wanted, mine[0]) if mine else LabgridReservation(wanted)
+    if mine:
+        return OwnPlace(wanted, mine[0])
+    return LabgridReservation(wanted, avoid=avoid, prefer=prefer)
 
 
 @contextmanager

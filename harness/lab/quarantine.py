@@ -12,8 +12,9 @@ reservations then pass the place by, until a person looks at the device and clea
 
 which tags it ``et_health=ok`` again and gives the place its own comment back
 (``et-harness lab quarantine list`` shows the places out of service). Without the
-opt-in a failed check quarantines the device for the rest of the run only
-(:mod:`harness.farm.health`).
+opt-in a failed check takes a pool's place out for the rest of the run only (and the
+pool goes on on another), or quarantines a one-place device for the run
+(:mod:`harness.farm.slot`).
 """
 
 from __future__ import annotations

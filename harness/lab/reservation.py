@@ -13,7 +13,7 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
@@ -96,8 +96,16 @@ def matched_resources(raw: RawPlace, resources: Iterable[Resource]) -> list[Reso
 class LabgridReservation:
     """One place of one profile held for this process: acquire, reset, hand over."""
 
-    def __init__(self, wanted: LabgridPlace, identity: LabIdentity | None = None) -> None:
+    def __init__(
+        self,
+        wanted: LabgridPlace,
+        identity: LabIdentity | None = None,
+        avoid: Mapping[str, str] | None = None,
+        prefer: str | None = None,
+    ) -> None:
         self.wanted = wanted
+        self.avoid = dict(avoid or {})  # place -> why this run took it out (never reserved)
+        self.prefer = prefer  # the place to take again when it is free (one held before)
         self.lab = LabSession.of(wanted.coordinator, identity or LabIdentity.this_process())
         self.token: str | None = None  # the reservation of the held place
         self.held: HeldPlace | None = None
@@ -122,12 +130,17 @@ class LabgridReservation:
     # ---- what may be chosen -------------------------------------------------------------
 
     def candidates(self) -> tuple[list[PlaceState], list[PlaceState], list[str]]:
-        """The places this asks for that pass the checks; those of them whose exporter has
-        nothing available now (waited for, not reserved); one line per place that fails."""
+        """The places this asks for that pass the checks; those of them not to reserve now
+        (their exporter has nothing available, or, with lab-wide quarantine, they are out of
+        service): waited for, never reserved; one line per place that fails or that this
+        run took out."""
         raws, resources = self.lab.snapshot()
         usable, unavailable, skipped = [], [], []
         for raw in raws:
             if not self.wanted.asks_for(raw.name, dict(raw.tags)):
+                continue
+            if raw.name in self.avoid:
+                skipped.append(f"{raw.name}: taken out of this run ({self.avoid[raw.name]})")
                 continue
             try:
                 state = place_state(raw, self.lab.coordinator)
@@ -139,6 +152,11 @@ class LabgridReservation:
                 continue
             if raw.matches and not any(r.available for r in matched):
                 unavailable.append(state)  # reserved once its exporter is back
+                continue
+            if self.wanted.quarantine == "lab" and (
+                lab_quarantine.health_of(state) != lab_quarantine.HEALTHY
+            ):
+                unavailable.append(state)  # a reservation for it could never be granted
                 continue
             usable.append(state)
         return usable, unavailable, skipped
@@ -241,6 +259,8 @@ class LabgridReservation:
         ours = [name for name in open_places if name in self._waiting]
         if ours:
             return {ours[0]}
+        if self.prefer in open_places:
+            return {self.prefer}
         spread = zlib.crc32(self.lab.identity.owner.encode()) % len(open_places)
         return {open_places[spread]}  # runners asking at once start on different places
 
