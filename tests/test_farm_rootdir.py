@@ -161,7 +161,8 @@ def test_a_projects_device_is_found_by_run_and_pytest_as_devices_lists_it(projec
         check=False,
     )
     # listed relative to where the command runs (the project)
-    assert "arm64-pool    local    [the project's devices/: devices]" in listed.stdout, listed.stdout
+    listed_pool = "arm64-pool    local    [the project's devices/: devices]"
+    assert listed_pool in listed.stdout, listed.stdout
     if door == "et-harness run":
         argv = [sys.executable, "-m", "harness.cli", "run"]
     else:
