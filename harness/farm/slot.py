@@ -194,6 +194,19 @@ class DeviceSlot:
         finally:
             self._prefer = None
 
+    def _resources_moved(self) -> bool:
+        """Whether the held place's resources changed since it was acquired (its exporter
+        restarted, as a lab's service manager does), once they are back: waited for within
+        the lock timeout."""
+        reservation = self._reservation
+        if reservation is None or reservation.held is None:
+            return False
+        timeout = self.policy.deadline.bound(self.policy.lock_timeout)
+        try:
+            return reservation.resources_moved(timeout)
+        except TransportError:  # the place was deleted, or the coordinator is gone
+            return False
+
     def _check_held(self) -> None:
         """A lab place lost since the last test (a coordinator restart forgets every
         acquisition) is held again before the test; a coordinator that did not come back
@@ -256,6 +269,9 @@ class DeviceSlot:
             if not isinstance(exc, TransportError | RunnerError) and not infrastructure_error(exc):
                 raise
             if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
+                return
+            if self._resources_moved():  # its exporter restarted: the same board, anew
+                self.regain(exc)
                 return
             reason = f"{which} failed: {describe_error(exc)}"
             if self._move_on(exc, reason):
