@@ -194,17 +194,21 @@ class DeviceSlot:
         finally:
             self._prefer = None
 
-    def _resources_moved(self) -> bool:
-        """Whether the held place's resources changed since it was acquired (its exporter
-        restarted, as a lab's service manager does), once they are back: waited for within
-        the lock timeout."""
+    def _hold_again(self) -> bool:
+        """Whether the held place is to be held again rather than left: its resources
+        changed since it was acquired (its exporter restarted, as a lab's service manager
+        does: waited for within the lock timeout), or it was lost (a coordinator restart)."""
         reservation = self._reservation
         if reservation is None or reservation.held is None:
             return False
+        from harness.lab.reservation import PlaceLost  # asyncio: labs only
+
         timeout = self.policy.deadline.bound(self.policy.lock_timeout)
         try:
             return reservation.resources_moved(timeout)
-        except TransportError:  # the place was deleted, or the coordinator is gone
+        except PlaceLost:
+            return True
+        except TransportError:  # the coordinator is gone: the device is left
             return False
 
     def _check_held(self) -> None:
@@ -270,7 +274,7 @@ class DeviceSlot:
                 raise
             if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
                 return
-            if self._resources_moved():  # its exporter restarted: the same board, anew
+            if self._hold_again():  # its exporter restarted, or the place was lost
                 self.regain(exc)
                 return
             reason = f"{which} failed: {describe_error(exc)}"

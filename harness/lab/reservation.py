@@ -364,11 +364,12 @@ class LabgridReservation:
         """Whether the held place's resources are no longer those it was acquired with (its
         exporter restarted: a serial port comes back on a new network port), once they are
         back; waits at most ``timeout`` s while one is missing. False if they are the same
-        or not back in time."""
+        or not back in time; :class:`PlaceLost` if the place is no longer held."""
         held = self.held
         assert held is not None, "acquire the place first"
 
         def ready() -> HeldPlace | None:
+            self.check_held()
             try:
                 return self._held_now(held.name, held.reservation, held.acquired_at)
             except LabResourceError:
