@@ -898,7 +898,7 @@ def _serial_port(lab: LabgridLab, exporter: str) -> object:
     return port
 
 
-def test_an_exporter_restart_mid_run_is_waited_out_on_the_same_board(lab, devices, tmp_path):
+def test_an_exporter_restarting_mid_run_is_waited_out_on_the_same_board(lab, devices, tmp_path):
     """The exporter of the MCU place a pool run holds is restarted (by the lab's service
     manager) while a test runs there: its ser2net comes back on a new port. The run reads
     the place's resources again and goes on on the same board; it quarantines nothing,
