@@ -12,7 +12,9 @@ asks for any place with some tags) is checked before every retry as well; one th
 fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
 slot holds another place of the pool, where its runner goes on: the device is
 quarantined only when no place is left. A place lost meanwhile (a coordinator restart
-forgets every acquisition) is held again before the next test. It keeps the links it
+forgets every acquisition) is held again before the next test; so is a place whose
+resources changed when its board's check failed (its exporter restarted: a serial port
+on a new network port). It keeps the links it
 started so that a failing test can show the agent's stderr.
 """
 
