@@ -881,10 +881,44 @@ def _in_flight(tmp_path: Path, after: int) -> Iterator[tuple[list[str], Callable
             os.close(go)
 
 
-def _ssh_place_of(lab: LabgridLab, pid: int) -> str:
-    """The SSH place the run's process ``pid`` holds."""
+def _place_of(lab: LabgridLab, pid: int) -> str:
+    """The place the run's process ``pid`` holds."""
     (place,) = [s.name for s in parse_places(lab) if s.acquired and f"-pid{pid}-" in s.acquired]
     return place
+
+
+def _serial_port(lab: LabgridLab, exporter: str) -> object:
+    """The network port of ``exporter``'s serial port (its ser2net's), as exported now."""
+    parse_places(lab)  # a sync with the coordinator
+    (port,) = [
+        dict(r.args).get("port")
+        for r in _session(lab).snapshot()[1]
+        if r.exporter == exporter and r.cls == "NetworkSerialPort"
+    ]
+    return port
+
+
+def test_an_exporter_restarting_mid_run_is_waited_out_on_the_same_board(lab, devices, tmp_path):
+    """The exporter of the MCU place a pool run holds is restarted (by the lab's service
+    manager) while a test runs there: its ser2net comes back on a new port. The run reads
+    the place's resources again and goes on on the same board; it quarantines nothing,
+    and at most the test in flight is infra (retried)."""
+    with _in_flight(tmp_path, after=2) as (selection, held):
+        run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", selection=selection)
+        place = _place_of(lab, held())
+        exporter = next(p.exporter for p in lab.places if p.name == place)
+        before = _serial_port(lab, exporter)
+        lab.restart_exporter(exporter)
+        after = _serial_port(lab, exporter)
+    output = _finish(run)
+    records = _results(tmp_path / "r")
+    outcomes = [r["outcome"] for r in records]
+    assert len(records) == 3 and "failed" not in outcomes, output[-3000:]
+    assert outcomes.count("infra") <= 1, output[-3000:]
+    assert {r["facts"]["place"] for r in records} == {place}, records
+    assert dict(_place(lab, place).tags)["et_health"] == "ok", output[-3000:]
+    assert before != after, (before, after)  # what the run had to read again
+    _all_free(lab)
 
 
 def test_a_pool_board_that_dies_mid_run_is_left_and_its_tests_go_on_on_the_other(
@@ -905,7 +939,7 @@ def test_a_pool_board_that_dies_mid_run_is_left_and_its_tests_go_on_on_the_other
             "200",
             selection=selection,
         )
-        place = _ssh_place_of(lab, held())
+        place = _place_of(lab, held())
         lab.kill_ssh_board(place)
     other = {"ssh-a": "ssh-b", "ssh-b": "ssh-a"}[place]
     try:

@@ -309,6 +309,12 @@ class LabgridLab:
         self._start_exporter(exporter)
         self._wait_exported()
 
+    def restart_exporter(self, exporter: str) -> None:
+        """Stop one exporter and start it again, as a lab's service manager would (its
+        ser2net ends with it: a serial port comes back on a new network port)."""
+        self.stop_exporter(exporter)
+        self.start_exporter(exporter)
+
     def kill_ssh_board(self, name: str) -> None:
         """SIGKILL an SSH place's sshd and every session it serves, as a board that dies."""
         self._ssh_place(name)[1].board.kill()

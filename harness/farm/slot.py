@@ -12,7 +12,9 @@ asks for any place with some tags) is checked before every retry as well; one th
 fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
 slot holds another place of the pool, where its runner goes on: the device is
 quarantined only when no place is left. A place lost meanwhile (a coordinator restart
-forgets every acquisition) is held again before the next test. It keeps the links it
+forgets every acquisition) is held again before the next test; so is a place whose
+resources changed when its board's check failed (its exporter restarted: a serial port
+on a new network port). It keeps the links it
 started so that a failing test can show the agent's stderr.
 """
 
@@ -194,6 +196,23 @@ class DeviceSlot:
         finally:
             self._prefer = None
 
+    def _hold_again(self) -> bool:
+        """Whether the held place is to be held again rather than left: its resources
+        changed since it was acquired (its exporter restarted, as a lab's service manager
+        does: waited for within the lock timeout), or it was lost (a coordinator restart)."""
+        reservation = self._reservation
+        if reservation is None or reservation.held is None:
+            return False
+        from harness.lab.reservation import PlaceLost  # asyncio: labs only
+
+        timeout = self.policy.deadline.bound(self.policy.lock_timeout)
+        try:
+            return reservation.resources_moved(timeout)
+        except PlaceLost:
+            return True
+        except TransportError:  # the coordinator is gone: the device is left
+            return False
+
     def _check_held(self) -> None:
         """A lab place lost since the last test (a coordinator restart forgets every
         acquisition) is held again before the test; a coordinator that did not come back
@@ -256,6 +275,9 @@ class DeviceSlot:
             if not isinstance(exc, TransportError | RunnerError) and not infrastructure_error(exc):
                 raise
             if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
+                return
+            if self._hold_again():  # its exporter restarted, or the place was lost
+                self.regain(exc)
                 return
             reason = f"{which} failed: {describe_error(exc)}"
             if self._move_on(exc, reason):

@@ -328,32 +328,55 @@ class LabgridReservation:
         """The acquired place's resources, once its exporters have opened them."""
 
         def ready() -> HeldPlace | None:
-            raws, resources = self.lab.snapshot()
-            raw = next((r for r in raws if r.name == name), None)
-            if raw is None:
-                raise PlaceLost(f"labgrid place {name!r} was deleted as it was acquired")
-            state = place_state(raw)
-            paths = set(raw.acquired_resources)
-            taken = [r for r in resources if (r.exporter, r.group, r.cls, r.name) in paths]
             try:
-                found = read_resources(name, taken, acquired=True)
+                return self._held_now(name, token, acquired_at)
             except LabResourceError:
                 if time.monotonic() < deadline:
                     return None  # a serial port's network port comes a moment later
                 raise
-            return HeldPlace(
-                name,
-                state.exporters,
-                replace(found, tags=state.tags, coordinator=self.lab.coordinator),
-                token,
-                acquired_at,
-            )
 
         held = self.lab.wait_for(ready, min(deadline, time.monotonic() + 5.0))
         if held is None:
             held = ready()
         assert held is not None
         return held
+
+    def _held_now(self, name: str, token: str, acquired_at: float) -> HeldPlace:
+        """The acquired place with its resources as its exporters export them now;
+        :class:`LabResourceError` while one it needs is missing."""
+        raws, resources = self.lab.snapshot()
+        raw = next((r for r in raws if r.name == name), None)
+        if raw is None:
+            raise PlaceLost(f"labgrid place {name!r} was deleted as it was acquired")
+        state = place_state(raw)
+        paths = set(raw.acquired_resources)
+        taken = [r for r in resources if (r.exporter, r.group, r.cls, r.name) in paths]
+        found = read_resources(name, taken, acquired=True)
+        return HeldPlace(
+            name,
+            state.exporters,
+            replace(found, tags=state.tags, coordinator=self.lab.coordinator),
+            token,
+            acquired_at,
+        )
+
+    def resources_moved(self, timeout: float) -> bool:
+        """Whether the held place's resources are no longer those it was acquired with (its
+        exporter restarted: a serial port comes back on a new network port), once they are
+        back; waits at most ``timeout`` s while one is missing. False if they are the same
+        or not back in time; :class:`PlaceLost` if the place is no longer held."""
+        held = self.held
+        assert held is not None, "acquire the place first"
+
+        def ready() -> HeldPlace | None:
+            self.check_held()
+            try:
+                return self._held_now(held.name, held.reservation, held.acquired_at)
+            except LabResourceError:
+                return None  # its exporter is away: waited for
+
+        now = self.lab.wait_for(ready, time.monotonic() + timeout)
+        return now is not None and now.resources != held.resources
 
     def _holders(self) -> str:
         try:
