@@ -217,8 +217,10 @@ def test_the_nightly_report_job_catches_every_job_up_and_publishes_the_history()
     assert workflow["env"]["ET_HARNESS_HISTORY"] == "${{ secrets.ET_HISTORY_URL }}"
     steps = workflow["jobs"]["report"]["steps"]
     run = "\n".join(step.get("run", "") for step in steps)
-    assert "history --catch-up all-results --html merged/history.html" in run
-    assert "history --json > merged/history.json" in run
+    assert "bash ci/nightly-report.sh all-results merged" in run  # the one report script
+    script = (REPO / "ci" / "nightly-report.sh").read_text()
+    assert 'history --catch-up "$results" --night --html "$out/history.html"' in script
+    assert 'history --json > "$out/history.json"' in script
     cache = [step for step in steps if "actions/cache" in step.get("uses", "")]
     assert [step["with"]["path"] for step in cache] == ["history", "history"]
     assert all(step["if"].endswith("env.ET_HARNESS_HISTORY == ''") for step in cache)

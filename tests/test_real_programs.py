@@ -167,7 +167,7 @@ def test_send_refuses_a_damaged_program_before_a_device_is_brought_up(
     def no_device(name: str) -> None:
         raise AssertionError(f"device {name} brought up for a damaged program")
 
-    monkeypatch.setattr(cli_main, "_open", no_device)
+    monkeypatch.setattr(cli_main, "_opened", no_device)
     for variant in ("truncated-in-segments", "header-size-past-file"):
         path = tmp_path / f"{variant}.pte"
         path.write_bytes(DAMAGED[variant][0])
