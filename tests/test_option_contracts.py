@@ -361,6 +361,28 @@ def test_contract_files_are_read_within_bounds(declared: None, tmp_path: Path) -
         declare_contract_files([tmp_path])
 
 
+def test_a_contract_file_linking_outside_its_folder_is_refused_unread(
+    declared: None, tmp_path: Path
+) -> None:
+    """A shared project's backends/npu.yaml -> a secret of the user's: refused in one line
+    that quotes none of it; a link within the device folder is read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token-0123456789abcdef\n", encoding="utf-8")
+    folder = tmp_path / "devices"
+    (folder / "backends").mkdir(parents=True)
+    (folder / "backends" / "npu.yaml").symlink_to(secret)
+    with pytest.raises(ContractFileError) as refused:
+        declare_contract_files([folder])
+    message = str(refused.value)
+    assert "npu.yaml: a symlink to a file outside its device folder" in message, message
+    assert "token" not in message and "\n" not in message, message
+    (folder / "npu-contract.txt").write_text("backend: NpuBackend\n", encoding="utf-8")
+    (folder / "backends" / "npu.yaml").unlink()
+    (folder / "backends" / "npu.yaml").symlink_to(folder / "npu-contract.txt")
+    (contract,) = declare_contract_files([folder])
+    assert contract.backend == "NpuBackend"
+
+
 # ---- on the host device: send and the pytest suite ------------------------------------------
 
 

@@ -44,6 +44,7 @@ from harness.data.options import (
     MAX_OPTIONS_PER_BACKEND,
 )
 from harness.untrusted.reading import InputFileError, brief, brief_plain, read_bounded_text
+from harness.untrusted.value_rules import real_path
 
 FOLDER = "backends"  # inside each of the project's device folders
 MAX_FILES = 64  # contract files a folder may hold
@@ -75,6 +76,7 @@ def declare_contract_files(folders: Iterable[Path]) -> tuple[BackendContract, ..
                 f"{len(files)} contract files, limit {MAX_FILES}: keep one file per backend",
             )
         for path in files:
+            _refuse_link_outside(path, folder)
             contract = read_contract_file(path)
             try:
                 declare_contract(contract)
@@ -82,6 +84,19 @@ def declare_contract_files(folders: Iterable[Path]) -> tuple[BackendContract, ..
                 raise ContractFileError(str(path), "backend", str(exc)) from None
             declared.append(contract)
     return tuple(declared)
+
+
+def _refuse_link_outside(path: Path, folder: Path) -> None:
+    """A contract file found in a project is the project's own: one that links outside its
+    device folder (to a key or a token of the user's, in a repository someone shared)
+    would have its text quoted in the refusal, in a log anyone may read."""
+    if path.is_symlink() and not real_path(path).is_relative_to(real_path(folder)):
+        raise ContractFileError(
+            str(path),
+            None,
+            "a symlink to a file outside its device folder: put the contract file itself "
+            f"in {FOLDER}/",
+        )
 
 
 def read_contract_file(path: Path) -> BackendContract:
