@@ -15,18 +15,7 @@ devices_dir=$(realpath "${1:?$usage}")
 pools=${2:?$usage}
 cd "$(dirname "$0")/.."
 base=(python3 python3-venv libpq5)  # the harness; psycopg's libpq
-install_missing() {
-  local missing=() pkg
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-  done
-  if ((${#missing[@]})); then
-    echo "ci/setup-lab-runner.sh: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
-}
+source ci/apt-missing.sh
 install_missing "${base[@]}"
 if [[ ! -x .venv/bin/python ]] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
   python3 -m venv --clear .venv

@@ -23,16 +23,8 @@ APT_PACKAGES=(
   postgresql libpq5                  # the run history: a real PostgreSQL server in the tests; psycopg's libpq
 )
 
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-  echo "ci/setup.sh: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source ci/apt-missing.sh
+install_missing "${APT_PACKAGES[@]}"
 
 # An interrupted run can leave a .venv without pip (killed between making the venv and
 # its ensurepip, or while uv replaced its pip): such a venv is made afresh, not patched.

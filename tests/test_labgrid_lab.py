@@ -1340,6 +1340,16 @@ def _steps(job: dict) -> list[str]:
     return runs
 
 
+def _run_steps(runs: list[str], cwd: Path, env: dict[str, str]) -> None:
+    """Each workflow step's ``run`` by bash, as a runner runs it; each must succeed."""
+    for run in runs:
+        done = subprocess.run(
+            ["bash", "-e", "-c", run], cwd=cwd, env=env, capture_output=True, text=True,
+            timeout=600, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+
+
 def test_the_nightlys_steps_as_a_script_on_the_emulated_lab_with_postgresql(lab, devices, tmp_path):
     """lab-nightly.yml's steps run by bash as a runner would (setup aside: this checkout's
     .venv is set up; artifacts moved by hand): two pool jobs, then the report job with
@@ -1380,23 +1390,11 @@ def test_the_nightlys_steps_as_a_script_on_the_emulated_lab_with_postgresql(lab,
                 "KEY": "not a key",
                 "KNOWN_HOSTS": "",
             }
-            for run in lab_steps:
-                if run not in setup:
-                    done = subprocess.run(
-                        ["bash", "-e", "-c", run], cwd=ws, env=env, capture_output=True,
-                        text=True, timeout=600, check=False,
-                    )  # fmt: skip
-                    assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+            _run_steps([run for run in lab_steps if run not in setup], ws, env)
             (ws / "all-results").mkdir(exist_ok=True)  # the upload and download steps
             (ws / "results" / pool).rename(ws / "all-results" / f"results-{pool}")
         assert (home / ".ssh" / "et-lab" / "id").read_text() == "not a key\n"
-        for run in report_steps:
-            if run not in setup:
-                done = subprocess.run(
-                    ["bash", "-e", "-c", run], cwd=ws, env=base, capture_output=True,
-                    text=True, timeout=600, check=False,
-                )  # fmt: skip
-                assert done.returncode == 0, (run, done.stdout[-3000:], done.stderr[-3000:])
+        _run_steps([run for run in report_steps if run not in setup], ws, base)
     merged = ws / "merged"
     summary = (merged / "summary.txt").read_text()
     assert "per board (lab place):" in summary, summary

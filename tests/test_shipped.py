@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,12 +132,14 @@ def test_an_unknown_name_lists_every_folder_looked_in(tmp_path: Path) -> None:
         select_profiles("nosuch", folders)
 
 
-def test_readmes_run_in_the_example_project_leaves_the_checkout_clean() -> None:
+def test_readmes_run_in_the_example_project_leaves_the_checkout_clean(tmp_path: Path) -> None:
     """README runs pytest in examples/user-project: the run's results/ folder there is
     ignored by git (the example's own .gitignore, which a copy of it keeps)."""
-    root = PACKAGE.parent
-    if not (root / ".git").exists():
-        pytest.skip("not a git checkout")
+    project = PACKAGE.parent / "examples" / "user-project"
+    repo = tmp_path / "repo"  # the example's .gitignore at its place in a repository of its own
+    (repo / "examples" / "user-project").mkdir(parents=True)
+    shutil.copy2(project / ".gitignore", repo / "examples" / "user-project" / ".gitignore")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
     written = "examples/user-project/results/20261206-000000-1/results.jsonl"
-    done = subprocess.run(["git", "check-ignore", "-q", written], cwd=root, check=False)
+    done = subprocess.run(["git", "check-ignore", "-q", written], cwd=repo, check=False)
     assert done.returncode == 0, f"{written} is not ignored: git status shows a run's results"
