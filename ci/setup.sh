@@ -61,5 +61,5 @@ uv=(.venv/bin/uv pip install -q --python .venv/bin/python -c ci/constraints.txt)
   echo "ci/setup.sh: serial/ is not stock pyserial 3.5" >&2; exit 1; }
 # What an interrupted SDK fetch left in the cache (a truncated wheel, a half-extracted
 # tree; $ET_HARNESS_CACHE or ~/.cache/et-harness) is removed; fetches in progress are not.
-.venv/bin/python -m harness.agent.sdk --repair
+.venv/bin/python -m harness.runtime.wheel_sdk --repair
 echo "ci/setup.sh: ready (.venv/bin/pytest, .venv/bin/et-harness)"

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.check.option_contracts import PROBE_PREFIX
 from harness.check.rendering import show_name
 from harness.data.options import OptionsMap
 from harness.errors import UsageError
+from harness.programs.xnnpack import XNNPACK_BACKEND
 
 PROGRAM_COMMAND = "et-harness send --program PTE --options MAP"
 """The command that checks a load-time map on a program of one's own."""

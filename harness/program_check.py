@@ -1,9 +1,9 @@
 """A user's own program checked on a device (``et.check_program``, ``et-harness send
 --program``): every method, every load path, every delegate's ``init`` exactly.
 
-The program file is read within :data:`~harness.agent.program_contents.MAX_PROGRAM_BYTES`
+The program file is read within :data:`~harness.programs.contents.MAX_PROGRAM_BYTES`
 and its methods and delegates are read from the program itself
-(:mod:`harness.agent.program_contents`); the bytes read are what is pushed, named by
+(:mod:`harness.programs.contents`); the bytes read are what is pushed, named by
 their content, so a device that has them already is not sent them again. Each method
 is loaded (and executed once, with inputs the agent builds from the method's metadata)
 through each load path the agent announces; the map must reach each delegate as it
@@ -13,7 +13,7 @@ checked too (:mod:`harness.program_effects`): each run with the map against a ba
 without it, over several executes and loads, at load time and through ``set_option``,
 each option by what it may change (its contract's or the map file's declaration), the
 files options declare looked for after each load, and against the reference outputs
-given with the program. A BundledProgram (``.bpte``, :mod:`harness.agent.bundled_program`)
+given with the program. A BundledProgram (``.bpte``, :mod:`harness.programs.bundled`)
 runs each method once per test case, with the case's inputs (an inputs file pushed beside
 the program), every run against the case's expected outputs
 (:mod:`harness.check.expected_outputs`).
@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.agent.bundled_program import ATOL, RTOL, BundledProgram, inputs_file, read_checked
-from harness.agent.program_contents import ProgramContents, ProgramError
 from harness.check import DeliveryMismatch
 from harness.check.expected_outputs import ExpectedOutput, Tolerance, first_off
 from harness.check.option_contracts import OptionWarning, Route, judged_effects
@@ -64,6 +62,8 @@ from harness.program_effects import (
     observe,
     unobservable,
 )
+from harness.programs.bundled import ATOL, RTOL, BundledProgram, inputs_file, read_checked
+from harness.programs.contents import ProgramContents, ProgramError
 
 USER_PROGRAM_KIND = "user-program"
 
@@ -193,7 +193,7 @@ def check_program(
     every map (:meth:`CaseRunner.heed`, with ``strict`` if given): its options the
     backends will ignore are warnings, or :class:`OptionsWithoutEffect` before anything
     travels. A ``.bpte``'s methods run with each of their test cases' inputs, every run
-    compared with the case's expected outputs (:mod:`harness.agent.bundled_program`);
+    compared with the case's expected outputs (:mod:`harness.programs.bundled`);
     the other methods with the agent's seeded inputs, compared with ``reference`` where
     it gives the method the elements of its first output (within 1e-5 + 1e-4 times the
     reference element). When a load says the program is damaged, its copies (the cache's,

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.agent.program_contents import MethodContents
 from harness.check.output_effects import (
     ElementChange,
     FileObservation,
@@ -29,6 +28,7 @@ from harness.data.effects import Changes
 from harness.data.messages import Action, LoadPath, Outcome, Report, Request
 from harness.data.options import BackendOptions, Option, OptionsMap
 from harness.data.outputs import TensorOutput, outputs_of
+from harness.programs.contents import MethodContents
 
 if TYPE_CHECKING:
     from harness.check import Verdict

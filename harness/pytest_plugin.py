@@ -3,7 +3,7 @@
 Fixtures (the user interface):
 
 - ``device_profile``: the :class:`~harness.config.profile.DeviceProfile` under test;
-- ``et_runtime``: the :class:`~harness.agent.runtimes.Runtime` it runs (``--runtime``),
+- ``et_runtime``: the :class:`~harness.runtime.choice.Runtime` it runs (``--runtime``),
   or None for the device's own;
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
 - ``et``: a :class:`~harness.runner.CaseRunner` on that device's agent, reset
@@ -51,7 +51,6 @@ from typing import Any
 
 import pytest
 
-from harness.agent.runtimes import Runtime
 from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
 from harness.check.option_outcomes import OptionOutcome
 from harness.config.profile import DeviceProfile, ProfileError
@@ -107,6 +106,7 @@ from harness.results.records import (
 )
 from harness.results.reporting import ControllerReporting
 from harness.runner import CaseRunner, LoadPathNotServed
+from harness.runtime.choice import Runtime
 from harness.shipped import BrokenInstallation
 from harness.transport.base import TransportError
 from harness.untrusted.value_rules import ValueRuleError
@@ -145,10 +145,10 @@ def _check_environment() -> None:
     no source tree (or names no commit), an ``$ET_HARNESS_CACHE_LIMIT`` that is no size,
     or a cache or data folder under a ``~user`` of no user is one usage error at the
     start, not a traceback in the setup of every test."""
-    from harness.agent.sdk import SdkError
-    from harness.agent.sdk_prefix import prefix_from_environment, sdk_from_prefix
     from harness.lifecycle.cache import cache_root, data_root
     from harness.lifecycle.cache_entry import CacheLimitError, size_limit
+    from harness.runtime.install_prefix import prefix_from_environment, sdk_from_prefix
+    from harness.runtime.wheel_sdk import SdkError
 
     try:
         cache_root()
@@ -156,7 +156,7 @@ def _check_environment() -> None:
         size_limit()
     except (CacheLimitError, ValueRuleError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    from harness.agent.source_runtime import check_source, runtime_from_environment
+    from harness.runtime.source_tree import check_source, runtime_from_environment
 
     try:
         prefix = prefix_from_environment()

@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.agent.session import AgentLink, TimeLimit
-from harness.agent.xnnpack_program import expected_output as xnnpack_output
-from harness.agent.xnnpack_program import xnnpack_program
 from harness.check import (
     OptionWarning,
     Route,
@@ -54,6 +51,9 @@ from harness.probes import (
     refuse_real_probes,
     undeclared_probes,
 )
+from harness.programs.xnnpack import expected_output as xnnpack_output
+from harness.programs.xnnpack import xnnpack_program
+from harness.session.agent_session import AgentLink, TimeLimit
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ gives InvalidArgument; unknown keys are ignored with Ok. Its state is process-gl
 survives RESET, so every test sets what it reads.
 
 Load time, on every load path the device announces: the XNNPACK program
-(harness/agent/xnnpack_program.py: a real fully connected layer with a constant weight, no
+(harness/programs/xnnpack.py: a real fully connected layer with a constant weight, no
 torch) loads and executes in the real runtime. What
 XnnpackBackend makes of its own runtime specs is shown from outside the backend:
 

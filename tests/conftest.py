@@ -22,7 +22,7 @@ from harness.lifecycle.cache import cache_root
 os.environ["ET_HARNESS_HISTORY"] = "off"
 # Every build compiles through one object cache, the run's harness cache's, also in the
 # tests that give themselves a harness cache of their own (a user's CCACHE_DIR is honoured:
-# harness.agent.source_runtime.compiler_cache_env).
+# harness.runtime.source_tree.compiler_cache_env).
 os.environ.setdefault("CCACHE_DIR", str(cache_root() / "ccache"))
 
 # The modules that take longest, longest first (the sum of their tests' wall time in a run

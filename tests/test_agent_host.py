@@ -23,8 +23,6 @@ import pytest
 from golden_vectors import load_vector
 from prerequisites import require
 
-from harness.agent.build import AgentBuild, ensure_agent
-from harness.agent.probe_program import probe_program
 from harness.codec import wire
 from harness.data.messages import (
     ENTRY_FLAG_PROBE,
@@ -38,6 +36,8 @@ from harness.data.messages import (
 )
 from harness.data.options import Option, OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode as E
+from harness.programs.probe_program import probe_program
+from harness.runtime.agent_build import AgentBuild, ensure_agent
 
 TIMEOUT_S = 20.0
 # The x86_64 wheel's real backends, in the order their libraries' static
@@ -819,7 +819,7 @@ def test_a_failing_build_names_its_log(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from harness.agent import build as agent_build
+    from harness.runtime import agent_build
 
     broken = tmp_path / "runtime"
     shutil.copytree(agent_build.agent_sources(), broken)
@@ -840,7 +840,7 @@ def test_a_failing_build_names_its_log(
 
 
 def test_unknown_abi_has_no_build() -> None:
-    from harness.agent.build import UnsupportedAgentAbi
+    from harness.runtime.agent_build import UnsupportedAgentAbi
 
     with pytest.raises(UnsupportedAgentAbi, match=r"android-arm64\.md"):
         ensure_agent("arm64-v8a")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from prerequisites import require
 
-from harness.agent.build import find_cmake
-from harness.agent.sdk import ensure_sdk, host_abi
+from harness.runtime.agent_build import find_cmake
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = ROOT / "agent"

@@ -79,7 +79,7 @@ def played(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter[str]:
 
     monkeypatch.setattr(bisect, "run_step", run_step)
     monkeypatch.setattr(bisect, "check_selection", lambda device, selection: None)
-    monkeypatch.setattr("harness.agent.source_runtime.check_source", lambda tree, rev: None)
+    monkeypatch.setattr("harness.runtime.source_tree.check_source", lambda tree, rev: None)
     monkeypatch.setenv("ET_HARNESS_DATA", str(tmp_path / "data"))
     return runs
 
@@ -168,7 +168,7 @@ def test_a_checkers_failure_is_told_by_its_report_not_by_pytests_last_line() -> 
     """A step failed by memcheck: its difference is the report's headline and innermost
     frame, not "All traceback entries are hidden" (the failure hides its traceback)."""
     longrepr = (
-        "E   harness.agent.race_detector.RaceReported: memcheck reported 1 memory error "
+        "E   harness.runtime.race_detector.RaceReported: memcheck reported 1 memory error "
         "report(s) that no entry of agent/runtime/race-suppressions.yaml explains; the full "
         "report: /r/memcheck-report.txt; the first:\n"
         "    Invalid read of size 1\n"

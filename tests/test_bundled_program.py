@@ -21,15 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.bundled_program import (
-    MAX_TEST_CASES,
-    inputs_file,
-    parse_bundled,
-    read_checked,
-)
-from harness.agent.flatc import compile_json
-from harness.agent.program_contents import ProgramError
-from harness.agent.sdk import ensure_sdk
 from harness.check.expected_outputs import ExpectedOutput, Tolerance, first_off
 from harness.check.output_effects import OutputsOffReference
 from harness.cli.main import main
@@ -38,7 +29,16 @@ from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, input_values
 from harness.program_check import MethodFailed
+from harness.programs.bundled import (
+    MAX_TEST_CASES,
+    inputs_file,
+    parse_bundled,
+    read_checked,
+)
+from harness.programs.contents import ProgramError
+from harness.programs.flatc import compile_json
 from harness.runner import open_runner
+from harness.runtime.wheel_sdk import ensure_sdk
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 OPTIONS = OptionsMap.from_dict({"XnnpackBackend": {"weight_cache_enabled": True}})

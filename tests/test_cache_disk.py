@@ -22,10 +22,10 @@ import pytest
 from prerequisites import require
 from run_environment import run_environment
 
-from harness.agent.flatc import cached_program
 from harness.history.live import LiveHistory
 from harness.history.target import default_store, store_target
 from harness.lifecycle.disk import DiskTrouble
+from harness.programs.flatc import cached_program
 from harness.transport.local import LocalTransport
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,9 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.build import ensure_agent
-from harness.agent.flatc import cached_program
-from harness.agent.sdk import sdk_dir
 from harness.cli.main import main as cli
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import (
@@ -34,6 +31,9 @@ from harness.lifecycle.cache_entry import (
     entries,
     size_limit,
 )
+from harness.programs.flatc import cached_program
+from harness.runtime.agent_build import ensure_agent
+from harness.runtime.wheel_sdk import sdk_dir
 from harness.transport.local import LocalTransport
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,7 +178,7 @@ def test_a_truncated_cached_firmware_is_rebuilt(own_cache, capfd):
 
 
 MAKER = """
-from harness.agent.flatc import cached_program
+from harness.programs.flatc import cached_program
 for n in range(6):
     print(cached_program("probe", [n], lambda n=n: bytes([n]) * 10_000))
 """
@@ -366,10 +366,10 @@ def test_a_program_a_load_finds_damaged_is_removed_from_the_cache_and_the_device
 ):
     import dataclasses
 
-    from harness.agent.probe_program import probe_program
     from harness.config.profile import load_profile
     from harness.data.options import OptionsMap
     from harness.program_check import USER_PROGRAM_KIND
+    from harness.programs.probe_program import probe_program
     from harness.runner import open_runner
 
     profile = dataclasses.replace(load_profile("host"), work_dir=str(tmp_path / "work"))
@@ -406,7 +406,7 @@ def _sha256(path: Path) -> str:
 RACER = """
 import sys, time
 from pathlib import Path
-from harness.agent.flatc import cached_program
+from harness.programs.flatc import cached_program
 from harness.lifecycle.cache_entry import CacheEntry
 
 def generate():

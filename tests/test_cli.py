@@ -253,9 +253,9 @@ def _emulated_mcu() -> Iterator[str]:
 @pytest.mark.slow
 def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
     """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
-    from harness.agent.session import AgentSession
     from harness.data.messages import Action, Request
     from harness.link.serial.connect import connect
+    from harness.session.agent_session import AgentSession
     from harness.transport.serial import SerialSettings
 
     with _emulated_mcu() as url:

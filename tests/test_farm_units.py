@@ -19,7 +19,6 @@ from browser import chromium
 from prerequisites import require
 from test_farm_runs import child
 
-from harness.agent.session import AgentSession
 from harness.check import Verdict, check_set
 from harness.config.profile import DeviceProfile, parse_profile
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
@@ -47,6 +46,7 @@ from harness.results.summary import (
     quarantined_devices,
 )
 from harness.runner import CaseRunner, LinkBroken
+from harness.session.agent_session import AgentSession
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
 

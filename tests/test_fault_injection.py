@@ -40,9 +40,9 @@ import pytest
 from faults.first_catch import SKIPPED
 from prerequisites import require
 
-from harness.agent.sdk import ensure_sdk, host_abi
 from harness.results.directory import RESULTS_FILE, read_results
 from harness.results.records import CaseResult
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 pytestmark = pytest.mark.slow

@@ -16,18 +16,6 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.agent.build import AgentBuild, ensure_agent
-from harness.agent.glibc_bundle import (
-    GLIBC_SYSROOT,
-    LOADER_NAME,
-    GlibcBundleError,
-    ensure_glibc_bundle,
-    library_closure,
-    start_argv,
-)
-from harness.agent.probe_program import probe_program
-from harness.agent.sdk import SdkPaths
-from harness.agent.session import AgentSession
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
@@ -36,7 +24,19 @@ from harness.devices.deployment import Deployment
 from harness.devices.hosted import HostedDevice
 from harness.emulators.adb.device_root import HIDDEN_HOST_DIRS
 from harness.link.stream import AgentDidNotStart, StreamChannel
+from harness.programs.probe_program import probe_program
 from harness.runner import CaseRunner
+from harness.runtime.agent_build import AgentBuild, ensure_agent
+from harness.runtime.glibc_bundle import (
+    GLIBC_SYSROOT,
+    LOADER_NAME,
+    GlibcBundleError,
+    ensure_glibc_bundle,
+    library_closure,
+    start_argv,
+)
+from harness.runtime.wheel_sdk import SdkPaths
+from harness.session.agent_session import AgentSession
 from harness.transport.local import LocalTransport
 
 MAP = OptionsMap.from_dict({"ProbeA": {"threads": 4, "fast": True}, "ProbeB": {"mode": "x"}})

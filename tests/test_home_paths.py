@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.runtimes import parse_runtimes
-from harness.agent.sdk import SdkError
-from harness.agent.sdk_prefix import prefix_from_environment
-from harness.agent.source_runtime import runtime_from_environment
 from harness.errors import UsageError
 from harness.history.target import checked_target, driver_of
 from harness.lifecycle.cache import cache_root, data_root
+from harness.runtime.choice import parse_runtimes
+from harness.runtime.install_prefix import prefix_from_environment
+from harness.runtime.source_tree import runtime_from_environment
+from harness.runtime.wheel_sdk import SdkError
 from harness.untrusted.trust import listed_by_user
 
 NO_USER = "~et-no-such-user/place"

@@ -19,11 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.probe_program import probe_program
-from harness.agent.program_upload import ProgramUploadingSession
-from harness.agent.runtime_source import find_runtime_source
-from harness.agent.sdk import default_version
-from harness.agent.session import AgentSession
 from harness.codec import wire
 from harness.codec.wire.program_upload import encode_program_data, encode_program_end
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
@@ -45,6 +40,11 @@ from harness.link.serial.arq import LinkConfig, MessageTooLarge, SerialLink
 from harness.link.serial.connect import connect
 from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
 from harness.link.serial.hello import DeviceHello
+from harness.programs.probe_program import probe_program
+from harness.runtime.firmware_tree import find_runtime_source
+from harness.runtime.wheel_sdk import default_version
+from harness.session.agent_session import AgentSession
+from harness.session.program_upload import ProgramUploadingSession
 from harness.transport.serial import SerialSettings
 
 PROBES = tuple(f"Probe{i}" for i in range(8))

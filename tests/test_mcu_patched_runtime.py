@@ -23,8 +23,8 @@ from pathlib import Path
 import power_runs
 import pytest
 
-from harness.agent.runtime_source import find_runtime_source, runtime_source
 from harness.emulators.mcu import build_firmware, firmware_source_hash
+from harness.runtime.firmware_tree import find_runtime_source, runtime_source
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = find_runtime_source()

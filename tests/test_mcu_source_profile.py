@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.runtime_source import ENV_VAR, TRUSTED_ENV, RuntimeSource
 from harness.config.profile import ProfileError, load_profile
 from harness.devices import serial
 from harness.devices.base import OpenContext
+from harness.runtime.firmware_tree import ENV_VAR, TRUSTED_ENV, RuntimeSource
 
 BOARD = "transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps3-an547\n"
 

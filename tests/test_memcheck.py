@@ -27,9 +27,9 @@ from prerequisites import require
 from test_race_detector import LOADS, NO_LOAD, compile_shim, run_under
 from test_source_history import LIFETIME, History, clone_history, git, needs_bundle
 
-from harness.agent.race_detector import RaceDetector, RaceLog, RaceReported
-from harness.agent.race_reports import parse_valgrind_xml
 from harness.config.profile import load_profile
+from harness.runtime.race_detector import RaceDetector, RaceLog, RaceReported
+from harness.runtime.race_reports import parse_valgrind_xml
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIM_SOURCE = ROOT / "tests" / "faults" / "etb_dangling_shim.cpp"

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.xnnpack_program import xnnpack_program
 from harness.check import (
     CONTRACTS,
     BackendContract,
@@ -37,6 +36,7 @@ from harness.cli.main import main
 from harness.data.effects import Changes, OptionEffect
 from harness.data.options import OptionsMap
 from harness.program_check import ProgramCheck
+from harness.programs.xnnpack import xnnpack_program
 
 ROOT = Path(__file__).resolve().parent.parent
 # The map: a wrong-typed and a misspelled XNNPACK key, and a load-time QNN option.

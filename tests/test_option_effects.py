@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, cast
 import pytest
 from test_fault_injection import fault_profile, shim  # noqa: F401  (the fixture)
 
-from harness.agent.probe_program import probe_program
-from harness.agent.program_contents import MethodContents
 from harness.check import Verdict
 from harness.check.option_contracts import ContractError, judged_effects
 from harness.check.output_effects import OptionsChangedOutputs, first_change
@@ -28,6 +26,8 @@ from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
 from harness.program_effects import Run, Target, effects_of
+from harness.programs.contents import MethodContents
+from harness.programs.probe_program import probe_program
 from harness.results.records import VerdictRecord
 from harness.runner import open_runner
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV

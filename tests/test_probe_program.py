@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.agent.probe_program import probe_program
-from harness.agent.sdk import ensure_sdk, host_abi
+from harness.programs.probe_program import probe_program
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 
 
 def decode(program: Path, tmp_path: Path) -> dict[str, Any]:

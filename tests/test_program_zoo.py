@@ -26,15 +26,15 @@ from pathlib import Path
 import pytest
 from run_environment import run_environment
 
-from harness.agent.program_contents import read_program
-from harness.agent.race_detector import RaceReported
 from harness.check.option_contracts import CONTRACTS, Route
 from harness.check.output_effects import OptionsChangedOutputs
 from harness.config.profile import load_profile
 from harness.data.options import OptionsMap, OptionValue
 from harness.devices.hosted import HostedDevice
 from harness.program_check import ProgramCheck
+from harness.programs.contents import read_program
 from harness.runner import CaseRunner, open_runner
+from harness.runtime.race_detector import RaceReported
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "programs" / "zoo"

@@ -1,4 +1,4 @@
-"""Race detectors on the host agent (harness/agent/race_detector.py) catch races, and only races.
+"""Race detectors on the host agent (harness/runtime/race_detector.py) catch races, and only races.
 
 ``tests/faults/etb_race_shim.cpp``, preloaded into the host agent, races two
 threads on one int in every ``Program::load_method``. Under each detector (tsan:
@@ -22,8 +22,12 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.agent.race_detector import DetectorBroke, RaceDetector, RaceLog
-from harness.agent.race_reports import (
+from harness.config.profile import ProfileError, parse_profile
+from harness.results.directory import RESULTS_FILE, read_results
+from harness.results.infra import infrastructure_error
+from harness.results.records import CaseResult
+from harness.runtime.race_detector import DetectorBroke, RaceDetector, RaceLog
+from harness.runtime.race_reports import (
     Suppression,
     SuppressionFileError,
     classify,
@@ -31,11 +35,7 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
-from harness.agent.sdk import ensure_sdk, host_abi
-from harness.config.profile import ProfileError, parse_profile
-from harness.results.directory import RESULTS_FILE, read_results
-from harness.results.infra import infrastructure_error
-from harness.results.records import CaseResult
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Several runtimes in one run: ``--runtime 1.5.1,1.5.0,PREFIX`` (harness/agent/runtimes.py).
+"""Several runtimes in one run: ``--runtime 1.5.1,1.5.0,PREFIX`` (harness/runtime/choice.py).
 
 An entry is checked before any test; each device test runs once per runtime, the runtime
 in its id, results, JUnit, report and history. One end-to-end run on a host-like device
@@ -18,15 +18,6 @@ import pytest
 from test_farm_runs import Farm, child
 from test_sdk_prefix import lay_out_prefix
 
-from harness.agent import runtimes as runtimes_module
-from harness.agent.runtimes import (
-    Runtime,
-    RuntimeEntryError,
-    RuntimeKind,
-    parse_runtimes,
-    sdk_for,
-)
-from harness.agent.sdk import SdkPaths, ensure_sdk
 from harness.cli.bisect import commits_between
 from harness.config.profile import load_profile
 from harness.farm.policy import FarmPolicy
@@ -34,6 +25,15 @@ from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
 from harness.results.html_report import render_report
 from harness.results.records import CaseResult, VerdictRecord
 from harness.results.summary import across_runtimes, across_runtimes_lines
+from harness.runtime import choice as runtimes_module
+from harness.runtime.choice import (
+    Runtime,
+    RuntimeEntryError,
+    RuntimeKind,
+    parse_runtimes,
+    sdk_for,
+)
+from harness.runtime.wheel_sdk import SdkPaths, ensure_sdk
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,7 +168,7 @@ def test_a_source_runtime_is_built_by_the_one_call_into_source_runtime(
         calls.append(args)
         return built
 
-    monkeypatch.setattr("harness.agent.source_runtime.source_runtime", source_runtime)
+    monkeypatch.setattr("harness.runtime.source_tree.source_runtime", source_runtime)
     at_tag, as_is = parse_runtimes(f"{tree}@v1,source:{tree}")
     assert sdk_for(at_tag, "aarch64") is built and sdk_for(as_is, "x86_64") is built
     assert calls == [(tree.resolve(), commit, "aarch64"), (tree.resolve(), None, "x86_64")]

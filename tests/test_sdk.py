@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent import sdk
-from harness.agent.sdk import (
+from harness.lifecycle.cache import cache_root
+from harness.runtime import wheel_sdk as sdk
+from harness.runtime.wheel_sdk import (
     SdkDownloadFailed,
     UnsupportedAbi,
     VersionNotLocked,
@@ -21,7 +22,6 @@ from harness.agent.sdk import (
     locked_versions,
     sdk_dir,
 )
-from harness.lifecycle.cache import cache_root
 
 
 def test_lock_pins_1_5_1_first_and_1_5_0_each_for_both_wheels() -> None:
@@ -99,7 +99,7 @@ def _pip_env(tmp_path: Path, index_url: str) -> dict[str, str]:
 def test_pip_failure_says_what_to_run(tmp_path: Path) -> None:
     # Port 9 on loopback: nothing listens, so pip fails at once.
     code = (
-        "from harness.agent.sdk import ensure_sdk, SdkDownloadFailed\n"
+        "from harness.runtime.wheel_sdk import ensure_sdk, SdkDownloadFailed\n"
         "try:\n    ensure_sdk('x86_64')\n"
         "except SdkDownloadFailed as exc:\n    print(exc)\n    raise SystemExit(3)\n"
     )
@@ -118,7 +118,7 @@ def test_parallel_first_use_extracts_once(tmp_path: Path) -> None:
     """Two processes race on an empty cache; both get the same complete SDK."""
     env = {k: v for k, v in os.environ.items() if k != "ET_HARNESS_CACHE"}
     env["ET_HARNESS_CACHE"] = str(tmp_path / "cache")
-    code = "from harness.agent.sdk import ensure_sdk; print(ensure_sdk('x86_64').root)"
+    code = "from harness.runtime.wheel_sdk import ensure_sdk; print(ensure_sdk('x86_64').root)"
     procs = [
         subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
         for _ in range(2)

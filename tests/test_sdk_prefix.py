@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.build import AgentBuildError, ensure_agent
-from harness.agent.sdk import SdkTooOld, check_sdk_version, ensure_sdk
-from harness.agent.sdk_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_from_prefix
-from harness.agent.xnnpack_program import XNNPACK_BACKEND, expected_output, xnnpack_program
 from harness.codec import wire
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Outcome, Report, Request
 from harness.data.options import OptionsMap
+from harness.programs.xnnpack import XNNPACK_BACKEND, expected_output, xnnpack_program
+from harness.runtime.agent_build import AgentBuildError, ensure_agent
+from harness.runtime.install_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_from_prefix
+from harness.runtime.wheel_sdk import SdkTooOld, check_sdk_version, ensure_sdk
 
 
 def lay_out_prefix(prefix: Path, version: str = "1.5.0") -> Path:

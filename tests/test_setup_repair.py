@@ -17,7 +17,7 @@ from pathlib import Path
 import filelock
 import pytest
 
-from harness.agent.sdk import default_version, repair_sdk_cache
+from harness.runtime.wheel_sdk import default_version, repair_sdk_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 REVISION = "r2"

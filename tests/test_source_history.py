@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.agent.source_runtime import (
+from harness.cli.bisect import BAD, GOOD, UNTESTABLE, classify
+from harness.history.bisect_results import bisect_line, explaining
+from harness.lifecycle.cache_entry import entries
+from harness.runtime.source_tree import (
     compiler_cache_env,
     describe_source,
     parse_runtime,
     tree_api,
 )
-from harness.cli.bisect import BAD, GOOD, UNTESTABLE, classify
-from harness.history.bisect_results import bisect_line, explaining
-from harness.lifecycle.cache_entry import entries
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT.parent / "shared" / "vendor" / "executorch-history.bundle"
@@ -188,10 +188,10 @@ def test_a_source_runtimes_tree_and_agents_are_listed_and_cleaned_with_the_cache
 
     made = harness("-c", f"""if True:
         from pathlib import Path
-        from harness.agent.source_runtime import describe_source
+        from harness.runtime.source_tree import describe_source
         from harness.lifecycle.cache_entry import CacheEntry
         runtime = describe_source(Path({str(history.path)!r}), {history.at("deep_copy")!r})
-        agent = runtime.home / "agent" / "x86_64-0123"  # where harness.agent.build puts one
+        agent = runtime.home / "agent" / "x86_64-0123"  # where harness.runtime.agent_build puts one
         agent.mkdir(parents=True)
         (agent / "et-agent").write_bytes(b"ELF")
         CacheEntry("agent", agent).commit()

@@ -1,4 +1,4 @@
-"""A user's own program (harness/program_check.py, harness/agent/program_contents.py):
+"""A user's own program (harness/program_check.py, harness/programs/contents.py):
 read from the file itself within bounds, refused with one line when it is not a
 program, and loaded by the agent without a crash however it is damaged."""
 
@@ -14,16 +14,19 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.agent.build import ensure_agent
-from harness.agent.probe_program import probe_program
-from harness.agent.program_contents import (
+from harness.cli.main import main
+from harness.codec import wire
+from harness.data.messages import Action, LoadPath, Outcome, Request
+from harness.data.options import OptionsMap
+from harness.data.outputs import digest_of, input_values
+from harness.programs.contents import (
     MethodContents,
     ProgramError,
     parse_program,
     read_program,
 )
-from harness.agent.sdk import ensure_sdk, host_abi
-from harness.agent.xnnpack_program import (
+from harness.programs.probe_program import probe_program
+from harness.programs.xnnpack import (
     BIAS,
     FEATURES,
     WEIGHT,
@@ -31,11 +34,8 @@ from harness.agent.xnnpack_program import (
     delegate_blob,
     xnnpack_program,
 )
-from harness.cli.main import main
-from harness.codec import wire
-from harness.data.messages import Action, LoadPath, Outcome, Request
-from harness.data.options import OptionsMap
-from harness.data.outputs import digest_of, input_values
+from harness.runtime.agent_build import ensure_agent
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 
 PROBES = ("ProbeA", "ProbeB")
 MULTI_METHODS = ("forward", "second")

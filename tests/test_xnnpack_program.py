@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from harness.agent.sdk import ensure_sdk, host_abi
-from harness.agent.xnnpack_program import (
+from harness.programs.xnnpack import (
     BIAS,
     WEIGHT,
     XNNPACK_BACKEND,
     expected_output,
     xnnpack_program,
 )
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 
 
 def decode(data: bytes, schema: Path, tmp_path: Path, name: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@
 #   ETB_EXECUTORCH_SOURCE     the tree, as upstream lays it out (runtime/, schema/,
 #                             extension/{module,data_loader,flat_tensor,named_data_map,
 #                             memory_allocator}/, version.txt)
-#   ETB_EXECUTORCH_GENERATED  where harness/agent/source_runtime.py put the schema headers
+#   ETB_EXECUTORCH_GENERATED  where harness/runtime/source_tree.py put the schema headers
 #                             (executorch/schema/*_generated.h and
 #                             executorch/extension/flat_tensor/serialize/*_generated.h,
 #                             made by the wheel's flatc) and root/executorch, a link to the

@@ -14,7 +14,7 @@
 
 ifeq ($(FLATC),)
 $(error FLATC is not set: the flatc of the ExecuTorch wheel generates the schema headers \
-(python -c 'from harness.agent.sdk import ensure_sdk, host_abi; print(ensure_sdk(host_abi()).flatc)'))
+(python -c 'from harness.runtime.wheel_sdk import ensure_sdk, host_abi; print(ensure_sdk(host_abi()).flatc)'))
 endif
 ET_TREE := $(abspath $(EXECUTORCH_SOURCE))
 ifeq ($(wildcard $(ET_TREE)/runtime/executor/program.cpp),)

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import shipped
-from harness.agent.xnnpack_program import XNNPACK_BACKEND
 from harness.codec import wire
 from harness.data.messages import Action, LoadSpec, Outcome, Report, Request
 from harness.data.options import BackendOptions, Option, OptionsMap
 from harness.devices.base import Device
 from harness.devices.hosted import HostedDevice
 from harness.errors import CheckFailure
+from harness.programs.xnnpack import XNNPACK_BACKEND
 from harness.runner import CaseRunner
 
 

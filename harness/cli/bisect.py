@@ -2,7 +2,7 @@
 
 Each step runs the selected tests (pytest, ``-x``) on the device with the runtime built
 from the tree at one commit (``$ET_HARNESS_RUNTIME=TREE@COMMIT``,
-:mod:`harness.agent.source_runtime`: built in the cache, objects shared between
+:mod:`harness.runtime.source_tree`: built in the cache, objects shared between
 commits). A step's outcome is *good* (every test that ran passed), *bad* (one failed:
 its difference decides) or *cannot tell* (the build failed, an infrastructure error,
 every test skipped, say for a capability the tree lacks): that commit is skipped, as
@@ -136,7 +136,7 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     wanted = GOOD if args.find_fix else BAD
     started = time.monotonic()
     commits = commits_between(tree, old, new, args.find_fix)
-    from harness.agent.source_runtime import SourceRuntimeError, check_source, commit_of
+    from harness.runtime.source_tree import SourceRuntimeError, check_source, commit_of
 
     try:  # at the newer end: a tree none of whose commits could build stops here
         check_source(tree, commits[-1])
@@ -239,8 +239,8 @@ def _lines(result: dict[str, Any]) -> list[str]:
 def check_selection(device: str, selection: list[str]) -> None:
     """Refuse, before any build, a device or a selection no step could run: each step
     would only say "cannot tell" (``pytest --collect-only``, about a second)."""
-    from harness.agent.sdk_prefix import SDK_ENV
-    from harness.agent.source_runtime import RUNTIME_ENV
+    from harness.runtime.install_prefix import SDK_ENV
+    from harness.runtime.source_tree import RUNTIME_ENV
 
     env = {k: v for k, v in os.environ.items() if k not in (RUNTIME_ENV, SDK_ENV)}
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", *selection,
@@ -264,7 +264,7 @@ def check_selection(device: str, selection: list[str]) -> None:
 def run_step(tree: Path, commit: str | None, device: str, selection: list[str]) -> Step:
     """Run the selection on ``device`` with the runtime of ``tree`` at ``commit`` (as checked
     out when None); classify the outcome from the run's ``results.jsonl``."""
-    from harness.agent.source_runtime import RUNTIME_ENV, SourceRuntimeError, check_source
+    from harness.runtime.source_tree import RUNTIME_ENV, SourceRuntimeError, check_source
 
     started = time.monotonic()
     named = f"{tree}@{commit}" if commit else str(tree)
@@ -350,7 +350,7 @@ def _last_line(text: str) -> str:
 def commits_between(tree: Path, old: str, new: str, find_fix: bool) -> list[str]:
     """The first-parent commits after ``old`` up to ``new`` that changed ``tree`` (a
     repository or a folder of one: a vendored tree), oldest first."""
-    from harness.agent.source_runtime import SourceRuntimeError, commit_of
+    from harness.runtime.source_tree import SourceRuntimeError, commit_of
 
     old_option, new_option = ("--bad", "--good") if find_fix else ("--good", "--bad")
     try:
@@ -368,7 +368,7 @@ def commits_between(tree: Path, old: str, new: str, find_fix: bool) -> list[str]
 
 
 def _commit(tree: Path, commit: str) -> Commit:
-    from harness.agent.source_runtime import upstream_of
+    from harness.runtime.source_tree import upstream_of
 
     message = _git(tree, "log", "-1", "--format=%B", commit)
     return Commit(commit, message.splitlines()[0] if message else "", upstream_of(message))

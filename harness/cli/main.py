@@ -265,7 +265,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 def _send_program(args: argparse.Namespace) -> int:
     """``send --program PTE [--options MAP]``: every method on every load path, checked."""
-    from harness.agent.bundled_program import read_checked
+    from harness.programs.bundled import read_checked
 
     if args.file is not None and args.options is not None:
         raise CliError("give the map once: as --options MAP or as the positional file")

@@ -17,10 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agent.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
-from harness.agent.runtime_source import RuntimeSourceError, check_trusted_source
-from harness.agent.runtimes import Runtime
-from harness.agent.sdk_prefix import SdkPrefixError, check_trusted
 from harness.codec.strict_yaml import read_yaml
 from harness.config.device_folders import (
     DeviceFolder,
@@ -46,6 +42,10 @@ from harness.config.settings import (
     parse_settings,
 )
 from harness.lifecycle.cache import cache_root
+from harness.runtime.choice import Runtime
+from harness.runtime.firmware_tree import RuntimeSourceError, check_trusted_source
+from harness.runtime.install_prefix import SdkPrefixError, check_trusted
+from harness.runtime.race_detector import RaceDetector, RaceDetectorChoiceError, check_race_detector
 from harness.untrusted.reading import InputFileError, brief, read_bounded_text
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV, profile_is_trusted
 from harness.untrusted.value_rules import (
@@ -82,7 +82,7 @@ class AgentConfig:
     sdk: Path | None = None  # an ExecuTorch install prefix to build the agent against
     source: Path | None = None  # an ExecuTorch source tree the MCU firmware compiles (mcu-emu)
     deployment: str = "auto"  # one of DEPLOYMENT_MODES
-    race_detector: RaceDetector | None = None  # harness/agent/race_detector.py; host only
+    race_detector: RaceDetector | None = None  # harness/runtime/race_detector.py; host only
     records: bool = True  # the agent records the real backends' calls (docs/agent.md)
     # The runtime the run tests on this device (--runtime); never a profile's field.
     runtime: Runtime | None = None

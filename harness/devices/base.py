@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.agent.session import AgentLink, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.devices.deployment import DeploymentChoice
 from harness.errors import UsageError
+from harness.session.agent_session import AgentLink, TimeLimit
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
-    from harness.agent.race_detector import RaceLog
+    from harness.runtime.race_detector import RaceLog
 
 
 class Emulator(Protocol):

@@ -3,7 +3,7 @@
 ``native``: the agent and its libraries are pushed and the agent is run as it is (the
 host, glibc Linux boards, an NDK build given as ``agent.prebuilt``). ``glibc-bundle``:
 the aarch64 glibc agent is pushed with its own loader and glibc
-(:mod:`harness.agent.glibc_bundle`) and started through that loader, for aarch64
+(:mod:`harness.runtime.glibc_bundle`) and started through that loader, for aarch64
 devices that have no glibc, such as Android phones. The profile's
 ``agent.deployment`` chooses, or ``auto`` (the default) asks the device:
 an Android device (``getprop`` answers) with ``/system/bin/linker64`` and without
@@ -15,8 +15,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from harness.agent.glibc_bundle import LOADER_NAME
 from harness.config.profile import DeviceProfile
+from harness.runtime.glibc_bundle import LOADER_NAME
 from harness.transport.base import Transport, TransportError
 
 BIONIC_LINKER = "/system/bin/linker64"

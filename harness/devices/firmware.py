@@ -13,14 +13,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.agent.program_upload import ProgramUploadingSession
-from harness.agent.session import AgentLink, AgentSession, TimeLimit
 from harness.config.profile import DeviceProfile
 from harness.data.messages import Action, Outcome, Request
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice
 from harness.link.serial.arq import LinkConfig, SerialLink
 from harness.link.serial.connect import connect as connect_serial
+from harness.session.agent_session import AgentLink, AgentSession, TimeLimit
+from harness.session.program_upload import ProgramUploadingSession
 from harness.transport.base import DeviceUnavailable
 from harness.transport.serial import ResetLine, SerialSettings
 
@@ -90,7 +90,7 @@ class FirmwareDevice(Device):
 
     def program_for(self, delegates: tuple[str, ...]) -> str:
         """Empty: the board holds no files. Firmware built with ExecuTorch's runtime gets
-        the program uploaded before each LOAD (:mod:`harness.agent.program_upload`); the
+        the program uploaded before each LOAD (:mod:`harness.session.program_upload`); the
         stand-in takes the request's delegate list as the program."""
         return ""
 

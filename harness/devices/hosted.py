@@ -15,14 +15,6 @@ import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.agent.build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
-from harness.agent.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
-from harness.agent.probe_program import probe_program
-from harness.agent.race_detector import RaceLog
-from harness.agent.runtimes import sdk_for
-from harness.agent.sdk_prefix import sdk_from_prefix
-from harness.agent.session import AgentLink, AgentSession, TimeLimit
-from harness.agent.xnnpack_program import XNNPACK_BACKEND, xnnpack_program
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device, DeviceSetupError, Emulator
 from harness.devices.core_files import collect_core_files
@@ -43,6 +35,14 @@ from harness.devices.device_files import (
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.link.stream import StreamChannel
+from harness.programs.probe_program import probe_program
+from harness.programs.xnnpack import XNNPACK_BACKEND, xnnpack_program
+from harness.runtime.agent_build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
+from harness.runtime.choice import sdk_for
+from harness.runtime.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
+from harness.runtime.install_prefix import sdk_from_prefix
+from harness.runtime.race_detector import RaceLog
+from harness.session.agent_session import AgentLink, AgentSession, TimeLimit
 from harness.transport.base import Transport, TransportError
 
 # Device ABI (as the device reports it) -> the agent build that runs there. Android's
@@ -119,9 +119,9 @@ class HostedDevice(Device):
     def agent_build(self) -> AgentBuild:
         """The agent build this device runs (profile ``abi`` or the device's own).
 
-        It is built against the run's runtime (``--runtime``, :mod:`harness.agent.runtimes`)
+        It is built against the run's runtime (``--runtime``, :mod:`harness.runtime.choice`)
         if one is chosen, else the profile's ``agent.sdk`` prefix if set, else as
-        :func:`~harness.agent.build.ensure_agent` chooses (``$ET_HARNESS_SDK`` or the
+        :func:`~harness.runtime.agent_build.ensure_agent` chooses (``$ET_HARNESS_SDK`` or the
         pinned wheel).
         """
         abi = self.profile.abi or self.transport.facts().abi

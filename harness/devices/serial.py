@@ -101,8 +101,8 @@ def open_device(profile: DeviceProfile, context: OpenContext) -> FirmwareDevice:
             f"{profile.where('transport.' + sorted(profile.settings)[0])}: the mcu-emu "
             "emulator sets the port itself; an emulated board takes no transport fields"
         )
-    from harness.agent.runtime_source import runtime_source
     from harness.emulators.mcu import McuEmulator, build_firmware
+    from harness.runtime.firmware_tree import runtime_source
 
     machine = profile.machine or DEFAULT_MACHINE
     source = profile.agent.source

@@ -1,7 +1,7 @@
 """The run's command line: the options the pytest plugin adds, and what they become.
 
 ``--device`` and ``--devices-dir`` select the profiles (:mod:`harness.farm.selection`);
-``--runtime`` the runtimes each device runs (:mod:`harness.agent.runtimes`);
+``--runtime`` the runtimes each device runs (:mod:`harness.runtime.choice`);
 the farm's rules become a :class:`~harness.farm.policy.FarmPolicy`; ``--results-dir``
 and ``--html-report`` a :class:`ResultsPlace`. Each is checked before any test runs
 and refused as a one-line usage error naming the option.
@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent.bundled_program import read_checked
-from harness.agent.program_contents import ProgramError
-from harness.agent.runtimes import Runtime, RuntimeEntryError, parse_runtimes
 from harness.codec.mapfile import MapFile, MapFileError, read_map_file
 from harness.config.device_folders import (
     INI_OPTION,
@@ -29,7 +26,10 @@ from harness.data.options import OptionsMap
 from harness.farm.deadline import RunDeadline
 from harness.farm.lock import default_lock_dir
 from harness.farm.policy import FarmPolicy
+from harness.programs.bundled import read_checked
+from harness.programs.contents import ProgramError
 from harness.results.directory import REPORT_FILE, default_results_dir, unwritable_reason
+from harness.runtime.choice import Runtime, RuntimeEntryError, parse_runtimes
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -17,7 +17,7 @@ class RunDeadline:
     """When the run must end, as wall-clock seconds since the epoch (None: no limit).
 
     Wall-clock time, so that xdist workers share the controller's deadline. Agent
-    sessions take it as their :class:`~harness.agent.session.TimeLimit`, so that a
+    sessions take it as their :class:`~harness.session.agent_session.TimeLimit`, so that a
     running test ends when the run's time is up, not a case timeout later.
     """
 

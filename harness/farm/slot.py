@@ -26,8 +26,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.agent.runtimes import Runtime
-from harness.agent.session import AgentLink
 from harness.config.kinds import device_kind
 from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
@@ -40,6 +38,8 @@ from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.resources import LabResourceError, with_lab_address
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
+from harness.runtime.choice import Runtime
+from harness.session.agent_session import AgentLink
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
 # started the agent (native or glibc-bundle); from_source, lacks: a runtime built from a
-# source tree, its parts and what its API lacks (harness/agent/source_runtime.py).
+# source tree, its parts and what its API lacks (harness/runtime/source_tree.py).
 FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "deployment",
              "from_source", "lacks")  # fmt: skip
 

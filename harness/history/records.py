@@ -50,9 +50,9 @@ class RunIdentity:
     def of_this_process(cls, runtimes: Sequence[str] = ()) -> RunIdentity:
         """This harness, and the run's ``runtimes`` (``--runtime`` labels) if it chose any,
         else the runtime the environment gives."""
-        from harness.agent.sdk import default_version
-        from harness.agent.sdk_prefix import prefix_from_environment
-        from harness.agent.source_runtime import RUNTIME_ENV
+        from harness.runtime.install_prefix import prefix_from_environment
+        from harness.runtime.source_tree import RUNTIME_ENV
+        from harness.runtime.wheel_sdk import default_version
 
         prefix = prefix_from_environment()
         source = os.environ.get(RUNTIME_ENV, "")

@@ -10,5 +10,5 @@
 
 A channel knows the wire format's header (its length and sequence number), never its
 body: numbering requests and decoding reports is the agent session's
-(:mod:`harness.agent.session`).
+(:mod:`harness.session.agent_session`).
 """

@@ -48,7 +48,7 @@ class CrashArtifacts:
     """The crash artifacts of one test: ``<results>/artifacts/<device>/<test>/try-N/``.
 
     Besides core files, a try's directory holds its race detector report, if the
-    device runs one (:meth:`keep_text`, harness/agent/race_detector.py).
+    device runs one (:meth:`keep_text`, harness/runtime/race_detector.py).
 
     ``N`` is the try that lost its agent; a directory already there (a results
     directory used again) is never written into: the next free ``try-N-K`` is.

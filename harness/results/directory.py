@@ -85,7 +85,7 @@ class RunInfo:
     finished: float | None = None
     exit_status: int | None = None
     lab_holdings: tuple[dict[str, Any], ...] = ()  # harness.results.lab_holdings
-    runtimes: tuple[str, ...] = ()  # the labels of --runtime (harness.agent.runtimes)
+    runtimes: tuple[str, ...] = ()  # the labels of --runtime (harness.runtime.choice)
     harness_version: str = ""  # harness.__version__ of the run's harness
 
     @classmethod

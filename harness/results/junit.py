@@ -26,7 +26,7 @@ from harness.results.summary import ROUTES
 INFRA_PROPERTY = "infrastructure_error"  # "TransportLost: message"
 INFRA_PHASE_PROPERTY = "infrastructure_phase"  # setup, call or teardown
 EMULATOR_RESTART_PROPERTY = "emulator_restart"  # why the device's emulator was restarted
-RUNTIME_LABEL_PROPERTY = "runtime_label"  # the --runtime it ran (harness.agent.runtimes)
+RUNTIME_LABEL_PROPERTY = "runtime_label"  # the --runtime it ran (harness.runtime.choice)
 _MESSAGE_CHARS = 500
 
 

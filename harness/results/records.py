@@ -138,7 +138,7 @@ class CaseResult:
     artifacts: tuple[str, ...] = ()  # paths relative to the results directory
     # why the device's emulator was restarted during this test (a failed health check)
     emulator_restarts: tuple[str, ...] = ()
-    runtime_label: str = ""  # the runtime it ran (--runtime; harness.agent.runtimes), or ""
+    runtime_label: str = ""  # the runtime it ran (--runtime; harness.runtime.choice), or ""
     options: tuple[OptionRecord, ...] = ()  # what each option did in its program checks
 
     @property

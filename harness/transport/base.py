@@ -1,7 +1,7 @@
 """What every transport offers the rest of the harness.
 
 A transport moves files and runs programs on one device. It knows nothing about
-options maps or the agent: the agent layer (:mod:`harness.agent`) builds command
+options maps or the agent: the session layer (:mod:`harness.session`) builds command
 lines and speaks the wire format over the streams a transport opens.
 """
 

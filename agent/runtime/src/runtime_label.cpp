@@ -2,7 +2,7 @@
 #include "runtime_label.h"
 
 #ifdef ETB_SOURCE_FACTS
-#include "etb_source_label.h"  // written by harness/agent/source_runtime.py
+#include "etb_source_label.h"  // written by harness/runtime/source_tree.py
 #endif
 #ifndef ETB_SOURCE_PARTS
 #define ETB_SOURCE_PARTS ""

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the ExecuTorch API the agent is compiled against offers. Built from a source
-// tree, harness/agent/source_runtime.py reads it from the tree's headers and writes
+// tree, harness/runtime/source_tree.py reads it from the tree's headers and writes
 // these (0 or 1) into etb_source_facts.h; against the wheel (1.5.x) or an install
 // prefix, all are there.
 #pragma once

@@ -3,7 +3,7 @@ per method, read within bounds as untrusted input.
 
 The file is a FlatBuffer of devtools' ``bundled_program_schema.fbs`` (file identifier
 ``BP08``): the program's bytes (a whole ``.pte``, read by
-:mod:`harness.agent.program_contents`) and, per method, test cases, each the method's
+:mod:`harness.programs.contents`) and, per method, test cases, each the method's
 inputs and its expected outputs (tensors, ints, doubles, bools). The format declares no
 tolerance: the expected outputs are compared as ExecuTorch's own verifier compares them
 by default (``VerifyResultWithBundledExpectedOutput``: ``|got - expected| <= atol + rtol *
@@ -21,14 +21,14 @@ import os
 import struct
 from dataclasses import dataclass
 
-from harness.agent.program_contents import (
+from harness.programs.contents import (
     MAX_PROGRAM_BYTES,
     ProgramContents,
     ProgramError,
     parse_program,
     read_program,
 )
-from harness.agent.program_layout import FlatBufferReader
+from harness.programs.layout import FlatBufferReader
 from harness.untrusted.reading import InputFileError, read_bounded_bytes
 
 IDENTIFIER = b"BP08"

@@ -10,8 +10,8 @@ core of another commit: such a device has only the probes, and says so in HELLO
 (facts ``from_source`` and ``lacks``).
 
 :func:`source_runtime` is the one entry point: a tree, an optional revision and an ABI
-give the :class:`~harness.agent.sdk.SdkPaths` the agent build consumes, as
-:func:`~harness.agent.sdk_prefix.sdk_from_prefix` does for an install prefix. A revision
+give the :class:`~harness.runtime.wheel_sdk.SdkPaths` the agent build consumes, as
+:func:`~harness.runtime.install_prefix.sdk_from_prefix` does for an install prefix. A revision
 is exported (``git archive``) into the harness cache, once per commit; the user's
 checkout is only read. What the tree's API offers is read from its headers
 (:func:`tree_api`), never from a list of commits, and becomes compile definitions.
@@ -34,10 +34,10 @@ from pathlib import Path
 
 import filelock
 
-from harness.agent.runtime_source import shared_tree
-from harness.agent.sdk import SdkError, SdkPaths, ensure_sdk, host_abi
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
+from harness.runtime.firmware_tree import shared_tree
+from harness.runtime.wheel_sdk import SdkError, SdkPaths, ensure_sdk, host_abi
 from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 RUNTIME_ENV = "ET_HARNESS_RUNTIME"
@@ -411,7 +411,7 @@ def facts_headers(runtime: SourceRuntime) -> dict[str, str]:
     """``etb_source_facts.h``, the tree's API (agent/runtime/src/tree_api.h), and
     ``etb_source_label.h``, what HELLO says of the runtime (runtime_label.cpp): apart, so
     that a neighbouring commit with the same API changes only the label's object."""
-    top = "// Written by harness/agent/source_runtime.py: the runtime is compiled from source."
+    top = "// Written by harness/runtime/source_tree.py: the runtime is compiled from source."
     api = [
         f"#define {name} {value}" for name, value in (d.split("=") for d in runtime.api.defines())
     ]

@@ -6,7 +6,7 @@ programs it received with PROGRAM_DATA and PROGRAM_END (actions 9 and 10,
 CRC-32 as 8 lowercase hex digits. :class:`ProgramUploadingSession` is the agent
 session of such a board: before a LOAD it uploads, for every model whose
 ``program`` is empty, the probe program for its delegates
-(:func:`harness.agent.probe_program.probe_program`) unless the board holds it
+(:func:`harness.programs.probe_program.probe_program`) unless the board holds it
 already (the ``programs_held`` fact of the last upload says what it holds), and
 sends the LOAD with each such model's ``program`` set to that name.
 """
@@ -17,11 +17,11 @@ import dataclasses
 import zlib
 from collections.abc import Sequence
 
-from harness.agent.probe_program import probe_program
-from harness.agent.session import AgentSession
 from harness.codec.wire.program_upload import chunk_limit, encode_program_data, encode_program_end
 from harness.data.messages import Action, Outcome, Report, Request
 from harness.link.channel import MessageChannel
+from harness.programs.probe_program import probe_program
+from harness.session.agent_session import AgentSession
 from harness.transport.base import TransportError
 
 

@@ -5,7 +5,7 @@ segments.
 A program file starts with a FlatBuffer of the wheel's ``schema/program.fbs`` (file
 identifier ``ET12``), optionally followed by segments (delegate blobs, constant data)
 that the FlatBuffer's ``segments`` table locates from a base offset. The ``eh00``
-extended header at byte 8 (:mod:`harness.agent.program_layout`) says where the FlatBuffer
+extended header at byte 8 (:mod:`harness.programs.layout`) says where the FlatBuffer
 ends and where the segments start. ``Program::load`` and ``Method::init`` refuse a file
 whose header disagrees with its size, or whose segments lie outside it; this module
 refuses the same files before anything is pushed, each with one :class:`ProgramError`
@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harness.agent.program_layout import (
+from harness.codec.wire.format import MAX_ID_BYTES
+from harness.programs.layout import (
     ExtendedHeader,
     FlatBufferReader,
     ProgramError,
@@ -30,7 +31,6 @@ from harness.agent.program_layout import (
     check_segments,
     parse_extended_header,
 )
-from harness.codec.wire.format import MAX_ID_BYTES
 from harness.untrusted.reading import InputFileError, read_bounded_bytes
 
 __all__ = [

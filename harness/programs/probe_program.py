@@ -10,17 +10,17 @@ Loading it makes the runtime ``init`` each delegate's backend with that backend'
 entry of the ``LoadBackendOptionsMap``; executing it calls each ``execute``.
 
 Programs are cached by their delegate tuple under the harness cache
-(:func:`harness.agent.flatc.cached_program`).
+(:func:`harness.programs.flatc.cached_program`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.agent.flatc import FlatcError, cached_program, compile_json
-from harness.agent.sdk import ensure_sdk, host_abi
 from harness.data.options import MAX_ID_BYTES
 from harness.errors import UsageError
+from harness.programs.flatc import FlatcError, cached_program, compile_json
+from harness.runtime.wheel_sdk import ensure_sdk, host_abi
 
 MAX_DELEGATES = 8  # wire format v2: delegate_count limit
 FORMAT_REVISION = 2  # bump when the generated program changes shape

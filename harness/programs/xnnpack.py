@@ -25,11 +25,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from harness.agent.flatc import FlatcError, cached_program, compile_json
-from harness.agent.probe_program import MAX_DELEGATES, delegate_table, validate_delegates
-from harness.agent.sdk import SdkPaths, ensure_sdk, host_abi
 from harness.data.outputs import input_values
 from harness.errors import UsageError
+from harness.programs.flatc import FlatcError, cached_program, compile_json
+from harness.programs.probe_program import MAX_DELEGATES, delegate_table, validate_delegates
+from harness.runtime.wheel_sdk import SdkPaths, ensure_sdk, host_abi
 
 XNNPACK_BACKEND = "XnnpackBackend"
 FORMAT_REVISION = 1  # bump when the generated program changes shape
@@ -56,7 +56,7 @@ class XnnpackProgramError(UsageError):
 def xnnpack_program(probes: tuple[str, ...] = (), methods: tuple[str, ...] = ("forward",)) -> Path:
     """The path of the XNNPACK program, probe delegates ``probes`` first (generated once).
 
-    Probe ids follow :func:`harness.agent.probe_program.probe_program`'s rules; at most 7,
+    Probe ids follow :func:`harness.programs.probe_program.probe_program`'s rules; at most 7,
     none of them ``XnnpackBackend``. Each of ``methods`` is the same graph under its
     own name (a multi-method, multi-delegate program, e.g. for ``et.check_program``).
     """

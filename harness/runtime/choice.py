@@ -3,9 +3,9 @@
 Each entry of the list is one :class:`Runtime`, of one kind:
 
 - ``wheel``: a pinned executorch wheel, ``1.5.1`` or ``wheel:1.5.1`` (a version in
-  ``agent/executorch-sdk.lock``, :mod:`harness.agent.sdk`);
+  ``agent/executorch-sdk.lock``, :mod:`harness.runtime.wheel_sdk`);
 - ``prefix``: an install prefix of one's own build, ``prefix:PATH`` or a ``PATH`` that
-  holds ``lib/libexecutorch.so`` (:mod:`harness.agent.sdk_prefix`);
+  holds ``lib/libexecutorch.so`` (:mod:`harness.runtime.install_prefix`);
 - ``source``: an ExecuTorch source tree, ``source:PATH`` or a ``PATH`` that holds
   ``runtime/executor/program.cpp``; ``PATH@REV`` is the tree's git checkout at revision
   REV, which the harness builds from a worktree of its own in its cache (the user's
@@ -26,10 +26,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agent.sdk import SdkError, SdkPaths, check_locked, ensure_sdk, locked_versions
-from harness.agent.sdk_prefix import sdk_from_prefix
-from harness.agent.source_runtime import SourceRuntimeError, commit_of, has_file
 from harness.errors import UsageError
+from harness.runtime.install_prefix import sdk_from_prefix
+from harness.runtime.source_tree import SourceRuntimeError, commit_of, has_file
+from harness.runtime.wheel_sdk import SdkError, SdkPaths, check_locked, ensure_sdk, locked_versions
 from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 OPTION = "--runtime"
@@ -188,9 +188,9 @@ def sdk_for(runtime: Runtime, abi: str) -> SdkPaths:
 
 
 def _source_sdk(runtime: Runtime, abi: str) -> SdkPaths:
-    """The one call into the source-tree build (:mod:`harness.agent.source_runtime`): the
+    """The one call into the source-tree build (:mod:`harness.runtime.source_tree`): the
     tree (at the commit checked), built for ``abi``, as the SDK the agent build takes."""
-    from harness.agent.source_runtime import source_runtime
+    from harness.runtime.source_tree import source_runtime
 
     assert runtime.path is not None
     return source_runtime(runtime.path, runtime.commit or None, abi)

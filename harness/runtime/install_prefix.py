@@ -8,7 +8,7 @@ an ExecuTorch install prefix as ``cmake --install`` lays it out: ``include/``,
 user's environment trusts (:func:`check_trusted`). The package must define the namespaced
 imported targets the wheel's package defines (``executorch::runtime``,
 ``executorch::backend_xnnpack``, ...); the agent's CMake says so if it does not.
-Without either setting the pinned wheel (:mod:`harness.agent.sdk`) is used.
+Without either setting the pinned wheel (:mod:`harness.runtime.wheel_sdk`) is used.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from harness.agent.sdk import SdkError, SdkPaths, check_sdk_version
+from harness.runtime.wheel_sdk import SdkError, SdkPaths, check_sdk_version
 from harness.untrusted.trust import listed_by_user
 from harness.untrusted.value_rules import (
     ValueRuleError,

@@ -21,7 +21,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agent.race_reports import (
+from harness.errors import CheckFailure, UsageError
+from harness.runtime.race_reports import (
     SUPPRESSIONS_NAME,
     Finding,
     Suppression,
@@ -33,7 +34,6 @@ from harness.agent.race_reports import (
     parse_tsan,
     parse_valgrind_xml,
 )
-from harness.errors import CheckFailure, UsageError
 from harness.transport.base import TransportError
 from harness.untrusted.reading import brief
 
@@ -57,7 +57,7 @@ class RaceDetector(enum.Enum):
 
     @property
     def sanitizer(self) -> str | None:
-        """The agent build variant it needs (harness.agent.build.SANITIZERS), if any."""
+        """The agent build variant it needs (harness.runtime.agent_build.SANITIZERS), if any."""
         return "thread" if self is RaceDetector.TSAN else None
 
 

@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agent.build import AGENT_BINARY_NAME, AgentBuild
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
+from harness.runtime.agent_build import AGENT_BINARY_NAME, AgentBuild
 
 GLIBC_SYSROOT = Path("/usr/aarch64-linux-gnu")  # Debian's libc6-arm64-cross and friends
 LOADER_NAME = "ld-linux-aarch64.so.1"

@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import shipped
-from harness.agent.sdk import SdkPaths, ensure_sdk
-from harness.agent.sdk_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
-from harness.agent.source_runtime import (
+from harness.errors import UsageError
+from harness.lifecycle.cache import cache_root
+from harness.lifecycle.cache_entry import CacheEntry
+from harness.lifecycle.disk import disk_trouble, said_in, writing
+from harness.runtime.install_prefix import SDK_ENV, prefix_from_environment, sdk_from_prefix
+from harness.runtime.source_tree import (
     RUNTIME_ENV,
     compiler_cache_env,
     runtime_from_environment,
     source_runtime,
 )
-from harness.errors import UsageError
-from harness.lifecycle.cache import cache_root
-from harness.lifecycle.cache_entry import CacheEntry
-from harness.lifecycle.disk import disk_trouble, said_in, writing
+from harness.runtime.wheel_sdk import SdkPaths, ensure_sdk
 
 AGENT_BINARY_NAME = "et-agent"
 
@@ -94,8 +94,8 @@ def ensure_agent(
     """The agent built for ``abi`` ("x86_64" or "aarch64"), building it on first use.
 
     ``sdk`` is the ExecuTorch to build against: by default ``$ET_HARNESS_RUNTIME`` (a
-    source tree, :mod:`harness.agent.source_runtime`), ``$ET_HARNESS_SDK`` (an install
-    prefix of one's own build, :mod:`harness.agent.sdk_prefix`) or else the pinned
+    source tree, :mod:`harness.runtime.source_tree`), ``$ET_HARNESS_SDK`` (an install
+    prefix of one's own build, :mod:`harness.runtime.install_prefix`) or else the pinned
     wheel's SDK. ``sanitizer`` (one of :data:`SANITIZERS`) builds that variant: the
     agent's own code instrumented, the runtime libraries as they are.
     """

@@ -12,7 +12,7 @@ own.
 
 A fetch works in a staging directory beside its target and renames it into place, so an
 interrupted one leaves only that staging directory (e.g. a truncated wheel) behind, never
-a tree taken for complete; :func:`repair_sdk_cache` (``python -m harness.agent.sdk
+a tree taken for complete; :func:`repair_sdk_cache` (``python -m harness.runtime.wheel_sdk
 --repair``, which ``ci/setup.sh`` runs) removes such leftovers.
 """
 
@@ -39,7 +39,7 @@ from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import disk_trouble, said_in, writing
 
 if TYPE_CHECKING:
-    from harness.agent.source_runtime import SourceRuntime
+    from harness.runtime.source_tree import SourceRuntime
 
 
 # ABI name -> the manylinux platform tag of its wheel.
@@ -152,11 +152,11 @@ class SdkPaths:
     """Where one ABI's ExecuTorch SDK lives: the pinned wheel's, or an install prefix.
 
     For the wheel, ``root`` is its trimmed ``executorch/`` package in the cache. For
-    one's own build (:mod:`harness.agent.sdk_prefix`), ``root`` is the install prefix,
+    one's own build (:mod:`harness.runtime.install_prefix`), ``root`` is the install prefix,
     ``config_dir`` the directory of its ``executorch-config.cmake`` and
     ``own_build`` is True; such a prefix has no program schema or ``flatc``, which
     always come from the pinned wheel. For a source tree
-    (:func:`harness.agent.source_runtime.source_runtime`), ``source`` describes it and
+    (:func:`harness.runtime.source_tree.source_runtime`), ``source`` describes it and
     ``root`` is the wheel's (its ``flatc`` and schema); the runtime is compiled from the tree.
     """
 
@@ -366,9 +366,9 @@ def _extract_sdk(wheel: Path, staging: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m harness.agent.sdk --repair``: remove leftovers of interrupted fetches."""
+    """``python -m harness.runtime.wheel_sdk --repair``: remove leftovers of interrupted fetches."""
     if argv != ["--repair"]:
-        print("usage: python -m harness.agent.sdk --repair", file=sys.stderr)
+        print("usage: python -m harness.runtime.wheel_sdk --repair", file=sys.stderr)
         return 2
     for path in repair_sdk_cache():
         print(f"removed {path}: left by an interrupted SDK fetch")
