@@ -2,7 +2,7 @@
 
 Fixtures (the user interface):
 
-- ``device_profile``: the :class:`~harness.config.profile.DeviceProfile` under test;
+- ``device_profile``: the :class:`~harness.profiles.device_profile.DeviceProfile` under test;
 - ``et_runtime``: the :class:`~harness.runtime.choice.Runtime` it runs (``--runtime``),
   or None for the device's own;
 - ``device``: the :class:`~harness.devices.base.Device`, brought up once per run;
@@ -53,7 +53,6 @@ import pytest
 
 from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
 from harness.check.option_outcomes import OptionOutcome
-from harness.config.profile import DeviceProfile, ProfileError
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
 from harness.farm.command_line import (
@@ -66,13 +65,13 @@ from harness.farm.command_line import (
     user_program,
 )
 from harness.farm.deadline import RunDeadline
+from harness.farm.device_health import DeviceQuarantined
 from harness.farm.distribution import (
     GROUPED_MODES,
     DeviceScheduling,
     DistributionError,
     check_distribution_mode,
 )
-from harness.farm.health import DeviceQuarantined
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.selection import DEFAULT_DEVICE, DeviceSelectionError, select_profiles
 from harness.farm.slot import (
@@ -89,6 +88,7 @@ from harness.history.live import LiveHistory, add_history_option
 from harness.lab.labgrid import LabgridPlace, pool_names, require_labgrid
 from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
+from harness.profiles.device_profile import DeviceProfile, ProfileError
 from harness.results.artifacts import CrashArtifacts
 from harness.results.directory import ResultsRecorder, RunInfo
 from harness.results.infra import infrastructure_error

@@ -58,8 +58,8 @@ from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
     from harness.check.option_outcomes import OptionOutcome
-    from harness.config.profile import DeviceProfile
     from harness.devices.base import Device
+    from harness.profiles.device_profile import DeviceProfile
     from harness.program_check import ProgramCheck
 
 

@@ -1,6 +1,6 @@
 """Fixtures shared by the project's tests of the MCU firmware and its serial link: every
 test that uses ``firmware`` or ``mcu`` runs on each emulated board
-(harness/config/mcu_boards.py)."""
+(harness/profiles/mcu_boards.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from serial.urlhandler import protocol_socket
 
-from harness.config.mcu_boards import BOARDS, McuBoard
 from harness.emulators.mcu import McuEmulator, build_firmware
 from harness.lifecycle.cache import cache_root
+from harness.profiles.mcu_boards import BOARDS, McuBoard
 
 # The project's tests and the pytest runs they start keep out of the user's run history
 # (and a lab's database named by $ET_HARNESS_HISTORY); the history's own tests name a

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.config.profile import ProfileError, parse_profile
 from harness.devices.adb import adb_settings
 from harness.emulators.adb.launcher import AdbEmulator, AdbEndpoint
 from harness.emulators.adb.server import PrivateAdbServer, free_port
+from harness.profiles.device_profile import ProfileError, parse_profile
 from harness.transport.adb import AdbSettings, AdbTransport
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 

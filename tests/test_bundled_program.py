@@ -24,10 +24,10 @@ import pytest
 from harness.check.expected_outputs import ExpectedOutput, Tolerance, first_off
 from harness.check.output_effects import OutputsOffReference
 from harness.cli.main import main
-from harness.config.profile import load_profile
 from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, input_values
+from harness.profiles.device_profile import load_profile
 from harness.program_check import MethodFailed
 from harness.programs.bundled import (
     MAX_TEST_CASES,

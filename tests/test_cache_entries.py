@@ -136,7 +136,7 @@ def test_a_truncated_cached_agent_is_rebuilt_and_runs(shared_agent, own_cache, c
     assert f"cache: {agent} is damaged (dist/et-agent has {size // 2} bytes, {size} when" in err
     assert build.binary == binary and binary.stat().st_size > size // 2
     assert CacheEntry("agent", agent).damage() is None
-    from harness.config.profile import load_profile
+    from harness.profiles.device_profile import load_profile
     from harness.runner import open_runner
 
     device, runner = open_runner(load_profile("host"))
@@ -316,9 +316,9 @@ def test_user_programs_on_a_device_stay_within_their_bound_least_recently_used_f
 def test_an_inputs_file_goes_with_its_program(tmp_path):
     """A user program's inputs file (a BundledProgram test case's, ``.pte.inputs``) is
     removed with the program, when the bound evicts it and when a load finds it damaged."""
-    from harness.config.profile import load_profile
     from harness.devices.device_files import keep_bounded
     from harness.devices.hosted import HostedDevice
+    from harness.profiles.device_profile import load_profile
 
     work = tmp_path / "work"
     programs = work / "programs"
@@ -366,8 +366,8 @@ def test_a_program_a_load_finds_damaged_is_removed_from_the_cache_and_the_device
 ):
     import dataclasses
 
-    from harness.config.profile import load_profile
     from harness.data.options import OptionsMap
+    from harness.profiles.device_profile import load_profile
     from harness.program_check import USER_PROGRAM_KIND
     from harness.programs.probe_program import probe_program
     from harness.runner import open_runner

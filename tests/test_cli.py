@@ -14,7 +14,7 @@ import pytest
 
 from harness import shipped
 from harness.cli import main
-from harness.config.profile import ProfileError
+from harness.profiles.device_profile import ProfileError
 
 SAMPLE = "examples/maps/sample.yaml"
 
@@ -65,8 +65,8 @@ def test_a_load_refusal_is_the_same_on_send_and_et_load_and_names_the_command(tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "et-harness send --program PTE --options MAP" in err
     from harness.codec.mapfile import load_map
-    from harness.config.profile import load_profile
     from harness.probes import ProbeRuleError
+    from harness.profiles.device_profile import load_profile
     from harness.runner import open_runner
 
     device, runner = open_runner(load_profile("host"))
@@ -143,7 +143,7 @@ def test_unknown_device_is_one_clear_line(capsys, command):
 def test_send_and_doctor_hold_a_lab_place_for_their_length(capsys, monkeypatch, tmp_path):
     """send and doctor reserve a lab profile's place themselves (no longer refused for
     pytest's sake): a coordinator that does not answer is one line naming it."""
-    from harness.lab import session
+    from harness.lab import client_session as session
 
     monkeypatch.setattr(session, "RECONNECT_S", 0.2)
     for name in ("lab-mcu", "lab-linux"):  # at an address where nothing listens
@@ -253,8 +253,8 @@ def _emulated_mcu() -> Iterator[str]:
 @pytest.mark.slow
 def test_emu_prints_an_mcu_boards_serial_address_that_answers_hello():
     """What a person (or a lab exporter) connects to while `et-harness emu mcu-emu` runs."""
+    from harness.channel.serial.connect import connect
     from harness.data.messages import Action, Request
-    from harness.link.serial.connect import connect
     from harness.session.agent_session import AgentSession
     from harness.transport.serial import SerialSettings
 
@@ -416,7 +416,7 @@ def test_doctor_reads_the_projects_option_contracts_as_pytest_does(capsys, monke
 
 
 def test_doctor_shows_a_built_in_profile_as_built_in(capsys, monkeypatch, tmp_path):
-    from harness.config.device_folders import built_in
+    from harness.profiles.device_folders import built_in
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(

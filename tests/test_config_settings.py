@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.config.settings import (
+from harness.profiles.validator import (
     Field,
     ProfileError,
     Spec,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import DeviceProfile, ProfileError, load_profile, parse_profile
 from harness.devices.base import DeviceSetupError
 from harness.devices.deployment import Deployment, choose_deployment
 from harness.devices.hosted import HostedDevice
+from harness.profiles.device_profile import DeviceProfile, ProfileError, load_profile, parse_profile
 from harness.transport.base import (
     ByteStream,
     CommandResult,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import DeviceProfile, load_profile, parse_profile
 from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.hosted import HostedDevice
+from harness.profiles.device_profile import DeviceProfile, load_profile, parse_profile
 from harness.runner import CaseRunner
 from harness.runtime.agent_build import ensure_agent
 from harness.transport.base import TransportError

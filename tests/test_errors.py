@@ -53,7 +53,7 @@ def test_every_harness_exception_is_a_harness_error_of_exactly_one_branch(cls):
 @pytest.mark.parametrize(
     ("name", "branch"),
     [
-        ("harness.config.settings.ProfileError", UsageError),
+        ("harness.profiles.validator.ProfileError", UsageError),
         ("harness.codec.mapfile.MapFileError", UsageError),
         ("harness.data.options.MapValidationError", UsageError),
         ("harness.runtime.wheel_sdk.SdkError", UsageError),
@@ -72,7 +72,7 @@ def test_each_kind_of_trouble_is_in_its_branch(name, branch):
 
 def test_builtin_bases_kept_for_callers_that_catch_them():
     from harness.check.verdict import DeliveryMismatch
-    from harness.config.settings import ProfileError
+    from harness.profiles.validator import ProfileError
     from harness.untrusted.value_rules import ValueRuleError
 
     assert issubclass(ProfileError, ValueError) and issubclass(ValueRuleError, ValueError)
@@ -85,7 +85,7 @@ def test_the_infra_branch_is_what_the_plugin_reports_as_infrastructure():
 
     trouble = SshEmulatorError("ssh-emu did not start")
     assert infrastructure_error(trouble) is trouble
-    from harness.config.settings import ProfileError
+    from harness.profiles.validator import ProfileError
 
     assert infrastructure_error(ProfileError("x.yaml: name: bad")) is None
 
@@ -93,7 +93,7 @@ def test_the_infra_branch_is_what_the_plugin_reports_as_infrastructure():
 @pytest.mark.parametrize(
     "error",
     [
-        "harness.config.settings.ProfileError",
+        "harness.profiles.validator.ProfileError",
         "harness.transport.base.DeviceUnavailable",
         "harness.emulators.ssh.SshEmulatorError",
         "harness.cli.bench.BenchmarkError",

@@ -19,18 +19,18 @@ from browser import chromium
 from prerequisites import require
 from test_farm_runs import child
 
+from harness.channel.stream_channel import StreamChannel
 from harness.check import Verdict, check_set
-from harness.config.profile import DeviceProfile, parse_profile
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.data.options import Option, OptionsMap
 from harness.devices.core_files import collect_core_files
 from harness.errors import InfrastructureError
 from harness.farm.deadline import RunDeadline, RunTimeExpired
+from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.distribution import DistributionError, check_distribution_mode, device_of_nodeid
-from harness.farm.health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceBusy, DeviceLock
 from harness.farm.selection import DeviceSelectionError, select_profiles
-from harness.link.stream import StreamChannel
+from harness.profiles.device_profile import DeviceProfile, parse_profile
 from harness.results.artifacts import CrashArtifacts
 from harness.results.directory import ResultsFileError, ResultsWriter, read_results
 from harness.results.html_report import render_report, write_report

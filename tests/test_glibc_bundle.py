@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.config.profile import load_profile
+from harness.channel.stream_channel import AgentDidNotStart, StreamChannel
 from harness.data.options import OptionsMap
 from harness.devices.base import DeviceSetupError
 from harness.devices.bring_up import open_device
 from harness.devices.deployment import Deployment
 from harness.devices.hosted import HostedDevice
 from harness.emulators.adb.device_root import HIDDEN_HOST_DIRS
-from harness.link.stream import AgentDidNotStart, StreamChannel
+from harness.profiles.device_profile import load_profile
 from harness.programs.probe_program import probe_program
 from harness.runner import CaseRunner
 from harness.runtime.agent_build import AgentBuild, ensure_agent

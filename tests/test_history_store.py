@@ -33,7 +33,11 @@ from harness.history.catch_up import catch_up
 from harness.history.command import analyse
 from harness.history.flaky import flaky_checks
 from harness.history.migrations import MIGRATIONS
-from harness.history.records import (
+from harness.history.regression import regressions
+from harness.history.schema import metadata
+from harness.history.since_last import since_last
+from harness.history.store import HistoryStore, StoreError, StoreUnreachable
+from harness.history.stored_runs import (
     COMPLETE,
     INCOMPLETE,
     RunIdentity,
@@ -42,10 +46,6 @@ from harness.history.records import (
     run_id,
     run_row,
 )
-from harness.history.regression import regressions
-from harness.history.schema import metadata
-from harness.history.since_last import since_last
-from harness.history.store import HistoryStore, StoreError, StoreUnreachable
 from harness.history.view import CaseFilter, History
 from harness.results.directory import RunInfo
 from harness.results.records import CaseResult, InfraRecord, VerdictRecord

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import load_profile
 from harness.devices.bring_up import open_device
 from harness.devices.host_tools import MissingHostTool, check_host_tools, host_tools
+from harness.profiles.device_profile import load_profile
 
 DEVICES = ("host", "ssh-emu", "adb-emu", "mcu-emu", "host-helgrind")
 

@@ -20,8 +20,8 @@ import pytest
 from harness import cli
 from harness.codec.mapfile import MapFileError, load_map
 from harness.codec.strict_yaml import MAX_DEPTH, MAX_NUMBER_CHARS, MAX_VALUES, YamlError, read_yaml
-from harness.config.profile import ProfileError, load_profile
 from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.untrusted.reading import (
     BRIEF_CHARS,
     MAX_INPUT_BYTES,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import ProfileError, load_profile
 from harness.devices.bring_up import check_transport_settings
 from harness.devices.ssh import ssh_settings
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.transport.base import DeviceUnavailable
 from harness.transport.ssh import SshConfigError, SshSettings, SshTransport, resolve_route
 from harness.untrusted.value_rules import (

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.kinds import (
+from harness.profiles.device_profile import ProfileError, parse_profile
+from harness.profiles.kinds import (
     RENAMED_EMULATORS,
     UnknownKind,
     all_kinds,
@@ -21,7 +22,6 @@ from harness.config.kinds import (
     kind_module_name,
     kind_names,
 )
-from harness.config.profile import ProfileError, parse_profile
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 
@@ -81,8 +81,8 @@ OUT_OF_TREE_KIND = '''
 """A test kind from outside the harness: this machine, greeting on request."""
 from dataclasses import dataclass
 
-from harness.config.kinds import DeviceKind
-from harness.config.settings import parse_settings
+from harness.profiles.kinds import DeviceKind
+from harness.profiles.validator import parse_settings
 from harness.devices.hosted import HostedDevice
 from harness.transport.local import LocalTransport
 
@@ -115,8 +115,8 @@ KIND = DeviceKind(name="greeter", settings=GreeterSettings, on_this_machine=True
 
 OPEN_IT = """
 import json, sys
-from harness.config.kinds import kind_names
-from harness.config.profile import ProfileError, load_profile
+from harness.profiles.kinds import kind_names
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.devices.bring_up import check_transport_settings, open_device
 
 device = open_device(load_profile(sys.argv[1]))

@@ -35,10 +35,10 @@ from prerequisites import require
 from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
+from harness.lab.client_session import LabSession
 from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity, PlaceState, place_state
 from harness.lab.reservation import LabgridReservation
-from harness.lab.session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
 
@@ -1287,10 +1287,10 @@ def test_an_emulated_board_serves_at_the_lab_port_asked_twice_and_says_when_it_d
     """The exporter's NetworkSerialPort names the port once: each start serves there, in the
     protocol asked; a board whose QEMU dies ends the command with one line (exit 1)."""
     require("ser2net", "qemu-system-arm")
+    from harness.channel.serial.connect import connect
+    from harness.lab.client_session import Resource
     from harness.lab.resources import read_resources
-    from harness.lab.session import Resource
     from harness.lifecycle.process import free_port
-    from harness.link.serial.connect import connect
     from harness.transport.serial import SerialSettings
 
     host = "127.0.0.6"

@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from harness.config.profile import DeviceProfile, ProfileError, parse_profile
 from harness.devices.acquired_place import PowerPort
 from harness.farm.selection import select_profiles
+from harness.lab.client_session import RawPlace, Resource
 from harness.lab.labgrid import (
     LabgridNotInstalled,
     LabgridPlace,
@@ -33,7 +33,7 @@ from harness.lab.resources import (
     read_resources,
     with_lab_address,
 )
-from harness.lab.session import RawPlace, Resource
+from harness.profiles.device_profile import DeviceProfile, ProfileError, parse_profile
 
 
 def _profile(transport: dict[str, object], name: str = "board") -> DeviceProfile:
@@ -262,7 +262,7 @@ def test_every_lab_capable_kind_maps_an_acquired_place_in_its_own_module():
     fills, the module's ``lab_settings`` fills them."""
     import importlib
 
-    from harness.config.kinds import all_kinds, kind_module_name
+    from harness.profiles.kinds import all_kinds, kind_module_name
 
     lab_kinds = {kind.name for kind in all_kinds() if kind.lab is not None}
     assert {"adb", "serial", "ssh"} <= lab_kinds
@@ -624,7 +624,7 @@ def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address
     """The lab profile leaves identity_file out; its ssh_config names each board's key by
     the address the place's NetworkService gives."""
     from harness.transport.ssh.route import resolve_route
-    from harness.transport.ssh.settings import SshSettings
+    from harness.transport.ssh.ssh_settings import SshSettings
 
     config = tmp_path / "lab_ssh_config"
     config.write_text(
@@ -641,8 +641,8 @@ def test_one_key_per_place_comes_from_an_ssh_config_host_block_per_board_address
 
 
 def test_an_emulated_device_goes_on_a_lab_address_of_its_kind_and_a_real_address(capsys):
-    from harness.config.profile import load_profile
     from harness.emulators.lab_board import LabAddressError, parse_lab_address, serve_for_lab
+    from harness.profiles.device_profile import load_profile
 
     assert serve_for_lab(load_profile("host"), "127.0.0.5") == 2  # nothing to serve
     assert "a lab address serves ssh, serial, adb devices" in capsys.readouterr().err

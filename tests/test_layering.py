@@ -11,7 +11,7 @@ PACKAGES = sorted(p.name for p in HARNESS.iterdir() if (p / "__init__.py").is_fi
 
 
 def unit_of(module: str) -> str:
-    """``harness.link.serial.arq`` -> ``link``; a top-level module is its own unit."""
+    """``harness.channel.serial.arq`` -> ``link``; a top-level module is its own unit."""
     return module.split(".")[1] if module.count(".") >= 1 else module
 
 

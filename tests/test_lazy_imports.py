@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.config.kinds import all_kinds, emulators, kind_module_name, kind_names
+from harness.profiles.kinds import all_kinds, emulators, kind_module_name, kind_names
 
 HEAVY = ("paramiko", "serial", "cobs")  # third-party: only for ssh, serial devices
 
@@ -41,7 +41,7 @@ def test_the_plugin_loads_no_asyncio_or_wcwidth():
 def test_checking_a_serial_profile_loads_its_kind_only():
     loaded = loaded_after(
         "from harness.devices.bring_up import check_transport_settings\n"
-        "from harness.config.profile import parse_profile\n"
+        "from harness.profiles.device_profile import parse_profile\n"
         "check_transport_settings(parse_profile("
         "{'transport': {'kind': 'serial', 'port': '/dev/ttyACM0'}}, None, 'board'))"
     )

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.channel.serial.arq import LinkConfig
+from harness.channel.serial.connect import connect
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.data.options import Option, OptionsMap
 from harness.devices.firmware import firmware_session
 from harness.emulators.fault_relay import FaultRates, FaultRelay
 from harness.emulators.mcu import McuEmulator
-from harness.link.serial.arq import LinkConfig
-from harness.link.serial.connect import connect
 from harness.session.agent_session import AgentSession
 from harness.session.program_upload import ProgramUploadingSession
 from harness.transport.base import (

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.channel.serial.arq import LinkConfig, MessageTooLarge, SerialLink
+from harness.channel.serial.connect import connect
+from harness.channel.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
+from harness.channel.serial.hello import DeviceHello
 from harness.codec import wire
-from harness.codec.wire.program_upload import encode_program_data, encode_program_end
+from harness.codec.wire.program_messages import encode_program_data, encode_program_end
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal
-from harness.config.mcu_boards import McuBoard
 from harness.data.messages import (
     ENTRY_FLAG_PROBE,
     Action,
@@ -36,10 +39,7 @@ from harness.data.options import Option, OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode
 from harness.devices.firmware import firmware_session
 from harness.emulators.mcu import McuEmulator, firmware_size, firmware_source_hash
-from harness.link.serial.arq import LinkConfig, MessageTooLarge, SerialLink
-from harness.link.serial.connect import connect
-from harness.link.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
-from harness.link.serial.hello import DeviceHello
+from harness.profiles.mcu_boards import McuBoard
 from harness.programs.probe_program import probe_program
 from harness.runtime.firmware_tree import find_runtime_source
 from harness.runtime.wheel_sdk import default_version

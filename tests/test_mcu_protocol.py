@@ -19,13 +19,13 @@ from cobs import cobs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.config.profile import ProfileError, parse_profile
+from harness.channel.serial.frame import Frame, FrameError, FrameKind, decode_frame
+from harness.channel.serial.frame_port import FramePort
+from harness.channel.serial.hello import CAP_EXIT, DeviceHello, SerialProtocolError
 from harness.data.messages import Action
 from harness.devices.serial import port_settings
 from harness.emulators.fault_relay import DirectionStats, FaultRates, FaultRelay
-from harness.link.serial.frame import Frame, FrameError, FrameKind, decode_frame
-from harness.link.serial.frame_port import FramePort
-from harness.link.serial.hello import CAP_EXIT, DeviceHello, SerialProtocolError
+from harness.profiles.device_profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable
 from harness.transport.serial import ResetLine, SerialSettings, open_port
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import ProfileError, load_profile
 from harness.devices import serial
 from harness.devices.base import OpenContext
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.runtime.firmware_tree import ENV_VAR, TRUSTED_ENV, RuntimeSource
 
 BOARD = "transport: {kind: serial}\nemulator: mcu-emu\nmachine: mps3-an547\n"

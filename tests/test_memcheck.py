@@ -27,7 +27,7 @@ from prerequisites import require
 from test_race_detector import LOADS, NO_LOAD, compile_shim, run_under
 from test_source_history import LIFETIME, History, clone_history, git, needs_bundle
 
-from harness.config.profile import load_profile
+from harness.profiles.device_profile import load_profile
 from harness.runtime.race_detector import RaceDetector, RaceLog, RaceReported
 from harness.runtime.race_reports import parse_valgrind_xml
 

@@ -20,11 +20,11 @@ from harness.check.option_contracts import ContractError, judged_effects
 from harness.check.output_effects import OptionsChangedOutputs, first_change
 from harness.cli.main import main
 from harness.codec.mapfile import MapFileError, read_map_file
-from harness.config.profile import load_profile
 from harness.data.effects import Changes, OptionEffect
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
+from harness.profiles.device_profile import load_profile
 from harness.program_effects import Run, Target, effects_of
 from harness.programs.contents import MethodContents
 from harness.programs.probe_program import probe_program

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import load_profile
+from harness.profiles.device_profile import load_profile
 from harness.transport.local import LocalTransport
 from harness.transport.private_dir import UnsafeDirectoryError, ensure_private_dir
 

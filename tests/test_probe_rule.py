@@ -10,8 +10,8 @@ import pytest
 from host_pytest import run_on_host
 
 from harness.check import DifferenceKind, NoEffectWarning, RuntimeErrorCode
-from harness.config.profile import load_profile
 from harness.data.options import OptionsMap
+from harness.profiles.device_profile import load_profile
 from harness.runner import CaseRunner, RunnerError, open_runner
 
 pytest_plugins = ["pytester"]

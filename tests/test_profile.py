@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import ProfileError, load_profile, profile_names
+from harness.profiles.device_profile import ProfileError, load_profile, profile_names
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 

@@ -28,9 +28,9 @@ from run_environment import run_environment
 
 from harness.check.option_contracts import CONTRACTS, Route
 from harness.check.output_effects import OptionsChangedOutputs
-from harness.config.profile import load_profile
 from harness.data.options import OptionsMap, OptionValue
 from harness.devices.hosted import HostedDevice
+from harness.profiles.device_profile import load_profile
 from harness.program_check import ProgramCheck
 from harness.programs.contents import read_program
 from harness.runner import CaseRunner, open_runner

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from prerequisites import require
 
-from harness.config.profile import ProfileError, parse_profile
+from harness.profiles.device_profile import ProfileError, parse_profile
 from harness.results.directory import RESULTS_FILE, read_results
 from harness.results.infra import infrastructure_error
 from harness.results.records import CaseResult

@@ -11,10 +11,10 @@ import pytest
 import test_agent_host
 from test_agent_host import REAL_BACKENDS, AgentProcess, opts
 
-from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Outcome, Report, Request
 from harness.data.options import OptionsMap, OptionValue
 from harness.data.runtime_error import RuntimeErrorCode as E
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.programs.xnnpack import XNNPACK_BACKEND, expected_output, xnnpack_program
 from harness.runner import open_runner
 from harness.runtime.agent_build import AgentBuild

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import load_profile
 from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.devices.hosted import HostedDevice
 from harness.lifecycle.cache import cache_root
+from harness.profiles.device_profile import load_profile
 from harness.program_check import MethodFailed
 from harness.programs.contents import MethodContents, ProgramError, read_program
 from harness.runner import CaseRunner, open_runner

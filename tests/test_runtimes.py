@@ -19,9 +19,9 @@ from test_farm_runs import Farm, child
 from test_sdk_prefix import lay_out_prefix
 
 from harness.cli.bisect import commits_between
-from harness.config.profile import load_profile
 from harness.farm.policy import FarmPolicy
 from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
+from harness.profiles.device_profile import load_profile
 from harness.results.html_report import render_report
 from harness.results.records import CaseResult, VerdictRecord
 from harness.results.summary import across_runtimes, across_runtimes_lines

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from harness.codec import wire
-from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Outcome, Report, Request
 from harness.data.options import OptionsMap
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.programs.xnnpack import XNNPACK_BACKEND, expected_output, xnnpack_program
 from harness.runtime.agent_build import AgentBuildError, ensure_agent
 from harness.runtime.install_prefix import SDK_ENV, TRUSTED_ENV, SdkPrefixError, sdk_from_prefix

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.channel.serial.arq import BootHelloMissing
+from harness.channel.serial.connect import connect
+from harness.channel.serial.frame import Frame, FrameKind, decode_frame
+from harness.channel.serial.hello import CAP_EXIT
 from harness.codec import wire
-from harness.link.serial.arq import BootHelloMissing
-from harness.link.serial.connect import connect
-from harness.link.serial.frame import Frame, FrameKind, decode_frame
-from harness.link.serial.hello import CAP_EXIT
 from harness.transport.base import DeviceUnavailable
 from harness.transport.serial import SerialSettings
 

@@ -14,15 +14,15 @@ import pytest
 
 import harness
 from harness import shipped
-from harness.config.device_folders import (
+from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.profiles.device_folders import (
     DeviceFolder,
     listing,
     of_project,
     of_working_directory,
     with_built_in,
 )
-from harness.config.settings import ProfileError
-from harness.farm.selection import DeviceSelectionError, select_profiles
+from harness.profiles.validator import ProfileError
 
 PACKAGE = Path(harness.__file__).resolve().parent
 

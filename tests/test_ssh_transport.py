@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prerequisites import require
 
-from harness.config.profile import ProfileError, parse_profile
 from harness.devices.ssh import ssh_settings
 from harness.emulators.ssh import Isolation, NetworkNamespace, SshEmulator
+from harness.profiles.device_profile import ProfileError, parse_profile
 from harness.transport.base import DeviceUnavailable, TransportLost, TransportTimeout
 from harness.transport.private_dir import UnsafeDirectoryError
 from harness.transport.ssh import (

@@ -20,11 +20,11 @@ import pytest
 from golden_vectors import STREAMS, load_generator, load_vector, vector_names
 from prerequisites import require
 
+from harness.channel.stream_channel import StreamChannel
 from harness.codec import wire
 from harness.codec.wire.stream_reader import StreamMessage, StreamReader, StreamUnit
 from harness.data.messages import Action, Outcome, Report, Request
 from harness.emulators.mcu import McuEmulator
-from harness.link.stream import StreamChannel
 from harness.runtime.agent_build import AgentBuild, ensure_agent
 from harness.session.agent_session import AgentProtocolError, AgentSession
 from harness.transport.process_stream import ProcessStream, start_stream_process

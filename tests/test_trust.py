@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.profile import ProfileError, load_profile
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV, listed_by_user, profile_is_trusted
 
 THIS_MACHINE = {

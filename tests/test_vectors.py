@@ -23,7 +23,7 @@ from harness.codec.wire import (
     encode_report,
     encode_request,
 )
-from harness.codec.wire.program_upload import (
+from harness.codec.wire.program_messages import (
     ProgramData,
     ProgramEnd,
     ProgramUpload,

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config.device_folders import (
+from harness.profiles.device_folders import (
     DeviceFolder,
     built_in,
     listing,
     of_working_directory,
     with_built_in,
 )
-from harness.config.profile import DeviceProfile, ProfileError
+from harness.profiles.device_profile import DeviceProfile, ProfileError
 from harness.untrusted.reading import printable
 
 if TYPE_CHECKING:

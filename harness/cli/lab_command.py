@@ -32,7 +32,7 @@ def add_parser(commands: Any) -> None:
 def run_lab(args: argparse.Namespace) -> int:
     from harness.cli.main import CliError
     from harness.lab import quarantine
-    from harness.lab.session import LabSession
+    from harness.lab.client_session import LabSession
 
     if args.action == "clear" and args.place is None:
         raise CliError("lab quarantine clear needs the place: lab quarantine clear PLACE")

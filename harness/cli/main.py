@@ -47,17 +47,17 @@ from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, doctor, lab_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import MapFile, MapFileError, load_map, read_map_file
-from harness.config.device_folders import (
+from harness.data.messages import Action, Request
+from harness.data.options import OptionsMap
+from harness.errors import HarnessError, UsageError
+from harness.history import command as history_command
+from harness.profiles.device_folders import (
     built_in,
     listing,
     of_working_directory,
     with_built_in,
 )
-from harness.config.profile import ProfileError, load_profile
-from harness.data.messages import Action, Request
-from harness.data.options import OptionsMap
-from harness.errors import HarnessError, UsageError
-from harness.history import command as history_command
+from harness.profiles.device_profile import ProfileError, load_profile
 from harness.untrusted.reading import printable
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from harness.codec.wire import check_request, encode_report
-from harness.codec.wire.program_upload import ProgramData, ProgramEnd, ProgramUpload
+from harness.codec.wire.program_messages import ProgramData, ProgramEnd, ProgramUpload
 from harness.data.messages import (
     UPLOAD_ACTIONS,
     Action,

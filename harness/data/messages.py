@@ -24,7 +24,7 @@ class Action(enum.IntEnum):
     HELLO = 7
     REBOOT = 8  # a firmware's soft reset: answered, then the board reboots (its boot HELLO)
     # Program upload to a device without a file system (docs/wire-format.md, "Program
-    # upload"): bodies of their own, written by harness.codec.wire.program_upload.
+    # upload"): bodies of their own, written by harness.codec.wire.program_messages.
     PROGRAM_DATA = 9
     PROGRAM_END = 10
 

@@ -2,7 +2,7 @@
 
 :mod:`harness.lab.resources` reads them from the lab (untrusted input) into a
 :class:`LabResources`; a lab-capable kind's ``lab_settings(profile, resources, place)``
-(``harness/devices/<kind>.py``, registered in :mod:`harness.config.kinds`) turns them
+(``harness/devices/<kind>.py``, registered in :mod:`harness.profiles.kinds`) turns them
 into its transport fields. Pure data, below the farm, so a kind's module can use it.
 """
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from harness.config.kinds import DeviceKind, LabAddress, Settings
-from harness.config.profile import DeviceProfile
-from harness.config.settings import parse_settings, refuse
 from harness.devices.acquired_place import LabResources
 from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
+from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.kinds import DeviceKind, LabAddress, Settings
+from harness.profiles.validator import parse_settings, refuse
 from harness.transport.adb import ADB_ENV, AdbSettings, AdbTransport
 from harness.untrusted.value_rules import check_host, check_port, check_word, split_host_port
 

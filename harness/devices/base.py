@@ -1,6 +1,6 @@
 """What every device offers the harness, whatever its kind.
 
-A device is brought up from its profile by its kind (:mod:`harness.config.kinds`,
+A device is brought up from its profile by its kind (:mod:`harness.profiles.kinds`,
 :mod:`harness.devices.bring_up`).
 Two classes implement this interface: :class:`~harness.devices.hosted.HostedDevice`
 (an operating system the harness reaches through a transport: files, processes, an
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.config.profile import DeviceProfile
 from harness.devices.deployment import DeploymentChoice
 from harness.errors import UsageError
+from harness.profiles.device_profile import DeviceProfile
 from harness.session.agent_session import AgentLink, TimeLimit
 from harness.transport.base import TransportError
 

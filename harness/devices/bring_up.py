@@ -7,11 +7,11 @@ import importlib
 from collections.abc import Callable
 from typing import Protocol, cast
 
-from harness.config.kinds import device_kind, kind_module_name
-from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.acquired_place import LabResources
 from harness.devices.base import Device, OpenContext
 from harness.devices.host_tools import check_host_tools
+from harness.profiles.device_profile import DeviceProfile, ProfileError
+from harness.profiles.kinds import device_kind, kind_module_name
 
 
 class KindModule(Protocol):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from harness.config.profile import DeviceProfile
+from harness.profiles.device_profile import DeviceProfile
 from harness.runtime.glibc_bundle import LOADER_NAME
 from harness.transport.base import Transport, TransportError
 

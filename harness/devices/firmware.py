@@ -13,12 +13,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.config.profile import DeviceProfile
+from harness.channel.serial.arq import LinkConfig, SerialLink
+from harness.channel.serial.connect import connect as connect_serial
 from harness.data.messages import Action, Outcome, Request
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice
-from harness.link.serial.arq import LinkConfig, SerialLink
-from harness.link.serial.connect import connect as connect_serial
+from harness.profiles.device_profile import DeviceProfile
 from harness.session.agent_session import AgentLink, AgentSession, TimeLimit
 from harness.session.program_upload import ProgramUploadingSession
 from harness.transport.base import DeviceUnavailable

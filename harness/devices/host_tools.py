@@ -16,8 +16,8 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from harness.config.profile import DeviceProfile
 from harness.devices.base import DeviceSetupError
+from harness.profiles.device_profile import DeviceProfile
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 :class:`HostedDevice` is the one place that knows where the agent and probe
 programs go on such a device and how the agent is started. The device kinds that
 reach one (local, ssh, adb) differ only in the transport they open
-(:mod:`harness.config.kinds`, :mod:`harness.devices.bring_up`).
+(:mod:`harness.profiles.kinds`, :mod:`harness.devices.bring_up`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config.profile import DeviceProfile
+from harness.channel.stream_channel import StreamChannel
 from harness.devices.base import Device, DeviceSetupError, Emulator
 from harness.devices.core_files import collect_core_files
 from harness.devices.deployment import (
@@ -34,7 +34,7 @@ from harness.devices.device_files import (
 )
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
-from harness.link.stream import StreamChannel
+from harness.profiles.device_profile import DeviceProfile
 from harness.programs.probe_program import probe_program
 from harness.programs.xnnpack import XNNPACK_BACKEND, xnnpack_program
 from harness.runtime.agent_build import AGENT_BINARY_NAME, AgentBuild, ensure_agent

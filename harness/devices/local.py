@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.config.kinds import DeviceKind
-from harness.config.profile import DeviceProfile
-from harness.config.settings import check_known
 from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice
+from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.kinds import DeviceKind
+from harness.profiles.validator import check_known
 from harness.transport.local import LocalTransport
 
 

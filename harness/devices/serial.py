@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from harness.config.kinds import DeviceKind, LabAddress, Settings
-from harness.config.mcu_boards import DEFAULT_MACHINE
-from harness.config.profile import DeviceProfile, ProfileError
-from harness.config.settings import check_known, parse_settings, refuse
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.base import OpenContext
 from harness.devices.firmware import FirmwareDevice
+from harness.profiles.device_profile import DeviceProfile, ProfileError
+from harness.profiles.kinds import DeviceKind, LabAddress, Settings
+from harness.profiles.mcu_boards import DEFAULT_MACHINE
+from harness.profiles.validator import check_known, parse_settings, refuse
 from harness.transport.serial import SerialSettings
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config.kinds import DeviceKind, LabAddress, Settings
-from harness.config.profile import DeviceProfile
-from harness.config.settings import parse_settings, refuse
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.base import OpenContext
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
+from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.kinds import DeviceKind, LabAddress, Settings
+from harness.profiles.validator import parse_settings, refuse
 from harness.transport.ssh import SshConfigError, SshSettings, SshTransport, resolve_route
 
 # The transport fields of an ssh profile; their rules are SshSettings's own (it checks

@@ -6,7 +6,7 @@
   namespace of its own.
 - :mod:`harness.emulators.mcu` — ``mcu-emu`` and ``mcu-m55-emu``, QEMU's mps2-an385
   (Cortex-M3) and mps3-an547 (Cortex-M55) running the agent firmware built for each
-  (:mod:`harness.config.mcu_boards`); :mod:`harness.emulators.fault_relay` corrupts, drops and
+  (:mod:`harness.profiles.mcu_boards`); :mod:`harness.emulators.fault_relay` corrupts, drops and
   duplicates the bytes between it and the host.
 
 Each runs as a :class:`harness.lifecycle.process.ManagedProcess`, so it stops with the

@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.profile import DeviceProfile
 from harness.emulators.lab_devices import EmulatedBoard, LabError
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.process import ManagedProcess, free_port
+from harness.profiles.device_profile import DeviceProfile
 from harness.untrusted.value_rules import ValueRuleError, check_host, split_host_port
 
 SER2NET = "/usr/sbin/ser2net"
@@ -117,8 +117,8 @@ def _ssh(profile: DeviceProfile, host: str, port: int, directory: Path) -> Itera
 def _serial(
     profile: DeviceProfile, host: str, port: int, directory: Path, protocol: str
 ) -> Iterator[Served]:
-    from harness.config.mcu_boards import DEFAULT_MACHINE
     from harness.emulators.mcu import build_firmware
+    from harness.profiles.mcu_boards import DEFAULT_MACHINE
 
     machine = profile.machine or DEFAULT_MACHINE
     board = EmulatedBoard(build_firmware(machine), directory, "board", machine=machine)

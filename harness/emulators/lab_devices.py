@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from harness.config.mcu_boards import DEFAULT_MACHINE
 from harness.emulators.adb.launcher import AdbEmulator
 from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.mcu import QEMU
 from harness.errors import InfrastructureError
 from harness.lifecycle.process import ManagedProcess
+from harness.profiles.mcu_boards import DEFAULT_MACHINE
 
 _PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
 _ATTACH_TIMEOUT_S = 15.0

@@ -11,7 +11,7 @@ one concept per module:
 - :mod:`~harness.farm.policy`: the run's rules (retries, quarantine, waits);
 - :mod:`~harness.farm.lock`: one holder per device across processes on a host;
 - :mod:`~harness.farm.deadline`: the whole-run timeout;
-- :mod:`~harness.farm.health`: consecutive infrastructure errors and quarantine;
+- :mod:`~harness.farm.device_health`: consecutive infrastructure errors and quarantine;
 - :mod:`~harness.farm.slot`: one device as a run uses it (bring-up, restarts, retries);
 - :mod:`~harness.farm.rootdir`: path options that must not move pytest's rootdir;
 - :mod:`~harness.farm.xdist_workers`: a SIGTERM to the controller reaches its workers.

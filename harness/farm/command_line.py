@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from harness.codec.mapfile import MapFile, MapFileError, read_map_file
-from harness.config.device_folders import (
+from harness.data.options import OptionsMap
+from harness.farm.deadline import RunDeadline
+from harness.farm.lock import default_lock_dir
+from harness.farm.policy import FarmPolicy
+from harness.profiles.device_folders import (
     INI_OPTION,
     DeviceFolder,
     of_project,
     of_working_directory,
     with_built_in,
 )
-from harness.data.options import OptionsMap
-from harness.farm.deadline import RunDeadline
-from harness.farm.lock import default_lock_dir
-from harness.farm.policy import FarmPolicy
 from harness.programs.bundled import read_checked
 from harness.programs.contents import ProgramError
 from harness.results.directory import REPORT_FILE, default_results_dir, unwritable_reason

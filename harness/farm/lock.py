@@ -24,10 +24,10 @@ from pathlib import Path
 
 import filelock
 
-from harness.config.kinds import device_kind
-from harness.config.profile import DeviceProfile
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.disk import writing
+from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.kinds import device_kind
 from harness.transport.base import DeviceUnavailable
 
 _COMMAND_CHARS = 300

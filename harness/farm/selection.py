@@ -2,7 +2,7 @@
 
 Names, ``all`` and ``tag:`` look in the run's device folders: the project's own
 (``--devices-dir``, ``et_devices_dirs``, ``devices/`` beside the rootdir), then the
-built-in profiles (:mod:`harness.config.device_folders`); items ending in ``.yaml`` or
+built-in profiles (:mod:`harness.profiles.device_folders`); items ending in ``.yaml`` or
 ``.yml``, or containing ``/``, are paths to profile files.
 """
 
@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config.device_folders import (
+from harness.devices.bring_up import check_transport_settings
+from harness.errors import UsageError
+from harness.lab.labgrid import for_transport_checks
+from harness.profiles.device_folders import (
     DeviceFolder,
     listing,
     of_working_directory,
     with_built_in,
 )
-from harness.config.profile import DeviceProfile, load_profile
-from harness.devices.bring_up import check_transport_settings
-from harness.errors import UsageError
-from harness.lab.labgrid import for_transport_checks
+from harness.profiles.device_profile import DeviceProfile, load_profile
 from harness.untrusted.reading import brief_plain
 
 ALL = "all"
@@ -55,7 +55,7 @@ def select_profiles(
     Names are looked up in ``folders``: the folders given; one folder (``--devices-dir``:
     that folder alone); None: the working directory's project's, then the built-in one.
 
-    Raises :class:`DeviceSelectionError` (or :class:`~harness.config.profile.ProfileError`
+    Raises :class:`DeviceSelectionError` (or :class:`~harness.profiles.device_profile.ProfileError`
     for a malformed profile) with a message saying what to change.
     """
     if folders is None:

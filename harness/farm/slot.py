@@ -26,16 +26,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.config.kinds import device_kind
-from harness.config.profile import DeviceProfile
 from harness.devices.base import Device
 from harness.errors import UsageError
 from harness.farm import lab_place
-from harness.farm.health import DeviceHealth, DeviceQuarantined
+from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.resources import LabResourceError, with_lab_address
+from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.kinds import device_kind
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.runtime.choice import Runtime
@@ -220,8 +220,8 @@ class DeviceSlot:
         reservation = self._reservation
         if reservation is None or reservation.held is None:
             return
+        from harness.lab.client_session import CoordinatorLost
         from harness.lab.reservation import PlaceLost  # asyncio: labs only
-        from harness.lab.session import CoordinatorLost
 
         try:
             reservation.check_held()

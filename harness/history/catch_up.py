@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.history.records import RunIdentity, case_row, run_id, run_row
 from harness.history.store import HistoryStore
+from harness.history.stored_runs import RunIdentity, case_row, run_id, run_row
 from harness.history.writers import dead_writers
 from harness.results.directory import (
     RESULTS_FILE,

@@ -11,8 +11,8 @@ import datetime
 import io
 from collections.abc import Sequence
 
-from harness.history.health import Health, HealthPoint
-from harness.history.records import RunRecord
+from harness.history.health_trends import Health, HealthPoint
+from harness.history.stored_runs import RunRecord
 
 _MAX_LINES = 8  # series per chart: the rest would be unreadable
 _WIDTH_IN, _HEIGHT_IN = 7.5, 2.6

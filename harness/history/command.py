@@ -168,7 +168,7 @@ def _some(values: set[str], most: int = 10) -> str:
 def analyse(history: Any, run_name: str | None, window: int) -> dict[str, Any]:
     """Every section, as plain data (what ``--json`` prints)."""
     from harness.history.flaky import flaky_checks
-    from harness.history.health import health
+    from harness.history.health_trends import health
     from harness.history.regression import regressions
     from harness.history.since_last import since_last
     from harness.history.store import StoreError

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness.history.records import RunIdentity, case_row, run_id, run_row
+from harness.history.stored_runs import RunIdentity, case_row, run_id, run_row
 from harness.history.target import OFF, TargetError, checked_target
 from harness.lifecycle.disk import DiskTrouble
 from harness.results.directory import RunInfo

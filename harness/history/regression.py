@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.history.records import CaseRecord, RunRecord
+from harness.history.stored_runs import CaseRecord, RunRecord
 from harness.history.view import History
 
 

@@ -10,10 +10,10 @@ from typing import Any
 from harness.extras import CHARTS
 from harness.history.charts import trend_svg
 from harness.history.flaky import flaky_checks
-from harness.history.health import health
-from harness.history.records import RunRecord
+from harness.history.health_trends import health
 from harness.history.regression import RunAt, regressions
 from harness.history.since_last import Change, since_last
+from harness.history.stored_runs import RunRecord
 from harness.history.view import History
 from harness.results.html_style import html_page
 

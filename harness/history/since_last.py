@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.history.records import QUARANTINED, CaseRecord, CheckKey, RunRecord
+from harness.history.stored_runs import QUARANTINED, CaseRecord, CheckKey, RunRecord
 from harness.history.view import History
 
 

@@ -25,7 +25,8 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAl
 from harness.errors import UsageError
 from harness.extras import POSTGRES
 from harness.history.migrations import SchemaError, migrate
-from harness.history.records import (
+from harness.history.schema import cases, runs
+from harness.history.stored_runs import (
     COMPLETE,
     INCOMPLETE,
     RUNNING,
@@ -33,7 +34,6 @@ from harness.history.records import (
     DamagedRecord,
     RunRecord,
 )
-from harness.history.schema import cases, runs
 from harness.history.target import TargetError, driver_of
 from harness.untrusted.value_rules import expand_home
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history.records import CaseRecord, CheckKey, RunRecord
+from harness.history.stored_runs import CaseRecord, CheckKey, RunRecord
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 - :mod:`~harness.lab.reservation`: reserving, acquiring and handing over a place;
 - :mod:`~harness.lab.own_place`: a place the user holds used as theirs, and a place held
   for the length of one command (``send``, ``doctor``);
-- :mod:`~harness.lab.session`: labgrid's own client session, in process, one per
+- :mod:`~harness.lab.client_session`: labgrid's own client session, in process, one per
   coordinator and identity;
 - :mod:`~harness.lab.handback`: a dead run's hand-over, for its janitor;
 - :mod:`~harness.lab.places`: the coordinator's view, checked (holders, identities);
@@ -15,6 +15,6 @@
 - :mod:`~harness.lab.benchmark`: what a lab costs; :mod:`~harness.lab.scale`: a larger
   lab, by simulation.
 
-Only :mod:`~harness.lab.session` and what runs through it import labgrid itself, and
+Only :mod:`~harness.lab.client_session` and what runs through it import labgrid itself, and
 only when a profile names a lab. See docs/device-farm.md.
 """

@@ -34,13 +34,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness import shipped
+from harness.channel.serial.connect import connect
 from harness.data.messages import Action, Request
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.mcu import McuEmulator, build_firmware
 from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity
 from harness.lab.reservation import LabgridReservation
-from harness.link.serial.connect import connect
 from harness.session.agent_session import AgentSession
 from harness.transport.serial import SerialSettings
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.lab.client_session import LabgridError, LabSession
 from harness.lab.places import LabIdentity
-from harness.lab.session import LabgridError, LabSession
 from harness.untrusted.reading import printable
 
 

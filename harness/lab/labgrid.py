@@ -15,7 +15,7 @@ profile names a coordinator and either one place or a tag filter (a pool)::
                                          # place out of service lab-wide (lab_quarantine)
 
 The harness talks to the coordinator through labgrid's own client session, in
-process (:mod:`harness.lab.session`). Before reserving, it checks every place
+process (:mod:`harness.lab.client_session`). Before reserving, it checks every place
 that would match (:func:`~harness.lab.places.place_state`, and its resources
 by :func:`~harness.lab.resources.read_resources`): a place that fails is left
 out with one warning naming it and the field, and is never chosen. Reservations name
@@ -46,11 +46,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from harness.config.kinds import all_kinds, device_kind
-from harness.config.profile import DeviceProfile, ProfileError
 from harness.extras import LAB
 from harness.lab import quarantine as lab_quarantine
 from harness.lab.resources import check_lab_profile
+from harness.profiles.device_profile import DeviceProfile, ProfileError
+from harness.profiles.kinds import all_kinds, device_kind
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"

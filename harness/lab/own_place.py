@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from harness.config.profile import DeviceProfile
+from harness.lab.client_session import LabSession
 from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.places import LabIdentity
 from harness.lab.reservation import HeldPlace, LabgridReservation, PlaceLost
 from harness.lab.resources import with_lab_address
-from harness.lab.session import LabSession
+from harness.profiles.device_profile import DeviceProfile
 
 
 def users_owner() -> str:

@@ -2,7 +2,7 @@
 
 :class:`LabIdentity` is one harness process as a labgrid owner
 (``HOST/USER-pidPID-START``); :func:`place_state` checks one place as labgrid's client
-session copied it (:mod:`harness.lab.session`): name, tags, comment, holder,
+session copied it (:mod:`harness.lab.client_session`): name, tags, comment, holder,
 reservation and exporters, each by the harness's value rules. A place that fails them is
 that place's problem (:class:`BadPlace`): it is left out, and the others go on.
 """
@@ -23,7 +23,7 @@ from harness.untrusted.reading import brief, printable
 from harness.untrusted.value_rules import ValueRuleError, check_word
 
 if TYPE_CHECKING:
-    from harness.lab.session import RawPlace
+    from harness.lab.client_session import RawPlace
 
 # ---- identities ------------------------------------------------------------------------------
 

@@ -28,8 +28,8 @@ from harness.transport.base import DeviceUnavailable
 from harness.untrusted.reading import printable
 
 if TYPE_CHECKING:
+    from harness.lab.client_session import LabSession
     from harness.lab.places import PlaceState
-    from harness.lab.session import LabSession
 
 HEALTH_TAG = "et_health"
 HEALTHY = "ok"
@@ -51,7 +51,7 @@ def about_the_device(error: BaseException) -> bool:
     Not an SSH host key missing from this runner's known_hosts: that is its own setup (a
     key the device changed, :class:`~harness.transport.ssh.HostKeyMismatch`, is the
     device's: a person must look)."""
-    from harness.transport.ssh.errors import HostKeyUnknown  # only once a place is held
+    from harness.transport.ssh.setting_errors import HostKeyUnknown  # only once a place is held
 
     return not isinstance(error, HostKeyUnknown)
 

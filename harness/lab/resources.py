@@ -1,6 +1,6 @@
 """Where a labgrid place's device is: its resources, read as untrusted input.
 
-labgrid's client session (:mod:`harness.lab.session`) holds every resource the
+labgrid's client session (:mod:`harness.lab.client_session`) holds every resource the
 exporters announce, e.g. for a place::
 
     NetworkService     {address: 127.0.0.2, port: 2222, username: etdevice}
@@ -11,7 +11,7 @@ That data comes from the lab (exporters describe their own resources), so it is 
 like a profile: every value the transport uses is checked with the profile's own rules
 (:mod:`harness.untrusted.value_rules`), and a place whose resources fail them is not
 chosen (:func:`read_resources` with ``acquired=False``, before reserving). The device
-kind (its registry entry's ``lab``, :mod:`harness.config.kinds`) then fills the
+kind (its registry entry's ``lab``, :mod:`harness.profiles.kinds`) then fills the
 transport fields a lab profile leaves out, through its module's ``lab_settings``:
 ``host``, ``port`` and ``user`` of an SSH device from its ``NetworkService``;
 ``url`` (and ``baudrate``) of a serial device from its ``NetworkSerialPort`` (the
@@ -28,8 +28,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.config.kinds import device_kind
-from harness.config.profile import DeviceProfile, ProfileError
 from harness.devices.acquired_place import (
     SERIAL_PROTOCOLS,
     LabResourceError,
@@ -39,6 +37,8 @@ from harness.devices.acquired_place import (
     ServiceAddress,
 )
 from harness.devices.bring_up import kind_module
+from harness.profiles.device_profile import DeviceProfile, ProfileError
+from harness.profiles.kinds import device_kind
 from harness.untrusted.reading import brief, printable
 from harness.untrusted.value_rules import (
     ValueRuleError,
@@ -49,7 +49,7 @@ from harness.untrusted.value_rules import (
 )
 
 if TYPE_CHECKING:
-    from harness.lab.session import Resource
+    from harness.lab.client_session import Resource
 
 _MAX_BAUDRATE = 20_000_000
 _MAX_RESOURCES = 64  # of one place

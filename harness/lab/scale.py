@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.emulators.labgrid_lab import labgrid_program, wait_listening
+from harness.lab.client_session import LabSession
 from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity
 from harness.lab.reservation import LabgridReservation
-from harness.lab.session import LabSession
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port

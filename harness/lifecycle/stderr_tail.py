@@ -1,7 +1,7 @@
 """What a program the harness runs wrote to stderr, kept as a bounded tail of lines.
 
 A local child (:class:`~harness.lifecycle.process.ManagedProcess`) and a remote process
-over SSH (:class:`~harness.transport.ssh.stream.SshStream`) both have their stderr read
+over SSH (:class:`~harness.transport.ssh.exec_stream.SshStream`) both have their stderr read
 by a :class:`StderrTail`: a thread of its own drains it (so the program never blocks on
 a full pipe), keeps the last lines for error messages and lets callers wait for a line.
 """

@@ -2,7 +2,7 @@
 
 A session numbers each request and checks that the report it reads back answers
 that request, so a report can never be attributed to the wrong case. The channel
-(:mod:`harness.link`) carries the whole messages: a process's byte stream, or a
+(:mod:`harness.channel`) carries the whole messages: a process's byte stream, or a
 serial link to an MCU whose firmware is the agent.
 """
 
@@ -13,9 +13,14 @@ import itertools
 from collections.abc import Sequence
 from typing import Protocol
 
+from harness.channel.message_channel import (
+    AgentProtocolError,
+    MessageChannel,
+    TimeLimit,
+    header_seq,
+)
 from harness.codec import wire
 from harness.data.messages import Report, Request
-from harness.link.channel import AgentProtocolError, MessageChannel, TimeLimit, header_seq
 
 __all__ = ["AgentLink", "AgentProtocolError", "AgentSession", "TimeLimit"]
 
@@ -41,7 +46,7 @@ class AgentLink(Protocol):
 
 
 class AgentSession:
-    """Requests and reports over one :class:`~harness.link.channel.MessageChannel`."""
+    """Requests and reports over one :class:`~harness.channel.message_channel.MessageChannel`."""
 
     def __init__(self, channel: MessageChannel, *, name: str = "agent") -> None:
         self.channel = channel

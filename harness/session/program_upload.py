@@ -2,7 +2,7 @@
 
 MCU firmware built from an ExecuTorch source tree runs ``Program::load`` over
 programs it received with PROGRAM_DATA and PROGRAM_END (actions 9 and 10,
-:mod:`harness.codec.wire.program_upload`) and holds several, each named by its
+:mod:`harness.codec.wire.program_messages`) and holds several, each named by its
 CRC-32 as 8 lowercase hex digits. :class:`ProgramUploadingSession` is the agent
 session of such a board: before a LOAD it uploads, for every model whose
 ``program`` is empty, the probe program for its delegates
@@ -17,9 +17,9 @@ import dataclasses
 import zlib
 from collections.abc import Sequence
 
-from harness.codec.wire.program_upload import chunk_limit, encode_program_data, encode_program_end
+from harness.channel.message_channel import MessageChannel
+from harness.codec.wire.program_messages import chunk_limit, encode_program_data, encode_program_end
 from harness.data.messages import Action, Outcome, Report, Request
-from harness.link.channel import MessageChannel
 from harness.programs.probe_program import probe_program
 from harness.session.agent_session import AgentSession
 from harness.transport.base import TransportError

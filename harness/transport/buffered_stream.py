@@ -2,7 +2,7 @@
 bounded waits, and errors that end with what the program wrote to stderr.
 
 :class:`~harness.transport.process_stream.ProcessStream` (a local child's pipes) and
-:class:`~harness.transport.ssh.stream.SshStream` (an SSH exec channel) differ only in
+:class:`~harness.transport.ssh.exec_stream.SshStream` (an SSH exec channel) differ only in
 how a chunk is received and in what a lost stream says about the program.
 """
 

@@ -5,7 +5,7 @@ A port is anything pyserial's ``serial_for_url`` opens: a device path
 ``rfc2217://host:port`` (a networked serial server such as ser2net, which a labgrid
 exporter runs for a place's serial port; opened with ``?ign_set_control``, as ser2net
 does not answer the control option pyserial otherwise waits for). The framed protocol on
-top is :mod:`harness.link.serial.arq`, reached through :mod:`harness.link.serial.connect`.
+top is :mod:`harness.channel.serial.arq`, reached through :mod:`harness.channel.serial.connect`.
 Profile fields (``transport:`` with ``kind: serial``, checked by
 :mod:`harness.devices.serial`)::
 

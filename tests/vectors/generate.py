@@ -38,7 +38,7 @@ from harness.codec.wire import (
     encode_request,
     seal,
 )
-from harness.codec.wire.program_upload import (
+from harness.codec.wire.program_messages import (
     ProgramData,
     ProgramEnd,
     ProgramUpload,

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.emulators.adb.auth import AdbPublicKey, load_adb_keys
-from harness.emulators.adb.connection import AdbConnection, Identity, Service
 from harness.emulators.adb.device_root import DeviceNamespace, prepare_device_root
+from harness.emulators.adb.host_connection import AdbConnection, Identity, Service
 from harness.emulators.adb.properties import DEFAULT_PROPERTIES, DeviceProperties
 from harness.emulators.adb.shell import ShellRequest, serve_shell
 from harness.emulators.adb.sync import serve_sync

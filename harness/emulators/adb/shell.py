@@ -25,8 +25,8 @@ import termios
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.emulators.adb.connection import DeviceStream, StreamClosed
 from harness.emulators.adb.device_root import DEVICE_PATH, DeviceNamespace
+from harness.emulators.adb.host_connection import DeviceStream, StreamClosed
 from harness.emulators.adb.protocol import MAX_PAYLOAD
 
 _PACKET_HEADER = struct.Struct("<BI")

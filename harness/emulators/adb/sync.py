@@ -14,8 +14,8 @@ import stat
 import struct
 from pathlib import Path
 
-from harness.emulators.adb.connection import DeviceStream, StreamClosed
 from harness.emulators.adb.device_root import DeviceNamespace
+from harness.emulators.adb.host_connection import DeviceStream, StreamClosed
 
 SYNC_DATA_MAX = 64 * 1024
 MAX_PATH = 1024

@@ -8,16 +8,16 @@
 - :mod:`.stream` — :class:`SshStream`, an agent process's stdin and stdout.
 """
 
-from harness.transport.ssh.errors import (
+from harness.transport.ssh.exec_stream import SshStream
+from harness.transport.ssh.host_keys import fingerprint_of_public_key
+from harness.transport.ssh.route import resolve_route
+from harness.transport.ssh.setting_errors import (
     HostKeyMismatch,
     HostKeyRejected,
     HostKeyUnknown,
     SshConfigError,
 )
-from harness.transport.ssh.host_keys import fingerprint_of_public_key
-from harness.transport.ssh.route import resolve_route
-from harness.transport.ssh.settings import SshSettings
-from harness.transport.ssh.stream import SshStream
+from harness.transport.ssh.ssh_settings import SshSettings
 from harness.transport.ssh.transport import SshTransport
 
 __all__ = [

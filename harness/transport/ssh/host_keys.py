@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import paramiko
 from paramiko.pkey import UnknownKeyType
 
-from harness.transport.ssh.errors import (
+from harness.transport.ssh.setting_errors import (
     HostKeyMismatch,
     HostKeyUnknown,
     SshConfigError,

@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import paramiko
 
-from harness.transport.ssh.errors import (
+from harness.transport.ssh.setting_errors import (
     SshConfigError,
 )
-from harness.transport.ssh.settings import (
+from harness.transport.ssh.ssh_settings import (
     _MAX_JUMPS,
     DEFAULT_KNOWN_HOSTS,
     DEFAULT_SSH_CONFIG,

@@ -47,11 +47,7 @@ from harness.transport.ssh.connection import (
     _spawn_proxy_command,
     _Watchdog,
 )
-from harness.transport.ssh.errors import (
-    HostKeyMismatch,
-    HostKeyRejected,
-    SshConfigError,
-)
+from harness.transport.ssh.exec_stream import SshStream, _drain, is_id
 from harness.transport.ssh.host_keys import (
     _HostKeyPin,
     _VerifyHostKey,
@@ -62,10 +58,14 @@ from harness.transport.ssh.route import (
     _Hop,
     resolve_route,
 )
-from harness.transport.ssh.settings import (
+from harness.transport.ssh.setting_errors import (
+    HostKeyMismatch,
+    HostKeyRejected,
+    SshConfigError,
+)
+from harness.transport.ssh.ssh_settings import (
     SshSettings,
 )
-from harness.transport.ssh.stream import SshStream, _drain, is_id
 from harness.transport.ssh.work_dir import ensure_private_work_dir
 from harness.untrusted.reading import InputFileError, read_bounded_text
 

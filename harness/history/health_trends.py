@@ -8,7 +8,7 @@ import collections
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.history.records import QUARANTINED
+from harness.history.stored_runs import QUARANTINED
 from harness.history.view import History
 
 

@@ -25,10 +25,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.codec import wire
-from harness.errors import InfrastructureError, UsageError
-from harness.link.channel import FIRMWARE_REBUILD, MessageChannel, header_seq, version_mismatch
-from harness.link.serial.frame import (
+from harness.channel.message_channel import (
+    FIRMWARE_REBUILD,
+    MessageChannel,
+    header_seq,
+    version_mismatch,
+)
+from harness.channel.serial.frame import (
     FLAG_END,
     FLAG_START,
     FRAME_CRC,
@@ -37,8 +40,10 @@ from harness.link.serial.frame import (
     FrameError,
     FrameKind,
 )
-from harness.link.serial.frame_port import FramePort, SerialPortLike
-from harness.link.serial.hello import CAP_EXIT, LINK_VERSION, DeviceHello, SerialProtocolError
+from harness.channel.serial.frame_port import FramePort, SerialPortLike
+from harness.channel.serial.hello import CAP_EXIT, LINK_VERSION, DeviceHello, SerialProtocolError
+from harness.codec import wire
+from harness.errors import InfrastructureError, UsageError
 from harness.transport.base import (
     DeviceUnavailable,
     TransportError,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import shipped
-from harness.config.settings import refuse
+from harness.profiles.validator import refuse
 
 __all__ = [
     "INI_OPTION",

@@ -1,7 +1,7 @@
 """The HELLO frame (docs/serial-protocol.md): what a device announces about its link.
 
 A device sends one when it boots (session 0) and one in answer to each HELLO_REQUEST
-(echoing that request's session); :mod:`harness.link.serial.arq` adapts its frame size
+(echoing that request's session); :mod:`harness.channel.serial.arq` adapts its frame size
 and window to it.
 """
 

@@ -2,7 +2,7 @@
 
 The agent serves wire-format messages back to back (docs/wire-format.md); each
 report's length comes from its header. Each read waits at most the case timeout,
-and no longer than the channel's :class:`~harness.link.channel.TimeLimit` (e.g. the
+and no longer than the channel's :class:`~harness.channel.message_channel.TimeLimit` (e.g. the
 run's ``--run-timeout``) allows.
 """
 
@@ -11,15 +11,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from harness.codec import wire
-from harness.codec.wire.stream_reader import StreamReader, StreamRefusal, StreamUnit
-from harness.link.channel import (
+from harness.channel.message_channel import (
     AGENT_REBUILD,
     AgentProtocolError,
     MessageChannel,
     TimeLimit,
     version_mismatch,
 )
+from harness.codec import wire
+from harness.codec.wire.stream_reader import StreamReader, StreamRefusal, StreamUnit
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.transport.ssh.errors import (
-    SshConfigError,
-)
 from harness.transport.ssh.host_keys import (
     _HostKeyPin,
+)
+from harness.transport.ssh.setting_errors import (
+    SshConfigError,
 )
 from harness.untrusted.reading import brief
 from harness.untrusted.value_rules import (

@@ -1,6 +1,6 @@
 """Serial frames (docs/serial-protocol.md): COBS-encoded, 0x00-delimited, CRC-32 protected.
 
-A frame is the unit the serial link (:mod:`harness.link.serial.arq`) numbers,
+A frame is the unit the serial link (:mod:`harness.channel.serial.arq`) numbers,
 acknowledges and resends; a wire message travels in one or more DATA frames.
 """
 

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.codec.strict_yaml import read_yaml
-from harness.config.device_folders import (
+from harness.lifecycle.cache import cache_root
+from harness.profiles.device_folders import (
     DeviceFolder,
     listing,
     of_working_directory,
     with_built_in,
 )
-from harness.config.kinds import (
+from harness.profiles.kinds import (
     RENAMED_EMULATORS,
     UnknownKind,
     all_kinds,
@@ -32,8 +33,8 @@ from harness.config.kinds import (
     emulators,
     kind_names,
 )
-from harness.config.mcu_boards import BOARDS, DEFAULT_MACHINE
-from harness.config.settings import (
+from harness.profiles.mcu_boards import BOARDS, DEFAULT_MACHINE
+from harness.profiles.validator import (
     Field,
     ProfileError,
     Spec,
@@ -41,7 +42,6 @@ from harness.config.settings import (
     one_of,
     parse_settings,
 )
-from harness.lifecycle.cache import cache_root
 from harness.runtime.choice import Runtime
 from harness.runtime.firmware_tree import RuntimeSourceError, check_trusted_source
 from harness.runtime.install_prefix import SdkPrefixError, check_trusted
@@ -101,7 +101,7 @@ class DeviceProfile:
     work_dir: str = DEFAULT_WORK_DIR
     agent: AgentConfig = AgentConfig()
     emulator: str | None = None
-    machine: str | None = None  # the board mcu-emu emulates (harness/config/mcu_boards.py)
+    machine: str | None = None  # the board mcu-emu emulates (harness/profiles/mcu_boards.py)
     backends: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     timeouts: Timeouts = Timeouts()
@@ -166,7 +166,7 @@ _PROFILE_FIELDS: dict[str, Spec] = {
 
 def profile_names(folders: Sequence[DeviceFolder] | None = None) -> list[str]:
     """Names of the profiles in ``folders`` (None: the working directory's project's
-    folders, then the built-in one; :mod:`harness.config.device_folders`)."""
+    folders, then the built-in one; :mod:`harness.profiles.device_folders`)."""
     return [found.name for found in listing(_folders(folders))]
 
 

@@ -1,9 +1,9 @@
-"""Frames over a byte port: what :mod:`harness.link.serial.arq` reads and writes.
+"""Frames over a byte port: what :mod:`harness.channel.serial.arq` reads and writes.
 
 A :class:`FramePort` waits on a pyserial port (``select()`` where it has a file
 descriptor: a UART, ``socket://``; short blocking reads where not: ``rfc2217://``),
 splits what arrives at the 0x00 delimiters and decodes the frames between them
-(:mod:`harness.link.serial.frame`); a failing port is :class:`TransportLost`. It keeps the
+(:mod:`harness.channel.serial.frame`); a failing port is :class:`TransportLost`. It keeps the
 first bytes it read, the evidence when a device's first frame never comes.
 """
 
@@ -15,7 +15,7 @@ from typing import Protocol
 
 import serial
 
-from harness.link.serial.frame import Frame, FrameError, decode_frame
+from harness.channel.serial.frame import Frame, FrameError, decode_frame
 from harness.transport.base import TransportLost
 from harness.transport.serial import POLL_INTERVAL
 

@@ -1,7 +1,7 @@
 """Connecting to an MCU: open its serial port, reset the board, complete the HELLO handshake.
 
 The port and its settings are :mod:`harness.transport.serial`; the link on top is
-:mod:`harness.link.serial.arq`.
+:mod:`harness.channel.serial.arq`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from harness.link.serial.arq import LinkConfig, SerialLink
+from harness.channel.serial.arq import LinkConfig, SerialLink
 from harness.transport.serial import ResetLine, SerialSettings, open_port, pulse_reset
 
 

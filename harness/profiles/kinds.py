@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config.settings import ProfileError
+from harness.profiles.validator import ProfileError
 
 Settings = Mapping[str, Any]
 ENTRY_POINT_GROUP = "et_harness.device_kinds"
