@@ -18,16 +18,16 @@ mutmut_version=3.8.1
 case "$area" in
 check)
     mutate='harness/check/*'
-    tests=(tests/test_check.py tests/test_check_models.py tests/test_check_verdicts.py
-        tests/test_check_rendering.py tests/test_verdict_examined.py -m 'not slow')
+    tests=(tests/unit/test_check.py tests/unit/test_check_models.py tests/unit/test_check_verdicts.py
+        tests/unit/test_check_rendering.py tests/system/test_verdict_examined.py -m 'not slow')
     ;;
 wire)
     mutate='harness/codec/wire/*'
     # test_stream_vectors.py's Python reader tests; its agent, QEMU and MCU tests are not
     # this area's unit tests (the agent's C reader is not mutated here).
-    tests=(tests/test_wire.py tests/test_wire_limits.py tests/test_wire_errors.py
-        tests/test_wire_hot_path.py tests/test_vectors.py tests/test_stream_vectors.py
-        tests/test_stream_reader.py
+    tests=(tests/unit/test_wire.py tests/unit/test_wire_limits.py tests/unit/test_wire_errors.py
+        tests/unit/test_wire_hot_path.py tests/unit/test_vectors.py tests/system/test_stream_vectors.py
+        tests/unit/test_stream_reader.py
         -k 'not hosted and not host_session and not arm64 and not mcu')
     ;;
 *)

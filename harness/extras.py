@@ -4,7 +4,7 @@ The core (the plugin, the CLI, every device kind, the check, the SQLite history)
 only the packages in ``[project] dependencies``. A labgrid lab and the history's
 PostgreSQL driver and trend charts need an extra (``pip install
 'executorch-hil-harness[lab]'``); a feature whose extra is missing says so in one line
-(:meth:`Extra.missing`). ``tests/test_installed_wheel.py`` imports every module of the
+(:meth:`Extra.missing`). ``tests/system/test_installed_wheel.py`` imports every module of the
 harness where only the core is installed, so that no core module comes to need an extra.
 """
 

@@ -4,7 +4,7 @@ Suites, map-building helpers and docs/ use this name; it is part of the harness'
 interface, as :mod:`harness.check` is for verdicts. The definitions live in
 :mod:`harness.data.options` with the rest of the pure data (docs/architecture.md), and
 this module only re-exports them: the two names are the same objects, and
-``tests/test_options.py`` keeps this list equal to that module's public names and the
+``tests/unit/test_options.py`` keeps this list equal to that module's public names and the
 map file's two: :func:`load_map` (a map file, YAML or JSON, docs/map-files.md) and its
 :class:`MapFileError`, from :mod:`harness.codec.mapfile`. One more name,
 ``options_maps`` (Hypothesis strategies for valid maps, for property-based suites,

@@ -5,7 +5,7 @@ owns one agent link, keeps track of which probe backends the device's registry
 holds, and turns "send this map" into the right requests and a :class:`Verdict`.
 
 With :mod:`harness.options` and :mod:`harness.check` this module is the interface
-suites use (``__all__``; ``tests/test_public_api.py`` keeps ``suites/`` to it):
+suites use (``__all__``; ``tests/unit/test_public_api.py`` keeps ``suites/`` to it):
 :class:`ModelLoad` for :meth:`CaseRunner.load_models`, :func:`encode_request` for the
 bytes :meth:`CaseRunner.send_raw` corrupts, :func:`xnnpack_program`, the harness's
 XNNPACK program as a ``.pte`` file (for :meth:`CaseRunner.check_program`), and

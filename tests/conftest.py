@@ -1,6 +1,7 @@
-"""Fixtures shared by the project's tests of the MCU firmware and its serial link: every
-test that uses ``firmware`` or ``mcu`` runs on each emulated board
-(harness/profiles/mcu_boards.py)."""
+"""What the project's tests share (the unit tests in ``tests/unit/``, the system tests in
+``tests/system/``): no run history, one object cache, the longest modules first, and the
+fixtures of the system tests of the MCU firmware and its serial link: every test that uses
+``firmware`` or ``mcu`` runs on each emulated board (harness/profiles/mcu_boards.py)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@
 // it never wrote: an uninitialised value where it matters. What the read returns depends on
 // the allocator (the block may still hold the name, or the allocator's bookkeeping), and
 // the shim only writes it to a volatile sink, so without a memory checker nothing is
-// seen. tests/test_memcheck.py preloads it into the host agent under memcheck and checks
+// seen. tests/system/test_memcheck.py preloads it into the host agent under memcheck and checks
 // that the tests that LOAD fail with memcheck's report (the read, where the block was
 // freed) while the others pass.
 #include "etb_load_method_hook.h"

@@ -11,7 +11,7 @@
 // models at once on threads of its own (CONCURRENT): what the proxy and the
 // interposers keep is guarded, and "a loading thread" is any thread but the main
 // one. Used by
-// tests/test_fault_injection.py, which measures whether the suites catch each.
+// tests/system/test_fault_injection.py, which measures whether the suites catch each.
 #include <dlfcn.h>
 
 #include <executorch/extension/module/module.h>
@@ -69,7 +69,7 @@ enum class Fault {
   RealGetOptionIgnored,    // get_option: a real backend is not called, values untouched
   RealGetValueChanged,     // get_option: every int OpenvinoBackend left arrives increased by 1
   // ... and one in what a delivered option does (an effect, not a delivery: see
-  // tests/test_option_effects.py): the specs arrive exactly, the outputs change.
+  // tests/system/test_option_effects.py): the specs arrive exactly, the outputs change.
   RealOptionChangesOutput,  // execute: a real backend whose init got any spec writes -3.9e-32
   RealIgnoresCachePath,     // init: delivered exactly, the file at packed_cache_path is not kept
                             // into element 0 of its last float tensor argument (an output)

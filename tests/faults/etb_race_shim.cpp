@@ -3,7 +3,7 @@
 // In every Program::load_method (etb_load_method_hook.h), before the real runtime's, it
 // starts a thread that bumps a plain counter while the calling thread bumps it too, then
 // joins it: two unsynchronised writes to one int, on every LOAD and only there.
-// tests/test_race_detector.py preloads it into the host agent under each race
+// tests/system/test_race_detector.py preloads it into the host agent under each race
 // detector (built with -fsanitize=thread for tsan, plainly for helgrind and
 // drd) and checks that the tests that LOAD fail with the detector's report while
 // the others pass, and that without the shim nothing is reported.

@@ -9,8 +9,8 @@ the bytes as ``expect`` must fail with exactly ``CODE`` ("upload": the decoder o
 9 and 10, a device with program upload). Stream vectors (``stream/``) are a byte
 stream and the reports a device owes it (docs/wire-format.md, "Stream reading"). Every
 vector is checked against :mod:`harness.codec.wire` (and
-:mod:`harness.codec.wire.stream_reader`) before it is written. ``tests/test_vectors.py``
-and ``tests/test_stream_vectors.py`` fail when the committed files differ from what this
+:mod:`harness.codec.wire.stream_reader`) before it is written. ``tests/unit/test_vectors.py``
+and ``tests/system/test_stream_vectors.py`` fail when the committed files differ from what this
 script produces.
 """
 
