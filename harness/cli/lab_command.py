@@ -33,6 +33,7 @@ def run_lab(args: argparse.Namespace) -> int:
     from harness.cli.main import CliError
     from harness.lab import quarantine
     from harness.lab.client_session import LabSession
+    from harness.lab.labgrid import HEALTH_TAG, HEALTHY
 
     if args.action == "clear" and args.place is None:
         raise CliError("lab quarantine clear needs the place: lab quarantine clear PLACE")
@@ -45,11 +46,11 @@ def run_lab(args: argparse.Namespace) -> int:
     if args.action == "clear":
         restored = quarantine.clear(lab, args.place)
         kept = f"comment back to: {restored}" if restored else "no comment of its own"
-        print(f"{args.place}: {quarantine.HEALTH_TAG}={quarantine.HEALTHY}, {kept}")
+        print(f"{args.place}: {HEALTH_TAG}={HEALTHY}, {kept}")
         return 0
     states = quarantine.out_of_service(lab)
     for state in states:
-        print(f"{state.name}  {quarantine.HEALTH_TAG}={quarantine.health_of(state)}")
+        print(f"{state.name}  {HEALTH_TAG}={quarantine.health_of(state)}")
         print(f"  {state.comment or '(no comment)'}")
     print(f"{len(states)} place(s) out of service at {lab.coordinator}")
     return 0

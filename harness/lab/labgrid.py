@@ -47,13 +47,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.extras import LAB
-from harness.lab import quarantine as lab_quarantine
-from harness.lab.resources import check_lab_profile
 from harness.profiles.device_profile import DeviceProfile, ProfileError
 from harness.profiles.kinds import all_kinds, device_kind
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
+# A place's health tag in the lab (harness.lab.quarantine): what a lab-wide quarantine sets.
+HEALTH_TAG = "et_health"
+HEALTHY = "ok"
+QUARANTINED = "quarantined"
+MODES = ("run", "lab")  # how far a failed health check reaches
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
 _RESETS = ("none", "power")
@@ -80,7 +83,7 @@ class LabgridPlace:
         lab-wide quarantine, only places in service (``et_health=ok``)."""
         wanted = dict(self.tags)
         if self.quarantine == "lab":
-            wanted[lab_quarantine.HEALTH_TAG] = lab_quarantine.HEALTHY
+            wanted[HEALTH_TAG] = HEALTHY
         return wanted
 
     def asks_for(self, name: str, tags: Mapping[object, object]) -> bool:
@@ -140,11 +143,11 @@ class LabgridPlace:
                 f"outside (only transport.kind {resettable} is): remove the field"
             )
         quarantine = data.get("quarantine", "run")
-        if quarantine not in lab_quarantine.MODES:
+        if quarantine not in MODES:
             raise ProfileError(
                 f"{where}.quarantine: {quarantine!r} is not one of "
-                f"{', '.join(lab_quarantine.MODES)} (lab: a failed health check tags the place "
-                f"{lab_quarantine.HEALTH_TAG}={lab_quarantine.QUARANTINED} for every runner)"
+                f"{', '.join(MODES)} (lab: a failed health check tags the place "
+                f"{HEALTH_TAG}={QUARANTINED} for every runner)"
             )
         return cls(place, tags, coordinator, reset, quarantine)
 
@@ -204,3 +207,19 @@ def require_labgrid(profile: DeviceProfile) -> None:
             f"{profile.where('transport.' + SETTING)}: {missing}; or use a profile without "
             "the labgrid setting"
         )
+
+
+def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
+    """A lab profile with stand-in values for the fields the lab fills, for the transport's
+    own checks of the rest; :class:`ProfileError` if the profile sets one of them itself."""
+    lab = device_kind(profile.kind).lab
+    if lab is None:
+        return profile  # the place is only held (a host-attached device): nothing to fill
+    given = sorted(set(profile.settings) & set(lab.fields))
+    if given:
+        raise ProfileError(
+            f"{profile.where('transport.' + given[0])}: comes from the acquired labgrid place "
+            f"({', '.join(lab.fields)} are the lab's); remove it from the profile"
+        )
+    settings = {**profile.settings, **dict(lab.placeholder)}
+    return dataclasses.replace(profile, settings=settings)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
+from harness.lab.labgrid import HEALTH_TAG, HEALTHY, QUARANTINED
 from harness.lab.places import BadPlace, place_state
 from harness.results.infra import one_line
 from harness.transport.base import DeviceUnavailable
@@ -31,10 +32,6 @@ if TYPE_CHECKING:
     from harness.lab.client_session import LabSession
     from harness.lab.places import PlaceState
 
-HEALTH_TAG = "et_health"
-HEALTHY = "ok"
-QUARANTINED = "quarantined"
-MODES = ("run", "lab")  # how far a failed health check reaches
 _REASON_LIMIT = 300
 _RECORD = "quarantined by "  # how the harness's record begins
 _KEPT = " [place comment: "  # what follows it: the operator's own comment, kept

@@ -20,7 +20,7 @@ from fnmatch import fnmatchcase
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.lab import quarantine as lab_quarantine
 from harness.lab.client_session import LabgridError, LabSession, RawPlace, Resource
-from harness.lab.labgrid import LabgridPlace
+from harness.lab.labgrid import HEALTHY, LabgridPlace
 from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
 from harness.lab.resources import read_resources
 from harness.lifecycle import owner
@@ -153,9 +153,7 @@ class LabgridReservation:
             if raw.matches and not any(r.available for r in matched):
                 unavailable.append(state)  # reserved once its exporter is back
                 continue
-            if self.wanted.quarantine == "lab" and (
-                lab_quarantine.health_of(state) != lab_quarantine.HEALTHY
-            ):
+            if self.wanted.quarantine == "lab" and (lab_quarantine.health_of(state) != HEALTHY):
                 unavailable.append(state)  # a reservation for it could never be granted
                 continue
             usable.append(state)

@@ -37,7 +37,7 @@ from harness.devices.acquired_place import (
     ServiceAddress,
 )
 from harness.devices.bring_up import kind_module
-from harness.profiles.device_profile import DeviceProfile, ProfileError
+from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import device_kind
 from harness.untrusted.reading import brief, printable
 from harness.untrusted.value_rules import (
@@ -157,22 +157,6 @@ def _power(fields: Mapping[str, Any]) -> PowerPort:
         index = int(index)  # labgrid keeps a power port's index as text
     index = _field({"index": index}, "index", lambda v: check_count(v, 0, 1023))
     return PowerPort(model, host, index)
-
-
-def check_lab_profile(profile: DeviceProfile) -> DeviceProfile:
-    """A lab profile with stand-in values for the fields the lab fills, for the transport's
-    own checks of the rest; :class:`ProfileError` if the profile sets one of them itself."""
-    lab = device_kind(profile.kind).lab
-    if lab is None:
-        return profile  # the place is only held (a host-attached device): nothing to fill
-    given = sorted(set(profile.settings) & set(lab.fields))
-    if given:
-        raise ProfileError(
-            f"{profile.where('transport.' + given[0])}: comes from the acquired labgrid place "
-            f"({', '.join(lab.fields)} are the lab's); remove it from the profile"
-        )
-    settings = {**profile.settings, **dict(lab.placeholder)}
-    return dataclasses.replace(profile, settings=settings)
 
 
 def with_lab_address(profile: DeviceProfile, resources: LabResources, place: str) -> DeviceProfile:

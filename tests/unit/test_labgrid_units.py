@@ -18,6 +18,7 @@ from harness.lab.client_session import RawPlace, Resource
 from harness.lab.labgrid import (
     LabgridNotInstalled,
     LabgridPlace,
+    check_lab_profile,
     for_transport_checks,
     require_labgrid,
     without_labgrid,
@@ -29,7 +30,6 @@ from harness.lab.resources import (
     LabResources,
     SerialAddress,
     ServiceAddress,
-    check_lab_profile,
     read_resources,
     with_lab_address,
 )
