@@ -85,10 +85,10 @@ from harness.farm.slot import (
 )
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
-from harness.lab.labgrid import LabgridPlace, pool_names, require_labgrid
 from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.profiles.device_profile import DeviceProfile, ProfileError
+from harness.profiles.lab_setting import LabgridPlace, pool_names, require_labgrid
 from harness.results.artifacts import CrashArtifacts
 from harness.results.directory import ResultsRecorder, RunInfo
 from harness.results.infra import infrastructure_error

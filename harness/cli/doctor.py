@@ -78,7 +78,7 @@ def lab_place(
     """``profile`` as a command that brings one device up opens it: a lab profile's place
     held for the block (the user's own, else reserved within ``wait`` s and handed back),
     its address filled in; with the board's outside reset, if the lab has one."""
-    from harness.lab.labgrid import LabgridPlace, require_labgrid
+    from harness.profiles.lab_setting import LabgridPlace, require_labgrid
 
     wanted = LabgridPlace.of(profile)
     if wanted is None:

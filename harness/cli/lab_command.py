@@ -33,7 +33,7 @@ def run_lab(args: argparse.Namespace) -> int:
     from harness.cli.main import CliError
     from harness.lab import quarantine
     from harness.lab.client_session import LabSession
-    from harness.lab.labgrid import HEALTH_TAG, HEALTHY
+    from harness.profiles.lab_setting import HEALTH_TAG, HEALTHY
 
     if args.action == "clear" and args.place is None:
         raise CliError("lab quarantine clear needs the place: lab quarantine clear PLACE")

@@ -6,7 +6,7 @@ holds a device for all its tests while other workers run other devices; tests
 without a device are spread one by one. A *pool* (a lab profile that asks for any
 place with some labgrid tags) is many devices of one kind: its tests are handed out
 one by one as workers free up (xdist's ``load``), so up to N workers use the pool at
-once, each on a place of its own (:mod:`harness.lab.labgrid`), and a slow board or one
+once, each on a place of its own (:mod:`harness.profiles.lab_setting`), and a slow board or one
 left for another (:mod:`harness.farm.slot`) does not hold tests back. (xdist's own
 ``loadgroup`` mode cannot be used: with pytest 9.2 it silently stops grouping,
 pytest-xdist issue #1386.)

@@ -5,7 +5,7 @@ its lock in turn. The lock is an ``flock`` on ``<lock dir>/<device>.lock``
 (released by the kernel when the holder dies, even by SIGKILL); next to it,
 ``<device>.holder.json`` says who holds it, so that a run that gives up waiting
 can name the holder. Locks are per host: devices shared between hosts need a
-lab-wide lock (labgrid, see :mod:`harness.lab.labgrid`).
+lab-wide lock (labgrid, see :mod:`harness.profiles.lab_setting`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from harness.devices.bring_up import check_transport_settings
 from harness.errors import UsageError
-from harness.lab.labgrid import for_transport_checks
 from harness.profiles.device_folders import (
     DeviceFolder,
     listing,
@@ -21,6 +20,7 @@ from harness.profiles.device_folders import (
     with_built_in,
 )
 from harness.profiles.device_profile import DeviceProfile, load_profile
+from harness.profiles.lab_setting import for_transport_checks
 from harness.untrusted.reading import brief_plain
 
 ALL = "all"
@@ -83,7 +83,7 @@ def check_profile(profile: DeviceProfile) -> None:
     """Refuse a profile whose transport fields are wrong, before anything starts.
 
     A lab profile is checked without its labgrid setting, with stand-ins for the
-    address its place will give (:func:`harness.lab.labgrid.for_transport_checks`).
+    address its place will give (:func:`harness.profiles.lab_setting.for_transport_checks`).
     """
     check_transport_settings(for_transport_checks(profile))
 

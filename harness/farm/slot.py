@@ -32,10 +32,10 @@ from harness.farm import lab_place
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
-from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.resources import LabResourceError, with_lab_address
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import device_kind
+from harness.profiles.lab_setting import LabgridPlace, without_labgrid
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.runtime.choice import Runtime

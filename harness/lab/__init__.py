@@ -1,6 +1,6 @@
 """A labgrid lab: its places held for a run's devices (the ``[lab]`` extra: labgrid).
 
-- :mod:`~harness.lab.labgrid`: a profile's labgrid setting;
+- :mod:`~harness.profiles.lab_setting`: a profile's labgrid setting;
 - :mod:`~harness.lab.reservation`: reserving, acquiring and handing over a place;
 - :mod:`~harness.lab.own_place`: a place the user holds used as theirs, and a place held
   for the length of one command (``send``, ``doctor``);
@@ -12,7 +12,7 @@
   its device kind takes from them;
 - :mod:`~harness.lab.quarantine`: a place out of service lab-wide (opt-in), the
   operator's own comment kept and given back;
-- :mod:`~harness.lab.benchmark`: what a lab costs; :mod:`~harness.lab.scale`: a larger
+- :mod:`~harness.cli.lab_benchmark`: what a lab costs; :mod:`~harness.cli.lab_scale`: a larger
   lab, by simulation.
 
 Only :mod:`~harness.lab.client_session` and what runs through it import labgrid itself, and

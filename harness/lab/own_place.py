@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from harness.lab.client_session import LabSession
-from harness.lab.labgrid import LabgridPlace, without_labgrid
 from harness.lab.places import LabIdentity
 from harness.lab.reservation import HeldPlace, LabgridReservation, PlaceLost
 from harness.lab.resources import with_lab_address
 from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.lab_setting import LabgridPlace, without_labgrid
 
 
 def users_owner() -> str:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
-from harness.lab.labgrid import HEALTH_TAG, HEALTHY, QUARANTINED
 from harness.lab.places import BadPlace, place_state
+from harness.profiles.lab_setting import HEALTH_TAG, HEALTHY, QUARANTINED
 from harness.results.infra import one_line
 from harness.transport.base import DeviceUnavailable
 from harness.untrusted.reading import printable

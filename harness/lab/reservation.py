@@ -1,6 +1,6 @@
 """One labgrid place held for this process: reserve, wait, acquire, hand over (needs labgrid).
 
-See :mod:`harness.lab.labgrid` for how a place is chosen. Everything goes through this
+See :mod:`harness.profiles.lab_setting` for how a place is chosen. Everything goes through this
 process's :class:`~harness.lab.client_session.LabSession`; what the coordinator says of
 places and resources is checked before it is used (a bad place is skipped, never
 chosen), and waiting is on the coordinator's stream of updates.
@@ -20,10 +20,10 @@ from fnmatch import fnmatchcase
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.lab import quarantine as lab_quarantine
 from harness.lab.client_session import LabgridError, LabSession, RawPlace, Resource
-from harness.lab.labgrid import HEALTHY, LabgridPlace
 from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
 from harness.lab.resources import read_resources
 from harness.lifecycle import owner
+from harness.profiles.lab_setting import HEALTHY, LabgridPlace
 
 _RECONNECT = ("", "")  # what the wait gives when the coordinator went away or came back
 _REPLAN = ("", "replan")  # ... when the usable places changed

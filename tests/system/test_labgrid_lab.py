@@ -36,11 +36,11 @@ from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.lab.client_session import LabSession
-from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity, PlaceState, place_state
 from harness.lab.reservation import LabgridReservation
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
+from harness.profiles.lab_setting import LabgridPlace
 
 ROOT = Path(__file__).resolve().parents[2]
 # Two suite tests: enough to open a session, load a program, reset between tests.
@@ -602,7 +602,7 @@ def _acquire(lab: LabgridLab, place: str, env: dict[str, str] | None = None) -> 
     """``labgrid-client -p PLACE acquire`` as another holder would. An exporter frees a
     released place's resources a moment after the coordinator says so (ser2net takes
     about a second to stop): an acquisition refused for that reason is tried again, for
-    at most 30 s, as the harness itself does (harness/lab/labgrid.py)."""
+    at most 30 s, as the harness itself does (harness/profiles/lab_setting.py)."""
     deadline = time.monotonic() + 30
     while True:
         done = subprocess.run(

@@ -15,14 +15,6 @@ import pytest
 from harness.devices.acquired_place import PowerPort
 from harness.farm.selection import select_profiles
 from harness.lab.client_session import RawPlace, Resource
-from harness.lab.labgrid import (
-    LabgridNotInstalled,
-    LabgridPlace,
-    check_lab_profile,
-    for_transport_checks,
-    require_labgrid,
-    without_labgrid,
-)
 from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
 from harness.lab.reservation import matched_resources
 from harness.lab.resources import (
@@ -34,6 +26,14 @@ from harness.lab.resources import (
     with_lab_address,
 )
 from harness.profiles.device_profile import DeviceProfile, ProfileError, parse_profile
+from harness.profiles.lab_setting import (
+    LabgridNotInstalled,
+    LabgridPlace,
+    check_lab_profile,
+    for_transport_checks,
+    require_labgrid,
+    without_labgrid,
+)
 
 
 def _profile(transport: dict[str, object], name: str = "board") -> DeviceProfile:
@@ -469,7 +469,7 @@ def test_a_pools_tests_are_handed_out_one_by_one_a_devices_as_one_unit():
 
 
 def test_lab_wide_quarantine_is_opt_in_and_reserves_only_places_in_service():
-    from harness.lab.labgrid import pool_names
+    from harness.profiles.lab_setting import pool_names
 
     run = LabgridPlace.of(_profile({"kind": "serial", "labgrid": {"tags": {"pool": "lab"}}}))
     assert run is not None

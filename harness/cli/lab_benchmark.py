@@ -1,4 +1,4 @@
-"""What a labgrid lab costs: ``python -m harness.lab.benchmark [--suite]``.
+"""What a labgrid lab costs: ``python -m harness.cli.lab_benchmark [--suite]``.
 
 On the emulated lab (:mod:`harness.emulators.labgrid_lab`: a real coordinator,
 real exporters and ser2net on loopback, QEMU boards), it prints
@@ -38,9 +38,9 @@ from harness.channel.serial.connect import connect
 from harness.data.messages import Action, Request
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.mcu import McuEmulator, build_firmware
-from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity
 from harness.lab.reservation import LabgridReservation
+from harness.profiles.lab_setting import LabgridPlace
 from harness.session.agent_session import AgentSession
 from harness.transport.serial import SerialSettings
 
@@ -205,7 +205,7 @@ def suite_wall_time(devices: Path, device: str, *extra: str) -> tuple[float, str
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.lab.benchmark")
+    parser = argparse.ArgumentParser(prog="python -m harness.cli.lab_benchmark")
     parser.add_argument("--suite", action="store_true", help="also time suites/test_dispatch.py")
     parser.add_argument("--handovers", type=int, default=10)
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""A lab larger than this machine, by simulation: ``python -m harness.lab.scale``.
+"""A lab larger than this machine, by simulation: ``python -m harness.cli.lab_scale``.
 
 A real ``labgrid-coordinator``, 8 real ``labgrid-exporter`` processes and 64 places in
 4 pools of unequal size (so that some pools are contended), each place backed by the
@@ -37,12 +37,12 @@ from pathlib import Path
 
 from harness.emulators.labgrid_lab import labgrid_program, wait_listening
 from harness.lab.client_session import LabSession
-from harness.lab.labgrid import LabgridPlace
 from harness.lab.places import LabIdentity
 from harness.lab.reservation import LabgridReservation
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
+from harness.profiles.lab_setting import LabgridPlace
 
 EXPORTERS = 8
 POOLS = {"big": 40, "mid": 16, "small": 4, "tiny": 4}  # 64 places
@@ -190,7 +190,7 @@ def idle_while_waiting(
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.lab.scale")
+    parser = argparse.ArgumentParser(prog="python -m harness.cli.lab_scale")
     parser.add_argument("--rounds", type=int, default=8, help="acquisitions per runner")
     parser.add_argument("--seed", type=int, default=25)
     args = parser.parse_args(argv)
