@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 
 from harness.devices.base import Device
 from harness.errors import UsageError
-from harness.farm import lab_place
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
+from harness.lab import run_place as lab_place
 from harness.lab.resources import LabResourceError, with_lab_address
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import device_kind
@@ -345,7 +345,7 @@ class DeviceSlot:
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
         """The held place out of service lab-wide, if the profile asks so and the run has
-        time left (:func:`~harness.farm.lab_place.quarantine_lab_wide`)."""
+        time left (:func:`~harness.lab.run_place.quarantine_lab_wide`)."""
         reservation = self._reservation
         if reservation is None or self.policy.deadline.remaining() == 0.0:
             return ""  # a run out of time says nothing of the device
