@@ -31,8 +31,6 @@ from harness.errors import UsageError
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
-from harness.lab import run_place as lab_place
-from harness.lab.resources import LabResourceError, with_lab_address
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import device_kind
 from harness.profiles.lab_setting import LabgridPlace, without_labgrid
@@ -349,7 +347,9 @@ class DeviceSlot:
         reservation = self._reservation
         if reservation is None or self.policy.deadline.remaining() == 0.0:
             return ""  # a run out of time says nothing of the device
-        return lab_place.quarantine_lab_wide(reservation, self.name, error, reason)
+        from harness.lab.run_place import quarantine_lab_wide  # the [lab] extra: labs only
+
+        return quarantine_lab_wide(reservation, self.name, error, reason)
 
     def _hold(self) -> tuple[DeviceProfile, Callable[[], None] | None]:
         """Hold the device: its labgrid place (if any), then this host's lock on it.
@@ -359,12 +359,14 @@ class DeviceSlot:
         """
         profile, key, board_reset = self.profile, device_key(self.profile), None
         if self._place is not None:
-            from harness.lab.own_place import reservation_for  # asyncio: labs only
+            from harness.lab.own_place import reservation_for  # the [lab] extra: labs only
+            from harness.lab.resources import LabResourceError, with_lab_address
+            from harness.lab.run_place import hand_back
 
             # the user's own place, if held (and not taken out), else the lab's
             reservation = reservation_for(self._place, avoid=self._avoid, prefer=self._prefer)
             held = reservation.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
-            self._held.callback(lab_place.hand_back, reservation, self.name, self.results_dir)
+            self._held.callback(hand_back, reservation, self.name, self.results_dir)
             self._reservation = reservation
             self.lab_facts = {
                 "place": held.name,
@@ -424,7 +426,7 @@ class DeviceSlot:
         """Reset the agent before a test, restarting and retrying on infrastructure errors.
 
         An agent whose link broke in an earlier test is restarted first: within a
-        test it refuses every request (:class:`~harness.runner.LinkBroken`), even a
+        test it refuses every request (:class:`~harness.session.agent_session.LinkBroken`), even a
         reset, until the test's retry restarts it.
         """
         assert self.runner is not None
