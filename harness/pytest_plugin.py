@@ -60,7 +60,7 @@ from harness.farm.command_line import (
     add_options,
     device_folders,
     farm_policy,
-    results_place,
+    results_folder,
     runtimes,
     user_program,
 )
@@ -244,8 +244,8 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
         )
     except DistributionError as exc:
         raise pytest.UsageError(str(exc)) from None
-    place = results_place(config)
-    results_dir = config.stash[_RESULTS_DIR] = place.results_dir
+    folder = results_folder(config)
+    results_dir = config.stash[_RESULTS_DIR] = folder.results_dir
     try:
         recorder = ResultsRecorder(
             results_dir,
@@ -255,8 +255,8 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
                 (p.name for p in profiles),
                 config.stash[_SLOTS].runtimes,
             ),
-            html_path=place.html_path,
-            eager=place.eager,
+            html_path=folder.html_path,
+            eager=folder.eager,
             listeners=[history] if (history := LiveHistory.of(config)) else [],
         )
     except OSError as exc:

@@ -53,7 +53,7 @@ from harness.probes import (
 )
 from harness.programs.xnnpack import expected_output as xnnpack_output
 from harness.programs.xnnpack import xnnpack_program
-from harness.session.agent_session import AgentLink, TimeLimit
+from harness.session.agent_session import AgentLink, LinkBroken, TimeLimit
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -103,16 +103,6 @@ class LoadPathNotServed(RunnerError):
 class RegistryKept(TransportError):
     """A restarted agent still holds the probes of an earlier session (a board nothing
     could reset) and the case needs room it lacks: device trouble, not the case's."""
-
-
-class LinkBroken(TransportError):
-    """The agent's link failed earlier (lost, timed out, out of step): nothing was sent.
-
-    Raised at once for every request after the first failure, so that a test that
-    goes on asking (e.g. Hypothesis, generating and shrinking examples) ends in
-    moments instead of waiting out a timeout per request. Its cause is the error
-    that broke the link. :meth:`CaseRunner.restart` starts a fresh agent.
-    """
 
 
 @dataclass(frozen=True)

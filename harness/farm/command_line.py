@@ -3,8 +3,8 @@
 ``--device`` and ``--devices-dir`` select the profiles (:mod:`harness.farm.selection`);
 ``--runtime`` the runtimes each device runs (:mod:`harness.runtime.choice`);
 the farm's rules become a :class:`~harness.farm.policy.FarmPolicy`; ``--results-dir``
-and ``--html-report`` a :class:`ResultsPlace`. Each is checked before any test runs
-and refused as a one-line usage error naming the option.
+and ``--html-report`` a :class:`~harness.results.directory.ResultsFolder`. Each is checked
+before any test runs and refused as a one-line usage error naming the option.
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ from harness.profiles.device_folders import (
 )
 from harness.programs.bundled import read_checked
 from harness.programs.contents import ProgramError
-from harness.results.directory import REPORT_FILE, default_results_dir, unwritable_reason
+from harness.results.directory import (
+    REPORT_FILE,
+    ResultsFolder,
+    default_results_dir,
+    unwritable_reason,
+)
 from harness.runtime.choice import Runtime, RuntimeEntryError, parse_runtimes
 
 
@@ -222,16 +227,7 @@ def user_program(config: pytest.Config) -> UserProgram | None:
     return UserProgram(base / program, sent, probes)
 
 
-@dataclass(frozen=True)
-class ResultsPlace:
-    """Where the run writes its results and its HTML report."""
-
-    results_dir: Path
-    html_path: Path
-    eager: bool  # named on the command line: written even by a run without device tests
-
-
-def results_place(config: pytest.Config) -> ResultsPlace:
+def results_folder(config: pytest.Config) -> ResultsFolder:
     """``--results-dir`` and ``--html-report`` (relative to where pytest was started, by
     default a new ``results/<timestamp>-<pid>``), refused unless this user can write them."""
     base = config.invocation_params.dir
@@ -250,4 +246,4 @@ def results_place(config: pytest.Config) -> ResultsPlace:
             raise pytest.UsageError(
                 f"{option}: cannot write {target}: {reason}; give a place this user can write"
             )
-    return ResultsPlace(results_dir, html_path, eager=bool(explicit or html))
+    return ResultsFolder(results_dir, html_path, eager=bool(explicit or html))

@@ -44,6 +44,15 @@ HELD_BYTES = 64 << 20  # results held in memory while the disk refuses them
 _TAIL_CHUNK = 1 << 16
 
 
+@dataclass(frozen=True)
+class ResultsFolder:
+    """Where the run writes its results and its HTML report."""
+
+    results_dir: Path
+    html_path: Path
+    eager: bool  # named on the command line: written even by a run without device tests
+
+
 def default_results_dir(base: Path) -> Path:
     """``base/results/<YYYYmmdd-HHMMSS>-<pid>``: a new directory per run."""
     return base / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"

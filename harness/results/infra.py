@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.errors import InfrastructureError
-from harness.runner import LinkBroken
+from harness.session.agent_session import LinkBroken
 
 
 def infrastructure_error(exc: BaseException) -> BaseException | None:
@@ -25,7 +25,7 @@ def infrastructure_error(exc: BaseException) -> BaseException | None:
 
     An exception group counts when every exception in it does (the first one is
     returned); a Hypothesis error counts when its cause or context does. A
-    :class:`~harness.runner.LinkBroken` stands for the error that broke the link.
+    :class:`~harness.session.agent_session.LinkBroken` stands for the error that broke the link.
     """
     if isinstance(exc, LinkBroken) and exc.__cause__ is not None:
         return infrastructure_error(exc.__cause__) or exc

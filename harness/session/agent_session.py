@@ -21,8 +21,19 @@ from harness.channel.message_channel import (
 )
 from harness.codec import wire
 from harness.data.messages import Report, Request
+from harness.transport.base import TransportError
 
-__all__ = ["AgentLink", "AgentProtocolError", "AgentSession", "TimeLimit"]
+__all__ = ["AgentLink", "AgentProtocolError", "AgentSession", "LinkBroken", "TimeLimit"]
+
+
+class LinkBroken(TransportError):
+    """The agent's link failed earlier (lost, timed out, out of step): nothing was sent.
+
+    Raised at once for every request after the first failure, so that a test that
+    goes on asking (e.g. Hypothesis, generating and shrinking examples) ends in
+    moments instead of waiting out a timeout per request. Its cause is the error
+    that broke the link. :meth:`harness.runner.CaseRunner.restart` starts a fresh agent.
+    """
 
 
 class AgentLink(Protocol):
