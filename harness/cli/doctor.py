@@ -240,12 +240,12 @@ def _shown_paths(text: str, here: Path) -> str:
 def _print_packages(profiles: Sequence[DeviceProfile], rows: Mapping[str, object]) -> int:
     """The Debian packages of every program ``profiles`` need, each once, sorted; an
     invalid profile's row on stderr (exit 1)."""
-    from harness.devices.host_tools import host_tools
+    from harness.devices.bring_up import needed_host_tools
 
     for name, row in rows.items():
         if isinstance(row, _Row):
             print(printable(f"et-harness doctor: {name}: {row.text}"), file=sys.stderr)
-    for package in sorted({tool.package for p in profiles for tool in host_tools(p)}):
+    for package in sorted({tool.package for p in profiles for tool in needed_host_tools(p)}):
         print(package)
     return 1 if len(profiles) != len(rows) else 0
 
@@ -253,11 +253,12 @@ def _print_packages(profiles: Sequence[DeviceProfile], rows: Mapping[str, object
 def _print_host_tools(profiles: Sequence[DeviceProfile]) -> None:
     """The programs these devices need on this machine: found or missing, the Debian
     package of each, and the devices that need it."""
-    from harness.devices.host_tools import HostTool, host_tools
+    from harness.devices.bring_up import needed_host_tools
+    from harness.devices.host_tools import HostTool
 
     needed_by: dict[HostTool, list[str]] = {}
     for profile in profiles:
-        for tool in host_tools(profile):
+        for tool in needed_host_tools(profile):
             needed_by.setdefault(tool, []).append(profile.name)
     width = name_width(tool.command for tool in needed_by)
     print("programs on this machine:")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from harness.devices.acquired_place import LabResources
 from harness.devices.base import OpenContext
+from harness.devices.host_tools import QEMU_USER, HostTool, agent_tools
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import DeviceKind, LabAddress, Settings
@@ -23,6 +26,18 @@ FIELDS = {
 # and the adb server it is attached to (on the exporter host), docs/device-farm.md.
 SERIAL_TAG = "adb_serial"
 SERVER_TAG = "adb_server"
+
+
+_UTIL_LINUX = HostTool("unshare", "util-linux", "gives the emulator namespaces of its own")
+
+
+def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
+    """The real adb client always; adb-emu's phone runs the arm64 agent here under
+    qemu-user, in namespaces of its own."""
+    emulated = profile.emulator is not None
+    adb = HostTool(os.environ.get(ADB_ENV) or "adb", "adb", "reaches Android devices")
+    emulator = (_UTIL_LINUX, QEMU_USER) if emulated else ()
+    return (*agent_tools(profile, runs_here=emulated, arm64=emulated), adb, *emulator)
 
 
 def adb_settings(profile: DeviceProfile) -> AdbSettings:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable
 from typing import Protocol, cast
 
 from harness.devices.acquired_place import LabResources
 from harness.devices.base import Device, OpenContext
-from harness.devices.host_tools import check_host_tools
+from harness.devices.host_tools import HostTool, check_host_tools
+from harness.profiles import kinds
 from harness.profiles.device_profile import DeviceProfile, ProfileError
-from harness.profiles.kinds import device_kind, kind_module_name
+from harness.profiles.kinds import device_kind
 
 
 class KindModule(Protocol):
@@ -19,6 +19,11 @@ class KindModule(Protocol):
 
     def check_settings(self, profile: DeviceProfile) -> None:
         """Validate the profile's transport fields without reaching the device."""
+
+    def host_tools(self, profile: DeviceProfile) -> tuple[HostTool, ...]:
+        """Every program the profile's device needs on this machine (to build its agent,
+        start its emulator, reach it), each once."""
+        ...
 
     def open_device(self, profile: DeviceProfile, context: OpenContext) -> Device:
         """Start the emulator (if the profile asks for one) and the device; whatever is
@@ -36,7 +41,12 @@ class KindModule(Protocol):
 
 def kind_module(profile: DeviceProfile) -> KindModule:
     """The module of the profile's device kind (``transport.kind``, checked by the profile)."""
-    return cast(KindModule, importlib.import_module(kind_module_name(profile.kind)))
+    return cast(KindModule, kinds.kind_module(profile.kind))
+
+
+def needed_host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
+    """Every program ``profile``'s device needs on this machine, each once (its kind's)."""
+    return tuple(dict.fromkeys(kind_module(profile).host_tools(profile)))
 
 
 def check_transport_settings(profile: DeviceProfile) -> None:
@@ -59,7 +69,7 @@ def open_device(profile: DeviceProfile, *, board_reset: Callable[[], None] | Non
     (:class:`~harness.devices.host_tools.MissingHostTool`), before anything starts.
     """
     kind = device_kind(profile.kind)
-    check_host_tools(profile)
+    check_host_tools(profile, needed_host_tools(profile))
     if profile.emulator is not None:
         clash = sorted(set(profile.settings) & set(kind.emulator_fields))
         if clash:

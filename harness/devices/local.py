@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.devices.base import OpenContext
+from harness.devices.host_tools import HostTool, agent_tools
 from harness.devices.hosted import HostedDevice
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import DeviceKind
@@ -13,6 +14,10 @@ from harness.transport.local import LocalTransport
 def check_settings(profile: DeviceProfile) -> None:
     where = profile.where("transport")
     check_known(profile.settings, (), where, none_allowed="the local transport takes none")
+
+
+def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
+    return agent_tools(profile, runs_here=True)
 
 
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.base import OpenContext
 from harness.devices.firmware import FirmwareDevice
+from harness.devices.host_tools import HostTool
 from harness.profiles.device_profile import DeviceProfile, ProfileError
 from harness.profiles.kinds import DeviceKind, LabAddress, Settings
 from harness.profiles.mcu_boards import DEFAULT_MACHINE
@@ -34,6 +35,19 @@ FIELDS = {
     "hello_timeout": check_seconds,
 }
 _WHERE_THE_PORT_IS = ("port", "url")
+
+
+# What mcu-emu runs on this machine: QEMU's Arm system emulator and the firmware's compiler.
+_MCU_EMU = (
+    HostTool("qemu-system-arm", "qemu-system-arm", "emulates the Cortex-M board"),
+    HostTool("arm-none-eabi-gcc", "gcc-arm-none-eabi", "builds the MCU firmware"),
+    HostTool("arm-none-eabi-g++", "gcc-arm-none-eabi", "builds the MCU firmware"),
+)
+
+
+def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
+    """A board's firmware is its agent: only the emulated board needs anything here."""
+    return _MCU_EMU if profile.emulator is not None else ()
 
 
 def check_device_path(value: object) -> str:

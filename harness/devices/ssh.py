@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.base import OpenContext
+from harness.devices.host_tools import HostTool, agent_tools
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import DeviceKind, LabAddress, Settings
@@ -68,6 +69,24 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
             f"labgrid place {place!r} has no NetworkService for {profile.name}'s SSH transport"
         )
     return {"host": service.host, "port": service.port, "user": service.user}
+
+
+# What ssh-emu runs on this machine: the real OpenSSH server, in namespaces of its own.
+_SSH_EMU = (
+    HostTool("/usr/sbin/sshd", "openssh-server", "is the emulated board's sshd"),
+    HostTool("ssh-keygen", "openssh-client", "makes the emulated board's keys"),
+    HostTool("useradd", "passwd", "makes the emulated board's user"),
+    HostTool(
+        "ip", "iproute2", "gives the emulated board a network namespace", "listens on loopback"
+    ),
+    HostTool("socat", "socat", "connects to the emulated board's namespace", "listens on loopback"),
+)
+
+
+def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
+    """A board's agent is built here (for arm64 under ssh-emu, which runs it here too)."""
+    emulated = profile.emulator is not None
+    return agent_tools(profile, runs_here=emulated, arm64=emulated) + (_SSH_EMU if emulated else ())
 
 
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:

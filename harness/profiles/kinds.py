@@ -1,14 +1,14 @@
 """The registry of device kinds: every ``transport.kind`` a profile may name.
 
 A kind is one module, which declares its whole spec in one :class:`DeviceKind`, named
-``KIND``, next to its functions (``check_settings``, ``open_device`` and, for a
-lab-capable kind, ``lab_settings``; see :class:`harness.devices.bring_up.KindModule`):
+``KIND``, next to its functions (``check_settings``, ``host_tools``, ``open_device`` and,
+for a lab-capable kind, ``lab_settings``; see :class:`harness.devices.bring_up.KindModule`).
 
-- the kinds shipped with the harness are the modules of :mod:`harness.devices` that
-  define ``KIND`` (``harness/devices/<kind>.py``, named as the kind);
-- a kind from another package registers its module under the entry point group
-  ``et_harness.device_kinds`` (as pytest plugins do under ``pytest11``), the entry
-  point's name being the kind's.
+Every kind, the harness's own too, is found through the entry point group
+``et_harness.device_kinds`` (as pytest finds plugins under ``pytest11`` and labgrid its
+drivers), the entry point's name being the kind's and its value the kind's module: the
+harness's own are in its ``pyproject.toml``, a kind from another package in that package's.
+The registry names no module itself: the kinds depend on it, never it on them.
 
 A kind's module is imported only when a profile of that kind is read, checked or opened
 (so reading a serial profile loads no paramiko); listing every kind imports them all.
@@ -17,20 +17,18 @@ A kind's module is imported only when a profile of that kind is read, checked or
 from __future__ import annotations
 
 import functools
-import importlib
 import importlib.metadata
-import importlib.util
-import pkgutil
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from harness.profiles.validator import ProfileError
 
 Settings = Mapping[str, Any]
 ENTRY_POINT_GROUP = "et_harness.device_kinds"
-BUILT_IN_PACKAGE = "harness.devices"
+DISTRIBUTION = "executorch-hil-harness"  # the harness's own kinds win a name clash
 _KIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # Emulator names before one name per emulator (#27): still read, with a deprecation note.
 RENAMED_EMULATORS = {"sshd": "ssh-emu", "adbd": "adb-emu", "qemu-mcu": "mcu-emu"}
@@ -81,24 +79,32 @@ class DeviceKind:
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    """Kind name -> its entry point; the harness's own kinds win a name clash."""
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if _KIND_NAME.fullmatch(entry.name) and (entry.name not in found or _own(entry)):
+            found[entry.name] = entry
+    return found
 
 
-def _built_in_module(name: str) -> str | None:
-    module = f"{BUILT_IN_PACKAGE}.{name}"
-    return module if importlib.util.find_spec(module) is not None else None
+def _own(entry: importlib.metadata.EntryPoint) -> bool:
+    dist = entry.dist
+    return dist is not None and dist.name == DISTRIBUTION
 
 
-def kind_module_name(name: str) -> str:
-    """The module of kind ``name``; :class:`UnknownKind` if there is none."""
-    if isinstance(name, str) and _KIND_NAME.fullmatch(name):
-        module = _built_in_module(name)
-        if module is not None and getattr(importlib.import_module(module), "KIND", None):
-            return module
-        entry = _entry_points().get(name)
-        if entry is not None:
-            return entry.value.partition(":")[0].strip()
-    raise UnknownKind(f"is not one of {', '.join(kind_names())}")
+def kind_module(name: str) -> ModuleType:
+    """The module of kind ``name``, loaded through its entry point; :class:`UnknownKind`
+    if no entry point has that name."""
+    entry = _entry_points().get(name) if isinstance(name, str) else None
+    if entry is None:
+        raise UnknownKind(f"is not one of {', '.join(kind_names())}")
+    loaded = entry.load()
+    if not isinstance(loaded, ModuleType):
+        raise UnknownKind(
+            f"has entry point {entry.value!r}, which names no module; an entry point of "
+            f"{ENTRY_POINT_GROUP} names the kind's module"
+        )
+    return loaded
 
 
 def device_kind(name: object) -> DeviceKind:
@@ -110,7 +116,7 @@ def device_kind(name: object) -> DeviceKind:
 
 @functools.cache
 def _device_kind(name: str) -> DeviceKind:
-    module = importlib.import_module(kind_module_name(name))
+    module = kind_module(name)
     kind = getattr(module, "KIND", None)
     if not isinstance(kind, DeviceKind) or kind.name != name:
         raise UnknownKind(
@@ -122,15 +128,8 @@ def _device_kind(name: str) -> DeviceKind:
 
 @functools.cache
 def kind_names() -> tuple[str, ...]:
-    """Every kind's name: the built-in modules that declare a KIND, and the entry points."""
-    package = importlib.import_module(BUILT_IN_PACKAGE)
-    modules = (f"{BUILT_IN_PACKAGE}.{info.name}" for info in pkgutil.iter_modules(package.__path__))
-    built_in = [
-        kind.name
-        for kind in (getattr(importlib.import_module(m), "KIND", None) for m in modules)
-        if isinstance(kind, DeviceKind)
-    ]
-    return tuple(sorted({*built_in, *_entry_points()}))
+    """Every kind's name: the entry points of :data:`ENTRY_POINT_GROUP` (imports none)."""
+    return tuple(sorted(_entry_points()))
 
 
 def all_kinds() -> tuple[DeviceKind, ...]:

@@ -19,7 +19,7 @@ from harness.profiles.kinds import (
     UnknownKind,
     all_kinds,
     device_kind,
-    kind_module_name,
+    kind_module,
     kind_names,
 )
 
@@ -83,6 +83,7 @@ from dataclasses import dataclass
 
 from harness.profiles.kinds import DeviceKind
 from harness.profiles.validator import parse_settings
+from harness.devices.host_tools import HostTool
 from harness.devices.hosted import HostedDevice
 from harness.transport.local import LocalTransport
 
@@ -100,6 +101,10 @@ def settings(profile):
 
 def check_settings(profile):
     settings(profile)
+
+
+def host_tools(profile):
+    return (HostTool("echo", "coreutils", "greets"),)
 
 
 def open_device(profile, context):
@@ -169,4 +174,4 @@ def test_without_its_package_the_kind_is_unknown():
     with pytest.raises(UnknownKind, match="is not one of"):
         device_kind("greeter")
     with pytest.raises(UnknownKind):
-        kind_module_name("greeter")
+        kind_module("greeter")

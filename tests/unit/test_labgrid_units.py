@@ -260,14 +260,13 @@ def test_a_places_matches_take_resources_by_labgrids_own_rule():
 def test_every_lab_capable_kind_maps_an_acquired_place_in_its_own_module():
     """A lab-capable kind is its module: its ``KIND.lab`` says which fields the lab
     fills, the module's ``lab_settings`` fills them."""
-    import importlib
 
-    from harness.profiles.kinds import all_kinds, kind_module_name
+    from harness.profiles.kinds import all_kinds, kind_module
 
     lab_kinds = {kind.name for kind in all_kinds() if kind.lab is not None}
     assert {"adb", "serial", "ssh"} <= lab_kinds
     for name in lab_kinds:
-        assert callable(importlib.import_module(kind_module_name(name)).lab_settings), name
+        assert callable(kind_module(name).lab_settings), name
     local = _profile({"kind": "local", "labgrid": {"place": "p"}})  # a place only held
     assert with_lab_address(without_labgrid(local), LabResources(), "p").settings == {}
 

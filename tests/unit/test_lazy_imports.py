@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import json
 import subprocess
 import sys
 
 import pytest
 
-from harness.profiles.kinds import all_kinds, emulators, kind_module_name, kind_names
+from harness.profiles.kinds import (
+    ENTRY_POINT_GROUP,
+    all_kinds,
+    emulators,
+    kind_module,
+    kind_names,
+)
 
 HEAVY = ("paramiko", "serial", "cobs")  # third-party: only for ssh, serial devices
+# Every kind's module, as its entry point names it.
+KIND_MODULES = {ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def loaded_after(code: str) -> set[str]:
@@ -28,7 +36,7 @@ def test_the_plugin_loads_no_paramiko_pyserial_or_emulator():
     assert "harness.pytest_plugin" in loaded
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     assert not {m for m in loaded if m.startswith("harness.emulators")}
-    assert not {m for m in loaded for name in kind_names() if m == kind_module_name(name)}
+    assert not loaded & KIND_MODULES
 
 
 def test_the_plugin_loads_no_asyncio_or_wcwidth():
@@ -52,8 +60,9 @@ def test_checking_a_serial_profile_loads_its_kind_only():
 
 @pytest.mark.parametrize("name", kind_names())
 def test_every_registered_kind_has_its_module(name):
-    module = importlib.import_module(kind_module_name(name))
+    module = kind_module(name)
     assert callable(module.check_settings) and callable(module.open_device)
+    assert callable(module.host_tools)
     assert module.KIND.name == name
 
 
