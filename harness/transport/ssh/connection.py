@@ -13,11 +13,11 @@ from harness.transport.base import (
     DeviceUnavailable,
 )
 from harness.transport.ssh.route import (
-    _Hop,
+    Hop,
 )
 
 
-class _Watchdog:
+class Watchdog:
     """Closes a channel whose operation outlives ``seconds``: paramiko waits for some
     replies (exec, subsystem) without a timeout, and a frozen host never sends them."""
 
@@ -31,7 +31,7 @@ class _Watchdog:
         self.expired = True
         self._channel.close()
 
-    def __enter__(self) -> _Watchdog:
+    def __enter__(self) -> Watchdog:
         self._timer.start()
         return self
 
@@ -39,7 +39,7 @@ class _Watchdog:
         self._timer.cancel()
 
 
-class _Connection:
+class Connection:
     """One live route: an SSHClient per hop (the board last) and the ProxyCommand, if any."""
 
     def __init__(self, clients: list[paramiko.SSHClient], proxy: ManagedProcess | None) -> None:
@@ -63,10 +63,10 @@ class _Connection:
         for client in reversed(self.clients):
             client.close()
         if self.proxy is not None:
-            _end_process(self.proxy)
+            end_process(self.proxy)
 
 
-def _dial(hop: _Hop, timeout: float) -> socket.socket:
+def dial(hop: Hop, timeout: float) -> socket.socket:
     """A TCP connection to ``hop`` with Nagle off: with it on, every command waits
     about 40 ms for a delayed ACK (measured: 44 ms per command, 2 ms without)."""
     try:
@@ -84,7 +84,7 @@ def _dial(hop: _Hop, timeout: float) -> socket.socket:
     return sock
 
 
-def _spawn_proxy_command(command: str) -> tuple[socket.socket, ManagedProcess]:
+def spawn_proxy_command(command: str) -> tuple[socket.socket, ManagedProcess]:
     """Run an ssh config ProxyCommand (trusted config text, run as OpenSSH does, with
     ``sh -c``) on one end of a socket pair; paramiko gets the other end, so the
     proxy's exit reads as a closed socket."""
@@ -97,7 +97,7 @@ def _spawn_proxy_command(command: str) -> tuple[socket.socket, ManagedProcess]:
     return ours, process
 
 
-def _end_process(process: ManagedProcess) -> str:
+def end_process(process: ManagedProcess) -> str:
     """Stop a local helper process; what it wrote to stderr."""
     process.stop()
     return process.stderr_tail().strip()

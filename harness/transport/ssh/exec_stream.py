@@ -24,7 +24,7 @@ def is_id(line: bytes) -> bool:
     return _ID.fullmatch(line) is not None
 
 
-def _drain(read: Callable[[int], bytes], into: bytearray) -> bool:
+def drain(read: Callable[[int], bytes], into: bytearray) -> bool:
     """Take what is buffered without blocking; False once the stream has ended."""
     while True:
         try:

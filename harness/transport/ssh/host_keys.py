@@ -20,7 +20,7 @@ from harness.transport.ssh.setting_errors import (
 from harness.untrusted.reading import brief
 
 if TYPE_CHECKING:
-    from harness.transport.ssh.route import _Hop
+    from harness.transport.ssh.hop import Hop
 
 
 def fingerprint_of_public_key(public_key: str) -> str:
@@ -36,14 +36,14 @@ def fingerprint_of_public_key(public_key: str) -> str:
 
 
 @dataclass(frozen=True)
-class _HostKeyPin:
+class HostKeyPin:
     """A key or fingerprint the profile insists the board has."""
 
     fingerprint: str
     key: paramiko.PKey | None
 
     @classmethod
-    def parse(cls, text: str) -> _HostKeyPin:
+    def parse(cls, text: str) -> HostKeyPin:
         text = text.strip()
         if text.startswith("SHA256:"):
             digest = text[len("SHA256:") :]
@@ -75,10 +75,10 @@ class _HostKeyPin:
         return cls(fingerprint=key.fingerprint, key=key)
 
 
-class _VerifyHostKey(paramiko.MissingHostKeyPolicy):
+class VerifyHostKey(paramiko.MissingHostKeyPolicy):
     """Called for keys known_hosts lacks: accept only a pinned fingerprint, else refuse."""
 
-    def __init__(self, hop: _Hop, pin: _HostKeyPin | None) -> None:
+    def __init__(self, hop: Hop, pin: HostKeyPin | None) -> None:
         self._hop = hop
         self._pin = pin
 

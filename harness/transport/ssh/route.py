@@ -13,15 +13,16 @@ from typing import Any, TypeVar
 
 import paramiko
 
+from harness.transport.ssh.hop import Hop
 from harness.transport.ssh.setting_errors import (
     SshConfigError,
 )
 from harness.transport.ssh.ssh_settings import (
-    _MAX_JUMPS,
     DEFAULT_KNOWN_HOSTS,
     DEFAULT_SSH_CONFIG,
+    MAX_JUMPS,
     SshSettings,
-    _parse_jumps,
+    parse_jumps,
 )
 from harness.untrusted.reading import InputFileError, brief_plain, read_bounded_text
 from harness.untrusted.value_rules import (
@@ -32,26 +33,6 @@ from harness.untrusted.value_rules import (
 )
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class _Hop:
-    """One SSH server on the route to the board, with its settings resolved."""
-
-    name: str  # as the profile or ProxyJump wrote it
-    hostname: str
-    port: int
-    user: str
-    identity_files: tuple[Path, ...]
-    known_hosts: tuple[Path, ...]
-    proxy_command: str | None
-
-    @property
-    def known_hosts_name(self) -> str:
-        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
-
-    def __str__(self) -> str:
-        return f"{self.user}@{self.hostname}:{self.port}"
 
 
 _PROXY_TOKEN = re.compile(r"%(.?)", re.DOTALL)  # what follows a % (nothing: at the end)
@@ -197,11 +178,11 @@ _COMMANDS_FIX = "put it in your own ~/.ssh/config (and drop transport.ssh_config
 # 2.6 s for 256 KiB), and the route to a board takes one lookup per hop.
 _MAX_CONFIG_BYTES = 64 << 10
 # About ten thousand hashed entries; a known_hosts file is read once per connection.
-_MAX_KNOWN_HOSTS_BYTES = 4 << 20
-_MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
+MAX_KNOWN_HOSTS_BYTES = 4 << 20
+MAX_KEY_FILE_BYTES = 64 << 10  # a 16384-bit RSA key is about 12 KiB
 
 
-def resolve_route(profile: SshSettings) -> tuple[_Hop, ...]:
+def resolve_route(profile: SshSettings) -> tuple[Hop, ...]:
     """Jump hosts first, the board last."""
     config = _read_ssh_config(profile.ssh_config, profile.config_commands)
     return tuple(
@@ -227,12 +208,12 @@ def _resolve(
     known_hosts: Path | None,
     proxy_jump: str | None,
     depth: int,
-) -> list[_Hop]:
+) -> list[Hop]:
     """The hops to ``host``; ``host``, ``port`` and ``user`` are checked already, and
     every value the config adds is checked here before it is used."""
-    if depth > _MAX_JUMPS:
+    if depth > MAX_JUMPS:
         raise SshConfigError(
-            f"ProxyJump chain to {host} is longer than {_MAX_JUMPS}: a loop?", config.field
+            f"ProxyJump chain to {host} is longer than {MAX_JUMPS}: a loop?", config.field
         )
     entry = config.lookup(host, port, user)
     where = config.where(host)
@@ -260,7 +241,7 @@ def _resolve(
     hostname = checked("HostName", check_host, entry.get("hostname", host))
     resolved_port = checked("Port", port_from_text, str(entry.get("port", 22)))
     resolved_user = checked("User", check_user, entry.get("user") or getpass.getuser())
-    specs = checked("ProxyJump", _parse_jumps, jump) if jump else []
+    specs = checked("ProxyJump", parse_jumps, jump) if jump else []
     if identity_file is not None:
         identities: tuple[Path, ...] = (identity_file,)
     else:
@@ -274,7 +255,7 @@ def _resolve(
         known = tuple(checked("UserKnownHostsFile", expand_home, p) for p in files)
     else:
         known = (DEFAULT_KNOWN_HOSTS.expanduser(),)
-    hop = _Hop(
+    hop = Hop(
         name=host,
         hostname=hostname,
         port=resolved_port,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.transport.ssh.host_keys import (
-    _HostKeyPin,
+    HostKeyPin,
 )
 from harness.transport.ssh.setting_errors import (
     SshConfigError,
@@ -26,7 +26,7 @@ from harness.untrusted.value_rules import (
 
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
-_MAX_JUMPS = 8
+MAX_JUMPS = 8
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class SshSettings:
             ("host", check_host, self.host),
             ("port", check_port, self.port),
             ("user", check_user, self.user),
-            ("proxy_jump", _parse_jumps, self.proxy_jump),
+            ("proxy_jump", parse_jumps, self.proxy_jump),
             ("keepalive_interval", check_seconds, self.keepalive_interval),
         ]
         for field, check, value in checks:
@@ -74,16 +74,16 @@ class SshSettings:
                 except ValueRuleError as exc:
                     raise SshConfigError(str(exc), field) from None
         if self.host_key is not None:
-            _HostKeyPin.parse(self.host_key)
+            HostKeyPin.parse(self.host_key)
 
 
-def _parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
+def parse_jumps(text: str) -> list[tuple[str | None, str, int | None]]:
     """``[user@]host[:port][,...]`` (``[v6addr]:port`` too), every part checked; at most
-    :data:`_MAX_JUMPS` entries (each costs an ssh config lookup when the route is resolved)."""
+    :data:`MAX_JUMPS` entries (each costs an ssh config lookup when the route is resolved)."""
     entries = text.split(",")
-    if len(entries) > _MAX_JUMPS:
+    if len(entries) > MAX_JUMPS:
         raise ValueRuleError(
-            f"{len(entries)} ProxyJump entries; at most {_MAX_JUMPS} jump hosts are allowed"
+            f"{len(entries)} ProxyJump entries; at most {MAX_JUMPS} jump hosts are allowed"
         )
     specs = []
     for spec in entries:

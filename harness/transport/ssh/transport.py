@@ -41,21 +41,21 @@ from harness.transport.base import (
 )
 from harness.transport.shell_line import shell_line
 from harness.transport.ssh.connection import (
-    _Connection,
-    _dial,
-    _end_process,
-    _spawn_proxy_command,
-    _Watchdog,
+    Connection,
+    Watchdog,
+    dial,
+    end_process,
+    spawn_proxy_command,
 )
-from harness.transport.ssh.exec_stream import SshStream, _drain, is_id
+from harness.transport.ssh.exec_stream import SshStream, drain, is_id
 from harness.transport.ssh.host_keys import (
-    _HostKeyPin,
-    _VerifyHostKey,
+    HostKeyPin,
+    VerifyHostKey,
 )
 from harness.transport.ssh.route import (
-    _MAX_KEY_FILE_BYTES,
-    _MAX_KNOWN_HOSTS_BYTES,
-    _Hop,
+    MAX_KEY_FILE_BYTES,
+    MAX_KNOWN_HOSTS_BYTES,
+    Hop,
     resolve_route,
 )
 from harness.transport.ssh.setting_errors import (
@@ -89,8 +89,8 @@ class SshTransport(Transport):
         self.profile = profile
         self.route = resolve_route(profile)
         self._route_read = True  # False after close(): read again before the next connection
-        self._pin = _HostKeyPin.parse(profile.host_key) if profile.host_key else None
-        self._connection: _Connection | None = None
+        self._pin = HostKeyPin.parse(profile.host_key) if profile.host_key else None
+        self._connection: Connection | None = None
         self._lock = threading.Lock()
         self._facts: DeviceFacts | None = None
         self.name = f"ssh {profile.host}"
@@ -110,7 +110,7 @@ class SshTransport(Transport):
                 self._connection = None
             self._route_read = False
 
-    def _live(self) -> _Connection:
+    def _live(self) -> Connection:
         with self._lock:
             if self._connection is not None and self._connection.alive():
                 return self._connection
@@ -123,14 +123,14 @@ class SshTransport(Transport):
             self._connection = self._open_route()
             return self._connection
 
-    def _discard(self, connection: _Connection) -> None:
+    def _discard(self, connection: Connection) -> None:
         """Close ``connection`` so that the next :meth:`_live` dials afresh."""
         with self._lock:
             if self._connection is connection:
                 self._connection = None
         connection.close()
 
-    def _open_route(self) -> _Connection:
+    def _open_route(self) -> Connection:
         timeout = self.profile.connect_timeout
         clients: list[paramiko.SSHClient] = []
         proxy: ManagedProcess | None = None
@@ -138,9 +138,9 @@ class SshTransport(Transport):
         try:
             for index, hop in enumerate(self.route):
                 if index == 0 and hop.proxy_command:
-                    sock, proxy = _spawn_proxy_command(hop.proxy_command)
+                    sock, proxy = spawn_proxy_command(hop.proxy_command)
                 elif index == 0:
-                    sock = _dial(hop, timeout)
+                    sock = dial(hop, timeout)
                 is_board = index == len(self.route) - 1
                 clients.append(self._login(hop, sock, self._pin if is_board else None))
                 if not is_board:
@@ -150,7 +150,7 @@ class SshTransport(Transport):
                 client.close()
             if sock is not None:
                 sock.close()
-            proxy_said = _end_process(proxy) if proxy is not None else ""
+            proxy_said = end_process(proxy) if proxy is not None else ""
             if (
                 proxy_said
                 and isinstance(exc, DeviceUnavailable)
@@ -158,9 +158,9 @@ class SshTransport(Transport):
             ):
                 raise DeviceUnavailable(f"{exc}; the ProxyCommand said: {proxy_said}") from exc
             raise
-        return _Connection(clients, proxy)
+        return Connection(clients, proxy)
 
-    def _login(self, hop: _Hop, sock: Any, pin: _HostKeyPin | None) -> paramiko.SSHClient:
+    def _login(self, hop: Hop, sock: Any, pin: HostKeyPin | None) -> paramiko.SSHClient:
         timeout = self.profile.connect_timeout
         client = paramiko.SSHClient()
         if pin is not None and pin.key is not None:
@@ -171,7 +171,7 @@ class SshTransport(Transport):
                     try:
                         # Bounded first: paramiko reads the whole file, and a profile may
                         # name any file here (/proc/self/pagemap: 256 GB of one line).
-                        read_bounded_text(path, _MAX_KNOWN_HOSTS_BYTES)
+                        read_bounded_text(path, MAX_KNOWN_HOSTS_BYTES)
                         client.load_system_host_keys(str(path))
                     except InputFileError as exc:
                         raise SshConfigError(f"known_hosts {exc}", "known_hosts") from None
@@ -179,13 +179,13 @@ class SshTransport(Transport):
                         raise SshConfigError(
                             f"known_hosts {path} is unreadable: {exc}", "known_hosts"
                         ) from None
-        client.set_missing_host_key_policy(_VerifyHostKey(hop, pin))
+        client.set_missing_host_key_policy(VerifyHostKey(hop, pin))
         identities = [str(p) for p in hop.identity_files if p.is_file()]
         for identity in identities:  # paramiko reads a key file whole, and its -cert.pub
             for key_file in (Path(identity), Path(f"{identity}-cert.pub")):
                 if key_file.is_file():
                     try:
-                        read_bounded_text(key_file, _MAX_KEY_FILE_BYTES)
+                        read_bounded_text(key_file, MAX_KEY_FILE_BYTES)
                     except InputFileError as exc:
                         raise SshConfigError(f"identity file {exc}", "identity_file") from None
         try:
@@ -238,7 +238,7 @@ class SshTransport(Transport):
         return client
 
     def _authentication_failed(
-        self, hop: _Hop, identities: list[str], why: str
+        self, hop: Hop, identities: list[str], why: str
     ) -> DeviceUnavailable:
         tried = ", ".join(identities) or "no key files"
         agent = " and the ssh-agent" if self.profile.use_agent else ""
@@ -250,7 +250,7 @@ class SshTransport(Transport):
 
     @staticmethod
     def _tunnel(
-        client: paramiko.SSHClient, hop: _Hop, target: _Hop, timeout: float
+        client: paramiko.SSHClient, hop: Hop, target: Hop, timeout: float
     ) -> paramiko.Channel:
         transport = client.get_transport()
         assert transport is not None
@@ -286,7 +286,7 @@ class SshTransport(Transport):
                     raise TransportLost(
                         f"{self.name}: connection lost while opening a channel"
                     ) from None
-        with _Watchdog(channel, timeout) as watchdog:
+        with Watchdog(channel, timeout) as watchdog:
             try:
                 channel.exec_command(command)
             except (paramiko.SSHException, OSError, EOFError) as exc:
@@ -364,8 +364,8 @@ class SshTransport(Transport):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([channel], [], [], remaining)[0]:
                 return False
-            out_open = out_open and _drain(channel.recv, stdout)
-            err_open = err_open and _drain(channel.recv_stderr, stderr)
+            out_open = out_open and drain(channel.recv, stdout)
+            err_open = err_open and drain(channel.recv_stderr, stderr)
         return channel.status_event.wait(max(deadline - time.monotonic(), 0.0))
 
     def _kill_group(self, pid: bytes) -> bool:
@@ -413,7 +413,7 @@ class SshTransport(Transport):
         timeout = self.profile.connect_timeout
         try:
             channel = connection.transport.open_session(timeout=timeout)
-            with _Watchdog(channel, timeout):
+            with Watchdog(channel, timeout):
                 channel.invoke_subsystem("sftp")
             channel.settimeout(timeout)
             connection.sftp = paramiko.SFTPClient(channel)
