@@ -48,11 +48,24 @@ def test_the_pull_request_workflow_runs_readmes_test_command_in_debian_12():
     workflow = read_yaml(path.read_text("utf-8"), str(path))
     assert isinstance(workflow, dict), workflow
     assert set(workflow["on"]) == {"pull_request"}
-    (job,) = workflow["jobs"].values()
+    assert set(workflow["jobs"]) == {"unit", "test"}
+    job = workflow["jobs"]["test"]
     assert job["container"]["image"] == "debian:12"
     assert [s["run"] for s in job["steps"] if "run" in s] == [README_TEST_COMMAND]
     uploads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-")]
     assert uploads and uploads[0]["if"] == "always()"
+
+
+def test_the_unit_tests_run_on_three_pythons_without_the_extras():
+    path = ROOT / ".github" / "workflows" / "pull-request.yml"
+    workflow = read_yaml(path.read_text("utf-8"), str(path))
+    assert isinstance(workflow, dict), workflow
+    unit = workflow["jobs"]["unit"]
+    assert unit["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    (steps,) = [s["run"].splitlines() for s in unit["steps"] if "run" in s]
+    install, run = steps
+    assert install.endswith(" -e .")  # the harness alone: no [lab], no [history]
+    assert run.startswith("python -m pytest tests/unit ")
 
 
 def test_the_nightly_workflow_runs_the_whole_zoo():

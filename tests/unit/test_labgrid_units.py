@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from harness.devices.acquired_place import PowerPort
+from harness.extras import LAB
 from harness.farm.selection import select_profiles
 from harness.lab.client_session import RawPlace, Resource
 from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
@@ -105,7 +106,8 @@ def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch)
     import importlib.util
 
     profile = _profile({"kind": "local", "labgrid": {"place": "board-7"}})
-    require_labgrid(profile)  # installed here
+    if LAB.missing("a labgrid place") is None:
+        require_labgrid(profile)  # installed here (the unit tests also run without it)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(
         LabgridNotInstalled,
@@ -561,6 +563,9 @@ def test_places_out_of_service_are_refused_with_their_reasons():
     refuse_if_none_in_service("x", [])  # none matches at all: the wait names that
 
 
+@pytest.mark.skipif(
+    LAB.missing("the lab's nightly") is not None, reason="runs a lab profile: the [lab] extra"
+)
 def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_path):
     """.github/workflows/nightly.yml and lab-nightly.yml (the reusable one it calls) under
     the harness's own YAML rules, and the lab job's command as a runner would run it for
