@@ -136,7 +136,7 @@ def _cut_connections(scene: Scene, server: Callable[[Argv], bool]) -> tuple[str,
             words = ["(", "sport", "=", f":{port}", "or", "dport", "=", f":{port}", ")"]
             done = process.run(["ss", "-K", "-t", "-n", *words], timeout=_SS_TIMEOUT_S)
             cut = [line for line in done.stdout.decode().splitlines()[1:] if line.strip()]
-            hit.extend(f"cut TCP {' '.join(line.split()[2:4])}" for line in cut)
+            hit.extend(f"cut TCP {' '.join(line.split()[3:5])}" for line in cut)
     return tuple(hit)
 
 

@@ -41,6 +41,7 @@ class ChaosRecord:
 
     seed: int
     duration_s: float
+    every_s: float  # one fault per this many seconds, on average
     targets: tuple[tuple[str, str], ...]
     injected: tuple[Injection, ...]
     rounds: tuple[Round, ...]
@@ -48,7 +49,7 @@ class ChaosRecord:
     notes: tuple[str, ...] = ()  # what the run found itself (a round that overran)
 
     def invariants(self) -> list[Invariant]:
-        planned = plan(self.seed, self.duration_s, self.targets)
+        planned = plan(self.seed, self.duration_s, self.targets, self.every_s)
         return [
             no_wrong_verdict(self.rounds, self.injected),
             no_lost_result(self.rounds),
@@ -77,6 +78,7 @@ class ChaosRecord:
         data = {
             "seed": self.seed,
             "duration_s": self.duration_s,
+            "every_s": self.every_s,
             "targets": [list(pair) for pair in self.targets],
             "injected": [
                 {**i.fault.as_json(), "at": i.at, "hit": list(i.hit)} for i in self.injected
@@ -106,6 +108,7 @@ def load_record(folder: Path) -> ChaosRecord:
         return ChaosRecord(
             seed=int(data["seed"]),
             duration_s=float(data["duration_s"]),
+            every_s=float(data["every_s"]),
             targets=tuple((str(k), str(t)) for k, t in data["targets"]),
             injected=tuple(
                 Injection(

@@ -28,7 +28,7 @@ from harness.chaos.faults import DISK_HOLD_S, Scene, fault_kind, fault_targets
 from harness.chaos.invariants import Injection, Round
 from harness.chaos.report import RECORD_NAME, ChaosRecord
 from harness.chaos.results_disk import can_mount, move_out, results_disk
-from harness.chaos.schedule import Fault, plan
+from harness.chaos.schedule import MEAN_GAP_S, Fault, plan
 from harness.config.profile import DeviceProfile
 from harness.errors import UsageError
 from harness.history.target import OFF, STORE_ENV
@@ -55,6 +55,7 @@ class ChaosSettings:
     device: str  # the --device value the rounds get
     profiles: tuple[DeviceProfile, ...]
     folder: Path
+    every_s: float = MEAN_GAP_S  # one fault per this many seconds, on average
     pytest_args: tuple[str, ...] = ()
 
 
@@ -64,19 +65,19 @@ class _Injector(threading.Thread):
 
     def __init__(self, faults: Sequence[Fault], started: float, scene: Callable[[], Scene]):
         super().__init__(name="chaos-injector", daemon=True)
-        self._faults, self._started, self._scene = list(faults), started, scene
-        self._stop = threading.Event()
+        self._faults, self._begun, self._scene = list(faults), started, scene
+        self._halt = threading.Event()
         self._undo: list[tuple[float, Fault]] = []
         self.injected: list[Injection] = []
 
     def run(self) -> None:
         pending = list(self._faults)
         while pending or self._undo:
-            due = [self._started + f.at_s for f in pending[:1]] + [u[0] for u in self._undo]
-            if self._stop.wait(max(0.0, min(due) - time.time())):
+            due = [self._begun + f.at_s for f in pending[:1]] + [u[0] for u in self._undo]
+            if self._halt.wait(max(0.0, min(due) - time.time())):
                 return
             self._undo_due(time.time())
-            if pending and self._started + pending[0].at_s <= time.time():
+            if pending and self._begun + pending[0].at_s <= time.time():
                 self._inject(pending.pop(0))
 
     def _inject(self, fault: Fault) -> None:
@@ -100,7 +101,7 @@ class _Injector(threading.Thread):
                 undo(self._scene(), entry[1].target)
 
     def finish(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
         self._undo_due(float("inf"))
 
@@ -212,7 +213,7 @@ def run_chaos(settings: ChaosSettings, say: Callable[[str], None]) -> ChaosRecor
     with ExitStack() as stack:
         disk = stack.enter_context(results_disk(settings.folder / "disk")) if can_mount() else None
         targets = tuple(sorted(set(fault_targets(settings.profiles, disk is not None))))
-        faults = plan(settings.seed, settings.duration_s, targets)
+        faults = plan(settings.seed, settings.duration_s, targets, settings.every_s)
         say(
             f"chaos: seed {settings.seed}, {settings.duration_s:g} s on "
             f"{', '.join(p.name for p in settings.profiles)}; {len(faults)} faults planned:"
@@ -233,6 +234,7 @@ def run_chaos(settings: ChaosSettings, say: Callable[[str], None]) -> ChaosRecor
     record = ChaosRecord(
         settings.seed,
         settings.duration_s,
+        settings.every_s,
         targets,
         tuple(injector.injected),
         tuple(rounds.rounds),

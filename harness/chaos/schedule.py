@@ -12,8 +12,9 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-MEAN_GAP_S = 15.0  # one fault per this many seconds of chaos, on average
-WARM_UP_S = 12.0  # the devices come up first: no fault before this
+MEAN_GAP_S = 15.0  # by default, one fault per this many seconds of chaos, on average
+WARM_UP_S = 30.0  # the devices come up first (pytest, its workers, the emulators): no fault
+# before this
 QUIET_END = 0.15  # no fault in the last part of the run: retries and restarts end in it
 MAX_FAULTS = 10_000
 
@@ -34,14 +35,17 @@ class Fault:
         return {"at_s": self.at_s, "kind": self.kind, "target": self.target}
 
 
-def plan(seed: int, duration_s: float, targets: Iterable[tuple[str, str]]) -> tuple[Fault, ...]:
+def plan(
+    seed: int, duration_s: float, targets: Iterable[tuple[str, str]], every_s: float = MEAN_GAP_S
+) -> tuple[Fault, ...]:
     """The faults of a run of ``duration_s`` seconds over ``targets`` ((kind, target) pairs),
-    in time order; the same arguments give the same faults."""
+    one per ``every_s`` seconds on average, in time order; the same arguments give the
+    same faults."""
     pairs = sorted(set(targets))
     start, end = WARM_UP_S, duration_s * (1.0 - QUIET_END)
     if not pairs or end <= start:
         return ()
     rng = random.Random(seed)
-    count = min(MAX_FAULTS, max(1, round((end - start) / MEAN_GAP_S)))
+    count = min(MAX_FAULTS, max(1, round((end - start) / every_s)))
     moments = sorted(round(rng.uniform(start, end), 2) for _ in range(count))
     return tuple(Fault(at, *rng.choice(pairs)) for at in moments)

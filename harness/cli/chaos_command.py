@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.chaos.schedule import MEAN_GAP_S
+
 MAX_DURATION_S = 24 * 3600
 DEFAULT_FOLDER = Path("results/chaos")
 
@@ -43,6 +45,13 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("--duration", type=_duration, help="seconds of chaos (e.g. 600)")
     cmd.add_argument("--seed", type=_seed, help="the seed the fault schedule is drawn from")
     cmd.add_argument(
+        "--fault-every",
+        type=_duration,
+        default=MEAN_GAP_S,
+        metavar="SECONDS",
+        help=f"one fault per this many seconds, on average (default: {MEAN_GAP_S:g})",
+    )
+    cmd.add_argument(
         "--device",
         default="tag:emulated",
         help="the devices: profile names, a,b,c or tag:NAME (default: tag:emulated)",
@@ -74,8 +83,9 @@ def run_chaos_command(args: argparse.Namespace, pytest_args: list[str]) -> int:
             raise CliError("chaos needs --duration SECONDS and --seed N (or --check FOLDER)")
         profiles = select_profiles(args.device)
         settings = ChaosSettings(
-            args.seed, args.duration, args.device, profiles, args.results_dir, tuple(pytest_args)
-        )
+            args.seed, args.duration, args.device, profiles, args.results_dir,
+            every_s=args.fault_every, pytest_args=tuple(pytest_args),
+        )  # fmt: skip
         record = run_chaos(settings, lambda line: print(line, flush=True))
     invariants = record.invariants()
     for line in record.lines(invariants):
