@@ -76,7 +76,7 @@ def _kill(matches: Iterable[tuple[int, Argv]]) -> tuple[str, ...]:
         if start_time(pid) is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-                hit.append(f"SIGKILL {pid} {' '.join(argv)[:120]}")
+                hit.append(f"SIGKILL {pid} {' '.join(' '.join(argv).split())[:120]}")
     return tuple(hit)
 
 

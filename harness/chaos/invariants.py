@@ -116,11 +116,14 @@ def no_wrong_verdict(rounds: Sequence[Round], faults: Sequence[Injection]) -> In
         for record in records:
             counts[record.outcome] += 1
             counts["retried"] += bool(record.failed_tries) and record.outcome == "passed"
+            counts["time up"] += record.infra is not None and record.infra.type == "RunTimeExpired"
             why = _wrong(record, round_, faults)
             broken += [why] if why else []
     summary = (
         f"{sum(counts[o] for o in PASSING)} passed or skipped "
-        f"({counts['retried']} after a retry), {counts['infra']} infra, "
+        f"({counts['retried']} after a retry), {counts['infra']} infra "
+        f"({counts['time up']} as a round's time was up, {counts['infra'] - counts['time up']} "
+        "after a fault), "
         f"{counts['failed'] + counts['error']} failed"
     )
     return Invariant("no wrong verdict", not broken, summary, tuple(broken))
