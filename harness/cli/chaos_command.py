@@ -83,7 +83,7 @@ def run_chaos_command(args: argparse.Namespace, pytest_args: list[str]) -> int:
             raise CliError("chaos needs --duration SECONDS and --seed N (or --check FOLDER)")
         profiles = select_profiles(args.device)
         settings = ChaosSettings(
-            args.seed, args.duration, args.device, profiles, args.results_dir,
+            args.seed, args.duration, args.device, profiles, args.results_dir.absolute(),
             every_s=args.fault_every, pytest_args=tuple(pytest_args),
         )  # fmt: skip
         record = run_chaos(settings, lambda line: print(line, flush=True))
