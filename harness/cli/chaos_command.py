@@ -21,7 +21,9 @@ def _duration(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < seconds <= MAX_DURATION_S:
-        raise argparse.ArgumentTypeError(f"{text}: give more than 0 and at most {MAX_DURATION_S} seconds")
+        raise argparse.ArgumentTypeError(
+            f"{text}: give more than 0 and at most {MAX_DURATION_S} seconds"
+        )
     return seconds
 
 
