@@ -63,9 +63,15 @@ class _Injector(threading.Thread):
     """Injects ``faults`` at their moments into the scene of the moment, and undoes
     those that last after :data:`DISK_HOLD_S`; :meth:`finish` undoes what is left."""
 
-    def __init__(self, faults: Sequence[Fault], started: float, scene: Callable[[], Scene]):
+    def __init__(
+        self,
+        faults: Sequence[Fault],
+        started: float,
+        scene: Callable[[], Scene],
+        say: Callable[[str], None],
+    ) -> None:
         super().__init__(name="chaos-injector", daemon=True)
-        self._faults, self._begun, self._scene = list(faults), started, scene
+        self._faults, self._begun, self._scene, self._say = list(faults), started, scene, say
         self._halt = threading.Event()
         self._undo: list[tuple[float, Fault]] = []
         self.injected: list[Injection] = []
@@ -87,9 +93,9 @@ class _Injector(threading.Thread):
             hit = kind.inject(self._scene(), fault.target)
         except (OSError, subprocess.SubprocessError) as exc:
             hit = ()
-            print(f"chaos: {fault.kind} on {fault.target} failed: {exc}", flush=True)
+            self._say(f"chaos: {fault.kind} on {fault.target} failed: {exc}")
         self.injected.append(Injection(fault, at, hit))
-        print(f"chaos: {fault.line().strip()}: {'; '.join(hit) or 'missed (not up)'}", flush=True)
+        self._say(f"chaos: {fault.line().strip()}: {'; '.join(hit) or 'missed (not up)'}")
         if kind.undo is not None and hit:
             self._undo.append((at + DISK_HOLD_S, fault))
 
@@ -224,7 +230,7 @@ def run_chaos(settings: ChaosSettings, say: Callable[[str], None]) -> ChaosRecor
             say("  (no fill-disk: mounting a small results disk needs root)")
         rounds = _Rounds(settings, disk)
         started = time.time()
-        injector = _Injector(faults, started, rounds.scene)
+        injector = _Injector(faults, started, rounds.scene, say)
         injector.start()
         try:
             while (left := started + settings.duration_s - time.time()) > MIN_ROUND_S:
