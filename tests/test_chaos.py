@@ -81,6 +81,12 @@ def _round(tmp_path: Path, results: list[CaseResult], finished: list[str] | None
 
 LOST = InfraRecord("TransportLost", "ssh-emu: the connection was lost", "call")
 QUARANTINED = InfraRecord("DeviceQuarantined", "ssh-emu failed its health check", "setup")
+TIME_UP = InfraRecord(
+    "DeviceQuarantined",
+    "device 'adb-emu' failed the health check before its first test and is quarantined for "
+    "the rest of this run: RunTimeExpired: the run's time is up (--run-timeout 44 s): ...",
+    "setup",
+)  # what a round's last seconds leave: not a fault's, not a wrong verdict
 KILL = Injection(Fault(40.0, "kill-sshd", "ssh-emu"), 1100.0, ("SIGKILL 1 sshd",))
 
 
@@ -91,11 +97,12 @@ def test_an_infra_error_a_fault_explains_retried_or_quarantined_is_no_wrong_verd
                 failed_tries=(str(LOST),)),
         _result("suites/test_a.py::test_x[ssh-emu-3]", "infra", 1500.0, infra=QUARANTINED),
         _result("suites/test_a.py::test_x[host-1]", "skipped", 1500.0),
+        _result("suites/test_a.py::test_x[adb-emu-1]", "infra", 1900.0, infra=TIME_UP),
     ]  # fmt: skip
     invariant = no_wrong_verdict([_round(tmp_path, results)], [KILL])
     assert invariant.held, invariant.lines()
     assert invariant.summary == (
-        "2 passed or skipped (1 after a retry), 2 infra (0 as a round's time was up, "
+        "2 passed or skipped (1 after a retry), 3 infra (1 as a round's time was up, "
         "2 after a fault), 0 failed"
     )
 

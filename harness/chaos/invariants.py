@@ -5,7 +5,8 @@ pytest's JUnit files, the ownership records of its harness processes and its fau
   infrastructure error that an injected fault on its device explains (one at most
   :data:`BEFORE_S` seconds before the test started and before it ended; any earlier one
   of the round for a test not started on a quarantined device), retried or quarantined;
-  or with the run's time being up. A ``failed`` or ``error`` outcome is always wrong.
+  or with the run's time being up (also when it was up during its device's first health
+  check, which quarantines the device). A ``failed`` or ``error`` outcome is always wrong.
 - **no lost result**: every test pytest finished (its JUnit file) has its record.
 - **nothing left running**: no process any of the run's harness processes started (their
   ownership records, :func:`harness.lifecycle.reap.still_running`), no namespace of theirs.
@@ -89,6 +90,16 @@ def _explained(record: CaseResult, round_: Round, faults: Sequence[Injection]) -
     )
 
 
+def _time_was_up(record: CaseResult) -> bool:
+    """Whether the round's time was up (``--run-timeout``): the test was stopped or not
+    started, or its device's first health check was (the device is then quarantined)."""
+    infra = record.infra
+    if infra is None:
+        return False
+    quarantined_late = infra.type.endswith("Quarantined") and "RunTimeExpired: " in infra.message
+    return infra.type == "RunTimeExpired" or quarantined_late
+
+
 def _wrong(record: CaseResult, round_: Round, faults: Sequence[Injection]) -> str | None:
     """Why ``record`` is a wrong verdict, or None."""
     if record.outcome in PASSING:
@@ -97,7 +108,7 @@ def _wrong(record: CaseResult, round_: Round, faults: Sequence[Injection]) -> st
     if record.outcome != "infra" or infra is None:
         error = (record.error_lines or [""])[0]
         return f"{record.nodeid}: {record.outcome} {error}"[:300]
-    if infra.type == "RunTimeExpired":
+    if _time_was_up(record):
         return None
     what = f"{record.nodeid}: infra {infra.type}: {infra.message}"[:300]
     if not _explained(record, round_, faults):
@@ -116,7 +127,7 @@ def no_wrong_verdict(rounds: Sequence[Round], faults: Sequence[Injection]) -> In
         for record in records:
             counts[record.outcome] += 1
             counts["retried"] += bool(record.failed_tries) and record.outcome == "passed"
-            counts["time up"] += record.infra is not None and record.infra.type == "RunTimeExpired"
+            counts["time up"] += _time_was_up(record)
             why = _wrong(record, round_, faults)
             broken += [why] if why else []
     summary = (

@@ -35,7 +35,9 @@ from harness.history.target import OFF, STORE_ENV
 from harness.lifecycle import owner, process
 from harness.lifecycle.reap import OwnerRecord, descendants, still_running
 
-MIN_ROUND_S = 20.0  # a round needs this much time left to be started
+MIN_ROUND_S = 90.0  # a later round is started with this much time left: its devices come up
+# in ~30-45 s on a loaded 2-core machine, and a health check the run's time stops
+# quarantines its device
 ROUND_GRACE_S = 180.0  # a round may end this long after its --run-timeout
 SETTLE_S = 30.0  # after the last round, how long its processes may take to end
 EMULATOR_RESTARTS = 100  # per device and round: a fault after a fault is still survived
@@ -233,7 +235,9 @@ def run_chaos(settings: ChaosSettings, say: Callable[[str], None]) -> ChaosRecor
         injector = _Injector(faults, started, rounds.scene, say)
         injector.start()
         try:
-            while (left := started + settings.duration_s - time.time()) > MIN_ROUND_S:
+            while (left := started + settings.duration_s - time.time()) > 0:
+                if rounds.rounds and left < MIN_ROUND_S:
+                    break
                 rounds.run_one(left)
         finally:
             injector.finish()
