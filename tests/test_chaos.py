@@ -178,6 +178,16 @@ def test_a_short_seeded_chaos_run_holds_its_invariants_and_the_check_can_fail(tm
     )
     record = json.loads((folder / "chaos.json").read_text())
     assert sum(bool(i["hit"]) for i in record["injected"]) >= 1, output
+    what = {  # each fault hit what it is for, on its own device
+        ("kill-sshd", "ssh-emu"): r"SIGKILL \d+ sshd: ",
+        ("drop-link", "ssh-emu"): r"SIGKILL \d+ socat .*TCP:127\.0\.0\.1:22",
+        ("kill-qemu-mcu", "mcu-emu"): r"SIGKILL \d+ qemu-system-arm -M mps2-an385 ",
+        ("drop-link", "mcu-emu"): r"cut TCP 127\.0\.0\.1:\d+ 127\.0\.0\.1:\d+",
+        ("fill-disk", "results"): rf"filled {folder / 'disk'} \(\d+ bytes more\)",
+    }
+    for injected in record["injected"]:
+        pattern = what[injected["kind"], injected["target"]]
+        assert all(re.fullmatch(f"{pattern}.*", hit) for hit in injected["hit"]), injected
 
     held = _chaos("--check", str(folder), timeout=60)
     assert held.returncode == 0 and "invariants held" in held.stdout, held.stdout
