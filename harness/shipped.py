@@ -83,6 +83,12 @@ def maps_dir() -> Path:
     return _data("examples", "maps")
 
 
+def suite_arguments() -> list[str]:
+    """What pytest is given to run the device suites: their folder in a checkout, else the
+    installed package by name (``--pyargs``), so the rootdir stays the user's project's."""
+    return [str(suites_dir())] if checkout() is not None else ["--pyargs", "harness.suites"]
+
+
 def suites_dir() -> Path:
     """The device suites: the package ``harness.suites`` once installed."""
     return _data("suites") if checkout() is not None else _existing(_package() / "suites")

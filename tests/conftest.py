@@ -41,6 +41,7 @@ LONGEST_FIRST = (
     "test_history_runs.py",
     "test_race_detector.py",
     "test_farm_runs.py",
+    "test_chaos.py",
     "test_fault_injection.py",
     "test_farm_rootdir.py",
     "test_setup_repair.py",

@@ -17,6 +17,8 @@
   it (docs/lifecycle.md, "The cache and the data").
 - ``et-harness bisect TREE --good REV --bad REV -- TESTS``: the commit of an ExecuTorch
   source tree where the tests change (docs/source-runtime.md).
+- ``et-harness chaos --duration S --seed N``: the suites on the emulated devices under
+  seeded faults, then the invariants checked (docs/chaos.md).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from harness.check import (
 )
 from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
-from harness.cli import cache_command, doctor, lab_command
+from harness.cli import cache_command, chaos_command, doctor, lab_command
 from harness.codec import readable, wire
 from harness.codec.mapfile import MapFile, MapFileError, load_map, read_map_file
 from harness.data.messages import Action, Request
@@ -164,9 +166,7 @@ def _cmd_run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     (its ``devices/``, ``et_devices_dirs``, ``addopts``), as ``pytest --device`` sees them."""
     import pytest
 
-    checkout = shipped.checkout() is not None
-    suites = [str(shipped.suites_dir())] if checkout else ["--pyargs", "harness.suites"]
-    return int(pytest.main([*suites, "--device", args.device, *pytest_args]))
+    return int(pytest.main([*shipped.suite_arguments(), "--device", args.device, *pytest_args]))
 
 
 def _check_writable(path: Path, option: str = "--json") -> None:
@@ -506,9 +506,10 @@ def _main(argv: list[str] | None) -> int:
     cache_command.add_parser(commands)
     lab_command.add_parser(commands)
     bisect_command.add_parser(commands)
+    chaos_command.add_parser(commands)
 
     args, rest = parser.parse_known_args(argv)
-    if rest and args.command not in ("run", "bisect"):
+    if rest and args.command not in ("run", "bisect", "chaos"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     handlers = {
         "map": lambda args: _judged(_cmd_map, args),  # the map judged as every door judges it
@@ -530,6 +531,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_run(args, rest)
         if args.command == "bisect":
             return _cmd_bisect(args, rest)
+        if args.command == "chaos":
+            return chaos_command.run_chaos_command(args, rest[1:] if rest[:1] == ["--"] else rest)
         return handlers[args.command](args)
     except HarnessError as exc:  # usage, infrastructure or a failed check: one line, exit 2
         print(f"et-harness {args.command}: {exc}", file=sys.stderr)

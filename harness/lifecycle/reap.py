@@ -202,14 +202,19 @@ def remove_path(path: str) -> None:
             target.unlink()
 
 
-def reap(record: OwnerRecord, grace: float = 1.0) -> None:
-    """End and remove everything ``record`` names (see the module docstring)."""
+def still_running(record: OwnerRecord) -> set[int]:
+    """Every live process ``record`` names (see the module docstring), this one aside."""
     leaders = {p.pid for p in record.processes if start_time(p.pid) == p.start}
     targets = leaders | session_members(leaders) | marked(record.owner)
     targets |= adb_servers(record.adb_ports)
     targets |= descendants(targets)
     targets.discard(os.getpid())
-    end_processes(targets, grace)
+    return targets
+
+
+def reap(record: OwnerRecord, grace: float = 1.0) -> None:
+    """End and remove everything ``record`` names (see the module docstring)."""
+    end_processes(still_running(record), grace)
     for name in record.netns:
         delete_netns(name)
     for path in record.paths:

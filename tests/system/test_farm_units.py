@@ -676,7 +676,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_nightly_workflow_runs_every_device_and_merges_the_results():
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "nightly.yml").read_text("utf-8"))
     jobs = workflow["jobs"]
-    assert set(jobs) == {"emulated", "source-history", "program-zoo", "lab", "report"}
+    assert set(jobs) == {"emulated", "source-history", "program-zoo", "chaos", "lab", "report"}
     assert jobs["lab"]["uses"] == "$/.github/workflows/lab-nightly.yml"  # the team's nightly
     assert jobs["lab"]["with"]["report"] is False  # merged below, with the other jobs
     pools = yaml.safe_load((REPO / ".github" / "workflows" / "lab-nightly.yml").read_text())
@@ -692,7 +692,7 @@ def test_nightly_workflow_runs_every_device_and_merges_the_results():
         for s in j.get("steps", [])
         if "upload-artifact" in str(s.get("uses"))
     ]
-    assert len(uploads) == 4
+    assert len(uploads) == 5
     history_sweep = [s["run"] for s in jobs["source-history"]["steps"] if "run" in s]
     assert any(
         "tests/system/test_source_history.py" in s and "-m nightly" in s for s in history_sweep

@@ -87,6 +87,33 @@ def test_the_nightly_workflow_runs_the_whole_zoo():
     assert "bash ci/setup.sh" in runs["program-zoo"]
 
 
+def test_the_nightly_workflow_runs_ten_minutes_of_chaos_with_a_fixed_seed():
+    """A job of its own runs `et-harness chaos` for 600 s with a seed written in the
+    workflow (the same schedule every night), in a privileged Debian 12 container set up
+    as the README says, and uploads its folder even when an invariant broke."""
+    workflow = read_yaml(WORKFLOWS[0].read_text("utf-8"), str(WORKFLOWS[0]))
+    assert isinstance(workflow, dict), workflow
+    jobs = workflow["jobs"]
+    chaos = {
+        name: step["run"]
+        for name, job in jobs.items()
+        for step in job.get("steps", [])
+        if "et-harness chaos" in step.get("run", "")
+    }
+    assert list(chaos) == ["chaos"], chaos
+    words = chaos["chaos"].split()
+    assert words[words.index("--duration") + 1] == "600"
+    assert words[words.index("--seed") + 1].isdecimal()
+    job = jobs["chaos"]
+    assert job["container"]["image"] == "debian:12"
+    assert "--privileged" in job["container"]["options"]
+    runs = [step.get("run", "") for step in job["steps"]]
+    assert runs.index("bash ci/setup.sh") < runs.index(chaos["chaos"])
+    folder = words[words.index("--results-dir") + 1]
+    (upload,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-")]
+    assert upload["if"] == "always()" and upload["with"]["path"] == folder
+
+
 def test_zizmor_finds_nothing_in_the_workflows():
     done = audit(*WORKFLOWS)
     assert done.returncode == 0, done.stdout + done.stderr
