@@ -15,7 +15,8 @@ import pytest
 from harness.devices.acquired_place import PowerPort
 from harness.farm.selection import select_profiles
 from harness.lab.client_session import RawPlace, Resource
-from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
+from harness.lab.identity import LabIdentity
+from harness.lab.places import BadPlace, PlaceState, place_state
 from harness.lab.reservation import matched_resources
 from harness.lab.resources import (
     LabResourceError,
