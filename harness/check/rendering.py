@@ -2,9 +2,10 @@
 received options aligned side by side (each difference's sentence is
 :meth:`~harness.check.differences.Difference.describe`).
 
-Names come from map files and devices: they are shown by :func:`show_name`.
-A verdict (:class:`harness.check.verdict.Verdict`, whose ``summary()`` and ``render()``
-call this module) is read through :class:`VerdictText`, what the text needs of one.
+Names come from map files and devices: they are shown escaped where they would not read
+unambiguously (:func:`~harness.check.wording.show_name`). A verdict
+(:class:`harness.check.verdict.Verdict`, whose ``summary()`` and ``render()`` call this
+module) is read through :class:`VerdictText`, what the text needs of one.
 """
 
 from __future__ import annotations
