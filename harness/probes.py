@@ -21,7 +21,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from harness.check.option_contracts import PROBE_PREFIX
-from harness.check.rendering import show_name
+from harness.check.wording import show_name
 from harness.data.options import OptionsMap
 from harness.errors import UsageError
 from harness.programs.xnnpack import XNNPACK_BACKEND

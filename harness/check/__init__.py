@@ -35,12 +35,21 @@ an element beyond that, :class:`EffectNotObserved` when a declared file was not 
 did is an :class:`OptionOutcome`; each output is a :class:`TensorOutput`
 (:func:`outputs_of` reads them).
 
-``verdict`` holds the verdict's types, ``comparison`` the checks, ``rendering`` the text,
-``option_contracts`` the contracts, ``output_effects`` the judgment of outputs.
+``differences`` holds what differs (per difference and per backend), ``verdict`` a whole
+report's verdict, ``comparison`` the checks, ``rendering`` the text (``wording`` how names
+and values read), ``option_contracts`` the contracts, ``output_effects`` the judgment of
+outputs.
 """
 
 from harness.check.comparison import check_get, check_load, check_set
 from harness.check.contract_files import ContractFileError, declare_contract_files
+from harness.check.differences import (
+    BackendOutcome,
+    Difference,
+    DifferenceKind,
+    DifferenceValue,
+    OptionRow,
+)
 from harness.check.option_contracts import (
     CONTRACTS,
     BackendContract,
@@ -63,17 +72,8 @@ from harness.check.output_effects import (
     OptionsChangedOutputs,
     OutputsOffReference,
 )
-from harness.check.rendering import format_value, show_name
-from harness.check.verdict import (
-    BackendOutcome,
-    DeliveryMismatch,
-    Difference,
-    DifferenceKind,
-    DifferenceValue,
-    OptionRow,
-    Verdict,
-    VerdictNotExamined,
-)
+from harness.check.verdict import DeliveryMismatch, Verdict, VerdictNotExamined
+from harness.check.wording import format_value, show_name
 from harness.codec.wire import WireErrorCode
 from harness.data.effects import Changes, OptionEffect
 from harness.data.messages import (

@@ -11,14 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
-from harness.check.verdict import (
-    HOOKS,
-    BackendOutcome,
-    Difference,
-    DifferenceKind,
-    OptionRow,
-    Verdict,
-)
+from harness.check.differences import HOOKS, BackendOutcome, Difference, DifferenceKind, OptionRow
+from harness.check.verdict import Verdict
 from harness.codec.wire import WireErrorCode
 from harness.data.messages import Action, LoadPath, Outcome, Report, ReportEntry
 from harness.data.options import BackendOptions, Option, OptionsMap

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
-from harness.check.rendering import format_value, show_name
+from harness.check.wording import format_value, show_name
 from harness.data.effects import RESULT_INVARIANT, Changes, DeclaredEffect, OptionEffect
 from harness.data.options import OptionsMap, OptionValue
 from harness.errors import CheckFailure, UsageError

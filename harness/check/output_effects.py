@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.check.rendering import show_name
+from harness.check.wording import show_name
 from harness.data.effects import Changes, OptionEffect
 from harness.data.options import OptionValue
 from harness.data.outputs import TensorOutput, format_element

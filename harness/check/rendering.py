@@ -1,24 +1,20 @@
-"""The text of a verdict: one sentence per difference, a one-line summary, and the
-multi-line rendering with sent and received options aligned side by side.
+"""The text of a verdict: a one-line summary, and the multi-line rendering with sent and
+received options aligned side by side (each difference's sentence is
+:meth:`~harness.check.differences.Difference.describe`).
 
-Names come from map files and devices: :func:`show_name` escapes any that would not
-read unambiguously on a terminal.
+Names come from map files and devices: they are shown escaped where they would not read
+unambiguously (:func:`~harness.check.wording.show_name`). A verdict
+(:class:`harness.check.verdict.Verdict`, whose ``summary()`` and ``render()`` call this
+module) is read through :class:`VerdictText`, what the text needs of one.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import Protocol
 
-from harness.check.verdict import (
-    HOOKS,
-    BackendOutcome,
-    Difference,
-    DifferenceKind,
-    DifferenceValue,
-    Verdict,
-)
+from harness.check.differences import HOOKS, BackendOutcome, Difference, DifferenceKind
+from harness.check.wording import count, format_value, key_list, show_name, times
 from harness.data.messages import Action, Report, ReportEntry
 from harness.data.options import Option
 from harness.data.runtime_error import RuntimeErrorCode, describe_status
@@ -39,165 +35,50 @@ _CELL_WIDTH = 44  # longer cells are cut; the full values follow on a line of th
 _GAP = 4
 
 
-def describe(difference: Difference, with_backend: bool = True) -> str:
-    """One sentence saying what differs, e.g. ``ProbeB: option 'fast': sent ...``."""
-    text = _sentence(difference)
-    if difference.note and difference.kind not in (
-        DifferenceKind.UNEXPECTED_ENTRY,
-        DifferenceKind.UNEXPECTED_OUTCOME,
-    ):
-        text += f" ({difference.note})"
-    if with_backend and difference.backend is not None:
-        return f"{show_name(difference.backend)}: {text}"
-    return text
+class VerdictText(Protocol):
+    """What the text reads of a verdict: its request's action, the report, the outcome per
+    backend, the report's own differences and the ignored backends."""
+
+    @property
+    def action(self) -> Action: ...
+    @property
+    def report(self) -> Report: ...
+    @property
+    def backends(self) -> tuple[BackendOutcome, ...]: ...
+    @property
+    def report_differences(self) -> tuple[Difference, ...]: ...
+    @property
+    def ignored_backends(self) -> tuple[str, ...]: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def differences(self) -> tuple[Difference, ...]: ...
 
 
-@dataclass(frozen=True)
-class _Words:
-    """How an option difference names its two ends: what went to the backend against what
-    it received (load, set), or what a GET expected against what it returned."""
-
-    given: str
-    got: str
-    given_to: str
-    arrived: str
-
-
-_DELIVERED = _Words("sent", "received", "sent to", "arrived")
-_RETURNED = _Words("expected", "returned", "asked of", "returned")
-
-
-def _sentence(difference: Difference) -> str:
-    kind, key = difference.kind, show_name(difference.key or "")
-    exp, act = difference.expected, difference.actual
-    w = _RETURNED if difference.returned else _DELIVERED
-    match kind:
-        case DifferenceKind.MISSING_OPTION:
-            return f"option {key} ({format_value(exp)}) was {w.given} but not {w.got}"
-        case DifferenceKind.EXTRA_OPTION:
-            return f"{w.got} option {key} ({format_value(act)}), which was not {w.given_to} it"
-        case DifferenceKind.WRONG_TYPE | DifferenceKind.WRONG_VALUE:
-            return f"option {key}: {w.given} {format_value(exp)}, {w.got} {format_value(act)}"
-        case DifferenceKind.WRONG_ORDER:
-            return (
-                f"options {w.arrived} in another order: {w.given} [{_key_list(_keys(exp))}], "
-                f"{w.got} [{_key_list(_keys(act))}]"
-            )
-        case DifferenceKind.MISROUTED:
-            owners = " and ".join(map(show_name, difference.belongs_to))
-            return f"{w.got} option {key} ({format_value(act)}), which was {w.given_to} {owners}"
-        case DifferenceKind.NOTHING_DELIVERED:
-            keys = _keys(exp)
-            verb = "was" if len(keys) == 1 else "were"
-            return (
-                f"{w.got} no options; {_count(len(keys), 'option')} {verb} {w.given}: "
-                f"[{_key_list(keys)}]"
-            )
-        case DifferenceKind.NOT_CALLED:
-            return f"{key} was never called (expected {_times(exp)})"
-        case DifferenceKind.UNEXPECTED_DELIVERY:
-            return (
-                f"{w.got} option {key} ({format_value(act)}) although no options were "
-                f"{w.given_to} it; it must get an empty span"
-            )
-        case DifferenceKind.WRONG_STATUS:
-            return f"status {_status(act)}, expected {_status(exp)}"
-        case DifferenceKind.WRONG_CALL_COUNT:
-            return f"{key} called {_times(act)}, expected {_times(exp)}"
-        case DifferenceKind.NOT_RECORDED if key == HOOKS[Action.GET]:
-            return (
-                f"its records of {key} lack the caller's end (etb.caller: what the runtime "
-                "handed back to its caller); rebuild the agent from this harness"
-            )
-        case DifferenceKind.NOT_RECORDED:
-            return (
-                f"has a report entry without records ({_entry_facts(act)}), although the "
-                "device announces it as recorded (HELLO fact 'recorded')"
-            )
-        case DifferenceKind.CHANGED_ON_RETURN:
-            left = "nothing" if exp is None else format_value(exp)
-            handed = "nothing" if act is None else format_value(act)
-            return (
-                f"option {key}: the backend's get_option left {left}, but the runtime "
-                f"handed {handed} back to its caller"
-            )
-        case DifferenceKind.BACKEND_STATUS:
-            return (
-                f"the backend's own {key} returned {_status(exp)}, but the runtime "
-                f"reported {_status(act)}"
-            )
-        case DifferenceKind.UNEXPECTED_OUTCOME:
-            outcome, wanted = _enum_name(act), _enum_name(exp)
-            return f"report outcome {outcome}, expected {wanted}: {difference.note}"
-        case DifferenceKind.WRONG_ACTION:
-            return f"report answers action {_enum_name(act)}, expected {_enum_name(exp)}"
-        case DifferenceKind.UNEXPECTED_ENTRY:
-            return f"has a report entry ({_entry_facts(act)}), but {difference.note}"
-        case DifferenceKind.DUPLICATE_ENTRY:
-            return f"has {act} entries in the report, expected one; only the first is checked"
-        case DifferenceKind.MISSING_ENTRY:
-            return "has no entry in the report; expected one per backend of the request"
-        case DifferenceKind.WRONG_PATH:
-            return f"the device served load path {act!r}, the request asked for {exp!r}"
-        case DifferenceKind.NO_SUCH_BACKEND:
-            if exp is None:
-                answer = "no delegate of the program, so the runtime ignores its entry of the map"
-            else:
-                answer = f"{key} returned {_status(act)}, expected {_status(exp)}"
-            return (
-                f"the device has no backend of this name, and the harness registered no probe "
-                f"under it: {answer} (a misspelled id? a probe: declare it, probes= or "
-                "--probe NAME)"
-            )
-        case DifferenceKind.CROSS_MODEL:
-            owners = " and ".join(map(show_name, difference.belongs_to))
-            own = "" if exp is None else f" instead of its own {format_value(exp)}"
-            return (
-                f"received option {key} ({format_value(act)}){own}, which was sent "
-                f"to the same backend in {owners}"
-            )
-    raise AssertionError(f"unhandled difference kind {kind}")
-
-
-def _keys(value: DifferenceValue) -> tuple[str, ...]:
-    """The option keys a WRONG_ORDER (keys) or NOTHING_DELIVERED (options) value holds."""
-    if not isinstance(value, tuple):
-        return ()
-    return tuple(item.key if isinstance(item, Option) else item for item in value)
-
-
-def _status(value: DifferenceValue) -> str:
-    """An ExecuTorch ``Error`` code by name."""
-    return describe_status(value) if isinstance(value, int) else repr(value)
-
-
-def _enum_name(value: DifferenceValue) -> str:
-    """An action or outcome as the readable form writes it: ``load``, ``ok``."""
-    return value.name.lower() if isinstance(value, enum.Enum) else repr(value)
-
-
-def summary(verdict: Verdict) -> str:
+def summary(verdict: VerdictText) -> str:
     """One line: ``load: ok, 2 backends as expected`` or the first few differences."""
     action = verdict.label
-    ignored = f"; ignored (not in the program): {_key_list(verdict.ignored_backends)}"
+    ignored = f"; ignored (not in the program): {key_list(verdict.ignored_backends)}"
     ignored = ignored if verdict.ignored_backends else ""
     if verdict.ok:
-        return f"{action}: ok, {_count(len(verdict.backends), 'backend')} as expected{ignored}"
+        return f"{action}: ok, {count(len(verdict.backends), 'backend')} as expected{ignored}"
     differences = verdict.differences
     shown = [_short(d) for d in differences[:4]]
     if len(differences) > 4:
         shown.append(f"+{len(differences) - 4} more")
-    return f"{action}: {_count(len(differences), 'difference')}: {'; '.join(shown)}"
+    return f"{action}: {count(len(differences), 'difference')}: {'; '.join(shown)}"
 
 
-def render(verdict: Verdict, *, ignored: bool = True) -> str:
+def render(verdict: VerdictText, *, ignored: bool = True) -> str:
     """Multi-line text: the report's problems, then each backend's aligned options, then
     (when ``ignored``) :func:`ignored_line`."""
     lines = [_headline(verdict)]
     if verdict.report_differences:
         outcome = verdict.report.outcome.name.lower()
-        count = len(verdict.report.entries)
-        entries = "1 entry" if count == 1 else f"{count} entries"
+        n = len(verdict.report.entries)
+        entries = "1 entry" if n == 1 else f"{n} entries"
         lines.append(f"report (outcome {outcome}, {entries}):")
         lines += [f"  - {d.describe()}  <- {d.kind.name}" for d in verdict.report_differences]
     hook = HOOKS[verdict.action]
@@ -211,18 +92,18 @@ def render(verdict: Verdict, *, ignored: bool = True) -> str:
 def ignored_line(names: Iterable[str]) -> str:
     """The line naming a load's ignored backends: map entries that are no delegates."""
     return (
-        f"ignored backends: {_key_list(names)} (in the map but not delegates of the program: "
+        f"ignored backends: {key_list(names)} (in the map but not delegates of the program: "
         "the runtime ignores them, which is not a failure)"
     )
 
 
-def _headline(verdict: Verdict) -> str:
+def _headline(verdict: VerdictText) -> str:
     action = verdict.label
     if verdict.ok:
-        return f"{action} check: ok, {_count(len(verdict.backends), 'backend')} as expected"
+        return f"{action} check: ok, {count(len(verdict.backends), 'backend')} as expected"
     failing = sum(1 for b in verdict.backends if not b.ok)
-    where = f" in {_count(failing, 'backend')}" if failing else ""
-    return f"{action} check: {_count(len(verdict.differences), 'difference')}{where}"
+    where = f" in {count(failing, 'backend')}" if failing else ""
+    return f"{action} check: {count(len(verdict.differences), 'difference')}{where}"
 
 
 def returned_lines(report: Report) -> list[str]:
@@ -249,48 +130,6 @@ def returned_lines(report: Report) -> list[str]:
     if not report.entries:
         lines.append("  nothing: the report has no entries")
     return lines
-
-
-def format_value(value: object) -> str:
-    """``bool true``, ``int 4``, ``string 'perf'``: the type is always shown."""
-    if type(value) is bool:
-        return f"bool {'true' if value else 'false'}"
-    if type(value) is int:
-        return f"int {value}"
-    if type(value) is str:
-        return f"string {value!r}"
-    return f"{type(value).__name__} {value!r}"
-
-
-def show_name(name: str) -> str:
-    """A key or backend id as is when it reads unambiguously, else its repr.
-
-    Names come from map files and devices: control characters (terminal escapes),
-    bidi overrides and line separators are shown escaped, never sent to the terminal.
-    """
-    return name if name and name.isprintable() and name.strip() == name else repr(name)
-
-
-def _key_list(keys: Iterable[str]) -> str:
-    return ", ".join(show_name(k) for k in keys)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _times(n: DifferenceValue) -> str:
-    return "once" if n == 1 else f"{n} times"
-
-
-def _entry_facts(entry: DifferenceValue) -> str:
-    if not isinstance(entry, ReportEntry):
-        return repr(entry)
-    probe = "probe" if entry.is_probe else "recorded" if entry.is_recorded else "not a probe"
-    return (
-        f"status {describe_status(entry.status)}, {_count(entry.calls, 'call')}, "
-        f"{_count(len(entry.delivered), 'option')}, {probe}"
-    )
 
 
 def _short(difference: Difference) -> str:
@@ -352,7 +191,7 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
     facts = "no entry in the report"
     if entry is not None:
         facts = f"status {describe_status(entry.status)}"
-        facts += f", {hook} called {_times(entry.calls)}" if entry.is_observed else ""
+        facts += f", {hook} called {times(entry.calls)}" if entry.is_observed else ""
         facts += _who(entry, outcome.absent)
     elif outcome.absent:
         facts = "no such backend on the device"
@@ -364,12 +203,12 @@ def _render_backend(outcome: BackendOutcome, action: Action, hook: str) -> list[
         elif not outcome.expected_options:
             what = "no options, as expected"
         elif not outcome.values_checked:
-            what = f"{_count(len(outcome.expected_options), 'option')} of the requested types"
+            what = f"{count(len(outcome.expected_options), 'option')} of the requested types"
         else:
-            what = f"{_count(len(outcome.expected_options), 'option')} exact"
+            what = f"{count(len(outcome.expected_options), 'option')} exact"
         return [f"backend {show_name(outcome.name)}: ok, {what} ({facts})"]
-    count = _count(len(outcome.differences), "difference")
-    lines = [f"backend {show_name(outcome.name)}: {count} ({facts})"]
+    differing = count(len(outcome.differences), "difference")
+    lines = [f"backend {show_name(outcome.name)}: {differing} ({facts})"]
     if outcome.expected_options is not None:
         lines += _render_table(outcome, action)
     row_differences = {id(r.difference) for r in outcome.rows if r.difference is not None}

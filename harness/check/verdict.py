@@ -1,125 +1,17 @@
-"""The verdict's types: what differs (:class:`Difference`), per backend
-(:class:`BackendOutcome`) and for a whole report (:class:`Verdict`).
+"""The verdict of a whole report (:class:`Verdict`), and the failures it raises.
 
-The text of a verdict is :mod:`harness.check.rendering`'s; the methods that return
-text import it when called, as it reads these types.
+What differs, per difference and per backend, is :mod:`harness.check.differences`'s; the
+text of a verdict is :mod:`harness.check.rendering`'s.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import TypeAlias
 
-from harness.data.messages import Action, LoadPath, Outcome, Report, ReportEntry
-from harness.data.options import Option, OptionValue
+from harness.check import rendering
+from harness.check.differences import BackendOutcome, Difference, DifferenceKind
+from harness.data.messages import Action, LoadPath, Report
 from harness.errors import CheckFailure
-
-
-class DifferenceKind(enum.Enum):
-    """What differs. Comments give what ``expected`` / ``actual`` hold for each kind."""
-
-    MISSING_OPTION = enum.auto()  # sent value / None
-    EXTRA_OPTION = enum.auto()  # None / received value (not sent to this backend)
-    WRONG_TYPE = enum.auto()  # sent value / received value, of another type
-    WRONG_VALUE = enum.auto()  # sent value / received value, same type
-    WRONG_ORDER = enum.auto()  # sent keys / received keys, in order
-    MISROUTED = enum.auto()  # None / received value; ``belongs_to`` names its owners
-    NOTHING_DELIVERED = enum.auto()  # sent options / ()
-    NOT_CALLED = enum.auto()  # expected calls / 0; ``key`` is the hook
-    UNEXPECTED_DELIVERY = enum.auto()  # None / received value; nothing was sent to it
-    WRONG_STATUS = enum.auto()  # expected Error code / reported Error code
-    WRONG_CALL_COUNT = enum.auto()  # expected calls / reported calls; ``key`` is the hook
-    UNEXPECTED_OUTCOME = enum.auto()  # Outcome.OK / reported Outcome; ``note``: detail
-    WRONG_ACTION = enum.auto()  # request's Action / report's Action
-    UNEXPECTED_ENTRY = enum.auto()  # None / the ReportEntry; ``note``: why not expected
-    DUPLICATE_ENTRY = enum.auto()  # 1 / number of entries with that name
-    MISSING_ENTRY = enum.auto()  # None / None: no entry for a backend of the request
-    WRONG_PATH = enum.auto()  # requested load path / the path the report says was served
-    CROSS_MODEL = enum.auto()  # own value or None / received value; ``belongs_to``: models
-    NOT_RECORDED = enum.auto()  # None / the ReportEntry, without the records the device announced
-    BACKEND_STATUS = enum.auto()  # the backend's own Error code / the one reported; ``key``: hook
-    # GET of a recorded backend: the value the backend's call left / the value the runtime
-    # handed back to its caller (None where one end has no such option); ``key``: the option
-    CHANGED_ON_RETURN = enum.auto()
-    # a backend of the request the device has none of, and no probe: None / None on LOAD (no
-    # delegate, its entry ignored), the expected Error code / NotFound on SET and GET;
-    # ``key`` is the hook
-    NO_SUCH_BACKEND = enum.auto()
-
-
-HOOKS = {Action.LOAD: "init", Action.SET: "set_option", Action.GET: "get_option"}
-"""The backend hook each action calls: the ``key`` of call-count differences."""
-
-DifferenceValue: TypeAlias = (
-    OptionValue | Action | Outcome | ReportEntry | tuple[str, ...] | tuple[Option, ...] | None
-)
-"""What a :class:`Difference` holds as ``expected`` and ``actual``: an option value, a
-count, status or path label, an action or outcome, a report entry, option keys or
-options (see :class:`DifferenceKind` for which kind holds which)."""
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One way a report differs from what was expected.
-
-    ``backend`` is None for problems of the report as a whole. ``key`` is the
-    option key, or the hook's name (``init``) for call-count kinds. ``returned`` marks
-    a GET's option difference: ``expected`` is what the test expected (or requested),
-    ``actual`` what ``get_option`` returned, nothing was sent or received.
-    """
-
-    kind: DifferenceKind
-    backend: str | None
-    key: str | None = None
-    expected: DifferenceValue = None
-    actual: DifferenceValue = None
-    belongs_to: tuple[str, ...] = ()
-    note: str = ""
-    returned: bool = field(default=False, compare=False)  # the wording's, not the difference's
-
-    def describe(self, with_backend: bool = True) -> str:
-        """One sentence saying what differs, e.g. ``ProbeB: option 'fast': sent ...``."""
-        from harness.check.rendering import describe
-
-        return describe(self, with_backend)
-
-
-@dataclass(frozen=True)
-class OptionRow:
-    """A sent option beside the received option of the same key, as the check paired them."""
-
-    sent_index: int | None
-    sent: Option | None
-    received_index: int | None
-    received: Option | None
-    difference: Difference | None = None
-
-
-@dataclass(frozen=True)
-class BackendOutcome:
-    """What was expected of one backend, what its report entry said, and the differences.
-
-    ``expected_options`` is None when options cannot be compared (the entry is not a
-    probe's, or there is no entry); ``expected_calls`` is None when calls are not
-    checked. ``values_checked`` is False for a GET with no expected values: then only
-    keys, types and order are compared. ``absent``: the device has no backend of this
-    name (and the harness registered no probe under it).
-    """
-
-    name: str
-    entry: ReportEntry | None
-    expected_status: int
-    expected_calls: int | None
-    expected_options: tuple[Option, ...] | None
-    rows: tuple[OptionRow, ...] = ()
-    differences: tuple[Difference, ...] = ()
-    values_checked: bool = True
-    absent: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return not self.differences
 
 
 class DeliveryMismatch(AssertionError, CheckFailure):
@@ -241,15 +133,11 @@ class Verdict:
 
     def summary(self) -> str:
         """One line: ``load: ok, 2 backends as expected`` or the first few differences."""
-        from harness.check.rendering import summary
-
         self._examination.examined = True
-        return summary(self)
+        return rendering.summary(self)
 
     def render(self, *, ignored: bool = True) -> str:
         """Multi-line text: the report's problems, then each backend's aligned options, then
         (unless not ``ignored``) the line naming :attr:`ignored_backends`."""
-        from harness.check.rendering import render
-
         self._examination.examined = True
-        return render(self, ignored=ignored)
+        return rendering.render(self, ignored=ignored)

@@ -38,7 +38,7 @@ from harness.channel.serial.connect import connect
 from harness.data.messages import Action, Request
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.emulators.mcu import McuEmulator, build_firmware
-from harness.lab.places import LabIdentity
+from harness.lab.identity import LabIdentity
 from harness.lab.reservation import LabgridReservation
 from harness.profiles.lab_setting import LabgridPlace
 from harness.session.agent_session import AgentSession

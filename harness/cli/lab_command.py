@@ -32,7 +32,7 @@ def run_lab(args: argparse.Namespace) -> int:
     from harness.cli.main import CliError
     from harness.lab import quarantine
     from harness.lab.client_session import LabSession
-    from harness.lab.places import LabIdentity
+    from harness.lab.identity import LabIdentity
     from harness.profiles.lab_setting import HEALTH_TAG, HEALTHY
 
     if args.action == "clear" and args.place is None:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from harness.emulators.labgrid_lab import labgrid_program, wait_listening
 from harness.lab.client_session import LabSession
-from harness.lab.places import LabIdentity
+from harness.lab.identity import LabIdentity
 from harness.lab.reservation import LabgridReservation
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory

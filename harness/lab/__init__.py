@@ -7,7 +7,8 @@
 - :mod:`~harness.lab.client_session`: labgrid's own client session, in process, one per
   coordinator and identity;
 - :mod:`~harness.lab.handback`: a dead run's hand-over, for its janitor;
-- :mod:`~harness.lab.places`: the coordinator's view, checked (holders, identities);
+- :mod:`~harness.lab.places`: the coordinator's view, checked (names, tags, holders);
+- :mod:`~harness.lab.identity`: one harness process as a labgrid owner;
 - :mod:`~harness.lab.resources`: an acquired place's resources, checked, and the address
   its device kind takes from them;
 - :mod:`~harness.lab.quarantine`: a place out of service lab-wide (opt-in), the

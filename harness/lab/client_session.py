@@ -25,7 +25,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from harness.lab.places import LabIdentity
+from harness.lab.identity import LabIdentity
 from harness.transport.base import DeviceUnavailable
 
 CALL_TIMEOUT_S = 30.0  # one request to the coordinator

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from harness.lab.client_session import LabgridError, LabSession
-from harness.lab.places import LabIdentity
+from harness.lab.identity import LabIdentity
 from harness.untrusted.reading import printable
 
 

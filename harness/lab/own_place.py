@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from harness.lab.client_session import LabSession
-from harness.lab.places import LabIdentity
+from harness.lab.identity import LabIdentity
 from harness.lab.reservation import HeldPlace, LabgridReservation, PlaceLost
 from harness.lab.resources import with_lab_address
 from harness.profiles.device_profile import DeviceProfile

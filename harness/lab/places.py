@@ -1,82 +1,24 @@
-"""The coordinator's view of a lab: who holds which place, and which holders are runs.
+"""The coordinator's view of a lab: who holds which place.
 
-:class:`LabIdentity` is one harness process as a labgrid owner
-(``HOST/USER-pidPID-START``); :func:`place_state` checks one place as labgrid's client
-session copied it (:mod:`harness.lab.client_session`): name, tags, comment, holder,
-reservation and exporters, each by the harness's value rules. A place that fails them is
+:func:`place_state` checks one place as labgrid's client session copied it
+(:mod:`harness.lab.client_session`): name, tags, comment, holder, reservation and
+exporters, each by the harness's value rules. A place that fails them is
 that place's problem (:class:`BadPlace`): it is left out, and the others go on.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
 import re
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.errors import InfrastructureError
-from harness.lifecycle.reap import start_time
 from harness.untrusted.reading import brief, printable
 from harness.untrusted.value_rules import ValueRuleError, check_word
 
 if TYPE_CHECKING:
     from harness.lab.client_session import RawPlace
-
-# ---- identities ------------------------------------------------------------------------------
-
-_IDENTITY = re.compile(
-    r"(?P<host>[^/]+)/(?P<user>.+)-pid(?P<pid>[0-9]{1,10})-(?P<start>[0-9]{1,20})"
-)
-
-
-@dataclass(frozen=True)
-class LabIdentity:
-    """One process as a labgrid owner: ``HOST/USER-pidPID-START``."""
-
-    host: str
-    user: str
-    pid: int
-    start: int
-
-    @classmethod
-    def this_process(cls) -> LabIdentity:
-        """This process, with the host and user labgrid itself would use.
-
-        Those are LG_HOSTNAME and LG_USERNAME when set.
-        """
-        pid = os.getpid()
-        host = os.environ.get("LG_HOSTNAME") or socket.gethostname()
-        user = os.environ.get("LG_USERNAME") or getpass.getuser()
-        return cls(host, user, pid, start_time(pid) or 0)
-
-    @classmethod
-    def parse(cls, owner: str) -> LabIdentity | None:
-        """The identity in a coordinator's ``acquired: HOST/USER`` field, if it is one of ours."""
-        match = _IDENTITY.fullmatch(owner)
-        if match is None:
-            return None
-        return cls(match["host"], match["user"], int(match["pid"]), int(match["start"]))
-
-    @property
-    def username(self) -> str:
-        return f"{self.user}-pid{self.pid}-{self.start}"
-
-    @property
-    def owner(self) -> str:
-        return f"{self.host}/{self.username}"
-
-    def environment(self) -> dict[str, str]:
-        return {"LG_HOSTNAME": self.host, "LG_USERNAME": self.username}
-
-    def is_gone_from(self, host: str) -> bool:
-        """Whether this identity is a process of ``host`` that no longer runs."""
-        return self.host == host and start_time(self.pid) != self.start
-
-
-# ---- the coordinator's view -----------------------------------------------------------------
 
 MAX_COMMENT_CHARS = 1000  # longer is cut: a comment is only shown
 MAX_TAGS = 64

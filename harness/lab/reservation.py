@@ -20,7 +20,8 @@ from fnmatch import fnmatchcase
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.lab import quarantine as lab_quarantine
 from harness.lab.client_session import LabgridError, LabSession, RawPlace, Resource
-from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
+from harness.lab.identity import LabIdentity
+from harness.lab.places import BadPlace, PlaceState, place_state
 from harness.lab.resources import read_resources
 from harness.lifecycle import owner
 from harness.profiles.lab_setting import HEALTHY, LabgridPlace

@@ -28,7 +28,6 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import filelock
 
@@ -37,10 +36,7 @@ from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import disk_trouble, said_in, writing
-
-if TYPE_CHECKING:
-    from harness.runtime.source_tree import SourceRuntime
-
+from harness.runtime.source_description import SourceRuntime
 
 # ABI name -> the manylinux platform tag of its wheel.
 WHEEL_PLATFORMS = {

@@ -36,7 +36,8 @@ from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.lab.client_session import LabSession
-from harness.lab.places import LabIdentity, PlaceState, place_state
+from harness.lab.identity import LabIdentity
+from harness.lab.places import PlaceState, place_state
 from harness.lab.reservation import LabgridReservation
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants

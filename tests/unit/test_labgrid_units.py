@@ -16,7 +16,8 @@ from harness.devices.acquired_place import PowerPort
 from harness.extras import LAB
 from harness.farm.selection import select_profiles
 from harness.lab.client_session import RawPlace, Resource
-from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
+from harness.lab.identity import LabIdentity
+from harness.lab.places import BadPlace, PlaceState, place_state
 from harness.lab.reservation import matched_resources
 from harness.lab.resources import (
     LabResourceError,
