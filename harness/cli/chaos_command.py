@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.chaos.schedule import MEAN_GAP_S
+from harness.cli.command_error import CliError
 
 MAX_DURATION_S = 24 * 3600
 DEFAULT_FOLDER = Path("results/chaos")
@@ -75,7 +76,6 @@ def add_parser(commands: Any) -> None:
 def run_chaos_command(args: argparse.Namespace, pytest_args: list[str]) -> int:
     from harness.chaos.report import load_record
     from harness.chaos.run import ChaosSettings, run_chaos
-    from harness.cli.main import CliError
     from harness.farm.selection import select_profiles
 
     if args.check is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from harness.cli.command_error import CliError
 from harness.extras import LAB
 
 
@@ -29,7 +30,6 @@ def add_parser(commands: Any) -> None:
 
 
 def run_lab(args: argparse.Namespace) -> int:
-    from harness.cli.main import CliError
     from harness.lab import quarantine
     from harness.lab.client_session import LabSession
     from harness.lab.identity import LabIdentity

@@ -47,11 +47,12 @@ from harness.check import (
 from harness.check.rendering import returned_lines
 from harness.cli import bisect as bisect_command
 from harness.cli import cache_command, chaos_command, doctor, lab_command
+from harness.cli.command_error import CliError
 from harness.codec import readable, wire
 from harness.codec.mapfile import MapFile, MapFileError, load_map, read_map_file
 from harness.data.messages import Action, Request
 from harness.data.options import OptionsMap
-from harness.errors import HarnessError, UsageError
+from harness.errors import HarnessError
 from harness.history import command as history_command
 from harness.profiles.device_folders import (
     built_in,
@@ -65,10 +66,6 @@ from harness.untrusted.reading import printable
 if TYPE_CHECKING:
     from harness.devices.base import Device
     from harness.runner import CaseRunner
-
-
-class CliError(UsageError):
-    """A command cannot do what it was asked; the message says what to change."""
 
 
 _ROUTES = {"load": Route.LOAD, "set": Route.SET, "get": Route.GET}
