@@ -12,7 +12,8 @@ The image is one cache entry (kind ``board``, :mod:`harness.lifecycle.cache_entr
 modules: they are modules in Debian's kernel), ``flash.ext4`` (the root file system: the
 board's flash; each board boots a copy of it) and ``board.json`` (what it was made from).
 Its name carries the hash of the lock and of the board's own files
-(``agent/linux-board/``: init, rcS, inittab, sshd_config, passwd, group, shadow).
+(``agent/linux-board/``: init, rcS, inittab, profile, sshd_config, passwd, group,
+shadow).
 See docs/linux-emu.md.
 """
 
@@ -51,7 +52,7 @@ MODULES = (
 # Unpacked but not kept on the flash: documentation and character set converters.
 _PRUNED = ("usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/lintian",
            "usr/lib/aarch64-linux-gnu/gconv")  # fmt: skip
-_BOARD_FILES = ("init", "rcS", "inittab", "sshd_config", "passwd", "group", "shadow")
+_BOARD_FILES = ("init", "rcS", "inittab", "profile", "sshd_config", "passwd", "group", "shadow")
 _LAYOUT_REVISION = 1  # bumped when the image's layout changes
 _LOCK_MAX_BYTES = 64 << 10
 _DEB_MAX_BYTES = 128 << 20  # the kernel package is about 60 MB
@@ -210,17 +211,14 @@ def _download(package: LockedPackage, folder: Path) -> Path:
     target = folder / f"{package.name}.deb"
     digest = hashlib.sha256()
     try:
-        with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as answer:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as answer:
             with target.open("wb") as sink:
                 while chunk := answer.read(1 << 20):
                     digest.update(chunk)
                     sink.write(chunk)
                     if sink.tell() > min(package.size, _DEB_MAX_BYTES):
                         break
-    except (urllib.error.URLError, OSError) as exc:
-        if isinstance(exc, OSError) and not isinstance(exc, urllib.error.URLError):
-            if exc.errno is not None and exc.filename is not None:
-                raise
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
         raise BoardImageError(
             f"cannot fetch {package.name} {package.version} from {url}: {exc}; check that the "
             f"Debian mirror is reachable (or set {MIRROR_ENV})"
@@ -286,7 +284,8 @@ def _furnish_root(rootfs: Path) -> None:
     board = _board_files()
     placed = {"rcS": ("etc/init.d/rcS", 0o755), "inittab": ("etc/inittab", 0o644),
               "sshd_config": ("etc/ssh/sshd_config", 0o644), "passwd": ("etc/passwd", 0o644),
-              "group": ("etc/group", 0o644), "shadow": ("etc/shadow", 0o600)}  # fmt: skip
+              "group": ("etc/group", 0o644), "shadow": ("etc/shadow", 0o600),
+              "profile": ("etc/profile", 0o644)}  # fmt: skip
     for name, (where, mode) in placed.items():
         shutil.copyfile(board / name, rootfs / where)
         (rootfs / where).chmod(mode)
