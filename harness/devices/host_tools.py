@@ -56,6 +56,12 @@ _SSH_EMU = (
     ),
     HostTool("socat", "socat", "connects to the emulated board's namespace", "listens on loopback"),
 )
+_LINUX_EMU = (
+    HostTool("qemu-system-aarch64", "qemu-system-arm", "emulates the arm64 board"),
+    HostTool("ssh-keygen", "openssh-client", "makes the emulated board's keys"),
+    HostTool("mke2fs", "e2fsprogs", "makes the board's flash image"),
+    HostTool("dpkg-deb", "dpkg", "unpacks the board's Debian packages"),
+)
 _MCU_EMU = (
     HostTool("qemu-system-arm", "qemu-system-arm", "emulates the Cortex-M board"),
     HostTool("arm-none-eabi-gcc", "gcc-arm-none-eabi", "builds the MCU firmware"),
@@ -87,6 +93,8 @@ def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
         needed.append(_VALGRIND)
     if profile.emulator == "ssh-emu":
         needed += _SSH_EMU
+    if profile.emulator == "linux-emu":
+        needed += _LINUX_EMU
     if profile.kind == "adb":
         needed.append(_adb())
     if profile.emulator == "adb-emu":

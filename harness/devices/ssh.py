@@ -1,4 +1,5 @@
-"""Device kind ``ssh``: a Linux board over OpenSSH; emulator ``ssh-emu``."""
+"""Device kind ``ssh``: a Linux board over OpenSSH; emulators ``ssh-emu`` (sshd on this
+host) and ``linux-emu`` (an arm64 board that boots under QEMU)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,15 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
 
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
     resources, emulator = context.resources, None
-    if profile.emulator is not None:
+    if profile.emulator == "linux-emu":
+        from harness.emulators.linux import LinuxEmulator
+
+        home = emulator_home(profile, resources) / "board"
+        emulator = resources.enter_context(
+            LinuxEmulator(home, boot_timeout=int(profile.timeouts.connect))
+        )
+        profile = with_settings(profile, **emulator.settings)
+    elif profile.emulator is not None:
         from harness.emulators.ssh import SshEmulator
 
         emulator = resources.enter_context(SshEmulator(emulator_home(profile, resources) / "sshd"))
@@ -89,6 +98,7 @@ KIND = DeviceKind(
     name="ssh",
     settings=SshSettings,
     emulator="ssh-emu",
+    more_emulators=("linux-emu",),
     emulator_fields=("host", "ssh_config"),
     lock_key=lock_key,
     lab=LabAddress(

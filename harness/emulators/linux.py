@@ -13,7 +13,8 @@ console is kept in ``console.log``. The agent runs on the board's own kernel: no
 of qemu-user. See docs/linux-emu.md.
 
 Needs qemu-system-arm (``qemu-system-aarch64``), openssh-client (``ssh-keygen``),
-e2fsprogs (``mke2fs``), dpkg (``dpkg-deb``) and labgrid (the ``[lab]`` extra); no root.
+e2fsprogs (``mke2fs``), dpkg (``dpkg-deb``) (checked as the device is opened:
+:mod:`harness.devices.host_tools`) and labgrid (the ``[lab]`` extra); no root.
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ DEFAULT_ALIAS = "linux-emu"
 DEVICE_USER = "etdevice"
 LISTEN_HOST = "127.0.0.1"
 QEMU = "qemu-system-aarch64"
-_TOOLS = {QEMU: "qemu-system-arm", "ssh-keygen": "openssh-client", "mke2fs": "e2fsprogs",
-          "dpkg-deb": "dpkg"}  # fmt: skip
 _BOOT_ARGS = "console=ttyAMA0 quiet panic=-1"
 _SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorized key
 _SSH_WAIT_S = 10.0
@@ -125,7 +124,6 @@ class LinuxEmulator:
         """Power the board on and boot it to SSH; returns :attr:`settings`."""
         if self._strategy is not None:
             raise LinuxEmulatorError("linux-emu is already running")
-        _require(_TOOLS)
         self.directory.mkdir(parents=True, exist_ok=True)
         image = self.image
         if not self.flash.exists():
@@ -390,12 +388,6 @@ def _shell_words(argv: list[str]) -> str:
     import shlex
 
     return shlex.join(argv)
-
-
-def _require(tools: dict[str, str]) -> None:
-    missing = sorted({package for tool, package in tools.items() if not shutil.which(tool)})
-    if missing:
-        raise LinuxEmulatorError(f"linux-emu needs: apt-get install -y {' '.join(missing)}")
 
 
 def _cause(exc: BaseException) -> str:
