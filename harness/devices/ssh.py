@@ -9,7 +9,7 @@ from harness.config.kinds import DeviceKind, LabAddress, Settings
 from harness.config.profile import DeviceProfile
 from harness.config.settings import parse_settings, refuse
 from harness.devices.acquired_place import LabResourceError, LabResources
-from harness.devices.base import OpenContext
+from harness.devices.base import Emulator, OpenContext
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.transport.ssh import SshConfigError, SshSettings, SshTransport, resolve_route
 
@@ -72,7 +72,8 @@ def lab_settings(profile: DeviceProfile, resources: LabResources, place: str) ->
 
 
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
-    resources, emulator = context.resources, None
+    resources = context.resources
+    emulator: Emulator | None = None
     if profile.emulator == "linux-emu":
         from harness.emulators.linux import LinuxEmulator
 
@@ -80,11 +81,11 @@ def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
         emulator = resources.enter_context(
             LinuxEmulator(home, boot_timeout=int(profile.timeouts.connect))
         )
-        profile = with_settings(profile, **emulator.settings)
     elif profile.emulator is not None:
         from harness.emulators.ssh import SshEmulator
 
         emulator = resources.enter_context(SshEmulator(emulator_home(profile, resources) / "sshd"))
+    if emulator is not None:
         profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, SshTransport(ssh_settings(profile)), resources, emulator)
 

@@ -188,6 +188,16 @@ class LinuxEmulator:
         """The release of the kernel the board boots (``uname -r`` on it)."""
         return str(self.image.description()["kernel"]["release"])  # type: ignore[index]
 
+    def describe(self) -> str:
+        """One line for ``et-harness doctor``: the kernel, the image, the last boot's time."""
+        kernel = self.image.description()["kernel"]
+        assert isinstance(kernel, dict)
+        boot = f"  boot={self.boot_seconds:.1f} s" if self.boot_seconds is not None else ""
+        return (
+            f"kernel={kernel['release']} ({kernel['package']} {kernel['version']})  "
+            f"image={self.image.root}{boot}"
+        )
+
     def __enter__(self) -> LinuxEmulator:
         self.start()
         return self
