@@ -26,7 +26,6 @@ import shutil
 import signal
 import socket
 import tarfile
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -138,7 +137,7 @@ class LinuxEmulator:
     def stop(self) -> None:
         """Power off (labgrid's ``QEMUDriver.off``) and let go of labgrid; safe twice."""
         if self._console is not None:
-            self._console.pause()
+            self._console.flush()
         if self._strategy is not None:
             try:
                 self._strategy.transition("off")
@@ -147,15 +146,13 @@ class LinuxEmulator:
         self._release()
 
     def kill(self) -> None:
-        """End the board abruptly (SIGKILL its QEMU), as a crash would."""
+        """End the board abruptly, as a crash would: :meth:`cut_power`."""
         self.cut_power()
-        self._release()
 
     def cut_power(self) -> None:
         """Cut the board's power at once: its QEMU is killed, whatever the guest was
-        writing; the flash keeps what reached it. :meth:`start` boots it again."""
-        if self._console is not None:
-            self._console.pause()
+        writing; the flash keeps what reached it. :meth:`start` boots it again. This is
+        the power cut a fault injector calls (docs/linux-emu.md)."""
         pid, self._qemu_pid = self._qemu_pid, None
         if pid is not None:
             try:
@@ -164,12 +161,15 @@ class LinuxEmulator:
             except (ProcessLookupError, ChildProcessError):
                 pass
             owner.current().remove_process(pid)
+        if self._console is not None:
+            self._console.flush()  # what it printed before the cut, still in the socket
         if self._strategy is not None:
             self._strategy.forget_power()
+        self._release()
 
     def power_cycle(self) -> None:
         """Cut the power and boot again to SSH (the same flash)."""
-        self.kill()
+        self.cut_power()
         self.start()
 
     def reboot(self) -> None:
@@ -178,10 +178,9 @@ class LinuxEmulator:
             raise LinuxEmulatorError("linux-emu is not running: nothing to reboot")
         started = time.monotonic()
         assert self._console is not None
-        self._console.pause()
+        self._console.flush()
         self._run_step("reboot", self._strategy.reboot)
         self._wait_for_ssh()
-        self._console.drain()
         self.boot_seconds = time.monotonic() - started
 
     def kernel_release(self) -> str:
@@ -228,7 +227,6 @@ class LinuxEmulator:
         self._run_step("SSH", lambda: self._strategy.transition("ssh"))
         self._wait_for_ssh()
         self._write_client_files()
-        self._console.drain()
         self.boot_seconds = time.monotonic() - started
 
     def _environment_config(self, image: BoardImage, seed: Path) -> dict[str, object]:
@@ -306,17 +304,22 @@ class LinuxEmulator:
 
 
 class ConsoleLog:
-    """The board's serial console, as labgrid's QEMUDriver reads it, kept in a file: what
-    the strategy's reads see (boot, login) and, once the board is up, a thread's."""
+    """The board's serial console, as labgrid's QEMUDriver reads it, kept in a file: every
+    read of the strategy's drivers (boot, login, commands), and what the board printed
+    while it was up, read at :meth:`flush` (before a power cut, a reboot or a stop).
+
+    All reads happen on the thread that drives labgrid (its steps are one stack). Once
+    the board is up its console is quiet (the kernel's ``quiet``, then ``dmesg -n 1``):
+    what it prints meanwhile waits in the socket until the next flush.
+    """
+
+    _FLUSH_BYTES = 1 << 20  # at most this much read at one flush
 
     def __init__(self, path: Path, driver: Any) -> None:
         from labgrid.step import steps
 
         self._driver = driver
         self._file = path.open("ab")
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
         self._steps = steps
         steps.subscribe(self._notify)
 
@@ -324,42 +327,25 @@ class ConsoleLog:
         step = event.step
         if step.tag == "console" and step.source is self._driver and step.title == "read":
             data = event.data.get("result")
-            if isinstance(data, bytes) and data:
-                self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        with self._lock:
-            if not self._file.closed:
+            if isinstance(data, bytes) and data and not self._file.closed:
                 self._file.write(data)
                 self._file.flush()
 
-    def drain(self) -> None:
-        """Keep reading the console in a thread until :meth:`close` (nothing else reads it
-        while the board is up; QEMU would stall a guest whose console nobody reads)."""
-        self._thread = threading.Thread(target=self._drain, name="linux-emu console", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        while not self._stopping.is_set():
+    def flush(self) -> None:
+        """Read what the console holds now into the log."""
+        read = 0
+        while read < self._FLUSH_BYTES:
             try:
-                self._driver.read(size=4096, timeout=0.2)
+                data = self._driver.read(size=4096, timeout=0.05)
             except Exception:
-                if not self._driver.status:
-                    return
-
-    def pause(self) -> None:
-        """Stop the thread (before anything else drives labgrid: its steps are one stack)."""
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        self._stopping.clear()
+                return
+            if not data:
+                return
+            read += len(data)
 
     def close(self) -> None:
-        self.pause()
         self._steps.unsubscribe(self._notify)
-        with self._lock:
-            self._file.close()
+        self._file.close()
 
 
 def _write_seed(path: Path, host_key: Path, client_public_key: Path) -> None:

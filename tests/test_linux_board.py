@@ -1,0 +1,131 @@
+"""linux-emu: an arm64 board that boots Debian's kernel from a flash of Debian's packages,
+its power and boot driven through labgrid's QEMUDriver and a labgrid strategy."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prerequisites import require
+
+from harness.config.profile import ProfileError, load_profile
+from harness.emulators.linux import LinuxEmulator, LinuxEmulatorError
+from harness.emulators.linux_image import (
+    BoardImageError,
+    ensure_image,
+    lock_file,
+    locked_packages,
+)
+from harness.shipped import devices_dir
+from harness.transport.ssh import SshSettings, SshTransport
+
+
+def _ssh(board: LinuxEmulator, command: str) -> str:
+    """``command`` on the board through the harness's own SSH transport (host key pinned)."""
+    transport = SshTransport(SshSettings(host=board.alias, ssh_config=board.ssh_config))
+    try:
+        result = transport.run(["sh", "-c", command], timeout=30)
+    finally:
+        transport.close()
+    assert result.exit_code == 0, result
+    return result.stdout.decode().strip()
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LinuxEmulator]:
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    emulator = LinuxEmulator(tmp_path_factory.mktemp("linux-emu"))
+    emulator.start()
+    yield emulator
+    emulator.stop()
+
+
+def test_the_lock_pins_the_kernel_and_every_package_by_its_digest():
+    packages = locked_packages()
+    assert packages[0].role == "kernel" and packages[0].name.startswith("linux-image-")
+    names = {p.name for p in packages[1:]}
+    assert {"libc6", "openssh-server", "busybox-static", "libstdc++6"} <= names
+    assert all(len(p.sha256) == 64 and p.size > 0 for p in packages)
+
+
+def test_a_lock_line_that_is_no_package_is_refused_naming_its_line(tmp_path: Path):
+    lock = tmp_path / "board.lock"
+    lines = lock_file().read_text().splitlines()
+    lock.write_text("\n".join([*lines, "root libc6 2.36 debian pool/libc6.deb notahash 1"]))
+    with pytest.raises(BoardImageError, match=rf"board.lock:{len(lines) + 1}: not 'ROLE NAME"):
+        locked_packages(lock)
+
+
+def test_the_profile_is_an_ssh_device_whose_emulator_is_the_board():
+    profile = load_profile(str(devices_dir() / "linux-emu.yaml"))
+    assert (profile.kind, profile.emulator, profile.abi) == ("ssh", "linux-emu", "aarch64")
+    assert profile.agent.wrapper == ()  # no qemu-user: the agent runs on the board's kernel
+
+
+def test_an_ssh_profile_may_not_ask_for_an_emulator_of_another_kind(tmp_path: Path):
+    path = tmp_path / "board.yaml"
+    path.write_text("transport:\n  kind: ssh\nemulator: mcu-emu\n")
+    with pytest.raises(ProfileError, match="emulates a device reached over serial"):
+        load_profile(str(path))
+
+
+def test_the_board_boots_debians_kernel_and_serves_openssh_with_a_pinned_key(
+    board: LinuxEmulator,
+):
+    image = ensure_image().description()
+    assert _ssh(board, "uname -r; uname -m; id -un") == (
+        f"{image['kernel']['release']}\naarch64\netdevice"  # type: ignore[index]
+    )
+    # The kernel's own init is PID 1, and sshd is Debian's: a real boot, no qemu-user.
+    assert _ssh(board, "cat /proc/1/comm; /usr/sbin/sshd -V 2>&1 | head -1").startswith(
+        "init\nOpenSSH_9.2, OpenSSL 3.0"
+    )
+    assert "login:" in board.console_log.read_text(errors="replace")
+    assert board.known_hosts.read_text().count("ssh-ed25519") == 1
+    assert f"kernel={image['kernel']['release']}" in board.describe()  # type: ignore[index]
+
+
+def test_another_host_key_is_refused_not_accepted(board: LinuxEmulator, tmp_path: Path):
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True
+    )
+    wrong = tmp_path / "known_hosts"
+    other = (tmp_path / "other.pub").read_text().split()[:2]
+    wrong.write_text(f"[{board.host}]:{board.port} {' '.join(other)}\n")
+    done = subprocess.run(
+        ["ssh", "-F", str(board.ssh_config), "-o", f"UserKnownHostsFile={wrong}",
+         "-o", "BatchMode=yes", board.alias, "true"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 255 and "HOST IDENTIFICATION HAS CHANGED" in done.stderr
+
+
+def test_a_reboot_boots_the_kernel_again_and_the_flash_keeps_its_files(board: LinuxEmulator):
+    before = _ssh(board, "echo kept > ~/mark && sync && cat /proc/sys/kernel/random/boot_id")
+    board.reboot()
+    after = _ssh(board, "cat ~/mark /proc/sys/kernel/random/boot_id").splitlines()
+    assert after[0] == "kept" and after[1] != before
+
+
+def test_after_a_power_cut_the_board_boots_again_with_what_reached_its_flash(
+    board: LinuxEmulator,
+):
+    _ssh(board, "echo synced > ~/synced && sync")
+    board.cut_power()
+    board.start()
+    assert _ssh(board, "cat ~/synced") == "synced"
+
+
+def test_a_board_whose_flash_is_damaged_fails_its_boot_with_the_console_log(tmp_path: Path):
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    broken = LinuxEmulator(tmp_path, boot_timeout=20)
+    tmp_path.mkdir(exist_ok=True)
+    broken.flash.write_bytes(b"\0" * (1 << 20))  # no file system at all
+    with pytest.raises(LinuxEmulatorError) as failure:
+        broken.start()
+    message = str(failure.value)
+    assert "\n" not in message
+    assert message.startswith("linux-emu: boot and login failed") and str(tmp_path) in message
+    assert "et-init: boot failed: cannot mount the flash" in broken.console_log.read_text()
