@@ -11,6 +11,7 @@ import pytest
 from prerequisites import require
 
 from harness.config.profile import ProfileError, load_profile
+from harness.data.messages import Action, Outcome, Request
 from harness.emulators.linux import LinuxEmulator, LinuxEmulatorError
 from harness.emulators.linux_image import (
     BoardImageError,
@@ -18,6 +19,7 @@ from harness.emulators.linux_image import (
     lock_file,
     locked_packages,
 )
+from harness.runner import open_runner
 from harness.shipped import devices_dir
 from harness.transport.ssh import SshSettings, SshTransport
 
@@ -76,7 +78,7 @@ def test_the_board_boots_debians_kernel_and_serves_openssh_with_a_pinned_key(
 ):
     image = ensure_image().description()
     assert _ssh(board, "uname -r; uname -m; id -un") == (
-        f"{image['kernel']['release']}\naarch64\netdevice"  # type: ignore[index]
+        f"{image['kernel']['release']}\naarch64\nroot"  # type: ignore[index]
     )
     # The kernel's own init is PID 1, and sshd is Debian's: a real boot, no qemu-user.
     assert _ssh(board, "cat /proc/1/comm; /usr/sbin/sshd -V 2>&1 | head -1").startswith(
@@ -129,3 +131,25 @@ def test_a_board_whose_flash_is_damaged_fails_its_boot_with_the_console_log(tmp_
     assert "\n" not in message
     assert message.startswith("linux-emu: boot and login failed") and str(tmp_path) in message
     assert "et-init: boot failed: cannot mount the flash" in broken.console_log.read_text()
+
+
+def test_the_wires_reboot_is_a_real_reboot_of_the_boards_kernel():
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
+    try:
+        board = device.emulator
+        assert isinstance(board, LinuxEmulator)
+        boot_id = _ssh(board, "cat /proc/sys/kernel/random/boot_id")
+        runner.close()  # the runner's session; the REBOOT goes through one of its own
+        session = device.start_link()
+        assert "reboot" in str(session.request(Request(Action.HELLO)).fact("capabilities"))
+        assert session.request(Request(Action.REBOOT)).outcome is Outcome.OK
+        session.close()  # the agent's input ends: the kernel reboots
+        board.await_reboot()
+        assert _ssh(board, "cat /proc/sys/kernel/random/boot_id") != boot_id
+        again = device.start_link()
+        assert again.request(Request(Action.HELLO)).outcome is Outcome.OK  # from the flash
+        again.close()
+    finally:
+        runner.close()
+        device.close()

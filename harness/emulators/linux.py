@@ -38,7 +38,7 @@ from harness.lifecycle import owner
 from harness.lifecycle.process import free_port
 
 DEFAULT_ALIAS = "linux-emu"
-DEVICE_USER = "etdevice"
+DEVICE_USER = "root"  # the board's own root: the agent may reboot it (REBOOT)
 LISTEN_HOST = "127.0.0.1"
 QEMU = "qemu-system-aarch64"
 _BOOT_ARGS = "console=ttyAMA0 quiet panic=-1"
@@ -173,13 +173,23 @@ class LinuxEmulator:
         self.start()
 
     def reboot(self) -> None:
-        """A real reboot of the board's kernel (from its console), back to SSH."""
-        if self._strategy is None:
+        """A real reboot of the board's kernel (``reboot`` on its console), back to SSH."""
+        if self._console is not None:
+            self._console.flush()  # what it printed while up, before the reboot's lines
+        self._rebooted(lambda strategy: strategy.reboot())
+
+    def await_reboot(self) -> None:
+        """The board's kernel was asked to reboot otherwise (the agent answered the
+        wire's REBOOT and its session ended): wait until it is back, to SSH. The console
+        is read from where the strategy left it: the reboot's lines are there."""
+        self._rebooted(lambda strategy: strategy.await_reboot())
+
+    def _rebooted(self, reboot: Any) -> None:
+        if self._strategy is None or self._console is None:
             raise LinuxEmulatorError("linux-emu is not running: nothing to reboot")
         started = time.monotonic()
-        assert self._console is not None
-        self._console.flush()
-        self._run_step("reboot", self._strategy.reboot)
+        strategy = self._strategy
+        self._run_step("reboot", lambda: reboot(strategy))
         self._wait_for_ssh()
         self.boot_seconds = time.monotonic() - started
 

@@ -278,9 +278,10 @@ def _furnish_root(rootfs: Path) -> None:
     for pruned in _PRUNED:
         shutil.rmtree(rootfs / pruned, ignore_errors=True)
     for folder in ("proc", "sys", "dev", "run", "tmp", "root", "usr/bin", "usr/sbin",
-                   "var/empty", "sbin", "etc/init.d", "home/etdevice"):  # fmt: skip
+                   "var/empty", "sbin", "etc/init.d"):  # fmt: skip
         (rootfs / folder).mkdir(parents=True, exist_ok=True)
     (rootfs / "tmp").chmod(0o1777)
+    (rootfs / "root").chmod(0o700)
     board = _board_files()
     placed = {"rcS": ("etc/init.d/rcS", 0o755), "inittab": ("etc/inittab", 0o644),
               "sshd_config": ("etc/ssh/sshd_config", 0o644), "passwd": ("etc/passwd", 0o644),
@@ -292,8 +293,6 @@ def _furnish_root(rootfs: Path) -> None:
     for link in ("bin/sh", "sbin/init"):
         (rootfs / link).unlink(missing_ok=True)
         (rootfs / link).symlink_to("/bin/busybox")
-    if os.geteuid() == 0:
-        os.chown(rootfs / "home/etdevice", 1000, 1000)
 
 
 def _furnish_initramfs(rootfs: Path, initramfs: Path) -> None:

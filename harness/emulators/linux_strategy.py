@@ -4,7 +4,8 @@
 ``shell``: powered on, booted, and logged in as root on the serial console
 (``ShellDriver``, which waits for busybox's getty). ``ssh``: the shell started the
 board's OpenSSH server, which answers on the forwarded port. A ``reboot`` from the
-``ssh`` state reboots the kernel from the console shell and comes back to ``ssh``.
+``ssh`` state reboots the kernel from the console shell and comes back to ``ssh``;
+``await_reboot`` does the same for a reboot asked otherwise (the agent's REBOOT).
 
 Imported by :mod:`harness.emulators.linux` only: labgrid is the ``[lab]`` extra.
 """
@@ -66,15 +67,24 @@ class LinuxBoardStrategy(Strategy):
         self.status = status
 
     def reboot(self) -> None:
-        """A real reboot of the kernel (busybox ``reboot`` on the console), then back to
-        ``ssh``: login on the console again and OpenSSH started."""
-        if self.status is not Status.ssh:
-            raise StrategyError(f"can only reboot a board in state ssh, not {self.status}")
+        """A real reboot of the kernel (busybox ``reboot`` on the console shell), then
+        :meth:`await_reboot`."""
+        self._require_ssh()
         self.console.sendline("reboot")
-        self.console.expect(RESTARTING, timeout=REBOOT_TIMEOUT)  # the old kernel's last words
+        self.await_reboot()
+
+    def await_reboot(self) -> None:
+        """The kernel was asked to reboot (from the console, or by the agent's REBOOT):
+        wait for its last words, log in on the console again and start OpenSSH."""
+        self._require_ssh()
+        self.console.expect(RESTARTING, timeout=REBOOT_TIMEOUT)
         self.target.deactivate(self.shell)  # its next activation waits for the login prompt
         self.target.activate(self.shell)
         self.shell.run_check(SSHD)
+
+    def _require_ssh(self) -> None:
+        if self.status is not Status.ssh:
+            raise StrategyError(f"can only reboot a board in state ssh, not {self.status}")
 
     def forget_power(self) -> None:
         """The board's QEMU was killed from outside: mark it off without asking it (the
