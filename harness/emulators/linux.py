@@ -224,7 +224,9 @@ class LinuxEmulator:
         _ensure_key(self.client_key, "linux-emu client key")
         seed = self.directory / "seed.tar"
         _write_seed(seed, self.host_key, self.client_key.with_suffix(".pub"))
-        self.port = free_port(self.host)
+        # One port for the emulator's life: a transport that resolved it before a power
+        # cut or a restart reaches the board again at the same address.
+        self.port = self.port or free_port(self.host)
         config = self.directory / "labgrid-env.yaml"
         config.write_text(json.dumps(self._environment_config(image, seed)))
         self._environment = Environment(str(config))
