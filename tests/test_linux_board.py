@@ -1,5 +1,10 @@
 """linux-emu: an arm64 board that boots Debian's kernel from a flash of Debian's packages,
-its power and boot driven through labgrid's QEMUDriver and a labgrid strategy."""
+its power and boot driven through labgrid's QEMUDriver and a labgrid strategy.
+
+The tests that boot a board are marked nightly (each boot is seconds of a core under
+QEMU's TCG: README's test command is at its 7-minute bound); the nightly workflow runs
+them (``pytest tests/test_linux_board.py -m nightly``), ci/test.sh the others.
+"""
 
 from __future__ import annotations
 
@@ -73,6 +78,7 @@ def test_an_ssh_profile_may_not_ask_for_an_emulator_of_another_kind(tmp_path: Pa
         load_profile(str(path))
 
 
+@pytest.mark.nightly
 def test_the_board_boots_debians_kernel_and_serves_openssh_with_a_pinned_key(
     board: LinuxEmulator,
 ):
@@ -89,6 +95,7 @@ def test_the_board_boots_debians_kernel_and_serves_openssh_with_a_pinned_key(
     assert f"kernel={image['kernel']['release']}" in board.describe()  # type: ignore[index]
 
 
+@pytest.mark.nightly
 def test_another_host_key_is_refused_not_accepted(board: LinuxEmulator, tmp_path: Path):
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True
@@ -104,6 +111,7 @@ def test_another_host_key_is_refused_not_accepted(board: LinuxEmulator, tmp_path
     assert done.returncode == 255 and "HOST IDENTIFICATION HAS CHANGED" in done.stderr
 
 
+@pytest.mark.nightly
 def test_a_reboot_boots_the_kernel_again_and_the_flash_keeps_its_files(board: LinuxEmulator):
     before = _ssh(board, "echo kept > ~/mark && sync && cat /proc/sys/kernel/random/boot_id")
     board.reboot()
@@ -111,6 +119,7 @@ def test_a_reboot_boots_the_kernel_again_and_the_flash_keeps_its_files(board: Li
     assert after[0] == "kept" and after[1] != before
 
 
+@pytest.mark.nightly
 def test_after_a_power_cut_the_board_boots_again_with_what_reached_its_flash(
     board: LinuxEmulator,
 ):
@@ -120,6 +129,7 @@ def test_after_a_power_cut_the_board_boots_again_with_what_reached_its_flash(
     assert _ssh(board, "cat ~/synced") == "synced"
 
 
+@pytest.mark.nightly
 def test_a_board_whose_flash_is_damaged_fails_its_boot_with_the_console_log(tmp_path: Path):
     require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
     broken = LinuxEmulator(tmp_path, boot_timeout=20)
@@ -133,6 +143,7 @@ def test_a_board_whose_flash_is_damaged_fails_its_boot_with_the_console_log(tmp_
     assert "et-init: boot failed: cannot mount the flash" in broken.console_log.read_text()
 
 
+@pytest.mark.nightly
 def test_the_wires_reboot_is_a_real_reboot_of_the_boards_kernel():
     require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
     device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
