@@ -164,3 +164,26 @@ def test_the_wires_reboot_is_a_real_reboot_of_the_boards_kernel():
     finally:
         runner.close()
         device.close()
+
+
+@pytest.mark.nightly
+def test_after_a_power_cut_a_half_written_agent_is_found_by_its_digest_and_pushed_again():
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
+    try:
+        board = device.emulator
+        assert isinstance(board, LinuxEmulator)
+        runner.close()
+        agent = device.deploy_agent()  # known to be there, and whole
+        # The flash keeps half of it, as when the power went while it was being written.
+        _ssh(board, f"head -c 4096 {agent} > {agent}.half && mv {agent}.half {agent} && sync")
+        board.cut_power()
+        device.restart_emulator()  # as the farm does when a device is lost
+        session = device.start_link()
+        assert session.request(Request(Action.HELLO)).outcome is Outcome.OK
+        session.close()
+        local = device.agent_build().binary.stat().st_size
+        assert _ssh(board, f"wc -c < {agent}") == str(local)
+    finally:
+        runner.close()
+        device.close()

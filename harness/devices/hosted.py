@@ -79,6 +79,11 @@ class HostedDevice(Device):
         before = dict(self.emulator.settings) if self.emulator is not None else None
         super().restart_emulator()  # refuses a device without an emulator
         self.transport.close()  # after: the transport reads where the new one listens
+        # What it held may be gone or half-written (a board that lost power keeps only
+        # what reached its flash): every file is checked again by its digest.
+        self._pushed.clear()
+        self._programs.clear()
+        self._agent_path = None
         after = dict(self.emulator.settings) if self.emulator is not None else None
         if after != before:
             raise DeviceSetupError(

@@ -43,7 +43,6 @@ LISTEN_HOST = "127.0.0.1"
 QEMU = "qemu-system-aarch64"
 _BOOT_ARGS = "console=ttyAMA0 quiet panic=-1"
 _SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorized key
-_SSH_WAIT_S = 10.0
 
 
 class LinuxEmulatorError(RuntimeError, InfrastructureError):
@@ -277,7 +276,7 @@ class LinuxEmulator:
             ) from exc
 
     def _wait_for_ssh(self) -> None:
-        deadline = time.monotonic() + _SSH_WAIT_S
+        deadline = time.monotonic() + self._boot_timeout
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection((self.host, self.port), timeout=1.0) as conn:
@@ -288,7 +287,7 @@ class LinuxEmulator:
             time.sleep(0.05)
         raise LinuxEmulatorError(
             f"linux-emu: SSH failed: no SSH banner on {self.host}:{self.port} within "
-            f"{_SSH_WAIT_S:.0f} s of sshd starting; console log: {self.console_log}"
+            f"{self._boot_timeout} s of sshd starting; console log: {self.console_log}"
         )
 
     def _write_client_files(self) -> None:
