@@ -17,6 +17,7 @@ from prerequisites import require
 
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Outcome, Request
+from harness.devices.hosted import HostedDevice
 from harness.emulators.linux import LinuxEmulator, LinuxEmulatorError
 from harness.emulators.linux_image import (
     BoardImageError,
@@ -172,7 +173,7 @@ def test_after_a_power_cut_a_half_written_agent_is_found_by_its_digest_and_pushe
     device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
     try:
         board = device.emulator
-        assert isinstance(board, LinuxEmulator)
+        assert isinstance(board, LinuxEmulator) and isinstance(device, HostedDevice)
         runner.close()
         agent = device.deploy_agent()  # known to be there, and whole
         # The flash keeps half of it, as when the power went while it was being written.
