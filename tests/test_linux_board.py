@@ -8,12 +8,15 @@ them (``pytest tests/test_linux_board.py -m nightly``), ci/test.sh the others.
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from prerequisites import require
+from run_environment import run_environment
 
 from harness.config.profile import ProfileError, load_profile
 from harness.data.messages import Action, Outcome, Request
@@ -188,3 +191,47 @@ def test_after_a_power_cut_a_half_written_agent_is_found_by_its_digest_and_pushe
     finally:
         runner.close()
         device.close()
+
+
+POWER_CUT_CASES = """\
+from pathlib import Path
+
+import pytest
+
+from harness.data.options import OptionsMap
+
+
+@pytest.mark.parametrize("n", range(3))
+def test_set(et, device, n):
+    et.prepare(["ProbeA"])  # the agent runs
+    first_try = Path(__file__).with_name(f"cut-{n}")
+    if n == 1 and not first_try.exists():
+        first_try.write_text("the power was cut here")
+        device.emulator.cut_power()  # while the agent holds its registry
+    et.set(OptionsMap.from_dict({"ProbeA": {"k": n}})).raise_for_differences()
+"""
+
+
+@pytest.mark.nightly
+def test_a_power_cut_mid_test_is_retried_once_as_infra_and_the_run_goes_on(tmp_path: Path):
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    (tmp_path / "test_cases.py").write_text(POWER_CUT_CASES)
+    results = tmp_path / "results"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
+         "--device", "linux-emu", "--infra-retries", "1", "--results-dir", str(results)],
+        cwd=tmp_path, env=run_environment(), capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+    # Every test has its one result, the earlier one intact; the cut one passed on its
+    # retry, after a first try that was an infrastructure error (the connection lost) and
+    # a restart of the board (a boot).
+    assert [(r["nodeid"][-3:-1], r["outcome"]) for r in records] == [
+        ("-0", "passed"), ("-1", "passed"), ("-2", "passed")
+    ]  # fmt: skip
+    cut = records[1]
+    assert [t.split(":")[0] for t in cut["failed_tries"]] == ["TransportLost"]
+    assert len(cut["emulator_restarts"]) == 1
+    assert records[0]["failed_tries"] == [] and records[2]["failed_tries"] == []

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.emulators.linux_image import BoardImage, BoardImageError, ensure_image
+from harness.emulators.linux_strategy import strategy_class
 from harness.emulators.ssh import _ensure_key, _write_private
 from harness.errors import InfrastructureError
 from harness.lifecycle import owner
@@ -214,10 +215,15 @@ class LinuxEmulator:
         self.stop()
 
     def _power_on(self, image: BoardImage) -> None:
-        from labgrid import Environment
+        try:
+            from labgrid import Environment
+        except ImportError:
+            raise LinuxEmulatorError(
+                "linux-emu: its power and boot go through labgrid, the [lab] extra: "
+                "pip install 'executorch-hil-harness[lab]'"
+            ) from None
 
-        import harness.emulators.linux_strategy  # noqa: F401 - registers the strategy
-
+        strategy_class()  # registered with labgrid's factory before the target is made
         started = time.monotonic()
         _ensure_key(self.host_key, "linux-emu host key")
         _ensure_key(self.client_key, "linux-emu client key")
