@@ -283,14 +283,16 @@ class LinuxEmulator:
 
     def _wait_for_ssh(self) -> None:
         deadline = time.monotonic() + self._boot_timeout
-        while time.monotonic() < deadline:
+        while (left := deadline - time.monotonic()) > 0:
             try:
-                with socket.create_connection((self.host, self.port), timeout=1.0) as conn:
+                # The whole time left for the banner: sshd starts a process per connection,
+                # seconds on a loaded machine's emulated CPU; an early hang-up never sees it.
+                with socket.create_connection((self.host, self.port), timeout=left) as conn:
                     if conn.recv(8).startswith(b"SSH-"):
                         return
             except OSError:
                 pass
-            time.sleep(0.05)
+            time.sleep(0.05)  # refused or closed at once (QEMU forwards before sshd listens)
         raise LinuxEmulatorError(
             f"linux-emu: SSH failed: no SSH banner on {self.host}:{self.port} within "
             f"{self._boot_timeout} s of sshd starting; console log: {self.console_log}"
