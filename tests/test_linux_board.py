@@ -235,3 +235,6 @@ def test_a_power_cut_mid_test_is_retried_once_as_infra_and_the_run_goes_on(tmp_p
     assert [t.split(":")[0] for t in cut["failed_tries"]] == ["TransportLost"]
     assert len(cut["emulator_restarts"]) == 1
     assert records[0]["failed_tries"] == [] and records[2]["failed_tries"] == []
+    # The board's console up to the cut is the lost try's artifact.
+    consoles = [a for a in cut["artifacts"] if a.endswith("console.log")]
+    assert len(consoles) == 1 and "login:" in (results / consoles[0]).read_text(errors="replace")
