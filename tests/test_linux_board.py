@@ -8,12 +8,14 @@ them (``pytest tests/test_linux_board.py -m nightly``), ci/test.sh the others.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import paramiko
 import pytest
 from prerequisites import require
 from run_environment import run_environment
@@ -30,6 +32,7 @@ from harness.emulators.linux_image import (
 )
 from harness.runner import open_runner
 from harness.shipped import devices_dir
+from harness.transport.base import TransportError
 from harness.transport.ssh import SshSettings, SshTransport
 
 
@@ -238,3 +241,35 @@ def test_a_power_cut_mid_test_is_retried_once_as_infra_and_the_run_goes_on(tmp_p
     # The board's console up to the cut is the lost try's artifact.
     consoles = [a for a in cut["artifacts"] if a.endswith("console.log")]
     assert len(consoles) == 1 and "login:" in (results / consoles[0]).read_text(errors="replace")
+
+
+@pytest.mark.nightly
+def test_a_power_cut_while_a_program_is_pushed_leaves_it_to_be_pushed_again(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
+    try:
+        board = device.emulator
+        assert isinstance(board, LinuxEmulator) and isinstance(device, HostedDevice)
+        runner.close()
+        program = max(device.agent_build().libraries, key=lambda p: p.stat().st_size)  # MBs
+        write, written = paramiko.sftp_file.SFTPFile.write, [0]
+
+        def cut_halfway(handle: paramiko.sftp_file.SFTPFile, data: bytes) -> None:
+            written[0] += len(data)
+            if written[0] > program.stat().st_size // 2:
+                board.cut_power()  # the board's power goes while the file is written
+            write(handle, data)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(paramiko.sftp_file.SFTPFile, "write", cut_halfway)
+            with pytest.raises(TransportError):
+                device.push_program(program)
+        device.restart_emulator()  # as the farm does when a device is lost
+        remote = device.push_program(program)
+        digest = hashlib.sha256(program.read_bytes()).hexdigest()
+        assert _ssh(board, f"sha256sum {remote}").split()[0] == digest
+    finally:
+        runner.close()
+        device.close()
