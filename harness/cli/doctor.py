@@ -208,6 +208,9 @@ def _row(profile: DeviceProfile, device: Device, hello: Report, started: float) 
         f"runtime={hello.fact('runtime')!s}  agent={hello.fact('agent_version')}  "
         f"deployment={device.deployment().mode.value}  backends={','.join(real) or '-'}"
     )
+    describe = getattr(device.emulator, "describe", None)  # a board that boots: its kernel
+    if describe is not None:
+        text += f"  {describe()}"
     lacking, unnamed = _backend_differences(profile.backends, real)
     notes = []
     if lacking:

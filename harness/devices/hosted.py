@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -79,6 +80,11 @@ class HostedDevice(Device):
         before = dict(self.emulator.settings) if self.emulator is not None else None
         super().restart_emulator()  # refuses a device without an emulator
         self.transport.close()  # after: the transport reads where the new one listens
+        # What it held may be gone or half-written (a board that lost power keeps only
+        # what reached its flash): every file is checked again by its digest.
+        self._pushed.clear()
+        self._programs.clear()
+        self._agent_path = None
         after = dict(self.emulator.settings) if self.emulator is not None else None
         if after != before:
             raise DeviceSetupError(
@@ -304,13 +310,21 @@ class HostedDevice(Device):
         self.transport.run(["rm", "-f", "--", *remotes], timeout=self.profile.timeouts.command)
 
     def collect_artifacts(self, dest: Path) -> list[Path]:
-        """Core files the agent left in the work directory (:mod:`harness.devices.core_files`);
-        none from a device that cannot be reached any more."""
+        """Core files the agent left in the work directory (:mod:`harness.devices.core_files`),
+        none from a device that cannot be reached any more; and the serial console's log of
+        an emulated board that has one (linux-emu: what it printed, up to a power cut)."""
+        kept = []
+        console = getattr(self.emulator, "console_log", None)
+        if isinstance(console, Path) and console.is_file():
+            dest.mkdir(parents=True, exist_ok=True)
+            kept.append(Path(shutil.copyfile(console, dest / console.name)))
         try:
             work_dir = self.work_dir
         except TransportError:
-            return []
-        return collect_core_files(self.transport, work_dir, dest, self.profile.timeouts.command)
+            return kept
+        return kept + collect_core_files(
+            self.transport, work_dir, dest, self.profile.timeouts.command
+        )
 
     def close(self) -> None:
         """Release the transport and stop the emulator, if the harness started one."""

@@ -1,11 +1,12 @@
-"""Device kind ``ssh``: a Linux board over OpenSSH; emulator ``ssh-emu``."""
+"""Device kind ``ssh``: a Linux board over OpenSSH; emulators ``ssh-emu`` (sshd on this
+host) and ``linux-emu`` (an arm64 board that boots under QEMU)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.devices.acquired_place import LabResourceError, LabResources
-from harness.devices.base import OpenContext
+from harness.devices.base import Emulator, OpenContext
 from harness.devices.host_tools import HostTool, agent_tools
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.profiles.device_profile import DeviceProfile
@@ -82,19 +83,39 @@ _SSH_EMU = (
     HostTool("socat", "socat", "connects to the emulated board's namespace", "listens on loopback"),
 )
 
+# What linux-emu runs on this machine: QEMU's arm64 system emulator, and what makes its flash.
+_LINUX_EMU = (
+    HostTool("qemu-system-aarch64", "qemu-system-arm", "emulates the arm64 board"),
+    HostTool("ssh-keygen", "openssh-client", "makes the emulated board's keys"),
+    HostTool("mke2fs", "e2fsprogs", "makes the board's flash image"),
+    HostTool("dpkg-deb", "dpkg", "unpacks the board's Debian packages"),
+)
+
 
 def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
-    """A board's agent is built here (for arm64 under ssh-emu, which runs it here too)."""
+    """A board's agent is built here: for arm64 under ssh-emu, which runs it here too, and
+    under linux-emu, whose booted kernel runs it."""
+    if profile.emulator == "linux-emu":
+        return agent_tools(profile, runs_here=False, arm64=True) + _LINUX_EMU
     emulated = profile.emulator is not None
     return agent_tools(profile, runs_here=emulated, arm64=emulated) + (_SSH_EMU if emulated else ())
 
 
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
-    resources, emulator = context.resources, None
-    if profile.emulator is not None:
+    resources = context.resources
+    emulator: Emulator | None = None
+    if profile.emulator == "linux-emu":
+        from harness.emulators.linux import LinuxEmulator
+
+        home = emulator_home(profile, resources) / "board"
+        emulator = resources.enter_context(
+            LinuxEmulator(home, boot_timeout=int(profile.timeouts.connect))
+        )
+    elif profile.emulator is not None:
         from harness.emulators.ssh import SshEmulator
 
         emulator = resources.enter_context(SshEmulator(emulator_home(profile, resources) / "sshd"))
+    if emulator is not None:
         profile = with_settings(profile, **emulator.settings)
     return HostedDevice(profile, SshTransport(ssh_settings(profile)), resources, emulator)
 
@@ -108,6 +129,7 @@ KIND = DeviceKind(
     name="ssh",
     settings=SshSettings,
     emulator="ssh-emu",
+    more_emulators=("linux-emu",),
     emulator_fields=("host", "ssh_config"),
     lock_key=lock_key,
     lab=LabAddress(

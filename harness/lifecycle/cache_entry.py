@@ -58,7 +58,7 @@ from harness.lifecycle.disk import writing
 
 MANIFEST_SUFFIX = ".entry"
 # What the cache holds: ``et-harness cache --kind`` takes one of these.
-KINDS = ("sdk", "agent", "bundle", "firmware", "program", "user-program", "source")
+KINDS = ("sdk", "agent", "bundle", "firmware", "program", "user-program", "source", "board")
 LOCK_SUFFIX = ".lock"
 LIMIT_ENV = "ET_HARNESS_CACHE_LIMIT"
 # Enough for a CI runner's full run (both SDKs, the agents, a bundle, a few firmware

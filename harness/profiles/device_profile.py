@@ -250,7 +250,8 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
             raise ProfileError(f"{src}: name (taken from the file name): {exc}") from None
     kind, spec = profile.kind, device_kind(profile.kind)
     emulator = _emulator(data, src)
-    if emulator is not None and emulator != spec.emulator:
+    own = (spec.emulator, *spec.more_emulators)
+    if emulator is not None and emulator not in own:
         others = emulators()
         if not isinstance(emulator, str) or emulator not in others:
             raise ProfileError(
@@ -261,7 +262,7 @@ def _after_the_fields(profile: DeviceProfile, data: dict, src: str) -> DevicePro
             f"{others[emulator].name}, not over {kind}; remove 'emulator' or set "
             f"transport.kind: {others[emulator].name}"
         )
-    emulator = None if emulator is None else spec.emulator
+    emulator = None if emulator is None else own[own.index(emulator)]
     if profile.agent.source is not None and emulator != "mcu-emu":
         raise ProfileError(
             f"{src}: agent.source: only an emulated board (emulator: mcu-emu) has its firmware "

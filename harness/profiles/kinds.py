@@ -60,6 +60,8 @@ class DeviceKind:
     name: str  # the profile's transport.kind
     settings: type | None  # its <Kind>Settings class (the transport fields); None: takes none
     emulator: str | None = None  # the emulator a profile of this kind may ask for
+    # Other emulators of this kind's devices (ssh: linux-emu, a board that boots).
+    more_emulators: tuple[str, ...] = ()
     # Transport fields the emulator fills in itself; a profile that sets one is refused.
     emulator_fields: tuple[str, ...] = ()
     on_this_machine: bool = False  # the device is this machine (agent fields run things here)
@@ -139,4 +141,9 @@ def all_kinds() -> tuple[DeviceKind, ...]:
 
 def emulators() -> dict[str, DeviceKind]:
     """Emulator name -> the kind it emulates (imports every kind's module)."""
-    return {kind.emulator: kind for kind in all_kinds() if kind.emulator}
+    return {
+        name: kind
+        for kind in all_kinds()
+        for name in (kind.emulator, *kind.more_emulators)
+        if name is not None
+    }

@@ -67,5 +67,6 @@ def test_every_registered_kind_has_its_module(name):
 
 
 def test_every_emulator_belongs_to_one_kind():
-    assert [kind.emulator for kind in all_kinds() if kind.emulator] == list(emulators())
-    assert {"adb-emu", "mcu-emu", "ssh-emu"} <= set(emulators())
+    named = [n for kind in all_kinds() for n in (kind.emulator, *kind.more_emulators) if n]
+    assert named == list(emulators())  # no emulator named by two kinds
+    assert {"adb-emu", "mcu-emu", "ssh-emu", "linux-emu"} <= set(emulators())

@@ -3,8 +3,12 @@
 
 #include <executorch/runtime/backend/interface.h>
 
+#include <sys/reboot.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -153,7 +157,7 @@ void add_device_facts(ReportBuilder& report) {
   report.add_fact("abi", ETB_ABI);
   report.add_fact("max_message", static_cast<int32_t>(ETB_MAX_MESSAGE));
   report.add_fact("registry_capacity", kRegistryCapacity);
-  report.add_fact("capabilities", kCapabilities);
+  report.add_fact("capabilities", serves_reboot() ? std::string(kCapabilities) + ",reboot" : kCapabilities);
   report.add_fact("load_paths", kLoadPaths);
   report.add_fact("load_flags", kLoadFlags);
   report.add_fact("max_models", kMaxModels);
@@ -164,6 +168,24 @@ void add_device_facts(ReportBuilder& report) {
   if (*source_lacks() != '\0') {
     report.add_fact("lacks", source_lacks());
   }
+}
+
+bool serves_reboot() {
+  const char* asked = std::getenv("ET_AGENT_REBOOT");
+  return asked != nullptr && std::strcmp(asked, "1") == 0 && ::geteuid() == 0;
+}
+
+void reboot_board() {
+  ::sync();
+  ::reboot(RB_AUTOBOOT);
+}
+
+void Agent::reboot(ReportBuilder& report) {
+  if (!serves_reboot()) {
+    report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0, "action not served by this agent");
+    return;
+  }
+  reboot_pending_ = true;  // answered OK; the board reboots once the report is out
 }
 
 void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
@@ -194,6 +216,9 @@ void Agent::handle(const etb_request_t& request, ReportBuilder& report) {
       break;
     case ETB_ACTION_HELLO:
       hello(report);
+      break;
+    case ETB_ACTION_REBOOT:
+      reboot(report);
       break;
     default:
       report.set_outcome(ETB_OUTCOME_UNSUPPORTED, 0, "action not served by this agent");

@@ -24,6 +24,9 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   void handle(const etb_request_t& request, ReportBuilder& report);
+  // Whether the last request was a REBOOT the agent answered OK: the caller reboots the
+  // board once that report is written (reboot_board()).
+  bool reboot_pending() const { return reboot_pending_; }
 
  private:
   void load(const etb_request_t& request, ReportBuilder& report);
@@ -40,6 +43,7 @@ class Agent {
   void reset();
   void register_probes(const etb_request_t& request, ReportBuilder& report);
   void hello(ReportBuilder& report);
+  void reboot(ReportBuilder& report);
 
   ProbeBackend* find_probe(std::string_view name) const;
   // Entries for the probes whose hooks ran in this request: per model, in
@@ -58,6 +62,7 @@ class Agent {
 
   // Registered probes; the runtime holds pointers to them until the process ends.
   std::vector<std::unique_ptr<ProbeBackend>> probes_;
+  bool reboot_pending_ = false;
   // What the last LOAD left loaded: one instance per model, in model order.
   std::vector<std::unique_ptr<ModelInstance>> models_;
 
@@ -70,5 +75,10 @@ class Agent {
 
 // Facts every HELLO report carries.
 void add_device_facts(ReportBuilder& report);
+// REBOOT is served only where the device's profile asks for it (ET_AGENT_REBOOT=1 in the
+// agent's environment: a board of its own, linux-emu) and the agent may reboot (root).
+bool serves_reboot();
+// Syncs the file systems and reboots the kernel; returns only if that was refused.
+void reboot_board();
 
 }  // namespace etb

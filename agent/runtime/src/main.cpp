@@ -5,7 +5,8 @@
 //   et-agent [--no-records] --oneshot REQUESTS REPORTS  a file of requests in, reports out
 //   et-agent --version | --help
 //
-// Logs go to stderr only. See docs/agent.md.
+// Logs go to stderr only. See docs/agent.md. A REBOOT it serves (ET_AGENT_REBOOT=1, as
+// root: a board of its own) is answered, and the kernel rebooted at the end of the input.
 #include <executorch/runtime/platform/runtime.h>
 
 #include <fcntl.h>
@@ -88,6 +89,11 @@ int serve(int in_fd, int out_fd) {
   for (;;) {
     const etb::MessageReader::Item item = reader.next();
     if (item.kind == etb::MessageReader::Kind::kEnd) {
+      if (agent.reboot_pending()) {  // REBOOT answered: the board reboots once the host hangs up
+        etb::reboot_board();
+        std::fprintf(stderr, "et-agent: the kernel refused to reboot: %s\n", std::strerror(errno));
+        return kExitIoError;
+      }
       return kExitOk;
     }
     if (item.kind == etb::MessageReader::Kind::kRejected) {

@@ -1,0 +1,413 @@
+"""linux-emu: an arm64 board that boots, under ``qemu-system-aarch64 -M virt``.
+
+Debian's arm64 kernel boots a root file system of Debian's arm64 packages (glibc, the
+real OpenSSH server, busybox as init and shell) from the board's flash: a copy of the
+cached image (:mod:`harness.emulators.linux_image`) in this emulator's directory, kept
+across power cycles while the emulator lives. Its power goes through labgrid's own
+``QEMUDriver`` and the boot through a labgrid strategy (off -> console shell -> SSH,
+:mod:`harness.emulators.linux_strategy`); SSH reaches the board through QEMU's user
+networking, forwarded from 127.0.0.1 only; its host key is made here, handed to the
+board at every power-on on a seed disk and pinned in the client files (never accepted
+on first sight). The serial
+console is kept in ``console.log``. The agent runs on the board's own kernel: nothing
+of qemu-user. See docs/linux-emu.md.
+
+Needs qemu-system-arm (``qemu-system-aarch64``), openssh-client (``ssh-keygen``),
+e2fsprogs (``mke2fs``), dpkg (``dpkg-deb``) (checked as the device is opened:
+:mod:`harness.devices.host_tools`) and labgrid (the ``[lab]`` extra); no root.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import tarfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.emulators.linux_image import BoardImage, BoardImageError, ensure_image
+from harness.emulators.linux_strategy import strategy_class
+from harness.emulators.ssh import _ensure_key, _write_private
+from harness.errors import InfrastructureError
+from harness.lifecycle import owner
+from harness.lifecycle.process import free_port
+
+DEFAULT_ALIAS = "linux-emu"
+DEVICE_USER = "root"  # the board's own root: the agent may reboot it (REBOOT)
+LISTEN_HOST = "127.0.0.1"
+QEMU = "qemu-system-aarch64"
+_BOOT_ARGS = "console=ttyAMA0 quiet panic=-1"
+_SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorized key
+
+
+class LinuxEmulatorError(RuntimeError, InfrastructureError):
+    """The board could not be built, powered on, booted or reached; the message names
+    the step (image, boot, login, SSH) and where its console log is."""
+
+
+class LinuxEmulator:
+    """One booted arm64 board (see the module). After :meth:`start`, ``directory`` holds
+    ``ssh_config`` (host ``alias``), ``known_hosts``, the client key, ``flash.img`` and
+    ``console.log``. :meth:`cut_power` is the power cut a fault injector uses."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        alias: str = DEFAULT_ALIAS,
+        memory: str = "512M",
+        boot_timeout: int = 60,
+        image: BoardImage | None = None,
+    ) -> None:
+        self.directory = directory.resolve()
+        self.alias = alias
+        self.user = DEVICE_USER
+        self.host = LISTEN_HOST
+        self.port = 0
+        self._memory = memory
+        self._boot_timeout = boot_timeout
+        self._image = image
+        self._environment: Any = None  # labgrid's Environment, while powered
+        self._strategy: Any = None
+        self._console: ConsoleLog | None = None
+        self._qemu_pid: int | None = None
+        self.boot_seconds: float | None = None  # power-on to SSH, of the last boot
+
+    @property
+    def host_key(self) -> Path:
+        return self.directory / "ssh_host_ed25519_key"
+
+    @property
+    def client_key(self) -> Path:
+        return self.directory / "id_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.directory / "known_hosts"
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.directory / "ssh_config"
+
+    @property
+    def flash(self) -> Path:
+        """The board's flash: its root file system, agent and programs included."""
+        return self.directory / "flash.img"
+
+    @property
+    def console_log(self) -> Path:
+        return self.directory / "console.log"
+
+    @property
+    def image(self) -> BoardImage:
+        """The image this board boots (built on first use)."""
+        if self._image is None:
+            try:
+                self._image = ensure_image()
+            except BoardImageError as exc:
+                raise LinuxEmulatorError(f"linux-emu: image: {exc}") from exc
+        return self._image
+
+    @property
+    def settings(self) -> dict[str, object]:
+        """The ssh transport fields that reach this board (through its ``ssh_config``)."""
+        return {"host": self.alias, "ssh_config": str(self.ssh_config)}
+
+    def start(self) -> Mapping[str, object]:
+        """Power the board on and boot it to SSH; returns :attr:`settings`."""
+        if self._strategy is not None:
+            raise LinuxEmulatorError("linux-emu is already running")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        image = self.image
+        if not self.flash.exists():
+            _copy_sparse(image.flash, self.flash)
+        try:
+            self._power_on(image)
+        except BaseException:
+            self.kill()
+            raise
+        return self.settings
+
+    def stop(self) -> None:
+        """Power off (labgrid's ``QEMUDriver.off``) and let go of labgrid; safe twice."""
+        if self._console is not None:
+            self._console.flush()
+        if self._strategy is not None:
+            try:
+                self._strategy.transition("off")
+            except Exception:
+                self.kill()
+        self._release()
+
+    def kill(self) -> None:
+        """End the board abruptly, as a crash would: :meth:`cut_power`."""
+        self.cut_power()
+
+    def cut_power(self) -> None:
+        """Cut the board's power at once: its QEMU is killed, whatever the guest was
+        writing; the flash keeps what reached it. :meth:`start` boots it again. This is
+        the power cut a fault injector calls (docs/linux-emu.md)."""
+        pid, self._qemu_pid = self._qemu_pid, None
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            owner.current().remove_process(pid)
+        if self._console is not None:
+            self._console.flush()  # what it printed before the cut, still in the socket
+        if self._strategy is not None:
+            self._strategy.forget_power()
+        self._release()
+
+    def power_cycle(self) -> None:
+        """Cut the power and boot again to SSH (the same flash)."""
+        self.cut_power()
+        self.start()
+
+    def reboot(self) -> None:
+        """A real reboot of the board's kernel (``reboot`` on its console), back to SSH."""
+        if self._console is not None:
+            self._console.flush()  # what it printed while up, before the reboot's lines
+        self._rebooted(lambda strategy: strategy.reboot())
+
+    def await_reboot(self) -> None:
+        """The board's kernel was asked to reboot otherwise (the agent answered the
+        wire's REBOOT and its session ended): wait until it is back, to SSH. The console
+        is read from where the strategy left it: the reboot's lines are there."""
+        self._rebooted(lambda strategy: strategy.await_reboot())
+
+    def _rebooted(self, reboot: Any) -> None:
+        if self._strategy is None or self._console is None:
+            raise LinuxEmulatorError("linux-emu is not running: nothing to reboot")
+        started = time.monotonic()
+        strategy = self._strategy
+        self._run_step("reboot", lambda: reboot(strategy))
+        self._wait_for_ssh()
+        self.boot_seconds = time.monotonic() - started
+
+    def kernel_release(self) -> str:
+        """The release of the kernel the board boots (``uname -r`` on it)."""
+        return str(self.image.description()["kernel"]["release"])  # type: ignore[index]
+
+    def describe(self) -> str:
+        """One line for ``et-harness doctor``: the kernel, the image, the last boot's time."""
+        kernel = self.image.description()["kernel"]
+        assert isinstance(kernel, dict)
+        boot = f"  boot={self.boot_seconds:.1f} s" if self.boot_seconds is not None else ""
+        return (
+            f"kernel={kernel['release']} ({kernel['package']} {kernel['version']})  "
+            f"image={self.image.root}{boot}"
+        )
+
+    def __enter__(self) -> LinuxEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _power_on(self, image: BoardImage) -> None:
+        try:
+            from labgrid import Environment
+        except ImportError:
+            raise LinuxEmulatorError(
+                "linux-emu: its power and boot go through labgrid, the [lab] extra: "
+                "pip install 'executorch-hil-harness[lab]'"
+            ) from None
+
+        strategy_class()  # registered with labgrid's factory before the target is made
+        started = time.monotonic()
+        _ensure_key(self.host_key, "linux-emu host key")
+        _ensure_key(self.client_key, "linux-emu client key")
+        seed = self.directory / "seed.tar"
+        _write_seed(seed, self.host_key, self.client_key.with_suffix(".pub"))
+        # One port for the emulator's life: a transport that resolved it before a power
+        # cut or a restart reaches the board again at the same address.
+        self.port = self.port or free_port(self.host)
+        config = self.directory / "labgrid-env.yaml"
+        config.write_text(json.dumps(self._environment_config(image, seed)))
+        self._environment = Environment(str(config))
+        target = self._environment.get_target("main")
+        self._console = ConsoleLog(self.console_log, target.get_driver("QEMUDriver"))
+        self._strategy = target.get_driver("LinuxBoardStrategy")
+        self._run_step("boot and login", lambda: self._strategy.transition("shell"))
+        self._qemu_pid = target.get_driver("QEMUDriver")._child.pid
+        owner.current().add_process(self._qemu_pid, "linux-emu qemu")
+        self._run_step("SSH", lambda: self._strategy.transition("ssh"))
+        self._wait_for_ssh()
+        self._write_client_files()
+        self.boot_seconds = time.monotonic() - started
+
+    def _environment_config(self, image: BoardImage, seed: Path) -> dict[str, object]:
+        disks = [
+            "-drive", f"if=none,format=raw,file={self.flash},id=flash",
+            "-device", "virtio-blk-device,drive=flash,serial=et-flash",
+            "-drive", f"if=none,format=raw,file={seed},id=seed,readonly=on",
+            "-device", "virtio-blk-device,drive=seed,serial=et-seed",
+            "-netdev", f"user,id=net0,hostfwd=tcp:{self.host}:{self.port}-:22",
+            "-device", "virtio-net-device,netdev=net0",
+            "-device", "virtio-rng-device",
+            "-initrd", str(image.initrd),
+            "-smp", "1", "-nodefaults", "-no-user-config",
+        ]  # fmt: skip
+        qemu = {
+            "qemu_bin": "qemu", "machine": "virt", "cpu": "cortex-a57", "memory": self._memory,
+            "kernel": "kernel", "boot_args": _BOOT_ARGS, "extra_args": _shell_words(disks),
+        }  # fmt: skip
+        shell = {
+            "prompt": r"root@linux-emu:[^ ]*# ", "login_prompt": " login: ", "username": "root",
+            "login_timeout": self._boot_timeout, "await_login_timeout": 1,
+        }  # fmt: skip
+        drivers = {"QEMUDriver": qemu, "ShellDriver": shell, "LinuxBoardStrategy": {}}
+        return {
+            "targets": {"main": {"drivers": drivers}},
+            "tools": {"qemu": shutil.which(QEMU) or QEMU},
+            "images": {"kernel": str(image.kernel)},
+        }
+
+    def _run_step(self, name: str, action: Any) -> None:
+        try:
+            action()
+        except Exception as exc:
+            raise LinuxEmulatorError(
+                f"linux-emu: {name} failed: {_cause(exc)}; console log: {self.console_log}"
+            ) from exc
+
+    def _wait_for_ssh(self) -> None:
+        deadline = time.monotonic() + self._boot_timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                # The whole time left for the banner: sshd starts a process per connection,
+                # seconds on a loaded machine's emulated CPU; an early hang-up never sees it.
+                with socket.create_connection((self.host, self.port), timeout=left) as conn:
+                    if conn.recv(8).startswith(b"SSH-"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)  # refused or closed at once (QEMU forwards before sshd listens)
+        raise LinuxEmulatorError(
+            f"linux-emu: SSH failed: no SSH banner on {self.host}:{self.port} within "
+            f"{self._boot_timeout} s of sshd starting; console log: {self.console_log}"
+        )
+
+    def _write_client_files(self) -> None:
+        kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
+        _write_private(self.known_hosts, f"[{self.host}]:{self.port} {kind} {blob}\n")
+        lines = [
+            f"Host {self.alias}",
+            f"    HostName {self.host}",
+            f"    Port {self.port}",
+            f"    User {self.user}",
+            f'    IdentityFile "{self.client_key}"',
+            "    IdentitiesOnly yes",
+            f'    UserKnownHostsFile "{self.known_hosts}"',
+            "    StrictHostKeyChecking yes",
+        ]
+        _write_private(self.ssh_config, "\n".join(lines) + "\n")
+
+    def _release(self) -> None:
+        if self._console is not None:
+            self._console.close()
+            self._console = None
+        if self._environment is not None:
+            self._environment.cleanup()
+        self._environment = self._strategy = None
+
+
+class ConsoleLog:
+    """The board's serial console, as labgrid's QEMUDriver reads it, kept in a file: every
+    read of the strategy's drivers (boot, login, commands), and what the board printed
+    while it was up, read at :meth:`flush` (before a power cut, a reboot or a stop).
+
+    All reads happen on the thread that drives labgrid (its steps are one stack). Once
+    the board is up its console is quiet (the kernel's ``quiet``, then ``dmesg -n 1``):
+    what it prints meanwhile waits in the socket until the next flush.
+    """
+
+    _FLUSH_BYTES = 1 << 20  # at most this much read at one flush
+
+    def __init__(self, path: Path, driver: Any) -> None:
+        from labgrid.step import steps
+
+        self._driver = driver
+        self._file = path.open("ab")
+        self._steps = steps
+        steps.subscribe(self._notify)
+
+    def _notify(self, event: Any) -> None:
+        step = event.step
+        if step.tag == "console" and step.source is self._driver and step.title == "read":
+            data = event.data.get("result")
+            if isinstance(data, bytes) and data and not self._file.closed:
+                self._file.write(data)
+                self._file.flush()
+
+    def flush(self) -> None:
+        """Read what the console holds now into the log."""
+        read = 0
+        while read < self._FLUSH_BYTES:
+            try:
+                data = self._driver.read(size=4096, timeout=0.05)
+            except Exception:
+                return
+            if not data:
+                return
+            read += len(data)
+
+    def close(self) -> None:
+        self._steps.unsubscribe(self._notify)
+        self._file.close()
+
+
+def _write_seed(path: Path, host_key: Path, client_public_key: Path) -> None:
+    """The seed disk: a tar (owned by root) of the host key and the authorized key."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+        for source, name, mode in (
+            (host_key, "ssh_host_ed25519_key", 0o600),
+            (client_public_key, "authorized_keys", 0o644),
+        ):
+            data = source.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            archive.addfile(info, io.BytesIO(data))
+    data = buffer.getvalue()
+    _write_private(path, "")
+    path.write_bytes(data + b"\0" * (_SEED_BYTES - len(data)))
+
+
+def _copy_sparse(source: Path, target: Path) -> None:
+    """A copy of the image's flash that takes only the blocks in use."""
+    staging = target.with_name(f".{target.name}.tmp")
+    with source.open("rb") as reading, staging.open("wb") as writing:
+        while block := reading.read(1 << 20):
+            if block.count(0) == len(block):
+                writing.seek(len(block), os.SEEK_CUR)
+            else:
+                writing.write(block)
+        writing.truncate()
+    staging.replace(target)
+
+
+def _shell_words(argv: list[str]) -> str:
+    """``argv`` as the one string QEMUDriver's ``extra_args`` takes (it splits it back
+    with shlex; no shell ever reads it)."""
+    import shlex
+
+    return shlex.join(argv)
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost cause's text (labgrid wraps what failed in a StrategyError)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
