@@ -4,10 +4,11 @@ A kind names the emulators it applies to (or none: the run's results disk) and h
 is done to one target, found in the run's process tree (the pytest run and everything
 under it) by what each emulator runs: ``sshd`` and its ``socat`` proxy (ssh-emu), the
 private ``adb`` server and the daemon (adb-emu), ``qemu-system-arm -M <machine>``
-(mcu-emu). Processes are killed with SIGKILL, as a crash would end them; a link is
+(mcu-emu), ``qemu-system-aarch64`` (linux-emu: killing it cuts the board's power mid-write,
+docs/linux-emu.md). Processes are killed with SIGKILL, as a crash would end them; a link is
 dropped by killing its proxy or by destroying its TCP connections (``ss -K``, as a
 pulled cable would leave them); the disk is filled with a file until it takes no more,
-then freed after a few seconds. A new fault (a board's power cut) is one more entry.
+then freed after a few seconds. A new fault is one more entry.
 """
 
 from __future__ import annotations
@@ -101,6 +102,10 @@ def _runs_machine(machine: str | None) -> Callable[[Argv], bool]:
     return test
 
 
+def _is_booted_board(argv: Argv) -> bool:
+    return _program(argv) == "qemu-system-aarch64"
+
+
 def _killing(test: Callable[[Argv], bool]) -> Callable[[Scene, str], tuple[str, ...]]:
     return lambda scene, _: _kill((pid, argv) for pid, argv in _tree(scene) if test(argv))
 
@@ -173,6 +178,7 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
     FaultKind("kill-adb-server", ("adb-emu",), _killing(_is_adb_server)),
     FaultKind("kill-adbd", ("adb-emu",), _killing(_is_adb_daemon)),
     FaultKind("kill-qemu-mcu", ("mcu-emu",), _kill_mcu),
+    FaultKind("cut-power", ("linux-emu",), _killing(_is_booted_board)),
     FaultKind("drop-link", ("ssh-emu", "adb-emu", "mcu-emu"), _drop_link),
     FaultKind("fill-disk", (), _fill_disk, _free_disk),
 )

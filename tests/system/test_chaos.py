@@ -56,6 +56,8 @@ def test_each_emulated_device_has_its_faults_and_the_disk_only_when_there_is_one
         ("kill-qemu-mcu", "mcu-m55-emu"), ("drop-link", "mcu-m55-emu"),
         ("fill-disk", "results"),
     }  # fmt: skip
+    # the booted board (tagged boots, not emulated) has its power cut
+    assert fault_targets([load_profile("linux-emu")], disk=False) == [("cut-power", "linux-emu")]
 
 
 def _result(nodeid: str, outcome: str, started: float, **fields: object) -> CaseResult:
