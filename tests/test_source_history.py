@@ -3,7 +3,8 @@ cloned into a temporary folder): what each commit's API offers, the Module lifet
 suite on the commits around "Module deep-copies LoadBackendOptionsMap on load (#19673)",
 and ``et-harness bisect`` finding a planted fault.
 
-The README's test command runs the ends (4/x fails, the tip passes) and one bisect (a
+The README's test command runs the tip (it passes), the tip with #19673 reverted (it fails:
+the bug of 4/x..#19673 in the tip's code, built from the tip's objects) and one bisect (a
 planted fault on the tip); the tests marked ``nightly`` (.github/workflows/nightly.yml, job
 ``source-history``) sweep a sample of the commits from 4/x to the one before #19673,
 #19673 itself, a commit before "3/x" (it lacks the load-time map), ``bisect
@@ -239,10 +240,23 @@ def test_history_shows_the_bisect_beside_the_failure_it_explains() -> None:
 # ---- the ends and one bisect, on host (the README's test command) ------------------------
 
 
+def revert_deep_copy(history: History, tmp_path: Path) -> Path:
+    """A clone of the history with #19673 (Module deep-copies the map) reverted on its tip:
+    Module's code from before the fix, everything else the tip's. Its build takes all but
+    Module's objects and the agent's from the tip's; a commit before #19673 (4/x, swept in
+    the nightly job) shares none with the tip (the core's headers and the schema changed)."""
+    tree = tmp_path / "reverted"
+    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
+    who = ("-c", "user.email=harness@example.invalid", "-c", "user.name=harness test")
+    git(tree, *who, "revert", "--no-edit", history.at("deep_copy"))
+    return tree
+
+
 @needs_bundle
 @pytest.mark.slow
-def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: Path) -> None:
-    assert_lifetime(run_suites(tmp_path, f"{history.path}@{history.at('4/x')}", LIFETIME), True)
+def test_lifetime_passes_at_the_tip_and_fails_with_the_deep_copy_reverted(
+    history: History, tmp_path: Path
+) -> None:
     tip = history.commits[-1][0]
     records = run_suites(tmp_path, f"{history.path}@main", LIFETIME)
     assert_lifetime(records, False)
@@ -250,6 +264,8 @@ def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: 
     assert f"from source {history.path} @ {tip[:10]}" in facts["runtime"]  # type: ignore[index]
     assert "extension/module" in facts["from_source"]  # type: ignore[index]
     assert not facts.get("real_backends")  # type: ignore[attr-defined]
+    reverted = revert_deep_copy(history, tmp_path)
+    assert_lifetime(run_suites(tmp_path, f"{reverted}@HEAD", LIFETIME), True)
 
 
 @pytest.mark.slow
