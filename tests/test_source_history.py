@@ -240,15 +240,21 @@ def test_history_shows_the_bisect_beside_the_failure_it_explains() -> None:
 # ---- the ends and one bisect, on host (the README's test command) ------------------------
 
 
+def committing_clone(history: History, tree: Path) -> Path:
+    """A clone of the history at ``tree``, with an identity to commit as."""
+    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
+    git(tree, "config", "user.email", "harness@example.invalid")
+    git(tree, "config", "user.name", "harness test")
+    return tree
+
+
 def revert_deep_copy(history: History, tmp_path: Path) -> Path:
     """A clone of the history with #19673 (Module deep-copies the map) reverted on its tip:
     Module's code from before the fix, everything else the tip's. Its build takes all but
     Module's objects and the agent's from the tip's; a commit before #19673 (4/x, swept in
     the nightly job) shares none with the tip (the core's headers and the schema changed)."""
-    tree = tmp_path / "reverted"
-    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
-    who = ("-c", "user.email=harness@example.invalid", "-c", "user.name=harness test")
-    git(tree, *who, "revert", "--no-edit", history.at("deep_copy"))
+    tree = committing_clone(history, tmp_path / "reverted")
+    git(tree, "revert", "--no-edit", history.at("deep_copy"))
     return tree
 
 
@@ -316,10 +322,7 @@ def test_a_commit_before_3x_lacks_the_load_time_map_and_its_load_tests_skip(
 def plant(history: History, tmp_path: Path) -> tuple[Path, list[str]]:
     """A clone of the history with three commits on its tip: a delivery fault (Module::load
     drops each backend's last option), an unrelated change, a change that does not compile."""
-    tree = tmp_path / "planted"
-    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
-    git(tree, "config", "user.email", "harness@example.invalid")
-    git(tree, "config", "user.name", "harness test")
+    tree = committing_clone(history, tmp_path / "planted")
     changes = [
         ("extension/module/module.cpp",
          "local_storage.emplace_back(entry.options.begin(), entry.options.end());",
