@@ -3,7 +3,8 @@ cloned into a temporary folder): what each commit's API offers, the Module lifet
 suite on the commits around "Module deep-copies LoadBackendOptionsMap on load (#19673)",
 and ``et-harness bisect`` finding a planted fault.
 
-The README's test command runs the ends (4/x fails, the tip passes) and one bisect (a
+The README's test command runs the tip (it passes), the tip with #19673 reverted (it fails:
+the bug of 4/x..#19673 in the tip's code, built from the tip's objects) and one bisect (a
 planted fault on the tip); the tests marked ``nightly`` (.github/workflows/nightly.yml, job
 ``source-history``) sweep a sample of the commits from 4/x to the one before #19673,
 #19673 itself, a commit before "3/x" (it lacks the load-time map), ``bisect
@@ -239,10 +240,29 @@ def test_history_shows_the_bisect_beside_the_failure_it_explains() -> None:
 # ---- the ends and one bisect, on host (the README's test command) ------------------------
 
 
+def committing_clone(history: History, tree: Path) -> Path:
+    """A clone of the history at ``tree``, with an identity to commit as."""
+    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
+    git(tree, "config", "user.email", "harness@example.invalid")
+    git(tree, "config", "user.name", "harness test")
+    return tree
+
+
+def revert_deep_copy(history: History, tmp_path: Path) -> Path:
+    """A clone of the history with #19673 (Module deep-copies the map) reverted on its tip:
+    Module's code from before the fix, everything else the tip's. Its build takes all but
+    Module's objects and the agent's from the tip's; a commit before #19673 (4/x, swept in
+    the nightly job) shares none with the tip (the core's headers and the schema changed)."""
+    tree = committing_clone(history, tmp_path / "reverted")
+    git(tree, "revert", "--no-edit", history.at("deep_copy"))
+    return tree
+
+
 @needs_bundle
 @pytest.mark.slow
-def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: Path) -> None:
-    assert_lifetime(run_suites(tmp_path, f"{history.path}@{history.at('4/x')}", LIFETIME), True)
+def test_lifetime_passes_at_the_tip_and_fails_with_the_deep_copy_reverted(
+    history: History, tmp_path: Path
+) -> None:
     tip = history.commits[-1][0]
     records = run_suites(tmp_path, f"{history.path}@main", LIFETIME)
     assert_lifetime(records, False)
@@ -250,6 +270,8 @@ def test_lifetime_fails_at_4x_and_passes_at_the_tip(history: History, tmp_path: 
     assert f"from source {history.path} @ {tip[:10]}" in facts["runtime"]  # type: ignore[index]
     assert "extension/module" in facts["from_source"]  # type: ignore[index]
     assert not facts.get("real_backends")  # type: ignore[attr-defined]
+    reverted = revert_deep_copy(history, tmp_path)
+    assert_lifetime(run_suites(tmp_path, f"{reverted}@HEAD", LIFETIME), True)
 
 
 @pytest.mark.slow
@@ -300,10 +322,7 @@ def test_a_commit_before_3x_lacks_the_load_time_map_and_its_load_tests_skip(
 def plant(history: History, tmp_path: Path) -> tuple[Path, list[str]]:
     """A clone of the history with three commits on its tip: a delivery fault (Module::load
     drops each backend's last option), an unrelated change, a change that does not compile."""
-    tree = tmp_path / "planted"
-    subprocess.run(["git", "clone", "-q", str(history.path), str(tree)], check=True, timeout=60)
-    git(tree, "config", "user.email", "harness@example.invalid")
-    git(tree, "config", "user.name", "harness test")
+    tree = committing_clone(history, tmp_path / "planted")
     changes = [
         ("extension/module/module.cpp",
          "local_storage.emplace_back(entry.options.begin(), entry.options.end());",
