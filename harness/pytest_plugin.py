@@ -105,8 +105,9 @@ from harness.results.records import (
     is_infrastructure_report,
 )
 from harness.results.reporting import ControllerReporting
-from harness.runner import CaseRunner, LoadPathNotServed
+from harness.runner import CaseRunner
 from harness.runtime.choice import Runtime
+from harness.session.agent_requests import LoadPathNotServed
 from harness.shipped import BrokenInstallation
 from harness.transport.base import TransportError
 from harness.untrusted.value_rules import ValueRuleError
