@@ -44,12 +44,12 @@ from harness.cli.bisect_search import (
     failing_tests,
 )
 from harness.errors import UsageError
+from harness.lifecycle.git import GitFailed, git_text
 from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 SKIP_EXIT = 125  # git bisect run: this commit cannot be tested
 ABORT_EXIT = 128  # git bisect run: stop (a device or tests that no step could run)
 _STEP_TIMEOUT_S = 1800
-_GIT_TIMEOUT_S = 60
 
 
 class BisectError(UsageError):
@@ -376,13 +376,6 @@ def _commit(tree: Path, commit: str) -> Commit:
 
 def _git(tree: Path, *args: str) -> str:
     try:
-        done = subprocess.run(
-            ["git", "-C", str(tree), *args],
-            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BisectError(f"git {args[0]} in {tree} failed: {exc}") from None
-    if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip()[-300:]
-        raise BisectError(f"git {' '.join(args[:2])} in {tree} failed: {said}")
-    return done.stdout.decode(errors="replace").strip()
+        return git_text(tree, *args)
+    except GitFailed as exc:
+        raise BisectError(str(exc)) from None
