@@ -16,12 +16,12 @@ from harness.devices.acquired_place import PowerPort
 from harness.farm.selection import select_profiles
 from harness.lab.client_session import RawPlace, Resource
 from harness.lab.places import BadPlace, LabIdentity, PlaceState, place_state
-from harness.lab.reservation import matched_resources
 from harness.lab.resources import (
     LabResourceError,
     LabResources,
     SerialAddress,
     ServiceAddress,
+    matched_resources,
     read_resources,
     with_lab_address,
 )
