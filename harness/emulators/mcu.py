@@ -28,8 +28,9 @@ from pathlib import Path
 from subprocess import PIPE
 
 from harness import shipped
-from harness.channel.serial.arq import BootHelloMissing, LinkConfig, SerialLink
+from harness.channel.serial.arq import BootHelloMissing, SerialLink
 from harness.channel.serial.connect import connect as connect_port
+from harness.channel.serial.link_config import LinkConfig
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
