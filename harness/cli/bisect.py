@@ -120,16 +120,7 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     except ValueRuleError as exc:
         raise BisectError(f"the tree: {exc}") from None
     if args.step:
-        try:  # the tree is not checked: what it lacks may be this commit's, to be skipped
-            check_selection(args.device, selection)
-        except BisectError as exc:
-            print(f"et-harness bisect: {exc}", file=sys.stderr)
-            return ABORT_EXIT
-        step = run_step(tree, None, args.device, selection)
-        print(f"{step.outcome}: {step.why}")
-        if step.outcome == UNTESTABLE:
-            return SKIP_EXIT
-        return int((step.outcome == BAD) != args.find_fix)
+        return _one_step(tree, args, selection)
     if not args.good or not args.bad:
         raise BisectError("give --good REV and --bad REV (or --step for git bisect run)")
     old, new = (args.bad, args.good) if args.find_fix else (args.good, args.bad)
@@ -172,6 +163,21 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), "utf-8")
     return 1 if result["cannot_tell"] or result["undecided_among"] else 0
+
+
+def _one_step(tree: Path, args: argparse.Namespace, selection: list[str]) -> int:
+    """``--step``: the tests on the tree as checked out; the exit code as ``git bisect run``
+    reads it (:data:`SKIP_EXIT`: cannot be tested, :data:`ABORT_EXIT`: stop)."""
+    try:  # the tree is not checked: what it lacks may be this commit's, to be skipped
+        check_selection(args.device, selection)
+    except BisectError as exc:
+        print(f"et-harness bisect: {exc}", file=sys.stderr)
+        return ABORT_EXIT
+    step = run_step(tree, None, args.device, selection)
+    print(f"{step.outcome}: {step.why}")
+    if step.outcome == UNTESTABLE:
+        return SKIP_EXIT
+    return int((step.outcome == BAD) != args.find_fix)
 
 
 def _result(
