@@ -2,7 +2,10 @@
 
 :class:`CaseRunner` is what test suites talk to (through the ``et`` fixture). It
 owns one agent link, keeps track of which probe backends the device's registry
-holds, and turns "send this map" into the right requests and a :class:`Verdict`.
+holds, and turns "send this map" into the right requests and a :class:`Verdict`
+(:mod:`harness.case_runner`, which knows nothing of program checks), and checks a
+user's program file on top (:mod:`harness.program_check`, which drives the runner it
+is given). :func:`open_runner` brings a device up with a runner on it.
 
 With :mod:`harness.options` and :mod:`harness.check` this module is the interface
 suites use (``__all__``; ``tests/unit/test_public_api.py`` keeps ``suites/`` to it):
