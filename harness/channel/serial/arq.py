@@ -84,9 +84,7 @@ class SerialLink(MessageChannel):
     link is not thread-safe.
     """
 
-    def __init__(
-        self, port: SerialPortLike, config: LinkConfig = _DEFAULTS, *, name: str = "mcu"
-    ):
+    def __init__(self, port: SerialPortLike, config: LinkConfig = _DEFAULTS, *, name: str = "mcu"):
         self._config = config
         self._name = name
         self._session = secrets.randbits(32) or 1
