@@ -68,8 +68,8 @@ from harness.programs.contents import ProgramContents, ProgramError
 USER_PROGRAM_KIND = "user-program"
 
 if TYPE_CHECKING:
+    from harness.case_runner import CaseRunner
     from harness.check import Verdict
-    from harness.runner import CaseRunner
 
 
 @dataclass(frozen=True)

@@ -44,14 +44,13 @@ end, and to an HTML report. This module is glue: the logic is in
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.check import ContractFileError, Verdict, VerdictNotExamined, declare_contract_files
+from harness.check import ContractFileError, Verdict, declare_contract_files
 from harness.check.option_outcomes import OptionOutcome
 from harness.data.messages import LoadPath
 from harness.devices.base import Device
@@ -65,7 +64,6 @@ from harness.farm.command_line import (
     user_program,
 )
 from harness.farm.deadline import RunDeadline
-from harness.farm.device_health import DeviceQuarantined
 from harness.farm.distribution import (
     GROUPED_MODES,
     DeviceScheduling,
@@ -73,56 +71,39 @@ from harness.farm.distribution import (
     check_distribution_mode,
 )
 from harness.farm.rootdir import settle_rootdir
+from harness.farm.run_slots import DeviceSlots, SlotKey
 from harness.farm.selection import DEFAULT_DEVICE, DeviceSelectionError, select_profiles
 from harness.farm.slot import (
-    FACT_KEYS,
-    AfterFailure,
-    DeviceSlot,
-    DeviceSlots,
-    SlotKey,
-    describe_error,
     runtime_not_served,
 )
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
-from harness.lifecycle.disk import DiskTrouble
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.profiles.device_profile import DeviceProfile, ProfileError
 from harness.profiles.lab_setting import LabgridPlace, pool_names, require_labgrid
-from harness.results.artifacts import CrashArtifacts
+from harness.pytest_stash import (
+    DEVICE_PARAM,
+    FAILED_TRIES,
+    OPTIONS,
+    RESULTS_DIR,
+    RUNTIME_PARAM,
+    SLOTS,
+    VERDICTS,
+    keep_artifacts,
+)
 from harness.results.directory import ResultsRecorder, RunInfo
-from harness.results.infra import infrastructure_error
-from harness.results.junit import (
-    EMULATOR_RESTART_PROPERTY,
-    INFRA_PHASE_PROPERTY,
-    INFRA_PROPERTY,
-    RUNTIME_LABEL_PROPERTY,
-)
-from harness.results.records import (
-    FARM_ATTR,
-    OptionRecord,
-    VerdictRecord,
-    is_infrastructure_report,
-)
 from harness.results.reporting import ControllerReporting
-from harness.runner import CaseRunner, LoadPathNotServed
+from harness.runner import CaseRunner
 from harness.runtime.choice import Runtime
 from harness.shipped import BrokenInstallation
-from harness.transport.base import TransportError
 from harness.untrusted.value_rules import ValueRuleError
 
-DEVICE_PARAM = "device_profile"  # the fixture every device test depends on
-RUNTIME_PARAM = "et_runtime"  # parametrized by --runtime; device_profile depends on it
 LOAD_PATH_PARAM = "load_path"
 
-_SLOTS = pytest.StashKey[DeviceSlots]()
-_RESULTS_DIR = pytest.StashKey[Path]()
+# Each test's run and report, on its device.
+pytest_plugins = ["harness.pytest_runs"]
+
 _NO_DEVICE = pytest.StashKey[str]()  # why the default device is not there (no --device given)
-_VERDICTS = pytest.StashKey[list[Verdict]]()  # per test
-_OPTIONS = pytest.StashKey[list[OptionOutcome]]()  # per test: what its options did
-_FAILED_TRIES = pytest.StashKey[list[BaseException]]()  # per test
-_COUNTS_AS_INFRA = pytest.StashKey[bool]()  # per test: towards quarantine
-_ARTIFACTS = pytest.StashKey[CrashArtifacts]()  # per test
 _USER_PROGRAM = pytest.StashKey["UserProgram | None"]()  # --program, checked at configure
 
 
@@ -194,12 +175,12 @@ def pytest_configure(config: pytest.Config) -> None:
         if worker
         else RunDeadline.starting_now(config.getoption("run_timeout"))
     )
-    config.stash[_SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline), runtimes(config))
+    config.stash[SLOTS] = DeviceSlots(profiles, farm_policy(config, deadline), runtimes(config))
     if worker is not None:
-        config.stash[_RESULTS_DIR] = Path(worker["et_results_dir"])
+        config.stash[RESULTS_DIR] = Path(worker["et_results_dir"])
     else:
         _configure_controller(config, profiles)
-    config.stash[_SLOTS].results_dir = config.stash.get(_RESULTS_DIR, None)
+    config.stash[SLOTS].results_dir = config.stash.get(RESULTS_DIR, None)
 
 
 def _declare_contracts(config: pytest.Config) -> None:
@@ -245,7 +226,7 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
     except DistributionError as exc:
         raise pytest.UsageError(str(exc)) from None
     folder = results_folder(config)
-    results_dir = config.stash[_RESULTS_DIR] = folder.results_dir
+    results_dir = config.stash[RESULTS_DIR] = folder.results_dir
     try:
         recorder = ResultsRecorder(
             results_dir,
@@ -253,7 +234,7 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
                 results_dir.name,
                 config.invocation_params.args,
                 (p.name for p in profiles),
-                config.stash[_SLOTS].runtimes,
+                config.stash[SLOTS].runtimes,
             ),
             html_path=folder.html_path,
             eager=folder.eager,
@@ -271,12 +252,12 @@ def _configure_controller(config: pytest.Config, profiles: tuple[DeviceProfile, 
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: hand each worker the run's deadline and results directory."""
     config = node.config
-    deadline = config.stash[_SLOTS].policy.deadline
+    deadline = config.stash[SLOTS].policy.deadline
     node.workerinput["et_deadline"] = {
         "expires_at": deadline.expires_at,
         "seconds": deadline.seconds,
     }
-    node.workerinput["et_results_dir"] = str(config.stash[_RESULTS_DIR])
+    node.workerinput["et_results_dir"] = str(config.stash[RESULTS_DIR])
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -284,12 +265,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> DeviceSchedu
     """xdist controller: keep each device's tests on one worker (a pool's on up to N)."""
     if config.getoption("dist") not in GROUPED_MODES:
         return None
-    slots = config.stash[_SLOTS]
+    slots = config.stash[SLOTS]
     return DeviceScheduling(config, slots.names, log, pools=pool_names(slots.profiles.values()))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    slots = config.stash[_SLOTS]
+    slots = config.stash[SLOTS]
     policy = slots.policy
     timeout = f"{policy.deadline.seconds:g} s" if policy.deadline.seconds else "none"
     chosen = f"; runtimes: {', '.join(slots.runtimes)}" if slots.runtimes else ""
@@ -310,31 +291,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         missing = metafunc.config.stash.get(_NO_DEVICE, "")
         if missing:
             raise pytest.UsageError(missing)
-        names = metafunc.config.stash[_SLOTS].names
+        names = metafunc.config.stash[SLOTS].names
         metafunc.parametrize(DEVICE_PARAM, names, ids=names, indirect=True, scope="session")
-        labels = list(metafunc.config.stash[_SLOTS].runtimes)
+        labels = list(metafunc.config.stash[SLOTS].runtimes)
         if labels:
             metafunc.parametrize(RUNTIME_PARAM, labels, ids=labels, indirect=True, scope="session")
     if LOAD_PATH_PARAM in metafunc.fixturenames:
         paths = list(LoadPath)
         metafunc.parametrize(LOAD_PATH_PARAM, paths, ids=[p.label for p in paths], indirect=True)
-
-
-def device_of(item: pytest.Item) -> str | None:
-    """The name of the device ``item`` runs on, or None for a test without one."""
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get(DEVICE_PARAM) if callspec is not None else None
-
-
-def runtime_of(item: pytest.Item) -> str:
-    """The label of the runtime ``item`` runs (``--runtime``), or "" (the device's own)."""
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get(RUNTIME_PARAM, "") if callspec is not None else ""
-
-
-def _slot_of(item: pytest.Item) -> DeviceSlot | None:
-    name = device_of(item)
-    return item.config.stash[_SLOTS][(name, runtime_of(item))] if name is not None else None
 
 
 def _slot_key(request: pytest.FixtureRequest, device_name: str) -> SlotKey:
@@ -349,13 +313,13 @@ def _slot_key(request: pytest.FixtureRequest, device_name: str) -> SlotKey:
 def et_runtime(request: pytest.FixtureRequest) -> Runtime | None:
     """The runtime under test (``--runtime``), or None: the device's own."""
     label = getattr(request, "param", None)
-    return request.config.stash[_SLOTS].runtimes[label] if label is not None else None
+    return request.config.stash[SLOTS].runtimes[label] if label is not None else None
 
 
 @pytest.fixture(scope="session")
 def device_profile(et_runtime: Runtime | None, request: pytest.FixtureRequest) -> DeviceProfile:
     """The profile of the device under test."""
-    return request.config.stash[_SLOTS].profiles[request.param]
+    return request.config.stash[SLOTS].profiles[request.param]
 
 
 @pytest.fixture(scope="session")
@@ -366,7 +330,7 @@ def device(
     once (again for the next runtime, after this one's tests)."""
     if et_runtime is not None and (reason := runtime_not_served(device_profile, et_runtime)):
         pytest.skip(reason)
-    slot = request.config.stash[_SLOTS][_slot_key(request, device_profile.name)]
+    slot = request.config.stash[SLOTS][_slot_key(request, device_profile.name)]
     try:
         yield slot.open()
     finally:
@@ -375,7 +339,7 @@ def device(
 
 @pytest.fixture(scope="session")
 def _et_runner(device: Device, request: pytest.FixtureRequest) -> CaseRunner:
-    runner = request.config.stash[_SLOTS][_slot_key(request, device.name)].runner
+    runner = request.config.stash[SLOTS][_slot_key(request, device.name)].runner
     assert runner is not None, "the device slot was closed while its tests run"
     return runner
 
@@ -385,10 +349,8 @@ def et(
     _et_runner: CaseRunner, device_profile: DeviceProfile, request: pytest.FixtureRequest
 ) -> CaseRunner:
     """The case runner, reset so that nothing leaks in from an earlier test."""
-    slot = request.config.stash[_SLOTS][_slot_key(request, device_profile.name)]
-    slot.reset(
-        request.node.stash.setdefault(_FAILED_TRIES, []), _keep_artifacts(request.node, slot)
-    )
+    slot = request.config.stash[SLOTS][_slot_key(request, device_profile.name)]
+    slot.reset(request.node.stash.setdefault(FAILED_TRIES, []), keep_artifacts(request.node, slot))
     for marker in request.node.iter_markers("capability"):
         served = str(_et_runner.hello.fact("capabilities") or "").split(",")
         if marker.args[0] not in served:
@@ -403,10 +365,10 @@ def et(
                 f"(registered: {', '.join(_et_runner.registered) or 'none'})"
             )
     verdicts: list[Verdict] = []
-    request.node.stash[_VERDICTS] = verdicts
+    request.node.stash[VERDICTS] = verdicts
     _et_runner.on_verdict = verdicts.append
     outcomes: list[OptionOutcome] = []
-    request.node.stash[_OPTIONS] = outcomes
+    request.node.stash[OPTIONS] = outcomes
     _et_runner.on_options = outcomes.extend
     _et_runner.strict_options = request.config.getoption("strict_options")
     _et_runner.options_judged = request.node.get_closest_marker("options_without_effect") is None
@@ -449,192 +411,6 @@ def probe_program(_et_runner: CaseRunner):
     return _et_runner.program_for
 
 
-# ---- running: deadline, quarantine, retries ----------------------------------------------
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    item.config.stash[_SLOTS].policy.deadline.check()
-    slot = _slot_of(item)
-    if slot is not None:
-        slot.health.ensure_usable()
-        slot.begin_test()
-        slot.check_if_due()
-
-
-@pytest.hookimpl(wrapper=True, trylast=True)
-def pytest_runtest_call(item: pytest.Item):
-    __tracebackhide__ = True  # a race report's failure shows the report, not this hook
-    slot = _slot_of(item)
-    failed = True
-    try:
-        try:
-            result = yield
-        except Exception as exc:
-            if slot is None or infrastructure_error(exc) is None:
-                raise
-            verdicts = item.stash.get(_VERDICTS, None)
-
-            def again() -> None:
-                if verdicts is not None:
-                    verdicts.clear()
-                item.stash.get(_OPTIONS, []).clear()
-                item.runtest()
-
-            slot.retry(
-                again, exc, item.stash.setdefault(_FAILED_TRIES, []), _keep_artifacts(item, slot)
-            )
-            result = []
-        _fail_unexamined(item)
-        failed = False
-        return result
-    finally:
-        if slot is not None:
-            _check_races(item, slot, fail=not failed)
-
-
-def _fail_unexamined(item: pytest.Item) -> None:
-    """Fail a test that left a verdict with differences unexamined, naming its call."""
-    __tracebackhide__ = True
-    forgotten = tuple(v for v in item.stash.get(_VERDICTS, []) if v.unexamined_differences)
-    if forgotten:
-        raise VerdictNotExamined(forgotten)
-
-
-def _check_races(item: pytest.Item, slot: DeviceSlot, fail: bool) -> None:
-    """Keep what the race detector (if any) wrote during the test; fail it on a report.
-
-    The test's agent is stopped first, so that what the detector writes at exit
-    (e.g. TSAN's thread leaks) is read too, and the next test gets an agent of its
-    own: a detector reports a race once per process, so each test's outcome is
-    its own, whatever ran before it. ``fail`` is False when the test failed
-    already: the report is kept and shown, the test's own failure stands.
-    """
-    __tracebackhide__ = True
-    race_log = slot.device.race_log if slot.device is not None else None
-    if race_log is None:
-        return
-    slot.restart()
-    check = race_log.take()
-    if not check.output:
-        return
-    attempt = len(item.stash.get(_FAILED_TRIES, [])) + 1
-    _keep_artifacts(item, slot)  # makes the test's artifact record
-    path = item.stash[_ARTIFACTS].keep_text(
-        attempt, f"{check.detector.value}-report.txt", check.artifact_text()
-    )
-    if fail:
-        check.raise_for_findings(str(item.config.stash[_RESULTS_DIR] / path))
-    elif check.unsuppressed or check.broken:
-        item.add_report_section("call", check.detector.value, check.artifact_text()[:4000])
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, LoadPathNotServed):
-        report.outcome = "skipped"  # what the runtime lacks: a skip with its reason
-        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value}")
-    payload: dict[str, Any] = {}
-    slot = _slot_of(item)
-    infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None
-    if infra is not None and report.failed:
-        payload["infra"] = {
-            "type": type(infra).__name__,
-            "message": str(infra),
-            "phase": report.when,
-        }
-        item.user_properties += [
-            (INFRA_PROPERTY, describe_error(infra)),
-            (INFRA_PHASE_PROPERTY, report.when),
-        ]
-        report.sections.append(
-            (
-                "device trouble",
-                "infrastructure error: the device or its link failed, not the runtime under test",
-            )
-        )
-        if isinstance(infra, TransportError) and not isinstance(infra, DeviceQuarantined):
-            item.stash[_COUNTS_AS_INFRA] = True
-        if isinstance(infra, DiskTrouble) and slot is not None:  # said once, not per test
-            slot.health.quarantine(describe_error(infra))
-    if slot is not None:
-        error = call.excinfo.value if call.excinfo is not None else None
-        payload.update(_device_payload(item, slot, report, infra, error))
-    if payload:
-        setattr(report, FARM_ATTR, payload)
-    return report
-
-
-def _device_payload(
-    item: pytest.Item,
-    slot: DeviceSlot,
-    report: pytest.TestReport,
-    infra: BaseException | None,
-    call_error: BaseException | None,
-) -> dict[str, Any]:
-    label = slot.runtime.label if slot.runtime is not None else ""
-    payload: dict[str, Any] = {"device": slot.name, "runtime_label": label}
-    # before a passed health check: the profile's ABI, and the place held (a board that
-    # failed its first health check is named on every row it costs)
-    facts = slot.facts or {
-        **({"abi": slot.profile.abi} if slot.profile.abi else {}),
-        **slot.lab_facts,
-    }
-    tries = item.stash.get(_FAILED_TRIES, [])
-    if report.when == "setup":
-        item.user_properties.append(("device", slot.name))
-        if label:
-            item.user_properties.append((RUNTIME_LABEL_PROPERTY, label))
-        item.user_properties += [(key, facts[key]) for key in FACT_KEYS if key in facts]
-    if report.when in ("setup", "call") and call_error is not None:
-        _keep_artifacts(item, slot)(call_error, len(tries) + 1)  # unless a retry kept them
-    if report.failed and not isinstance(infra, DeviceQuarantined):
-        _keep_artifacts(item, slot)  # the runtime's log lines go there, not in the section
-        report.sections += item.stash[_ARTIFACTS].stderr_sections(
-            len(tries) + 1, slot.stderr_tails()
-        )
-    if report.when == "call":
-        payload["verdicts"] = [
-            dataclasses.asdict(VerdictRecord.of(v)) for v in item.stash.get(_VERDICTS, [])
-        ]
-        payload["options"] = [
-            dataclasses.asdict(OptionRecord.of(o)) for o in item.stash.get(_OPTIONS, [])
-        ]
-    if report.when == "teardown":
-        slot.health.test_ended(item.stash.get(_COUNTS_AS_INFRA, False))
-        payload["facts"] = facts
-        payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
-        payload["artifacts"] = item.stash[_ARTIFACTS].paths if _ARTIFACTS in item.stash else []
-        payload["emulator_restarts"] = restarts = slot.take_restarts()
-        report.user_properties += [(EMULATOR_RESTART_PROPERTY, reason) for reason in restarts]
-        if tries:
-            item.user_properties.append(
-                ("infrastructure_retries", "; ".join(payload["failed_tries"]))
-            )
-    return payload
-
-
-def _keep_artifacts(item: pytest.Item, slot: DeviceSlot) -> AfterFailure:
-    """What to do after a failed try of ``item``: keep what a lost agent left behind."""
-    if _ARTIFACTS not in item.stash:
-        item.stash[_ARTIFACTS] = CrashArtifacts(
-            item.config.stash[_RESULTS_DIR], slot.name, item.name
-        )
-    artifacts = item.stash[_ARTIFACTS]
-    return lambda exc, attempt: artifacts.after_failure(exc, attempt, slot.collect_artifacts)
-
-
-# ---- reporting ---------------------------------------------------------------------------
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
-    if is_infrastructure_report(report):
-        return "infra", "I", ("INFRA", {"yellow": True})
-    return None
-
-
 @pytest.hookimpl(tryfirst=True)  # before the results are finished: run.json lists holdings
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    session.config.stash[_SLOTS].close()
+    session.config.stash[SLOTS].close()

@@ -64,34 +64,42 @@ def check_load(
         return "it is not a delegate of the program"
 
     entries, entry_differences = _index_entries(report, set(delegates), why)
-    outcomes = []
-    for name in dict.fromkeys(delegates):
-        entry = entries.get(name)
-        calls = delegates.count(name)
-        if entry is None and name in unobserved and name not in recorded:
-            outcomes.append(BackendOutcome(name, None, RuntimeErrorCode.Ok, None, None))
-            continue
-        if entry is None:
-            missing = Difference(DifferenceKind.NOT_CALLED, name, "init", calls, 0)
-            outcomes.append(
-                BackendOutcome(name, None, RuntimeErrorCode.Ok, calls, None, (), (missing,))
-            )
-            continue
-        wanted = sent.for_backend(name)
-        outcomes.append(
-            _check_entry(
-                name,
-                entry,
-                Action.LOAD,
-                expected=wanted.options if wanted is not None else (),
-                expected_status=RuntimeErrorCode.Ok,
-                expected_calls=calls,
-                sent=sent,
-                must_record=name in recorded,
-            )
+    outcomes = [
+        _delegate_outcome(
+            name, entries.get(name), delegates.count(name), sent, unobserved, recorded
         )
+        for name in dict.fromkeys(delegates)
+    ]
     outcomes += lacking
     return Verdict(Action.LOAD, report, tuple(outcomes), header + entry_differences, ignored, path)
+
+
+def _delegate_outcome(
+    name: str,
+    entry: ReportEntry | None,
+    calls: int,
+    sent: OptionsMap,
+    unobserved: Collection[str],
+    recorded: Collection[str],
+) -> BackendOutcome:
+    """What delegate ``name`` (``calls`` times in the program) got at load: its entry
+    checked against its map entry, NOT_CALLED without one, nothing for an unobserved one."""
+    if entry is None and name in unobserved and name not in recorded:
+        return BackendOutcome(name, None, RuntimeErrorCode.Ok, None, None)
+    if entry is None:
+        missing = Difference(DifferenceKind.NOT_CALLED, name, "init", calls, 0)
+        return BackendOutcome(name, None, RuntimeErrorCode.Ok, calls, None, (), (missing,))
+    wanted = sent.for_backend(name)
+    return _check_entry(
+        name,
+        entry,
+        Action.LOAD,
+        expected=wanted.options if wanted is not None else (),
+        expected_status=RuntimeErrorCode.Ok,
+        expected_calls=calls,
+        sent=sent,
+        must_record=name in recorded,
+    )
 
 
 def _no_such_backend(
@@ -415,18 +423,10 @@ def _align(
         paired_rows.append(
             OptionRow(i, option, j, got, _compare(name, option, got, values_checked, returned))
         )
-    sent_keys = {o.key for o in expected}
-    for j, got in unused.items():
-        owners = tuple(b.backend_id for b in others if any(_same(o, got) for o in b.options))
-        if owners:
-            kind = DifferenceKind.MISROUTED
-        elif expected:
-            kind = DifferenceKind.EXTRA_OPTION
-        else:
-            kind = DifferenceKind.UNEXPECTED_DELIVERY
-        note = "a second option with this key" if got.key in sent_keys else ""
-        difference = Difference(kind, name, got.key, None, got.value, owners, note, returned)
-        paired_rows.append(OptionRow(None, None, j, got, difference))
+    paired_rows += [
+        OptionRow(None, None, j, got, _unpaired(name, got, expected, others, returned))
+        for j, got in unused.items()
+    ]
     differences = [r.difference for r in paired_rows if r.difference is not None]
     order = [
         r.received_index for r in paired_rows if r.sent is not None and r.received_index is not None
@@ -440,6 +440,26 @@ def _align(
             )
         )
     return tuple(paired_rows), tuple(differences)
+
+
+def _unpaired(
+    name: str,
+    got: Option,
+    expected: tuple[Option, ...],
+    others: tuple[BackendOptions, ...],
+    returned: bool,
+) -> Difference:
+    """An option received that no sent option pairs with: another backend's (MISROUTED),
+    one more than was sent (EXTRA_OPTION), or any when none was sent."""
+    owners = tuple(b.backend_id for b in others if any(_same(o, got) for o in b.options))
+    if owners:
+        kind = DifferenceKind.MISROUTED
+    elif expected:
+        kind = DifferenceKind.EXTRA_OPTION
+    else:
+        kind = DifferenceKind.UNEXPECTED_DELIVERY
+    note = "a second option with this key" if any(o.key == got.key for o in expected) else ""
+    return Difference(kind, name, got.key, None, got.value, owners, note, returned)
 
 
 def _compare(

@@ -146,6 +146,16 @@ _RETURNED = _Words("expected", "returned", "asked of", "returned")
 
 
 def _sentence(difference: Difference) -> str:
+    sentence = (
+        _option_sentence(difference) or _call_sentence(difference) or _report_sentence(difference)
+    )
+    if sentence is None:
+        raise AssertionError(f"unhandled difference kind {difference.kind}")
+    return sentence
+
+
+def _option_sentence(difference: Difference) -> str | None:
+    """A difference in the options delivered or returned, or None."""
     kind, key = difference.kind, show_name(difference.key or "")
     exp, act = difference.expected, difference.actual
     w = _RETURNED if difference.returned else _DELIVERED
@@ -171,13 +181,28 @@ def _sentence(difference: Difference) -> str:
                 f"{w.got} no options; {count(len(keys), 'option')} {verb} {w.given}: "
                 f"[{key_list(keys)}]"
             )
-        case DifferenceKind.NOT_CALLED:
-            return f"{key} was never called (expected {times(exp)})"
         case DifferenceKind.UNEXPECTED_DELIVERY:
             return (
                 f"{w.got} option {key} ({format_value(act)}) although no options were "
                 f"{w.given_to} it; it must get an empty span"
             )
+        case DifferenceKind.CROSS_MODEL:
+            owners = " and ".join(map(show_name, difference.belongs_to))
+            own = "" if exp is None else f" instead of its own {format_value(exp)}"
+            return (
+                f"received option {key} ({format_value(act)}){own}, which was sent "
+                f"to the same backend in {owners}"
+            )
+    return None
+
+
+def _call_sentence(difference: Difference) -> str | None:
+    """A difference in a backend's calls, their statuses and records, or None."""
+    kind, key = difference.kind, show_name(difference.key or "")
+    exp, act = difference.expected, difference.actual
+    match kind:
+        case DifferenceKind.NOT_CALLED:
+            return f"{key} was never called (expected {times(exp)})"
         case DifferenceKind.WRONG_STATUS:
             return f"status {_status(act)}, expected {_status(exp)}"
         case DifferenceKind.WRONG_CALL_COUNT:
@@ -204,6 +229,23 @@ def _sentence(difference: Difference) -> str:
                 f"the backend's own {key} returned {_status(exp)}, but the runtime "
                 f"reported {_status(act)}"
             )
+        case DifferenceKind.NO_SUCH_BACKEND:
+            if exp is None:
+                answer = "no delegate of the program, so the runtime ignores its entry of the map"
+            else:
+                answer = f"{key} returned {_status(act)}, expected {_status(exp)}"
+            return (
+                f"the device has no backend of this name, and the harness registered no probe "
+                f"under it: {answer} (a misspelled id? a probe: declare it, probes= or "
+                "--probe NAME)"
+            )
+    return None
+
+
+def _report_sentence(difference: Difference) -> str | None:
+    """A difference in the report itself (outcome, action, entries, path), or None."""
+    exp, act = difference.expected, difference.actual
+    match difference.kind:
         case DifferenceKind.UNEXPECTED_OUTCOME:
             outcome, wanted = _enum_name(act), _enum_name(exp)
             return f"report outcome {outcome}, expected {wanted}: {difference.note}"
@@ -217,24 +259,7 @@ def _sentence(difference: Difference) -> str:
             return "has no entry in the report; expected one per backend of the request"
         case DifferenceKind.WRONG_PATH:
             return f"the device served load path {act!r}, the request asked for {exp!r}"
-        case DifferenceKind.NO_SUCH_BACKEND:
-            if exp is None:
-                answer = "no delegate of the program, so the runtime ignores its entry of the map"
-            else:
-                answer = f"{key} returned {_status(act)}, expected {_status(exp)}"
-            return (
-                f"the device has no backend of this name, and the harness registered no probe "
-                f"under it: {answer} (a misspelled id? a probe: declare it, probes= or "
-                "--probe NAME)"
-            )
-        case DifferenceKind.CROSS_MODEL:
-            owners = " and ".join(map(show_name, difference.belongs_to))
-            own = "" if exp is None else f" instead of its own {format_value(exp)}"
-            return (
-                f"received option {key} ({format_value(act)}){own}, which was sent "
-                f"to the same backend in {owners}"
-            )
-    raise AssertionError(f"unhandled difference kind {kind}")
+    return None
 
 
 def _keys(value: DifferenceValue) -> tuple[str, ...]:

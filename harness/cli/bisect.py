@@ -44,12 +44,12 @@ from harness.cli.bisect_search import (
     failing_tests,
 )
 from harness.errors import UsageError
+from harness.lifecycle.git import GitFailed, git_text
 from harness.untrusted.value_rules import ValueRuleError, expand_home
 
 SKIP_EXIT = 125  # git bisect run: this commit cannot be tested
 ABORT_EXIT = 128  # git bisect run: stop (a device or tests that no step could run)
 _STEP_TIMEOUT_S = 1800
-_GIT_TIMEOUT_S = 60
 
 
 class BisectError(UsageError):
@@ -120,16 +120,7 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     except ValueRuleError as exc:
         raise BisectError(f"the tree: {exc}") from None
     if args.step:
-        try:  # the tree is not checked: what it lacks may be this commit's, to be skipped
-            check_selection(args.device, selection)
-        except BisectError as exc:
-            print(f"et-harness bisect: {exc}", file=sys.stderr)
-            return ABORT_EXIT
-        step = run_step(tree, None, args.device, selection)
-        print(f"{step.outcome}: {step.why}")
-        if step.outcome == UNTESTABLE:
-            return SKIP_EXIT
-        return int((step.outcome == BAD) != args.find_fix)
+        return _one_step(tree, args, selection)
     if not args.good or not args.bad:
         raise BisectError("give --good REV and --bad REV (or --step for git bisect run)")
     old, new = (args.bad, args.good) if args.find_fix else (args.good, args.bad)
@@ -172,6 +163,21 @@ def run_bisect(args: argparse.Namespace, selection: list[str]) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2), "utf-8")
     return 1 if result["cannot_tell"] or result["undecided_among"] else 0
+
+
+def _one_step(tree: Path, args: argparse.Namespace, selection: list[str]) -> int:
+    """``--step``: the tests on the tree as checked out; the exit code as ``git bisect run``
+    reads it (:data:`SKIP_EXIT`: cannot be tested, :data:`ABORT_EXIT`: stop)."""
+    try:  # the tree is not checked: what it lacks may be this commit's, to be skipped
+        check_selection(args.device, selection)
+    except BisectError as exc:
+        print(f"et-harness bisect: {exc}", file=sys.stderr)
+        return ABORT_EXIT
+    step = run_step(tree, None, args.device, selection)
+    print(f"{step.outcome}: {step.why}")
+    if step.outcome == UNTESTABLE:
+        return SKIP_EXIT
+    return int((step.outcome == BAD) != args.find_fix)
 
 
 def _result(
@@ -376,13 +382,6 @@ def _commit(tree: Path, commit: str) -> Commit:
 
 def _git(tree: Path, *args: str) -> str:
     try:
-        done = subprocess.run(
-            ["git", "-C", str(tree), *args],
-            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BisectError(f"git {args[0]} in {tree} failed: {exc}") from None
-    if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip()[-300:]
-        raise BisectError(f"git {' '.join(args[:2])} in {tree} failed: {said}")
-    return done.stdout.decode(errors="replace").strip()
+        return git_text(tree, *args)
+    except GitFailed as exc:
+        raise BisectError(str(exc)) from None

@@ -89,51 +89,62 @@ def simulated_lab() -> Iterator[tuple[str, ManagedProcess, dict[str, str]]]:
         pools = [pool for pool, size in POOLS.items() for _ in range(size)]
         per_exporter = len(pools) // EXPORTERS
         for number in range(EXPORTERS):
-            config = directory / f"exp-{number}.yaml"
-            config.write_text(
-                "".join(
-                    f"p{slot}:\n  NetworkService:\n    address: 127.0.0.1\n    port: 22\n"
-                    "    username: sim\n"
-                    for slot in range(per_exporter)
-                )
-            )
-            process = ManagedProcess(
-                [
-                    labgrid_program("labgrid-exporter"),
-                    "-c",
-                    address,
-                    "-n",
-                    f"exp-{number}",
-                    str(config),
-                ],
-                name=f"labgrid-exporter-{number}",
-                log=directory / f"exp-{number}.log",
-            )
-            stack.callback(process.stop)
+            stack.callback(_start_exporter(directory, address, number, per_exporter).stop)
         admin = LabSession.of(address, LabIdentity.this_process())
         deadline = time.monotonic() + 60
         while len(admin.snapshot()[1]) < len(pools):
             if time.monotonic() > deadline:
                 raise RuntimeError("the exporters did not register within 60 s")
             admin.wait_update(timeout=1.0)
-        messages = admin.messages()
-        place_pool = {}
-        for index, pool in enumerate(pools):
-            name = f"{pool}-{index}"
-            exporter, slot = divmod(index, per_exporter)
-            admin.call("add", "AddPlace", messages.AddPlaceRequest(name=name))
-            admin.call(
-                "match",
-                "AddPlaceMatch",
-                messages.AddPlaceMatchRequest(placename=name, pattern=f"exp-{exporter}/p{slot}/*"),
-            )
-            admin.call(
-                "tags",
-                "SetPlaceTags",
-                messages.SetPlaceTagsRequest(placename=name, tags={"pool": pool, "kind": "sim"}),
-            )
-            place_pool[name] = pool
+        place_pool = _add_places(admin, pools, per_exporter)
         yield address, coordinator, place_pool
+
+
+def _start_exporter(directory: Path, address: str, number: int, slots: int) -> ManagedProcess:
+    """Exporter ``number``, exporting ``slots`` simulated places' resources."""
+    config = directory / f"exp-{number}.yaml"
+    config.write_text(
+        "".join(
+            f"p{slot}:\n  NetworkService:\n    address: 127.0.0.1\n    port: 22\n"
+            "    username: sim\n"
+            for slot in range(slots)
+        )
+    )
+    return ManagedProcess(
+        [
+            labgrid_program("labgrid-exporter"),
+            "-c",
+            address,
+            "-n",
+            f"exp-{number}",
+            str(config),
+        ],
+        name=f"labgrid-exporter-{number}",
+        log=directory / f"exp-{number}.log",
+    )
+
+
+def _add_places(admin: LabSession, pools: list[str], per_exporter: int) -> dict[str, str]:
+    """A place per entry of ``pools``, matching its exporter's slot, tagged with its pool;
+    place -> pool."""
+    messages = admin.messages()
+    place_pool = {}
+    for index, pool in enumerate(pools):
+        name = f"{pool}-{index}"
+        exporter, slot = divmod(index, per_exporter)
+        admin.call("add", "AddPlace", messages.AddPlaceRequest(name=name))
+        admin.call(
+            "match",
+            "AddPlaceMatch",
+            messages.AddPlaceMatchRequest(placename=name, pattern=f"exp-{exporter}/p{slot}/*"),
+        )
+        admin.call(
+            "tags",
+            "SetPlaceTags",
+            messages.SetPlaceTagsRequest(placename=name, tags={"pool": pool, "kind": "sim"}),
+        )
+        place_pool[name] = pool
+    return place_pool
 
 
 def runner(address: str, number: int, rounds: int, tally: Tally, seed: int) -> None:
@@ -189,6 +200,21 @@ def idle_while_waiting(
     return idle
 
 
+def _free_to_taken(holdings: list[tuple[str, float, float, float]]) -> list[float]:
+    """Seconds from a place's release to its next acquisition, where the next holder was
+    already waiting when it was freed."""
+    by_place: dict[str, list[tuple[str, float, float, float]]] = {}
+    for holding in holdings:
+        by_place.setdefault(holding[0], []).append(holding)
+    free_to_taken = []
+    for held in by_place.values():
+        held.sort(key=lambda h: h[2])
+        for before, after in itertools.pairwise(held):
+            if after[1] < before[3]:  # the next holder was waiting when it was freed
+                free_to_taken.append(after[2] - before[3])
+    return free_to_taken
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.cli.lab_scale")
     parser.add_argument("--rounds", type=int, default=8, help="acquisitions per runner")
@@ -218,15 +244,7 @@ def main(argv: list[str]) -> int:
         stop.set()
         watcher.join()
     handovers = len(tally.holdings)
-    by_place: dict[str, list[tuple[str, float, float, float]]] = {}
-    for holding in tally.holdings:
-        by_place.setdefault(holding[0], []).append(holding)
-    free_to_taken = []
-    for holdings in by_place.values():
-        holdings.sort(key=lambda h: h[2])
-        for before, after in itertools.pairwise(holdings):
-            if after[1] < before[3]:  # the next holder was waiting when it was freed
-                free_to_taken.append(after[2] - before[3])
+    free_to_taken = _free_to_taken(tally.holdings)
     served = [tally.served.get(n, 0) for n in range(RUNNERS)]
     print(
         f"lab: 1 coordinator, {EXPORTERS} exporters, {len(place_pool)} places in pools "

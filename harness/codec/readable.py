@@ -59,57 +59,66 @@ def to_readable(msg: Request | Report | ProgramUpload) -> dict[str, object]:
             "crc": msg.crc,
         }
     if isinstance(msg, Request):
-        readable: dict[str, object] = {
-            "type": "request",
-            "seq": msg.seq,
-            "action": Action(msg.action).name.lower(),
-            "program": msg.program,
-            "delegates": list(msg.delegates),
-            "backends": _readable_backends(msg.options),
-        }
-        if msg.action == Action.LOAD:
-            readable |= {
-                "path": LoadPath(msg.path).label,
-                "keep": msg.keep,
-                "method": msg.method,
-                "method_backends": _readable_backends(msg.method_options),
-                "concurrent": msg.concurrent,
-                "models": [
-                    {
-                        "program": m.program,
-                        "delegates": list(m.delegates),
-                        "backends": _readable_backends(m.options),
-                        "path": LoadPath(m.path).label,
-                        "method": m.method,
-                        "method_backends": _readable_backends(m.method_options),
-                    }
-                    for m in msg.models
-                ],
-            }
-        return readable
+        return _readable_request(msg)
     if isinstance(msg, Report):
-        return {
-            "type": "report",
-            "seq": msg.seq,
-            "action": Action(msg.action).name.lower(),
-            "outcome": Outcome(msg.outcome).name.lower(),
-            "detail": int(msg.detail),
-            "message": msg.message,
-            "facts": [_readable_option(o) for o in msg.facts],
-            "entries": [
+        return _readable_report(msg)
+    raise TypeError(f"not a Request or Report: {type(msg).__name__}")
+
+
+def _readable_request(msg: Request) -> dict[str, object]:
+    """A request's readable form (a LOAD's path, flags and further models too)."""
+    readable: dict[str, object] = {
+        "type": "request",
+        "seq": msg.seq,
+        "action": Action(msg.action).name.lower(),
+        "program": msg.program,
+        "delegates": list(msg.delegates),
+        "backends": _readable_backends(msg.options),
+    }
+    if msg.action == Action.LOAD:
+        readable |= {
+            "path": LoadPath(msg.path).label,
+            "keep": msg.keep,
+            "method": msg.method,
+            "method_backends": _readable_backends(msg.method_options),
+            "concurrent": msg.concurrent,
+            "models": [
                 {
-                    "name": e.name,
-                    "status": int(e.status),
-                    "calls": e.calls,
-                    "executes": e.executes,
-                    "flags": e.flags,
-                    "model": e.model,
-                    "options": [_readable_option(o) for o in e.options],
+                    "program": m.program,
+                    "delegates": list(m.delegates),
+                    "backends": _readable_backends(m.options),
+                    "path": LoadPath(m.path).label,
+                    "method": m.method,
+                    "method_backends": _readable_backends(m.method_options),
                 }
-                for e in msg.entries
+                for m in msg.models
             ],
         }
-    raise TypeError(f"not a Request or Report: {type(msg).__name__}")
+    return readable
+
+
+def _readable_report(msg: Report) -> dict[str, object]:
+    return {
+        "type": "report",
+        "seq": msg.seq,
+        "action": Action(msg.action).name.lower(),
+        "outcome": Outcome(msg.outcome).name.lower(),
+        "detail": int(msg.detail),
+        "message": msg.message,
+        "facts": [_readable_option(o) for o in msg.facts],
+        "entries": [
+            {
+                "name": e.name,
+                "status": int(e.status),
+                "calls": e.calls,
+                "executes": e.executes,
+                "flags": e.flags,
+                "model": e.model,
+                "options": [_readable_option(o) for o in e.options],
+            }
+            for e in msg.entries
+        ],
+    }
 
 
 def _readable_backends(options: OptionsMap) -> list[dict[str, object]]:

@@ -13,8 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.channel.serial.arq import LinkConfig, SerialLink
+from harness.channel.serial.arq import SerialLink
 from harness.channel.serial.connect import connect as connect_serial
+from harness.channel.serial.link_config import LinkConfig
 from harness.data.messages import Action, Outcome, Request
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice

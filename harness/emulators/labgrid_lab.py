@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import socket
@@ -49,6 +48,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness import shipped
+from harness.emulators import ser2net_loopback
 from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.lab_devices import EmulatedBoard, EmulatedPhone, LabError, PowerSwitch
 from harness.emulators.mcu import build_firmware
@@ -201,79 +201,86 @@ class LabgridLab:
         ]
         self._stack.callback(lambda: self._coordinator_process and self._coordinator_process.stop())
         self._start_coordinator()
-        wrapper_dir = directory / "bin"
-        wrapper_dir.mkdir()
-        wrapper = wrapper_dir / "ser2net"
-        wrapper.write_text(
-            "#!/bin/sh\n"
-            f'exec {shlex.quote(sys.executable)} -m harness.emulators.ser2net_loopback "$@"\n'
-        )
-        wrapper.chmod(0o755)
+        wrapper_dir = ser2net_loopback.wrapper_folder(directory)
         files = self._files or directory
         files.mkdir(parents=True, exist_ok=True)
         self.known_hosts, self.client_key = files / "known_hosts", files / "id_ed25519"
         for number, host in enumerate(self.hosts):
-            letter = chr(ord("a") + number)
-            board = EmulatedBoard(firmware, directory, f"board-{letter}")
-            self._stack.callback(board.stop)
-            exporter = f"exp-{letter}"
-            phone = None
-            if number < self._android_phones:
-                server = PrivateAdbServer(directory / f"adb-server-{letter}")
-                self._stack.enter_context(server)
-                phone = EmulatedPhone(directory, f"phone-{letter}", host, server)
-                self._stack.callback(phone.stop)
-                self.android_places.append(AndroidPlace(f"android-{letter}", exporter, phone))
-            switch = PowerSwitch(host, [board] if phone is None else [board, phone])
-            self._stack.callback(switch.stop)
-            config = directory / f"{exporter}.yaml"
-            text = (
-                f"{GROUP}:\n"
-                f"  RawSerialPort:\n    port: {board.pty}\n    speed: 115200\n"
-                f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
-                "    index: 0\n"
-            )  # a Jinja2 template: no line may start with '#'
-            if phone is not None:
-                text += (
-                    f"{ANDROID_GROUP}:\n  NetworkPowerPort:\n    model: simplerest\n"
-                    f"    host: '{switch.url}'\n    index: 1\n"
-                )
-            if number < self._ssh_boards:
-                sshd = SshEmulator(
-                    directory / f"sshd-{letter}",
-                    alias=f"ssh-{letter}",
-                    isolation=Isolation.LOOPBACK,
-                    listen_host=host,
-                )
-                self._stack.enter_context(sshd)
-                text += (
-                    f"{SSH_GROUP}:\n  NetworkService:\n    address: {host}\n"
-                    f"    port: {sshd.port}\n    username: {sshd.user}\n"
-                )
-                self.ssh_places.append(SshPlace(f"ssh-{letter}", exporter, sshd))
-            config.write_text(text)
-            env = {
-                **os.environ,
-                "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
-                "ET_SER2NET_BIND": host,
-                "PYTHONPATH": str(shipped.import_root()),
-            }
-            argv = [
-                labgrid_program("labgrid-exporter"),
-                "-c",
-                self.coordinator,
-                "-n",
-                exporter,
-                "--hostname",
-                host,
-                str(config),
-            ]
-            self._exporters[exporter] = (argv, env, directory / f"{exporter}.log")
-            self._start_exporter(exporter)
-            self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
+            self._start_exporter_of(number, host, firmware, wrapper_dir)
         self._stack.callback(self._stop_exporters)
         self._publish_ssh_files()
         self._wait_exported()
+        self._add_places()
+
+    def _start_exporter_of(self, number: int, host: str, firmware: Path, wrapper_dir: Path) -> None:
+        """Host ``number``'s devices (a board, a phone, an SSH board as asked), its power
+        switch, and its exporter, which exports them."""
+        directory = self._directory
+        letter = chr(ord("a") + number)
+        board = EmulatedBoard(firmware, directory, f"board-{letter}")
+        self._stack.callback(board.stop)
+        exporter = f"exp-{letter}"
+        phone = None
+        if number < self._android_phones:
+            server = PrivateAdbServer(directory / f"adb-server-{letter}")
+            self._stack.enter_context(server)
+            phone = EmulatedPhone(directory, f"phone-{letter}", host, server)
+            self._stack.callback(phone.stop)
+            self.android_places.append(AndroidPlace(f"android-{letter}", exporter, phone))
+        switch = PowerSwitch(host, [board] if phone is None else [board, phone])
+        self._stack.callback(switch.stop)
+        config = directory / f"{exporter}.yaml"
+        text = (
+            f"{GROUP}:\n"
+            f"  RawSerialPort:\n    port: {board.pty}\n    speed: 115200\n"
+            f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
+            "    index: 0\n"
+        )  # a Jinja2 template: no line may start with '#'
+        if phone is not None:
+            text += (
+                f"{ANDROID_GROUP}:\n  NetworkPowerPort:\n    model: simplerest\n"
+                f"    host: '{switch.url}'\n    index: 1\n"
+            )
+        if number < self._ssh_boards:
+            text += self._start_ssh_board(letter, host, exporter)
+        config.write_text(text)
+        env = {
+            **os.environ,
+            "PATH": f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}",
+            "ET_SER2NET_BIND": host,
+            "PYTHONPATH": str(shipped.import_root()),
+        }
+        argv = [
+            labgrid_program("labgrid-exporter"),
+            "-c",
+            self.coordinator,
+            "-n",
+            exporter,
+            "--hostname",
+            host,
+            str(config),
+        ]
+        self._exporters[exporter] = (argv, env, directory / f"{exporter}.log")
+        self._start_exporter(exporter)
+        self.places.append(LabPlace(f"lab-{letter}", exporter, host, board))
+
+    def _start_ssh_board(self, letter: str, host: str, exporter: str) -> str:
+        """An SSH board listening on ``host``; its exporter config's lines."""
+        sshd = SshEmulator(
+            self._directory / f"sshd-{letter}",
+            alias=f"ssh-{letter}",
+            isolation=Isolation.LOOPBACK,
+            listen_host=host,
+        )
+        self._stack.enter_context(sshd)
+        self.ssh_places.append(SshPlace(f"ssh-{letter}", exporter, sshd))
+        return (
+            f"{SSH_GROUP}:\n  NetworkService:\n    address: {host}\n"
+            f"    port: {sshd.port}\n    username: {sshd.user}\n"
+        )
+
+    def _add_places(self) -> None:
+        """Each exported board, SSH board and phone a place of its own, tagged."""
         for name, exporter, group, tags in (
             *((p.name, p.exporter, GROUP, TAGS) for p in self.places),
             *((p.name, p.exporter, SSH_GROUP, SSH_TAGS) for p in self.ssh_places),

@@ -28,8 +28,9 @@ from pathlib import Path
 from subprocess import PIPE
 
 from harness import shipped
-from harness.channel.serial.arq import BootHelloMissing, LinkConfig, SerialLink
+from harness.channel.serial.arq import BootHelloMissing, SerialLink
 from harness.channel.serial.connect import connect as connect_port
+from harness.channel.serial.link_config import LinkConfig
 from harness.errors import UsageError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
@@ -140,23 +141,7 @@ def _make_firmware(
     machine: str, target: Path, source_hash: str, source: RuntimeSource | None, jobs: int
 ) -> None:
     """Build the firmware into a staging directory beside ``target`` and rename it there."""
-    try:
-        sdk = ensure_sdk(host_abi())
-    except SdkError as exc:
-        raise FirmwareBuildError(
-            f"the firmware needs the ExecuTorch SDK's headers and flatc: {exc}"
-        ) from None
-    if source is not None:
-        runtime = [
-            f"EXECUTORCH_SOURCE={source.path}",
-            f"EXECUTORCH_COMMIT={source.commit}",
-            f"FLATC={sdk.flatc}",
-        ]
-    else:
-        runtime = [
-            f"EXECUTORCH_INCLUDE={sdk.include}",
-            f"EXECUTORCH_VERSION={default_version()}",
-        ]
+    runtime = _runtime_variables(source)
     staging = Path(tempfile.mkdtemp(prefix=f"{source_hash[:12]}-", dir=target.parent))
     # Objects through the object cache (harness.runtime.source_tree), made in the
     # staging directory with paths relative to it: another firmware hash's build
@@ -197,6 +182,26 @@ def _make_firmware(
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _runtime_variables(source: RuntimeSource | None) -> list[str]:
+    """The Makefile's variables naming the runtime: a source tree's, or the SDK's headers."""
+    try:
+        sdk = ensure_sdk(host_abi())
+    except SdkError as exc:
+        raise FirmwareBuildError(
+            f"the firmware needs the ExecuTorch SDK's headers and flatc: {exc}"
+        ) from None
+    if source is not None:
+        return [
+            f"EXECUTORCH_SOURCE={source.path}",
+            f"EXECUTORCH_COMMIT={source.commit}",
+            f"FLATC={sdk.flatc}",
+        ]
+    return [
+        f"EXECUTORCH_INCLUDE={sdk.include}",
+        f"EXECUTORCH_VERSION={default_version()}",
+    ]
 
 
 def firmware_size(elf: Path) -> dict[str, int]:

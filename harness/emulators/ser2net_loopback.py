@@ -20,7 +20,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import shlex
 import sys
+from pathlib import Path
 
 SER2NET = "/usr/sbin/ser2net"
 _ACCEPTER = re.compile(r"(.*accepter: telnet\(rfc2217,mode=server\)),tcp,([0-9]{1,5})")
@@ -35,6 +37,20 @@ def rewrite(argv: list[str], bind: str) -> list[str]:
         at = rewritten.index("  options:") + 1
         rewritten[at:at] = ["-Y", "    chardelay: false"]
     return rewritten
+
+
+def wrapper_folder(directory: Path) -> Path:
+    """A folder with a ``ser2net`` that runs the harness's loopback one (for the PATH of
+    the exporters, which start ser2net for a serial port at each acquisition)."""
+    wrapper_dir = directory / "bin"
+    wrapper_dir.mkdir()
+    wrapper = wrapper_dir / "ser2net"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'exec {shlex.quote(sys.executable)} -m harness.emulators.ser2net_loopback "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper_dir
 
 
 def main(argv: list[str]) -> int:

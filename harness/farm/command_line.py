@@ -47,6 +47,20 @@ def add_options(parser: pytest.Parser) -> None:
         help="the project's folders of device profiles, relative to this file (looked in "
         "before devices/ beside the rootdir and the built-in profiles)",
     )
+    _add_device_options(group)
+    _add_farm_options(group)
+    _add_program_options(group)
+    group.addoption(
+        "--html-report",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the self-contained HTML report (default: <results dir>/report.html)",
+    )
+
+
+def _add_device_options(group: pytest.OptionGroup) -> None:
+    """Which devices, with which runtimes, from which folder of profiles."""
     group.addoption(
         "--device",
         default=None,
@@ -70,6 +84,10 @@ def add_options(parser: pytest.Parser) -> None:
         f"project's own, {INI_OPTION} and devices/ beside the rootdir, then the built-in "
         "profiles)",
     )
+
+
+def _add_farm_options(group: pytest.OptionGroup) -> None:
+    """Locks, time limits, retries, quarantine and where the results go."""
     group.addoption(
         "--lock-dir",
         type=Path,
@@ -122,6 +140,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="where results.jsonl, run.json, report.html and artifacts go "
         "(default: results/<timestamp>-<pid>)",
     )
+
+
+def _add_program_options(group: pytest.OptionGroup) -> None:
+    """A program of the user's own, its map and probes, and how maps are judged."""
     group.addoption(
         "--program",
         type=Path,
@@ -152,13 +174,6 @@ def add_options(parser: pytest.Parser) -> None:
         help="options a backend will ignore (a misspelled key, a wrong type, a load-time "
         "option for a backend that reads none then) fail the test before the map is sent "
         "(every et door: load, set, get, check_program) instead of warning",
-    )
-    group.addoption(
-        "--html-report",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="the self-contained HTML report (default: <results dir>/report.html)",
     )
 
 

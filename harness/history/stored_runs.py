@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from harness import __version__, shipped
 from harness.errors import UsageError
+from harness.lifecycle.git import git_text_or_empty
 from harness.results.directory import RunInfo
 from harness.results.infra import one_line
 from harness.results.records import CaseResult
@@ -89,17 +89,7 @@ def _git_commit() -> str:
     checkout = shipped.checkout()
     if checkout is None or not (checkout / ".git").exists():
         return ""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(checkout), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+    return git_text_or_empty(checkout, "rev-parse", "HEAD", timeout=10)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.untrusted.reading import printable
@@ -49,8 +49,20 @@ def _lines(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
     if report["run"] is None:
         return [f"history {where}: no runs yet"]
     lines = [f"history {where}: {report['runs']} run(s) read", f"run: {_run_line(report['run'])}"]
-    diff = report["since_last"]
-    lines.append("")
+    lines += _since_last(report["since_last"])
+    lines += _flaky(report)
+    for kind in ("device", "place"):
+        series = report["health"][kind]
+        if kind == "place" and not series:
+            continue
+        lines += _health(kind, series)
+    lines += _regressions(report["regressions"])
+    return lines
+
+
+def _since_last(diff: Mapping[str, Any]) -> list[str]:
+    """What changed since the last comparable run: failures, fixes, infra, quarantines."""
+    lines = [""]
     if diff["previous"] is None:
         lines.append(
             "== since the last comparable run: none (same suites on the same devices and "
@@ -65,7 +77,12 @@ def _lines(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
     quarantines = diff["quarantines"]
     lines.append(f"quarantines ({len(quarantines)})")
     lines += [f"  {q['device']}{' (new)' if q['new'] else ''}: {q['cause']}" for q in quarantines]
-    lines += [
+    return lines
+
+
+def _flaky(report: Mapping[str, Any]) -> list[str]:
+    """The checks that flipped within the flaky window, with their outcomes."""
+    lines = [
         "",
         f"== flaky checks: last {report['flaky_window']} runs, same runtime, agent and device ==",
     ]
@@ -77,31 +94,37 @@ def _lines(where: str, history: Any, report: Mapping[str, Any]) -> list[str]:
             f"  {f['nodeid']} on {_where(f)} ({f['runtime'] or 'runtime ?'}, "
             f"agent {f['agent_version'] or '?'}): {outcomes} ({f['flips']} flips)"
         )
-    for kind in ("device", "place"):
-        series = report["health"][kind]
-        if kind == "place" and not series:
-            continue
-        lines += [
-            "",
-            f"== {kind} health: infra rate and pass rate per run, oldest first "
-            "(skipped and xfailed tests aside) ==",
-        ]
-        for h in series:
-            points = h["points"][-_SPARK_RUNS:]
-            infra = " ".join(_percent(p["infra_rate"]) for p in points)
-            passed = " ".join(_percent(p["pass_rate"]) for p in points)
-            quarantined = sum(1 for p in h["points"] if p["quarantined"])
-            last = points[-1]
-            aside = ", ".join(f"{last[o]} {o}" for o in ("skipped", "xfailed") if last[o])
-            lines.append(
-                f"  {h['name']}: {len(h['points'])} run(s), quarantined in "
-                f"{quarantined}; infra {infra}; passed {passed} (last run: {last['passed']} "
-                f"of {last['judged']}{'; ' + aside + ' aside' if aside else ''})"
-            )
-    lines += ["", "== failing now: where it began =="]
-    if not report["regressions"]:
+    return lines
+
+
+def _health(kind: str, series: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each device's (or place's) infra and pass rates per run, oldest first."""
+    lines = [
+        "",
+        f"== {kind} health: infra rate and pass rate per run, oldest first "
+        "(skipped and xfailed tests aside) ==",
+    ]
+    for h in series:
+        points = h["points"][-_SPARK_RUNS:]
+        infra = " ".join(_percent(p["infra_rate"]) for p in points)
+        passed = " ".join(_percent(p["pass_rate"]) for p in points)
+        quarantined = sum(1 for p in h["points"] if p["quarantined"])
+        last = points[-1]
+        aside = ", ".join(f"{last[o]} {o}" for o in ("skipped", "xfailed") if last[o])
+        lines.append(
+            f"  {h['name']}: {len(h['points'])} run(s), quarantined in "
+            f"{quarantined}; infra {infra}; passed {passed} (last run: {last['passed']} "
+            f"of {last['judged']}{'; ' + aside + ' aside' if aside else ''})"
+        )
+    return lines
+
+
+def _regressions(regressions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each test failing now: where it began, the last good run, a bisection's result."""
+    lines = ["", "== failing now: where it began =="]
+    if not regressions:
         lines.append("none")
-    for r in report["regressions"]:
+    for r in regressions:
         first, good = r["first_failing"], r["last_good"]
         began = (
             f"failing since {first['run']} ({first['runtime'] or 'runtime ?'}"

@@ -13,23 +13,22 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
 
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.lab import quarantine as lab_quarantine
-from harness.lab.client_session import LabgridError, LabSession, RawPlace, Resource
+from harness.lab.client_session import LabgridError, LabSession
 from harness.lab.identity import LabIdentity
 from harness.lab.places import BadPlace, PlaceState, place_state
-from harness.lab.resources import read_resources
+from harness.lab.power import cycle_power
+from harness.lab.resources import matched_resources, read_resources
 from harness.lifecycle import owner
 from harness.profiles.lab_setting import HEALTHY, LabgridPlace
 
 _RECONNECT = ("", "")  # what the wait gives when the coordinator went away or came back
 _REPLAN = ("", "replan")  # ... when the usable places changed
 _KEEPALIVE_S = 20.0  # the coordinator drops a waiting reservation 60 s after its last poll
-_POWER_TIMEOUT_S = 30.0
 
 
 class LabgridBusy(LabgridError):
@@ -76,22 +75,6 @@ class HeldPlace:
     resources: LabResources
     reservation: str
     acquired_at: float  # time.time() when the coordinator confirmed the acquisition
-
-
-def matched_resources(raw: RawPlace, resources: Iterable[Resource]) -> list[Resource]:
-    """The exported resources a place's matches take (labgrid's own fnmatch rule)."""
-    found = []
-    for resource in resources:
-        for exporter, group, cls, name in raw.matches:
-            if (
-                fnmatchcase(resource.exporter, exporter)
-                and fnmatchcase(resource.group, group)
-                and fnmatchcase(resource.cls, cls)
-                and (not name or fnmatchcase(resource.name, name))
-            ):
-                found.append(resource)
-                break
-    return found
 
 
 class LabgridReservation:
@@ -421,31 +404,7 @@ class LabgridReservation:
         port = self.held.resources.power_port
         if port is None:
             raise LabResourceError(f"labgrid place {self.held.name!r} has no NetworkPowerPort")
-        failure: list[BaseException] = []
-
-        def cycle() -> None:
-            try:
-                from labgrid import Target
-                from labgrid.driver.powerdriver import NetworkPowerDriver
-                from labgrid.resource.power import NetworkPowerPort
-
-                target = Target(f"et-harness-{port.model}")
-                NetworkPowerPort(target, None, model=port.model, host=port.host, index=port.index)
-                driver = NetworkPowerDriver(target, None, delay=0.1)
-                target.activate(driver)
-                driver.cycle()
-            except Exception as exc:  # any failure of the lab's switch is the lab's
-                failure.append(exc)
-
-        worker = threading.Thread(target=cycle, name="labgrid-power", daemon=True)
-        worker.start()
-        worker.join(_POWER_TIMEOUT_S)
-        if worker.is_alive() or failure:
-            why = f"{type(failure[0]).__name__}: {failure[0]}" if failure else "no answer"
-            raise LabgridError(
-                f"labgrid place {self.held.name!r}: power cycle ({port.model}) failed: "
-                f"{str(why)[:300]} (within {_POWER_TIMEOUT_S:g} s)"
-            )
+        cycle_power(self.held.name, port)
 
     # ---- handing over -------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from harness.devices.acquired_place import (
@@ -49,7 +50,7 @@ from harness.untrusted.value_rules import (
 )
 
 if TYPE_CHECKING:
-    from harness.lab.client_session import Resource
+    from harness.lab.client_session import RawPlace, Resource
 
 _MAX_BAUDRATE = 20_000_000
 _MAX_RESOURCES = 64  # of one place
@@ -166,3 +167,19 @@ def with_lab_address(profile: DeviceProfile, resources: LabResources, place: str
         return profile
     filled = kind_module(profile).lab_settings(profile, resources, place)
     return dataclasses.replace(profile, settings={**profile.settings, **filled})
+
+
+def matched_resources(raw: RawPlace, resources: Iterable[Resource]) -> list[Resource]:
+    """The exported resources a place's matches take (labgrid's own fnmatch rule)."""
+    found = []
+    for resource in resources:
+        for exporter, group, cls, name in raw.matches:
+            if (
+                fnmatchcase(resource.exporter, exporter)
+                and fnmatchcase(resource.group, group)
+                and fnmatchcase(resource.cls, cls)
+                and (not name or fnmatchcase(resource.name, name))
+            ):
+                found.append(resource)
+                break
+    return found

@@ -183,57 +183,10 @@ def program_json(
     blob: bytes, probes: tuple[str, ...] = (), methods: tuple[str, ...] = ("forward",)
 ) -> dict:
     """The program as flatc JSON, following ``schema/program.fbs``."""
-    row_bytes = 4 * FEATURES
     delegates = (*probes, XNNPACK_BACKEND)
-
-    def call(index: int) -> dict:
-        args = [0, 1] if delegates[index] == XNNPACK_BACKEND else [0]
-        return {
-            "instr_args_type": "DelegateCall",
-            "instr_args": {"delegate_index": index, "args": args},
-        }
-
-    def planned(offset: int) -> dict:
-        return {
-            "val_type": "Tensor",
-            "val": {
-                "scalar_type": _SCALAR_TYPE_FLOAT,
-                "storage_offset": 0,
-                "sizes": [1, FEATURES],
-                "dim_order": [0, 1],
-                "requires_grad": False,
-                "data_buffer_idx": 0,
-                "allocation_info": {
-                    "memory_id": 1,
-                    "memory_offset_low": offset,
-                    "memory_offset_high": 0,
-                },
-                "shape_dynamism": "STATIC",
-            },
-        }
-
     return {
         "version": 0,
-        "execution_plan": [
-            {
-                "name": name,
-                "values": [planned(0), planned(row_bytes)],
-                "inputs": [0],
-                "outputs": [1],
-                "chains": [
-                    {
-                        "inputs": [0],
-                        "outputs": [1],
-                        "instructions": [call(index) for index in range(len(delegates))],
-                    }
-                ],
-                "operators": [],
-                "delegates": delegate_table(delegates),
-                # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
-                "non_const_buffer_sizes": [0, 2 * row_bytes],
-            }
-            for name in methods
-        ],
+        "execution_plan": [_plan(name, delegates) for name in methods],
         "constant_buffer": [],
         "backend_delegate_data": [
             {
@@ -245,6 +198,58 @@ def program_json(
         ],
         "segments": [],
         "constant_segment": {"segment_index": 0, "offsets": [0]},
+    }
+
+
+def _plan(name: str, delegates: tuple[str, ...]) -> dict:
+    """Method ``name``: x in, y out, one chain calling each delegate in turn."""
+    row_bytes = 4 * FEATURES
+    return {
+        "name": name,
+        "values": [_planned_tensor(0), _planned_tensor(row_bytes)],
+        "inputs": [0],
+        "outputs": [1],
+        "chains": [
+            {
+                "inputs": [0],
+                "outputs": [1],
+                "instructions": [_delegate_call(delegates, i) for i in range(len(delegates))],
+            }
+        ],
+        "operators": [],
+        "delegates": delegate_table(delegates),
+        # Buffer 0 is reserved by the runtime; buffer 1 holds x and y.
+        "non_const_buffer_sizes": [0, 2 * row_bytes],
+    }
+
+
+def _delegate_call(delegates: tuple[str, ...], index: int) -> dict:
+    """The instruction calling delegate ``index`` (XNNPACK's takes x and y, a probe x)."""
+    args = [0, 1] if delegates[index] == XNNPACK_BACKEND else [0]
+    return {
+        "instr_args_type": "DelegateCall",
+        "instr_args": {"delegate_index": index, "args": args},
+    }
+
+
+def _planned_tensor(offset: int) -> dict:
+    """A 1 x FEATURES float tensor in planned memory at ``offset``."""
+    return {
+        "val_type": "Tensor",
+        "val": {
+            "scalar_type": _SCALAR_TYPE_FLOAT,
+            "storage_offset": 0,
+            "sizes": [1, FEATURES],
+            "dim_order": [0, 1],
+            "requires_grad": False,
+            "data_buffer_idx": 0,
+            "allocation_info": {
+                "memory_id": 1,
+                "memory_offset_low": offset,
+                "memory_offset_high": 0,
+            },
+            "shape_dynamism": "STATIC",
+        },
     }
 
 

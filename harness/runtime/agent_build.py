@@ -272,12 +272,34 @@ def _build(
         shutil.rmtree(partial)
     build_dir = partial / "build"
     dist_dir = partial / "dist"
+    env = _build_env()
+    steps = [
+        _configure(cmake, sdk, toolchain, sanitizer, build_dir, env),
+        [str(cmake), "--build", str(build_dir), "--parallel", "2"],
+        [str(cmake), "--install", str(build_dir), "--prefix", str(dist_dir)],
+    ]
+    _run_steps(steps, env, abi, target, log)
+    (partial / "complete").write_text(f"{sdk.version}\n")
+    if target.exists():
+        shutil.rmtree(target)
+    partial.rename(target)
+
+
+def _configure(
+    cmake: Path,
+    sdk: SdkPaths,
+    toolchain: Path | None,
+    sanitizer: str | None,
+    build_dir: Path,
+    env: dict[str, str],
+) -> list[str]:
+    """CMake's configure step for the agent's build in ``build_dir`` (``env`` gains the
+    object cache's settings when there is one)."""
     configure = [
         str(cmake), "-S", str(agent_sources()), "-B", str(build_dir),
         "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
         f"-DETB_CODEC_DIR={shipped.agent_dir() / 'codec'}",
     ]  # fmt: skip
-    env = _build_env()
     if sdk.source is None:
         configure.append(f"-Dexecutorch_DIR={sdk.cmake_dir}")
     else:
@@ -301,11 +323,14 @@ def _build(
         configure.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain}")
     if sanitizer is not None:
         configure.append(f"-DETB_SANITIZER={sanitizer}")
-    steps = [
-        configure,
-        [str(cmake), "--build", str(build_dir), "--parallel", "2"],
-        [str(cmake), "--install", str(build_dir), "--prefix", str(dist_dir)],
-    ]
+    return configure
+
+
+def _run_steps(
+    steps: list[list[str]], env: dict[str, str], abi: str, target: Path, log: Path
+) -> None:
+    """Run the build's ``steps`` in turn, all output to ``log``; the first that fails (or
+    takes too long) is :class:`AgentBuildFailed`, or disk trouble when the log says so."""
     started = time.monotonic()
     with log.open("w") as sink:
         for argv in steps:
@@ -331,10 +356,6 @@ def _build(
                     log,
                 )
         sink.write(f"# built in {time.monotonic() - started:.1f} s\n")
-    (partial / "complete").write_text(f"{sdk.version}\n")
-    if target.exists():
-        shutil.rmtree(target)
-    partial.rename(target)
 
 
 def _build_env() -> dict[str, str]:

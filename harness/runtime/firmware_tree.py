@@ -16,11 +16,12 @@ import dataclasses
 import hashlib
 import os
 import re
-import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness import shipped
 from harness.errors import UsageError
+from harness.lifecycle.git import GitFailed, git_text
 from harness.untrusted.trust import listed_by_user
 from harness.untrusted.value_rules import ValueRuleError, expand_home, real_path
 
@@ -107,24 +108,18 @@ def runtime_source(path: Path, what: str) -> RuntimeSource:
     path = path.resolve()
     check_tree(path, what)
     version = (path / "version.txt").read_text(encoding="utf-8").strip()[:32] or "unknown"
-    return RuntimeSource(path, version, _commit(path), _digest(path))
+    return RuntimeSource(path, version, _commit(path), tree_digest(path, _HASHED))
 
 
 def _commit(path: Path) -> str:
     """The tree's commit: from git in a checkout, else from the vendoring note beside it."""
     if (path / ".git").exists():
         try:
-            done = subprocess.run(
-                ["git", "-C", str(path), "rev-parse", "--short=7", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=_GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
+            commit = git_text(path, "rev-parse", "--short=7", "HEAD", timeout=_GIT_TIMEOUT_S)
+        except GitFailed:
             return "unknown commit"
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
+        if commit:
+            return commit
     note = path.parent / "README.md"
     if note.is_file():
         found = _COMMIT.search(note.read_text(encoding="utf-8", errors="replace"))
@@ -133,13 +128,15 @@ def _commit(path: Path) -> str:
     return "unknown commit"
 
 
-def _digest(path: Path) -> str:
+def tree_digest(tree: Path, parts: Sequence[str]) -> str:
+    """The sha256 of the runtime's sources (C++, headers, schemas, text) under ``parts``
+    of ``tree``, each file's path beside its bytes: what a build from the tree depends on."""
     digest = hashlib.sha256()
-    for part in _HASHED:
-        base = path / part
+    for part in parts:
+        base = tree / part
         files = [base] if base.is_file() else sorted(base.rglob("*"))
         for file in files:
             if file.is_file() and file.suffix in _HASHED_SUFFIXES:
-                digest.update(str(file.relative_to(path)).encode() + b"\0")
+                digest.update(str(file.relative_to(tree)).encode() + b"\0")
                 digest.update(file.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -36,7 +36,8 @@ import filelock
 
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
-from harness.runtime.firmware_tree import shared_tree
+from harness.lifecycle.git import GitFailed, git, git_text, git_text_or_empty
+from harness.runtime.firmware_tree import shared_tree, tree_digest
 from harness.runtime.source_description import SourceRuntime, TreeApi
 from harness.runtime.wheel_sdk import SdkError, SdkPaths, ensure_sdk, host_abi
 from harness.untrusted.value_rules import ValueRuleError, expand_home
@@ -47,9 +48,7 @@ FLATBUFFERS_ENV = "ET_HARNESS_FLATBUFFERS"
 _FLATBUFFERS = Path("third-party/flatbuffers/include")
 _NEEDED = ("runtime/executor/program.cpp", "extension/module/module.cpp", "version.txt")
 _HASHED = ("runtime", "schema", "extension", "version.txt")
-_HASHED_SUFFIXES = (".cpp", ".h", ".fbs", ".txt")
 _UPSTREAM = re.compile(r"^upstream: (\S+)@([0-9a-f]{7,40})\s*$", re.MULTILINE)
-_GIT_TIMEOUT_S = 60
 _FLATC_TIMEOUT_S = 120
 # Bumped when what source_runtime() writes into a runtime's home changes.
 _LAYOUT_REVISION = 1
@@ -140,8 +139,11 @@ def has_file(checkout: Path, commit: str | None, path: str) -> bool:
     ``path`` is relative to ``checkout``, which may be a subdirectory of its repository."""
     if commit is None:
         return (checkout / path).is_file()
-    done = _run_git(checkout, "cat-file", "-e", f"{commit}:./{path}")
-    return done is not None and done.returncode == 0
+    try:
+        git(checkout, "cat-file", "-e", f"{commit}:./{path}")
+    except GitFailed:
+        return False
+    return True
 
 
 def _where(tree: Path, revision: str | None) -> str:
@@ -175,15 +177,15 @@ def describe_source(tree: Path, revision: str | None) -> SourceRuntime:
         compiled = _export(checkout, commit, home, where)
         digest = commit
     else:
-        commit = _try_git(checkout, "rev-parse", "HEAD")
+        commit = git_text_or_empty(checkout, "rev-parse", "HEAD")
         name = hashlib.sha256(str(checkout).encode()).hexdigest()[:20]
         home = cache_root() / "source-runtime" / f"tree-{name}-r{_LAYOUT_REVISION}"
         compiled = checkout
-        digest = _digest(checkout)
+        digest = tree_digest(checkout, _HASHED)
     for needed in _NEEDED:
         if not (compiled / needed).is_file():
             raise _not_a_tree(where, checkout, needed, revision)
-    message = _try_git(checkout, "log", "-1", "--format=%B", commit) if commit else ""
+    message = git_text_or_empty(checkout, "log", "-1", "--format=%B", commit) if commit else ""
     return SourceRuntime(
         checkout=checkout,
         revision=revision,
@@ -226,34 +228,19 @@ def _flatbuffers(checkout: Path, where: str) -> Path:
 def commit_of(tree: Path, revision: str, where: str) -> str:
     """The full commit ``revision`` names in the git checkout ``tree`` (only read);
     ``where`` names what gave the revision (``--good``, ``--runtime 'PATH@REV'``)."""
-    done = _run_git(tree, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                    f"{revision}^{{commit}}")  # fmt: skip
-    commit = done.stdout.decode(errors="replace").strip() if done else ""
-    if done is None or done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
-        said = done.stderr.decode(errors="replace").strip()[-200:] if done else ""
+    said = ""
+    try:
+        commit = git_text(tree, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                          f"{revision}^{{commit}}")  # fmt: skip
+    except GitFailed as exc:
+        commit, said = "", exc.said[-200:]
+    if not re.fullmatch(r"[0-9a-f]{40,64}", commit):
         why = f" (git rev-parse: {said!r})" if said else ""
         raise SourceRuntimeError(
             f"{where}: {revision[:80]!r} names no commit in {tree}{why}; fetch it there, or "
             "give another revision"
         )
     return commit
-
-
-def _try_git(checkout: Path, *args: str) -> str:
-    done = _run_git(checkout, *args)
-    if done is None or done.returncode != 0:
-        return ""
-    return done.stdout.decode(errors="replace").strip()
-
-
-def _run_git(checkout: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(checkout), *args],
-            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
 
 
 def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
@@ -267,20 +254,18 @@ def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
         (home / "exported").unlink(missing_ok=True)  # an older harness's: the entry says now
         if intact:
             return tree
-        paths = [p for p in _HASHED if _try_git(checkout, "ls-tree", "--name-only", commit, p)]
+        paths = [
+            p for p in _HASHED if git_text_or_empty(checkout, "ls-tree", "--name-only", commit, p)
+        ]
         try:
-            done = subprocess.run(
-                ["git", "-C", str(checkout), "archive", "--format=tar", commit, *paths],
-                capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SourceRuntimeError(f"{where}: git archive of {commit} failed: {exc}") from None
-        if done.returncode != 0:
-            said = done.stderr.decode(errors="replace").strip()[-300:]
-            raise SourceRuntimeError(f"{where}: git archive of {commit} failed: {said}")
+            archived = git(checkout, "archive", "--format=tar", commit, *paths)
+        except GitFailed as exc:
+            raise SourceRuntimeError(
+                f"{where}: git archive of {commit} failed: {exc.said}"
+            ) from None
         staging = Path(tempfile.mkdtemp(dir=home, prefix=".tree-"))
         try:
-            with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+            with tarfile.open(fileobj=io.BytesIO(archived)) as archive:
                 archive.extractall(staging, filter="data")
             if tree.exists():  # left by an export interrupted before its commit
                 shutil.rmtree(tree)
@@ -289,18 +274,6 @@ def _export(checkout: Path, commit: str, home: Path, where: str) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
         entry.commit()
     return tree
-
-
-def _digest(tree: Path) -> str:
-    digest = hashlib.sha256()
-    for part in _HASHED:
-        base = tree / part
-        files = [base] if base.is_file() else sorted(base.rglob("*"))
-        for file in files:
-            if file.is_file() and file.suffix in _HASHED_SUFFIXES:
-                digest.update(str(file.relative_to(tree)).encode() + b"\0")
-                digest.update(file.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 # Schema -> (where its headers go under gen/, flatc's extra options).

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.channel.serial.arq import LinkConfig
 from harness.channel.serial.connect import connect
+from harness.channel.serial.link_config import LinkConfig
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, Request
 from harness.data.options import Option, OptionsMap
 from harness.devices.firmware import firmware_session

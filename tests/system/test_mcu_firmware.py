@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.channel.serial.arq import LinkConfig, MessageTooLarge, SerialLink
+from harness.channel.serial.arq import MessageTooLarge, SerialLink
 from harness.channel.serial.connect import connect
 from harness.channel.serial.frame import FLAG_END, FLAG_START, Frame, FrameKind, decode_frame
 from harness.channel.serial.hello import DeviceHello
+from harness.channel.serial.link_config import LinkConfig
 from harness.codec import wire
 from harness.codec.wire.program_messages import encode_program_data, encode_program_end
 from harness.codec.wire.stream_reader import StreamReader, StreamRefusal

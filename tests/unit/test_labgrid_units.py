@@ -18,12 +18,12 @@ from harness.farm.selection import select_profiles
 from harness.lab.client_session import RawPlace, Resource
 from harness.lab.identity import LabIdentity
 from harness.lab.places import BadPlace, PlaceState, place_state
-from harness.lab.reservation import matched_resources
 from harness.lab.resources import (
     LabResourceError,
     LabResources,
     SerialAddress,
     ServiceAddress,
+    matched_resources,
     read_resources,
     with_lab_address,
 )

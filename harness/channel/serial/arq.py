@@ -23,7 +23,6 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from harness.channel.message_channel import (
     FIRMWARE_REBUILD,
@@ -42,6 +41,8 @@ from harness.channel.serial.frame import (
 )
 from harness.channel.serial.frame_port import FramePort, SerialPortLike
 from harness.channel.serial.hello import CAP_EXIT, LINK_VERSION, DeviceHello, SerialProtocolError
+from harness.channel.serial.link_config import LinkConfig, LinkStats
+from harness.channel.serial.round_trip import RetransmitTimer
 from harness.codec import wire
 from harness.errors import InfrastructureError, UsageError
 from harness.transport.base import (
@@ -54,6 +55,7 @@ from harness.transport.base import (
 log = logging.getLogger(__name__)
 
 _U32 = struct.Struct("<I")
+_DEFAULTS = LinkConfig()
 _PROBE_TIMEOUT = 1.0  # s: a HELLO_REQUEST after a missing boot HELLO, to tell lost from dead
 
 
@@ -70,40 +72,6 @@ class MessageTooLarge(ValueError, UsageError):
     """A message is larger than the device's announced ``max_message``."""
 
 
-@dataclass(frozen=True)
-class LinkConfig:
-    """Timeouts and limits of the host side. Seconds unless noted."""
-
-    hello_timeout: float = 5.0  # the handshake: HELLO_REQUEST until a HELLO answers
-    hello_interval: float = 0.25  # between HELLO_REQUESTs while waiting
-    wait_boot: bool = False  # first wait for the HELLO the device sends at boot
-    boot_timeout: float = 5.0  # ... for this long
-    ack_timeout: float = 0.5  # silence after which frames are resent or polled for, at most
-    min_ack_timeout: float = 0.02  # ... at least; in between it follows the measured round trip
-    max_retries: int = 8  # consecutive resends or polls without progress
-    request_timeout: float = 20.0  # one request, all attempts together
-    attempts: int = 3  # times one request is sent (resynchronising in between)
-    max_frame: int = 1024  # the host's own limit on frames it sends
-    window: int = 8  # the host's own limit on frames in flight
-
-
-@dataclass(frozen=True)
-class LinkStats:
-    """Counters since the link was opened."""
-
-    frames_sent: int = 0
-    frames_received: int = 0
-    bad_frames: int = 0
-    resent_frames: int = 0
-    polls: int = 0
-    naks_sent: int = 0
-    duplicates: int = 0
-    resyncs: int = 0
-    request_retries: int = 0
-    stale_reports: int = 0
-    max_in_flight: int = 0  # most DATA frames ever unacknowledged at once
-
-
 class _NoProgress(InfrastructureError):
     """This attempt at an exchange stalled; the link resynchronises and tries again."""
 
@@ -116,9 +84,7 @@ class SerialLink(MessageChannel):
     link is not thread-safe.
     """
 
-    def __init__(
-        self, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"
-    ):
+    def __init__(self, port: SerialPortLike, config: LinkConfig = _DEFAULTS, *, name: str = "mcu"):
         self._config = config
         self._name = name
         self._session = secrets.randbits(32) or 1
@@ -136,15 +102,13 @@ class SerialLink(MessageChannel):
         self._rx_progress = 0
         self._messages: deque[bytes] = deque()
         self._acks: deque[Frame] = deque()
-        self._srtt: float | None = None  # smoothed round trip of a DATA frame and its ACK
-        self._rttvar = 0.0
-        self._rto = config.ack_timeout
+        self._ack_wait = RetransmitTimer(config.min_ack_timeout, config.ack_timeout)
 
     # ------------------------------------------------------------------ public API
 
     @classmethod
     def open(
-        cls, port: SerialPortLike, config: LinkConfig = LinkConfig(), *, name: str = "mcu"
+        cls, port: SerialPortLike, config: LinkConfig = _DEFAULTS, *, name: str = "mcu"
     ) -> SerialLink:
         """A link on ``port`` after the HELLO handshake; closes the port if it fails."""
         link = cls(port, config, name=name)
@@ -292,7 +256,7 @@ class SerialLink(MessageChannel):
                 sent += 1
                 self._stats["max_in_flight"] = max(self._stats["max_in_flight"], sent - base)
             self._wait(
-                min(self._rto, deadline - time.monotonic()),
+                min(self._ack_wait.timeout, deadline - time.monotonic()),
                 lambda: bool(self._acks) or self._rx_progress != answered_at,
             )
             if self._rx_progress != answered_at:
@@ -303,7 +267,7 @@ class SerialLink(MessageChannel):
                     raise _NoProgress(
                         f"frame {base + 1} of {count} not acknowledged after {stalls} resends"
                     )
-                self._back_off()
+                self._ack_wait.back_off()
                 self._count("resent_frames", sent - base)
                 sent = base
                 continue
@@ -316,7 +280,7 @@ class SerialLink(MessageChannel):
                     base += acked
                     stalls = 0
                     if not resent[base - 1]:  # Karn: only frames sent once give a sample
-                        self._sample_round_trip(time.monotonic() - sent_at[base - 1])
+                        self._ack_wait.sample(time.monotonic() - sent_at[base - 1])
                 if ack.kind == FrameKind.NAK and base < sent:
                     stalls += 1
                     if stalls > self._config.max_retries:
@@ -324,21 +288,6 @@ class SerialLink(MessageChannel):
                     self._count("resent_frames", sent - base)
                     sent = base
         self._tx_seq = (seq0 + count) & 0xFF
-
-    def _sample_round_trip(self, sample: float) -> None:
-        """Retransmission timeout from measured round trips (RFC 6298), clamped to the config."""
-        if self._srtt is None:
-            self._srtt, self._rttvar = sample, sample / 2
-        else:
-            self._rttvar = 0.75 * self._rttvar + 0.25 * abs(self._srtt - sample)
-            self._srtt = 0.875 * self._srtt + 0.125 * sample
-        self._rto = min(
-            self._config.ack_timeout,
-            max(self._config.min_ack_timeout, self._srtt + 4 * self._rttvar),
-        )
-
-    def _back_off(self) -> None:
-        self._rto = min(self._config.ack_timeout, self._rto * 2)
 
     def _await_report(self, seq: int, deadline: float) -> bytes:
         polls = 0
@@ -363,14 +312,14 @@ class SerialLink(MessageChannel):
             if remaining <= 0:
                 raise _NoProgress(f"report for #{seq} not complete in time")
             progress = self._rx_progress
-            self._wait(min(self._rto, remaining), lambda: bool(self._messages))
+            self._wait(min(self._ack_wait.timeout, remaining), lambda: bool(self._messages))
             if self._messages or self._rx_progress != progress:
                 polls = 0
                 continue
             polls += 1
             if polls > self._config.max_retries:
                 raise _NoProgress(f"no report frames after {polls - 1} polls")
-            self._back_off()
+            self._ack_wait.back_off()
             self._count("polls")
             self._write(Frame(FrameKind.NAK, self._rx_expected).encode())
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from harness.channel.serial.arq import LinkConfig, SerialLink
+from harness.channel.serial.arq import SerialLink
+from harness.channel.serial.link_config import LinkConfig
 from harness.transport.serial import ResetLine, SerialSettings, open_port, pulse_reset
 
 

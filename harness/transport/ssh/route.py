@@ -217,6 +217,55 @@ def _resolve(
         )
     entry = config.lookup(host, port, user)
     where = config.where(host)
+    jump, proxy_command = _proxies(config, entry, host, where, proxy_jump)
+    checked = _Checked(where, config.field)
+    hostname = checked("HostName", check_host, entry.get("hostname", host))
+    resolved_port = checked("Port", port_from_text, str(entry.get("port", 22)))
+    resolved_user = checked("User", check_user, entry.get("user") or getpass.getuser())
+    specs = checked("ProxyJump", parse_jumps, jump) if jump else []
+    hop = Hop(
+        name=host,
+        hostname=hostname,
+        port=resolved_port,
+        user=resolved_user,
+        identity_files=_identity_files(entry, identity_file, checked),
+        known_hosts=_known_hosts_files(entry, known_hosts, checked),
+        proxy_command=proxy_command,
+    )
+    if not specs:
+        return [hop]
+    first_user, first_host, first_port = specs[0]
+    route = _resolve(config, first_host, first_port, first_user, None, known_hosts, None, depth + 1)
+    for jump_user, jump_host, jump_port in specs[1:]:
+        route += _resolve(
+            config, jump_host, jump_port, jump_user, None, known_hosts, "none", depth + 1
+        )
+    return [*route, hop]
+
+
+class _Checked:
+    """``checked(keyword, check, value)``: ``check(value)``, its refusal an
+    :class:`SshConfigError` naming the config entry ``where`` and the keyword."""
+
+    def __init__(self, where: str, field: str) -> None:
+        self.where, self.field = where, field
+
+    def __call__(self, keyword: str, check: Callable[[Any], _T], value: object) -> _T:
+        try:
+            return check(value)
+        except ValueError as exc:  # ValueRuleError, or shlex's unbalanced quotes
+            raise SshConfigError(f"{self.where}: {keyword}: {exc}", self.field) from None
+
+
+def _proxies(
+    config: _SshConfigText,
+    entry: dict[str, Any],
+    host: str,
+    where: str,
+    proxy_jump: str | None,
+) -> tuple[str | None, str | None]:
+    """The hop's ProxyJump and ProxyCommand (tokens expanded): at most one of them, and a
+    command only where the profile allows commands."""
     jump = _unless_none(proxy_jump if proxy_jump is not None else entry.get("proxyjump"))
     proxy_command = _unless_none(entry.get("proxycommand"))
     if proxy_command is not None:
@@ -231,48 +280,28 @@ def _resolve(
             f"commands; {_COMMANDS_FIX}",
             config.field,
         )
+    return jump, proxy_command
 
-    def checked(keyword: str, check: Callable[[Any], _T], value: object) -> _T:
-        try:
-            return check(value)
-        except ValueError as exc:  # ValueRuleError, or shlex's unbalanced quotes
-            raise SshConfigError(f"{where}: {keyword}: {exc}", config.field) from None
 
-    hostname = checked("HostName", check_host, entry.get("hostname", host))
-    resolved_port = checked("Port", port_from_text, str(entry.get("port", 22)))
-    resolved_user = checked("User", check_user, entry.get("user") or getpass.getuser())
-    specs = checked("ProxyJump", parse_jumps, jump) if jump else []
+def _identity_files(
+    entry: dict[str, Any], identity_file: Path | None, checked: _Checked
+) -> tuple[Path, ...]:
+    """The profile's identity file, else the config's IdentityFile entries."""
     if identity_file is not None:
-        identities: tuple[Path, ...] = (identity_file,)
-    else:
-        identities = tuple(
-            checked("IdentityFile", expand_home, p) for p in entry.get("identityfile", [])
-        )
+        return (identity_file,)
+    return tuple(checked("IdentityFile", expand_home, p) for p in entry.get("identityfile", []))
+
+
+def _known_hosts_files(
+    entry: dict[str, Any], known_hosts: Path | None, checked: _Checked
+) -> tuple[Path, ...]:
+    """The profile's known_hosts, else the config's UserKnownHostsFile, else ssh's own."""
     if known_hosts is not None:
-        known: tuple[Path, ...] = (known_hosts,)
-    elif "userknownhostsfile" in entry:
+        return (known_hosts,)
+    if "userknownhostsfile" in entry:
         files = checked("UserKnownHostsFile", shlex.split, entry["userknownhostsfile"])
-        known = tuple(checked("UserKnownHostsFile", expand_home, p) for p in files)
-    else:
-        known = (DEFAULT_KNOWN_HOSTS.expanduser(),)
-    hop = Hop(
-        name=host,
-        hostname=hostname,
-        port=resolved_port,
-        user=resolved_user,
-        identity_files=identities,
-        known_hosts=known,
-        proxy_command=proxy_command,
-    )
-    if not specs:
-        return [hop]
-    first_user, first_host, first_port = specs[0]
-    route = _resolve(config, first_host, first_port, first_user, None, known_hosts, None, depth + 1)
-    for jump_user, jump_host, jump_port in specs[1:]:
-        route += _resolve(
-            config, jump_host, jump_port, jump_user, None, known_hosts, "none", depth + 1
-        )
-    return [*route, hop]
+        return tuple(checked("UserKnownHostsFile", expand_home, p) for p in files)
+    return (DEFAULT_KNOWN_HOSTS.expanduser(),)
 
 
 def _expand_proxy_tokens(command: str, host: str, where: str, field: str) -> str:

@@ -50,24 +50,19 @@ from harness.transport.ssh.connection import (
 from harness.transport.ssh.exec_stream import SshStream, drain, is_id
 from harness.transport.ssh.host_keys import (
     HostKeyPin,
-    VerifyHostKey,
 )
+from harness.transport.ssh.login import login
 from harness.transport.ssh.route import (
-    MAX_KEY_FILE_BYTES,
-    MAX_KNOWN_HOSTS_BYTES,
     Hop,
     resolve_route,
 )
 from harness.transport.ssh.setting_errors import (
-    HostKeyMismatch,
     HostKeyRejected,
-    SshConfigError,
 )
 from harness.transport.ssh.ssh_settings import (
     SshSettings,
 )
 from harness.transport.ssh.work_dir import ensure_private_work_dir
-from harness.untrusted.reading import InputFileError, read_bounded_text
 
 _ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 _KILL_TIMEOUT = 5.0
@@ -161,92 +156,7 @@ class SshTransport(Transport):
         return Connection(clients, proxy)
 
     def _login(self, hop: Hop, sock: Any, pin: HostKeyPin | None) -> paramiko.SSHClient:
-        timeout = self.profile.connect_timeout
-        client = paramiko.SSHClient()
-        if pin is not None and pin.key is not None:
-            client.get_host_keys().add(hop.known_hosts_name, pin.key.get_name(), pin.key)
-        elif pin is None:
-            for path in hop.known_hosts:
-                if path.is_file():
-                    try:
-                        # Bounded first: paramiko reads the whole file, and a profile may
-                        # name any file here (/proc/self/pagemap: 256 GB of one line).
-                        read_bounded_text(path, MAX_KNOWN_HOSTS_BYTES)
-                        client.load_system_host_keys(str(path))
-                    except InputFileError as exc:
-                        raise SshConfigError(f"known_hosts {exc}", "known_hosts") from None
-                    except (OSError, paramiko.SSHException) as exc:
-                        raise SshConfigError(
-                            f"known_hosts {path} is unreadable: {exc}", "known_hosts"
-                        ) from None
-        client.set_missing_host_key_policy(VerifyHostKey(hop, pin))
-        identities = [str(p) for p in hop.identity_files if p.is_file()]
-        for identity in identities:  # paramiko reads a key file whole, and its -cert.pub
-            for key_file in (Path(identity), Path(f"{identity}-cert.pub")):
-                if key_file.is_file():
-                    try:
-                        read_bounded_text(key_file, MAX_KEY_FILE_BYTES)
-                    except InputFileError as exc:
-                        raise SshConfigError(f"identity file {exc}", "identity_file") from None
-        try:
-            client.connect(
-                hop.hostname,
-                hop.port,
-                username=hop.user,
-                key_filename=identities or None,  # type: ignore[arg-type]  # paramiko takes a list
-                allow_agent=self.profile.use_agent,
-                look_for_keys=not hop.identity_files,
-                timeout=timeout,
-                banner_timeout=timeout,
-                auth_timeout=timeout,
-                channel_timeout=timeout,
-                sock=sock,
-            )
-        except HostKeyRejected:
-            client.close()
-            raise
-        except paramiko.BadHostKeyException as exc:
-            client.close()
-            source = "the profile's host_key" if pin else ", ".join(str(p) for p in hop.known_hosts)
-            raise HostKeyMismatch(
-                f"{hop.known_hosts_name} offered host key {exc.key.get_name()} "
-                f"{exc.key.fingerprint}, but {source} has {exc.expected_key.get_name()} "
-                f"{exc.expected_key.fingerprint}. The device may have been re-imaged, or someone "
-                "is intercepting the connection. If the new key is right, remove the old one "
-                f"(ssh-keygen -R '{hop.known_hosts_name}' -f FILE) and pin the new one: "
-                f'host_key: "{exc.key.get_name()} {exc.key.get_base64()}".'
-            ) from None
-        except paramiko.AuthenticationException as exc:
-            client.close()
-            raise self._authentication_failed(hop, identities, str(exc)) from None
-        except TimeoutError:
-            client.close()
-            raise DeviceUnavailable(
-                f"{hop}: no answer within {timeout:.0f} s: is the device on and reachable?"
-            ) from None
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            client.close()
-            if "No authentication methods available" in str(exc):  # paramiko had no key at all
-                raise self._authentication_failed(hop, identities, "no key to offer") from None
-            raise DeviceUnavailable(
-                f"{hop}: cannot connect: {_reason(exc)}. Is sshd running "
-                "there and the address and port right?"
-            ) from None
-        transport = client.get_transport()
-        assert transport is not None
-        transport.set_keepalive(self.profile.keepalive_interval)
-        return client
-
-    def _authentication_failed(
-        self, hop: Hop, identities: list[str], why: str
-    ) -> DeviceUnavailable:
-        tried = ", ".join(identities) or "no key files"
-        agent = " and the ssh-agent" if self.profile.use_agent else ""
-        return DeviceUnavailable(
-            f"{hop}: authentication failed ({why}); tried {tried}{agent}. Add your public "
-            f"key to ~{hop.user}/.ssh/authorized_keys on the device, or set identity_file "
-            "(encrypted keys must be loaded into ssh-agent)."
-        )
+        return login(hop, sock, pin, self.profile)
 
     @staticmethod
     def _tunnel(
@@ -499,12 +409,3 @@ def _make_dirs(sftp: paramiko.SFTPClient, directory: str) -> None:
         sftp.mkdir(directory, 0o700)
     except OSError:
         sftp.stat(directory)  # made meanwhile by someone else is fine; else raise
-
-
-def _reason(exc: BaseException) -> str:
-    """What ``exc`` says, or what it means: a server that closes the connection after its
-    banner (a killed sshd session) is paramiko's bare EOFError, or a reset when our next
-    packet was already on its way."""
-    if isinstance(exc, EOFError | ConnectionResetError):
-        return f"the server closed the connection during the SSH handshake ({type(exc).__name__})"
-    return str(exc) or type(exc).__name__
