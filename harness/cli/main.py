@@ -246,7 +246,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
     with _opened(args.device) as (_, runner):
         runner.strict_options = args.strict_options
         # et.load's, et.set's and et.get's own rules: which backends a load checks, which
-        # names are probes (harness.probes)
+        # names are probes (harness.runner.probes)
         if args.action == "load":
             verdict = runner.load(options, probes=probes)
         elif args.action == "set":

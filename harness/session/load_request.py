@@ -1,7 +1,7 @@
 """The LOAD request a case sends: its models, their maps, and the stored map's decoy.
 
 A LOAD carries one model or several (:class:`ModelLoad`, :meth:`CaseRunner.load_models`
-in :mod:`harness.case_runner`); on ``module_both`` each model has two maps, the explicit
+in :mod:`harness.runner.case_runner`); on ``module_both`` each model has two maps, the explicit
 one of ``Module::load_method`` and a stored one given to ``Module::load`` before it
 (:func:`decoy` by default).
 """

@@ -11,7 +11,7 @@ from collections.abc import Generator
 
 import pytest
 
-from harness.pytest_stash import device_of
+from harness.pytest_plugin.stash import device_of
 
 SKIPPED = "failed a test already: this run asks only whether one does"  # the skip's reason
 _CAUGHT = pytest.StashKey[set[str]]()

@@ -28,7 +28,6 @@ from harness.data.messages import LoadPath, Outcome
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, input_values
 from harness.profiles.device_profile import load_profile
-from harness.program_check import MethodFailed
 from harness.programs.bundled import (
     MAX_TEST_CASES,
     inputs_file,
@@ -38,6 +37,7 @@ from harness.programs.bundled import (
 from harness.programs.contents import ProgramError
 from harness.programs.flatc import compile_json
 from harness.runner import open_runner
+from harness.runner.program_check import MethodFailed
 from harness.runtime.wheel_sdk import ensure_sdk
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"

@@ -368,9 +368,9 @@ def test_a_program_a_load_finds_damaged_is_removed_from_the_cache_and_the_device
 
     from harness.data.options import OptionsMap
     from harness.profiles.device_profile import load_profile
-    from harness.program_check import USER_PROGRAM_KIND
     from harness.programs.probe_program import probe_program
     from harness.runner import open_runner
+    from harness.runner.program_check import USER_PROGRAM_KIND
 
     profile = dataclasses.replace(load_profile("host"), work_dir=str(tmp_path / "work"))
     program = probe_program(("ProbeA", "ProbeB"))

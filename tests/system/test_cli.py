@@ -59,15 +59,15 @@ def _probe_a_beside(folder, backend: str, key: str):
 
 def test_a_load_refusal_is_the_same_on_send_and_et_load_and_names_the_command(tmp_path, capsys):
     """A real backend no program of the harness's delegates to cannot be checked at load:
-    send and et.load refuse with one message (harness.probes), naming --program."""
+    send and et.load refuse with one message (harness.runner.probes), naming --program."""
     path = _probe_a_beside(tmp_path, "QnnBackend", "qnn_runtime_log_level")
     assert main(["send", str(path), "--device", "host"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "et-harness send --program PTE --options MAP" in err
     from harness.codec.mapfile import load_map
-    from harness.probes import ProbeRuleError
     from harness.profiles.device_profile import load_profile
     from harness.runner import open_runner
+    from harness.runner.probes import ProbeRuleError
 
     device, runner = open_runner(load_profile("host"))
     try:

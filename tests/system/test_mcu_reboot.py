@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.case_runner import RegistryKept
 from harness.data.messages import ENTRY_FLAG_PROBE, Action, Outcome, Report, ReportEntry, Request
 from harness.data.options import Option
 from harness.devices.base import Device
@@ -20,6 +19,7 @@ from harness.emulators.mcu import BOOT_TIMEOUT_S, McuEmulator
 from harness.profiles.device_profile import parse_profile
 from harness.results.infra import infrastructure_error
 from harness.runner import CaseRunner, open_runner
+from harness.runner.case_runner import RegistryKept
 from harness.session.agent_session import AgentSession
 
 

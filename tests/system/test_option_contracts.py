@@ -35,8 +35,8 @@ from harness.check.option_contracts import OTHER_BACKENDS, judged_effects
 from harness.cli.main import main
 from harness.data.effects import Changes, OptionEffect
 from harness.data.options import OptionsMap
-from harness.program_check import ProgramCheck
 from harness.programs.xnnpack import xnnpack_program
+from harness.runner.program_check import ProgramCheck
 
 ROOT = Path(__file__).resolve().parents[2]
 # The map: a wrong-typed and a misspelled XNNPACK key, and a load-time QNN option.

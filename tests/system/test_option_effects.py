@@ -1,4 +1,4 @@
-"""What the options did (harness/program_effects.py, harness/check/output_effects.py):
+"""What the options did (harness/runner/program_effects.py, harness/check/output_effects.py):
 a result-invariant option that changes an output element fails ``send --program`` and
 ``et.check_program`` with one line naming it; the outputs travel as data (dtype, shape,
 digest, elements) and the agent's seeded inputs are reproduced in Python."""
@@ -25,11 +25,11 @@ from harness.data.messages import LoadPath
 from harness.data.options import OptionsMap
 from harness.data.outputs import TensorOutput, digest_of, input_values, outputs_of
 from harness.profiles.device_profile import load_profile
-from harness.program_effects import Run, Target, effects_of
 from harness.programs.contents import MethodContents
 from harness.programs.probe_program import probe_program
 from harness.results.records import VerdictRecord
 from harness.runner import open_runner
+from harness.runner.program_effects import Run, Target, effects_of
 from harness.untrusted.trust import TRUSTED_PROFILES_ENV
 
 if TYPE_CHECKING:

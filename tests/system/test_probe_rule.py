@@ -1,4 +1,4 @@
-"""Which names the harness registers as probes (harness/probes.py), on the host's real
+"""Which names the harness registers as probes (harness/runner/probes.py), on the host's real
 runtime: its own names (Probe...) and declared ones only; any other name the device lacks
 gets the runtime's answer, named in the verdict as the device having no such backend."""
 
@@ -45,7 +45,7 @@ def test_set_and_get_of_a_name_the_device_lacks_are_no_such_backend(runner: Case
 
 
 def test_a_declared_probe_is_registered_and_said_so(runner: CaseRunner) -> None:
-    from harness.probes import ProbeRuleError
+    from harness.runner.probes import ProbeRuleError
 
     options = OptionsMap.from_dict({"NpuBackend": {"num_threads": 2}})
     verdict = runner.set(options, probes=("NpuBackend",))
@@ -99,7 +99,7 @@ def test_a_load_checks_its_probes_and_xnnpack_and_names_what_the_device_lacks(
 def test_the_load_plan() -> None:
     """Probes in map order, then XnnpackBackend (unobserved when not recorded); a name
     that is neither the device's nor a probe is absent; kept probes are probes."""
-    from harness.probes import ProbeRuleError, plan_load
+    from harness.runner.probes import ProbeRuleError, plan_load
 
     options = OptionsMap.from_dict(
         {"XnnpackBackend": {}, "Kept": {}, "ProbeC": {}, "Mine": {}, "Typo": {}}

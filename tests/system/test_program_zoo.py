@@ -31,9 +31,9 @@ from harness.check.output_effects import OptionsChangedOutputs
 from harness.data.options import OptionsMap, OptionValue
 from harness.devices.hosted import HostedDevice
 from harness.profiles.device_profile import load_profile
-from harness.program_check import ProgramCheck
 from harness.programs.contents import read_program
 from harness.runner import CaseRunner, open_runner
+from harness.runner.program_check import ProgramCheck
 from harness.runtime.race_detector import RaceReported
 
 ROOT = Path(__file__).resolve().parents[2]

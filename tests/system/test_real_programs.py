@@ -28,9 +28,9 @@ from harness.data.options import OptionsMap
 from harness.devices.hosted import HostedDevice
 from harness.lifecycle.cache import cache_root
 from harness.profiles.device_profile import load_profile
-from harness.program_check import MethodFailed
 from harness.programs.contents import MethodContents, ProgramError, read_program
 from harness.runner import CaseRunner, open_runner
+from harness.runner.program_check import MethodFailed
 from harness.runtime.wheel_sdk import default_version
 
 cli_main = importlib.import_module("harness.cli.main")  # the module (harness.cli.main is its main)

@@ -1,4 +1,4 @@
-"""A user's own program (harness/program_check.py, harness/programs/contents.py):
+"""A user's own program (harness/runner/program_check.py, harness/programs/contents.py):
 read from the file itself within bounds, refused with one line when it is not a
 program, and loaded by the agent without a crash however it is damaged."""
 

@@ -14,7 +14,7 @@ from harness.check import VerdictNotExamined
 from harness.farm.device_health import DeviceQuarantined
 from harness.farm.slot import FACT_KEYS, DeviceSlot, describe_error
 from harness.lifecycle.disk import DiskTrouble
-from harness.pytest_stash import (
+from harness.pytest_plugin.stash import (
     ARTIFACTS,
     COUNTS_AS_INFRA,
     FAILED_TRIES,

@@ -31,8 +31,8 @@ from harness.data.outputs import TensorOutput, outputs_of
 from harness.programs.contents import MethodContents
 
 if TYPE_CHECKING:
-    from harness.case_runner import CaseRunner
     from harness.check import Verdict
+    from harness.runner.case_runner import CaseRunner
 
 EXECUTES = 3  # per load: the LOAD's own execute, then EXECUTE twice
 LOADS = 2  # in the same agent, one after the other

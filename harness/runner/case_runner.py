@@ -30,7 +30,7 @@ from harness.codec.mapfile import as_map
 from harness.data.messages import LoadPath, Outcome, Report, Request
 from harness.data.options import OptionsMap
 from harness.data.runtime_error import RuntimeErrorCode
-from harness.probes import (
+from harness.runner.probes import (
     plan_load,
     probes_to_register,
     refuse_real_probes,
@@ -243,7 +243,7 @@ class CaseRunner(Announced):
         ``options``; check every init.
 
         ``delegates`` defaults to the map's backends a program of the harness's can
-        check (:func:`harness.probes.plan_load`: its probes, then ``XnnpackBackend``); a
+        check (:func:`harness.runner.probes.plan_load`: its probes, then ``XnnpackBackend``); a
         backend of the map the device has none of is then a ``NO_SUCH_BACKEND``
         difference. ``unobserved`` names real (non-probe) backends among them.
         ``probes`` declares probe names beside the harness's own (``Probe...``): only
@@ -255,7 +255,7 @@ class CaseRunner(Announced):
         ``program`` is the device path of another program whose ``method`` delegates
         to ``delegates`` (:meth:`check_program`). ``options`` may be a map file's path;
         the map is judged first (:meth:`heed`). ``record=False`` keeps the verdict from
-        the test's records (the effect check's further runs, :mod:`harness.program_effects`).
+        the test's records (the effect check's further runs, :mod:`harness.runner.program_effects`).
         """
         options = as_map(options)
         self.heed(options, Route.LOAD, probes)
@@ -289,7 +289,8 @@ class CaseRunner(Announced):
         probes: Sequence[str],
     ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """A load's delegates, the backends of ``options`` the device has none of, and the
-        unobserved delegates: ``delegates`` as given, else :func:`harness.probes.plan_load`'s."""
+        unobserved delegates: ``delegates`` as given, else
+        :func:`harness.runner.probes.plan_load`'s."""
         if delegates is not None:
             return tuple(delegates), (), tuple(unobserved)
         plan = plan_load(
@@ -429,7 +430,7 @@ class CaseRunner(Announced):
 
     def _forget_undeclared(self, names: Sequence[str], declared: Sequence[str]) -> None:
         """Restart the agent when ``names`` hold a probe an earlier case declared and this
-        case does not (:func:`harness.probes.undeclared_probes`; a declaration, ``probes=``
+        case does not (:func:`harness.runner.probes.undeclared_probes`; a declaration, ``probes=``
         or :meth:`prepare`, holds until :meth:`reset`): without it the device has no such
         backend, and the verdict must say so, not find a probe."""
         refuse_real_probes(declared, self.real_backends)
@@ -448,8 +449,9 @@ class CaseRunner(Announced):
         self.restart()
 
     def _prepare_probes(self, names: Sequence[str], declared: Sequence[str]) -> None:
-        """Register those of ``names`` that are probes (:func:`harness.probes.probes_to_register`):
-        the harness's own names and ``declared``, never a name of the device's backends."""
+        """Register those of ``names`` that are probes
+        (:func:`harness.runner.probes.probes_to_register`): the harness's own names and
+        ``declared``, never a name of the device's backends."""
         refuse_real_probes(declared, self.real_backends)
         self.prepare(probes_to_register(names, self.registered, declared))
 

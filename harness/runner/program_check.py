@@ -9,7 +9,7 @@ is loaded (and executed once, with inputs the agent builds from the method's met
 through each load path the agent announces; the map must reach each delegate as it
 would reach a probe: its own entry, exactly (on ``module_both`` as the explicit map,
 with a decoy stored map that must never arrive). What the options did to the outputs is
-checked too (:mod:`harness.program_effects`): each run with the map against a baseline
+checked too (:mod:`harness.runner.program_effects`): each run with the map against a baseline
 without it, over several executes and loads, at load time and through ``set_option``,
 each option by what it may change (its contract's or the map file's declaration), the
 files options declare looked for after each load, and against the reference outputs
@@ -48,8 +48,10 @@ from harness.data.runtime_error import RuntimeErrorCode, describe_status
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
 from harness.lifecycle.disk import writing
-from harness.probes import refuse_real_probes
-from harness.program_effects import (
+from harness.programs.bundled import ATOL, RTOL, BundledProgram, inputs_file, read_checked
+from harness.programs.contents import ProgramContents, ProgramError
+from harness.runner.probes import refuse_real_probes
+from harness.runner.program_effects import (
     GLOBAL,
     FileWatch,
     Run,
@@ -62,14 +64,12 @@ from harness.program_effects import (
     observe,
     unobservable,
 )
-from harness.programs.bundled import ATOL, RTOL, BundledProgram, inputs_file, read_checked
-from harness.programs.contents import ProgramContents, ProgramError
 
 USER_PROGRAM_KIND = "user-program"
 
 if TYPE_CHECKING:
-    from harness.case_runner import CaseRunner
     from harness.check import Verdict
+    from harness.runner.case_runner import CaseRunner
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm
 from harness.profiles.device_profile import DeviceProfile, ProfileError
 from harness.profiles.lab_setting import LabgridPlace, pool_names, require_labgrid
-from harness.pytest_stash import (
+from harness.pytest_plugin.stash import (
     DEVICE_PARAM,
     FAILED_TRIES,
     OPTIONS,
@@ -101,7 +101,7 @@ from harness.untrusted.value_rules import ValueRuleError
 LOAD_PATH_PARAM = "load_path"
 
 # Each test's run and report, on its device.
-pytest_plugins = ["harness.pytest_runs"]
+pytest_plugins = ["harness.pytest_plugin.per_test"]
 
 _NO_DEVICE = pytest.StashKey[str]()  # why the default device is not there (no --device given)
 _USER_PROGRAM = pytest.StashKey["UserProgram | None"]()  # --program, checked at configure

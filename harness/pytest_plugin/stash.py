@@ -1,6 +1,6 @@
 """What the pytest plugin keeps on pytest's config and on each test item, and how a
 test item finds its device: shared by :mod:`harness.pytest_plugin` (options, fixtures)
-and :mod:`harness.pytest_runs` (each test's run and report)."""
+and :mod:`harness.pytest_plugin.per_test` (each test's run and report)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 :class:`CaseRunner` is what test suites talk to (through the ``et`` fixture). It
 owns one agent link, keeps track of which probe backends the device's registry
 holds, and turns "send this map" into the right requests and a :class:`Verdict`
-(:mod:`harness.case_runner`, which knows nothing of program checks), and checks a
-user's program file on top (:mod:`harness.program_check`, which drives the runner it
+(:mod:`harness.runner.case_runner`, which knows nothing of program checks), and checks a
+user's program file on top (:mod:`harness.runner.program_check`, which drives the runner it
 is given). :func:`open_runner` brings a device up with a runner on it.
 
 With :mod:`harness.options` and :mod:`harness.check` this module is the interface
@@ -21,13 +21,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from harness import case_runner
 from harness.codec.mapfile import MapFile
 from harness.codec.wire import encode_request
 from harness.data.options import OptionsMap
-from harness.program_check import ProgramCheck, check_program
 from harness.programs.xnnpack import expected_output as xnnpack_output
 from harness.programs.xnnpack import xnnpack_program
+from harness.runner import case_runner
+from harness.runner.program_check import ProgramCheck, check_program
 from harness.session.agent_requests import RunnerError
 from harness.session.agent_session import AgentLink, LinkBroken, TimeLimit
 from harness.session.load_request import STORED_DECOY, ModelLoad
@@ -50,7 +50,7 @@ __all__ = [
 
 
 class CaseRunner(case_runner.CaseRunner):
-    """Runs cases on one device (:class:`harness.case_runner.CaseRunner`), and checks
+    """Runs cases on one device (:class:`harness.runner.case_runner.CaseRunner`), and checks
     a user's own program files on it (:meth:`check_program`)."""
 
     def check_program(
@@ -71,7 +71,7 @@ class CaseRunner(case_runner.CaseRunner):
         ``--strict-options``). An option that changes an output element is a failure;
         ``reference`` gives per method the elements its first output must have. What each
         option did goes to :attr:`on_options` (the test's records). See
-        :mod:`harness.program_check`."""
+        :mod:`harness.runner.program_check`."""
         if self._push_program is None:
             raise RunnerError("this runner has no way to push a program file to its device")
         sent = OptionsMap() if options is None else options
