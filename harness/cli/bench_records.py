@@ -60,8 +60,8 @@ def records_cases(device: Device) -> dict[str, Request]:
 def records_cost(device: HostedDevice, rounds: int) -> tuple[RecordsCost, ...]:
     """Each of :func:`records_cases` on two fresh agents of ``device``, one recording the
     real backends' calls and one started with ``--no-records``, sampled in turn."""
-    recorded = CaseRunner(lambda: device.start_link(records=True), device.program_for)
-    unrecorded = CaseRunner(lambda: device.start_link(records=False), device.program_for)
+    recorded = CaseRunner(lambda: device.start_session(records=True), device.program_for)
+    unrecorded = CaseRunner(lambda: device.start_session(records=False), device.program_for)
     try:
         costs = []
         for name, request in records_cases(device).items():

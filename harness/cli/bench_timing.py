@@ -145,15 +145,15 @@ def round_trip_sampler(
 
 def request_sampler(runner: CaseRunner, request: Request) -> Callable[[], float]:
     """The round trip of ``request`` on ``runner``'s agent, its report checked Ok."""
-    link = runner.link
+    session = runner.session
 
     def round_trip() -> float:
-        seq = link.next_seq()
+        seq = session.next_seq()
         frame = wire.encode_request(dataclasses.replace(request, seq=seq))
         begin = time.perf_counter()
-        data = link.exchange(frame)
+        data = session.exchange(frame)
         elapsed = time.perf_counter() - begin
-        _expect_ok([link.decode(data, seq)])
+        _expect_ok([session.decode(data, seq)])
         return elapsed
 
     return round_trip
@@ -163,11 +163,11 @@ def session_pipelined(
     device: Device, runner: CaseRunner, options: OptionsMap, cases: int, window: int = 8
 ) -> Latency:
     """(a') the same cases with up to ``window`` requests in flight."""
-    link = runner.link
+    session = runner.session
     runner.load(options)
     request = case_request(device, options)
     start = time.perf_counter()
-    reports = link.pipeline([request] * cases, window)
+    reports = session.pipeline([request] * cases, window)
     total = time.perf_counter() - start
     _expect_ok(reports)
     return Latency.mean(cases, total)
@@ -230,11 +230,11 @@ def unregistered_get_sampler(runner: CaseRunner, options: OptionsMap) -> Callabl
     ghosts = OptionsMap.unchecked(
         BackendOptions(f"Unregistered{b.backend_id}", b.options) for b in options.backends
     )
-    link = runner.link
+    session = runner.session
 
     def unregistered_get() -> float:
         begin = time.perf_counter()
-        report = link.request(Request(Action.GET, ghosts))
+        report = session.request(Request(Action.GET, ghosts))
         elapsed = time.perf_counter() - begin
         if report.outcome is not Outcome.OK or any(e.status != 0x20 for e in report.entries):
             raise BenchmarkError(f"the unregistered GET did not come back NotFound: {report}")

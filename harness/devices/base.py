@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from harness.devices.deployment import DeploymentChoice
 from harness.errors import UsageError
 from harness.profiles.device_profile import DeviceProfile
-from harness.session.agent_session import AgentLink, TimeLimit
+from harness.session.agent_session import Session, TimeLimit
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Emulator(Protocol):
     """An emulated device the harness starts: a real daemon or machine on this host.
 
     An emulator may also offer ``reset()`` where its device has a reset to emulate, and
-    ``run()`` where it holds its CPU until the harness's own link is ready (mcu-emu): a
+    ``run()`` where it holds its CPU until the harness's own serial link is ready (mcu-emu): a
     client that is not the harness's (``et-harness emu``) calls it first.
     """
 
@@ -96,8 +96,8 @@ class Device(abc.ABC):
         """How the agent runs on this device."""
 
     @abc.abstractmethod
-    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
-        """Start a fresh agent and return the link to it."""
+    def start_session(self, time_limit: TimeLimit | None = None) -> Session:
+        """Start a fresh agent and return the session to it."""
 
     @abc.abstractmethod
     def program_for(self, delegates: tuple[str, ...]) -> str:

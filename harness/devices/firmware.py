@@ -20,7 +20,7 @@ from harness.data.messages import Action, Outcome, Request
 from harness.devices.base import Device
 from harness.devices.deployment import Deployment, DeploymentChoice
 from harness.profiles.device_profile import DeviceProfile
-from harness.session.agent_session import AgentLink, AgentSession, TimeLimit
+from harness.session.agent_session import AgentSession, Session, TimeLimit
 from harness.session.program_upload import ProgramUploadingSession
 from harness.transport.base import DeviceUnavailable
 from harness.transport.serial import ResetLine, SerialSettings
@@ -30,14 +30,14 @@ if TYPE_CHECKING:  # started only for an emulated board (harness.devices.serial)
 
 
 class FirmwareDevice(Device):
-    """A board reached over its serial agent link, emulated (``qemu``) or real (``port``).
+    """A board reached over its serial link, emulated (``qemu``) or real (``port``).
 
-    A fresh agent means a fresh registry, so every link after the first resets the
+    A fresh agent means a fresh registry, so every session after the first resets the
     board: an emulated board is restarted; a real one is reset through DTR or RTS
     when its profile wires one (``transport.reset``). A board in a lab place with a
-    power port is reset through the lab (``reset``) before every link, the first
+    power port is reset through the lab (``reset``) before every session, the first
     included, so a pool board starts with a fresh registry. A board with neither is
-    asked to reset itself (REBOOT, docs/serial-protocol.md) at every link whose boot
+    asked to reset itself (REBOOT, docs/serial-protocol.md) at every session whose boot
     HELLO was not seen, if its firmware serves it; else it keeps its state.
     """
 
@@ -56,29 +56,29 @@ class FirmwareDevice(Device):
         self._qemu = qemu
         self._port = port
         self._reset = reset
-        self._links = 0
+        self._sessions = 0
 
     def deployment(self) -> DeploymentChoice:
         return DeploymentChoice(Deployment.NATIVE, "the firmware is the agent")
 
-    def start_link(self, time_limit: TimeLimit | None = None) -> AgentLink:
-        """A link to a freshly reset board (the board keeps its own timing)."""
+    def start_session(self, time_limit: TimeLimit | None = None) -> Session:
+        """A session to a freshly reset board (the board keeps its own timing)."""
         timeout = self.profile.timeouts.connect
         if self._qemu is not None:
-            if self._links:
+            if self._sessions:
                 self._qemu.stop()
                 self._qemu.start()
-            self._links += 1
-            link = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
-            return firmware_session(self._qemu.connect(link), self.name)
+            self._sessions += 1
+            link_config = LinkConfig(hello_timeout=timeout, boot_timeout=timeout)
+            return firmware_session(self._qemu.connect(link_config), self.name)
         config = self._port
         assert config is not None  # one of the two, checked in __init__
         if self._reset is not None:  # through its lab place, before every session
             self._reset()
             config = dataclasses.replace(config, wait_boot=False)  # the boot HELLO may be gone
-        elif self._links and config.reset is ResetLine.NONE:
+        elif self._sessions and config.reset is ResetLine.NONE:
             config = dataclasses.replace(config, wait_boot=False)
-        self._links += 1
+        self._sessions += 1
         port_link = connect_serial(config, name=self.name)
         session = firmware_session(port_link, self.name)
         if self._reset is None and config.reset is ResetLine.NONE and not port_link.boot_hello:

@@ -43,7 +43,7 @@ from harness.runtime.choice import sdk_for
 from harness.runtime.glibc_bundle import GlibcBundleError, ensure_glibc_bundle, start_argv
 from harness.runtime.install_prefix import sdk_from_prefix
 from harness.runtime.race_detector import RaceLog
-from harness.session.agent_session import AgentLink, AgentSession, TimeLimit
+from harness.session.agent_session import AgentSession, Session, TimeLimit
 from harness.transport.base import Transport, TransportError
 
 # Device ABI (as the device reports it) -> the agent build that runs there. Android's
@@ -216,10 +216,10 @@ class HostedDevice(Device):
         env = {**self.profile.agent.env, **detector_env}
         return argv, env or None
 
-    def start_link(
+    def start_session(
         self, time_limit: TimeLimit | None = None, *, records: bool | None = None
-    ) -> AgentLink:
-        """Start a fresh agent (a new process, or a reset board) and return its link.
+    ) -> Session:
+        """Start a fresh agent (a new process, or a reset board) and return its session.
 
         Each report is awaited for the profile's case timeout at most, and never
         beyond ``time_limit``. ``records`` overrides the profile's ``agent.records``

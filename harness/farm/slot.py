@@ -14,7 +14,7 @@ slot holds another place of the pool, where its runner goes on: the device is
 quarantined only when no place is left. A place lost meanwhile (a coordinator restart
 forgets every acquisition) is held again before the next test; so is a place whose
 resources changed when its board's check failed (its exporter restarted: a serial port
-on a new network port). It keeps the links it
+on a new network port). It keeps the sessions it
 started so that a failing test can show the agent's stderr.
 """
 
@@ -37,7 +37,7 @@ from harness.profiles.lab_setting import LabgridPlace, without_labgrid
 from harness.results.infra import infrastructure_error, one_line
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.runtime.choice import Runtime
-from harness.session.agent_session import AgentLink
+from harness.session.agent_session import Session
 from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class DeviceSlot:
         self.lab_facts: dict[str, str] = {}  # place, exporter, holder: held through labgrid
         self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
-        self._links: list[AgentLink] = []
+        self._sessions: list[Session] = []
         self.emulator_restarts: list[str] = []  # why, one per restart this run
         self._restarts_reported = 0
         self._avoid: dict[str, str] = {}  # a pool's places this run took out, and why
@@ -135,7 +135,7 @@ class DeviceSlot:
                 profile,
                 board_reset=board_reset,
                 time_limit=self.policy.deadline,
-                on_link=self._keep_link,
+                on_session=self._keep_session,
             )
             self._held.callback(device.close)
             self.device = device
@@ -269,7 +269,7 @@ class DeviceSlot:
         assert self.runner is not None
         try:
             hello = self.runner.hello
-        except Exception as exc:  # the link, the runner, or the harness's own disk
+        except Exception as exc:  # the session, the runner, or the harness's own disk
             if not isinstance(exc, TransportError | RunnerError) and not infrastructure_error(exc):
                 raise
             if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
@@ -400,20 +400,22 @@ class DeviceSlot:
 
     # ---- the agent -------------------------------------------------------------------
 
-    def _keep_link(self, link: AgentLink) -> None:
-        self._links.append(link)
+    def _keep_session(self, session: Session) -> None:
+        self._sessions.append(session)
 
     def begin_test(self) -> None:
         """Forget agents that ended before this test (their stderr is not this test's)."""
-        self._links = self._links[-1:]
+        self._sessions = self._sessions[-1:]
 
     def stderr_tails(self) -> list[tuple[str, str]]:
         """(title, last stderr lines) of each agent that ran during the current test."""
         tails = []
-        for number, link in enumerate(self._links, 1):
-            tail = link.stderr_tail()
+        for number, session in enumerate(self._sessions, 1):
+            tail = session.stderr_tail()
             if tail:
-                which = f", agent {number} of {len(self._links)}" if len(self._links) > 1 else ""
+                which = (
+                    f", agent {number} of {len(self._sessions)}" if len(self._sessions) > 1 else ""
+                )
                 tails.append((f"agent stderr on {self.name}{which}", tail))
         return tails
 
@@ -425,9 +427,10 @@ class DeviceSlot:
     def reset(self, failed_tries: list[BaseException], after_failure: AfterFailure) -> None:
         """Reset the agent before a test, restarting and retrying on infrastructure errors.
 
-        An agent whose link broke in an earlier test is restarted first: within a
-        test it refuses every request (:class:`~harness.session.agent_session.LinkBroken`), even a
-        reset, until the test's retry restarts it.
+        An agent whose session broke in an earlier test is restarted first: within a
+        test it refuses every request
+        (:class:`~harness.session.agent_session.SessionBroken`), even a reset, until the
+        test's retry restarts it.
         """
         assert self.runner is not None
         self._check_held()

@@ -1,7 +1,7 @@
 """What counts as an infrastructure error: device trouble, not a verdict on the runtime.
 
 The infra branch of the harness's errors, :class:`harness.errors.InfrastructureError`:
-:class:`~harness.transport.base.TransportError` and its subclasses (a lost link, a
+:class:`~harness.transport.base.TransportError` and its subclasses (a lost session, a
 timeout, a device that cannot be reached, busy or quarantined), an emulator that did
 not start, and trouble of the farm itself (e.g. the run's time is up). They are
 reported as their own outcome, retried and counted towards quarantine, never as test
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.errors import InfrastructureError
-from harness.session.agent_session import LinkBroken
+from harness.session.agent_session import SessionBroken
 
 
 def infrastructure_error(exc: BaseException) -> BaseException | None:
@@ -25,9 +25,10 @@ def infrastructure_error(exc: BaseException) -> BaseException | None:
 
     An exception group counts when every exception in it does (the first one is
     returned); a Hypothesis error counts when its cause or context does. A
-    :class:`~harness.session.agent_session.LinkBroken` stands for the error that broke the link.
+    :class:`~harness.session.agent_session.SessionBroken` stands for the error that broke
+    the session.
     """
-    if isinstance(exc, LinkBroken) and exc.__cause__ is not None:
+    if isinstance(exc, SessionBroken) and exc.__cause__ is not None:
         return infrastructure_error(exc.__cause__) or exc
     if isinstance(exc, InfrastructureError):
         return exc

@@ -1,7 +1,7 @@
 """Option-map cases on one device: probes registered, programs provided, verdicts checked.
 
 :class:`CaseRunner` is what test suites talk to (through the ``et`` fixture). It
-owns one agent link, keeps track of which probe backends the device's registry
+owns one agent session, keeps track of which probe backends the device's registry
 holds, and turns "send this map" into the right requests and a :class:`Verdict`
 (:mod:`harness.runner.case_runner`, which knows nothing of program checks), and checks a
 user's program file on top (:mod:`harness.runner.program_check`, which drives the runner it
@@ -29,7 +29,7 @@ from harness.programs.xnnpack import xnnpack_program
 from harness.runner import case_runner
 from harness.runner.program_check import ProgramCheck, check_program
 from harness.session.agent_requests import RunnerError
-from harness.session.agent_session import AgentLink, LinkBroken, TimeLimit
+from harness.session.agent_session import Session, SessionBroken, TimeLimit
 from harness.session.load_request import STORED_DECOY, ModelLoad
 
 if TYPE_CHECKING:
@@ -39,9 +39,9 @@ if TYPE_CHECKING:
 __all__ = [
     "STORED_DECOY",
     "CaseRunner",
-    "LinkBroken",
     "ModelLoad",
     "RunnerError",
+    "SessionBroken",
     "encode_request",
     "open_runner",
     "xnnpack_output",
@@ -95,26 +95,26 @@ def open_runner(
     *,
     board_reset: Callable[[], None] | None = None,
     time_limit: TimeLimit | None = None,
-    on_link: Callable[[AgentLink], None] | None = None,
+    on_session: Callable[[Session], None] | None = None,
 ) -> tuple[Device, CaseRunner]:
     """``profile``'s device, brought up, and a :class:`CaseRunner` on its agent (started
     on first use, within ``time_limit``); close the runner, then the device.
 
-    ``board_reset`` resets the board through a lab; ``on_link`` is given every link the
+    ``board_reset`` resets the board through a lab; ``on_session`` is given every session the
     runner starts (the farm keeps them, to show an agent's stderr with a failed test).
     """
     from harness.devices.bring_up import open_device  # the kind's modules, on demand
 
     device = open_device(profile, board_reset=board_reset)
 
-    def start_link() -> AgentLink:
-        link = device.start_link(time_limit=time_limit)
-        if on_link is not None:
-            on_link(link)
-        return link
+    def start_session() -> Session:
+        session = device.start_session(time_limit=time_limit)
+        if on_session is not None:
+            on_session(session)
+        return session
 
     return device, CaseRunner(
-        start_link,
+        start_session,
         device.program_for,
         time_limit=time_limit,
         push_program=device.push_program,

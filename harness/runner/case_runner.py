@@ -37,7 +37,7 @@ from harness.runner.probes import (
     undeclared_probes,
 )
 from harness.session.agent_requests import AgentRequests, RunnerError
-from harness.session.agent_session import AgentLink, TimeLimit
+from harness.session.agent_session import Session, TimeLimit
 from harness.session.announced import Announced
 from harness.session.load_request import ModelLoad, load_request
 from harness.transport.base import TransportError
@@ -63,10 +63,10 @@ class RegistryKept(TransportError):
 
 
 class CaseRunner(Announced):
-    """Runs cases on one device through an agent link that it starts and restarts.
+    """Runs cases on one device through an agent session that it starts and restarts.
 
-    ``start_link`` starts a fresh agent (a new process, or a rebooted MCU) and
-    returns its link; ``program_for`` returns the device path of a probe program
+    ``start_session`` starts a fresh agent (a new process, or a rebooted MCU) and
+    returns its session; ``program_for`` returns the device path of a probe program
     whose delegates are the given ids, pushing it first if needed ("" on devices
     without a file system); ``time_limit`` (e.g. the run's deadline) is checked
     before every request; ``push_program`` returns the device path of a program
@@ -78,14 +78,14 @@ class CaseRunner(Announced):
 
     def __init__(
         self,
-        start_link: Callable[[], AgentLink],
+        start_session: Callable[[], Session],
         program_for: Callable[[tuple[str, ...]], str],
         time_limit: TimeLimit | None = None,
         push_program: Callable[[Path, Path | None], str] | None = None,
         forget_program: Callable[[str], None] | None = None,
         device_files: DeviceFiles | None = None,
     ) -> None:
-        self._agent = AgentRequests(start_link, time_limit)
+        self._agent = AgentRequests(start_session, time_limit)
         self._program_for = program_for
         self._push_program = push_program
         self._forget_program = forget_program
@@ -103,12 +103,12 @@ class CaseRunner(Announced):
     # ---- the agent -----------------------------------------------------------------
 
     @property
-    def link(self) -> AgentLink:
-        """The running agent's link, started on first use.
+    def session(self) -> Session:
+        """The running agent's session, started on first use.
 
-        :class:`LinkBroken` once a request on it failed with device trouble.
+        :class:`SessionBroken` once a request on it failed with device trouble.
         """
-        return self._agent.link
+        return self._agent.session
 
     @property
     def broken(self) -> bool:
@@ -133,7 +133,10 @@ class CaseRunner(Announced):
         """Go on on ``other``'s device (a pool's next board): this agent stopped, the next
         one started, and programs pushed, by ``other``'s device."""
         self.close()
-        self._agent.start_link, self._program_for = other._agent.start_link, other._program_for
+        self._agent.start_session, self._program_for = (
+            other._agent.start_session,
+            other._program_for,
+        )
         self._push_program, self._forget_program = other._push_program, other._forget_program
 
     def program_for(self, delegate_ids: tuple[str, ...]) -> str:

@@ -23,21 +23,21 @@ from harness.codec import wire
 from harness.data.messages import Report, Request
 from harness.transport.base import TransportError
 
-__all__ = ["AgentLink", "AgentProtocolError", "AgentSession", "LinkBroken", "TimeLimit"]
+__all__ = ["AgentProtocolError", "AgentSession", "Session", "SessionBroken", "TimeLimit"]
 
 
-class LinkBroken(TransportError):
-    """The agent's link failed earlier (lost, timed out, out of step): nothing was sent.
+class SessionBroken(TransportError):
+    """The agent's session failed earlier (lost, timed out, out of step): nothing was sent.
 
     Raised at once for every request after the first failure, so that a test that
     goes on asking (e.g. Hypothesis, generating and shrinking examples) ends in
     moments instead of waiting out a timeout per request. Its cause is the error
-    that broke the link. :meth:`harness.runner.CaseRunner.restart` starts a fresh agent.
+    that broke the session. :meth:`harness.runner.CaseRunner.restart` starts a fresh agent.
     """
 
 
-class AgentLink(Protocol):
-    """What the harness uses of a link to a device agent (an :class:`AgentSession`)."""
+class Session(Protocol):
+    """What the harness uses of a session to a device agent (an :class:`AgentSession`)."""
 
     def next_seq(self) -> int: ...
 

@@ -89,7 +89,7 @@ def test_prebuilt_agent_directory_is_deployed_and_run(tmp_path, monkeypatch):
     )
     assert profile.agent.prebuilt == prebuilt
     device = open_device(profile)
-    runner = CaseRunner(device.start_link, device.program_for)
+    runner = CaseRunner(device.start_session, device.program_for)
     try:
         runner.load(MAP).raise_for_differences()
         assert isinstance(device, HostedDevice)
@@ -154,7 +154,7 @@ def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path, monkeypatch):
         tmp_path / "wrapped.yaml",
     )
     device = open_device(profile)
-    runner = CaseRunner(device.start_link, device.program_for)
+    runner = CaseRunner(device.start_session, device.program_for)
     try:
         runner.load(MAP).raise_for_differences()
     finally:
@@ -167,7 +167,7 @@ def test_profile_wrapper_and_env_reach_the_agent_process(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["ssh-emu", "adb-emu", "mcu-emu", "mcu-m55-emu"])
 def test_killing_the_device_daemon_mid_run_is_a_transport_error(name):
     device = open_device(load_profile(name))
-    runner = CaseRunner(device.start_link, device.program_for)
+    runner = CaseRunner(device.start_session, device.program_for)
     try:
         runner.load(MAP).raise_for_differences()
         assert device.emulator is not None
@@ -184,7 +184,7 @@ def test_killing_the_device_daemon_mid_run_is_a_transport_error(name):
 @pytest.mark.parametrize("name", ["ssh-emu", "adb-emu"])
 def test_emulated_device_reports_the_real_arm64_runtime(name):
     device = open_device(load_profile(name))
-    runner = CaseRunner(device.start_link, device.program_for)
+    runner = CaseRunner(device.start_session, device.program_for)
     try:
         facts = {f.key: f.value for f in runner.hello.facts}
         assert facts["abi"] == "aarch64"

@@ -45,7 +45,7 @@ from harness.results.summary import (
     outcome_table,
     quarantined_devices,
 )
-from harness.runner import CaseRunner, LinkBroken
+from harness.runner import CaseRunner, SessionBroken
 from harness.session.agent_session import AgentSession
 from harness.transport.base import ByteStream, TransportLost, TransportTimeout
 from harness.transport.local import LocalTransport
@@ -202,7 +202,7 @@ def test_infrastructure_errors_are_found_inside_what_hypothesis_raises():
     from hypothesis.errors import Flaky, FlakyFailure
 
     late = _raised(TransportTimeout("late"))
-    refused = _raised(LinkBroken("not sent"), late)
+    refused = _raised(SessionBroken("not sent"), late)
     assert infrastructure_error(refused) is late  # stands for the error that broke the link
     assert infrastructure_error(FlakyFailure("inconsistent", [refused])) is late
     assert infrastructure_error(ExceptionGroup("2 distinct", [late, refused])) is late
@@ -231,7 +231,7 @@ class _SilentAfter:
     def send_raw(self, frame: bytes, seq: int | None = None) -> Report:
         raise AssertionError("not used")
 
-    # The rest of an AgentLink, which the runner does not use.
+    # The rest of an Session, which the runner does not use.
     def next_seq(self) -> int:
         raise AssertionError("not used")
 
@@ -263,10 +263,10 @@ def test_after_device_trouble_nothing_more_is_sent_until_the_agent_restarts():
     with pytest.raises(TransportTimeout):
         runner.reset()
     for _ in range(50):  # e.g. Hypothesis's further examples
-        with pytest.raises(LinkBroken) as refused:
+        with pytest.raises(SessionBroken) as refused:
             runner.send(Request(Action.GET))
         assert isinstance(refused.value.__cause__, TransportTimeout)
-    with pytest.raises(LinkBroken):
+    with pytest.raises(SessionBroken):
         runner.reset()  # e.g. once per Hypothesis example: still nothing sent
     assert [link.requests for link in links] == [3]
     assert runner.broken
@@ -356,7 +356,7 @@ def test_each_try_that_lost_its_agent_keeps_its_cores_apart(tmp_path):
     artifacts.after_failure(first, 1, collect)
     artifacts.after_failure(first, 1, collect)  # the same loss seen by another hook
     crash(b"second")
-    wrapped = ExceptionGroup("hypothesis", [_raised(LinkBroken("not sent"), first)])
+    wrapped = ExceptionGroup("hypothesis", [_raised(SessionBroken("not sent"), first)])
     artifacts.after_failure(
         ExceptionGroup("flaky", [wrapped, _raised(TransportLost("x"))]), 2, collect
     )

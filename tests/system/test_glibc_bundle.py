@@ -263,7 +263,7 @@ def test_on_adb_emu_the_agent_without_the_bundle_fails_saying_what_to_do(wrapper
         agent=dataclasses.replace(stock.agent, deployment="native", wrapper=wrapper),
     )
     device = open_device(native)
-    runner = CaseRunner(device.start_link, device.program_for)
+    runner = CaseRunner(device.start_session, device.program_for)
     try:
         with pytest.raises(AgentDidNotStart) as raised:
             _ = runner.hello

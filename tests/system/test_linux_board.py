@@ -159,13 +159,13 @@ def test_the_wires_reboot_is_a_real_reboot_of_the_boards_kernel():
         assert isinstance(board, LinuxEmulator)
         boot_id = _ssh(board, "cat /proc/sys/kernel/random/boot_id")
         runner.close()  # the runner's session; the REBOOT goes through one of its own
-        session = device.start_link()
+        session = device.start_session()
         assert "reboot" in str(session.request(Request(Action.HELLO)).fact("capabilities"))
         assert session.request(Request(Action.REBOOT)).outcome is Outcome.OK
         session.close()  # the agent's input ends: the kernel reboots
         board.await_reboot()
         assert _ssh(board, "cat /proc/sys/kernel/random/boot_id") != boot_id
-        again = device.start_link()
+        again = device.start_session()
         assert again.request(Request(Action.HELLO)).outcome is Outcome.OK  # from the flash
         again.close()
     finally:
@@ -186,7 +186,7 @@ def test_after_a_power_cut_a_half_written_agent_is_found_by_its_digest_and_pushe
         _ssh(board, f"head -c 4096 {agent} > {agent}.half && mv {agent}.half {agent} && sync")
         board.cut_power()
         device.restart_emulator()  # as the farm does when a device is lost
-        session = device.start_link()
+        session = device.start_session()
         assert session.request(Request(Action.HELLO)).outcome is Outcome.OK
         session.close()
         local = device.agent_build().binary.stat().st_size
