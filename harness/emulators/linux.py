@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.emulators.linux_image import BoardImage, BoardImageError, ensure_image
 from harness.emulators.linux_strategy import strategy_class
-from harness.emulators.ssh import _ensure_key, _write_private
+from harness.emulators.ssh import ensure_key, write_private
 from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import free_port
@@ -225,8 +225,8 @@ class LinuxEmulator:
 
         strategy_class()  # registered with labgrid's factory before the target is made
         started = time.monotonic()
-        _ensure_key(self.host_key, "linux-emu host key")
-        _ensure_key(self.client_key, "linux-emu client key")
+        ensure_key(self.host_key, "linux-emu host key")
+        ensure_key(self.client_key, "linux-emu client key")
         seed = self.directory / "seed.tar"
         _write_seed(seed, self.host_key, self.client_key.with_suffix(".pub"))
         # One port for the emulator's life: a transport that resolved it before a power
@@ -300,7 +300,7 @@ class LinuxEmulator:
 
     def _write_client_files(self) -> None:
         kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
-        _write_private(self.known_hosts, f"[{self.host}]:{self.port} {kind} {blob}\n")
+        write_private(self.known_hosts, f"[{self.host}]:{self.port} {kind} {blob}\n")
         lines = [
             f"Host {self.alias}",
             f"    HostName {self.host}",
@@ -311,7 +311,7 @@ class LinuxEmulator:
             f'    UserKnownHostsFile "{self.known_hosts}"',
             "    StrictHostKeyChecking yes",
         ]
-        _write_private(self.ssh_config, "\n".join(lines) + "\n")
+        write_private(self.ssh_config, "\n".join(lines) + "\n")
 
     def _release(self) -> None:
         if self._console is not None:
@@ -380,7 +380,7 @@ def _write_seed(path: Path, host_key: Path, client_public_key: Path) -> None:
             info.size, info.mode, info.mtime = len(data), mode, int(time.time())
             archive.addfile(info, io.BytesIO(data))
     data = buffer.getvalue()
-    _write_private(path, "")
+    write_private(path, "")
     path.write_bytes(data + b"\0" * (_SEED_BYTES - len(data)))
 
 

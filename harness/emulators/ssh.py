@@ -223,8 +223,8 @@ class SshEmulator:
         try:
             _ensure_privsep_dir()
             home = _ensure_user(self.user)
-            _ensure_key(self.host_key, "ssh-emu host key")
-            _ensure_key(self.client_key, "ssh-emu client key")
+            ensure_key(self.host_key, "ssh-emu host key")
+            ensure_key(self.client_key, "ssh-emu client key")
             self._authorized_keys = _install_authorized_key(
                 home, self.user, self._token, self.client_key.with_suffix(".pub").read_text()
             )
@@ -359,10 +359,10 @@ class SshEmulator:
             "Subsystem sftp internal-sftp",
             "LogLevel VERBOSE",
         ]
-        _write_private(self.directory / "sshd_config", "\n".join(lines) + "\n")
+        write_private(self.directory / "sshd_config", "\n".join(lines) + "\n")
 
     def _write_client_files(self) -> None:
-        _write_private(self.known_hosts, f"{self.known_hosts_name} {self.host_public_key}\n")
+        write_private(self.known_hosts, f"{self.known_hosts_name} {self.host_public_key}\n")
         lines = [
             f"Host {self.alias}",
             f"    HostName {self.host}",
@@ -375,7 +375,7 @@ class SshEmulator:
         ]
         if self.proxy_command:
             lines.append(f"    ProxyCommand {self.proxy_command}")
-        _write_private(self.ssh_config, "\n".join(lines) + "\n")
+        write_private(self.ssh_config, "\n".join(lines) + "\n")
 
 
 def _missing(tools: dict[str, str]) -> list[str]:
@@ -424,12 +424,12 @@ def _install_authorized_key(home: Path, user: str, token: str, public_key: str) 
     entry = pwd.getpwnam(user)
     path = home / ".ssh" / f"authorized_keys.et-{token}"
     owner.current().add_path(path)
-    _write_private(path, public_key)
+    write_private(path, public_key)
     os.chown(path, entry.pw_uid, entry.pw_gid)
     return path
 
 
-def _ensure_key(path: Path, comment: str) -> None:
+def ensure_key(path: Path, comment: str) -> None:
     if path.is_file() and path.with_suffix(".pub").is_file():
         return
     path.unlink(missing_ok=True)
@@ -440,7 +440,7 @@ def _ensure_key(path: Path, comment: str) -> None:
     )
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
