@@ -131,8 +131,10 @@ class DeviceSlot:
 
     def _bring_up(self) -> None:
         """Hold a place (if any), open the device, check it: the runner goes on there."""
+        held = False  # a device held elsewhere (DeviceBusy) is not started again
         try:
             profile, board_reset = self._hold()
+            held = True
             device, runner = open_runner(
                 profile,
                 board_reset=board_reset,
@@ -149,7 +151,7 @@ class DeviceSlot:
         except BaseException as exc:
             reason = f"bring-up failed: {describe_error(exc)}"
             if infrastructure_error(exc) is not None:
-                if self._move_on(exc, reason) or self._bring_up_again(exc, reason):
+                if self._move_on(exc, reason) or (held and self._bring_up_again(exc, reason)):
                     return
                 self.health.quarantine(f"{reason}{self._after_restarts()}")
             self.close()

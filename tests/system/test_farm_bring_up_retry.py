@@ -18,6 +18,7 @@ from prerequisites import require
 from harness.devices.host_tools import MissingHostTool
 from harness.emulators.ssh import SshEmulator, SshEmulatorError
 from harness.farm.device_health import DeviceQuarantined
+from harness.farm.lock import DeviceBusy, DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.farm.slot import DeviceSlot
 from harness.profiles.device_profile import load_profile
@@ -96,6 +97,19 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
         slot.open()
     assert len(checks) == 1 and slot.take_restarts() == []
     assert slot.health.quarantined
+
+    # nor a device another run holds: its lock is waited for once
+    profile = load_profile("ssh-emu")
+    other = DeviceLock(profile.name, tmp_path / "locks", device_key(profile))
+    other.acquire(timeout=1)
+    try:
+        policy = FarmPolicy(emulator_restarts=2, lock_timeout=0.2, lock_dir=tmp_path / "locks")
+        slot = DeviceSlot(profile, policy)
+        with pytest.raises(DeviceBusy):
+            slot.open()
+    finally:
+        other.release()
+    assert slot.take_restarts() == [] and "DeviceBusy" in str(slot.health.quarantine_reason)
 
 
 def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypatch):
