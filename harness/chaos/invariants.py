@@ -6,8 +6,9 @@ pytest's JUnit files, the ownership records of its harness processes and its fau
   :data:`BEFORE_S` seconds before the test started and before it ended; any earlier one
   of the round for a test not started on a quarantined device), retried or quarantined
   (also the test whose device's bring-up failed with it, when that quarantined the
-  device); or with the run's time being up (also when it was up during its device's first health
-  check, which quarantines the device). A ``failed`` or ``error`` outcome is always wrong.
+  device); or with the run's time being up (also when it was up during its device's
+  first health check, which quarantines the device). A ``failed`` or ``error`` outcome is
+  always wrong.
 - **no lost result**: every test pytest finished (its JUnit file) has its record.
 - **nothing left running**: no process any of the run's harness processes started (their
   ownership records, :func:`harness.lifecycle.reap.still_running`), no namespace of theirs.
