@@ -4,13 +4,17 @@ pytest's JUnit files, the ownership records of its harness processes and its fau
 - **no wrong verdict**: every test that did not pass (failed, error, infra) ended with an
   infrastructure error that an injected fault on its device explains (one at most
   :data:`BEFORE_S` seconds before the test started and before it ended; any earlier one
-  of the round for a test not started on a quarantined device), retried or quarantined;
-  or with the run's time being up (also when it was up during its device's first health
-  check, which quarantines the device). A ``failed`` or ``error`` outcome is always wrong.
+  of the round for a test not started on a quarantined device), retried or quarantined
+  (also the test whose device's bring-up failed with it, when that quarantined the
+  device); or with the run's time being up (also when it was up during its device's
+  first health check, which quarantines the device). A ``failed`` or ``error`` outcome is
+  always wrong.
 - **no lost result**: every test pytest finished (its JUnit file) has its record.
 - **nothing left running**: no process any of the run's harness processes started (their
   ownership records, :func:`harness.lifecycle.reap.still_running`), no namespace of theirs.
-- **same seed, same faults**: the faults injected are the seed's schedule, in order.
+- **same seed, same faults**: the faults injected are the seed's schedule, in order, up
+  to the end of the last round; those planned after it are *not reached* (no round ran
+  then), listed and counted apart.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from harness.chaos.schedule import Fault
 from harness.lifecycle.reap import OwnerRecord, still_running
 from harness.results.directory import ResultsFileError, read_results
+from harness.results.infra import one_line
 from harness.results.records import CaseResult
 
 BEFORE_S = 120.0  # how long before a test a fault on its device may explain its failure
@@ -54,20 +59,23 @@ class Round:
 
 @dataclass(frozen=True)
 class Invariant:
-    """One invariant: held or not, a summary and the lines that broke it."""
+    """One invariant: held or not, a summary, the lines that broke it and lines said of
+    it that break nothing (faults not reached)."""
 
     name: str
     held: bool
     summary: str
     broken: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         state = "held  " if self.held else "BROKEN"
-        shown = [f"    {line}" for line in self.broken[:_SHOWN]]
-        more = len(self.broken) - _SHOWN
-        return [f"  {state} {self.name}: {self.summary}", *shown] + (
-            [f"    ... and {more} more"] if more > 0 else []
-        )
+        lines = [f"  {state} {self.name}: {self.summary}"]
+        for shown in (self.broken, self.notes):
+            lines += [f"    {line}" for line in shown[:_SHOWN]]
+            more = len(shown) - _SHOWN
+            lines += [f"    ... and {more} more"] if more > 0 else []
+        return lines
 
 
 def _records(round_: Round) -> tuple[list[CaseResult], str | None]:
@@ -100,8 +108,33 @@ def _time_was_up(record: CaseResult) -> bool:
     return infra.type == "RunTimeExpired" or quarantined_late
 
 
-def _wrong(record: CaseResult, round_: Round, faults: Sequence[Injection]) -> str | None:
-    """Why ``record`` is a wrong verdict, or None."""
+def _quarantines(records: Sequence[CaseResult]) -> set[tuple[str | None, str]]:
+    """(device, message) of each quarantined device's tests not started."""
+    return {
+        (r.device, r.infra.message)
+        for r in records
+        if r.infra is not None and r.infra.type.endswith("Quarantined")
+    }
+
+
+def _quarantined_it(record: CaseResult, quarantines: set[tuple[str | None, str]]) -> bool:
+    """Whether the record's infrastructure error is its device's failed bring-up, which
+    quarantined the device (its tests not started say so, naming that error)."""
+    infra = record.infra
+    if infra is None:
+        return False
+    said = f"bring-up failed: {infra.type}: {one_line(infra.message)}"
+    return any(device == record.device and said in message for device, message in quarantines)
+
+
+def _wrong(
+    record: CaseResult,
+    round_: Round,
+    faults: Sequence[Injection],
+    quarantines: set[tuple[str | None, str]],
+) -> str | None:
+    """Why ``record`` is a wrong verdict, or None (``quarantines``: :func:`_quarantines`
+    of its round)."""
     if record.outcome in PASSING:
         return None
     infra = record.infra
@@ -113,7 +146,8 @@ def _wrong(record: CaseResult, round_: Round, faults: Sequence[Injection]) -> st
     what = f"{record.nodeid}: infra {infra.type}: {infra.message}"[:300]
     if not _explained(record, round_, faults):
         return f"{what} (no fault on {record.device} explains it)"
-    if not record.failed_tries and not infra.type.endswith("Quarantined"):
+    quarantined = infra.type.endswith("Quarantined") or _quarantined_it(record, quarantines)
+    if not record.failed_tries and not quarantined:
         return f"{what} (neither retried nor quarantined)"
     return None
 
@@ -124,11 +158,12 @@ def no_wrong_verdict(rounds: Sequence[Round], faults: Sequence[Injection]) -> In
     for round_ in rounds:
         records, trouble = _records(round_)
         broken += [trouble] if trouble else []
+        quarantines = _quarantines(records)
         for record in records:
             counts[record.outcome] += 1
             counts["retried"] += bool(record.failed_tries) and record.outcome == "passed"
             counts["time up"] += _time_was_up(record)
-            why = _wrong(record, round_, faults)
+            why = _wrong(record, round_, faults, quarantines)
             broken += [why] if why else []
     summary = (
         f"{sum(counts[o] for o in PASSING)} passed or skipped "
@@ -193,11 +228,27 @@ def _command(pid: int) -> str:
         return "(gone meanwhile)"
 
 
-def same_faults(planned: Sequence[Fault], injected: Sequence[Injection]) -> Invariant:
+def same_faults(
+    planned: Sequence[Fault], injected: Sequence[Injection], rounds: Sequence[Round]
+) -> Invariant:
+    """The faults injected are the first of ``planned``, in order, and every one left is
+    planned after the last round ended (counted from the first round's start): not
+    reached, as no round ran then."""
     done = [i.fault for i in injected]
-    broken = [] if done == list(planned) else ["the faults injected are not the seed's schedule"]
+    end = rounds[-1].ended - rounds[0].started if rounds else 0.0
+    left = list(planned[len(done) :])
+    broken = (
+        []
+        if done == list(planned[: len(done)])
+        else ["the faults injected are not the seed's schedule"]
+    )
+    if not broken:
+        broken = [f"not injected: {f.line().strip()}" for f in left if f.at_s <= end]
+    unreached = [f"not reached: {f.line().strip()}" for f in left if f.at_s > end]
     summary = f"{len(done)} of {len(planned)} planned faults injected, in the seed's order"
-    return Invariant("same seed, same faults", not broken, summary, tuple(broken))
+    if unreached:
+        summary += f"; {len(unreached)} not reached (after the last round ended, {end:.2f} s in)"
+    return Invariant("same seed, same faults", not broken, summary, tuple(broken), tuple(unreached))
 
 
 def fault_counts(injected: Sequence[Injection]) -> dict[str, tuple[int, int]]:

@@ -54,7 +54,7 @@ class ChaosRecord:
             no_wrong_verdict(self.rounds, self.injected),
             no_lost_result(self.rounds),
             nothing_left_running(self.owners, self.notes),
-            same_faults(planned, self.injected),
+            same_faults(planned, self.injected, self.rounds),
         ]
 
     def lines(self, invariants: Sequence[Invariant]) -> list[str]:

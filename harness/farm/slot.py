@@ -5,9 +5,10 @@ device up, starts its agent and checks it answers HELLO before the first test.
 It restarts the agent between tries of a test after an infrastructure error,
 re-checks the device after consecutive infrastructure errors, and quarantines it
 when a check fails. An emulated device (the harness's own emulator) is checked
-before every retry too, and one that fails a check has its emulator started again
-and is checked again, up to ``emulator_restarts`` times a run, before it is
-quarantined; real devices are never restarted. A lab pool's board (a profile that
+before every retry too, and one that fails a check, or whose bring-up or emulator
+restart failed (a board's boot cut short), has its emulator started again and is
+checked again, up to ``emulator_restarts`` times a run, before it is quarantined;
+real devices are never restarted. A lab pool's board (a profile that
 asks for any place with some tags) is checked before every retry as well; one that
 fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
 slot holds another place of the pool, where its runner goes on: the device is
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.devices.base import Device
+from harness.devices.host_tools import MissingHostTool
 from harness.errors import UsageError
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
@@ -129,8 +131,10 @@ class DeviceSlot:
 
     def _bring_up(self) -> None:
         """Hold a place (if any), open the device, check it: the runner goes on there."""
+        held = False  # a device held elsewhere (DeviceBusy) is not started again
         try:
             profile, board_reset = self._hold()
+            held = True
             device, runner = open_runner(
                 profile,
                 board_reset=board_reset,
@@ -147,12 +151,44 @@ class DeviceSlot:
         except BaseException as exc:
             reason = f"bring-up failed: {describe_error(exc)}"
             if infrastructure_error(exc) is not None:
-                if self._move_on(exc, reason):
+                if self._move_on(exc, reason) or (held and self._bring_up_again(exc, reason)):
                     return
-                self.health.quarantine(reason)
+                self.health.quarantine(f"{reason}{self._after_restarts()}")
             self.close()
             raise
         self._check("the health check before its first test")
+
+    def _bring_up_again(self, error: BaseException, reason: str) -> bool:
+        """An emulated device whose bring-up failed (``reason``: its emulator did not
+        boot, log in, answer SSH) is brought up anew, its emulator started again, within
+        the run's ``emulator_restarts``; False when it is no emulated device, the error
+        would recur (a program missing on this machine), or restarts or time are used up."""
+        if (
+            self.profile.emulator is None
+            or isinstance(error, MissingHostTool)
+            or not self._take_restart(reason)
+        ):
+            return False
+        self._let_go()  # the lock: held again by the next bring-up
+        self._bring_up()
+        return True
+
+    def _take_restart(self, why: str) -> bool:
+        """Count an emulator restart for ``why`` (reported with the test that ends), if
+        the run's ``emulator_restarts`` and time allow one."""
+        if (
+            len(self.emulator_restarts) >= self.policy.emulator_restarts
+            or self.policy.deadline.remaining() == 0.0
+        ):
+            return False
+        number = len(self.emulator_restarts) + 1
+        self.emulator_restarts.append(f"restart {number} of {self.policy.emulator_restarts}: {why}")
+        return True
+
+    def _after_restarts(self) -> str:
+        """`` (after N emulator restarts)`` once restarts were made, for a quarantine reason."""
+        made = len(self.emulator_restarts)
+        return f" (after {made} emulator restart{'s' * (made != 1)})" if made else ""
 
     @property
     def pool(self) -> bool:
@@ -311,27 +347,24 @@ class DeviceSlot:
         )
 
     def _restart_emulator(self, which: str, error: BaseException) -> bool:
-        """Start the emulator of a device that failed ``which`` again and check it (which
-        may restart it again); False when it is no emulated device, its restarts are used
-        up, or the run's time is."""
+        """Start the emulator of a device that failed ``which`` again and check it (a
+        failed start or check restarts it again); False when it is no emulated device, its
+        restarts are used up, or the run's time is."""
         if (
             self.device is None
             or self.device.emulator is None
-            or len(self.emulator_restarts) >= self.policy.emulator_restarts
-            or self.policy.deadline.remaining() == 0.0
+            or not self._take_restart(f"{which} failed: {describe_error(error)}")
         ):
             return False
-        number = len(self.emulator_restarts) + 1
-        self.emulator_restarts.append(
-            f"restart {number} of {self.policy.emulator_restarts}: {which} failed: "
-            f"{describe_error(error)}"
-        )
+        number = len(self.emulator_restarts)
         self.restart()  # the agent ran on the emulator that died
         try:
             self.device.restart_emulator()
         except BaseException as exc:
             if infrastructure_error(exc) is None:
                 raise
+            if self._restart_emulator(f"emulator restart {number}", exc):  # its boot cut too
+                return True
             self.health.quarantine(f"emulator restart {number} failed: {describe_error(exc)}")
             self.close()
             raise DeviceQuarantined(

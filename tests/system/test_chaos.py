@@ -4,6 +4,7 @@ fails on a planted wrong verdict, a planted lost result and a planted leftover p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,7 +24,9 @@ from harness.chaos.invariants import (
     no_lost_result,
     no_wrong_verdict,
     nothing_left_running,
+    same_faults,
 )
+from harness.chaos.report import ChaosRecord
 from harness.chaos.schedule import QUIET_END, WARM_UP_S, Fault, plan
 from harness.lifecycle.reap import MARKER_VARIABLE, OwnerRecord, boot_id
 from harness.profiles.device_profile import load_profile
@@ -69,7 +72,7 @@ def _round(tmp_path: Path, results: list[CaseResult], finished: list[str] | None
     """A round's folder with ``results`` recorded and ``finished`` (default: the same
     tests) in its JUnit file."""
     folder = tmp_path / "round-1"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     lines = "".join(result.to_json() + "\n" for result in results)
     (folder / "results.jsonl").write_text(lines, encoding="utf-8")
     cases = "".join(
@@ -125,6 +128,69 @@ def test_a_planted_wrong_verdict_breaks_the_invariant(tmp_path, planted, why):
     invariant = no_wrong_verdict([_round(tmp_path, [planted])], [KILL])
     assert not invariant.held
     assert why in invariant.broken[0], invariant.broken
+
+
+BOOT_CUT = InfraRecord(
+    "LinuxEmulatorError",
+    "linux-emu: boot and login failed: BrokenPipeError: [Errno 32] Broken pipe; console "
+    "log: /cache/emulators/linux-emu-1/board/console.log",
+    "setup",
+)
+POWER_CUT = Injection(Fault(53.2, "cut-power", "linux-emu"), 1100.0, ("SIGKILL 7 qemu",))
+
+
+def test_a_failed_bring_up_that_quarantined_its_device_counts_as_quarantined(tmp_path):
+    """The power cut hit the board as it booted for its first test: that test carries the
+    boot's error, and the device's tests not started name it as the quarantine's cause."""
+    failed = _result("suites/test_a.py::test_x[linux-emu-1]", "infra", 1101.0, infra=BOOT_CUT)
+    reason = (
+        "device 'linux-emu' is quarantined for the rest of this run: bring-up failed: "
+        f"{BOOT_CUT.type}: {BOOT_CUT.message} (after 2 emulator restarts)"
+    )
+    not_started = _result(
+        "suites/test_a.py::test_x[linux-emu-2]", "infra", 1105.0,
+        infra=InfraRecord("DeviceQuarantined", reason, "setup"),
+    )  # fmt: skip
+    invariant = no_wrong_verdict([_round(tmp_path / "1", [failed, not_started])], [POWER_CUT])
+    assert invariant.held, invariant.lines()
+    # without the quarantine it caused, the same error was neither retried nor quarantined
+    alone = no_wrong_verdict([_round(tmp_path / "2", [failed])], [POWER_CUT])
+    assert not alone.held and "neither retried nor quarantined" in alone.broken[0]
+    # a quarantine for another cause does not cover it
+    other = InfraRecord("DeviceQuarantined", reason.replace("Broken pipe", "EOF"), "setup")
+    elsewhere = dataclasses.replace(not_started, infra=other)
+    assert not no_wrong_verdict([_round(tmp_path / "3", [failed, elsewhere])], [POWER_CUT]).held
+
+
+PAIRS_BOARD = (("cut-power", "linux-emu"), ("fill-disk", "results"))
+
+
+def test_faults_planned_after_the_last_round_are_not_reached_and_break_nothing():
+    planned = plan(3, 150, PAIRS_BOARD, 20)
+    assert [f.at_s for f in planned] == [53.2, 66.07, 83.06, 88.88, 91.01]
+    rounds = [Round(Path("r1"), Path("r1.xml"), 1000.0, 1040.0),
+              Round(Path("r2"), Path("r2.xml"), 1041.0, 1064.5)]  # fmt: skip
+    first = Injection(planned[0], 1053.2, ("SIGKILL 7 qemu",))
+    record = ChaosRecord(3, 150, 20, PAIRS_BOARD, (first,), tuple(rounds), ())
+    invariant = record.invariants()[3]  # as et-harness chaos checks its run
+    assert invariant.held, invariant.lines()
+    assert invariant.summary == (
+        "1 of 5 planned faults injected, in the seed's order; 4 not reached (after the "
+        "last round ended, 64.50 s in)"
+    )
+    assert invariant.notes[0] == f"not reached: {planned[1].line().strip()}"
+    assert len(invariant.notes) == 4 and invariant.lines()[2].startswith("    not reached: ")
+
+    # a fault that was reachable and is missing, or one out of order, still breaks it
+    later = [*rounds[:1], dataclasses.replace(rounds[1], ended=1085.0)]  # 85 s in
+    missing = same_faults(planned, [first], later)
+    assert not missing.held
+    assert missing.broken == tuple(f"not injected: {f.line().strip()}" for f in planned[1:3])
+    assert len(missing.notes) == 2
+    swapped = [Injection(f, 1000.0 + f.at_s, ()) for f in (planned[1], planned[0])]
+    assert not same_faults(planned, swapped, later).held
+    skipped = [Injection(f, 1000.0 + f.at_s, ()) for f in (planned[0], planned[2])]
+    assert not same_faults(planned, skipped, later).held
 
 
 def test_a_finished_test_without_its_record_is_a_lost_result(tmp_path):

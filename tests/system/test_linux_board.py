@@ -8,6 +8,7 @@ them (``pytest tests/system/test_linux_board.py -m nightly``), ci/test.sh the ot
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import subprocess
@@ -273,3 +274,38 @@ def test_a_power_cut_while_a_program_is_pushed_leaves_it_to_be_pushed_again(
     finally:
         runner.close()
         device.close()
+
+
+@pytest.mark.nightly
+def test_a_power_cut_while_the_board_boots_for_its_first_test_boots_it_again(tmp_path: Path):
+    """The chaos run's power cut (SIGKILL to qemu-system-aarch64) as soon as the board's
+    QEMU runs for the run's bring-up: the farm boots it anew (an emulator restart) rather
+    than quarantine it, and the tests pass."""
+    from harness.chaos.faults import Scene, fault_kind
+    from harness.lifecycle import process
+
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    (tmp_path / "test_cases.py").write_text(POWER_CUT_CASES.replace("n == 1", "n == -1"))
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "pytest", "test_cases.py", "-p", "no:cacheprovider",
+            "--device", "linux-emu", "--results-dir", str(results)]  # fmt: skip
+    with open(tmp_path / "run.log", "wb") as log:
+        run = process.popen(argv, cwd=tmp_path, env=run_environment(), stdout=log, stderr=log)
+        scene = Scene(run.pid, {"linux-emu": load_profile("linux-emu")}, None)
+        cut: tuple[str, ...] = ()
+        try:
+            while not cut and run.poll() is None:  # QEMU is up: its boot has begun
+                cut = fault_kind("cut-power").inject(scene, "linux-emu")
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    run.wait(0.1)
+            returncode = run.wait(600)
+        finally:
+            run.kill()
+            run.wait()
+    output = (tmp_path / "run.log").read_text(errors="replace")
+    assert cut and returncode == 0, output[-3000:]
+    records = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in records] == ["passed"] * 3, output[-3000:]
+    (restart,) = records[0]["emulator_restarts"]
+    assert restart.startswith("restart 1 of 2: bring-up failed: LinuxEmulatorError: linux-emu: ")
+    assert "console log: " in restart and "quarantined" not in output
