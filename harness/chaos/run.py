@@ -28,16 +28,13 @@ from harness.chaos.faults import DISK_HOLD_S, Scene, fault_kind, fault_targets
 from harness.chaos.invariants import Injection, Round
 from harness.chaos.report import RECORD_NAME, ChaosRecord
 from harness.chaos.results_disk import can_mount, move_out, results_disk
-from harness.chaos.schedule import MEAN_GAP_S, Fault, plan
+from harness.chaos.schedule import MEAN_GAP_S, MIN_ROUND_S, Fault, plan
 from harness.errors import UsageError
 from harness.history.target import OFF, STORE_ENV
 from harness.lifecycle import owner, process
 from harness.lifecycle.reap import OwnerRecord, descendants, still_running
 from harness.profiles.device_profile import DeviceProfile
 
-MIN_ROUND_S = 90.0  # a later round is started with this much time left: its devices come up
-# in ~30-45 s on a loaded 2-core machine, and a health check the run's time stops
-# quarantines its device
 ROUND_GRACE_S = 180.0  # a round may end this long after its --run-timeout
 SETTLE_S = 30.0  # after the last round, how long its processes may take to end
 EMULATOR_RESTARTS = 100  # per device and round: a fault after a fault is still survived
@@ -58,6 +55,7 @@ class ChaosSettings:
     profiles: tuple[DeviceProfile, ...]
     folder: Path
     every_s: float = MEAN_GAP_S  # one fault per this many seconds, on average
+    min_round_s: float = MIN_ROUND_S  # a later round starts only with this much time left
     pytest_args: tuple[str, ...] = ()
 
 
@@ -236,7 +234,7 @@ def run_chaos(settings: ChaosSettings, say: Callable[[str], None]) -> ChaosRecor
         injector.start()
         try:
             while (left := started + settings.duration_s - time.time()) > 0:
-                if rounds.rounds and left < MIN_ROUND_S:
+                if rounds.rounds and left < settings.min_round_s:
                     break
                 rounds.run_one(left)
         finally:

@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 MEAN_GAP_S = 15.0  # by default, one fault per this many seconds of chaos, on average
+MIN_ROUND_S = 90.0  # a later round is started with this much time left: its devices come up
+# in ~30-45 s on a loaded 2-core machine, and a health check the run's time stops
+# quarantines its device
 WARM_UP_S = 30.0  # the devices come up first (pytest, its workers, the emulators): no fault
 # before this
 QUIET_END = 0.15  # no fault in the last part of the run: retries and restarts end in it

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.chaos.schedule import MEAN_GAP_S
+from harness.chaos.schedule import MEAN_GAP_S, MIN_ROUND_S
 from harness.cli.command_error import CliError
 
 MAX_DURATION_S = 24 * 3600
@@ -55,6 +55,14 @@ def add_parser(commands: Any) -> None:
         help=f"one fault per this many seconds, on average (default: {MEAN_GAP_S:g})",
     )
     cmd.add_argument(
+        "--min-round",
+        type=_duration,
+        default=MIN_ROUND_S,
+        metavar="SECONDS",
+        help="a later round starts only with this much of the run's time left, for its "
+        f"devices to come up (default: {MIN_ROUND_S:g})",
+    )
+    cmd.add_argument(
         "--device",
         default="tag:emulated",
         help="the devices: profile names, a,b,c or tag:NAME (default: tag:emulated)",
@@ -86,7 +94,7 @@ def run_chaos_command(args: argparse.Namespace, pytest_args: list[str]) -> int:
         profiles = select_profiles(args.device)
         settings = ChaosSettings(
             args.seed, args.duration, args.device, profiles, args.results_dir.absolute(),
-            every_s=args.fault_every, pytest_args=tuple(pytest_args),
+            every_s=args.fault_every, min_round_s=args.min_round, pytest_args=tuple(pytest_args),
         )  # fmt: skip
         record = run_chaos(settings, lambda line: print(line, flush=True))
     invariants = record.invariants()

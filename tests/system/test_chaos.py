@@ -227,13 +227,14 @@ def _chaos(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_a_short_seeded_chaos_run_holds_its_invariants_and_the_check_can_fail(tmp_path):
     """90 s of the suites on three emulated devices (the first 30 s bring them up), a
-    fault every 4 s after that: the seed's schedule, its invariants held; then a wrong
+    fault every 4 s after that, rounds after rounds while 15 s are left (a warm round can
+    end before the first fault): the seed's schedule, its invariants held; then a wrong
     verdict planted in its results, and a process left with one of its owners' marker,
     each break the check."""
     require("sshd", "qemu-system-arm", "ss", "mount", root=True)
     folder = tmp_path / "chaos"
-    args = ("--duration", "90", "--seed", "5", "--fault-every", "4", "--device",
-            "host,ssh-emu,mcu-emu", "--results-dir", str(folder))  # fmt: skip
+    args = ("--duration", "90", "--seed", "5", "--fault-every", "4", "--min-round", "15",
+            "--device", "host,ssh-emu,mcu-emu", "--results-dir", str(folder))  # fmt: skip
     run = _chaos(*args, timeout=420)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
