@@ -21,6 +21,9 @@ from typing import Any, ClassVar
 SSHD = "/usr/sbin/sshd -E /run/et/sshd.log"
 RESTARTING = "reboot: Restarting system"  # printed by the kernel, quiet or not
 REBOOT_TIMEOUT = 30.0
+# QEMU connects to its serial socket as it starts; labgrid's QEMUDriver.on waits for that
+# without a bound, so a QEMU killed first (a power cut as it starts) would hang the boot.
+SERIAL_CONNECT_TIMEOUT = 30.0
 
 
 class Status(enum.Enum):
@@ -65,7 +68,7 @@ def strategy_class() -> type:
             elif status is Status.shell:
                 self.transition(Status.off)
                 self.target.activate(self.console)
-                self.power.on()
+                self._power_on()
                 self.target.activate(self.shell)
             elif status is Status.ssh:
                 self.transition(Status.shell)
@@ -87,6 +90,23 @@ def strategy_class() -> type:
             self.target.deactivate(self.shell)  # its next activation waits for the login prompt
             self.target.activate(self.shell)
             self.shell.run_check(SSHD)
+
+        def _power_on(self) -> None:
+            """``power.on``, its wait for QEMU's serial connection bounded by
+            :data:`SERIAL_CONNECT_TIMEOUT` (the driver's listening socket, made as it was
+            activated); a QEMU that did not connect in time is killed."""
+            self.console._socket.settimeout(SERIAL_CONNECT_TIMEOUT)
+            try:
+                self.power.on()
+            except TimeoutError:
+                child = self.console._child
+                if child is not None and child.poll() is None:
+                    child.kill()
+                    child.wait()
+                raise StrategyError(
+                    f"QEMU did not connect to its serial console within "
+                    f"{SERIAL_CONNECT_TIMEOUT:g} s: it ended or hung as it started"
+                ) from None
 
         def _require_ssh(self) -> None:
             if self.status is not Status.ssh:

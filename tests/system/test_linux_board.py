@@ -309,3 +309,37 @@ def test_a_power_cut_while_the_board_boots_for_its_first_test_boots_it_again(tmp
     (restart,) = records[0]["emulator_restarts"]
     assert restart.startswith("restart 1 of 2: bring-up failed: LinuxEmulatorError: linux-emu: ")
     assert "console log: " in restart and "quarantined" not in output
+
+
+@pytest.mark.nightly
+def test_a_qemu_that_ends_before_its_console_connects_fails_the_boot_not_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A power cut as QEMU starts (here: a QEMU that ends at once) leaves labgrid waiting
+    for its serial console: the wait is bounded, and the boot fails in one line."""
+    import threading
+
+    import harness.emulators.linux as linux
+    import harness.emulators.linux_strategy as strategy
+
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    fake = tmp_path / "qemu-system-aarch64"  # tells its version, then ends at once
+    fake.write_text('#!/bin/sh\n[ "$1" = -version ] && exec qemu-system-aarch64 "$1"\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(linux, "QEMU", str(fake))
+    monkeypatch.setattr(strategy, "SERIAL_CONNECT_TIMEOUT", 1.0, raising=False)
+    board, failed = LinuxEmulator(tmp_path / "board"), []
+
+    def start() -> None:
+        try:
+            board.start()
+        except LinuxEmulatorError as exc:
+            failed.append(str(exc))
+
+    starting = threading.Thread(target=start, daemon=True)
+    starting.start()
+    starting.join(60)
+    assert not starting.is_alive(), "the boot hangs waiting for QEMU's serial console"
+    (message,) = failed
+    assert message.startswith("linux-emu: boot and login failed: StrategyError: QEMU did not ")
+    assert "\n" not in message and str(board.console_log) in message
