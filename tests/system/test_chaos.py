@@ -224,7 +224,7 @@ def _chaos(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.mark.slow
+@pytest.mark.nightly  # ~100 s of CPU: over README's test command's budget (docs/chaos.md)
 def test_a_short_seeded_chaos_run_holds_its_invariants_and_the_check_can_fail(tmp_path):
     """90 s of the suites on three emulated devices (the first 30 s bring them up), a
     fault every 4 s after that, rounds after rounds while 15 s are left (a warm round can

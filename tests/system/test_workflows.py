@@ -109,6 +109,8 @@ def test_the_nightly_workflow_runs_ten_minutes_of_chaos_with_a_fixed_seed():
     assert "--privileged" in job["container"]["options"]
     runs = [step.get("run", "") for step in job["steps"]]
     assert runs.index("bash ci/setup.sh") < runs.index(chaos["chaos"])
+    short = "pytest tests/system/test_chaos.py -m nightly"  # the short run, planted checks
+    assert any(short in run for run in runs), runs
     folder = words[words.index("--results-dir") + 1]
     (upload,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-")]
     assert upload["if"] == "always()" and upload["with"]["path"] == folder
