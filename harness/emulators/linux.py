@@ -48,7 +48,7 @@ _SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorize
 
 class LinuxEmulatorError(RuntimeError, InfrastructureError):
     """The board could not be built, powered on, booted or reached; the message names
-    the step (image, boot, login, SSH) and where its console log is."""
+    the step (image, power-on, boot, login, SSH) and where its console log is."""
 
 
 class LinuxEmulator:
@@ -236,7 +236,10 @@ class LinuxEmulator:
         config.write_text(json.dumps(self._environment_config(image, seed)))
         self._environment = Environment(str(config))
         target = self._environment.get_target("main")
-        self._console = ConsoleLog(self.console_log, target.get_driver("QEMUDriver"))
+        # QEMUDriver asks the QEMU binary its version as it is made: a power cut then
+        # kills that QEMU, a failed power-on like any other
+        qemu = self._run_step("power-on", lambda: target.get_driver("QEMUDriver"))
+        self._console = ConsoleLog(self.console_log, qemu)
         self._strategy = target.get_driver("LinuxBoardStrategy")
         self._run_step("boot and login", lambda: self._strategy.transition("shell"))
         self._qemu_pid = target.get_driver("QEMUDriver")._child.pid
@@ -273,9 +276,9 @@ class LinuxEmulator:
             "images": {"kernel": str(image.kernel)},
         }
 
-    def _run_step(self, name: str, action: Any) -> None:
+    def _run_step(self, name: str, action: Any) -> Any:
         try:
-            action()
+            return action()
         except Exception as exc:
             raise LinuxEmulatorError(
                 f"linux-emu: {name} failed: {_cause(exc)}; console log: {self.console_log}"

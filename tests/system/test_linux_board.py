@@ -311,35 +311,48 @@ def test_a_power_cut_while_the_board_boots_for_its_first_test_boots_it_again(tmp
     assert "console log: " in restart and "quarantined" not in output
 
 
+KILLED_AS_IT_STARTS = [
+    # killed as it tells labgrid its version (QEMUDriver asks it as it is made)
+    ('[ "$1" = -version ] && kill -9 $$\n', "power-on failed: ExecutionError: "),
+    # killed before it connects to its serial console (labgrid waits for that in accept)
+    ('[ "$1" = -version ] && exec qemu-system-aarch64 "$1"\nexit 1\n',
+     "boot and login failed: StrategyError: QEMU did not connect to its serial console"),
+]  # fmt: skip
+
+
 @pytest.mark.nightly
-def test_a_qemu_that_ends_before_its_console_connects_fails_the_boot_not_hangs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("script", "failed"), KILLED_AS_IT_STARTS)
+def test_a_qemu_killed_as_it_starts_fails_the_boot_in_one_line_not_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, failed: str
 ):
-    """A power cut as QEMU starts (here: a QEMU that ends at once) leaves labgrid waiting
-    for its serial console: the wait is bounded, and the boot fails in one line."""
+    """A power cut as QEMU starts (here: a stand-in QEMU that ends) fails the board's
+    power-on as an emulator error naming the step, in bounded time: the farm then boots
+    the board again (a test error, or a hang, would end the run's tests on it)."""
     import threading
 
     import harness.emulators.linux as linux
     import harness.emulators.linux_strategy as strategy
 
     require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
-    fake = tmp_path / "qemu-system-aarch64"  # tells its version, then ends at once
-    fake.write_text('#!/bin/sh\n[ "$1" = -version ] && exec qemu-system-aarch64 "$1"\nexit 1\n')
+    fake = tmp_path / "qemu-system-aarch64"
+    fake.write_text(f"#!/bin/sh\n{script}")
     fake.chmod(0o755)
     monkeypatch.setattr(linux, "QEMU", str(fake))
     monkeypatch.setattr(strategy, "SERIAL_CONNECT_TIMEOUT", 1.0, raising=False)
-    board, failed = LinuxEmulator(tmp_path / "board"), []
+    board, errors = LinuxEmulator(tmp_path / "board"), []
 
     def start() -> None:
         try:
             board.start()
-        except LinuxEmulatorError as exc:
-            failed.append(str(exc))
+        except Exception as exc:
+            errors.append(exc)
 
     starting = threading.Thread(target=start, daemon=True)
     starting.start()
     starting.join(60)
     assert not starting.is_alive(), "the boot hangs waiting for QEMU's serial console"
-    (message,) = failed
-    assert message.startswith("linux-emu: boot and login failed: StrategyError: QEMU did not ")
+    (error,) = errors
+    assert isinstance(error, LinuxEmulatorError), repr(error)
+    message = str(error)
+    assert message.startswith(f"linux-emu: {failed}"), message
     assert "\n" not in message and str(board.console_log) in message
