@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.emulators.linux_image import BoardImage, BoardImageError, ensure_image
 from harness.emulators.linux_strategy import strategy_class
-from harness.emulators.ssh import ensure_key, write_private
+from harness.emulators.ssh import SshBoardFiles, ensure_key, write_private
 from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import free_port
@@ -51,7 +51,7 @@ class LinuxEmulatorError(RuntimeError, InfrastructureError):
     the step (image, power-on, boot, login, SSH) and where its console log is."""
 
 
-class LinuxEmulator:
+class LinuxEmulator(SshBoardFiles):
     """One booted arm64 board (see the module). After :meth:`start`, ``directory`` holds
     ``ssh_config`` (host ``alias``), ``known_hosts``, the client key, ``flash.img`` and
     ``console.log``. :meth:`cut_power` is the power cut a fault injector uses."""
@@ -78,22 +78,6 @@ class LinuxEmulator:
         self._console: ConsoleLog | None = None
         self._qemu_pid: int | None = None
         self.boot_seconds: float | None = None  # power-on to SSH, of the last boot
-
-    @property
-    def host_key(self) -> Path:
-        return self.directory / "ssh_host_ed25519_key"
-
-    @property
-    def client_key(self) -> Path:
-        return self.directory / "id_ed25519"
-
-    @property
-    def known_hosts(self) -> Path:
-        return self.directory / "known_hosts"
-
-    @property
-    def ssh_config(self) -> Path:
-        return self.directory / "ssh_config"
 
     @property
     def flash(self) -> Path:
@@ -246,7 +230,7 @@ class LinuxEmulator:
         owner.current().add_process(self._qemu_pid, "linux-emu qemu")
         self._run_step("SSH", lambda: self._strategy.transition("ssh"))
         self._wait_for_ssh()
-        self._write_client_files()
+        self.write_client_files()
         self.boot_seconds = time.monotonic() - started
 
     def _environment_config(self, image: BoardImage, seed: Path) -> dict[str, object]:
@@ -300,21 +284,6 @@ class LinuxEmulator:
             f"linux-emu: SSH failed: no SSH banner on {self.host}:{self.port} within "
             f"{self._boot_timeout} s of sshd starting; console log: {self.console_log}"
         )
-
-    def _write_client_files(self) -> None:
-        kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
-        write_private(self.known_hosts, f"[{self.host}]:{self.port} {kind} {blob}\n")
-        lines = [
-            f"Host {self.alias}",
-            f"    HostName {self.host}",
-            f"    Port {self.port}",
-            f"    User {self.user}",
-            f'    IdentityFile "{self.client_key}"',
-            "    IdentitiesOnly yes",
-            f'    UserKnownHostsFile "{self.known_hosts}"',
-            "    StrictHostKeyChecking yes",
-        ]
-        write_private(self.ssh_config, "\n".join(lines) + "\n")
 
     def _release(self) -> None:
         if self._console is not None:

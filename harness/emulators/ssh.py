@@ -107,7 +107,64 @@ class NetworkNamespace:
         self.delete()
 
 
-class SshEmulator:
+class SshBoardFiles:
+    """What an emulated board reached over SSH keeps in its ``directory`` (ssh-emu and
+    linux-emu): its host key, the harness's client key, and the known_hosts and ssh_config
+    the ssh transport reads; stable names, so people can find them."""
+
+    directory: Path
+    alias: str
+    user: str
+    host: str
+    port: int
+
+    @property
+    def host_key(self) -> Path:
+        return self.directory / "ssh_host_ed25519_key"
+
+    @property
+    def client_key(self) -> Path:
+        return self.directory / "id_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.directory / "known_hosts"
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.directory / "ssh_config"
+
+    @property
+    def host_public_key(self) -> str:
+        """``ssh-ed25519 AAAA...``: pin this in a profile's ``host_key``."""
+        kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
+        return f"{kind} {blob}"
+
+    @property
+    def known_hosts_name(self) -> str:
+        """How ssh names this endpoint in known_hosts: ``[127.0.0.1]:PORT``."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    def write_client_files(self, proxy_command: str | None = None) -> None:
+        """The known_hosts pinning this board's host key, and the ssh_config entry
+        (``Host ALIAS``) that reaches it with the client key, strictly checked."""
+        write_private(self.known_hosts, f"{self.known_hosts_name} {self.host_public_key}\n")
+        lines = [
+            f"Host {self.alias}",
+            f"    HostName {self.host}",
+            f"    Port {self.port}",
+            f"    User {self.user}",
+            f'    IdentityFile "{self.client_key}"',
+            "    IdentitiesOnly yes",
+            f'    UserKnownHostsFile "{self.known_hosts}"',
+            "    StrictHostKeyChecking yes",
+        ]
+        if proxy_command:
+            lines.append(f"    ProxyCommand {proxy_command}")
+        write_private(self.ssh_config, "\n".join(lines) + "\n")
+
+
+class SshEmulator(SshBoardFiles):
     """One emulated board: a real sshd, its keys, and client files to reach it.
 
     After :meth:`start`, ``directory`` holds ``ssh_config`` (host ``alias``),
@@ -143,42 +200,14 @@ class SshEmulator:
         self._authorized_keys: Path | None = None
         self.port = 0
 
-    # Files the emulator writes; stable names so people can find them.
-    @property
-    def host_key(self) -> Path:
-        return self.directory / "ssh_host_ed25519_key"
-
-    @property
-    def client_key(self) -> Path:
-        return self.directory / "id_ed25519"
-
-    @property
-    def known_hosts(self) -> Path:
-        return self.directory / "known_hosts"
-
-    @property
-    def ssh_config(self) -> Path:
-        return self.directory / "ssh_config"
-
     @property
     def log_path(self) -> Path:
         return self.directory / "sshd.log"
 
     @property
-    def host_public_key(self) -> str:
-        """``ssh-ed25519 AAAA...``: pin this in a profile's ``host_key``."""
-        kind, blob = self.host_key.with_suffix(".pub").read_text().split()[:2]
-        return f"{kind} {blob}"
-
-    @property
     def host_key_fingerprint(self) -> str:
         """``SHA256:...`` of the host key, as ``ssh-keygen -l`` shows it."""
         return fingerprint_of_public_key(self.host_public_key)
-
-    @property
-    def known_hosts_name(self) -> str:
-        """How ssh names this endpoint in known_hosts: ``[127.0.0.1]:PORT``."""
-        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
     @property
     def proxy_command(self) -> str | None:
@@ -230,7 +259,7 @@ class SshEmulator:
             )
             self._netns = self._choose_netns()
             self._spawn_listening_daemon()
-            self._write_client_files()
+            self.write_client_files(self.proxy_command)
         except BaseException:
             self.stop()
             raise
@@ -360,22 +389,6 @@ class SshEmulator:
             "LogLevel VERBOSE",
         ]
         write_private(self.directory / "sshd_config", "\n".join(lines) + "\n")
-
-    def _write_client_files(self) -> None:
-        write_private(self.known_hosts, f"{self.known_hosts_name} {self.host_public_key}\n")
-        lines = [
-            f"Host {self.alias}",
-            f"    HostName {self.host}",
-            f"    Port {self.port}",
-            f"    User {self.user}",
-            f'    IdentityFile "{self.client_key}"',
-            "    IdentitiesOnly yes",
-            f'    UserKnownHostsFile "{self.known_hosts}"',
-            "    StrictHostKeyChecking yes",
-        ]
-        if self.proxy_command:
-            lines.append(f"    ProxyCommand {self.proxy_command}")
-        write_private(self.ssh_config, "\n".join(lines) + "\n")
 
 
 def _missing(tools: dict[str, str]) -> list[str]:
