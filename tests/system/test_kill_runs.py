@@ -65,6 +65,7 @@ DEVICE_PROCESSES = {
     "ssh-emu": ("sshd", "socat", "qemu-aarch64"),
     "adb-emu": ("harness.emulators.adb.daemon", "server nodaemon", "qemu-aarch64"),
     "mcu-emu": ("qemu-system-arm",),
+    "linux-emu": ("qemu-system-aarch64",),  # the booted board: its QEMU is its power
 }
 
 
@@ -268,9 +269,11 @@ def _passed_before(run: HeldRun) -> None:
 
 
 DEVICES = ("host", "ssh-emu", "adb-emu", "mcu-emu")
+# linux-emu boots a board (its QEMU, labgrid's driver): in the nightly's board job
+BOOTED = pytest.param("linux-emu", marks=pytest.mark.nightly)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", [*DEVICES, BOOTED])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_a_signalled_run_leaves_nothing(held_run, device: str, signum: int) -> None:
     run = held_run((device,))
