@@ -27,7 +27,7 @@ import signal
 import socket
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +42,18 @@ DEFAULT_ALIAS = "linux-emu"
 DEVICE_USER = "root"  # the board's own root: the agent may reboot it (REBOOT)
 LISTEN_HOST = "127.0.0.1"
 QEMU = "qemu-system-aarch64"
-_BOOT_ARGS = "console=ttyAMA0 quiet panic=-1"
+# Not quiet: the console log of a board that does not come back shows how far the kernel
+# got (ShellDriver's "dmesg -n 1" quiets it once logged in).
+_BOOT_ARGS = "console=ttyAMA0 panic=-1"
+LOGIN_PROMPT = " login: "  # busybox getty's, as ShellDriver waits for it
+_KEPT_BYTES = 1 << 20  # the most of a console log a failed step carries (its end)
 _SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorized key
 
 
 class LinuxEmulatorError(RuntimeError, InfrastructureError):
     """The board could not be built, powered on, booted or reached; the message names
-    the step (image, power-on, boot, login, SSH) and where its console log is."""
+    the step (image, power-on, boot, login, SSH, reboot) and where its console log is,
+    which the error carries (``kept``, up to the failure: its directory may go)."""
 
 
 class LinuxEmulator(SshBoardFiles):
@@ -225,7 +230,12 @@ class LinuxEmulator(SshBoardFiles):
         qemu = self._run_step("power-on", lambda: target.get_driver("QEMUDriver"))
         self._console = ConsoleLog(self.console_log, qemu)
         self._strategy = target.get_driver("LinuxBoardStrategy")
-        self._run_step("boot and login", lambda: self._strategy.transition("shell"))
+        self._run_step("power-on", lambda: self._strategy.transition("on"))
+        booting = self.console_log.stat().st_size
+        self._run_step(
+            lambda: "login" if LOGIN_PROMPT in self._console_since(booting) else "boot",
+            lambda: self._strategy.transition("shell"),
+        )
         self._qemu_pid = target.get_driver("QEMUDriver")._child.pid
         owner.current().add_process(self._qemu_pid, "linux-emu qemu")
         self._run_step("SSH", lambda: self._strategy.transition("ssh"))
@@ -260,13 +270,37 @@ class LinuxEmulator(SshBoardFiles):
             "images": {"kernel": str(image.kernel)},
         }
 
-    def _run_step(self, name: str, action: Any) -> Any:
+    def _run_step(self, name: str | Callable[[], str], action: Any) -> Any:
+        """``action()``; its failure one :class:`LinuxEmulatorError` naming the step
+        (``name``, or what ``name()`` tells once it failed: boot or login)."""
         try:
             return action()
         except Exception as exc:
-            raise LinuxEmulatorError(
-                f"linux-emu: {name} failed: {_cause(exc)}; console log: {self.console_log}"
-            ) from exc
+            step = name if isinstance(name, str) else name()
+            raise self._failed(f"{step} failed: {_cause(exc)}") from exc
+
+    def _failed(self, what: str) -> LinuxEmulatorError:
+        """The error of a failed step (``what``), with the console's last two lines, naming
+        the console log and carrying it (:attr:`LinuxEmulatorError.kept`)."""
+        if self._console is not None:
+            self._console.flush()  # what the board printed last, still in the socket
+        kept = self._console_since(0)
+        lines = [line.strip()[:100] for line in kept.splitlines() if line.strip()][-2:]
+        said = f"; the console's last lines: {' | '.join(lines)!r}" if lines else ""
+        error = LinuxEmulatorError(f"linux-emu: {what}{said}; console log: {self.console_log}")
+        if self.console_log.is_file():
+            error.kept = ((str(self.console_log), kept.encode("utf-8", "replace")),)
+        return error
+
+    def _console_since(self, offset: int) -> str:
+        """The console log from byte ``offset`` on (its last :data:`_KEPT_BYTES` at most)."""
+        try:
+            with self.console_log.open("rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(offset, size - _KEPT_BYTES))
+                return log.read(_KEPT_BYTES).decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
 
     def _wait_for_ssh(self) -> None:
         deadline = time.monotonic() + self._boot_timeout
@@ -280,9 +314,9 @@ class LinuxEmulator(SshBoardFiles):
             except OSError:
                 pass
             time.sleep(0.05)  # refused or closed at once (QEMU forwards before sshd listens)
-        raise LinuxEmulatorError(
-            f"linux-emu: SSH failed: no SSH banner on {self.host}:{self.port} within "
-            f"{self._boot_timeout} s of sshd starting; console log: {self.console_log}"
+        raise self._failed(
+            f"SSH failed: no SSH banner on {self.host}:{self.port} within "
+            f"{self._boot_timeout} s of sshd starting"
         )
 
     def _release(self) -> None:
@@ -300,8 +334,8 @@ class ConsoleLog:
     while it was up, read at :meth:`flush` (before a power cut, a reboot or a stop).
 
     All reads happen on the thread that drives labgrid (its steps are one stack). Once
-    the board is up its console is quiet (the kernel's ``quiet``, then ``dmesg -n 1``):
-    what it prints meanwhile waits in the socket until the next flush.
+    the board is up its console is quiet (``dmesg -n 1`` as the shell logs in): what it
+    prints meanwhile waits in the socket until the next flush.
     """
 
     _FLUSH_BYTES = 1 << 20  # at most this much read at one flush

@@ -44,6 +44,7 @@ from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
     from harness.lab.reservation import LabgridReservation
+    from harness.results.artifacts import CrashArtifacts
 
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
@@ -55,9 +56,10 @@ FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 
 
-def describe_error(exc: BaseException) -> str:
-    """``TransportLost: host: ...``: the type and the message on one line, shortened."""
-    return f"{type(exc).__name__}: {one_line(str(exc))}"
+def describe_error(exc: BaseException, message: str | None = None, limit: int = 300) -> str:
+    """``TransportLost: host: ...``: the type and the message (``message`` instead of its
+    own) on one line, shortened to ``limit`` characters."""
+    return f"{type(exc).__name__}: {one_line(str(exc) if message is None else message, limit)}"
 
 
 class RuntimeNotRunning(UsageError):
@@ -105,6 +107,7 @@ class DeviceSlot:
         self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
         self._sessions: list[Session] = []
+        self._artifacts: CrashArtifacts | None = None  # the current test's
         self.emulator_restarts: list[str] = []  # why, one per restart this run
         self._restarts_reported = 0
         self._avoid: dict[str, str] = {}  # a pool's places this run took out, and why
@@ -149,7 +152,7 @@ class DeviceSlot:
                 self.runner.take_over(runner)
             self._held.callback(self.runner.close)
         except BaseException as exc:
-            reason = f"bring-up failed: {describe_error(exc)}"
+            reason = f"bring-up failed: {self._described(exc)}"
             if infrastructure_error(exc) is not None:
                 if self._move_on(exc, reason) or (held and self._bring_up_again(exc, reason)):
                     return
@@ -317,11 +320,15 @@ class DeviceSlot:
             if self._move_on(exc, reason):
                 return
             lab_wide = self._quarantine_place(exc, reason)
-            self.health.quarantine(f"{reason}{lab_wide}")
+            agent = isinstance(exc, TransportError | RunnerError)  # no HELLO: the agent's step
+            described = self._described(
+                exc, collect=True, note=" (its agent did not answer HELLO)" if agent else ""
+            )
+            self.health.quarantine(f"{which} failed: {described}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
                 f"device {self.name!r}{self._board()} failed {which} and is quarantined for "
-                f"the rest of this run: {describe_error(exc)}{lab_wide}"
+                f"the rest of this run: {described}{lab_wide}"
             ) from exc
         facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
         self._check_runtime(facts.get("runtime", ""))
@@ -365,11 +372,12 @@ class DeviceSlot:
                 raise
             if self._restart_emulator(f"emulator restart {number}", exc):  # its boot cut too
                 return True
-            self.health.quarantine(f"emulator restart {number} failed: {describe_error(exc)}")
+            described = self._described(exc)
+            self.health.quarantine(f"emulator restart {number} failed: {described}")
             self.close()
             raise DeviceQuarantined(
                 f"device {self.name!r} failed {which}, and bringing its emulator up again "
-                f"failed: {describe_error(exc)}; it is quarantined for the rest of this run"
+                f"failed: {described}; it is quarantined for the rest of this run"
             ) from exc
         self._check(f"the health check after emulator restart {number}")
         return True
@@ -436,9 +444,26 @@ class DeviceSlot:
     def _keep_session(self, session: Session) -> None:
         self._sessions.append(session)
 
-    def begin_test(self) -> None:
-        """Forget agents that ended before this test (their stderr is not this test's)."""
+    def begin_test(self, artifacts: CrashArtifacts | None = None) -> None:
+        """Forget agents that ended before this test (their stderr is not this test's);
+        what shows why the device fails during it is kept in ``artifacts``."""
         self._sessions = self._sessions[-1:]
+        self._artifacts = artifacts
+
+    def _described(self, error: BaseException, *, collect: bool = False, note: str = "") -> str:
+        """:func:`describe_error` of ``error`` (and ``note``) once what shows why is kept as
+        the current test's artifacts (the files it carries, an emulator's console log up to
+        a failed boot; with ``collect``, what the device holds), naming the kept copies: the
+        device, and its emulator's directory, are closed after."""
+        artifacts = self._artifacts
+        if artifacts is None:
+            return describe_error(error, f"{error}{note}")
+        device = self.device if collect else None
+        kept = artifacts.keep_evidence(error, device.collect_artifacts if device else None)
+        text = f"{artifacts.repoint(str(error))}{note}"
+        unnamed = [str(path) for path in kept if str(path) not in text]
+        said = f"; kept: {', '.join(unnamed)}" if unnamed else ""
+        return f"{describe_error(error, text, limit=600)}{said}"
 
     def stderr_tails(self) -> list[tuple[str, str]]:
         """(title, last stderr lines) of each agent that ran during the current test."""

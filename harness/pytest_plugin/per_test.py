@@ -45,7 +45,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     slot = slot_of(item)
     if slot is not None:
         slot.health.ensure_usable()
-        slot.begin_test()
+        keep_artifacts(item, slot)  # makes the test's artifact record
+        slot.begin_test(item.stash[ARTIFACTS])  # a device that fails keeps its evidence there
         slot.check_if_due()
 
 
@@ -126,13 +127,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     slot = slot_of(item)
     infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None
     if infra is not None and report.failed:
-        payload["infra"] = {
-            "type": type(infra).__name__,
-            "message": str(infra),
-            "phase": report.when,
-        }
+        kept = item.stash.get(ARTIFACTS, None)
+        message = kept.repoint(str(infra)) if kept is not None else str(infra)  # a kept file
+        payload["infra"] = {"type": type(infra).__name__, "message": message, "phase": report.when}
         item.user_properties += [
-            (INFRA_PROPERTY, describe_error(infra)),
+            (INFRA_PROPERTY, describe_error(infra, message)),
             (INFRA_PHASE_PROPERTY, report.when),
         ]
         report.sections.append(

@@ -147,7 +147,7 @@ def test_a_board_whose_flash_is_damaged_fails_its_boot_with_the_console_log(tmp_
         broken.start()
     message = str(failure.value)
     assert "\n" not in message
-    assert message.startswith("linux-emu: boot and login failed") and str(tmp_path) in message
+    assert message.startswith("linux-emu: boot failed") and str(tmp_path) in message
     assert "et-init: boot failed: cannot mount the flash" in broken.console_log.read_text()
 
 
@@ -316,7 +316,7 @@ KILLED_AS_IT_STARTS = [
     ('[ "$1" = -version ] && kill -9 $$\n', "power-on failed: ExecutionError: "),
     # killed before it connects to its serial console (labgrid waits for that in accept)
     ('[ "$1" = -version ] && exec qemu-system-aarch64 "$1"\nexit 1\n',
-     "boot and login failed: StrategyError: QEMU did not connect to its serial console"),
+     "power-on failed: StrategyError: QEMU did not connect to its serial console"),
 ]  # fmt: skip
 
 
