@@ -360,7 +360,7 @@ class DeviceSlot:
         if (
             self.device is None
             or self.device.emulator is None
-            or not self._take_restart(f"{which} failed: {describe_error(error)}")
+            or not self._take_restart(f"{which} failed: {self._described(error)}")
         ):
             return False
         number = len(self.emulator_restarts)

@@ -69,7 +69,8 @@ class CrashArtifacts:
         self._base = results_dir / ARTIFACTS_DIR / device / name
         self._handled: list[BaseException] = []  # kept alive, so compared by identity
         self._tries: dict[int, Path] = {}  # try number -> the directory chosen for it
-        self._moved: dict[str, str] = {}  # a kept file's original path -> its kept copy
+        self._moved: dict[str, str] = {}  # a kept file's original path -> its latest copy
+        self._carried: list[BaseException] = []  # errors whose files were kept, by identity
         self.paths: list[str] = []  # relative to the results directory
 
     def after_failure(
@@ -93,18 +94,17 @@ class CrashArtifacts:
         self, exc: BaseException, collect: Callable[[Path], list[Path]] | None = None
     ) -> list[Path]:
         """Keep what shows why a device failed before it is closed, in the test's
-        ``device/`` directory: the files ``exc`` or an error inside it carries (each once)
-        and, with ``collect``, what the device holds
+        ``device/`` directory: the files ``exc`` or an error inside it carries (each
+        error's once) and, with ``collect``, what the device holds
         (:meth:`~harness.devices.base.Device.collect_artifacts`). Returns the new copies; a
         disk that refuses them costs one line on stderr, not the test."""
         folder = self._base / "device"
-        carried = [
-            (source, content)
-            for error in every_exception(exc)
-            if isinstance(error, InfrastructureError)
-            for source, content in error.kept
-            if source not in self._moved
-        ]
+        carried: list[tuple[str, bytes]] = []
+        for error in every_exception(exc):
+            if isinstance(error, InfrastructureError) and error.kept:
+                if not any(error is seen for seen in self._carried):
+                    self._carried.append(error)
+                    carried += error.kept
         copies = []
         try:
             folder.mkdir(parents=True, exist_ok=True)
