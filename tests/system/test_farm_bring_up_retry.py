@@ -5,7 +5,8 @@ The farm's own slot on ssh-emu, with an emulator double whose first starts fail 
 a cut boot does (:class:`SshEmulatorError`); later starts are the real sshd. The restarts
 are counted against ``--emulator-restarts`` and reported like those after a failed
 health check; a device whose restarts are used up is quarantined with the error of the
-step that failed.
+step that failed, what each failed start carried (a console log) kept as the test's
+artifact and named in those lines.
 """
 
 from __future__ import annotations
@@ -134,3 +135,43 @@ def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypa
         assert f"{CUT} (start 1)" in restarts[1]
     finally:
         slot.close()
+
+
+def test_what_a_failed_start_carries_is_kept_as_the_tests_artifact_and_named(tmp_path, monkeypatch):
+    """The emulator's directory goes as the device closes: the console log a failed start
+    carries (InfrastructureError.kept) is kept first, in the current test's artifacts,
+    and every line names the kept copy, not the gone original."""
+    from harness.results.artifacts import CrashArtifacts
+
+    require("sshd", root=True)
+    logs: list[Path] = []
+
+    def start(emulator: SshEmulator) -> dict[str, object]:
+        log = emulator.directory / "console.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"boot {len(logs) + 1}: no login prompt\n")
+        logs.append(log)
+        error = SshEmulatorError(f"{CUT}; console log: {log}")
+        error.kept = ((str(log), log.read_bytes()),)
+        raise error
+
+    monkeypatch.setattr(SshEmulator, "start", start)
+    results = tmp_path / "results"
+    artifacts = CrashArtifacts(results, "ssh-emu", "test_x[ssh-emu]")
+    slot = _slot(tmp_path, 1)
+    slot.begin_test(artifacts)
+    with pytest.raises(SshEmulatorError) as failure:
+        slot.open()
+    assert len(logs) == 2 and not any(log.exists() for log in logs)  # closed: gone
+    device = results / "artifacts" / "ssh-emu" / "test_x_ssh-emu_" / "device"
+    first, second = device / "console.log", device / "console-2.log"
+    assert first.read_text() == "boot 1: no login prompt\n"
+    assert second.read_text() == "boot 2: no login prompt\n"
+    assert artifacts.paths == [str(p.relative_to(results)) for p in (first, second)]
+    assert artifacts.repoint(str(failure.value)) == f"{CUT}; console log: {second}"
+    (restart,) = slot.take_restarts()
+    assert restart.endswith(f"{CUT}; console log: {first}"), restart
+    assert slot.health.quarantine_reason == (
+        f"bring-up failed: SshEmulatorError: {CUT}; console log: {second} "
+        "(after 1 emulator restart)"
+    )
