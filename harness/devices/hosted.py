@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -313,11 +312,7 @@ class HostedDevice(Device):
         """Core files the agent left in the work directory (:mod:`harness.devices.core_files`),
         none from a device that cannot be reached any more; and the serial console's log of
         an emulated board that has one (linux-emu: what it printed, up to a power cut)."""
-        kept = []
-        console = getattr(self.emulator, "console_log", None)
-        if isinstance(console, Path) and console.is_file():
-            dest.mkdir(parents=True, exist_ok=True)
-            kept.append(Path(shutil.copyfile(console, dest / console.name)))
+        kept = self.copy_console_log(dest)
         try:
             work_dir = self.work_dir
         except TransportError:

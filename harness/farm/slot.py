@@ -322,7 +322,9 @@ class DeviceSlot:
             lab_wide = self._quarantine_place(exc, reason)
             agent = isinstance(exc, TransportError | RunnerError)  # no HELLO: the agent's step
             described = self._described(
-                exc, collect=True, note=" (its agent did not answer HELLO)" if agent else ""
+                exc,
+                collect=self.device.copy_console_log if self.device is not None else None,
+                note=" (its agent did not answer HELLO)" if agent else "",
             )
             self.health.quarantine(f"{which} failed: {described}{lab_wide}")
             self.close()
@@ -450,16 +452,21 @@ class DeviceSlot:
         self._sessions = self._sessions[-1:]
         self._artifacts = artifacts
 
-    def _described(self, error: BaseException, *, collect: bool = False, note: str = "") -> str:
+    def _described(
+        self,
+        error: BaseException,
+        *,
+        collect: Callable[[Path], list[Path]] | None = None,
+        note: str = "",
+    ) -> str:
         """:func:`describe_error` of ``error`` (and ``note``) once what shows why is kept as
         the current test's artifacts (the files it carries, an emulator's console log up to
-        a failed boot; with ``collect``, what the device holds), naming the kept copies: the
-        device, and its emulator's directory, are closed after."""
+        a failed boot; what ``collect`` copies), naming the kept copies: the device, and its
+        emulator's directory, are closed after."""
         artifacts = self._artifacts
         if artifacts is None:
             return describe_error(error, f"{error}{note}")
-        device = self.device if collect else None
-        kept = artifacts.keep_evidence(error, device.collect_artifacts if device else None)
+        kept = artifacts.keep_evidence(error, collect)
         text = f"{artifacts.repoint(str(error))}{note}"
         unnamed = [str(path) for path in kept if str(path) not in text]
         said = f"; kept: {', '.join(unnamed)}" if unnamed else ""

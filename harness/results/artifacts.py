@@ -22,8 +22,8 @@ it failed its health check and is quarantined) is closed, and what its emulator 
 goes with it: what shows why is kept first, in the test's ``device/`` directory
 (:meth:`CrashArtifacts.keep_evidence`): the files its error carries (an emulator's
 console log up to a failed boot, :attr:`harness.errors.InfrastructureError.kept`) and
-what the device still holds. The error's line then names the kept copy
-(:meth:`CrashArtifacts.repoint`).
+what the farm copies from the device (its emulator's console log). The error's line then
+names the kept copy (:meth:`CrashArtifacts.repoint`).
 
 The agent's stderr tail goes into a failure's report section without the runtime's own
 log lines (``E 00:00:00.027 executorch:cpuinfo_utils.cpp:62] ...``: XNNPACK writes the
@@ -95,8 +95,8 @@ class CrashArtifacts:
     ) -> list[Path]:
         """Keep what shows why a device failed before it is closed, in the test's
         ``device/`` directory: the files ``exc`` or an error inside it carries (each
-        error's once) and, with ``collect``, what the device holds
-        (:meth:`~harness.devices.base.Device.collect_artifacts`). Returns the new copies; a
+        error's once) and what ``collect`` copies into the folder it is given
+        (:meth:`~harness.devices.base.Device.copy_console_log`). Returns the new copies; a
         disk that refuses them costs one line on stderr, not the test."""
         folder = self._base / "device"
         carried: list[tuple[str, bytes]] = []
