@@ -175,3 +175,43 @@ def test_what_a_failed_start_carries_is_kept_as_the_tests_artifact_and_named(tmp
         f"bring-up failed: SshEmulatorError: {CUT}; console log: {second} "
         "(after 1 emulator restart)"
     )
+
+
+def test_an_emulator_restart_that_fails_quarantines_naming_the_kept_console_log(
+    tmp_path, monkeypatch
+):
+    """The emulator died mid-run and no restart brings it up: the device is quarantined,
+    each failed start's console log kept as the test's artifact and named in the line."""
+    from harness.results.artifacts import CrashArtifacts
+
+    require("sshd", root=True)
+    results = tmp_path / "results"
+    artifacts = CrashArtifacts(results, "ssh-emu", "test_y[ssh-emu]")
+    slot = _slot(tmp_path, 1)
+    try:
+        device = slot.open()
+        assert device.emulator is not None and slot.runner is not None
+        slot.begin_test(artifacts)
+        device.emulator.kill()
+
+        def start(emulator: SshEmulator) -> dict[str, object]:
+            log = emulator.directory / "console.log"
+            log.write_text("no login prompt\n")
+            error = SshEmulatorError(f"{CUT}; console log: {log}")
+            error.kept = ((str(log), log.read_bytes()),)
+            raise error
+
+        monkeypatch.setattr(SshEmulator, "start", start)
+        with pytest.raises(DeviceQuarantined) as failure:
+            slot.retry(slot.runner.reset, TransportLost("the agent's link was lost"), [],
+                       lambda error, attempt: None)  # fmt: skip
+    finally:
+        slot.close()
+    kept = results / "artifacts" / "ssh-emu" / "test_y_ssh-emu_" / "device" / "console.log"
+    assert kept.read_text() == "no login prompt\n"
+    assert str(failure.value).startswith(
+        "device 'ssh-emu' failed the health check before a retry, and bringing its emulator "
+        f"up again failed: DeviceSetupError: ssh-emu: its emulator did not start again: {CUT}; "
+        f"console log: {kept}; it is quarantined"
+    ), failure.value
+    assert str(kept) in str(slot.health.quarantine_reason)
