@@ -6,12 +6,17 @@
   exporter's address, attached to that host's real adb server (``adb connect``), which
   only accepts the phone if it knows the server's key, as a phone with USB debugging
   authorised for that host does;
+- :class:`PoweredLinuxBoard`: a linux-emu board (:mod:`harness.emulators.linux`: Debian's
+  arm64 kernel booting under QEMU) serving SSH on the exporter's address;
 - :class:`PowerSwitch`: the stand-in power switch, a small HTTP server on the exporter's
   address answering labgrid's ``simplerest`` model (``GET /relay/INDEX/VALUE``). For a
   board, off pauses its CPU (QEMU monitor ``stop``), on resets and resumes it
   (``system_reset``, ``cont``): the firmware boots again with an empty registry, as
   after a power cycle. For a phone, off ends adb-emu abruptly (its files are kept), on
-  starts it again on the same port and attaches it to the adb server again.
+  starts it again on the same port and attaches it to the adb server again. For a
+  Linux board, off cuts its power at once (its QEMU killed, the flash keeps what reached
+  it), on boots it in the background, as a relay closing does: whoever switched it on
+  waits for its SSH.
 
 :mod:`harness.emulators.labgrid_lab` puts them behind a real coordinator and exporters.
 """
@@ -23,8 +28,9 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from harness.emulators.adb.launcher import AdbEmulator
 from harness.emulators.adb.server import PrivateAdbServer
@@ -32,6 +38,9 @@ from harness.emulators.mcu import QEMU
 from harness.errors import InfrastructureError
 from harness.lifecycle.process import ManagedProcess
 from harness.profiles.mcu_boards import DEFAULT_MACHINE
+
+if TYPE_CHECKING:
+    from harness.emulators.linux import LinuxEmulator
 
 _PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
 _ATTACH_TIMEOUT_S = 15.0
@@ -151,6 +160,46 @@ class EmulatedPhone:
         self._adbd.stop()
 
 
+class PoweredLinuxBoard:
+    """A linux-emu board behind the stand-in switch, booted when made (see the module).
+
+    A switch flipped while the board boots waits for that boot to end first (the
+    stand-in's one limit: the board's labgrid drivers are not shared between threads).
+    """
+
+    def __init__(self, board: LinuxEmulator) -> None:
+        self.board = board
+        self._booting: threading.Thread | None = None
+        self.boot_error: BaseException | None = None  # the last background boot's failure
+        board.start()
+        self.powered = True
+
+    def power(self, on: bool) -> None:
+        self._wait_for_boot()
+        if on and not self.powered:
+            self._booting = threading.Thread(target=self._boot, daemon=True, name=self.board.alias)
+            self._booting.start()
+        elif not on:
+            self.board.cut_power()
+        self.powered = on
+
+    def _boot(self) -> None:
+        self.boot_error = None
+        try:
+            self.board.start()
+        except Exception as exc:  # the board stays dark; its console log says why
+            self.boot_error = exc
+
+    def _wait_for_boot(self) -> None:
+        if self._booting is not None:
+            self._booting.join()
+            self._booting = None
+
+    def stop(self) -> None:
+        self._wait_for_boot()
+        self.board.stop()
+
+
 class _Powered(Protocol):
     powered: bool
 
@@ -161,7 +210,7 @@ class PowerSwitch:
     """The stand-in power switch of one exporter host: simplerest over HTTP, one relay
     (index) per device."""
 
-    def __init__(self, host: str, boards: list[_Powered]) -> None:
+    def __init__(self, host: str, boards: Sequence[_Powered]) -> None:
         boards_by_index = dict(enumerate(boards))
 
         class Handler(http.server.BaseHTTPRequestHandler):
