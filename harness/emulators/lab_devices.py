@@ -23,8 +23,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import os
 import re
+import signal
 import socket
 import threading
 import time
@@ -37,6 +40,7 @@ from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.mcu import QEMU
 from harness.errors import InfrastructureError
 from harness.lifecycle.process import ManagedProcess
+from harness.lifecycle.reap import descendants
 from harness.profiles.mcu_boards import DEFAULT_MACHINE
 
 if TYPE_CHECKING:
@@ -163,9 +167,8 @@ class EmulatedPhone:
 class PoweredLinuxBoard:
     """A linux-emu board behind the stand-in switch, booted when made (see the module).
 
-    A switch flipped while the board boots waits for that boot to end first (the
-    stand-in's one limit: the board's labgrid drivers are not shared between threads).
-    """
+    Switched off while it boots, its QEMU is killed at once and the boot's thread let end
+    (the board's labgrid drivers are that thread's until then)."""
 
     def __init__(self, board: LinuxEmulator) -> None:
         self.board = board
@@ -175,6 +178,8 @@ class PoweredLinuxBoard:
         self.powered = True
 
     def power(self, on: bool) -> None:
+        if not on and self._booting is not None and self._booting.is_alive():
+            self._kill_booting_qemu()
         self._wait_for_boot()
         if on and not self.powered:
             self._booting = threading.Thread(target=self._boot, daemon=True, name=self.board.alias)
@@ -189,6 +194,14 @@ class PoweredLinuxBoard:
             self.board.start()
         except Exception as exc:  # the board stays dark; its console log says why
             self.boot_error = exc
+
+    def _kill_booting_qemu(self) -> None:
+        """SIGKILL this process's QEMU that boots this board's flash (found by its argv)."""
+        flash = os.fsencode(self.board.flash)
+        for pid in descendants({os.getpid()}):
+            with contextlib.suppress(OSError):
+                if b"file=" + flash + b"," in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
 
     def _wait_for_boot(self) -> None:
         if self._booting is not None:

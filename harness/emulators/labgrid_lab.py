@@ -30,7 +30,7 @@ MCU places ``lab-a``, ``lab-b``, ... have tags ``kind=mcu pool=lab et_health=ok`
 (devices/lab-android.yaml). With ``linux_boards=K``, the first K exporters also have a
 Linux board that boots (linux-emu: Debian's arm64 kernel under QEMU), its SSH on the
 exporter's address (a ``NetworkService``, user root) and its power on the stand-in
-switch (a ``NetworkPowerPort``), as places ``boot-a``, ... tagged ``kind=linux-board
+switch (a ``NetworkPowerPort``), as places ``boot-a``, ... tagged ``kind=linux_board
 pool=lab et_health=ok`` (devices/lab-linux-board.yaml).
 
 ``python -m harness.emulators.labgrid_lab [PLACES [SSH_BOARDS [PHONES [LINUX_BOARDS]]]]``
@@ -50,7 +50,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from harness import shipped
@@ -63,6 +63,19 @@ from harness.emulators.lab_devices import (
     PoweredLinuxBoard,
     PowerSwitch,
 )
+from harness.emulators.lab_places import (
+    ANDROID_GROUP,
+    BOOT_GROUP,
+    BOOT_TAGS,
+    GROUP,
+    SSH_GROUP,
+    SSH_TAGS,
+    TAGS,
+    AndroidPlace,
+    LabPlace,
+    LinuxBoardPlace,
+    SshPlace,
+)
 from harness.emulators.mcu import build_firmware
 from harness.emulators.ssh import Isolation, SshBoardFiles, SshEmulator, ensure_key
 from harness.lifecycle.cache import cache_root
@@ -70,14 +83,6 @@ from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
 
 COORDINATOR_HOST = "127.0.0.1"
-TAGS = {"kind": "mcu", "pool": "lab", "et_health": "ok"}
-SSH_TAGS = {"kind": "linux", "pool": "lab", "et_health": "ok"}
-ANDROID_TAGS = {"kind": "android", "pool": "lab", "et_health": "ok"}
-BOOT_TAGS = {"kind": "linux-board", "pool": "lab", "et_health": "ok"}
-GROUP = "mcu"
-SSH_GROUP = "ssh"
-ANDROID_GROUP = "android"
-BOOT_GROUP = "boot"
 LAB_FILES = Path("~/.cache/et-harness/labgrid-lab").expanduser()  # the worked example's
 _READY_TIMEOUT_S = 30.0
 
@@ -91,41 +96,6 @@ def labgrid_program(name: str) -> str:
             f"{name} not found: install the harness with its labgrid extra (bash ci/setup.sh)"
         )
     return found
-
-
-@dataclass(frozen=True)
-class LabPlace:
-    name: str
-    exporter: str
-    host: str
-    board: EmulatedBoard
-
-
-@dataclass(frozen=True)
-class SshPlace:
-    name: str
-    exporter: str
-    board: SshEmulator
-
-
-@dataclass(frozen=True)
-class LinuxBoardPlace:
-    name: str
-    exporter: str
-    board: PoweredLinuxBoard
-
-
-@dataclass(frozen=True)
-class AndroidPlace:
-    name: str
-    exporter: str
-    phone: EmulatedPhone
-
-    @property
-    def tags(self) -> dict[str, str]:
-        """What the lab's admin sets on the place: the pool's tags and where the phone is."""
-        server = f"127.0.0.1:{self.phone.server.port}"
-        return {**ANDROID_TAGS, "adb_serial": self.phone.serial, "adb_server": server}
 
 
 class LabgridLab:
@@ -327,6 +297,7 @@ class LabgridLab:
             alias=f"boot-{letter}",
             listen_host=host,
             authorized_key=self.client_key.with_suffix(".pub"),
+            boot_timeout=int(_READY_TIMEOUT_S),
         )
         self._stack.callback(emulator.stop)  # if its first boot fails
         board = PoweredLinuxBoard(emulator)

@@ -45,6 +45,9 @@ from harness.transport.base import TransportError
 if TYPE_CHECKING:
     from harness.lab.reservation import LabgridReservation
 
+_EMULATOR_RESTART = "emulator restart"  # how a board is brought back, in messages
+_POWER_CYCLE = "power cycle"  # (its lab place's power port; the profile's recover: power)
+
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
 # started the agent (native or glibc-bundle); from_source, lacks: a runtime built from a
@@ -191,6 +194,11 @@ class DeviceSlot:
         return f" (after {made} emulator restart{'s' * (made != 1)})" if made else ""
 
     @property
+    def recovers(self) -> bool:
+        """True for a lab profile whose board is power-cycled when it stops answering."""
+        return self._place is not None and self._place.recover == "power"
+
+    @property
     def pool(self) -> bool:
         """True for a lab profile that asks for any place with some tags."""
         return self._place is not None and self._place.place is None
@@ -308,7 +316,7 @@ class DeviceSlot:
         except Exception as exc:  # the session, the runner, or the harness's own disk
             if not isinstance(exc, TransportError | RunnerError) and not infrastructure_error(exc):
                 raise
-            if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
+            if isinstance(exc, TransportError | RunnerError) and self._restart_board(which, exc):
                 return
             if self._hold_again():  # its exporter restarted, or the place was lost
                 self.regain(exc)
@@ -346,33 +354,58 @@ class DeviceSlot:
             "its agent build from the harness cache and run again"
         )
 
-    def _restart_emulator(self, which: str, error: BaseException) -> bool:
-        """Start the emulator of a device that failed ``which`` again and check it (a
-        failed start or check restarts it again); False when it is no emulated device, its
-        restarts are used up, or the run's time is."""
-        if (
-            self.device is None
-            or self.device.emulator is None
-            or not self._take_restart(f"{which} failed: {describe_error(error)}")
-        ):
+    def _restart_board(self, which: str, error: BaseException) -> bool:
+        """Bring a device that failed ``which`` back and check it: its emulator started
+        again, or its lab place power-cycled (``recover: power``) and the board waited
+        for. One that does not come back is brought back again, then left like any board
+        that failed (:meth:`_move_on`) or quarantined. False when it is neither, its
+        restarts (``emulator_restarts``) are used up, or the run's time is."""
+        found = self._board_restart()
+        if found is None:
             return False
-        number = len(self.emulator_restarts)
-        self.restart()  # the agent ran on the emulator that died
+        label, restart = found
+        why = f"{which} failed: {describe_error(error)}"
+        if not self._take_restart(why if label == _EMULATOR_RESTART else f"{label}: {why}"):
+            return False
+        label = f"{label} {len(self.emulator_restarts)}"
+        self.restart()  # the agent ran on the board that died
         try:
-            self.device.restart_emulator()
+            restart()
         except BaseException as exc:
             if infrastructure_error(exc) is None:
                 raise
-            if self._restart_emulator(f"emulator restart {number}", exc):  # its boot cut too
+            if self._restart_board(label, exc):  # its boot cut too
                 return True
-            self.health.quarantine(f"emulator restart {number} failed: {describe_error(exc)}")
+            reason = f"{label} failed: {describe_error(exc)}"
+            if self._move_on(exc, reason):
+                return True
+            board = self._board()
+            lab_wide = self._quarantine_place(exc, reason)
+            self.health.quarantine(f"{reason}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
-                f"device {self.name!r} failed {which}, and bringing its emulator up again "
-                f"failed: {describe_error(exc)}; it is quarantined for the rest of this run"
+                f"device {self.name!r}{board} failed {which}, and its {label} failed: "
+                f"{describe_error(exc)}; it is quarantined for the rest of this run{lab_wide}"
             ) from exc
-        self._check(f"the health check after emulator restart {number}")
+        self._check(f"the health check after {label}")
         return True
+
+    def _board_restart(self) -> tuple[str, Callable[[], None]] | None:
+        """How the device's board is brought back, and its name in messages: its emulator
+        restarted, or its place's power cycled and the board waited for; None: neither."""
+        device, reservation = self.device, self._reservation
+        if device is None:
+            return None
+        if device.emulator is not None:
+            return _EMULATOR_RESTART, device.restart_emulator
+        if reservation is None or self._place is None or self._place.recover != "power":
+            return None
+
+        def power_cycle() -> None:
+            reservation.power_cycle()
+            device.power_cycled()
+
+        return _POWER_CYCLE, power_cycle
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
         """The held place out of service lab-wide, if the profile asks so and the run has
@@ -411,12 +444,13 @@ class DeviceSlot:
             }
             key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
             profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
-            if self._place.reset == "power":
-                if not held.resources.power:
+            for field in ("reset", "recover"):
+                if getattr(self._place, field) == "power" and held.resources.power_port is None:
                     raise LabResourceError(
-                        f"{self.profile.where('transport.labgrid.reset')}: power, but labgrid "
-                        f"place {held.name!r} has no power port"
+                        f"{self.profile.where(f'transport.labgrid.{field}')}: power, but "
+                        f"labgrid place {held.name!r} has no NetworkPowerPort"
                     )
+            if self._place.reset == "power":
                 board_reset = reservation.power_cycle
         lock = DeviceLock(self.profile.name, self.policy.lock_dir, key)
         lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
@@ -500,8 +534,8 @@ class DeviceSlot:
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
             self.restart()
-            if self.emulated or self.pool:  # a dead emulator is restarted, a pool's dead
-                self._check("the health check before a retry")  # board left, before the retry
+            if self.emulated or self.pool or self.recovers:  # a dead emulator is restarted, a
+                self._check("the health check before a retry")  # board power-cycled, or left
             try:
                 attempt()
                 return

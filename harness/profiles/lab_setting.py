@@ -9,8 +9,10 @@ profile names a coordinator and either one place or a tag filter (a pool)::
         coordinator: "127.0.0.1:20408"   # optional: else $LG_COORDINATOR
         tags: {kind: mcu, pool: lab}     # any free place with these tags ...
         # place: board-7                 # ... or this one place
-        reset: power                     # optional: power-cycle the place's power port
-                                         # before each agent session (a fresh registry)
+        reset: power                     # optional (serial): power-cycle the place's power
+                                         # port before each agent session (a fresh registry)
+        recover: power                   # optional (ssh): a board that stops answering is
+                                         # power-cycled and waited for while it boots
         quarantine: lab                  # optional: a failed health check takes the
                                          # place out of service lab-wide (lab_quarantine)
 
@@ -60,7 +62,7 @@ MODES = ("run", "lab")  # how far a failed health check reaches
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
 _RESETS = ("none", "power")
-_FIELDS = ("coordinator", "place", "quarantine", "reset", "tags")
+_FIELDS = ("coordinator", "place", "quarantine", "recover", "reset", "tags")
 
 
 class LabgridNotInstalled(ProfileError):
@@ -76,6 +78,7 @@ class LabgridPlace:
     coordinator: str | None = None  # None: labgrid's default ($LG_COORDINATOR)
     reset: str = "none"
     quarantine: str = "run"  # "lab": a failed health check quarantines the place lab-wide
+    recover: str = "none"  # "power": a board that stops answering is power-cycled, waited for
 
     @property
     def filters(self) -> dict[str, str]:
@@ -142,6 +145,20 @@ class LabgridPlace:
                 f"{where}.reset: {reset}, but a {profile.kind} device is not reset from "
                 f"outside (only transport.kind {resettable} is): remove the field"
             )
+        recover = data.get("recover", "none")
+        if recover not in _RESETS:
+            raise ProfileError(
+                f"{where}.recover: {recover!r} is not one of {', '.join(_RESETS)} (power: a "
+                "board that stops answering is power-cycled through the place's power port "
+                "and waited for while it boots)"
+            )
+        if recover != "none" and not device_kind(profile.kind).awaits_boot:
+            booting = ", ".join(k.name for k in all_kinds() if k.awaits_boot)
+            raise ProfileError(
+                f"{where}.recover: {recover}, but the harness does not wait for a "
+                f"{profile.kind} device to boot (only for transport.kind {booting}): remove "
+                "the field"
+            )
         quarantine = data.get("quarantine", "run")
         if quarantine not in MODES:
             raise ProfileError(
@@ -149,7 +166,7 @@ class LabgridPlace:
                 f"{', '.join(MODES)} (lab: a failed health check tags the place "
                 f"{HEALTH_TAG}={QUARANTINED} for every runner)"
             )
-        return cls(place, tags, coordinator, reset, quarantine)
+        return cls(place, tags, coordinator, reset, quarantine, recover)
 
 
 def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:

@@ -82,6 +82,7 @@ def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
         ({"tags": {}}, "non-empty mapping"),
         ({"place": "p", "coordinator": "host"}, "labgrid.coordinator: "),
         ({"place": "p", "reset": "dtr"}, "labgrid.reset: 'dtr' is not one of none, power"),
+        ({"place": "p", "recover": "reboot"}, "labgrid.recover: 'reboot' is not one of none"),
     ],
 )
 def test_labgrid_settings_errors_name_the_field(labgrid, message):
@@ -101,6 +102,19 @@ def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
     place = LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}}))
     assert place is not None
     assert place.reset == "none"
+
+
+@pytest.mark.parametrize("kind", ["local", "adb", "serial"])
+def test_only_a_kind_the_harness_waits_for_while_it_boots_may_be_recovered_by_power(kind):
+    """A device the harness cannot wait for would be power-cycled into a failure."""
+    with pytest.raises(
+        ProfileError,
+        match=rf"labgrid.recover: power, but the harness does not wait for a {kind} device "
+        r"to boot \(only for transport.kind ssh\)",
+    ):
+        LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "recover": "power"}}))
+    ssh = LabgridPlace.of(_profile({"kind": "ssh", "labgrid": {"place": "p", "recover": "power"}}))
+    assert ssh is not None and (ssh.recover, ssh.reset) == ("power", "none")
 
 
 def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch):
