@@ -90,31 +90,25 @@ def test_labgrid_settings_errors_name_the_field(labgrid, message):
         LabgridPlace.of(_profile({"kind": "local", "labgrid": labgrid}))
 
 
-@pytest.mark.parametrize("kind", ["local", "ssh", "adb"])
-def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
-    """A hosted device would ignore the place's power port: refused, not silently kept."""
-    with pytest.raises(
-        ProfileError,
-        match=rf"labgrid.reset: power, but a {kind} device is "
-        r"not reset from outside \(only transport.kind serial is\)",
-    ):
-        LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "reset": "power"}}))
+@pytest.mark.parametrize(
+    ("field", "kind", "able", "refusal"),
+    [
+        *(("reset", k, "serial", "a {} device is not reset from outside \\(only transport.kind "
+           "serial is\\)") for k in ("local", "ssh", "adb")),
+        *(("recover", k, "ssh", "the harness does not wait for a {} device to boot \\(only "
+           "for transport.kind ssh\\)") for k in ("local", "adb", "serial")),
+    ],
+)  # fmt: skip
+def test_only_a_kind_that_can_use_the_places_power_may_ask_for_it(field, kind, able, refusal):
+    """reset: a hosted device would ignore the place's power port; recover: a device the
+    harness cannot wait for would be power-cycled into a failure. Refused, not kept."""
+    asked = {"place": "p", field: "power"}
+    with pytest.raises(ProfileError, match=rf"labgrid.{field}: power, but {refusal.format(kind)}"):
+        LabgridPlace.of(_profile({"kind": kind, "labgrid": asked}))
     place = LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}}))
-    assert place is not None
-    assert place.reset == "none"
-
-
-@pytest.mark.parametrize("kind", ["local", "adb", "serial"])
-def test_only_a_kind_the_harness_waits_for_while_it_boots_may_be_recovered_by_power(kind):
-    """A device the harness cannot wait for would be power-cycled into a failure."""
-    with pytest.raises(
-        ProfileError,
-        match=rf"labgrid.recover: power, but the harness does not wait for a {kind} device "
-        r"to boot \(only for transport.kind ssh\)",
-    ):
-        LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "recover": "power"}}))
-    ssh = LabgridPlace.of(_profile({"kind": "ssh", "labgrid": {"place": "p", "recover": "power"}}))
-    assert ssh is not None and (ssh.recover, ssh.reset) == ("power", "none")
+    assert place is not None and (place.reset, place.recover) == ("none", "none")
+    place = LabgridPlace.of(_profile({"kind": able, "labgrid": asked}))
+    assert place is not None and getattr(place, field) == "power"
 
 
 def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch):
