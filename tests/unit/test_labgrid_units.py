@@ -623,7 +623,7 @@ def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_
 
 
 def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys):
-    from harness.emulators.labgrid_lab import main
+    from harness.emulators.emulated_lab import main
 
     with pytest.raises(SystemExit) as done:
         main(["--help"])
