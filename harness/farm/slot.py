@@ -7,8 +7,11 @@ re-checks the device after consecutive infrastructure errors, and quarantines it
 when a check fails. An emulated device (the harness's own emulator) is checked
 before every retry too, and one that fails a check, or whose bring-up or emulator
 restart failed (a board's boot cut short), has its emulator started again and is
-checked again, up to ``emulator_restarts`` times a run, before it is quarantined;
-real devices are never restarted. A lab pool's board (a profile that
+checked again, up to ``emulator_restarts`` times a run, before it is quarantined
+(:mod:`harness.farm.restarts`). A real device is never restarted, but a lab board whose
+profile asks ``recover: power`` is checked before every retry, and one that fails a
+check has its place's power cycled and is waited for while it boots, counted the same
+way. A lab pool's board (a profile that
 asks for any place with some tags) is checked before every retry as well; one that
 fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
 slot holds another place of the pool, where its runner goes on: the device is
@@ -33,6 +36,7 @@ from harness.errors import UsageError
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
+from harness.farm.restarts import EMULATOR_RESTART, Restarts, board_restart
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import device_kind
 from harness.profiles.lab_setting import LabgridPlace, without_labgrid
@@ -44,9 +48,6 @@ from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
     from harness.lab.reservation import LabgridReservation
-
-_EMULATOR_RESTART = "emulator restart"  # how a board is brought back, in messages
-_POWER_CYCLE = "power cycle"  # (its lab place's power port; the profile's recover: power)
 
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
@@ -108,8 +109,7 @@ class DeviceSlot:
         self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
         self._sessions: list[Session] = []
-        self.emulator_restarts: list[str] = []  # why, one per restart this run
-        self._restarts_reported = 0
+        self.restarts = Restarts(policy)
         self._avoid: dict[str, str] = {}  # a pool's places this run took out, and why
         self._prefer: str | None = None  # the place to hold again (after it was lost)
 
@@ -156,7 +156,7 @@ class DeviceSlot:
             if infrastructure_error(exc) is not None:
                 if self._move_on(exc, reason) or (held and self._bring_up_again(exc, reason)):
                     return
-                self.health.quarantine(f"{reason}{self._after_restarts()}")
+                self.health.quarantine(f"{reason}{self.restarts.after()}")
             self.close()
             raise
         self._check("the health check before its first test")
@@ -169,29 +169,12 @@ class DeviceSlot:
         if (
             self.profile.emulator is None
             or isinstance(error, MissingHostTool)
-            or not self._take_restart(reason)
+            or not self.restarts.take(reason)
         ):
             return False
         self._let_go()  # the lock: held again by the next bring-up
         self._bring_up()
         return True
-
-    def _take_restart(self, why: str) -> bool:
-        """Count an emulator restart for ``why`` (reported with the test that ends), if
-        the run's ``emulator_restarts`` and time allow one."""
-        if (
-            len(self.emulator_restarts) >= self.policy.emulator_restarts
-            or self.policy.deadline.remaining() == 0.0
-        ):
-            return False
-        number = len(self.emulator_restarts) + 1
-        self.emulator_restarts.append(f"restart {number} of {self.policy.emulator_restarts}: {why}")
-        return True
-
-    def _after_restarts(self) -> str:
-        """`` (after N emulator restarts)`` once restarts were made, for a quarantine reason."""
-        made = len(self.emulator_restarts)
-        return f" (after {made} emulator restart{'s' * (made != 1)})" if made else ""
 
     @property
     def recovers(self) -> bool:
@@ -293,12 +276,6 @@ class DeviceSlot:
         """True when the harness started the device (its emulator is ours to restart)."""
         return self.device is not None and self.device.emulator is not None
 
-    def take_restarts(self) -> list[str]:
-        """The emulator restarts since this was last called (for the test that ends)."""
-        new = self.emulator_restarts[self._restarts_reported :]
-        self._restarts_reported = len(self.emulator_restarts)
-        return new
-
     def check_if_due(self) -> None:
         """After consecutive infrastructure errors, restart the agent and check it again."""
         if not self.health.needs_check or self.runner is None:
@@ -360,14 +337,16 @@ class DeviceSlot:
         for. One that does not come back is brought back again, then left like any board
         that failed (:meth:`_move_on`) or quarantined. False when it is neither, its
         restarts (``emulator_restarts``) are used up, or the run's time is."""
-        found = self._board_restart()
+        reservation = self._reservation
+        power_cycle = reservation.power_cycle if reservation is not None and self.recovers else None
+        found = board_restart(self.device, power_cycle)
         if found is None:
             return False
         label, restart = found
         why = f"{which} failed: {describe_error(error)}"
-        if not self._take_restart(why if label == _EMULATOR_RESTART else f"{label}: {why}"):
+        if not self.restarts.take(why if label == EMULATOR_RESTART else f"{label}: {why}"):
             return False
-        label = f"{label} {len(self.emulator_restarts)}"
+        label = f"{label} {len(self.restarts.made)}"
         self.restart()  # the agent ran on the board that died
         try:
             restart()
@@ -389,23 +368,6 @@ class DeviceSlot:
             ) from exc
         self._check(f"the health check after {label}")
         return True
-
-    def _board_restart(self) -> tuple[str, Callable[[], None]] | None:
-        """How the device's board is brought back, and its name in messages: its emulator
-        restarted, or its place's power cycled and the board waited for; None: neither."""
-        device, reservation = self.device, self._reservation
-        if device is None:
-            return None
-        if device.emulator is not None:
-            return _EMULATOR_RESTART, device.restart_emulator
-        if reservation is None or self._place is None or self._place.recover != "power":
-            return None
-
-        def power_cycle() -> None:
-            reservation.power_cycle()
-            device.power_cycled()
-
-        return _POWER_CYCLE, power_cycle
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
         """The held place out of service lab-wide, if the profile asks so and the run has
