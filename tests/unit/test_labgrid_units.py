@@ -198,7 +198,6 @@ def test_an_acquired_places_resources_give_the_address():
     assert resources == LabResources(
         ServiceAddress("127.0.0.2", 2222, "etdevice"),
         SerialAddress("127.0.0.2", 33721, 115200),
-        power=True,
         power_port=PowerPort("simplerest", "http://127.0.0.2:9/{index}/{value}", 0),
     )
     serial = with_lab_address(_profile({"kind": "serial"}), resources, "lab-a")
