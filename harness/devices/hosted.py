@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -78,18 +79,42 @@ class HostedDevice(Device):
         checked to be the same); the transport's connections are made anew."""
         before = dict(self.emulator.settings) if self.emulator is not None else None
         super().restart_emulator()  # refuses a device without an emulator
-        self.transport.close()  # after: the transport reads where the new one listens
-        # What it held may be gone or half-written (a board that lost power keeps only
-        # what reached its flash): every file is checked again by its digest.
-        self._pushed.clear()
-        self._programs.clear()
-        self._agent_path = None
+        self._forget_files()  # after: the transport reads where the new one listens
         after = dict(self.emulator.settings) if self.emulator is not None else None
         if after != before:
             raise DeviceSetupError(
                 f"{self.name}: its emulator came back with other transport settings "
                 f"({after} instead of {before}); the transport cannot follow it"
             )
+
+    def power_cycled(self) -> None:
+        """Its board was power-cycled from outside (a lab place's power port): forget what
+        it held and wait while it boots, until the transport answers, at most the
+        profile's ``timeouts.connect``; :class:`DeviceSetupError` if it does not."""
+        self._forget_files()
+        bound = self.profile.timeouts.connect
+        deadline = time.monotonic() + bound
+        while True:
+            try:
+                self.transport.run(["true"], timeout=self.profile.timeouts.command)
+                return
+            except TransportError as exc:
+                self.transport.close()
+                if time.monotonic() >= deadline:
+                    raise DeviceSetupError(
+                        f"{self.name}: did not answer within {bound:g} s of its power cycle "
+                        f"(timeouts.connect): {exc}"
+                    ) from exc
+            time.sleep(0.5)  # polling a board that boots: nothing tells when it is up
+
+    def _forget_files(self) -> None:
+        """A board that restarted or lost power: its connections are made anew, and what
+        it held may be gone or half-written (a board keeps only what reached its flash):
+        every file is checked again by its digest."""
+        self.transport.close()
+        self._pushed.clear()
+        self._programs.clear()
+        self._agent_path = None
 
     @property
     def work_dir(self) -> str:

@@ -124,6 +124,16 @@ class CrashArtifacts:
         self.paths += [os.path.relpath(copy, self.results_dir) for copy in copies]
         return copies
 
+    def keep_and_name(
+        self, exc: BaseException, collect: Callable[[Path], list[Path]] | None = None
+    ) -> tuple[str, str]:
+        """:meth:`keep_evidence`, then ``exc``'s message naming the kept copies
+        (:meth:`repoint`) and ``; kept: ...`` for those it did not name (or "")."""
+        kept = [str(path) for path in self.keep_evidence(exc, collect)]
+        text = self.repoint(str(exc))
+        unnamed = [path for path in kept if path not in text]
+        return text, f"; kept: {', '.join(unnamed)}" if unnamed else ""
+
     def repoint(self, text: str) -> str:
         """``text`` naming the kept copy wherever it named a file :meth:`keep_evidence` kept."""
         for source, copy in self._moved.items():
