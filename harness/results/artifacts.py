@@ -107,8 +107,8 @@ class CrashArtifacts:
                     carried += error.kept
         copies = []
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             for source, content in carried:
+                folder.mkdir(parents=True, exist_ok=True)
                 copy = _free_name(folder, Path(source).name)
                 copy.write_bytes(content)
                 self._moved[source] = str(copy)
