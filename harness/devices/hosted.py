@@ -73,6 +73,7 @@ class HostedDevice(Device):
         self._agent_path: str | None = None
         self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
+        self._restarted = False  # since the last push: pushes cut short may have left files
 
     def restart_emulator(self) -> None:
         """The emulator started again where the transport reaches it (its settings are
@@ -85,6 +86,7 @@ class HostedDevice(Device):
         self._pushed.clear()
         self._programs.clear()
         self._agent_path = None
+        self._restarted = True  # and a push it cut left its staging file on the flash
         after = dict(self.emulator.settings) if self.emulator is not None else None
         if after != before:
             raise DeviceSetupError(
@@ -108,6 +110,9 @@ class HostedDevice(Device):
         unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
         if not unknown:
             return
+        if self._restarted:  # the first push since: no push of ours is under way there
+            self.transport.remove_unfinished_pushes(self.work_dir, self.profile.timeouts.command)
+            self._restarted = False
         there = self.transport.sha256_each([remote for _, remote, _ in unknown])
         for (local, remote, digest), have in zip(unknown, there, strict=True):
             if have != digest:
