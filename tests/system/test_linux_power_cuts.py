@@ -9,6 +9,7 @@ hook on the very step (paramiko's ``put`` and ``posix_rename``, the session chan
 the second on its retry after one infrastructure error, the others untouched; the board
 holds every file of the agent and every program whole, and no staging file of a cut push.
 Each run boots the board two or three times (seconds of a core each): marked nightly.
+The removal of what cut pushes leave is also shown on ssh-emu, cheap enough for every run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from typing import Any
 import pytest
 from prerequisites import require
 from run_environment import run_environment
+
+from harness.devices.hosted import HostedDevice
+from harness.profiles.device_profile import load_profile
+from harness.runner import open_runner
+from harness.shipped import devices_dir
 
 CASES = '''\
 import hashlib
@@ -248,3 +254,30 @@ def test_a_power_cut_once_a_pushed_name_reached_the_flash_pushes_the_file_again(
     (found, *_) = [n["found"][program] for n in notes if program in n.get("found", {})]
     assert found == hashlib.sha256(b"").hexdigest() != wanted
     assert len(records[1]["emulator_restarts"]) == 1
+
+
+def test_after_a_restart_the_first_push_removes_the_staging_files_of_cut_pushes():
+    """What a push cut short leaves (``.NAME.et-XXXXXXXX`` beside NAME, see
+    test_a_power_cut_while_the_agent_is_pushed_leaves_a_half_the_board_drops_after) is
+    removed once the emulator is back, and nothing else of the work directory."""
+    require("/usr/sbin/sshd", root=True)
+    device, runner = open_runner(load_profile(str(devices_dir() / "ssh-emu.yaml")))
+    try:
+        assert isinstance(device, HostedDevice)
+        runner.close()
+        agent, programs = device.deploy_agent().rsplit("/", 1)[0], f"{device.work_dir}/programs"
+        left = {f"{agent}/.et-agent.et-0f826e11", f"{programs}/.p.pte.et-1a2b3c4d"}
+        kept = {f"{agent}/.et-agent.et-short", f"{programs}/p.pte.et-1a2b3c4d"}
+        made = device.transport.run(
+            ["sh", "-c", 'mkdir -p "$1" && shift && touch "$@"', "sh", programs, *left, *kept],
+            timeout=30,
+        )
+        assert made.exit_code == 0, made
+        device.restart_emulator()  # as the farm does when a device is lost
+        device.deploy_agent()
+        listed = device.transport.run(["find", agent, programs, "-type", "f"], timeout=30)
+        there = set(listed.stdout.decode().split())
+        assert there & left == set() and kept <= there, there
+    finally:
+        runner.close()
+        device.close()
