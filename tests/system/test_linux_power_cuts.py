@@ -1,15 +1,16 @@
 """linux-emu's power cut (``LinuxEmulator.cut_power``: its QEMU SIGKILLed) at each moment of
-issue #50's item 3, in a farm run: while the agent is pushed, during a LOAD, and just after
-the board took a pushed file's new name into its flash (the write the harness relies on,
-docs/linux-emu.md "Power cuts in a run").
+issue #50's item 3, in a farm run: while the agent runs, while it is pushed, during a LOAD,
+and just after the board took a pushed file's new name into its flash (the write the
+harness relies on, docs/linux-emu.md "Power cuts in a run").
 
-Each run is three tests; the first try of the second arms the cut at its moment through a
-hook on the very step (paramiko's ``put`` and ``posix_rename``, the session channel's
-``exchange``), so the cut falls there whatever the timing. After the run: the tests passed,
-the second on its retry after one infrastructure error, the others untouched; the board
-holds every file of the agent and every program whole, and no staging file of a cut push.
-Each run boots the board two or three times (seconds of a core each): marked nightly.
-The removal of what cut pushes leave is also shown on ssh-emu, cheap enough for every run.
+Each run is three tests; the first try of the second cuts the power at once (mid-test) or
+arms the cut at its moment through a hook on the very step (paramiko's ``put`` and
+``posix_rename``, the session channel's ``exchange``), so the cut falls there whatever the
+timing. After the run: the tests passed, the second on its retry after one infrastructure
+error, the others untouched; the board holds every file of the agent and the interrupted
+test's program whole, and no staging file of a cut push. Each run boots the board two or
+three times (seconds of a core each): marked nightly. The removal of what cut pushes leave
+is also shown on ssh-emu, cheap enough for every run.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ def cut(device, **facts):
         return found
 
     Transport.sha256_each = noted
+
+
+def cut_mid_test(device):
+    """The power goes while the agent runs, its registry set."""
+    cut(device)
 
 
 def cut_while_the_agent_is_pushed(device):
@@ -149,14 +155,15 @@ def cut_once_the_new_name_is_on_the_flash(device):
     hook_once(paramiko.SFTPClient, "posix_rename", make)
 
 
-ARM = {"agent-push": cut_while_the_agent_is_pushed, "load": cut_during_a_load,
-       "rename": cut_once_the_new_name_is_on_the_flash}
+ARM = {"mid-test": cut_mid_test, "agent-push": cut_while_the_agent_is_pushed,
+       "load": cut_during_a_load, "rename": cut_once_the_new_name_is_on_the_flash}
 
 
 def what_the_board_holds(device):
     agent_dir = posixpath.dirname(device.deploy_agent())
     files = [(f, posixpath.join(agent_dir, f.name)) for f in device.agent_build().deploy_files()]
-    files += [(probe_program((p,)), device.program_for((p,))) for p in PROBES]
+    program = probe_program((PROBES[1],))  # the interrupted test's (not pushed here)
+    files.append((program, posixpath.join(device.work_dir, "programs", program.name)))
     there = device.transport.sha256_each([remote for _, remote in files])
     wanted = {remote: hashlib.sha256(local.read_bytes()).hexdigest() for local, remote in files}
     staging = on_board(device, 'find "$1" -name ".*.et-*"', device.work_dir)
@@ -201,7 +208,8 @@ def _cut_run(tmp_path: Path, moment: str) -> tuple[list[dict[str, Any]], list[di
     assert records[0]["failed_tries"] == [] and records[2]["failed_tries"] == []
     notes = [json.loads(line) for line in (tmp_path / "notes.jsonl").read_text().splitlines()]
     (after,) = [n for n in notes if n["moment"] == "after"]
-    # The board holds the agent and every program whole, and no push's staging file.
+    # The board holds the agent and the interrupted test's program whole, and no push's
+    # staging file.
     assert after["not_whole"] == [] and after["staging"] == [], after
     return records, notes
 
@@ -209,6 +217,17 @@ def _cut_run(tmp_path: Path, moment: str) -> tuple[list[dict[str, Any]], list[di
 def _the(notes: list[dict[str, Any]], moment: str) -> dict[str, Any]:
     (note,) = [n for n in notes if n["moment"] == moment]
     return note
+
+
+@pytest.mark.nightly
+def test_a_power_cut_mid_test_is_retried_once_as_infra_and_the_run_goes_on(tmp_path: Path):
+    records, _ = _cut_run(tmp_path, "mid-test")
+    cut = records[1]
+    assert len(cut["emulator_restarts"]) == 1  # a boot
+    # The board's console up to the cut is the lost try's artifact.
+    consoles = [a for a in cut["artifacts"] if a.endswith("console.log")]
+    console = tmp_path / "results" / consoles[0]
+    assert len(consoles) == 1 and "login:" in console.read_text(errors="replace")
 
 
 @pytest.mark.nightly
