@@ -81,7 +81,9 @@ def cut(device, **facts):
 
 
 def cut_mid_test(device):
-    """The power goes while the agent runs, its registry set."""
+    """The power goes while the agent runs, its registry set, its next request's program
+    on the board: the session's next write finds the board gone."""
+    device.program_for((PROBES[1],))
     cut(device)
 
 
@@ -101,7 +103,9 @@ def cut_while_the_agent_is_pushed(device):
             def halfway(done, total):
                 if done >= total // 2 and not fired:
                     fired.append(done)
-                    on_flash = on_board(device, 'sync && stat -c %s "$1"', remote)
+                    # what it holds now, all on the flash after the sync
+                    script = 'held=$(stat -c %s "$1") && sync && echo "$held"'
+                    on_flash = on_board(device, script, remote)
                     cut(device, staging=remote, on_flash=int(on_flash), whole=total)
 
             return put(sftp, local, remote, halfway, confirm)
@@ -223,6 +227,7 @@ def _the(notes: list[dict[str, Any]], moment: str) -> dict[str, Any]:
 def test_a_power_cut_mid_test_is_retried_once_as_infra_and_the_run_goes_on(tmp_path: Path):
     records, _ = _cut_run(tmp_path, "mid-test")
     cut = records[1]
+    assert [t.split(":")[0] for t in cut["failed_tries"]] == ["TransportLost"]
     assert len(cut["emulator_restarts"]) == 1  # a boot
     # The board's console up to the cut is the lost try's artifact.
     consoles = [a for a in cut["artifacts"] if a.endswith("console.log")]
