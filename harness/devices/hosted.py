@@ -77,7 +77,9 @@ class HostedDevice(Device):
 
     def restart_emulator(self) -> None:
         """The emulator started again where the transport reaches it (its settings are
-        checked to be the same); the transport's connections are made anew."""
+        checked to be the same); the transport's connections are made anew, every file is
+        checked again by its digest before use, and the first push removes what pushes cut
+        short left (:meth:`Transport.remove_unfinished_pushes`)."""
         before = dict(self.emulator.settings) if self.emulator is not None else None
         super().restart_emulator()  # refuses a device without an emulator
         self.transport.close()  # after: the transport reads where the new one listens
