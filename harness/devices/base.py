@@ -143,6 +143,11 @@ class Device(abc.ABC):
         except (OSError, RuntimeError) as exc:  # the emulators' own errors
             raise DeviceSetupError(f"{self.name}: its emulator did not start again: {exc}") from exc
 
+    def power_cycled(self) -> None:
+        """Its board was power-cycled from outside: wait until it answers again (kinds
+        whose KIND says awaits_boot); :class:`DeviceSetupError` if it does not."""
+        raise DeviceSetupError(f"{self.name}: the harness cannot wait for this device to boot")
+
     def close(self) -> None:
         """Release what the device holds and stop its emulator, if the harness started one."""
         if self._resources is not None:

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import posixpath
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -73,28 +74,51 @@ class HostedDevice(Device):
         self._agent_path: str | None = None
         self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
-        self._restarted = False  # since the last push: pushes cut short may have left files
+        self._power_lost = False  # since the last push: pushes cut short may have left files
 
     def restart_emulator(self) -> None:
         """The emulator started again where the transport reaches it (its settings are
-        checked to be the same); the transport's connections are made anew, every file is
-        checked again by its digest before use, and the first push removes what pushes cut
-        short left (:meth:`Transport.remove_unfinished_pushes`)."""
+        checked to be the same); the transport's connections are made anew."""
         before = dict(self.emulator.settings) if self.emulator is not None else None
         super().restart_emulator()  # refuses a device without an emulator
-        self.transport.close()  # after: the transport reads where the new one listens
-        # What it held may be gone or half-written (a board that lost power keeps only
-        # what reached its flash): every file is checked again by its digest.
-        self._pushed.clear()
-        self._programs.clear()
-        self._agent_path = None
-        self._restarted = True  # and a push it cut left its staging file on the flash
+        self._forget_files()  # after: the transport reads where the new one listens
         after = dict(self.emulator.settings) if self.emulator is not None else None
         if after != before:
             raise DeviceSetupError(
                 f"{self.name}: its emulator came back with other transport settings "
                 f"({after} instead of {before}); the transport cannot follow it"
             )
+
+    def power_cycled(self) -> None:
+        """Its board was power-cycled from outside (a lab place's power port): forget what
+        it held and wait while it boots, until the transport answers, at most the
+        profile's ``timeouts.connect``; :class:`DeviceSetupError` if it does not."""
+        self._forget_files()
+        bound = self.profile.timeouts.connect
+        deadline = time.monotonic() + bound
+        while True:
+            try:
+                self.transport.run(["true"], timeout=self.profile.timeouts.command)
+                return
+            except TransportError as exc:
+                self.transport.close()
+                if time.monotonic() >= deadline:
+                    raise DeviceSetupError(
+                        f"{self.name}: did not answer within {bound:g} s of its power cycle "
+                        f"(timeouts.connect): {exc}"
+                    ) from exc
+            time.sleep(0.5)  # polling a board that boots: nothing tells when it is up
+
+    def _forget_files(self) -> None:
+        """A board that restarted or lost power: its connections are made anew, and what
+        it held may be gone or half-written (a board keeps only what reached its flash):
+        every file is checked again by its digest, and the first push removes what pushes
+        cut short left."""
+        self.transport.close()
+        self._pushed.clear()
+        self._programs.clear()
+        self._agent_path = None
+        self._power_lost = True  # and a push it cut left its staging file on the flash
 
     @property
     def work_dir(self) -> str:
@@ -112,9 +136,9 @@ class HostedDevice(Device):
         unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
         if not unknown:
             return
-        if self._restarted:  # the first push since: no push of ours is under way there
+        if self._power_lost:  # the first push since: no push of ours is under way there
             self.transport.remove_unfinished_pushes(self.work_dir, self.profile.timeouts.command)
-            self._restarted = False
+            self._power_lost = False
         there = self.transport.sha256_each([remote for _, remote, _ in unknown])
         for (local, remote, digest), have in zip(unknown, there, strict=True):
             if have != digest:

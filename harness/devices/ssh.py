@@ -132,6 +132,7 @@ KIND = DeviceKind(
     more_emulators=("linux-emu",),
     emulator_fields=("host", "ssh_config"),
     lock_key=lock_key,
+    awaits_boot=True,
     lab=LabAddress(
         fields=("host", "port", "user"),
         placeholder=(("host", "127.0.0.1"), ("port", 22), ("user", "lab")),

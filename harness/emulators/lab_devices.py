@@ -6,32 +6,45 @@
   exporter's address, attached to that host's real adb server (``adb connect``), which
   only accepts the phone if it knows the server's key, as a phone with USB debugging
   authorised for that host does;
+- :class:`PoweredLinuxBoard`: a linux-emu board (:mod:`harness.emulators.linux`: Debian's
+  arm64 kernel booting under QEMU) serving SSH on the exporter's address;
 - :class:`PowerSwitch`: the stand-in power switch, a small HTTP server on the exporter's
   address answering labgrid's ``simplerest`` model (``GET /relay/INDEX/VALUE``). For a
   board, off pauses its CPU (QEMU monitor ``stop``), on resets and resumes it
   (``system_reset``, ``cont``): the firmware boots again with an empty registry, as
   after a power cycle. For a phone, off ends adb-emu abruptly (its files are kept), on
-  starts it again on the same port and attaches it to the adb server again.
+  starts it again on the same port and attaches it to the adb server again. For a
+  Linux board, off cuts its power at once (its QEMU killed, the flash keeps what reached
+  it), on boots it in the background, as a relay closing does: whoever switched it on
+  waits for its SSH.
 
 :mod:`harness.emulators.labgrid_lab` puts them behind a real coordinator and exporters.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import os
 import re
+import signal
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from harness.emulators.adb.launcher import AdbEmulator
 from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.mcu import QEMU
 from harness.errors import InfrastructureError
 from harness.lifecycle.process import ManagedProcess
+from harness.lifecycle.reap import descendants
 from harness.profiles.mcu_boards import DEFAULT_MACHINE
+
+if TYPE_CHECKING:
+    from harness.emulators.linux import LinuxEmulator
 
 _PTY = re.compile(r"char device redirected to (/dev/pts/[0-9]+) \(label serial0\)")
 _ATTACH_TIMEOUT_S = 15.0
@@ -151,6 +164,55 @@ class EmulatedPhone:
         self._adbd.stop()
 
 
+class PoweredLinuxBoard:
+    """A linux-emu board behind the stand-in switch, booted when made (see the module).
+
+    Switched off while it boots, its QEMU is killed at once and the boot's thread let end
+    (the board's labgrid drivers are that thread's until then)."""
+
+    def __init__(self, board: LinuxEmulator) -> None:
+        self.board = board
+        self._booting: threading.Thread | None = None
+        self.boot_error: BaseException | None = None  # the last background boot's failure
+        board.start()
+        self.powered = True
+
+    def power(self, on: bool) -> None:
+        if not on and self._booting is not None and self._booting.is_alive():
+            self._kill_booting_qemu()
+        self._wait_for_boot()
+        if on and not self.powered:
+            self._booting = threading.Thread(target=self._boot, daemon=True, name=self.board.alias)
+            self._booting.start()
+        elif not on:
+            self.board.cut_power()
+        self.powered = on
+
+    def _boot(self) -> None:
+        self.boot_error = None
+        try:
+            self.board.start()
+        except Exception as exc:  # the board stays dark; its console log says why
+            self.boot_error = exc
+
+    def _kill_booting_qemu(self) -> None:
+        """SIGKILL this process's QEMU that boots this board's flash (found by its argv)."""
+        flash = os.fsencode(self.board.flash)
+        for pid in descendants({os.getpid()}):
+            with contextlib.suppress(OSError):
+                if b"file=" + flash + b"," in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+
+    def _wait_for_boot(self) -> None:
+        if self._booting is not None:
+            self._booting.join()
+            self._booting = None
+
+    def stop(self) -> None:
+        self._wait_for_boot()
+        self.board.stop()
+
+
 class _Powered(Protocol):
     powered: bool
 
@@ -161,7 +223,7 @@ class PowerSwitch:
     """The stand-in power switch of one exporter host: simplerest over HTTP, one relay
     (index) per device."""
 
-    def __init__(self, host: str, boards: list[_Powered]) -> None:
+    def __init__(self, host: str, boards: Sequence[_Powered]) -> None:
         boards_by_index = dict(enumerate(boards))
 
         class Handler(http.server.BaseHTTPRequestHandler):

@@ -27,43 +27,60 @@ MCU places ``lab-a``, ``lab-b``, ... have tags ``kind=mcu pool=lab et_health=ok`
 (devices/lab-mcu.yaml asks for the first two), SSH places ``ssh-a``, ... tags
 ``kind=linux pool=lab et_health=ok`` (devices/lab-linux.yaml), Android places
 ``android-a``, ... tags ``kind=android pool=lab et_health=ok`` plus the two adb tags
-(devices/lab-android.yaml). ``python -m harness.emulators.labgrid_lab [PLACES
-[SSH_BOARDS [PHONES]]]`` runs one until Ctrl-C, with the coordinator on
-127.0.0.1:20408 and its SSH files in ``LAB_FILES``, the paths the shipped profiles name.
+(devices/lab-android.yaml). With ``linux_boards=K``, the first K exporters also have a
+Linux board that boots (linux-emu: Debian's arm64 kernel under QEMU), its SSH on the
+exporter's address (a ``NetworkService``, user root) and its power on the stand-in
+switch (a ``NetworkPowerPort``), as places ``boot-a``, ... tagged ``kind=linux_board
+pool=lab et_health=ok`` (devices/lab-linux-board.yaml).
+
+``python -m harness.emulators.emulated_lab [PLACES [SSH_BOARDS [PHONES [LINUX_BOARDS]]]]``
+runs one until Ctrl-C, with the coordinator on 127.0.0.1:20408 and its SSH files in
+``LAB_FILES``, the paths the shipped profiles name.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from harness import shipped
 from harness.emulators import ser2net_loopback
 from harness.emulators.adb.server import PrivateAdbServer
-from harness.emulators.lab_devices import EmulatedBoard, EmulatedPhone, LabError, PowerSwitch
+from harness.emulators.lab_devices import (
+    EmulatedBoard,
+    EmulatedPhone,
+    LabError,
+    PoweredLinuxBoard,
+    PowerSwitch,
+)
+from harness.emulators.lab_places import (
+    ANDROID_GROUP,
+    BOOT_GROUP,
+    BOOT_TAGS,
+    GROUP,
+    SSH_GROUP,
+    SSH_TAGS,
+    TAGS,
+    AndroidPlace,
+    LabPlace,
+    LinuxBoardPlace,
+    SshPlace,
+)
 from harness.emulators.mcu import build_firmware
-from harness.emulators.ssh import Isolation, SshEmulator
+from harness.emulators.ssh import Isolation, SshBoardFiles, SshEmulator, ensure_key
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.lifecycle.process import ManagedProcess, free_port
 
 COORDINATOR_HOST = "127.0.0.1"
-TAGS = {"kind": "mcu", "pool": "lab", "et_health": "ok"}
-SSH_TAGS = {"kind": "linux", "pool": "lab", "et_health": "ok"}
-ANDROID_TAGS = {"kind": "android", "pool": "lab", "et_health": "ok"}
-GROUP = "mcu"
-SSH_GROUP = "ssh"
-ANDROID_GROUP = "android"
 LAB_FILES = Path("~/.cache/et-harness/labgrid-lab").expanduser()  # the worked example's
 _READY_TIMEOUT_S = 30.0
 
@@ -79,34 +96,6 @@ def labgrid_program(name: str) -> str:
     return found
 
 
-@dataclass(frozen=True)
-class LabPlace:
-    name: str
-    exporter: str
-    host: str
-    board: EmulatedBoard
-
-
-@dataclass(frozen=True)
-class SshPlace:
-    name: str
-    exporter: str
-    board: SshEmulator
-
-
-@dataclass(frozen=True)
-class AndroidPlace:
-    name: str
-    exporter: str
-    phone: EmulatedPhone
-
-    @property
-    def tags(self) -> dict[str, str]:
-        """What the lab's admin sets on the place: the pool's tags and where the phone is."""
-        server = f"127.0.0.1:{self.phone.server.port}"
-        return {**ANDROID_TAGS, "adb_serial": self.phone.serial, "adb_server": server}
-
-
 class LabgridLab:
     """A coordinator, ``len(hosts)`` exporters (one board and one place each, and on the
     first few an SSH board and a phone with a place each), on loopback."""
@@ -118,15 +107,18 @@ class LabgridLab:
         ssh_boards: int = 0,
         files: Path | None = None,
         android_phones: int = 0,
+        linux_boards: int = 0,
     ) -> None:
         self.hosts = hosts
         self._port = port
         self._ssh_boards = ssh_boards
         self._android_phones = android_phones
+        self._linux_boards = linux_boards
         self._files = files  # known_hosts and id_ed25519; None: in the lab's own directory
         self.places: list[LabPlace] = []
         self.ssh_places: list[SshPlace] = []
         self.android_places: list[AndroidPlace] = []
+        self.linux_board_places: list[LinuxBoardPlace] = []
         self._stack = contextlib.ExitStack()
         self.coordinator = ""
         self._coordinator_argv: list[str] = []
@@ -205,6 +197,7 @@ class LabgridLab:
         files = self._files or directory
         files.mkdir(parents=True, exist_ok=True)
         self.known_hosts, self.client_key = files / "known_hosts", files / "id_ed25519"
+        ensure_key(self.client_key, "labgrid lab client key")  # every SSH board accepts it
         for number, host in enumerate(self.hosts):
             self._start_exporter_of(number, host, firmware, wrapper_dir)
         self._stack.callback(self._stop_exporters)
@@ -227,7 +220,13 @@ class LabgridLab:
             phone = EmulatedPhone(directory, f"phone-{letter}", host, server)
             self._stack.callback(phone.stop)
             self.android_places.append(AndroidPlace(f"android-{letter}", exporter, phone))
-        switch = PowerSwitch(host, [board] if phone is None else [board, phone])
+        powered: list[EmulatedBoard | EmulatedPhone | PoweredLinuxBoard] = [board]
+        powered += [phone] if phone is not None else []
+        if number < self._linux_boards:
+            linux = self._start_linux_board(letter, host)
+            self.linux_board_places.append(LinuxBoardPlace(f"boot-{letter}", exporter, linux))
+            powered.append(linux)
+        switch = PowerSwitch(host, powered)
         self._stack.callback(switch.stop)
         config = directory / f"{exporter}.yaml"
         text = (
@@ -243,6 +242,14 @@ class LabgridLab:
             )
         if number < self._ssh_boards:
             text += self._start_ssh_board(letter, host, exporter)
+        if number < self._linux_boards:
+            linux_board = self.linux_board_places[-1].board.board
+            text += (
+                f"{BOOT_GROUP}:\n  NetworkService:\n    address: {host}\n"
+                f"    port: {linux_board.port}\n    username: {linux_board.user}\n"
+                f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
+                f"    index: {len(powered) - 1}\n"
+            )
         config.write_text(text)
         env = {
             **os.environ,
@@ -279,12 +286,35 @@ class LabgridLab:
             f"    port: {sshd.port}\n    username: {sshd.user}\n"
         )
 
+    def _start_linux_board(self, letter: str, host: str) -> PoweredLinuxBoard:
+        """A Linux board that boots, its SSH on ``host``, accepting the lab's client key."""
+        from harness.emulators.linux import LinuxEmulator
+
+        emulator = LinuxEmulator(
+            self._directory / f"linux-{letter}",
+            alias=f"boot-{letter}",
+            listen_host=host,
+            authorized_key=self.client_key.with_suffix(".pub"),
+            boot_timeout=int(_READY_TIMEOUT_S),
+        )
+        self._stack.callback(emulator.stop)  # if its first boot fails
+        board = PoweredLinuxBoard(emulator)
+        self._stack.callback(board.stop)
+        return board
+
+    def cut_power(self, name: str) -> None:
+        """Switch a Linux board place's power off, as a lab's power failure would: the
+        board is dark until someone switches it on (a harness, through the place)."""
+        place = next(p for p in self.linux_board_places if p.name == name)
+        place.board.power(False)
+
     def _add_places(self) -> None:
         """Each exported board, SSH board and phone a place of its own, tagged."""
         for name, exporter, group, tags in (
             *((p.name, p.exporter, GROUP, TAGS) for p in self.places),
             *((p.name, p.exporter, SSH_GROUP, SSH_TAGS) for p in self.ssh_places),
             *((p.name, p.exporter, ANDROID_GROUP, p.tags) for p in self.android_places),
+            *((p.name, p.exporter, BOOT_GROUP, BOOT_TAGS) for p in self.linux_board_places),
         ):
             self.admin("AddPlace", name=name)
             self.admin("AddPlaceMatch", placename=name, pattern=f"{exporter}/{group}/*")
@@ -340,6 +370,7 @@ class LabgridLab:
             port=old.port,
         )
         self._stack.enter_context(board)
+        self._authorize_lab_key(board)
         self.ssh_places[index] = replace(place, board=board)
 
     def _ssh_place(self, name: str) -> tuple[int, SshPlace]:
@@ -374,6 +405,7 @@ class LabgridLab:
         deadline = time.monotonic() + _READY_TIMEOUT_S
         names = [p.name for p in self.places] + [p.name for p in self.ssh_places]
         names += [p.name for p in self.android_places]
+        names += [p.name for p in self.linux_board_places]
         while not (
             saved.exists()
             and saved.stat().st_mtime_ns > before
@@ -386,16 +418,18 @@ class LabgridLab:
     def _publish_ssh_files(self) -> None:
         """The SSH boards' host keys in one known_hosts (what a lab publishes for its
         devices) and the client key they all accept, copied beside it."""
-        lines = [f"{p.board.known_hosts_name} {p.board.host_public_key}\n" for p in self.ssh_places]
+        boards: list[SshBoardFiles] = [p.board for p in self.ssh_places]
+        boards += [p.board.board for p in self.linux_board_places]
+        lines = [f"{board.known_hosts_name} {board.host_public_key}\n" for board in boards]
         self.known_hosts.write_text("".join(lines))
-        if self.ssh_places:
-            first = self.ssh_places[0].board
-            self.client_key.write_bytes(first.client_key.read_bytes())
-            self.client_key.chmod(0o600)
-            for place in self.ssh_places[1:]:  # one key for the lab: every board accepts it
-                place.board.authorized_keys_file.write_text(  # type: ignore[union-attr]
-                    first.client_key.with_suffix(".pub").read_text()
-                )
+        for place in self.ssh_places:
+            self._authorize_lab_key(place.board)
+
+    def _authorize_lab_key(self, board: SshEmulator) -> None:
+        """One key for the lab: every board accepts it."""
+        board.authorized_keys_file.write_text(  # type: ignore[union-attr]
+            self.client_key.with_suffix(".pub").read_text()
+        )
 
     def _wait_exported(self) -> None:
         deadline = time.monotonic() + _READY_TIMEOUT_S
@@ -403,6 +437,9 @@ class LabgridLab:
         wanted |= {f"{place.exporter}/{SSH_GROUP}/NetworkService" for place in self.ssh_places}
         wanted |= {
             f"{place.exporter}/{ANDROID_GROUP}/NetworkPowerPort" for place in self.android_places
+        }
+        wanted |= {
+            f"{place.exporter}/{BOOT_GROUP}/NetworkService" for place in self.linux_board_places
         }
         while True:
             listed = self.client("resources")
@@ -434,55 +471,8 @@ def running_lab(
     ssh_boards: int = 0,
     files: Path | None = None,
     android_phones: int = 0,
+    linux_boards: int = 0,
 ) -> Iterator[LabgridLab]:
     hosts = tuple(f"127.0.0.{2 + n}" for n in range(places))
-    with LabgridLab(hosts, port, ssh_boards, files, android_phones) as lab:
+    with LabgridLab(hosts, port, ssh_boards, files, android_phones, linux_boards) as lab:
         yield lab
-
-
-def _arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.emulators.labgrid_lab",
-        description="Run the emulated labgrid lab on loopback, coordinator on 127.0.0.1:20408 "
-        "(the address the lab profiles name), until Ctrl-C (docs/device-farm.md).",
-    )
-    parser.add_argument("places", nargs="?", type=int, default=2, help="MCU places (default: 2)")
-    parser.add_argument(
-        "ssh_boards", nargs="?", type=int, default=1, help="SSH board places (default: 1)"
-    )
-    parser.add_argument("phones", nargs="?", type=int, default=1, help="phone places (default: 1)")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str]) -> int:
-    args = _arguments(argv)
-    places, ssh_boards, phones = args.places, args.ssh_boards, args.phones
-    with running_lab(places, 20408, ssh_boards, LAB_FILES, phones) as lab:
-        print(f"coordinator {lab.coordinator}")
-        for place in lab.places:
-            print(
-                f"place {place.name}: exporter {place.exporter} on {place.host}, "
-                f"board {place.board.name} on {place.board.pty}, tags "
-                + " ".join(f"{k}={v}" for k, v in TAGS.items())
-            )
-        for ssh in lab.ssh_places:
-            print(
-                f"place {ssh.name}: exporter {ssh.exporter}, NetworkService "
-                f"{ssh.board.host}:{ssh.board.port} user {ssh.board.user}, tags "
-                + " ".join(f"{k}={v}" for k, v in SSH_TAGS.items())
-            )
-        for android in lab.android_places:
-            print(
-                f"place {android.name}: exporter {android.exporter}, phone "
-                f"{android.phone.name}, tags "
-                + " ".join(f"{k}={v}" for k, v in android.tags.items())
-            )
-        print(f"SSH host keys in {lab.known_hosts}, client key {lab.client_key}")
-        print("Ctrl-C to stop", flush=True)
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
-    return 0
-
-
-if __name__ == "__main__":
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    sys.exit(main(sys.argv[1:]))

@@ -64,12 +64,17 @@ class LinuxEmulator(SshBoardFiles):
         memory: str = "512M",
         boot_timeout: int = 60,
         image: BoardImage | None = None,
+        listen_host: str = LISTEN_HOST,
+        port: int = 0,
+        authorized_key: Path | None = None,
     ) -> None:
         self.directory = directory.resolve()
         self.alias = alias
         self.user = DEVICE_USER
-        self.host = LISTEN_HOST
-        self.port = 0
+        self.host = listen_host  # a loopback address: an emulated lab's exporter host's
+        self.port = port  # 0: chosen at the first power-on
+        # The public key the board's sshd accepts (a lab's one client key); None: its own
+        self._authorized_key = authorized_key
         self._memory = memory
         self._boot_timeout = boot_timeout
         self._image = image
@@ -212,7 +217,8 @@ class LinuxEmulator(SshBoardFiles):
         ensure_key(self.host_key, "linux-emu host key")
         ensure_key(self.client_key, "linux-emu client key")
         seed = self.directory / "seed.tar"
-        _write_seed(seed, self.host_key, self.client_key.with_suffix(".pub"))
+        authorized = self._authorized_key or self.client_key.with_suffix(".pub")
+        _write_seed(seed, self.host_key, authorized)
         # One port for the emulator's life: a transport that resolved it before a power
         # cut or a restart reaches the board again at the same address.
         self.port = self.port or free_port(self.host)

@@ -131,7 +131,8 @@ def _add_farm_options(group: pytest.OptionGroup) -> None:
         default=FarmPolicy.emulator_restarts,
         metavar="N",
         help="restart an emulated device whose health check fails (a new emulator, "
-        "checked again) up to N times a run before quarantining it (default: %(default)s)",
+        "checked again), or power-cycle a lab board whose profile asks recover: power, up "
+        "to N times a run before quarantining it (default: %(default)s)",
     )
     group.addoption(
         "--results-dir",

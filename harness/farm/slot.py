@@ -7,8 +7,11 @@ re-checks the device after consecutive infrastructure errors, and quarantines it
 when a check fails. An emulated device (the harness's own emulator) is checked
 before every retry too, and one that fails a check, or whose bring-up or emulator
 restart failed (a board's boot cut short), has its emulator started again and is
-checked again, up to ``emulator_restarts`` times a run, before it is quarantined;
-real devices are never restarted. A lab pool's board (a profile that
+checked again, up to ``emulator_restarts`` times a run, before it is quarantined
+(:mod:`harness.farm.restarts`). A real device is never restarted, but a lab board whose
+profile asks ``recover: power`` is checked before every retry, and one that fails a
+check has its place's power cycled and is waited for while it boots, counted the same
+way. A lab pool's board (a profile that
 asks for any place with some tags) is checked before every retry as well; one that
 fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
 slot holds another place of the pool, where its runner goes on: the device is
@@ -33,6 +36,7 @@ from harness.errors import UsageError
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
+from harness.farm.restarts import EMULATOR_RESTART, Restarts, board_restart
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import device_kind
 from harness.profiles.lab_setting import LabgridPlace, without_labgrid
@@ -105,8 +109,7 @@ class DeviceSlot:
         self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
         self._sessions: list[Session] = []
-        self.emulator_restarts: list[str] = []  # why, one per restart this run
-        self._restarts_reported = 0
+        self.restarts = Restarts(policy)
         self._avoid: dict[str, str] = {}  # a pool's places this run took out, and why
         self._prefer: str | None = None  # the place to hold again (after it was lost)
 
@@ -153,7 +156,7 @@ class DeviceSlot:
             if infrastructure_error(exc) is not None:
                 if self._move_on(exc, reason) or (held and self._bring_up_again(exc, reason)):
                     return
-                self.health.quarantine(f"{reason}{self._after_restarts()}")
+                self.health.quarantine(f"{reason}{self.restarts.after()}")
             self.close()
             raise
         self._check("the health check before its first test")
@@ -166,29 +169,17 @@ class DeviceSlot:
         if (
             self.profile.emulator is None
             or isinstance(error, MissingHostTool)
-            or not self._take_restart(reason)
+            or not self.restarts.take(reason)
         ):
             return False
         self._let_go()  # the lock: held again by the next bring-up
         self._bring_up()
         return True
 
-    def _take_restart(self, why: str) -> bool:
-        """Count an emulator restart for ``why`` (reported with the test that ends), if
-        the run's ``emulator_restarts`` and time allow one."""
-        if (
-            len(self.emulator_restarts) >= self.policy.emulator_restarts
-            or self.policy.deadline.remaining() == 0.0
-        ):
-            return False
-        number = len(self.emulator_restarts) + 1
-        self.emulator_restarts.append(f"restart {number} of {self.policy.emulator_restarts}: {why}")
-        return True
-
-    def _after_restarts(self) -> str:
-        """`` (after N emulator restarts)`` once restarts were made, for a quarantine reason."""
-        made = len(self.emulator_restarts)
-        return f" (after {made} emulator restart{'s' * (made != 1)})" if made else ""
+    @property
+    def recovers(self) -> bool:
+        """True for a lab profile whose board is power-cycled when it stops answering."""
+        return self._place is not None and self._place.recover == "power"
 
     @property
     def pool(self) -> bool:
@@ -285,12 +276,6 @@ class DeviceSlot:
         """True when the harness started the device (its emulator is ours to restart)."""
         return self.device is not None and self.device.emulator is not None
 
-    def take_restarts(self) -> list[str]:
-        """The emulator restarts since this was last called (for the test that ends)."""
-        new = self.emulator_restarts[self._restarts_reported :]
-        self._restarts_reported = len(self.emulator_restarts)
-        return new
-
     def check_if_due(self) -> None:
         """After consecutive infrastructure errors, restart the agent and check it again."""
         if not self.health.needs_check or self.runner is None:
@@ -308,7 +293,7 @@ class DeviceSlot:
         except Exception as exc:  # the session, the runner, or the harness's own disk
             if not isinstance(exc, TransportError | RunnerError) and not infrastructure_error(exc):
                 raise
-            if isinstance(exc, TransportError | RunnerError) and self._restart_emulator(which, exc):
+            if isinstance(exc, TransportError | RunnerError) and self._restart_board(which, exc):
                 return
             if self._hold_again():  # its exporter restarted, or the place was lost
                 self.regain(exc)
@@ -346,32 +331,42 @@ class DeviceSlot:
             "its agent build from the harness cache and run again"
         )
 
-    def _restart_emulator(self, which: str, error: BaseException) -> bool:
-        """Start the emulator of a device that failed ``which`` again and check it (a
-        failed start or check restarts it again); False when it is no emulated device, its
-        restarts are used up, or the run's time is."""
-        if (
-            self.device is None
-            or self.device.emulator is None
-            or not self._take_restart(f"{which} failed: {describe_error(error)}")
-        ):
+    def _restart_board(self, which: str, error: BaseException) -> bool:
+        """Bring a device that failed ``which`` back and check it: its emulator started
+        again, or its lab place power-cycled (``recover: power``) and the board waited
+        for. One that does not come back is brought back again, then left like any board
+        that failed (:meth:`_move_on`) or quarantined. False when it is neither, its
+        restarts (``emulator_restarts``) are used up, or the run's time is."""
+        reservation = self._reservation
+        power_cycle = reservation.power_cycle if reservation is not None and self.recovers else None
+        found = board_restart(self.device, power_cycle)
+        if found is None:
             return False
-        number = len(self.emulator_restarts)
-        self.restart()  # the agent ran on the emulator that died
+        label, restart = found
+        why = f"{which} failed: {describe_error(error)}"
+        if not self.restarts.take(why if label == EMULATOR_RESTART else f"{label}: {why}"):
+            return False
+        label = f"{label} {len(self.restarts.made)}"
+        self.restart()  # the agent ran on the board that died
         try:
-            self.device.restart_emulator()
+            restart()
         except BaseException as exc:
             if infrastructure_error(exc) is None:
                 raise
-            if self._restart_emulator(f"emulator restart {number}", exc):  # its boot cut too
+            if self._restart_board(label, exc):  # its boot cut too
                 return True
-            self.health.quarantine(f"emulator restart {number} failed: {describe_error(exc)}")
+            reason = f"{label} failed: {describe_error(exc)}"
+            if self._move_on(exc, reason):
+                return True
+            board = self._board()
+            lab_wide = self._quarantine_place(exc, reason)
+            self.health.quarantine(f"{reason}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
-                f"device {self.name!r} failed {which}, and bringing its emulator up again "
-                f"failed: {describe_error(exc)}; it is quarantined for the rest of this run"
+                f"device {self.name!r}{board} failed {which}, and its {label} failed: "
+                f"{describe_error(exc)}; it is quarantined for the rest of this run{lab_wide}"
             ) from exc
-        self._check(f"the health check after emulator restart {number}")
+        self._check(f"the health check after {label}")
         return True
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
@@ -411,12 +406,13 @@ class DeviceSlot:
             }
             key = f"labgrid:{self._place.coordinator or '$LG_COORDINATOR'}/{held.name}"
             profile = with_lab_address(without_labgrid(profile), held.resources, held.name)
-            if self._place.reset == "power":
-                if not held.resources.power:
+            for field in ("reset", "recover"):
+                if getattr(self._place, field) == "power" and held.resources.power_port is None:
                     raise LabResourceError(
-                        f"{self.profile.where('transport.labgrid.reset')}: power, but labgrid "
-                        f"place {held.name!r} has no power port"
+                        f"{self.profile.where(f'transport.labgrid.{field}')}: power, but "
+                        f"labgrid place {held.name!r} has no NetworkPowerPort"
                     )
+            if self._place.reset == "power":
                 board_reset = reservation.power_cycle
         lock = DeviceLock(self.profile.name, self.policy.lock_dir, key)
         lock.acquire(self.policy.deadline.bound(self.policy.lock_timeout))
@@ -500,8 +496,8 @@ class DeviceSlot:
             if self.health.quarantined or self.policy.deadline.remaining() == 0.0:
                 break
             self.restart()
-            if self.emulated or self.pool:  # a dead emulator is restarted, a pool's dead
-                self._check("the health check before a retry")  # board left, before the retry
+            if self.emulated or self.pool or self.recovers:  # a dead emulator is restarted, a
+                self._check("the health check before a retry")  # board power-cycled, or left
             try:
                 attempt()
                 return

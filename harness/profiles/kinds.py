@@ -74,6 +74,9 @@ class DeviceKind:
     # Whether open_device uses a reset from outside (a lab place's power port, before each
     # agent session); a lab profile of another kind may not ask for one.
     takes_outside_reset: bool = False
+    # Whether the device, power-cycled from outside (a lab place's power port), can be
+    # waited for while it boots (Device.power_cycled): a lab profile may ask to recover it so.
+    awaits_boot: bool = False
     # Whether the harness builds the device's agent against an ExecuTorch SDK (a hosted
     # device), so that --runtime chooses what it runs; False: the board's firmware is its
     # agent.

@@ -9,8 +9,10 @@ profile names a coordinator and either one place or a tag filter (a pool)::
         coordinator: "127.0.0.1:20408"   # optional: else $LG_COORDINATOR
         tags: {kind: mcu, pool: lab}     # any free place with these tags ...
         # place: board-7                 # ... or this one place
-        reset: power                     # optional: power-cycle the place's power port
-                                         # before each agent session (a fresh registry)
+        reset: power                     # optional (serial): power-cycle the place's power
+                                         # port before each agent session (a fresh registry)
+        recover: power                   # optional (ssh): a board that stops answering is
+                                         # power-cycled and waited for while it boots
         quarantine: lab                  # optional: a failed health check takes the
                                          # place out of service lab-wide (lab_quarantine)
 
@@ -43,12 +45,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.extras import LAB
 from harness.profiles.device_profile import DeviceProfile, ProfileError
-from harness.profiles.kinds import all_kinds, device_kind
+from harness.profiles.kinds import DeviceKind, all_kinds, device_kind
 from harness.untrusted.value_rules import ValueRuleError, check_word, split_host_port
 
 SETTING = "labgrid"
@@ -59,8 +61,8 @@ QUARANTINED = "quarantined"
 MODES = ("run", "lab")  # how far a failed health check reaches
 _TAG = re.compile(r"[a-z][a-z0-9_]{0,63}")  # labgrid's own tag key rule, bounded
 _TAG_VALUE = re.compile(r"[a-z0-9_]{1,64}")  # labgrid's own tag value rule, bounded
-_RESETS = ("none", "power")
-_FIELDS = ("coordinator", "place", "quarantine", "reset", "tags")
+_POWER_USES = ("none", "power")  # reset and recover
+_FIELDS = ("coordinator", "place", "quarantine", "recover", "reset", "tags")
 
 
 class LabgridNotInstalled(ProfileError):
@@ -76,6 +78,7 @@ class LabgridPlace:
     coordinator: str | None = None  # None: labgrid's default ($LG_COORDINATOR)
     reset: str = "none"
     quarantine: str = "run"  # "lab": a failed health check quarantines the place lab-wide
+    recover: str = "none"  # "power": a board that stops answering is power-cycled, waited for
 
     @property
     def filters(self) -> dict[str, str]:
@@ -130,18 +133,18 @@ class LabgridPlace:
                 split_host_port(coordinator)
             except ValueRuleError as exc:
                 raise ProfileError(f"{where}.coordinator: {exc}") from None
-        reset = data.get("reset", "none")
-        if reset not in _RESETS:
-            raise ProfileError(
-                f"{where}.reset: {reset!r} is not one of {', '.join(_RESETS)} (power: cycle "
-                "the place's power port before each agent session)"
-            )
-        if reset != "none" and not device_kind(profile.kind).takes_outside_reset:
-            resettable = ", ".join(k.name for k in all_kinds() if k.takes_outside_reset)
-            raise ProfileError(
-                f"{where}.reset: {reset}, but a {profile.kind} device is not reset from "
-                f"outside (only transport.kind {resettable} is): remove the field"
-            )
+        reset = _power_use(
+            profile, data, "reset", "cycle the place's power port before each agent session",
+            lambda kind: kind.takes_outside_reset,
+            "a {kind} device is not reset from outside (only transport.kind {able} is)",
+        )  # fmt: skip
+        recover = _power_use(
+            profile, data, "recover", "a board that stops answering is power-cycled through "
+            "the place's power port and waited for while it boots",
+            lambda kind: kind.awaits_boot,
+            "the harness does not wait for a {kind} device to boot (only for transport.kind "
+            "{able})",
+        )  # fmt: skip
         quarantine = data.get("quarantine", "run")
         if quarantine not in MODES:
             raise ProfileError(
@@ -149,7 +152,31 @@ class LabgridPlace:
                 f"{', '.join(MODES)} (lab: a failed health check tags the place "
                 f"{HEALTH_TAG}={QUARANTINED} for every runner)"
             )
-        return cls(place, tags, coordinator, reset, quarantine)
+        return cls(place, tags, coordinator, reset, quarantine, recover)
+
+
+def _power_use(
+    profile: DeviceProfile,
+    data: Mapping[str, object],
+    field: str,
+    means: str,
+    kind_can: Callable[[DeviceKind], bool],
+    refusal: str,
+) -> str:
+    """The labgrid block's ``field`` (``reset``, ``recover``): ``none``, or ``power``
+    (``means`` what it does), which a kind ``kind_can`` not is refused for (``refusal``,
+    given ``{kind}`` and ``{able}``, says why)."""
+    where = profile.where(f"transport.{SETTING}.{field}")
+    value = data.get(field, "none")
+    if value not in _POWER_USES:
+        raise ProfileError(
+            f"{where}: {value!r} is not one of {', '.join(_POWER_USES)} (power: {means})"
+        )
+    if value != "none" and not kind_can(device_kind(profile.kind)):
+        able = ", ".join(k.name for k in all_kinds() if kind_can(k))
+        why = refusal.format(kind=profile.kind, able=able)
+        raise ProfileError(f"{where}: {value}, but {why}: remove the field")
+    return str(value)
 
 
 def _tags(value: object, where: str) -> tuple[tuple[str, str], ...]:

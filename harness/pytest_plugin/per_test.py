@@ -193,7 +193,7 @@ def _device_payload(
         payload["facts"] = facts
         payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
         payload["artifacts"] = item.stash[ARTIFACTS].paths if ARTIFACTS in item.stash else []
-        payload["emulator_restarts"] = restarts = slot.take_restarts()
+        payload["emulator_restarts"] = restarts = slot.restarts.new()
         report.user_properties += [(EMULATOR_RESTART_PROPERTY, reason) for reason in restarts]
         if tries:
             item.user_properties.append(

@@ -133,7 +133,7 @@ class Transport(abc.ABC):
         board whose power went during a push keeps what reached its flash of the file it
         was writing); a transport that writes no such files has nothing to remove.
 
-        Only for a device no push is under way on (one the harness just started again)."""
+        Only for a device no push is under way on (one the harness just started or power-cycled)."""
         return  # by default no push leaves a file under another name
 
     @abc.abstractmethod

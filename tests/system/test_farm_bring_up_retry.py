@@ -55,7 +55,7 @@ def test_a_bring_up_whose_emulator_failed_to_start_starts_it_again(tmp_path, mon
         device = slot.open()
         assert device.emulator is not None and len(starts) == 2
         assert slot.facts["agent_version"] and not slot.health.quarantined
-        assert slot.take_restarts() == [
+        assert slot.restarts.new() == [
             f"restart 1 of 2: bring-up failed: SshEmulatorError: {CUT} (start 1)"
         ]
     finally:
@@ -76,7 +76,7 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
         assert slot.health.quarantine_reason == (
             f"bring-up failed: SshEmulatorError: {CUT} (start {restarts + 1}){after}"
         )
-        assert [r.split(":", 1)[0] for r in slot.take_restarts()] == [
+        assert [r.split(":", 1)[0] for r in slot.restarts.new()] == [
             f"restart {n} of {restarts}" for n in range(1, restarts + 1)
         ]
         with pytest.raises(DeviceQuarantined, match="boot and login failed"):
@@ -95,7 +95,7 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
     slot = _slot(tmp_path, 2)
     with pytest.raises(MissingHostTool):
         slot.open()
-    assert len(checks) == 1 and slot.take_restarts() == []
+    assert len(checks) == 1 and slot.restarts.new() == []
     assert slot.health.quarantined
 
     # nor a device another run holds: its lock is waited for once
@@ -109,7 +109,7 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
             slot.open()
     finally:
         other.release()
-    assert slot.take_restarts() == [] and "DeviceBusy" in str(slot.health.quarantine_reason)
+    assert slot.restarts.new() == [] and "DeviceBusy" in str(slot.health.quarantine_reason)
 
 
 def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypatch):
@@ -126,7 +126,7 @@ def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypa
         slot.retry(slot.runner.reset, TransportLost("the agent's link was lost"), tries,
                    lambda error, attempt: None)  # fmt: skip
         assert len(starts) == 2 and len(tries) == 1 and not slot.health.quarantined
-        restarts = slot.take_restarts()
+        restarts = slot.restarts.new()
         assert [r.split(": ", 2)[:2] for r in restarts] == [
             ["restart 1 of 3", "the health check before a retry failed"],
             ["restart 2 of 3", "emulator restart 1 failed"],

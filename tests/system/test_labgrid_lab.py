@@ -26,18 +26,18 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from lab_runs import in_flight, lab_session, parse_places, place_of, set_place
 from prerequisites import require
 from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
 from harness.lab.client_session import LabSession
 from harness.lab.identity import LabIdentity
-from harness.lab.places import PlaceState, place_state
 from harness.lab.reservation import LabgridReservation
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.reap import descendants
@@ -152,20 +152,8 @@ def _results(results: Path) -> list[dict]:
     return [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
 
 
-def _session(lab: LabgridLab) -> LabSession:
-    me = LabIdentity.this_process()
-    return LabSession.of(lab.coordinator, LabIdentity(me.host, "watch", me.pid, me.start))
-
-
-def parse_places(lab: LabgridLab) -> list[PlaceState]:
-    """Every place as the coordinator has it now (after a sync with it)."""
-    session = _session(lab)
-    session.call("sync", "GetPlaces", session.messages().GetPlacesRequest())
-    return sorted((place_state(raw) for raw in session.snapshot()[0]), key=lambda s: s.name)
-
-
 def _reservation_owners(lab: LabgridLab) -> list[str]:
-    session = _session(lab)
+    session = lab_session(lab)
     request = session.messages().GetReservationsRequest()
     return [r.owner for r in session.call("reservations", "GetReservations", request).reservations]
 
@@ -242,7 +230,7 @@ def test_children_started_while_this_processs_labgrid_session_is_busy_all_run(la
     Children now run no Python between fork and exec (docs/lifecycle.md)."""
     from harness.lifecycle.process import run
 
-    session = _session(lab)
+    session = lab_session(lab)
     stop = threading.Event()
 
     def ask() -> None:
@@ -710,7 +698,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
     board = lab.places[1].board
     holder_env = {**os.environ, **SOMEONE_ELSE}
     own = "USB hub flaky, reseat before use"
-    _set(lab, "lab-b", comment=own)  # the operator's own note on the place
+    set_place(lab, "lab-b", comment=own)  # the operator's own note on the place
     board.power(False)  # lab-b's board stops answering
     try:
         sick = _pytest(devices, tmp_path / "sick", "--device", "sick", "--lock-timeout", "60")
@@ -794,7 +782,7 @@ def test_a_place_failing_its_health_check_is_quarantined_lab_wide_until_a_person
             capture_output=True,
             check=False,
         )
-        _set(lab, "lab-b", comment="")
+        set_place(lab, "lab-b", comment="")
     _all_free(lab)
 
 
@@ -808,7 +796,7 @@ def test_a_pool_never_reserves_a_quarantined_place_nor_waits_for_it(lab):
     me = LabIdentity.this_process()
     runners = [LabIdentity(me.host, f"runner{n}", me.pid, me.start) for n in range(16)]
     by_start = [[r for r in runners if zlib.crc32(r.owner.encode()) % 2 == i] for i in (0, 1)]
-    _set(lab, "ssh-a", tags={"et_health": "quarantined"}, comment="quarantined by a test")
+    set_place(lab, "ssh-a", tags={"et_health": "quarantined"}, comment="quarantined by a test")
     try:
         for runner in by_start[0][:2] + by_start[1][:2]:
             reservation = LabgridReservation(wanted, runner)
@@ -819,73 +807,8 @@ def test_a_pool_never_reserves_a_quarantined_place_nor_waits_for_it(lab):
                 reservation.release()
             assert held.name == "ssh-b" and time.monotonic() - started < 10, runner
     finally:
-        _set(lab, "ssh-a", tags={"et_health": "ok"}, comment="")
+        set_place(lab, "ssh-a", tags={"et_health": "ok"}, comment="")
     _all_free(lab)
-
-
-IN_FLIGHT = """
-import os, pathlib, select
-
-HERE = pathlib.Path(__file__).parent
-
-
-def test_in_flight_while_the_lab_changes(et):
-    et.reset()
-    if not (HERE / "signalled").exists():  # a retry does not signal again
-        (HERE / "signalled").touch()
-        with open(HERE / "ready", "w") as ready:  # the lab test reads: it holds the board
-            ready.write(str(os.getpid()))
-        go = os.open(HERE / "go", os.O_RDONLY | os.O_NONBLOCK)
-        select.select([go], [], [], 120)  # until the lab test has changed the lab
-    et.reset()
-
-
-def test_next(et, n):
-    et.reset()
-
-
-def pytest_generate_tests(metafunc):
-    if "n" in metafunc.fixturenames:
-        metafunc.parametrize("n", range(COUNT))
-"""
-
-
-@contextlib.contextmanager
-def _in_flight(tmp_path: Path, after: int) -> Iterator[tuple[list[str], Callable[[], int]]]:
-    """A test module whose first test holds its board until the lab test has done what it
-    tests (``go``), then ``after`` tests; the selection, and what waits for that first
-    test (the PID of the worker it runs in)."""
-    folder = tmp_path / "in_flight"
-    folder.mkdir()
-    module = folder / "test_in_flight.py"
-    module.write_text(IN_FLIGHT.replace("COUNT", str(after)))
-    os.mkfifo(folder / "ready")
-    os.mkfifo(folder / "go")
-    go = -1
-
-    def held() -> int:
-        nonlocal go
-        ready = os.open(folder / "ready", os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            assert select.select([ready], [], [], 180)[0], "the first test did not start"
-            pid = int(os.read(ready, 64) or b"0")
-        finally:
-            os.close(ready)
-        go = os.open(folder / "go", os.O_RDWR)  # the test's select returns at its close
-        return pid
-
-    try:
-        yield [str(module)], held
-    finally:
-        if go >= 0:
-            os.write(go, b"go")
-            os.close(go)
-
-
-def _place_of(lab: LabgridLab, pid: int) -> str:
-    """The place the run's process ``pid`` holds."""
-    (place,) = [s.name for s in parse_places(lab) if s.acquired and f"-pid{pid}-" in s.acquired]
-    return place
 
 
 def _serial_port(lab: LabgridLab, exporter: str) -> object:
@@ -893,7 +816,7 @@ def _serial_port(lab: LabgridLab, exporter: str) -> object:
     parse_places(lab)  # a sync with the coordinator
     (port,) = [
         dict(r.args).get("port")
-        for r in _session(lab).snapshot()[1]
+        for r in lab_session(lab).snapshot()[1]
         if r.exporter == exporter and r.cls == "NetworkSerialPort"
     ]
     return port
@@ -904,9 +827,9 @@ def test_an_exporter_restarting_mid_run_is_waited_out_on_the_same_board(lab, dev
     manager) while a test runs there: its ser2net comes back on a new port. The run reads
     the place's resources again and goes on on the same board; it quarantines nothing,
     and at most the test in flight is infra (retried)."""
-    with _in_flight(tmp_path, after=2) as (selection, held):
+    with in_flight(tmp_path, after=2) as (selection, held):
         run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", selection=selection)
-        place = _place_of(lab, held())
+        place = place_of(lab, held())
         exporter = next(p.exporter for p in lab.places if p.name == place)
         before = _serial_port(lab, exporter)
         lab.restart_exporter(exporter)
@@ -928,7 +851,7 @@ def test_a_pool_board_that_dies_mid_run_is_left_and_its_tests_go_on_on_the_other
     """``-n 2`` on the two SSH boards; one board's sshd is killed while a test runs there:
     that worker quarantines the board lab-wide, hands it back and goes on on the other
     one once it is free. No test fails, at most the one in flight is infra."""
-    with _in_flight(tmp_path, after=8) as (selection, held):
+    with in_flight(tmp_path, after=8) as (selection, held):
         run = _pytest(
             devices,
             tmp_path / "r",
@@ -940,7 +863,7 @@ def test_a_pool_board_that_dies_mid_run_is_left_and_its_tests_go_on_on_the_other
             "200",
             selection=selection,
         )
-        place = _place_of(lab, held())
+        place = place_of(lab, held())
         lab.kill_ssh_board(place)
     other = {"ssh-a": "ssh-b", "ssh-b": "ssh-a"}[place]
     try:
@@ -948,35 +871,17 @@ def test_a_pool_board_that_dies_mid_run_is_left_and_its_tests_go_on_on_the_other
     finally:
         lab.revive_ssh_board(place)
         state = _place(lab, place)
-        _set(lab, place, tags={"et_health": "ok"}, comment="")
+        set_place(lab, place, tags={"et_health": "ok"}, comment="")
     records = _results(tmp_path / "r")
     outcomes = [r["outcome"] for r in records]
     assert len(records) == 9 and "failed" not in outcomes, output[-3000:]
     assert outcomes.count("infra") <= 1 and outcomes.count("passed") >= 8, output[-3000:]
-    (in_flight,) = [r for r in records if "in_flight_while" in r["nodeid"]]
-    assert in_flight["facts"]["place"] == other, in_flight  # retried on the other board
-    assert in_flight["failed_tries"], in_flight  # ... as an infrastructure error
+    (retried,) = [r for r in records if "in_flight_while" in r["nodeid"]]
+    assert retried["facts"]["place"] == other, retried  # retried on the other board
+    assert retried["failed_tries"], retried  # ... as an infrastructure error
     assert dict(state.tags)["et_health"] == "quarantined", state
     assert "device 'lab-linux': the health check before a retry failed" in state.comment
     _all_free(lab)
-
-
-def _set(
-    lab: LabgridLab, place: str, tags: dict[str, str] | None = None, comment: str | None = None
-) -> None:
-    """Set what any lab user may set on a place, through labgrid's own requests."""
-    session = _session(lab)
-    messages = session.messages()
-    if comment is not None:
-        session.call(
-            "comment",
-            "SetPlaceComment",
-            messages.SetPlaceCommentRequest(placename=place, comment=comment),
-        )
-    if tags is not None:
-        session.call(
-            "tags", "SetPlaceTags", messages.SetPlaceTagsRequest(placename=place, tags=tags)
-        )
 
 
 @pytest.mark.parametrize(
@@ -994,12 +899,12 @@ def test_a_hostile_place_is_skipped_and_the_good_one_beside_it_is_used(
     against the coordinator fail (labgrid-client's text could not be read): now that
     place alone is left out (a tag that fails the value rules) or shown inert (a comment),
     and the pool's runs go on, on the good place."""
-    _set(lab, "lab-b", **hostile)
+    set_place(lab, "lab-b", **hostile)
     try:
         run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "120")
         output = _finish(run)
     finally:
-        _set(lab, "lab-b", tags={"note": ""}, comment="")
+        set_place(lab, "lab-b", tags={"note": ""}, comment="")
     assert run.returncode == 0, output[-3000:]
     records = _results(tmp_path / "r")
     assert [r["outcome"] for r in records] == ["passed", "passed"]
@@ -1035,7 +940,7 @@ def _reload_cleared(lab: LabgridLab) -> None:
     """A killed coordinator comes back with its places file as it last saved it (it saves
     a moment after a change): what an earlier test set on lab-b and cleared again may be
     back. Cleared once more, as a lab's admin would."""
-    _set(lab, "lab-b", tags={"note": ""}, comment="")
+    set_place(lab, "lab-b", tags={"note": ""}, comment="")
 
 
 def _hold_all_as_someone_else(lab: LabgridLab) -> None:
@@ -1047,7 +952,7 @@ def _release_as_someone_else(lab: LabgridLab) -> None:
     """Both places freed within milliseconds, from this process (two labgrid-client runs,
     a second or more apart on a busy machine, once let a run take the first place freed
     and finish before the second was freed)."""
-    session = _session(lab)
+    session = lab_session(lab)
     holder = f"{SOMEONE_ELSE['LG_HOSTNAME']}/{SOMEONE_ELSE['LG_USERNAME']}"
     for place in ("lab-a", "lab-b"):  # fromuser: a place someone else holds now stays theirs
         request = session.messages().ReleasePlaceRequest(placename=place, fromuser=holder)
@@ -1086,7 +991,7 @@ def test_a_coordinator_restart_mid_run_is_waited_out_and_the_run_goes_on(lab, de
     holds a board and runs a test: the run reconnects, holds a board again and finishes,
     with at most the test in flight infra."""
     lab.save_places()  # the restart comes at once, not after the coordinator's next save
-    with _in_flight(tmp_path, after=4) as (selection, held):
+    with in_flight(tmp_path, after=4) as (selection, held):
         run = _pytest(devices, tmp_path / "r", "--device", "lab-linux", selection=selection)
         held()
         lab.restart_coordinator(saved=True)
@@ -1131,7 +1036,7 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
         start_new_session=True,
     )
     exporter = None
-    session = _session(lab)
+    session = lab_session(lab)
     messages = session.messages()
     try:
         printed = []
@@ -1172,7 +1077,7 @@ def test_a_lab_users_path_from_an_emulated_board_to_a_pool_run(lab, devices, tmp
             "AddPlaceMatch",
             messages.AddPlaceMatchRequest(placename="ssh-x", pattern="exp-x/ssh_emu/*"),
         )
-        _set(lab, "ssh-x", tags={"kind": "linux", "pool": "labx", "et_health": "ok"})
+        set_place(lab, "ssh-x", tags={"kind": "linux", "pool": "labx", "et_health": "ok"})
         (tmp_path / "known_hosts").write_text(known.group(0) + "\n")
         (tmp_path / "lab_ssh_config").write_text(f"Host 127.0.0.7\n  IdentityFile {key.group(1)}\n")
         profile = (devices / "lab-linux.yaml").read_text()
@@ -1230,8 +1135,8 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
         ],
         name="labgrid-exporter-z",
     )
-    _wait_for_exporter(_session(lab), exporter, "exp-z")
-    session = _session(lab)
+    _wait_for_exporter(lab_session(lab), exporter, "exp-z")
+    session = lab_session(lab)
     messages = session.messages()
     try:
         session.call("add", "AddPlace", messages.AddPlaceRequest(name="lab-z"))
@@ -1240,7 +1145,7 @@ def test_a_place_whose_resources_have_the_wrong_shape_is_never_chosen(lab, devic
             "AddPlaceMatch",
             messages.AddPlaceMatchRequest(placename="lab-z", pattern="exp-z/bad/*"),
         )
-        _set(lab, "lab-z", tags={"kind": "mcu", "pool": "lab", "et_health": "ok"})
+        set_place(lab, "lab-z", tags={"kind": "mcu", "pool": "lab", "et_health": "ok"})
         _hold_all_as_someone_else(lab)
         run = _pytest(devices, tmp_path / "r", "--device", "lab-mcu", "--lock-timeout", "5")
         output = _finish(run)

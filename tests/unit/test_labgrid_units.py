@@ -82,6 +82,7 @@ def test_a_profile_asks_for_one_place_or_for_any_place_with_tags():
         ({"tags": {}}, "non-empty mapping"),
         ({"place": "p", "coordinator": "host"}, "labgrid.coordinator: "),
         ({"place": "p", "reset": "dtr"}, "labgrid.reset: 'dtr' is not one of none, power"),
+        ({"place": "p", "recover": "reboot"}, "labgrid.recover: 'reboot' is not one of none"),
     ],
 )
 def test_labgrid_settings_errors_name_the_field(labgrid, message):
@@ -89,18 +90,25 @@ def test_labgrid_settings_errors_name_the_field(labgrid, message):
         LabgridPlace.of(_profile({"kind": "local", "labgrid": labgrid}))
 
 
-@pytest.mark.parametrize("kind", ["local", "ssh", "adb"])
-def test_only_a_kind_that_takes_an_outside_reset_may_ask_the_lab_for_one(kind):
-    """A hosted device would ignore the place's power port: refused, not silently kept."""
-    with pytest.raises(
-        ProfileError,
-        match=rf"labgrid.reset: power, but a {kind} device is "
-        r"not reset from outside \(only transport.kind serial is\)",
-    ):
-        LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p", "reset": "power"}}))
+@pytest.mark.parametrize(
+    ("field", "kind", "able", "refusal"),
+    [
+        *(("reset", k, "serial", "a {} device is not reset from outside \\(only transport.kind "
+           "serial is\\)") for k in ("local", "ssh", "adb")),
+        *(("recover", k, "ssh", "the harness does not wait for a {} device to boot \\(only "
+           "for transport.kind ssh\\)") for k in ("local", "adb", "serial")),
+    ],
+)  # fmt: skip
+def test_only_a_kind_that_can_use_the_places_power_may_ask_for_it(field, kind, able, refusal):
+    """reset: a hosted device would ignore the place's power port; recover: a device the
+    harness cannot wait for would be power-cycled into a failure. Refused, not kept."""
+    asked = {"place": "p", field: "power"}
+    with pytest.raises(ProfileError, match=rf"labgrid.{field}: power, but {refusal.format(kind)}"):
+        LabgridPlace.of(_profile({"kind": kind, "labgrid": asked}))
     place = LabgridPlace.of(_profile({"kind": kind, "labgrid": {"place": "p"}}))
-    assert place is not None
-    assert place.reset == "none"
+    assert place is not None and (place.reset, place.recover) == ("none", "none")
+    place = LabgridPlace.of(_profile({"kind": able, "labgrid": asked}))
+    assert place is not None and getattr(place, field) == "power"
 
 
 def test_a_labgrid_profile_without_labgrid_installed_errors_clearly(monkeypatch):
@@ -190,7 +198,6 @@ def test_an_acquired_places_resources_give_the_address():
     assert resources == LabResources(
         ServiceAddress("127.0.0.2", 2222, "etdevice"),
         SerialAddress("127.0.0.2", 33721, 115200),
-        power=True,
         power_port=PowerPort("simplerest", "http://127.0.0.2:9/{index}/{value}", 0),
     )
     serial = with_lab_address(_profile({"kind": "serial"}), resources, "lab-a")
@@ -615,7 +622,7 @@ def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_
 
 
 def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys):
-    from harness.emulators.labgrid_lab import main
+    from harness.emulators.emulated_lab import main
 
     with pytest.raises(SystemExit) as done:
         main(["--help"])
