@@ -241,7 +241,7 @@ def test_a_power_cut_while_the_agent_is_pushed_leaves_a_half_the_board_drops_aft
 ):
     records, notes = _cut_run(tmp_path, "agent-push")
     cut = _the(notes, "agent-push")
-    # The flash held half of the agent's biggest file under its staging name, synced.
+    # The flash held part of the agent's biggest file, synced, under its staging name.
     assert 0 < cut["on_flash"] < cut["whole"], cut
     # The board was restarted twice: after the cut mid-test, and after the one mid-push,
     # which failed the health check that pushed the agent again.
