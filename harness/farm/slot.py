@@ -32,15 +32,14 @@ from typing import TYPE_CHECKING
 
 from harness.devices.base import Device
 from harness.devices.host_tools import MissingHostTool
-from harness.errors import UsageError
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
 from harness.farm.restarts import EMULATOR_RESTART, Restarts, board_restart
+from harness.farm.runtime_served import check_announced_runtime
 from harness.profiles.device_profile import DeviceProfile
-from harness.profiles.kinds import device_kind
 from harness.profiles.lab_setting import LabgridPlace, without_labgrid
-from harness.results.infra import infrastructure_error, one_line
+from harness.results.infra import describe_error, infrastructure_error
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.runtime.choice import Runtime
 from harness.session.agent_session import Session
@@ -59,29 +58,6 @@ FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
 Collect = Callable[[Path], list[Path]]  # copies a device's files into a folder, returns them
-
-
-def describe_error(exc: BaseException, message: str | None = None, limit: int = 300) -> str:
-    """``TransportLost: host: ...``: the type and the message (``message`` instead of its
-    own) on one line, shortened to ``limit`` characters."""
-    return f"{type(exc).__name__}: {one_line(str(exc) if message is None else message, limit)}"
-
-
-class RuntimeNotRunning(UsageError):
-    """The agent announces another executorch version than the runtime chosen for it."""
-
-
-def runtime_not_served(profile: DeviceProfile, runtime: Runtime) -> str | None:
-    """Why ``profile``'s device cannot run ``runtime`` (the harness does not build its agent),
-    or None."""
-    if not device_kind(profile.kind).builds_agent:
-        return (
-            f"runtime {runtime.label} is not for {profile.name}: its firmware is its agent "
-            "(agent.source chooses the tree it is built from)"
-        )
-    if profile.agent.prebuilt is not None:
-        return f"runtime {runtime.label} is not for {profile.name}: it runs a prebuilt agent"
-    return None
 
 
 class DeviceSlot:
@@ -317,7 +293,7 @@ class DeviceSlot:
                 f"the rest of this run: {described}{lab_wide}"
             ) from exc
         facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
-        self._check_runtime(facts.get("runtime", ""))
+        check_announced_runtime(self.name, self.runtime, facts.get("runtime", ""))
         real = [entry.name for entry in hello.entries if not entry.is_probe]
         if real:
             facts["real_backends"] = ",".join(real)
@@ -325,19 +301,6 @@ class DeviceSlot:
             facts["deployment"] = self.device.deployment().mode.value
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
-
-    def _check_runtime(self, announced: str) -> None:
-        """Refuse an agent that runs another version than the pinned wheel it was built for
-        (1.5.0's libraries are 1.5.1's but for one: HELLO must tell them apart)."""
-        runtime = self.runtime
-        expected = runtime.wheel_version if runtime is not None else None
-        if runtime is None or expected is None or announced == f"executorch {expected}":
-            return
-        raise RuntimeNotRunning(
-            f"device {self.name!r} was to run executorch {expected} (--runtime "
-            f"{runtime.entry}), but its agent announces {announced or 'no runtime'}; clear "
-            "its agent build from the harness cache and run again"
-        )
 
     def _restart_board(self, which: str, error: BaseException) -> bool:
         """Bring a device that failed ``which`` back and check it: its emulator started

@@ -12,7 +12,7 @@ import pytest
 
 from harness.check import VerdictNotExamined
 from harness.farm.device_health import DeviceQuarantined
-from harness.farm.slot import FACT_KEYS, DeviceSlot, describe_error
+from harness.farm.slot import FACT_KEYS, DeviceSlot
 from harness.lifecycle.disk import DiskTrouble
 from harness.pytest_plugin.stash import (
     ARTIFACTS,
@@ -25,7 +25,7 @@ from harness.pytest_plugin.stash import (
     keep_artifacts,
     slot_of,
 )
-from harness.results.infra import infrastructure_error
+from harness.results.infra import describe_error, infrastructure_error
 from harness.results.junit import (
     EMULATOR_RESTART_PROPERTY,
     INFRA_PHASE_PROPERTY,
