@@ -139,10 +139,24 @@ class HostedDevice(Device):
             self.transport.remove_unfinished_pushes(self.work_dir, self.profile.timeouts.command)
             self._power_lost = False
         there = self.transport.sha256_each([remote for _, remote, _ in unknown])
+        pushed = []
         for (local, remote, digest), have in zip(unknown, there, strict=True):
             if have != digest:
                 self.transport.push(local, remote)
-            self._pushed[remote] = digest
+                pushed.append(remote)
+        if pushed:
+            self._write_through(pushed)
+        self._pushed.update((remote, digest) for _, remote, digest in unknown)
+
+    def _write_through(self, remotes: list[str]) -> None:
+        """What was just pushed written through to the device's storage, before it counts
+        as there: its data and its name (``sync FILE... FOLDER...``, coreutils' and
+        busybox's; a plain ``sync`` where that is refused). A board that loses power later
+        keeps it whole, never a name over data still in its page cache."""
+        folders = sorted({posixpath.dirname(remote) for remote in remotes})
+        timeout = self.profile.timeouts.command
+        if self.transport.run(["sync", "--", *remotes, *folders], timeout=timeout).exit_code:
+            self.transport.run(["sync"], timeout=timeout)
 
     # ---- the agent -----------------------------------------------------------------
 

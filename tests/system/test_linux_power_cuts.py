@@ -305,3 +305,27 @@ def test_after_a_restart_the_first_push_removes_the_staging_files_of_cut_pushes(
     finally:
         runner.close()
         device.close()
+
+
+@pytest.mark.nightly
+def test_a_file_the_harness_pushed_survives_a_power_cut_right_after(tmp_path: Path):
+    """A push counts as done only once the board wrote the file through to its flash: a
+    power cut the moment it returns leaves the file whole, found by nothing but its name
+    (without the write-through the board still held it in its page cache: lost)."""
+    require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
+    device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
+    try:
+        assert isinstance(device, HostedDevice) and device.emulator is not None
+        runner.close()
+        local = tmp_path / "payload.bin"
+        local.write_bytes(hashlib.sha256(b"seed").digest() * (64 << 10))  # 2 MB
+        remote = f"{device.work_dir}/payload.bin"
+        device.push_once(local, remote)
+        device.emulator.cut_power()
+        device.emulator.start()
+        device.transport.close()
+        (there,) = device.transport.sha256_each([remote])
+        assert there == hashlib.sha256(local.read_bytes()).hexdigest()
+    finally:
+        runner.close()
+        device.close()
