@@ -101,11 +101,12 @@ def check_host_tools(profile: DeviceProfile, tools: Iterable[HostTool]) -> None:
         )
 
 
-def kvm_problem(device: str = KVM_DEVICE, cpuinfo: str = "/proc/cpuinfo") -> str | None:
+def kvm_problem(device: str | None = None, cpuinfo: str = "/proc/cpuinfo") -> str | None:
     """Why an x86_64 guest cannot run under KVM here, in a few words; None if it can: an
     x86_64 machine whose CPU has hardware virtualization (vmx or svm; without it, a KVM in
-    software, such as PVM, runs only guest kernels made for it) and whose ``device`` opens
-    and makes a virtual machine."""
+    software, such as PVM, runs only guest kernels made for it) and whose ``device``
+    (:data:`KVM_DEVICE`) opens and makes a virtual machine."""
+    device = device or KVM_DEVICE
     if platform.machine() != "x86_64":
         return f"this machine is {platform.machine()}, not x86_64: KVM cannot run an x86_64 guest"
     try:
