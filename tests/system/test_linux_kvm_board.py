@@ -21,8 +21,9 @@ from harness.devices import host_tools
 from harness.devices.bring_up import needed_host_tools, open_device
 from harness.devices.host_tools import KvmUnusable, MissingHostTool, kvm_problem
 from harness.devices.hosted import HostedDevice
+from harness.devices.ssh import BOOTED_BOARDS
 from harness.emulators.linux import LinuxEmulator
-from harness.emulators.linux_arch import AMD64, ARM64
+from harness.emulators.linux_arch import AMD64, ARM64, BOARDS
 from harness.emulators.linux_image import board_file, ensure_image, image_dir, lock_file
 from harness.emulators.linux_image import locked_packages as packages_of
 from harness.profiles.device_profile import load_profile
@@ -84,6 +85,7 @@ def test_the_profile_is_an_x86_64_board_that_runs_the_host_agent_under_kvm():
     assert profile.agent.wrapper == ()
     commands = [tool.command for tool in needed_host_tools(profile)]
     assert "qemu-system-x86_64" in commands and "aarch64-linux-gnu-g++" not in commands
+    assert BOOTED_BOARDS == tuple(BOARDS)  # the ssh kind opens every board of the table
 
 
 def test_without_kvm_the_boards_bring_up_fails_in_one_line_before_anything_starts(
