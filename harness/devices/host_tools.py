@@ -102,13 +102,11 @@ def check_host_tools(profile: DeviceProfile, tools: Iterable[HostTool]) -> None:
 
 
 def kvm_problem(device: str | None = None, cpuinfo: str = "/proc/cpuinfo") -> str | None:
-    """Why an x86_64 guest cannot run under KVM here, in a few words; None if it can: an
-    x86_64 machine whose CPU has hardware virtualization (vmx or svm; without it, a KVM in
-    software, such as PVM, runs only guest kernels made for it) and whose ``device``
-    (:data:`KVM_DEVICE`) opens and makes a virtual machine."""
+    """Why an x86_64 guest cannot run under KVM here, in a few words; None if it can:
+    ``device`` (:data:`KVM_DEVICE`) opens and makes a virtual machine, on an x86_64
+    machine whose CPU has hardware virtualization (vmx or svm; without it, a KVM in
+    software, such as PVM, runs only guest kernels made for it)."""
     device = device or KVM_DEVICE
-    if platform.machine() != "x86_64":
-        return f"this machine is {platform.machine()}, not x86_64: KVM cannot run an x86_64 guest"
     try:
         fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -123,8 +121,13 @@ def kvm_problem(device: str | None = None, cpuinfo: str = "/proc/cpuinfo") -> st
         return f"{device} makes no virtual machine ({exc.strerror})"
     finally:
         os.close(fd)
-    with open(cpuinfo, "rb") as info:
-        flags = info.read(_CPUINFO_BYTES).split()
+    if platform.machine() != "x86_64":
+        return f"this machine is {platform.machine()}, not x86_64: its KVM runs no x86_64 guest"
+    try:
+        with open(cpuinfo, "rb") as info:
+            flags = info.read(_CPUINFO_BYTES).split()
+    except OSError as exc:
+        return f"{cpuinfo} cannot be read ({exc.strerror}): whether the CPU virtualizes is unknown"
     if b"vmx" not in flags and b"svm" not in flags:
         return (
             f"{device} is there but the CPU has no hardware virtualization (no vmx or svm "
