@@ -32,7 +32,15 @@ class UsageError(HarnessError):
 
 
 class InfrastructureError(HarnessError):
-    """Device or farm trouble, not a verdict on the code under test."""
+    """Device or farm trouble, not a verdict on the code under test.
+
+    ``kept`` holds files that show what failed but may be gone by the time the error is
+    reported (an emulator's console log up to a failed boot: its directory goes as the
+    device closes), each as ``(its path, its content)``: a run keeps them as the failing
+    test's artifacts, and names the kept copy wherever the message named the path.
+    """
+
+    kept: tuple[tuple[str, bytes], ...] = ()
 
 
 class CheckFailure(HarnessError):

@@ -66,7 +66,6 @@ class LabResources:
 
     service: ServiceAddress | None = None
     serial: SerialAddress | None = None
-    power: bool = False  # the place has a power port (NetworkPowerPort and the like)
     # The place's tags as its admin set them (labgrid-client set-tags), not yet checked:
     # e.g. adb_serial and adb_server of an Android phone, for which labgrid has no resource.
     tags: tuple[tuple[str, str], ...] = ()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
 class Emulator(Protocol):
     """An emulated device the harness starts: a real daemon or machine on this host.
 
-    An emulator may also offer ``reset()`` where its device has a reset to emulate, and
+    An emulator may also offer ``reset()`` where its device has a reset to emulate,
     ``run()`` where it holds its CPU until the harness's own serial link is ready (mcu-emu): a
-    client that is not the harness's (``et-harness emu``) calls it first.
+    client that is not the harness's (``et-harness emu``) calls it first, and
+    ``console_log`` (a path) where it keeps what its console printed (linux-emu).
     """
 
     def start(self) -> Mapping[str, object]:
@@ -131,6 +133,16 @@ class Device(abc.ABC):
     def collect_artifacts(self, dest: Path) -> list[Path]:
         """Files a crashed agent left on the device, pulled into ``dest``; none by default."""
         return []
+
+    def copy_console_log(self, dest: Path) -> list[Path]:
+        """The console log of the emulator the harness started (its ``console_log``), if it
+        keeps one, copied into ``dest``: it goes with the emulator's directory as the
+        device closes."""
+        console = getattr(self.emulator, "console_log", None)
+        if not isinstance(console, Path) or not console.is_file():
+            return []
+        dest.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copyfile(console, dest / console.name))]
 
     def restart_emulator(self) -> None:
         """Stop the emulator the harness started and start it again (its daemon or process

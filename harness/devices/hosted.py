@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import hashlib
 import posixpath
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,6 +73,7 @@ class HostedDevice(Device):
         self._agent_path: str | None = None
         self._deployment: DeploymentChoice | None = None
         self._programs: dict[tuple[str, ...], str] = {}  # delegates -> device path
+        self._power_lost = False  # since the last push: pushes cut short may have left files
 
     def restart_emulator(self) -> None:
         """The emulator started again where the transport reaches it (its settings are
@@ -111,11 +111,13 @@ class HostedDevice(Device):
     def _forget_files(self) -> None:
         """A board that restarted or lost power: its connections are made anew, and what
         it held may be gone or half-written (a board keeps only what reached its flash):
-        every file is checked again by its digest."""
+        every file is checked again by its digest, and the first push removes what pushes
+        cut short left."""
         self.transport.close()
         self._pushed.clear()
         self._programs.clear()
         self._agent_path = None
+        self._power_lost = True  # and a push it cut left its staging file on the flash
 
     @property
     def work_dir(self) -> str:
@@ -133,6 +135,9 @@ class HostedDevice(Device):
         unknown = [entry for entry in wanted if self._pushed.get(entry[1]) != entry[2]]
         if not unknown:
             return
+        if self._power_lost:  # the first push since: no push of ours is under way there
+            self.transport.remove_unfinished_pushes(self.work_dir, self.profile.timeouts.command)
+            self._power_lost = False
         there = self.transport.sha256_each([remote for _, remote, _ in unknown])
         for (local, remote, digest), have in zip(unknown, there, strict=True):
             if have != digest:
@@ -338,11 +343,7 @@ class HostedDevice(Device):
         """Core files the agent left in the work directory (:mod:`harness.devices.core_files`),
         none from a device that cannot be reached any more; and the serial console's log of
         an emulated board that has one (linux-emu: what it printed, up to a power cut)."""
-        kept = []
-        console = getattr(self.emulator, "console_log", None)
-        if isinstance(console, Path) and console.is_file():
-            dest.mkdir(parents=True, exist_ok=True)
-            kept.append(Path(shutil.copyfile(console, dest / console.name)))
+        kept = self.copy_console_log(dest)
         try:
             work_dir = self.work_dir
         except TransportError:

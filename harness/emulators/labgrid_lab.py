@@ -33,18 +33,16 @@ exporter's address (a ``NetworkService``, user root) and its power on the stand-
 switch (a ``NetworkPowerPort``), as places ``boot-a``, ... tagged ``kind=linux_board
 pool=lab et_health=ok`` (devices/lab-linux-board.yaml).
 
-``python -m harness.emulators.labgrid_lab [PLACES [SSH_BOARDS [PHONES [LINUX_BOARDS]]]]``
+``python -m harness.emulators.emulated_lab [PLACES [SSH_BOARDS [PHONES [LINUX_BOARDS]]]]``
 runs one until Ctrl-C, with the coordinator on 127.0.0.1:20408 and its SSH files in
 ``LAB_FILES``, the paths the shipped profiles name.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -478,58 +476,3 @@ def running_lab(
     hosts = tuple(f"127.0.0.{2 + n}" for n in range(places))
     with LabgridLab(hosts, port, ssh_boards, files, android_phones, linux_boards) as lab:
         yield lab
-
-
-def _arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.emulators.labgrid_lab",
-        description="Run the emulated labgrid lab on loopback, coordinator on 127.0.0.1:20408 "
-        "(the address the lab profiles name), until Ctrl-C (docs/device-farm.md).",
-    )
-    parser.add_argument("places", nargs="?", type=int, default=2, help="MCU places (default: 2)")
-    parser.add_argument(
-        "ssh_boards", nargs="?", type=int, default=1, help="SSH board places (default: 1)"
-    )
-    parser.add_argument("phones", nargs="?", type=int, default=1, help="phone places (default: 1)")
-    parser.add_argument(
-        "linux_boards", nargs="?", type=int, default=0, help="Linux boards that boot (default: 0)"
-    )
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str]) -> int:
-    args = _arguments(argv)
-    with running_lab(
-        args.places, 20408, args.ssh_boards, LAB_FILES, args.phones, args.linux_boards
-    ) as lab:
-        print(f"coordinator {lab.coordinator}")
-        for place in lab.places:
-            print(
-                f"place {place.name}: exporter {place.exporter} on {place.host}, "
-                f"board {place.board.name} on {place.board.pty}, tags "
-                + " ".join(f"{k}={v}" for k, v in TAGS.items())
-            )
-        for name, exporter, ssh, tags in (
-            *((p.name, p.exporter, p.board, SSH_TAGS) for p in lab.ssh_places),
-            *((p.name, p.exporter, p.board.board, BOOT_TAGS) for p in lab.linux_board_places),
-        ):
-            print(
-                f"place {name}: exporter {exporter}, NetworkService "
-                f"{ssh.host}:{ssh.port} user {ssh.user}, tags "
-                + " ".join(f"{k}={v}" for k, v in tags.items())
-            )
-        for android in lab.android_places:
-            print(
-                f"place {android.name}: exporter {android.exporter}, phone "
-                f"{android.phone.name}, tags "
-                + " ".join(f"{k}={v}" for k, v in android.tags.items())
-            )
-        print(f"SSH host keys in {lab.known_hosts}, client key {lab.client_key}")
-        print("Ctrl-C to stop", flush=True)
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
-    return 0
-
-
-if __name__ == "__main__":
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    sys.exit(main(sys.argv[1:]))

@@ -30,7 +30,7 @@ import signal
 import socket
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +44,18 @@ from harness.lifecycle.process import free_port
 
 DEVICE_USER = "root"  # the board's own root: the agent may reboot it (REBOOT)
 LISTEN_HOST = "127.0.0.1"
+# After console=<the board's>. Not quiet: the console log of a board that does not come
+# back shows how far the kernel got (ShellDriver's "dmesg -n 1" quiets it once logged in).
+_BOOT_ARGS = "panic=-1"
+LOGIN_PROMPT = " login: "  # busybox getty's, as ShellDriver waits for it
+_KEPT_BYTES = 1 << 20  # the most of a console log a failed step carries (its end)
 _SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorized key
 
 
 class LinuxEmulatorError(RuntimeError, InfrastructureError):
     """The board could not be built, powered on, booted or reached; the message names
-    the step (image, power-on, boot, login, SSH) and where its console log is."""
+    the step (image, power-on, boot, login, SSH, reboot) and where its console log is,
+    which the error carries (``kept``, up to the failure: its directory may go)."""
 
 
 class LinuxEmulator(SshBoardFiles):
@@ -217,8 +223,8 @@ class LinuxEmulator(SshBoardFiles):
 
         strategy_class()  # registered with labgrid's factory before the target is made
         started = time.monotonic()
-        ensure_key(self.host_key, "linux-emu host key")
-        ensure_key(self.client_key, "linux-emu client key")
+        ensure_key(self.host_key, f"{self.arch.emulator} host key")
+        ensure_key(self.client_key, f"{self.arch.emulator} client key")
         seed = self.directory / "seed.tar"
         authorized = self._authorized_key or self.client_key.with_suffix(".pub")
         _write_seed(seed, self.host_key, authorized)
@@ -234,7 +240,12 @@ class LinuxEmulator(SshBoardFiles):
         qemu = self._run_step("power-on", lambda: target.get_driver("QEMUDriver"))
         self._console = ConsoleLog(self.console_log, qemu)
         self._strategy = target.get_driver("LinuxBoardStrategy")
-        self._run_step("boot and login", lambda: self._strategy.transition("shell"))
+        self._run_step("power-on", lambda: self._strategy.transition("on"))
+        booting = self.console_log.stat().st_size
+        self._run_step(
+            lambda: "login" if LOGIN_PROMPT in self._console_since(booting) else "boot",
+            lambda: self._strategy.transition("shell"),
+        )
         self._qemu_pid = target.get_driver("QEMUDriver")._child.pid
         owner.current().add_process(self._qemu_pid, f"{self.arch.emulator} qemu")
         self._run_step("SSH", lambda: self._strategy.transition("ssh"))
@@ -257,7 +268,7 @@ class LinuxEmulator(SshBoardFiles):
         ]  # fmt: skip
         qemu = {
             "qemu_bin": "qemu", "machine": arch.machine, "cpu": arch.cpu, "memory": self._memory,
-            "kernel": "kernel", "boot_args": f"console={arch.console} quiet panic=-1",
+            "kernel": "kernel", "boot_args": f"console={arch.console} {_BOOT_ARGS}",
             "extra_args": _shell_words(disks),
         }  # fmt: skip
         shell = {
@@ -271,14 +282,39 @@ class LinuxEmulator(SshBoardFiles):
             "images": {"kernel": str(image.kernel)},
         }
 
-    def _run_step(self, name: str, action: Any) -> Any:
+    def _run_step(self, name: str | Callable[[], str], action: Any) -> Any:
+        """``action()``; its failure one :class:`LinuxEmulatorError` naming the step
+        (``name``, or what ``name()`` tells once it failed: boot or login)."""
         try:
             return action()
         except Exception as exc:
-            raise LinuxEmulatorError(
-                f"{self.arch.emulator}: {name} failed: {_cause(exc)}; "
-                f"console log: {self.console_log}"
-            ) from exc
+            step = name if isinstance(name, str) else name()
+            raise self._failed(f"{step} failed: {_cause(exc)}") from exc
+
+    def _failed(self, what: str) -> LinuxEmulatorError:
+        """The error of a failed step (``what``), with the console's last two lines, naming
+        the console log and carrying it (:attr:`LinuxEmulatorError.kept`)."""
+        if self._console is not None:
+            self._console.flush()  # what the board printed last, still in the socket
+        kept = self._console_since(0)
+        lines = [line.strip()[:100] for line in kept.splitlines() if line.strip()][-2:]
+        said = f"; the console's last lines: {' | '.join(lines)!r}" if lines else ""
+        error = LinuxEmulatorError(
+            f"{self.arch.emulator}: {what}{said}; console log: {self.console_log}"
+        )
+        if self.console_log.is_file():
+            error.kept = ((str(self.console_log), kept.encode("utf-8", "replace")),)
+        return error
+
+    def _console_since(self, offset: int) -> str:
+        """The console log from byte ``offset`` on (its last :data:`_KEPT_BYTES` at most)."""
+        try:
+            with self.console_log.open("rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(offset, size - _KEPT_BYTES))
+                return log.read(_KEPT_BYTES).decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
 
     def _wait_for_ssh(self) -> None:
         deadline = time.monotonic() + self._boot_timeout
@@ -292,9 +328,9 @@ class LinuxEmulator(SshBoardFiles):
             except OSError:
                 pass
             time.sleep(0.05)  # refused or closed at once (QEMU forwards before sshd listens)
-        raise LinuxEmulatorError(
-            f"{self.arch.emulator}: SSH failed: no SSH banner on {self.host}:{self.port} within "
-            f"{self._boot_timeout} s of sshd starting; console log: {self.console_log}"
+        raise self._failed(
+            f"SSH failed: no SSH banner on {self.host}:{self.port} within "
+            f"{self._boot_timeout} s of sshd starting"
         )
 
     def _release(self) -> None:
@@ -312,8 +348,8 @@ class ConsoleLog:
     while it was up, read at :meth:`flush` (before a power cut, a reboot or a stop).
 
     All reads happen on the thread that drives labgrid (its steps are one stack). Once
-    the board is up its console is quiet (the kernel's ``quiet``, then ``dmesg -n 1``):
-    what it prints meanwhile waits in the socket until the next flush.
+    the board is up its console is quiet (``dmesg -n 1`` as the shell logs in): what it
+    prints meanwhile waits in the socket until the next flush.
     """
 
     _FLUSH_BYTES = 1 << 20  # at most this much read at one flush

@@ -1,8 +1,9 @@
 """linux-emu's labgrid strategy: off -> shell -> ssh, through labgrid's own drivers.
 
 ``off``: the board's power is off (``QEMUDriver.off``, which ends QEMU at once: a cut).
-``shell``: powered on, booted, and logged in as root on the serial console
-(``ShellDriver``, which waits for busybox's getty). ``ssh``: the shell started the
+``on``: powered on (QEMU started and connected to its serial console), booting.
+``shell``: booted, and logged in as root on the serial console (``ShellDriver``, which
+waits for busybox's getty's login prompt). ``ssh``: the shell started the
 board's OpenSSH server, which answers on the forwarded port. A ``reboot`` from the
 ``ssh`` state reboots the kernel from the console shell and comes back to ``ssh``;
 ``await_reboot`` does the same for a reboot asked otherwise (the agent's REBOOT).
@@ -29,8 +30,9 @@ SERIAL_CONNECT_TIMEOUT = 30.0
 class Status(enum.Enum):
     unknown = 0
     off = 1
-    shell = 2
-    ssh = 3
+    on = 2
+    shell = 3
+    ssh = 4
 
 
 @functools.cache
@@ -44,7 +46,7 @@ def strategy_class() -> type:
     @target_factory.reg_driver
     @attr.s(eq=False)
     class LinuxBoardStrategy(Strategy):
-        """Brings a QEMU board to off, a console shell, or SSH (see the module)."""
+        """Brings a QEMU board to off, on (booting), a console shell, or SSH (see the module)."""
 
         bindings: ClassVar[dict[str, str]] = {
             "power": "PowerProtocol",
@@ -65,10 +67,12 @@ def strategy_class() -> type:
                 self.target.deactivate(self.shell)
                 self.target.activate(self.power)
                 self.power.off()
-            elif status is Status.shell:
+            elif status is Status.on:
                 self.transition(Status.off)
                 self.target.activate(self.console)
                 self._power_on()
+            elif status is Status.shell:
+                self.transition(Status.on)
                 self.target.activate(self.shell)
             elif status is Status.ssh:
                 self.transition(Status.shell)

@@ -7,8 +7,11 @@ re-checks the device after consecutive infrastructure errors, and quarantines it
 when a check fails. An emulated device (the harness's own emulator) is checked
 before every retry too, and one that fails a check, or whose bring-up or emulator
 restart failed (a board's boot cut short), has its emulator started again and is
-checked again, up to ``emulator_restarts`` times a run, before it is quarantined;
-real devices are never restarted. A lab pool's board (a profile that
+checked again, up to ``emulator_restarts`` times a run, before it is quarantined
+(:mod:`harness.farm.restarts`). A real device is never restarted, but a lab board whose
+profile asks ``recover: power`` is checked before every retry, and one that fails a
+check has its place's power cycled and is waited for while it boots, counted the same
+way. A lab pool's board (a profile that
 asks for any place with some tags) is checked before every retry as well; one that
 fails a check is taken out (lab-wide with ``quarantine: lab``) and handed back, and the
 slot holds another place of the pool, where its runner goes on: the device is
@@ -29,14 +32,14 @@ from typing import TYPE_CHECKING
 
 from harness.devices.base import Device
 from harness.devices.host_tools import MissingHostTool
-from harness.errors import UsageError
 from harness.farm.device_health import DeviceHealth, DeviceQuarantined
 from harness.farm.lock import DeviceLock, device_key
 from harness.farm.policy import FarmPolicy
+from harness.farm.restarts import EMULATOR_RESTART, Restarts, board_restart
+from harness.farm.runtime_served import check_announced_runtime
 from harness.profiles.device_profile import DeviceProfile
-from harness.profiles.kinds import device_kind
 from harness.profiles.lab_setting import LabgridPlace, without_labgrid
-from harness.results.infra import infrastructure_error, one_line
+from harness.results.infra import describe_error, infrastructure_error
 from harness.runner import CaseRunner, RunnerError, open_runner
 from harness.runtime.choice import Runtime
 from harness.session.agent_session import Session
@@ -44,9 +47,7 @@ from harness.transport.base import TransportError
 
 if TYPE_CHECKING:
     from harness.lab.reservation import LabgridReservation
-
-_EMULATOR_RESTART = "emulator restart"  # how a board is brought back, in messages
-_POWER_CYCLE = "power cycle"  # (its lab place's power port; the profile's recover: power)
+    from harness.results.artifacts import CrashArtifacts
 
 # Recorded with every result: HELLO facts; real_backends: the registered backends that
 # are not probes (e.g. XnnpackBackend), comma-separated; deployment: how the harness
@@ -56,28 +57,7 @@ FACT_KEYS = ("abi", "runtime", "agent_version", "load_paths", "real_backends", "
              "from_source", "lacks")  # fmt: skip
 
 AfterFailure = Callable[[BaseException, int], None]  # (error, try number from 1)
-
-
-def describe_error(exc: BaseException) -> str:
-    """``TransportLost: host: ...``: the type and the message on one line, shortened."""
-    return f"{type(exc).__name__}: {one_line(str(exc))}"
-
-
-class RuntimeNotRunning(UsageError):
-    """The agent announces another executorch version than the runtime chosen for it."""
-
-
-def runtime_not_served(profile: DeviceProfile, runtime: Runtime) -> str | None:
-    """Why ``profile``'s device cannot run ``runtime`` (the harness does not build its agent),
-    or None."""
-    if not device_kind(profile.kind).builds_agent:
-        return (
-            f"runtime {runtime.label} is not for {profile.name}: its firmware is its agent "
-            "(agent.source chooses the tree it is built from)"
-        )
-    if profile.agent.prebuilt is not None:
-        return f"runtime {runtime.label} is not for {profile.name}: it runs a prebuilt agent"
-    return None
+Collect = Callable[[Path], list[Path]]  # copies a device's files into a folder, returns them
 
 
 class DeviceSlot:
@@ -108,8 +88,8 @@ class DeviceSlot:
         self._reservation: LabgridReservation | None = None
         self._held = contextlib.ExitStack()
         self._sessions: list[Session] = []
-        self.emulator_restarts: list[str] = []  # why, one per restart this run
-        self._restarts_reported = 0
+        self._artifacts: CrashArtifacts | None = None  # the current test's
+        self.restarts = Restarts(policy)
         self._avoid: dict[str, str] = {}  # a pool's places this run took out, and why
         self._prefer: str | None = None  # the place to hold again (after it was lost)
 
@@ -152,11 +132,11 @@ class DeviceSlot:
                 self.runner.take_over(runner)
             self._held.callback(self.runner.close)
         except BaseException as exc:
-            reason = f"bring-up failed: {describe_error(exc)}"
+            reason = f"bring-up failed: {self._described(exc)}"
             if infrastructure_error(exc) is not None:
                 if self._move_on(exc, reason) or (held and self._bring_up_again(exc, reason)):
                     return
-                self.health.quarantine(f"{reason}{self._after_restarts()}")
+                self.health.quarantine(f"{reason}{self.restarts.after()}")
             self.close()
             raise
         self._check("the health check before its first test")
@@ -169,29 +149,12 @@ class DeviceSlot:
         if (
             self.profile.emulator is None
             or isinstance(error, MissingHostTool)
-            or not self._take_restart(reason)
+            or not self.restarts.take(reason)
         ):
             return False
         self._let_go()  # the lock: held again by the next bring-up
         self._bring_up()
         return True
-
-    def _take_restart(self, why: str) -> bool:
-        """Count an emulator restart for ``why`` (reported with the test that ends), if
-        the run's ``emulator_restarts`` and time allow one."""
-        if (
-            len(self.emulator_restarts) >= self.policy.emulator_restarts
-            or self.policy.deadline.remaining() == 0.0
-        ):
-            return False
-        number = len(self.emulator_restarts) + 1
-        self.emulator_restarts.append(f"restart {number} of {self.policy.emulator_restarts}: {why}")
-        return True
-
-    def _after_restarts(self) -> str:
-        """`` (after N emulator restarts)`` once restarts were made, for a quarantine reason."""
-        made = len(self.emulator_restarts)
-        return f" (after {made} emulator restart{'s' * (made != 1)})" if made else ""
 
     @property
     def recovers(self) -> bool:
@@ -293,12 +256,6 @@ class DeviceSlot:
         """True when the harness started the device (its emulator is ours to restart)."""
         return self.device is not None and self.device.emulator is not None
 
-    def take_restarts(self) -> list[str]:
-        """The emulator restarts since this was last called (for the test that ends)."""
-        new = self.emulator_restarts[self._restarts_reported :]
-        self._restarts_reported = len(self.emulator_restarts)
-        return new
-
     def check_if_due(self) -> None:
         """After consecutive infrastructure errors, restart the agent and check it again."""
         if not self.health.needs_check or self.runner is None:
@@ -325,14 +282,18 @@ class DeviceSlot:
             if self._move_on(exc, reason):
                 return
             lab_wide = self._quarantine_place(exc, reason)
-            self.health.quarantine(f"{reason}{lab_wide}")
+            console = self.device.copy_console_log if self.device is not None else None
+            agent = isinstance(exc, TransportError | RunnerError)  # no HELLO: the agent's step
+            note = " (its agent did not answer HELLO)" if agent else ""
+            described = self._described(exc, console, note)
+            self.health.quarantine(f"{which} failed: {described}{lab_wide}")
             self.close()
             raise DeviceQuarantined(
                 f"device {self.name!r}{self._board()} failed {which} and is quarantined for "
-                f"the rest of this run: {describe_error(exc)}{lab_wide}"
+                f"the rest of this run: {described}{lab_wide}"
             ) from exc
         facts = {key: str(hello.fact(key)) for key in FACT_KEYS if hello.fact(key) is not None}
-        self._check_runtime(facts.get("runtime", ""))
+        check_announced_runtime(self.name, self.runtime, facts.get("runtime", ""))
         real = [entry.name for entry in hello.entries if not entry.is_probe]
         if real:
             facts["real_backends"] = ",".join(real)
@@ -341,33 +302,22 @@ class DeviceSlot:
         self.facts = {**facts, **self.lab_facts}
         self.health.check_passed()
 
-    def _check_runtime(self, announced: str) -> None:
-        """Refuse an agent that runs another version than the pinned wheel it was built for
-        (1.5.0's libraries are 1.5.1's but for one: HELLO must tell them apart)."""
-        runtime = self.runtime
-        expected = runtime.wheel_version if runtime is not None else None
-        if runtime is None or expected is None or announced == f"executorch {expected}":
-            return
-        raise RuntimeNotRunning(
-            f"device {self.name!r} was to run executorch {expected} (--runtime "
-            f"{runtime.entry}), but its agent announces {announced or 'no runtime'}; clear "
-            "its agent build from the harness cache and run again"
-        )
-
     def _restart_board(self, which: str, error: BaseException) -> bool:
         """Bring a device that failed ``which`` back and check it: its emulator started
         again, or its lab place power-cycled (``recover: power``) and the board waited
         for. One that does not come back is brought back again, then left like any board
         that failed (:meth:`_move_on`) or quarantined. False when it is neither, its
         restarts (``emulator_restarts``) are used up, or the run's time is."""
-        found = self._board_restart()
+        reservation = self._reservation
+        power_cycle = reservation.power_cycle if reservation is not None and self.recovers else None
+        found = board_restart(self.device, power_cycle)
         if found is None:
             return False
         label, restart = found
-        why = f"{which} failed: {describe_error(error)}"
-        if not self._take_restart(why if label == _EMULATOR_RESTART else f"{label}: {why}"):
+        why = f"{which} failed: {self._described(error)}"
+        if not self.restarts.take(why if label == EMULATOR_RESTART else f"{label}: {why}"):
             return False
-        label = f"{label} {len(self.emulator_restarts)}"
+        label = f"{label} {len(self.restarts.made)}"
         self.restart()  # the agent ran on the board that died
         try:
             restart()
@@ -376,7 +326,8 @@ class DeviceSlot:
                 raise
             if self._restart_board(label, exc):  # its boot cut too
                 return True
-            reason = f"{label} failed: {describe_error(exc)}"
+            described = self._described(exc)
+            reason = f"{label} failed: {described}"
             if self._move_on(exc, reason):
                 return True
             board = self._board()
@@ -385,27 +336,10 @@ class DeviceSlot:
             self.close()
             raise DeviceQuarantined(
                 f"device {self.name!r}{board} failed {which}, and its {label} failed: "
-                f"{describe_error(exc)}; it is quarantined for the rest of this run{lab_wide}"
+                f"{described}; it is quarantined for the rest of this run{lab_wide}"
             ) from exc
         self._check(f"the health check after {label}")
         return True
-
-    def _board_restart(self) -> tuple[str, Callable[[], None]] | None:
-        """How the device's board is brought back, and its name in messages: its emulator
-        restarted, or its place's power cycled and the board waited for; None: neither."""
-        device, reservation = self.device, self._reservation
-        if device is None:
-            return None
-        if device.emulator is not None:
-            return _EMULATOR_RESTART, device.restart_emulator
-        if reservation is None or self._place is None or self._place.recover != "power":
-            return None
-
-        def power_cycle() -> None:
-            reservation.power_cycle()
-            device.power_cycled()
-
-        return _POWER_CYCLE, power_cycle
 
     def _quarantine_place(self, error: BaseException, reason: str) -> str:
         """The held place out of service lab-wide, if the profile asks so and the run has
@@ -470,9 +404,22 @@ class DeviceSlot:
     def _keep_session(self, session: Session) -> None:
         self._sessions.append(session)
 
-    def begin_test(self) -> None:
-        """Forget agents that ended before this test (their stderr is not this test's)."""
+    def begin_test(self, artifacts: CrashArtifacts | None = None) -> None:
+        """Forget agents that ended before this test (their stderr is not this test's);
+        what shows why the device fails during it is kept in ``artifacts``."""
         self._sessions = self._sessions[-1:]
+        self._artifacts = artifacts
+
+    def _described(
+        self, error: BaseException, collect: Collect | None = None, note: str = ""
+    ) -> str:
+        """:func:`describe_error` of ``error`` and ``note``, what shows why kept first as the
+        test's artifacts and named (:meth:`CrashArtifacts.keep_and_name`): the device, and
+        its emulator's directory, are closed after."""
+        if self._artifacts is None:
+            return describe_error(error, f"{error}{note}")
+        text, kept = self._artifacts.keep_and_name(error, collect)
+        return f"{describe_error(error, f'{text}{note}', limit=600)}{kept}"
 
     def stderr_tails(self) -> list[tuple[str, str]]:
         """(title, last stderr lines) of each agent that ran during the current test."""

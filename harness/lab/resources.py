@@ -73,8 +73,7 @@ def read_resources(place: str, resources: Iterable[Resource], acquired: bool) ->
     service = _one(by_class, "NetworkService", source, _service)
     serial = _one(by_class, "NetworkSerialPort", source, lambda f: _serial(f, acquired))
     power = _one(by_class, "NetworkPowerPort", source, _power)
-    powered = power is not None or any(cls.endswith("PowerPort") for cls in by_class)
-    return LabResources(service, serial, powered, power_port=power)
+    return LabResources(service, serial, power_port=power)
 
 
 def _one(

@@ -72,10 +72,8 @@ from harness.farm.distribution import (
 )
 from harness.farm.rootdir import settle_rootdir
 from harness.farm.run_slots import DeviceSlots, SlotKey
+from harness.farm.runtime_served import runtime_not_served
 from harness.farm.selection import DEFAULT_DEVICE, DeviceSelectionError, select_profiles
-from harness.farm.slot import (
-    runtime_not_served,
-)
 from harness.farm.xdist_workers import XdistWorkers, interrupted_by_sigterm, quiet_when_orphaned
 from harness.history.live import LiveHistory, add_history_option
 from harness.lifecycle.signals import sigterm_when_orphaned, stop_on_sigterm

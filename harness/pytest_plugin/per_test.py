@@ -12,7 +12,7 @@ import pytest
 
 from harness.check import VerdictNotExamined
 from harness.farm.device_health import DeviceQuarantined
-from harness.farm.slot import FACT_KEYS, DeviceSlot, describe_error
+from harness.farm.slot import FACT_KEYS, DeviceSlot
 from harness.lifecycle.disk import DiskTrouble
 from harness.pytest_plugin.stash import (
     ARTIFACTS,
@@ -25,7 +25,7 @@ from harness.pytest_plugin.stash import (
     keep_artifacts,
     slot_of,
 )
-from harness.results.infra import infrastructure_error
+from harness.results.infra import describe_error, infrastructure_error
 from harness.results.junit import (
     EMULATOR_RESTART_PROPERTY,
     INFRA_PHASE_PROPERTY,
@@ -45,7 +45,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     slot = slot_of(item)
     if slot is not None:
         slot.health.ensure_usable()
-        slot.begin_test()
+        keep_artifacts(item, slot)  # makes the test's artifact record
+        slot.begin_test(item.stash[ARTIFACTS])  # a device that fails keeps its evidence there
         slot.check_if_due()
 
 
@@ -126,13 +127,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     slot = slot_of(item)
     infra = infrastructure_error(call.excinfo.value) if call.excinfo is not None else None
     if infra is not None and report.failed:
-        payload["infra"] = {
-            "type": type(infra).__name__,
-            "message": str(infra),
-            "phase": report.when,
-        }
+        kept = item.stash.get(ARTIFACTS, None)
+        message = kept.repoint(str(infra)) if kept is not None else str(infra)  # a kept file
+        payload["infra"] = {"type": type(infra).__name__, "message": message, "phase": report.when}
         item.user_properties += [
-            (INFRA_PROPERTY, describe_error(infra)),
+            (INFRA_PROPERTY, describe_error(infra, message)),
             (INFRA_PHASE_PROPERTY, report.when),
         ]
         report.sections.append(
@@ -193,7 +192,7 @@ def _device_payload(
         payload["facts"] = facts
         payload["failed_tries"] = [describe_error(infrastructure_error(e) or e) for e in tries]
         payload["artifacts"] = item.stash[ARTIFACTS].paths if ARTIFACTS in item.stash else []
-        payload["emulator_restarts"] = restarts = slot.take_restarts()
+        payload["emulator_restarts"] = restarts = slot.restarts.new()
         report.user_properties += [(EMULATOR_RESTART_PROPERTY, reason) for reason in restarts]
         if tries:
             item.user_properties.append(

@@ -17,6 +17,14 @@ devices without a shell (MCUs); the agent's stderr tail is kept for every
 failure instead. The files are found and pulled by the device
 (:meth:`harness.devices.base.Device.collect_artifacts`).
 
+A device that does not come back (its bring-up failed, its emulator did not start again,
+it failed its health check and is quarantined) is closed, and what its emulator kept
+goes with it: what shows why is kept first, in the test's ``device/`` directory
+(:meth:`CrashArtifacts.keep_evidence`): the files its error carries (an emulator's
+console log up to a failed boot, :attr:`harness.errors.InfrastructureError.kept`) and
+what the farm copies from the device (its emulator's console log). The error's line then
+names the kept copy (:meth:`CrashArtifacts.repoint`).
+
 The agent's stderr tail goes into a failure's report section without the runtime's own
 log lines (``E 00:00:00.027 executorch:cpuinfo_utils.cpp:62] ...``: XNNPACK writes the
 same few in every failure); the whole tail, those lines included, is kept as the try's
@@ -31,6 +39,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.errors import InfrastructureError
 from harness.results.directory import ARTIFACTS_DIR, describe_os_error
 from harness.results.infra import every_exception
 from harness.transport.base import TransportLost
@@ -60,6 +69,8 @@ class CrashArtifacts:
         self._base = results_dir / ARTIFACTS_DIR / device / name
         self._handled: list[BaseException] = []  # kept alive, so compared by identity
         self._tries: dict[int, Path] = {}  # try number -> the directory chosen for it
+        self._moved: dict[str, str] = {}  # a kept file's original path -> its latest copy
+        self._carried: list[BaseException] = []  # errors whose files were kept, by identity
         self.paths: list[str] = []  # relative to the results directory
 
     def after_failure(
@@ -78,6 +89,56 @@ class CrashArtifacts:
             _not_kept(self._try_dir(attempt), error)
             return
         self.paths += [os.path.relpath(path, self.results_dir) for path in pulled]
+
+    def keep_evidence(
+        self, exc: BaseException, collect: Callable[[Path], list[Path]] | None = None
+    ) -> list[Path]:
+        """Keep what shows why a device failed before it is closed, in the test's
+        ``device/`` directory: the files ``exc`` or an error inside it carries (each
+        error's once) and what ``collect`` copies into the folder it is given
+        (:meth:`~harness.devices.base.Device.copy_console_log`). Returns the new copies; a
+        disk that refuses them costs one line on stderr, not the test."""
+        folder = self._base / "device"
+        carried: list[tuple[str, bytes]] = []
+        for error in every_exception(exc):
+            if isinstance(error, InfrastructureError) and error.kept:
+                if not any(error is seen for seen in self._carried):
+                    self._carried.append(error)
+                    carried += error.kept
+        copies = []
+        try:
+            for source, content in carried:
+                folder.mkdir(parents=True, exist_ok=True)
+                copy = _free_name(folder, Path(source).name)
+                copy.write_bytes(content)
+                self._moved[source] = str(copy)
+                copies.append(copy)
+            if collect is not None:
+                scratch = _free_name(folder, "collected")
+                for pulled in collect(scratch):
+                    copies.append(pulled.replace(_free_name(folder, pulled.name)))
+                if scratch.is_dir():
+                    scratch.rmdir()
+        except OSError as error:
+            _not_kept(folder, error)
+        self.paths += [os.path.relpath(copy, self.results_dir) for copy in copies]
+        return copies
+
+    def keep_and_name(
+        self, exc: BaseException, collect: Callable[[Path], list[Path]] | None = None
+    ) -> tuple[str, str]:
+        """:meth:`keep_evidence`, then ``exc``'s message naming the kept copies
+        (:meth:`repoint`) and ``; kept: ...`` for those it did not name (or "")."""
+        kept = [str(path) for path in self.keep_evidence(exc, collect)]
+        text = self.repoint(str(exc))
+        unnamed = [path for path in kept if path not in text]
+        return text, f"; kept: {', '.join(unnamed)}" if unnamed else ""
+
+    def repoint(self, text: str) -> str:
+        """``text`` naming the kept copy wherever it named a file :meth:`keep_evidence` kept."""
+        for source, copy in self._moved.items():
+            text = text.replace(source, copy)
+        return text
 
     def keep_text(self, attempt: int, name: str, text: str) -> str:
         """Write ``text`` as ``<name>`` in the directory of try ``attempt``; return its path,
@@ -121,6 +182,15 @@ class CrashArtifacts:
                 dest = self._base / f"try-{attempt}-{again}"
             self._tries[attempt] = dest
         return self._tries[attempt]
+
+
+def _free_name(folder: Path, name: str) -> Path:
+    """``folder/name``, or the first free ``folder/<stem>-K<suffix>`` (K from 2)."""
+    path, again = folder / name, 1
+    while path.exists():
+        again += 1
+        path = folder / f"{Path(name).stem}-{again}{Path(name).suffix}"
+    return path
 
 
 def _not_kept(path: Path, error: OSError) -> None:

@@ -67,3 +67,9 @@ def one_line(text: str, limit: int = 300) -> str:
     """``text`` (e.g. an error message with a stderr tail) on one line, at most ``limit`` chars."""
     joined = " ".join(line.strip() for line in text.splitlines() if line.strip())
     return joined if len(joined) <= limit else joined[: limit - 3] + "..."
+
+
+def describe_error(exc: BaseException, message: str | None = None, limit: int = 300) -> str:
+    """``TransportLost: host: ...``: the type and the message (``message`` instead of its
+    own) on one line, shortened to ``limit`` characters."""
+    return f"{type(exc).__name__}: {one_line(str(exc) if message is None else message, limit)}"

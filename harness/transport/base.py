@@ -128,6 +128,14 @@ class Transport(abc.ABC):
         digests = (line.split(" ", 1)[0] for line in lines)
         return tuple(None if d == "-" else d for d in digests)
 
+    def remove_unfinished_pushes(self, directory: str, timeout: float = 30.0) -> None:
+        """Remove, under ``directory``, the files pushes cut short left on the device (a
+        board whose power went during a push keeps what reached its flash of the file it
+        was writing); a transport that writes no such files has nothing to remove.
+
+        Only for a device no push is under way on (one the harness just started or power-cycled)."""
+        return  # by default no push leaves a file under another name
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections; the transport may be reopened by using it again."""

@@ -5,7 +5,8 @@ The farm's own slot on ssh-emu, with an emulator double whose first starts fail 
 a cut boot does (:class:`SshEmulatorError`); later starts are the real sshd. The restarts
 are counted against ``--emulator-restarts`` and reported like those after a failed
 health check; a device whose restarts are used up is quarantined with the error of the
-step that failed.
+step that failed, what each failed start carried (a console log) kept as the test's
+artifact and named in those lines.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def test_a_bring_up_whose_emulator_failed_to_start_starts_it_again(tmp_path, mon
         device = slot.open()
         assert device.emulator is not None and len(starts) == 2
         assert slot.facts["agent_version"] and not slot.health.quarantined
-        assert slot.take_restarts() == [
+        assert slot.restarts.new() == [
             f"restart 1 of 2: bring-up failed: SshEmulatorError: {CUT} (start 1)"
         ]
     finally:
@@ -76,7 +77,7 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
         assert slot.health.quarantine_reason == (
             f"bring-up failed: SshEmulatorError: {CUT} (start {restarts + 1}){after}"
         )
-        assert [r.split(":", 1)[0] for r in slot.take_restarts()] == [
+        assert [r.split(":", 1)[0] for r in slot.restarts.new()] == [
             f"restart {n} of {restarts}" for n in range(1, restarts + 1)
         ]
         with pytest.raises(DeviceQuarantined, match="boot and login failed"):
@@ -95,7 +96,7 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
     slot = _slot(tmp_path, 2)
     with pytest.raises(MissingHostTool):
         slot.open()
-    assert len(checks) == 1 and slot.take_restarts() == []
+    assert len(checks) == 1 and slot.restarts.new() == []
     assert slot.health.quarantined
 
     # nor a device another run holds: its lock is waited for once
@@ -109,7 +110,7 @@ def test_a_device_that_still_does_not_come_up_is_quarantined_after_the_restarts_
             slot.open()
     finally:
         other.release()
-    assert slot.take_restarts() == [] and "DeviceBusy" in str(slot.health.quarantine_reason)
+    assert slot.restarts.new() == [] and "DeviceBusy" in str(slot.health.quarantine_reason)
 
 
 def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypatch):
@@ -126,7 +127,7 @@ def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypa
         slot.retry(slot.runner.reset, TransportLost("the agent's link was lost"), tries,
                    lambda error, attempt: None)  # fmt: skip
         assert len(starts) == 2 and len(tries) == 1 and not slot.health.quarantined
-        restarts = slot.take_restarts()
+        restarts = slot.restarts.new()
         assert [r.split(": ", 2)[:2] for r in restarts] == [
             ["restart 1 of 3", "the health check before a retry failed"],
             ["restart 2 of 3", "emulator restart 1 failed"],
@@ -134,3 +135,83 @@ def test_an_emulator_restart_whose_start_failed_is_made_again(tmp_path, monkeypa
         assert f"{CUT} (start 1)" in restarts[1]
     finally:
         slot.close()
+
+
+def test_what_a_failed_start_carries_is_kept_as_the_tests_artifact_and_named(tmp_path, monkeypatch):
+    """The emulator's directory goes as the device closes: the console log a failed start
+    carries (InfrastructureError.kept) is kept first, in the current test's artifacts,
+    and every line names the kept copy, not the gone original."""
+    from harness.results.artifacts import CrashArtifacts
+
+    require("sshd", root=True)
+    logs: list[Path] = []
+
+    def start(emulator: SshEmulator) -> dict[str, object]:
+        log = emulator.directory / "console.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"boot {len(logs) + 1}: no login prompt\n")
+        logs.append(log)
+        error = SshEmulatorError(f"{CUT}; console log: {log}")
+        error.kept = ((str(log), log.read_bytes()),)
+        raise error
+
+    monkeypatch.setattr(SshEmulator, "start", start)
+    results = tmp_path / "results"
+    artifacts = CrashArtifacts(results, "ssh-emu", "test_x[ssh-emu]")
+    slot = _slot(tmp_path, 1)
+    slot.begin_test(artifacts)
+    with pytest.raises(SshEmulatorError) as failure:
+        slot.open()
+    assert len(logs) == 2 and not any(log.exists() for log in logs)  # closed: gone
+    device = results / "artifacts" / "ssh-emu" / "test_x_ssh-emu_" / "device"
+    first, second = device / "console.log", device / "console-2.log"
+    assert first.read_text() == "boot 1: no login prompt\n"
+    assert second.read_text() == "boot 2: no login prompt\n"
+    assert artifacts.paths == [str(p.relative_to(results)) for p in (first, second)]
+    assert artifacts.repoint(str(failure.value)) == f"{CUT}; console log: {second}"
+    (restart,) = slot.restarts.new()
+    assert restart.endswith(f"{CUT}; console log: {first}"), restart
+    assert slot.health.quarantine_reason == (
+        f"bring-up failed: SshEmulatorError: {CUT}; console log: {second} "
+        "(after 1 emulator restart)"
+    )
+
+
+def test_an_emulator_restart_that_fails_quarantines_naming_the_kept_console_log(
+    tmp_path, monkeypatch
+):
+    """The emulator died mid-run and no restart brings it up: the device is quarantined,
+    each failed start's console log kept as the test's artifact and named in the line."""
+    from harness.results.artifacts import CrashArtifacts
+
+    require("sshd", root=True)
+    results = tmp_path / "results"
+    artifacts = CrashArtifacts(results, "ssh-emu", "test_y[ssh-emu]")
+    slot = _slot(tmp_path, 1)
+    try:
+        device = slot.open()
+        assert device.emulator is not None and slot.runner is not None
+        slot.begin_test(artifacts)
+        device.emulator.kill()
+
+        def start(emulator: SshEmulator) -> dict[str, object]:
+            log = emulator.directory / "console.log"
+            log.write_text("no login prompt\n")
+            error = SshEmulatorError(f"{CUT}; console log: {log}")
+            error.kept = ((str(log), log.read_bytes()),)
+            raise error
+
+        monkeypatch.setattr(SshEmulator, "start", start)
+        with pytest.raises(DeviceQuarantined) as failure:
+            slot.retry(slot.runner.reset, TransportLost("the agent's link was lost"), [],
+                       lambda error, attempt: None)  # fmt: skip
+    finally:
+        slot.close()
+    kept = results / "artifacts" / "ssh-emu" / "test_y_ssh-emu_" / "device" / "console.log"
+    assert kept.read_text() == "no login prompt\n"
+    assert str(failure.value).startswith(
+        "device 'ssh-emu' failed the health check before a retry, and its emulator restart 1 "
+        f"failed: DeviceSetupError: ssh-emu: its emulator did not start again: {CUT}; "
+        f"console log: {kept}; it is quarantined"
+    ), failure.value
+    assert str(kept) in str(slot.health.quarantine_reason)

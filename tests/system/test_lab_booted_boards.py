@@ -86,17 +86,21 @@ def _board(lab: LabgridLab, place: str):
     return next(p.board for p in lab.linux_board_places if p.name == place)
 
 
-def test_a_pool_run_logs_in_to_a_booted_board_through_its_place(lab, devices, tmp_path):
-    run = _run(devices, tmp_path / "r", ["suites/test_dispatch.py", "-k", "1-backends"])
+def test_a_pool_run_on_two_workers_holds_one_booted_board_each_through_its_place(
+    lab, devices, tmp_path
+):
+    wanted = "load_time_map_each_backend and program and not 7-backends and not 8-backends"
+    run = _run(devices, tmp_path / "r", ["suites/test_dispatch.py", "-k", wanted], "-n", "2")
     output = _finish(run)
     assert run.returncode == 0, output[-3000:]
     records = _records(tmp_path / "r")
-    assert records and {r["outcome"] for r in records} == {"passed"}, output[-3000:]
-    (place,) = {r["facts"]["place"] for r in records}
-    assert place in ("boot-a", "boot-b") and records[0]["facts"]["abi"] == "aarch64"
-    board = _board(lab, place).board
-    # the agent ran on the board's own kernel, in the work directory on its flash
-    assert "login:" in board.console_log.read_text(errors="replace")
+    assert len(records) == 6 and {r["outcome"] for r in records} == {"passed"}, output[-3000:]
+    holders = {(r["facts"]["holder"], r["facts"]["place"]) for r in records}
+    assert {place for _, place in holders} == {"boot-a", "boot-b"}, holders  # one each
+    assert len({holder for holder, _ in holders}) == 2, holders  # ... by its own worker
+    assert {r["facts"]["abi"] for r in records} == {"aarch64"}
+    for place in ("boot-a", "boot-b"):  # the agent ran on the board's own kernel
+        assert "login:" in _board(lab, place).board.console_log.read_text(errors="replace")
     assert all(not s.acquired for s in parse_places(lab))
 
 

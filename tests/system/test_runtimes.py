@@ -20,7 +20,12 @@ from test_sdk_prefix import lay_out_prefix
 
 from harness.cli.bisect import commits_between
 from harness.farm.policy import FarmPolicy
-from harness.farm.slot import DeviceSlot, RuntimeNotRunning, runtime_not_served
+from harness.farm.runtime_served import (
+    RuntimeNotRunning,
+    check_announced_runtime,
+    runtime_not_served,
+)
+from harness.farm.slot import DeviceSlot
 from harness.profiles.device_profile import load_profile
 from harness.results.html_report import render_report
 from harness.results.records import CaseResult, VerdictRecord
@@ -193,13 +198,13 @@ def test_an_agent_that_announces_another_version_is_refused() -> None:
     host = load_profile(str(REPO / "devices" / "host.yaml"))
     slot = DeviceSlot(host, FarmPolicy(), runtime=old)
     assert slot.profile.agent.runtime == old and host.agent.runtime is None
-    slot._check_runtime("executorch 1.5.0")
+    check_announced_runtime(slot.name, slot.runtime, "executorch 1.5.0")
     with pytest.raises(
         RuntimeNotRunning,
         match=r"was to run executorch 1\.5\.0 .* but its "
         r"agent announces executorch 1\.5\.1",
     ):
-        slot._check_runtime("executorch 1.5.1")
+        check_announced_runtime(slot.name, slot.runtime, "executorch 1.5.1")
 
 
 def _result(test: str, label: str, outcome: str, difference: str = "") -> CaseResult:

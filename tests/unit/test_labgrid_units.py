@@ -198,7 +198,6 @@ def test_an_acquired_places_resources_give_the_address():
     assert resources == LabResources(
         ServiceAddress("127.0.0.2", 2222, "etdevice"),
         SerialAddress("127.0.0.2", 33721, 115200),
-        power=True,
         power_port=PowerPort("simplerest", "http://127.0.0.2:9/{index}/{value}", 0),
     )
     serial = with_lab_address(_profile({"kind": "serial"}), resources, "lab-a")
@@ -623,7 +622,7 @@ def test_the_nightly_workflows_read_strictly_and_run_each_pool_on_n_workers(tmp_
 
 
 def test_the_emulated_labs_command_line_has_help_and_refuses_a_non_number(capsys):
-    from harness.emulators.labgrid_lab import main
+    from harness.emulators.emulated_lab import main
 
     with pytest.raises(SystemExit) as done:
         main(["--help"])

@@ -66,6 +66,8 @@ from harness.transport.ssh.work_dir import ensure_private_work_dir
 
 _ABIS = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 _KILL_TIMEOUT = 5.0
+# A push writes ``.NAME`` + this + 8 hex digits beside NAME, renamed to NAME once whole.
+_STAGING = ".et-"
 
 
 def _tracked(command: str) -> str:
@@ -334,7 +336,7 @@ class SshTransport(Transport):
     def push(self, local: Path, remote: str) -> None:
         sftp = self._sftp()
         directory, name = posixpath.split(remote)
-        staging = posixpath.join(directory, f".{name}.et-{secrets.token_hex(4)}")
+        staging = posixpath.join(directory, f".{name}{_STAGING}{secrets.token_hex(4)}")
         try:
             _make_dirs(sftp, directory)
             sftp.put(str(local), staging)
@@ -347,6 +349,15 @@ class SshTransport(Transport):
                 with contextlib.suppress(OSError, paramiko.SSHException, EOFError):
                     sftp.remove(staging)
             self._file_failure(exc, f"pushing {local} to {remote}")
+
+    def remove_unfinished_pushes(self, directory: str, timeout: float = 30.0) -> None:
+        """The staging files of pushes cut short under ``directory`` (:meth:`push`), removed."""
+        staging = f".?*{_STAGING}{'?' * 8}"
+        self.run(
+            ["find", directory, "-type", "f", "-name", staging, "-exec", "rm", "-f", "--", "{}",
+             "+"],
+            timeout=timeout,
+        )  # fmt: skip
 
     def pull(self, remote: str, local: Path) -> None:
         sftp = self._sftp()
