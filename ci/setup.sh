@@ -13,7 +13,8 @@ APT_PACKAGES=(
   valgrind                           # host-helgrind, host-drd, host-memcheck (checkers on the agent)
   gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib   # MCU firmware (C, C++17)
   qemu-system-arm                    # mcu-emu, mcu-m55-emu, linux-emu (qemu-system-aarch64)
-  e2fsprogs dpkg                     # linux-emu's flash image (mke2fs -d), its packages (dpkg-deb)
+  qemu-system-x86                    # linux-kvm (qemu-system-x86_64 under KVM)
+  e2fsprogs dpkg                     # linux-emu's and linux-kvm's flash image (mke2fs -d), packages (dpkg-deb)
   g++-aarch64-linux-gnu qemu-user    # arm64 agent, run under qemu-user
   ccache                             # the object cache of runtimes built from source
   adb                                # the real adb client (adb-emu, Android devices)

@@ -8,13 +8,16 @@ checked when the device is opened (:func:`check_host_tools`, before anything sta
 missing one fails that device with one line naming the tool and the Debian package that
 provides it. One the device can do without (ssh-emu's namespace tools: it then listens on
 loopback, docs/ssh-emu.md) is listed, not required. ``et-harness doctor`` lists them all
-(:func:`harness.devices.bring_up.needed_host_tools`).
+(:func:`harness.devices.bring_up.needed_host_tools`). A board virtualized by KVM
+(linux-kvm) also needs a usable ``/dev/kvm`` (:func:`check_kvm`, the same one line).
 ``ci/setup.sh`` installs every one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import platform
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +41,15 @@ class HostTool:
 
 class MissingHostTool(DeviceSetupError):
     """A program a device needs on this machine is not on PATH."""
+
+
+class KvmUnusable(MissingHostTool):
+    """A device that runs under KVM, on a machine whose ``/dev/kvm`` is absent or unusable."""
+
+
+KVM_DEVICE = "/dev/kvm"
+_KVM_GET_API_VERSION, _KVM_CREATE_VM, _KVM_API_VERSION = 0xAE00, 0xAE01, 12
+_CPUINFO_BYTES = 64 << 10  # the first processor's flags are in its first few KiB
 
 
 _NATIVE_BUILD = (
@@ -86,4 +98,49 @@ def check_host_tools(profile: DeviceProfile, tools: Iterable[HostTool]) -> None:
         raise MissingHostTool(
             f"{profile.name}: {tool.command} ({tool.purpose}) is not on PATH; install Debian's "
             f"{tool.package} (apt-get install {tool.package}){others}"
+        )
+
+
+def kvm_problem(device: str | None = None, cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """Why an x86_64 guest cannot run under KVM here, in a few words; None if it can:
+    ``device`` (:data:`KVM_DEVICE`) opens and makes a virtual machine, on an x86_64
+    machine whose CPU has hardware virtualization (vmx or svm; without it, a KVM in
+    software, such as PVM, runs only guest kernels made for it)."""
+    device = device or KVM_DEVICE
+    try:
+        fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return f"{device} is absent: this machine offers no KVM (load kvm_intel or kvm_amd)"
+    except OSError as exc:
+        return f"{device} cannot be opened ({exc.strerror}): add this user to group kvm"
+    try:
+        if fcntl.ioctl(fd, _KVM_GET_API_VERSION) != _KVM_API_VERSION:
+            return f"{device} speaks another KVM API than version {_KVM_API_VERSION}"
+        os.close(fcntl.ioctl(fd, _KVM_CREATE_VM, 0))
+    except OSError as exc:
+        return f"{device} makes no virtual machine ({exc.strerror})"
+    finally:
+        os.close(fd)
+    if platform.machine() != "x86_64":
+        return f"this machine is {platform.machine()}, not x86_64: its KVM runs no x86_64 guest"
+    try:
+        with open(cpuinfo, "rb") as info:
+            flags = info.read(_CPUINFO_BYTES).split()
+    except OSError as exc:
+        return f"{cpuinfo} cannot be read ({exc.strerror}): whether the CPU virtualizes is unknown"
+    if b"vmx" not in flags and b"svm" not in flags:
+        return (
+            f"{device} is there but the CPU has no hardware virtualization (no vmx or svm "
+            "flag): its KVM is one in software (such as PVM), which boots no unmodified kernel"
+        )
+    return None
+
+
+def check_kvm(profile: DeviceProfile) -> None:
+    """:class:`KvmUnusable` in one line if ``profile``'s device cannot run under KVM here."""
+    problem = kvm_problem()
+    if problem is not None:
+        raise KvmUnusable(
+            f"{profile.name}: {problem}; run it on a machine with KVM, or use linux-emu "
+            "(the arm64 board, under QEMU's TCG)"
         )

@@ -1,5 +1,6 @@
 """Device kind ``ssh``: a Linux board over OpenSSH; emulators ``ssh-emu`` (sshd on this
-host) and ``linux-emu`` (an arm64 board that boots under QEMU)."""
+host), ``linux-emu`` (an arm64 board that boots under QEMU) and ``linux-kvm`` (its x86_64
+twin, under QEMU with KVM)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from harness.devices.acquired_place import LabResourceError, LabResources
 from harness.devices.base import Emulator, OpenContext
-from harness.devices.host_tools import HostTool, agent_tools
+from harness.devices.host_tools import HostTool, agent_tools, check_kvm
 from harness.devices.hosted import HostedDevice, emulator_home, with_settings
 from harness.profiles.device_profile import DeviceProfile
 from harness.profiles.kinds import DeviceKind, LabAddress, Settings
@@ -83,9 +84,10 @@ _SSH_EMU = (
     HostTool("socat", "socat", "connects to the emulated board's namespace", "listens on loopback"),
 )
 
-# What linux-emu runs on this machine: QEMU's arm64 system emulator, and what makes its flash.
-_LINUX_EMU = (
-    HostTool("qemu-system-aarch64", "qemu-system-arm", "emulates the arm64 board"),
+# The boards that boot (harness.emulators.linux_arch.BOARDS names the same two).
+BOOTED_BOARDS = ("linux-emu", "linux-kvm")
+# What such a board runs on this machine besides its QEMU: what makes its keys and flash.
+_BOOTED_BOARD = (
     HostTool("ssh-keygen", "openssh-client", "makes the emulated board's keys"),
     HostTool("mke2fs", "e2fsprogs", "makes the board's flash image"),
     HostTool("dpkg-deb", "dpkg", "unpacks the board's Debian packages"),
@@ -94,9 +96,13 @@ _LINUX_EMU = (
 
 def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
     """A board's agent is built here: for arm64 under ssh-emu, which runs it here too, and
-    under linux-emu, whose booted kernel runs it."""
-    if profile.emulator == "linux-emu":
-        return agent_tools(profile, runs_here=False, arm64=True) + _LINUX_EMU
+    for the board's ABI under linux-emu and linux-kvm, whose booted kernel runs it."""
+    if profile.emulator in BOOTED_BOARDS:
+        from harness.emulators.linux_arch import board_arch
+
+        arch = board_arch(profile.emulator)
+        qemu = HostTool(arch.qemu, arch.qemu_package, f"emulates the {arch.debian} board")
+        return (*agent_tools(profile, runs_here=False), qemu, *_BOOTED_BOARD)
     emulated = profile.emulator is not None
     return agent_tools(profile, runs_here=emulated, arm64=emulated) + (_SSH_EMU if emulated else ())
 
@@ -104,12 +110,16 @@ def host_tools(profile: DeviceProfile) -> tuple[HostTool, ...]:
 def open_device(profile: DeviceProfile, context: OpenContext) -> HostedDevice:
     resources = context.resources
     emulator: Emulator | None = None
-    if profile.emulator == "linux-emu":
+    if profile.emulator in BOOTED_BOARDS:
         from harness.emulators.linux import LinuxEmulator
+        from harness.emulators.linux_arch import board_arch
 
+        arch = board_arch(profile.emulator)
+        if arch.needs_kvm:
+            check_kvm(profile)
         home = emulator_home(profile, resources) / "board"
         emulator = resources.enter_context(
-            LinuxEmulator(home, boot_timeout=int(profile.timeouts.connect))
+            LinuxEmulator(home, arch=arch, boot_timeout=int(profile.timeouts.connect))
         )
     elif profile.emulator is not None:
         from harness.emulators.ssh import SshEmulator
@@ -129,7 +139,7 @@ KIND = DeviceKind(
     name="ssh",
     settings=SshSettings,
     emulator="ssh-emu",
-    more_emulators=("linux-emu",),
+    more_emulators=BOOTED_BOARDS,
     emulator_fields=("host", "ssh_config"),
     lock_key=lock_key,
     awaits_boot=True,

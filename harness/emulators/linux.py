@@ -1,6 +1,8 @@
-"""linux-emu: an arm64 board that boots, under ``qemu-system-aarch64 -M virt``.
+"""linux-emu: an arm64 board that boots, under ``qemu-system-aarch64 -M virt``; and its
+x86_64 twin linux-kvm, under ``qemu-system-x86_64 -M q35`` with KVM (the board's
+architecture: :mod:`harness.emulators.linux_arch`).
 
-Debian's arm64 kernel boots a root file system of Debian's arm64 packages (glibc, the
+Debian's kernel boots a root file system of Debian's packages (glibc, the
 real OpenSSH server, busybox as init and shell) from the board's flash: a copy of the
 cached image (:mod:`harness.emulators.linux_image`) in this emulator's directory, kept
 across power cycles while the emulator lives. Its power goes through labgrid's own
@@ -12,7 +14,8 @@ on first sight). The serial
 console is kept in ``console.log``. The agent runs on the board's own kernel: nothing
 of qemu-user. See docs/linux-emu.md.
 
-Needs qemu-system-arm (``qemu-system-aarch64``), openssh-client (``ssh-keygen``),
+Needs qemu-system-arm (``qemu-system-aarch64``; linux-kvm: qemu-system-x86's
+``qemu-system-x86_64`` and a usable ``/dev/kvm``), openssh-client (``ssh-keygen``),
 e2fsprogs (``mke2fs``), dpkg (``dpkg-deb``) (checked as the device is opened:
 :mod:`harness.devices.host_tools`) and labgrid (the ``[lab]`` extra); no root.
 """
@@ -31,6 +34,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.emulators.linux_arch import ARM64, BoardArch
 from harness.emulators.linux_image import BoardImage, BoardImageError, ensure_image
 from harness.emulators.linux_strategy import strategy_class
 from harness.emulators.ssh import SshBoardFiles, ensure_key, write_private
@@ -38,13 +42,11 @@ from harness.errors import InfrastructureError
 from harness.lifecycle import owner
 from harness.lifecycle.process import free_port
 
-DEFAULT_ALIAS = "linux-emu"
 DEVICE_USER = "root"  # the board's own root: the agent may reboot it (REBOOT)
 LISTEN_HOST = "127.0.0.1"
-QEMU = "qemu-system-aarch64"
-# Not quiet: the console log of a board that does not come back shows how far the kernel
-# got (ShellDriver's "dmesg -n 1" quiets it once logged in).
-_BOOT_ARGS = "console=ttyAMA0 panic=-1"
+# After console=<the board's>. Not quiet: the console log of a board that does not come
+# back shows how far the kernel got (ShellDriver's "dmesg -n 1" quiets it once logged in).
+_BOOT_ARGS = "panic=-1"
 LOGIN_PROMPT = " login: "  # busybox getty's, as ShellDriver waits for it
 _KEPT_BYTES = 1 << 20  # the most of a console log a failed step carries (its end)
 _SEED_BYTES = 64 << 10  # the seed disk: a tar of the host key and the authorized key
@@ -57,7 +59,7 @@ class LinuxEmulatorError(RuntimeError, InfrastructureError):
 
 
 class LinuxEmulator(SshBoardFiles):
-    """One booted arm64 board (see the module). After :meth:`start`, ``directory`` holds
+    """One booted board of ``arch`` (see the module). After :meth:`start`, ``directory`` holds
     ``ssh_config`` (host ``alias``), ``known_hosts``, the client key, ``flash.img`` and
     ``console.log``. :meth:`cut_power` is the power cut a fault injector uses."""
 
@@ -65,7 +67,8 @@ class LinuxEmulator(SshBoardFiles):
         self,
         directory: Path,
         *,
-        alias: str = DEFAULT_ALIAS,
+        arch: BoardArch = ARM64,
+        alias: str | None = None,
         memory: str = "512M",
         boot_timeout: int = 60,
         image: BoardImage | None = None,
@@ -74,7 +77,8 @@ class LinuxEmulator(SshBoardFiles):
         authorized_key: Path | None = None,
     ) -> None:
         self.directory = directory.resolve()
-        self.alias = alias
+        self.arch = arch
+        self.alias = alias or arch.emulator
         self.user = DEVICE_USER
         self.host = listen_host  # a loopback address: an emulated lab's exporter host's
         self.port = port  # 0: chosen at the first power-on
@@ -103,9 +107,9 @@ class LinuxEmulator(SshBoardFiles):
         """The image this board boots (built on first use)."""
         if self._image is None:
             try:
-                self._image = ensure_image()
+                self._image = ensure_image(self.arch)
             except BoardImageError as exc:
-                raise LinuxEmulatorError(f"linux-emu: image: {exc}") from exc
+                raise LinuxEmulatorError(f"{self.arch.emulator}: image: {exc}") from exc
         return self._image
 
     @property
@@ -116,7 +120,7 @@ class LinuxEmulator(SshBoardFiles):
     def start(self) -> Mapping[str, object]:
         """Power the board on and boot it to SSH; returns :attr:`settings`."""
         if self._strategy is not None:
-            raise LinuxEmulatorError("linux-emu is already running")
+            raise LinuxEmulatorError(f"{self.arch.emulator} is already running")
         self.directory.mkdir(parents=True, exist_ok=True)
         image = self.image
         if not self.flash.exists():
@@ -180,7 +184,7 @@ class LinuxEmulator(SshBoardFiles):
 
     def _rebooted(self, reboot: Any) -> None:
         if self._strategy is None or self._console is None:
-            raise LinuxEmulatorError("linux-emu is not running: nothing to reboot")
+            raise LinuxEmulatorError(f"{self.arch.emulator} is not running: nothing to reboot")
         started = time.monotonic()
         strategy = self._strategy
         self._run_step("reboot", lambda: reboot(strategy))
@@ -213,14 +217,14 @@ class LinuxEmulator(SshBoardFiles):
             from labgrid import Environment
         except ImportError:
             raise LinuxEmulatorError(
-                "linux-emu: its power and boot go through labgrid, the [lab] extra: "
+                f"{self.arch.emulator}: its power and boot go through labgrid, the [lab] extra: "
                 "pip install 'executorch-hil-harness[lab]'"
             ) from None
 
         strategy_class()  # registered with labgrid's factory before the target is made
         started = time.monotonic()
-        ensure_key(self.host_key, "linux-emu host key")
-        ensure_key(self.client_key, "linux-emu client key")
+        ensure_key(self.host_key, f"{self.arch.emulator} host key")
+        ensure_key(self.client_key, f"{self.arch.emulator} client key")
         seed = self.directory / "seed.tar"
         authorized = self._authorized_key or self.client_key.with_suffix(".pub")
         _write_seed(seed, self.host_key, authorized)
@@ -243,36 +247,38 @@ class LinuxEmulator(SshBoardFiles):
             lambda: self._strategy.transition("shell"),
         )
         self._qemu_pid = target.get_driver("QEMUDriver")._child.pid
-        owner.current().add_process(self._qemu_pid, "linux-emu qemu")
+        owner.current().add_process(self._qemu_pid, f"{self.arch.emulator} qemu")
         self._run_step("SSH", lambda: self._strategy.transition("ssh"))
         self._wait_for_ssh()
         self.write_client_files()
         self.boot_seconds = time.monotonic() - started
 
     def _environment_config(self, image: BoardImage, seed: Path) -> dict[str, object]:
+        arch = self.arch
         disks = [
             "-drive", f"if=none,format=raw,file={self.flash},id=flash",
-            "-device", "virtio-blk-device,drive=flash,serial=et-flash",
+            "-device", f"virtio-blk-{arch.virtio},drive=flash,serial=et-flash",
             "-drive", f"if=none,format=raw,file={seed},id=seed,readonly=on",
-            "-device", "virtio-blk-device,drive=seed,serial=et-seed",
+            "-device", f"virtio-blk-{arch.virtio},drive=seed,serial=et-seed",
             "-netdev", f"user,id=net0,hostfwd=tcp:{self.host}:{self.port}-:22",
-            "-device", "virtio-net-device,netdev=net0",
-            "-device", "virtio-rng-device",
+            "-device", f"virtio-net-{arch.virtio},netdev=net0",
+            "-device", f"virtio-rng-{arch.virtio}",
             "-initrd", str(image.initrd),
-            "-smp", "1", "-nodefaults", "-no-user-config",
+            "-smp", "1", "-nodefaults", "-no-user-config", *arch.accel,
         ]  # fmt: skip
         qemu = {
-            "qemu_bin": "qemu", "machine": "virt", "cpu": "cortex-a57", "memory": self._memory,
-            "kernel": "kernel", "boot_args": _BOOT_ARGS, "extra_args": _shell_words(disks),
+            "qemu_bin": "qemu", "machine": arch.machine, "cpu": arch.cpu, "memory": self._memory,
+            "kernel": "kernel", "boot_args": f"console={arch.console} {_BOOT_ARGS}",
+            "extra_args": _shell_words(disks),
         }  # fmt: skip
         shell = {
-            "prompt": r"root@linux-emu:[^ ]*# ", "login_prompt": " login: ", "username": "root",
-            "login_timeout": self._boot_timeout, "await_login_timeout": 1,
+            "prompt": rf"root@{arch.emulator}:[^ ]*# ", "login_prompt": " login: ",
+            "username": "root", "login_timeout": self._boot_timeout, "await_login_timeout": 1,
         }  # fmt: skip
         drivers = {"QEMUDriver": qemu, "ShellDriver": shell, "LinuxBoardStrategy": {}}
         return {
             "targets": {"main": {"drivers": drivers}},
-            "tools": {"qemu": shutil.which(QEMU) or QEMU},
+            "tools": {"qemu": shutil.which(arch.qemu) or arch.qemu},
             "images": {"kernel": str(image.kernel)},
         }
 
@@ -293,7 +299,9 @@ class LinuxEmulator(SshBoardFiles):
         kept = self._console_since(0)
         lines = [line.strip()[:100] for line in kept.splitlines() if line.strip()][-2:]
         said = f"; the console's last lines: {' | '.join(lines)!r}" if lines else ""
-        error = LinuxEmulatorError(f"linux-emu: {what}{said}; console log: {self.console_log}")
+        error = LinuxEmulatorError(
+            f"{self.arch.emulator}: {what}{said}; console log: {self.console_log}"
+        )
         if self.console_log.is_file():
             error.kept = ((str(self.console_log), kept.encode("utf-8", "replace")),)
         return error

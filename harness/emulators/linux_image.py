@@ -1,5 +1,7 @@
-"""linux-emu's board image: Debian's arm64 kernel and a root file system of Debian's arm64
-packages, built by the harness from ``agent/linux-board.lock`` and cached.
+"""The image of a board that boots: Debian's kernel and a root file system of Debian's
+packages of the board's architecture (:mod:`harness.emulators.linux_arch`), built by the
+harness from its lock (``agent/linux-board.lock`` for arm64, ``linux-board-amd64.lock``
+for amd64) and cached.
 
 Every package is named in the lock with its version, mirror path, SHA-256 and size; it is
 downloaded from the Debian mirror (``$ET_HARNESS_DEBIAN_MIRROR``, default
@@ -7,13 +9,15 @@ downloaded from the Debian mirror (``$ET_HARNESS_DEBIAN_MIRROR``, default
 unpacked with ``dpkg-deb``. No root-only tool is used: the root file system is a folder
 turned into an ext4 image by ``mke2fs -d``, the initramfs a ``newc`` archive written here.
 
-The image is one cache entry (kind ``board``, :mod:`harness.lifecycle.cache_entry`):
-``Image`` (the kernel), ``initrd.cpio`` (busybox and the kernel's virtio and ext4
-modules: they are modules in Debian's kernel), ``flash.ext4`` (the root file system: the
+The image is one cache entry (kind ``board``, :mod:`harness.lifecycle.cache_entry`,
+``debian-<arch>-<hash>``): ``Image`` or ``vmlinuz`` (the kernel), ``initrd.cpio``
+(busybox and the kernel's virtio and ext4 modules: they are modules in Debian's kernel),
+``flash.ext4`` (the root file system: the
 board's flash; each board boots a copy of it) and ``board.json`` (what it was made from).
 Its name carries the hash of the lock and of the board's own files
 (``agent/linux-board/``: init, rcS, inittab, profile, sshd_config, passwd, group,
-shadow).
+shadow) as the board gets them: their ``@BOARD@``, ``@CONSOLE@`` and ``@MODULES@`` filled
+in for its architecture.
 See docs/linux-emu.md.
 """
 
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import shipped
+from harness.emulators.linux_arch import ARM64, BoardArch
 from harness.errors import InfrastructureError
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.cache_entry import CacheEntry
@@ -43,15 +48,9 @@ from harness.untrusted.reading import read_bounded_text
 MIRROR_ENV = "ET_HARNESS_DEBIAN_MIRROR"
 DEFAULT_MIRROR = "http://deb.debian.org"
 FLASH_SIZE = "160M"  # the ext4 image's size; sparse, about 25 MB of it used
-# The kernel's modules the initramfs loads, in order (Debian builds them as modules).
-MODULES = (
-    "drivers/virtio/virtio_mmio", "drivers/block/virtio_blk", "lib/crc16", "fs/mbcache",
-    "fs/jbd2/jbd2", "crypto/crc32c_generic", "fs/ext4/ext4", "net/core/failover",
-    "drivers/net/net_failover", "drivers/net/virtio_net", "drivers/char/hw_random/virtio-rng",
-)  # fmt: skip
-# Unpacked but not kept on the flash: documentation and character set converters.
-_PRUNED = ("usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/lintian",
-           "usr/lib/aarch64-linux-gnu/gconv")  # fmt: skip
+# Unpacked but not kept on the flash: documentation (and usr/lib/<triplet>/gconv, the
+# character set converters).
+_PRUNED = ("usr/share/doc", "usr/share/man", "usr/share/locale", "usr/share/lintian")
 _BOARD_FILES = ("init", "rcS", "inittab", "profile", "sshd_config", "passwd", "group", "shadow")
 _LAYOUT_REVISION = 1  # bumped when the image's layout changes
 _LOCK_MAX_BYTES = 64 << 10
@@ -63,7 +62,7 @@ _LINE = re.compile(
     r"(?P<archive>debian|debian-security) (?P<path>pool/[A-Za-z0-9._+~/-]+\.deb) "
     r"(?P<sha256>[0-9a-f]{64}) (?P<size>[0-9]{1,10})"
 )
-_STEP = "building the linux-emu board image"
+_PLACEHOLDERS = ("@BOARD@", "@CONSOLE@", "@MODULES@")  # in the board's files
 
 
 class BoardImageError(RuntimeError, InfrastructureError):
@@ -72,7 +71,7 @@ class BoardImageError(RuntimeError, InfrastructureError):
 
 @dataclass(frozen=True)
 class LockedPackage:
-    """One line of the lock: a Debian arm64 package and what it must hash to."""
+    """One line of the lock: a Debian package and what it must hash to."""
 
     role: str  # "kernel" or "root"
     name: str
@@ -88,10 +87,11 @@ class BoardImage:
     """A built image: its files in the cache, and what it was made from."""
 
     root: Path
+    arch: BoardArch = ARM64
 
     @property
     def kernel(self) -> Path:
-        return self.root / "Image"
+        return self.root / self.arch.kernel_file
 
     @property
     def initrd(self) -> Path:
@@ -106,9 +106,9 @@ class BoardImage:
         return dict(json.loads((self.root / "board.json").read_text()))
 
 
-def lock_file() -> Path:
-    """The board's lock, shipped with the harness (``agent/linux-board.lock``)."""
-    return shipped.agent_dir() / "linux-board.lock"
+def lock_file(arch: BoardArch = ARM64) -> Path:
+    """The board's lock, shipped with the harness (``agent/linux-board.lock`` for arm64)."""
+    return shipped.agent_dir() / arch.lock
 
 
 def locked_packages(path: Path | None = None) -> tuple[LockedPackage, ...]:
@@ -133,19 +133,29 @@ def locked_packages(path: Path | None = None) -> tuple[LockedPackage, ...]:
     return (*kernels, *(p for p in packages if p.role == "root"))
 
 
-def image_dir() -> Path:
+def image_dir(arch: BoardArch = ARM64) -> Path:
     """Where :func:`ensure_image` keeps the image of the current lock and board files."""
     digest = hashlib.sha256(f"r{_LAYOUT_REVISION}\n".encode())
-    digest.update(lock_file().read_bytes())
+    digest.update(lock_file(arch).read_bytes())
     for name in _BOARD_FILES:
-        digest.update(name.encode() + b"\0" + (_board_files() / name).read_bytes())
-    return cache_root() / "board" / f"debian-arm64-{digest.hexdigest()[:16]}"
+        digest.update(name.encode() + b"\0" + board_file(name, arch))
+    return cache_root() / "board" / f"debian-{arch.debian}-{digest.hexdigest()[:16]}"
 
 
-def ensure_image() -> BoardImage:
+def board_file(name: str, arch: BoardArch = ARM64) -> bytes:
+    """The board's own file ``name`` (``agent/linux-board/``) as the board of ``arch``
+    gets it: the emulator's name, the console's device and the initramfs's modules in."""
+    text = (_board_files() / name).read_bytes()
+    values = (arch.emulator, arch.console, arch.module_names)
+    for placeholder, value in zip(_PLACEHOLDERS, values, strict=True):
+        text = text.replace(placeholder.encode(), value.encode())
+    return text
+
+
+def ensure_image(arch: BoardArch = ARM64) -> BoardImage:
     """The board's image, built on first use and checked as a cache entry at every use;
     safe from parallel processes (one builds, the others wait and use it)."""
-    image = BoardImage(image_dir())
+    image = BoardImage(image_dir(arch), arch)
     entry = CacheEntry("board", image.root)
     if entry.use():
         return image
@@ -153,11 +163,13 @@ def ensure_image() -> BoardImage:
         if intact:
             return image
         with (
-            writing(image.root.parent, _STEP, needed=_BUILD_BYTES),
+            writing(
+                image.root.parent, f"building the {arch.emulator} board image", needed=_BUILD_BYTES
+            ),
             tempfile.TemporaryDirectory(dir=image.root.parent, prefix=".build-") as tmp,
         ):
             staging = Path(tmp) / "image"
-            _build(Path(tmp), staging)
+            _build(Path(tmp), staging, arch)
             if image.root.exists():  # a partial tree from an interrupted build
                 image.root.rename(Path(tmp) / "replaced")
             staging.rename(image.root)
@@ -169,16 +181,18 @@ def _board_files() -> Path:
     return shipped.agent_dir() / "linux-board"
 
 
-def _build(tmp: Path, staging: Path) -> None:
-    packages = locked_packages()
-    debs = {p.name: _download(p, tmp / "debs") for p in packages}
+def _build(tmp: Path, staging: Path, arch: BoardArch) -> None:
+    lock = lock_file(arch)
+    packages = locked_packages(lock)
+    debs = {p.name: _download(p, tmp / "debs", lock) for p in packages}
     kernel, rootfs, initramfs = packages[0], tmp / "rootfs", tmp / "initramfs"
     staging.mkdir()
     for package in packages[1:]:
         _run(["dpkg-deb", "-x", str(debs[package.name]), str(rootfs)], f"unpack {package.name}")
-    release = _unpack_kernel(debs[kernel.name], staging / "Image", initramfs / "modules")
-    _furnish_root(rootfs)
-    _furnish_initramfs(rootfs, initramfs)
+    modules = initramfs / "modules"
+    release = _unpack_kernel(debs[kernel.name], staging / arch.kernel_file, modules, arch)
+    _furnish_root(rootfs, arch)
+    _furnish_initramfs(rootfs, initramfs, arch)
     write_newc(initramfs, staging / "initrd.cpio")
     _run(
         ["mke2fs", "-q", "-F", "-t", "ext4", "-L", "et-flash", "-E", "root_owner=0:0",
@@ -188,7 +202,7 @@ def _build(tmp: Path, staging: Path) -> None:
     described = {
         "kernel": {"package": kernel.name, "version": kernel.version, "release": release},
         "packages": {p.name: p.version for p in packages[1:]},
-        "lock_sha256": hashlib.sha256(lock_file().read_bytes()).hexdigest(),
+        "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest(),
     }
     (staging / "board.json").write_text(json.dumps(described, indent=1, sort_keys=True) + "\n")
 
@@ -204,7 +218,7 @@ def mirror() -> str:
     return url.rstrip("/")
 
 
-def _download(package: LockedPackage, folder: Path) -> Path:
+def _download(package: LockedPackage, folder: Path, lock: Path) -> Path:
     """The package fetched into ``folder`` and checked against the lock (size, SHA-256)."""
     folder.mkdir(parents=True, exist_ok=True)
     url = f"{mirror()}/{package.archive}/{package.path}"
@@ -229,15 +243,15 @@ def _download(package: LockedPackage, folder: Path) -> Path:
             f"{package.name} {package.version} from {url} is not the locked file ({size} bytes, "
             f"sha256 {digest.hexdigest()[:16]}..., locked {package.size} bytes, "
             f"{package.sha256[:16]}...): the mirror no longer has it or it was altered; "
-            f"update {lock_file().name} to the mirror's version"
+            f"update {lock.name} to the mirror's version"
         )
     return target
 
 
-def _unpack_kernel(deb: Path, image: Path, modules: Path) -> str:
-    """The kernel's ``Image`` and the initramfs's modules out of the kernel package (read
-    as ``dpkg-deb --fsys-tarfile`` gives it); the kernel's release."""
-    wanted = {f"{m}.ko" for m in MODULES}
+def _unpack_kernel(deb: Path, image: Path, modules: Path, arch: BoardArch) -> str:
+    """The kernel (``boot/vmlinuz-*``) and the initramfs's modules out of the kernel
+    package (read as ``dpkg-deb --fsys-tarfile`` gives it); the kernel's release."""
+    wanted = {f"{m}.ko" for m in arch.modules}
     modules.mkdir(parents=True)
     release = None
     with subprocess.Popen(
@@ -273,33 +287,32 @@ def _copy_member(archive: tarfile.TarFile, member: tarfile.TarInfo, target: Path
         shutil.copyfileobj(source, sink)
 
 
-def _furnish_root(rootfs: Path) -> None:
+def _furnish_root(rootfs: Path, arch: BoardArch) -> None:
     """The board's own files, the folders the boot needs and busybox as init and shell."""
-    for pruned in _PRUNED:
+    for pruned in (*_PRUNED, f"usr/lib/{arch.triplet}/gconv"):
         shutil.rmtree(rootfs / pruned, ignore_errors=True)
     for folder in ("proc", "sys", "dev", "run", "tmp", "root", "usr/bin", "usr/sbin",
                    "var/empty", "sbin", "etc/init.d"):  # fmt: skip
         (rootfs / folder).mkdir(parents=True, exist_ok=True)
     (rootfs / "tmp").chmod(0o1777)
     (rootfs / "root").chmod(0o700)
-    board = _board_files()
     placed = {"rcS": ("etc/init.d/rcS", 0o755), "inittab": ("etc/inittab", 0o644),
               "sshd_config": ("etc/ssh/sshd_config", 0o644), "passwd": ("etc/passwd", 0o644),
               "group": ("etc/group", 0o644), "shadow": ("etc/shadow", 0o600),
               "profile": ("etc/profile", 0o644)}  # fmt: skip
     for name, (where, mode) in placed.items():
-        shutil.copyfile(board / name, rootfs / where)
+        (rootfs / where).write_bytes(board_file(name, arch))
         (rootfs / where).chmod(mode)
     for link in ("bin/sh", "sbin/init"):
         (rootfs / link).unlink(missing_ok=True)
         (rootfs / link).symlink_to("/bin/busybox")
 
 
-def _furnish_initramfs(rootfs: Path, initramfs: Path) -> None:
+def _furnish_initramfs(rootfs: Path, initramfs: Path, arch: BoardArch) -> None:
     for folder in ("bin", "dev", "proc", "sys", "newroot"):
         (initramfs / folder).mkdir(parents=True, exist_ok=True)
     shutil.copy2(rootfs / "bin/busybox", initramfs / "bin/busybox")
-    shutil.copyfile(_board_files() / "init", initramfs / "init")
+    (initramfs / "init").write_bytes(board_file("init", arch))
     (initramfs / "init").chmod(0o755)
 
 

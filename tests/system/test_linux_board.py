@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import paramiko
@@ -24,6 +25,7 @@ from run_environment import run_environment
 from harness.data.messages import Action, Outcome, Request
 from harness.devices.hosted import HostedDevice
 from harness.emulators.linux import LinuxEmulator, LinuxEmulatorError
+from harness.emulators.linux_arch import ARM64
 from harness.emulators.linux_image import (
     BoardImageError,
     ensure_image,
@@ -296,16 +298,14 @@ def test_a_qemu_killed_as_it_starts_fails_the_boot_in_one_line_not_hangs(
     the board again (a test error, or a hang, would end the run's tests on it)."""
     import threading
 
-    import harness.emulators.linux as linux
     import harness.emulators.linux_strategy as strategy
 
     require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
     fake = tmp_path / "qemu-system-aarch64"
     fake.write_text(f"#!/bin/sh\n{script}")
     fake.chmod(0o755)
-    monkeypatch.setattr(linux, "QEMU", str(fake))
     monkeypatch.setattr(strategy, "SERIAL_CONNECT_TIMEOUT", 1.0, raising=False)
-    board, errors = LinuxEmulator(tmp_path / "board"), []
+    board, errors = LinuxEmulator(tmp_path / "board", arch=replace(ARM64, qemu=str(fake))), []
 
     def start() -> None:
         try:
