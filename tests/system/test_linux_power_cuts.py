@@ -27,6 +27,7 @@ from prerequisites import require
 from run_environment import run_environment
 
 from harness.devices.hosted import HostedDevice
+from harness.emulators.linux import LinuxEmulator
 from harness.profiles.device_profile import load_profile
 from harness.runner import open_runner
 from harness.shipped import devices_dir
@@ -315,7 +316,7 @@ def test_a_file_the_harness_pushed_survives_a_power_cut_right_after(tmp_path: Pa
     require("qemu-system-aarch64", "ssh-keygen", "mke2fs", "dpkg-deb")
     device, runner = open_runner(load_profile(str(devices_dir() / "linux-emu.yaml")))
     try:
-        assert isinstance(device, HostedDevice) and device.emulator is not None
+        assert isinstance(device, HostedDevice) and isinstance(device.emulator, LinuxEmulator)
         runner.close()
         local = tmp_path / "payload.bin"
         local.write_bytes(hashlib.sha256(b"seed").digest() * (64 << 10))  # 2 MB
