@@ -8,6 +8,7 @@ that must not be collected), with the harness's path options pointing outside it
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,8 +162,8 @@ def test_a_projects_device_is_found_by_run_and_pytest_as_devices_lists_it(projec
         check=False,
     )
     # listed relative to where the command runs (the project)
-    listed_pool = "arm64-pool    local    [the project's devices/: devices]"
-    assert listed_pool in listed.stdout, listed.stdout
+    listed_pool = r"^arm64-pool +local +\[the project's devices/: devices\]$"
+    assert re.search(listed_pool, listed.stdout, re.M), listed.stdout
     if door == "et-harness run":
         argv = [sys.executable, "-m", "harness.cli", "run"]
     else:
