@@ -27,8 +27,10 @@ import contextlib
 import http.server
 import os
 import re
+import select
 import signal
 import socket
+import socketserver
 import threading
 import time
 from collections.abc import Sequence
@@ -211,6 +213,49 @@ class PoweredLinuxBoard:
     def stop(self) -> None:
         self._wait_for_boot()
         self.board.stop()
+
+
+class ConsoleFeed:
+    """A Linux board's console as a lab's console server offers it: a raw TCP port on the
+    exporter's address streaming what the console prints from the moment a client
+    connects (read-only: the board's own labgrid drivers hold its console; what a client
+    writes is dropped). It follows the board's ``console.log``."""
+
+    _POLL_S = 0.1  # how often the log is looked at for new lines
+
+    def __init__(self, host: str, log: Path) -> None:
+        stopping = self._stopping = threading.Event()
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                offset = log.stat().st_size if log.exists() else 0
+                with contextlib.suppress(OSError):  # the client went
+                    while not stopping.is_set():
+                        if select.select([self.request], [], [], 0)[0] and not self.request.recv(
+                            4096
+                        ):
+                            return  # the client closed: what it wrote is dropped
+                        data = b""
+                        with contextlib.suppress(FileNotFoundError), log.open("rb") as console:
+                            console.seek(offset)
+                            data = console.read(1 << 16)
+                        offset += len(data)
+                        self.request.sendall(data)
+                        if not data:
+                            stopping.wait(ConsoleFeed._POLL_S)  # a file tells no one it grew
+
+        self.server = socketserver.ThreadingTCPServer((host, 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, daemon=True, name=f"console-feed:{host}"
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class _Powered(Protocol):

@@ -55,6 +55,7 @@ from harness import shipped
 from harness.emulators import ser2net_loopback
 from harness.emulators.adb.server import PrivateAdbServer
 from harness.emulators.lab_devices import (
+    ConsoleFeed,
     EmulatedBoard,
     EmulatedPhone,
     LabError,
@@ -244,11 +245,15 @@ class LabgridLab:
             text += self._start_ssh_board(letter, host, exporter)
         if number < self._linux_boards:
             linux_board = self.linux_board_places[-1].board.board
+            console = ConsoleFeed(host, linux_board.console_log)
+            self._stack.callback(console.stop)
             text += (
                 f"{BOOT_GROUP}:\n  NetworkService:\n    address: {host}\n"
                 f"    port: {linux_board.port}\n    username: {linux_board.user}\n"
                 f"  NetworkPowerPort:\n    model: simplerest\n    host: '{switch.url}'\n"
                 f"    index: {len(powered) - 1}\n"
+                f"  NetworkSerialPort:\n    host: {host}\n    port: {console.port}\n"
+                "    speed: 115200\n    protocol: raw\n"
             )
         config.write_text(text)
         env = {

@@ -5,9 +5,15 @@ reported with the test that ends (:mod:`harness.farm.slot`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 from harness.devices.base import Device
+from harness.errors import InfrastructureError
 from harness.farm.policy import FarmPolicy
+
+if TYPE_CHECKING:
+    from harness.lab.reservation import LabgridReservation
 
 EMULATOR_RESTART = "emulator restart"  # how a board is brought back, in messages
 POWER_CYCLE = "power cycle"  # (its lab place's power port; the profile's recover: power)
@@ -43,20 +49,31 @@ class Restarts:
 
 
 def board_restart(
-    device: Device | None, power_cycle: Callable[[], None] | None
+    device: Device | None, lab_place: LabgridReservation | None
 ) -> tuple[str, Callable[[], None]] | None:
     """How ``device``'s board is brought back, and its name in messages: its emulator
-    restarted, or its lab place's power cycled (``power_cycle``, when the profile asks
-    ``recover: power``) and the board waited for while it boots; None: neither."""
+    restarted, or the power of its held lab place (``lab_place``, when the profile asks
+    ``recover: power``) cycled and the board waited for while it boots, its console read
+    meanwhile when the place has one (a board that does not come back carries it as
+    ``kept``: the test's artifact); None: neither."""
     if device is None:
         return None
     if device.emulator is not None:
         return EMULATOR_RESTART, device.restart_emulator
-    if power_cycle is None:
+    if lab_place is None or lab_place.held is None:
         return None
+    console = lab_place.held.resources.serial
 
     def cycle_and_wait() -> None:
-        power_cycle()
-        device.power_cycled()
+        from harness.lab.console import ConsoleCapture  # the [lab] extra: labs only
+
+        with ConsoleCapture(console) if console is not None else nullcontext() as capture:
+            lab_place.power_cycle()
+            try:
+                device.power_cycled()
+            except InfrastructureError as exc:
+                if capture is not None and console is not None:
+                    exc.kept = (*exc.kept, (f"{console.url}/console.log", capture.text))
+                raise
 
     return POWER_CYCLE, cycle_and_wait

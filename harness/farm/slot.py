@@ -308,9 +308,7 @@ class DeviceSlot:
         for. One that does not come back is brought back again, then left like any board
         that failed (:meth:`_move_on`) or quarantined. False when it is neither, its
         restarts (``emulator_restarts``) are used up, or the run's time is."""
-        reservation = self._reservation
-        power_cycle = reservation.power_cycle if reservation is not None and self.recovers else None
-        found = board_restart(self.device, power_cycle)
+        found = board_restart(self.device, self._reservation if self.recovers else None)
         if found is None:
             return False
         label, restart = found

@@ -130,6 +130,9 @@ class CrashArtifacts:
         """:meth:`keep_evidence`, then ``exc``'s message naming the kept copies
         (:meth:`repoint`) and ``; kept: ...`` for those it did not name (or "")."""
         kept = [str(path) for path in self.keep_evidence(exc, collect)]
+        if isinstance(exc, InfrastructureError):  # and its own files kept before
+            earlier = (self._moved.get(source) for source, _ in exc.kept)
+            kept += [copy for copy in earlier if copy is not None and copy not in kept]
         text = self.repoint(str(exc))
         unnamed = [path for path in kept if path not in text]
         return text, f"; kept: {', '.join(unnamed)}" if unnamed else ""

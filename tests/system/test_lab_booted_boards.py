@@ -157,3 +157,8 @@ def test_a_board_that_does_not_come_back_is_quarantined_and_the_run_goes_on_on_t
     assert dict(state.tags)["et_health"] == "quarantined", state
     (line,) = state.comment.splitlines()
     assert "power cycle 1 failed" in line and "did not answer within 20 s" in line, line
+    # what the place's console printed while the board did not come back: the test's artifact
+    (console,) = [p for p in records[0]["artifacts"] if p.endswith("/device/console.log")]
+    assert "; kept: " in line, line  # named (the lab's comment is bounded: cut after it)
+    printed = (tmp_path / "r" / console).read_text(errors="replace")
+    assert "Booting Linux" in printed and "et-init: boot failed" in printed, printed[-2000:]
