@@ -36,6 +36,7 @@ from harness.devices.device_files import (
 from harness.lifecycle.cache import cache_root
 from harness.lifecycle.owner import owned_directory
 from harness.profiles.device_profile import DeviceProfile
+from harness.profiles.kinds import device_kind
 from harness.programs.probe_program import probe_program
 from harness.programs.xnnpack import XNNPACK_BACKEND, xnnpack_program
 from harness.runtime.agent_build import AGENT_BINARY_NAME, AgentBuild, ensure_agent
@@ -117,7 +118,7 @@ class HostedDevice(Device):
         self._pushed.clear()
         self._programs.clear()
         self._agent_path = None
-        self._power_lost = True  # and a push it cut left its staging file on the flash
+        self._power_lost = True
 
     @property
     def work_dir(self) -> str:
@@ -144,7 +145,7 @@ class HostedDevice(Device):
             if have != digest:
                 self.transport.push(local, remote)
                 pushed.append(remote)
-        if pushed:
+        if pushed and not device_kind(self.profile.kind).on_this_machine:  # its power is ours
             self._write_through(pushed)
         self._pushed.update((remote, digest) for _, remote, digest in unknown)
 

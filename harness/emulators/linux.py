@@ -272,7 +272,7 @@ class LinuxEmulator(SshBoardFiles):
             "extra_args": _shell_words(disks),
         }  # fmt: skip
         shell = {
-            "prompt": rf"root@{arch.emulator}:[^ ]*# ", "login_prompt": " login: ",
+            "prompt": rf"root@{arch.emulator}:[^ ]*# ", "login_prompt": LOGIN_PROMPT,
             "username": "root", "login_timeout": self._boot_timeout, "await_login_timeout": 1,
         }  # fmt: skip
         drivers = {"QEMUDriver": qemu, "ShellDriver": shell, "LinuxBoardStrategy": {}}

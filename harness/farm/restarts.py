@@ -72,8 +72,8 @@ def board_restart(
             try:
                 device.power_cycled()
             except InfrastructureError as exc:
-                if capture is not None and console is not None:
-                    exc.kept = (*exc.kept, (f"{console.url}/console.log", capture.text))
+                if capture is not None:
+                    exc.kept = (*exc.kept, (capture.name, capture.text))
                 raise
 
     return POWER_CYCLE, cycle_and_wait

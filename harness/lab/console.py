@@ -66,6 +66,11 @@ class ConsoleCapture:
             self._thread.join(5 * _READ_TIMEOUT_S)
 
     @property
+    def name(self) -> str:
+        """What the kept copy is named after: ``URL/console.log``."""
+        return f"{self._console.url}/console.log"
+
+    @property
     def text(self) -> bytes:
         """What the console printed, or why there is nothing."""
         return bytes(self._read) if self._read or not self.problem else self.problem.encode()
