@@ -123,6 +123,13 @@ def kvm_problem(device: str | None = None, cpuinfo: str = "/proc/cpuinfo") -> st
         os.close(fd)
     if platform.machine() != "x86_64":
         return f"this machine is {platform.machine()}, not x86_64: its KVM runs no x86_64 guest"
+    return cpu_virtualization_problem(device, cpuinfo)
+
+
+def cpu_virtualization_problem(device: str, cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """Why the KVM at ``device`` runs no unmodified kernel: the CPU (``cpuinfo``) has no
+    hardware virtualization (vmx or svm), so it is a KVM in software such as PVM; None if
+    it has."""
     try:
         with open(cpuinfo, "rb") as info:
             flags = info.read(_CPUINFO_BYTES).split()
