@@ -14,6 +14,7 @@ board job runs them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ from prerequisites import require
 from run_environment import run_environment
 
 from harness.emulators.labgrid_lab import LabgridLab, running_lab
+from harness.lifecycle.reap import descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.nightly]
@@ -39,7 +41,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabgridLab]:
     require(str(Path(sys.executable).parent / "labgrid-client"))
     files = tmp_path_factory.mktemp("lab-files")
     with running_lab(2, files=files, linux_boards=2) as running:
+        flashes = [str(p.board.board.flash).encode() for p in running.linux_board_places]
         yield running
+    # nothing the lab started for its boards outlives it: no QEMU booting their flash
+    left = []
+    for pid in descendants({os.getpid()}):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+            left += [pid for flash in flashes if flash in argv]
+    assert not left, left
 
 
 @pytest.fixture
